@@ -1,0 +1,3 @@
+from .cli.app import main
+
+raise SystemExit(main())

@@ -1,0 +1,56 @@
+"""Parameter validation shared by every public class and function.
+
+One message format everywhere (the scikit-learn ``_param_validation`` idea):
+``The 'k' parameter of PPMS must be an integer >= 2; got 1.``
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+from .errors import ValidationError
+
+
+def _fail(name: str, owner: str, requirement: str, value: Any) -> ValidationError:
+    return ValidationError(f"The {name!r} parameter of {owner} must be {requirement}; got {value!r}.")
+
+
+def check_int(value: Any, *, name: str, owner: str, minimum: int | None = None,
+              maximum: int | None = None) -> int:
+    """Return ``value`` as an int, or raise ValidationError in the common format."""
+    requirement = "an integer"
+    if minimum is not None and maximum is not None:
+        requirement += f" in [{minimum}, {maximum}]"
+    elif minimum is not None:
+        requirement += f" >= {minimum}"
+    elif maximum is not None:
+        requirement += f" <= {maximum}"
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise _fail(name, owner, requirement, value)
+    value = int(value)
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+        raise _fail(name, owner, requirement, value)
+    return value
+
+
+def check_fraction(value: Any, *, name: str, owner: str, low_open: bool = True,
+                   low: float = 0.0, high: float = 1.0) -> float:
+    """Validate a threshold in ``(low, high]`` (or ``[low, high]`` when ``low_open`` is False)."""
+    bracket = "(" if low_open else "["
+    requirement = f"a number in {bracket}{low:g}, {high:g}]"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _fail(name, owner, requirement, value)
+    value = float(value)
+    if math.isnan(value) or value > high or value < low or (low_open and value == low):
+        raise _fail(name, owner, requirement, value)
+    return value
+
+
+def check_choice(value: Any, *, name: str, owner: str, choices: tuple[str, ...]) -> str:
+    """Validate that ``value`` is one of ``choices``."""
+    if value not in choices:
+        listed = ", ".join(repr(c) for c in choices)
+        raise _fail(name, owner, f"one of {listed}", value)
+    return value

@@ -1,0 +1,56 @@
+"""The common shape of every anonymization method."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import pandas as pd
+
+from ..data.records import SuperRecords
+from ..random import RandomSource
+
+
+@dataclass(frozen=True)
+class AnonymizationResult:
+    """What an algorithm returns for one period.
+
+    Attributes:
+        table: one row per released case: ``period, case_id, group`` then the published
+            columns; numeric QIDs as ``pandas.Interval`` (or numbers), categorical QIDs as
+            hierarchy labels, multi-valued columns as tuples.
+        n_groups: number of QID-groups (equivalence classes).
+        suppressed: number of cases withheld from the release.
+        counterfeit: number of counterfeit records added.
+        details: algorithm-specific facts for the manifest (what was generalized and why).
+    """
+
+    table: pd.DataFrame
+    n_groups: int
+    suppressed: int = 0
+    counterfeit: int = 0
+    details: dict[str, object] = field(default_factory=dict)
+
+
+class Anonymizer(ABC):
+    """Base class: subclasses validate their parameters in ``__init__`` (keyword-only)."""
+
+    #: the ``--method`` name.
+    name: ClassVar[str]
+    #: the privacy model the method claims, e.g. ``"PPMS(k, theta*)-bounding"``; None for none.
+    privacy_model: ClassVar[str | None] = None
+    #: one sentence a data steward can read: what the release guarantees.
+    guarantee: ClassVar[str]
+    #: whether the method draws random numbers (seeds matter only then).
+    randomized: ClassVar[bool] = False
+
+    @abstractmethod
+    def parameters(self) -> dict[str, object]:
+        """The parameters as written into the manifest."""
+
+    @abstractmethod
+    def anonymize(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
+                  rng: RandomSource) -> AnonymizationResult:
+        """Anonymize one period's super records, given the earlier published releases."""

@@ -1,0 +1,48 @@
+"""``--method none``: publish super records with identifiers removed and nothing else changed.
+
+This is plumbing, not anonymization: it gives NO privacy guarantee. It exists so that the whole
+flow (ingest, release, store, export) can be run and tested before any privacy method, and as the
+"original data" reference that utility metrics compare releases against. What it does: combine a
+case's reports into one super record (QIDs of follow-ups reconciled to their least upper bound,
+sets united), drop the identifier and private columns, and number equivalence classes (cases
+with identical QID values share a group).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from ..data.records import SuperRecords
+from ..random import RandomSource
+from .base import AnonymizationResult, Anonymizer
+
+
+class DropIdentifiers(Anonymizer):
+    """Remove identifiers only. Privacy guarantee: none."""
+
+    name = "none"
+    privacy_model = None
+    guarantee = ("None: identifiers and private columns are removed, quasi-identifiers and "
+                 "sensitive values are published unchanged.")
+
+    def parameters(self) -> dict[str, object]:
+        return {}
+
+    def anonymize(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
+                  rng: RandomSource) -> AnonymizationResult:
+        schema = data.schema
+        frame = data.frame
+        table = pd.DataFrame({"period": frame[schema.period].to_numpy(),
+                              "case_id": frame[schema.case_id].to_numpy()})
+        # Equivalence classes: identical (generalized) QID tuples. Intervals and missing
+        # values are compared by their string form so that NaN groups with NaN.
+        key = pd.Series([""] * len(frame), dtype=object)
+        for name in schema.qid_names:
+            key = key + "\x1f" + frame[name].astype(str).to_numpy()
+        codes, uniques = pd.factorize(key, sort=True)
+        table["group"] = (codes + 1).astype(str)
+        for name in schema.published:
+            table[name] = frame[name].to_numpy()
+        return AnonymizationResult(table=table, n_groups=len(uniques))

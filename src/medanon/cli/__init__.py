@@ -1,0 +1,1 @@
+"""The ``medanon`` command line: a thin layer over the library."""

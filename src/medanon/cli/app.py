@@ -1,0 +1,166 @@
+"""``medanon`` command line. Every command is a thin layer over the library.
+
+User errors (:class:`~medanon.errors.MedanonError`) are printed as ``ErrorType: message`` on
+stderr with a non-zero exit and no traceback. Set ``MEDANON_DEBUG=1`` to see tracebacks of
+unexpected errors.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional, TypeVar
+
+import typer
+
+from .. import __version__
+from ..errors import MedanonError
+from . import commands
+
+app = typer.Typer(name="medanon", add_completion=False, no_args_is_help=True,
+                  pretty_exceptions_enable=False, rich_markup_mode=None,
+                  help="Publish medical microdata without giving away the people in it.")
+synth_app = typer.Typer(no_args_is_help=True, help="Write synthetic data sets.")
+app.add_typer(synth_app, name="synth")
+
+# -- options shared by several commands (defined once) --------------------------------------------
+StoreOpt = Annotated[Path, typer.Option("--store", "-s", help="Release store (DuckDB file).")]
+SeedOpt = Annotated[Optional[int], typer.Option(
+    "--seed", help="Fix the random seed (reproducible runs for tests and research; recorded).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+DEFAULT_STORE_PATH = Path("medanon.duckdb")
+
+
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def guarded(func: F) -> F:
+    """Turn library errors into ``ErrorType: message`` on stderr and a non-zero exit code."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except MedanonError as exc:
+            sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+            raise typer.Exit(exc.exit_code) from None
+        except OSError as exc:
+            sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            sys.stderr.write("Aborted.\n")
+            raise typer.Exit(130) from None
+        except Exception as exc:  # a bug: say so plainly, traceback only on request
+            if os.environ.get("MEDANON_DEBUG"):
+                traceback.print_exc()
+            sys.stderr.write(f"InternalError: {type(exc).__name__}: {exc} (this is a bug in medanon; "
+                             "set MEDANON_DEBUG=1 for the traceback)\n")
+            raise typer.Exit(70) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"medanon {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                 help="Print the version and exit.")] = False) -> None:
+    """Publish medical microdata without giving away the people in it."""
+
+
+@synth_app.command("faers")
+@guarded
+def synth_faers(
+    out: Annotated[Path, typer.Argument(help="Folder to write one sub-folder per period into.")],
+    periods: Annotated[int, typer.Option(help="Number of quarterly periods.")] = 8,
+    cases: Annotated[int, typer.Option(help="Cases per period (new and follow-up).")] = 1000,
+    start: Annotated[str, typer.Option(help="First period, YYYYQn.")] = "2020Q1",
+    lifespan: Annotated[int, typer.Option(help="Periods within which a case may be followed up.")] = 4,
+    seed: SeedOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a synthetic FAERS-like periodic series in the FAERS 2014Q3+ ASCII layout."""
+    commands.synth_faers(out, periods=periods, cases=cases, start=start, lifespan=lifespan,
+                         seed=seed, as_json=as_json)
+
+
+@app.command()
+@guarded
+def ingest(
+    source: Annotated[Path, typer.Argument(help="FAERS quarterly zip, folder, or folder of quarters.")],
+    store: StoreOpt = DEFAULT_STORE_PATH,
+    schema: Annotated[Optional[Path], typer.Option(
+        help="Schema TOML (default: the FAERS schema of the papers).")] = None,
+    keep_missing: Annotated[bool, typer.Option(
+        "--keep-missing", help="Keep reports lacking a QID or sensitive value (dropped by default).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Read FAERS extracts into the store (private; nothing is published)."""
+    commands.ingest(source, store=store, schema_path=schema, keep_missing=keep_missing, as_json=as_json)
+
+
+@app.command()
+@guarded
+def release(
+    periods: Annotated[Optional[list[str]], typer.Argument(
+        help="Periods to publish (default: every ingested, unpublished period, in order).")] = None,
+    store: StoreOpt = DEFAULT_STORE_PATH,
+    method: Annotated[str, typer.Option(help="Anonymization method.")] = "none",
+    k: Annotated[Optional[int], typer.Option("--k", help="Minimum group size (k >= 2).")] = None,
+    theta: Annotated[Optional[float], typer.Option(
+        help="Uniform sensitive-value threshold theta in (0, 1].")] = None,
+    seed: SeedOpt = None,
+    allow_seeded: Annotated[bool, typer.Option(
+        "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Anonymize and publish periods, one store transaction each."""
+    commands.release(store=store, periods=periods or [], method=method, k=k, theta=theta, seed=seed,
+                     allow_seeded=allow_seeded, as_json=as_json)
+
+
+@app.command()
+@guarded
+def export(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the series into.")],
+    store: StoreOpt = DEFAULT_STORE_PATH,
+    fmt: Annotated[str, typer.Option("--format", help="csv | parquet | faers")] = "csv",
+) -> None:
+    """Export the published series (never the private records) in the release format."""
+    commands.export(store=store, out=out, fmt=fmt)
+
+
+@app.command()
+@guarded
+def inspect(store: StoreOpt = DEFAULT_STORE_PATH, as_json: JsonOpt = False) -> None:
+    """Show the periods in a store, their counts, and what is published."""
+    commands.inspect(store=store, as_json=as_json)
+
+
+@app.command()
+@guarded
+def demo(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the demo's files.")] = Path("medanon-demo"),
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic data.")] = 2024,
+) -> None:
+    """Run the whole flow on a small synthetic series: synth -> ingest -> release -> export."""
+    commands.demo(out=out, seed=seed)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``medanon`` console script; returns the exit code."""
+    try:
+        app(args=argv, prog_name="medanon")
+    except SystemExit as exc:
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        return 1
+    return 0

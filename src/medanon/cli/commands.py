@@ -1,0 +1,210 @@
+"""What each CLI command does, over the library; option parsing lives in ``app.py``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import duckdb
+from rich.table import Table
+
+from .._validation import check_choice, check_fraction, check_int
+from ..anonymize import METHODS
+from ..data.loaders.faers import read_faers
+from ..data.records import check_record_values
+from ..data.schema import Schema
+from ..errors import StoreError, ValidationError
+from ..random import make_random_source
+from ..release.faers_layout import write_faers_release
+from ..release.format import MANIFEST_FILE, write_release, write_series_atomically
+from ..release.publish import publish_periods
+from ..store import ReleaseStore
+from .console import err, out, progress_bar
+
+EXPORT_FORMATS = ("csv", "parquet", "faers")
+PLANNED_METHODS = ("ms", "ppms", "ppms+", "ppms++", "ha", "ppms-dp-num", "ppms-dp-all")
+
+
+def _print_json(data: object) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+# -- synth ----------------------------------------------------------------------------------------
+def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str, lifespan: int,
+                seed: int | None, as_json: bool) -> None:
+    from ..data.synth.faers import write_faers_series
+
+    started = time.perf_counter()
+    with progress_bar("synthesizing", periods) as step:
+        summary = write_faers_series(out_dir, periods=periods, cases=cases, seed=seed, start=start,
+                                     lifespan=lifespan, progress=lambda done, total: step(f"{done}/{total}"))
+    data = {"out": str(summary.out), "periods": list(summary.periods), "seed": summary.seed,
+            "seeded": summary.seeded, "reports": summary.reports, "cases": summary.cases,
+            "followups": summary.followups, "deleted": summary.deleted,
+            "seconds": round(time.perf_counter() - started, 2)}
+    if as_json:
+        _print_json(data)
+        return
+    table = Table("period", "cases", "reports", "follow-ups", "deleted", title=f"Synthetic FAERS series in {summary.out}")
+    for p in summary.periods:
+        table.add_row(p, str(summary.cases[p]), str(summary.reports[p]), str(summary.followups[p]),
+                      str(summary.deleted.get(p, 0)))
+    out.print(table)
+    out.print(f"seed {summary.seed} ({'given' if summary.seeded else 'drawn from OS entropy'}); "
+              f"{data['seconds']} s")
+
+
+# -- ingest ---------------------------------------------------------------------------------------
+def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing: bool,
+           as_json: bool) -> None:
+    schema = Schema.from_toml(schema_path) if schema_path else Schema.default()
+    hierarchies = schema.load_hierarchies()
+    started = time.perf_counter()
+    # Parse and check everything before the store is touched: bad input writes nothing.
+    with progress_bar("reading FAERS", None) as step:
+        result = read_faers(source, keep_missing=keep_missing, progress=step)
+    for quarter in result.quarters:
+        check_record_values(quarter.records, schema, hierarchies)
+    with ReleaseStore.create_or_open(store, schema) as db:
+        summary = db.ingest([(q.period.label, q.era, str(source), q.records, q.report.as_dict())
+                             for q in result.quarters], result.deleted_case_ids)
+    seconds = round(time.perf_counter() - started, 2)
+    reports = [q.report.as_dict() for q in result.quarters]
+    if as_json:
+        _print_json({"store": str(store), "quarters": reports, "added": summary.added,
+                     "replaced": summary.replaced,
+                     "deleted_from_unpublished": summary.deleted_from_unpublished,
+                     "deleted_but_published": summary.deleted_but_published, "seconds": seconds})
+        return
+    table = Table("period", "era", "DEMO rows", "deleted", "superseded", "dropped (missing)",
+                  "repaired lines", "reports", "cases", title=f"Ingested into {store}")
+    for r in reports:
+        missing = ", ".join(f"{k} {v}" for k, v in r["missing"].items() if v)
+        repaired = sum(r["repaired_split_lines"].values()) + sum(r["repaired_embedded_separators"].values())
+        dropped = "kept (--keep-missing)" if r["kept_missing"] else f"{r['dropped_reports']}"
+        if missing:
+            dropped += f" [{missing}]"
+        table.add_row(r["period"], r["era"], str(r["demo_rows"]), str(r["deleted_reports"]),
+                      str(r["superseded_reports"]), dropped, str(repaired), str(r["reports"]), str(r["cases"]))
+    out.print(table)
+    if summary.replaced:
+        out.print(f"replaced unpublished period(s): {', '.join(summary.replaced)}")
+    if summary.deleted_but_published:
+        err.print("warning: FDA deleted cases that are already published in "
+                  + ", ".join(f"{p} ({n})" for p, n in summary.deleted_but_published.items())
+                  + "; published releases are immutable.")
+    out.print(f"{seconds} s")
+
+
+# -- release --------------------------------------------------------------------------------------
+def release(*, store: Path, periods: list[str], method: str, k: int | None, theta: float | None,
+            seed: int | None, allow_seeded: bool, as_json: bool) -> None:
+    if k is not None:
+        check_int(k, name="k", owner="release", minimum=2)
+    if theta is not None:
+        check_fraction(theta, name="theta", owner="release")
+    if method not in METHODS:
+        planned = f" ({', '.join(PLANNED_METHODS)} are planned but not available yet)"
+        raise ValidationError(f"Unknown method {method!r}; available: {', '.join(METHODS)}{planned}.")
+    if method == "none" and (k is not None or theta is not None):
+        raise ValidationError("Method 'none' gives no privacy guarantee and takes no --k or --theta.")
+    anonymizer = METHODS[method]()
+    rng = make_random_source(seed)
+    with ReleaseStore.open(store) as db:
+        with progress_bar(f"publishing with {method}", None) as step:
+            summaries = publish_periods(db, anonymizer, periods, rng, allow_seeded=allow_seeded,
+                                        progress=step)
+    if as_json:
+        _print_json([s.__dict__ for s in summaries])
+        return
+    table = Table("period", "method", "cases", "groups", "suppressed", title=f"Published in {store}")
+    for s in summaries:
+        table.add_row(s.period, s.method, str(s.cases), str(s.groups), str(s.suppressed))
+    out.print(table)
+    if anonymizer.privacy_model is None:
+        err.print(f"note: method '{method}' gives no privacy guarantee; it only drops identifiers.")
+
+
+# -- export ---------------------------------------------------------------------------------------
+def export(*, store: Path, out: Path, fmt: str) -> None:
+    check_choice(fmt, name="format", owner="export", choices=EXPORT_FORMATS)
+    with ReleaseStore.open(store) as db:
+        periods = db.published_periods()
+        if not periods:
+            raise StoreError(f"Nothing is published in {str(store)!r} yet: run 'medanon release' first.")
+        releases = {p: (db.release_rows(p), db.manifest(p)) for p in periods}
+
+    def writer(folder: Path, period: str) -> None:
+        rows, manifest = releases[period]
+        if fmt == "csv":
+            write_release(folder, rows, manifest)
+            return
+        folder.mkdir(parents=True)
+        if fmt == "parquet":
+            con = duckdb.connect()
+            try:
+                con.register("release_rows", rows)
+                target = str(folder / "release.parquet").replace("'", "''")
+                con.execute(f"COPY release_rows TO '{target}' (FORMAT PARQUET)")
+            finally:
+                con.close()
+        else:
+            write_faers_release(folder, rows, period)
+        (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+                                            encoding="utf-8")
+
+    written = write_series_atomically(out, periods, writer)
+    print(f"exported {len(written)} release(s) as {fmt} to {out}: {', '.join(periods)}")
+
+
+# -- inspect --------------------------------------------------------------------------------------
+def inspect(*, store: Path, as_json: bool) -> None:
+    with ReleaseStore.open(store) as db:
+        frame = db.periods()
+        schema = db.schema
+    records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+    if as_json:
+        _print_json({"store": str(store), "schema": schema.name, "periods": records})
+        return
+    table = Table("period", "era", "reports", "cases", "published", "method", "released cases",
+                  "groups", title=f"{store} (schema {schema.name!r})")
+    for r in records:
+        table.add_row(r["period"], str(r["era"] or ""), str(r["n_reports"]), str(r["n_cases"]),
+                      "yes" if r["published"] else "no", str(r["method"] or ""),
+                      str(r["released_cases"] or ""), str(r["released_groups"] or ""))
+    out.print(table)
+
+
+# -- demo -----------------------------------------------------------------------------------------
+DEMO_MARKER = ".medanon-demo"
+
+
+def demo(*, out: Path, seed: int) -> None:
+    from ..data.synth.faers import write_faers_series
+
+    out = Path(out)
+    if out.exists() and any(out.iterdir()):
+        if not (out / DEMO_MARKER).exists():
+            raise ValidationError(f"{str(out)!r} is not empty and was not made by 'medanon demo'; "
+                                  "choose another --out.")
+        shutil.rmtree(out)  # our own earlier demo output: start afresh
+    out.mkdir(parents=True, exist_ok=True)
+    (out / DEMO_MARKER).write_text("made by medanon demo; safe to delete\n", encoding="utf-8")
+    started = time.perf_counter()
+    out_series = out / "faers-synthetic"
+    store = out / "demo.duckdb"
+    err.print(f"1/4 synthesizing an 8-quarter FAERS-like series (seed {seed}) ...")
+    summary = write_faers_series(out_series, periods=8, cases=600, seed=seed)
+    err.print("2/4 ingesting it into the release store ...")
+    ingest(out_series, store=store, schema_path=None, keep_missing=False, as_json=False)
+    err.print("3/4 publishing every period (method 'none': identifiers dropped only) ...")
+    release(store=store, periods=[], method="none", k=None, theta=None, seed=None,
+            allow_seeded=False, as_json=False)
+    err.print("4/4 exporting the published series ...")
+    export(store=store, out=out / "published", fmt="csv")
+    out.print(f"\nDemo finished in {time.perf_counter() - started:.1f} s. "
+              f"Synthetic input: {out_series} ({len(summary.periods)} quarters); store: {store}; "
+              f"published series: {out / 'published'}.")
+    out.print("The privacy methods (MS, PPMS, PPMS+, PPMS++, HA, PPMS-DP) join this flow as they land.")

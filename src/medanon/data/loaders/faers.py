@@ -1,0 +1,463 @@
+"""Reader for FDA FAERS / legacy AERS quarterly ASCII extracts.
+
+Accepts a zip file as FDA distributes it, an unpacked folder, or a folder holding several
+quarters (folders and/or zips). File names are matched in any case (``DEMO22Q4.txt``,
+``demo13q1.txt``, ``DEMO11Q2.TXT``). Three format eras are recognised from the DEMO header:
+
+* ``legacy``      legacy AERS, 2004Q1-2012Q3: ``ISR`` (report) and ``CASE`` (case), ``GNDR_COD``;
+                  every ISR of a case in the quarter is kept (they become one super record later).
+* ``faers-2012``  FAERS 2012Q4-2014Q2: ``primaryid``, ``caseid``, ``caseversion``, ``gndr_cod``.
+* ``faers-2014``  FAERS 2014Q3 onwards: as above with ``sex`` instead of ``gndr_cod``.
+
+Files are ``$``-separated Latin-1 text with a header line, CRLF or LF line ends. Known defects
+are repaired and counted: a ``$`` embedded in a free-text field (the line has too many fields;
+the surplus is merged back into that table's free-text column) and records split across lines
+by a stray line break inside a field (rejoined with a single space).
+
+Per quarter the reader applies the DELETE list (case ids FDA withdrew: dropped from every
+quarter of the same ingest), keeps only the latest ``caseversion`` of each case (FAERS eras;
+ties broken by FDA date, then primaryid), converts age to years (``age_cod`` YR, DEC, MON, WK,
+DY, HR) and its MeSH age group, weight to kg (``wt_cod`` KG, LBS, GMS), and joins DRUG, REAC and
+INDI into one record per report with set-valued ``drugs``, ``reactions`` and ``indications``.
+Reports lacking a quasi-identifier or a sensitive value are dropped by default, as the papers
+do, with the counts per reason in the quarter's :class:`IngestReport`.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...errors import InputFormatError
+from ...hierarchies import age_to_mesh
+from ..periods import Period, period_from_faers_tag
+
+TABLES = ("DEMO", "DRUG", "REAC", "INDI", "DELETE")
+REQUIRED_TABLES = ("DEMO", "DRUG", "REAC", "INDI")
+_FILE_NAME = re.compile(r"^(DEMO|DRUG|REAC|INDI|OUTC|THER|RPSR|DELETE)(\d{2}Q[1-4])\.TXT$", re.I)
+
+#: age units to years. WK and DY use the mean Gregorian year (365.2425 days).
+AGE_UNITS = {"YR": 1.0, "DEC": 10.0, "MON": 1 / 12, "WK": 7 / 365.2425, "DY": 1 / 365.2425,
+             "HR": 1 / (365.2425 * 24)}
+#: weight units to kilograms.
+WEIGHT_UNITS = {"KG": 1.0, "LBS": 0.45359237, "LB": 0.45359237, "GMS": 0.001, "G": 0.001}
+SEX_VALUES = {"F": "F", "M": "M"}
+SEX_MISSING = {"", "UNK", "NS", "U"}
+#: ages and weights outside these are data-entry errors: treated as missing and counted.
+PLAUSIBLE_AGE_YEARS = (0.0, 120.0)
+PLAUSIBLE_WEIGHT_KG = (0.2, 650.0)
+
+# Per era and table: our column name -> the file's column name (lower case).
+_ERA_COLUMNS = {
+    "legacy": {
+        "DEMO": {"report_id": "isr", "case_id": "case", "version": "foll_seq", "age": "age",
+                 "age_cod": "age_cod", "sex": "gndr_cod", "wt": "wt", "wt_cod": "wt_cod",
+                 "fda_dt": "fda_dt"},
+        "DRUG": {"report_id": "isr", "drugname": "drugname"},
+        "REAC": {"report_id": "isr", "pt": "pt"},
+        "INDI": {"report_id": "isr", "indi_pt": "indi_pt"},
+    },
+    "faers-2012": {
+        "DEMO": {"report_id": "primaryid", "case_id": "caseid", "version": "caseversion",
+                 "age": "age", "age_cod": "age_cod", "sex": "gndr_cod", "wt": "wt",
+                 "wt_cod": "wt_cod", "fda_dt": "fda_dt"},
+        "DRUG": {"report_id": "primaryid", "drugname": "drugname"},
+        "REAC": {"report_id": "primaryid", "pt": "pt"},
+        "INDI": {"report_id": "primaryid", "indi_pt": "indi_pt"},
+    },
+}
+_ERA_COLUMNS["faers-2014"] = {**_ERA_COLUMNS["faers-2012"],
+                              "DEMO": {**_ERA_COLUMNS["faers-2012"]["DEMO"], "sex": "sex"}}
+#: the free-text column of each table that absorbs an embedded '$'.
+_TEXT_COLUMN = {"DEMO": "mfr_sndr", "DRUG": "drugname", "REAC": "pt", "INDI": "indi_pt"}
+_PLACEHOLDER = "\x1f"  # stands in for an embedded '$' until the table is parsed
+
+
+@dataclass
+class IngestReport:
+    """What happened to one quarter on the way in: every count a data steward should see."""
+
+    period: str
+    era: str
+    source: str
+    demo_rows: int = 0
+    reports_read: int = 0
+    repaired_split_lines: dict[str, int] = field(default_factory=dict)
+    repaired_embedded_separators: dict[str, int] = field(default_factory=dict)
+    deleted_cases: int = 0
+    deleted_reports: int = 0
+    superseded_reports: int = 0
+    missing: dict[str, int] = field(default_factory=dict)
+    implausible: dict[str, int] = field(default_factory=dict)
+    dropped_reports: int = 0
+    kept_missing: bool = False
+    reports: int = 0
+    cases: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class FaersQuarter:
+    """One ingested quarter: report-level records plus the report of what was done."""
+
+    period: Period
+    era: str
+    records: pd.DataFrame
+    report: IngestReport
+
+
+@dataclass
+class FaersIngest:
+    """Every quarter found in a source, oldest first, and the union of their DELETE lists."""
+
+    quarters: list[FaersQuarter]
+    deleted_case_ids: frozenset[str]
+
+
+# -- locating files -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Member:
+    """A table file, on disk or inside a zip."""
+
+    table: str
+    tag: str
+    name: str
+    read: Callable[[], bytes]
+
+
+def _members_of_zip(path: Path) -> list[_Member]:
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        raise InputFormatError(f"{str(path)!r} is not a zip file (FAERS extracts come as .zip "
+                               "archives or unpacked folders).") from None
+    members = []
+    for info in archive.infolist():
+        match = _FILE_NAME.match(Path(info.filename).name)
+        if match and not info.is_dir():
+            members.append(_Member(match.group(1).upper(), match.group(2).upper(),
+                                   f"{path.name}:{info.filename}",
+                                   lambda a=archive, n=info.filename: a.read(n)))
+    return members
+
+
+def _locate(source: Path) -> dict[str, dict[str, list[_Member]]]:
+    if not source.exists():
+        raise InputFormatError(f"FAERS source {str(source)!r} does not exist.")
+    if source.is_file():
+        members = _members_of_zip(source)
+    else:
+        members = []
+        for path in sorted(source.rglob("*")):
+            if path.is_file() and path.suffix.lower() == ".zip":
+                members += _members_of_zip(path)
+            elif path.is_file():
+                match = _FILE_NAME.match(path.name)
+                if match:
+                    members.append(_Member(match.group(1).upper(), match.group(2).upper(),
+                                           str(path), path.read_bytes))
+    quarters: dict[str, dict[str, list[_Member]]] = {}
+    for member in members:
+        quarters.setdefault(member.tag, {}).setdefault(member.table, []).append(member)
+    return quarters
+
+
+# -- parsing one '$'-separated table ------------------------------------------------------------
+@dataclass
+class _Table:
+    frame: pd.DataFrame
+    line_numbers: np.ndarray  # physical line (1-based) where each data row starts
+    split_lines: int
+    embedded: int
+
+
+def _parse_table(member: _Member, table: str) -> _Table:
+    text = member.read().decode("latin-1")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    if not lines:
+        raise InputFormatError(f"{member.name} is empty: a FAERS table needs a header line.")
+    header = lines[0]
+    if "$" not in header:
+        found = next((s for s in (",", "\t", ";", "|") if s in header), None)
+        hint = f" (it looks {found!r}-separated)" if found else ""
+        raise InputFormatError(f"{member.name} is not '$'-separated{hint}: FAERS files use '$' "
+                               "between fields.")
+    columns = [c.strip().lower() for c in header.split("$")]
+    trailing = columns[-1] == ""
+    if trailing:
+        columns.pop()
+    expected = len(columns) - 1 + int(trailing)
+    text_col = _TEXT_COLUMN.get(table)
+    text_pos = columns.index(text_col) if text_col in columns else len(columns) - 1
+
+    rows: list[str] = []
+    starts: list[int] = []
+    split = embedded = 0
+    i, n = 1, len(lines)
+    counts = [line.count("$") for line in lines]
+    while i < n:
+        line, count, start = lines[i], counts[i], i + 1
+        if not line.strip():
+            i += 1
+            continue
+        # A record broken by a stray line break: glue following lines until it is whole.
+        while count < expected and i + 1 < n and count + counts[i + 1] <= expected:
+            i += 1
+            line = line + " " + lines[i]
+            count += counts[i]
+            split += 1
+        if count > expected:
+            # An embedded '$': merge the surplus fields into the table's free-text column.
+            parts = line.split("$")
+            surplus = count - expected
+            merged = _PLACEHOLDER.join(parts[text_pos:text_pos + surplus + 1])
+            line = "$".join(parts[:text_pos] + [merged] + parts[text_pos + surplus + 1:])
+            embedded += 1
+        elif count < expected:
+            raise InputFormatError(
+                f"{member.name} line {start}: {count + 1 - int(trailing)} field(s) where the header "
+                f"has {len(columns)}, and the following line does not complete it.")
+        rows.append(line)
+        starts.append(start)
+        i += 1
+
+    body = "\n".join(["$".join(columns) + ("$" if trailing else "")] + rows) + "\n"
+    frame = pd.read_csv(io.StringIO(body), sep="$", dtype=str, keep_default_na=False,
+                        na_filter=False, quoting=3, engine="c", index_col=False)
+    frame = frame.loc[:, [c for c in frame.columns if not str(c).startswith("Unnamed")]]
+    frame.columns = columns[: frame.shape[1]]
+    if embedded and text_col in frame.columns:
+        frame[text_col] = frame[text_col].str.replace(_PLACEHOLDER, "$", regex=False)
+    return _Table(frame, np.asarray(starts, dtype=np.int64), split, embedded)
+
+
+def _era_of(columns: list[str], name: str) -> str:
+    if "isr" in columns:
+        return "legacy"
+    if "primaryid" in columns:
+        return "faers-2014" if "sex" in columns else "faers-2012"
+    raise InputFormatError(f"{name} has neither 'primaryid' (FAERS) nor 'ISR' (legacy AERS) in its "
+                           "header: it is not a FAERS DEMO file.")
+
+
+def _select(table: _Table, mapping: dict[str, str], name: str) -> pd.DataFrame:
+    missing = [col for col in mapping.values() if col not in table.frame.columns]
+    if missing:
+        raise InputFormatError(f"{name} lacks required column(s): {', '.join(missing)}.")
+    frame = table.frame[list(mapping.values())].copy()
+    frame.columns = list(mapping.keys())
+    for col in frame.columns:
+        frame[col] = frame[col].str.strip()
+    return frame
+
+
+# -- conversions ---------------------------------------------------------------------------------
+def _to_number(values: pd.Series, lines: np.ndarray, what: str, name: str) -> np.ndarray:
+    numbers = pd.to_numeric(values.where(values != ""), errors="coerce").to_numpy(dtype=float)
+    bad = np.flatnonzero(np.isnan(numbers) & (values != "").to_numpy())
+    if len(bad):
+        raise InputFormatError(f"{name} line {lines[bad[0]]}: {what} {values.iloc[bad[0]]!r} is not a "
+                               f"number ({len(bad)} such row(s)).")
+    return numbers
+
+
+def _convert_units(values: np.ndarray, units: pd.Series, table: dict[str, float],
+                   lines: np.ndarray, what: str, name: str) -> np.ndarray:
+    codes = units.str.upper().to_numpy(dtype=object)
+    unknown = ~np.isin(codes, list(table) + [""])
+    if unknown.any():
+        first = np.flatnonzero(unknown)[0]
+        raise InputFormatError(
+            f"{name} line {lines[first]}: unknown {what} {codes[first]!r} ({int(unknown.sum())} such "
+            f"row(s)); known codes: {', '.join(table)}.")
+    factor = np.array([table.get(c, np.nan) for c in codes], dtype=float)
+    return values * factor  # an empty unit gives NaN: a value without its unit is unusable
+
+
+def _none_for_missing(values: np.ndarray) -> np.ndarray:
+    values = values.copy()
+    values[pd.isna(values)] = None
+    return values
+
+
+def _value_sets(frame: pd.DataFrame, key: str, value: str) -> pd.Series:
+    """Sorted unique values per report id, as tuples."""
+    sub = frame.loc[frame[value] != "", [key, value]].drop_duplicates()
+    sub = sub.sort_values([key, value], kind="stable")
+    keys = sub[key].to_numpy()
+    vals = sub[value].to_numpy()
+    if len(keys) == 0:
+        return pd.Series(dtype=object)
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    bounds = np.r_[starts, len(keys)]
+    sets = [tuple(vals[bounds[j]:bounds[j + 1]]) for j in range(len(starts))]
+    return pd.Series(sets, index=keys[starts], dtype=object)
+
+
+# -- one quarter ---------------------------------------------------------------------------------
+def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str) -> tuple[Period, str, pd.DataFrame, IngestReport, set[str]]:
+    period = period_from_faers_tag(tag)
+    for table, members in files.items():
+        if len(members) > 1:
+            names = ", ".join(m.name for m in members)
+            raise InputFormatError(f"Quarter {period} has {len(members)} {table} files: {names}.")
+    missing = [t for t in REQUIRED_TABLES if t not in files]
+    if missing:
+        where = ", ".join(sorted({m[0].name.split(':')[0] for m in files.values()}))
+        raise InputFormatError(f"Quarter {period} has no {', '.join(missing)} file (found only: "
+                               f"{', '.join(sorted(files)) or 'nothing'} in {where}).")
+    demo_member = files["DEMO"][0]
+    demo_table = _parse_table(demo_member, "DEMO")
+    era = _era_of(list(demo_table.frame.columns), demo_member.name)
+    spec = _ERA_COLUMNS[era]
+    report = IngestReport(period=period.label, era=era, source=source)
+    demo = _select(demo_table, spec["DEMO"], demo_member.name)
+    lines = demo_table.line_numbers
+    report.demo_rows = len(demo)
+    report.repaired_split_lines["DEMO"] = demo_table.split_lines
+    report.repaired_embedded_separators["DEMO"] = demo_table.embedded
+
+    bad_ids = (demo["report_id"] == "") | (demo["case_id"] == "")
+    if bad_ids.any():
+        first = int(np.flatnonzero(bad_ids.to_numpy())[0])
+        raise InputFormatError(f"{demo_member.name} line {lines[first]}: empty report or case id.")
+    version = pd.to_numeric(demo["version"].where(demo["version"] != ""), errors="coerce")
+    if era != "legacy" and version.isna().any():
+        first = int(np.flatnonzero(version.isna().to_numpy())[0])
+        raise InputFormatError(f"{demo_member.name} line {lines[first]}: caseversion "
+                               f"{demo['version'].iloc[first]!r} is not an integer.")
+    demo["version"] = version.astype("Int64")
+    age = _to_number(demo["age"], lines, "age", demo_member.name)
+    weight = _to_number(demo["wt"], lines, "weight", demo_member.name)
+    age_years = _convert_units(age, demo["age_cod"], AGE_UNITS, lines, "age_cod", demo_member.name)
+    weight_kg = _convert_units(weight, demo["wt_cod"], WEIGHT_UNITS, lines, "wt_cod", demo_member.name)
+    sex = demo["sex"].str.upper()
+    unknown_sex = ~sex.isin(list(SEX_VALUES) + list(SEX_MISSING))
+    if unknown_sex.any():
+        first = int(np.flatnonzero(unknown_sex.to_numpy())[0])
+        raise InputFormatError(f"{demo_member.name} line {lines[first]}: unknown sex code "
+                               f"{demo['sex'].iloc[first]!r}; known codes: F, M, UNK, NS.")
+
+    implausible_age = (age_years < PLAUSIBLE_AGE_YEARS[0]) | (age_years > PLAUSIBLE_AGE_YEARS[1])
+    implausible_weight = (weight_kg < PLAUSIBLE_WEIGHT_KG[0]) | (weight_kg > PLAUSIBLE_WEIGHT_KG[1])
+    report.implausible = {"age": int(implausible_age.sum()), "weight": int(implausible_weight.sum())}
+    age_years = np.where(implausible_age, np.nan, age_years)
+    weight_kg = np.where(implausible_weight, np.nan, np.round(weight_kg, 2))
+
+    records = pd.DataFrame({
+        "period": period.label,
+        "case_id": demo["case_id"].to_numpy(),
+        "report_id": demo["report_id"].to_numpy(),
+        "version": demo["version"].array,
+        "age_years": age_years,
+        "sex": _none_for_missing(sex.map(SEX_VALUES).to_numpy(dtype=object)),
+        "weight": weight_kg,
+        "fda_dt": demo["fda_dt"].to_numpy(),
+    })
+    duplicated = records["report_id"].duplicated(keep="last")
+    records = records.loc[~duplicated]  # FDA files occasionally repeat a DEMO row verbatim
+
+    deleted: set[str] = set()
+    if "DELETE" in files:
+        raw = files["DELETE"][0].read().decode("latin-1")
+        deleted = {tok for tok in (ln.strip().rstrip("$").strip() for ln in raw.splitlines()) if tok}
+
+    if era != "legacy":
+        records = records.sort_values(["case_id", "version", "fda_dt", "report_id"], kind="stable")
+        latest = ~records["case_id"].duplicated(keep="last")
+        report.superseded_reports = int((~latest).sum())
+        records = records.loc[latest]
+    report.reports_read = len(records)
+
+    kept_ids = set(records["report_id"])
+    for table, column in (("DRUG", "drugname"), ("REAC", "pt"), ("INDI", "indi_pt")):
+        member = files[table][0]
+        parsed = _parse_table(member, table)
+        report.repaired_split_lines[table] = parsed.split_lines
+        report.repaired_embedded_separators[table] = parsed.embedded
+        frame = _select(parsed, spec[table], member.name)
+        frame = frame.loc[frame["report_id"].isin(kept_ids)]
+        target = {"DRUG": "drugs", "REAC": "reactions", "INDI": "indications"}[table]
+        sets = _value_sets(frame, "report_id", column)
+        records[target] = records["report_id"].map(sets)
+        records[target] = [v if isinstance(v, tuple) else () for v in records[target]]
+    records["age"] = _none_for_missing(np.asarray(age_to_mesh(records["age_years"].to_numpy(dtype=float)),
+                                                  dtype=object))
+    records = records.sort_values(["case_id", "version", "report_id"], kind="stable").reset_index(drop=True)
+    return period, era, records, report, deleted
+
+
+def _finish(records: pd.DataFrame, report: IngestReport, keep_missing: bool) -> pd.DataFrame:
+    missing = {
+        "age": records["age_years"].isna().to_numpy(),
+        "sex": records["sex"].isna().to_numpy(),
+        "weight": records["weight"].isna().to_numpy(),
+        "reactions": np.array([len(v) == 0 for v in records["reactions"]], dtype=bool),
+        "indications": np.array([len(v) == 0 for v in records["indications"]], dtype=bool),
+    }
+    report.missing = {k: int(v.sum()) for k, v in missing.items()}
+    report.kept_missing = keep_missing
+    incomplete = np.logical_or.reduce(list(missing.values())) if len(records) else np.zeros(0, bool)
+    if not keep_missing:
+        report.dropped_reports = int(incomplete.sum())
+        records = records.loc[~incomplete].reset_index(drop=True)
+    report.reports = len(records)
+    report.cases = int(records["case_id"].nunique())
+    columns = ["case_id", "period", "report_id", "version", "age", "sex", "weight",
+               "indications", "reactions", "drugs", "age_years", "fda_dt"]
+    return records[columns]
+
+
+def read_faers(source: str | Path, *, keep_missing: bool = False,
+               progress: Callable[[str], None] | None = None) -> FaersIngest:
+    """Read every FAERS/AERS quarter found in ``source``.
+
+    Args:
+        source: a quarterly zip, an unpacked quarter folder, or a folder of several quarters.
+        keep_missing: keep reports that lack a QID or a sensitive value (missing cells stay
+            empty); by default they are dropped and counted, as in papers 000-002.
+        progress: called with the period label as each quarter is read.
+
+    Returns:
+        The quarters in time order, with one record per report (columns ``case_id, period,
+        report_id, version, age, sex, weight, indications, reactions, drugs, age_years, fda_dt``).
+
+    Raises:
+        InputFormatError: missing source, not a zip, no DEMO (or DRUG/REAC/INDI) file, a table
+            without its required columns, a wrong separator, a non-numeric age or weight, an
+            unknown age, weight or sex code, or an unrepairable line.
+    """
+    source = Path(source)
+    located = _locate(source)
+    if not located:
+        raise InputFormatError(f"No FAERS tables (DEMOyyQq.txt, ...) found in {str(source)!r}.")
+    parsed = []
+    all_deleted: set[str] = set()
+    for tag in sorted(located, key=lambda t: period_from_faers_tag(t)):
+        period, era, records, report, deleted = _read_quarter(tag, located[tag], str(source))
+        parsed.append((period, era, records, report))
+        all_deleted |= deleted
+        if progress:
+            progress(period.label)
+    quarters = []
+    for period, era, records, report in parsed:
+        gone = records["case_id"].isin(all_deleted)
+        report.deleted_cases = int(records.loc[gone, "case_id"].nunique())
+        report.deleted_reports = int(gone.sum())
+        records = _finish(records.loc[~gone].reset_index(drop=True), report, keep_missing)
+        quarters.append(FaersQuarter(period, era, records, report))
+    return FaersIngest(quarters, frozenset(all_deleted))

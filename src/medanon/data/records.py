@@ -1,0 +1,173 @@
+"""Case-level records and super records.
+
+A *record* is one report (one FAERS primaryid/ISR): a row with the case id, the period, the
+quasi-identifiers and the multi-valued columns (Python tuples of sorted, unique strings).
+
+A *super record* combines every record of one CaseID within a period (papers 000-002; spec
+``algorithms.md`` §2.2): multi-valued columns become the set union, and quasi-identifiers that
+differ between follow-ups are reconciled to their least upper bound, i.e. the lowest common
+ancestor in the attribute's hierarchy (categorical) or the interval hull (numeric). Privacy
+models count super records, never raw rows, so that the reports of one case cannot inflate a
+group's size or a sensitive value's count.
+
+Numeric QIDs of super records are held as a pandas ``IntervalArray`` closed on both sides
+(``[lo, hi]``; a single value v is ``[v, v]``); categorical QIDs as hierarchy labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import SchemaError
+from ..hierarchies import Taxonomy
+from .schema import Schema
+
+
+def as_value_set(values: object) -> tuple[str, ...]:
+    """Normalize a multi-valued cell into a sorted tuple of unique, non-empty, stripped strings.
+
+    Accepts an iterable of strings, a ``|``-joined string (the published format), or a missing
+    value (None/NaN -> empty tuple).
+    """
+    if values is None or (isinstance(values, float) and np.isnan(values)):
+        return ()
+    if isinstance(values, str):
+        values = values.split("|")
+    elif not isinstance(values, Iterable):
+        raise SchemaError(f"A multi-valued cell must be a list of strings; got {values!r}.")
+    return tuple(sorted({str(v).strip() for v in values if v is not None and str(v).strip()}))
+
+
+@dataclass(frozen=True)
+class SuperRecords:
+    """One row per (period, case): the unit every privacy model counts.
+
+    Attributes:
+        schema: the column roles.
+        frame: columns ``period, case_id, n_reports, report_ids`` then the QIDs (categorical
+            labels; numeric ``IntervalArray``), the multi-valued columns (tuples), then the
+            insensitive and private columns taken from the case's latest report.
+    """
+
+    schema: Schema
+    frame: pd.DataFrame
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+    @property
+    def case_ids(self) -> np.ndarray:
+        return self.frame[self.schema.case_id].to_numpy()
+
+    def numeric_bounds(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper bounds of a numeric QID as float arrays."""
+        values = self.frame[column].array
+        return np.asarray(values.left, dtype=float), np.asarray(values.right, dtype=float)
+
+
+def check_record_values(records: pd.DataFrame, schema: Schema,
+                        hierarchies: Mapping[str, Taxonomy]) -> None:
+    """Check that the records fit the schema: columns present, labels in hierarchies, numbers numeric."""
+    schema.check_columns(records, what="the records")
+    for name in schema.categorical_qids:
+        if name not in hierarchies:
+            raise SchemaError(f"No hierarchy loaded for categorical QID {name!r}.")
+        present = records[name].dropna().unique()
+        hierarchies[name].check_values([str(v) for v in present], column=name)
+    for name in schema.numeric_qids:
+        column = records[name]
+        if not pd.api.types.is_numeric_dtype(column):
+            converted = pd.to_numeric(column, errors="coerce")
+            bad = column[converted.isna() & column.notna()]
+            if len(bad):
+                raise SchemaError(f"Numeric QID {name!r} has non-numeric value(s), e.g. {bad.iloc[0]!r}.")
+
+
+def combine_super_records(records: pd.DataFrame, schema: Schema,
+                          hierarchies: Mapping[str, Taxonomy]) -> SuperRecords:
+    """Combine the records of each (period, CaseID) into one super record.
+
+    Args:
+        records: one row per report; multi-valued cells are tuples/lists (or ``|``-joined text).
+            A ``version`` column, when present, orders a case's reports (latest last).
+        schema: column roles.
+        hierarchies: taxonomy per categorical QID (``schema.load_hierarchies()``).
+
+    Returns:
+        The super records, ordered by period then case id.
+
+    Raises:
+        SchemaError: a schema column is missing, or a numeric QID is not numeric.
+        HierarchyError: a categorical QID value is missing from its hierarchy.
+    """
+    check_record_values(records, schema, hierarchies)
+    case_col, period_col = schema.case_id, schema.period
+    order = [period_col, case_col] + (["version"] if "version" in records.columns else [])
+    recs = records.sort_values(order, kind="stable").reset_index(drop=True)
+    keys = recs[period_col].astype(str) + "\x1f" + recs[case_col].astype(str)
+    group, first_index = _group_ids(keys.to_numpy())
+    n_groups = len(first_index)
+    sizes = np.bincount(group, minlength=n_groups)
+    last_index = np.r_[first_index[1:], len(recs)] - 1  # rows are sorted: a case's rows are contiguous
+    multi_groups = np.flatnonzero(sizes > 1)
+
+    out: dict[str, object] = {
+        period_col: recs[period_col].astype(str).to_numpy()[first_index],
+        case_col: recs[case_col].astype(str).to_numpy()[first_index],
+        "n_reports": sizes.astype(np.int64),
+    }
+    if schema.identifiers:
+        report_col = schema.identifiers[0]
+        ids = recs[report_col].astype(str).to_numpy()
+        out["report_ids"] = [tuple(ids[first_index[g]:last_index[g] + 1]) for g in range(n_groups)]
+    for name in schema.categorical_qids:
+        out[name] = _lub_categorical(recs[name], hierarchies[name], group, first_index, last_index,
+                                     multi_groups)
+    for name in schema.numeric_qids:
+        values = pd.to_numeric(recs[name], errors="coerce").to_numpy(dtype=float)
+        lo = np.full(n_groups, np.nan)
+        hi = np.full(n_groups, np.nan)
+        finite = ~np.isnan(values)
+        np.fmin.at(lo, group[finite], values[finite])
+        np.fmax.at(hi, group[finite], values[finite])
+        out[name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
+    for name in schema.multi_valued:
+        cells = [as_value_set(v) for v in recs[name].to_numpy()]
+        merged = [cells[i] for i in first_index]
+        for g in multi_groups:
+            merged[g] = tuple(sorted(set().union(*cells[first_index[g]:last_index[g] + 1])))
+        out[name] = merged
+    for name in schema.insensitive + schema.private:
+        out[name] = recs[name].to_numpy()[last_index]
+    frame = pd.DataFrame(out)
+    for name in schema.multi_valued + ("report_ids",):
+        if name in frame.columns:
+            frame[name] = frame[name].astype(object)
+    return SuperRecords(schema, frame)
+
+
+def _group_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group id of each row of a sorted key array and the first row of each group."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    starts = np.r_[True, keys[1:] != keys[:-1]]
+    return np.cumsum(starts) - 1, np.flatnonzero(starts)
+
+
+def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, group: np.ndarray,
+                     first_index: np.ndarray, last_index: np.ndarray,
+                     multi_groups: np.ndarray) -> np.ndarray:
+    """Least upper bound (LCA) of each group's labels; missing labels are ignored."""
+    values = column.to_numpy(dtype=object)
+    result = values[first_index].copy()
+    missing = pd.isna(values)
+    for g in multi_groups:
+        chunk = values[first_index[g]:last_index[g] + 1]
+        present = [str(v) for v, m in zip(chunk, missing[first_index[g]:last_index[g] + 1]) if not m]
+        result[g] = taxonomy.lca(present) if present else None
+    result[pd.isna(result)] = None
+    return result

@@ -1,0 +1,209 @@
+"""Column roles: which columns identify a case, which are quasi-identifiers, which are sensitive.
+
+A :class:`Schema` is declared in Python or in a TOML file (validated with pydantic, so a typo
+gives one clear :class:`~medanon.errors.SchemaError` instead of a crash later)::
+
+    [schema]
+    name = "faers"
+    case_id = "case_id"
+    period = "period"
+    sensitive = ["indications", "reactions"]   # multi-valued sensitive attributes
+    multi = ["drugs"]                           # multi-valued, published as is
+    insensitive = []                            # single-valued, published as is
+    identifiers = ["report_id"]                 # kept in the store, never published
+    private = ["age_years"]                     # kept for evaluation, never published
+
+    [[schema.qid]]
+    name = "age"
+    kind = "categorical"
+    hierarchy = "mesh-age"      # a built-in name, or a path to an ARX hierarchy file
+
+    [[schema.qid]]
+    name = "weight"
+    kind = "numeric"
+
+The default schema is the one of papers 000-002: QID = {age (MeSH age tree), sex, weight (kg)},
+sensitive = {indications, reactions}, drugs published alongside.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticValidationError, model_validator
+
+from ..errors import SchemaError
+from ..hierarchies import BUILTIN_HIERARCHIES, Taxonomy, read_arx
+
+
+class QIDSpec(BaseModel):
+    """One quasi-identifier: numeric (generalized to intervals) or categorical (to a hierarchy)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = Field(min_length=1)
+    kind: Literal["numeric", "categorical"]
+    hierarchy: str | None = None
+
+    @model_validator(mode="after")
+    def _categorical_needs_hierarchy(self) -> "QIDSpec":
+        if self.kind == "categorical" and not self.hierarchy:
+            raise ValueError(f"categorical QID {self.name!r} needs a 'hierarchy' "
+                             f"(one of {sorted(BUILTIN_HIERARCHIES)} or a path to an ARX file)")
+        return self
+
+
+class Schema(BaseModel):
+    """Roles of the columns of case-level records."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "custom"
+    case_id: str = "case_id"
+    period: str = "period"
+    qids: tuple[QIDSpec, ...] = Field(alias="qid", min_length=1)
+    sensitive: tuple[str, ...] = Field(min_length=1)
+    multi: tuple[str, ...] = ()
+    insensitive: tuple[str, ...] = ()
+    identifiers: tuple[str, ...] = ()
+    private: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _names_unique(self) -> "Schema":
+        names = self.all_columns
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise ValueError(f"column(s) given more than one role: {', '.join(duplicated)}")
+        return self
+
+    # -- construction ---------------------------------------------------------------------
+    @classmethod
+    def default(cls) -> "Schema":
+        """The schema of papers 000-002 over FAERS case records."""
+        return cls.model_validate({
+            "name": "faers",
+            "qid": [
+                {"name": "age", "kind": "categorical", "hierarchy": "mesh-age"},
+                {"name": "sex", "kind": "categorical", "hierarchy": "sex"},
+                {"name": "weight", "kind": "numeric"},
+            ],
+            "sensitive": ["indications", "reactions"],
+            "multi": ["drugs"],
+            "identifiers": ["report_id"],
+            "private": ["age_years"],
+        })
+
+    @classmethod
+    def from_mapping(cls, data: dict, *, source: str = "schema") -> "Schema":
+        """Validate a mapping (e.g. the ``[schema]`` table of a TOML file)."""
+        try:
+            return cls.model_validate(data)
+        except PydanticValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or 'schema'}: {err['msg']}"
+                for err in exc.errors())
+            raise SchemaError(f"Invalid schema in {source}: {problems}.") from None
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> "Schema":
+        """Read a schema from the ``[schema]`` table of a TOML file.
+
+        Relative hierarchy paths are resolved against the TOML file's folder.
+        """
+        path = Path(path)
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise SchemaError(f"Schema file {str(path)!r} does not exist.") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise SchemaError(f"Schema file {str(path)!r} is not valid TOML: {exc}.") from None
+        if "schema" not in data or not isinstance(data["schema"], dict):
+            raise SchemaError(f"Schema file {str(path)!r} has no [schema] table.")
+        table = dict(data["schema"])
+        qids = []
+        for qid in table.get("qid", []) or []:
+            qid = dict(qid) if isinstance(qid, dict) else qid
+            if isinstance(qid, dict) and qid.get("hierarchy") and qid["hierarchy"] not in BUILTIN_HIERARCHIES:
+                qid["hierarchy"] = str((path.parent / qid["hierarchy"]).resolve())
+            qids.append(qid)
+        if qids:
+            table["qid"] = qids
+        return cls.from_mapping(table, source=str(path))
+
+    def to_toml(self) -> str:
+        """The schema as TOML text (stored in the release store and manifests)."""
+        def quote(s: str) -> str:
+            return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        def array(items: tuple[str, ...]) -> str:
+            return "[" + ", ".join(quote(i) for i in items) + "]"
+
+        lines = ["[schema]", f"name = {quote(self.name)}", f"case_id = {quote(self.case_id)}",
+                 f"period = {quote(self.period)}", f"sensitive = {array(self.sensitive)}",
+                 f"multi = {array(self.multi)}", f"insensitive = {array(self.insensitive)}",
+                 f"identifiers = {array(self.identifiers)}", f"private = {array(self.private)}"]
+        for qid in self.qids:
+            lines += ["", "[[schema.qid]]", f"name = {quote(qid.name)}", f"kind = {quote(qid.kind)}"]
+            if qid.hierarchy:
+                lines.append(f"hierarchy = {quote(qid.hierarchy)}")
+        return "\n".join(lines) + "\n"
+
+    # -- column groups --------------------------------------------------------------------
+    @property
+    def qid_names(self) -> tuple[str, ...]:
+        return tuple(q.name for q in self.qids)
+
+    @property
+    def numeric_qids(self) -> tuple[str, ...]:
+        return tuple(q.name for q in self.qids if q.kind == "numeric")
+
+    @property
+    def categorical_qids(self) -> tuple[str, ...]:
+        return tuple(q.name for q in self.qids if q.kind == "categorical")
+
+    @property
+    def multi_valued(self) -> tuple[str, ...]:
+        """Every set-valued column: sensitive ones first, then the published multi-valued ones."""
+        return self.sensitive + self.multi
+
+    @property
+    def published(self) -> tuple[str, ...]:
+        """Columns a release publishes after ``period, case_id, group`` (the release format order)."""
+        return self.qid_names + self.sensitive + self.multi + self.insensitive
+
+    @property
+    def all_columns(self) -> list[str]:
+        return [self.case_id, self.period, *self.qid_names, *self.sensitive, *self.multi,
+                *self.insensitive, *self.identifiers, *self.private]
+
+    def qid(self, name: str) -> QIDSpec:
+        for q in self.qids:
+            if q.name == name:
+                return q
+        raise SchemaError(f"Schema {self.name!r} has no quasi-identifier {name!r}.")
+
+    # -- checks against data --------------------------------------------------------------
+    def check_columns(self, frame: pd.DataFrame, *, what: str = "the data") -> None:
+        """Raise SchemaError naming every schema column that ``frame`` lacks."""
+        missing = [c for c in self.all_columns if c not in frame.columns]
+        if missing:
+            raise SchemaError(
+                f"Schema {self.name!r} names column(s) that {what} does not have: "
+                f"{', '.join(repr(c) for c in missing)}. Available: "
+                f"{', '.join(repr(str(c)) for c in frame.columns)}.")
+
+    def load_hierarchies(self) -> dict[str, Taxonomy]:
+        """The taxonomy of every categorical QID, built in or read from its ARX file."""
+        hierarchies: dict[str, Taxonomy] = {}
+        for qid in self.qids:
+            if qid.kind != "categorical":
+                continue
+            assert qid.hierarchy is not None
+            if qid.hierarchy in BUILTIN_HIERARCHIES:
+                hierarchies[qid.name] = BUILTIN_HIERARCHIES[qid.hierarchy]()
+            else:
+                hierarchies[qid.name] = read_arx(qid.hierarchy, name=qid.name)
+        return hierarchies

@@ -1,0 +1,132 @@
+"""Built-in hierarchies: the MeSH age tree of the PPMS papers and the sex tree.
+
+The age tree is the reconstruction of ``algorithms.md`` §1.8 (the appendix "The taxonomy tree of
+Age" of Wang & Lin 2021 is not retrievable). It mirrors MeSH, where a broader age descriptor is an
+age band of its own and the parent of narrower ones, so ``Infant``, ``Child``, ``Adult`` and
+``Aged`` are record values as well as internal nodes. Height 3 (``* > Nonadult > Child >
+Preschool``), which reproduces Example 5 of 001 and Example 2 of 000.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from ..errors import ValidationError
+from .taxonomy import Taxonomy
+
+__all__ = ["mesh_age_tree", "age_to_mesh", "sex_tree", "BUILTIN_HIERARCHIES", "MAX_AGE_YEARS"]
+
+# Ages above this are data errors, not very old patients (the oldest verified human: 122 y).
+MAX_AGE_YEARS = 150.0
+
+_MESH_AGE_PARENTS: dict[str, str | None] = {
+    "*": None,
+    "Nonadult": "*",
+    "Infant": "Nonadult",
+    "Newborn": "Infant",
+    "Child": "Nonadult",
+    "Preschool": "Child",
+    "In-school": "Child",
+    "Adolescent": "Nonadult",
+    "Adult": "*",
+    "Young Adult": "Adult",
+    "Middle Aged": "Adult",
+    "Aged": "Adult",
+    "Aged, 80 and over": "Aged",
+}
+
+# Lower edges (years) of the bands after Newborn, for searchsorted(side="right"): an age equal to
+# an edge falls in the band that starts there. From 2 years on, bands are whole years, so
+# 5.9 is still Preschool and 6.0 In-school.
+_AGE_EDGES = np.array([1 / 12, 2, 6, 13, 19, 25, 45, 65, 80], dtype=np.float64)
+_AGE_LABELS = np.array(["Newborn", "Infant", "Preschool", "In-school", "Adolescent",
+                        "Young Adult", "Adult", "Middle Aged", "Aged", "Aged, 80 and over"],
+                       dtype=object)
+
+
+@cache
+def mesh_age_tree() -> Taxonomy:
+    """The MeSH age tree (``algorithms.md`` §1.8), named ``"mesh-age"``, root ``*``.
+
+    Values are every node but ``*`` and ``Nonadult``: the leaves plus the age bands
+    ``Infant``, ``Child``, ``Adult`` and ``Aged``, which are internal nodes. Height 3.
+    Map raw ages with :func:`age_to_mesh`. The tree is immutable, so one instance is shared.
+    """
+    values = [v for v in _MESH_AGE_PARENTS if v not in ("*", "Nonadult")]
+    return Taxonomy(_MESH_AGE_PARENTS, name="mesh-age", values=values)
+
+
+@cache
+def sex_tree() -> Taxonomy:
+    """The sex tree ``* > F, M`` (height 1), named ``"sex"``."""
+    return Taxonomy({"*": None, "F": "*", "M": "*"}, name="sex")
+
+
+def age_to_mesh(years: Any) -> Any:
+    """Map raw ages in years to values of :func:`mesh_age_tree`.
+
+    ===================  ======================
+    age (years)          value
+    ===================  ======================
+    < 1/12 (one month)   ``Newborn``
+    < 2                  ``Infant``
+    2 to 5               ``Preschool``
+    6 to 12              ``In-school``
+    13 to 18             ``Adolescent``
+    19 to 24             ``Young Adult``
+    25 to 44             ``Adult``
+    45 to 64             ``Middle Aged``
+    65 to 79             ``Aged``
+    >= 80                ``Aged, 80 and over``
+    ===================  ======================
+
+    Bands from 2 years on hold whole years: 18.99 is ``Adolescent``, 19 ``Young Adult``.
+
+    Args:
+        years: A number, or an array-like (list, numpy array, pandas Series) of numbers;
+            NaN/None mark missing ages.
+
+    Returns:
+        A label (``None`` for a missing age) for a scalar, else an object ndarray of the same
+        shape with ``None`` where the age is missing.
+
+    Raises:
+        ValidationError: a value is not numeric, negative, or above 150 years.
+    """
+    scalar = np.ndim(years) == 0
+    try:
+        a = np.asarray(years, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValidationError(
+            f"The 'years' parameter of age_to_mesh must hold numbers (NaN for missing); got "
+            f"{_preview(years)}.") from None
+    missing = np.isnan(a)
+    bad = ~missing & ((a < 0) | (a > MAX_AGE_YEARS))
+    if bad.any():
+        shown = ", ".join(f"{x:g}" for x in a[bad].ravel()[:5])
+        raise ValidationError(
+            f"The 'years' parameter of age_to_mesh must hold ages from 0 to "
+            f"{MAX_AGE_YEARS:g} years (NaN for missing); got {int(bad.sum())} value(s) outside: "
+            f"{shown}.")
+    idx = np.searchsorted(_AGE_EDGES, np.where(missing, 0.0, a).ravel(), side="right")
+    out = _AGE_LABELS[idx]
+    out[missing.ravel()] = None
+    if scalar:
+        return out[0]
+    return out.reshape(a.shape)
+
+
+def _preview(x: Any) -> str:
+    text = repr(x)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+BUILTIN_HIERARCHIES: dict[str, Callable[[], Taxonomy]] = {
+    "mesh-age": mesh_age_tree,
+    "sex": sex_tree,
+}
+"""Built-in hierarchies by name (the names a schema may give instead of an ARX file path)."""

@@ -1,0 +1,183 @@
+"""The published release format (``design.md``, "Published release format"): a contract.
+
+A release of period P is a folder ``P/`` with ``release.csv`` and ``manifest.json``; a series is
+a folder of such period folders. ``release.csv`` is UTF-8, comma-separated, one row per case
+(super record), header ``period,case_id,group,<qids...>,<sensitive...>,<other published...>``:
+
+* numeric QID: a number, or an inclusive interval ``[lo-hi]``;
+* categorical QID: a label of the attribute's hierarchy, the root is ``*``;
+* multi-valued columns: values joined with ``|``, sorted;
+* a suppressed cell is ``*``; a missing cell is empty.
+
+This module turns an algorithm's table into those strings, writes and reads series, so that the
+store, export and any verifier (ours or someone else's, in audit mode) share one definition.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import numbers
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..data.periods import parse_period
+from ..errors import InputFormatError, StoreError
+from ..hierarchies import Interval
+from ..hierarchies.intervals import format_number
+
+RELEASE_FILE = "release.csv"
+MANIFEST_FILE = "manifest.json"
+FIXED_COLUMNS = ("period", "case_id", "group")
+SUPPRESSED = "*"
+MULTI_SEPARATOR = "|"
+
+
+def format_numeric(value: object) -> str:
+    """A number, ``[lo-hi]`` for an interval, empty for missing."""
+    if value is None:
+        return ""
+    if isinstance(value, pd.Interval):
+        if pd.isna(value.left) or pd.isna(value.right):
+            return ""
+        return Interval(float(value.left), float(value.right)).label
+    if isinstance(value, Interval):
+        return value.label
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Real):
+        return "" if math.isnan(float(value)) else format_number(float(value))
+    if pd.isna(value):
+        return ""
+    raise InputFormatError(f"Cannot publish {value!r} as a numeric QID value.")
+
+
+def format_label(value: object) -> str:
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return ""
+    return str(value)
+
+
+def format_multi(value: object) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, str):
+        return value
+    return MULTI_SEPARATOR.join(sorted({str(v) for v in value}))
+
+
+def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
+    """Format an algorithm's table as release rows (all strings, in the format's column order)."""
+    out = pd.DataFrame({c: table[c].astype(str).to_numpy() for c in FIXED_COLUMNS})
+    for qid in schema.qids:
+        fmt = format_numeric if qid.kind == "numeric" else format_label
+        out[qid.name] = [fmt(v) for v in table[qid.name].to_numpy(dtype=object)]
+    for name in schema.sensitive + schema.multi:
+        out[name] = [format_multi(v) for v in table[name].to_numpy(dtype=object)]
+    for name in schema.insensitive:
+        out[name] = [format_label(v) for v in table[name].to_numpy(dtype=object)]
+    return out
+
+
+@dataclass(frozen=True)
+class PublishedRelease:
+    """A release read back from disk (or the store): rows as strings plus the manifest."""
+
+    period: str
+    rows: pd.DataFrame
+    manifest: dict
+
+
+def write_release(folder: Path, rows: pd.DataFrame, manifest: dict) -> None:
+    """Write ``release.csv`` and ``manifest.json`` into ``folder`` (which must not exist yet)."""
+    folder.mkdir(parents=True)
+    rows.to_csv(folder / RELEASE_FILE, index=False, encoding="utf-8", lineterminator="\n",
+                quoting=csv.QUOTE_MINIMAL)
+    (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+                                        encoding="utf-8")
+
+
+def write_series_atomically(out: Path, periods: Sequence[str], writer) -> list[Path]:
+    """Write one folder per period under ``out`` without leaving partial output behind.
+
+    ``writer(folder, period)`` writes a period's files into a fresh folder. Everything is first
+    written under a temporary folder beside ``out`` and moved into place only when every period
+    succeeded; existing period folders are never overwritten.
+
+    Raises:
+        StoreError: a target period folder already exists.
+    """
+    out = Path(out)
+    clashes = [p for p in periods if (out / p).exists()]
+    if clashes:
+        raise StoreError(f"{str(out)!r} already holds {', '.join(clashes)}: choose an empty --out "
+                         "folder (exports never overwrite).")
+    if out.exists() and not out.is_dir():
+        raise StoreError(f"--out {str(out)!r} exists and is not a folder.")
+    parent = out.parent if out.parent.exists() else None
+    if parent is None:
+        raise StoreError(f"Cannot write to {str(out)!r}: folder {str(out.parent)!r} does not exist.")
+    staging = Path(tempfile.mkdtemp(prefix=".medanon-export-", dir=parent))
+    try:
+        for period in periods:
+            writer(staging / period, period)
+        out.mkdir(exist_ok=True)
+        written = []
+        for period in periods:
+            os.replace(staging / period, out / period)
+            written.append(out / period)
+        return written
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def read_release(folder: str | Path) -> PublishedRelease:
+    """Read one published period folder.
+
+    Raises:
+        InputFormatError: files missing, header not in the release format, or bad manifest.
+    """
+    folder = Path(folder)
+    csv_path, manifest_path = folder / RELEASE_FILE, folder / MANIFEST_FILE
+    for path in (csv_path, manifest_path):
+        if not path.is_file():
+            raise InputFormatError(f"{str(folder)!r} is not a release folder: {path.name} is missing.")
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputFormatError(f"{str(manifest_path)!r} is not valid JSON: {exc}.") from None
+    try:
+        rows = pd.read_csv(csv_path, dtype=str, keep_default_na=False, na_filter=False,
+                           encoding="utf-8")
+    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+        raise InputFormatError(f"{str(csv_path)!r} is not a valid release.csv: {exc}.") from None
+    header = tuple(rows.columns[:3])
+    if header != FIXED_COLUMNS:
+        raise InputFormatError(f"{str(csv_path)!r} must start with columns {', '.join(FIXED_COLUMNS)}; "
+                               f"found {', '.join(map(str, header))}.")
+    period = parse_period(folder.name).label
+    if len(rows) and set(rows["period"]) != {period}:
+        raise InputFormatError(f"{str(csv_path)!r} holds rows of period(s) "
+                               f"{', '.join(sorted(set(rows['period'])))} but its folder is {period}.")
+    return PublishedRelease(period, rows, manifest)
+
+
+def read_series(folder: str | Path) -> list[PublishedRelease]:
+    """Read every period folder of a published series, oldest first (audit mode)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise InputFormatError(f"Series folder {str(folder)!r} does not exist.")
+    releases = []
+    for child in folder.iterdir():
+        if child.is_dir() and (child / RELEASE_FILE).exists():
+            releases.append(read_release(child))
+    if not releases:
+        raise InputFormatError(f"{str(folder)!r} holds no period folders with {RELEASE_FILE}.")
+    return sorted(releases, key=lambda r: parse_period(r.period))

@@ -1,0 +1,144 @@
+"""The publish flow: store records -> super records -> method -> release rows + manifest -> store.
+
+One period at a time, in time order; each publication is one store transaction, so a failure
+in period 3 leaves periods 1-2 published and period 3 untouched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import pandas as pd
+
+from .. import __version__
+from ..anonymize.base import Anonymizer
+from ..data.periods import parse_period
+from ..data.records import combine_super_records
+from ..errors import StoreError, ValidationError
+from ..hierarchies import write_arx
+from ..random import RandomSource
+from ..store import ReleaseStore
+from .format import to_published_rows
+
+MANIFEST_FORMAT = "medanon-release/1"
+
+
+@dataclass(frozen=True)
+class PublishedSummary:
+    """What one publication produced."""
+
+    period: str
+    cases: int
+    groups: int
+    suppressed: int
+    method: str
+
+
+def plan_periods(store: ReleaseStore, requested: Sequence[str]) -> list[str]:
+    """The periods to publish, in time order, after every check that needs no computation.
+
+    No period given means every ingested, unpublished period. Periods must be published in
+    time order: an unpublished period earlier than a requested one is an error, since periodic
+    methods anonymize each release against all earlier ones.
+
+    Raises:
+        ValidationError: a label does not parse.
+        StoreError: a period is not ingested, already published, or would skip an earlier one.
+    """
+    ingested = store.ingested_periods()
+    published = set(store.published_periods())
+    if requested:
+        labels = sorted({parse_period(p).label for p in requested}, key=parse_period)
+    else:
+        labels = [p for p in ingested if p not in published]
+        if not labels:
+            raise StoreError(f"Nothing to publish in {str(store.path)!r}: every ingested period "
+                             f"({', '.join(ingested) or 'none'}) is already published.")
+    for label in labels:
+        if label not in ingested:
+            raise StoreError(f"Period {label} is not ingested in {str(store.path)!r}; ingested: "
+                             f"{', '.join(ingested) or 'none'}.")
+        if label in published:
+            raise StoreError(f"Period {label} is already published in {str(store.path)!r}; a "
+                             "published release is immutable.")
+    for label in labels:
+        skipped = [p for p in ingested if parse_period(p) < parse_period(label)
+                   and p not in published and p not in labels]
+        if skipped:
+            raise StoreError(f"Period {label} cannot be published before {', '.join(skipped)}: "
+                             "releases are published in time order.")
+    return labels
+
+
+def input_digest(records: pd.DataFrame) -> str:
+    """SHA-256 of a period's input records in a canonical order (recorded in the manifest)."""
+    canonical = records.sort_values(list(records.columns[:3])).astype(str)
+    return hashlib.sha256(canonical.to_csv(index=False).encode("utf-8")).hexdigest()
+
+
+def build_manifest(store: ReleaseStore, method: Anonymizer, period: str, rng: RandomSource,
+                   *, result, rows: pd.DataFrame, digest: str, n_reports: int) -> dict:
+    """The manifest of one release (``design.md``: method, parameters, hierarchies, counts, ...)."""
+    schema = store.schema
+    hierarchies = schema.load_hierarchies()
+    return {
+        "format": MANIFEST_FORMAT,
+        "period": period,
+        "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "method": {"name": method.name, "parameters": method.parameters(),
+                   "privacy_model": method.privacy_model, "guarantee": method.guarantee},
+        "columns": {"qids": [{"name": q.name, "kind": q.kind, "hierarchy": q.hierarchy}
+                             for q in schema.qids],
+                    "sensitive": list(schema.sensitive), "multi": list(schema.multi),
+                    "insensitive": list(schema.insensitive),
+                    "withheld": list(schema.identifiers + schema.private)},
+        "hierarchies": {name: {"layout": "arx", "text": write_arx(tax)}
+                        for name, tax in hierarchies.items()},
+        "counts": {"cases": len(rows), "reports": n_reports, "groups": result.n_groups,
+                   "suppressed": result.suppressed, "counterfeit": result.counterfeit},
+        "details": result.details,
+        "privacy_spent": {"epsilon": None, "delta": None},
+        "rng": rng.describe(),
+        "library": {"name": "medanon", "version": __version__},
+        "input_sha256": digest,
+        "verification": {
+            "verdict": "not-applicable" if method.privacy_model is None else "not-run",
+            "detail": ("method declares no privacy model" if method.privacy_model is None
+                       else "the verify gate is not implemented yet")},
+    }
+
+
+def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[str], rng: RandomSource,
+                    *, allow_seeded: bool = False,
+                    progress: Callable[[str], None] | None = None) -> list[PublishedSummary]:
+    """Anonymize and publish each period in order (one transaction per period).
+
+    Raises:
+        ValidationError: a seeded source without ``allow_seeded``.
+        StoreError: see :func:`plan_periods`.
+    """
+    if rng.seeded and not allow_seeded:
+        raise ValidationError("A seeded run is reproducible by anyone who knows the seed; publishing "
+                              "it needs --allow-seeded (for tests and research only).")
+    labels = plan_periods(store, periods)
+    hierarchies = store.schema.load_hierarchies()
+    summaries = []
+    for label in labels:
+        records = store.records(label)
+        supers = combine_super_records(records, store.schema, hierarchies)
+        previous = [store.release_rows(p) for p in store.published_periods()]
+        result = method.anonymize(supers, previous, rng=rng)
+        rows = to_published_rows(result.table, store.schema)
+        manifest = build_manifest(store, method, label, rng, result=result, rows=rows,
+                                  digest=input_digest(records), n_reports=len(records))
+        store.publish(label, rows, manifest)
+        summaries.append(PublishedSummary(label, len(rows), result.n_groups, result.suppressed,
+                                          method.name))
+        if progress:
+            progress(label)
+    if not summaries:
+        raise StoreError("Nothing was published.")
+    return summaries
