@@ -245,6 +245,23 @@ def _parse_table(member: _Member, table: str) -> _Table:
     return _Table(frame, np.asarray(starts, dtype=np.int64), split, embedded)
 
 
+def read_faers_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
+    """Parse one FAERS table file (repairs applied; every column as text, lower-case names).
+
+    ``table`` (DEMO, DRUG, REAC, INDI) picks the free-text column that absorbs an embedded ``$``;
+    by default it is read from the file name.
+    """
+    path = Path(path)
+    if table is None:
+        match = _FILE_NAME.match(path.name)
+        if not match:
+            raise InputFormatError(f"{path.name!r} is not a FAERS table name (e.g. DEMO22Q4.txt).")
+        table = match.group(1).upper()
+    if not path.is_file():
+        raise InputFormatError(f"FAERS table {str(path)!r} does not exist.")
+    return _parse_table(_Member(table, "", str(path), path.read_bytes), table).frame
+
+
 def _era_of(columns: list[str], name: str) -> str:
     if "isr" in columns:
         return "legacy"

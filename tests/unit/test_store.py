@@ -1,0 +1,137 @@
+"""Release store: transactions, immutability, schema binding, deletes."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from medanon.anonymize import DropIdentifiers
+from medanon.data.loaders.faers import read_faers
+from medanon.data.schema import Schema
+from medanon.errors import StoreError, ValidationError
+from medanon.random import make_random_source
+from medanon.release.publish import plan_periods, publish_periods
+from medanon.store import ReleaseStore
+from tests.conftest import FAERS_FIXTURES
+
+
+def _ingest(path, source=FAERS_FIXTURES):
+    ingest = read_faers(source, keep_missing=False)
+    with ReleaseStore.create_or_open(path, Schema.default()) as store:
+        summary = store.ingest([(q.period.label, q.era, "fixture", q.records, q.report.as_dict())
+                                for q in ingest.quarters], ingest.deleted_case_ids)
+    return ingest, summary
+
+
+def _content(path):
+    with ReleaseStore.open(path) as store:
+        periods = store.periods().to_dict(orient="records")
+        rows = {p: store.release_rows(p).to_dict(orient="records") for p in store.published_periods()}
+        ledger = store.ledger().to_dict(orient="records")
+    return periods, rows, ledger
+
+
+def test_ingest_then_read_back_records(tmp_path) -> None:
+    ingest, summary = _ingest(tmp_path / "s.duckdb")
+    assert summary.added == ["2011Q2", "2013Q1", "2015Q1"]
+    with ReleaseStore.open(tmp_path / "s.duckdb") as store:
+        assert store.ingested_periods() == ["2011Q2", "2013Q1", "2015Q1"]
+        for quarter in ingest.quarters:
+            back = store.records(quarter.period.label)
+            assert sorted(back["report_id"]) == sorted(quarter.records["report_id"])
+            original = quarter.records.set_index("report_id")
+            for row in back.itertuples():
+                assert row.reactions == original.loc[row.report_id, "reactions"]
+                assert row.age == original.loc[row.report_id, "age"]
+        assert store.ingest_report("2015Q1")["demo_rows"] == 10
+
+
+def test_publish_is_one_transaction_and_rolls_back_on_failure(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path)
+    before = _content(path)
+    rows = pd.DataFrame({c: ["x"] for c in ["period", "case_id", "group", *Schema.default().published]})
+    rows["period"] = "2011Q2"
+    bad_ledger = pd.DataFrame({"case_id": ["x"], "mechanism": ["laplace"], "epsilon": ["not a number"],
+                               "delta": [0.0]})
+    with ReleaseStore.open(path) as store, pytest.raises(Exception):
+        store.publish("2011Q2", rows, {"method": {"name": "test"}}, ledger=bad_ledger)
+    assert _content(path) == before  # the release rows inserted before the failure are gone
+
+
+def test_published_period_is_immutable(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path)
+    with ReleaseStore.open(path) as store:
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source())
+    before = _content(path)
+    with ReleaseStore.open(path) as store:
+        with pytest.raises(StoreError, match="already published"):
+            publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source())
+        rows = store.release_rows("2011Q2")
+        with pytest.raises(StoreError, match="immutable"):
+            store.publish("2011Q2", rows, store.manifest("2011Q2"))
+    with pytest.raises(StoreError, match="cannot be re-ingested"):
+        _ingest(path, FAERS_FIXTURES / "legacy_2011Q2")
+    assert _content(path) == before
+
+
+def test_periods_publish_in_time_order(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path)
+    with ReleaseStore.open(path) as store:
+        with pytest.raises(StoreError, match="time order"):
+            plan_periods(store, ["2013Q1"])
+        assert plan_periods(store, []) == ["2011Q2", "2013Q1", "2015Q1"]
+        with pytest.raises(StoreError, match="not ingested"):
+            plan_periods(store, ["2019Q1"])
+        with pytest.raises(ValidationError, match="does not parse"):
+            plan_periods(store, ["2019Q5"])
+
+
+def test_seeded_runs_need_explicit_permission(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path)
+    with ReleaseStore.open(path) as store:
+        with pytest.raises(ValidationError, match="--allow-seeded"):
+            publish_periods(store, DropIdentifiers(), [], make_random_source(7))
+        assert store.published_periods() == []
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source(7), allow_seeded=True)
+        assert store.manifest("2011Q2")["rng"] == {"kind": "seeded", "seed": 7}
+
+
+def test_reingest_of_unpublished_period_replaces_it(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path, FAERS_FIXTURES / "faers_2015Q1")
+    _, summary = _ingest(path, FAERS_FIXTURES / "faers_2015Q1")
+    assert summary.replaced == ["2015Q1"]
+    with ReleaseStore.open(path) as store:
+        assert store.periods()["n_reports"].tolist() == [3]
+
+
+def test_delete_list_reaches_earlier_unpublished_periods(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    ingest = read_faers(FAERS_FIXTURES / "legacy_2011Q2")
+    case = ingest.quarters[0].records["case_id"].iloc[0]
+    with ReleaseStore.create_or_open(path, Schema.default()) as store:
+        store.ingest([(q.period.label, q.era, "f", q.records, q.report.as_dict()) for q in ingest.quarters])
+        summary = store.ingest([], deleted_case_ids=[case])
+        assert summary.deleted_from_unpublished == {"2011Q2": 1}
+        assert case not in set(store.records("2011Q2")["case_id"])
+
+
+def test_store_rejects_other_schema_and_non_store_files(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path)
+    other = Schema.from_mapping({"name": "other", "qid": [{"name": "weight", "kind": "numeric"}],
+                                 "sensitive": ["reactions"]})
+    with pytest.raises(StoreError, match="different columns"):
+        ReleaseStore.create_or_open(path, other)
+    junk = tmp_path / "junk.duckdb"
+    junk.write_text("not a database")
+    with pytest.raises(StoreError, match="not a medanon store"):
+        ReleaseStore.open(junk)
+    assert junk.read_text() == "not a database"
+    with pytest.raises(StoreError, match="No store"):
+        ReleaseStore.open(tmp_path / "absent.duckdb")
+    assert not (tmp_path / "absent.duckdb").exists()
