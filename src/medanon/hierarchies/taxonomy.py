@@ -348,11 +348,13 @@ class Taxonomy:
         Raises:
             HierarchyError: listing up to five offending values and how many there are.
         """
-        if isinstance(values, np.ndarray) or hasattr(values, "unique"):
-            distinct = list(np.asarray(values, dtype=object).ravel())
+        if hasattr(values, "unique") and hasattr(values, "to_numpy"):  # pandas: dedupe in C
+            distinct = list(np.asarray(values.unique(), dtype=object).ravel())
+        elif isinstance(values, np.ndarray):
+            distinct = list(values.ravel())
         else:
             distinct = list(values)
-        distinct = list(dict.fromkeys(v for v in distinct if not _is_missing(v)))
+        distinct = _unique(v for v in distinct if not _is_missing(v))
         missing = [v for v in distinct if not (isinstance(v, str) and v in self._code_of)]
         problems = []
         if missing:
@@ -442,7 +444,7 @@ class Taxonomy:
         out = np.array(codes, dtype=np.int32)
         if out.size and out.min() < 0:
             bad = [x for x, c in zip(labels, codes, strict=True) if c < 0]
-            bad = list(dict.fromkeys(bad)) if all(_hashable(x) for x in bad) else bad
+            bad = _unique(bad)
             raise HierarchyError(
                 f"{len(bad)} label(s) are not nodes of hierarchy {self._name!r}: {_show(bad)}.")
         return out
@@ -513,9 +515,14 @@ class Taxonomy:
         return arr
 
 
-def _hashable(x: object) -> bool:
-    try:
-        hash(x)
-    except TypeError:
-        return False
-    return True
+def _unique(items: Iterable[Any]) -> list[Any]:
+    """Distinct items in first-seen order; unhashable ones (lists in a cell) compared by ==."""
+    seen: dict[Any, None] = {}
+    odd: list[Any] = []
+    for x in items:
+        try:
+            seen.setdefault(x, None)
+        except TypeError:
+            if x not in odd:
+                odd.append(x)
+    return [*seen, *odd]
