@@ -1,0 +1,82 @@
+"""Property tests: super records combine a case's reports without losing or inventing anything."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from hypothesis import given, settings, strategies as st
+
+from medanon.data.records import combine_super_records
+from medanon.data.schema import Schema
+from medanon.hierarchies import mesh_age_tree
+
+SCHEMA = Schema.default()
+HIERARCHIES = SCHEMA.load_hierarchies()
+AGES = list(mesh_age_tree().values)
+TERMS = ["Nausea", "Headache", "Fatigue", "Death", "Rash", "Pain"]
+
+report = st.fixed_dictionaries({
+    "case_id": st.sampled_from(["1", "2", "3", "4"]),
+    "period": st.sampled_from(["2020Q1", "2020Q2"]),
+    "age": st.one_of(st.none(), st.sampled_from(AGES)),
+    "sex": st.one_of(st.none(), st.sampled_from(["F", "M"])),
+    "weight": st.one_of(st.none(), st.floats(1, 200, allow_nan=False).map(lambda w: round(w, 2))),
+    "reactions": st.lists(st.sampled_from(TERMS), max_size=4).map(tuple),
+    "indications": st.lists(st.sampled_from(TERMS), max_size=3).map(tuple),
+    "drugs": st.lists(st.sampled_from(["A", "B", "C"]), max_size=3).map(tuple),
+    "version": st.integers(1, 9),
+})
+
+
+def _frame(reports: list[dict]) -> pd.DataFrame:
+    frame = pd.DataFrame(reports)
+    frame["report_id"] = [f"r{i}" for i in range(len(frame))]
+    frame["age_years"] = 40.0
+    frame["weight"] = frame["weight"].astype(float)
+    return frame
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(report, min_size=1, max_size=25))
+def test_super_records_cover_every_report(reports: list[dict]) -> None:
+    records = _frame(reports)
+    supers = combine_super_records(records, SCHEMA, HIERARCHIES).frame
+    keys = set(zip(records["period"], records["case_id"]))
+    assert len(supers) == len(keys)
+    assert supers["n_reports"].sum() == len(records)
+    age_tree = HIERARCHIES["age"]
+    for row in supers.itertuples():
+        mine = records[(records["period"] == row.period) & (records["case_id"] == row.case_id)]
+        assert row.n_reports == len(mine)
+        assert sorted(row.report_ids) == sorted(mine["report_id"])
+        for column in ("reactions", "indications", "drugs"):
+            assert set(getattr(row, column)) == set().union(*map(set, mine[column]))
+            assert list(getattr(row, column)) == sorted(getattr(row, column))
+        ages = [a for a in mine["age"] if a is not None and not pd.isna(a)]
+        if ages:
+            assert row.age == age_tree.lca(ages)
+            assert all(age_tree.covers(row.age, a) for a in ages)
+        else:
+            assert pd.isna(row.age)  # every report lacks it: the super record lacks it too
+        weights = [w for w in mine["weight"] if not math.isnan(w)]
+        interval = row.weight
+        if weights:
+            assert (interval.left, interval.right) == (min(weights), max(weights))
+        else:
+            assert pd.isna(interval)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(report, min_size=1, max_size=10))
+def test_single_report_cases_keep_their_exact_values(reports: list[dict]) -> None:
+    records = _frame(reports).drop_duplicates(["period", "case_id"])
+    supers = combine_super_records(records, SCHEMA, HIERARCHIES).frame.set_index(["period", "case_id"])
+    for rec in records.itertuples():
+        row = supers.loc[(rec.period, rec.case_id)]
+        if pd.isna(rec.age):
+            assert pd.isna(row["age"])
+        else:
+            assert row["age"] == rec.age
+        if not math.isnan(rec.weight):
+            assert row["weight"].left == row["weight"].right == rec.weight
