@@ -136,7 +136,10 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
             raise StoreError(f"Nothing is published in {str(store)!r} yet: run 'medanon release' first.")
         releases = {p: (db.release_rows(p), db.manifest(p)) for p in periods}
 
+    sanitized = 0
+
     def writer(folder: Path, period: str) -> None:
+        nonlocal sanitized
         rows, manifest = releases[period]
         if fmt == "csv":
             write_release(folder, rows, manifest)
@@ -151,12 +154,15 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
             finally:
                 con.close()
         else:
-            write_faers_release(folder, rows, period)
+            sanitized += write_faers_release(folder, rows, period)
         (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
                                             encoding="utf-8")
 
     written = write_series_atomically(out, periods, writer)
     print(f"exported {len(written)} release(s) as {fmt} to {out}: {', '.join(periods)}")
+    if sanitized:
+        err.print(f"note: {sanitized} value(s) contained '$', which the FAERS layout cannot carry; "
+                  "they were written with a space instead.")
 
 
 # -- inspect --------------------------------------------------------------------------------------

@@ -5,7 +5,8 @@ Existing pharmacovigilance pipelines read ``DEMOyyQq.txt``, ``DRUGyyQq.txt``, ``
 ``caseid`` and ``caseversion`` is left empty. Generalized values go where the raw ones were: the
 ``age`` field carries the MeSH age label (``age_cod`` empty, since the label is not a number),
 ``sex`` the sex label (``*`` when generalized), ``wt`` the weight number or ``[lo-hi]`` interval
-with ``wt_cod`` = KG. Files are ``$``-separated, Latin-1, CRLF, with the trailing ``$`` FDA writes.
+with ``wt_cod`` = KG. A ``$`` inside a value (FAERS has drug names such as
+``VITAMIN B$12``) is written as a space, so the files stay parseable. Files are ``$``-separated, Latin-1, CRLF, with the trailing ``$`` FDA writes.
 """
 
 from __future__ import annotations
@@ -35,19 +36,30 @@ def _check_schema(columns: pd.Index) -> None:
                          f"{', '.join(missing)}. Export it with --format csv or parquet.")
 
 
-def _write(path: Path, columns: list[str], rows: list[list[str]]) -> None:
+def _write(path: Path, columns: list[str], rows: list[list[str]]) -> int:
+    """Write one table; return how many cells had a '$' replaced by a space.
+
+    FAERS itself carries values such as ``VITAMIN B$12`` that break its own layout (the
+    embedded-separator defect our reader repairs); we do not reproduce that defect.
+    """
     lines = ["$".join(columns) + "$"]
+    replaced = 0
     for row in rows:
-        for cell in row:
-            if "$" in cell:
-                raise StoreError(f"Value {cell!r} contains '$', which the FAERS layout cannot carry; "
-                                 "export with --format csv instead.")
+        if any("$" in cell for cell in row):
+            replaced += sum("$" in cell for cell in row)
+            row = [cell.replace("$", " ") for cell in row]
         lines.append("$".join(row) + "$")
     path.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1", errors="replace"))
+    return replaced
 
 
-def write_faers_release(folder: Path, rows: pd.DataFrame, period: str) -> None:
-    """Write one release's rows (release-format strings) as FAERS ASCII files into ``folder``."""
+def write_faers_release(folder: Path, rows: pd.DataFrame, period: str) -> int:
+    """Write one release's rows (release-format strings) as FAERS ASCII files into ``folder``.
+
+    Returns:
+        The number of cells whose ``$`` had to be replaced by a space. Characters outside
+        Latin-1 are written as ``?``.
+    """
     _check_schema(rows.columns)
     tag = parse_period(period).faers_tag
     folder.mkdir(parents=True, exist_ok=True)
@@ -64,7 +76,7 @@ def write_faers_release(folder: Path, rows: pd.DataFrame, period: str) -> None:
             reac.append([case, case, pt, ""])
         for pt in filter(None, str(rec.indications).split("|")):
             indi.append([case, case, "", pt])
-    _write(folder / f"DEMO{tag}.txt", DEMO_COLUMNS, demo)
-    _write(folder / f"DRUG{tag}.txt", DRUG_COLUMNS, drug)
-    _write(folder / f"REAC{tag}.txt", REAC_COLUMNS, reac)
-    _write(folder / f"INDI{tag}.txt", INDI_COLUMNS, indi)
+    return (_write(folder / f"DEMO{tag}.txt", DEMO_COLUMNS, demo)
+            + _write(folder / f"DRUG{tag}.txt", DRUG_COLUMNS, drug)
+            + _write(folder / f"REAC{tag}.txt", REAC_COLUMNS, reac)
+            + _write(folder / f"INDI{tag}.txt", INDI_COLUMNS, indi))
