@@ -45,6 +45,8 @@ class Anonymizer(ABC):
     guarantee: ClassVar[str]
     #: whether the method draws random numbers (seeds matter only then).
     randomized: ClassVar[bool] = False
+    #: whether the method reads earlier releases (periodic methods); others get none.
+    periodic: ClassVar[bool] = False
 
     @abstractmethod
     def parameters(self) -> dict[str, object]:

@@ -62,6 +62,8 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
     schema = Schema.from_toml(schema_path) if schema_path else Schema.default()
     hierarchies = schema.load_hierarchies()
     started = time.perf_counter()
+    if store.exists():
+        ReleaseStore.create_or_open(store, schema).close()  # fail fast on a bad --store
     # Parse and check everything before the store is touched: bad input writes nothing.
     with progress_bar("reading FAERS", None) as step:
         result = read_faers(source, keep_missing=keep_missing, progress=step)

@@ -7,18 +7,19 @@ in period 3 leaves periods 1-2 published and period 3 untouched.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import pandas as pd
 
 from .. import __version__
-from ..anonymize.base import Anonymizer
+from ..anonymize.base import AnonymizationResult, Anonymizer
 from ..data.periods import parse_period
 from ..data.records import combine_super_records
 from ..errors import StoreError, ValidationError
-from ..hierarchies import write_arx
+from ..data.schema import Schema
+from ..hierarchies import Taxonomy, write_arx
 from ..random import RandomSource
 from ..store import ReleaseStore
 from .format import to_published_rows
@@ -79,11 +80,10 @@ def input_digest(records: pd.DataFrame) -> str:
     return hashlib.sha256(canonical.to_csv(index=False).encode("utf-8")).hexdigest()
 
 
-def build_manifest(store: ReleaseStore, method: Anonymizer, period: str, rng: RandomSource,
-                   *, result, rows: pd.DataFrame, digest: str, n_reports: int) -> dict:
+def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: Anonymizer,
+                   period: str, rng: RandomSource, *, result: AnonymizationResult, rows: pd.DataFrame,
+                   digest: str, n_reports: int) -> dict:
     """The manifest of one release (``design.md``: method, parameters, hierarchies, counts, ...)."""
-    schema = store.schema
-    hierarchies = schema.load_hierarchies()
     return {
         "format": MANIFEST_FORMAT,
         "period": period,
@@ -129,11 +129,12 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     for label in labels:
         records = store.records(label)
         supers = combine_super_records(records, store.schema, hierarchies)
-        previous = [store.release_rows(p) for p in store.published_periods()]
+        previous = ([store.release_rows(p) for p in store.published_periods()]
+                    if method.periodic else [])
         result = method.anonymize(supers, previous, rng=rng)
         rows = to_published_rows(result.table, store.schema)
-        manifest = build_manifest(store, method, label, rng, result=result, rows=rows,
-                                  digest=input_digest(records), n_reports=len(records))
+        manifest = build_manifest(store.schema, hierarchies, method, label, rng, result=result,
+                                  rows=rows, digest=input_digest(records), n_reports=len(records))
         store.publish(label, rows, manifest)
         summaries.append(PublishedSummary(label, len(rows), result.n_groups, result.suppressed,
                                           method.name))

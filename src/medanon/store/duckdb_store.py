@@ -17,6 +17,7 @@ is immutable: publishing it again, or re-ingesting it, is refused.
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -93,7 +94,6 @@ class ReleaseStore:
             con.close()
             raise StoreError(f"Store {str(path)!r} has format version {rows.get('format_version')!r}; "
                              f"this medanon reads version {FORMAT_VERSION}.")
-        import tomllib
         schema = Schema.from_mapping(tomllib.loads(rows["schema"])["schema"], source=str(path))
         return cls(path, con, schema)
 
@@ -188,7 +188,8 @@ class ReleaseStore:
         if not self._has_records_table():
             return pd.DataFrame(columns=self.schema.all_columns)
         s = self.schema
-        order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version"))
+        present = set(self._record_columns())
+        order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version") if c in present)
         frame = self._con.execute(
             f"SELECT * FROM records WHERE {_quote(s.period)} = ? ORDER BY {order}", [label]).df()
         for name in self.schema.multi_valued:
@@ -210,6 +211,11 @@ class ReleaseStore:
 
     def ledger(self) -> pd.DataFrame:
         return self._con.execute("SELECT * FROM ledger ORDER BY period, case_id").df()
+
+    def _record_columns(self) -> list[str]:
+        return [r[0] for r in self._con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'records' "
+            "ORDER BY ordinal_position").fetchall()]
 
     def _has_records_table(self) -> bool:
         return _one(self._con, "SELECT count(*) FROM information_schema.tables "
@@ -252,9 +258,7 @@ class ReleaseStore:
                     types = _record_types(self.schema, records)
                     _run(self._con, "CREATE TABLE records(" + ", ".join(
                         f"{_quote(c)} {t}" for c, t in types.items()) + ")")
-                columns = [r[0] for r in self._con.execute(
-                    "SELECT column_name FROM information_schema.columns WHERE table_name = 'records' "
-                    "ORDER BY ordinal_position").fetchall()]
+                columns = self._record_columns()
                 if period in existing:
                     _run(self._con, f"DELETE FROM records WHERE {per} = ?", [period])
                     _run(self._con, "DELETE FROM periods WHERE period = ?", [period])
