@@ -25,7 +25,8 @@ def _ingest(path, source=FAERS_FIXTURES):
 
 def _content(path):
     with ReleaseStore.open(path) as store:
-        periods = store.periods().to_dict(orient="records")
+        frame = store.periods()
+        periods = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
         rows = {p: store.release_rows(p).to_dict(orient="records") for p in store.published_periods()}
         ledger = store.ledger().to_dict(orient="records")
     return periods, rows, ledger

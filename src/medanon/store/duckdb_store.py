@@ -261,7 +261,6 @@ class ReleaseStore:
                 columns = self._record_columns()
                 if period in existing:
                     _run(self._con, f"DELETE FROM records WHERE {per} = ?", [period])
-                    _run(self._con, "DELETE FROM periods WHERE period = ?", [period])
                     summary.replaced.append(period)
                 else:
                     summary.added.append(period)
@@ -274,11 +273,17 @@ class ReleaseStore:
                     _run(self._con, f"INSERT INTO records ({cols}) SELECT {cols} FROM incoming_records")
                 finally:
                     self._con.unregister("incoming_records")
-                _run(self._con,
-                    "INSERT INTO periods VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [period, parse_period(period).ordinal, source, era,
-                     datetime.now(timezone.utc).isoformat(timespec="seconds"), len(records),
-                     int(records[self.schema.case_id].nunique()), json.dumps(report, default=_json_default)])
+                values = [parse_period(period).ordinal, source, era,
+                          datetime.now(timezone.utc).isoformat(timespec="seconds"), len(records),
+                          int(records[self.schema.case_id].nunique()),
+                          json.dumps(report, default=_json_default)]
+                if period in existing:
+                    # UPDATE, not DELETE + INSERT: older DuckDB rejects re-inserting a deleted
+                    # primary key within one transaction.
+                    _run(self._con, "UPDATE periods SET ordinal = ?, source = ?, era = ?, ingested_at = ?, "
+                         "n_reports = ?, n_cases = ?, report = ? WHERE period = ?", values + [period])
+                else:
+                    _run(self._con, "INSERT INTO periods VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [period] + values)
             if deleted and self._has_records_table():
                 self._con.register("deleted_cases", pd.DataFrame({"case_id": deleted}))
                 try:
