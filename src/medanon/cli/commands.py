@@ -21,7 +21,8 @@ from ..release.faers_layout import write_faers_release
 from ..release.format import MANIFEST_FILE, write_release, write_series_atomically
 from ..release.publish import publish_periods
 from ..store import ReleaseStore
-from .console import err, out, progress_bar
+from . import console as ui
+from .console import progress_bar
 
 EXPORT_FORMATS = ("csv", "parquet", "faers")
 PLANNED_METHODS = ("ms", "ppms", "ppms+", "ppms++", "ha", "ppms-dp-num", "ppms-dp-all")
@@ -51,8 +52,8 @@ def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str, lifespan
     for p in summary.periods:
         table.add_row(p, str(summary.cases[p]), str(summary.reports[p]), str(summary.followups[p]),
                       str(summary.deleted.get(p, 0)))
-    out.print(table)
-    out.print(f"seed {summary.seed} ({'given' if summary.seeded else 'drawn from OS entropy'}); "
+    ui.out.print(table)
+    ui.out.print(f"seed {summary.seed} ({'given' if summary.seeded else 'drawn from OS entropy'}); "
               f"{data['seconds']} s")
 
 
@@ -90,14 +91,14 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
             dropped += f" [{missing}]"
         table.add_row(r["period"], r["era"], str(r["demo_rows"]), str(r["deleted_reports"]),
                       str(r["superseded_reports"]), dropped, str(repaired), str(r["reports"]), str(r["cases"]))
-    out.print(table)
+    ui.out.print(table)
     if summary.replaced:
-        out.print(f"replaced unpublished period(s): {', '.join(summary.replaced)}")
+        ui.out.print(f"replaced unpublished period(s): {', '.join(summary.replaced)}")
     if summary.deleted_but_published:
-        err.print("warning: FDA deleted cases that are already published in "
+        ui.err.print("warning: FDA deleted cases that are already published in "
                   + ", ".join(f"{p} ({n})" for p, n in summary.deleted_but_published.items())
                   + "; published releases are immutable.")
-    out.print(f"{seconds} s")
+    ui.out.print(f"{seconds} s")
 
 
 # -- release --------------------------------------------------------------------------------------
@@ -124,9 +125,9 @@ def release(*, store: Path, periods: list[str], method: str, k: int | None, thet
     table = Table("period", "method", "cases", "groups", "suppressed", title=f"Published in {store}")
     for s in summaries:
         table.add_row(s.period, s.method, str(s.cases), str(s.groups), str(s.suppressed))
-    out.print(table)
+    ui.out.print(table)
     if anonymizer.privacy_model is None:
-        err.print(f"note: method '{method}' gives no privacy guarantee; it only drops identifiers.")
+        ui.err.print(f"note: method '{method}' gives no privacy guarantee; it only drops identifiers.")
 
 
 # -- export ---------------------------------------------------------------------------------------
@@ -163,7 +164,7 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
     written = write_series_atomically(out, periods, writer)
     print(f"exported {len(written)} release(s) as {fmt} to {out}: {', '.join(periods)}")
     if sanitized:
-        err.print(f"note: {sanitized} value(s) contained '$', which the FAERS layout cannot carry; "
+        ui.err.print(f"note: {sanitized} value(s) contained '$', which the FAERS layout cannot carry; "
                   "they were written with a space instead.")
 
 
@@ -182,10 +183,25 @@ def inspect(*, store: Path, as_json: bool) -> None:
         table.add_row(r["period"], str(r["era"] or ""), str(r["n_reports"]), str(r["n_cases"]),
                       "yes" if r["published"] else "no", str(r["method"] or ""),
                       str(r["released_cases"] or ""), str(r["released_groups"] or ""))
-    out.print(table)
+    ui.out.print(table)
 
 
 # -- demo -----------------------------------------------------------------------------------------
+def _show_exposure(store: Path) -> None:
+    """What an identifier-only release leaves open: unique QID groups and linkable follow-ups."""
+    table = Table("period", "cases", "unique QID combos", "follow-ups linkable by CaseID",
+                  title="What 'none' leaves exposed (the attacks the privacy methods stop)")
+    seen: set[str] = set()
+    with ReleaseStore.open(store) as db:
+        for period in db.published_periods():
+            rows = db.release_rows(period)
+            sizes = rows.groupby("group")["case_id"].transform("size")
+            linkable = int(rows["case_id"].isin(seen).sum())
+            table.add_row(period, str(len(rows)), str(int((sizes == 1).sum())), str(linkable))
+            seen.update(rows["case_id"])
+    ui.out.print(table)
+
+
 DEMO_MARKER = ".medanon-demo"
 
 
@@ -203,16 +219,17 @@ def demo(*, out: Path, seed: int) -> None:
     started = time.perf_counter()
     out_series = out / "faers-synthetic"
     store = out / "demo.duckdb"
-    err.print(f"1/4 synthesizing an 8-quarter FAERS-like series (seed {seed}) ...")
+    ui.err.print(f"1/4 synthesizing an 8-quarter FAERS-like series (seed {seed}) ...")
     summary = write_faers_series(out_series, periods=8, cases=600, seed=seed)
-    err.print("2/4 ingesting it into the release store ...")
+    ui.err.print("2/4 ingesting it into the release store ...")
     ingest(out_series, store=store, schema_path=None, keep_missing=False, as_json=False)
-    err.print("3/4 publishing every period (method 'none': identifiers dropped only) ...")
+    ui.err.print("3/4 publishing every period (method 'none': identifiers dropped only) ...")
     release(store=store, periods=[], method="none", k=None, theta=None, seed=None,
             allow_seeded=False, as_json=False)
-    err.print("4/4 exporting the published series ...")
+    ui.err.print("4/4 exporting the published series ...")
     export(store=store, out=out / "published", fmt="csv")
-    out.print(f"\nDemo finished in {time.perf_counter() - started:.1f} s. "
+    _show_exposure(store)
+    ui.out.print(f"\nDemo finished in {time.perf_counter() - started:.1f} s. "
               f"Synthetic input: {out_series} ({len(summary.periods)} quarters); store: {store}; "
               f"published series: {out / 'published'}.")
-    out.print("The privacy methods (MS, PPMS, PPMS+, PPMS++, HA, PPMS-DP) join this flow as they land.")
+    ui.out.print("The privacy methods (MS, PPMS, PPMS+, PPMS++, HA, PPMS-DP) join this flow as they land.")
