@@ -36,12 +36,11 @@ class DropIdentifiers(Anonymizer):
         frame = data.frame
         table = pd.DataFrame({"period": frame[schema.period].to_numpy(),
                               "case_id": frame[schema.case_id].to_numpy()})
-        # Equivalence classes: identical (generalized) QID tuples. Intervals and missing
-        # values are compared by their string form so that NaN groups with NaN.
-        key = pd.Series([""] * len(frame), dtype=object)
-        for name in schema.qid_names:
-            key = key + "\x1f" + frame[name].astype(str).to_numpy()
-        codes, uniques = pd.factorize(key, sort=True)
+        # Equivalence classes: identical (generalized) QID tuples, compared by their text so
+        # that intervals compare by value and a missing cell groups with missing cells.
+        columns = [frame[name].to_numpy(dtype=object) for name in schema.qid_names]
+        key = ["\x1f".join(map(str, values)) for values in zip(*columns)]
+        codes, uniques = pd.factorize(pd.Series(key, dtype=object), sort=True)
         table["group"] = (codes + 1).astype(str)
         for name in schema.published:
             table[name] = frame[name].to_numpy()
