@@ -108,3 +108,12 @@ def test_legacy_keeps_every_isr_of_a_case() -> None:
     quarter = read_faers(FAERS_FIXTURES / "legacy_2011Q2", keep_missing=True).quarters[0]
     reports = quarter.records.loc[quarter.records["case_id"] == "7501987", "report_id"]
     assert sorted(reports) == ["7523410", "7619876"]
+
+
+def test_byte_order_mark_and_trailing_separator_mismatch(tmp_path) -> None:
+    # A UTF-8 BOM before the header, and data rows ending in '$' under a header that does not.
+    demo = tmp_path / "REAC15Q1.txt"
+    demo.write_bytes(b"\xef\xbb\xbfprimaryid$caseid$pt\r\n1$10$Nausea$\r\n2$20$Rash\r\n")
+    table = read_faers_table(demo)
+    assert list(table.columns) == ["primaryid", "caseid", "pt"]
+    assert table["pt"].tolist() == ["Nausea", "Rash"]

@@ -181,9 +181,10 @@ class _Table:
 
 
 def _parse_table(member: _Member, table: str) -> _Table:
-    text = member.read().decode("latin-1")
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    raw = member.read()
+    if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark left by an editor
+        raw = raw[3:]
+    text = raw.decode("latin-1")
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     lines = text.split("\n")
     if lines and lines[-1] == "":
@@ -220,6 +221,9 @@ def _parse_table(member: _Member, table: str) -> _Table:
             line = line + " " + lines[i]
             count += counts[i]
             split += 1
+        if count == expected + 1 and line.endswith("$") and not trailing:
+            # Rows that end in '$' under a header that does not: a trailing separator, not data.
+            line, count = line[:-1], count - 1
         if count > expected:
             # An embedded '$': merge the surplus fields into the table's free-text column.
             parts = line.split("$")
