@@ -111,9 +111,10 @@ def test_legacy_keeps_every_isr_of_a_case() -> None:
 
 
 def test_byte_order_mark_and_trailing_separator_mismatch(tmp_path) -> None:
-    # A UTF-8 BOM before the header, and data rows ending in '$' under a header that does not.
+    # A UTF-8 BOM before the header, and data rows ending in '$' under a header that does not
+    # (decided by most rows, so a lone row with an embedded '$' keeps its meaning elsewhere).
     demo = tmp_path / "REAC15Q1.txt"
-    demo.write_bytes(b"\xef\xbb\xbfprimaryid$caseid$pt\r\n1$10$Nausea$\r\n2$20$Rash\r\n")
+    demo.write_bytes(b"\xef\xbb\xbfprimaryid$caseid$pt\r\n1$10$Nausea$\r\n2$20$Rash$\r\n3$30$Cough\r\n")
     table = read_faers_table(demo)
     assert list(table.columns) == ["primaryid", "caseid", "pt"]
-    assert table["pt"].tolist() == ["Nausea", "Rash"]
+    assert table["pt"].tolist() == ["Nausea", "Rash", "Cough"]

@@ -210,6 +210,10 @@ def _parse_table(member: _Member, table: str) -> _Table:
     split = embedded = 0
     i, n = 1, len(lines)
     counts = [line.count("$") for line in lines]
+    # Some files end data rows with '$' under a header that does not: decided per file (most
+    # rows), so that one row with an embedded '$' and an empty last field is not mistaken for it.
+    ends = sum(1 for c, ln in zip(counts[1:], lines[1:]) if c == expected + 1 and ln.endswith("$"))
+    data_trailing = not trailing and 2 * ends > n - 1
     while i < n:
         line, count, start = lines[i], counts[i], i + 1
         if not line.strip():
@@ -221,8 +225,7 @@ def _parse_table(member: _Member, table: str) -> _Table:
             line = line + " " + lines[i]
             count += counts[i]
             split += 1
-        if count == expected + 1 and line.endswith("$") and not trailing:
-            # Rows that end in '$' under a header that does not: a trailing separator, not data.
+        if data_trailing and count > expected and line.endswith("$"):
             line, count = line[:-1], count - 1
         if count > expected:
             # An embedded '$': merge the surplus fields into the table's free-text column.
