@@ -118,3 +118,32 @@ def test_byte_order_mark_and_trailing_separator_mismatch(tmp_path) -> None:
     table = read_faers_table(demo)
     assert list(table.columns) == ["primaryid", "caseid", "pt"]
     assert table["pt"].tolist() == ["Nausea", "Rash", "Cough"]
+
+
+def test_split_lines_in_files_with_row_trailing_separators_and_in_the_last_field(tmp_path) -> None:
+    # Rows end in '$' under a header that does not, and one record is split inside drugname.
+    drug = tmp_path / "DRUG20Q1.txt"
+    drug.write_bytes(b"primaryid$caseid$drug_seq$role_cod$drugname$prod_ai\r\n"
+                     b"1$10$1$PS$ASPI\r\nRIN$ASA$\r\n2$20$1$PS$WARFARIN$WARFARIN$\r\n"
+                     b"3$30$1$PS$HUMIRA$ADALIMUMAB$\r\n")
+    assert read_faers_table(drug)["drugname"].tolist() == ["ASPI RIN", "WARFARIN", "HUMIRA"]
+    # No trailing '$' anywhere and a split inside the LAST field: the tail belongs to the
+    # previous record, never glued onto the next complete one.
+    reac = tmp_path / "REAC20Q1.txt"
+    reac.write_bytes(b"primaryid$caseid$pt\r\n1$10$Naus\r\nea\r\n2$20$Rash\r\n3$30$Rash\r\n")
+    table = read_faers_table(reac)
+    assert table["primaryid"].tolist() == ["1", "2", "3"]
+    assert table["pt"].tolist() == ["Naus ea", "Rash", "Rash"]
+
+
+def test_version_ties_break_on_numeric_primaryid(tmp_path) -> None:
+    quarter = tmp_path / "q"
+    quarter.mkdir()
+    header = "primaryid$caseid$caseversion$fda_dt$age$age_cod$sex$wt$wt_cod$"
+    (quarter / "DEMO20Q1.txt").write_text(
+        f"{header}\r\n99$7$1$20200101$40$YR$F$60$KG$\r\n100$7$1$20200101$40$YR$F$61$KG$\r\n", encoding="latin-1")
+    (quarter / "DRUG20Q1.txt").write_text("primaryid$caseid$drugname$\r\n100$7$A$\r\n99$7$B$\r\n")
+    (quarter / "REAC20Q1.txt").write_text("primaryid$caseid$pt$\r\n100$7$Rash$\r\n99$7$Cough$\r\n")
+    (quarter / "INDI20Q1.txt").write_text("primaryid$caseid$indi_pt$\r\n100$7$Pain$\r\n99$7$Pain$\r\n")
+    records = read_faers(quarter).quarters[0].records
+    assert records["report_id"].tolist() == ["100"] and records["reactions"].tolist() == [("Rash",)]

@@ -136,3 +136,15 @@ def test_store_rejects_other_schema_and_non_store_files(tmp_path) -> None:
     with pytest.raises(StoreError, match="No store"):
         ReleaseStore.open(tmp_path / "absent.duckdb")
     assert not (tmp_path / "absent.duckdb").exists()
+
+
+def test_a_period_whose_reports_were_all_dropped_publishes_an_empty_release(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    ingest = read_faers(FAERS_FIXTURES / "faers_2015Q1")
+    empty = ingest.quarters[0].records.iloc[0:0]
+    with ReleaseStore.create_or_open(path, Schema.default()) as store:
+        store.ingest([("2015Q1", "faers-2014", "f", empty, {})])
+        (summary,) = publish_periods(store, DropIdentifiers(), [], make_random_source())
+        assert summary.cases == 0 and summary.groups == 0
+        assert len(store.release_rows("2015Q1")) == 0
+        assert store.manifest("2015Q1")["counts"]["cases"] == 0

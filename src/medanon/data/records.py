@@ -112,7 +112,8 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
     group, first_index = _group_ids(keys.to_numpy())
     n_groups = len(first_index)
     sizes = np.bincount(group, minlength=n_groups)
-    last_index = np.r_[first_index[1:], len(recs)] - 1  # rows are sorted: a case's rows are contiguous
+    # Rows are sorted, so a case's rows are contiguous: [first_index[g], last_index[g]].
+    last_index = (np.r_[first_index[1:], len(recs)] - 1) if n_groups else np.zeros(0, dtype=np.int64)
     multi_groups = np.flatnonzero(sizes > 1)
 
     out: dict[str, object] = {

@@ -212,15 +212,25 @@ def _parse_table(member: _Member, table: str) -> _Table:
     counts = [line.count("$") for line in lines]
     # Some files end data rows with '$' under a header that does not: decided per file (most
     # rows), so that one row with an embedded '$' and an empty last field is not mistaken for it.
-    ends = sum(1 for c, ln in zip(counts[1:], lines[1:]) if c == expected + 1 and ln.endswith("$"))
-    data_trailing = not trailing and 2 * ends > n - 1
+    whole = [(c, ln) for c, ln in zip(counts[1:], lines[1:]) if c >= expected]
+    ends = sum(1 for c, ln in whole if c == expected + 1 and ln.endswith("$"))
+    data_trailing = not trailing and 2 * ends > len(whole)
+    target = expected + int(data_trailing)  # separators a whole data row has in this file
     while i < n:
         line, count, start = lines[i], counts[i], i + 1
         if not line.strip():
             i += 1
             continue
-        # A record broken by a stray line break: glue following lines until it is whole.
-        while count < expected and i + 1 < n and count + counts[i + 1] <= expected:
+        if count == 0 and rows and (i + 1 >= n or counts[i + 1] >= target):
+            # The tail of the previous record's last field, cut off by a stray line break
+            # (the previous line already had all its separators).
+            rows[-1] = rows[-1] + " " + line
+            split += 1
+            i += 1
+            continue
+        # A record broken by a stray line break: glue the following fragments until it is whole.
+        while (count < target and i + 1 < n and counts[i + 1] < target
+               and count + counts[i + 1] <= target):
             i += 1
             line = line + " " + lines[i]
             count += counts[i]
@@ -401,7 +411,10 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str) -> tup
         deleted = {tok for tok in (ln.strip().rstrip("$").strip() for ln in raw.splitlines()) if tok}
 
     if era != "legacy":
-        records = records.sort_values(["case_id", "version", "fda_dt", "report_id"], kind="stable")
+        # Ties on caseversion: the later FDA date, then the larger primaryid (as a number).
+        records["_rid"] = pd.to_numeric(records["report_id"], errors="coerce")
+        records = records.sort_values(["case_id", "version", "fda_dt", "_rid", "report_id"],
+                                      kind="stable").drop(columns="_rid")
         latest = ~records["case_id"].duplicated(keep="last")
         report.superseded_reports = int((~latest).sum())
         records = records.loc[latest]
