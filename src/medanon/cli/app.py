@@ -19,6 +19,7 @@ import typer
 
 from .. import __version__
 from ..errors import MedanonError
+from ..store import DEFAULT_STORE
 from . import commands
 
 app = typer.Typer(name="medanon", add_completion=False, no_args_is_help=True,
@@ -32,7 +33,7 @@ StoreOpt = Annotated[Path, typer.Option("--store", "-s", help="Release store (Du
 SeedOpt = Annotated[Optional[int], typer.Option(
     "--seed", help="Fix the random seed (reproducible runs for tests and research; recorded).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
-DEFAULT_STORE_PATH = Path("medanon.duckdb")
+DEFAULT_STORE_PATH = Path(DEFAULT_STORE)
 
 
 F = TypeVar("F", bound=Callable[..., None])

@@ -39,7 +39,6 @@ from ...errors import InputFormatError
 from ...hierarchies import age_to_mesh
 from ..periods import Period, period_from_faers_tag
 
-TABLES = ("DEMO", "DRUG", "REAC", "INDI", "DELETE")
 REQUIRED_TABLES = ("DEMO", "DRUG", "REAC", "INDI")
 _FILE_NAME = re.compile(r"^(DEMO|DRUG|REAC|INDI|OUTC|THER|RPSR|DELETE)(\d{2}Q[1-4])\.TXT$", re.I)
 
