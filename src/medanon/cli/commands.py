@@ -18,7 +18,7 @@ from ..data.schema import Schema
 from ..errors import StoreError, ValidationError
 from ..random import make_random_source
 from ..release.faers_layout import write_faers_release
-from ..release.format import MANIFEST_FILE, write_release, write_series_atomically
+from ..release.format import write_manifest, write_release, write_series_atomically
 from ..release.publish import publish_periods
 from ..store import ReleaseStore
 from . import console as ui
@@ -158,8 +158,7 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
                 con.close()
         else:
             sanitized += write_faers_release(folder, rows, period)
-        (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
-                                            encoding="utf-8")
+        write_manifest(folder, manifest)
 
     written = write_series_atomically(out, periods, writer)
     print(f"exported {len(written)} release(s) as {fmt} to {out}: {', '.join(periods)}")

@@ -126,7 +126,7 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
         ids = recs[report_col].astype(str).to_numpy()
         out["report_ids"] = [tuple(ids[first_index[g]:last_index[g] + 1]) for g in range(n_groups)]
     for name in schema.categorical_qids:
-        out[name] = _lub_categorical(recs[name], hierarchies[name], group, first_index, last_index,
+        out[name] = _lub_categorical(recs[name], hierarchies[name], first_index, last_index,
                                      multi_groups)
     for name in schema.numeric_qids:
         values = pd.to_numeric(recs[name], errors="coerce").to_numpy(dtype=float)
@@ -159,9 +159,8 @@ def _group_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.cumsum(starts) - 1, np.flatnonzero(starts)
 
 
-def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, group: np.ndarray,
-                     first_index: np.ndarray, last_index: np.ndarray,
-                     multi_groups: np.ndarray) -> np.ndarray:
+def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, first_index: np.ndarray,
+                     last_index: np.ndarray, multi_groups: np.ndarray) -> np.ndarray:
     """Least upper bound (LCA) of each group's labels; missing labels are ignored."""
     values = column.to_numpy(dtype=object)
     result = values[first_index].copy()

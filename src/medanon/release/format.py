@@ -100,6 +100,11 @@ def write_release(folder: Path, rows: pd.DataFrame, manifest: dict) -> None:
     folder.mkdir(parents=True)
     rows.to_csv(folder / RELEASE_FILE, index=False, encoding="utf-8", lineterminator="\n",
                 quoting=csv.QUOTE_MINIMAL)
+    write_manifest(folder, manifest)
+
+
+def write_manifest(folder: Path, manifest: dict) -> None:
+    """Write ``manifest.json`` (sorted keys, indented) into an existing folder."""
     (folder / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
                                         encoding="utf-8")
 
@@ -121,10 +126,9 @@ def write_series_atomically(out: Path, periods: Sequence[str], writer) -> list[P
                          "folder (exports never overwrite).")
     if out.exists() and not out.is_dir():
         raise StoreError(f"--out {str(out)!r} exists and is not a folder.")
-    parent = out.parent if out.parent.exists() else None
-    if parent is None:
+    if not out.parent.exists():
         raise StoreError(f"Cannot write to {str(out)!r}: folder {str(out.parent)!r} does not exist.")
-    staging = Path(tempfile.mkdtemp(prefix=".medanon-export-", dir=parent))
+    staging = Path(tempfile.mkdtemp(prefix=".medanon-export-", dir=out.parent))
     try:
         for period in periods:
             writer(staging / period, period)
