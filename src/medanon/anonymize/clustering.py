@@ -1,0 +1,726 @@
+"""Greedy seed-and-grow clustering shared by MS, PPMS, PPMS+, PPMS++ and HA.
+
+All five algorithms (papers 001, 002 and ``algorithms.md`` §1.7, §2.3) run the same skeleton, the
+k-member clustering of Byun et al. with 001's privacy-aware metric:
+
+1. start a group from a seed record;
+2. grow it by the candidate t with the least ΔIL'(g, t) = ΔIL(g, t) × PR(g, t) (001 Eqs. 2-7,
+   002 Eq. 4) until it holds k *anchor* records: all records (MS), new CaseIDs (PPMS family,
+   NC-bounding) or new & medication-discontinued records (HA, |GV1| >= k);
+3. the next seed is the record farthest from the one just added (Byun distance);
+4. place every record left over in the group with the least ΔIL' (001's Generalization, 002's
+   Procedure 1 lines 25-30).
+
+The bound η_s(g) on the number of records holding sensitive value s is floor(θ_s · anchors(g))
+(001 Lemma 2 with anchors = |NC(g)|; 002 Lemma 1 with anchors = |GV1|; MS: |g|). While a group
+grows it uses max(k, anchors) (``algorithms.md`` §1.3 implementation caveat; otherwise no group
+could start). PR(g, t) = 1 + Σ_{s ∈ S_t} PR_s with PR_s = σ/(η − σ + 1), ∞ when σ > η (001 Eqs. 4-5,
+002 Eqs. 2-3), σ and η taken for g ∪ {t}.
+
+Determinism and ties: candidates are compared by the key (ΔIL·PR, PR, rank) where ``rank`` is a
+random permutation drawn from the caller's random source, so equal scores are broken at random
+but reproducibly. :func:`group_reference` is the slow, obviously-correct transcription;
+:func:`group_records` finds exactly the same groups fast (tests assert this):
+
+* records with identical QID values form *cells*; ΔIL depends only on the cell, so it is
+  computed once per cell with numpy;
+* PR(g, t) >= P0(t) = PR of t against an empty group, so ΔIL·P0 is a lower bound on the key;
+  candidates are probed in lower-bound order and the search stops as soon as the bound exceeds
+  the best exact key (a branch-and-bound that never changes the answer);
+* a growing group only looks at the cells nearest its seed, because ΔIL(g, t) >= L(g ∪ {t}) >=
+  Byun distance(seed, t); when that bound cannot prove the best candidate, the step falls back
+  to scanning every cell.
+
+Deviations from the papers (all documented in ``docs/algorithms/``):
+
+* 001's stopping test "∃s: σ_s(S) > θ_s·|NC(S)|" is not used: a group that cannot be completed
+  already fails at its growth step. When growth fails (no candidate has a finite key) the seed
+  is set aside (it can still join other groups) and grouping continues from the next random
+  seed, instead of stopping outright as 002's Procedure 1 does: one unlucky seed should not send
+  every remaining record to the leftover phase.
+* A leftover record that fits no group without breaking θ (or α) is reported as unplaceable;
+  the algorithm decides whether to refuse the release or withhold those cases.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InternalError
+from ..hierarchies import Taxonomy
+
+INF = math.inf
+#: cells looked at by a growing group before falling back to a full scan.
+NEAREST_CELLS = 256
+_EPS = 1e-9
+
+
+# ------------------------------------------------------------------------------------------ space
+@dataclass(frozen=True)
+class Attribute:
+    """One QID in the loss: categorical (taxonomy) or numeric (range of the whole data set)."""
+
+    name: str
+    taxonomy: Taxonomy | None = None
+    value_range: float = 0.0
+
+    @property
+    def numeric(self) -> bool:
+        return self.taxonomy is None
+
+
+class QidSpace:
+    """The QIDs of 001 Eq. 1 with precomputed arrays for LCAs and heights."""
+
+    def __init__(self, attributes: Sequence[Attribute]):
+        self.attributes = tuple(attributes)
+        self._anc: list[np.ndarray | None] = []
+        self._depth: list[np.ndarray | None] = []
+        self._hnorm: list[np.ndarray | None] = []
+        for a in self.attributes:
+            if a.numeric:
+                self._anc.append(None)
+                self._depth.append(None)
+                self._hnorm.append(None)
+                continue
+            tax = a.taxonomy
+            depth = np.asarray(tax.depth_array, dtype=np.int64)
+            parent = tax.parent_array
+            height = int(depth.max()) if len(depth) else 0
+            anc = np.full((len(depth), height + 1), -1, dtype=np.int64)
+            for code in range(len(depth)):
+                c = code
+                while c >= 0:
+                    anc[code, depth[c]] = c
+                    c = int(parent[c])
+            self._anc.append(anc)
+            self._depth.append(depth)
+            h = float(tax.height)
+            sub = np.asarray(tax.subtree_height_array, dtype=float)
+            self._hnorm.append(sub / h if h > 0 else np.zeros_like(sub))
+
+    def lca_with(self, j: int, a: int, codes: np.ndarray) -> np.ndarray:
+        """LCA codes of ``a`` with each of ``codes`` in categorical attribute ``j``."""
+        anc, depth = self._anc[j], self._depth[j]
+        da = int(depth[a])
+        row = anc[a, :da + 1]
+        match = anc[codes, :da + 1] == row
+        return row[match.sum(axis=1) - 1]
+
+    def cat_term(self, j: int, code):
+        """h(C_j, g)/h(C_j) of 001 Eq. 1 for an LCA code (scalar or array)."""
+        return self._hnorm[j][code]
+
+    def num_term(self, j: int, lo, hi):
+        """(max − min)/(range of the data set) of 001 Eq. 1 (0 when the range is 0)."""
+        r = self.attributes[j].value_range
+        return (hi - lo) / r if r > 0 else (hi - lo) * 0.0
+
+
+def state_loss(space: QidSpace, cat: Sequence[int | None], lo: Sequence[float | None],
+               hi: Sequence[float | None]) -> float:
+    """Per-record loss L(g) of a group whose generalized value is (cat, lo, hi); IL(g) = |g|·L(g).
+
+    Attribute terms are added in the space's order, starting from 0.0, everywhere (scalar and
+    vectorized), so that the fast and the reference grouping compute bit-identical floats.
+    """
+    total = 0.0
+    for j, a in enumerate(space.attributes):
+        if a.numeric:
+            total = total + float(space.num_term(j, lo[j], hi[j]))
+        else:
+            total = total + float(space.cat_term(j, cat[j]))
+    return total
+
+
+def delta_il(size, loss_before, loss_after):
+    """ΔIL(g, t) = IL(g ∪ {t}) − IL(g) = |g|·(L' − L) + L' (001 Eq. 2); never negative."""
+    return size * (loss_after - loss_before) + loss_after
+
+
+def eta(theta: float, anchors: int) -> int:
+    """η_s = floor(θ_s · anchors) (001 Lemma 2, 002 Lemma 1), robust to 0.29·100 = 28.999…"""
+    return math.floor(theta * anchors + _EPS)
+
+
+def privacy_risk(terms: Sequence[int], sigma: dict[int, int], etas) -> float:
+    """PR(g, t) of 001 Eq. 5 / 002 Eq. 3: 1 + Σ σ/(η − σ + 1) over t's values, ∞ above η.
+
+    ``sigma`` holds σ_s(g) (before t); ``etas`` maps a term id to η_s(g ∪ {t}).
+    """
+    total = 1.0
+    for s in terms:
+        c = sigma.get(s, 0) + 1
+        e = etas[s]
+        if c > e:
+            return INF
+        total += c / (e - c + 1)
+    return total
+
+
+# ------------------------------------------------------------------------------------ HA counters
+# 002's Procedure 3 (Update_Group) for record classes; counters are [MSAVR_1..4, N_1..4].
+NEW_MD, NEW_NMD, OLD_MD, OLD_NMD = 0, 1, 2, 3
+
+
+def ha_update(counters: list[int], cls: int, ss: bool, remaining: bool) -> list[int]:
+    """Counters after adding a record of class ``cls`` (002 Procedure 3); returns a new list."""
+    c = list(counters)
+    if not ss:
+        return c
+    views = {NEW_MD: (0, 1, 2, 3), NEW_NMD: (1, 3), OLD_MD: (2, 3), OLD_NMD: (3,)}[cls]
+    for v in views:
+        c[v] += 1
+        if cls != NEW_MD or remaining:  # an n&md record outside R_G takes a new position
+            c[4 + v] += 1
+    return c
+
+
+def ha_ok(counters: Sequence[int], alpha: float) -> bool:
+    """002's Procedure 2 (Judge_α_bounding): MSAVR_x / N_x <= α in all four views."""
+    return all(counters[v] <= alpha * counters[4 + v] + _EPS for v in range(4))
+
+
+# ------------------------------------------------------------------------------------------ input
+@dataclass(frozen=True)
+class GroupingInput:
+    """Encoded records for the grouping (all arrays of length n).
+
+    Attributes:
+        space: the QIDs.
+        cat: per attribute, int codes (categorical) or None (numeric).
+        lo, hi: per attribute, float bounds (numeric) or None (categorical).
+        term_ptr, term_ids: CSR of each record's sensitive values (sorted term ids).
+        theta: θ per term id.
+        anchor: records that count towards k and η (see module docstring).
+        pool: records that may seed or join a group while it grows (PPMS++: new cases only).
+        rank: a permutation of 0..n-1 (random tie-breaks).
+        k: minimum anchors per group.
+        alpha: HA's α, or None (no α-bounding).
+        ha_class, ss: HA record class (NEW_MD, ...) and ss flag, when alpha is given.
+    """
+
+    space: QidSpace
+    cat: tuple[np.ndarray | None, ...]
+    lo: tuple[np.ndarray | None, ...]
+    hi: tuple[np.ndarray | None, ...]
+    term_ptr: np.ndarray
+    term_ids: np.ndarray
+    theta: np.ndarray
+    anchor: np.ndarray
+    pool: np.ndarray
+    rank: np.ndarray
+    k: int
+    alpha: float | None = None
+    ha_class: np.ndarray | None = None
+    ss: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.rank)
+
+    def terms(self, r: int) -> list[int]:
+        return self.term_ids[self.term_ptr[r]:self.term_ptr[r + 1]].tolist()
+
+    def growth_etas(self) -> np.ndarray:
+        """η_s while a group grows: floor(θ_s · k)."""
+        return np.floor(self.theta * self.k + _EPS).astype(np.int64)
+
+    def base_risk(self) -> np.ndarray:
+        """P0(t): PR of t against an empty growing group (a lower bound of PR(g, t) in growth)."""
+        etas = self.growth_etas()
+        lengths = np.diff(self.term_ptr)
+        total = np.ones(self.n)
+        for j in range(int(lengths.max()) if len(lengths) else 0):
+            rows = np.flatnonzero(lengths > j)
+            e = etas[self.term_ids[self.term_ptr[rows] + j]]
+            with np.errstate(divide="ignore"):
+                total[rows] += np.where(e >= 1, 1.0 / np.maximum(e, 1), INF)
+        return total
+
+
+@dataclass
+class GroupingResult:
+    """Group of each record (-1: not placed), and what happened on the way."""
+
+    group_of: np.ndarray
+    n_groups: int
+    unplaced: list[int] = field(default_factory=list)
+    failed_seeds: int = 0
+    leftovers: int = 0
+    full_scans: int = 0
+
+
+class _Group:
+    """A group's generalized value, counts and σ (shared by both implementations)."""
+
+    __slots__ = ("cat", "lo", "hi", "size", "loss", "anchors", "sigma", "ha", "members")
+
+    def __init__(self, data: GroupingInput, r: int):
+        nattr = len(data.space.attributes)
+        self.cat = [None if data.cat[j] is None else int(data.cat[j][r]) for j in range(nattr)]
+        self.lo = [None if data.lo[j] is None else float(data.lo[j][r]) for j in range(nattr)]
+        self.hi = [None if data.hi[j] is None else float(data.hi[j][r]) for j in range(nattr)]
+        self.size = 0
+        self.loss = state_loss(data.space, self.cat, self.lo, self.hi)
+        self.anchors = 0
+        self.sigma: dict[int, int] = {}
+        self.ha = [0, 0, 0, 0, data.k, data.k, data.k, data.k]
+        self.members: list[int] = []
+
+    def add(self, data: GroupingInput, r: int, *, remaining: bool) -> None:
+        space = data.space
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                self.lo[j] = min(self.lo[j], float(data.lo[j][r]))
+                self.hi[j] = max(self.hi[j], float(data.hi[j][r]))
+            else:
+                self.cat[j] = int(space.lca_with(j, int(data.cat[j][r]),
+                                                 np.array([self.cat[j]]))[0])
+        self.loss = state_loss(space, self.cat, self.lo, self.hi)
+        self.size += 1
+        self.anchors += int(data.anchor[r])
+        for s in data.terms(r):
+            self.sigma[s] = self.sigma.get(s, 0) + 1
+        if data.alpha is not None:
+            self.ha = ha_update(self.ha, int(data.ha_class[r]), bool(data.ss[r]), remaining)
+        self.members.append(r)
+
+    def loss_with(self, data: GroupingInput, r: int) -> float:
+        """L(g ∪ {r})."""
+        space = data.space
+        cat, lo, hi = list(self.cat), list(self.lo), list(self.hi)
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                lo[j] = min(lo[j], float(data.lo[j][r]))
+                hi[j] = max(hi[j], float(data.hi[j][r]))
+            else:
+                cat[j] = int(space.lca_with(j, int(data.cat[j][r]), np.array([cat[j]]))[0])
+        return state_loss(space, cat, lo, hi)
+
+    def risk(self, data: GroupingInput, r: int, *, growing: bool, growth_etas: np.ndarray) -> float:
+        """PR(g, r), or ∞ when r would break θ (or α) in g."""
+        if growing:
+            etas = growth_etas
+        else:
+            anchors = self.anchors + int(data.anchor[r])
+            etas = _EtaView(data.theta, anchors)
+        pr = privacy_risk(data.terms(r), self.sigma, etas)
+        if pr == INF:
+            return INF
+        if data.alpha is not None and not ha_ok(
+                ha_update(self.ha, int(data.ha_class[r]), bool(data.ss[r]), not growing), data.alpha):
+            return INF
+        return pr
+
+
+class _EtaView:
+    """η_s = floor(θ_s · anchors) computed on demand (leftover phase)."""
+
+    __slots__ = ("theta", "anchors")
+
+    def __init__(self, theta: np.ndarray, anchors: int):
+        self.theta, self.anchors = theta, anchors
+
+    def __getitem__(self, s: int) -> int:
+        return eta(float(self.theta[s]), self.anchors)
+
+
+def pair_distance(data: GroupingInput, a: int, b: int) -> float:
+    """Byun distance: the loss of the two-record group {a, b}."""
+    g = _Group(data, a)
+    return g.loss_with(data, b)
+
+
+def seed_alpha_ok(data: GroupingInput, r: int) -> bool:
+    if data.alpha is None:
+        return True
+    return ha_ok(ha_update([0, 0, 0, 0, data.k, data.k, data.k, data.k], int(data.ha_class[r]),
+                           bool(data.ss[r]), False), data.alpha)
+
+
+# ----------------------------------------------------------------------------- reference version
+def group_reference(data: GroupingInput) -> GroupingResult:
+    """The grouping written as plainly as possible: O(n²) Python, for tiny inputs and tests."""
+    n = data.n
+    p0 = data.base_risk()
+    growth_etas = data.growth_etas()
+    rank = data.rank
+    in_pool = {r for r in range(n) if data.pool[r]}
+    failed: set[int] = set()
+    groups: list[_Group] = []
+    result = GroupingResult(np.full(n, -1, dtype=np.int64), 0)
+
+    def seedable(r: int) -> bool:
+        return data.anchor[r] and p0[r] < INF and r not in failed and seed_alpha_ok(data, r)
+
+    def first_seed() -> int | None:
+        cands = [r for r in in_pool if seedable(r)]
+        return min(cands, key=lambda r: rank[r]) if cands else None
+
+    seed = first_seed()
+    while seed is not None:
+        if sum(1 for r in in_pool if data.anchor[r] and p0[r] < INF) < data.k:
+            break
+        g = _Group(data, seed)
+        g.add(data, seed, remaining=False)
+        in_pool.discard(seed)
+        last = seed
+        ok = True
+        while g.anchors < data.k:
+            best, best_r = None, None
+            for t in in_pool:
+                pr = g.risk(data, t, growing=True, growth_etas=growth_etas)
+                if pr == INF:
+                    continue
+                dil = delta_il(g.size, g.loss, g.loss_with(data, t))
+                key = (dil * pr, pr, int(rank[t]))
+                if best is None or key < best:
+                    best, best_r = key, t
+            if best_r is None:
+                ok = False
+                break
+            g.add(data, best_r, remaining=False)
+            in_pool.discard(best_r)
+            last = best_r
+        if not ok:
+            in_pool.update(g.members)
+            failed.add(seed)
+            result.failed_seeds += 1
+            seed = first_seed()
+            continue
+        groups.append(g)
+        cands = [r for r in in_pool if seedable(r)]
+        seed = (min(cands, key=lambda r: (-pair_distance(data, last, r), rank[r]))
+                if cands else None)
+    _place_leftovers_reference(data, groups, result)
+    return result
+
+
+def _place_leftovers_reference(data: GroupingInput, groups: list[_Group],
+                               result: GroupingResult) -> None:
+    grouped = {r for g in groups for r in g.members}
+    leftovers = sorted((r for r in range(data.n) if r not in grouped), key=lambda r: data.rank[r])
+    result.leftovers = len(leftovers)
+    for r in leftovers:
+        best, best_g = None, None
+        for gi, g in enumerate(groups):
+            pr = g.risk(data, r, growing=False, growth_etas=None)
+            if pr == INF:
+                continue
+            dil = delta_il(g.size, g.loss, g.loss_with(data, r))
+            key = (dil * pr, pr, gi)
+            if best is None or key < best:
+                best, best_g = key, gi
+        if best_g is None:
+            result.unplaced.append(r)
+        else:
+            groups[best_g].add(data, r, remaining=True)
+    for gi, g in enumerate(groups):
+        result.group_of[g.members] = gi
+    result.n_groups = len(groups)
+
+
+# ---------------------------------------------------------------------------------- fast version
+class _Cells:
+    """Records with identical QID values, with per-cell queues of candidates."""
+
+    def __init__(self, data: GroupingInput, p0: np.ndarray, seedable: np.ndarray):
+        space = data.space
+        cols = []
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                cols += [data.lo[j], data.hi[j]]
+            else:
+                cols.append(data.cat[j].astype(float))
+        keys = np.column_stack(cols) if cols else np.zeros((data.n, 1))
+        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        self.cell_of = inverse.ravel().astype(np.int64)
+        self.count = len(first)
+        self.cat = [None if a.numeric else data.cat[j][first].astype(np.int64)
+                    for j, a in enumerate(space.attributes)]
+        self.lo = [data.lo[j][first] if a.numeric else None for j, a in enumerate(space.attributes)]
+        self.hi = [data.hi[j][first] if a.numeric else None for j, a in enumerate(space.attributes)]
+        # Growth queue: pool records by (P0, rank) within each cell.
+        pool = np.flatnonzero(data.pool)
+        order = np.lexsort((data.rank[pool], p0[pool], self.cell_of[pool]))
+        self.queue = pool[order]
+        self.queue_start = np.searchsorted(self.cell_of[self.queue], np.arange(self.count + 1))
+        self.head = self.queue_start[:-1].copy()
+        self.pos_in_queue = np.full(data.n, -1, dtype=np.int64)
+        self.pos_in_queue[self.queue] = np.arange(len(self.queue))
+        # Seed queue: seedable records by rank within each cell.
+        seeds = np.flatnonzero(seedable)
+        order = np.lexsort((data.rank[seeds], self.cell_of[seeds]))
+        self.seeds = seeds[order]
+        self.seed_start = np.searchsorted(self.cell_of[self.seeds], np.arange(self.count + 1))
+        self.seed_head = self.seed_start[:-1].copy()
+
+    def distance_from(self, data: GroupingInput, r: int, cells: np.ndarray) -> np.ndarray:
+        """Byun distance from record r to each of ``cells``."""
+        return self.loss_after(data.space, _Group(data, r), cells)
+
+    def loss_after(self, space: QidSpace, g: _Group, cells: np.ndarray) -> np.ndarray:
+        """L(g ∪ {t}) for a record t of each of ``cells``."""
+        total = np.zeros(len(cells))
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                lo = np.minimum(self.lo[j][cells], g.lo[j])
+                hi = np.maximum(self.hi[j][cells], g.hi[j])
+                total = total + space.num_term(j, lo, hi)
+            else:
+                total = total + space.cat_term(j, space.lca_with(j, g.cat[j], self.cat[j][cells]))
+        return total
+
+
+def group_records(data: GroupingInput) -> GroupingResult:
+    """The same groups as :func:`group_reference`, found fast (see the module docstring)."""
+    n = data.n
+    rank = data.rank
+    p0 = data.base_risk()
+    growth_etas = data.growth_etas()
+    alpha_seed = (np.array([seed_alpha_ok(data, r) for r in range(n)], dtype=bool)
+                  if data.alpha is not None else np.ones(n, dtype=bool))
+    finite = p0 < INF
+    seedable = data.pool & data.anchor & finite & alpha_seed
+    cells = _Cells(data, p0, seedable)
+    alive = data.pool.copy()               # in the pool and not in a group
+    failed = np.zeros(n, dtype=bool)
+    cell_of = cells.cell_of
+    alive_count = np.bincount(cell_of[alive], minlength=cells.count)
+    seed_count = np.bincount(cell_of[seedable], minlength=cells.count)
+    anchors_left = int((alive & data.anchor & finite).sum())
+    p0_min = float(p0[data.pool & finite].min()) if (data.pool & finite).any() else INF
+    result = GroupingResult(np.full(n, -1, dtype=np.int64), 0)
+    groups: list[_Group] = []
+    queue, queue_end = cells.queue, cells.queue_start[1:]
+
+    def take(r: int) -> None:
+        """Remove r from the pool, keeping every cell's queue head on an alive record."""
+        nonlocal anchors_left
+        alive[r] = False
+        c = cell_of[r]
+        alive_count[c] -= 1
+        seed_count[c] -= int(seedable[r] and not failed[r])
+        anchors_left -= int(data.anchor[r] and finite[r])
+        pos, end = cells.head[c], queue_end[c]
+        while pos < end and not alive[queue[pos]]:
+            pos += 1
+        cells.head[c] = pos
+
+    def give_back(r: int) -> None:
+        nonlocal anchors_left
+        alive[r] = True
+        c = cell_of[r]
+        alive_count[c] += 1
+        seed_count[c] += int(seedable[r] and not failed[r])
+        anchors_left += int(data.anchor[r] and finite[r])
+        cells.head[c] = min(cells.head[c], cells.pos_in_queue[r])
+
+    def seed_head(c: int) -> int:
+        """Lowest-rank seedable record of cell c, advancing past used ones."""
+        pos, end = cells.seed_head[c], cells.seed_start[c + 1]
+        while pos < end and not (alive[cells.seeds[pos]] and not failed[cells.seeds[pos]]):
+            pos += 1
+        cells.seed_head[c] = pos
+        return int(cells.seeds[pos])
+
+    def first_seed() -> int | None:
+        cand = np.flatnonzero(seedable & alive & ~failed)
+        return int(cand[np.argmin(rank[cand])]) if len(cand) else None
+
+    def farthest_seed(last: int) -> int | None:
+        live = np.flatnonzero(seed_count > 0)
+        if not len(live):
+            return None
+        d = cells.distance_from(data, last, live)
+        # seed_head may skip records given back after a failed seed: rescan those cells fully.
+        heads = []
+        for c in live[d == d.max()].tolist():
+            cells.seed_head[c] = cells.seed_start[c]
+            heads.append(seed_head(c))
+        return min(heads, key=lambda r: rank[r])
+
+    def best_candidate(g: _Group, cand: np.ndarray) -> tuple | None:
+        """Least (ΔIL·PR, PR, rank) key over the alive pool records of ``cand`` cells."""
+        if not len(cand):
+            return None
+        dil = delta_il(g.size, g.loss, cells.loss_after(data.space, g, cand))
+        pos = cells.head[cand].copy()
+        end = queue_end[cand]
+        has = pos < end
+        rec = np.where(has, queue[np.minimum(pos, len(queue) - 1)], 0)
+        base = np.where(has, p0[rec], INF)
+        lb = np.full(len(cand), INF)
+        ok = base < INF
+        lb[ok] = dil[ok] * base[ok]
+        rk = np.where(has, rank[rec], n)
+        best = None
+        while True:
+            m = lb.min()
+            if m == INF:
+                break
+            idx = np.flatnonzero(lb == m)
+            if len(idx) > 1:
+                idx = idx[base[idx] == base[idx].min()]
+                if len(idx) > 1:
+                    idx = idx[[int(np.argmin(rk[idx]))]]
+            i = int(idx[0])
+            if best is not None and (float(lb[i]), float(base[i]), int(rk[i])) >= best[:3]:
+                break
+            r = int(rec[i])
+            pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+            if pr < INF:
+                key = (float(dil[i]) * pr, pr, int(rank[r]), r)
+                if best is None or key < best:
+                    best = key
+            nxt, stop = int(pos[i]) + 1, int(end[i])
+            while nxt < stop and not alive[queue[nxt]]:
+                nxt += 1
+            pos[i] = nxt
+            if nxt < stop:
+                rec[i] = queue[nxt]
+                base[i] = p0[rec[i]]
+                rk[i] = rank[rec[i]]
+                lb[i] = dil[i] * base[i] if base[i] < INF else INF
+            else:
+                lb[i] = INF
+        return best
+
+    seed = first_seed()
+    while seed is not None:
+        if anchors_left < data.k:
+            break
+        g = _Group(data, seed)
+        g.add(data, seed, remaining=False)
+        take(seed)
+        last = seed
+        # Cells nearest the seed; every other cell is at least d_out away.
+        live_cells = np.flatnonzero(alive_count > 0)
+        dist = cells.distance_from(data, seed, live_cells)
+        if len(live_cells) > NEAREST_CELLS:
+            cut = np.partition(dist, NEAREST_CELLS)[NEAREST_CELLS]
+            near = live_cells[dist < cut]
+            d_out = float(cut)
+        else:
+            near, d_out = live_cells, INF
+        ok = True
+        while g.anchors < data.k:
+            best = best_candidate(g, near)
+            if best is None or not best[0] < d_out * p0_min:
+                result.full_scans += 1
+                best = best_candidate(g, np.flatnonzero(alive_count > 0))
+            if best is None:
+                ok = False
+                break
+            r = best[3]
+            g.add(data, r, remaining=False)
+            take(r)
+            last = r
+        if not ok:
+            for r in g.members:
+                give_back(r)
+            failed[seed] = True
+            seed_count[cell_of[seed]] -= 1
+            result.failed_seeds += 1
+            seed = first_seed()
+            continue
+        groups.append(g)
+        seed = farthest_seed(last)
+    grouped = np.zeros(n, dtype=bool)
+    for g in groups:
+        grouped[g.members] = True
+    _place_leftovers(data, groups, result, leftover=~grouped)
+    return result
+
+
+def _place_leftovers(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
+                     leftover: np.ndarray) -> None:
+    """001's Generalization / 002's lines 25-30, vectorized over groups, same order and keys."""
+    space = data.space
+    leftovers = np.flatnonzero(leftover)
+    leftovers = leftovers[np.argsort(data.rank[leftovers], kind="stable")]
+    result.leftovers = len(leftovers)
+    G = len(groups)
+    if G:
+        nattr = len(space.attributes)
+        gcat = [np.array([g.cat[j] for g in groups], dtype=np.int64)
+                if not space.attributes[j].numeric else None for j in range(nattr)]
+        glo = [np.array([g.lo[j] for g in groups]) if space.attributes[j].numeric else None
+               for j in range(nattr)]
+        ghi = [np.array([g.hi[j] for g in groups]) if space.attributes[j].numeric else None
+               for j in range(nattr)]
+        gsize = np.array([g.size for g in groups], dtype=float)
+        gloss = np.array([g.loss for g in groups])
+    for r in leftovers.tolist():
+        if not G:
+            result.unplaced.append(r)
+            continue
+        total = np.zeros(G)
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                total = total + space.num_term(j, np.minimum(glo[j], data.lo[j][r]),
+                                               np.maximum(ghi[j], data.hi[j][r]))
+            else:
+                total = total + space.cat_term(j, space.lca_with(j, int(data.cat[j][r]), gcat[j]))
+        dil = delta_il(gsize, gloss, total)
+        best = _probe_groups(data, groups, r, dil)
+        if best is None:
+            result.unplaced.append(r)
+            continue
+        gi = best[2]
+        g = groups[gi]
+        g.add(data, r, remaining=True)
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                glo[j][gi], ghi[j][gi] = g.lo[j], g.hi[j]
+            else:
+                gcat[j][gi] = g.cat[j]
+        gsize[gi], gloss[gi] = g.size, g.loss
+    for gi, g in enumerate(groups):
+        result.group_of[g.members] = gi
+    result.n_groups = G
+
+
+def _probe_groups(data: GroupingInput, groups: list[_Group], r: int, dil: np.ndarray) -> tuple | None:
+    """Least (ΔIL·PR, PR, group) over groups; ΔIL·1 bounds each key from below.
+
+    Groups are probed in chunks of the smallest bounds (argpartition), widening the chunk while
+    the best exact key is not below the smallest bound left outside it.
+    """
+    G = len(groups)
+    lb = dil.copy()
+    chunk = 32
+    best = None
+    while True:
+        if chunk >= G:
+            idx = np.argsort(lb, kind="stable")
+            outside = INF
+        else:
+            part = np.argpartition(lb, chunk)
+            idx = part[:chunk]
+            outside = float(lb[part[chunk]])
+            idx = idx[np.lexsort((idx, lb[idx]))]
+        for gi in idx.tolist():
+            bound = float(lb[gi])
+            if bound == INF:
+                break
+            if best is not None and (bound, 1.0, gi) >= best:
+                break
+            pr = groups[gi].risk(data, r, growing=False, growth_etas=None)
+            if pr < INF:
+                key = (float(dil[gi]) * pr, pr, gi)
+                if best is None or key < best:
+                    best = key
+            lb[gi] = INF  # probed
+        if outside == INF or (best is not None and best[0] < outside):
+            return best
+        chunk *= 4
+
+
+__all__ = ["Attribute", "GroupingInput", "GroupingResult", "QidSpace", "delta_il", "eta",
+           "group_records", "group_reference", "privacy_risk", "state_loss"]

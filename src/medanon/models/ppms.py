@@ -1,0 +1,699 @@
+"""Independent checker of published release series: PPMS(k, θ*)-bounding and PPMS(k, θ, α)-bounding.
+
+The checker reads only what was **published**: the release rows as strings (``design.md``,
+"Published release format"), never an algorithm's bookkeeping (design rule 6). It replays the
+attacks of the papers on a whole series and tells, group by group, whether the privacy model
+still holds. It is the oracle of the algorithms' property tests and of the verify gate.
+
+References:
+    001: Wang & Lin, JMIR Med Inform 2021;9(10):e28752, PPMS(k, θ*)-bounding, B-, F- and
+    L-attacks, DIR and DSR (Eqs. 10-11); ``algorithms.md`` §1.3 (Lemma 2) and §1.6.
+    002: Huang et al., PLOS ONE 2021, PPMS(k, θ, α)-bounding (Definitions 5-7), the MD- and
+    SS-attacks, the four attacker views GV1-GV4 and SSGR.
+
+Semantics (a conservative worst case over all targets)
+------------------------------------------------------
+Let R_i be a release of the series and g one of its QID-groups (rows sharing ``group``). Each row
+is one case (super record). For a record r of g with case c:
+
+* **old** (excludable by the B- and the L-attack): c appears in an earlier release R_h with
+  ``ordinal(i) - ordinal(h) <= lifespan`` (any earlier release when ``lifespan`` is None). 001
+  lets the attacker exclude every old CaseID, whatever its QID value (NC-bounding), so the B-attack
+  needs no covering test here.
+* **forward** (excludable by the F-attack): c appears in a later release R_j with
+  ``ordinal(j) - ordinal(i) <= lifespan`` (any later release when None) whose published QID value
+  of c does **not cover** r's published value in R_i on some attribute (categorical: the later
+  label is not an ancestor-or-self of the earlier one; numeric: the later interval does not
+  contain the earlier one). The target may be any point of r's published region, so a later value
+  that misses part of it lets the attacker exclude r for some target.
+* **md** (excludable by 002's MD-attack, only with ``md=True``): c appears in the release of the
+  next period (``ordinal(i) + 1``). When the series holds no release of the next period the MD
+  part cannot be checked for R_i: its ``md_checked`` is False and the MD exclusions and views are
+  skipped (this is not a failure).
+
+X is the union of the excludable records (old, forward, and md when checked), kept = g \\ X.
+One attacker is assumed to hold all of this background knowledge at once.
+
+* **k** (DIG, "dangerous identity group"): |kept| < k.
+* **θ** (DSG, "dangerous sensitivity group"): for a term s present in g, the attacker may drop any
+  subset E ⊆ X; the worst case keeps every excludable record having s and drops the others, so
+  the confidence is ``σ_s(g) / (|kept| + σ_s(g ∩ X))``. A violation when that exceeds θ_s (with a
+  1e-12 tolerance), or when nothing is kept while s occurs in g. With X = old records this is
+  001's Lemma 2 bound ``σ_s(g) <= θ_s · |NC(g)|`` made exact for records of X that hold s.
+  σ_s counts records (cases); a case's terms are the union of all sensitive columns, so a term
+  present in two columns of one case counts once.
+* **α** (SSG, "substantial symptoms group", only when ``alpha`` is given): the views of 002 are
+  GV1 = new & md-records, GV2 = new records, GV3 = md-records, GV4 = g, where new = not old and an
+  md-record's case does **not** appear in the next period's release. An ss-record has, in some
+  column c of ``ss_min_counts[period]``, at least the given number of distinct terms. A violation
+  when some view with |GV_x| > 0 has ``|ss ∩ GV_x| / |GV_x| > α``. GV1 and GV3 need the next
+  release: they are checked only when MD is checked (``md=True`` and the next period is in the
+  series); otherwise only GV2 and GV4 are.
+
+DIR, DSR and SSGR of a release are the numbers of DIGs, DSGs and SSGs over the number of groups
+(0 without groups). A release is ok without any violation; the series is ok when every reported
+release is.
+
+Published cells: a categorical QID holds a node label of its hierarchy (root ``*``); a numeric
+QID holds a number (``58.05``) or an inclusive interval (``[45-60]``). An empty cell (or a missing
+value) and the suppression mark ``*`` stand for the whole domain (categorical root; numeric
+(-inf, inf)). Multi-valued columns hold terms joined with ``|``; surrounding spaces are ignored
+and an empty cell has no term.
+
+Deviations and choices (neither paper gives a published-data checker):
+
+* F compares a record's own published value; in a proper release all records of a group share
+  it. Releases of per-record (e.g. DP-perturbed) values are therefore checked very strictly.
+* ``lifespan`` bounds both directions (old and forward), as 001's CaseID life span x does.
+* α without ``md`` checks GV2 and GV4 only (the md-views belong to the MD-attack).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_fraction, check_int
+from ..data.periods import parse_period
+from ..errors import HierarchyError, InputFormatError, PrivacyViolation, SchemaError, ValidationError
+from ..hierarchies import Interval, Taxonomy
+from .theta import ThetaTable
+
+__all__ = ["GroupCheck", "PeriodCheck", "QidInfo", "SeriesCheck", "check_series",
+           "qids_from_schema"]
+
+_OWNER = "check_series"
+_TOL = 1e-12
+_SEP = "|"
+_SUPPRESSED = "*"
+_FIXED = ("period", "case_id", "group")
+_ALL_VIEWS = ("GV1", "GV2", "GV3", "GV4")
+_SHOWN = 5
+
+
+# ------------------------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class QidInfo:
+    """How to read one published quasi-identifier column.
+
+    Args:
+        name: Column name.
+        kind: ``"categorical"`` (node labels of ``taxonomy``) or ``"numeric"`` (numbers and
+            ``[lo-hi]`` intervals).
+        taxonomy: The hierarchy of a categorical QID; None for a numeric one.
+
+    Raises:
+        ValidationError: empty name, unknown kind, a categorical QID without a taxonomy or a
+            numeric one with a taxonomy.
+    """
+
+    name: str
+    kind: str
+    taxonomy: Taxonomy | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValidationError(f"The 'name' parameter of QidInfo must be a non-empty string; "
+                                  f"got {self.name!r}.")
+        if self.kind not in ("categorical", "numeric"):
+            raise ValidationError(f"The 'kind' parameter of QidInfo must be one of 'categorical', "
+                                  f"'numeric'; got {self.kind!r}.")
+        if self.kind == "categorical" and not isinstance(self.taxonomy, Taxonomy):
+            raise ValidationError(f"The 'taxonomy' parameter of QidInfo must be a Taxonomy for the "
+                                  f"categorical QID {self.name!r}; got {self.taxonomy!r}.")
+        if self.kind == "numeric" and self.taxonomy is not None:
+            raise ValidationError(f"The 'taxonomy' parameter of QidInfo must be None for the "
+                                  f"numeric QID {self.name!r} (intervals are read from the cells).")
+
+
+def qids_from_schema(schema, hierarchies: Mapping[str, Taxonomy] | None = None) -> tuple[QidInfo, ...]:
+    """The :class:`QidInfo` of every QID of a :class:`medanon.data.schema.Schema`.
+
+    Args:
+        schema: The schema (its ``qids`` give names and kinds).
+        hierarchies: Taxonomy per categorical QID; default ``schema.load_hierarchies()``.
+    """
+    if hierarchies is None:
+        hierarchies = schema.load_hierarchies()
+    return tuple(QidInfo(q.name, q.kind, hierarchies[q.name] if q.kind == "categorical" else None)
+                 for q in schema.qids)
+
+
+@dataclass(frozen=True)
+class GroupCheck:
+    """The verdict on one QID-group of one release.
+
+    Attributes:
+        period: Period label of the release.
+        group: The group's identifier as published.
+        size: Records (cases) in the group.
+        kept: Records left after removing every excludable record (|g \\ X|).
+        excluded: Excludable records, all reasons together (|X|).
+        excluded_old: Old records (B/L-attacks).
+        excluded_forward: Records excludable by the F-attack (may also be old).
+        excluded_md: Records excludable by the MD-attack (0 when MD is not checked).
+        dig: Dangerous identity group (|kept| < k).
+        dsg: Dangerous sensitivity group (some term above its θ).
+        ssg: Substantial symptoms group (some view above α).
+        violations: Readable reasons, empty when the group is safe.
+    """
+
+    period: str
+    group: str
+    size: int
+    kept: int
+    excluded: int
+    excluded_old: int
+    excluded_forward: int
+    excluded_md: int
+    dig: bool
+    dsg: bool
+    ssg: bool
+    violations: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        """Whether the group has no violation."""
+        return not self.violations
+
+
+@dataclass(frozen=True)
+class PeriodCheck:
+    """The verdict on one release.
+
+    Attributes:
+        period: Period label.
+        groups: One :class:`GroupCheck` per group, in order of first appearance.
+        n_dig: Number of dangerous identity groups.
+        n_dsg: Number of dangerous sensitivity groups.
+        n_ssg: Number of substantial symptoms groups.
+        dir: DIR = n_dig / groups (0 without groups).
+        dsr: DSR = n_dsg / groups.
+        ssgr: SSGR = n_ssg / groups (0 when α is not checked).
+        md_checked: Whether MD exclusions (and the views GV1, GV3) were applied.
+        alpha_views: The α views checked (empty when ``alpha`` is None).
+    """
+
+    period: str
+    groups: tuple[GroupCheck, ...]
+    n_dig: int
+    n_dsg: int
+    n_ssg: int
+    dir: float
+    dsr: float
+    ssgr: float
+    md_checked: bool
+    alpha_views: tuple[str, ...]
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.groups)
+
+    @property
+    def ok(self) -> bool:
+        """Whether no group of the release has a violation."""
+        return self.n_dig == 0 and self.n_dsg == 0 and self.n_ssg == 0
+
+    @property
+    def violations(self) -> tuple[str, ...]:
+        """Every violation as ``"<period> group <id>: <reason>"``."""
+        return tuple(f"{self.period} group {g.group}: {v}" for g in self.groups for v in g.violations)
+
+
+@dataclass(frozen=True)
+class SeriesCheck:
+    """The verdict on a series: one :class:`PeriodCheck` per reported release, oldest first."""
+
+    periods: tuple[PeriodCheck, ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(p.ok for p in self.periods)
+
+    @property
+    def violations(self) -> tuple[str, ...]:
+        """Every violation of every reported release, as ``"<period> group <id>: <reason>"``."""
+        return tuple(v for p in self.periods for v in p.violations)
+
+    def period(self, label: str) -> PeriodCheck:
+        """The check of one period (label in any form :func:`parse_period` reads).
+
+        Raises:
+            ValidationError: the period was not reported.
+        """
+        wanted = parse_period(label).label
+        for p in self.periods:
+            if p.period == wanted:
+                return p
+        raise ValidationError(f"Period {wanted} was not checked; checked: "
+                              f"{', '.join(p.period for p in self.periods) or 'none'}.")
+
+    def raise_if_violated(self) -> None:
+        """Raise :class:`PrivacyViolation` listing the first violations, if there are any."""
+        found = self.violations
+        if found:
+            shown = "; ".join(found[:_SHOWN])
+            more = f" (and {len(found) - _SHOWN} more)" if len(found) > _SHOWN else ""
+            raise PrivacyViolation(f"The series breaks its privacy model in {len(found)} place(s): "
+                                   f"{shown}{more}.")
+
+
+# ---------------------------------------------------------------------------- reading releases
+@dataclass
+class _Release:
+    label: str
+    ordinal: int
+    frame: pd.DataFrame
+    case: np.ndarray  # object array of str
+    gcode: np.ndarray  # int64 group code per row
+    glabels: np.ndarray  # group label per code
+    cat: dict[str, np.ndarray]
+    lo: dict[str, np.ndarray]
+    hi: dict[str, np.ndarray]
+    term_row: np.ndarray  # distinct (row, term) pairs
+    term: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.case)
+
+
+def _strings(column: pd.Series) -> np.ndarray:
+    """Cells as an object array of str; missing values become ``""``."""
+    arr = column.to_numpy(dtype=object, copy=True)
+    arr[pd.isna(arr)] = ""
+    return arr.astype(str).astype(object)
+
+
+def _where(label: str) -> str:
+    return f"Release {label}"
+
+
+def _categorical(values: np.ndarray, qid: QidInfo, label: str) -> np.ndarray:
+    tax = qid.taxonomy
+    assert tax is not None
+    codes, uniques = pd.factorize(values)
+    root = tax.code_of[tax.root]
+    mapped = np.empty(len(uniques), dtype=np.int64)
+    bad = []
+    for i, v in enumerate(uniques):
+        v = str(v)
+        if v.strip() == "":
+            mapped[i] = root
+        elif v in tax.code_of:
+            mapped[i] = tax.code_of[v]
+        else:
+            bad.append(v)
+    if bad:
+        shown = ", ".join(repr(b) for b in bad[:_SHOWN])
+        more = f" (and {len(bad) - _SHOWN} more)" if len(bad) > _SHOWN else ""
+        raise HierarchyError(f"{_where(label)}, column {qid.name!r}: {len(bad)} value(s) are not "
+                             f"nodes of hierarchy {tax.name!r}: {shown}{more}.")
+    return mapped[codes]
+
+
+def _numeric(values: np.ndarray, qid: QidInfo, label: str) -> tuple[np.ndarray, np.ndarray]:
+    codes, uniques = pd.factorize(values)
+    lo = np.empty(len(uniques), dtype=np.float64)
+    hi = np.empty(len(uniques), dtype=np.float64)
+    for i, v in enumerate(uniques):
+        v = str(v).strip()
+        if v in ("", _SUPPRESSED):
+            lo[i], hi[i] = -np.inf, np.inf
+            continue
+        try:
+            iv = Interval.parse(v)
+        except ValidationError as exc:
+            raise InputFormatError(f"{_where(label)}, column {qid.name!r}: {exc}") from None
+        lo[i], hi[i] = iv.lo, iv.hi
+    return lo[codes], hi[codes]
+
+
+def _split_terms(cells: np.ndarray) -> pd.Series:
+    """Distinct non-empty terms per row, as a Series indexed by row position (one term a row)."""
+    exploded = pd.Series(cells, dtype=object).str.split(_SEP).explode()
+    terms = exploded.astype(str).str.strip()
+    terms = terms[exploded.notna().to_numpy() & (terms != "").to_numpy()]
+    frame = pd.DataFrame({"row": terms.index.to_numpy(dtype=np.int64),
+                          "term": terms.to_numpy(dtype=object)}).drop_duplicates()
+    return pd.Series(frame["term"].to_numpy(dtype=object), index=frame["row"].to_numpy())
+
+
+def _read_release(frame: pd.DataFrame, where: str, period: str | None, qids: Sequence[QidInfo],
+                  sensitive: Sequence[str]) -> _Release:
+    if not isinstance(frame, pd.DataFrame):
+        raise ValidationError(f"The 'releases' parameter of {_OWNER} must hold pandas DataFrames; "
+                              f"{where} is a {type(frame).__name__}.")
+    needed = [*_FIXED, *(q.name for q in qids), *sensitive]
+    missing = [c for c in needed if c not in frame.columns]
+    if missing:
+        raise SchemaError(f"{where} lacks column(s) {', '.join(map(repr, missing))}; a release needs "
+                          f"{', '.join(map(repr, needed))}.")
+    labels = {str(p) for p in _strings(frame["period"]) if str(p).strip()}
+    try:
+        found = {parse_period(p).label for p in labels}
+    except ValidationError as exc:
+        raise InputFormatError(f"{where}: {exc}") from None
+    if period is not None:
+        if found - {period}:
+            raise InputFormatError(f"{where} holds rows of period(s) {', '.join(sorted(found))}, not "
+                                   f"{period}.")
+    elif len(found) != 1:
+        detail = ", ".join(sorted(found)) if found else "none (no rows)"
+        raise InputFormatError(f"{where} must hold exactly one period; found {detail}. Pass the "
+                               f"releases as a mapping from period label to rows to check an "
+                               f"empty release.")
+    else:
+        period = found.pop()
+    label = period
+    if len(labels) != len(frame) and (_strings(frame["period"]) == "").any():
+        raise InputFormatError(f"{_where(label)} has rows without a period.")
+
+    case = _strings(frame["case_id"])
+    blank = np.array([c.strip() == "" for c in case], dtype=bool)
+    if blank.any():
+        raise InputFormatError(f"{_where(label)} has {int(blank.sum())} row(s) without a case_id.")
+    dup = pd.Series(case).duplicated(keep=False).to_numpy()
+    if dup.any():
+        ids = sorted(set(case[dup]))
+        shown = ", ".join(repr(c) for c in ids[:_SHOWN])
+        raise InputFormatError(f"{_where(label)} holds {len(ids)} case_id(s) on several rows "
+                               f"({shown}); a release has one row per case.")
+    gcode, glabels = pd.factorize(_strings(frame["group"]))
+
+    cat, lo, hi = {}, {}, {}
+    for qid in qids:
+        values = _strings(frame[qid.name])
+        if qid.kind == "categorical":
+            cat[qid.name] = _categorical(values, qid, label)
+        else:
+            lo[qid.name], hi[qid.name] = _numeric(values, qid, label)
+
+    if sensitive and len(frame):
+        joined = _strings(frame[sensitive[0]])
+        for col in sensitive[1:]:
+            joined = joined + _SEP + _strings(frame[col])
+        terms = _split_terms(joined)
+        term_row, term = terms.index.to_numpy(dtype=np.int64), terms.to_numpy(dtype=object)
+    else:
+        term_row, term = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
+    return _Release(label, parse_period(label).ordinal, frame, case, gcode.astype(np.int64),
+                    np.asarray(glabels, dtype=object), cat, lo, hi, term_row, term)
+
+
+# ------------------------------------------------------------------------------ linking cases
+@dataclass
+class _Links:
+    old: np.ndarray  # case in an earlier release within the lifespan
+    forward: np.ndarray  # case in a later release (within lifespan) whose value does not cover
+    in_next: np.ndarray  # case in the release of the next period
+
+
+def _link(rels: Sequence[_Release], qids: Sequence[QidInfo], lifespan: int | None) -> list[_Links]:
+    sizes = np.array([r.n for r in rels], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(sizes)])
+    total = int(offsets[-1])
+    old = np.zeros(total, dtype=bool)
+    forward = np.zeros(total, dtype=bool)
+    in_next = np.zeros(total, dtype=bool)
+    if total:
+        case = np.concatenate([r.case for r in rels])
+        ordinal = np.repeat(np.array([r.ordinal for r in rels], dtype=np.int64), sizes)
+        shared = np.flatnonzero(pd.Series(case).duplicated(keep=False).to_numpy())
+        if shared.size:
+            ids = pd.DataFrame({"case": case[shared], "pos": shared})
+            pairs = ids.merge(ids, on="case", suffixes=("_e", "_l"))
+            early = pairs["pos_e"].to_numpy(dtype=np.int64)
+            late = pairs["pos_l"].to_numpy(dtype=np.int64)
+            gap = ordinal[late] - ordinal[early]
+            keep = gap > 0
+            early, late, gap = early[keep], late[keep], gap[keep]
+            within = np.ones(len(gap), dtype=bool) if lifespan is None else gap <= lifespan
+            old[late[within]] = True
+            in_next[early[gap == 1]] = True
+            covered = np.ones(len(gap), dtype=bool)
+            for qid in qids:
+                if qid.kind == "categorical":
+                    codes = np.concatenate([r.cat[qid.name] for r in rels])
+                    covered &= qid.taxonomy.covers_codes(codes[late], codes[early])
+                else:
+                    lo = np.concatenate([r.lo[qid.name] for r in rels])
+                    hi = np.concatenate([r.hi[qid.name] for r in rels])
+                    covered &= (lo[late] <= lo[early]) & (hi[early] <= hi[late])
+            forward[early[within & ~covered]] = True
+    return [_Links(old[a:b], forward[a:b], in_next[a:b])
+            for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+
+
+# ----------------------------------------------------------------------------- checking one
+def _ss_flags(rel: _Release, min_counts: Mapping[str, int]) -> np.ndarray:
+    flags = np.zeros(rel.n, dtype=bool)
+    for col, minimum in min_counts.items():
+        terms = _split_terms(_strings(rel.frame[col]))
+        counts = np.bincount(terms.index.to_numpy(dtype=np.int64), minlength=rel.n)
+        flags |= counts >= minimum
+    return flags
+
+
+def _check_release(rel: _Release, links: _Links, *, k: int, theta: ThetaTable, md_checked: bool,
+                   alpha: float | None, ss: np.ndarray | None) -> PeriodCheck:
+    n_groups = len(rel.glabels)
+    gcode = rel.gcode
+    md_excl = links.in_next if md_checked else np.zeros(rel.n, dtype=bool)
+    x = links.old | links.forward | md_excl
+
+    def count(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(gcode[mask], minlength=n_groups)
+
+    size = np.bincount(gcode, minlength=n_groups)
+    n_x = count(x)
+    kept = size - n_x
+    n_old, n_fwd, n_md = count(links.old), count(links.forward), count(md_excl)
+    reasons: list[list[str]] = [[] for _ in range(n_groups)]
+    attacks = "B/F/L/MD" if md_checked else "B/F/L"
+
+    dig = kept < k
+    for g in np.flatnonzero(dig):
+        reasons[g].append(f"only {kept[g]} case(s) remain after {attacks} exclusions (k={k}; "
+                          f"{size[g]} in the group, {n_x[g]} excludable)")
+
+    # θ: one entry per (group, term) present in the group.
+    dsg = np.zeros(n_groups, dtype=bool)
+    if rel.term.size:
+        tcode, tnames = pd.factorize(rel.term)
+        n_terms = len(tnames)
+        key = gcode[rel.term_row] * n_terms + tcode
+        keys, inverse = np.unique(key, return_inverse=True)
+        sigma = np.bincount(inverse, minlength=len(keys))
+        sigma_x = np.bincount(inverse, weights=x[rel.term_row], minlength=len(keys)).astype(np.int64)
+        kg, kt = keys // n_terms, keys % n_terms
+        thresholds = np.array([theta.get(str(t)) for t in tnames], dtype=np.float64)[kt]
+        denominator = kept[kg] + sigma_x
+        confidence = sigma / denominator  # > 0: σ_s(g) > 0 implies σ_s(X) > 0 when kept is empty
+        bad = (confidence > thresholds + _TOL) | (kept[kg] == 0)
+        dsg[kg[bad]] = True
+        found = np.flatnonzero(bad)
+        order = sorted(found.tolist(), key=lambda i: (kg[i], str(tnames[kt[i]])))
+        for i in order:
+            term, th = str(tnames[kt[i]]), thresholds[i]
+            if confidence[i] > th + _TOL:
+                text = (f"term {term!r}: confidence {confidence[i]:.4g} "
+                        f"({sigma[i]}/{denominator[i]}) > theta {th:g}")
+            else:
+                text = (f"term {term!r}: confidence 1 ({sigma[i]}/{denominator[i]}), no case remains "
+                        f"after {attacks} exclusions (theta {th:g})")
+            reasons[kg[i]].append(text)
+
+    # α: 002's views.
+    ssg = np.zeros(n_groups, dtype=bool)
+    views: tuple[str, ...] = ()
+    if alpha is not None and ss is not None:
+        new, md_record = ~links.old, ~links.in_next
+        masks = {"GV1": new & md_record, "GV2": new, "GV3": md_record,
+                 "GV4": np.ones(rel.n, dtype=bool)}
+        views = _ALL_VIEWS if md_checked else ("GV2", "GV4")
+        for view in views:
+            members = count(masks[view])
+            with_ss = count(masks[view] & ss)
+            share = np.divide(with_ss, members, out=np.zeros(n_groups), where=members > 0)
+            for g in np.flatnonzero((members > 0) & (share > alpha + _TOL)):
+                ssg[g] = True
+                reasons[g].append(f"view {view}: ss share {share[g]:.4g} ({with_ss[g]}/{members[g]}) "
+                                  f"> alpha {alpha:g}")
+
+    groups = tuple(
+        GroupCheck(period=rel.label, group=str(rel.glabels[g]), size=int(size[g]), kept=int(kept[g]),
+                   excluded=int(n_x[g]), excluded_old=int(n_old[g]),
+                   excluded_forward=int(n_fwd[g]), excluded_md=int(n_md[g]), dig=bool(dig[g]),
+                   dsg=bool(dsg[g]), ssg=bool(ssg[g]), violations=tuple(reasons[g]))
+        for g in range(n_groups))
+    n_dig, n_dsg, n_ssg = int(dig.sum()), int(dsg.sum()), int(ssg.sum())
+
+    def ratio(c: int) -> float:
+        return c / n_groups if n_groups else 0.0
+
+    return PeriodCheck(period=rel.label, groups=groups, n_dig=n_dig, n_dsg=n_dsg, n_ssg=n_ssg,
+                       dir=ratio(n_dig), dsr=ratio(n_dsg), ssgr=ratio(n_ssg), md_checked=md_checked,
+                       alpha_views=views)
+
+
+# ------------------------------------------------------------------------------- validation
+def _names(value: object, name: str) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ValidationError(f"The {name!r} parameter of {_OWNER} must be a sequence of column "
+                              f"names; got {value!r}.")
+    out = tuple(value)
+    if not all(isinstance(v, str) and v for v in out) or len(set(out)) != len(out):
+        raise ValidationError(f"The {name!r} parameter of {_OWNER} must hold distinct non-empty "
+                              f"column names; got {list(out)!r}.")
+    return out
+
+
+def _per_period(value: object, name: str, reported: Sequence[str], kind: type,
+                what: str) -> dict[str, object]:
+    if isinstance(value, kind):
+        return {p: value for p in reported}
+    if not isinstance(value, Mapping):
+        raise ValidationError(f"The {name!r} parameter of {_OWNER} must be {what} or a mapping from "
+                              f"period label to one; got {type(value).__name__}.")
+    table = {parse_period(p).label: v for p, v in value.items()}
+    missing = [p for p in reported if p not in table]
+    if missing:
+        raise ValidationError(f"The {name!r} parameter of {_OWNER} has no entry for period(s) "
+                              f"{', '.join(missing)}.")
+    return {p: table[p] for p in reported}
+
+
+def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], *,
+                 qids: Sequence[QidInfo], sensitive: Sequence[str], k: int,
+                 theta: ThetaTable | Mapping[str, ThetaTable], lifespan: int | None = None,
+                 md: bool = False, alpha: float | None = None,
+                 ss_min_counts: Mapping[str, Mapping[str, int]] | None = None,
+                 periods: Sequence[str] | None = None) -> SeriesCheck:
+    """Check a published series against PPMS(k, θ*)-bounding, or PPMS(k, θ, α)-bounding.
+
+    The semantics (which records each attack excludes, the worst-case confidence, the α views)
+    are described in the module docstring.
+
+    Args:
+        releases: The published releases, as DataFrames of strings (one row per case; columns
+            ``period, case_id, group``, the QIDs, the sensitive columns, others ignored), each of
+            one period; or a mapping from period label to rows (which also admits empty
+            releases). Any order; they are sorted by period.
+        qids: How to read each QID column.
+        sensitive: The multi-valued sensitive columns (terms joined with ``|``).
+        k: The k of the model.
+        theta: The thresholds θ*, one table for all periods or one per period label.
+        lifespan: CaseID life span in periods (001's x): a case seen more than ``lifespan``
+            periods before is new again, and releases more than ``lifespan`` periods later do
+            not F-attack. None: unlimited.
+        md: Apply 002's MD-attack (needs the next period's release).
+        alpha: 002's α; None skips the SS check.
+        ss_min_counts: Required with ``alpha``: per period label, ``{column: minimum number of
+            distinct terms}`` defining an ss-record (any column reaching its minimum).
+        periods: The releases to report on (default all); the others still serve as previous
+            and later releases.
+
+    Returns:
+        A :class:`SeriesCheck` with one :class:`PeriodCheck` per reported period, oldest first.
+
+    Raises:
+        ValidationError: a parameter is out of range, or names a period not in the series.
+        SchemaError: a release lacks a required column.
+        InputFormatError: a release holds several periods, repeats a case_id, has a cell that
+            does not parse, or two releases share a period.
+        HierarchyError: a categorical cell is not a node of its hierarchy.
+    """
+    if isinstance(qids, QidInfo) or not isinstance(qids, Sequence) or not all(
+            isinstance(q, QidInfo) for q in qids):
+        raise ValidationError(f"The 'qids' parameter of {_OWNER} must be a sequence of QidInfo; "
+                              f"got {qids!r}.")
+    qids = tuple(qids)
+    sensitive = _names(sensitive, "sensitive")
+    names = [q.name for q in qids]
+    if len(set(names)) != len(names) or set(names) & set(sensitive) or set(names + list(sensitive)) & set(_FIXED):
+        raise ValidationError(f"The 'qids' and 'sensitive' parameters of {_OWNER} must name distinct "
+                              f"columns other than {', '.join(_FIXED)}; got {names!r} and "
+                              f"{list(sensitive)!r}.")
+    k = check_int(k, name="k", owner=_OWNER, minimum=1)
+    if lifespan is not None:
+        lifespan = check_int(lifespan, name="lifespan", owner=_OWNER, minimum=1)
+    if not isinstance(md, bool):
+        raise ValidationError(f"The 'md' parameter of {_OWNER} must be True or False; got {md!r}.")
+    if alpha is not None:
+        alpha = check_fraction(alpha, name="alpha", owner=_OWNER)
+        if ss_min_counts is None:
+            raise ValidationError(f"The 'ss_min_counts' parameter of {_OWNER} is required with "
+                                  f"'alpha': give per period {{column: minimum term count}} "
+                                  f"defining an ss-record.")
+
+    if isinstance(releases, Mapping):
+        items = [(f"Release {parse_period(p).label}", parse_period(p).label, f)
+                 for p, f in releases.items()]
+    elif isinstance(releases, Sequence) and not isinstance(releases, (str, pd.DataFrame)):
+        items = [(f"Release #{i + 1}", None, f) for i, f in enumerate(releases)]
+    else:
+        raise ValidationError(f"The 'releases' parameter of {_OWNER} must be a sequence of "
+                              f"DataFrames or a mapping from period label to DataFrame; got "
+                              f"{type(releases).__name__}.")
+    rels = sorted((_read_release(f, where, p, qids, sensitive) for where, p, f in items),
+                  key=lambda r: r.ordinal)
+    labels = [r.label for r in rels]
+    if len(set(labels)) != len(labels):
+        twice = sorted({p for p in labels if labels.count(p) > 1})
+        raise InputFormatError(f"Several releases hold period(s) {', '.join(twice)}; a series has one "
+                               f"release per period.")
+
+    if periods is None:
+        reported = labels
+    else:
+        if isinstance(periods, str) or not isinstance(periods, Sequence):
+            raise ValidationError(f"The 'periods' parameter of {_OWNER} must be a sequence of period "
+                                  f"labels; got {periods!r}.")
+        wanted = {parse_period(p).label for p in periods}
+        unknown = sorted(wanted - set(labels))
+        if unknown:
+            raise ValidationError(f"The 'periods' parameter of {_OWNER} names period(s) "
+                                  f"{', '.join(unknown)} that the series does not hold (it holds "
+                                  f"{', '.join(labels) or 'none'}).")
+        reported = [p for p in labels if p in wanted]
+
+    thetas = _per_period(theta, "theta", reported, ThetaTable, "a ThetaTable")
+    for p, t in thetas.items():
+        if not isinstance(t, ThetaTable):
+            raise ValidationError(f"The 'theta' parameter of {_OWNER} must give a ThetaTable for "
+                                  f"period {p} (resolve a ThetaSpec on the period's counts first); "
+                                  f"got {type(t).__name__}.")
+    ss_table: dict[str, object] = {}
+    if alpha is not None:
+        ss_table = _per_period(ss_min_counts, "ss_min_counts", reported, type(None), "a mapping")
+
+    links = _link(rels, qids, lifespan)
+    ordinals = {r.ordinal for r in rels}
+    checks = []
+    for rel, link in zip(rels, links, strict=True):
+        if rel.label not in reported:
+            continue
+        ss = None
+        if alpha is not None:
+            ss = _ss_flags(rel, _ss_columns(ss_table[rel.label], rel))
+        checks.append(_check_release(rel, link, k=k, theta=thetas[rel.label],
+                                     md_checked=md and rel.ordinal + 1 in ordinals, alpha=alpha,
+                                     ss=ss))
+    return SeriesCheck(tuple(checks))
+
+
+def _ss_columns(value: object, rel: _Release) -> dict[str, int]:
+    if not isinstance(value, Mapping) or not value:
+        raise ValidationError(f"The 'ss_min_counts' parameter of {_OWNER} must map period {rel.label} "
+                              f"to a non-empty {{column: minimum term count}}; got {value!r}.")
+    out = {}
+    for col, minimum in value.items():
+        if col not in rel.frame.columns:
+            raise SchemaError(f"{_where(rel.label)} lacks the ss column {col!r}.")
+        out[col] = check_int(minimum, name=f"ss_min_counts[{rel.label!r}][{col!r}]", owner=_OWNER,
+                             minimum=1)
+    return out
