@@ -5,8 +5,13 @@ previous_releases, rng=...)`` returns an :class:`AnonymizationResult`.
 """
 
 from .base import AnonymizationResult, Anonymizer
+from .ha import HA
+from .ms import MSAnonymization
 from .none import DropIdentifiers
+from .ppms import PPMS, PPMSPlus, PPMSPlusPlus
 
-METHODS: dict[str, type[Anonymizer]] = {DropIdentifiers.name: DropIdentifiers}
+METHODS: dict[str, type[Anonymizer]] = {
+    m.name: m for m in (DropIdentifiers, MSAnonymization, PPMS, PPMSPlus, PPMSPlusPlus, HA)}
 
-__all__ = ["METHODS", "AnonymizationResult", "Anonymizer", "DropIdentifiers"]
+__all__ = ["HA", "METHODS", "PPMS", "AnonymizationResult", "Anonymizer", "DropIdentifiers",
+           "MSAnonymization", "PPMSPlus", "PPMSPlusPlus"]

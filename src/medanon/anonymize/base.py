@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -47,6 +47,8 @@ class Anonymizer(ABC):
     randomized: ClassVar[bool] = False
     #: whether the method reads earlier releases (periodic methods); others get none.
     periodic: ClassVar[bool] = False
+    #: whether the method needs the case ids of the next period (HA's md-records).
+    needs_next_period: ClassVar[bool] = False
 
     @abstractmethod
     def parameters(self) -> dict[str, object]:
@@ -54,5 +56,12 @@ class Anonymizer(ABC):
 
     @abstractmethod
     def anonymize(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
-                  rng: RandomSource) -> AnonymizationResult:
-        """Anonymize one period's super records, given the earlier published releases."""
+                  rng: RandomSource, next_cases: Collection[str] | None = None) -> AnonymizationResult:
+        """Anonymize one period's super records.
+
+        Args:
+            data: the period's super records.
+            previous: the earlier published releases (release-format rows), when ``periodic``.
+            rng: the random source.
+            next_cases: case ids present in the next period, when ``needs_next_period``.
+        """

@@ -27,9 +27,9 @@ but reproducibly. :func:`group_reference` is the slow, obviously-correct transcr
 * PR(g, t) >= P0(t) = PR of t against an empty group, so ΔIL·P0 is a lower bound on the key;
   candidates are probed in lower-bound order and the search stops as soon as the bound exceeds
   the best exact key (a branch-and-bound that never changes the answer);
-* a growing group only looks at the cells nearest its seed, because ΔIL(g, t) >= L(g ∪ {t}) >=
-  Byun distance(seed, t); when that bound cannot prove the best candidate, the step falls back
-  to scanning every cell.
+* when leftovers are placed, the PR of the most frequent terms is computed exactly for every
+  group at once (a dense count table), the others are bounded by 1/η, so the bound is exact
+  unless a rare term is shared.
 
 Deviations from the papers (all documented in ``docs/algorithms/``):
 
@@ -54,8 +54,8 @@ from ..errors import InternalError
 from ..hierarchies import Taxonomy
 
 INF = math.inf
-#: cells looked at by a growing group before falling back to a full scan.
-NEAREST_CELLS = 256
+#: categorical hierarchies up to this many nodes get a full LCA table.
+LCA_TABLE_MAX = 1024
 _EPS = 1e-9
 
 
@@ -102,14 +102,35 @@ class QidSpace:
             h = float(tax.height)
             sub = np.asarray(tax.subtree_height_array, dtype=float)
             self._hnorm.append(sub / h if h > 0 else np.zeros_like(sub))
+        # Small trees (MeSH age, sex, most user hierarchies): a full LCA table, one lookup each.
+        self._table: list[np.ndarray | None] = []
+        for j, a in enumerate(self.attributes):
+            size = 0 if a.numeric else len(self._depth[j])
+            if a.numeric or size > LCA_TABLE_MAX:
+                self._table.append(None)
+                continue
+            codes = np.arange(size)
+            self._table.append(np.stack([self._lca_climb(j, x, codes) for x in range(size)]))
 
-    def lca_with(self, j: int, a: int, codes: np.ndarray) -> np.ndarray:
-        """LCA codes of ``a`` with each of ``codes`` in categorical attribute ``j``."""
+    def _lca_climb(self, j: int, a: int, codes: np.ndarray) -> np.ndarray:
         anc, depth = self._anc[j], self._depth[j]
         da = int(depth[a])
         row = anc[a, :da + 1]
         match = anc[codes, :da + 1] == row
         return row[match.sum(axis=1) - 1]
+
+    def lca_with(self, j: int, a: int, codes: np.ndarray) -> np.ndarray:
+        """LCA codes of ``a`` with each of ``codes`` in categorical attribute ``j``."""
+        table = self._table[j]
+        if table is not None:
+            return table[a][codes]
+        return self._lca_climb(j, a, codes)
+
+    def lca(self, j: int, a: int, b: int) -> int:
+        table = self._table[j]
+        if table is not None:
+            return int(table[a, b])
+        return int(self._lca_climb(j, a, np.array([b]))[0])
 
     def cat_term(self, j: int, code):
         """h(C_j, g)/h(C_j) of 001 Eq. 1 for an LCA code (scalar or array)."""
@@ -219,12 +240,16 @@ class GroupingInput:
     ha_class: np.ndarray | None = None
     ss: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        ids, ptr = self.term_ids.tolist(), self.term_ptr.tolist()
+        object.__setattr__(self, "_term_lists", [ids[ptr[i]:ptr[i + 1]] for i in range(self.n)])
+
     @property
     def n(self) -> int:
         return len(self.rank)
 
     def terms(self, r: int) -> list[int]:
-        return self.term_ids[self.term_ptr[r]:self.term_ptr[r + 1]].tolist()
+        return self._term_lists[r]
 
     def growth_etas(self) -> np.ndarray:
         """η_s while a group grows: floor(θ_s · k)."""
@@ -252,7 +277,6 @@ class GroupingResult:
     unplaced: list[int] = field(default_factory=list)
     failed_seeds: int = 0
     leftovers: int = 0
-    full_scans: int = 0
 
 
 class _Group:
@@ -279,8 +303,7 @@ class _Group:
                 self.lo[j] = min(self.lo[j], float(data.lo[j][r]))
                 self.hi[j] = max(self.hi[j], float(data.hi[j][r]))
             else:
-                self.cat[j] = int(space.lca_with(j, int(data.cat[j][r]),
-                                                 np.array([self.cat[j]]))[0])
+                self.cat[j] = space.lca(j, int(data.cat[j][r]), self.cat[j])
         self.loss = state_loss(space, self.cat, self.lo, self.hi)
         self.size += 1
         self.anchors += int(data.anchor[r])
@@ -299,7 +322,7 @@ class _Group:
                 lo[j] = min(lo[j], float(data.lo[j][r]))
                 hi[j] = max(hi[j], float(data.hi[j][r]))
             else:
-                cat[j] = int(space.lca_with(j, int(data.cat[j][r]), np.array([cat[j]]))[0])
+                cat[j] = space.lca(j, int(data.cat[j][r]), cat[j])
         return state_loss(space, cat, lo, hi)
 
     def risk(self, data: GroupingInput, r: int, *, growing: bool, growth_etas: np.ndarray) -> float:
@@ -494,7 +517,6 @@ def group_records(data: GroupingInput) -> GroupingResult:
     alive_count = np.bincount(cell_of[alive], minlength=cells.count)
     seed_count = np.bincount(cell_of[seedable], minlength=cells.count)
     anchors_left = int((alive & data.anchor & finite).sum())
-    p0_min = float(p0[data.pool & finite].min()) if (data.pool & finite).any() else INF
     result = GroupingResult(np.full(n, -1, dtype=np.int64), 0)
     groups: list[_Group] = []
     queue, queue_end = cells.queue, cells.queue_start[1:]
@@ -545,51 +567,53 @@ def group_records(data: GroupingInput) -> GroupingResult:
             heads.append(seed_head(c))
         return min(heads, key=lambda r: rank[r])
 
-    def best_candidate(g: _Group, cand: np.ndarray) -> tuple | None:
-        """Least (ΔIL·PR, PR, rank) key over the alive pool records of ``cand`` cells."""
+    def best_candidate(g: _Group) -> tuple | None:
+        """Least (ΔIL·PR, PR, rank) key over the alive pool (best-first over cells).
+
+        A cell's records share ΔIL and are queued by (P0, rank), so ΔIL·P0 of the queue head
+        bounds every key of the cell; cells are opened in bound order and each is streamed
+        until its bound passes the best exact key found so far.
+        """
+        cand = np.flatnonzero(alive_count > 0)
         if not len(cand):
             return None
         dil = delta_il(g.size, g.loss, cells.loss_after(data.space, g, cand))
-        pos = cells.head[cand].copy()
-        end = queue_end[cand]
-        has = pos < end
-        rec = np.where(has, queue[np.minimum(pos, len(queue) - 1)], 0)
-        base = np.where(has, p0[rec], INF)
+        base = p0[queue[cells.head[cand]]]
         lb = np.full(len(cand), INF)
         ok = base < INF
         lb[ok] = dil[ok] * base[ok]
-        rk = np.where(has, rank[rec], n)
         best = None
+        chunk = 16
         while True:
-            m = lb.min()
-            if m == INF:
-                break
-            idx = np.flatnonzero(lb == m)
-            if len(idx) > 1:
-                idx = idx[base[idx] == base[idx].min()]
-                if len(idx) > 1:
-                    idx = idx[[int(np.argmin(rk[idx]))]]
-            i = int(idx[0])
-            if best is not None and (float(lb[i]), float(base[i]), int(rk[i])) >= best[:3]:
-                break
-            r = int(rec[i])
-            pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
-            if pr < INF:
-                key = (float(dil[i]) * pr, pr, int(rank[r]), r)
-                if best is None or key < best:
-                    best = key
-            nxt, stop = int(pos[i]) + 1, int(end[i])
-            while nxt < stop and not alive[queue[nxt]]:
-                nxt += 1
-            pos[i] = nxt
-            if nxt < stop:
-                rec[i] = queue[nxt]
-                base[i] = p0[rec[i]]
-                rk[i] = rank[rec[i]]
-                lb[i] = dil[i] * base[i] if base[i] < INF else INF
+            if chunk >= len(cand):
+                order = np.argsort(lb, kind="stable")
+                outside = INF
             else:
-                lb[i] = INF
-        return best
+                part = np.argpartition(lb, chunk)
+                order = part[:chunk][np.argsort(lb[part[:chunk]], kind="stable")]
+                outside = float(lb[part[chunk]])
+            for i in order.tolist():
+                bound = float(lb[i])
+                if bound == INF or (best is not None and bound > best[0]):
+                    break
+                c = int(cand[i])
+                d = float(dil[i])
+                for pos in range(int(cells.head[c]), int(queue_end[c])):
+                    r = int(queue[pos])
+                    if not alive[r]:
+                        continue
+                    rb = float(p0[r])
+                    if rb == INF or (best is not None and (d * rb, rb, int(rank[r])) >= best[:3]):
+                        break
+                    pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+                    if pr < INF:
+                        key = (d * pr, pr, int(rank[r]), r)
+                        if best is None or key < best:
+                            best = key
+                lb[i] = INF  # opened
+            if outside == INF or (best is not None and best[0] < outside):
+                return best
+            chunk *= 4
 
     seed = first_seed()
     while seed is not None:
@@ -599,21 +623,9 @@ def group_records(data: GroupingInput) -> GroupingResult:
         g.add(data, seed, remaining=False)
         take(seed)
         last = seed
-        # Cells nearest the seed; every other cell is at least d_out away.
-        live_cells = np.flatnonzero(alive_count > 0)
-        dist = cells.distance_from(data, seed, live_cells)
-        if len(live_cells) > NEAREST_CELLS:
-            cut = np.partition(dist, NEAREST_CELLS)[NEAREST_CELLS]
-            near = live_cells[dist < cut]
-            d_out = float(cut)
-        else:
-            near, d_out = live_cells, INF
         ok = True
         while g.anchors < data.k:
-            best = best_candidate(g, near)
-            if best is None or not best[0] < d_out * p0_min:
-                result.full_scans += 1
-                best = best_candidate(g, np.flatnonzero(alive_count > 0))
+            best = best_candidate(g)
             if best is None:
                 ok = False
                 break
@@ -638,6 +650,10 @@ def group_records(data: GroupingInput) -> GroupingResult:
     return result
 
 
+#: terms whose per-group counts are kept in a dense table while leftovers are placed.
+FREQUENT_TERMS = 64
+
+
 def _place_leftovers(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
                      leftover: np.ndarray) -> None:
     """001's Generalization / 002's lines 25-30, vectorized over groups, same order and keys."""
@@ -646,20 +662,31 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     leftovers = leftovers[np.argsort(data.rank[leftovers], kind="stable")]
     result.leftovers = len(leftovers)
     G = len(groups)
-    if G:
-        nattr = len(space.attributes)
-        gcat = [np.array([g.cat[j] for g in groups], dtype=np.int64)
-                if not space.attributes[j].numeric else None for j in range(nattr)]
-        glo = [np.array([g.lo[j] for g in groups]) if space.attributes[j].numeric else None
-               for j in range(nattr)]
-        ghi = [np.array([g.hi[j] for g in groups]) if space.attributes[j].numeric else None
-               for j in range(nattr)]
-        gsize = np.array([g.size for g in groups], dtype=float)
-        gloss = np.array([g.loss for g in groups])
+    if not G:
+        result.unplaced.extend(leftovers.tolist())
+        return
+    nattr = len(space.attributes)
+    gcat = [None if space.attributes[j].numeric else
+            np.array([g.cat[j] for g in groups], dtype=np.int64) for j in range(nattr)]
+    glo = [np.array([g.lo[j] for g in groups]) if space.attributes[j].numeric else None
+           for j in range(nattr)]
+    ghi = [np.array([g.hi[j] for g in groups]) if space.attributes[j].numeric else None
+           for j in range(nattr)]
+    gsize = np.array([g.size for g in groups], dtype=float)
+    gloss = np.array([g.loss for g in groups])
+    ganchors = np.array([g.anchors for g in groups], dtype=np.int64)
+    gha = np.array([g.ha for g in groups], dtype=np.int64)
+    freq = np.bincount(data.term_ids, minlength=len(data.theta))
+    top = np.argsort(-freq, kind="stable")[:FREQUENT_TERMS]
+    top = top[freq[top] > 0]
+    column = np.full(len(data.theta), -1, dtype=np.int64)
+    column[top] = np.arange(len(top))
+    dense = np.zeros((G, len(top)), dtype=np.int64)
+    for gi, g in enumerate(groups):
+        for term, count in g.sigma.items():
+            if column[term] >= 0:
+                dense[gi, column[term]] = count
     for r in leftovers.tolist():
-        if not G:
-            result.unplaced.append(r)
-            continue
         total = np.zeros(G)
         for j, a in enumerate(space.attributes):
             if a.numeric:
@@ -668,7 +695,24 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             else:
                 total = total + space.cat_term(j, space.lca_with(j, int(data.cat[j][r]), gcat[j]))
         dil = delta_il(gsize, gloss, total)
-        best = _probe_groups(data, groups, r, dil)
+        # Lower bound of PR(g, r): exact for frequent terms, 1/η for the others (σ >= 0).
+        anchors = ganchors + int(data.anchor[r])
+        pr_lb = np.ones(G)
+        for term in data.terms(r):
+            e = np.floor(data.theta[term] * anchors + _EPS).astype(np.int64)
+            c = dense[:, column[term]] + 1 if column[term] >= 0 else np.ones(G, dtype=np.int64)
+            fits = c <= e
+            step = np.full(G, INF)
+            step[fits] = c[fits] / (e[fits] - c[fits] + 1)
+            pr_lb = pr_lb + step
+        if data.alpha is not None and data.ss[r]:
+            after = _ha_update_rows(gha, int(data.ha_class[r]))
+            fits = np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
+            pr_lb[~fits] = INF
+        lb = np.full(G, INF)
+        ok = pr_lb < INF
+        lb[ok] = dil[ok] * pr_lb[ok]
+        best = _probe_groups(data, groups, r, dil, lb)
         if best is None:
             result.unplaced.append(r)
             continue
@@ -680,36 +724,47 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                 glo[j][gi], ghi[j][gi] = g.lo[j], g.hi[j]
             else:
                 gcat[j][gi] = g.cat[j]
-        gsize[gi], gloss[gi] = g.size, g.loss
+        gsize[gi], gloss[gi], ganchors[gi] = g.size, g.loss, g.anchors
+        gha[gi] = g.ha
+        for term in data.terms(r):
+            if column[term] >= 0:
+                dense[gi, column[term]] += 1
     for gi, g in enumerate(groups):
         result.group_of[g.members] = gi
     result.n_groups = G
 
 
-def _probe_groups(data: GroupingInput, groups: list[_Group], r: int, dil: np.ndarray) -> tuple | None:
-    """Least (ΔIL·PR, PR, group) over groups; ΔIL·1 bounds each key from below.
+def _ha_update_rows(counters: np.ndarray, cls: int) -> np.ndarray:
+    """:func:`ha_update` for an ss leftover, on every group's counters at once."""
+    out = counters.copy()
+    for v in {NEW_MD: (0, 1, 2, 3), NEW_NMD: (1, 3), OLD_MD: (2, 3), OLD_NMD: (3,)}[cls]:
+        out[:, v] += 1
+        out[:, 4 + v] += 1
+    return out
+
+
+def _probe_groups(data: GroupingInput, groups: list[_Group], r: int, dil: np.ndarray,
+                  lb: np.ndarray) -> tuple | None:
+    """Least (ΔIL·PR, PR, group) over groups, probing in order of the lower bounds ``lb``.
 
     Groups are probed in chunks of the smallest bounds (argpartition), widening the chunk while
     the best exact key is not below the smallest bound left outside it.
     """
     G = len(groups)
-    lb = dil.copy()
-    chunk = 32
+    lb = lb.copy()
+    chunk = 16
     best = None
     while True:
         if chunk >= G:
-            idx = np.argsort(lb, kind="stable")
+            order = np.argsort(lb, kind="stable")
             outside = INF
         else:
             part = np.argpartition(lb, chunk)
-            idx = part[:chunk]
+            order = part[:chunk][np.argsort(lb[part[:chunk]], kind="stable")]
             outside = float(lb[part[chunk]])
-            idx = idx[np.lexsort((idx, lb[idx]))]
-        for gi in idx.tolist():
+        for gi in order.tolist():
             bound = float(lb[gi])
-            if bound == INF:
-                break
-            if best is not None and (bound, 1.0, gi) >= best:
+            if bound == INF or (best is not None and bound > best[0]):
                 break
             pr = groups[gi].risk(data, r, growing=False, growth_etas=None)
             if pr < INF:

@@ -10,7 +10,7 @@ with identical QID values share a group).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import pandas as pd
 
@@ -31,7 +31,7 @@ class DropIdentifiers(Anonymizer):
         return {}
 
     def anonymize(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
-                  rng: RandomSource) -> AnonymizationResult:
+                  rng: RandomSource, next_cases: Collection[str] | None = None) -> AnonymizationResult:
         schema = data.schema
         frame = data.frame
         table = pd.DataFrame({"period": frame[schema.period].to_numpy(),

@@ -114,18 +114,31 @@ def release(
     periods: Annotated[Optional[list[str]], typer.Argument(
         help="Periods to publish (default: every ingested, unpublished period, in order).")] = None,
     store: StoreOpt = DEFAULT_STORE_PATH,
-    method: Annotated[str, typer.Option(help="Anonymization method.")] = "none",
+    method: Annotated[str, typer.Option(
+        help="none | ms | ppms | ppms+ | ppms++ | ha (see docs/algorithms/).")] = "none",
     k: Annotated[Optional[int], typer.Option("--k", help="Minimum group size (k >= 2).")] = None,
-    theta: Annotated[Optional[float], typer.Option(
-        help="Uniform sensitive-value threshold theta in (0, 1].")] = None,
+    theta: Annotated[Optional[str], typer.Option(
+        help="Sensitive-value thresholds: a number in (0, 1] (uniform), 'frequency', or a "
+             ".csv/.toml file of per-term thresholds (level-wise or explicit).")] = None,
+    alpha: Annotated[Optional[float], typer.Option(
+        help="HA: largest share of ss-records in each attacker view, in (0, 1].")] = None,
+    ss_rule: Annotated[Optional[str], typer.Option(
+        "--ss-rule", help="HA: 'mean+sd' (default) or 'column=count,...' minimum term counts "
+                          "that make a record an ss-record.")] = None,
+    lifespan: Annotated[Optional[int], typer.Option(
+        help="Periods within which a follow-up links to an earlier release (default: all).")] = None,
+    on_infeasible: Annotated[str, typer.Option(
+        "--on-infeasible", help="refuse | raise-theta | suppress-terms: what to do when a term "
+                                "cannot meet its theta (recorded in the manifest).")] = "refuse",
     seed: SeedOpt = None,
     allow_seeded: Annotated[bool, typer.Option(
         "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Anonymize and publish periods, one store transaction each."""
-    commands.release(store=store, periods=periods or [], method=method, k=k, theta=theta, seed=seed,
-                     allow_seeded=allow_seeded, as_json=as_json)
+    commands.release(store=store, periods=periods or [], method=method, k=k, theta=theta,
+                     alpha=alpha, ss_rule=ss_rule, lifespan=lifespan, on_infeasible=on_infeasible,
+                     seed=seed, allow_seeded=allow_seeded, as_json=as_json)
 
 
 @app.command()

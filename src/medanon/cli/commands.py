@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 from rich.table import Table
 
-from .._validation import check_choice, check_fraction, check_int
-from ..anonymize import METHODS
+from .._validation import check_choice, check_int
+from ..anonymize import METHODS, Anonymizer
 from ..data.loaders.faers import read_faers
 from ..data.records import check_record_values
 from ..data.schema import Schema
@@ -25,7 +25,6 @@ from . import console as ui
 from .console import progress_bar
 
 EXPORT_FORMATS = ("csv", "parquet", "faers")
-PLANNED_METHODS = ("ms", "ppms", "ppms+", "ppms++", "ha", "ppms-dp-num", "ppms-dp-all")
 
 
 def _print_json(data: object) -> None:
@@ -102,18 +101,57 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
 
 
 # -- release --------------------------------------------------------------------------------------
-def release(*, store: Path, periods: list[str], method: str, k: int | None, theta: float | None,
-            seed: int | None, allow_seeded: bool, as_json: bool) -> None:
-    if k is not None:
-        check_int(k, name="k", owner="release", minimum=2)
-    if theta is not None:
-        check_fraction(theta, name="theta", owner="release")
+def make_method(method: str, *, k: int | None, theta: str | float | None, alpha: float | None = None,
+                ss_rule: str | None = None, lifespan: int | None = None,
+                on_infeasible: str = "refuse") -> Anonymizer:
+    """Build a method from command-line values, with messages that name the flags."""
     if method not in METHODS:
-        planned = f" ({', '.join(PLANNED_METHODS)} are planned but not available yet)"
-        raise ValidationError(f"Unknown method {method!r}; available: {', '.join(METHODS)}{planned}.")
-    if method == "none" and (k is not None or theta is not None):
-        raise ValidationError("Method 'none' gives no privacy guarantee and takes no --k or --theta.")
-    anonymizer = METHODS[method]()
+        raise ValidationError(f"Unknown method {method!r}; available: {', '.join(METHODS)}.")
+    if method == "none":
+        if any(v is not None for v in (k, theta, alpha, ss_rule, lifespan)):
+            raise ValidationError("Method 'none' gives no privacy guarantee and takes no --k, "
+                                  "--theta, --alpha, --ss-rule or --lifespan.")
+        return METHODS[method]()
+    if k is None or theta is None:
+        raise ValidationError(f"Method {method!r} needs --k and --theta (e.g. --k 5 --theta 0.2).")
+    check_int(k, name="k", owner="release", minimum=2)
+    kwargs: dict = {"k": k, "theta": theta, "on_infeasible": on_infeasible}
+    if method != "ms":
+        kwargs["lifespan"] = lifespan
+    elif lifespan is not None:
+        raise ValidationError("Method 'ms' anonymizes each release on its own and takes no --lifespan.")
+    if method == "ha":
+        if alpha is None:
+            raise ValidationError("Method 'ha' needs --alpha (e.g. --alpha 0.25).")
+        kwargs["alpha"] = alpha
+        if ss_rule is not None:
+            kwargs["ss_rule"] = _parse_ss_rule(ss_rule)
+    elif alpha is not None or ss_rule is not None:
+        raise ValidationError(f"--alpha and --ss-rule apply to method 'ha' only, not {method!r}.")
+    return METHODS[method](**kwargs)
+
+
+def _parse_ss_rule(text: str) -> str | dict[str, int]:
+    if text.strip() == "mean+sd":
+        return "mean+sd"
+    rule: dict[str, int] = {}
+    for part in text.split(","):
+        column, sep, count = part.partition("=")
+        if not sep or not column.strip():
+            raise ValidationError(f"--ss-rule must be 'mean+sd' or 'column=count,...'; got {text!r}.")
+        try:
+            rule[column.strip()] = int(count)
+        except ValueError:
+            raise ValidationError(f"--ss-rule count {count!r} is not an integer.") from None
+    return rule
+
+
+def release(*, store: Path, periods: list[str], method: str, k: int | None, theta: str | None,
+            seed: int | None, allow_seeded: bool, as_json: bool, alpha: float | None = None,
+            ss_rule: str | None = None, lifespan: int | None = None,
+            on_infeasible: str = "refuse") -> None:
+    anonymizer = make_method(method, k=k, theta=theta, alpha=alpha, ss_rule=ss_rule,
+                             lifespan=lifespan, on_infeasible=on_infeasible)
     rng = make_random_source(seed)
     with ReleaseStore.open(store) as db:
         with progress_bar(f"publishing with {method}", None) as step:
@@ -122,12 +160,15 @@ def release(*, store: Path, periods: list[str], method: str, k: int | None, thet
     if as_json:
         _print_json([s.__dict__ for s in summaries])
         return
-    table = Table("period", "method", "cases", "groups", "suppressed", title=f"Published in {store}")
+    table = Table("period", "method", "cases", "groups", "withheld", title=f"Published in {store}")
     for s in summaries:
         table.add_row(s.period, s.method, str(s.cases), str(s.groups), str(s.suppressed))
     ui.out.print(table)
     if anonymizer.privacy_model is None:
         ui.err.print(f"note: method '{method}' gives no privacy guarantee; it only drops identifiers.")
+    elif any(s.suppressed for s in summaries):
+        ui.err.print("note: some cases were withheld (they fit no group without breaking theta); "
+                     "see each manifest's details.")
 
 
 # -- export ---------------------------------------------------------------------------------------

@@ -55,6 +55,8 @@ class SuperRecords:
 
     schema: Schema
     frame: pd.DataFrame
+    #: the taxonomy of each categorical QID the records were checked against.
+    hierarchies: Mapping[str, Taxonomy] | None = None
 
     def __len__(self) -> int:
         return len(self.frame)
@@ -148,7 +150,7 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
     for name in schema.multi_valued + ("report_ids",):
         if name in frame.columns:
             frame[name] = frame[name].astype(object)
-    return SuperRecords(schema, frame)
+    return SuperRecords(schema, frame, hierarchies)
 
 
 def _group_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

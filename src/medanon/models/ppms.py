@@ -1,4 +1,4 @@
-"""Independent checker of published release series: PPMS(k, θ*)-bounding and PPMS(k, θ, α)-bounding.
+"""Independent checker of published series: PPMS(k, θ*)-bounding and PPMS(k, θ, α)-bounding.
 
 The checker reads only what was **published**: the release rows as strings (``design.md``,
 "Published release format"), never an algorithm's bookkeeping (design rule 6). It replays the
@@ -37,9 +37,10 @@ One attacker is assumed to hold all of this background knowledge at once.
 * **k** (DIG, "dangerous identity group"): |kept| < k.
 * **θ** (DSG, "dangerous sensitivity group"): for a term s present in g, the attacker may drop any
   subset E ⊆ X; the worst case keeps every excludable record having s and drops the others, so
-  the confidence is ``σ_s(g) / (|kept| + σ_s(g ∩ X))``. A violation when that exceeds θ_s (with a
-  1e-12 tolerance), or when nothing is kept while s occurs in g. With X = old records this is
-  001's Lemma 2 bound ``σ_s(g) <= θ_s · |NC(g)|`` made exact for records of X that hold s.
+  the confidence is ``σ_s(g) / (|kept| + σ_s(g ∩ X))``. A violation when that exceeds θ_s
+  (with a 1e-12 tolerance), or when nothing is kept while s occurs in g. 001's Lemma 2 bound
+  ``σ_s(g) <= θ_s · |NC(g)|`` (X = old records, ``algorithms.md`` §1.3) drops σ_s(g ∩ X) from
+  the denominator: a slightly stricter sufficient condition, so groups built by it pass here.
   σ_s counts records (cases); a case's terms are the union of all sensitive columns, so a term
   present in two columns of one case counts once.
 * **α** (SSG, "substantial symptoms group", only when ``alpha`` is given): the views of 002 are
@@ -70,6 +71,7 @@ Deviations and choices (neither paper gives a published-data checker):
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -78,7 +80,8 @@ import pandas as pd
 
 from .._validation import check_fraction, check_int
 from ..data.periods import parse_period
-from ..errors import HierarchyError, InputFormatError, PrivacyViolation, SchemaError, ValidationError
+from ..errors import (HierarchyError, InputFormatError, PrivacyViolation, SchemaError,
+                      ValidationError)
 from ..hierarchies import Interval, Taxonomy
 from .theta import ThetaTable
 
@@ -129,7 +132,8 @@ class QidInfo:
                                   f"numeric QID {self.name!r} (intervals are read from the cells).")
 
 
-def qids_from_schema(schema, hierarchies: Mapping[str, Taxonomy] | None = None) -> tuple[QidInfo, ...]:
+def qids_from_schema(schema, hierarchies: Mapping[str, Taxonomy] | None = None,
+                     ) -> tuple[QidInfo, ...]:
     """The :class:`QidInfo` of every QID of a :class:`medanon.data.schema.Schema`.
 
     Args:
@@ -220,7 +224,8 @@ class PeriodCheck:
     @property
     def violations(self) -> tuple[str, ...]:
         """Every violation as ``"<period> group <id>: <reason>"``."""
-        return tuple(f"{self.period} group {g.group}: {v}" for g in self.groups for v in g.violations)
+        return tuple(f"{self.period} group {g.group}: {v}"
+                     for g in self.groups for v in g.violations)
 
 
 @dataclass(frozen=True)
@@ -273,8 +278,9 @@ class _Release:
     cat: dict[str, np.ndarray]
     lo: dict[str, np.ndarray]
     hi: dict[str, np.ndarray]
-    term_row: np.ndarray  # distinct (row, term) pairs
-    term: np.ndarray
+    term_row: np.ndarray  # distinct (row, term) pairs: the row ...
+    term_code: np.ndarray  # ... and the term, as a code into term_names
+    term_names: np.ndarray
 
     @property
     def n(self) -> int:
@@ -285,7 +291,7 @@ def _strings(column: pd.Series) -> np.ndarray:
     """Cells as an object array of str; missing values become ``""``."""
     arr = column.to_numpy(dtype=object, copy=True)
     arr[pd.isna(arr)] = ""
-    return arr.astype(str).astype(object)
+    return np.array([x if type(x) is str else str(x) for x in arr], dtype=object)
 
 
 def _where(label: str) -> str:
@@ -332,14 +338,28 @@ def _numeric(values: np.ndarray, qid: QidInfo, label: str) -> tuple[np.ndarray, 
     return lo[codes], hi[codes]
 
 
-def _split_terms(cells: np.ndarray) -> pd.Series:
-    """Distinct non-empty terms per row, as a Series indexed by row position (one term a row)."""
-    exploded = pd.Series(cells, dtype=object).str.split(_SEP).explode()
-    terms = exploded.astype(str).str.strip()
-    terms = terms[exploded.notna().to_numpy() & (terms != "").to_numpy()]
-    frame = pd.DataFrame({"row": terms.index.to_numpy(dtype=np.int64),
-                          "term": terms.to_numpy(dtype=object)}).drop_duplicates()
-    return pd.Series(frame["term"].to_numpy(dtype=object), index=frame["row"].to_numpy())
+def _terms(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct non-empty terms of each cell (``|``-joined, spaces around a term ignored).
+
+    Returns:
+        ``(rows, codes, names)``: one entry per distinct (row, term) pair, the term as a code
+        into ``names``.
+    """
+    parts = [c.split(_SEP) for c in cells.tolist()]
+    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    rows = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
+    flat = np.fromiter(itertools.chain.from_iterable(parts), dtype=object, count=int(lengths.sum()))
+    raw_codes, raw_names = pd.factorize(flat)
+    codes, names = pd.factorize(np.array([str(t).strip() for t in raw_names], dtype=object))
+    codes = codes.astype(np.int64)[raw_codes]
+    names = np.asarray(names, dtype=object)
+    blank = np.flatnonzero(names == "")  # an empty cell, or "a||b"
+    if blank.size:
+        keep = codes != blank[0]
+        rows, codes = rows[keep], codes[keep]
+    width = max(len(names), 1)
+    key = np.unique(rows * width + codes)  # distinct (row, term) pairs
+    return key // width, key % width, names
 
 
 def _read_release(frame: pd.DataFrame, where: str, period: str | None, qids: Sequence[QidInfo],
@@ -350,17 +370,19 @@ def _read_release(frame: pd.DataFrame, where: str, period: str | None, qids: Seq
     needed = [*_FIXED, *(q.name for q in qids), *sensitive]
     missing = [c for c in needed if c not in frame.columns]
     if missing:
-        raise SchemaError(f"{where} lacks column(s) {', '.join(map(repr, missing))}; a release needs "
-                          f"{', '.join(map(repr, needed))}.")
-    labels = {str(p) for p in _strings(frame["period"]) if str(p).strip()}
+        raise SchemaError(f"{where} lacks column(s) {', '.join(map(repr, missing))}; a release "
+                          f"needs {', '.join(map(repr, needed))}.")
+    cells = _strings(frame["period"])
+    if any(c.strip() == "" for c in cells):
+        raise InputFormatError(f"{where} has rows without a period.")
     try:
-        found = {parse_period(p).label for p in labels}
+        found = {parse_period(c).label for c in set(cells)}
     except ValidationError as exc:
         raise InputFormatError(f"{where}: {exc}") from None
     if period is not None:
         if found - {period}:
-            raise InputFormatError(f"{where} holds rows of period(s) {', '.join(sorted(found))}, not "
-                                   f"{period}.")
+            raise InputFormatError(f"{where} holds rows of period(s) {', '.join(sorted(found))}, "
+                                   f"not {period}.")
     elif len(found) != 1:
         detail = ", ".join(sorted(found)) if found else "none (no rows)"
         raise InputFormatError(f"{where} must hold exactly one period; found {detail}. Pass the "
@@ -369,8 +391,6 @@ def _read_release(frame: pd.DataFrame, where: str, period: str | None, qids: Seq
     else:
         period = found.pop()
     label = period
-    if len(labels) != len(frame) and (_strings(frame["period"]) == "").any():
-        raise InputFormatError(f"{_where(label)} has rows without a period.")
 
     case = _strings(frame["case_id"])
     blank = np.array([c.strip() == "" for c in case], dtype=bool)
@@ -392,16 +412,13 @@ def _read_release(frame: pd.DataFrame, where: str, period: str | None, qids: Seq
         else:
             lo[qid.name], hi[qid.name] = _numeric(values, qid, label)
 
-    if sensitive and len(frame):
-        joined = _strings(frame[sensitive[0]])
-        for col in sensitive[1:]:
-            joined = joined + _SEP + _strings(frame[col])
-        terms = _split_terms(joined)
-        term_row, term = terms.index.to_numpy(dtype=np.int64), terms.to_numpy(dtype=object)
-    else:
-        term_row, term = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=object)
+    joined = np.full(len(frame), "", dtype=object)
+    for col in sensitive:
+        joined = joined + _SEP + _strings(frame[col])
+    term_row, term_code, term_names = _terms(joined)
     return _Release(label, parse_period(label).ordinal, frame, case, gcode.astype(np.int64),
-                    np.asarray(glabels, dtype=object), cat, lo, hi, term_row, term)
+                    np.asarray(glabels, dtype=object), cat, lo, hi, term_row, term_code,
+                    term_names)
 
 
 # ------------------------------------------------------------------------------ linking cases
@@ -452,8 +469,8 @@ def _link(rels: Sequence[_Release], qids: Sequence[QidInfo], lifespan: int | Non
 def _ss_flags(rel: _Release, min_counts: Mapping[str, int]) -> np.ndarray:
     flags = np.zeros(rel.n, dtype=bool)
     for col, minimum in min_counts.items():
-        terms = _split_terms(_strings(rel.frame[col]))
-        counts = np.bincount(terms.index.to_numpy(dtype=np.int64), minlength=rel.n)
+        rows, _, _ = _terms(_strings(rel.frame[col]))
+        counts = np.bincount(rows, minlength=rel.n)
         flags |= counts >= minimum
     return flags
 
@@ -482,13 +499,14 @@ def _check_release(rel: _Release, links: _Links, *, k: int, theta: ThetaTable, m
 
     # θ: one entry per (group, term) present in the group.
     dsg = np.zeros(n_groups, dtype=bool)
-    if rel.term.size:
-        tcode, tnames = pd.factorize(rel.term)
+    if rel.term_row.size:
+        tnames = rel.term_names
         n_terms = len(tnames)
-        key = gcode[rel.term_row] * n_terms + tcode
+        key = gcode[rel.term_row] * n_terms + rel.term_code
         keys, inverse = np.unique(key, return_inverse=True)
         sigma = np.bincount(inverse, minlength=len(keys))
-        sigma_x = np.bincount(inverse, weights=x[rel.term_row], minlength=len(keys)).astype(np.int64)
+        sigma_x = np.bincount(inverse, weights=x[rel.term_row],
+                              minlength=len(keys)).astype(np.int64)
         kg, kt = keys // n_terms, keys % n_terms
         thresholds = np.array([theta.get(str(t)) for t in tnames], dtype=np.float64)[kt]
         denominator = kept[kg] + sigma_x
@@ -503,8 +521,8 @@ def _check_release(rel: _Release, links: _Links, *, k: int, theta: ThetaTable, m
                 text = (f"term {term!r}: confidence {confidence[i]:.4g} "
                         f"({sigma[i]}/{denominator[i]}) > theta {th:g}")
             else:
-                text = (f"term {term!r}: confidence 1 ({sigma[i]}/{denominator[i]}), no case remains "
-                        f"after {attacks} exclusions (theta {th:g})")
+                text = (f"term {term!r}: confidence 1 ({sigma[i]}/{denominator[i]}), no case "
+                        f"remains after {attacks} exclusions (theta {th:g})")
             reasons[kg[i]].append(text)
 
     # α: 002's views.
@@ -521,12 +539,12 @@ def _check_release(rel: _Release, links: _Links, *, k: int, theta: ThetaTable, m
             share = np.divide(with_ss, members, out=np.zeros(n_groups), where=members > 0)
             for g in np.flatnonzero((members > 0) & (share > alpha + _TOL)):
                 ssg[g] = True
-                reasons[g].append(f"view {view}: ss share {share[g]:.4g} ({with_ss[g]}/{members[g]}) "
-                                  f"> alpha {alpha:g}")
+                reasons[g].append(f"view {view}: ss share {share[g]:.4g} "
+                                  f"({with_ss[g]}/{members[g]}) > alpha {alpha:g}")
 
     groups = tuple(
-        GroupCheck(period=rel.label, group=str(rel.glabels[g]), size=int(size[g]), kept=int(kept[g]),
-                   excluded=int(n_x[g]), excluded_old=int(n_old[g]),
+        GroupCheck(period=rel.label, group=str(rel.glabels[g]), size=int(size[g]),
+                   kept=int(kept[g]), excluded=int(n_x[g]), excluded_old=int(n_old[g]),
                    excluded_forward=int(n_fwd[g]), excluded_md=int(n_md[g]), dig=bool(dig[g]),
                    dsg=bool(dsg[g]), ssg=bool(ssg[g]), violations=tuple(reasons[g]))
         for g in range(n_groups))
@@ -552,13 +570,14 @@ def _names(value: object, name: str) -> tuple[str, ...]:
     return out
 
 
-def _per_period(value: object, name: str, reported: Sequence[str], kind: type,
+def _per_period(value: object, name: str, reported: Sequence[str], shared: type | None,
                 what: str) -> dict[str, object]:
-    if isinstance(value, kind):
+    """``value`` for every reported period: one shared value, or a mapping by period label."""
+    if shared is not None and isinstance(value, shared):
         return {p: value for p in reported}
     if not isinstance(value, Mapping):
-        raise ValidationError(f"The {name!r} parameter of {_OWNER} must be {what} or a mapping from "
-                              f"period label to one; got {type(value).__name__}.")
+        raise ValidationError(f"The {name!r} parameter of {_OWNER} must be {what}; got "
+                              f"{type(value).__name__}.")
     table = {parse_period(p).label: v for p, v in value.items()}
     missing = [p for p in reported if p not in table]
     if missing:
@@ -614,9 +633,10 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
     qids = tuple(qids)
     sensitive = _names(sensitive, "sensitive")
     names = [q.name for q in qids]
-    if len(set(names)) != len(names) or set(names) & set(sensitive) or set(names + list(sensitive)) & set(_FIXED):
-        raise ValidationError(f"The 'qids' and 'sensitive' parameters of {_OWNER} must name distinct "
-                              f"columns other than {', '.join(_FIXED)}; got {names!r} and "
+    columns = [*names, *sensitive]
+    if len(set(columns)) != len(columns) or set(columns) & set(_FIXED):
+        raise ValidationError(f"The 'qids' and 'sensitive' parameters of {_OWNER} must name "
+                              f"distinct columns other than {', '.join(_FIXED)}; got {names!r} and "
                               f"{list(sensitive)!r}.")
     k = check_int(k, name="k", owner=_OWNER, minimum=1)
     if lifespan is not None:
@@ -644,15 +664,15 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
     labels = [r.label for r in rels]
     if len(set(labels)) != len(labels):
         twice = sorted({p for p in labels if labels.count(p) > 1})
-        raise InputFormatError(f"Several releases hold period(s) {', '.join(twice)}; a series has one "
-                               f"release per period.")
+        raise InputFormatError(f"Several releases hold period(s) {', '.join(twice)}; a series "
+                               f"has one release per period.")
 
     if periods is None:
         reported = labels
     else:
         if isinstance(periods, str) or not isinstance(periods, Sequence):
-            raise ValidationError(f"The 'periods' parameter of {_OWNER} must be a sequence of period "
-                                  f"labels; got {periods!r}.")
+            raise ValidationError(f"The 'periods' parameter of {_OWNER} must be a sequence of "
+                                  f"period labels; got {periods!r}.")
         wanted = {parse_period(p).label for p in periods}
         unknown = sorted(wanted - set(labels))
         if unknown:
@@ -661,7 +681,8 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
                                   f"{', '.join(labels) or 'none'}).")
         reported = [p for p in labels if p in wanted]
 
-    thetas = _per_period(theta, "theta", reported, ThetaTable, "a ThetaTable")
+    thetas = _per_period(theta, "theta", reported, ThetaTable,
+                         "a ThetaTable or a mapping from period label to one")
     for p, t in thetas.items():
         if not isinstance(t, ThetaTable):
             raise ValidationError(f"The 'theta' parameter of {_OWNER} must give a ThetaTable for "
@@ -669,7 +690,8 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
                                   f"got {type(t).__name__}.")
     ss_table: dict[str, object] = {}
     if alpha is not None:
-        ss_table = _per_period(ss_min_counts, "ss_min_counts", reported, type(None), "a mapping")
+        ss_table = _per_period(ss_min_counts, "ss_min_counts", reported, None,
+                               "a mapping from period label to {column: minimum term count}")
 
     links = _link(rels, qids, lifespan)
     ordinals = {r.ordinal for r in rels}
@@ -688,8 +710,9 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
 
 def _ss_columns(value: object, rel: _Release) -> dict[str, int]:
     if not isinstance(value, Mapping) or not value:
-        raise ValidationError(f"The 'ss_min_counts' parameter of {_OWNER} must map period {rel.label} "
-                              f"to a non-empty {{column: minimum term count}}; got {value!r}.")
+        raise ValidationError(f"The 'ss_min_counts' parameter of {_OWNER} must map period "
+                              f"{rel.label} to a non-empty {{column: minimum term count}}; got "
+                              f"{value!r}.")
     out = {}
     for col, minimum in value.items():
         if col not in rel.frame.columns:

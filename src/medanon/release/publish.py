@@ -74,6 +74,29 @@ def plan_periods(store: ReleaseStore, requested: Sequence[str]) -> list[str]:
     return labels
 
 
+def _with_next_period(store: ReleaseStore, labels: list[str], *, explicit: bool,
+                      method: str) -> list[str]:
+    """Periods whose next period is ingested (HA: an md-record is a case absent from it).
+
+    Requested explicitly, a period without its next one is an error; by default the trailing
+    periods that lack it are left for later.
+    """
+    ingested = set(store.ingested_periods())
+    missing = [p for p in labels if parse_period(p).shift(1).label not in ingested]
+    if missing and (explicit or missing != labels[len(labels) - len(missing):]):
+        first = missing[0]
+        raise StoreError(f"Method {method!r} releases period {first} only when period "
+                         f"{parse_period(first).shift(1).label} is ingested: an md-record is a case "
+                         "absent from the next period. Ingest the next quarter first.")
+    kept = [p for p in labels if p not in missing]
+    if not kept:
+        first = missing[0]
+        raise StoreError(f"Method {method!r} cannot release {', '.join(missing)} yet: period "
+                         f"{parse_period(first).shift(1).label} (the next one) is not ingested, and "
+                         "an md-record is a case absent from the next period.")
+    return kept
+
+
 def input_digest(records: pd.DataFrame) -> str:
     """SHA-256 of a period's input records in a canonical order (recorded in the manifest)."""
     canonical = records.sort_values(list(records.columns[:3])).astype(str)
@@ -124,6 +147,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         raise ValidationError("A seeded run is reproducible by anyone who knows the seed; publishing "
                               "it needs --allow-seeded (for tests and research only).")
     labels = plan_periods(store, periods)
+    if method.needs_next_period:
+        labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name)
     hierarchies = store.schema.load_hierarchies()
     summaries = []
     for label in labels:
@@ -131,7 +156,11 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         supers = combine_super_records(records, store.schema, hierarchies)
         previous = ([store.release_rows(p) for p in store.published_periods()]
                     if method.periodic else [])
-        result = method.anonymize(supers, previous, rng=rng)
+        next_cases = None
+        if method.needs_next_period:
+            following = parse_period(label).shift(1).label
+            next_cases = set(store.records(following)[store.schema.case_id].astype(str))
+        result = method.anonymize(supers, previous, rng=rng, next_cases=next_cases)
         rows = to_published_rows(result.table, store.schema)
         manifest = build_manifest(store.schema, hierarchies, method, label, rng, result=result,
                                   rows=rows, digest=input_digest(records), n_reports=len(records))

@@ -1,0 +1,388 @@
+"""What MS, PPMS, PPMS+, PPMS++ and HA share around the clustering core.
+
+One period is anonymized in six steps (001's PPMS-Anonymization; ``algorithms.md`` §1.7):
+
+1. encode the super records: categorical QIDs as taxonomy codes, numeric ones as [lo, hi]
+   (a missing value is treated as fully generalized: the root, or the period's whole range);
+2. QID-covering of old cases against the F-attack: the QIDs of a case already published in the
+   life span are generalized to cover its published value in the latest (PPMS) or earliest
+   (PPMS+, PPMS++, HA) earlier release holding it;
+3. resolve θ* on the period's term counts, and check feasibility: a term held by c cases can
+   meet θ_s only if c <= θ_s·N, N the number of anchor records (new cases; HA: new & md),
+   because Σ_g floor(θ_s·anchors(g)) <= θ_s·N (001's 2007Q1 example: 3877/18,462 = 21.0%);
+4. group (``clustering.py``);
+5. check the result with the algorithm's own bound (a broken bound is a bug: InternalError);
+6. generalize every group to its lowest common value and build the release table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping, Sequence
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_choice, check_fraction, check_int
+from ..data.periods import parse_period
+from ..data.records import SuperRecords
+from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
+from ..hierarchies import Interval, Taxonomy
+from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_theta
+from ..random import RandomSource
+from .base import AnonymizationResult, Anonymizer
+from .clustering import (NEW_MD, NEW_NMD, OLD_MD, OLD_NMD, Attribute, GroupingInput, QidSpace,
+                         eta, group_records)
+
+ON_INFEASIBLE = ("refuse", "raise-theta", "suppress-terms")
+_SHOWN = 10
+
+
+class ClusteringMethod(Anonymizer):
+    """Base of the greedy-clustering methods (configure in the constructor, keyword-only).
+
+    Args:
+        k: minimum number of anchor records per group (>= 2).
+        theta: θ* as a number in (0, 1], ``"frequency"``, a file path, or a :class:`ThetaSpec`.
+        lifespan: periods within which a follow-up links to an earlier release (None: all).
+        on_infeasible: ``refuse`` (default) when a term cannot meet its θ or a case fits no
+            group; ``raise-theta`` raises those terms' θ to the smallest feasible value;
+            ``suppress-terms`` removes those terms from this release. With either option, cases
+            the greedy grouping cannot place are withheld from the release. Every action is
+            recorded in the manifest.
+    """
+
+    periodic: ClassVar[bool] = True
+    randomized: ClassVar[bool] = True
+    #: earlier clone to cover: "latest" (PPMS), "earliest" (PPMS+, PPMS++, HA), None (MS).
+    cover: ClassVar[str | None] = "earliest"
+    #: whether only new cases seed and grow groups (PPMS++).
+    new_cases_first: ClassVar[bool] = False
+
+    def __init__(self, *, k: int, theta: float | str | ThetaSpec, lifespan: int | None = None,
+                 on_infeasible: str = "refuse"):
+        owner = type(self).__name__
+        self.k = check_int(k, name="k", owner=owner, minimum=2)
+        if isinstance(theta, ThetaSpec):
+            self.theta = theta
+        elif isinstance(theta, (int, float)) and not isinstance(theta, bool):
+            self.theta = UniformTheta(check_fraction(theta, name="theta", owner=owner))
+        elif isinstance(theta, str):
+            self.theta = parse_theta(theta)
+        else:
+            raise ValidationError(f"The 'theta' parameter of {owner} must be a number in (0, 1], "
+                                  f"'frequency', a file path or a ThetaSpec; got {theta!r}.")
+        self.lifespan = None if lifespan is None else check_int(lifespan, name="lifespan",
+                                                                owner=owner, minimum=1)
+        self.on_infeasible = check_choice(on_infeasible, name="on_infeasible", owner=owner,
+                                          choices=ON_INFEASIBLE)
+
+    def parameters(self) -> dict[str, object]:
+        return {"k": self.k, "theta": self.theta.describe(), "lifespan": self.lifespan,
+                "on_infeasible": self.on_infeasible}
+
+    # ------------------------------------------------------------------ hooks for subclasses
+    def anchors_and_pool(self, new: np.ndarray, md: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Which records count towards k and η, and which may join a growing group."""
+        pool = new.copy() if self.new_cases_first else np.ones(len(new), dtype=bool)
+        return new.copy(), pool
+
+    def anchor_name(self) -> str:
+        return "new cases"
+
+    def ha_inputs(self, data: SuperRecords, terms_by_column: dict[str, list[tuple[str, ...]]],
+                  new: np.ndarray, md: np.ndarray | None) -> dict:
+        return {}
+
+    def md_flags(self, data: SuperRecords, next_cases: Collection[str] | None) -> np.ndarray | None:
+        return None
+
+    # -------------------------------------------------------------------------------- run
+    def anonymize(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
+                  rng: RandomSource, next_cases: Collection[str] | None = None) -> AnonymizationResult:
+        schema = data.schema
+        frame = data.frame
+        hierarchies = data.hierarchies or schema.load_hierarchies()
+        n = len(frame)
+        period = str(frame[schema.period].iloc[0]) if n else ""
+        case_ids = frame[schema.case_id].astype(str).to_numpy()
+        space, values = _encode_qids(data, hierarchies)
+        new = np.ones(n, dtype=bool)
+        covered = 0
+        if self.cover is not None and n:
+            new, covered = _cover_old_cases(space, values, case_ids, period, previous,
+                                            hierarchies, schema, latest=self.cover == "latest",
+                                            lifespan=self.lifespan)
+        space = _with_ranges(space, values)
+        md = self.md_flags(data, next_cases)
+        anchor, pool = self.anchors_and_pool(new, md)
+
+        # Sensitive values: terms pooled over the sensitive columns (001: S_r = INDI_PT ∪ PT).
+        per_column = {c: [tuple(v) for v in frame[c]] for c in schema.sensitive}
+        record_terms = [tuple(sorted(set().union(*(per_column[c][i] for c in schema.sensitive))))
+                        for i in range(n)]
+        counts: dict[str, int] = {}
+        for ts in record_terms:
+            for t in ts:
+                counts[t] = counts.get(t, 0) + 1
+        table = self.theta.resolve(counts)
+        n_anchor = int(anchor.sum())
+        actions = {}
+        if n and n_anchor < self.k:
+            raise InfeasibleError(
+                f"Period {period} has {n_anchor} {self.anchor_name()} among {n} cases, fewer than "
+                f"k = {self.k}: no group can satisfy {self.privacy_model}.")
+        blocked = _infeasible_terms(counts, table, n_anchor)
+        suppressed_terms: set[str] = set()
+        if blocked:
+            if self.on_infeasible == "refuse":
+                raise InfeasibleError(_infeasible_message(period, blocked, n_anchor,
+                                                          self.anchor_name()))
+            if self.on_infeasible == "raise-theta":
+                raised = {t: _ceil4(c / n_anchor) for t, c, _ in blocked}
+                table = table.with_overrides(raised)
+                actions["raised_theta"] = {t: {"count": c, "theta": th, "raised_to": raised[t]}
+                                           for t, c, th in blocked}
+            else:
+                suppressed_terms = {t for t, _, _ in blocked}
+                actions["suppressed_terms"] = {t: {"count": c, "theta": th} for t, c, th in blocked}
+                record_terms = [tuple(t for t in ts if t not in suppressed_terms)
+                                for ts in record_terms]
+                for t in suppressed_terms:
+                    counts.pop(t)
+        vocabulary = sorted(counts)
+        term_id = {t: i for i, t in enumerate(vocabulary)}
+        ptr = np.zeros(n + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum([len(ts) for ts in record_terms])
+        ids = np.fromiter((term_id[t] for ts in record_terms for t in ts), dtype=np.int64,
+                          count=int(ptr[-1]))
+        theta_arr = np.array([table.get(t) for t in vocabulary], dtype=float)
+        extra = self.ha_inputs(data, per_column, new, md)
+        extra_details = extra.pop("_details", {})
+        rank = rng.generator.permutation(n)
+        grouping = GroupingInput(space, values["cat"], values["lo"], values["hi"], ptr, ids,
+                                 theta_arr, anchor, pool, rank, self.k, **extra)
+        result = group_records(grouping)
+        withheld = sorted(result.unplaced)
+        if withheld and self.on_infeasible == "refuse":
+            raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
+                                                    n_anchor, table))
+        self._check_own_bounds(grouping, result.group_of)
+        out = _release_table(data, space, values, result.group_of, suppressed_terms)
+        details = {
+            "theta_table": table.to_manifest(),
+            "cases": n, "new_cases": int(new.sum()), "old_cases_covered": covered,
+            "anchors": n_anchor, "anchor_kind": self.anchor_name(),
+            "groups": result.n_groups, "leftovers_placed": result.leftovers - len(withheld),
+            "withheld_cases": len(withheld), "failed_seeds": result.failed_seeds,
+            **actions, **extra_details,
+        }
+        if withheld:
+            details["withheld_reason"] = ("no group could take these cases without breaking theta"
+                                          + (" or alpha" if extra else "") + "; withheld from this release")
+        return AnonymizationResult(table=out, n_groups=result.n_groups, suppressed=len(withheld),
+                                   details=details)
+
+    def _check_own_bounds(self, data: GroupingInput, group_of: np.ndarray) -> None:
+        """The algorithm's own invariant: anchors >= k and σ_s <= floor(θ_s·anchors) per group."""
+        placed = group_of >= 0
+        if not placed.any():
+            return
+        anchors = np.bincount(group_of[placed], weights=data.anchor[placed].astype(float))
+        if anchors.min() < self.k:
+            raise InternalError(f"{self.name}: a group has {anchors.min():.0f} anchors < k.")
+        lengths = np.diff(data.term_ptr)
+        owner = np.repeat(np.arange(data.n), lengths)
+        keep = placed[owner]
+        if keep.any():
+            pairs = pd.DataFrame({"g": group_of[owner[keep]], "s": data.term_ids[keep]})
+            sigma = pairs.value_counts()
+            g = sigma.index.get_level_values(0).to_numpy()
+            s = sigma.index.get_level_values(1).to_numpy()
+            limit = np.floor(data.theta[s] * anchors[g] + 1e-9)
+            if (sigma.to_numpy() > limit).any():
+                raise InternalError(f"{self.name}: a group exceeds its theta bound.")
+
+
+# ------------------------------------------------------------------------------------ encoding
+def _encode_qids(data: SuperRecords, hierarchies: Mapping[str, Taxonomy]) -> tuple[QidSpace, dict]:
+    schema, frame = data.schema, data.frame
+    cat, lo, hi, attrs = [], [], [], []
+    for qid in schema.qids:
+        if qid.kind == "categorical":
+            tax = hierarchies[qid.name]
+            labels = frame[qid.name].to_numpy(dtype=object)
+            labels = np.where(pd.isna(labels), tax.root, labels)
+            cat.append(tax.encode(labels.tolist()).astype(np.int64))
+            lo.append(None)
+            hi.append(None)
+            attrs.append(Attribute(qid.name, tax))
+        else:
+            a, b = data.numeric_bounds(qid.name)
+            finite_lo, finite_hi = a[~np.isnan(a)], b[~np.isnan(b)]
+            vmin = float(finite_lo.min()) if len(finite_lo) else 0.0
+            vmax = float(finite_hi.max()) if len(finite_hi) else 0.0
+            lo.append(np.where(np.isnan(a), vmin, a).astype(float))
+            hi.append(np.where(np.isnan(b), vmax, b).astype(float))
+            cat.append(None)
+            attrs.append(Attribute(qid.name, None, 0.0))
+    return QidSpace(attrs), {"cat": tuple(cat), "lo": tuple(lo), "hi": tuple(hi)}
+
+
+def _with_ranges(space: QidSpace, values: dict) -> QidSpace:
+    """Numeric ranges max(N_i) − min(N_i) over the whole (covered) data set (001 Eq. 1)."""
+    attrs = []
+    for j, a in enumerate(space.attributes):
+        if a.numeric:
+            lo, hi = values["lo"][j], values["hi"][j]
+            r = float(hi.max() - lo.min()) if len(lo) else 0.0
+            attrs.append(Attribute(a.name, None, r))
+        else:
+            attrs.append(a)
+    return QidSpace(attrs)
+
+
+def _cover_old_cases(space: QidSpace, values: dict, case_ids: np.ndarray, period: str,
+                     previous: Sequence[pd.DataFrame], hierarchies: Mapping[str, Taxonomy], schema,
+                     *, latest: bool, lifespan: int | None) -> tuple[np.ndarray, int]:
+    """QID-covering (001 Lemma 1 / Algorithm lines 2-18; 002 HA lines 2-6), in place.
+
+    Returns the "new" flags (case in no earlier release of the life span) and how many old
+    cases had their QIDs widened.
+    """
+    n = len(case_ids)
+    here = parse_period(period).ordinal
+    frames = []
+    for rel in previous:
+        if not len(rel):
+            continue
+        p = parse_period(str(rel["period"].iloc[0])).ordinal
+        if p >= here or (lifespan is not None and here - p > lifespan):
+            continue
+        part = rel[["case_id", *schema.qid_names]].copy()
+        part["_ord"] = p
+        frames.append(part)
+    new = np.ones(n, dtype=bool)
+    if not frames:
+        return new, 0
+    prev = pd.concat(frames, ignore_index=True)
+    prev["case_id"] = prev["case_id"].astype(str)
+    prev = prev[prev["case_id"].isin(set(case_ids))]
+    prev = prev.sort_values("_ord", ascending=not latest, kind="stable").drop_duplicates("case_id")
+    if not len(prev):
+        return new, 0
+    index = pd.Series(np.arange(n), index=case_ids)
+    rows = index.loc[prev["case_id"].to_numpy()].to_numpy()
+    new[rows] = False
+    widened = np.zeros(len(rows), dtype=bool)
+    for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
+        published = prev[qid.name].fillna("").astype(str).to_numpy()
+        if not a.numeric:
+            tax = a.taxonomy
+            labels = np.where(published == "", tax.root, published)
+            try:
+                codes = tax.encode(labels.tolist()).astype(np.int64)
+            except HierarchyError as exc:
+                raise HierarchyError(f"An earlier release's {qid.name!r} value is not in the "
+                                     f"hierarchy used now: {exc}") from None
+            cur = values["cat"][j]
+            merged = np.array([tax.lca_codes([int(x), int(y)]) for x, y in zip(cur[rows], codes)])
+            widened |= merged != cur[rows]
+            cur[rows] = merged
+        else:
+            lo, hi = values["lo"][j], values["hi"][j]
+            plo = np.empty(len(rows))
+            phi = np.empty(len(rows))
+            for i, text in enumerate(published):
+                if text == "":
+                    plo[i], phi[i] = lo.min(), hi.max()
+                else:
+                    iv = Interval.parse(text)
+                    plo[i], phi[i] = iv.lo, iv.hi
+            nlo, nhi = np.minimum(lo[rows], plo), np.maximum(hi[rows], phi)
+            widened |= (nlo != lo[rows]) | (nhi != hi[rows])
+            lo[rows], hi[rows] = nlo, nhi
+    return new, int(widened.sum())
+
+
+# -------------------------------------------------------------------------------- feasibility
+def _infeasible_terms(counts: Mapping[str, int], table: ThetaTable,
+                      n_anchor: int) -> list[tuple[str, int, float]]:
+    """Terms held by more cases than θ_s·N allows (necessary condition, see module docstring)."""
+    out = [(t, c, table.get(t)) for t, c in counts.items()
+           if c > eta(table.get(t), n_anchor)]
+    return sorted(out, key=lambda x: (-x[1] / max(n_anchor, 1) + x[2], x[0]))
+
+
+def _ceil4(x: float) -> float:
+    """Round up to 4 decimals (so that the raised θ is never below the bound)."""
+    return min(1.0, math.ceil(x * 10_000 - 1e-9) / 10_000)
+
+
+def _infeasible_message(period: str, blocked: list[tuple[str, int, float]], n_anchor: int,
+                        anchor_name: str) -> str:
+    shown = "; ".join(f"{t!r}: {c} cases, theta {th:g}, smallest workable theta {_ceil4(c / n_anchor):.4f}"
+                      for t, c, th in blocked[:_SHOWN])
+    more = f" (and {len(blocked) - _SHOWN} more)" if len(blocked) > _SHOWN else ""
+    return (f"Period {period} cannot meet theta for {len(blocked)} term(s) with {n_anchor} "
+            f"{anchor_name}: {shown}{more}. Raise those thresholds (--on-infeasible raise-theta) "
+            "or suppress those terms in this release (--on-infeasible suppress-terms); the "
+            "manifest records either choice.")
+
+
+def _unplaced_message(period: str, withheld: list[int], record_terms, counts, n_anchor: int,
+                      table: ThetaTable) -> str:
+    tally: dict[str, int] = {}
+    for r in withheld:
+        for t in record_terms[r]:
+            tally[t] = tally.get(t, 0) + 1
+    top = sorted(tally.items(), key=lambda x: -x[1])[:5]
+    shown = ", ".join(f"{t!r} ({c} of them; {counts.get(t, 0)} cases in all, theta {table.get(t):g})"
+                      for t, c in top)
+    return (f"Period {period}: the grouping could not place {len(withheld)} case(s) in any group "
+            f"without breaking the thresholds; their most common terms: {shown or 'none'}. Lower k, "
+            "raise theta, or allow withholding them with --on-infeasible raise-theta or "
+            "suppress-terms (the manifest records the withheld count).")
+
+
+# ---------------------------------------------------------------------------------- the table
+def _release_table(data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
+                   suppressed_terms: set[str]) -> pd.DataFrame:
+    """One row per placed case, QIDs generalized to the group's lowest common value."""
+    schema, frame = data.schema, data.frame
+    placed = np.flatnonzero(group_of >= 0)
+    groups = group_of[placed]
+    # Number groups 1..G in order of their first case in the period's case order.
+    _, first = np.unique(groups, return_index=True)
+    order = np.argsort(first, kind="stable")
+    label_of = np.empty(groups.max() + 1 if len(groups) else 0, dtype=np.int64)
+    label_of[np.unique(groups)[order]] = np.arange(1, len(order) + 1)
+    out = pd.DataFrame({"period": frame[schema.period].to_numpy()[placed],
+                        "case_id": frame[schema.case_id].astype(str).to_numpy()[placed],
+                        "group": label_of[groups].astype(str)})
+    for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
+        if a.numeric:
+            lo = pd.Series(values["lo"][j][placed]).groupby(groups).transform("min").to_numpy()
+            hi = pd.Series(values["hi"][j][placed]).groupby(groups).transform("max").to_numpy()
+            out[qid.name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
+        else:
+            codes = values["cat"][j][placed]
+            lca = {}
+            for g in np.unique(groups).tolist():
+                lca[g] = a.taxonomy.lca_codes(codes[groups == g])
+            labels = a.taxonomy.decode([lca[g] for g in groups.tolist()])
+            out[qid.name] = labels
+    for name in schema.sensitive:
+        cells = frame[name].to_numpy()[placed]
+        if suppressed_terms:
+            cells = [tuple(t for t in v if t not in suppressed_terms) for v in cells]
+        out[name] = pd.Series(list(cells), dtype=object)
+    for name in schema.multi + schema.insensitive:
+        out[name] = frame[name].to_numpy()[placed]
+    return out
+
+
+def ha_classes(new: np.ndarray, md: np.ndarray) -> np.ndarray:
+    """002's record classes for Procedure 3."""
+    return np.where(new, np.where(md, NEW_MD, NEW_NMD), np.where(md, OLD_MD, OLD_NMD))

@@ -1,0 +1,113 @@
+"""HA: PPMS(k, θ, α)-bounding of periodic SRS releases (paper 002).
+
+Reference: Huang, Yi, Zhu, Shang, Lin, "Improved privacy preserving method for periodical SRS
+publishing", PLoS One 2021;16(4):e0250457: Definition 7, Lemma 1 (Eq. 1), Eqs. 2-4, Algorithm 1
+(HA), Procedure 1 (Grouping), Procedure 2 (Judge_α_bounding), Procedure 3 (Update_Group).
+
+Privacy guarantee (002 Definition 7): PPMS(k, θ*)-bounding (see ``ppms.py``) also when the
+attacker knows the target stops medication in the next quarter (MD-attack: every case present
+in the next period is excluded), and, in each of the four attacker views of a group (GV1 new &
+md, GV2 new, GV3 md, GV4 all), the share of ss-records (records with substantially more
+symptoms) is at most α (SS-attack). Mechanisms: every group holds >= k new & md records
+(|GV1| >= k, 002's change 2); η_v(G) = floor(|GV1|·θ_v) (Lemma 1, change 1); the α-check of
+Procedures 2-3 with k reserved positions (change 3). Old cases cover their earliest published
+clone (HA lines 2-6, as PPMS+).
+
+An md-record is one whose case does NOT appear in the next period, so releasing period i needs
+period i+1's data: without it the release is refused. md is judged on the next period's
+*data*; if a case present there is later withheld from release i+1, the attacker sees it as
+md, which only adds a candidate to GV1 (safe for k and θ).
+
+ss-records (002 §5): a record is ss when, for some sensitive column, its number of terms is at
+least mean + SD of that column's counts over the period (default), or at least a fixed count
+given per column.
+
+Deviations (docs/algorithms/ha.md): those of the clustering core (growth uses max(k, |GV1|);
+a failed seed does not end the grouping; unplaceable cases are refused or withheld); θ may be
+any θ* table (002 uses one θ for all values, as a special case).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+import numpy as np
+
+from .._validation import check_fraction, check_int
+from ..data.records import SuperRecords
+from ..errors import ValidationError
+from .common import ClusteringMethod, ha_classes
+
+SS_MEAN_SD = "mean+sd"
+
+
+class HA(ClusteringMethod):
+    """PPMS(k, θ, α)-bounding by algorithm HA.
+
+    Args:
+        alpha: the largest share of ss-records allowed in each view, in (0, 1].
+        ss_rule: ``"mean+sd"`` or a mapping ``{sensitive column: minimum term count}``.
+        (other arguments: see :class:`~medanon.anonymize.common.ClusteringMethod`)
+    """
+
+    name = "ha"
+    privacy_model = "PPMS(k, theta, alpha)-bounding"
+    guarantee = ("After any B-, F-, L- or MD-attack over the releases in the life span, each group "
+                 "keeps >= k candidate cases, each sensitive term's share among them is <= its "
+                 "theta, and the share of ss-records in each of the four attacker views is <= alpha.")
+    cover = "earliest"
+    needs_next_period = True
+
+    def __init__(self, *, alpha: float, ss_rule: str | Mapping[str, int] = SS_MEAN_SD, **kwargs):
+        super().__init__(**kwargs)
+        self.alpha = check_fraction(alpha, name="alpha", owner="HA")
+        if isinstance(ss_rule, str):
+            if ss_rule != SS_MEAN_SD:
+                raise ValidationError(f"The 'ss_rule' parameter of HA must be {SS_MEAN_SD!r} or a "
+                                      f"mapping of column to minimum term count; got {ss_rule!r}.")
+            self.ss_rule: str | dict[str, int] = ss_rule
+        else:
+            self.ss_rule = {str(c): check_int(v, name=f"ss_rule[{c!r}]", owner="HA", minimum=1)
+                            for c, v in dict(ss_rule).items()}
+            if not self.ss_rule:
+                raise ValidationError("The 'ss_rule' parameter of HA must name at least one column.")
+
+    def parameters(self) -> dict[str, object]:
+        return {**super().parameters(), "alpha": self.alpha, "ss_rule": self.ss_rule}
+
+    def anchor_name(self) -> str:
+        return "new cases that stop in the next period (new & md)"
+
+    def anchors_and_pool(self, new, md):
+        return new & md, np.ones(len(new), dtype=bool)
+
+    def md_flags(self, data: SuperRecords, next_cases: Collection[str] | None) -> np.ndarray:
+        if next_cases is None:
+            raise ValidationError("HA needs the case ids of the next period (an md-record is a case "
+                                  "absent from it); pass next_cases.")
+        present = set(map(str, next_cases))
+        return np.array([c not in present for c in data.frame[data.schema.case_id].astype(str)],
+                        dtype=bool)
+
+    def ss_thresholds(self, per_column: dict[str, list[tuple[str, ...]]]) -> dict[str, float]:
+        if isinstance(self.ss_rule, dict):
+            unknown = set(self.ss_rule) - set(per_column)
+            if unknown:
+                raise ValidationError(f"ss_rule names column(s) {', '.join(sorted(unknown))} that are "
+                                      f"not sensitive columns ({', '.join(per_column)}).")
+            return {c: float(v) for c, v in self.ss_rule.items()}
+        out = {}
+        for column, cells in per_column.items():
+            counts = np.array([len(v) for v in cells], dtype=float)
+            out[column] = float(counts.mean() + counts.std()) if len(counts) else 0.0
+        return out
+
+    def ha_inputs(self, data, per_column, new, md) -> dict:
+        thresholds = self.ss_thresholds(per_column)
+        n = len(new)
+        ss = np.zeros(n, dtype=bool)
+        for column, thr in thresholds.items():
+            ss |= np.array([len(v) for v in per_column[column]], dtype=float) >= thr - 1e-9
+        return {"alpha": self.alpha, "ha_class": ha_classes(new, md), "ss": ss,
+                "_details": {"ss_min_counts": thresholds, "ss_records": int(ss.sum()),
+                             "md_records": int(md.sum()), "new_md_records": int((new & md).sum())}}

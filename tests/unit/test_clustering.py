@@ -1,0 +1,94 @@
+"""The shared grouping core: formulas, and the fast grouping against the slow reference."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from medanon.anonymize.clustering import (NEW_MD, NEW_NMD, OLD_MD, OLD_NMD, Attribute,
+                                          GroupingInput, QidSpace, delta_il, eta, group_records,
+                                          group_reference, ha_ok, ha_update, privacy_risk)
+from medanon.hierarchies import mesh_age_tree, sex_tree
+
+
+def test_eta_is_floor_of_theta_times_anchors_without_float_surprises():
+    assert eta(0.2, 18462) == 3692            # 001's 2007Q1: 0.2 * 18,462 = 3692.4
+    assert eta(0.29, 100) == 29               # 0.29 * 100 is 28.999999999999996 in floats
+    assert eta(1 / 3, 4) == 1 and eta(1 / 3, 3) == 1 and eta(1 / 3, 2) == 0
+
+
+def test_privacy_risk_follows_001_eqs_4_and_5():
+    # g holds 'a' once; r brings 'a' and 'b'; eta = 2 for both:
+    # PR_a = 2 / (2 - 2 + 1) = 2, PR_b = 1 / (2 - 1 + 1) = 0.5, PR = 1 + 2.5.
+    assert privacy_risk([0, 1], {0: 1}, {0: 2, 1: 2}) == pytest.approx(3.5)
+    assert privacy_risk([], {}, {}) == 1.0                       # the "+1" avoids a zero PR
+    assert privacy_risk([0], {0: 2}, {0: 2}) == float("inf")     # sigma would exceed eta
+
+
+def test_delta_il_is_il_after_minus_il_before():
+    # IL(g) = |g| * L(g): a group of 3 with L = 0.5 takes a record that makes L = 0.75.
+    assert delta_il(3, 0.5, 0.75) == pytest.approx(4 * 0.75 - 3 * 0.5)
+    assert delta_il(3, 0.5, 0.5) == pytest.approx(0.5)         # a covered record still costs L(g)
+
+
+def test_ha_update_follows_002_procedure_3():
+    start = [0, 0, 0, 0, 3, 3, 3, 3]
+    assert ha_update(start, NEW_MD, False, False) == start          # nss: nothing changes
+    assert ha_update(start, NEW_MD, True, False) == [1, 1, 1, 1, 3, 3, 3, 3]   # reserved slot
+    assert ha_update(start, NEW_MD, True, True) == [1, 1, 1, 1, 4, 4, 4, 4]    # remaining record
+    assert ha_update(start, NEW_NMD, True, False) == [0, 1, 0, 1, 3, 4, 3, 4]
+    assert ha_update(start, OLD_MD, True, False) == [0, 0, 1, 1, 3, 3, 4, 4]
+    assert ha_update(start, OLD_NMD, True, False) == [0, 0, 0, 1, 3, 3, 3, 4]
+    assert ha_ok([1, 1, 1, 1, 4, 4, 4, 4], 0.25) and not ha_ok([1, 1, 1, 1, 3, 4, 4, 4], 0.25)
+
+
+def _random_input(n: int, seed: int, mode: str, *, k: int, theta: float, alpha: float | None):
+    rng = np.random.default_rng(seed)
+    age, sex = mesh_age_tree(), sex_tree()
+    ages = age.encode([age.values[i] for i in rng.integers(0, len(age.values), n)])
+    sexes = sex.encode([sex.values[i] for i in rng.integers(0, len(sex.values), n)])
+    weight = rng.integers(40, 100, n).astype(float)
+    space = QidSpace([Attribute("age", age), Attribute("sex", sex),
+                      Attribute("weight", value_range=60.0)])
+    ptr, ids = [0], []
+    for _ in range(n):
+        ids += sorted(set(rng.integers(0, 12, rng.integers(0, 4)).tolist()))
+        ptr.append(len(ids))
+    new, md, ss = rng.random(n) < 0.8, rng.random(n) < 0.7, rng.random(n) < 0.2
+    cls = np.where(new, np.where(md, NEW_MD, NEW_NMD), np.where(md, OLD_MD, OLD_NMD))
+    anchor = {"ms": np.ones(n, dtype=bool), "ha": new & md}.get(mode, new)
+    pool = new if mode == "ppms++" else np.ones(n, dtype=bool)
+    return GroupingInput(space, (ages.astype(np.int64), sexes.astype(np.int64), None),
+                         (None, None, weight), (None, None, weight.copy()), np.array(ptr),
+                         np.array(ids, dtype=np.int64), np.full(12, theta), anchor, pool,
+                         rng.permutation(n), k, alpha, cls if alpha else None,
+                         ss if alpha else None)
+
+
+@pytest.mark.parametrize("mode", ["ms", "ppms", "ppms++", "ha"])
+@pytest.mark.parametrize("seed", range(8))
+def test_fast_grouping_finds_exactly_the_reference_groups(mode, seed):
+    data = _random_input(25 + 9 * seed, seed, mode, k=2 + seed % 3, theta=(0.3, 0.5, 1.0)[seed % 3],
+                         alpha=0.5 if mode == "ha" else None)
+    slow, fast = group_reference(data), group_records(data)
+    assert np.array_equal(slow.group_of, fast.group_of)
+    assert slow.unplaced == fast.unplaced
+    assert slow.n_groups == fast.n_groups > 0
+
+
+def test_every_group_meets_its_own_bounds():
+    data = _random_input(120, 3, "ppms", k=3, theta=0.5, alpha=None)
+    result = group_records(data)
+    etas = {}
+    for g in range(result.n_groups):
+        members = np.flatnonzero(result.group_of == g)
+        anchors = int(data.anchor[members].sum())
+        assert anchors >= 3
+        counts: dict[int, int] = {}
+        for r in members:
+            for s in data.terms(int(r)):
+                counts[s] = counts.get(s, 0) + 1
+        etas[g] = eta(0.5, anchors)
+        assert max(counts.values(), default=0) <= etas[g]
+    placed = int((result.group_of >= 0).sum())
+    assert placed + len(result.unplaced) == data.n
