@@ -54,6 +54,8 @@ from ..errors import InternalError
 from ..hierarchies import Taxonomy
 
 INF = math.inf
+#: exact PR evaluations per growth step before the search settles for the best so far.
+PROBE_BUDGET = 32
 #: categorical hierarchies up to this many nodes get a full LCA table.
 LCA_TABLE_MAX = 1024
 _EPS = 1e-9
@@ -163,9 +165,25 @@ def delta_il(size, loss_before, loss_after):
     return size * (loss_after - loss_before) + loss_after
 
 
+#: η of a term whose θ is 1: certainty is allowed, so the count is not bounded.
+UNBOUNDED = 1 << 40
+
+
 def eta(theta: float, anchors: int) -> int:
-    """η_s = floor(θ_s · anchors) (001 Lemma 2, 002 Lemma 1), robust to 0.29·100 = 28.999…"""
+    """η_s = floor(θ_s · anchors) (001 Lemma 2, 002 Lemma 1), robust to 0.29·100 = 28.999…
+
+    θ_s = 1 allows certainty, so such a term never limits a group (:data:`UNBOUNDED`); the
+    frequency-based θ* gives 1.0 to the most common, least sensitive terms (001).
+    """
+    if theta >= 1.0:
+        return UNBOUNDED
     return math.floor(theta * anchors + _EPS)
+
+
+def etas_of(theta: np.ndarray, anchors) -> np.ndarray:
+    """Vectorized :func:`eta` (over terms, or over groups for one term)."""
+    raw = np.floor(theta * anchors + _EPS).astype(np.int64)
+    return np.where(theta >= 1.0, UNBOUNDED, raw)
 
 
 def privacy_risk(terms: Sequence[int], sigma: dict[int, int], etas) -> float:
@@ -253,7 +271,7 @@ class GroupingInput:
 
     def growth_etas(self) -> np.ndarray:
         """η_s while a group grows: floor(θ_s · k)."""
-        return np.floor(self.theta * self.k + _EPS).astype(np.int64)
+        return etas_of(self.theta, self.k)
 
     def base_risk(self) -> np.ndarray:
         """P0(t): PR of t against an empty growing group (a lower bound of PR(g, t) in growth)."""
@@ -276,6 +294,7 @@ class GroupingResult:
     n_groups: int
     unplaced: list[int] = field(default_factory=list)
     failed_seeds: int = 0
+    budget_stops: int = 0
     leftovers: int = 0
 
 
@@ -500,8 +519,16 @@ class _Cells:
         return total
 
 
-def group_records(data: GroupingInput) -> GroupingResult:
-    """The same groups as :func:`group_reference`, found fast (see the module docstring)."""
+def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> GroupingResult:
+    """The same groups as :func:`group_reference`, found fast (see the module docstring).
+
+    Args:
+        probe_budget: most exact PR evaluations per growth step (default
+            :data:`PROBE_BUDGET`). A step that reaches it takes the best candidate evaluated so
+            far (candidates are evaluated in lower-bound order) and is counted in
+            ``budget_stops``; with no budget stop the groups are exactly the reference's.
+    """
+    probe_budget = PROBE_BUDGET if probe_budget is None else probe_budget
     n = data.n
     rank = data.rank
     p0 = data.base_risk()
@@ -584,6 +611,7 @@ def group_records(data: GroupingInput) -> GroupingResult:
         lb[ok] = dil[ok] * base[ok]
         best = None
         chunk = 16
+        probes = 0
         while True:
             if chunk >= len(cand):
                 order = np.argsort(lb, kind="stable")
@@ -605,6 +633,10 @@ def group_records(data: GroupingInput) -> GroupingResult:
                     rb = float(p0[r])
                     if rb == INF or (best is not None and (d * rb, rb, int(rank[r])) >= best[:3]):
                         break
+                    if best is not None and probes >= probe_budget:
+                        result.budget_stops += 1
+                        return best
+                    probes += 1
                     pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
                     if pr < INF:
                         key = (d * pr, pr, int(rank[r]), r)
@@ -699,7 +731,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         anchors = ganchors + int(data.anchor[r])
         pr_lb = np.ones(G)
         for term in data.terms(r):
-            e = np.floor(data.theta[term] * anchors + _EPS).astype(np.int64)
+            e = etas_of(np.full(G, data.theta[term]), anchors)
             c = dense[:, column[term]] + 1 if column[term] >= 0 else np.ones(G, dtype=np.int64)
             fits = c <= e
             step = np.full(G, INF)

@@ -33,7 +33,7 @@ from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_theta
 from ..random import RandomSource
 from .base import AnonymizationResult, Anonymizer
 from .clustering import (NEW_MD, NEW_NMD, OLD_MD, OLD_NMD, Attribute, GroupingInput, QidSpace,
-                         eta, group_records)
+                         eta, etas_of, group_records)
 
 ON_INFEASIBLE = ("refuse", "raise-theta", "suppress-terms")
 _SHOWN = 10
@@ -176,6 +176,7 @@ class ClusteringMethod(Anonymizer):
             "anchors": n_anchor, "anchor_kind": self.anchor_name(),
             "groups": result.n_groups, "leftovers_placed": result.leftovers - len(withheld),
             "withheld_cases": len(withheld), "failed_seeds": result.failed_seeds,
+            "search_budget_stops": result.budget_stops,
             **actions, **extra_details,
         }
         if withheld:
@@ -200,7 +201,7 @@ class ClusteringMethod(Anonymizer):
             sigma = pairs.value_counts()
             g = sigma.index.get_level_values(0).to_numpy()
             s = sigma.index.get_level_values(1).to_numpy()
-            limit = np.floor(data.theta[s] * anchors[g] + 1e-9)
+            limit = etas_of(data.theta[s], anchors[g])
             if (sigma.to_numpy() > limit).any():
                 raise InternalError(f"{self.name}: a group exceeds its theta bound.")
 

@@ -29,6 +29,7 @@ any θ* table (002 uses one θ for all values, as a special case).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Mapping
 
 import numpy as np
@@ -89,17 +90,19 @@ class HA(ClusteringMethod):
         return np.array([c not in present for c in data.frame[data.schema.case_id].astype(str)],
                         dtype=bool)
 
-    def ss_thresholds(self, per_column: dict[str, list[tuple[str, ...]]]) -> dict[str, float]:
+    def ss_thresholds(self, per_column: dict[str, list[tuple[str, ...]]]) -> dict[str, int]:
+        """Smallest term count per column that makes an ss-record (mean + SD rounded up)."""
         if isinstance(self.ss_rule, dict):
             unknown = set(self.ss_rule) - set(per_column)
             if unknown:
                 raise ValidationError(f"ss_rule names column(s) {', '.join(sorted(unknown))} that are "
                                       f"not sensitive columns ({', '.join(per_column)}).")
-            return {c: float(v) for c, v in self.ss_rule.items()}
+            return dict(self.ss_rule)
         out = {}
         for column, cells in per_column.items():
             counts = np.array([len(v) for v in cells], dtype=float)
-            out[column] = float(counts.mean() + counts.std()) if len(counts) else 0.0
+            level = float(counts.mean() + counts.std()) if len(counts) else 0.0
+            out[column] = max(1, math.ceil(level - 1e-9))
         return out
 
     def ha_inputs(self, data, per_column, new, md) -> dict:
@@ -107,7 +110,7 @@ class HA(ClusteringMethod):
         n = len(new)
         ss = np.zeros(n, dtype=bool)
         for column, thr in thresholds.items():
-            ss |= np.array([len(v) for v in per_column[column]], dtype=float) >= thr - 1e-9
+            ss |= np.array([len(v) for v in per_column[column]]) >= thr
         return {"alpha": self.alpha, "ha_class": ha_classes(new, md), "ss": ss,
                 "_details": {"ss_min_counts": thresholds, "ss_records": int(ss.sum()),
                              "md_records": int(md.sum()), "new_md_records": int((new & md).sum())}}

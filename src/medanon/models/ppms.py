@@ -720,3 +720,44 @@ def _ss_columns(value: object, rel: _Release) -> dict[str, int]:
         out[col] = check_int(minimum, name=f"ss_min_counts[{rel.label!r}][{col!r}]", owner=_OWNER,
                              minimum=1)
     return out
+
+
+def check_from_manifests(releases: Mapping[str, pd.DataFrame], manifests: Mapping[str, Mapping],
+                         schema, hierarchies: Mapping[str, Taxonomy] | None = None,
+                         periods: Sequence[str] | None = None) -> SeriesCheck:
+    """Check a series against the model each release's manifest declares.
+
+    Reads k, the life span, α (PPMS(k, θ, α)-bounding) from ``method.parameters`` and the θ* table
+    and ss thresholds actually used from ``details`` of each manifest.
+
+    Raises:
+        InputFormatError: a manifest lacks what the check needs, or releases declare different k.
+    """
+    reported = list(periods) if periods is not None else sorted(manifests)
+    if not reported:
+        raise ValidationError("Nothing to check: no release is given.")
+    params = [dict(manifests[p].get("method", {}).get("parameters", {})) for p in reported]
+    try:
+        ks = {int(p["k"]) for p in params}
+    except (KeyError, TypeError, ValueError):
+        raise InputFormatError("A manifest does not declare the parameter 'k'.") from None
+    if len(ks) != 1:
+        raise InputFormatError(f"The releases declare different k ({sorted(ks)}); check them apart.")
+    lifespans = {p.get("lifespan") for p in params}
+    alphas = {p.get("alpha") for p in params}
+    if len(lifespans) != 1 or len(alphas) != 1:
+        raise InputFormatError("The releases declare different life spans or alphas; check them apart.")
+    alpha = alphas.pop()
+    theta = {}
+    ss = {}
+    for label in reported:
+        details = manifests[label].get("details", {})
+        if "theta_table" not in details:
+            raise InputFormatError(f"The manifest of {label} has no theta table.")
+        theta[label] = ThetaTable.from_manifest(details["theta_table"])
+        if alpha is not None:
+            ss[label] = {str(c): int(v) for c, v in dict(details.get("ss_min_counts", {})).items()}
+    return check_series(releases, qids=qids_from_schema(schema, hierarchies),
+                        sensitive=schema.sensitive, k=ks.pop(), theta=theta,
+                        lifespan=lifespans.pop(), md=alpha is not None, alpha=alpha,
+                        ss_min_counts=ss if alpha is not None else None, periods=reported)
