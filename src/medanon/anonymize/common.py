@@ -59,6 +59,8 @@ class ClusteringMethod(Anonymizer):
     cover: ClassVar[str | None] = "earliest"
     #: whether only new cases seed and grow groups (PPMS++).
     new_cases_first: ClassVar[bool] = False
+    #: whether cases that fit no group may be withheld (HA: no, see ha.py).
+    may_withhold: ClassVar[bool] = True
 
     def __init__(self, *, k: int, theta: float | str | ThetaSpec, lifespan: int | None = None,
                  on_infeasible: str = "refuse"):
@@ -165,7 +167,7 @@ class ClusteringMethod(Anonymizer):
                                  theta_arr, anchor, pool, rank, self.k, **extra)
         result = group_records(grouping)
         withheld = sorted(result.unplaced)
-        if withheld and self.on_infeasible == "refuse":
+        if withheld and (self.on_infeasible == "refuse" or not self.may_withhold):
             raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
                                                     n_anchor, table))
         self._check_own_bounds(grouping, result.group_of)

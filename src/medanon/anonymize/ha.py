@@ -15,8 +15,10 @@ clone (HA lines 2-6, as PPMS+).
 
 An md-record is one whose case does NOT appear in the next period, so releasing period i needs
 period i+1's data: without it the release is refused. md is judged on the next period's
-*data*; if a case present there is later withheld from release i+1, the attacker sees it as
-md, which only adds a candidate to GV1 (safe for k and θ).
+*data*, so HA never withholds a case from a release (a withheld case would turn "not md" into
+"md" in the published series after the fact and could break α in the previous release): when
+a case fits no group the release is refused, whatever ``on_infeasible`` says; ``raise-theta``
+and ``suppress-terms`` still apply to terms that cannot meet their θ.
 
 ss-records (002 §5): a record is ss when, for some sensitive column, its number of terms is at
 least mean + SD of that column's counts over the period (default), or at least a fixed count
@@ -58,6 +60,10 @@ class HA(ClusteringMethod):
                  "theta, and the share of ss-records in each of the four attacker views is <= alpha.")
     cover = "earliest"
     needs_next_period = True
+    # Release i counts a case present in period i+1 as "not md". Withholding that case from
+    # release i+1 would make it md in the published series after the fact and could break α in
+    # release i's views, so HA refuses instead of withholding cases that fit no group.
+    may_withhold = False
 
     def __init__(self, *, alpha: float, ss_rule: str | Mapping[str, int] = SS_MEAN_SD, **kwargs):
         super().__init__(**kwargs)

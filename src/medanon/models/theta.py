@@ -170,9 +170,11 @@ def parse_theta(text: str | float) -> ThetaSpec:
     if text == "frequency":
         return FrequencyTheta()
     try:
-        return UniformTheta(float(text))
+        value = float(text)
     except ValueError:
-        pass
+        value = None
+    if value is not None:
+        return UniformTheta(value)
     path = Path(text)
     if not path.is_file():
         raise ValidationError(f"The 'theta' parameter must be a number in (0, 1], 'frequency', or a "
