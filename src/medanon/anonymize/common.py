@@ -169,7 +169,7 @@ class ClusteringMethod(Anonymizer):
         withheld = sorted(result.unplaced)
         if withheld and (self.on_infeasible == "refuse" or not self.may_withhold):
             raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
-                                                    n_anchor, table))
+                                                    table, may_withhold=self.may_withhold))
         self._check_own_bounds(grouping, result.group_of)
         out = _release_table(data, space, values, result.group_of, suppressed_terms)
         details = {
@@ -334,8 +334,8 @@ def _infeasible_message(period: str, blocked: list[tuple[str, int, float]], n_an
             "manifest records either choice.")
 
 
-def _unplaced_message(period: str, withheld: list[int], record_terms, counts, n_anchor: int,
-                      table: ThetaTable) -> str:
+def _unplaced_message(period: str, withheld: list[int], record_terms, counts, table: ThetaTable,
+                      *, may_withhold: bool) -> str:
     tally: dict[str, int] = {}
     for r in withheld:
         for t in record_terms[r]:
@@ -343,10 +343,12 @@ def _unplaced_message(period: str, withheld: list[int], record_terms, counts, n_
     top = sorted(tally.items(), key=lambda x: -x[1])[:5]
     shown = ", ".join(f"{t!r} ({c} of them; {counts.get(t, 0)} cases in all, theta {table.get(t):g})"
                       for t, c in top)
+    remedy = ("Lower k, raise theta, or allow withholding them with --on-infeasible raise-theta "
+              "or suppress-terms (the manifest records the withheld count)." if may_withhold else
+              "Lower k, raise theta or alpha: HA never withholds cases, because a withheld case "
+              "would change which cases of the previous release stop (md).")
     return (f"Period {period}: the grouping could not place {len(withheld)} case(s) in any group "
-            f"without breaking the thresholds; their most common terms: {shown or 'none'}. Lower k, "
-            "raise theta, or allow withholding them with --on-infeasible raise-theta or "
-            "suppress-terms (the manifest records the withheld count).")
+            f"without breaking the thresholds; their most common terms: {shown or 'none'}. {remedy}")
 
 
 # ---------------------------------------------------------------------------------- the table

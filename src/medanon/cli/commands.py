@@ -16,6 +16,7 @@ from ..data.loaders.faers import read_faers
 from ..data.records import check_record_values
 from ..data.schema import Schema
 from ..errors import StoreError, ValidationError
+from ..models import check_from_manifests
 from ..random import make_random_source
 from ..release.faers_layout import write_faers_release
 from ..release.format import write_manifest, write_release, write_series_atomically
@@ -227,22 +228,21 @@ def inspect(*, store: Path, as_json: bool) -> None:
 
 
 # -- demo -----------------------------------------------------------------------------------------
-def _show_exposure(store: Path) -> None:
-    """What an identifier-only release leaves open: unique QID groups and linkable follow-ups."""
-    table = Table("period", "cases", "unique QID combos", "follow-ups linkable by CaseID",
-                  title="What 'none' leaves exposed (the attacks the privacy methods stop)")
-    seen: set[str] = set()
+def _attack_summary(store: Path) -> dict[str, tuple[float, float]]:
+    """DIR and DSR of each published period under the B-, F- and L-attacks (independent check)."""
     with ReleaseStore.open(store) as db:
-        for period in db.published_periods():
-            rows = db.release_rows(period)
-            sizes = rows.groupby("group")["case_id"].transform("size")
-            linkable = int(rows["case_id"].isin(seen).sum())
-            table.add_row(period, str(len(rows)), str(int((sizes == 1).sum())), str(linkable))
-            seen.update(rows["case_id"])
-    ui.out.print(table)
+        periods = db.published_periods()
+        rows = {p: db.release_rows(p) for p in periods}
+        manifests = {p: db.manifest(p) for p in periods}
+        schema = db.schema
+    for m in manifests.values():  # judge every method by the periodic model, whole series
+        m["method"]["parameters"]["lifespan"] = None
+    check = check_from_manifests(rows, manifests, schema)
+    return {p.period: (p.dir, p.dsr) for p in check.periods}
 
 
 DEMO_MARKER = ".medanon-demo"
+DEMO_PARAMETERS = {"k": 5, "theta": "frequency", "on_infeasible": "raise-theta"}
 
 
 def demo(*, out: Path, seed: int) -> None:
@@ -258,18 +258,28 @@ def demo(*, out: Path, seed: int) -> None:
     (out / DEMO_MARKER).write_text("made by medanon demo; safe to delete\n", encoding="utf-8")
     started = time.perf_counter()
     out_series = out / "faers-synthetic"
-    store = out / "demo.duckdb"
+    store, contrast = out / "demo.duckdb", out / "demo-ms.duckdb"
     ui.err.print(f"1/4 synthesizing an 8-quarter FAERS-like series (seed {seed}) ...")
     summary = write_faers_series(out_series, periods=8, cases=600, seed=seed)
     ui.err.print("2/4 ingesting it into the release store ...")
-    ingest(out_series, store=store, schema_path=None, keep_missing=False, as_json=False)
-    ui.err.print("3/4 publishing every period (method 'none': identifiers dropped only) ...")
-    release(store=store, periods=[], method="none", k=None, theta=None, seed=None,
-            allow_seeded=False, as_json=False)
-    ui.err.print("4/4 exporting the published series ...")
+    for target in (store, contrast):
+        ingest(out_series, store=target, schema_path=None, keep_missing=False, as_json=False)
+    ui.err.print("3/4 publishing every period with PPMS++ (k=5, frequency-based theta), and with "
+                 "MS-Anonymization for contrast ...")
+    for method, target in (("ppms++", store), ("ms", contrast)):
+        release(store=target, periods=[], method=method, k=DEMO_PARAMETERS["k"],
+                theta=DEMO_PARAMETERS["theta"], on_infeasible=DEMO_PARAMETERS["on_infeasible"],
+                seed=None, allow_seeded=False, as_json=False)
+    ui.err.print("4/4 exporting the PPMS++ series and replaying the B-, F- and L-attacks ...")
     export(store=store, out=out / "published", fmt="csv")
-    _show_exposure(store)
+    safe, naive = _attack_summary(store), _attack_summary(contrast)
+    table = Table("period", "PPMS++ DIR", "PPMS++ DSR", "MS DIR", "MS DSR",
+                  title="Groups left with < k candidates (DIR) or a term above its theta (DSR) "
+                        "after the BFL-attacks")
+    for period in safe:
+        table.add_row(period, f"{safe[period][0]:.2f}", f"{safe[period][1]:.2f}",
+                      f"{naive[period][0]:.2f}", f"{naive[period][1]:.2f}")
+    ui.out.print(table)
     ui.out.print(f"\nDemo finished in {time.perf_counter() - started:.1f} s. "
-              f"Synthetic input: {out_series} ({len(summary.periods)} quarters); store: {store}; "
-              f"published series: {out / 'published'}.")
-    ui.out.print("The privacy methods (MS, PPMS, PPMS+, PPMS++, HA, PPMS-DP) join this flow as they land.")
+                 f"Synthetic input: {out_series} ({len(summary.periods)} quarters); stores: {store} "
+                 f"(PPMS++), {contrast} (MS); published series: {out / 'published'}.")
