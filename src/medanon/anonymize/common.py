@@ -372,12 +372,13 @@ def _release_table(data: SuperRecords, space: QidSpace, values: dict, group_of: 
             hi = pd.Series(values["hi"][j][placed]).groupby(groups).transform("max").to_numpy()
             out[qid.name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
         else:
-            codes = values["cat"][j][placed]
-            lca = {}
-            for g in np.unique(groups).tolist():
-                lca[g] = a.taxonomy.lca_codes(codes[groups == g])
-            labels = a.taxonomy.decode([lca[g] for g in groups.tolist()])
-            out[qid.name] = labels
+            # In pre-order numbering the LCA of a set is the LCA of its smallest and largest code.
+            codes = pd.Series(values["cat"][j][placed])
+            low = codes.groupby(groups).min()
+            high = codes.groupby(groups).max()
+            lca = {g: a.taxonomy.lca_codes([int(lo), int(hi)])
+                   for g, lo, hi in zip(low.index, low.to_numpy(), high.to_numpy())}
+            out[qid.name] = a.taxonomy.decode([lca[g] for g in groups.tolist()])
     for name in schema.sensitive:
         cells = frame[name].to_numpy()[placed]
         if suppressed_terms:
