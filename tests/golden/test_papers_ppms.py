@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -171,4 +170,3 @@ def test_001_2007q1_infeasible_term_is_refused_with_the_smallest_workable_theta(
 
 def test_ms_anonymization_ignores_earlier_releases():
     assert not MSAnonymization.periodic and PPMS.periodic and HA.needs_next_period
-    assert np.isclose(0.2 * 18462, 3692.4)

@@ -8,7 +8,6 @@ import duckdb
 import pandas as pd
 
 from medanon.data.loaders.faers import read_faers_table
-from medanon.data.schema import Schema
 from medanon.hierarchies import read_arx
 from medanon.release.format import read_series
 from tests.conftest import FAERS_FIXTURES, run_cli
@@ -34,7 +33,6 @@ def test_ingest_release_export_round_trip(tmp_path) -> None:
         result = run_cli("export", "--store", store, "--out", tmp_path / fmt, "--format", fmt)
         assert result.returncode == 0, result.stderr
 
-    schema = Schema.default()
     series = read_series(tmp_path / "csv")
     assert [r.period for r in series] == ["2011Q2", "2013Q1", "2015Q1"]
     for release, summary in zip(series, summaries):

@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InternalError
 from ..hierarchies import Taxonomy
 
 INF = math.inf
@@ -134,6 +133,23 @@ class QidSpace:
             return int(table[a, b])
         return int(self._lca_climb(j, a, np.array([b]))[0])
 
+    def losses_with(self, cat: Sequence, lo: Sequence, hi: Sequence, many_cat: Sequence,
+                    many_lo: Sequence, many_hi: Sequence) -> np.ndarray:
+        """L(lub(x, y_i)) for one value x = (cat, lo, hi) and each y_i of the ``many_*`` arrays.
+
+        Serves both "a group against many cells" and "a record against many groups"; terms are
+        added in attribute order like :func:`state_loss`, so the floats agree bit for bit.
+        """
+        size = len(next(a for a in (*many_cat, *many_lo) if a is not None))
+        total = np.zeros(size)
+        for j, a in enumerate(self.attributes):
+            if a.numeric:
+                total = total + self.num_term(j, np.minimum(many_lo[j], lo[j]),
+                                              np.maximum(many_hi[j], hi[j]))
+            else:
+                total = total + self.cat_term(j, self.lca_with(j, int(cat[j]), many_cat[j]))
+        return total
+
     def cat_term(self, j: int, code):
         """h(C_j, g)/h(C_j) of 001 Eq. 1 for an LCA code (scalar or array)."""
         return self._hnorm[j][code]
@@ -204,6 +220,8 @@ def privacy_risk(terms: Sequence[int], sigma: dict[int, int], etas) -> float:
 # ------------------------------------------------------------------------------------ HA counters
 # 002's Procedure 3 (Update_Group) for record classes; counters are [MSAVR_1..4, N_1..4].
 NEW_MD, NEW_NMD, OLD_MD, OLD_NMD = 0, 1, 2, 3
+#: the views GV1..GV4 (0..3) a record of each class belongs to.
+VIEWS_OF_CLASS = {NEW_MD: (0, 1, 2, 3), NEW_NMD: (1, 3), OLD_MD: (2, 3), OLD_NMD: (3,)}
 
 
 def ha_update(counters: list[int], cls: int, ss: bool, remaining: bool) -> list[int]:
@@ -211,8 +229,7 @@ def ha_update(counters: list[int], cls: int, ss: bool, remaining: bool) -> list[
     c = list(counters)
     if not ss:
         return c
-    views = {NEW_MD: (0, 1, 2, 3), NEW_NMD: (1, 3), OLD_MD: (2, 3), OLD_NMD: (3,)}[cls]
-    for v in views:
+    for v in VIEWS_OF_CLASS[cls]:
         c[v] += 1
         if cls != NEW_MD or remaining:  # an n&md record outside R_G takes a new position
             c[4 + v] += 1
@@ -315,15 +332,21 @@ class _Group:
         self.ha = [0, 0, 0, 0, data.k, data.k, data.k, data.k]
         self.members: list[int] = []
 
-    def add(self, data: GroupingInput, r: int, *, remaining: bool) -> None:
+    def _merged(self, data: GroupingInput, r: int) -> tuple[list, list, list]:
+        """The generalized value of g ∪ {r}: LCAs and interval hulls."""
         space = data.space
+        cat, lo, hi = list(self.cat), list(self.lo), list(self.hi)
         for j, a in enumerate(space.attributes):
             if a.numeric:
-                self.lo[j] = min(self.lo[j], float(data.lo[j][r]))
-                self.hi[j] = max(self.hi[j], float(data.hi[j][r]))
+                lo[j] = min(lo[j], float(data.lo[j][r]))
+                hi[j] = max(hi[j], float(data.hi[j][r]))
             else:
-                self.cat[j] = space.lca(j, int(data.cat[j][r]), self.cat[j])
-        self.loss = state_loss(space, self.cat, self.lo, self.hi)
+                cat[j] = space.lca(j, int(data.cat[j][r]), cat[j])
+        return cat, lo, hi
+
+    def add(self, data: GroupingInput, r: int, *, remaining: bool) -> None:
+        self.cat, self.lo, self.hi = self._merged(data, r)
+        self.loss = state_loss(data.space, self.cat, self.lo, self.hi)
         self.size += 1
         self.anchors += int(data.anchor[r])
         for s in data.terms(r):
@@ -334,15 +357,7 @@ class _Group:
 
     def loss_with(self, data: GroupingInput, r: int) -> float:
         """L(g ∪ {r})."""
-        space = data.space
-        cat, lo, hi = list(self.cat), list(self.lo), list(self.hi)
-        for j, a in enumerate(space.attributes):
-            if a.numeric:
-                lo[j] = min(lo[j], float(data.lo[j][r]))
-                hi[j] = max(hi[j], float(data.hi[j][r]))
-            else:
-                cat[j] = space.lca(j, int(data.cat[j][r]), cat[j])
-        return state_loss(space, cat, lo, hi)
+        return state_loss(data.space, *self._merged(data, r))
 
     def risk(self, data: GroupingInput, r: int, *, growing: bool, growth_etas: np.ndarray) -> float:
         """PR(g, r), or ∞ when r would break θ (or α) in g."""
@@ -508,15 +523,9 @@ class _Cells:
 
     def loss_after(self, space: QidSpace, g: _Group, cells: np.ndarray) -> np.ndarray:
         """L(g ∪ {t}) for a record t of each of ``cells``."""
-        total = np.zeros(len(cells))
-        for j, a in enumerate(space.attributes):
-            if a.numeric:
-                lo = np.minimum(self.lo[j][cells], g.lo[j])
-                hi = np.maximum(self.hi[j][cells], g.hi[j])
-                total = total + space.num_term(j, lo, hi)
-            else:
-                total = total + space.cat_term(j, space.lca_with(j, g.cat[j], self.cat[j][cells]))
-        return total
+        def pick(arrays):
+            return [None if x is None else x[cells] for x in arrays]
+        return space.losses_with(g.cat, g.lo, g.hi, pick(self.cat), pick(self.lo), pick(self.hi))
 
 
 def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> GroupingResult:
@@ -613,13 +622,7 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
         chunk = 16
         probes = 0
         while True:
-            if chunk >= len(cand):
-                order = np.argsort(lb, kind="stable")
-                outside = INF
-            else:
-                part = np.argpartition(lb, chunk)
-                order = part[:chunk][np.argsort(lb[part[:chunk]], kind="stable")]
-                outside = float(lb[part[chunk]])
+            order, outside = _smallest(lb, chunk)
             for i in order.tolist():
                 bound = float(lb[i])
                 if bound == INF or (best is not None and bound > best[0]):
@@ -719,14 +722,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             if column[term] >= 0:
                 dense[gi, column[term]] = count
     for r in leftovers.tolist():
-        total = np.zeros(G)
-        for j, a in enumerate(space.attributes):
-            if a.numeric:
-                total = total + space.num_term(j, np.minimum(glo[j], data.lo[j][r]),
-                                               np.maximum(ghi[j], data.hi[j][r]))
-            else:
-                total = total + space.cat_term(j, space.lca_with(j, int(data.cat[j][r]), gcat[j]))
-        dil = delta_il(gsize, gloss, total)
+        value = [[None if x is None else x[r] for x in column]
+                 for column in (data.cat, data.lo, data.hi)]
+        dil = delta_il(gsize, gloss, space.losses_with(*value, gcat, glo, ghi))
         # Lower bound of PR(g, r): exact for frequent terms, 1/η for the others (σ >= 0).
         anchors = ganchors + int(data.anchor[r])
         pr_lb = np.ones(G)
@@ -769,10 +767,19 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
 def _ha_update_rows(counters: np.ndarray, cls: int) -> np.ndarray:
     """:func:`ha_update` for an ss leftover, on every group's counters at once."""
     out = counters.copy()
-    for v in {NEW_MD: (0, 1, 2, 3), NEW_NMD: (1, 3), OLD_MD: (2, 3), OLD_NMD: (3,)}[cls]:
+    for v in VIEWS_OF_CLASS[cls]:
         out[:, v] += 1
         out[:, 4 + v] += 1
     return out
+
+
+def _smallest(lb: np.ndarray, chunk: int) -> tuple[np.ndarray, float]:
+    """Indices of the ``chunk`` smallest bounds in ascending order, and the smallest bound left
+    outside them (∞ when the chunk takes everything)."""
+    if chunk >= len(lb):
+        return np.argsort(lb, kind="stable"), INF
+    part = np.argpartition(lb, chunk)
+    return part[:chunk][np.argsort(lb[part[:chunk]], kind="stable")], float(lb[part[chunk]])
 
 
 def _probe_groups(data: GroupingInput, groups: list[_Group], r: int, dil: np.ndarray,
@@ -782,18 +789,11 @@ def _probe_groups(data: GroupingInput, groups: list[_Group], r: int, dil: np.nda
     Groups are probed in chunks of the smallest bounds (argpartition), widening the chunk while
     the best exact key is not below the smallest bound left outside it.
     """
-    G = len(groups)
     lb = lb.copy()
     chunk = 16
     best = None
     while True:
-        if chunk >= G:
-            order = np.argsort(lb, kind="stable")
-            outside = INF
-        else:
-            part = np.argpartition(lb, chunk)
-            order = part[:chunk][np.argsort(lb[part[:chunk]], kind="stable")]
-            outside = float(lb[part[chunk]])
+        order, outside = _smallest(lb, chunk)
         for gi in order.tolist():
             bound = float(lb[gi])
             if bound == INF or (best is not None and bound > best[0]):

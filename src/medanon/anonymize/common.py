@@ -32,8 +32,7 @@ from ..hierarchies import Interval, Taxonomy
 from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_theta
 from ..random import RandomSource
 from .base import AnonymizationResult, Anonymizer
-from .clustering import (NEW_MD, NEW_NMD, OLD_MD, OLD_NMD, Attribute, GroupingInput, QidSpace,
-                         eta, etas_of, group_records)
+from .clustering import Attribute, GroupingInput, QidSpace, eta, etas_of, group_records
 
 ON_INFEASIBLE = ("refuse", "raise-theta", "suppress-terms")
 _SHOWN = 10
@@ -388,7 +387,3 @@ def _release_table(data: SuperRecords, space: QidSpace, values: dict, group_of: 
         out[name] = frame[name].to_numpy()[placed]
     return out
 
-
-def ha_classes(new: np.ndarray, md: np.ndarray) -> np.ndarray:
-    """002's record classes for Procedure 3."""
-    return np.where(new, np.where(md, NEW_MD, NEW_NMD), np.where(md, OLD_MD, OLD_NMD))

@@ -39,9 +39,15 @@ import numpy as np
 from .._validation import check_fraction, check_int
 from ..data.records import SuperRecords
 from ..errors import ValidationError
-from .common import ClusteringMethod, ha_classes
+from .clustering import NEW_MD, NEW_NMD, OLD_MD, OLD_NMD
+from .common import ClusteringMethod
 
 SS_MEAN_SD = "mean+sd"
+
+
+def ha_classes(new: np.ndarray, md: np.ndarray) -> np.ndarray:
+    """002's record classes (n&md, n&nmd, o&md, o&nmd) for Procedure 3."""
+    return np.where(new, np.where(md, NEW_MD, NEW_NMD), np.where(md, OLD_MD, OLD_NMD))
 
 
 class HA(ClusteringMethod):
