@@ -71,7 +71,6 @@ Deviations and choices (neither paper gives a published-data checker):
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -80,9 +79,10 @@ import pandas as pd
 
 from .._validation import check_fraction, check_int
 from ..data.periods import parse_period
-from ..errors import (HierarchyError, InputFormatError, PrivacyViolation, SchemaError,
-                      ValidationError)
-from ..hierarchies import Interval, Taxonomy
+from ..errors import InputFormatError, PrivacyViolation, SchemaError, ValidationError
+from ..hierarchies import Taxonomy
+from ..release.cells import (categorical_codes, cell_strings, joined_terms, numeric_bounds,
+                             term_pairs)
 from .theta import ThetaTable
 
 __all__ = ["GroupCheck", "PeriodCheck", "QidInfo", "SeriesCheck", "check_series",
@@ -90,8 +90,6 @@ __all__ = ["GroupCheck", "PeriodCheck", "QidInfo", "SeriesCheck", "check_series"
 
 _OWNER = "check_series"
 _TOL = 1e-12
-_SEP = "|"
-_SUPPRESSED = "*"
 _FIXED = ("period", "case_id", "group")
 _ALL_VIEWS = ("GV1", "GV2", "GV3", "GV4")
 _SHOWN = 5
@@ -287,79 +285,8 @@ class _Release:
         return len(self.case)
 
 
-def _strings(column: pd.Series) -> np.ndarray:
-    """Cells as an object array of str; missing values become ``""``."""
-    arr = column.to_numpy(dtype=object, copy=True)
-    arr[pd.isna(arr)] = ""
-    return np.array([x if type(x) is str else str(x) for x in arr], dtype=object)
-
-
 def _where(label: str) -> str:
     return f"Release {label}"
-
-
-def _categorical(values: np.ndarray, qid: QidInfo, label: str) -> np.ndarray:
-    tax = qid.taxonomy
-    assert tax is not None
-    codes, uniques = pd.factorize(values)
-    root = tax.code_of[tax.root]
-    mapped = np.empty(len(uniques), dtype=np.int64)
-    bad = []
-    for i, v in enumerate(uniques):
-        v = str(v)
-        if v.strip() == "":
-            mapped[i] = root
-        elif v in tax.code_of:
-            mapped[i] = tax.code_of[v]
-        else:
-            bad.append(v)
-    if bad:
-        shown = ", ".join(repr(b) for b in bad[:_SHOWN])
-        more = f" (and {len(bad) - _SHOWN} more)" if len(bad) > _SHOWN else ""
-        raise HierarchyError(f"{_where(label)}, column {qid.name!r}: {len(bad)} value(s) are not "
-                             f"nodes of hierarchy {tax.name!r}: {shown}{more}.")
-    return mapped[codes]
-
-
-def _numeric(values: np.ndarray, qid: QidInfo, label: str) -> tuple[np.ndarray, np.ndarray]:
-    codes, uniques = pd.factorize(values)
-    lo = np.empty(len(uniques), dtype=np.float64)
-    hi = np.empty(len(uniques), dtype=np.float64)
-    for i, v in enumerate(uniques):
-        v = str(v).strip()
-        if v in ("", _SUPPRESSED):
-            lo[i], hi[i] = -np.inf, np.inf
-            continue
-        try:
-            iv = Interval.parse(v)
-        except ValidationError as exc:
-            raise InputFormatError(f"{_where(label)}, column {qid.name!r}: {exc}") from None
-        lo[i], hi[i] = iv.lo, iv.hi
-    return lo[codes], hi[codes]
-
-
-def _terms(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct non-empty terms of each cell (``|``-joined, spaces around a term ignored).
-
-    Returns:
-        ``(rows, codes, names)``: one entry per distinct (row, term) pair, the term as a code
-        into ``names``.
-    """
-    parts = [c.split(_SEP) for c in cells.tolist()]
-    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-    rows = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
-    flat = np.fromiter(itertools.chain.from_iterable(parts), dtype=object, count=int(lengths.sum()))
-    raw_codes, raw_names = pd.factorize(flat)
-    codes, names = pd.factorize(np.array([str(t).strip() for t in raw_names], dtype=object))
-    codes = codes.astype(np.int64)[raw_codes]
-    names = np.asarray(names, dtype=object)
-    blank = np.flatnonzero(names == "")  # an empty cell, or "a||b"
-    if blank.size:
-        keep = codes != blank[0]
-        rows, codes = rows[keep], codes[keep]
-    width = max(len(names), 1)
-    key = np.unique(rows * width + codes)  # distinct (row, term) pairs
-    return key // width, key % width, names
 
 
 def _read_release(frame: pd.DataFrame, where: str, period: str | None, qids: Sequence[QidInfo],
@@ -372,7 +299,7 @@ def _read_release(frame: pd.DataFrame, where: str, period: str | None, qids: Seq
     if missing:
         raise SchemaError(f"{where} lacks column(s) {', '.join(map(repr, missing))}; a release "
                           f"needs {', '.join(map(repr, needed))}.")
-    cells = _strings(frame["period"])
+    cells = cell_strings(frame["period"])
     if any(c.strip() == "" for c in cells):
         raise InputFormatError(f"{where} has rows without a period.")
     try:
@@ -392,7 +319,7 @@ def _read_release(frame: pd.DataFrame, where: str, period: str | None, qids: Seq
         period = found.pop()
     label = period
 
-    case = _strings(frame["case_id"])
+    case = cell_strings(frame["case_id"])
     blank = np.array([c.strip() == "" for c in case], dtype=bool)
     if blank.any():
         raise InputFormatError(f"{_where(label)} has {int(blank.sum())} row(s) without a case_id.")
@@ -402,20 +329,20 @@ def _read_release(frame: pd.DataFrame, where: str, period: str | None, qids: Seq
         shown = ", ".join(repr(c) for c in ids[:_SHOWN])
         raise InputFormatError(f"{_where(label)} holds {len(ids)} case_id(s) on several rows "
                                f"({shown}); a release has one row per case.")
-    gcode, glabels = pd.factorize(_strings(frame["group"]))
+    gcode, glabels = pd.factorize(cell_strings(frame["group"]))
 
     cat, lo, hi = {}, {}, {}
     for qid in qids:
-        values = _strings(frame[qid.name])
+        values = cell_strings(frame[qid.name])
         if qid.kind == "categorical":
-            cat[qid.name] = _categorical(values, qid, label)
+            cat[qid.name] = categorical_codes(values, qid.taxonomy,
+                                              where=f"{_where(label)}, column {qid.name!r}")
         else:
-            lo[qid.name], hi[qid.name] = _numeric(values, qid, label)
+            lo[qid.name], hi[qid.name] = numeric_bounds(
+                values, where=f"{_where(label)}, column {qid.name!r}")
 
-    joined = np.full(len(frame), "", dtype=object)
-    for col in sensitive:
-        joined = joined + _SEP + _strings(frame[col])
-    term_row, term_code, term_names = _terms(joined)
+    joined = joined_terms(frame, sensitive)
+    term_row, term_code, term_names = term_pairs(joined)
     return _Release(label, parse_period(label).ordinal, frame, case, gcode.astype(np.int64),
                     np.asarray(glabels, dtype=object), cat, lo, hi, term_row, term_code,
                     term_names)
@@ -469,7 +396,7 @@ def _link(rels: Sequence[_Release], qids: Sequence[QidInfo], lifespan: int | Non
 def _ss_flags(rel: _Release, min_counts: Mapping[str, int]) -> np.ndarray:
     flags = np.zeros(rel.n, dtype=bool)
     for col, minimum in min_counts.items():
-        rows, _, _ = _terms(_strings(rel.frame[col]))
+        rows, _, _ = term_pairs(cell_strings(rel.frame[col]))
         counts = np.bincount(rows, minlength=rel.n)
         flags |= counts >= minimum
     return flags

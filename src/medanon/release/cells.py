@@ -1,0 +1,118 @@
+"""Reading the cells of published releases (``design.md``, "Published release format").
+
+Every reader of published rows (the independent checker in :mod:`medanon.models.ppms`, the
+attacks, the metrics) parses cells the same way, so the rules live here once:
+
+* a categorical QID cell is a node label of the attribute's hierarchy; an empty cell (missing)
+  and the suppression mark ``*`` (the root) stand for the whole domain;
+* a numeric QID cell is a number (``58.05``) or an inclusive interval (``[45-60]``); an empty
+  cell and ``*`` stand for (-inf, inf);
+* a multi-valued cell holds terms joined with ``|``; spaces around a term are ignored and an
+  empty cell has no term.
+
+These functions read strings only. They never look at how an algorithm built the release.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from ..errors import HierarchyError, InputFormatError, ValidationError
+from ..hierarchies import Interval, Taxonomy
+
+__all__ = ["SUPPRESSED", "categorical_codes", "cell_strings", "joined_terms", "numeric_bounds",
+           "term_pairs"]
+
+SUPPRESSED = "*"
+_SEP = "|"
+_SHOWN = 5
+
+
+def cell_strings(column: pd.Series | np.ndarray | list) -> np.ndarray:
+    """Cells as an object array of str; missing values become ``""``."""
+    arr = np.asarray(column, dtype=object).copy()
+    arr[pd.isna(arr)] = ""
+    return np.array([x if type(x) is str else str(x) for x in arr], dtype=object)
+
+
+def categorical_codes(values: np.ndarray, taxonomy: Taxonomy, *, where: str) -> np.ndarray:
+    """Node codes of categorical cells; empty cells map to the root.
+
+    Raises:
+        HierarchyError: a cell is not a node of ``taxonomy`` (``where`` names the column).
+    """
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    root = taxonomy.code_of[taxonomy.root]
+    mapped = np.empty(len(uniques), dtype=np.int64)
+    bad = []
+    for i, v in enumerate(uniques):
+        v = str(v)
+        if v.strip() == "":
+            mapped[i] = root
+        elif v in taxonomy.code_of:
+            mapped[i] = taxonomy.code_of[v]
+        else:
+            bad.append(v)
+    if bad:
+        shown = ", ".join(repr(b) for b in bad[:_SHOWN])
+        more = f" (and {len(bad) - _SHOWN} more)" if len(bad) > _SHOWN else ""
+        raise HierarchyError(f"{where}: {len(bad)} value(s) are not nodes of hierarchy "
+                             f"{taxonomy.name!r}: {shown}{more}.")
+    return mapped[codes]
+
+
+def numeric_bounds(values: np.ndarray, *, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Inclusive lower and upper bounds of numeric cells (``-inf, inf`` for empty or ``*``).
+
+    Raises:
+        InputFormatError: a cell is neither a number nor an interval ``[lo-hi]``.
+    """
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    lo = np.empty(len(uniques), dtype=np.float64)
+    hi = np.empty(len(uniques), dtype=np.float64)
+    for i, v in enumerate(uniques):
+        v = str(v).strip()
+        if v in ("", SUPPRESSED):
+            lo[i], hi[i] = -np.inf, np.inf
+            continue
+        try:
+            iv = Interval.parse(v)
+        except ValidationError as exc:
+            raise InputFormatError(f"{where}: {exc}") from None
+        lo[i], hi[i] = iv.lo, iv.hi
+    return lo[codes], hi[codes]
+
+
+def term_pairs(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct non-empty terms of each multi-valued cell.
+
+    Returns:
+        ``(rows, codes, names)``: one entry per distinct (row, term) pair, the term as a code
+        into ``names``.
+    """
+    parts = [c.split(_SEP) for c in np.asarray(cells, dtype=object).tolist()]
+    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+    rows = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
+    flat = np.fromiter(itertools.chain.from_iterable(parts), dtype=object, count=int(lengths.sum()))
+    raw_codes, raw_names = pd.factorize(flat)
+    codes, names = pd.factorize(np.array([str(t).strip() for t in raw_names], dtype=object))
+    codes = codes.astype(np.int64)[raw_codes]
+    names = np.asarray(names, dtype=object)
+    blank = np.flatnonzero(names == "")  # an empty cell, or "a||b"
+    if blank.size:
+        keep = codes != blank[0]
+        rows, codes = rows[keep], codes[keep]
+    width = max(len(names), 1)
+    key = np.unique(rows * width + codes)  # distinct (row, term) pairs
+    return key // width, key % width, names
+
+
+def joined_terms(frame: pd.DataFrame, columns) -> np.ndarray:
+    """The terms of several multi-valued columns of each row, joined into one cell per row."""
+    joined = np.full(len(frame), "", dtype=object)
+    for col in columns:
+        joined = joined + _SEP + cell_strings(frame[col])
+    return joined
