@@ -81,8 +81,8 @@ from .._validation import check_fraction, check_int
 from ..data.periods import parse_period
 from ..errors import InputFormatError, PrivacyViolation, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
-from ..release.cells import (categorical_codes, cell_strings, joined_terms, numeric_bounds,
-                             term_pairs)
+from ..release.cells import (QidInfo, categorical_codes, cell_strings, joined_terms,
+                             numeric_bounds, term_pairs)
 from .theta import ThetaTable
 
 __all__ = ["GroupCheck", "PeriodCheck", "QidInfo", "SeriesCheck", "check_series",
@@ -96,40 +96,6 @@ _SHOWN = 5
 
 
 # ------------------------------------------------------------------------------------ results
-@dataclass(frozen=True)
-class QidInfo:
-    """How to read one published quasi-identifier column.
-
-    Args:
-        name: Column name.
-        kind: ``"categorical"`` (node labels of ``taxonomy``) or ``"numeric"`` (numbers and
-            ``[lo-hi]`` intervals).
-        taxonomy: The hierarchy of a categorical QID; None for a numeric one.
-
-    Raises:
-        ValidationError: empty name, unknown kind, a categorical QID without a taxonomy or a
-            numeric one with a taxonomy.
-    """
-
-    name: str
-    kind: str
-    taxonomy: Taxonomy | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name:
-            raise ValidationError(f"The 'name' parameter of QidInfo must be a non-empty string; "
-                                  f"got {self.name!r}.")
-        if self.kind not in ("categorical", "numeric"):
-            raise ValidationError(f"The 'kind' parameter of QidInfo must be one of 'categorical', "
-                                  f"'numeric'; got {self.kind!r}.")
-        if self.kind == "categorical" and not isinstance(self.taxonomy, Taxonomy):
-            raise ValidationError(f"The 'taxonomy' parameter of QidInfo must be a Taxonomy for the "
-                                  f"categorical QID {self.name!r}; got {self.taxonomy!r}.")
-        if self.kind == "numeric" and self.taxonomy is not None:
-            raise ValidationError(f"The 'taxonomy' parameter of QidInfo must be None for the "
-                                  f"numeric QID {self.name!r} (intervals are read from the cells).")
-
-
 def qids_from_schema(schema, hierarchies: Mapping[str, Taxonomy] | None = None,
                      ) -> tuple[QidInfo, ...]:
     """The :class:`QidInfo` of every QID of a :class:`medanon.data.schema.Schema`.

@@ -16,6 +16,7 @@ These functions read strings only. They never look at how an algorithm built the
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -23,12 +24,46 @@ import pandas as pd
 from ..errors import HierarchyError, InputFormatError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 
-__all__ = ["SUPPRESSED", "categorical_codes", "cell_strings", "joined_terms", "numeric_bounds",
+__all__ = ["QidInfo", "SUPPRESSED", "categorical_codes", "cell_strings", "joined_terms", "numeric_bounds",
            "term_pairs"]
 
 SUPPRESSED = "*"
 _SEP = "|"
 _SHOWN = 5
+
+
+@dataclass(frozen=True)
+class QidInfo:
+    """How to read one published quasi-identifier column.
+
+    Args:
+        name: Column name.
+        kind: ``"categorical"`` (node labels of ``taxonomy``) or ``"numeric"`` (numbers and
+            ``[lo-hi]`` intervals).
+        taxonomy: The hierarchy of a categorical QID; None for a numeric one.
+
+    Raises:
+        ValidationError: empty name, unknown kind, a categorical QID without a taxonomy or a
+            numeric one with a taxonomy.
+    """
+
+    name: str
+    kind: str
+    taxonomy: Taxonomy | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValidationError(f"The 'name' parameter of QidInfo must be a non-empty string; "
+                                  f"got {self.name!r}.")
+        if self.kind not in ("categorical", "numeric"):
+            raise ValidationError(f"The 'kind' parameter of QidInfo must be one of 'categorical', "
+                                  f"'numeric'; got {self.kind!r}.")
+        if self.kind == "categorical" and not isinstance(self.taxonomy, Taxonomy):
+            raise ValidationError(f"The 'taxonomy' parameter of QidInfo must be a Taxonomy for the "
+                                  f"categorical QID {self.name!r}; got {self.taxonomy!r}.")
+        if self.kind == "numeric" and self.taxonomy is not None:
+            raise ValidationError(f"The 'taxonomy' parameter of QidInfo must be None for the "
+                                  f"numeric QID {self.name!r} (intervals are read from the cells).")
 
 
 def cell_strings(column: pd.Series | np.ndarray | list) -> np.ndarray:

@@ -1,0 +1,252 @@
+"""What an adversary learns by linking CaseIDs across the releases of a series.
+
+This module reads published releases (strings, :mod:`medanon.release.cells`) and, for every
+record of one release, collects what the other releases say about the same case:
+
+* **earlier**: the case appears in an earlier release (an *old* CaseID, 001's B- and L-attacks);
+  ``earlier_region`` is the intersection of the regions it was published with there, so a
+  target lying outside it is not that case (B-attack);
+* **later**: the case appears in a later release; ``later_region`` is the intersection of its
+  later regions (F-attack);
+* **in_next**: the case appears in the release of the next period (002's MD-attack);
+  ``next_known`` says whether the series holds that release at all.
+
+A *region* is what a published QID value allows: a node of the attribute's hierarchy for a
+categorical QID (code -1 when two releases contradict each other, i.e. the empty region) and an
+inclusive interval for a numeric one (empty when lo > hi).
+
+The adversary links every release of the series unless a life span is given (001's CaseID
+life span x: releases more than x periods apart are not linked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..data.periods import parse_period
+from ..errors import InputFormatError
+from ..release.cells import (QidInfo, categorical_codes, cell_strings, joined_terms,
+                             numeric_bounds, term_pairs)
+from ..release.series import PublishedSeries
+
+__all__ = ["Region", "ReleaseView", "Links", "read_view", "link", "lca_depth"]
+
+EMPTY = -1
+
+
+@dataclass
+class Region:
+    """Per-record regions: categorical node codes (-1 = empty) and numeric [lo, hi] bounds."""
+
+    cat: dict[str, np.ndarray]
+    lo: dict[str, np.ndarray]
+    hi: dict[str, np.ndarray]
+
+    def take(self, index: np.ndarray) -> "Region":
+        return Region({k: v[index] for k, v in self.cat.items()},
+                      {k: v[index] for k, v in self.lo.items()},
+                      {k: v[index] for k, v in self.hi.items()})
+
+    def copy(self) -> "Region":
+        return Region({k: v.copy() for k, v in self.cat.items()},
+                      {k: v.copy() for k, v in self.lo.items()},
+                      {k: v.copy() for k, v in self.hi.items()})
+
+
+def covers(region: Region, target: Region, qids: tuple[QidInfo, ...],
+           attributes: frozenset[str] | None = None) -> np.ndarray:
+    """Whether each region contains the target (broadcasting region rows against target rows).
+
+    ``target`` arrays may have shape (t, 1) against regions of shape (m,) to give a (t, m) table.
+    Attributes outside ``attributes`` (unknown to the adversary) are not tested.
+    """
+    out = None
+    for q in qids:
+        if attributes is not None and q.name not in attributes:
+            continue
+        if q.kind == "categorical":
+            g, s = region.cat[q.name], target.cat[q.name]
+            ok = (g >= 0) & (s >= 0) & q.taxonomy.covers_codes(np.maximum(g, 0), np.maximum(s, 0))
+        else:
+            ok = (region.lo[q.name] <= target.lo[q.name]) & (target.hi[q.name] <= region.hi[q.name])
+        out = ok if out is None else out & ok
+    return np.asarray(True) if out is None else out
+
+
+def intersect(a: Region, b: Region, qids: tuple[QidInfo, ...]) -> Region:
+    """Row-wise intersection of two regions (categorical: the deeper node, or empty)."""
+    cat, lo, hi = {}, {}, {}
+    for q in qids:
+        if q.kind == "categorical":
+            x, y = a.cat[q.name], b.cat[q.name]
+            tax = q.taxonomy
+            xs, ys = np.maximum(x, 0), np.maximum(y, 0)
+            out = np.where(tax.covers_codes(xs, ys), y, np.where(tax.covers_codes(ys, xs), x, EMPTY))
+            cat[q.name] = np.where((x < 0) | (y < 0), EMPTY, out)
+        else:
+            lo[q.name] = np.maximum(a.lo[q.name], b.lo[q.name])
+            hi[q.name] = np.minimum(a.hi[q.name], b.hi[q.name])
+    return Region(cat, lo, hi)
+
+
+def whole_domain(n: int, qids: tuple[QidInfo, ...]) -> Region:
+    """``n`` regions that allow everything."""
+    return Region({q.name: np.full(n, q.taxonomy.code_of[q.taxonomy.root], dtype=np.int64)
+                   for q in qids if q.kind == "categorical"},
+                  {q.name: np.full(n, -np.inf) for q in qids if q.kind == "numeric"},
+                  {q.name: np.full(n, np.inf) for q in qids if q.kind == "numeric"})
+
+
+def lca_depth(tax, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Depth of the lowest common ancestor of node codes ``a`` and ``b`` (element-wise)."""
+    parent = tax.parent_array
+    depth = tax.depth_array
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64))
+    a, b = a.copy(), b.copy()
+    for _ in range(int(depth.max(initial=0)) + 1):
+        differ = a != b
+        if not differ.any():
+            break
+        deeper_a = differ & (depth[a] >= depth[b])
+        deeper_b = differ & (depth[b] > depth[a])
+        a[deeper_a] = parent[a[deeper_a]]
+        b[deeper_b] = parent[b[deeper_b]]
+    return depth[a]
+
+
+@dataclass
+class ReleaseView:
+    """One published release, parsed.
+
+    Attributes:
+        label: Period label.
+        ordinal: Period ordinal (consecutive periods differ by 1).
+        case: CaseID of each row (str).
+        group: Group code of each row; ``group_labels[code]`` is the published identifier.
+        region: The published QID regions.
+        term_row, term_code, term_names: distinct (row, sensitive term) pairs.
+        terms_by_column: per multi-valued column, the number of distinct terms of each row.
+    """
+
+    label: str
+    ordinal: int
+    rows: pd.DataFrame
+    case: np.ndarray
+    group: np.ndarray
+    group_labels: np.ndarray
+    region: Region
+    term_row: np.ndarray
+    term_code: np.ndarray
+    term_names: np.ndarray
+    index: pd.Index = field(repr=False, default=None)
+
+    @property
+    def n(self) -> int:
+        return len(self.case)
+
+    def term_sets(self) -> list[frozenset[str]]:
+        """The sensitive terms of each row."""
+        sets: list[set[str]] = [set() for _ in range(self.n)]
+        for r, c in zip(self.term_row.tolist(), self.term_code.tolist(), strict=True):
+            sets[r].add(str(self.term_names[c]))
+        return [frozenset(s) for s in sets]
+
+
+def read_view(series: PublishedSeries, label: str) -> ReleaseView:
+    """Parse the release of ``label``.
+
+    Raises:
+        SchemaError / InputFormatError / HierarchyError: a column is missing or a cell does not
+            parse (the message names the release and column).
+    """
+    rows = series.releases[label]
+    where = f"Release {label}"
+    needed = ["case_id", "group", *(q.name for q in series.qids), *series.sensitive]
+    missing = [c for c in needed if c not in rows.columns]
+    if missing:
+        raise InputFormatError(f"{where} lacks column(s) {', '.join(map(repr, missing))}.")
+    case = cell_strings(rows["case_id"])
+    if pd.Series(case).duplicated().any():
+        raise InputFormatError(f"{where} holds a case_id on several rows; a release has one row "
+                               f"per case.")
+    gcode, glabels = pd.factorize(cell_strings(rows["group"]))
+    cat, lo, hi = {}, {}, {}
+    for q in series.qids:
+        values = cell_strings(rows[q.name])
+        if q.kind == "categorical":
+            cat[q.name] = categorical_codes(values, q.taxonomy,
+                                            where=f"{where}, column {q.name!r}").astype(np.int64)
+        else:
+            lo[q.name], hi[q.name] = numeric_bounds(values, where=f"{where}, column {q.name!r}")
+    term_row, term_code, term_names = term_pairs(joined_terms(rows, series.sensitive))
+    return ReleaseView(label, parse_period(label).ordinal, rows, case, gcode.astype(np.int64),
+                       np.asarray(glabels, dtype=object), Region(cat, lo, hi), term_row,
+                       term_code, term_names, pd.Index(case))
+
+
+@dataclass
+class Links:
+    """What the other releases of the series reveal about each record of one release."""
+
+    view: ReleaseView
+    old: np.ndarray
+    earlier_region: Region
+    later: np.ndarray
+    later_region: Region
+    in_next: np.ndarray
+    next_known: bool
+
+
+def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
+         views: Mapping[str, ReleaseView] | None = None) -> Links:
+    """Link the records of release ``label`` to every other release of the series.
+
+    Args:
+        series: The published series.
+        label: The release to attack (a period label of the series).
+        lifespan: Link only releases at most this many periods apart (None: all).
+        views: Parsed releases to reuse (by label); missing ones are parsed here.
+    """
+    views = dict(views or {})
+
+    def view(p: str) -> ReleaseView:
+        if p not in views:
+            views[p] = read_view(series, p)
+        return views[p]
+
+    own = view(label)
+    n, qids = own.n, series.qids
+    old = np.zeros(n, dtype=bool)
+    later = np.zeros(n, dtype=bool)
+    in_next = np.zeros(n, dtype=bool)
+    earlier_region = whole_domain(n, qids)
+    later_region = whole_domain(n, qids)
+    next_known = False
+    for p in series.periods:
+        other = view(p)
+        gap = other.ordinal - own.ordinal
+        if gap == 0 or (lifespan is not None and abs(gap) > lifespan):
+            continue
+        if gap == 1:
+            next_known = True
+        pos = other.index.get_indexer(own.case)
+        hit = pos >= 0
+        if not hit.any():
+            continue
+        rows = np.flatnonzero(hit)
+        theirs = other.region.take(pos[hit])
+        target = earlier_region if gap < 0 else later_region
+        merged = intersect(target.take(rows), theirs, qids)
+        for k in merged.cat:
+            target.cat[k][rows] = merged.cat[k]
+        for k in merged.lo:
+            target.lo[k][rows] = merged.lo[k]
+            target.hi[k][rows] = merged.hi[k]
+        (old if gap < 0 else later)[rows] = True
+        if gap == 1:
+            in_next[rows] = True
+    return Links(own, old, earlier_region, later, later_region, in_next, next_known)

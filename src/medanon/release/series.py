@@ -1,0 +1,156 @@
+"""A published series, read from a store or from a folder in the release format (audit mode).
+
+Attacks, metrics and the verify gate read a series through :class:`PublishedSeries`: the rows of
+each release as strings and its manifest. How to read each column (QID kinds, hierarchies,
+sensitive columns) comes from the manifests themselves (``columns`` and ``hierarchies`` in ARX
+layout, ``design.md``), so a series written by another tool can be audited without our store.
+A schema can be given instead when the manifests lack that description.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ..data.periods import parse_period
+from ..data.schema import Schema
+from ..errors import InputFormatError, ValidationError
+from ..hierarchies import Taxonomy, read_arx
+from .cells import QidInfo
+from .format import read_series
+
+__all__ = ["PublishedSeries", "load_series"]
+
+
+@dataclass(frozen=True)
+class PublishedSeries:
+    """The releases of a series, oldest first.
+
+    Attributes:
+        releases: Period label -> published rows (strings, one row per case).
+        manifests: Period label -> manifest.
+        qids: How to read each QID column.
+        sensitive: The multi-valued sensitive columns.
+        source: Where the series was read from (for messages).
+    """
+
+    releases: Mapping[str, pd.DataFrame]
+    manifests: Mapping[str, dict]
+    qids: tuple[QidInfo, ...]
+    sensitive: tuple[str, ...]
+    source: str
+
+    @property
+    def periods(self) -> list[str]:
+        return list(self.releases)
+
+    def label(self, period: str) -> str:
+        """The canonical label of ``period``, which must be in the series.
+
+        Raises:
+            ValidationError: the series holds no release of that period.
+        """
+        wanted = parse_period(period).label
+        if wanted not in self.releases:
+            raise ValidationError(f"{self.source} holds no release of {wanted}; it holds "
+                                  f"{', '.join(self.periods) or 'none'}.")
+        return wanted
+
+    @property
+    def hierarchies(self) -> dict[str, Taxonomy]:
+        return {q.name: q.taxonomy for q in self.qids if q.taxonomy is not None}
+
+    def restricted_to(self, periods: list[str]) -> "PublishedSeries":
+        """The same series holding only ``periods`` (used to check a series as it was)."""
+        keep = [p for p in self.periods if p in set(periods)]
+        return PublishedSeries({p: self.releases[p] for p in keep},
+                               {p: self.manifests[p] for p in keep}, self.qids, self.sensitive,
+                               self.source)
+
+    def with_release(self, period: str, rows: pd.DataFrame, manifest: dict) -> "PublishedSeries":
+        """The series with one more (candidate) release, kept in time order."""
+        releases = dict(self.releases)
+        manifests = dict(self.manifests)
+        releases[period], manifests[period] = rows, manifest
+        order = sorted(releases, key=lambda p: parse_period(p).ordinal)
+        return PublishedSeries({p: releases[p] for p in order}, {p: manifests[p] for p in order},
+                               self.qids, self.sensitive, self.source)
+
+
+def _qids_from_manifest(manifest: Mapping, label: str) -> tuple[tuple[QidInfo, ...], tuple[str, ...]]:
+    columns = manifest.get("columns")
+    if not isinstance(columns, Mapping) or "qids" not in columns or "sensitive" not in columns:
+        raise InputFormatError(f"The manifest of {label} does not describe its columns "
+                               f"('columns.qids' and 'columns.sensitive'); pass --schema to say "
+                               f"how to read the series.")
+    stored = manifest.get("hierarchies") or {}
+    qids = []
+    for q in columns["qids"]:
+        try:
+            name, kind = str(q["name"]), str(q["kind"])
+        except (KeyError, TypeError):
+            raise InputFormatError(f"The manifest of {label} lists a QID without name and kind: "
+                                   f"{q!r}.") from None
+        tax = None
+        if kind == "categorical":
+            entry = stored.get(name)
+            if not isinstance(entry, Mapping) or entry.get("layout") != "arx" or "text" not in entry:
+                raise InputFormatError(f"The manifest of {label} has no ARX hierarchy for the "
+                                       f"categorical QID {name!r}; pass --schema.")
+            tax = read_arx(io.StringIO(str(entry["text"])), name=name)
+        qids.append(QidInfo(name, kind, tax))
+    return tuple(qids), tuple(str(c) for c in columns["sensitive"])
+
+
+def _qids_from_schema(schema: Schema) -> tuple[tuple[QidInfo, ...], tuple[str, ...]]:
+    hierarchies = schema.load_hierarchies()
+    qids = tuple(QidInfo(q.name, q.kind, hierarchies.get(q.name)) for q in schema.qids)
+    return qids, tuple(schema.sensitive)
+
+
+def load_series(*, folder: str | Path | None = None, store=None,
+                schema: Schema | None = None) -> PublishedSeries:
+    """Read a published series from a folder (audit mode) or from a release store.
+
+    Args:
+        folder: A folder of period folders (``P/release.csv`` + ``P/manifest.json``).
+        store: An open :class:`~medanon.store.ReleaseStore` (its published periods).
+        schema: How to read the columns; default: the manifests' own description (the
+            store's schema for a store).
+
+    Raises:
+        ValidationError: neither or both sources are given; a store with nothing published.
+        InputFormatError: the releases cannot be read, or their manifests describe their
+            columns differently.
+    """
+    if (folder is None) == (store is None):
+        raise ValidationError("Give exactly one of a series folder or a store.")
+    if folder is not None:
+        read = read_series(folder)
+        releases = {r.period: r.rows for r in read}
+        manifests = {r.period: r.manifest for r in read}
+        source = f"Series {str(folder)!r}"
+    else:
+        labels = store.published_periods()
+        if not labels:
+            raise ValidationError(f"Store {str(store.path)!r} has no published release yet; run "
+                                  f"'medanon release' first.")
+        releases = {p: store.release_rows(p) for p in labels}
+        manifests = {p: store.manifest(p) for p in labels}
+        source = f"Store {str(store.path)!r}"
+        schema = schema or store.schema
+    if schema is not None:
+        qids, sensitive = _qids_from_schema(schema)
+    else:
+        described = {p: _qids_from_manifest(m, p) for p, m in manifests.items()}
+        first = next(iter(described))
+        qids, sensitive = described[first]
+        for p, d in described.items():
+            if d != described[first]:
+                raise InputFormatError(f"The manifests of {first} and {p} describe the columns "
+                                       f"differently; audit them apart or pass --schema.")
+    return PublishedSeries(releases, manifests, qids, sensitive, source)
