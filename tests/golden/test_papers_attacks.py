@@ -119,3 +119,41 @@ def test_target_errors_name_the_problem():
         attack_target(PLOS, "2020Q2", "sex=X")
     with pytest.raises(ValidationError, match="holds no release of 2019Q4"):
         attack_target(PLOS, "2019Q4", "sex=F")
+
+
+def test_002_example_2_ss_group_in_table_2b():
+    # ADR counts in Table 2(B): 2,1,1,1,2,1,1,5,6,6,1,2,1,2 -> mean 2.2857, population SD
+    # 1.8295, mean + SD = 4.115 -> an ss-record has at least 5 ADRs: cases 16, 17 and 21.
+    from medanon.attacks.ss import ss_thresholds
+    from medanon.attacks.worst_case import attack_series
+
+    assert ss_thresholds(PLOS.releases["2020Q2"], ("adr",), "mean+sd") == {"adr": 5}
+    out = attack_series(PLOS, periods=["2020Q2"], alpha=0.25).release("2020Q2")
+    flagged = {g.group: g.ss_share for g in out.groups if g.ssg}
+    assert flagged == {"3": 1.0}  # Clare's group {16, 17, 21}: every record is an ss-record
+    assert out.ssgr == pytest.approx(1 / 4)
+    # Clare (M, 47) links to exactly that group.
+    assert attack_target(PLOS, "2020Q2", "sex=M,age=47").candidates == ("16", "17", "21")
+
+
+def test_worst_case_after_bfl_on_001_quarter_2():
+    # Quarter 2 of 001 is 3-anonymous, but in the worst case (a new target who stops before
+    # quarter 3) group 1 loses everyone: 1 and 4 are old (B/L), 7 reappears in quarter 3 as
+    # Male [30-35], which does not cover ANY [30-40] (F), and is there at all (MD).
+    from medanon.attacks.worst_case import attack_series
+    from medanon.models.theta import ThetaTable
+
+    out = attack_series(JMIR, periods=["2020Q2"], k=3,
+                        theta=ThetaTable(default=0.5)).release("2020Q2")
+    by_group = {g.group: g for g in out.groups}
+    assert by_group["1"].excluded == {"B/L": 2, "F": 1, "MD": 1}
+    assert by_group["1"].remaining == 0 and by_group["1"].dig and by_group["1"].dsg
+    # Group 2 (8-12, all new) loses 8, which reappears in quarter 3 (MD); Flu 2/4 <= 0.5.
+    assert by_group["2"].excluded == {"B/L": 0, "F": 0, "MD": 1}
+    assert by_group["2"].remaining == 4 and not by_group["2"].dig and not by_group["2"].dsg
+    assert by_group["2"].top_term == "Flu" and by_group["2"].top_confidence == 0.5
+    assert out.dir == 0.5 and out.dsr == 0.5 and out.reidentified == 0
+    # Without quarter 3 only the B/L-attack applies; 7 is the one record left in group 1.
+    early = attack_series(JMIR.restricted_to(["2020Q1", "2020Q2"]), k=3).release("2020Q2")
+    assert {g.group: g.remaining for g in early.groups} == {"1": 1, "2": 5}
+    assert early.reidentified == 1 and not early.md_applied and early.dsr is None
