@@ -133,12 +133,16 @@ def release(
     seed: SeedOpt = None,
     allow_seeded: Annotated[bool, typer.Option(
         "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
+    publish_despite_violations: Annotated[bool, typer.Option(
+        "--publish-despite-violations",
+        help="Publish even when the verify gate finds violations (recorded in the manifest).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Anonymize and publish periods, one store transaction each."""
+    """Anonymize, verify and publish periods, one store transaction each."""
     commands.release(store=store, periods=periods or [], method=method, k=k, theta=theta,
                      alpha=alpha, ss_rule=ss_rule, lifespan=lifespan, on_infeasible=on_infeasible,
-                     seed=seed, allow_seeded=allow_seeded, as_json=as_json)
+                     seed=seed, allow_seeded=allow_seeded, as_json=as_json,
+                     publish_despite_violations=publish_despite_violations)
 
 
 @app.command()

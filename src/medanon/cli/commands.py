@@ -150,24 +150,29 @@ def _parse_ss_rule(text: str) -> str | dict[str, int]:
 def release(*, store: Path, periods: list[str], method: str, k: int | None, theta: str | None,
             seed: int | None, allow_seeded: bool, as_json: bool, alpha: float | None = None,
             ss_rule: str | None = None, lifespan: int | None = None,
-            on_infeasible: str = "refuse") -> None:
+            on_infeasible: str = "refuse", publish_despite_violations: bool = False) -> None:
     anonymizer = make_method(method, k=k, theta=theta, alpha=alpha, ss_rule=ss_rule,
                              lifespan=lifespan, on_infeasible=on_infeasible)
     rng = make_random_source(seed)
     with ReleaseStore.open(store) as db:
         with progress_bar(f"publishing with {method}", None) as step:
             summaries = publish_periods(db, anonymizer, periods, rng, allow_seeded=allow_seeded,
+                                        publish_despite_violations=publish_despite_violations,
                                         progress=step)
     if as_json:
         _print_json([s.__dict__ for s in summaries])
         return
-    table = Table("period", "method", "cases", "groups", "withheld", title=f"Published in {store}")
+    table = Table("period", "method", "cases", "groups", "withheld", "verify gate",
+                  title=f"Published in {store}")
     for s in summaries:
-        table.add_row(s.period, s.method, str(s.cases), str(s.groups), str(s.suppressed))
+        table.add_row(s.period, s.method, str(s.cases), str(s.groups), str(s.suppressed), s.verdict)
     ui.out.print(table)
     if anonymizer.privacy_model is None:
         ui.err.print(f"note: method '{method}' gives no privacy guarantee; it only drops identifiers.")
-    elif any(s.suppressed for s in summaries):
+    if any(s.verdict == "violated" for s in summaries):
+        ui.err.print("warning: published DESPITE violations of the privacy model; they are listed "
+                     "in each manifest's 'verification'.")
+    if anonymizer.privacy_model is not None and any(s.suppressed for s in summaries):
         ui.err.print("note: some cases were withheld (they fit no group without breaking theta); "
                      "see each manifest's details.")
 

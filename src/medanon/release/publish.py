@@ -17,12 +17,14 @@ from .. import __version__
 from ..anonymize.base import AnonymizationResult, Anonymizer
 from ..data.periods import parse_period
 from ..data.records import combine_super_records
-from ..errors import StoreError, ValidationError
+from ..errors import PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
 from ..random import RandomSource
 from ..store import ReleaseStore
+from ..verify import gate
 from .format import to_published_rows
+from .series import load_series
 
 MANIFEST_FORMAT = "medanon-release/1"
 
@@ -36,6 +38,7 @@ class PublishedSummary:
     groups: int
     suppressed: int
     method: str
+    verdict: str = "not-run"
 
 
 def plan_periods(store: ReleaseStore, requested: Sequence[str]) -> list[str]:
@@ -127,15 +130,13 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
         "rng": rng.describe(),
         "library": {"name": "medanon", "version": __version__},
         "input_sha256": digest,
-        "verification": {
-            "verdict": "not-applicable" if method.privacy_model is None else "not-run",
-            "detail": ("method declares no privacy model" if method.privacy_model is None
-                       else "the verify gate is not implemented yet")},
+        # filled in by the verify gate before the release is published
+        "verification": {"verdict": "not-run"},
     }
 
 
 def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[str], rng: RandomSource,
-                    *, allow_seeded: bool = False,
+                    *, allow_seeded: bool = False, publish_despite_violations: bool = False,
                     progress: Callable[[str], None] | None = None) -> list[PublishedSummary]:
     """Anonymize and publish each period in order (one transaction per period).
 
@@ -150,12 +151,12 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     if method.needs_next_period:
         labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name)
     hierarchies = store.schema.load_hierarchies()
+    series = load_series(store=store, allow_empty=True)
     summaries = []
     for label in labels:
         records = store.records(label)
         supers = combine_super_records(records, store.schema, hierarchies)
-        previous = ([store.release_rows(p) for p in store.published_periods()]
-                    if method.periodic else [])
+        previous = list(series.releases.values()) if method.periodic else []
         next_cases = None
         if method.needs_next_period:
             following = parse_period(label).shift(1).label
@@ -164,9 +165,16 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         rows = to_published_rows(result.table, store.schema)
         manifest = build_manifest(store.schema, hierarchies, method, label, rng, result=result,
                                   rows=rows, digest=input_digest(records), n_reports=len(records))
+        try:
+            manifest["verification"] = gate(series, label, rows, manifest)
+        except PrivacyViolation as exc:
+            if not publish_despite_violations:
+                raise
+            manifest["verification"] = {**exc.verification, "published_despite_violations": True}
         store.publish(label, rows, manifest)
+        series = series.with_release(label, rows, manifest)
         summaries.append(PublishedSummary(label, len(rows), result.n_groups, result.suppressed,
-                                          method.name))
+                                          method.name, manifest["verification"]["verdict"]))
         if progress:
             progress(label)
     return summaries

@@ -112,8 +112,8 @@ def _qids_from_schema(schema: Schema) -> tuple[tuple[QidInfo, ...], tuple[str, .
     return qids, tuple(schema.sensitive)
 
 
-def load_series(*, folder: str | Path | None = None, store=None,
-                schema: Schema | None = None) -> PublishedSeries:
+def load_series(*, folder: str | Path | None = None, store=None, schema: Schema | None = None,
+                allow_empty: bool = False) -> PublishedSeries:
     """Read a published series from a folder (audit mode) or from a release store.
 
     Args:
@@ -121,6 +121,7 @@ def load_series(*, folder: str | Path | None = None, store=None,
         store: An open :class:`~medanon.store.ReleaseStore` (its published periods).
         schema: How to read the columns; default: the manifests' own description (the
             store's schema for a store).
+        allow_empty: Accept a store with nothing published yet (an empty series).
 
     Raises:
         ValidationError: neither or both sources are given; a store with nothing published.
@@ -136,7 +137,7 @@ def load_series(*, folder: str | Path | None = None, store=None,
         source = f"Series {str(folder)!r}"
     else:
         labels = store.published_periods()
-        if not labels:
+        if not labels and not allow_empty:
             raise ValidationError(f"Store {str(store.path)!r} has no published release yet; run "
                                   f"'medanon release' first.")
         releases = {p: store.release_rows(p) for p in labels}
