@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ValidationError
+from ..errors import HierarchyError, InternalError, ValidationError
 from .taxonomy import Taxonomy
 
-__all__ = ["mesh_age_tree", "age_to_mesh", "sex_tree", "BUILTIN_HIERARCHIES", "MAX_AGE_YEARS"]
+__all__ = ["mesh_age_tree", "age_to_mesh", "mesh_age_band", "sex_tree", "BUILTIN_HIERARCHIES",
+           "MAX_AGE_YEARS"]
 
 # Ages above this are data errors, not very old patients (the oldest verified human: 122 y).
 MAX_AGE_YEARS = 150.0
@@ -118,6 +119,50 @@ def age_to_mesh(years: Any) -> Any:
     if scalar:
         return out[0]
     return out.reshape(a.shape)
+
+
+def mesh_age_band(label: str) -> tuple[float, float]:
+    """The age band, in years, that a node of :func:`mesh_age_tree` stands for.
+
+    A value band is the one :func:`age_to_mesh` maps into the label (``Adolescent`` =
+    ``(13, 19)``); an internal node stands for any value of its subtree, so its band is the union
+    of the subtree's value bands, which is always one contiguous range: ``Adult`` = ``(19, 150)``
+    (not ``(25, 45)``, the band of the *value* ``Adult``, because a published ``Adult`` may be a
+    generalized ``Young Adult`` or ``Aged``), ``Nonadult`` = ``(0, 19)``, ``*`` = ``(0, 150)``.
+
+    Args:
+        label: A node of the MeSH age tree.
+
+    Returns:
+        ``(lo, hi)``: the node holds the ages ``lo <= a < hi``; a band that ends at
+        :data:`MAX_AGE_YEARS` (150) includes it.
+
+    Raises:
+        HierarchyError: ``label`` is not a node of the MeSH age tree.
+    """
+    try:
+        return _mesh_age_bands()[label]
+    except (KeyError, TypeError):
+        raise HierarchyError(f"{label!r} is not a node of hierarchy 'mesh-age'.") from None
+
+
+@cache
+def _mesh_age_bands() -> dict[str, tuple[float, float]]:
+    lows = np.concatenate(([0.0], _AGE_EDGES))
+    highs = np.concatenate((_AGE_EDGES, [MAX_AGE_YEARS]))
+    own = {str(lab): (float(lo), float(hi)) for lab, lo, hi in zip(_AGE_LABELS, lows, highs)}
+    tree = mesh_age_tree()
+    bands: dict[str, tuple[float, float]] = {}
+    for node in reversed(tree.nodes):  # children before parents
+        parts = [bands[c] for c in tree.children(node)]
+        if node in own:
+            parts.append(own[node])
+        parts.sort()
+        for (_, hi), (lo, _) in zip(parts, parts[1:]):
+            if lo != hi:  # pragma: no cover - the tables above are contiguous by construction
+                raise InternalError(f"the MeSH age band of {node!r} has a gap at {hi} years")
+        bands[node] = (parts[0][0], parts[-1][1])
+    return bands
 
 
 def _preview(x: Any) -> str:
