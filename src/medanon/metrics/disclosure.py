@@ -1,0 +1,202 @@
+"""Disclosure risk of a release after the linkage attacks: RR and AR_rev of paper 000.
+
+For every released record r' (the anonymized version of an original super record r), the
+adversary knows r's exact QID values and whether the case first appears in this release, and
+links CaseIDs across the series (:mod:`medanon.attacks.links`). It removes the records excludable
+by the B-, F- and L-attacks (optionally 002's MD-attack and medical background knowledge, 000
+§E) and takes as candidates G the remaining records at minimum distance from r
+(``algorithms.md`` §5.4):
+
+    RR(D')     = (1/|D'|) · Σ_{r'} Pr(r'),      Pr(r') = 1/|G| if r' ∈ G, else 0
+    AR_rev(D') = (1/|D'|) · Σ_{r'} Ar(r'),      Ar(r') = Σ_{s ∈ S_G} max{1/|G|, Pr_G(s)} / |S_G|
+                                                         if r' ∈ G, else 0
+
+with Pr_G(s) the share of G's records holding sensitive term s and S_G the terms present in G
+(§5.5). Because every s ∈ S_G occurs at least once, max{1/|G|, Pr_G(s)} = Pr_G(s), so
+Ar(r') = (Σ_{j∈G} |terms_j|) / (|G| · |S_G|); a record without terms in a G without terms has
+Ar = 1/|G|.
+
+Distance (000 does not give one; §5.4 suggests a normalized mixed distance): the mean over QIDs
+of a numeric gap between r's value and the published value or interval, divided by the span of
+the original values, and for a categorical QID 0 when the published node covers r's value, else
+the path length between them through their lowest common ancestor divided by twice the height
+of the hierarchy. A generalized release puts r at distance 0 from every record that covers it,
+so G is the linkage candidate set; a perturbed (DP) release rarely has such ties.
+
+Choices: the adversary knows the truth about first appearance (L-attack) and discontinuation
+(MD-attack, only with ``md=True`` and when the next release exists). A missing original value
+is unknown to the adversary and does not restrict the candidates. Withheld cases are not in D'.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+
+from ..attacks.background import BackgroundKnowledge
+from ..attacks.links import Region, covers, lca_depth, link
+from ..errors import SchemaError, ValidationError
+from ..release.series import PublishedSeries
+
+__all__ = ["LinkageRisk", "linkage_risk"]
+
+_CHUNK = 512
+
+
+@dataclass(frozen=True)
+class LinkageRisk:
+    """RR and AR_rev of one release."""
+
+    period: str
+    records: int
+    rr: float
+    ar_rev: float
+    reidentified: int
+    attacks: str
+
+    def to_dict(self) -> dict:
+        return {"period": self.period, "records": self.records, "rr": round(self.rr, 6),
+                "ar_rev": round(self.ar_rev, 6), "reidentified": self.reidentified,
+                "attacks": self.attacks}
+
+
+def _original_region(original: pd.DataFrame, cases: np.ndarray, series: PublishedSeries,
+                     ) -> tuple[Region, dict[str, np.ndarray]]:
+    """The original QID values of each released case, and which of them are known."""
+    frame = original.assign(_case=original["case_id"].astype(str)).set_index("_case")
+    missing = np.setdiff1d(cases, frame.index.to_numpy(dtype=object))
+    if missing.size:
+        raise ValidationError(f"The release holds {missing.size} case(s) absent from the original "
+                              f"records (e.g. {missing[0]!r}); pass the same period's records.")
+    frame = frame.loc[cases]
+    cat, lo, hi, known = {}, {}, {}, {}
+    for q in series.qids:
+        if q.name not in frame.columns:
+            raise SchemaError(f"The original records lack the QID column {q.name!r}.")
+        col = frame[q.name]
+        if q.kind == "categorical":
+            labels = col.astype(object).where(col.notna(), "").astype(str).to_numpy()
+            ok = labels != ""
+            codes = np.full(len(labels), q.taxonomy.code_of[q.taxonomy.root], dtype=np.int64)
+            codes[ok] = q.taxonomy.encode(labels[ok])
+            cat[q.name], known[q.name] = codes, ok
+        else:
+            values = col.array
+            if isinstance(values, pd.arrays.IntervalArray):
+                a, b = np.asarray(values.left, float), np.asarray(values.right, float)
+            else:
+                a = b = pd.to_numeric(col, errors="coerce").to_numpy(float)
+            ok = np.isfinite(a) & np.isfinite(b)
+            lo[q.name], hi[q.name], known[q.name] = a, b, ok
+    return Region(cat, lo, hi), known
+
+
+def _distance(view_region: Region, target: Region, known: Mapping[str, np.ndarray], series,
+              spans: Mapping[str, float]) -> np.ndarray:
+    """Mean normalized distance between targets (rows) and published records (columns)."""
+    total = None
+    for q in series.qids:
+        kn = known[q.name][:, None]
+        if q.kind == "categorical":
+            tax = q.taxonomy
+            g, s = view_region.cat[q.name][None, :], target.cat[q.name][:, None]
+            inside = tax.covers_codes(g, s)
+            depth = tax.depth_array
+            w = lca_depth(tax, g, s)
+            d = (depth[g] + depth[s] - 2 * w) / max(2 * tax.height, 1)
+            d = np.where(inside | ~kn, 0.0, d)
+        else:
+            lo, hi = view_region.lo[q.name][None, :], view_region.hi[q.name][None, :]
+            a, b = target.lo[q.name][:, None], target.hi[q.name][:, None]
+            gap = np.maximum(np.maximum(lo - b, a - hi), 0.0)
+            d = np.where(kn, np.minimum(gap / spans[q.name], 1.0), 0.0)
+        total = d if total is None else total + d
+    return total / len(series.qids)
+
+
+def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *,
+                 md: bool = False, background: BackgroundKnowledge | None = None,
+                 lifespan: int | None = None) -> LinkageRisk:
+    """RR and AR_rev of the release of ``period`` (see the module docstring).
+
+    Args:
+        series: The published series (linking uses every release unless ``lifespan``).
+        period: The release to measure.
+        original: The period's original super records (``case_id`` and the QID columns;
+            numeric QIDs as numbers or a closed IntervalArray).
+        md: Add 002's MD-attack (needs the next period's release in the series).
+        background: Medical background knowledge (000 §E).
+        lifespan: Link only releases at most this many periods apart.
+    """
+    label = series.label(period)
+    links = link(series, label, lifespan=lifespan)
+    view, qids = links.view, series.qids
+    m = view.n
+    attacks = "B/F/L" + ("/MD" if md and links.next_known else "") + ("+BK" if background else "")
+    if m == 0:
+        return LinkageRisk(label, 0, 0.0, 0.0, 0, attacks)
+    target, known = _original_region(original, view.case, series)
+    spans = {}
+    for q in qids:
+        if q.kind == "numeric":
+            finite = np.concatenate([target.lo[q.name][known[q.name]],
+                                     target.hi[q.name][known[q.name]]])
+            span = float(finite.max() - finite.min()) if finite.size else 0.0
+            spans[q.name] = span if span > 0 else 1.0
+    implied = background.implied_regions(view, qids) if background is not None else None
+    n_terms = np.bincount(view.term_row, minlength=m).astype(np.float64)
+    incidence = sparse.csr_matrix((np.ones(len(view.term_row)), (view.term_row, view.term_code)),
+                                  shape=(m, max(len(view.term_names), 1)))
+    own = np.arange(m)
+    new = ~links.old  # the target's own case: first appearance in this release?
+    gone = ~links.in_next
+    pr = np.zeros(m)
+    ar = np.zeros(m)
+
+    def known_covers(region: Region, tgt: Region, kn) -> np.ndarray:
+        ok = None
+        for q in qids:
+            part = covers(_one(region, q), _one(tgt, q, column=True), (q,))
+            part = part | ~kn[q.name][:, None]
+            ok = part if ok is None else ok & part
+        return ok
+
+    for start in range(0, m, _CHUNK):
+        rows = own[start:start + _CHUNK]
+        tgt = target.take(rows)
+        kn = {k: v[rows] for k, v in known.items()}
+        excluded = links.old[None, :] & ~known_covers(links.earlier_region, tgt, kn)  # B
+        excluded |= links.later[None, :] & ~known_covers(links.later_region, tgt, kn)  # F
+        excluded |= new[rows][:, None] & links.old[None, :]  # L
+        if md and links.next_known:
+            excluded |= gone[rows][:, None] & links.in_next[None, :]  # MD
+        if implied is not None:
+            excluded |= ~known_covers(implied, tgt, kn)  # background knowledge
+        dist = _distance(view.region, tgt, kn, series, spans)
+        dist[excluded] = np.inf
+        best = dist.min(axis=1, keepdims=True)
+        in_g = np.isfinite(best) & (dist <= best + 1e-12)
+        size = in_g.sum(axis=1)
+        hit = in_g[np.arange(len(rows)), rows]
+        g = sparse.csr_matrix(in_g.astype(np.float64))
+        distinct = (g @ incidence > 0).sum(axis=1).A.ravel()
+        occurrences = g @ n_terms
+        with np.errstate(divide="ignore", invalid="ignore"):
+            pr_rows = np.where(hit, 1.0 / size, 0.0)
+            ar_rows = np.where(distinct > 0, occurrences / (size * distinct), pr_rows)
+        pr[rows] = pr_rows
+        ar[rows] = np.where(hit, ar_rows, 0.0)
+    return LinkageRisk(label, m, float(pr.mean()), float(ar.mean()), int((pr == 1.0).sum()),
+                       attacks)
+
+
+def _one(region: Region, q, *, column: bool = False) -> Region:
+    """The part of ``region`` for one QID, as a row (records) or a column (targets)."""
+    shape = (slice(None), None) if column else (None, slice(None))
+    if q.kind == "categorical":
+        return Region({q.name: region.cat[q.name][shape]}, {}, {})
+    return Region({}, {q.name: region.lo[q.name][shape]}, {q.name: region.hi[q.name][shape]})
