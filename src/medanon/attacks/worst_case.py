@@ -10,7 +10,9 @@ B-, F- or L-attack; 002 adds the MD-attack:
 * **F**: records whose case appears in a later release with a value that does not cover the
   whole published region of the record (some target in the region is then excluded; taking the
   union over targets is conservative);
-* **MD**: records whose case appears in the release of the next period (when the series holds it);
+* **MD** (002, applied to releases declaring PPMS(k, θ, α)-bounding, or to all with ``md=True``,
+  and only when the series holds the next period's release): records whose case appears in the
+  release of the next period;
 * **BK** (optional, 000 §E): records with a term implying a QID value the target lacks; the
   target is chosen among the values of g's region to exclude the most records.
 
@@ -41,6 +43,7 @@ from .ss import MEAN_SD, ss_records, ss_thresholds
 __all__ = ["GroupAttack", "ReleaseAttack", "SeriesAttack", "attack_series"]
 
 _TOL = 1e-12
+_HA_MODEL = "PPMS(k, theta, alpha)-bounding"
 
 
 @dataclass(frozen=True)
@@ -150,7 +153,8 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
                   lifespan: int | None = None, k: int | None = None,
                   theta: ThetaTable | None = None, alpha: float | None = None,
                   ss_rule: str | Mapping[str, int] | None = None,
-                  background: BackgroundKnowledge | None = None) -> SeriesAttack:
+                  background: BackgroundKnowledge | None = None,
+                  md: bool | None = None) -> SeriesAttack:
     """The worst-case attacks on every group of every release (see the module docstring).
 
     Args:
@@ -161,6 +165,8 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
         ss_rule: ``"mean+sd"`` or ``{column: minimum term count}``; default: the manifest's
             thresholds, else ``mean+sd`` (only used when α is known).
         background: Medical background knowledge (000 §E).
+        md: Apply the MD-attack to every release (True), to none (False), or to the releases
+            whose manifest declares 002's model (None, the default: 001's protocol otherwise).
     """
     labels = [series.label(p) for p in periods] if periods else series.periods
     qids = series.qids
@@ -168,13 +174,16 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
     for label in labels:
         links = link(series, label, lifespan=lifespan)
         view = links.view
-        m_k, m_theta, m_alpha, m_ss = _model(series.manifests.get(label, {}))
+        manifest = series.manifests.get(label, {})
+        m_k, m_theta, m_alpha, m_ss = _model(manifest)
+        declared = (manifest.get("method") or {}).get("privacy_model") == _HA_MODEL
+        use_md = links.next_known and (declared if md is None else md)
         kk = k if k is not None else m_k
         th = theta if theta is not None else m_theta
         al = alpha if alpha is not None else m_alpha
         masks = {"B/L": links.old,
                  "F": links.later & ~covers(links.later_region, view.region, qids),
-                 "MD": links.in_next if links.next_known else np.zeros(view.n, dtype=bool)}
+                 "MD": links.in_next if use_md else np.zeros(view.n, dtype=bool)}
         fixed = masks["B/L"] | masks["F"] | masks["MD"]
         ss = None
         if al is not None:
@@ -237,7 +246,7 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
                 return None if values and values[0] is None else 0.0
             return sum(values) / len(values)
 
-        out.append(ReleaseAttack(label, tuple(groups), kk, al, links.next_known, ratio("dig"),
+        out.append(ReleaseAttack(label, tuple(groups), kk, al, bool(use_md), ratio("dig"),
                                  ratio("dsg"), ratio("ssg"),
                                  sum(1 for g in groups if g.remaining == 1)))
     return SeriesAttack(tuple(out))

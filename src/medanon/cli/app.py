@@ -163,6 +163,85 @@ def inspect(store: StoreOpt = DEFAULT_STORE_PATH, as_json: JsonOpt = False) -> N
     commands.inspect(store=store, as_json=as_json)
 
 
+SeriesArg = Annotated[Optional[Path], typer.Argument(
+    help="A published series folder (PERIOD/release.csv + manifest.json), e.g. from another tool.")]
+OptStore = Annotated[Optional[Path], typer.Option("--store", "-s", help="Release store (DuckDB file).")]
+AuditSchemaOpt = Annotated[Optional[Path], typer.Option(
+    "--schema", help="Schema TOML saying how to read the columns (default: the manifests' own).")]
+BackgroundOpt = Annotated[Optional[Path], typer.Option(
+    "--background", help="Medical background knowledge: CSV 'term,attribute,value' or TOML "
+                         "[[rule]] (e.g. breast cancer -> sex F).")]
+
+
+@app.command()
+@guarded
+def verify(
+    series: SeriesArg = None,
+    store: OptStore = None,
+    schema: AuditSchemaOpt = None,
+    period: Annotated[Optional[list[str]], typer.Option(
+        "--period", help="Only these periods (repeatable; default all).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check every release against the privacy model its manifest declares; exit 0 only if all hold."""
+    commands.verify(series_dir=series, store=store, schema_path=schema, periods=period or [],
+                    as_json=as_json)
+
+
+@app.command()
+@guarded
+def attack(
+    series: SeriesArg = None,
+    store: OptStore = None,
+    schema: AuditSchemaOpt = None,
+    period: Annotated[Optional[str], typer.Option(
+        "--period", help="The release to attack (the target's release with --target).")] = None,
+    target: Annotated[Optional[str], typer.Option(
+        "--target", help="The target's known QID values, 'col=value,...' (e.g. 'sex=F,age=32').")] = None,
+    first_appearance: Annotated[bool, typer.Option(
+        "--first-appearance", help="The adversary knows the case first appears in --period (L-attack).")] = False,
+    discontinued: Annotated[bool, typer.Option(
+        "--discontinued", help="The adversary knows the case is absent from the next period (MD-attack).")] = False,
+    background: BackgroundOpt = None,
+    lifespan: Annotated[Optional[int], typer.Option(
+        help="Link only releases at most this many periods apart (default: all).")] = None,
+    k: Annotated[Optional[int], typer.Option("--k", help="k for DIR (default: each manifest's).")] = None,
+    alpha: Annotated[Optional[float], typer.Option(
+        help="alpha of the SS-attack (default: each manifest's).")] = None,
+    ss_rule: Annotated[Optional[str], typer.Option(
+        "--ss-rule", help="'mean+sd' or 'column=count,...' defining ss-records.")] = None,
+    all_groups: Annotated[bool, typer.Option(
+        "--all-groups", help="JSON: list every group, not only the risky ones.")] = False,
+    md: Annotated[Optional[bool], typer.Option(
+        "--md/--no-md", help="Worst case: apply the MD-attack to every release / to none "
+                             "(default: to releases declaring 002's model).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Replay the B-, F-, L-, MD- and SS-attacks: on one --target, or the worst case per group."""
+    commands.attack(series_dir=series, store=store, schema_path=schema, period=period,
+                    target=target, first_appearance=first_appearance, discontinued=discontinued,
+                    background=background, lifespan=lifespan, k=k, alpha=alpha, ss_rule=ss_rule,
+                    all_groups=all_groups, as_json=as_json, md=md)
+
+
+@app.command()
+@guarded
+def evaluate(
+    store: StoreOpt = DEFAULT_STORE_PATH,
+    rules: Annotated[Optional[Path], typer.Option(
+        "--rules", help="Signal rules: TOML [[rule]] drug/reaction/condition, or CSV "
+                        "'drug,condition,reaction'.")] = None,
+    background: BackgroundOpt = None,
+    md: Annotated[bool, typer.Option("--md", help="Add the MD-attack to RR and AR_rev.")] = False,
+    period: Annotated[Optional[list[str]], typer.Option(
+        "--period", help="Only these periods (repeatable; default all published).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Information loss, disclosure risk after the attacks, and signal bias of each release."""
+    commands.evaluate(store=store, rules=rules, background=background, md=md,
+                      periods=period or [], as_json=as_json)
+
+
 @app.command()
 @guarded
 def demo(

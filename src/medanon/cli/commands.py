@@ -16,7 +16,16 @@ from ..data.loaders.faers import read_faers
 from ..data.records import check_record_values
 from ..data.schema import Schema
 from ..errors import StoreError, ValidationError
-from ..models import check_from_manifests
+from ..attacks import attack_target, read_background
+from ..attacks.ss import parse_ss_rule
+from ..attacks.worst_case import attack_series
+from ..data.records import combine_super_records
+from ..errors import PrivacyViolation
+from ..metrics.evaluation import evaluate_series
+from ..metrics.signals import read_rules
+from ..release.format import to_published_rows
+from ..release.series import load_series
+from ..verify import verify_series
 from ..random import make_random_source
 from ..release.faers_layout import write_faers_release
 from ..release.format import write_manifest, write_release, write_series_atomically
@@ -126,25 +135,10 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
             raise ValidationError("Method 'ha' needs --alpha (e.g. --alpha 0.25).")
         kwargs["alpha"] = alpha
         if ss_rule is not None:
-            kwargs["ss_rule"] = _parse_ss_rule(ss_rule)
+            kwargs["ss_rule"] = parse_ss_rule(ss_rule)
     elif alpha is not None or ss_rule is not None:
         raise ValidationError(f"--alpha and --ss-rule apply to method 'ha' only, not {method!r}.")
     return METHODS[method](**kwargs)
-
-
-def _parse_ss_rule(text: str) -> str | dict[str, int]:
-    if text.strip() == "mean+sd":
-        return "mean+sd"
-    rule: dict[str, int] = {}
-    for part in text.split(","):
-        column, sep, count = part.partition("=")
-        if not sep or not column.strip():
-            raise ValidationError(f"--ss-rule must be 'mean+sd' or 'column=count,...'; got {text!r}.")
-        try:
-            rule[column.strip()] = int(count)
-        except ValueError:
-            raise ValidationError(f"--ss-rule count {count!r} is not an integer.") from None
-    return rule
 
 
 def release(*, store: Path, periods: list[str], method: str, k: int | None, theta: str | None,
@@ -232,17 +226,149 @@ def inspect(*, store: Path, as_json: bool) -> None:
     ui.out.print(table)
 
 
+# -- verify / attack / evaluate -------------------------------------------------------------------
+def _series(series_dir: Path | None, store: Path | None, schema_path: Path | None):
+    """The series of a folder (audit mode) or of a store."""
+    if (series_dir is None) == (store is None):
+        raise ValidationError("Give a SERIES folder or --store (exactly one).")
+    schema = Schema.from_toml(schema_path) if schema_path else None
+    if series_dir is not None:
+        return load_series(folder=series_dir, schema=schema)
+    with ReleaseStore.open(store) as db:
+        return load_series(store=db, schema=schema)
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | None,
+           periods: list[str], as_json: bool) -> None:
+    series = _series(series_dir, store, schema_path)
+    verdict = verify_series(series, periods or None)
+    if as_json:
+        _print_json(verdict.to_dict())
+    else:
+        table = Table("period", "model", "verdict", "attacks", "DIR", "DSR", "SSGR",
+                      title=f"Verify: {series.source}")
+        for r in verdict.releases:
+            shown = r.verdict + (" (MD pending)" if r.md_pending else "")
+            table.add_row(r.period, r.model or "none", shown, r.attacks or "-", _fmt(r.dir),
+                          _fmt(r.dsr), _fmt(r.ssgr))
+        ui.out.print(table)
+        for r in verdict.releases:
+            for v in r.violations[:10]:
+                ui.out.print(f"  {v}")
+            if len(r.violations) > 10:
+                ui.out.print(f"  ... and {len(r.violations) - 10} more in {r.period} (--json lists all)")
+    if not verdict.ok:
+        bad = [r.period for r in verdict.releases if not r.ok]
+        raise PrivacyViolation(f"{len(bad)} release(s) do not hold their declared privacy model: "
+                               f"{', '.join(bad)}.")
+
+
+def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | None,
+           period: str | None, target: str | None, first_appearance: bool, discontinued: bool,
+           background: Path | None, lifespan: int | None, k: int | None, alpha: float | None,
+           ss_rule: str | None, all_groups: bool, as_json: bool, md: bool | None = None) -> None:
+    series = _series(series_dir, store, schema_path)
+    knowledge = read_background(background) if background else None
+    if knowledge is not None:
+        knowledge.check(series.qids)
+    if target is not None:
+        if period is None:
+            raise ValidationError("--target needs --period: the release the target is known to be in.")
+        out = attack_target(series, period, target, first_appearance=first_appearance,
+                            discontinued=discontinued, background=knowledge, lifespan=lifespan)
+        if as_json:
+            _print_json(out.to_dict())
+            return
+        ui.out.print(f"Target {out.target} in {out.period}: {len(out.candidates)} candidate(s) "
+                     f"{list(out.candidates)}")
+        for name, cases in out.excluded.items():
+            ui.out.print(f"  {name}-attack excludes {len(cases)}: {list(cases)}")
+        ui.out.print(f"Remaining: {list(out.remaining)}"
+                     + ("  -> RE-IDENTIFIED" if out.reidentified else ""))
+        if out.confidence:
+            top = ", ".join(f"{t} {c:.2f}" for t, c in list(out.confidence.items())[:5])
+            ui.out.print(f"Confidence of sensitive terms: {top}")
+        return
+    if first_appearance or discontinued:
+        raise ValidationError("--first-appearance and --discontinued describe a --target; without "
+                              "one the worst case over all targets is reported.")
+    rule = parse_ss_rule(ss_rule) if ss_rule else None
+    result = attack_series(series, periods=[period] if period else None, lifespan=lifespan, k=k,
+                           alpha=alpha, ss_rule=rule, background=knowledge, md=md)
+    if as_json:
+        _print_json(result.to_dict(all_groups=all_groups))
+        return
+    table = Table("period", "groups", "attacks", "DIR", "DSR", "SSGR", "re-identified groups",
+                  title=f"Worst case over all targets: {series.source}")
+    for r in result.releases:
+        table.add_row(r.period, str(len(r.groups)), "B/F/L/MD" if r.md_applied else "B/F/L",
+                      _fmt(r.dir), _fmt(r.dsr), _fmt(r.ssgr), str(r.reidentified))
+    ui.out.print(table)
+
+
+def _originals(db: ReleaseStore, periods: list[str]) -> tuple[dict, dict]:
+    hierarchies = db.schema.load_hierarchies()
+    frames, rows = {}, {}
+    for p in periods:
+        supers = combine_super_records(db.records(p), db.schema, hierarchies).frame
+        frames[p] = supers
+        rows[p] = to_published_rows(supers.assign(group=supers[db.schema.case_id]), db.schema)
+    return frames, rows
+
+
+def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bool,
+             periods: list[str], as_json: bool) -> None:
+    signal_rules = read_rules(rules) if rules else []
+    knowledge = read_background(background) if background else None
+    with ReleaseStore.open(store) as db:
+        series = load_series(store=db)
+        if knowledge is not None:
+            knowledge.check(series.qids)
+        labels = [series.label(p) for p in periods] if periods else series.periods
+        frames, rows = _originals(db, labels)
+    with progress_bar("evaluating", None):
+        result = evaluate_series(series, frames, rows, rules=signal_rules, background=knowledge,
+                                 md=md, periods=labels)
+    if as_json:
+        _print_json(result)
+        return
+    _evaluation_tables(result, title=f"Evaluation of {store}")
+
+
+def _evaluation_tables(result: dict, *, title: str) -> None:
+    table = Table("period", "method", "cases", "groups", "NIL", "NIL*", "DIR", "DSR", "SSGR",
+                  "RR", "AR_rev", title=title)
+    for r in result["releases"]:
+        table.add_row(r["period"], str(r["method"]), str(r["cases"]), str(r["groups"]),
+                      _fmt(r["nil"]), _fmt(r["nil_star"]), _fmt(r["dir"]), _fmt(r["dsr"]),
+                      _fmt(r["ssgr"]), f"{r['rr']:.4f}", f"{r['ar_rev']:.4f}")
+    ui.out.print(table)
+    signals = [(r["period"], s) for r in result["releases"] for s in r.get("signals", [])]
+    if signals:
+        st = Table("period", "rule", "count orig", "count rel", "PRR orig", "PRR rel",
+                   "signal orig/rel", title="Signals: original versus release")
+        for period, s in signals:
+            rule = s["rule"]
+            cond = f", {rule['condition']}" if rule["condition"] else ""
+            st.add_row(period, f"{rule['drug']}{cond} -> {rule['reaction']}",
+                       str(s["original"]["count"]), str(s["release"]["count"]),
+                       f"{s['original']['prr']:.2f}", f"{s['release']['prr']:.2f}",
+                       f"{'Y' if s['original']['signal'] else 'n'}/"
+                       f"{'Y' if s['release']['signal'] else 'n'}")
+        ui.out.print(st)
+
+
 # -- demo -----------------------------------------------------------------------------------------
 def _attack_summary(store: Path) -> dict[str, tuple[float, float]]:
-    """DIR and DSR of each published period under the B-, F- and L-attacks (independent check)."""
+    """DIR and DSR of each published period after the B-, F- and L-attacks (001 §1.6)."""
     with ReleaseStore.open(store) as db:
-        periods = db.published_periods()
-        rows = {p: db.release_rows(p) for p in periods}
-        manifests = {p: db.manifest(p) for p in periods}
-        schema = db.schema
-    # MS declares no life span (None), so it is judged like the periodic model over the series.
-    check = check_from_manifests(rows, manifests, schema)
-    return {p.period: (p.dir, p.dsr) for p in check.periods}
+        series = load_series(store=db)
+    result = attack_series(series)
+    return {r.period: (r.dir, r.dsr) for r in result.releases}
 
 
 DEMO_MARKER = ".medanon-demo"

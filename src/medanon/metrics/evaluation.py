@@ -1,0 +1,91 @@
+"""Every metric of a published series, per release: what ``medanon evaluate`` prints.
+
+Combines, for each release (formulas in each module and in ``docs/metrics.md``):
+
+* information loss: NIL of 001 (Eqs. 1, 8, 9, from the published rows) and NIL with IL* of 000
+  (against the original super records);
+* disclosure after the attacks (:mod:`medanon.attacks.worst_case`): DIR and DSR of 001 (Eqs.
+  10-11) after the B-, F-, L- (and MD-) attacks, SSGR of 002 when the release declares α;
+* record-linkage risk RR and attribute risk AR_rev of 000 (:mod:`.disclosure`), and with
+  medical background knowledge the bias it adds (000 §E);
+* pharmacovigilance signals (:mod:`.signals`): count, PRR, ROR, χ² and the signal criterion of
+  each rule on the original and on the release, and the bias.
+
+The caller supplies the original super records of each period (the store holds them); the
+metrics never read an algorithm's bookkeeping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+from ..attacks.background import BackgroundKnowledge
+from ..attacks.worst_case import attack_series
+from ..release.series import PublishedSeries
+from .disclosure import linkage_risk
+from .information_loss import information_loss_star, normalized_information_loss
+from .signals import SignalRule, compare_signals
+
+__all__ = ["evaluate_series"]
+
+
+def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFrame],
+                    original_rows: Mapping[str, pd.DataFrame], *,
+                    rules: Sequence[SignalRule] = (), background: BackgroundKnowledge | None = None,
+                    md: bool = False, periods: Sequence[str] | None = None) -> dict:
+    """The metrics of each release, as a JSON-ready dict.
+
+    Args:
+        series: The published series.
+        originals: Period -> original super records (``case_id`` and QIDs as the algorithms saw
+            them: labels, numeric IntervalArray).
+        original_rows: Period -> the same records as published strings (for the signal counts).
+        rules: Signal rules (drug, demographic condition, reaction).
+        background: Medical background knowledge for the RR/AR bias (000 §E).
+        md: Add 002's MD-attack to every measure (by default DIR/DSR apply it only to releases
+            declaring 002's model, as the papers' protocols do).
+        periods: The releases to evaluate (default all).
+    """
+    labels = [series.label(p) for p in periods] if periods else series.periods
+    qid_kinds = [(q.name, q.kind) for q in series.qids]
+    hierarchies = series.hierarchies
+    attacked = attack_series(series, periods=labels, md=True if md else None)
+    attacked_bk = (attack_series(series, periods=labels, background=background,
+                                 md=True if md else None)
+                   if background is not None else None)
+    out = []
+    for label in labels:
+        rows = series.releases[label]
+        manifest = series.manifests.get(label, {})
+        original = originals[label]
+        worst = attacked.release(label)
+        risk = linkage_risk(series, label, original, md=md)
+        entry = {
+            "period": label,
+            "method": (manifest.get("method") or {}).get("name"),
+            "cases": len(rows), "groups": len(worst.groups),
+            "nil": round(normalized_information_loss(rows, qid_kinds, hierarchies), 6),
+            "nil_star": round(information_loss_star(original, rows, qid_kinds, hierarchies).nil, 6),
+            "dir": worst.dir, "dsr": worst.dsr, "ssgr": worst.ssgr,
+            "attacks": "B/F/L/MD" if worst.md_applied else "B/F/L",
+            "rr": round(risk.rr, 6), "ar_rev": round(risk.ar_rev, 6),
+            "reidentified": risk.reidentified,
+        }
+        if background is not None:
+            informed = linkage_risk(series, label, original, md=md, background=background)
+            worst_bk = attacked_bk.release(label)
+            entry["background"] = {
+                "rr": round(informed.rr, 6), "ar_rev": round(informed.ar_rev, 6),
+                "rr_bias": round(informed.rr - risk.rr, 6),
+                "ar_bias": round(informed.ar_rev - risk.ar_rev, 6),
+                "dir": worst_bk.dir, "dsr": worst_bk.dsr,
+                "dir_bias": (None if worst_bk.dir is None or worst.dir is None
+                             else round(worst_bk.dir - worst.dir, 6)),
+            }
+        if rules:
+            entry["signals"] = [c.to_dict() for c in compare_signals(
+                original_rows[label], rows, list(rules), hierarchies=hierarchies)]
+        out.append(entry)
+    return {"releases": out}
