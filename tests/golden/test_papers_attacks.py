@@ -143,8 +143,8 @@ def test_worst_case_after_bfl_on_001_quarter_2():
     from medanon.attacks.worst_case import attack_series
     from medanon.models.theta import ThetaTable
 
-    out = attack_series(JMIR, periods=["2020Q2"], k=3,
-                        theta=ThetaTable(default=0.5)).release("2020Q2")
+    out = attack_series(JMIR, periods=["2020Q2"], k=3, theta=ThetaTable(default=0.5),
+                        md=True).release("2020Q2")
     by_group = {g.group: g for g in out.groups}
     assert by_group["1"].excluded == {"B/L": 2, "F": 1, "MD": 1}
     assert by_group["1"].remaining == 0 and by_group["1"].dig and by_group["1"].dsg
@@ -153,6 +153,9 @@ def test_worst_case_after_bfl_on_001_quarter_2():
     assert by_group["2"].remaining == 4 and not by_group["2"].dig and not by_group["2"].dsg
     assert by_group["2"].top_term == "Flu" and by_group["2"].top_confidence == 0.5
     assert out.dir == 0.5 and out.dsr == 0.5 and out.reidentified == 0
+    # 001's own protocol (no MD): group 2 keeps all 5.
+    bfl = attack_series(JMIR, periods=["2020Q2"], k=3).release("2020Q2")
+    assert {g.group: g.remaining for g in bfl.groups} == {"1": 0, "2": 5} and not bfl.md_applied
     # Without quarter 3 only the B/L-attack applies; 7 is the one record left in group 1.
     early = attack_series(JMIR.restricted_to(["2020Q1", "2020Q2"]), k=3).release("2020Q2")
     assert {g.group: g.remaining for g in early.groups} == {"1": 1, "2": 5}
