@@ -148,14 +148,37 @@ def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *
             span = float(finite.max() - finite.min()) if finite.size else 0.0
             spans[q.name] = span if span > 0 else 1.0
     implied = background.implied_regions(view, qids) if background is not None else None
+    use_md = md and links.next_known
+
+    # Records that look the same to the adversary (published, earlier, later and implied
+    # regions, link flags) form one class; targets with the same values and truth flags are one
+    # target. G depends only on (target, classes), so the work is targets x classes.
+    parts = [_columns(view.region), _columns(links.earlier_region), _columns(links.later_region),
+             [links.old, links.later, links.in_next & use_md]]
+    if implied is not None:
+        parts.append(_columns(implied))
+    rec_class, rep = _classes(np.column_stack([np.asarray(c, dtype=np.float64)
+                                               for part in parts for c in part]))
+    n_class = len(rep)
+    count = np.bincount(rec_class, minlength=n_class).astype(np.float64)
     n_terms = np.bincount(view.term_row, minlength=m).astype(np.float64)
-    incidence = sparse.csr_matrix((np.ones(len(view.term_row)), (view.term_row, view.term_code)),
-                                  shape=(m, max(len(view.term_names), 1)))
-    own = np.arange(m)
+    occurrences_of = np.bincount(rec_class, weights=n_terms, minlength=n_class)
+    width = max(len(view.term_names), 1)
+    incidence = sparse.csr_matrix((np.ones(len(view.term_row)),
+                                   (rec_class[view.term_row], view.term_code)),
+                                  shape=(n_class, width))
     new = ~links.old  # the target's own case: first appearance in this release?
     gone = ~links.in_next
+    tgt_cols = _columns(target) + [known[q.name] for q in qids] + [new, gone & use_md]
+    tgt_class, tgt_rep = _classes(np.column_stack([np.asarray(c, dtype=np.float64)
+                                                   for c in tgt_cols]))
+    regions = (view.region.take(rep), links.earlier_region.take(rep),
+               links.later_region.take(rep), implied.take(rep) if implied is not None else None)
+    old_c, later_c, next_c = links.old[rep], links.later[rep], links.in_next[rep]
     pr = np.zeros(m)
     ar = np.zeros(m)
+    order = np.argsort(tgt_class, kind="stable")
+    bounds = np.searchsorted(tgt_class[order], np.arange(0, len(tgt_rep) + _CHUNK, _CHUNK))
 
     def known_covers(region: Region, tgt: Region, kn) -> np.ndarray:
         ok = None
@@ -165,33 +188,45 @@ def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *
             ok = part if ok is None else ok & part
         return ok
 
-    for start in range(0, m, _CHUNK):
-        rows = own[start:start + _CHUNK]
-        tgt = target.take(rows)
-        kn = {k: v[rows] for k, v in known.items()}
-        excluded = links.old[None, :] & ~known_covers(links.earlier_region, tgt, kn)  # B
-        excluded |= links.later[None, :] & ~known_covers(links.later_region, tgt, kn)  # F
-        excluded |= new[rows][:, None] & links.old[None, :]  # L
-        if md and links.next_known:
-            excluded |= gone[rows][:, None] & links.in_next[None, :]  # MD
-        if implied is not None:
-            excluded |= ~known_covers(implied, tgt, kn)  # background knowledge
-        dist = _distance(view.region, tgt, kn, series, spans)
+    for chunk, start in enumerate(range(0, len(tgt_rep), _CHUNK)):
+        reps = tgt_rep[start:start + _CHUNK]
+        tgt = target.take(reps)
+        kn = {k: v[reps] for k, v in known.items()}
+        excluded = old_c[None, :] & ~known_covers(regions[1], tgt, kn)  # B
+        excluded |= later_c[None, :] & ~known_covers(regions[2], tgt, kn)  # F
+        excluded |= new[reps][:, None] & old_c[None, :]  # L
+        if use_md:
+            excluded |= gone[reps][:, None] & next_c[None, :]  # MD
+        if regions[3] is not None:
+            excluded |= ~known_covers(regions[3], tgt, kn)  # background knowledge
+        dist = _distance(regions[0], tgt, kn, series, spans)
         dist[excluded] = np.inf
         best = dist.min(axis=1, keepdims=True)
         in_g = np.isfinite(best) & (dist <= best + 1e-12)
-        size = in_g.sum(axis=1)
-        hit = in_g[np.arange(len(rows)), rows]
         g = sparse.csr_matrix(in_g.astype(np.float64))
+        size = g @ count
         distinct = (g @ incidence > 0).sum(axis=1).A.ravel()
-        occurrences = g @ n_terms
+        occurrences = g @ occurrences_of
+        members = order[bounds[chunk]:bounds[chunk + 1]]  # records whose target is in the chunk
+        local = tgt_class[members] - start
+        hit = in_g[local, rec_class[members]]
         with np.errstate(divide="ignore", invalid="ignore"):
-            pr_rows = np.where(hit, 1.0 / size, 0.0)
-            ar_rows = np.where(distinct > 0, occurrences / (size * distinct), pr_rows)
-        pr[rows] = pr_rows
-        ar[rows] = np.where(hit, ar_rows, 0.0)
+            pr_t = np.where(size > 0, 1.0 / size, 0.0)
+            ar_t = np.where(distinct > 0, occurrences / (size * distinct), pr_t)
+        pr[members] = np.where(hit, pr_t[local], 0.0)
+        ar[members] = np.where(hit, ar_t[local], 0.0)
     return LinkageRisk(label, m, float(pr.mean()), float(ar.mean()), int((pr == 1.0).sum()),
                        attacks)
+
+
+def _columns(region: Region) -> list[np.ndarray]:
+    return [*region.cat.values(), *region.lo.values(), *region.hi.values()]
+
+
+def _classes(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Class of each row of ``table`` (identical rows share one) and a representative row each."""
+    _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
+    return inverse.ravel(), first
 
 
 def _one(region: Region, q, *, column: bool = False) -> Region:
