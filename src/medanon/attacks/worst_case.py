@@ -17,7 +17,8 @@ B-, F- or L-attack; 002 adds the MD-attack:
   target is chosen among the values of g's region to exclude the most records.
 
 On the remaining records g': a *DIG* has |g'| < k (Eq. 10), a *DSG* has some term with
-σ_s(g')/|g'| > θ_s (Eq. 11), with the group's own records when nothing remains, and an *SSG*
+σ_s(g')/|g'| > θ_s (Eq. 11) or has terms and nothing remains (the reported top term and its
+confidence are then those of the whole group), and an *SSG*
 (002's SS-attack) has a share of ss-records above α in g or in g'. DIR, DSR and SSGR divide
 their counts by the number of groups. k, θ and α are taken from each release's manifest unless
 given; a measure whose parameter is unknown is reported as None.
