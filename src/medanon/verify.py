@@ -25,15 +25,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .errors import InputFormatError, PrivacyViolation
+from .models.names import HA_MODEL, MS_MODEL, PPMS_MODEL
 from .models.ppms import PeriodCheck, check_series
 from .models.theta import ThetaTable
 from .release.series import PublishedSeries
 
-__all__ = ["GATE_MODELS", "ReleaseVerdict", "SeriesVerdict", "gate", "verify_series"]
+__all__ = ["GATE_MODELS", "GateResult", "ReleaseVerdict", "SeriesVerdict", "gate", "verify_series"]
 
-MS_MODEL = "MS(k, theta*)-bounding"
-PPMS_MODEL = "PPMS(k, theta*)-bounding"
-HA_MODEL = "PPMS(k, theta, alpha)-bounding"
 GATE_MODELS = (MS_MODEL, PPMS_MODEL, HA_MODEL)
 _SHOWN = 5
 
@@ -168,31 +166,54 @@ def verify_series(series: PublishedSeries, periods: list[str] | None = None) -> 
     return SeriesVerdict(tuple(verdicts[p] for p in labels))
 
 
-def gate(published: PublishedSeries | None, period: str, rows, manifest: dict) -> dict:
-    """Check a candidate release before it is published; the manifest's ``verification`` entry.
+@dataclass(frozen=True)
+class GateResult:
+    """What the gate says about a candidate release.
+
+    Attributes:
+        verification: The manifest's ``verification`` entry.
+        verdict: The verdict on the whole series with the candidate (None when the candidate
+            declares no model); pass it as ``before`` when gating the next candidate.
+    """
+
+    verification: dict
+    verdict: SeriesVerdict | None
+
+
+def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *,
+         before: SeriesVerdict | None = None) -> GateResult:
+    """Check a candidate release before it is published.
 
     The candidate is checked together with the releases already published: against its own
     declared model, and for what it does to the earlier releases (a later release can break an
     earlier one through the F- and MD-attacks). Violations that the published releases already
     had are not blamed on the candidate.
 
+    Args:
+        published: The releases already published.
+        period, rows, manifest: The candidate release.
+        before: The verdict on ``published`` when already known (the previous candidate's
+            :attr:`GateResult.verdict`); computed here otherwise.
+
     Returns:
-        The ``verification`` entry of the manifest when the candidate passes (or declares no
-        model: ``not-applicable``).
+        A :class:`GateResult`; its ``verification`` is ``not-applicable`` when the candidate
+        declares no model.
 
     Raises:
         PrivacyViolation: the candidate breaks its model or an earlier release's; the exception
-            carries the verdict as ``.verification`` for ``--publish-despite-violations``.
+            carries the manifest entry as ``.verification`` (for ``--publish-despite-violations``)
+            and the series verdict as ``.verdict``.
     """
     model = (manifest.get("method") or {}).get("privacy_model")
     if model is None:
-        return {"verdict": "not-applicable", "detail": "the method declares no privacy model"}
+        return GateResult({"verdict": "not-applicable",
+                           "detail": "the method declares no privacy model"}, None)
     if published is None:
         raise InputFormatError("The gate needs the series read through the store's schema.")
     series = published.with_release(period, rows, manifest)
     after = verify_series(series)
-    before = (verify_series(published) if published.periods
-              else SeriesVerdict(()))
+    if before is None:
+        before = verify_series(published) if published.periods else SeriesVerdict(())
     known = {v for r in before.releases for v in r.violations}
     own = after.release(period)
     caused = [v for r in after.releases if r.period != period for v in r.violations
@@ -204,7 +225,7 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict) -
     if own.verdict in ("unknown-model", "no-model"):
         entry["verdict"] = "not-checked"
         entry["detail"] = own.violations[0]
-        return entry
+        return GateResult(entry, after)
     if problems:
         entry["violations"] = problems
         shown = "; ".join(problems[:_SHOWN])
@@ -214,5 +235,6 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict) -
             f"violation(s) of {model}: {shown}{more}. Publish anyway only with "
             f"--publish-despite-violations (recorded in the manifest).")
         error.verification = entry
+        error.verdict = after
         raise error
-    return entry
+    return GateResult(entry, after)

@@ -39,6 +39,7 @@ import numpy as np
 from .._validation import check_fraction, check_int
 from ..data.records import SuperRecords
 from ..errors import ValidationError
+from ..models.names import HA_MODEL
 from .clustering import NEW_MD, NEW_NMD, OLD_MD, OLD_NMD
 from .common import ClusteringMethod
 
@@ -60,7 +61,7 @@ class HA(ClusteringMethod):
     """
 
     name = "ha"
-    privacy_model = "PPMS(k, theta, alpha)-bounding"
+    privacy_model = HA_MODEL
     guarantee = ("After any B-, F-, L- or MD-attack over the releases in the life span, each group "
                  "keeps >= k candidate cases, each sensitive term's share among them is <= its "
                  "theta, and the share of ss-records in each of the four attacker views is <= alpha.")

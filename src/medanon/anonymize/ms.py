@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..models.names import MS_MODEL
 from .common import ClusteringMethod
 
 
@@ -25,7 +26,7 @@ class MSAnonymization(ClusteringMethod):
     """MS(k, θ*)-bounding of one release (the single-release baseline)."""
 
     name = "ms"
-    privacy_model = "MS(k, theta*)-bounding"
+    privacy_model = MS_MODEL
     guarantee = ("Each group has at least k cases and each sensitive term occurs in at most "
                  "floor(theta*|g|) of them; no protection against linking releases by CaseID.")
     periodic = False

@@ -28,6 +28,7 @@ generalized. The life span x counts periods (quarters), default: every earlier r
 
 from __future__ import annotations
 
+from ..models.names import PPMS_MODEL
 from .common import ClusteringMethod
 
 _GUARANTEE = ("After any B-, F- or L-attack over the releases in the life span, each group keeps "
@@ -38,7 +39,7 @@ class PPMS(ClusteringMethod):
     """PPMS-Anonymization: covers the latest earlier clone of each old case."""
 
     name = "ppms"
-    privacy_model = "PPMS(k, theta*)-bounding"
+    privacy_model = PPMS_MODEL
     guarantee = _GUARANTEE
     cover = "latest"
 
@@ -47,7 +48,7 @@ class PPMSPlus(ClusteringMethod):
     """PPMS+-Anonymization: covers only the earliest clone (neglecting subsequent coverings)."""
 
     name = "ppms+"
-    privacy_model = "PPMS(k, theta*)-bounding"
+    privacy_model = PPMS_MODEL
     guarantee = _GUARANTEE
     cover = "earliest"
 
@@ -56,7 +57,7 @@ class PPMSPlusPlus(ClusteringMethod):
     """PPMS++-Anonymization: PPMS+ whose groups are grown from new cases only."""
 
     name = "ppms++"
-    privacy_model = "PPMS(k, theta*)-bounding"
+    privacy_model = PPMS_MODEL
     guarantee = _GUARANTEE
     cover = "earliest"
     new_cases_first = True

@@ -21,7 +21,6 @@ life span x: releases more than x periods apart are not linked).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -202,16 +201,17 @@ class Links:
 
 
 def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
-         views: Mapping[str, ReleaseView] | None = None) -> Links:
+         views: dict[str, ReleaseView] | None = None) -> Links:
     """Link the records of release ``label`` to every other release of the series.
 
     Args:
         series: The published series.
         label: The release to attack (a period label of the series).
         lifespan: Link only releases at most this many periods apart (None: all).
-        views: Parsed releases to reuse (by label); missing ones are parsed here.
+        views: A cache of parsed releases by label, shared between calls on the same series:
+            missing ones are parsed here and added to it.
     """
-    views = dict(views or {})
+    views = views if views is not None else {}
 
     def view(p: str) -> ReleaseView:
         if p not in views:

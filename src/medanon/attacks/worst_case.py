@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..models.names import HA_MODEL
 from ..models.theta import ThetaTable
 from ..release.series import PublishedSeries
 from .background import BackgroundKnowledge
@@ -44,7 +45,6 @@ from .ss import MEAN_SD, ss_records, ss_thresholds
 __all__ = ["GroupAttack", "ReleaseAttack", "SeriesAttack", "attack_series"]
 
 _TOL = 1e-12
-_HA_MODEL = "PPMS(k, theta, alpha)-bounding"
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,8 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
                   theta: ThetaTable | None = None, alpha: float | None = None,
                   ss_rule: str | Mapping[str, int] | None = None,
                   background: BackgroundKnowledge | None = None,
-                  md: bool | None = None) -> SeriesAttack:
+                  md: bool | None = None,
+                  views: dict | None = None) -> SeriesAttack:
     """The worst-case attacks on every group of every release (see the module docstring).
 
     Args:
@@ -168,16 +169,18 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
         background: Medical background knowledge (000 §E).
         md: Apply the MD-attack to every release (True), to none (False), or to the releases
             whose manifest declares 002's model (None, the default: 001's protocol otherwise).
+        views: A cache of parsed releases (see :func:`medanon.attacks.links.link`).
     """
     labels = [series.label(p) for p in periods] if periods else series.periods
     qids = series.qids
+    views = views if views is not None else {}  # each release is parsed once for all labels
     out = []
     for label in labels:
-        links = link(series, label, lifespan=lifespan)
+        links = link(series, label, lifespan=lifespan, views=views)
         view = links.view
         manifest = series.manifests.get(label, {})
         m_k, m_theta, m_alpha, m_ss = _model(manifest)
-        declared = (manifest.get("method") or {}).get("privacy_model") == _HA_MODEL
+        declared = (manifest.get("method") or {}).get("privacy_model") == HA_MODEL
         use_md = links.next_known and (declared if md is None else md)
         kk = k if k is not None else m_k
         th = theta if theta is not None else m_theta

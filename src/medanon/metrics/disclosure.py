@@ -120,7 +120,7 @@ def _distance(view_region: Region, target: Region, known: Mapping[str, np.ndarra
 
 def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *,
                  md: bool = False, background: BackgroundKnowledge | None = None,
-                 lifespan: int | None = None) -> LinkageRisk:
+                 lifespan: int | None = None, views: dict | None = None) -> LinkageRisk:
     """RR and AR_rev of the release of ``period`` (see the module docstring).
 
     Args:
@@ -131,9 +131,10 @@ def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *
         md: Add 002's MD-attack (needs the next period's release in the series).
         background: Medical background knowledge (000 §E).
         lifespan: Link only releases at most this many periods apart.
+        views: A cache of parsed releases (see :func:`medanon.attacks.links.link`).
     """
     label = series.label(period)
-    links = link(series, label, lifespan=lifespan)
+    links = link(series, label, lifespan=lifespan, views=views)
     view, qids = links.view, series.qids
     m = view.n
     attacks = "B/F/L" + ("/MD" if md and links.next_known else "") + ("+BK" if background else "")

@@ -51,9 +51,10 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
     labels = [series.label(p) for p in periods] if periods else series.periods
     qid_kinds = [(q.name, q.kind) for q in series.qids]
     hierarchies = series.hierarchies
-    attacked = attack_series(series, periods=labels, md=True if md else None)
+    views: dict = {}  # every release is parsed once, for all the measures below
+    attacked = attack_series(series, periods=labels, md=True if md else None, views=views)
     attacked_bk = (attack_series(series, periods=labels, background=background,
-                                 md=True if md else None)
+                                 md=True if md else None, views=views)
                    if background is not None else None)
     out = []
     for label in labels:
@@ -61,7 +62,7 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
         manifest = series.manifests.get(label, {})
         original = originals[label]
         worst = attacked.release(label)
-        risk = linkage_risk(series, label, original, md=md)
+        risk = linkage_risk(series, label, original, md=md, views=views)
         entry = {
             "period": label,
             "method": (manifest.get("method") or {}).get("name"),
@@ -74,7 +75,8 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
             "reidentified": risk.reidentified,
         }
         if background is not None:
-            informed = linkage_risk(series, label, original, md=md, background=background)
+            informed = linkage_risk(series, label, original, md=md, background=background,
+                                    views=views)
             worst_bk = attacked_bk.release(label)
             entry["background"] = {
                 "rr": round(informed.rr, 6), "ar_rev": round(informed.ar_rev, 6),

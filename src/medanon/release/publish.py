@@ -152,6 +152,7 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name)
     hierarchies = store.schema.load_hierarchies()
     series = load_series(store=store, allow_empty=True)
+    verdict = None  # the gate's verdict on ``series``, reused for the next candidate
     summaries = []
     for label in labels:
         records = store.records(label)
@@ -166,11 +167,13 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         manifest = build_manifest(store.schema, hierarchies, method, label, rng, result=result,
                                   rows=rows, digest=input_digest(records), n_reports=len(records))
         try:
-            manifest["verification"] = gate(series, label, rows, manifest)
+            checked = gate(series, label, rows, manifest, before=verdict)
+            manifest["verification"], verdict = checked.verification, checked.verdict
         except PrivacyViolation as exc:
             if not publish_despite_violations:
                 raise
             manifest["verification"] = {**exc.verification, "published_despite_violations": True}
+            verdict = exc.verdict
         store.publish(label, rows, manifest)
         series = series.with_release(label, rows, manifest)
         summaries.append(PublishedSummary(label, len(rows), result.n_groups, result.suppressed,
