@@ -11,7 +11,12 @@ never an algorithm's bookkeeping, ``design.md`` rule 6):
   whole series, within the declared CaseID life span;
 * ``PPMS(k, theta, alpha)-bounding`` (002): the same plus the MD-attack and α over the views
   GV1-GV4; the MD part of a release is checked once the next period's release exists (until
-  then the verdict says so).
+  then the verdict says so);
+* ``PPMS-DP(k, theta*, epsilon)`` (000): k and θ* per group after the B-, F- and L-attacks, where
+  the QIDs the manifest declares perturbed (``details.perturbed_qids``) are read as carrying no
+  exact information: the F-attack compares only the generalized QIDs. The ε part is a property
+  of the noise, which no check of the output can confirm; the gate requires the manifest to
+  declare it (``privacy_spent``) and the ledger records it.
 
 A release that declares no model (``--method none``) or a model the gate does not know fails
 verification: nothing vouches for it. ``medanon release`` runs :func:`gate` on each candidate
@@ -25,14 +30,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .errors import InputFormatError, PrivacyViolation
-from .models.names import HA_MODEL, MS_MODEL, PPMS_MODEL
+from .models.names import HA_MODEL, MS_MODEL, PPMS_DP_MODEL, PPMS_MODEL
 from .models.ppms import PeriodCheck, check_series
 from .models.theta import ThetaTable
 from .release.series import PublishedSeries
 
 __all__ = ["GATE_MODELS", "GateResult", "ReleaseVerdict", "SeriesVerdict", "gate", "verify_series"]
 
-GATE_MODELS = (MS_MODEL, PPMS_MODEL, HA_MODEL)
+GATE_MODELS = (MS_MODEL, PPMS_MODEL, HA_MODEL, PPMS_DP_MODEL)
 _SHOWN = 5
 
 
@@ -95,7 +100,7 @@ def _declared(manifest: Mapping, label: str) -> tuple[str | None, dict, dict]:
             dict(manifest.get("details") or {}))
 
 
-def _setting(model: str, params: dict, details: dict, label: str) -> tuple:
+def _setting(model: str, params: dict, details: dict, label: str, spent: object) -> tuple:
     """What the checker needs from one manifest, as a hashable key (releases sharing it are
     checked together)."""
     try:
@@ -111,8 +116,18 @@ def _setting(model: str, params: dict, details: dict, label: str) -> tuple:
     if model == HA_MODEL and (alpha is None or not details.get("ss_min_counts")):
         raise InputFormatError(f"The manifest of {label} declares {model} without 'alpha' or the "
                                f"ss thresholds it used ('details.ss_min_counts').")
+    perturbed: tuple[str, ...] = ()
+    if model == PPMS_DP_MODEL:
+        declared = details.get("perturbed_qids")
+        if not isinstance(declared, list) or not all(isinstance(x, str) for x in declared):
+            raise InputFormatError(f"The manifest of {label} declares {model} without the list of "
+                                   f"perturbed QIDs ('details.perturbed_qids').")
+        if not (isinstance(spent, dict) and spent.get("epsilon_per_case")):
+            raise InputFormatError(f"The manifest of {label} declares {model} without the epsilon "
+                                   f"it spends per case ('privacy_spent.epsilon_per_case').")
+        perturbed = tuple(sorted(declared))
     return (model, k, None if lifespan is None else int(lifespan),
-            None if alpha is None else float(alpha))
+            None if alpha is None else float(alpha), perturbed)
 
 
 def _verdict(label: str, model: str, check: PeriodCheck) -> ReleaseVerdict:
@@ -135,7 +150,8 @@ def verify_series(series: PublishedSeries, periods: list[str] | None = None) -> 
     verdicts: dict[str, ReleaseVerdict] = {}
     settings: dict[tuple, list[str]] = {}
     for label in labels:
-        model, params, details = _declared(series.manifests.get(label, {}), label)
+        manifest = series.manifests.get(label, {})
+        model, params, details = _declared(manifest, label)
         if model is None:
             verdicts[label] = ReleaseVerdict(label, None, "no-model", "", False,
                                              (f"{label}: the release declares no privacy model",),
@@ -146,8 +162,9 @@ def verify_series(series: PublishedSeries, periods: list[str] | None = None) -> 
                 (f"{label}: the gate cannot check the declared model {model!r} (it checks "
                  f"{', '.join(GATE_MODELS)})",), None, None, None)
         else:
-            settings.setdefault(_setting(model, params, details, label), []).append(label)
-    for (model, k, lifespan, alpha), members in settings.items():
+            settings.setdefault(_setting(model, params, details, label,
+                                         manifest.get("privacy_spent")), []).append(label)
+    for (model, k, lifespan, alpha, perturbed), members in settings.items():
         theta = {p: ThetaTable.from_manifest(series.manifests[p]["details"]["theta_table"])
                  for p in members}
         ss = ({p: dict(series.manifests[p]["details"]["ss_min_counts"]) for p in members}
@@ -157,7 +174,8 @@ def verify_series(series: PublishedSeries, periods: list[str] | None = None) -> 
                                    sensitive=series.sensitive, k=k, theta=theta[p]).periods[0]
                       for p in members]
         else:
-            checks = check_series(dict(series.releases), qids=series.qids,
+            qids = tuple(q for q in series.qids if q.name not in perturbed)
+            checks = check_series(dict(series.releases), qids=qids,
                                   sensitive=series.sensitive, k=k, theta=theta, lifespan=lifespan,
                                   md=model == HA_MODEL, alpha=alpha, ss_min_counts=ss,
                                   periods=members).periods

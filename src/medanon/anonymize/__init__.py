@@ -9,9 +9,11 @@ from .ha import HA
 from .ms import MSAnonymization
 from .none import DropIdentifiers
 from .ppms import PPMS, PPMSPlus, PPMSPlusPlus
+from .ppms_dp import PPMSDPAll, PPMSDPNum
 
 METHODS: dict[str, type[Anonymizer]] = {
-    m.name: m for m in (DropIdentifiers, MSAnonymization, PPMS, PPMSPlus, PPMSPlusPlus, HA)}
+    m.name: m for m in (DropIdentifiers, MSAnonymization, PPMS, PPMSPlus, PPMSPlusPlus, HA,
+                        PPMSDPNum, PPMSDPAll)}
 
 __all__ = ["HA", "METHODS", "PPMS", "AnonymizationResult", "Anonymizer", "DropIdentifiers",
-           "MSAnonymization", "PPMSPlus", "PPMSPlusPlus"]
+           "MSAnonymization", "PPMSDPAll", "PPMSDPNum", "PPMSPlus", "PPMSPlusPlus"]

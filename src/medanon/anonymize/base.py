@@ -25,6 +25,7 @@ class AnonymizationResult:
         suppressed: number of cases withheld from the release.
         counterfeit: number of counterfeit records added.
         details: algorithm-specific facts for the manifest (what was generalized and why).
+        privacy_losses: see the field.
     """
 
     table: pd.DataFrame
@@ -32,6 +33,9 @@ class AnonymizationResult:
     suppressed: int = 0
     counterfeit: int = 0
     details: dict[str, object] = field(default_factory=dict)
+    #: the privacy loss (``medanon.accounting.PrivacyLoss``) each released case incurs in this
+    #: release, one entry per mechanism; empty for methods without a DP claim.
+    privacy_losses: tuple = ()
 
 
 class Anonymizer(ABC):
@@ -49,6 +53,16 @@ class Anonymizer(ABC):
     periodic: ClassVar[bool] = False
     #: whether the method needs the case ids of the next period (HA's md-records).
     needs_next_period: ClassVar[bool] = False
+
+    def planned_losses(self, schema) -> tuple:
+        """The privacy loss (``medanon.accounting.PrivacyLoss``) each released case incurs in
+        one release of ``schema``'s data, one per mechanism; empty without a DP claim."""
+        return ()
+
+    def privacy_statement(self, schema) -> dict | None:
+        """DP methods: ε per case, variant, what it does and does not guarantee (manifest
+        ``privacy_spent``); None for methods without a DP claim."""
+        return None
 
     @abstractmethod
     def parameters(self) -> dict[str, object]:

@@ -99,6 +99,21 @@ class ClusteringMethod(Anonymizer):
     def md_flags(self, data: SuperRecords, next_cases: Collection[str] | None) -> np.ndarray | None:
         return None
 
+    #: which QID kinds QID-covering widens ("categorical", "numeric").
+    cover_kinds: ClassVar[tuple[str, ...]] = ("categorical", "numeric")
+
+    def before_grouping(self, data: SuperRecords, space: QidSpace, values: dict,
+                        rng: RandomSource) -> dict:
+        """Change the encoded values in place before grouping (DP methods privatize here)."""
+        return {}
+
+    def build_table(self, data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
+                    suppressed_terms: set[str], rng: RandomSource
+                    ) -> tuple[pd.DataFrame, int, dict]:
+        """The release table, its number of groups and facts for the manifest."""
+        table = _release_table(data, space, values, group_of, suppressed_terms)
+        return table, int(table["group"].nunique()) if len(table) else 0, {}
+
     # -------------------------------------------------------------------------------- run
     def anonymize(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
                   rng: RandomSource, next_cases: Collection[str] | None = None) -> AnonymizationResult:
@@ -114,7 +129,8 @@ class ClusteringMethod(Anonymizer):
         if self.cover is not None and n:
             new, covered = _cover_old_cases(space, values, case_ids, period, previous,
                                             hierarchies, schema, latest=self.cover == "latest",
-                                            lifespan=self.lifespan)
+                                            lifespan=self.lifespan, kinds=self.cover_kinds)
+        hook_details = self.before_grouping(data, space, values, rng)
         space = _with_ranges(space, values)
         md = self.md_flags(data, next_cases)
         anchor, pool = self.anchors_and_pool(new, md)
@@ -170,21 +186,22 @@ class ClusteringMethod(Anonymizer):
             raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
                                                     table, may_withhold=self.may_withhold))
         self._check_own_bounds(grouping, result.group_of)
-        out = _release_table(data, space, values, result.group_of, suppressed_terms)
+        out, n_groups, table_details = self.build_table(data, space, values, result.group_of,
+                                                        suppressed_terms, rng)
         details = {
             "theta_table": table.to_manifest(),
             "cases": n, "new_cases": int(new.sum()), "old_cases_covered": covered,
             "anchors": n_anchor, "anchor_kind": self.anchor_name(),
-            "groups": result.n_groups, "leftovers_placed": result.leftovers - len(withheld),
+            "groups": n_groups, "leftovers_placed": result.leftovers - len(withheld),
             "withheld_cases": len(withheld), "failed_seeds": result.failed_seeds,
             "search_budget_stops": result.budget_stops,
-            **actions, **extra_details,
+            **actions, **extra_details, **hook_details, **table_details,
         }
         if withheld:
             details["withheld_reason"] = ("no group could take these cases without breaking theta"
                                           + (" or alpha" if extra else "") + "; withheld from this release")
-        return AnonymizationResult(table=out, n_groups=result.n_groups, suppressed=len(withheld),
-                                   details=details)
+        return AnonymizationResult(table=out, n_groups=n_groups, suppressed=len(withheld),
+                                   details=details, privacy_losses=self.planned_losses(schema))
 
     def _check_own_bounds(self, data: GroupingInput, group_of: np.ndarray) -> None:
         """The algorithm's own invariant: anchors >= k and σ_s <= floor(θ_s·anchors) per group."""
@@ -247,11 +264,13 @@ def _with_ranges(space: QidSpace, values: dict) -> QidSpace:
 
 def _cover_old_cases(space: QidSpace, values: dict, case_ids: np.ndarray, period: str,
                      previous: Sequence[pd.DataFrame], hierarchies: Mapping[str, Taxonomy], schema,
-                     *, latest: bool, lifespan: int | None) -> tuple[np.ndarray, int]:
+                     *, latest: bool, lifespan: int | None,
+                     kinds: tuple[str, ...] = ("categorical", "numeric")) -> tuple[np.ndarray, int]:
     """QID-covering (001 Lemma 1 / Algorithm lines 2-18; 002 HA lines 2-6), in place.
 
-    Returns the "new" flags (case in no earlier release of the life span) and how many old
-    cases had their QIDs widened.
+    Only QIDs of the given ``kinds`` are widened (PPMS-DP_num covers categorical QIDs only,
+    PPMS-DP_all none). Returns the "new" flags (case in no earlier release of the life span) and
+    how many old cases had their QIDs widened.
     """
     n = len(case_ids)
     here = parse_period(period).ordinal
@@ -279,6 +298,8 @@ def _cover_old_cases(space: QidSpace, values: dict, case_ids: np.ndarray, period
     new[rows] = False
     widened = np.zeros(len(rows), dtype=bool)
     for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
+        if qid.kind not in kinds:
+            continue
         published = prev[qid.name].fillna("").astype(str).to_numpy()
         if not a.numeric:
             tax = a.taxonomy

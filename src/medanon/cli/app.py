@@ -115,7 +115,8 @@ def release(
         help="Periods to publish (default: every ingested, unpublished period, in order).")] = None,
     store: StoreOpt = DEFAULT_STORE_PATH,
     method: Annotated[str, typer.Option(
-        help="none | ms | ppms | ppms+ | ppms++ | ha (see docs/algorithms/).")] = "none",
+        help="none | ms | ppms | ppms+ | ppms++ | ha | ppms-dp-num | ppms-dp-all "
+             "(see docs/algorithms/).")] = "none",
     k: Annotated[Optional[int], typer.Option("--k", help="Minimum group size (k >= 2).")] = None,
     theta: Annotated[Optional[str], typer.Option(
         help="Sensitive-value thresholds: a number in (0, 1] (uniform), 'frequency', or a "
@@ -130,6 +131,21 @@ def release(
     on_infeasible: Annotated[str, typer.Option(
         "--on-infeasible", help="refuse | raise-theta | suppress-terms: what to do when a term "
                                 "cannot meet its theta (recorded in the manifest).")] = "refuse",
+    epsilon: Annotated[Optional[str], typer.Option(
+        help="PPMS-DP: epsilon per perturbed QID (e.g. 1 or 0.1); a case spends it once per "
+             "perturbed QID in every release it appears in.")] = None,
+    dp_variant: Annotated[str, typer.Option(
+        "--dp-variant", help="PPMS-DP: 'strict' (epsilon-DP per case end to end; default) or "
+                             "'paper' (paper 000's local sensitivity: NOT epsilon-DP).")] = "strict",
+    domain: Annotated[Optional[list[str]], typer.Option(
+        "--domain", help="PPMS-DP strict: public bounds of a numeric QID, NAME=LO:HI "
+                         "(repeatable; default: the schema's 'domain').")] = None,
+    case_budget: Annotated[Optional[str], typer.Option(
+        "--case-budget", help="DP methods: the most epsilon any case may spend over all "
+                              "releases (the store's ledger).")] = None,
+    on_case_budget: Annotated[str, typer.Option(
+        "--on-case-budget", help="refuse | suppress: a case that would exceed --case-budget "
+                                 "refuses the release, or is withheld from it.")] = "refuse",
     seed: SeedOpt = None,
     allow_seeded: Annotated[bool, typer.Option(
         "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
@@ -142,7 +158,21 @@ def release(
     commands.release(store=store, periods=periods or [], method=method, k=k, theta=theta,
                      alpha=alpha, ss_rule=ss_rule, lifespan=lifespan, on_infeasible=on_infeasible,
                      seed=seed, allow_seeded=allow_seeded, as_json=as_json,
-                     publish_despite_violations=publish_despite_violations)
+                     publish_despite_violations=publish_despite_violations, epsilon=epsilon,
+                     dp_variant=dp_variant, domains=domain or [], case_budget=case_budget,
+                     on_case_budget=on_case_budget)
+
+
+@app.command()
+@guarded
+def ledger(
+    store: StoreOpt = DEFAULT_STORE_PATH,
+    case_budget: Annotated[Optional[str], typer.Option(
+        "--case-budget", help="Report the cases at or over this per-case epsilon.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The privacy ledger: epsilon spent per case summed over the releases it appears in."""
+    commands.ledger(store=store, case_budget=case_budget, as_json=as_json)
 
 
 @app.command()

@@ -11,6 +11,7 @@ import duckdb
 from rich.table import Table
 
 from .._validation import check_choice, check_int
+from ..accounting import Budget, summarize_ledger
 from ..anonymize import METHODS, Anonymizer
 from ..data.loaders.faers import read_faers
 from ..data.records import check_record_values
@@ -111,12 +112,33 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
 
 
 # -- release --------------------------------------------------------------------------------------
+def parse_domains(items: list[str]) -> dict[str, tuple[float, float]]:
+    """``NAME=LO:HI`` options as a mapping (``--domain weight=0:300``)."""
+    out = {}
+    for item in items:
+        name, _, bounds = item.partition("=")
+        lo, _, hi = bounds.partition(":")
+        try:
+            out[name.strip()] = (float(lo), float(hi))
+        except ValueError:
+            raise ValidationError(f"--domain expects NAME=LO:HI (e.g. weight=0:300); got "
+                                  f"{item!r}.") from None
+        if not name.strip():
+            raise ValidationError(f"--domain expects NAME=LO:HI (e.g. weight=0:300); got {item!r}.")
+    return out
+
+
 def make_method(method: str, *, k: int | None, theta: str | float | None, alpha: float | None = None,
                 ss_rule: str | None = None, lifespan: int | None = None,
-                on_infeasible: str = "refuse") -> Anonymizer:
+                on_infeasible: str = "refuse", epsilon: str | float | None = None,
+                dp_variant: str = "strict", domains: list[str] | None = None) -> Anonymizer:
     """Build a method from command-line values, with messages that name the flags."""
     if method not in METHODS:
         raise ValidationError(f"Unknown method {method!r}; available: {', '.join(METHODS)}.")
+    dp = method.startswith("ppms-dp")
+    if not dp and (epsilon is not None or domains):
+        raise ValidationError(f"--epsilon and --domain apply to methods ppms-dp-num and "
+                              f"ppms-dp-all, not {method!r}.")
     if method == "none":
         if any(v is not None for v in (k, theta, alpha, ss_rule, lifespan)):
             raise ValidationError("Method 'none' gives no privacy guarantee and takes no --k, "
@@ -138,20 +160,31 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
             kwargs["ss_rule"] = parse_ss_rule(ss_rule)
     elif alpha is not None or ss_rule is not None:
         raise ValidationError(f"--alpha and --ss-rule apply to method 'ha' only, not {method!r}.")
+    if dp:
+        if epsilon is None:
+            raise ValidationError(f"Method {method!r} needs --epsilon (per perturbed QID, e.g. "
+                                  f"--epsilon 1).")
+        kwargs.update(epsilon=epsilon, variant=dp_variant, domains=parse_domains(domains or []))
     return METHODS[method](**kwargs)
 
 
 def release(*, store: Path, periods: list[str], method: str, k: int | None, theta: str | None,
             seed: int | None, allow_seeded: bool, as_json: bool, alpha: float | None = None,
             ss_rule: str | None = None, lifespan: int | None = None,
-            on_infeasible: str = "refuse", publish_despite_violations: bool = False) -> None:
+            on_infeasible: str = "refuse", publish_despite_violations: bool = False,
+            epsilon: str | None = None, dp_variant: str = "strict",
+            domains: list[str] | None = None, case_budget: str | None = None,
+            on_case_budget: str = "refuse") -> None:
     anonymizer = make_method(method, k=k, theta=theta, alpha=alpha, ss_rule=ss_rule,
-                             lifespan=lifespan, on_infeasible=on_infeasible)
+                             lifespan=lifespan, on_infeasible=on_infeasible, epsilon=epsilon,
+                             dp_variant=dp_variant, domains=domains)
+    budget = None if case_budget is None else Budget.of(case_budget)
     rng = make_random_source(seed)
     with ReleaseStore.open(store) as db:
         with progress_bar(f"publishing with {method}", None) as step:
             summaries = publish_periods(db, anonymizer, periods, rng, allow_seeded=allow_seeded,
                                         publish_despite_violations=publish_despite_violations,
+                                        case_budget=budget, on_case_budget=on_case_budget,
                                         progress=step)
     if as_json:
         _print_json([s.__dict__ for s in summaries])
@@ -166,9 +199,36 @@ def release(*, store: Path, periods: list[str], method: str, k: int | None, thet
     if any(s.verdict == "violated" for s in summaries):
         ui.err.print("warning: published DESPITE violations of the privacy model; they are listed "
                      "in each manifest's 'verification'.")
+    if getattr(anonymizer, "variant", None) == "paper":
+        ui.err.print("note: --dp-variant paper follows paper 000 (local sensitivity): the release "
+                     "is NOT epsilon-DP; see each manifest's 'privacy_spent'.")
     if anonymizer.privacy_model is not None and any(s.suppressed for s in summaries):
         ui.err.print("note: some cases were withheld (they fit no group without breaking theta); "
                      "see each manifest's details.")
+
+
+# -- ledger ---------------------------------------------------------------------------------------
+def ledger(*, store: Path, case_budget: str | None, as_json: bool) -> None:
+    budget = None if case_budget is None else Budget.of(case_budget)
+    with ReleaseStore.open(store) as db:
+        entries = db.ledger()
+    summary = summarize_ledger(entries, case_budget=budget)
+    if as_json:
+        _print_json(summary.to_dict())
+        return
+    if not summary.cases:
+        ui.out.print(f"The ledger of {store} is empty: no differentially private release yet.")
+        return
+    table = Table("period", "cases", "epsilon per case (max)", title=f"Privacy ledger of {store}")
+    for row in summary.per_period:
+        table.add_row(str(row["period"]), str(row["cases"]), str(row["epsilon_per_case"]))
+    ui.out.print(table)
+    ui.out.print(f"{summary.cases} cases; epsilon per case summed over releases: max "
+                 f"{summary.max_epsilon}, mean {summary.mean_epsilon:.4g}, median "
+                 f"{summary.median_epsilon:.4g}, p90 {summary.quantiles['p90']:.4g}.")
+    if budget is not None:
+        ui.out.print(f"case budget {budget}: {summary.over_budget} case(s) over it, "
+                     f"{summary.at_or_near_budget} that one more such release would take over.")
 
 
 # -- export ---------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ gives one clear :class:`~medanon.errors.SchemaError` instead of a crash later)::
     [[schema.qid]]
     name = "weight"
     kind = "numeric"
+    domain = [0, 300]           # optional public bounds (the strict DP variant needs them)
 
 The default schema is the one of papers 000-002: QID = {age (MeSH age tree), sex, weight (kg)},
 sensitive = {indications, reactions}, drugs published alongside.
@@ -28,6 +29,7 @@ sensitive = {indications, reactions}, drugs published alongside.
 
 from __future__ import annotations
 
+import math
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -47,12 +49,22 @@ class QIDSpec(BaseModel):
     name: str = Field(min_length=1)
     kind: Literal["numeric", "categorical"]
     hierarchy: str | None = None
+    #: numeric only: the attribute's public domain [lo, hi], known without looking at the data
+    #: (e.g. weight 0-300 kg). The strict DP variant calibrates noise to it and clips to it.
+    domain: tuple[float, float] | None = None
 
     @model_validator(mode="after")
     def _categorical_needs_hierarchy(self) -> "QIDSpec":
         if self.kind == "categorical" and not self.hierarchy:
             raise ValueError(f"categorical QID {self.name!r} needs a 'hierarchy' "
                              f"(one of {sorted(BUILTIN_HIERARCHIES)} or a path to an ARX file)")
+        if self.domain is not None:
+            if self.kind != "numeric":
+                raise ValueError(f"QID {self.name!r}: only a numeric QID has a 'domain'")
+            lo, hi = self.domain
+            if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+                raise ValueError(f"QID {self.name!r}: 'domain' must be two finite numbers "
+                                 f"[lo, hi] with lo < hi; got {list(self.domain)}")
         return self
 
 
@@ -88,7 +100,7 @@ class Schema(BaseModel):
             "qid": [
                 {"name": "age", "kind": "categorical", "hierarchy": "mesh-age"},
                 {"name": "sex", "kind": "categorical", "hierarchy": "sex"},
-                {"name": "weight", "kind": "numeric"},
+                {"name": "weight", "kind": "numeric", "domain": (0.0, 300.0)},
             ],
             "sensitive": ["indications", "reactions"],
             "multi": ["drugs"],
@@ -149,6 +161,8 @@ class Schema(BaseModel):
             lines += ["", "[[schema.qid]]", f"name = {quote(qid.name)}", f"kind = {quote(qid.kind)}"]
             if qid.hierarchy:
                 lines.append(f"hierarchy = {quote(qid.hierarchy)}")
+            if qid.domain is not None:
+                lines.append(f"domain = [{qid.domain[0]!r}, {qid.domain[1]!r}]")
         return "\n".join(lines) + "\n"
 
     # -- column groups --------------------------------------------------------------------

@@ -7,5 +7,6 @@ declaration (the verify gate, the attacks), so the two cannot drift apart.
 MS_MODEL = "MS(k, theta*)-bounding"
 PPMS_MODEL = "PPMS(k, theta*)-bounding"
 HA_MODEL = "PPMS(k, theta, alpha)-bounding"
+PPMS_DP_MODEL = "PPMS-DP(k, theta*, epsilon)"
 
-__all__ = ["HA_MODEL", "MS_MODEL", "PPMS_MODEL"]
+__all__ = ["HA_MODEL", "MS_MODEL", "PPMS_DP_MODEL", "PPMS_MODEL"]

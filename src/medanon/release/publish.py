@@ -14,10 +14,12 @@ from datetime import datetime, timezone
 import pandas as pd
 
 from .. import __version__
+from .._validation import check_choice
+from ..accounting import Budget, PrivacyLoss, cases_over_budget, compose, format_epsilon
 from ..anonymize.base import AnonymizationResult, Anonymizer
 from ..data.periods import parse_period
 from ..data.records import combine_super_records
-from ..errors import PrivacyViolation, StoreError, ValidationError
+from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
 from ..random import RandomSource
@@ -27,6 +29,8 @@ from .format import to_published_rows
 from .series import load_series
 
 MANIFEST_FORMAT = "medanon-release/1"
+ON_CASE_BUDGET = ("refuse", "suppress")
+_SHOWN = 5
 
 
 @dataclass(frozen=True)
@@ -126,7 +130,7 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
         "counts": {"cases": len(rows), "reports": n_reports, "groups": result.n_groups,
                    "suppressed": result.suppressed, "counterfeit": result.counterfeit},
         "details": result.details,
-        "privacy_spent": {"epsilon": None, "delta": None},
+        "privacy_spent": _privacy_spent(method, schema, rng),
         "rng": rng.describe(),
         "library": {"name": "medanon", "version": __version__},
         "input_sha256": digest,
@@ -135,18 +139,71 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
     }
 
 
+def _privacy_spent(method: Anonymizer, schema: Schema, rng: RandomSource) -> dict:
+    statement = method.privacy_statement(schema)
+    if statement is None:
+        return {"epsilon": None, "delta": None}
+    return {**statement, "rng_kind": rng.kind}
+
+
+def ledger_entries(cases: pd.Series, losses: Sequence[PrivacyLoss]) -> pd.DataFrame:
+    """One ledger row per released case and mechanism: what the case spent in this release."""
+    ids = cases.astype(str).to_numpy()
+    frames = [pd.DataFrame({"case_id": ids, "mechanism": f"{loss.mechanism}:{loss.target}",
+                            "epsilon": float(loss.epsilon), "delta": float(loss.delta),
+                            "epsilon_exact": format_epsilon(loss.epsilon)}) for loss in losses]
+    if not frames:
+        return pd.DataFrame(columns=["case_id", "mechanism", "epsilon", "delta", "epsilon_exact"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def _apply_case_budget(store: ReleaseStore, method: Anonymizer, label: str, records: pd.DataFrame,
+                       case_budget: Budget, on_case_budget: str) -> tuple[pd.DataFrame, dict]:
+    """Refuse, or withhold the cases of ``records`` that this release would take over budget."""
+    losses = method.planned_losses(store.schema)
+    spend = compose(losses).epsilon
+    ids = records[store.schema.case_id].astype(str)
+    over = cases_over_budget(store.ledger(), ids.unique(), spend, case_budget)
+    entry = {"epsilon": format_epsilon(case_budget.epsilon), "spend_per_case": format_epsilon(spend),
+             "action": on_case_budget, "over_budget": len(over)}
+    if not over:
+        return records, entry
+    if on_case_budget == "refuse":
+        shown = ", ".join(over[:_SHOWN])
+        more = f" (and {len(over) - _SHOWN} more)" if len(over) > _SHOWN else ""
+        raise BudgetExceeded(
+            f"Period {label} was not published: {len(over)} case(s) would exceed the per-case "
+            f"budget {case_budget} (this release spends epsilon {format_epsilon(spend)} per case): "
+            f"{shown}{more}. Raise --case-budget, or withhold those cases with --on-case-budget "
+            "suppress (recorded in the manifest).")
+    entry["withheld_cases"] = len(over)
+    return records[~ids.isin(set(over))], entry
+
+
 def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[str], rng: RandomSource,
                     *, allow_seeded: bool = False, publish_despite_violations: bool = False,
+                    case_budget: Budget | None = None, on_case_budget: str = "refuse",
                     progress: Callable[[str], None] | None = None) -> list[PublishedSummary]:
     """Anonymize and publish each period in order (one transaction per period).
 
+    DP methods write one ledger row per released case and mechanism in the same transaction.
+    With ``case_budget``, a case whose ledger total plus this release's spend would exceed it
+    makes the period refused (``on_case_budget="refuse"``) or is withheld (``"suppress"``).
+
     Raises:
-        ValidationError: a seeded source without ``allow_seeded``.
+        ValidationError: a seeded source without ``allow_seeded``; a case budget for a method
+            without a DP claim.
         StoreError: see :func:`plan_periods`.
+        BudgetExceeded: a case would exceed ``case_budget`` and ``on_case_budget`` is refuse.
     """
     if rng.seeded and not allow_seeded:
         raise ValidationError("A seeded run is reproducible by anyone who knows the seed; publishing "
                               "it needs --allow-seeded (for tests and research only).")
+    check_choice(on_case_budget, name="on_case_budget", owner="publish_periods",
+                 choices=ON_CASE_BUDGET)
+    if case_budget is not None and not method.planned_losses(store.schema):
+        raise ValidationError(f"A per-case budget (--case-budget) applies to differentially "
+                              f"private methods; method {method.name!r} spends no epsilon.")
     labels = plan_periods(store, periods)
     if method.needs_next_period:
         labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name)
@@ -156,6 +213,10 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     summaries = []
     for label in labels:
         records = store.records(label)
+        budget_entry = None
+        if case_budget is not None:
+            records, budget_entry = _apply_case_budget(store, method, label, records, case_budget,
+                                                       on_case_budget)
         supers = combine_super_records(records, store.schema, hierarchies)
         previous = list(series.releases.values()) if method.periodic else []
         next_cases = None
@@ -166,6 +227,9 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         rows = to_published_rows(result.table, store.schema)
         manifest = build_manifest(store.schema, hierarchies, method, label, rng, result=result,
                                   rows=rows, digest=input_digest(records), n_reports=len(records))
+        if budget_entry is not None:
+            manifest["privacy_spent"]["case_budget"] = budget_entry
+            manifest["counts"]["suppressed"] += budget_entry.get("withheld_cases", 0)
         try:
             checked = gate(series, label, rows, manifest, before=verdict)
             manifest["verification"], verdict = checked.verification, checked.verdict
@@ -174,7 +238,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                 raise
             manifest["verification"] = {**exc.verification, "published_despite_violations": True}
             verdict = exc.verdict
-        store.publish(label, rows, manifest)
+        store.publish(label, rows, manifest,
+                      ledger=ledger_entries(rows["case_id"], result.privacy_losses))
         series = series.with_release(label, rows, manifest)
         summaries.append(PublishedSummary(label, len(rows), result.n_groups, result.suppressed,
                                           method.name, manifest["verification"]["verdict"]))

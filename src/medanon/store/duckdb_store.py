@@ -95,6 +95,10 @@ class ReleaseStore:
             raise StoreError(f"Store {str(path)!r} has format version {rows.get('format_version')!r}; "
                              f"this medanon reads version {FORMAT_VERSION}.")
         schema = Schema.from_mapping(tomllib.loads(rows["schema"])["schema"], source=str(path))
+        columns = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                             "WHERE table_name = 'ledger'").fetchall()}
+        if "epsilon_exact" not in columns:  # stores made before the DP methods: add the column
+            _run(con, "ALTER TABLE ledger ADD COLUMN epsilon_exact VARCHAR")
         return cls(path, con, schema)
 
     @classmethod
@@ -146,7 +150,7 @@ class ReleaseStore:
         _run(con, f"CREATE TABLE release_rows(row_no BIGINT NOT NULL, {published})")
         _run(con, """CREATE TABLE ledger(
             period VARCHAR NOT NULL, case_id VARCHAR NOT NULL, mechanism VARCHAR NOT NULL,
-            epsilon DOUBLE NOT NULL, delta DOUBLE NOT NULL DEFAULT 0)""")
+            epsilon DOUBLE NOT NULL, delta DOUBLE NOT NULL DEFAULT 0, epsilon_exact VARCHAR)""")
 
     def close(self) -> None:
         self._con.close()
@@ -317,7 +321,8 @@ class ReleaseStore:
             rows: the release rows in the published format (strings), columns
                 ``period, case_id, group`` then the schema's published columns.
             manifest: the release manifest (JSON-serializable).
-            ledger: optional ``case_id, mechanism, epsilon, delta`` rows of privacy spent.
+            ledger: optional ``case_id, mechanism, epsilon, delta, epsilon_exact`` rows of
+                privacy spent (``epsilon_exact``: the exact value as text, e.g. ``1/3``).
 
         Raises:
             StoreError: the period is not ingested or already published; rows do not match the
@@ -348,7 +353,8 @@ class ReleaseStore:
                 int(counts.get("cases", len(rows))), int(counts.get("groups", 0)),
                 json.dumps(manifest, default=_json_default, sort_keys=True)])
             if ledger is not None and len(ledger):
-                entries = ledger.reindex(columns=["case_id", "mechanism", "epsilon", "delta"]).copy()
+                entries = ledger.reindex(columns=["case_id", "mechanism", "epsilon", "delta",
+                                                  "epsilon_exact"]).copy()
                 entries.insert(0, "period", label)
                 entries["delta"] = entries["delta"].fillna(0.0)
                 self._con.register("incoming_ledger", entries)

@@ -1,0 +1,423 @@
+"""PPMS-DP_num and PPMS-DP_all: PPMS(k, θ*)-bounding fused with differential-privacy noise.
+
+Reference: Wu, Shen, Lin, "PPMS-DP" (paper 000): §IV.B (PPMS-DP_num, Fig. 2: NCC-Grouping,
+QID^C-Covering, QID^C-Gen&Merging, LaplacePerturbation), §IV.C (PPMS-DP_all, Fig. 5:
+VirtualGen&Merging, ExponentialPerturbation with ψ, IL_c, q and Δq, Example 2), with the
+formulas recovered in ``algorithms.md`` §5.2 (local sensitivity), §5.3 (Soria-Comas et al.),
+§5.6 (exponential perturbation checked against Example 2) and §5.8 (pipeline).
+
+The syntactic part (both variants): NCC-Grouping is PPMS++'s grouping (groups seeded and grown
+from new cases only, >= k new cases per group, η_s = floor(θ_s·|NC(g)|)); merging two groups
+adds their new cases and their σ_s, so every merged group still meets k and θ*. The verify gate
+checks that part on the published rows (``PPMS-DP(k, theta*, epsilon)``): B/F/L over the QIDs
+that are **not** perturbed; a perturbed value is treated as carrying no exact information.
+
+Two variants (``variant=``), and what their ε means — read this before publishing:
+
+``paper`` (000 as written)
+    Numeric QIDs: per group g, Laplace noise of scale Δf_g/ε with Δf_g = max − min of the
+    attribute within g (local sensitivity, ``algorithms.md`` §5.2), for every record.
+    Categorical QIDs (PPMS-DP_all): one value per group and attribute drawn by the exponential
+    mechanism over ψ(C, g) (``dom`` plus its ancestors in the minimal covering subtree T^c) with
+    quality q(v) = Σ_{u∈ψ} IL_c(u, v) (the sum over ψ reproduces Example 2's q(Child) = 1.5; the
+    printed formula sums over dom) and Δq = max − min of IL_c over dom × ψ as defined in the
+    text. **Not ε-DP end to end:** the noise scale, ψ and Δq depend on the data (a group whose
+    records share a weight gets no noise at all), and the grouping sees the raw values. ε is a
+    noise-scale knob; the ledger records the nominal ε.
+
+``strict`` (beyond the paper; the default)
+    Every perturbed QID is privatized per case **before** grouping, from that case's own value
+    only: numeric values clipped to the attribute's public domain [lo, hi] and given Laplace
+    noise of scale (hi − lo)/ε (then clipped again: post-processing); categorical values
+    (PPMS-DP_all) replaced by an exponential-mechanism draw over every node of the public
+    hierarchy with quality −IL(u, v) (φ over the whole tree, IL ∈ [0, 1], so Δq = 1). Grouping,
+    merging and generalization then only read privatized values and attributes published in the
+    clear, so they are post-processing. Claim: for two inputs that differ in the perturbed QID
+    values of one case, the release's distribution differs by at most e^{ε_case} with
+    ε_case = ε × (number of perturbed QIDs) (sequential composition over the attributes). It
+    says nothing about attributes published in the clear (sensitive terms, drugs) or about
+    categorical QIDs that PPMS-DP_num only generalizes. Each release spends ε_case again for
+    every case it holds; the store's ledger sums that per case across releases.
+
+ε is given **per perturbed attribute**, as in 000 (which applies the same ε to each).
+
+Deviations from 000 (docs/algorithms/ppms-dp.md): the numeric QIDs of old cases are not
+covered (they are perturbed; covering would only widen them); a missing numeric value is
+perturbed from the middle of its range; noisy numbers are published rounded to 0.01
+(post-processing); noise is drawn by the floating-point-safe samplers of
+:mod:`medanon.mechanisms`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import ClassVar
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_choice
+from ..accounting import PrivacyLoss, format_epsilon, to_exact
+from ..data.records import SuperRecords
+from ..errors import SchemaError, ValidationError
+from ..hierarchies import Taxonomy
+from ..mechanisms import ExponentialMechanism, LaplaceMechanism, NoiseSource
+from ..models.names import PPMS_DP_MODEL
+from ..models.theta import ThetaSpec
+from ..random import RandomSource
+from .clustering import QidSpace
+from .common import ClusteringMethod
+
+VARIANTS = ("strict", "paper")
+#: published noisy numbers are rounded to this many decimals (post-processing).
+DECIMALS = 2
+
+
+# ------------------------------------------------------------------------ exponential (§5.6)
+@dataclass(frozen=True)
+class PerturbationCandidates:
+    """000's exponential perturbation of one categorical attribute in one group (§IV.C).
+
+    Attributes:
+        candidates: ψ(C, g) as taxonomy codes (dom and its ancestors within T^c), sorted.
+        labels: the same as labels.
+        il: IL_c(u, v) for u, v in ψ (rows u, columns v), φ_c taken within T^c.
+        quality: q(v, ψ) per candidate v.
+        delta_q: Δq = max − min of IL_c over u ∈ dom, v ∈ ψ (000's definition).
+    """
+
+    candidates: tuple[int, ...]
+    labels: tuple[str, ...]
+    il: np.ndarray
+    quality: np.ndarray
+    delta_q: float
+
+
+def perturbation_candidates(taxonomy: Taxonomy, values: Sequence[str], *,
+                            quality_over: str = "psi") -> PerturbationCandidates:
+    """ψ, IL_c, q and Δq for the labels of one group (000 §IV.C, ``algorithms.md`` §5.6).
+
+    Args:
+        taxonomy: The attribute's hierarchy T.
+        values: The group's values (dom(C, g) is their set).
+        quality_over: ``"psi"`` sums q over ψ (reproduces Example 2), ``"dom"`` over dom
+            (000's printed formula).
+    """
+    quality_over = check_choice(quality_over, name="quality_over",
+                                owner="perturbation_candidates", choices=("psi", "dom"))
+    dom = sorted(set(taxonomy.encode(list(values)).tolist()))
+    if not dom:
+        raise ValidationError("The 'values' parameter of perturbation_candidates must hold at "
+                              "least one label.")
+    parent = taxonomy.parent_array
+    depth = taxonomy.depth_array
+    top = taxonomy.lca_codes(dom)  # the root of T^c
+    psi = set()
+    for v in dom:
+        node = v
+        while True:
+            psi.add(node)
+            if node == top:
+                break
+            node = int(parent[node])
+    cands = sorted(psi)
+    size = np.array([depth[v] - depth[top] + 1 for v in cands], dtype=float)  # |φ_c(v)|
+    il = np.zeros((len(cands), len(cands)))
+    for i, u in enumerate(cands):
+        for j, v in enumerate(cands):
+            common = depth[taxonomy.lca_codes([u, v])] - depth[top] + 1  # |φ_c(u) ∩ φ_c(v)|
+            union = size[i] + size[j] - common
+            il[i, j] = (union - common) / union
+    rows = [cands.index(u) for u in dom]
+    over = il[rows] if quality_over == "dom" else il
+    quality = over.sum(axis=0)
+    pairs = il[rows]
+    return PerturbationCandidates(tuple(cands), tuple(taxonomy.decode(cands)), il, quality,
+                                  float(pairs.max() - pairs.min()))
+
+
+def full_tree_il(taxonomy: Taxonomy) -> np.ndarray:
+    """IL(u, v) over all nodes of T with φ over the whole tree (000's IL+ term), codes × codes."""
+    depth = taxonomy.depth_array.astype(float)
+    n = len(depth)
+    il = np.zeros((n, n))
+    for u in range(n):
+        for v in range(n):
+            common = depth[taxonomy.lca_codes([u, v])] + 1
+            union = depth[u] + 1 + depth[v] + 1 - common
+            il[u, v] = (union - common) / union
+    return il
+
+
+# ------------------------------------------------------------------------------- the methods
+class _PPMSDP(ClusteringMethod):
+    """Shared pipeline of PPMS-DP_num and PPMS-DP_all (see the module docstring).
+
+    Args:
+        k, theta, lifespan, on_infeasible: as for PPMS++.
+        epsilon: ε per perturbed attribute (> 0).
+        variant: ``"strict"`` (default, ε-DP per case end to end) or ``"paper"`` (000 as
+            written, local sensitivity: not ε-DP end to end).
+        domains: public domain ``{name: (lo, hi)}`` of numeric QIDs for the strict variant
+            (overrides the schema's ``domain``).
+    """
+
+    privacy_model = PPMS_DP_MODEL
+    cover = "earliest"
+    new_cases_first = True
+    #: whether categorical QIDs are perturbed (PPMS-DP_all) or generalized (PPMS-DP_num).
+    perturb_categorical: ClassVar[bool] = False
+
+    def __init__(self, *, k: int, theta: float | str | ThetaSpec, epsilon: object,
+                 variant: str = "strict", lifespan: int | None = None,
+                 on_infeasible: str = "refuse",
+                 domains: Mapping[str, tuple[float, float]] | None = None):
+        super().__init__(k=k, theta=theta, lifespan=lifespan, on_infeasible=on_infeasible)
+        owner = type(self).__name__
+        self.epsilon = to_exact(epsilon, name="epsilon", owner=owner)
+        self.variant = check_choice(variant, name="variant", owner=owner, choices=VARIANTS)
+        self.domains = {}
+        for name, bounds in (domains or {}).items():
+            try:
+                lo, hi = (float(b) for b in bounds)
+            except (TypeError, ValueError):
+                lo = hi = float("nan")
+            if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+                raise ValidationError(f"The 'domains' parameter of {owner} must map each numeric "
+                                      f"QID to finite bounds (lo, hi) with lo < hi; got "
+                                      f"{name!r}: {bounds!r}.")
+            self.domains[str(name)] = (lo, hi)
+
+    @property
+    def cover_kinds(self) -> tuple[str, ...]:  # type: ignore[override]
+        return () if self.perturb_categorical else ("categorical",)
+
+    def parameters(self) -> dict[str, object]:
+        return {**super().parameters(), "epsilon": format_epsilon(self.epsilon),
+                "epsilon_applies_to": "each perturbed QID", "variant": self.variant,
+                "domains": {n: list(b) for n, b in sorted(self.domains.items())} or None}
+
+    @property
+    def guarantee(self) -> str:  # type: ignore[override]
+        syntactic = ("Each group keeps >= k new cases and each sensitive term's share among them "
+                     "<= its theta after B/F/L-attacks on the QIDs that are not perturbed")
+        if self.variant == "strict":
+            return (f"{syntactic}; the perturbed QIDs of each case are epsilon-DP (epsilon = "
+                    f"{format_epsilon(self.epsilon)} per perturbed QID, summed over them per case "
+                    f"and release; see privacy_spent).")
+        return (f"{syntactic}; perturbed QIDs carry noise calibrated to local (data-dependent) "
+                f"sensitivity: NOT epsilon-DP end to end (epsilon = "
+                f"{format_epsilon(self.epsilon)} is a noise-scale parameter).")
+
+    # ----------------------------------------------------------------------- hooks
+    def _qids_perturbed(self, schema) -> tuple[tuple[str, str], ...]:
+        return tuple((q.name, q.kind) for q in schema.qids
+                     if q.kind == "numeric" or self.perturb_categorical)
+
+    def _domain(self, data: SuperRecords, name: str) -> tuple[float, float]:
+        if name in self.domains:
+            return self.domains[name]
+        spec = next(q for q in data.schema.qids if q.name == name)
+        if spec.domain is None:
+            raise SchemaError(f"The strict variant of {self.name} needs the public domain of "
+                              f"numeric QID {name!r}: declare 'domain = [lo, hi]' for it in the "
+                              f"schema, or pass --domain {name}=LO:HI (bounds known without "
+                              f"looking at the data).")
+        return spec.domain
+
+    def before_grouping(self, data: SuperRecords, space: QidSpace, values: dict,
+                        rng: RandomSource) -> dict:
+        perturbed = self._qids_perturbed(data.schema)
+        noise = NoiseSource.from_random(rng)
+        details: dict[str, object] = {"dp_variant": self.variant, "noise_source": noise.describe(),
+                                      "perturbed_qids": [n for n, _ in perturbed]}
+        # Numeric QIDs become points: the middle of an interval or missing value's range.
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                mid = (values["lo"][j] + values["hi"][j]) / 2.0
+                values["lo"][j][:] = mid
+                values["hi"][j][:] = mid
+        if self.variant != "strict":
+            return details
+        n = len(data.frame)
+        clipped = {}
+        for j, (qid, a) in enumerate(zip(data.schema.qids, space.attributes)):
+            if a.numeric:
+                lo, hi = self._domain(data, qid.name)
+                x = np.clip(values["lo"][j], lo, hi)
+                clipped[qid.name] = int((values["lo"][j] != x).sum())
+                mech = LaplaceMechanism(epsilon=self.epsilon, sensitivity=hi - lo)
+                y = np.clip(mech.randomise(x, noise), lo, hi) if n else x
+                values["lo"][j][:] = y
+                values["hi"][j][:] = y
+            elif self.perturb_categorical:
+                tax = a.taxonomy
+                mech = ExponentialMechanism(epsilon=self.epsilon, sensitivity=1.0)
+                utility = -full_tree_il(tax)
+                codes = values["cat"][j]
+                codes[:] = [mech.select(utility[u], noise) for u in codes.tolist()]
+        details["clipped_to_domain"] = clipped
+        details["domains"] = {name: list(self._domain(data, name)) for name, kind in perturbed
+                              if kind == "numeric"}
+        return details
+
+    def build_table(self, data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
+                    suppressed_terms: set[str], rng: RandomSource) -> tuple[pd.DataFrame, int, dict]:
+        schema, frame = data.schema, data.frame
+        placed = np.flatnonzero(group_of >= 0)
+        codes = {j: values["cat"][j][placed] for j, a in enumerate(space.attributes)
+                 if not a.numeric}
+        merged, n_before = _merge_by_lub(space, codes, group_of[placed])
+        table = pd.DataFrame({"period": frame[schema.period].to_numpy()[placed],
+                              "case_id": frame[schema.case_id].astype(str).to_numpy()[placed],
+                              "group": (merged + 1).astype(str)})
+        noise = NoiseSource.from_random(rng) if self.variant == "paper" else None
+        smallest_scale = None
+        for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
+            if a.numeric:
+                x = values["lo"][j][placed]
+                if noise is not None:  # paper: Laplace with the group's local sensitivity
+                    out = np.empty_like(x)
+                    order = np.argsort(merged, kind="stable")
+                    bounds = np.flatnonzero(np.diff(merged[order])) + 1
+                    for rows in np.split(order, bounds):
+                        if not len(rows):
+                            continue
+                        sens = float(x[rows].max() - x[rows].min())
+                        mech = LaplaceMechanism(epsilon=self.epsilon, sensitivity=sens)
+                        out[rows] = mech.randomise(x[rows], noise)
+                        smallest_scale = (mech.scale if smallest_scale is None
+                                          else min(smallest_scale, mech.scale))
+                    x = out
+                table[qid.name] = np.round(x, DECIMALS)
+            elif not self.perturb_categorical:  # PPMS-DP_num: generalize to the group's lub
+                table[qid.name] = a.taxonomy.decode(_group_lub(a.taxonomy, codes[j], merged))
+            elif noise is not None:  # PPMS-DP_all, paper: one exponential draw per group
+                table[qid.name] = _exponential_per_group(a.taxonomy, codes[j], merged,
+                                                         self.epsilon, noise)
+            else:  # PPMS-DP_all, strict: the per-case privatized values
+                table[qid.name] = a.taxonomy.decode(codes[j])
+        for name in schema.sensitive:
+            cells = frame[name].to_numpy()[placed]
+            if suppressed_terms:
+                cells = [tuple(t for t in v if t not in suppressed_terms) for v in cells]
+            table[name] = pd.Series(list(cells), dtype=object)
+        for name in schema.multi + schema.insensitive:
+            table[name] = frame[name].to_numpy()[placed]
+        n_groups = int(merged.max()) + 1 if len(merged) else 0
+        details = {"groups_before_merging": n_before, "groups_merged_away": n_before - n_groups}
+        if smallest_scale is not None:
+            details["smallest_laplace_scale"] = smallest_scale
+        return table, n_groups, details
+
+    def planned_losses(self, schema) -> tuple[PrivacyLoss, ...]:
+        return tuple(PrivacyLoss(epsilon=self.epsilon,
+                                 mechanism="laplace" if kind == "numeric" else "exponential",
+                                 target=name, scope="case")
+                     for name, kind in self._qids_perturbed(schema))
+
+    def privacy_statement(self, schema) -> dict:
+        losses = self.planned_losses(schema)
+        per_case = sum((loss.epsilon for loss in losses), Fraction(0))
+        statement = {
+            "variant": self.variant,
+            "epsilon_per_attribute": format_epsilon(self.epsilon),
+            "epsilon_per_case": format_epsilon(per_case),
+            "epsilon": float(per_case), "delta": 0.0,
+            "perturbed_qids": [loss.target for loss in losses],
+            "composition": "sequential over the perturbed QIDs of a case; the store's ledger "
+                           "sums it over the releases a case appears in",
+            "mechanisms": [loss.to_dict() for loss in losses],
+        }
+        if self.variant == "strict":
+            statement["guarantee"] = (
+                "epsilon_per_case-DP for each case's perturbed QID values in this release: "
+                "every perturbed value is privatized from the case's own value with noise "
+                "calibrated to the attribute's public domain (Laplace) or with quality "
+                "sensitivity 1 over the whole hierarchy (exponential), before grouping; grouping, "
+                "merging and generalization are post-processing.")
+            statement["does_not_guarantee"] = (
+                "Protection of attributes published in the clear (sensitive terms, drugs) or of "
+                "QIDs that are only generalized; and nothing across releases beyond the sum the "
+                "ledger records.")
+        else:
+            statement["guarantee"] = (
+                "Noise as in paper 000: Laplace with each group's local sensitivity (max - min "
+                "within the group) and, for PPMS-DP_all, an exponential draw per group over psi "
+                "with a data-dependent delta q.")
+            statement["does_not_guarantee"] = (
+                "epsilon-differential privacy: the noise scale, the candidate set and delta q "
+                "depend on the data, a group whose values coincide gets no noise, and the "
+                "grouping reads the raw values. epsilon is a noise-scale parameter here; use "
+                "variant 'strict' for a DP claim.")
+        return statement
+
+
+class PPMSDPNum(_PPMSDP):
+    """PPMS-DP_num (000 Fig. 2): generalized categorical QIDs, Laplace-perturbed numeric QIDs."""
+
+    name = "ppms-dp-num"
+
+
+class PPMSDPAll(_PPMSDP):
+    """PPMS-DP_all (000 Fig. 5): every QID perturbed (Laplace and exponential mechanisms)."""
+
+    name = "ppms-dp-all"
+    perturb_categorical = True
+
+
+# ---------------------------------------------------------------------------------- helpers
+def _group_lub(taxonomy: Taxonomy, codes: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Per record, the lowest common ancestor of its group's codes (pre-order: of min and max)."""
+    s = pd.Series(codes)
+    low = s.groupby(groups).transform("min").to_numpy()
+    high = s.groupby(groups).transform("max").to_numpy()
+    pairs, inverse = np.unique(np.stack([low, high], axis=1), axis=0, return_inverse=True)
+    lub = np.array([taxonomy.lca_codes([int(a), int(b)]) for a, b in pairs], dtype=np.int64)
+    return lub[inverse.ravel()]
+
+
+def _merge_by_lub(space: QidSpace, codes: Mapping[int, np.ndarray],
+                  groups: np.ndarray) -> tuple[np.ndarray, int]:
+    """QID^C-Gen&Merging / VirtualGen&Merging: merge groups whose generalized QID^C coincide.
+
+    Args:
+        space: The QIDs.
+        codes: Per categorical attribute index, the codes of the placed records.
+        groups: The group of each placed record.
+
+    Returns the merged group index per record (0.., in order of first record) and the number
+    of groups before merging.
+    """
+    n_before = len(np.unique(groups))
+    keys = [_group_lub(a.taxonomy, codes[j], groups)
+            for j, a in enumerate(space.attributes) if not a.numeric]
+    if not len(groups) or not keys:
+        merged, _ = pd.factorize(groups)
+        return merged.astype(np.int64), n_before
+    merged, _ = pd.factorize(pd.MultiIndex.from_arrays(keys))
+    return merged.astype(np.int64), n_before
+
+
+def _exponential_per_group(taxonomy: Taxonomy, codes: np.ndarray, groups: np.ndarray,
+                           epsilon: Fraction, noise: NoiseSource) -> list[str]:
+    """000's ExponentialPerturbation: one draw over ψ per group, for all its records."""
+    out = np.empty(len(codes), dtype=np.int64)
+    order = np.argsort(groups, kind="stable")
+    bounds = np.flatnonzero(np.diff(groups[order])) + 1
+    cache: dict[tuple[int, ...], PerturbationCandidates] = {}
+    for rows in np.split(order, bounds):
+        if not len(rows):
+            continue
+        dom = tuple(sorted(set(codes[rows].tolist())))
+        if dom not in cache:
+            cache[dom] = perturbation_candidates(taxonomy, taxonomy.decode(list(dom)))
+        pc = cache[dom]
+        if len(pc.candidates) == 1 or pc.delta_q <= 0:
+            out[rows] = pc.candidates[0]
+            continue
+        mech = ExponentialMechanism(epsilon=epsilon, sensitivity=pc.delta_q)
+        out[rows] = pc.candidates[mech.select(-pc.quality, noise)]
+    return taxonomy.decode(out)

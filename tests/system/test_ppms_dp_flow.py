@@ -1,0 +1,130 @@
+"""End to end: PPMS-DP releases, their manifests, the gate, the per-case ledger and its cap."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import pandas as pd
+import pytest
+
+from medanon.accounting import parse_epsilon
+from medanon.cli.app import main
+from medanon.data.synth.faers import write_faers_series
+from medanon.store import ReleaseStore
+from tests.conftest import assert_user_error, run_cli, snapshot
+
+COMMON = ["--k", "5", "--theta", "0.4", "--on-infeasible", "raise-theta", "--seed", "5",
+          "--allow-seeded"]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("dp")
+    write_faers_series(folder / "in", periods=3, cases=300, seed=4)
+    return folder
+
+
+def ingested(source, name: str):
+    store = source / f"{name}.duckdb"
+    assert main(["ingest", str(source / "in"), "--store", str(store)]) == 0
+    return store
+
+
+def published(store):
+    with ReleaseStore.open(store) as db:
+        periods = db.published_periods()
+        return ({p: db.release_rows(p) for p in periods}, {p: db.manifest(p) for p in periods},
+                db.ledger())
+
+
+@pytest.mark.parametrize("method, perturbed", [("ppms-dp-num", ["weight"]),
+                                               ("ppms-dp-all", ["age", "sex", "weight"])])
+def test_strict_release_manifest_gate_and_ledger(source, method, perturbed):
+    store = ingested(source, method)
+    assert main(["release", "--store", str(store), "--method", method, "--epsilon", "0.5",
+                 *COMMON]) == 0
+    rows, manifests, ledger = published(store)
+    assert list(rows) == ["2020Q1", "2020Q2", "2020Q3"]
+    for period, manifest in manifests.items():
+        spent = manifest["privacy_spent"]
+        assert manifest["method"]["privacy_model"] == "PPMS-DP(k, theta*, epsilon)"
+        assert spent["variant"] == "strict" and spent["rng_kind"] == "seeded"
+        assert spent["epsilon_per_attribute"] == "0.5"
+        assert parse_epsilon(spent["epsilon_per_case"]) == Fraction(1, 2) * len(perturbed)
+        assert spent["perturbed_qids"] == perturbed
+        assert manifest["details"]["perturbed_qids"] == perturbed
+        assert manifest["verification"]["verdict"] == "passed", manifest["verification"]
+        assert manifest["rng"] == {"kind": "seeded", "seed": 5}
+        weights = pd.to_numeric(rows[period]["weight"])
+        assert weights.between(0, 300).all()  # clipped to the public domain
+    # The ledger: one row per released case and perturbed QID, per release.
+    assert len(ledger) == sum(len(r) for r in rows.values()) * len(perturbed)
+    appearances = pd.concat(rows.values())["case_id"].value_counts()
+    result = run_cli("ledger", "--store", store, "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["cases"] == len(appearances)
+    expected_max = Fraction(1, 2) * len(perturbed) * int(appearances.max())
+    assert parse_epsilon(summary["max_epsilon"]) == expected_max
+    assert summary["mean_epsilon"] == pytest.approx(
+        0.5 * len(perturbed) * appearances.mean())
+    # verify replays the model on the exported series too
+    assert run_cli("verify", "--store", store).returncode == 0
+
+
+def test_paper_variant_says_it_is_not_dp(source):
+    store = ingested(source, "paper")
+    result = run_cli("release", "--store", store, "--method", "ppms-dp-all", "--epsilon", "1",
+                     "--dp-variant", "paper", *COMMON)
+    assert result.returncode == 0, result.stderr
+    assert "NOT epsilon-DP" in result.stderr
+    _, manifests, _ = published(store)
+    spent = manifests["2020Q2"]["privacy_spent"]
+    assert spent["variant"] == "paper"
+    assert "epsilon-differential privacy" in spent["does_not_guarantee"]
+    assert "NOT epsilon-DP" in manifests["2020Q2"]["method"]["guarantee"]
+
+
+def test_case_budget_refuses_or_withholds(source):
+    store = ingested(source, "budget")
+    base = ["release", "--store", str(store), "--method", "ppms-dp-num", "--epsilon", "1",
+            *COMMON]
+    assert main([*base, "2020Q1"]) == 0
+    # Cases of 2020Q1 followed up in 2020Q2 would reach 2 > 1.5: refused, store untouched.
+    result = run_cli(*base, "2020Q2", "--case-budget", "1.5")
+    assert_user_error(result, "BudgetExceeded", "would exceed the per-case budget")
+    rows, _, ledger = published(store)
+    assert list(rows) == ["2020Q1"] and len(ledger) == len(rows["2020Q1"])
+    # With suppress those cases are withheld, and no case ever exceeds the cap.
+    result = run_cli(*base, "2020Q2", "--case-budget", "1.5", "--on-case-budget", "suppress")
+    assert result.returncode == 0, result.stderr
+    rows, manifests, ledger = published(store)
+    cap = manifests["2020Q2"]["privacy_spent"]["case_budget"]
+    followed = set(rows["2020Q1"]["case_id"])
+    assert cap["withheld_cases"] > 0 and cap["epsilon"] == "1.5"
+    assert not followed & set(rows["2020Q2"]["case_id"])
+    totals = json.loads(run_cli("ledger", "--store", store, "--json",
+                                "--case-budget", "1.5").stdout)
+    assert parse_epsilon(totals["max_epsilon"]) <= Fraction(3, 2)
+    assert totals["over_budget"] == 0
+
+
+def test_bad_dp_options_are_clear_errors(source):
+    store = ingested(source, "errors")
+    before = snapshot(source)
+    assert_user_error(run_cli("release", "--store", store, "--method", "ppms++", "--epsilon", "1",
+                              *COMMON), "ValidationError", "--epsilon")
+    assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num", *COMMON),
+                      "ValidationError", "needs --epsilon")
+    assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num",
+                              "--epsilon", "-1", *COMMON), "ValidationError", "epsilon")
+    assert_user_error(run_cli("release", "--store", store, "--method", "ppms++",
+                              "--case-budget", "1", *COMMON), "ValidationError", "spends no epsilon")
+    assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num",
+                              "--epsilon", "1", "--domain", "weight=abc", *COMMON),
+                      "ValidationError", "NAME=LO:HI")
+    assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num",
+                              "--epsilon", "1", "--dp-variant", "loose", *COMMON),
+                      "ValidationError", "variant")
+    assert snapshot(source) == before
