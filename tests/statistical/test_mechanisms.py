@@ -273,6 +273,8 @@ def test_laplace_handles_extreme_values():
     mech = LaplaceMechanism(epsilon=1, sensitivity=1)
     y = mech.randomise([1e300, -1e300, 0.0], NoiseSource.seeded(1))
     assert y[0] == 1e300 and y[1] == -1e300 and abs(y[2]) < 50
+    y = mech.randomise([1.7e308, -1.7e308], NoiseSource.seeded(2))  # x/γ overflows a double
+    assert y.tolist() == [1.7e308, -1.7e308]
     assert mech.randomise(np.zeros((2, 3)), NoiseSource.seeded(1)).shape == (2, 3)
     assert mech.randomise([], NoiseSource.seeded(1)).shape == (0,)
 

@@ -159,8 +159,9 @@ class LaplaceMechanism:
     def randomise(self, values: Any, noise: NoiseSource | None = None) -> np.ndarray:
         """Return ``values`` (any shape of finite reals) plus noise, as a float64 array.
 
-        Every output is a multiple of :attr:`granularity`. ``noise`` defaults to a fresh
-        secure :class:`NoiseSource`.
+        Each value gets independent noise: one invocation (ε) per value. Every output is a
+        multiple of :attr:`granularity`. ``noise`` defaults to a fresh secure
+        :class:`NoiseSource`.
 
         Raises:
             ValidationError: when a value is not a finite real number.

@@ -25,9 +25,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import decimal
-import math
-import numbers
 import secrets
 from fractions import Fraction
 from typing import Any
@@ -35,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .._validation import _fail, check_int
-from ..errors import ValidationError
+from ..accounting.budget import to_exact
 from ..random import RandomSource
 
 __all__ = ["NoiseSource", "to_fraction"]
@@ -47,51 +44,14 @@ _TWO_POW_MINUS_53 = 2.0 ** -53
 def to_fraction(value: Any, *, name: str, owner: str, positive: bool = True) -> Fraction:
     """Convert a user-supplied number to an exact :class:`~fractions.Fraction`.
 
-    ints and Fractions are taken as they are; strings are parsed (``"0.1"``, ``"1/3"``,
-    ``"2e-3"``); floats (and NumPy floats) are read *as their shortest decimal repr*, so ``0.1``
-    becomes exactly 1/10 rather than the binary double nearest to it. NumPy integers and
-    :class:`decimal.Decimal` are accepted too.
-
-    Args:
-        value: the number.
-        name: the parameter name for the error message.
-        owner: the class or function the parameter belongs to.
-        positive: require ``value > 0`` (the default); otherwise require ``value >= 0``.
+    The one conversion of :func:`medanon.accounting.to_exact` (floats read as their shortest
+    decimal text, so ``0.1`` is exactly 1/10); ``positive=False`` also accepts 0.
 
     Raises:
-        ValidationError: for bools, non-numbers, unparsable strings, NaN, infinities, negative
-            values, and zero when ``positive`` is true.
+        ValidationError: for bools, non-numbers, NaN, infinities, negative values, and zero when
+            ``positive`` is true.
     """
-    requirement = "a positive number" if positive else "a non-negative number"
-    if isinstance(value, (bool, np.bool_)):
-        raise _fail(name, owner, requirement, value)
-    try:
-        if isinstance(value, Fraction):
-            result = value
-        elif isinstance(value, numbers.Integral):
-            result = Fraction(int(value))
-        elif isinstance(value, numbers.Rational):
-            result = Fraction(int(value.numerator), int(value.denominator))
-        elif isinstance(value, str):
-            result = Fraction(value.strip())
-        elif isinstance(value, decimal.Decimal):
-            if not value.is_finite():
-                raise _fail(name, owner, requirement, value)
-            result = Fraction(value)
-        elif isinstance(value, numbers.Real):
-            as_float = float(value)
-            if not math.isfinite(as_float):
-                raise _fail(name, owner, requirement, value)
-            result = Fraction(repr(as_float))
-        else:
-            raise _fail(name, owner, requirement, value)
-    except (ValueError, ZeroDivisionError, OverflowError, TypeError) as exc:
-        if isinstance(exc, ValidationError):
-            raise
-        raise _fail(name, owner, requirement, value) from None
-    if result < 0 or (positive and result == 0):
-        raise _fail(name, owner, requirement, value)
-    return result
+    return to_exact(value, name=name, owner=owner, allow_zero=not positive)
 
 
 def check_noise(noise: Any, *, owner: str) -> "NoiseSource":
