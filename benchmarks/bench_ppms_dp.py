@@ -76,6 +76,8 @@ def main() -> None:
     parser.add_argument("--theta", default="0.4")
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.1, 1.0, 10.0])
     parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=3,
+                        help="noise draws per setting (seeds seed..seed+runs-1), averaged")
     args = parser.parse_args()
     schema = Schema.default()
     tax = schema.load_hierarchies()
@@ -89,7 +91,7 @@ def main() -> None:
         for variant in ("paper", "strict"):
             runs += [("ppms-dp-num", eps, variant), ("ppms-dp-all", eps, variant)]
     print(f"{args.periods} quarters x ~{args.cases} cases, k={args.k}, theta={args.theta}; "
-          f"means over the quarters")
+          f"means over the quarters and {args.runs} noise draws")
     print(f"{'method':12} {'variant':7} {'eps':>5} {'NIL*':>7} {'RR':>8} {'AR_rev':>8} "
           f"{'anon s':>7}")
     for name, eps, variant in runs:
@@ -97,8 +99,11 @@ def main() -> None:
         if eps is not None:
             params.update(epsilon=eps, variant=variant)
         method = METHODS[name](**params)
-        series, originals, seconds = publish(method, quarters, schema, tax, args.seed)
-        nil, rr, ar = measure(series, originals, schema, tax)
+        figures = []
+        for run in range(args.runs if eps is not None else 1):
+            series, originals, seconds = publish(method, quarters, schema, tax, args.seed + run)
+            figures.append((*measure(series, originals, schema, tax), seconds))
+        nil, rr, ar, seconds = np.mean(figures, axis=0)
         print(f"{name:12} {variant or '-':7} {eps if eps is not None else '-':>5} {nil:>7.4f} "
               f"{rr:>8.5f} {ar:>8.5f} {seconds:>7.2f}", flush=True)
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -86,6 +86,31 @@ def test_paper_variant_says_it_is_not_dp(source):
     assert "NOT epsilon-DP" in manifests["2020Q2"]["method"]["guarantee"]
 
 
+def test_evaluate_measures_dp_releases(source, tmp_path):
+    # 000's metrics on a DP series: NIL with IL*, RR, AR_rev, the background bias, PRR bias.
+    store = ingested(source, "evaluate")
+    assert main(["release", "--store", str(store), "--method", "ppms-dp-all", "--epsilon", "1",
+                 *COMMON]) == 0
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[rule]]\ndrug = "AVANDIA"\nreaction = "Myocardial infarction"\n'
+                     'condition = "age > 18"\n')
+    knowledge = tmp_path / "bk.csv"
+    knowledge.write_text("term,attribute,value\nProstate cancer,sex,M\n")
+    result = run_cli("evaluate", "--store", store, "--rules", rules, "--background", knowledge,
+                     "--json")
+    assert result.returncode == 0, result.stderr
+    releases = json.loads(result.stdout)["releases"]
+    assert [r["period"] for r in releases] == ["2020Q1", "2020Q2", "2020Q3"]
+    for r in releases:
+        assert 0 < r["nil_star"] <= 1
+        assert 0 <= r["rr"] <= 1 and 0 <= r["ar_rev"] <= 1
+        assert r["ar_rev"] >= r["rr"] - 1e-9  # Ar(r') >= Pr(r') term by term
+        assert r["background"]["rr_bias"] == pytest.approx(r["background"]["rr"] - r["rr"],
+                                                           abs=1e-6)
+        signal = r["signals"][0]
+        assert signal["original"]["count"] >= 0 and "prr" in signal["release"]
+
+
 def test_case_budget_refuses_or_withholds(source):
     store = ingested(source, "budget")
     base = ["release", "--store", str(store), "--method", "ppms-dp-num", "--epsilon", "1",
