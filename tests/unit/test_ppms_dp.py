@@ -144,3 +144,13 @@ def test_dp_num_covers_old_cases_categoricals_only():
     assert result.details["new_cases"] == 50
     # the numeric QID of old cases is perturbed, never widened to an interval
     assert pd.api.types.is_float_dtype(result.table["weight"])
+
+
+def test_strict_missing_value_is_perturbed_from_the_domain_middle():
+    # Not from the period's range: a case's output must depend on its own value only.
+    frame = records(400)
+    frame.loc[:199, "weight"] = np.nan
+    result = run(PPMSDPNum(k=5, theta=1.0, epsilon=1000), frame)
+    out = result.table.set_index("case_id")["weight"]
+    missing = out.loc[[str(i) for i in range(200)]].to_numpy(dtype=float)
+    assert np.abs(missing - 150.0).max() < 5  # scale 0.3 kg around the middle of [0, 300]

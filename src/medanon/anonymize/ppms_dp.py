@@ -246,8 +246,13 @@ class _PPMSDP(ClusteringMethod):
         for j, (qid, a) in enumerate(zip(data.schema.qids, space.attributes)):
             if a.numeric:
                 lo, hi = self._domain(data, qid.name)
-                x = np.clip(values["lo"][j], lo, hi)
-                clipped[qid.name] = int((values["lo"][j] != x).sum())
+                # A missing value becomes the domain's middle: the period's range (used by the
+                # encoding) would make the case's output depend on the other cases.
+                own_lo, own_hi = data.numeric_bounds(qid.name)
+                missing = np.isnan(own_lo) | np.isnan(own_hi)
+                x = np.where(missing, (lo + hi) / 2.0, values["lo"][j])
+                x = np.clip(x, lo, hi)
+                clipped[qid.name] = int((values["lo"][j][~missing] != x[~missing]).sum())
                 mech = LaplaceMechanism(epsilon=self.epsilon, sensitivity=hi - lo)
                 y = np.clip(mech.randomise(x, noise), lo, hi) if n else x
                 values["lo"][j][:] = y

@@ -147,7 +147,7 @@ def _privacy_spent(method: Anonymizer, schema: Schema, rng: RandomSource) -> dic
 
 
 def ledger_entries(cases: pd.Series, losses: Sequence[PrivacyLoss]) -> pd.DataFrame:
-    """One ledger row per released case and mechanism: what the case spent in this release."""
+    """One ledger row per case and mechanism: what each case spent in this release."""
     ids = cases.astype(str).to_numpy()
     frames = [pd.DataFrame({"case_id": ids, "mechanism": f"{loss.mechanism}:{loss.target}",
                             "epsilon": float(loss.epsilon), "delta": float(loss.delta),
@@ -238,8 +238,11 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                 raise
             manifest["verification"] = {**exc.verification, "published_despite_violations": True}
             verdict = exc.verdict
+        # Every case given to the method is charged, also one it could not place: its
+        # privatized values steered the grouping of the others.
         store.publish(label, rows, manifest,
-                      ledger=ledger_entries(rows["case_id"], result.privacy_losses))
+                      ledger=ledger_entries(supers.frame[store.schema.case_id],
+                                            result.privacy_losses))
         series = series.with_release(label, rows, manifest)
         summaries.append(PublishedSummary(label, len(rows), result.n_groups, result.suppressed,
                                           method.name, manifest["verification"]["verdict"]))
