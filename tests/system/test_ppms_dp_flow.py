@@ -10,6 +10,9 @@ import pytest
 
 from medanon.accounting import parse_epsilon
 from medanon.cli.app import main
+from medanon.errors import InputFormatError
+from medanon.release.series import load_series
+from medanon.verify import verify_series
 from medanon.data.synth.faers import write_faers_series
 from medanon.store import ReleaseStore
 from tests.conftest import assert_user_error, run_cli, snapshot
@@ -73,6 +76,23 @@ def test_strict_release_manifest_gate_and_ledger(source, method, perturbed):
         0.5 * len(perturbed) * appearances.mean())
     # verify replays the model on the exported series too
     assert run_cli("verify", "--store", store).returncode == 0
+    with ReleaseStore.open(store) as db:
+        series = load_series(store=db)
+    assert verify_series(series).ok
+    # The checker can fail: a k no group meets is a violation ...
+    strict_k = {p: {**m, "method": {**m["method"], "parameters": {**m["method"]["parameters"],
+                                                                    "k": 10_000}}}
+                for p, m in series.manifests.items()}
+    verdict = verify_series(type(series)(series.releases, strict_k, series.qids,
+                                         series.sensitive, series.source))
+    assert not verdict.ok and all(r.verdict == "violated" for r in verdict.releases)
+    # ... and a DP manifest that does not declare its perturbed QIDs cannot be checked.
+    undeclared = {p: {**m, "details": {k: v for k, v in m["details"].items()
+                                       if k != "perturbed_qids"}}
+                  for p, m in series.manifests.items()}
+    with pytest.raises(InputFormatError, match="perturbed_qids"):
+        verify_series(type(series)(series.releases, undeclared, series.qids, series.sensitive,
+                                   series.source))
 
 
 def test_paper_variant_says_it_is_not_dp(source):
@@ -142,6 +162,8 @@ def test_bad_dp_options_are_clear_errors(source):
     before = snapshot(source)
     assert_user_error(run_cli("release", "--store", store, "--method", "ppms++", "--epsilon", "1",
                               *COMMON), "ValidationError", "--epsilon")
+    assert_user_error(run_cli("release", "--store", store, "--method", "ppms++", "--dp-variant",
+                              "paper", *COMMON), "ValidationError", "--dp-variant")
     assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num", *COMMON),
                       "ValidationError", "needs --epsilon")
     assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num",

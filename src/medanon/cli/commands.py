@@ -136,9 +136,9 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
     if method not in METHODS:
         raise ValidationError(f"Unknown method {method!r}; available: {', '.join(METHODS)}.")
     dp = method.startswith("ppms-dp")
-    if not dp and (epsilon is not None or domains):
-        raise ValidationError(f"--epsilon and --domain apply to methods ppms-dp-num and "
-                              f"ppms-dp-all, not {method!r}.")
+    if not dp and (epsilon is not None or domains or dp_variant != "strict"):
+        raise ValidationError(f"--epsilon, --dp-variant and --domain apply to methods ppms-dp-num "
+                              f"and ppms-dp-all, not {method!r}.")
     if method == "none":
         if any(v is not None for v in (k, theta, alpha, ss_rule, lifespan)):
             raise ValidationError("Method 'none' gives no privacy guarantee and takes no --k, "
