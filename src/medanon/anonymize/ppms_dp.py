@@ -285,11 +285,7 @@ class _PPMSDP(ClusteringMethod):
                 x = values["lo"][j][placed]
                 if noise is not None:  # paper: Laplace with the group's local sensitivity
                     out = np.empty_like(x)
-                    order = np.argsort(merged, kind="stable")
-                    bounds = np.flatnonzero(np.diff(merged[order])) + 1
-                    for rows in np.split(order, bounds):
-                        if not len(rows):
-                            continue
+                    for rows in _rows_by_group(merged):
                         sens = float(x[rows].max() - x[rows].min())
                         mech = LaplaceMechanism(epsilon=self.epsilon, sensitivity=sens)
                         out[rows] = mech.randomise(x[rows], noise)
@@ -374,6 +370,14 @@ class PPMSDPAll(_PPMSDP):
 
 
 # ---------------------------------------------------------------------------------- helpers
+def _rows_by_group(groups: np.ndarray) -> list[np.ndarray]:
+    """The record indices of each group (groups in increasing order)."""
+    if not len(groups):
+        return []
+    order = np.argsort(groups, kind="stable")
+    return np.split(order, np.flatnonzero(np.diff(groups[order])) + 1)
+
+
 def _group_lub(taxonomy: Taxonomy, codes: np.ndarray, groups: np.ndarray) -> np.ndarray:
     """Per record, the lowest common ancestor of its group's codes (pre-order: of min and max)."""
     s = pd.Series(codes)
@@ -410,12 +414,8 @@ def _exponential_per_group(taxonomy: Taxonomy, codes: np.ndarray, groups: np.nda
                            epsilon: Fraction, noise: NoiseSource) -> list[str]:
     """000's ExponentialPerturbation: one draw over ψ per group, for all its records."""
     out = np.empty(len(codes), dtype=np.int64)
-    order = np.argsort(groups, kind="stable")
-    bounds = np.flatnonzero(np.diff(groups[order])) + 1
     cache: dict[tuple[int, ...], PerturbationCandidates] = {}
-    for rows in np.split(order, bounds):
-        if not len(rows):
-            continue
+    for rows in _rows_by_group(groups):
         dom = tuple(sorted(set(codes[rows].tolist())))
         if dom not in cache:
             cache[dom] = perturbation_candidates(taxonomy, taxonomy.decode(list(dom)))
