@@ -375,7 +375,7 @@ def _unplaced_message(period: str, withheld: list[int], record_terms, counts, ta
 def _release_table(data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
                    suppressed_terms: set[str]) -> pd.DataFrame:
     """One row per placed case, QIDs generalized to the group's lowest common value."""
-    schema, frame = data.schema, data.frame
+    schema = data.schema
     placed = np.flatnonzero(group_of >= 0)
     groups = group_of[placed]
     # Number groups 1..G in order of their first case in the period's case order.
@@ -383,28 +383,47 @@ def _release_table(data: SuperRecords, space: QidSpace, values: dict, group_of: 
     order = np.argsort(first, kind="stable")
     label_of = np.empty(groups.max() + 1 if len(groups) else 0, dtype=np.int64)
     label_of[np.unique(groups)[order]] = np.arange(1, len(order) + 1)
-    out = pd.DataFrame({"period": frame[schema.period].to_numpy()[placed],
-                        "case_id": frame[schema.case_id].astype(str).to_numpy()[placed],
-                        "group": label_of[groups].astype(str)})
+    out = case_columns(data, placed, label_of[groups])
     for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
         if a.numeric:
             lo = pd.Series(values["lo"][j][placed]).groupby(groups).transform("min").to_numpy()
             hi = pd.Series(values["hi"][j][placed]).groupby(groups).transform("max").to_numpy()
             out[qid.name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
         else:
-            # In pre-order numbering the LCA of a set is the LCA of its smallest and largest code.
-            codes = pd.Series(values["cat"][j][placed])
-            low = codes.groupby(groups).min()
-            high = codes.groupby(groups).max()
-            lca = {g: a.taxonomy.lca_codes([int(lo), int(hi)])
-                   for g, lo, hi in zip(low.index, low.to_numpy(), high.to_numpy())}
-            out[qid.name] = a.taxonomy.decode([lca[g] for g in groups.tolist()])
+            out[qid.name] = a.taxonomy.decode(group_lub(a.taxonomy, values["cat"][j][placed],
+                                                        groups))
+    add_published_columns(out, data, placed, suppressed_terms)
+    return out
+
+
+def case_columns(data: SuperRecords, placed: np.ndarray, group_labels: np.ndarray) -> pd.DataFrame:
+    """The first columns of a release table: ``period, case_id, group`` of the placed cases."""
+    schema, frame = data.schema, data.frame
+    return pd.DataFrame({"period": frame[schema.period].to_numpy()[placed],
+                         "case_id": frame[schema.case_id].astype(str).to_numpy()[placed],
+                         "group": np.asarray(group_labels).astype(str)})
+
+
+def add_published_columns(table: pd.DataFrame, data: SuperRecords, placed: np.ndarray,
+                          suppressed_terms: set[str]) -> None:
+    """Add the sensitive (minus suppressed terms), multi and insensitive columns, in place."""
+    schema, frame = data.schema, data.frame
     for name in schema.sensitive:
         cells = frame[name].to_numpy()[placed]
         if suppressed_terms:
             cells = [tuple(t for t in v if t not in suppressed_terms) for v in cells]
-        out[name] = pd.Series(list(cells), dtype=object)
+        table[name] = pd.Series(list(cells), dtype=object)
     for name in schema.multi + schema.insensitive:
-        out[name] = frame[name].to_numpy()[placed]
-    return out
+        table[name] = frame[name].to_numpy()[placed]
+
+
+def group_lub(taxonomy: Taxonomy, codes: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Per record, the lowest common ancestor of its group's codes."""
+    # In pre-order numbering the LCA of a set is the LCA of its smallest and largest code.
+    s = pd.Series(codes)
+    low = s.groupby(groups).transform("min").to_numpy()
+    high = s.groupby(groups).transform("max").to_numpy()
+    pairs, inverse = np.unique(np.stack([low, high], axis=1), axis=0, return_inverse=True)
+    lub = np.array([taxonomy.lca_codes([int(a), int(b)]) for a, b in pairs], dtype=np.int64)
+    return lub[inverse.ravel()]
 

@@ -68,7 +68,7 @@ from ..models.names import PPMS_DP_MODEL
 from ..models.theta import ThetaSpec
 from ..random import RandomSource
 from .clustering import QidSpace
-from .common import ClusteringMethod
+from .common import ClusteringMethod, add_published_columns, case_columns, group_lub
 
 VARIANTS = ("strict", "paper")
 #: published noisy numbers are rounded to this many decimals (post-processing).
@@ -270,14 +270,12 @@ class _PPMSDP(ClusteringMethod):
 
     def build_table(self, data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
                     suppressed_terms: set[str], rng: RandomSource) -> tuple[pd.DataFrame, int, dict]:
-        schema, frame = data.schema, data.frame
+        schema = data.schema
         placed = np.flatnonzero(group_of >= 0)
         codes = {j: values["cat"][j][placed] for j, a in enumerate(space.attributes)
                  if not a.numeric}
         merged, n_before = _merge_by_lub(space, codes, group_of[placed])
-        table = pd.DataFrame({"period": frame[schema.period].to_numpy()[placed],
-                              "case_id": frame[schema.case_id].astype(str).to_numpy()[placed],
-                              "group": (merged + 1).astype(str)})
+        table = case_columns(data, placed, merged + 1)
         noise = NoiseSource.from_random(rng) if self.variant == "paper" else None
         smallest_scale = None
         for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
@@ -294,19 +292,13 @@ class _PPMSDP(ClusteringMethod):
                     x = out
                 table[qid.name] = np.round(x, DECIMALS)
             elif not self.perturb_categorical:  # PPMS-DP_num: generalize to the group's lub
-                table[qid.name] = a.taxonomy.decode(_group_lub(a.taxonomy, codes[j], merged))
+                table[qid.name] = a.taxonomy.decode(group_lub(a.taxonomy, codes[j], merged))
             elif noise is not None:  # PPMS-DP_all, paper: one exponential draw per group
                 table[qid.name] = _exponential_per_group(a.taxonomy, codes[j], merged,
                                                          self.epsilon, noise)
             else:  # PPMS-DP_all, strict: the per-case privatized values
                 table[qid.name] = a.taxonomy.decode(codes[j])
-        for name in schema.sensitive:
-            cells = frame[name].to_numpy()[placed]
-            if suppressed_terms:
-                cells = [tuple(t for t in v if t not in suppressed_terms) for v in cells]
-            table[name] = pd.Series(list(cells), dtype=object)
-        for name in schema.multi + schema.insensitive:
-            table[name] = frame[name].to_numpy()[placed]
+        add_published_columns(table, data, placed, suppressed_terms)
         n_groups = int(merged.max()) + 1 if len(merged) else 0
         details = {"groups_before_merging": n_before, "groups_merged_away": n_before - n_groups}
         if smallest_scale is not None:
@@ -378,16 +370,6 @@ def _rows_by_group(groups: np.ndarray) -> list[np.ndarray]:
     return np.split(order, np.flatnonzero(np.diff(groups[order])) + 1)
 
 
-def _group_lub(taxonomy: Taxonomy, codes: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Per record, the lowest common ancestor of its group's codes (pre-order: of min and max)."""
-    s = pd.Series(codes)
-    low = s.groupby(groups).transform("min").to_numpy()
-    high = s.groupby(groups).transform("max").to_numpy()
-    pairs, inverse = np.unique(np.stack([low, high], axis=1), axis=0, return_inverse=True)
-    lub = np.array([taxonomy.lca_codes([int(a), int(b)]) for a, b in pairs], dtype=np.int64)
-    return lub[inverse.ravel()]
-
-
 def _merge_by_lub(space: QidSpace, codes: Mapping[int, np.ndarray],
                   groups: np.ndarray) -> tuple[np.ndarray, int]:
     """QID^C-Gen&Merging / VirtualGen&Merging: merge groups whose generalized QID^C coincide.
@@ -401,7 +383,7 @@ def _merge_by_lub(space: QidSpace, codes: Mapping[int, np.ndarray],
     of groups before merging.
     """
     n_before = len(np.unique(groups))
-    keys = [_group_lub(a.taxonomy, codes[j], groups)
+    keys = [group_lub(a.taxonomy, codes[j], groups)
             for j, a in enumerate(space.attributes) if not a.numeric]
     if not len(groups) or not keys:
         merged, _ = pd.factorize(groups)
