@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import pickle
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
@@ -207,6 +207,159 @@ def test_gumbel_and_uniform01():
     assert stats.kstest(u, stats.uniform.cdf).pvalue > P_MIN
     assert np.all(u * 2.0 ** 53 == np.round(u * 2.0 ** 53))
     assert s.gumbel(0).shape == (0,)
+
+
+
+# -- NoiseSource: array samplers -------------------------------------------------------------
+
+def discrete_laplace_fit_p(draws: np.ndarray, scale: Fraction) -> float:
+    """χ² p-value of integer draws against the discrete Laplace pmf, tails pooled at ±max|x|."""
+    width = int(np.abs(draws).max())
+    support = np.arange(-width, width + 1)
+    counts = np.bincount(draws + width, minlength=support.size)
+    pmf = discrete_laplace_pmf(scale, support)
+    r = math.exp(-1 / float(scale))
+    pmf[0] = pmf[-1] = r ** width / (1 + r)  # Pr[X <= -width] = Pr[X >= width]
+    assert pmf.sum() == pytest.approx(1)
+    return chisquare_p(counts, pmf)
+
+
+def exact_abs_moments(scale: Fraction) -> tuple[float, float]:
+    """E|X| = 2p/((1-p)(1+p)) and sd(|X|) (E X^2 = 2p/(1-p)^2), p = exp(-1/scale), at 60 digits."""
+    with localcontext() as ctx:
+        ctx.prec = 60
+        p = (-Decimal(scale.denominator) / Decimal(scale.numerator)).exp()
+        mean = 2 * p / ((1 - p) * (1 + p))
+        second = 2 * p / (1 - p) ** 2
+        return float(mean), float((second - mean * mean).sqrt())
+
+
+@pytest.mark.parametrize("scale, seed", [(Fraction(1, 3), 121), (Fraction(1), 122),
+                                         (Fraction(10, 3), 123), (Fraction(10), 124)])
+def test_discrete_laplace_array_goodness_of_fit(scale, seed):
+    n = 200000
+    draws = NoiseSource.seeded(seed).discrete_laplace_array(scale, n)
+    assert draws.dtype == np.int64 and draws.shape == (n,)
+    assert discrete_laplace_fit_p(draws, scale) > P_MIN
+    r = math.exp(-1 / float(scale))
+    var = 2 * r / (1 - r) ** 2
+    full = np.arange(-2000, 2001)
+    fourth = float((discrete_laplace_pmf(scale, full) * full.astype(float) ** 4).sum())
+    assert abs(draws.mean()) < Z_MAX * math.sqrt(var / n)
+    assert abs(draws.var() - var) < Z_MAX * math.sqrt((fourth - var ** 2) / n)
+
+
+@pytest.mark.parametrize("scale, wrong, seed", [(Fraction(10, 3), Fraction(11, 3), 125),
+                                                (Fraction(10), Fraction(11), 126)])
+def test_discrete_laplace_array_detects_a_ten_percent_scale_error(scale, wrong, seed):
+    draws = NoiseSource.seeded(seed).discrete_laplace_array(scale, 200000)
+    assert discrete_laplace_fit_p(draws, wrong) < 1e-12
+
+
+def test_discrete_laplace_array_reproducible_and_empty():
+    a = NoiseSource.seeded(9).discrete_laplace_array(Fraction(10, 3), 5000)
+    b = NoiseSource.seeded(9).discrete_laplace_array("10/3", 5000)
+    c = NoiseSource.seeded(10).discrete_laplace_array(Fraction(10, 3), 5000)
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+    for source in (NoiseSource.seeded(1), NoiseSource.secure()):
+        empty = source.discrete_laplace_array(3, 0)
+        assert empty.dtype == np.int64 and empty.shape == (0,)
+    # Floats are read exactly (0.1 is 1/10); numpy integer sizes are accepted.
+    assert NoiseSource.seeded(2).discrete_laplace_array(0.1, np.int64(7)).shape == (7,)
+
+
+@pytest.mark.parametrize("scale, size", [(0, 5), (-1, 5), (Fraction(-1, 3), 5), (True, 5),
+                                         (float("nan"), 5), ("abc", 5), (None, 5), (3, -1),
+                                         (3, True), (3, 2.0), (3, None), (2 ** 56 + 1, 5)])
+def test_discrete_laplace_array_validation(scale, size):
+    with pytest.raises(ValidationError, match="NoiseSource.discrete_laplace_array"):
+        NoiseSource.seeded(1).discrete_laplace_array(scale, size)
+
+
+def test_discrete_laplace_array_secure_source():
+    # Not seeded, so not deterministic: a looser threshold than P_MIN keeps false alarms
+    # negligible while a wrong distribution (see the power test above) still fails.
+    scale = Fraction(10, 3)
+    draws = NoiseSource.secure().discrete_laplace_array(scale, 20000)
+    assert draws.dtype == np.int64 and draws.shape == (20000,)
+    assert discrete_laplace_fit_p(draws, scale) > 1e-7
+
+
+@pytest.mark.parametrize("scale, vectorized", [
+    (Fraction(2 ** 40 + 1, 3), True),
+    (Fraction(2 ** 62 - 1, 2 ** 10), True),  # t·V can exceed int64: the Python-int branch
+    (Fraction(2 ** 62 + 1, 2 ** 12), False),  # t > 2^62: the scalar sampler in a loop
+    (Fraction(2 ** 56), True),  # the largest scale accepted
+])
+def test_discrete_laplace_array_huge_scales(scale, vectorized, monkeypatch):
+    s = NoiseSource.seeded(131)
+    if not vectorized:  # prove the fallback is the path taken
+        monkeypatch.setattr(s, "_discrete_laplace_array", None)
+    n = 3000
+    draws = s.discrete_laplace_array(scale, n)
+    assert draws.dtype == np.int64 and draws.shape == (n,)
+    mean, sd = exact_abs_moments(scale)
+    assert mean == pytest.approx(float(scale), rel=1e-6)
+    observed = float(np.abs(draws).astype(float).mean())
+    assert abs(observed - mean) < Z_MAX * sd / math.sqrt(n)
+    assert observed == pytest.approx(mean, rel=0.15)
+    assert abs(float(draws.astype(float).mean())) < Z_MAX * math.sqrt(2) * mean / math.sqrt(n)
+
+
+def test_discrete_laplace_array_tiny_scale_with_a_huge_denominator():
+    # s > 2^62 takes the scalar fallback; Pr[x != 0] = 2p/(1+p) with p = exp(-2^70): never.
+    draws = NoiseSource.seeded(3).discrete_laplace_array(Fraction(1, 2 ** 70), 50)
+    assert draws.dtype == np.int64 and not draws.any()
+
+
+def test_array_sampler_internals():
+    """The vectorized building blocks: uniform integers and Bernoulli(exp(-num/den))."""
+    s = NoiseSource.seeded(141)
+    n = 70000
+    for m in (7, 10, 2 ** 20 + 1):  # 3 and 4 bits (21 and 16 fields per word), and 21 bits
+        draws = s._uniform_ints(m, n)
+        assert draws.dtype == np.int64 and draws.min() >= 0 and draws.max() < m
+        cells = min(m, 64)
+        counts = np.bincount(draws * cells // m, minlength=cells)
+        expected = np.diff((np.arange(cells + 1) * m + cells - 1) // cells) / m
+        assert chisquare_p(counts, expected) > P_MIN
+    big = 3 * 2 ** 61  # 63 bits; the top quarter [2^62, 3·2^61) has mass 1/3
+    draws = s._uniform_ints(big, 6000)
+    assert draws.min() >= 0 and draws.max() < big
+    assert abs(binomial_z(int((draws >= 2 ** 62).sum()), 6000, 1 / 3)) < Z_MAX
+    assert not s._uniform_ints(1, 10).any()
+    for num, den in ((0, 3), (1, 3), (2, 3), (3, 3), (1, 1), (5, 7)):
+        hits = s._bernoulli_exp_le1_array(np.full(n, num, dtype=np.int64), den)
+        assert hits.dtype == bool
+        if num == 0:
+            assert hits.all()
+        else:
+            assert abs(binomial_z(int(hits.sum()), n, math.exp(-num / den))) < Z_MAX
+    mixed = np.arange(n, dtype=np.int64) % 4  # different γ in one call
+    hits = s._bernoulli_exp_le1_array(mixed, 3)
+    for num in (1, 2, 3):
+        chunk = hits[mixed == num]
+        assert abs(binomial_z(int(chunk.sum()), chunk.size, math.exp(-num / 3))) < Z_MAX
+
+
+def test_uniform01_array_and_gumbel_share_it():
+    s = NoiseSource.seeded(151)
+    u = s.uniform01_array(50000)
+    assert u.dtype == np.float64 and u.shape == (50000,)
+    assert u.min() > 0 and u.max() < 1
+    assert np.all(u * 2.0 ** 53 == np.round(u * 2.0 ** 53))
+    assert stats.kstest(u, stats.uniform.cdf).pvalue > P_MIN
+    assert stats.kstest(u, stats.uniform(scale=1.02).cdf).pvalue < P_MIN  # power
+    assert np.array_equal(NoiseSource.seeded(152).gumbel(1000),
+                          -np.log(-np.log(NoiseSource.seeded(152).uniform01_array(1000))))
+    assert np.array_equal(NoiseSource.seeded(153).uniform01_array(100),
+                          NoiseSource.seeded(153).uniform01_array(100))
+    assert s.uniform01_array(0).shape == (0,) and s.uniform01_array(0).dtype == np.float64
+    secure = NoiseSource.secure().uniform01_array(1000)
+    assert secure.min() > 0 and secure.max() < 1 and np.unique(secure).size == 1000
+    for bad in (-1, True, 1.5, None):
+        with pytest.raises(ValidationError, match="NoiseSource.uniform01_array"):
+            s.uniform01_array(bad)
 
 
 # -- LaplaceMechanism ----------------------------------------------------------------------

@@ -13,8 +13,12 @@ Guarantees:
   Steinke, "The discrete Gaussian for differential privacy" (NeurIPS 2020), Algorithms 1 and 2.
   Exact integer sampling is what defeats the floating-point attack of Mironov, "On significance
   of the least significant bits for differential privacy" (CCS 2012) on textbook Laplace noise.
-- :meth:`~NoiseSource.uniform01` and :meth:`~NoiseSource.gumbel` return doubles: uniform on the
-  grid {k·2^-53 : 1 <= k < 2^53} (never 0 or 1), and -log(-log(U)) of it. They are *not* exact
+- :meth:`~NoiseSource.discrete_laplace_array` runs the same algorithm vectorized with NumPy
+  (int64 arithmetic only, rejection loops over the still-pending draws), so each element is an
+  independent exact draw, like :meth:`~NoiseSource.discrete_laplace`'s.
+- :meth:`~NoiseSource.uniform01`, :meth:`~NoiseSource.uniform01_array` and
+  :meth:`~NoiseSource.gumbel` return doubles: uniform on the grid {k·2^-53 : 1 <= k < 2^53}
+  (never 0 or 1), and -log(-log(U)) of it. The grid draws are exact; they are *not* exact
   samplers of the continuous distributions; the mechanisms using them say what that costs.
 - :meth:`NoiseSource.secure` takes its bits from :mod:`secrets` (the operating system's CSPRNG)
   on every call; nothing is buffered, so forked processes never share bits.
@@ -39,6 +43,11 @@ __all__ = ["NoiseSource", "to_fraction"]
 
 _WORDS_PER_REFILL = 512
 _TWO_POW_MINUS_53 = 2.0 ** -53
+_INT64_MAX = 2 ** 63 - 1
+# discrete_laplace_array: scales above this are refused (their draws would not fit in int64), and
+# scales t/s with t or s above _ARRAY_LIMIT use the scalar sampler in a loop (see below).
+_ARRAY_MAX_SCALE = 2 ** 56
+_ARRAY_LIMIT = 2 ** 62
 
 
 def to_fraction(value: Any, *, name: str, owner: str, positive: bool = True) -> Fraction:
@@ -183,6 +192,49 @@ class NoiseSource:
         scale = to_fraction(scale, name="scale", owner="NoiseSource.discrete_laplace")
         return self._discrete_laplace(scale.numerator, scale.denominator)
 
+    def discrete_laplace_array(self, scale: Any, size: int) -> np.ndarray:
+        """``size`` independent exact draws with Pr[x] proportional to exp(-|x|/scale).
+
+        The algorithm of :meth:`discrete_laplace` (CKS 2020, Algorithm 2, with Algorithm 1 for
+        the Bernoulli(exp(-γ)) coins), vectorized: each step runs on all still-pending draws at
+        once, and a draw that is rejected starts again from scratch in the next round.
+
+        Exactness: only integer arithmetic on uniform random bits takes part (no floating
+        point); every intermediate is checked to fit in int64 (the astronomically rare ones
+        that would not are finished on Python ints, and scales t/s with t or s above 2^62 use
+        :meth:`discrete_laplace`'s scalar code in a loop); and the bits of different draws never
+        overlap. So, given perfectly uniform bits, every element has exactly the discrete
+        Laplace distribution and the elements are independent. The bits are used differently
+        from :meth:`discrete_laplace`, so a seeded source gives different (equally distributed)
+        values than repeated scalar calls.
+
+        Args:
+            scale: A positive rational t/s, at most 2^56 (converted exactly, see
+                :func:`to_fraction`).
+            size: The number of draws, an int >= 0.
+
+        Returns:
+            An int64 array of shape ``(size,)``.
+
+        Raises:
+            ValidationError: for a ``scale`` that is not a positive number or exceeds 2^56,
+                and for a ``size`` that is not an int >= 0.
+            OverflowError: when a draw does not fit in int64; at scales <= 2^56 each draw does
+                so with probability below exp(-127).
+        """
+        owner, given = "NoiseSource.discrete_laplace_array", scale
+        scale = to_fraction(scale, name="scale", owner=owner)
+        if scale > _ARRAY_MAX_SCALE:
+            raise _fail("scale", owner, "a positive number <= 2**56 (draws must fit in int64)",
+                        given)
+        size = check_int(size, name="size", owner=owner, minimum=0)
+        t, s = scale.numerator, scale.denominator
+        if t > _ARRAY_LIMIT or s > _ARRAY_LIMIT:
+            # int64 arithmetic could overflow: the scalar sampler, on Python ints, in a loop.
+            sample = self._discrete_laplace
+            return np.array([sample(t, s) for _ in range(size)], dtype=np.int64)
+        return self._discrete_laplace_array(t, s, size)
+
     # -- float samplers --------------------------------------------------------------------
 
     def uniform01(self) -> float:
@@ -192,17 +244,32 @@ class NoiseSource:
             if k:
                 return k * _TWO_POW_MINUS_53
 
+    def uniform01_array(self, size: int) -> np.ndarray:
+        """``size`` independent draws of :meth:`uniform01`, as a float64 array.
+
+        Each element is uniform on {k·2^-53 : 1 <= k < 2^53}: the top 53 bits of a random word,
+        redrawn while all are 0, times 2^-53 (exact in a double).
+
+        Raises:
+            ValidationError: for a ``size`` that is not an int >= 0.
+        """
+        size = check_int(size, name="size", owner="NoiseSource.uniform01_array", minimum=0)
+        return self._uniform01_array(size)
+
+    def uniform_int_array(self, n: int, size: int) -> np.ndarray:
+        """``size`` exactly uniform draws from {0, ..., n-1} (1 <= n <= 2^63), as int64.
+
+        Raises:
+            ValidationError: for an ``n`` or ``size`` out of range.
+        """
+        n = check_int(n, name="n", owner="NoiseSource.uniform_int_array", minimum=1, maximum=2 ** 63)
+        size = check_int(size, name="size", owner="NoiseSource.uniform_int_array", minimum=0)
+        return self._uniform_ints(n, size)
+
     def gumbel(self, n: int) -> np.ndarray:
-        """``n`` standard Gumbel samples, -log(-log(U)) with U from :meth:`uniform01`'s grid."""
+        """``n`` standard Gumbel samples, -log(-log(U)) with U from :meth:`uniform01_array`."""
         n = check_int(n, name="n", owner="NoiseSource.gumbel", minimum=0)
-        k = self._words(n) >> np.uint64(11)
-        while True:
-            zero = np.flatnonzero(k == 0)
-            if not zero.size:
-                break
-            k[zero] = self._words(zero.size) >> np.uint64(11)
-        u = k.astype(np.float64) * _TWO_POW_MINUS_53
-        return -np.log(-np.log(u))
+        return -np.log(-np.log(self._uniform01_array(n)))
 
     # -- internals (no validation; integer arguments) -----------------------------------------
 
@@ -211,6 +278,107 @@ class NoiseSource:
         if self._seeded is not None:
             return self._seeded.words(n)
         return np.frombuffer(secrets.token_bytes(8 * n), dtype="<u8").astype(np.uint64)
+
+    def _bits_array(self, b: int, m: int) -> np.ndarray:
+        """``m`` independent uniform ``b``-bit integers (1 <= b <= 64) as a uint64 array.
+
+        Each word is cut into floor(64/b) disjoint ``b``-bit fields, so no bit is used twice.
+        """
+        per = 64 // b
+        words = self._words(-(-m // per))
+        if per == 1:
+            return words if b == 64 else words & np.uint64((1 << b) - 1)
+        shifts = np.arange(per, dtype=np.uint64) * np.uint64(b)
+        fields = (words[:, None] >> shifts) & np.uint64((1 << b) - 1)
+        return fields.ravel()[:m]
+
+    def _uniform01_array(self, m: int) -> np.ndarray:
+        if not m:
+            return np.empty(0, dtype=np.float64)
+        k = self._words(m) >> np.uint64(11)
+        while True:
+            zero = np.flatnonzero(k == 0)
+            if not zero.size:
+                break
+            k[zero] = self._words(zero.size) >> np.uint64(11)
+        return k.astype(np.float64) * _TWO_POW_MINUS_53
+
+    def _uniform_ints(self, n: int, m: int) -> np.ndarray:
+        """``m`` independent exactly uniform draws from {0, ..., n-1}, 1 <= n <= 2^63, as int64.
+
+        Rejection sampling: bit_length(n-1) random bits, redrawn (for the rejected ones only)
+        while >= n; each try succeeds with probability > 1/2.
+        """
+        if n == 1:
+            return np.zeros(m, dtype=np.int64)
+        b, limit = (n - 1).bit_length(), np.uint64(n)
+        r = self._bits_array(b, m)
+        while True:
+            bad = np.flatnonzero(r >= limit)
+            if not bad.size:
+                return r.astype(np.int64)
+            r[bad] = self._bits_array(b, bad.size)
+
+    def _bernoulli_exp_le1_array(self, num: np.ndarray, den: int) -> np.ndarray:
+        """Bernoulli(exp(-num[i]/den)) for each i, as a bool array: :meth:`_bernoulli_exp_le1`
+        vectorized (CKS 2020, Algorithm 1), for an int64 array 0 <= num <= den <= 2^62.
+
+        The draws still running are all at the same k, so one ``_uniform_ints(den·k)`` call per
+        step serves them all. A draw reaches a k with den·k > 2^63 (k >= 3) with probability
+        below 1/(k-1)!; such draws finish on Python ints, so the result stays exact.
+        """
+        result = np.ones(num.size, dtype=bool)  # num == 0: K = 1 at once, True
+        active = np.flatnonzero(num)
+        active_num = num[active]
+        k = 1
+        while active.size:
+            n = den * k
+            if n > 2 ** 63:
+                for i, a in zip(active.tolist(), active_num.tolist()):
+                    kk = k
+                    while self._uniform_int(den * kk) < a:
+                        kk += 1
+                    result[i] = kk % 2 == 1
+                break
+            go = self._uniform_ints(n, active.size) < active_num
+            if k % 2 == 0:
+                result[active[~go]] = False
+            active, active_num = active[go], active_num[go]
+            k += 1
+        return result
+
+    def _discrete_laplace_array(self, t: int, s: int, size: int) -> np.ndarray:
+        """:meth:`_discrete_laplace` vectorized, for 1 <= t, s <= 2^62 (see its docstring)."""
+        out = np.empty(size, dtype=np.int64)
+        pending = np.arange(size)
+        # u + t·v stays <= 2^63 - 1 while v <= v_max (v_max >= 1 since t <= 2^62).
+        v_max = (_INT64_MAX - (t - 1)) // t
+        while pending.size:
+            u = self._uniform_ints(t, pending.size)
+            keep = self._bernoulli_exp_le1_array(u, t)
+            retry = pending[~keep]
+            idx, u = pending[keep], u[keep]
+            # V ~ Geometric(1 - exp(-1)): Bernoulli(exp(-1)) coins up to the first failure.
+            v = np.zeros(idx.size, dtype=np.int64)
+            running, rounds = np.arange(idx.size), 0
+            while running.size:
+                running = running[self._bernoulli_exp_le1_array(
+                    np.ones(running.size, dtype=np.int64), 1)]
+                v[running] += 1
+                rounds += 1
+            if rounds - 1 > v_max:  # u + t·v might overflow int64 (probability < exp(-v_max))
+                y = [(a + t * b) // s for a, b in zip(u.tolist(), v.tolist())]
+                if max(y) > _INT64_MAX:
+                    raise OverflowError("a discrete Laplace draw does not fit in int64")
+                y = np.array(y, dtype=np.int64)
+            else:
+                y = (u + t * v) // s
+            negative = self._bits_array(1, idx.size).astype(bool)
+            accept = ~(negative & (y == 0))  # "-0" is rejected, as in the scalar sampler
+            y = np.where(negative, -y, y)
+            out[idx[accept]] = y[accept]
+            pending = np.concatenate([retry, idx[~accept]])
+        return out
 
     def _uniform_int(self, n: int) -> int:
         if n == 1:
