@@ -20,7 +20,7 @@ import typer
 from .. import __version__
 from ..errors import MedanonError
 from ..store import DEFAULT_STORE
-from . import commands
+from . import commands, tabular
 
 app = typer.Typer(name="medanon", add_completion=False, no_args_is_help=True,
                   pretty_exceptions_enable=False, rich_markup_mode=None,
@@ -91,6 +91,47 @@ def synth_faers(
     """Write a synthetic FAERS-like periodic series in the FAERS 2014Q3+ ASCII layout."""
     commands.synth_faers(out, periods=periods, cases=cases, start=start, lifespan=lifespan,
                          seed=seed, as_json=as_json)
+
+
+@synth_app.command("table")
+@guarded
+def synth_table(
+    out: Annotated[Path, typer.Argument(help="CSV file to write (its schema goes beside it).")],
+    rows: Annotated[int, typer.Option(help="Number of patient records.")] = 50_000,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic data.")] = 2020,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a synthetic patient table (age, sex, stay, surgery, region, diagnosis) and its schema."""
+    tabular.synth_table(out, rows=rows, seed=seed, as_json=as_json)
+
+
+@app.command("ipa")
+@guarded
+def ipa(
+    input_path: Annotated[Path, typer.Argument(metavar="INPUT", help="Table (CSV or Parquet).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="New folder for release.csv and manifest.json.")],
+    schema: Annotated[Optional[Path], typer.Option(
+        help="Table schema TOML (default: INPUT's <stem>.schema.toml).")] = None,
+    method: Annotated[str, typer.Option(help="ipa (paper 004), kanon or dphist (its baselines).")] = "ipa",
+    epsilon: Annotated[Optional[str], typer.Option(help="Total ε (ipa, dphist), e.g. 1 or 1/2.")] = None,
+    k: Annotated[Optional[int], typer.Option(help="kanon: minimum class size (default 10).")] = None,
+    max_suppression: Annotated[Optional[float], typer.Option(
+        help="kanon: largest share of records that may be suppressed (default 0).")] = None,
+    threshold: Annotated[Optional[int], typer.Option(
+        help="ipa: suppression threshold t >= 2 (default 2).")] = None,
+    budget_split: Annotated[Optional[str], typer.Option(
+        help="ipa: shares of ε for suppression,insertion,value,candidates (default 0.1,0.3,0.3,0.3).")] = None,
+    node: Annotated[Optional[str], typer.Option(
+        help="dphist: lattice node as levels, e.g. 1,0,1,0,1 (default: level 1 where there is one).")] = None,
+    seed: SeedOpt = None,
+    allow_seeded: Annotated[bool, typer.Option(
+        "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Release a table with IPA or a baseline; report information loss and query errors."""
+    tabular.ipa(input_path, schema=schema, method=method, epsilon=epsilon, k=k,
+                max_suppression=max_suppression, threshold=threshold, budget_split=budget_split,
+                node=node, seed=seed, allow_seeded=allow_seeded, out=out, as_json=as_json)
 
 
 @app.command()

@@ -1,0 +1,139 @@
+"""Commands over general tabular data: ``synth table`` and ``ipa`` (IPA and its two baselines)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from ..anonymize.dphist import DPHistogram
+from ..anonymize.ipa import DEFAULT_BUDGET_SPLIT, IPA
+from ..anonymize.kanon import FullDomainKAnonymity
+from ..anonymize.lattice import Lattice
+from ..data.synth.table import write_synth_table
+from ..data.tabular import TableSchema, load_table
+from ..errors import SchemaError, StoreError, ValidationError
+from ..mechanisms.noise import NoiseSource
+from ..metrics.tabular import evaluate_queries
+from ..release.tabular import tabular_manifest, write_tabular_release
+from . import console as ui
+from .console import progress_bar
+
+TABULAR_METHODS = ("ipa", "kanon", "dphist")
+
+
+def _print_json(data: object) -> None:
+    print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def synth_table(out: Path, *, rows: int, seed: int, as_json: bool) -> None:
+    table_path, schema_path = write_synth_table(out, rows=rows, seed=seed)
+    if as_json:
+        _print_json({"table": str(table_path), "schema": str(schema_path), "rows": rows, "seed": seed})
+    else:
+        ui.out.print(f"Wrote {rows} synthetic patient records to {table_path} "
+                     f"and their schema to {schema_path}.")
+
+
+def _refuse(option: str, method: str, why: str) -> ValidationError:
+    return ValidationError(f"{option} does not apply to --method {method}: {why}.")
+
+
+def make_tabular_method(method: str, *, epsilon: str | None, k: int | None,
+                        max_suppression: float | None, threshold: int | None,
+                        budget_split: str | None, node: str | None):
+    """The method object for ``--method``, refusing options that do not apply to it."""
+    if method not in TABULAR_METHODS:
+        raise ValidationError(f"--method must be one of {', '.join(TABULAR_METHODS)}; got {method!r}.")
+    given = {"--k": k, "--max-suppression": max_suppression, "--threshold": threshold,
+             "--budget-split": budget_split, "--node": node}
+    allowed = {"ipa": {"--threshold", "--budget-split"}, "kanon": {"--k", "--max-suppression"},
+               "dphist": {"--node"}}[method]
+    for option, value in given.items():
+        if value is not None and option not in allowed:
+            raise _refuse(option, method, f"it takes {', '.join(sorted(allowed))}")
+    if method == "kanon":
+        if epsilon is not None:
+            raise _refuse("--epsilon", method, "k-anonymity is not differentially private")
+        return FullDomainKAnonymity(k=10 if k is None else k,
+                                    max_suppression=0.0 if max_suppression is None else max_suppression)
+    if epsilon is None:
+        raise ValidationError(f"--method {method} needs --epsilon (the privacy budget, e.g. 1).")
+    if method == "ipa":
+        return IPA(epsilon=epsilon, threshold=2 if threshold is None else threshold,
+                   budget_split=DEFAULT_BUDGET_SPLIT if budget_split is None else budget_split)
+    levels = None
+    if node is not None:
+        try:
+            levels = [int(x) for x in node.split(",")]
+        except ValueError:
+            raise ValidationError(f"--node must be comma-separated levels such as 1,0,1,0,1; "
+                                  f"got {node!r}.") from None
+    return DPHistogram(epsilon=epsilon, node=levels)
+
+
+def _schema_path(input_path: Path, schema: Path | None) -> Path:
+    if schema is not None:
+        return schema
+    guess = input_path.with_name(input_path.stem + ".schema.toml")
+    if guess.exists():
+        return guess
+    raise SchemaError(f"No --schema given and no {guess.name} beside {str(input_path)!r}: "
+                      "name the schema TOML with --schema.")
+
+
+def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | None, k: int | None,
+        max_suppression: float | None, threshold: int | None, budget_split: str | None,
+        node: str | None, seed: int | None, allow_seeded: bool, out: Path, as_json: bool) -> None:
+    algorithm = make_tabular_method(method, epsilon=epsilon, k=k, max_suppression=max_suppression,
+                                    threshold=threshold, budget_split=budget_split, node=node)
+    dp = method != "kanon"
+    if seed is not None and dp and not allow_seeded:
+        raise ValidationError("A seeded run is reproducible by anyone who knows the seed; publishing "
+                              "it needs --allow-seeded (for tests and research only).")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise StoreError(f"--out {str(out)!r} already exists and is not an empty folder; releases "
+                         "never overwrite: choose a new folder.")
+    schema_path = _schema_path(input_path, schema)
+    table_schema = TableSchema.from_toml(schema_path)
+    data = load_table(input_path, table_schema, schema_dir=schema_path.parent)
+    noise = NoiseSource.secure() if seed is None else NoiseSource.seeded(seed)
+    started = time.perf_counter()
+    total = 1 if method == "dphist" else len(Lattice(data.top_node))
+    with progress_bar(f"{method}: lattice nodes", total) as step:
+        result = algorithm.anonymize(data, noise=noise, progress=lambda done, _total: step(done))
+    seconds = time.perf_counter() - started
+    queries = evaluate_queries(data, result.table)
+    manifest = tabular_manifest(result, data, randomness=noise.describe(), seed=seed)
+    write_tabular_release(out, result, manifest)
+    summary: dict[str, Any] = {**result.summary(), "out": str(out), "seconds": round(seconds, 3),
+                               "queries": [q.to_dict() for q in queries],
+                               "guarantee": result.guarantee,
+                               "does_not_guarantee": result.does_not_guarantee}
+    if as_json:
+        _print_json(summary)
+        return
+    _print_summary(summary)
+
+
+def _print_summary(summary: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    ui.out.print(f"[bold]{summary['method']}[/bold] released {summary['released_rows']} rows in "
+                 f"{summary['classes']} classes to {summary['out']} ({summary['seconds']:.2f} s).")
+    ui.out.print("Node: " + ", ".join(f"{k}={v}" for k, v in summary["node_levels"].items()))
+    ui.out.print(f"Information loss {summary['information_loss']:.4f} = NCP {summary['ncp']:.4f} "
+                 f"+ EMD {summary['emd']:.4f} + Rate {summary['rate']:.4f}")
+    ui.out.print(f"Suppressed {summary['suppressed']}, counterfeit {summary['counterfeit']} "
+                 f"(operator only: not in the manifest of a DP release).")
+    if summary["epsilon_per_step"]:
+        ui.out.print("ε per step: " + ", ".join(f"{k} {v:g}" for k, v in summary["epsilon_per_step"].items())
+                     + f" (total {summary['epsilon']:g})")
+    if summary["queries"]:
+        table = Table("query", "aggregate", "mean relative error", title="Analysis queries")
+        for q in summary["queries"]:
+            table.add_row(q["name"], q["aggregate"], f"{q['mean_relative_error']:.4f}")
+        ui.out.print(table)
+    ui.out.print(f"Guarantee: {summary['guarantee']}")
+    ui.out.print(f"Not guaranteed: {summary['does_not_guarantee']}")

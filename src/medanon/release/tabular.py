@@ -1,0 +1,102 @@
+"""Published form of a tabular release (IPA, full-domain k-anonymity, DP histogram).
+
+A folder holding:
+
+- ``release.csv``: header ``group,<dimension columns...>,<informative column>``, one row per
+  released record, in random order for the DP methods; counterfeit rows are *not* marked. A
+  generalized numeric value is an inclusive interval ``[lo-hi]``, a categorical one a label of its
+  hierarchy, a suppressed value ``*`` (the release format of ``design.md``, without the
+  ``period``/``case_id`` columns a one-off table does not have);
+- ``manifest.json``: method, parameters, chosen node, hierarchies (ARX layout), the privacy
+  statement and the ε of every step, the randomness used, and the counts that may be published.
+
+For the DP methods the manifest withholds the number of input records, of suppressed and of
+counterfeit rows, and the input's hash: each would let a reader subtract the noise (or test a guess
+about the input), so they go only to the operator (``medanon ipa --json``).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..anonymize.tabular import TabularResult
+from ..data.tabular import TabularData
+from ..errors import StoreError
+
+__all__ = ["TABULAR_FORMAT", "tabular_manifest", "write_tabular_release"]
+
+TABULAR_FORMAT = "medanon-tabular-release/1"
+RELEASE_FILE = "release.csv"
+MANIFEST_FILE = "manifest.json"
+_WITHHELD = ("withheld: with the released row count it would reveal the noise added by the "
+             "differentially private steps")
+
+
+def tabular_manifest(result: TabularResult, data: TabularData, *, randomness: dict[str, Any],
+                     seed: int | None) -> dict[str, Any]:
+    """The manifest of a tabular release (see the module docstring for what is withheld)."""
+    dp = bool(result.privacy_losses)
+    schema = data.schema
+    counts: dict[str, Any] = {"released_rows": len(result.table), "classes": result.classes}
+    if dp:
+        counts.update(records=_WITHHELD, suppressed=_WITHHELD, counterfeit=_WITHHELD)
+    else:
+        counts.update(records=result.records, suppressed=result.suppressed, counterfeit=0)
+    return {
+        "format": TABULAR_FORMAT,
+        "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "method": {"name": result.method, "parameters": result.parameters},
+        "node": {name: level for name, level in zip(schema.dimension_names, result.node)},
+        "columns": {"group": "equivalence class within this release",
+                    "dimensions": [{"name": d.name, "kind": d.kind} for d in schema.dimensions],
+                    "informative": schema.informative},
+        "hierarchies": {h.name: {"layout": "arx",
+                                 "text": "\n".join(";".join(r) for r in h.to_arx_rows()) + "\n"}
+                        for h in data.hierarchies},
+        "informative_domain": {"public": data.domain_public,
+                               "values": list(data.informative_domain) if data.domain_public else None},
+        "counts": counts,
+        "privacy": {
+            "differential_privacy_steps": [p.to_dict() for p in result.privacy_losses],
+            "epsilon_total": float(sum(p.epsilon for p in result.privacy_losses)) if dp else None,
+            "guarantee": result.guarantee,
+            "does_not_guarantee": result.does_not_guarantee,
+        },
+        "rng": {**randomness, "seed": seed},
+        "input_sha256": _WITHHELD if dp else data.digest,
+        "library": {"name": "medanon", "version": __version__},
+    }
+
+
+def write_tabular_release(out: str | Path, result: TabularResult, manifest: dict[str, Any]) -> Path:
+    """Write ``release.csv`` and ``manifest.json`` into the new folder ``out``, all or nothing.
+
+    Raises:
+        StoreError: ``out`` exists and is not an empty folder, or its parent does not exist.
+    """
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise StoreError(f"--out {str(out)!r} already exists and is not an empty folder; releases "
+                         "never overwrite: choose a new folder.")
+    if not out.parent.exists():
+        raise StoreError(f"Cannot write to {str(out)!r}: folder {str(out.parent)!r} does not exist.")
+    staging = Path(tempfile.mkdtemp(prefix=".medanon-release-", dir=out.parent))
+    try:
+        result.table.to_csv(staging / RELEASE_FILE, index=False, encoding="utf-8",
+                            lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+        (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
+                                             encoding="utf-8")
+        if out.exists():
+            out.rmdir()
+        os.replace(staging, out)
+        return out
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
