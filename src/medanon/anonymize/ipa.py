@@ -65,7 +65,7 @@ from ..accounting.budget import PrivacyLoss, format_epsilon, to_exact
 from ..data.tabular import TabularData
 from ..errors import InternalError
 from ..mechanisms import ExponentialMechanism
-from ..mechanisms.noise import NoiseSource, check_noise
+from ..mechanisms.noise import NoisePool, NoiseSource, check_noise
 from .lattice import GroupTable, Lattice, Node, RollUp, group_sum, node_ncp, record_classes
 from .tabular import ClassRelease, LossParts, TabularResult, class_emd, node_level_names
 
@@ -182,8 +182,9 @@ class IPA:
         lattice = Lattice(data.top_node)
         rollup = RollUp(data, with_informative=True)
         candidates: list[_Candidate] = []
+        pools = self._pools(noise)
         for done, node in enumerate(lattice.nodes, start=1):
-            candidates.append(self._perturb(data, rollup.table(node), noise))
+            candidates.append(self._perturb(data, rollup.table(node), noise, pools))
             if progress is not None:
                 progress(done, len(lattice))
         utilities = np.array([IL_SENSITIVITY - c.loss.total for c in candidates])
@@ -207,11 +208,18 @@ class IPA:
 
     # -- Algorithm 1 ------------------------------------------------------------------------
 
-    def _perturb(self, data: TabularData, table: GroupTable, noise: NoiseSource) -> _Candidate:
+    def _pools(self, noise: NoiseSource) -> tuple[NoisePool, NoisePool]:
+        """Threshold and count noise, drawn in batches (the same exact distributions)."""
+        return (NoisePool(lambda k: noise.discrete_laplace_array(self.suppression_scale, k)),
+                NoisePool(lambda k: noise.discrete_laplace_array(self.insertion_scale, k)))
+
+    def _perturb(self, data: TabularData, table: GroupTable, noise: NoiseSource,
+                 pools: tuple[NoisePool, NoisePool] | None = None) -> _Candidate:
+        threshold_pool, count_pool = self._pools(noise) if pools is None else pools
         m = len(data.informative_domain)
         ec_of_row, ec_first = table.classes()
         n_ec = np.bincount(ec_of_row, weights=table.count).astype(np.int64)
-        threshold_noise = noise.discrete_laplace_array(self.suppression_scale, len(n_ec))
+        threshold_noise = threshold_pool.take(len(n_ec))
         suppressed = n_ec <= self.threshold + threshold_noise
         kept = np.flatnonzero(~suppressed)
         n_classes = len(kept) + int(suppressed.any())
@@ -220,7 +228,7 @@ class IPA:
         (e_class, e_value), e_count = group_sum([class_of_ec[ec_of_row], table.informative],
                                                 [n_classes, m], table.count)
         n_real = np.bincount(e_class, weights=e_count, minlength=n_classes).astype(np.int64)
-        fakes = np.maximum(noise.discrete_laplace_array(self.insertion_scale, n_classes), 0)
+        fakes = np.maximum(count_pool.take(n_classes), 0)
         fake_class, fake_value = self._counterfeit_values(e_class, e_value, e_count, n_real, fakes,
                                                           m, noise)
         starred = np.zeros(n_classes, dtype=bool)

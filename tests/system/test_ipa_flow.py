@@ -1,0 +1,170 @@
+"""End to end: ``medanon synth table`` and ``medanon ipa`` with IPA and its two baselines."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from medanon.cli.app import main
+from tests.conftest import assert_user_error, run_cli, snapshot
+
+SEEDED = ["--seed", "7", "--allow-seeded"]
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ipa")
+    csv = folder / "patients.csv"
+    assert main(["synth", "table", str(csv), "--rows", "20000", "--seed", "3"]) == 0
+    return csv
+
+
+def run_json(*args):
+    result = run_cli(*args, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture(scope="module")
+def runs(table, tmp_path_factory):
+    out = tmp_path_factory.mktemp("runs")
+    return {
+        "ipa": (run_json("ipa", table, "--method", "ipa", "--epsilon", "1", "--out", out / "ipa",
+                         *SEEDED), out / "ipa"),
+        "kanon": (run_json("ipa", table, "--method", "kanon", "--k", "10", "--out", out / "kanon"),
+                  out / "kanon"),
+        "dphist": (run_json("ipa", table, "--method", "dphist", "--epsilon", "1", "--out",
+                            out / "dphist", *SEEDED), out / "dphist"),
+    }
+
+
+def test_synth_table_writes_table_and_schema(table):
+    frame = pd.read_csv(table, dtype=str)
+    assert list(frame.columns) == ["age", "sex", "los", "surgery", "region", "diagnosis"]
+    assert len(frame) == 20000
+    assert table.with_name("patients.schema.toml").exists()
+
+
+@pytest.mark.parametrize("method", ["ipa", "kanon", "dphist"])
+def test_release_folder_and_json(runs, method):
+    summary, folder = runs[method]
+    released = pd.read_csv(folder / "release.csv", dtype=str, keep_default_na=False)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert list(released.columns) == ["group", "age", "sex", "los", "surgery", "region", "diagnosis"]
+    assert len(released) == summary["released_rows"] == manifest["counts"]["released_rows"]
+    assert summary["information_loss"] == pytest.approx(summary["ncp"] + summary["emd"] + summary["rate"])
+    for part in ("ncp", "emd", "rate"):
+        assert 0.0 <= summary[part] <= 1.0
+    assert manifest["format"] == "medanon-tabular-release/1"
+    assert manifest["method"]["name"] == method
+    assert set(manifest["hierarchies"]) == {"age", "sex", "los", "surgery", "region"}
+    assert [q["name"] for q in summary["queries"]] == ["Q1", "Q2", "Q3", "Q4"]
+    assert all(q["mean_relative_error"] >= 0 for q in summary["queries"])
+    assert "counterfeit" not in released.columns  # counterfeit rows are not marked
+
+
+def test_dp_manifests_withhold_counts_and_sum_epsilon(runs):
+    for method in ("ipa", "dphist"):
+        summary, folder = runs[method]
+        manifest = json.loads((folder / "manifest.json").read_text())
+        for key in ("records", "suppressed", "counterfeit"):
+            assert str(manifest["counts"][key]).startswith("withheld")
+        assert str(manifest["input_sha256"]).startswith("withheld")
+        steps = manifest["privacy"]["differential_privacy_steps"]
+        assert sum(s["epsilon"] for s in steps) == pytest.approx(1.0)
+        assert manifest["rng"] == {"kind": "seeded", "generator": "numpy PCG64", "seed": 7}
+    ipa_summary, _ = runs["ipa"]
+    assert ipa_summary["epsilon_per_step"] == {"suppression": 0.1, "insertion": 0.3, "value": 0.3,
+                                               "candidates": 0.3}
+    assert "NOT" in ipa_summary["does_not_guarantee"]
+    kanon_manifest = json.loads((runs["kanon"][1] / "manifest.json").read_text())
+    assert kanon_manifest["counts"]["records"] == 20000
+    assert kanon_manifest["privacy"]["epsilon_total"] is None
+
+
+def test_information_loss_order_of_the_baselines(runs):
+    """k-anonymity at its optimal node beats the DP histogram, and IPA's best candidate beats both.
+
+    IPA's *chosen* node is drawn by the exponential mechanism with ε_cand = 0.3 and Δu = 3, which
+    is close to uniform over the 256 nodes (docs/algorithms/ipa.md); its IL is therefore compared
+    on the candidates it scored, not asserted against k-anonymity.
+    """
+    ipa, kanon, dphist = (runs[m][0] for m in ("ipa", "kanon", "dphist"))
+    assert kanon["information_loss"] < dphist["information_loss"]
+    assert ipa["information_loss"] < dphist["information_loss"]
+    best_candidate = min(c["information_loss"] for c in ipa["candidates"])
+    assert best_candidate < kanon["information_loss"]
+    assert ipa["candidates_evaluated"] == 256
+
+
+def test_kanon_release_is_k_anonymous(runs):
+    _, folder = runs["kanon"]
+    released = pd.read_csv(folder / "release.csv", dtype=str, keep_default_na=False)
+    dims = ["age", "sex", "los", "surgery", "region"]
+    sizes = released.groupby(dims).size()
+    starred = sizes.index.to_frame().eq("*").all(axis=1)
+    assert (sizes[~starred.to_numpy()] >= 10).all()
+
+
+@pytest.mark.parametrize("args, error, fragment", [
+    (["--method", "ipa"], "ValidationError", "needs --epsilon"),
+    (["--method", "kanon", "--epsilon", "1"], "ValidationError", "not differentially private"),
+    (["--method", "ipa", "--epsilon", "1", "--k", "5"], "ValidationError", "--k does not apply"),
+    (["--method", "ipa", "--epsilon", "1", "--budget-split", "0.1,0.3,0.3,0.4"], "ValidationError",
+     "summing to 1"),
+    (["--method", "ipa", "--epsilon", "1", "--threshold", "1"], "ValidationError", "threshold"),
+    (["--method", "ipa", "--epsilon", "-1"], "ValidationError", "epsilon"),
+    (["--method", "dphist", "--epsilon", "1", "--node", "9,9,9,9,9"], "ValidationError", "node"),
+    (["--method", "ipa", "--epsilon", "1", "--seed", "3"], "ValidationError", "--allow-seeded"),
+    (["--method", "magic", "--epsilon", "1"], "ValidationError", "--method"),
+])
+def test_bad_options_are_refused_and_nothing_is_written(table, tmp_path, args, error, fragment):
+    out = tmp_path / "out"
+    before = snapshot(table.parent)
+    result = run_cli("ipa", table, *args, "--out", out)
+    assert_user_error(result, error, fragment)
+    assert not out.exists()
+    assert snapshot(table.parent) == before
+
+
+def test_bad_inputs_give_clear_errors(table, tmp_path):
+    frame = pd.read_csv(table, dtype=str)
+    frame.loc[5, "age"] = "142"
+    broken = tmp_path / "broken.csv"
+    frame.to_csv(broken, index=False)
+    schema = table.with_name("patients.schema.toml")
+    result = run_cli("ipa", broken, "--schema", schema, "--method", "kanon", "--out", tmp_path / "o")
+    assert_user_error(result, "InputFormatError", "'age'")
+    assert "row 7" in result.stderr and not (tmp_path / "o").exists()
+    missing = run_cli("ipa", tmp_path / "nope.csv", "--schema", schema, "--method", "kanon",
+                      "--out", tmp_path / "o")
+    assert_user_error(missing, "InputFormatError", "does not exist")
+    no_schema = run_cli("ipa", broken, "--method", "kanon", "--out", tmp_path / "o")
+    assert_user_error(no_schema, "SchemaError", "--schema")
+    bad_schema = tmp_path / "bad.toml"
+    bad_schema.write_text("[table]\ninformative = 'diagnosis'\n")
+    result = run_cli("ipa", table, "--schema", bad_schema, "--method", "kanon", "--out", tmp_path / "o")
+    assert_user_error(result, "SchemaError", "dimension")
+
+
+def test_existing_output_folder_is_never_overwritten(table, tmp_path):
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    result = run_cli("ipa", table, "--method", "kanon", "--out", out)
+    assert_user_error(result, "StoreError", "never overwrite")
+    assert snapshot(out) == {"keep.txt": b"mine"}
+
+
+def test_parquet_input(table, tmp_path):
+    import duckdb
+
+    parquet = tmp_path / "patients.parquet"
+    with duckdb.connect() as con:
+        con.execute(f"COPY (SELECT * FROM read_csv('{table}', all_varchar=true)) TO '{parquet}' "
+                    "(FORMAT parquet)")
+    summary = run_json("ipa", parquet, "--schema", table.with_name("patients.schema.toml"),
+                       "--method", "kanon", "--out", tmp_path / "o")
+    assert summary["records"] == 20000
