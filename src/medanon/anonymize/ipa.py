@@ -202,6 +202,8 @@ class IPA:
             does_not_guarantee=NOT_GUARANTEED,
             details={"candidates_evaluated": len(candidates),
                      "selection_probability": probability,
+                     # how much the node choice can favour the best node over the worst (e^{ε_cand/2})
+                     "selection_max_weight_ratio": float(np.exp(float(self.selector.epsilon) / 2)),
                      "candidates": [{"node": list(c.node), **c.loss.to_dict()} for c in candidates],
                      "lattice": {"tables_rolled_up": rollup.tables_built,
                                  "rows_scanned": rollup.rows_scanned, "base_rows": len(rollup.base)}})
