@@ -18,6 +18,7 @@ Normalized Certainty Penalty of each code (Xu et al., KDD 2006):
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,7 +128,8 @@ class LevelHierarchy:
             value = float(text)
         except ValueError:
             return None
-        if value == int(value) and self.lo <= value <= self.hi:
+        # nan and inf are not integers of the domain (and int() would raise on them).
+        if math.isfinite(value) and value == int(value) and self.lo <= value <= self.hi:
             return 0, int(value) - self.lo
         return None
 
@@ -146,6 +148,9 @@ def _ncp_categorical(maps: list[np.ndarray], n_leaves: int) -> tuple[np.ndarray,
     for m in maps:
         covered = np.bincount(m, minlength=int(m.max()) + 1).astype(float)
         out.append(np.where(covered > 1, covered / n_leaves, 0.0))
+    # The root is suppression: it costs 1 even when the domain has a single value, as the methods
+    # score a starred row (otherwise a one-value dimension would make suppression free).
+    out[-1] = np.ones_like(out[-1])
     return tuple(out)
 
 

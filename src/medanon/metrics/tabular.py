@@ -45,9 +45,9 @@ def release_information_loss(released: pd.DataFrame, is_counterfeit: np.ndarray,
     per_group = frame.groupby("group").agg(size=("fake", "size"), fake=("fake", "sum"),
                                            real=("real", "sum"))
     cells = frame.groupby(["group", "value"]).agg(all=("fake", "size"), real=("real", "sum"))
-    cells = cells.join(per_group, on="group", rsuffix="_group")
+    cells = cells.join(per_group.add_suffix("_group"), on="group")
     p = np.where(cells["real_group"] > 0, cells["real"] / cells["real_group"].clip(lower=1), 0.0)
-    q = cells["all"] / cells["size"]
+    q = cells["all"] / cells["size_group"]
     tv = (0.5 * np.abs(p - q)).groupby(level="group").sum()
     emd = np.where(per_group["real"] > 0, tv.reindex(per_group.index).to_numpy(), 1.0)
     rate = (per_group["fake"] / per_group["size"]).to_numpy()
