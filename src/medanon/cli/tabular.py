@@ -13,9 +13,10 @@ from ..anonymize.kanon import FullDomainKAnonymity
 from ..anonymize.lattice import Lattice
 from ..data.synth.table import write_synth_table
 from ..data.tabular import TableSchema, load_table
-from ..errors import SchemaError, StoreError, ValidationError
+from ..errors import SchemaError, ValidationError
 from ..mechanisms.noise import NoiseSource
 from ..metrics.tabular import evaluate_queries
+from ..release.format import check_new_folder
 from ..release.tabular import tabular_manifest, write_tabular_release
 from . import console as ui
 from .console import progress_bar
@@ -92,9 +93,7 @@ def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | No
     if seed is not None and dp and not allow_seeded:
         raise ValidationError("A seeded run is reproducible by anyone who knows the seed; publishing "
                               "it needs --allow-seeded (for tests and research only).")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise StoreError(f"--out {str(out)!r} already exists and is not an empty folder; releases "
-                         "never overwrite: choose a new folder.")
+    check_new_folder(out)
     schema_path = _schema_path(input_path, schema)
     table_schema = TableSchema.from_toml(schema_path)
     data = load_table(input_path, table_schema, schema_dir=schema_path.parent)

@@ -18,10 +18,6 @@ about the input), so they go only to the operator (``medanon ipa --json``).
 from __future__ import annotations
 
 import csv
-import json
-import os
-import shutil
-import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,13 +25,11 @@ from typing import Any
 from .. import __version__
 from ..anonymize.tabular import TabularResult
 from ..data.tabular import TabularData
-from ..errors import StoreError
+from .format import RELEASE_FILE, write_manifest, write_new_folder
 
 __all__ = ["TABULAR_FORMAT", "tabular_manifest", "write_tabular_release"]
 
 TABULAR_FORMAT = "medanon-tabular-release/1"
-RELEASE_FILE = "release.csv"
-MANIFEST_FILE = "manifest.json"
 _WITHHELD = ("withheld: with the released row count it would reveal the noise added by the "
              "differentially private steps")
 
@@ -82,21 +76,9 @@ def write_tabular_release(out: str | Path, result: TabularResult, manifest: dict
     Raises:
         StoreError: ``out`` exists and is not an empty folder, or its parent does not exist.
     """
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise StoreError(f"--out {str(out)!r} already exists and is not an empty folder; releases "
-                         "never overwrite: choose a new folder.")
-    if not out.parent.exists():
-        raise StoreError(f"Cannot write to {str(out)!r}: folder {str(out.parent)!r} does not exist.")
-    staging = Path(tempfile.mkdtemp(prefix=".medanon-release-", dir=out.parent))
-    try:
-        result.table.to_csv(staging / RELEASE_FILE, index=False, encoding="utf-8",
+    def write(folder: Path) -> None:
+        result.table.to_csv(folder / RELEASE_FILE, index=False, encoding="utf-8",
                             lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-        (staging / MANIFEST_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
-                                             encoding="utf-8")
-        if out.exists():
-            out.rmdir()
-        os.replace(staging, out)
-        return out
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        write_manifest(folder, manifest)
+
+    return write_new_folder(out, write)
