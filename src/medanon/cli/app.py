@@ -20,6 +20,7 @@ import typer
 from .. import __version__
 from ..errors import MedanonError
 from ..store import DEFAULT_STORE
+from . import clinsim as clinsim_cli
 from . import commands, tabular
 
 app = typer.Typer(name="medanon", add_completion=False, no_args_is_help=True,
@@ -132,6 +133,56 @@ def ipa(
     tabular.ipa(input_path, schema=schema, method=method, epsilon=epsilon, k=k,
                 max_suppression=max_suppression, threshold=threshold, budget_split=budget_split,
                 node=node, seed=seed, allow_seeded=allow_seeded, out=out, as_json=as_json)
+
+
+@synth_app.command("ehr")
+@guarded
+def synth_ehr(
+    out: Annotated[Path, typer.Argument(help="New folder for DIAGNOSES_ICD.csv and ADMISSIONS.csv.")],
+    patients: Annotated[int, typer.Option(help="Number of patients.")] = 5_000,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic data.")] = 2023,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write synthetic EHR diagnosis sequences in MIMIC-III layout, with planted dependences."""
+    clinsim_cli.synth_ehr(out, patients=patients, seed=seed, as_json=as_json)
+
+
+@app.command("clinsim")
+@guarded
+def clinsim(
+    diagnoses: Annotated[Path, typer.Argument(
+        metavar="DIAGNOSES", help="MIMIC-III DIAGNOSES_ICD.csv, or a long CSV (patient, admission, time, code).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="New folder for release.csv and manifest.json.")],
+    admissions: Annotated[Optional[Path], typer.Option(help="MIMIC-III ADMISSIONS.csv (admission order).")] = None,
+    method: Annotated[str, typer.Option(
+        help="clinsimrr (paper 003), umaxrr, rr or suppression (its baselines).")] = "clinsimrr",
+    epsilon: Annotated[Optional[str], typer.Option(
+        help="ε per released element (randomized methods), e.g. 1 or 1/2.")] = None,
+    gamma: Annotated[Optional[float], typer.Option(
+        help="clinsimrr: leakage bound γ of the dependence step (default 0.05).")] = None,
+    alpha: Annotated[float, typer.Option(help="α of the code dissimilarity, Eq. 4 (default 0.5).")] = 0.5,
+    b_max: Annotated[Optional[int], typer.Option(help="clinsimrr: largest block size tried (default 16).")] = None,
+    sensitive: Annotated[Optional[Path], typer.Option(
+        help="File of sensitive ICD-9 codes, one per line.")] = None,
+    sensitive_preset: Annotated[Optional[str], typer.Option(
+        help="Named sensitive set (default va-7332: the conditions of 38 U.S.C. 7332).")] = None,
+    code_level: Annotated[str, typer.Option(
+        help="category (first three digits, as in 003) or full codes.")] = "category",
+    min_admissions: Annotated[int, typer.Option(help="Keep patients with at least this many admissions (003: 2).")] = 1,
+    aux_fraction: Annotated[float, typer.Option(
+        help="Share of patients that only shape the protection (003: 0.8); the rest is released.")] = 0.8,
+    delta_t: Annotated[float, typer.Option(help="ΔT of the dependence graph, in days (003: 300).")] = 300.0,
+    seed: SeedOpt = None,
+    allow_seeded: Annotated[bool, typer.Option(
+        "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Release diagnosis sequences with ClinSimRR or a baseline; report CIL, KL and the attack's MAP."""
+    clinsim_cli.clinsim(diagnoses, admissions=admissions, method=method, epsilon=epsilon, gamma=gamma,
+                        alpha=alpha, b_max=b_max, sensitive_file=sensitive, preset=sensitive_preset,
+                        code_level=code_level, min_admissions=min_admissions, aux_fraction=aux_fraction,
+                        delta_t_days=delta_t, seed=seed, allow_seeded=allow_seeded, out=out,
+                        as_json=as_json)
 
 
 @app.command()

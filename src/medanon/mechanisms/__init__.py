@@ -4,16 +4,19 @@
   Laplace noise (the OpenDP approach; defeats Mironov's 2012 floating-point attack).
 - :class:`ExponentialMechanism`: selection (McSherry and Talwar 2007), log-space, Gumbel-max.
 - :class:`RandomizedResponse`: k-ary randomized response (Warner 1965; Kairouz et al. 2016).
+- :class:`BlockRandomizedResponse`: ClinSimRR's block-structured, utility-optimized randomized
+  response over a protected set (Bonomi et al. 2023; uRR of Murakami and Kawamoto 2019 at b = 1).
 - :class:`NoiseSource`: their only randomness; secure (OS CSPRNG) by default, seeded for tests.
 
 Each mechanism exposes ``name``, the exact per-invocation ``epsilon`` (a Fraction, δ = 0) and
 ``describe()``; the privacy accounting (:mod:`medanon.accounting`) records them.
 """
 
+from .block_rr import BlockRandomizedResponse
 from .exponential import ExponentialMechanism
 from .laplace import LaplaceMechanism
 from .noise import NoiseSource, to_fraction
 from .randomized_response import RandomizedResponse
 
-__all__ = ["ExponentialMechanism", "LaplaceMechanism", "NoiseSource", "RandomizedResponse",
+__all__ = ["BlockRandomizedResponse", "ExponentialMechanism", "LaplaceMechanism", "NoiseSource", "RandomizedResponse",
            "to_fraction"]
