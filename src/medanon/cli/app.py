@@ -172,6 +172,10 @@ def clinsim(
     aux_fraction: Annotated[float, typer.Option(
         help="Share of patients that only shape the protection (003: 0.8); the rest is released.")] = 0.8,
     delta_t: Annotated[float, typer.Option(help="ΔT of the dependence graph, in days (003: 300).")] = 300.0,
+    max_path_length: Annotated[int, typer.Option(
+        help="Longest dependence path counted, for the protection and the attack (default 2).")] = 2,
+    map_min_predictions: Annotated[int, typer.Option(
+        help="A sensitive code enters the attack's MAP only with this many guesses (default 10).")] = 10,
     seed: SeedOpt = None,
     allow_seeded: Annotated[bool, typer.Option(
         "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
@@ -181,7 +185,8 @@ def clinsim(
     clinsim_cli.clinsim(diagnoses, admissions=admissions, method=method, epsilon=epsilon, gamma=gamma,
                         alpha=alpha, b_max=b_max, sensitive_file=sensitive, preset=sensitive_preset,
                         code_level=code_level, min_admissions=min_admissions, aux_fraction=aux_fraction,
-                        delta_t_days=delta_t, seed=seed, allow_seeded=allow_seeded, out=out,
+                        delta_t_days=delta_t, max_path_length=max_path_length,
+                        min_predictions=map_min_predictions, seed=seed, allow_seeded=allow_seeded, out=out,
                         as_json=as_json)
 
 

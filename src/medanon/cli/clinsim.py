@@ -94,10 +94,10 @@ def _dissimilarity(tree: CodeTree, alpha: float):
 
 
 def run_clinsim(data: EhrData, *, method: str, sensitive: list[str], epsilon: Any = None,
-                gamma: float = 0.05, alpha: float = 0.5, b_max: int = 16, max_path_length: int = 3,
+                gamma: float = 0.05, alpha: float = 0.5, b_max: int = 16, max_path_length: int = 2,
                 delta_t_days: float = 300.0, aux_fraction: float = 0.8,
                 split_rng: np.random.Generator | None = None, noise: NoiseSource | None = None,
-                tree: CodeTree | None = None, min_predictions: int = 1,
+                tree: CodeTree | None = None, min_predictions: int = 10,
                 progress: Callable[[str], None] | None = None) -> ClinSimRun:
     """Split, learn the graph, plan, obfuscate the evaluation patients and evaluate (003 §5).
 
@@ -163,7 +163,10 @@ def _evaluate(plan: ProtectionPlan, graph: DependenceGraph, tree: CodeTree, even
     out["attack"] = {"attacked_outputs": attack.attacked,
                      "predictions": sum(attack.predictions.values()),
                      "correct": sum(attack.correct.values()),
-                     "best_code": max(attack.precision, key=attack.precision.get) if attack.precision else None}
+                     "min_predictions": min_predictions, "qualified": attack.qualified,
+                     "map_code": attack.map_code,
+                     "map_code_predictions": attack.predictions.get(attack.map_code, 0)
+                     if attack.map_code is not None else 0}
     # Frequency estimation (003 §4.2): how far the estimated shares of the sensitive codes are.
     estimate = plan.estimate_frequencies(released)
     truth = pd.Series(original).value_counts(normalize=True)
@@ -200,8 +203,8 @@ def resolve_sensitive(tree: CodeTree, *, sensitive_file: Path | None, preset: st
 def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: str | None,
             gamma: float | None, alpha: float, b_max: int | None, sensitive_file: Path | None,
             preset: str | None, code_level: str, min_admissions: int, aux_fraction: float,
-            delta_t_days: float, seed: int | None, allow_seeded: bool, out: Path,
-            as_json: bool) -> None:
+            delta_t_days: float, max_path_length: int, min_predictions: int, seed: int | None,
+            allow_seeded: bool, out: Path, as_json: bool) -> None:
     if method not in METHODS:
         raise ValidationError(f"--method must be one of {', '.join(METHODS)}; got {method!r}.")
     if method != "clinsimrr":
@@ -230,6 +233,7 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
         run = run_clinsim(data, method=method, sensitive=sensitive, epsilon=epsilon,
                           gamma=0.05 if gamma is None else gamma, alpha=alpha,
                           b_max=16 if b_max is None else b_max, delta_t_days=delta_t_days,
+                          max_path_length=max_path_length, min_predictions=min_predictions,
                           aux_fraction=aux_fraction, split_rng=np.random.default_rng(split_seed),
                           noise=noise, tree=tree, progress=step)
     split = {"auxiliary_fraction": aux_fraction, "by": "patient",
@@ -238,7 +242,7 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
              "published": "evaluation patients only; the auxiliary part only shapes the protected set",
              "min_admissions": min_admissions}
     graph = {"delta_t_days": delta_t_days, "delta_t_checked": run.graph.delta_t_checked,
-             "max_path_length": 3, "nodes": len(run.graph.codes)}
+             "max_path_length": max_path_length, "nodes": len(run.graph.codes)}
     manifest = ehr_manifest(run.plan, released=run.released, code_level=code_level,
                             dates_reliable=data.dates_reliable, split=split, graph=graph,
                             randomness=noise.describe(), seed=seed)

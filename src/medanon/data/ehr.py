@@ -38,9 +38,9 @@ each HADM_ID and ``time`` is NaN as well.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import io
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -50,6 +50,7 @@ import pandas as pd
 
 from .._validation import check_choice, check_fraction, check_int
 from ..errors import InputFormatError, ValidationError
+from ..hierarchies.icd9 import icd9_category, normalize_icd9
 
 __all__ = ["CODE_LEVELS", "DELTA_T_DAYS", "EVENT_COLUMNS", "EhrData", "load_ehr_csv", "load_mimic"]
 
@@ -63,25 +64,6 @@ _DATE_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M:%S", "%Y
                  "%Y-%m-%d", "%m/%d/%Y %H:%M:%S", "%m/%d/%Y %H:%M", "%m/%d/%Y")
 _GENERIC_DATE_FORMATS = ("%Y-%m-%d", "%Y-%m-%d %H:%M:%S", "%Y-%m-%d %H:%M",
                          "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M")
-
-# -- ICD-9 codes: these two functions mirror medanon.hierarchies.icd9 ---------------------------
-_ICD9 = re.compile(r"^(?:\d{3,5}|V\d{2,4}|E\d{3,4})$")
-
-
-def _normalize_icd9(code: str) -> str:
-    text = str(code).strip().replace(".", "").upper()
-    if not _ICD9.match(text):
-        raise InputFormatError(f"{code!r} is not an ICD-9-CM diagnosis code.")
-    return text
-
-
-def _icd9_category(code: str) -> str:
-    text = _normalize_icd9(code)
-    return text[:4] if text.startswith("E") else text[:3]
-
-
-normalize_icd9 = _normalize_icd9
-icd9_category = _icd9_category
 
 
 # -- the data class ------------------------------------------------------------------------------
@@ -141,7 +123,7 @@ class EhrData:
     # -- subsets -----------------------------------------------------------------------------
     def _subset(self, keep: np.ndarray, step: dict) -> EhrData:
         events = self.events.loc[keep].reset_index(drop=True)
-        source = dict(self.source)
+        source = copy.deepcopy(self.source)
         source["subsets"] = [*self.source.get("subsets", []), step]
         return replace(self, events=events, source=source)
 
@@ -299,7 +281,8 @@ def _assemble(*, patient: tuple[np.ndarray, np.ndarray], admission: tuple[np.nda
     keep = rows[~duplicate]
     n_dup = int(duplicate.sum())
     if n_dup:
-        dropped["duplicate_code_in_admission"] = dropped.get("duplicate_code_in_admission", 0) + n_dup
+        key = "duplicate_code_in_admission"
+        dropped[key] = dropped.get(key, 0) + n_dup
     a_kept = adm[keep]
     return pd.DataFrame({
         "patient": pd.Series(p_uniq[pf[keep]], dtype=object),
@@ -358,10 +341,15 @@ def _text(frame: pd.DataFrame, column: str) -> np.ndarray:
 
 def _numbers(values: np.ndarray) -> np.ndarray:
     """Numeric values of a text column; blanks and non-numbers become +inf (sorted last)."""
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    parsed = pd.to_numeric(pd.Series(uniques, dtype=object), errors="coerce").to_numpy(float)
-    out = parsed[codes] if len(values) else np.zeros(0)
+    out = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)
     return np.where(np.isnan(out), np.inf, out)
+
+
+def _column_numbers(frame: pd.DataFrame, column: str, default: np.ndarray) -> np.ndarray:
+    """:func:`_numbers` of ``column``, or ``default`` when the frame has no such column."""
+    if column not in frame.columns:
+        return default
+    return _numbers(frame[column].to_numpy(dtype=object))
 
 
 def _normalize_codes(codes: np.ndarray, name: str, column: str,
@@ -471,8 +459,8 @@ def load_mimic(diagnoses: str | Path, admissions: str | Path | None = None, *,
     hadm = _text(diag, "HADM_ID")
     raw_code = _text(diag, code_column)
     file_order = np.arange(len(diag), dtype=float)
-    row_id = _numbers(_text(diag, "ROW_ID")) if "ROW_ID" in diag.columns else file_order
-    seq = _numbers(_text(diag, "SEQ_NUM")) if "SEQ_NUM" in diag.columns else file_order
+    row_id = _column_numbers(diag, "ROW_ID", file_order)
+    seq = _column_numbers(diag, "SEQ_NUM", file_order)
 
     no_id = keep & ((subject == "") | (hadm == ""))
     if no_id.any():
@@ -522,8 +510,7 @@ def load_mimic(diagnoses: str | Path, admissions: str | Path | None = None, *,
             dropped["subject_mismatch"] = int(mismatch.sum())
         keep &= ~mismatch
 
-        a_row = _numbers(_text(adm, "ROW_ID")) if "ROW_ID" in adm.columns else np.arange(
-            len(adm), dtype=float)
+        a_row = _column_numbers(adm, "ROW_ID", np.arange(len(adm), dtype=float))
         adm_key = a_row[np.maximum(where, 0)]
         admit_text = _text(adm, "ADMITTIME")
         a_seconds = _parse_seconds(admit_text, _DATE_FORMATS)

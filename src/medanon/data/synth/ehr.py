@@ -29,7 +29,7 @@ What the data models:
   admission). The condition first appears at an "onset" admission and recurs in 60% of the later
   ones. No other patient carries a code of a sensitive category;
 * planted dependencies (:data:`PLANTED_DEPENDENCIES`): most alcohol, drug and HIV patients have a
-  predictor code in the admission just before the onset, at most 290 days earlier (alcoholic
+  predictor code in the admission just before the onset, at most 280 days earlier (alcoholic
   liver disease 5711/5712, portal hypertension 5723 or acute pancreatitis 5770 before alcohol
   dependence; opioid poisoning 96500/96501/96509 or chronic hepatitis C 07054 before drug
   dependence; pneumocystis pneumonia 1363 or oral candidiasis 1120 before HIV). The predictor
@@ -38,8 +38,12 @@ What the data models:
   the patients with the predictor who have the sensitive code later, within ΔT = 300 days) is
   high.
 
-Everything is vectorised with numpy (46,000 patients take about a second); the same seed gives
-identical data, hence byte-identical files.
+The δ values are below the share of condition patients given a predictor because of the
+background uses and because some condition patients get the other sensitive category of their
+condition (305 abuse instead of 303 dependence, V08 instead of 042).
+
+Everything is vectorised with numpy (46,000 patients, about 1.1 million code rows, take one to
+two seconds); the same seed gives identical data, hence byte-identical files.
 """
 
 from __future__ import annotations
@@ -62,13 +66,13 @@ __all__ = ["PLANTED_DEPENDENCIES", "SENSITIVE_CATEGORIES", "SENSITIVE_CODES", "s
 # (predictor category, sensitive category, approximate δ within 300 days) measured on 200,000
 # generated patients; sampling noise moves them by a few points on small data sets.
 PLANTED_DEPENDENCIES: list[tuple[str, str, float]] = [
-    ("571", "303", 0.85),     # acute alcoholic hepatitis 5711 / alcoholic cirrhosis 5712
-    ("572", "303", 0.75),     # portal hypertension 5723
-    ("577", "303", 0.75),     # acute pancreatitis 5770
-    ("965", "304", 0.75),     # poisoning by opium / heroin / other opiates 96500 96501 96509
-    ("070", "304", 0.70),     # chronic hepatitis C 07054
-    ("136", "042", 0.85),     # pneumocystosis 1363
-    ("112", "042", 0.75),     # candidiasis of mouth 1120
+    ("571", "303", 0.82),     # acute alcoholic hepatitis 5711 / alcoholic cirrhosis 5712
+    ("572", "303", 0.74),     # portal hypertension 5723
+    ("577", "303", 0.73),     # acute pancreatitis 5770
+    ("965", "304", 0.76),     # poisoning by opium / heroin / other opiates 96500 96501 96509
+    ("070", "304", 0.71),     # chronic hepatitis C 07054
+    ("136", "042", 0.73),     # pneumocystosis 1363
+    ("112", "042", 0.69),     # candidiasis of mouth 1120
 ]
 
 # -- sensitive conditions (38 U.S.C. §7332) ------------------------------------------------------
@@ -178,7 +182,7 @@ _ADMISSION_COUNT_P = (0.14, 0.30, 0.22, 0.13, 0.09, 0.06, 0.04, 0.02)    # 1..8 
 _LOS_MEDIAN, _LOS_SIGMA, _LOS_RANGE = 4.0, 0.7, (0.2, 40.0)              # days
 _GAP_MEDIAN, _GAP_SIGMA, _GAP_RANGE = 150.0, 1.5, (1.0, 2500.0)          # days
 _ONSET_GAP = (1.0, 250.0)       # gap (days) between the predictor's discharge and the onset
-_ONSET_LOS_MAX = 30.0           # stay of the predictor admission: onset within 290 days
+_ONSET_LOS_MAX = 30.0           # stay of the predictor admission: onset within 280 days
 _CODES_BASE, _CODES_MEAN, _CODES_RANGE = 3, 4.5, (3, 15)
 _EXTRA_DRAWS = 5                # acute draws beyond the target, so duplicates can be skipped
 _ADMISSION_TYPES = ("EMERGENCY", "ELECTIVE", "URGENT")
