@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from tests.statistical.chi2 import chisquare_p
 from medanon.anonymize.ipa import IPA
 from medanon.anonymize.lattice import RollUp
 from medanon.data.tabular import TableSchema, TabularData, load_table
@@ -36,22 +37,6 @@ P_MIN = 1e-4
 def binomial_z(successes: int, n: int, p: float) -> float:
     return (successes - n * p) / math.sqrt(n * p * (1 - p))
 
-
-def chisquare_p(observed, expected_probs, min_expected: float = 5.0) -> float:
-    """Chi-square p-value after pooling cells with small expected counts into their neighbour."""
-    observed = np.asarray(observed, dtype=float)
-    expected = np.asarray(expected_probs, dtype=float) * observed.sum()
-    obs_cells, exp_cells, o_acc, e_acc = [], [], 0.0, 0.0
-    for o, e in zip(observed, expected):
-        o_acc, e_acc = o_acc + o, e_acc + e
-        if e_acc >= min_expected:
-            obs_cells.append(o_acc)
-            exp_cells.append(e_acc)
-            o_acc = e_acc = 0.0
-    obs_cells[-1] += o_acc
-    exp_cells[-1] += e_acc
-    exp_cells = np.array(exp_cells) * (sum(obs_cells) / sum(exp_cells))
-    return stats.chisquare(obs_cells, exp_cells).pvalue
 
 
 def dlap_p(scale) -> float:

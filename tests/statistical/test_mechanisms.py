@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from tests.statistical.chi2 import chisquare_p
 from medanon.errors import ValidationError
 from medanon.mechanisms import (ExponentialMechanism, LaplaceMechanism, NoiseSource,
                                 RandomizedResponse, to_fraction)
@@ -28,22 +29,6 @@ P_MIN = 1e-4
 def binomial_z(successes: int, n: int, p: float) -> float:
     return (successes - n * p) / math.sqrt(n * p * (1 - p))
 
-
-def chisquare_p(observed: np.ndarray, expected_probs: np.ndarray, min_expected: float = 5.0):
-    """Chi-square p-value after pooling cells with small expected counts into their neighbour."""
-    observed = np.asarray(observed, dtype=float)
-    expected = np.asarray(expected_probs, dtype=float) * observed.sum()
-    obs_cells, exp_cells, o_acc, e_acc = [], [], 0.0, 0.0
-    for o, e in zip(observed, expected):
-        o_acc, e_acc = o_acc + o, e_acc + e
-        if e_acc >= min_expected:
-            obs_cells.append(o_acc)
-            exp_cells.append(e_acc)
-            o_acc = e_acc = 0.0
-    obs_cells[-1] += o_acc
-    exp_cells[-1] += e_acc
-    exp_cells = np.array(exp_cells) * (sum(obs_cells) / sum(exp_cells))
-    return stats.chisquare(obs_cells, exp_cells).pvalue
 
 
 # -- to_fraction ---------------------------------------------------------------------------

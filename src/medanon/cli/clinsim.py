@@ -180,7 +180,8 @@ def _evaluate(plan: ProtectionPlan, graph: DependenceGraph, tree: CodeTree, even
 # -- the commands -----------------------------------------------------------------------------
 
 def synth_ehr(out: Path, *, patients: int, seed: int, as_json: bool) -> None:
-    write_new_folder(out, lambda folder: write_synth_ehr(folder, patients=patients, seed=seed))
+    write_new_folder(out, lambda folder: write_synth_ehr(folder, patients=patients, seed=seed),
+                     what="Folder")
     files = sorted(str(p) for p in out.iterdir())
     if as_json:
         _print_json({"out": str(out), "files": files, "patients": patients, "seed": seed})

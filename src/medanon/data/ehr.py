@@ -352,6 +352,16 @@ def _column_numbers(frame: pd.DataFrame, column: str, default: np.ndarray) -> np
     return _numbers(frame[column].to_numpy(dtype=object))
 
 
+def _drop_missing(no_id: np.ndarray, empty_code: np.ndarray, dropped: dict[str, int]) -> np.ndarray:
+    """Count rows without an id or without a code in ``dropped``; return the mask of rows to keep."""
+    if no_id.any():
+        dropped["missing_id"] = int(no_id.sum())
+    empty_code = empty_code & ~no_id
+    if empty_code.any():
+        dropped["empty_code"] = int(empty_code.sum())
+    return ~(no_id | empty_code)
+
+
 def _normalize_codes(codes: np.ndarray, name: str, column: str,
                      dropped: dict[str, int], source: dict) -> tuple[np.ndarray, np.ndarray]:
     """Normalize non-empty codes; return (normalized codes, ok mask). Too many bad ones: error."""
@@ -462,14 +472,7 @@ def load_mimic(diagnoses: str | Path, admissions: str | Path | None = None, *,
     row_id = _column_numbers(diag, "ROW_ID", file_order)
     seq = _column_numbers(diag, "SEQ_NUM", file_order)
 
-    no_id = keep & ((subject == "") | (hadm == ""))
-    if no_id.any():
-        dropped["missing_id"] = int(no_id.sum())
-    keep &= ~no_id
-    empty = keep & (raw_code == "")
-    if empty.any():
-        dropped["empty_code"] = int(empty.sum())
-    keep &= ~empty
+    keep &= _drop_missing(keep & ((subject == "") | (hadm == "")), keep & (raw_code == ""), dropped)
     normalized, ok = _normalize_codes(raw_code[keep], name, code_column, dropped, source)
     code = np.full(len(diag), None, dtype=object)
     code[keep] = normalized
@@ -575,14 +578,7 @@ def load_ehr_csv(path: str | Path, *, code_level: str = "category") -> EhrData:
     raw_code = _text(frame, "code")
     file_order = np.arange(len(frame), dtype=float)
     keep = np.ones(len(frame), dtype=bool)
-    no_id = (patient == "") | (admission == "")
-    if no_id.any():
-        dropped["missing_id"] = int(no_id.sum())
-    keep &= ~no_id
-    empty = keep & (raw_code == "")
-    if empty.any():
-        dropped["empty_code"] = int(empty.sum())
-    keep &= ~empty
+    keep &= _drop_missing((patient == "") | (admission == ""), keep & (raw_code == ""), dropped)
     normalized, ok = _normalize_codes(raw_code[keep], name, "code", dropped, source)
     code = np.full(len(frame), None, dtype=object)
     code[keep] = normalized

@@ -142,20 +142,21 @@ def write_series_atomically(out: Path, periods: Sequence[str], writer) -> list[P
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def check_new_folder(out: Path) -> None:
-    """Refuse an ``--out`` that exists and is not an empty folder, or whose parent is missing.
+def check_new_folder(out: Path, what: str = "--out") -> None:
+    """Refuse an ``--out`` (or ``what``) that exists and is not an empty folder, or whose parent is
+    missing.
 
     Raises:
         StoreError: with the reason.
     """
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise StoreError(f"--out {str(out)!r} already exists and is not an empty folder; releases "
-                         "never overwrite: choose a new folder.")
+        raise StoreError(f"{what} {str(out)!r} already exists and is not an empty folder; medanon "
+                         "never overwrites: choose a new folder.")
     if not out.parent.exists():
         raise StoreError(f"Cannot write to {str(out)!r}: folder {str(out.parent)!r} does not exist.")
 
 
-def write_new_folder(out: str | Path, writer) -> Path:
+def write_new_folder(out: str | Path, writer, what: str = "--out") -> Path:
     """Create the folder ``out`` with the files ``writer(folder)`` writes, all or nothing.
 
     The files are written into a temporary folder beside ``out``, which is renamed into place only
@@ -165,7 +166,7 @@ def write_new_folder(out: str | Path, writer) -> Path:
         StoreError: see :func:`check_new_folder`.
     """
     out = Path(out)
-    check_new_folder(out)
+    check_new_folder(out, what)
     staging = Path(tempfile.mkdtemp(prefix=".medanon-release-", dir=out.parent))
     try:
         writer(staging)

@@ -1,0 +1,346 @@
+"""End to end: ``medanon synth ehr`` and ``medanon clinsim`` with ClinSimRR and its baselines (003).
+
+The synthetic data (6,000 patients) is written once per module with ``medanon synth ehr``; every
+method runs once on it through the command line (``python -m medanon``, as a user would). The
+MIMIC-III demo in ``../shared`` is used when present and skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from medanon.cli.clinsim import run_clinsim
+from medanon.data.ehr import load_ehr_csv, load_mimic
+from medanon.hierarchies.icd9 import icd9_tree, sensitive_preset
+from medanon.mechanisms.noise import NoiseSource
+from tests.conftest import SHARED, assert_user_error, run_cli, snapshot
+
+PATIENTS = 6000
+DATA_SEED = 1
+SEEDED = ["--seed", "1", "--allow-seeded"]
+METHODS = ("clinsimrr", "umaxrr", "rr", "suppression")
+RELEASE_HEADER = "patient,admission,admission_rank,time,position,code"
+KEYS = ["patient", "admission", "position"]
+
+MIMIC_DEMO = SHARED / "data" / "mimic3_demo"
+needs_mimic_demo = pytest.mark.skipif(
+    not (MIMIC_DEMO / "DIAGNOSES_ICD.csv").exists() or not (MIMIC_DEMO / "ADMISSIONS.csv").exists(),
+    reason="../shared/data/mimic3_demo (MIMIC-III demo) is not beside the project")
+
+
+def run_json(*args):
+    result = run_cli(*args, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def method_args(method):
+    return ["--method", method, *([] if method == "suppression" else ["--epsilon", "1"]), *SEEDED]
+
+
+def read_release(folder):
+    return pd.read_csv(folder / "release.csv", dtype=str, keep_default_na=False)
+
+
+def all_keys(value):
+    """Every key of a nested JSON value."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield key
+            yield from all_keys(inner)
+    elif isinstance(value, list):
+        for inner in value:
+            yield from all_keys(inner)
+
+
+def joined(released: pd.DataFrame, data) -> pd.DataFrame:
+    """Each released row next to its input row (matched on patient, admission, position)."""
+    original = data.events.assign(position=data.events["position"].astype(str))
+    original = original.rename(columns={"code": "original", "admission_rank": "original_rank"})
+    merged = released.merge(original[[*KEYS, "original", "original_rank"]], on=KEYS, how="left",
+                            validate="one_to_one")
+    assert merged["original"].notna().all(), "a released row has no input row"
+    return merged
+
+
+# -- fixtures ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def synth(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ehr") / "synthetic"
+    summary = run_json("synth", "ehr", folder, "--patients", PATIENTS, "--seed", DATA_SEED)
+    return folder, summary
+
+
+@pytest.fixture(scope="module")
+def inputs(synth):
+    folder, _ = synth
+    return folder / "DIAGNOSES_ICD.csv", folder / "ADMISSIONS.csv"
+
+
+@pytest.fixture(scope="module")
+def data(inputs):
+    return load_mimic(*inputs, code_level="category")
+
+
+@pytest.fixture(scope="module")
+def runs(inputs, tmp_path_factory):
+    diagnoses, admissions = inputs
+    out = tmp_path_factory.mktemp("clinsim")
+    return {m: (run_json("clinsim", diagnoses, "--admissions", admissions, *method_args(m),
+                         "--out", out / m), out / m)
+            for m in METHODS}
+
+
+# -- 1. synth ehr ----------------------------------------------------------------------------------
+
+def test_synth_ehr_writes_mimic_files(synth, data):
+    folder, summary = synth
+    assert summary["patients"] == PATIENTS and summary["seed"] == DATA_SEED
+    assert sorted(Path(p).name for p in summary["files"]) == ["ADMISSIONS.csv", "DIAGNOSES_ICD.csv"]
+    assert sorted(p.name for p in folder.iterdir()) == ["ADMISSIONS.csv", "DIAGNOSES_ICD.csv"]
+    diagnoses = pd.read_csv(folder / "DIAGNOSES_ICD.csv", dtype=str, nrows=5)
+    assert {"SUBJECT_ID", "HADM_ID", "SEQ_NUM", "ICD9_CODE"} <= set(diagnoses.columns)
+    admissions = pd.read_csv(folder / "ADMISSIONS.csv", dtype=str, nrows=5)
+    assert {"SUBJECT_ID", "HADM_ID", "ADMITTIME", "DISCHTIME"} <= set(admissions.columns)
+    assert data.n_patients == PATIENTS and data.dates_reliable
+
+
+def test_synth_ehr_refuses_a_non_empty_folder(tmp_path):
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "keep.txt").write_text("mine")
+    result = run_cli("synth", "ehr", taken, "--patients", "50", "--seed", "1", "--json")
+    assert_user_error(result, "StoreError", "already exists")
+    assert result.stdout == ""
+    assert snapshot(taken) == {"keep.txt": b"mine"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]  # no staging folder left
+
+
+# -- 2. each method: JSON, release folder, manifest -------------------------------------------------
+
+@pytest.mark.parametrize("method", METHODS)
+def test_release_folder_json_and_manifest(runs, data, method):
+    summary, folder = runs[method]
+    assert summary["method"] == method
+    for key in ("cil", "kl", "kl_estimated", "map"):
+        assert isinstance(summary[key], float) and math.isfinite(summary[key]), key
+        assert summary[key] >= 0, key
+    assert summary["map"] <= 1
+    assert isinstance(summary["protected_size"], int) and summary["protected_size"] >= 8
+    if method == "clinsimrr":
+        assert 1 <= summary["block_size"] <= 16  # default --b-max
+    else:
+        assert summary["block_size"] == (0 if method == "suppression" else 1)
+    assert summary["guarantee"] and all(isinstance(g, str) for g in summary["guarantee"])
+    assert summary["dates_reliable"] is True
+
+    assert (folder / "release.csv").read_text().split("\n", 1)[0] == RELEASE_HEADER
+    assert sorted(p.name for p in folder.iterdir()) == ["manifest.json", "release.csv"]
+    released = read_release(folder)
+    assert len(released) == summary["elements_released"]
+
+    # Only the evaluation patients (about 20%) are published, each with all of its elements.
+    patients = released["patient"].unique()
+    assert len(patients) == summary["patients"]["evaluation"]
+    assert summary["patients"]["evaluation"] + summary["patients"]["auxiliary"] == PATIENTS
+    assert abs(len(patients) - 0.2 * PATIENTS) <= 0.01 * PATIENTS
+    events = data.events
+    assert set(patients) <= set(events["patient"])
+    in_input = events.loc[events["patient"].isin(patients)]
+    assert len(in_input) == len(released)
+
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["format"] == "medanon-ehr-release/1"
+    assert manifest["method"]["name"] == method
+    assert manifest["protected"]["codes"] and len(manifest["protected"]["codes"]) == \
+        summary["protected_size"]
+    assert set(manifest["sensitive"]) <= set(manifest["protected"]["codes"])
+    assert "input_sha256" not in set(all_keys(manifest))
+    assert summary["input_sha256"] not in (folder / "manifest.json").read_text()  # nor its value
+    assert manifest["counts"]["elements"] == len(released)
+    assert manifest["counts"]["patients"] == len(patients)
+    assert manifest["split"]["evaluation_patients"] == len(patients)
+    assert manifest["rng"]["seed"] == 1
+
+    # A released code outside the protected set is the true code; a protected input is always
+    # released inside the protected set. Unprotected inputs are replaced (by a protected code)
+    # only by the utility-optimized mechanisms (p_S > 0); rr and suppression keep them.
+    merged = joined(released, data)
+    assert (merged["admission_rank"] == merged["original_rank"].astype(str)).all()
+    codes = manifest["protected"]["codes"]
+    out_of_protected = ~merged["code"].isin([*codes, "*"])
+    assert (merged.loc[out_of_protected, "code"] == merged.loc[out_of_protected, "original"]).all()
+    protected_input = merged["original"].isin(codes)
+    unprotected_changed = ~protected_input & (merged["code"] != merged["original"])
+    if method == "suppression":
+        assert summary["p_S"] is None
+    else:
+        assert merged.loc[protected_input, "code"].isin(codes).all()
+        assert (summary["p_S"] > 0) == (method in ("clinsimrr", "umaxrr"))
+    assert unprotected_changed.any() == (method in ("clinsimrr", "umaxrr"))
+    assert merged.loc[unprotected_changed, "code"].isin(codes).all()
+    assert summary["changed_elements"] == int((merged["code"] != merged["original"]).sum())
+
+
+def test_suppression_stars_exactly_the_sensitive_elements(runs, data):
+    summary, folder = runs["suppression"]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    merged = joined(read_release(folder), data)
+    star = merged["code"] == "*"
+    sensitive = merged["original"].isin(manifest["sensitive"])
+    assert ((merged["code"] == merged["original"]) | star).all()
+    assert (star == sensitive).all()
+    assert star.sum() == summary["sensitive_elements"] > 0
+    assert manifest["sensitive"] == ["042", "282", "291", "292", "303", "304", "305", "V08"]
+
+
+# -- 3. the issue's "done when" directions ----------------------------------------------------------
+
+def test_clinsimrr_beats_umaxrr_on_cil_and_suppression_on_map(runs):
+    clinsimrr, umaxrr, suppression = (runs[m][0] for m in ("clinsimrr", "umaxrr", "suppression"))
+    assert clinsimrr["parameters"]["gamma"] == 0.05
+    assert clinsimrr["cil"] < umaxrr["cil"]
+    assert clinsimrr["map"] < suppression["map"]
+
+
+@pytest.mark.parametrize("seed", [2, 3])
+def test_directions_hold_for_other_seeds(data, seed):
+    tree = icd9_tree("category", extra_codes=tuple(data.codes))
+    sensitive = sensitive_preset("va-7332", tree)
+
+    def metrics(method):
+        return run_clinsim(data, method=method, sensitive=sensitive,
+                           epsilon=None if method == "suppression" else 1, tree=tree,
+                           split_rng=np.random.default_rng(seed),
+                           noise=NoiseSource.seeded(seed)).metrics
+
+    clinsimrr, umaxrr, suppression = (metrics(m) for m in ("clinsimrr", "umaxrr", "suppression"))
+    assert clinsimrr["cil"] < umaxrr["cil"]
+    assert clinsimrr["map"] < suppression["map"]
+
+
+# -- 4. γ ----------------------------------------------------------------------------------------
+
+def test_larger_gamma_protects_no_more_codes(data):
+    tree = icd9_tree("category", extra_codes=tuple(data.codes))
+    sensitive = sensitive_preset("va-7332", tree)
+    sizes = []
+    for gamma in (0.01, 0.05, 0.2):
+        run = run_clinsim(data, method="clinsimrr", sensitive=sensitive, epsilon=1, gamma=gamma,
+                          tree=tree, split_rng=np.random.default_rng(1),
+                          noise=NoiseSource.seeded(1))
+        sizes.append(run.summary()["protected_size"])
+    assert sizes[0] >= sizes[1] >= sizes[2] >= len(sensitive)
+
+
+# -- 5. the MIMIC-III demo -------------------------------------------------------------------------
+
+@needs_mimic_demo
+def test_mimic_demo(tmp_path):
+    diagnoses, admissions = MIMIC_DEMO / "DIAGNOSES_ICD.csv", MIMIC_DEMO / "ADMISSIONS.csv"
+    before = snapshot(MIMIC_DEMO)
+    summaries = {}
+    for method in ("clinsimrr", "umaxrr"):
+        out = tmp_path / method
+        summary = run_json("clinsim", diagnoses, "--admissions", admissions, "--method", method,
+                           "--epsilon", "1", *SEEDED, "--map-min-predictions", "1", "--out", out)
+        assert summary["dates_reliable"] is False
+        assert summary["patients"]["evaluation"] + summary["patients"]["auxiliary"] == 100
+        released = read_release(out)
+        assert len(released) == summary["elements_released"]
+        assert released["patient"].nunique() == summary["patients"]["evaluation"]
+        assert (released["time"] == "").all()  # unusable dates are not published
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["dates_reliable"] is False
+        summaries[method] = summary
+    assert summaries["clinsimrr"]["cil"] < summaries["umaxrr"]["cil"]
+    assert snapshot(MIMIC_DEMO) == before
+
+
+# -- 6. errors -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def bad_inputs(inputs, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bad")
+    sensitive = folder / "sensitive.txt"
+    sensitive.write_text("303\n000\n")
+    no_code = folder / "DIAGNOSES_ICD.csv"
+    pd.read_csv(inputs[0], dtype=str).drop(columns="ICD9_CODE").to_csv(no_code, index=False)
+    return {"sensitive": sensitive, "no_code": no_code}
+
+
+@pytest.mark.parametrize("args, error, fragment", [
+    (["--method", "clinsimrr"], "ValidationError", "needs --epsilon"),
+    (["--method", "suppression", "--epsilon", "1"], "ValidationError", "--epsilon does not apply"),
+    (["--method", "umaxrr", "--epsilon", "1", "--gamma", "0.1"], "ValidationError",
+     "--gamma does not apply"),
+    (["--method", "clinsimrr", "--epsilon", "1", "--seed", "3"], "ValidationError", "--allow-seeded"),
+    (["--method", "magic", "--epsilon", "1"], "ValidationError", "--method"),
+    (["--method", "clinsimrr", "--epsilon", "1", "--sensitive-preset", "nope"], "ValidationError",
+     "'nope'"),
+    (["--method", "clinsimrr", "--epsilon", "1", "--sensitive", "{sensitive}"], "HierarchyError",
+     "'000'"),
+    (["--method", "clinsimrr", "--epsilon", "1", "--diagnoses", "{no_code}"], "InputFormatError",
+     "ICD9_CODE"),
+])
+def test_bad_options_and_inputs_are_refused(synth, inputs, bad_inputs, tmp_path, args, error,
+                                            fragment):
+    diagnoses, admissions = inputs
+    args = [a.format(**bad_inputs) for a in args]
+    if "--diagnoses" in args:  # replaces the positional DIAGNOSES file
+        at = args.index("--diagnoses")
+        diagnoses = args[at + 1]
+        del args[at:at + 2]
+    out = tmp_path / "out"
+    before = snapshot(synth[0])
+    result = run_cli("clinsim", diagnoses, "--admissions", admissions, *args, "--out", out)
+    assert_user_error(result, error, fragment)
+    assert result.stdout == ""
+    assert not out.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no staging folder either
+    assert snapshot(synth[0]) == before
+
+
+def test_non_empty_out_is_never_overwritten(inputs, tmp_path):
+    diagnoses, admissions = inputs
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    result = run_cli("clinsim", diagnoses, "--admissions", admissions, *method_args("umaxrr"),
+                     "--out", out)
+    assert_user_error(result, "StoreError", "never overwrite")
+    assert snapshot(out) == {"keep.txt": b"mine"}
+
+
+# -- 7. long-format input --------------------------------------------------------------------------
+
+def test_long_format_csv_with_umaxrr(inputs, tmp_path):
+    full = load_mimic(*inputs, code_level="full").events
+    long_csv = tmp_path / "events.csv"
+    full[["patient", "admission", "time", "code"]].to_csv(long_csv, index=False)
+    out = tmp_path / "release"
+    summary = run_json("clinsim", long_csv, *method_args("umaxrr"), "--out", out)
+    expected = load_ehr_csv(long_csv, code_level="category")
+    assert summary["dates_reliable"] is True
+    assert summary["input_sha256"] == expected.digest()
+    assert summary["patients"]["auxiliary"] + summary["patients"]["evaluation"] == PATIENTS
+    released = read_release(out)
+    assert (out / "release.csv").read_text().split("\n", 1)[0] == RELEASE_HEADER
+    assert len(released) == summary["elements_released"]
+    assert released["patient"].nunique() == summary["patients"]["evaluation"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["format"] == "medanon-ehr-release/1"
+    merged = joined(released, expected)
+    assert manifest["protected"]["codes"] == manifest["sensitive"]  # UMAXRR: Y_P = X_S
+    sensitive = merged["original"].isin(manifest["sensitive"])
+    assert merged.loc[sensitive, "code"].isin(manifest["sensitive"]).all()
+    truthful = ~merged["code"].isin(manifest["sensitive"])
+    assert (merged.loc[truthful, "code"] == merged.loc[truthful, "original"]).all()
+    assert summary["changed_elements"] == int((merged["code"] != merged["original"]).sum())
