@@ -280,7 +280,7 @@ class DependenceGraph:
         return np.asarray(self._index.get_indexer(pd.Index(np.asarray(values, dtype=object))),
                           dtype=np.int64)
 
-    def path_probability(self, targets: Sequence[str], *, max_length: int = 3) -> np.ndarray:
+    def path_probability(self, targets: Sequence[str], *, max_length: int = 2) -> np.ndarray:
         """``P(e' ⇝ t) = min(1, Σ_{ℓ=1..L} (W^ℓ)[e', t])`` for every node e' and target t.
 
         Returns:
@@ -333,7 +333,7 @@ class LeakageBound:
 
 
 def bound_leakage(graph: DependenceGraph, sensitive: Iterable[str], *, gamma: float,
-                  max_length: int = 3) -> LeakageBound:
+                  max_length: int = 2) -> LeakageBound:
     """Greedily protect non-sensitive elements until every ``Leak(s) <= gamma`` (003 §3).
 
     Args:
