@@ -289,7 +289,8 @@ def _epsilon(value: Any, owner: str) -> Fraction:
 
 
 def _sensitive_codes(sensitive: Sequence[str], tree: CodeTree, owner: str) -> tuple[str, ...]:
-    codes = sorted(set(str(c) for c in sensitive), key=lambda c: int(tree.index_of([c])[0]))
+    unique = list(dict.fromkeys(str(c) for c in sensitive))
+    codes = [unique[i] for i in np.argsort(tree.index_of(unique), kind="stable")] if unique else []
     if not codes:
         raise _fail("sensitive", owner, "at least one sensitive code", "an empty set")
     return tuple(codes)

@@ -8,7 +8,7 @@ and the release folder. Benchmarks and experiment grids call :func:`run_clinsim`
 
 from __future__ import annotations
 
-import json
+import functools
 import secrets
 import time
 from collections.abc import Callable
@@ -31,7 +31,7 @@ from ..metrics.clinical import clinical_information_loss, kl_divergence, kl_dive
 from ..release.ehr import ehr_manifest, write_ehr_release
 from ..release.format import check_new_folder, write_new_folder
 from . import console as ui
-from .console import progress_bar
+from .console import print_json, progress_bar
 
 __all__ = ["ClinSimRun", "run_clinsim", "load_ehr", "clinsim"]
 
@@ -87,12 +87,6 @@ def load_ehr(diagnoses: Path, admissions: Path | None = None, *, code_level: str
     return load_ehr_csv(diagnoses, code_level=code_level)
 
 
-def _dissimilarity(tree: CodeTree, alpha: float):
-    def d(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return tree.dissimilarity(tree.index_of(a), tree.index_of(b), alpha)
-    return d
-
-
 def run_clinsim(data: EhrData, *, method: str, sensitive: list[str], epsilon: Any = None,
                 gamma: float = 0.05, alpha: float = 0.5, b_max: int = 16, max_path_length: int = 2,
                 delta_t_days: float = 300.0, aux_fraction: float = 0.8,
@@ -143,7 +137,7 @@ def _evaluate(plan: ProtectionPlan, graph: DependenceGraph, tree: CodeTree, even
     patients = events["patient"].to_numpy(dtype=object)
     is_sensitive = np.isin(original, np.asarray(plan.sensitive, dtype=object))
     with_sensitive = pd.unique(patients[is_sensitive])
-    d = _dissimilarity(tree, alpha)
+    d = functools.partial(tree.dissimilarity_codes, alpha=alpha)
     out: dict[str, Any] = {
         "cil": clinical_information_loss(original, released, patients, dissimilarity=d,
                                          only_patients=with_sensitive) if len(with_sensitive) else None,
@@ -184,13 +178,10 @@ def synth_ehr(out: Path, *, patients: int, seed: int, as_json: bool) -> None:
                      what="Folder")
     files = sorted(str(p) for p in out.iterdir())
     if as_json:
-        _print_json({"out": str(out), "files": files, "patients": patients, "seed": seed})
+        print_json({"out": str(out), "files": files, "patients": patients, "seed": seed})
     else:
         ui.out.print(f"Wrote synthetic diagnosis sequences of {patients} patients to {out}.")
 
-
-def _print_json(data: object) -> None:
-    print(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
 def resolve_sensitive(tree: CodeTree, *, sensitive_file: Path | None, preset: str | None) -> list[str]:
@@ -251,7 +242,7 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
     summary = {**run.summary(), "out": str(out), "input_sha256": data.digest(),
                "dates_reliable": data.dates_reliable}
     if as_json:
-        _print_json(summary)
+        print_json(summary)
         return
     _print_summary(summary)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
@@ -33,13 +32,10 @@ from ..release.format import write_manifest, write_release, write_series_atomica
 from ..release.publish import publish_periods
 from ..store import ReleaseStore
 from . import console as ui
-from .console import progress_bar
+from .console import print_json, progress_bar
 
 EXPORT_FORMATS = ("csv", "parquet", "faers")
 
-
-def _print_json(data: object) -> None:
-    print(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
 # -- synth ----------------------------------------------------------------------------------------
@@ -56,7 +52,7 @@ def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str, lifespan
             "followups": summary.followups, "deleted": summary.deleted,
             "seconds": round(time.perf_counter() - started, 2)}
     if as_json:
-        _print_json(data)
+        print_json(data)
         return
     table = Table("period", "cases", "reports", "follow-ups", "deleted", title=f"Synthetic FAERS series in {summary.out}")
     for p in summary.periods:
@@ -86,7 +82,7 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
     seconds = round(time.perf_counter() - started, 2)
     reports = [q.report.as_dict() for q in result.quarters]
     if as_json:
-        _print_json({"store": str(store), "quarters": reports, "added": summary.added,
+        print_json({"store": str(store), "quarters": reports, "added": summary.added,
                      "replaced": summary.replaced,
                      "deleted_from_unpublished": summary.deleted_from_unpublished,
                      "deleted_but_published": summary.deleted_but_published, "seconds": seconds})
@@ -187,7 +183,7 @@ def release(*, store: Path, periods: list[str], method: str, k: int | None, thet
                                         case_budget=budget, on_case_budget=on_case_budget,
                                         progress=step)
     if as_json:
-        _print_json([s.__dict__ for s in summaries])
+        print_json([s.__dict__ for s in summaries])
         return
     table = Table("period", "method", "cases", "groups", "withheld", "verify gate",
                   title=f"Published in {store}")
@@ -214,7 +210,7 @@ def ledger(*, store: Path, case_budget: str | None, as_json: bool) -> None:
         entries = db.ledger()
     summary = summarize_ledger(entries, case_budget=budget)
     if as_json:
-        _print_json(summary.to_dict())
+        print_json(summary.to_dict())
         return
     if not summary.cases:
         ui.out.print(f"The ledger of {store} is empty: no differentially private release yet.")
@@ -275,7 +271,7 @@ def inspect(*, store: Path, as_json: bool) -> None:
         schema = db.schema
     records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
     if as_json:
-        _print_json({"store": str(store), "schema": schema.name, "periods": records})
+        print_json({"store": str(store), "schema": schema.name, "periods": records})
         return
     table = Table("period", "era", "reports", "cases", "published", "method", "released cases",
                   "groups", title=f"{store} (schema {schema.name!r})")
@@ -307,7 +303,7 @@ def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
     series = _series(series_dir, store, schema_path)
     verdict = verify_series(series, periods or None)
     if as_json:
-        _print_json(verdict.to_dict())
+        print_json(verdict.to_dict())
     else:
         table = Table("period", "model", "verdict", "attacks", "DIR", "DSR", "SSGR",
                       title=f"Verify: {series.source}")
@@ -341,7 +337,7 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
         out = attack_target(series, period, target, first_appearance=first_appearance,
                             discontinued=discontinued, background=knowledge, lifespan=lifespan)
         if as_json:
-            _print_json(out.to_dict())
+            print_json(out.to_dict())
             return
         ui.out.print(f"Target {out.target} in {out.period}: {len(out.candidates)} candidate(s) "
                      f"{list(out.candidates)}")
@@ -360,7 +356,7 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
     result = attack_series(series, periods=[period] if period else None, lifespan=lifespan, k=k,
                            alpha=alpha, ss_rule=rule, background=knowledge, md=md)
     if as_json:
-        _print_json(result.to_dict(all_groups=all_groups))
+        print_json(result.to_dict(all_groups=all_groups))
         return
     table = Table("period", "groups", "attacks", "DIR", "DSR", "SSGR", "re-identified groups",
                   title=f"Worst case over all targets: {series.source}")
@@ -394,7 +390,7 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         result = evaluate_series(series, frames, rows, rules=signal_rules, background=knowledge,
                                  md=md, periods=labels)
     if as_json:
-        _print_json(result)
+        print_json(result)
         return
     _evaluation_tables(result, title=f"Evaluation of {store}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,3 +30,8 @@ def progress_bar(description: str, total: int | None) -> Iterator[callable]:
                   transient=True) as progress:
         task = progress.add_task(description, total=total, step="")
         yield lambda step="", *_: progress.update(task, advance=1, step=str(step))
+
+
+def print_json(data: object) -> None:
+    """Machine-readable output of ``--json``: sorted keys, indented, non-JSON values as text."""
+    print(json.dumps(data, indent=2, sort_keys=True, default=str))

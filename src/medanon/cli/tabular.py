@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -19,19 +18,16 @@ from ..metrics.tabular import evaluate_queries
 from ..release.format import check_new_folder
 from ..release.tabular import tabular_manifest, write_tabular_release
 from . import console as ui
-from .console import progress_bar
+from .console import print_json, progress_bar
 
 TABULAR_METHODS = ("ipa", "kanon", "dphist")
 
-
-def _print_json(data: object) -> None:
-    print(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
 def synth_table(out: Path, *, rows: int, seed: int, as_json: bool) -> None:
     table_path, schema_path = write_synth_table(out, rows=rows, seed=seed)
     if as_json:
-        _print_json({"table": str(table_path), "schema": str(schema_path), "rows": rows, "seed": seed})
+        print_json({"table": str(table_path), "schema": str(schema_path), "rows": rows, "seed": seed})
     else:
         ui.out.print(f"Wrote {rows} synthetic patient records to {table_path} "
                      f"and their schema to {schema_path}.")
@@ -111,7 +107,7 @@ def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | No
                                "guarantee": result.guarantee,
                                "does_not_guarantee": result.does_not_guarantee}
     if as_json:
-        _print_json(summary)
+        print_json(summary)
         return
     _print_summary(summary)
 

