@@ -371,6 +371,26 @@ def evaluate(
 
 @app.command()
 @guarded
+def report(
+    store: Annotated[list[Path], typer.Option("--store", "-s", help=(
+        "Release store (DuckDB file); repeat to compare series side by side."))],
+    out: Annotated[Path, typer.Option("--out", "-o", help="The HTML file to write.")] = Path("report.html"),
+    name: Annotated[Optional[list[str]], typer.Option(
+        "--name", help="Name of each series, one per --store (default: the file names).")] = None,
+    rules: Annotated[Optional[Path], typer.Option(
+        help="Signal rules (TOML or CSV: drug, reaction, optional condition).")] = None,
+    background: Annotated[Optional[Path], typer.Option(
+        help="Medical background knowledge for the RR/AR bias (000 section E).")] = None,
+    md: Annotated[bool, typer.Option("--md", help="Apply 002's MD-attack to every release.")] = False,
+    title: Annotated[str, typer.Option(help="Title of the page.")] = "medanon release report",
+) -> None:
+    """A self-contained HTML report: releases, attacks, signals, ledger and manifests, with plots."""
+    commands.report(stores=store, names=name or [], rules=rules, background=background, md=md,
+                    out=out, title=title)
+
+
+@app.command()
+@guarded
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the demo's files.")] = Path("medanon-demo"),
     seed: Annotated[int, typer.Option(help="Seed of the synthetic data.")] = 2024,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from pathlib import Path
@@ -19,11 +20,10 @@ from ..errors import StoreError, ValidationError
 from ..attacks import attack_target, read_background
 from ..attacks.ss import parse_ss_rule
 from ..attacks.worst_case import attack_series
-from ..data.records import combine_super_records
 from ..errors import PrivacyViolation
 from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import read_rules
-from ..release.format import to_published_rows
+from ..report.collect import store_originals
 from ..release.series import load_series
 from ..verify import verify_series
 from ..random import make_random_source
@@ -366,16 +366,6 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
     ui.out.print(table)
 
 
-def _originals(db: ReleaseStore, periods: list[str]) -> tuple[dict, dict]:
-    hierarchies = db.schema.load_hierarchies()
-    frames, rows = {}, {}
-    for p in periods:
-        supers = combine_super_records(db.records(p), db.schema, hierarchies).frame
-        frames[p] = supers
-        rows[p] = to_published_rows(supers.assign(group=supers[db.schema.case_id]), db.schema)
-    return frames, rows
-
-
 def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bool,
              periods: list[str], as_json: bool) -> None:
     signal_rules = read_rules(rules) if rules else []
@@ -385,7 +375,7 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         if knowledge is not None:
             knowledge.check(series.qids)
         labels = [series.label(p) for p in periods] if periods else series.periods
-        frames, rows = _originals(db, labels)
+        frames, rows = store_originals(db, labels)
     with progress_bar("evaluating", None):
         result = evaluate_series(series, frames, rows, rules=signal_rules, background=knowledge,
                                  md=md, periods=labels)
@@ -418,17 +408,62 @@ def _evaluation_tables(result: dict, *, title: str) -> None:
         ui.out.print(st)
 
 
+# -- report ---------------------------------------------------------------------------------------
+def report(*, stores: list[Path], names: list[str], rules: Path | None, background: Path | None,
+           md: bool, out: Path, title: str) -> list:
+    """Write the report; returns the :class:`SeriesReport` of each store."""
+    from ..report import collect_series_report, render_report, write_report
+
+    if not stores:
+        raise ValidationError("Give at least one --store.")
+    if names and len(names) != len(stores):
+        raise ValidationError(f"Give one --name per --store ({len(stores)} store(s), "
+                              f"{len(names)} name(s)).")
+    if Path(out).is_dir():
+        raise ValidationError(f"--out {str(out)!r} is a folder; give a file name such as "
+                              "report.html.")
+    signal_rules = read_rules(rules) if rules else []
+    knowledge = read_background(background) if background else None
+    with progress_bar("report", 2 * len(stores) + 1) as step:
+        reports = [collect_series_report(s, rules=signal_rules, background=knowledge, md=md,
+                                         name=names[i] if names else None, progress=step)
+                   for i, s in enumerate(stores)]
+        page = render_report(reports, title=title, progress=step)
+    written = write_report(page, out)  # only once everything above succeeded
+    ui.err.print(f"report written to {written} ({len(page) / 1e6:.1f} MB)")
+    return reports
+
+
 # -- demo -----------------------------------------------------------------------------------------
-def _attack_summary(store: Path) -> dict[str, tuple[float, float]]:
-    """DIR and DSR of each published period after the B-, F- and L-attacks (001 §1.6)."""
-    with ReleaseStore.open(store) as db:
-        series = load_series(store=db)
-    result = attack_series(series)
-    return {r.period: (r.dir, r.dsr) for r in result.releases}
-
-
 DEMO_MARKER = ".medanon-demo"
 DEMO_PARAMETERS = {"k": 5, "theta": "frequency", "on_infeasible": "raise-theta"}
+
+
+def _demo_summary(reports: list) -> None:
+    from ..report.collect import signal_tally
+
+    safe, naive = reports
+    table = Table("period", "PPMS++ NIL", "PPMS++ DIR", "PPMS++ DSR", "MS NIL", "MS DIR", "MS DSR",
+                  title="Information loss (NIL), and groups left with < k candidates (DIR) or a "
+                        "term above its theta (DSR) after the B-, F- and L-attacks")
+    for a, b in zip(safe.releases, naive.releases):
+        table.add_row(a["period"], *(_fmt(x[key]) for x in (a, b) for key in ("nil", "dir", "dsr")))
+    ui.out.print(table)
+    for r in reports:
+        kept, lost, spurious = signal_tally(r)
+        ui.out.print(f"{r.name}: planted signals kept {kept}, lost {lost}, spurious {spurious}; "
+                     f"{sum(x['reidentified'] for x in r.releases)} case(s) re-identified by "
+                     "record linkage (RR).")
+
+
+def _write_planted_rules(path: Path) -> Path:
+    """The synthetic series' planted signals as a rules file (TOML), for the demo's report."""
+    from ..data.synth.faers import PLANTED_SIGNALS
+
+    path.write_text("".join(
+        f"[[rule]]\ndrug = {json.dumps(r.drug)}\nreaction = {json.dumps(r.reaction)}\n"
+        f"condition = {json.dumps(r.condition)}\n\n" for r in PLANTED_SIGNALS), encoding="utf-8")
+    return path
 
 
 def demo(*, out: Path, seed: int) -> None:
@@ -444,28 +479,29 @@ def demo(*, out: Path, seed: int) -> None:
     (out / DEMO_MARKER).write_text("made by medanon demo; safe to delete\n", encoding="utf-8")
     started = time.perf_counter()
     out_series = out / "faers-synthetic"
-    store, contrast = out / "demo.duckdb", out / "demo-ms.duckdb"
-    ui.err.print(f"1/4 synthesizing an 8-quarter FAERS-like series (seed {seed}) ...")
+    store, contrast = out / "ppms++.duckdb", out / "ms.duckdb"
+    ui.err.print(f"1/5 synthesizing an 8-quarter FAERS-like series (seed {seed}) ...")
     summary = write_faers_series(out_series, periods=8, cases=600, seed=seed)
-    ui.err.print("2/4 ingesting it into the release store ...")
+    ui.err.print("2/5 ingesting it into two release stores ...")
     for target in (store, contrast):
         ingest(out_series, store=target, schema_path=None, keep_missing=False, as_json=False)
-    ui.err.print("3/4 publishing every period with PPMS++ (k=5, frequency-based theta), and with "
+    ui.err.print("3/5 publishing every period with PPMS++ (k=5, frequency-based theta), and with "
                  "MS-Anonymization for contrast ...")
     for method, target in (("ppms++", store), ("ms", contrast)):
         release(store=target, periods=[], method=method, k=DEMO_PARAMETERS["k"],
                 theta=DEMO_PARAMETERS["theta"], on_infeasible=DEMO_PARAMETERS["on_infeasible"],
                 seed=None, allow_seeded=False, as_json=False)
-    ui.err.print("4/4 exporting the PPMS++ series and replaying the B-, F- and L-attacks ...")
+    ui.err.print("4/5 exporting the PPMS++ series ...")
     export(store=store, out=out / "published", fmt="csv")
-    safe, naive = _attack_summary(store), _attack_summary(contrast)
-    table = Table("period", "PPMS++ DIR", "PPMS++ DSR", "MS DIR", "MS DSR",
-                  title="Groups left with < k candidates (DIR) or a term above its theta (DSR) "
-                        "after the BFL-attacks")
-    for period in safe:
-        table.add_row(period, f"{safe[period][0]:.2f}", f"{safe[period][1]:.2f}",
-                      f"{naive[period][0]:.2f}", f"{naive[period][1]:.2f}")
-    ui.out.print(table)
-    ui.out.print(f"\nDemo finished in {time.perf_counter() - started:.1f} s. "
-                 f"Synthetic input: {out_series} ({len(summary.periods)} quarters); stores: {store} "
-                 f"(PPMS++), {contrast} (MS); published series: {out / 'published'}.")
+    ui.err.print("5/5 attacking and evaluating both series, and writing the HTML report ...")
+    rules = _write_planted_rules(out / "signal-rules.toml")
+    reports = report(stores=[store, contrast], names=["PPMS++", "MS-Anonymization"], rules=rules,
+                  background=None, md=False, out=out / "report.html",
+                  title="medanon demo: PPMS++ against MS-Anonymization on 8 synthetic quarters")
+    _demo_summary(reports)
+    ui.out.print(f"\nDemo finished in {time.perf_counter() - started:.1f} s.\n"
+                 f"  report:           {out / 'report.html'}\n"
+                 f"  synthetic input:  {out_series} ({len(summary.periods)} quarters)\n"
+                 f"  stores:           {store} (PPMS++), {contrast} (MS)\n"
+                 f"  published series: {out / 'published'}\n"
+                 f"  signal rules:     {rules}")
