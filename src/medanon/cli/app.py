@@ -391,6 +391,36 @@ def report(
 
 @app.command()
 @guarded
+def experiment(
+    name: Annotated[str, typer.Argument(
+        help="jmir2021 (001), plos2021 (002), ppms-dp (000), ipa (004) or clinsimrr (003).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="A new folder for tables and figures.")],
+    scheduler: Annotated[Optional[str], typer.Option(
+        help="Address of a running Dask scheduler (tcp://host:8786); default: a LocalCluster.")] = None,
+    workers: Annotated[Optional[int], typer.Option(
+        help="Worker processes of the LocalCluster (default: cores, at most 4).")] = None,
+    quick: Annotated[bool, typer.Option("--quick", help="The small smoke grid.")] = False,
+    runs: Annotated[int, typer.Option(help="Repetitions of every setting.")] = 3,
+    periods: Annotated[int, typer.Option(help="Quarters of the synthetic FAERS-like series.")] = 8,
+    cases: Annotated[int, typer.Option(help="Cases per synthetic quarter.")] = 1000,
+    rows: Annotated[int, typer.Option(help="Records of the synthetic patient table (ipa).")] = 50_000,
+    patients: Annotated[int, typer.Option(help="Synthetic patients (clinsimrr).")] = 10_000,
+    input_path: Annotated[Optional[Path], typer.Option(
+        "--input", help="User data: FAERS source, table CSV (ipa) or DIAGNOSES_ICD (clinsimrr).")] = None,
+    admissions: Annotated[Optional[Path], typer.Option(help="MIMIC ADMISSIONS file (clinsimrr).")] = None,
+    schema: Annotated[Optional[Path], typer.Option(help="Table schema TOML (ipa).")] = None,
+    rules: Annotated[Optional[Path], typer.Option(help="Signal rules (periodic experiments).")] = None,
+    seed: SeedOpt = None,
+) -> None:
+    """Run a paper's comparison grid on Dask and write tables and figures."""
+    commands.experiment(name=name, out=out, scheduler=scheduler, workers=workers, quick=quick,
+                        runs=runs, periods=periods, cases=cases, rows=rows, patients=patients,
+                        input_path=input_path, admissions=admissions, schema=schema, rules=rules,
+                        seed=seed)
+
+
+@app.command()
+@guarded
 def demo(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the demo's files.")] = Path("medanon-demo"),
     seed: Annotated[int, typer.Option(help="Seed of the synthetic data.")] = 2024,

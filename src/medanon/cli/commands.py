@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import time
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 from rich.table import Table
 
 from .._validation import check_choice, check_int
@@ -432,6 +434,43 @@ def report(*, stores: list[Path], names: list[str], rules: Path | None, backgrou
     written = write_report(page, out)  # only once everything above succeeded
     ui.err.print(f"report written to {written} ({len(page) / 1e6:.1f} MB)")
     return reports
+
+
+# -- experiment -----------------------------------------------------------------------------------
+def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | None, quick: bool,
+               runs: int, periods: int, cases: int, rows: int, patients: int,
+               input_path: Path | None, admissions: Path | None, schema: Path | None,
+               rules: Path | None, seed: int | None) -> None:
+    from ..experiments import ExperimentConfig, run_experiment
+    from ..experiments.outputs import METRICS
+
+    if workers is not None:
+        check_int(workers, name="workers", owner="experiment", minimum=1)
+    config = ExperimentConfig(experiment=name, quick=quick, runs=runs, periods=periods,
+                              cases=cases, rows=rows, patients=patients, seed=seed,
+                              input=input_path, admissions=admissions, schema=schema, rules=rules,
+                              scheduler=scheduler, workers=workers)
+    bar: dict = {}
+    with contextlib.ExitStack() as stack:
+        def on_start(total: int, cluster: str) -> None:
+            ui.err.print(f"{name}: {total} tasks on a {cluster}")
+            bar["step"] = stack.enter_context(progress_bar(name, total))
+
+        result = run_experiment(config, out=out, on_start=on_start,
+                                progress=lambda key: bar["step"](key))
+    summary = result.summary
+    metrics = [m for m, _ in METRICS[name] if f"{m}_mean" in summary.columns]
+    params = [c for c in ("k", "theta", "alpha", "epsilon", "gamma") if c in summary.columns]
+    table = Table("method", *params, *metrics, "tasks",
+                  title=f"{result.meta['paper']}: mean over periods and runs")
+    for _, row in summary.iterrows():
+        table.add_row(str(row["method"]), *(str(row[p]) for p in params),
+                      *("-" if pd.isna(row[f"{m}_mean"]) else f"{row[f'{m}_mean']:.4f}"
+                        for m in metrics), str(row["tasks"]))
+    ui.out.print(table)
+    ui.out.print(f"{result.meta['tasks']} tasks on {len(result.meta['workers_used'])} worker(s) "
+                 f"in {result.meta['seconds']} s; base seed {result.meta['base_seed']}; "
+                 f"tables and figures in {out}")
 
 
 # -- demo -----------------------------------------------------------------------------------------

@@ -1,0 +1,108 @@
+"""The comparison grids of the five papers, as lists of :class:`Setting`.
+
+A setting is one method with one set of parameters; an experiment runs every setting on every
+period (periodic data) and repeats it ``runs`` times. Each (setting, period, run) is one task.
+
+Parameter values follow the papers where they state them (``docs/results.md`` lists the sources):
+
+* ``jmir2021`` (001): MS, PPMS, PPMS+, PPMS++; k ∈ {5, 10}; θ* uniform 0.2 / 0.4,
+  frequency-based (0.2 / 0.6 / 1) and level-wise (0.2 / 0.4 / 1).
+* ``plos2021`` (002): PPMS++ against HA (002's own baseline, PPMS_Ear, is the 2017 conference
+  version of PPMS and is not implemented); k ∈ {5, 10}; θ ∈ {0.6, frequency-based}; α ∈
+  {0.5, 0.75}. 002 shows θ = 0.2 and does not state k or α; on our synthetic series HA finds
+  no grouping at θ ≤ 0.4 or α = 0.25 (it never withholds a case), so the grid starts where HA
+  is feasible. Every release is measured after the MD-attack as well.
+* ``ppms-dp`` (000): PPMS++ against PPMS-DP_num and PPMS-DP_all (strict variant, ε-DP per case);
+  k ∈ {5, 10}; θ* ∈ {0.2, 0.4}; ε ∈ {0.1, 1, 10}.
+* ``ipa`` (004): IPA, optimal full-domain k-anonymity and an ε-DP histogram; k = 10; ε ∈
+  {0.1, 1, 10}.
+* ``clinsimrr`` (003): ClinSimRR, UMAXRR, RR and suppression; ε ∈ {0.1, 1, 2.5, 5}; γ ∈
+  {0.01, 0.05, 0.1} (ClinSimRR only).
+
+``quick=True`` keeps one or two values per axis: the smoke grid that CI runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import product
+
+from ..errors import ValidationError
+
+__all__ = ["EXPERIMENTS", "Setting", "grid"]
+
+#: experiment name -> (paper, kind of data)
+EXPERIMENTS = {
+    "jmir2021": ("001 PPMS(k, θ*)-bounding (JMIR 2021)", "faers"),
+    "plos2021": ("002 PPMS(k, θ, α)-bounding, HA (PLOS ONE 2021)", "faers"),
+    "ppms-dp": ("000 PPMS-DP(k, θ*, ε)", "faers"),
+    "ipa": ("004 IPA (BMC 2020)", "table"),
+    "clinsimrr": ("003 ClinSimRR (CIKM 2023)", "ehr"),
+}
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One method with one set of parameters.
+
+    Attributes:
+        method: The method's name (as the CLI spells it).
+        params: Parameter name -> value (``theta`` may be ``"level-wise"``).
+    """
+
+    method: str
+    params: tuple[tuple[str, object], ...] = field(default_factory=tuple)
+
+    @classmethod
+    def of(cls, method: str, **params: object) -> "Setting":
+        return cls(method, tuple(sorted(params.items())))
+
+    @property
+    def kwargs(self) -> dict[str, object]:
+        return dict(self.params)
+
+    @property
+    def label(self) -> str:
+        """Human-readable and unique within a grid, e.g. ``ppms++ k=5 theta=0.2``."""
+        return " ".join([self.method, *(f"{k}={v}" for k, v in self.params)])
+
+    @property
+    def key(self) -> str:
+        """A token safe in file names and Dask keys."""
+        text = "_".join([self.method, *(f"{k}{v}" for k, v in self.params)])
+        return "".join(c if c.isalnum() or c in "._+-" else "-" for c in text)
+
+
+def grid(experiment: str, *, quick: bool = False) -> list[Setting]:
+    """The settings of an experiment (see the module docstring)."""
+    if experiment not in EXPERIMENTS:
+        raise ValidationError(f"Unknown experiment {experiment!r}; available: "
+                              f"{', '.join(EXPERIMENTS)}.")
+    if experiment == "jmir2021":
+        ks = (5,) if quick else (5, 10)
+        thetas = (0.4, "frequency") if quick else (0.2, 0.4, "frequency", "level-wise")
+        methods = ("ms", "ppms++") if quick else ("ms", "ppms", "ppms+", "ppms++")
+        return [Setting.of(m, k=k, theta=t) for m, k, t in product(methods, ks, thetas)]
+    if experiment == "plos2021":
+        ks = (5,) if quick else (5, 10)
+        alphas = (0.5,) if quick else (0.5, 0.75)
+        thetas = ("frequency",) if quick else (0.6, "frequency")
+        return ([Setting.of("ppms++", k=k, theta=t) for k, t in product(ks, thetas)]
+                + [Setting.of("ha", k=k, theta=t, alpha=a)
+                   for k, t, a in product(ks, thetas, alphas)])
+    if experiment == "ppms-dp":
+        ks = (5,) if quick else (5, 10)
+        thetas = (0.4,) if quick else (0.2, 0.4)
+        epsilons = (1.0,) if quick else (0.1, 1.0, 10.0)
+        return ([Setting.of("ppms++", k=k, theta=t) for k, t in product(ks, thetas)]
+                + [Setting.of(m, k=k, theta=t, epsilon=e)
+                   for m, k, t, e in product(("ppms-dp-num", "ppms-dp-all"), ks, thetas, epsilons)])
+    if experiment == "ipa":
+        epsilons = (1.0,) if quick else (0.1, 1.0, 10.0)
+        return ([Setting.of("ipa", epsilon=e) for e in epsilons] + [Setting.of("kanon", k=10)]
+                + [Setting.of("dphist", epsilon=e) for e in epsilons])
+    epsilons = (1.0,) if quick else (0.1, 1.0, 2.5, 5.0)
+    gammas = (0.05,) if quick else (0.01, 0.05, 0.1)
+    return ([Setting.of("clinsimrr", epsilon=e, gamma=g) for e, g in product(epsilons, gammas)]
+            + [Setting.of(m, epsilon=e) for m, e in product(("umaxrr", "rr"), epsilons)]
+            + [Setting.of("suppression")])

@@ -1,0 +1,158 @@
+"""Tables and figures of an experiment, in the papers' kinds: a metric per period for each method
+(001, 002: one panel per k and θ), or a metric against ε (000, 004, 003), with the methods that
+take no ε drawn as horizontal reference lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from ..report.plots import PALETTE, figure_png
+
+__all__ = ["METRICS", "summarize", "write_figures", "write_tables"]
+
+#: experiment -> the metrics its tables and figures show (column, title)
+METRICS = {
+    "jmir2021": [("nil", "NIL"), ("dir", "DIR after B/F/L"), ("dsr", "DSR after B/F/L"),
+                 ("count_bias_abs", "|count bias| of the signal rules"),
+                 ("prr_bias_abs", "|PRR bias| of the signal rules")],
+    "plos2021": [("nil", "NIL"), ("dir", "DIR after B/F/L/MD"), ("dsr", "DSR after B/F/L/MD"),
+                 ("ssgr", "SSGR")],
+    "ppms-dp": [("nil_star", "NIL with IL*"), ("rr", "record-linkage risk RR"),
+                ("ar_rev", "attribute risk AR_rev"), ("prr_bias_abs", "|PRR bias|")],
+    "ipa": [("il", "IL = NCP + EMD + Rate"), ("ncp", "NCP"), ("emd", "EMD"), ("rate", "Rate")],
+    "clinsimrr": [("cil", "clinical information loss CIL"), ("map", "attack MAP"),
+                  ("kl", "KL(original ‖ release)")],
+}
+_PARAMS = ("k", "theta", "alpha", "epsilon", "gamma")
+
+
+def _params(frame: pd.DataFrame) -> list[str]:
+    return [p for p in _PARAMS if p in frame.columns]
+
+
+def summarize(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
+    """Mean and standard deviation of each metric per setting, over periods and runs."""
+    metrics = [m for m, _ in METRICS[experiment] if m in frame.columns]
+    keys = ["method", *_params(frame)]
+    grouped = frame.assign(**{p: frame[p].astype(object).where(frame[p].notna(), "-")
+                              for p in _params(frame)}).groupby(keys, sort=False)
+    out = grouped[metrics].agg(["mean", "std"])
+    out.columns = [f"{m}_{stat}" for m, stat in out.columns]
+    out["tasks"] = grouped.size()
+    out["seconds_mean"] = grouped["seconds"].mean()
+    return out.reset_index()
+
+
+def _markdown(summary: pd.DataFrame, experiment: str) -> str:
+    metrics = [m for m, _ in METRICS[experiment] if f"{m}_mean" in summary.columns]
+    keys = [c for c in ("method", *_PARAMS) if c in summary.columns]
+    lines = ["| " + " | ".join(keys + metrics + ["tasks"]) + " |",
+             "|" + "---|" * (len(keys) + len(metrics) + 1)]
+    for _, row in summary.iterrows():
+        cells = [str(row[k]) for k in keys]
+        for m in metrics:
+            mean, std = row[f"{m}_mean"], row[f"{m}_std"]
+            cells.append("–" if pd.isna(mean) else
+                         f"{mean:.4f}" + ("" if pd.isna(std) else f" ± {std:.4f}"))
+        lines.append("| " + " | ".join(cells + [str(row["tasks"])]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_tables(frame: pd.DataFrame, experiment: str, out: Path) -> pd.DataFrame:
+    """``results.csv`` (one row per measured task), ``summary.csv`` and ``summary.md``."""
+    frame.to_csv(out / "results.csv", index=False)
+    summary = summarize(frame, experiment)
+    summary.to_csv(out / "summary.csv", index=False)
+    (out / "summary.md").write_text(_markdown(summary, experiment), encoding="utf-8")
+    return summary
+
+
+def _panels(frame: pd.DataFrame, by: list[str]) -> list[tuple[str, pd.DataFrame]]:
+    if not by:
+        return [("", frame)]
+    filled = frame.assign(**{p: frame[p].astype(object).where(frame[p].notna(), "-") for p in by})
+    return [(", ".join(f"{p}={v}" for p, v in zip(by, key if isinstance(key, tuple) else (key,))),
+             part) for key, part in filled.groupby(by, sort=False)]
+
+
+def _grid_figure(n: int) -> tuple[Figure, list]:
+    cols = min(4, n)
+    rows = -(-n // cols)
+    fig = Figure(figsize=(4 * cols, 3.2 * rows))
+    axes = list(fig.subplots(rows, cols, squeeze=False).ravel())
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def _by_period(frame: pd.DataFrame, metric: str, title: str) -> Figure:
+    """001/002's kind: the metric per period, one line per method, one panel per k, θ (, α)."""
+    panels = _panels(frame, [p for p in ("k", "theta") if p in frame.columns])
+    periods = sorted(frame["period"].unique())
+    fig, axes = _grid_figure(len(panels))
+    for ax, (name, part) in zip(axes, panels):
+        for i, (setting, one) in enumerate(part.groupby("setting", sort=False)):
+            means = one.groupby("period")[metric].mean().reindex(periods)
+            label = " ".join(w for w in setting.split() if not w.startswith(("k=", "theta=")))
+            ax.plot(range(len(periods)), means.to_numpy(dtype=float), marker="o",
+                    color=PALETTE[i % len(PALETTE)], label=label)
+        ax.set_title(name or title, fontsize=9)
+        ax.set_xticks(range(len(periods)))
+        ax.set_xticklabels(periods, rotation=45, ha="right", fontsize=7)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{title} per period", fontsize=11)
+    return fig
+
+
+def _by_epsilon(frame: pd.DataFrame, metric: str, title: str) -> Figure:
+    """000/004/003's kind: the metric against ε (log axis), one line per method (and γ / α),
+    means over periods and runs with ± one standard deviation over runs; methods without ε are
+    horizontal dashed lines."""
+    panels = _panels(frame, [p for p in ("k", "theta") if p in frame.columns])
+    fig, axes = _grid_figure(len(panels))
+    for ax, (name, part) in zip(axes, panels):
+        with_eps = part[part["epsilon"].notna()] if "epsilon" in part else part.iloc[:0]
+        series_keys = ["method"] + [p for p in ("gamma", "alpha") if p in part.columns]
+        for i, (key, line) in enumerate(with_eps.groupby(series_keys, sort=False, dropna=False)):
+            key = key if isinstance(key, tuple) else (key,)
+            label = " ".join([str(key[0])] + [f"{p}={v}" for p, v in zip(series_keys[1:], key[1:])
+                                               if not pd.isna(v)])
+            per_run = line.groupby(["epsilon", "run"])[metric].mean().groupby("epsilon")
+            means, stds = per_run.mean(), per_run.std().fillna(0.0)
+            ax.errorbar(means.index.to_numpy(dtype=float), means.to_numpy(dtype=float),
+                        yerr=stds.to_numpy(dtype=float), marker="o", capsize=3,
+                        color=PALETTE[i % len(PALETTE)], label=label)
+        without = part[part["epsilon"].isna()] if "epsilon" in part else part
+        for j, (method, line) in enumerate(without.groupby("method", sort=False)):
+            value = line[metric].mean()
+            if not np.isnan(value):
+                ax.axhline(value, linestyle="--", color="black" if j == 0 else "grey",
+                           label=f"{method} (no ε)")
+        ax.set_xscale("log")
+        ax.set_xlabel("ε")
+        ax.set_title(name or title, fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle(f"{title} against ε", fontsize=11)
+    return fig
+
+
+def write_figures(frame: pd.DataFrame, experiment: str, out: Path) -> list[Path]:
+    """One PNG per metric in ``out/figures``."""
+    folder = out / "figures"
+    folder.mkdir()
+    written = []
+    against_epsilon = "epsilon" in frame.columns and frame["epsilon"].notna().any()
+    for metric, title in METRICS[experiment]:
+        if metric not in frame.columns or frame[metric].isna().all():
+            continue
+        fig = (_by_epsilon if against_epsilon else _by_period)(frame, metric, title)
+        path = folder / f"{metric}.png"
+        path.write_bytes(figure_png(fig))
+        written.append(path)
+    return written

@@ -1,0 +1,121 @@
+"""Tasks of the single-release experiments: 004 (IPA, on a patient table) and 003 (ClinSimRR, on
+diagnosis sequences). Each (setting, run) is one task; the period is ``"-"``.
+
+The data is loaded once by the client and handed to the workers by the scheduler, so a task
+needs no file of the client's machine.
+"""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..cli.clinsim import load_ehr, run_clinsim
+from ..cli.tabular import make_tabular_method
+from ..data.ehr import EhrData
+from ..data.tabular import TableSchema, load_table
+from ..hierarchies.icd9 import icd9_tree, sensitive_preset
+from ..mechanisms.noise import NoiseSource
+from ..metrics.tabular import evaluate_queries
+from .grids import Setting
+
+__all__ = ["EhrInput", "TableInput", "load_ehr_input", "load_table_input", "run_clinsim_task",
+           "run_table_task"]
+
+NO_PERIOD = "-"
+
+
+@dataclass(frozen=True)
+class TableInput:
+    data: object  # medanon.data.tabular.TableData
+    source: str
+    details: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EhrInput:
+    data: EhrData
+    sensitive: tuple[str, ...]
+    source: str
+    details: dict = field(default_factory=dict)
+
+
+def load_table_input(source: Path | None, schema: Path | None, *, rows: int, seed: int) -> TableInput:
+    """A patient table and its schema, or 004-like synthetic data of ``rows`` records."""
+    if source is None:
+        from ..data.synth.table import synth_patient_schema_toml, synth_patient_table
+
+        table_schema = TableSchema.from_toml_text(synth_patient_schema_toml())
+        data = load_table(synth_patient_table(rows, seed=seed), table_schema)
+        return TableInput(data, f"synthetic patient table (seed {seed})",
+                          {"synthetic": True, "rows": rows, "seed": seed})
+    from ..cli.tabular import _schema_path
+
+    schema_path = _schema_path(Path(source), schema)
+    data = load_table(Path(source), TableSchema.from_toml(schema_path), schema_dir=schema_path.parent)
+    return TableInput(data, str(source), {"synthetic": False, "input": str(source),
+                                          "schema": str(schema_path)})
+
+
+def run_table_task(data: TableInput, setting: Setting, run: int, seed: int) -> dict:
+    """One release of the table by one method; its information loss and query errors."""
+    params = setting.kwargs
+    method = make_tabular_method(setting.method, epsilon=params.get("epsilon"), k=params.get("k"),
+                                 max_suppression=None, threshold=None, budget_split=None, node=None)
+    started = time.perf_counter()
+    result = method.anonymize(data.data, noise=NoiseSource.seeded(seed))
+    seconds = time.perf_counter() - started
+    loss = result.loss.to_dict()
+    row = {"method": setting.method, **params, "setting": setting.label, "period": NO_PERIOD,
+           "run": run, "il": loss["information_loss"], "ncp": loss["ncp"], "emd": loss["emd"],
+           "rate": loss["rate"], "seconds": round(seconds, 4)}
+    for query in evaluate_queries(data.data, result.table):
+        row[f"error_{query.name}"] = query.mean_relative_error
+    return row
+
+
+def load_ehr_input(diagnoses: Path | None, admissions: Path | None, *, patients: int,
+                   seed: int, code_level: str = "category") -> EhrInput:
+    """MIMIC-III files (or a long CSV), or synthetic MIMIC-layout data of ``patients`` patients;
+    the sensitive codes are the ``va-7332`` preset (``docs/algorithms/clinsim.md``)."""
+    if diagnoses is None:
+        from ..data.synth.ehr import write_synth_ehr
+
+        with tempfile.TemporaryDirectory(prefix="medanon-experiment-") as tmp:
+            write_synth_ehr(Path(tmp), patients=patients, seed=seed)
+            data = load_ehr(Path(tmp) / "DIAGNOSES_ICD.csv", Path(tmp) / "ADMISSIONS.csv",
+                            code_level=code_level)
+        source, details = (f"synthetic diagnosis sequences (seed {seed})",
+                           {"synthetic": True, "patients": patients, "seed": seed})
+    else:
+        data = load_ehr(diagnoses, admissions, code_level=code_level)
+        source, details = str(diagnoses), {"synthetic": False, "input": str(diagnoses)}
+    sensitive = tuple(sensitive_preset("va-7332", _tree(code_level, tuple(data.codes))))
+    return EhrInput(data, sensitive, source, {**details, "code_level": code_level,
+                                              "sensitive": "va-7332"})
+
+
+@functools.lru_cache(maxsize=2)
+def _tree(code_level: str, codes: tuple[str, ...]):
+    return icd9_tree(code_level, extra_codes=codes)
+
+
+def run_clinsim_task(data: EhrInput, setting: Setting, run: int, seed: int) -> dict:
+    """One obfuscation of the evaluation patients by one method; CIL, KL and the attack's MAP."""
+    params = setting.kwargs
+    options = {"gamma": params["gamma"]} if "gamma" in params else {}
+    result = run_clinsim(data.data, method=setting.method, sensitive=list(data.sensitive),
+                         epsilon=params.get("epsilon"), split_rng=np.random.default_rng(seed),
+                         noise=NoiseSource.seeded(seed),
+                         tree=_tree(data.data.code_level, tuple(data.data.codes)), **options)
+    summary = result.summary()
+    return {"method": setting.method, **params, "setting": setting.label, "period": NO_PERIOD,
+            "run": run, "cil": summary["cil"], "kl": summary["kl"],
+            "kl_estimated": summary["kl_estimated"], "map": summary["map"],
+            "protected_size": summary["protected_size"], "block_size": summary["block_size"],
+            "seconds": round(summary["seconds"]["total"], 4)}
