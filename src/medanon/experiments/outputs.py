@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 
 from ..report.plots import PALETTE, figure_png
 
-__all__ = ["METRICS", "summarize", "write_figures", "write_tables"]
+__all__ = ["METRICS", "PARAMS", "summarize", "write_figures", "write_tables"]
 
 #: experiment -> the metrics its tables and figures show (column, title)
 METRICS = {
@@ -27,11 +27,11 @@ METRICS = {
     "clinsimrr": [("cil", "clinical information loss CIL"), ("map", "attack MAP"),
                   ("kl", "KL(original ‖ release)")],
 }
-_PARAMS = ("k", "theta", "alpha", "epsilon", "gamma")
+PARAMS = ("k", "theta", "alpha", "epsilon", "gamma")
 
 
 def _params(frame: pd.DataFrame) -> list[str]:
-    return [p for p in _PARAMS if p in frame.columns]
+    return [p for p in PARAMS if p in frame.columns]
 
 
 def summarize(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
@@ -49,7 +49,7 @@ def summarize(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
 
 def _markdown(summary: pd.DataFrame, experiment: str) -> str:
     metrics = [m for m, _ in METRICS[experiment] if f"{m}_mean" in summary.columns]
-    keys = [c for c in ("method", *_PARAMS) if c in summary.columns]
+    keys = [c for c in ("method", *PARAMS) if c in summary.columns]
     lines = ["| " + " | ".join(keys + metrics + ["tasks"]) + " |",
              "|" + "---|" * (len(keys) + len(metrics) + 1)]
     for _, row in summary.iterrows():

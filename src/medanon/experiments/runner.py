@@ -104,7 +104,7 @@ def dask_client(scheduler: str | None, workers: int | None) -> Iterator[tuple[ob
             yield client, f"Dask cluster at {scheduler}"
         return
     n = workers or max(1, min(4, os.cpu_count() or 1))
-    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=None,
+    with LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
                       silence_logs=logging.CRITICAL) as cluster, Client(cluster) as client:
         yield client, f"Dask LocalCluster with {n} worker process(es)"
 
@@ -232,8 +232,11 @@ def run_experiment(config: ExperimentConfig, *, out: Path | None = None,
         finally:
             client.cancel(release + measure)
         workers = sorted({r["worker"] for r in rows})
-    frame = pd.DataFrame(rows).sort_values(["setting", "period", "run"], kind="stable",
-                                           ignore_index=True)
+    rows.sort(key=lambda r: (r["setting"], r["period"], r["run"]))  # completion order varies
+    frame = pd.DataFrame(rows)
+    first = ["method", *(p for p in outputs.PARAMS if p in frame.columns), "setting", "period",
+             "run"]
+    frame = frame[first + [c for c in frame.columns if c not in first]]
     summary = outputs.summarize(frame, config.experiment)
     meta = {"experiment": config.experiment, "paper": EXPERIMENTS[config.experiment][0],
             "config": {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(config).items()},

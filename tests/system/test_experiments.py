@@ -1,0 +1,138 @@
+"""``medanon experiment``: every grid on a small input (smoke), on a ``dask.distributed``
+LocalCluster reached by its scheduler address, reproducibly, and its errors."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pandas as pd
+import pytest
+
+from medanon.errors import InfeasibleError, StoreError
+from medanon.experiments import ExperimentConfig, grid, run_experiment
+from medanon.experiments.outputs import METRICS
+from medanon.experiments.runner import task_seed
+from tests.conftest import assert_user_error, run_cli, snapshot
+
+SMALL = {"jmir2021": ["--periods", "3", "--cases", "150"],
+         "plos2021": ["--periods", "3", "--cases", "300"],
+         "ppms-dp": ["--periods", "2", "--cases", "150"],
+         "ipa": ["--rows", "2000"],
+         "clinsimrr": ["--patients", "800"]}
+
+
+@pytest.mark.parametrize("name", list(SMALL))
+def test_each_experiment_runs_its_smoke_grid(tmp_path, name):
+    out = tmp_path / name
+    result = run_cli("experiment", name, "--quick", "--runs", "2", "--workers", "2", "--seed",
+                     "3", *SMALL[name], "--out", out)
+    assert result.returncode == 0, result.stderr
+    meta = json.loads((out / "experiment.json").read_text())
+    rows = pd.read_csv(out / "results.csv")
+    settings = grid(name, quick=True)
+    periods = meta["data"].get("published_periods", ["-"])
+    # one measured row per (setting, period, run), none missing, none twice
+    assert len(rows) == len(settings) * len(periods) * 2
+    assert set(rows["setting"]) == {s.label for s in settings}
+    assert not rows.duplicated(["setting", "period", "run"]).any()
+    assert meta["tasks"] == len(rows) + (len(rows) if periods != ["-"] else 0)
+    assert meta["base_seed"] == 3 and meta["seed_given"]
+    assert meta["workers_used"] and all(w.startswith("tcp://") for w in meta["workers_used"])
+    metrics = [m for m, _ in METRICS[name] if m in rows.columns]
+    assert rows[metrics[0]].notna().all()
+    summary = pd.read_csv(out / "summary.csv")
+    assert len(summary) == len(settings)
+    assert "| method |" in (out / "summary.md").read_text()
+    figures = sorted(p.name for p in (out / "figures").iterdir())
+    assert figures and all(f.endswith(".png") for f in figures)
+    assert all((out / "figures" / f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for f in figures)
+    assert "mean over periods and runs" in result.stdout
+
+
+def test_periodic_results_show_the_papers_directions(tmp_path):
+    """001: MS releases fall to the B/F/L-attacks, PPMS++ releases do not; 002: under the
+    MD-attack PPMS++ leaves groups below k and HA does not."""
+    jmir = run_experiment(ExperimentConfig("jmir2021", quick=True, runs=1, periods=3, cases=200,
+                                           seed=5, workers=2)).rows
+    by_method = jmir.groupby("method")["dir"].mean()
+    assert by_method["ppms++"] == 0.0 and by_method["ms"] > 0.2
+    plos = run_experiment(ExperimentConfig("plos2021", quick=True, runs=1, periods=3, cases=800,
+                                           seed=5, workers=2)).rows
+    by_method = plos.groupby("method")[["dir", "ssgr"]].max()
+    assert by_method.loc["ha", "dir"] == 0.0 and by_method.loc["ha", "ssgr"] == 0.0
+    assert by_method.loc["ppms++", "dir"] > 0.0
+
+
+def test_same_seed_same_results(tmp_path):
+    config = ExperimentConfig("ppms-dp", quick=True, runs=2, periods=2, cases=120, seed=11,
+                              workers=2)
+    first, second = run_experiment(config).rows, run_experiment(config).rows
+    drop = ["seconds", "worker"]
+    pd.testing.assert_frame_equal(first.drop(columns=drop), second.drop(columns=drop))
+    other = run_experiment(ExperimentConfig("ppms-dp", quick=True, runs=2, periods=2, cases=120,
+                                            seed=12, workers=2)).rows
+    assert not first.drop(columns=drop).equals(other.drop(columns=drop))
+
+
+def test_task_seeds_are_stable_and_distinct():
+    assert task_seed(1, "a") == task_seed(1, "a")
+    assert len({task_seed(1, f"t{i}") for i in range(1000)} | {task_seed(2, "t0")}) == 1001
+
+
+def test_runs_on_an_existing_dask_cluster(tmp_path):
+    """A real dask.distributed LocalCluster, reached by its scheduler address as a remote one."""
+    from dask.distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0",
+                      silence_logs=logging.CRITICAL) as cluster:
+        workers = set(cluster.scheduler_info["workers"])
+        out = tmp_path / "ipa"
+        result = run_cli("experiment", "ipa", "--quick", "--runs", "3", "--rows", "1500",
+                         "--seed", "2", "--scheduler", cluster.scheduler_address, "--out", out)
+        assert result.returncode == 0, result.stderr
+        meta = json.loads((out / "experiment.json").read_text())
+        assert meta["cluster"] == f"Dask cluster at {cluster.scheduler_address}"
+        assert meta["workers_used"] and set(meta["workers_used"]) <= workers
+        rows = pd.read_csv(out / "results.csv")
+        assert set(rows["worker"]) <= workers
+        assert len(rows) == len(grid("ipa", quick=True)) * 3
+        # the library entry point on the same cluster
+        config = ExperimentConfig("clinsimrr", quick=True, runs=1, patients=600, seed=4,
+                                  scheduler=cluster.scheduler_address)
+        lib = run_experiment(config)
+        assert set(lib.rows["worker"]) <= workers
+        assert set(lib.rows["method"]) == {"clinsimrr", "umaxrr", "rr", "suppression"}
+
+
+def test_experiment_errors_write_nothing(tmp_path):
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine")
+    before = snapshot(busy)
+    assert_user_error(run_cli("experiment", "nope", "--out", tmp_path / "x"), "ValidationError",
+                      "Unknown experiment")
+    assert_user_error(run_cli("experiment", "ipa", "--quick", "--out", busy), "StoreError",
+                      "not an empty folder")
+    assert snapshot(busy) == before
+    assert_user_error(run_cli("experiment", "jmir2021", "--admissions", tmp_path / "a.csv",
+                              "--out", tmp_path / "y"), "ValidationError", "--admissions")
+    assert_user_error(run_cli("experiment", "ipa", "--runs", "0", "--out", tmp_path / "z"),
+                      "ValidationError", "--runs")
+    assert_user_error(run_cli("experiment", "ipa", "--quick", "--scheduler", "tcp://127.0.0.1:9",
+                              "--out", tmp_path / "w"), "ValidationError", "Cannot reach")
+    assert not any((tmp_path / n).exists() for n in ("x", "y", "z", "w"))
+
+
+def test_task_errors_name_the_task(tmp_path):
+    """A user error inside a worker comes back as the same error type, naming its task."""
+    with pytest.raises(InfeasibleError, match=r"task plos2021-release-\S+-2020Q1-r0: .*fewer than k"):
+        run_experiment(ExperimentConfig("plos2021", quick=True, runs=1, periods=2, cases=3,
+                                        seed=1, workers=1))
+
+
+def test_out_must_be_new(tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "f").write_text("x")
+    with pytest.raises(StoreError):
+        run_experiment(ExperimentConfig("ipa", quick=True, rows=500), out=tmp_path / "out")
