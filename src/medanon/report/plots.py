@@ -47,43 +47,44 @@ def _period_axis(ax, periods: list[str]) -> None:
     ax.grid(alpha=0.3)
 
 
-def volume_figure(reports: Sequence[SeriesReport]) -> Figure:
-    """Cases ingested and released, and groups formed, per period."""
+def _two_panels(reports: Sequence[SeriesReport], keys: tuple[str, str], titles: tuple[str, str],
+                ylim: tuple[float, float | None]) -> tuple[Figure, object, list[str]]:
+    """Two period panels, one line per series in each: ``keys[0]`` left, ``keys[1]`` right."""
     periods = _periods(reports)
     fig = Figure(figsize=(9, 3.4))
-    left, right = fig.subplots(1, 2)
+    axes = fig.subplots(1, 2)
+    for i, r in enumerate(reports):
+        for ax, key in zip(axes, keys):
+            _series_line(ax, periods, r, key, PALETTE[i % len(PALETTE)], r.name)
+    for ax, title in zip(axes, titles):
+        ax.set_title(title)
+        _period_axis(ax, periods)
+        ax.set_ylim(*ylim)
+    return fig, axes, periods
+
+
+def volume_figure(reports: Sequence[SeriesReport]) -> Figure:
+    """Cases ingested and released, and groups formed, per period."""
+    fig, (left, right), periods = _two_panels(
+        reports, ("cases", "groups"),
+        ("Cases per period", "Groups (equivalence classes) per period"), (0, None))
     ingested = {}
     for r in reports:
         ingested.update({row["period"]: row["n_cases"] for row in r.ingested})
     left.plot(range(len(periods)), [ingested.get(p) for p in periods], color="grey",
               linestyle="--", marker=".", label="ingested")
-    for i, r in enumerate(reports):
-        colour = PALETTE[i % len(PALETTE)]
-        _series_line(left, periods, r, "cases", colour, r.name)
-        _series_line(right, periods, r, "groups", colour, r.name)
-    left.set_title("Cases per period")
-    right.set_title("Groups (equivalence classes) per period")
-    for ax in (left, right):
-        _period_axis(ax, periods)
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=8)
+    left.legend(fontsize=8)
+    right.legend(fontsize=8)
     return fig
 
 
 def nil_figure(reports: Sequence[SeriesReport]) -> Figure:
     """NIL (001) and NIL with IL* (000) per period: what the release costs an analyst."""
-    periods = _periods(reports)
-    fig = Figure(figsize=(9, 3.4))
-    left, right = fig.subplots(1, 2, sharey=True)
-    for i, r in enumerate(reports):
-        colour = PALETTE[i % len(PALETTE)]
-        _series_line(left, periods, r, "nil", colour, r.name)
-        _series_line(right, periods, r, "nil_star", colour, r.name)
-    left.set_title("NIL (001, from the published rows)")
-    right.set_title("NIL with IL* (000, against the originals)")
-    for ax in (left, right):
-        _period_axis(ax, periods)
-        ax.set_ylim(0, 1.02)
+    fig, axes, _ = _two_panels(
+        reports, ("nil", "nil_star"),
+        ("NIL (001, from the published rows)", "NIL with IL* (000, against the originals)"),
+        (0, 1.02))
+    for ax in axes:
         ax.legend(fontsize=8)
     return fig
 
