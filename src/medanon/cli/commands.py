@@ -426,7 +426,7 @@ def report(*, stores: list[Path], names: list[str], rules: Path | None, backgrou
                               "report.html.")
     signal_rules = read_rules(rules) if rules else []
     knowledge = read_background(background) if background else None
-    with progress_bar("report", 2 * len(stores) + 1) as step:
+    with progress_bar("report", 3 * len(stores) + 1) as step:  # read, evaluate, draw
         reports = [collect_series_report(s, rules=signal_rules, background=knowledge, md=md,
                                          name=names[i] if names else None, progress=step)
                    for i, s in enumerate(stores)]

@@ -200,8 +200,9 @@ def _dl(pairs: list[tuple[str, str]]) -> str:
     return "<dl>" + "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in pairs) + "</dl>"
 
 
-def _why(manifest: dict) -> str:
-    """The reasons the manifest gives for generalizing or withholding."""
+def _why(manifest: dict) -> tuple[str, dict]:
+    """The reasons the manifest gives for generalizing or withholding (as HTML), and the
+    remaining details."""
     method = manifest.get("method") or {}
     details = dict(manifest.get("details") or {})
     lines = []

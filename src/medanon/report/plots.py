@@ -131,7 +131,8 @@ def signals_figure(reports: Sequence[SeriesReport]) -> Figure | None:
             for rel in r.releases:
                 for s in rel.get("signals", []):
                     if _rule_name(s["rule"]) == rule:
-                        original[rel["period"]] = s["original"]["prr"]
+                        # the first series' originals (stores of one input agree)
+                        original.setdefault(rel["period"], s["original"]["prr"])
                         released[rel["period"]] = s["release"]["prr"]
             xs = [j for j, p in enumerate(periods) if p in released]
             ax.plot(xs, [released[periods[j]] for j in xs], marker="o",
