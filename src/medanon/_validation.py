@@ -54,3 +54,10 @@ def check_choice(value: Any, *, name: str, owner: str, choices: tuple[str, ...])
         listed = ", ".join(repr(c) for c in choices)
         raise _fail(name, owner, f"one of {listed}", value)
     return value
+
+
+def pydantic_problems(exc: Any, root: str) -> str:
+    """A pydantic ``ValidationError`` as ``location: message; ...`` (``root`` names the
+    top-level object when an error has no location)."""
+    return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or root}: {err['msg']}"
+                     for err in exc.errors())

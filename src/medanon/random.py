@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validation import check_int
+from .errors import ValidationError
 
 
 @dataclass(frozen=True)
@@ -59,3 +60,15 @@ def make_random_source(seed: int | None = None) -> RandomSource:
         return RandomSource(None, np.random.Generator(np.random.PCG64(entropy)))
     seed = check_int(seed, name="seed", owner="make_random_source", minimum=0)
     return RandomSource(seed, np.random.default_rng(seed))
+
+
+def refuse_seeded_release(seeded: bool, allow_seeded: bool) -> None:
+    """The one rule for every command that publishes: a seeded (hence non-secret) random run
+    is published only when ``--allow-seeded`` says so.
+
+    Raises:
+        ValidationError: ``seeded`` without ``allow_seeded``.
+    """
+    if seeded and not allow_seeded:
+        raise ValidationError("A seeded run is reproducible by anyone who knows the seed; "
+                              "publishing it needs --allow-seeded (for tests and research only).")

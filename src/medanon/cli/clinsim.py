@@ -27,6 +27,7 @@ from ..data.synth.ehr import write_synth_ehr
 from ..errors import InputFormatError, ValidationError
 from ..hierarchies.icd9 import CodeTree, icd9_tree, read_sensitive_file, sensitive_preset
 from ..mechanisms.noise import NoiseSource
+from ..random import refuse_seeded_release
 from ..metrics.clinical import clinical_information_loss, kl_divergence, kl_divergence_to_estimate
 from ..release.ehr import ehr_manifest, write_ehr_release
 from ..release.format import check_new_folder, write_new_folder
@@ -210,9 +211,7 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
         raise ValidationError(f"--method {method} needs --epsilon (per released element, e.g. 1).")
     if code_level not in ("category", "full"):
         raise ValidationError(f"--code-level must be category or full; got {code_level!r}.")
-    if seed is not None and method != "suppression" and not allow_seeded:
-        raise ValidationError("A seeded run is reproducible by anyone who knows the seed; publishing "
-                              "it needs --allow-seeded (for tests and research only).")
+    refuse_seeded_release(seed is not None and method != "suppression", allow_seeded)
     check_new_folder(out)
     data = load_ehr(diagnoses, admissions, code_level=code_level)
     if min_admissions > 1:

@@ -14,6 +14,7 @@ from ..data.synth.table import write_synth_table
 from ..data.tabular import TableSchema, load_table
 from ..errors import SchemaError, ValidationError
 from ..mechanisms.noise import NoiseSource
+from ..random import refuse_seeded_release
 from ..metrics.tabular import evaluate_queries
 from ..release.format import check_new_folder
 from ..release.tabular import tabular_manifest, write_tabular_release
@@ -85,10 +86,7 @@ def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | No
         node: str | None, seed: int | None, allow_seeded: bool, out: Path, as_json: bool) -> None:
     algorithm = make_tabular_method(method, epsilon=epsilon, k=k, max_suppression=max_suppression,
                                     threshold=threshold, budget_split=budget_split, node=node)
-    dp = method != "kanon"
-    if seed is not None and dp and not allow_seeded:
-        raise ValidationError("A seeded run is reproducible by anyone who knows the seed; publishing "
-                              "it needs --allow-seeded (for tests and research only).")
+    refuse_seeded_release(seed is not None and method != "kanon", allow_seeded)
     check_new_folder(out)
     schema_path = _schema_path(input_path, schema)
     table_schema = TableSchema.from_toml(schema_path)

@@ -37,6 +37,7 @@ from typing import Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticValidationError, model_validator
 
+from .._validation import pydantic_problems
 from ..errors import SchemaError
 from ..hierarchies import BUILTIN_HIERARCHIES, Taxonomy, read_arx
 
@@ -114,10 +115,8 @@ class Schema(BaseModel):
         try:
             return cls.model_validate(data)
         except PydanticValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'schema'}: {err['msg']}"
-                for err in exc.errors())
-            raise SchemaError(f"Invalid schema in {source}: {problems}.") from None
+            raise SchemaError(f"Invalid schema in {source}: "
+                              f"{pydantic_problems(exc, 'schema')}.") from None
 
     @classmethod
     def from_toml(cls, path: str | Path) -> "Schema":

@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticValidationError, model_validator
 
+from .._validation import pydantic_problems
 from ..errors import HierarchyError, InputFormatError, SchemaError
 from ..hierarchies.levels import LevelHierarchy, categorical_levels, numeric_levels
 
@@ -185,10 +186,8 @@ class TableSchema(BaseModel):
         try:
             return cls.model_validate(data)
         except PydanticValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or 'table'}: {err['msg']}"
-                for err in exc.errors())
-            raise SchemaError(f"Invalid table schema in {source}: {problems}.") from None
+            raise SchemaError(f"Invalid table schema in {source}: "
+                              f"{pydantic_problems(exc, 'table')}.") from None
 
     @classmethod
     def from_toml_text(cls, text: str, *, source: str = "schema") -> "TableSchema":

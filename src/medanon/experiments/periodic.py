@@ -32,7 +32,7 @@ from ..metrics.signals import SignalRule as Rule
 from ..models import level_wise
 from ..random import make_random_source
 from ..release.cells import QidInfo
-from ..release.format import to_published_rows
+from ..release.format import original_as_published, to_published_rows
 from ..release.publish import build_manifest
 from ..release.series import PublishedSeries
 from .grids import Setting
@@ -156,8 +156,7 @@ def measure_period(state: dict, setting: Setting, period: str, run: int,
     series = PublishedSeries(state["releases"], state["manifests"], qids,
                              tuple(schema.sensitive), setting.label)
     originals = state["originals"]
-    original_rows = {p: to_published_rows(f.assign(group=f[schema.case_id]), schema)
-                     for p, f in originals.items() if p == period}
+    original_rows = {period: original_as_published(originals[period], schema)}
     entry = evaluate_series(series, originals, original_rows, rules=list(rules), md=md,
                             periods=[period])["releases"][0]
     signals = entry.get("signals", [])

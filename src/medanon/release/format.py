@@ -86,6 +86,12 @@ def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
     return out
 
 
+def original_as_published(supers: pd.DataFrame, schema) -> pd.DataFrame:
+    """Original super records in the release format, each case its own group: what the signal
+    metrics count on the original side."""
+    return to_published_rows(supers.assign(group=supers[schema.case_id]), schema)
+
+
 @dataclass(frozen=True)
 class PublishedRelease:
     """A release read back from disk (or the store): rows as strings plus the manifest."""

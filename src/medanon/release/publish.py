@@ -22,7 +22,7 @@ from ..data.records import combine_super_records
 from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
-from ..random import RandomSource
+from ..random import RandomSource, refuse_seeded_release
 from ..store import ReleaseStore
 from ..verify import gate
 from .format import to_published_rows
@@ -196,9 +196,7 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         StoreError: see :func:`plan_periods`.
         BudgetExceeded: a case would exceed ``case_budget`` and ``on_case_budget`` is refuse.
     """
-    if rng.seeded and not allow_seeded:
-        raise ValidationError("A seeded run is reproducible by anyone who knows the seed; publishing "
-                              "it needs --allow-seeded (for tests and research only).")
+    refuse_seeded_release(rng.seeded, allow_seeded)
     check_choice(on_case_budget, name="on_case_budget", owner="publish_periods",
                  choices=ON_CASE_BUDGET)
     if case_budget is not None and not method.planned_losses(store.schema):

@@ -24,7 +24,7 @@ from ..errors import StoreError, ValidationError
 from ..hierarchies import Interval
 from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import SignalRule
-from ..release.format import to_published_rows
+from ..release.format import original_as_published
 from ..release.series import PublishedSeries, load_series
 from ..store import ReleaseStore
 
@@ -133,7 +133,7 @@ def store_originals(db: ReleaseStore, periods: Sequence[str]) -> tuple[dict, dic
     for period in periods:
         supers = combine_super_records(db.records(period), db.schema, hierarchies).frame
         frames[period] = supers
-        rows[period] = to_published_rows(supers.assign(group=supers[db.schema.case_id]), db.schema)
+        rows[period] = original_as_published(supers, db.schema)
     return frames, rows
 
 
