@@ -27,7 +27,7 @@ import numpy as np
 from ..errors import InputFormatError, ValidationError
 from ..hierarchies import Interval
 from ..release.cells import QidInfo
-from .links import Region, ReleaseView, intersect, whole_domain
+from ..release.links import Region, ReleaseView, intersect, whole_domain
 
 __all__ = ["BackgroundKnowledge", "KnowledgeRule", "read_background"]
 

@@ -36,7 +36,7 @@ from ..hierarchies import Interval
 from ..release.cells import QidInfo
 from ..release.series import PublishedSeries
 from .background import BackgroundKnowledge
-from .links import Region, covers, link
+from ..release.links import Region, covers, link
 
 __all__ = ["Target", "TargetAttack", "attack_target", "parse_target"]
 

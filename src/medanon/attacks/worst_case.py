@@ -39,7 +39,7 @@ from ..models.names import HA_MODEL
 from ..models.theta import ThetaTable
 from ..release.series import PublishedSeries
 from .background import BackgroundKnowledge
-from .links import Region, covers, link
+from ..release.links import Region, covers, link
 from .ss import MEAN_SD, ss_records, ss_thresholds
 
 __all__ = ["GroupAttack", "ReleaseAttack", "SeriesAttack", "attack_series"]
@@ -169,7 +169,7 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
         background: Medical background knowledge (000 §E).
         md: Apply the MD-attack to every release (True), to none (False), or to the releases
             whose manifest declares 002's model (None, the default: 001's protocol otherwise).
-        views: A cache of parsed releases (see :func:`medanon.attacks.links.link`).
+        views: A cache of parsed releases (see :func:`medanon.release.links.link`).
     """
     labels = [series.label(p) for p in periods] if periods else series.periods
     qids = series.qids

@@ -2,7 +2,7 @@
 
 For every released record r' (the anonymized version of an original super record r), the
 adversary knows r's exact QID values and whether the case first appears in this release, and
-links CaseIDs across the series (:mod:`medanon.attacks.links`). It removes the records excludable
+links CaseIDs across the series (:mod:`medanon.release.links`). It removes the records excludable
 by the B-, F- and L-attacks (optionally 002's MD-attack and medical background knowledge, 000
 §E) and takes as candidates G the remaining records at minimum distance from r
 (``algorithms.md`` §5.4):
@@ -38,7 +38,7 @@ import pandas as pd
 from scipy import sparse
 
 from ..attacks.background import BackgroundKnowledge
-from ..attacks.links import Region, covers, lca_depth, link
+from ..release.links import Region, covers, lca_depth, link
 from ..errors import SchemaError, ValidationError
 from ..release.series import PublishedSeries
 
@@ -131,7 +131,7 @@ def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *
         md: Add 002's MD-attack (needs the next period's release in the series).
         background: Medical background knowledge (000 §E).
         lifespan: Link only releases at most this many periods apart.
-        views: A cache of parsed releases (see :func:`medanon.attacks.links.link`).
+        views: A cache of parsed releases (see :func:`medanon.release.links.link`).
     """
     label = series.label(period)
     links = link(series, label, lifespan=lifespan, views=views)

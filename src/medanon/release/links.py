@@ -28,9 +28,9 @@ import pandas as pd
 
 from ..data.periods import parse_period
 from ..errors import InputFormatError
-from ..release.cells import (QidInfo, categorical_codes, cell_strings, joined_terms,
+from .cells import (QidInfo, categorical_codes, cell_strings, joined_terms,
                              numeric_bounds, term_pairs)
-from ..release.series import PublishedSeries
+from .series import PublishedSeries
 
 __all__ = ["Region", "ReleaseView", "Links", "read_view", "link", "lca_depth"]
 
