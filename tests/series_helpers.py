@@ -10,9 +10,10 @@ from medanon.anonymize.base import Anonymizer
 from medanon.data.periods import parse_period
 from medanon.data.records import combine_super_records
 from medanon.data.schema import Schema
-from medanon.models import check_from_manifests
 from medanon.random import make_random_source
 from medanon.release.format import to_published_rows
+from medanon.release.series import PublishedSeries, qids_of_schema
+from medanon.verify import verify_series
 
 
 @dataclass
@@ -21,8 +22,19 @@ class Series:
     manifests: dict[str, dict]
     details: dict[str, dict]
 
-    def check(self, schema: Schema):
-        return check_from_manifests(self.rows, self.manifests, schema)
+    def check(self, schema: Schema, *, declare: dict | None = None):
+        """The verify gate's verdict (the production path) on the series.
+
+        ``declare`` overrides parts of every manifest's ``method`` and ``details`` (e.g. to
+        check a series against another model than the one its method declares).
+        """
+        manifests = self.manifests
+        if declare:
+            manifests = {p: {**m, "method": {**m["method"], **declare.get("method", {})},
+                             "details": {**m["details"], **declare.get("details", {})}}
+                         for p, m in manifests.items()}
+        qids, sensitive = qids_of_schema(schema)
+        return verify_series(PublishedSeries(self.rows, manifests, qids, sensitive, "test series"))
 
 
 def publish_series(method: Anonymizer, records: dict[str, pd.DataFrame], schema: Schema, *,
@@ -43,7 +55,9 @@ def publish_series(method: Anonymizer, records: dict[str, pd.DataFrame], schema:
         result = method.anonymize(supers, previous, rng=make_random_source(seed + i),
                                   next_cases=next_cases)
         out.rows[period] = to_published_rows(result.table, schema)
-        out.manifests[period] = {"method": {"name": method.name, "parameters": method.parameters()},
-                                 "details": result.details}
+        out.manifests[period] = {"method": {"name": method.name, "parameters": method.parameters(),
+                                            "privacy_model": method.privacy_model},
+                                 "details": result.details,
+                                 "privacy_spent": method.privacy_statement(schema)}
         out.details[period] = result.details
     return out

@@ -1,186 +1,70 @@
 """The verify gate: check every release of a series against the model its manifest declares.
 
-Each manifest names its privacy model (``method.privacy_model``) and parameters; the gate checks
-the published rows with the independent checker of :mod:`medanon.models.ppms` (strings only,
-never an algorithm's bookkeeping, ``design.md`` rule 6):
+Each manifest names its privacy model (``method.privacy_model``) and parameters. The gate asks
+the model object (:mod:`medanon.models`) to check the published rows: strings only, never an
+algorithm's bookkeeping (``design.md`` rule 6). What each model checks is described by its
+class and recorded, in words, in every verdict (``ReleaseVerdict.checked``):
 
-* ``MS(k, theta*)-bounding`` (a single-release model, Lin et al. 2016): k and θ* within the
-  release alone, no cross-release attack (that is the model's own promise; the attack report
-  shows what the B/F/L-attacks do to such a series);
-* ``PPMS(k, theta*)-bounding`` (001): k and θ* per group after the B-, F- and L-attacks over the
-  whole series, within the declared CaseID life span;
+* ``MS(k, theta*)-bounding``: k and θ* within each release alone;
+* ``PPMS(k, theta*)-bounding`` (001): k and θ* per group after the B-, F- and L-attacks within
+  the declared CaseID life span;
 * ``PPMS(k, theta, alpha)-bounding`` (002): the same plus the MD-attack and α over the views
-  GV1-GV4; the MD part of a release is checked once the next period's release exists (until
-  then the verdict says so);
-* ``PPMS-DP(k, theta*, epsilon)`` (000): k and θ* per group after the B-, F- and L-attacks, where
-  the QIDs the manifest declares perturbed (``details.perturbed_qids``) are read as carrying no
-  exact information: the F-attack compares only the generalized QIDs. The ε part is a property
-  of the noise, which no check of the output can confirm; the gate requires the manifest to
-  declare it (``privacy_spent``) and the ledger records it.
+  GV1-GV4 (the MD part of a release once the next period's release exists);
+* ``PPMS-DP(k, theta*, epsilon)`` (000): k and θ* after the B-, F- and L-attacks over the
+  generalized QIDs (a perturbed value never excludes anyone for sure), ε declared, and the
+  combined posterior bound of :mod:`medanon.models.dp_bound` recorded (checked when the
+  release declares ``dp_aware_grouping``).
 
-A release that declares no model (``--method none``) or a model the gate does not know fails
-verification: nothing vouches for it. ``medanon release`` runs :func:`gate` on each candidate
+A release that declares no model (``--method none``) fails verification: nothing vouches for
+it. A model the gate does not know, or a declared model without the parameters it needs, is an
+input error naming the manifest field. ``medanon release`` runs :func:`gate` on each candidate
 release before its store transaction commits and refuses a violating release, or records the
 violations in its manifest when the user explicitly publishes despite them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .errors import InputFormatError, PrivacyViolation
-from .models.names import HA_MODEL, MS_MODEL, PPMS_DP_MODEL, PPMS_MODEL
-from .models.ppms import PeriodCheck, check_series
-from .models.theta import ThetaTable
+from .models import registered_models
+from .models.base import ReleaseVerdict, SeriesVerdict, model_from_manifest
 from .release.series import PublishedSeries
 
 __all__ = ["GATE_MODELS", "GateResult", "ReleaseVerdict", "SeriesVerdict", "gate", "verify_series"]
 
-GATE_MODELS = (MS_MODEL, PPMS_MODEL, HA_MODEL, PPMS_DP_MODEL)
+#: the models the gate can check (every registered model).
+GATE_MODELS = registered_models()
 _SHOWN = 5
 
 
-@dataclass(frozen=True)
-class ReleaseVerdict:
-    """The verdict on one release.
-
-    Attributes:
-        period: Period label.
-        model: The declared privacy model (None when none is declared).
-        verdict: ``"passed"``, ``"violated"``, ``"no-model"`` or ``"unknown-model"``.
-        attacks: The attacks replayed (e.g. ``"B/F/L/MD"``; empty for a single-release model).
-        md_pending: HA only: the MD part awaits the next period's release.
-        violations: ``"<period> group <id>: <reason>"`` per violated condition.
-        dir, dsr, ssgr: DIG, DSG and SSG ratios as checked (None without a check).
-    """
-
-    period: str
-    model: str | None
-    verdict: str
-    attacks: str
-    md_pending: bool
-    violations: tuple[str, ...]
-    dir: float | None
-    dsr: float | None
-    ssgr: float | None
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict == "passed"
-
-    def to_dict(self) -> dict:
-        return {"period": self.period, "model": self.model, "verdict": self.verdict,
-                "attacks": self.attacks, "md_pending": self.md_pending,
-                "dir": self.dir, "dsr": self.dsr, "ssgr": self.ssgr,
-                "violations": list(self.violations)}
-
-
-@dataclass(frozen=True)
-class SeriesVerdict:
-    releases: tuple[ReleaseVerdict, ...]
-
-    @property
-    def ok(self) -> bool:
-        return all(r.ok for r in self.releases)
-
-    def release(self, period: str) -> ReleaseVerdict:
-        for r in self.releases:
-            if r.period == period:
-                return r
-        raise KeyError(period)
-
-    def to_dict(self) -> dict:
-        return {"ok": self.ok, "releases": [r.to_dict() for r in self.releases]}
-
-
-def _declared(manifest: Mapping, label: str) -> tuple[str | None, dict, dict]:
-    method = manifest.get("method") or {}
-    return (method.get("privacy_model"), dict(method.get("parameters") or {}),
-            dict(manifest.get("details") or {}))
-
-
-def _setting(model: str, params: dict, details: dict, label: str, spent: object) -> tuple:
-    """What the checker needs from one manifest, as a hashable key (releases sharing it are
-    checked together)."""
-    try:
-        k = int(params["k"])
-    except (KeyError, TypeError, ValueError):
-        raise InputFormatError(f"The manifest of {label} declares {model} without an integer "
-                               f"'k' parameter.") from None
-    if "theta_table" not in details:
-        raise InputFormatError(f"The manifest of {label} declares {model} without the theta table "
-                               f"it used ('details.theta_table').")
-    lifespan = params.get("lifespan")
-    alpha = params.get("alpha") if model == HA_MODEL else None
-    if model == HA_MODEL and (alpha is None or not details.get("ss_min_counts")):
-        raise InputFormatError(f"The manifest of {label} declares {model} without 'alpha' or the "
-                               f"ss thresholds it used ('details.ss_min_counts').")
-    perturbed: tuple[str, ...] = ()
-    if model == PPMS_DP_MODEL:
-        declared = details.get("perturbed_qids")
-        if not isinstance(declared, list) or not all(isinstance(x, str) for x in declared):
-            raise InputFormatError(f"The manifest of {label} declares {model} without the list of "
-                                   f"perturbed QIDs ('details.perturbed_qids').")
-        if not (isinstance(spent, dict) and spent.get("epsilon_per_case")):
-            raise InputFormatError(f"The manifest of {label} declares {model} without the epsilon "
-                                   f"it spends per case ('privacy_spent.epsilon_per_case').")
-        perturbed = tuple(sorted(declared))
-    return (model, k, None if lifespan is None else int(lifespan),
-            None if alpha is None else float(alpha), perturbed)
-
-
-def _verdict(label: str, model: str, check: PeriodCheck) -> ReleaseVerdict:
-    if model == MS_MODEL:
-        attacks = ""
-    else:
-        attacks = "B/F/L/MD" if check.md_checked else "B/F/L"
-    return ReleaseVerdict(label, model, "passed" if check.ok else "violated", attacks,
-                          model == HA_MODEL and not check.md_checked, check.violations,
-                          check.dir, check.dsr, check.ssgr if model == HA_MODEL else None)
-
-
 def verify_series(series: PublishedSeries, periods: list[str] | None = None) -> SeriesVerdict:
-    """Check each release (default: all) against its declared model.
+    """Check each release (default: all) against the model its manifest declares.
+
+    Each release's model is read from its manifest (:func:`medanon.models.model_from_manifest`);
+    releases whose models share a setting (model, k, life span, ...) are checked together by
+    the model class, the other releases of the series serving as earlier and later releases.
 
     Raises:
-        InputFormatError: a manifest declares a model without the parameters it needs.
+        InputFormatError: a manifest declares an unknown model, or a model without the
+            parameters it needs (the message names the manifest field); a release is malformed
+            (e.g. a group whose records publish different generalized QID values).
     """
     labels = [series.label(p) for p in periods] if periods else series.periods
     verdicts: dict[str, ReleaseVerdict] = {}
-    settings: dict[tuple, list[str]] = {}
+    settings: dict[tuple, dict] = {}
     for label in labels:
-        manifest = series.manifests.get(label, {})
-        model, params, details = _declared(manifest, label)
+        model = model_from_manifest(series.manifests.get(label) or {"method": {}}, label)
         if model is None:
-            verdicts[label] = ReleaseVerdict(label, None, "no-model", "", False,
-                                             (f"{label}: the release declares no privacy model",),
-                                             None, None, None)
-        elif model not in GATE_MODELS:
             verdicts[label] = ReleaseVerdict(
-                label, model, "unknown-model", "", False,
-                (f"{label}: the gate cannot check the declared model {model!r} (it checks "
-                 f"{', '.join(GATE_MODELS)})",), None, None, None)
+                label, None, "no-model", "nothing: the release declares no privacy model",
+                violations=(f"{label}: the release declares no privacy model",))
         else:
-            settings.setdefault(_setting(model, params, details, label,
-                                         manifest.get("privacy_spent")), []).append(label)
-    for (model, k, lifespan, alpha, perturbed), members in settings.items():
-        theta = {p: ThetaTable.from_manifest(series.manifests[p]["details"]["theta_table"])
-                 for p in members}
-        ss = ({p: dict(series.manifests[p]["details"]["ss_min_counts"]) for p in members}
-              if model == HA_MODEL else None)
-        if model == MS_MODEL:  # single-release model: each release on its own
-            checks = [check_series({p: series.releases[p]}, qids=series.qids,
-                                   sensitive=series.sensitive, k=k, theta=theta[p]).periods[0]
-                      for p in members]
-        else:
-            qids = tuple(q for q in series.qids if q.name not in perturbed)
-            checks = check_series(dict(series.releases), qids=qids,
-                                  sensitive=series.sensitive, k=k, theta=theta, lifespan=lifespan,
-                                  md=model == HA_MODEL, alpha=alpha, ss_min_counts=ss,
-                                  periods=members).periods
-        for check in checks:
-            verdicts[check.period] = _verdict(check.period, model, check)
+            settings.setdefault(model.setting(), {})[label] = model
+    for declared in settings.values():
+        cls = type(next(iter(declared.values())))
+        for verdict in cls.check(series, declared):
+            verdicts[verdict.period] = verdict
     return SeriesVerdict(tuple(verdicts[p] for p in labels))
 
 
@@ -238,12 +122,10 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
               if v not in known]
     problems = list(own.violations) + caused
     entry = {"verdict": "passed" if not problems else "violated", "model": own.model,
-             "attacks": own.attacks, "md_pending": own.md_pending, "dir": own.dir,
-             "dsr": own.dsr, "ssgr": own.ssgr, "checker": "medanon.models.ppms"}
-    if own.verdict in ("unknown-model", "no-model"):
-        entry["verdict"] = "not-checked"
-        entry["detail"] = own.violations[0]
-        return GateResult(entry, after)
+             "checked": own.checked, "attacks": own.attacks, "md_pending": own.md_pending,
+             "dir": own.dir, "dsr": own.dsr, "ssgr": own.ssgr, "checker": "medanon.models"}
+    if own.bound is not None:
+        entry["bound"] = dict(own.bound)
     if problems:
         entry["violations"] = problems
         shown = "; ".join(problems[:_SHOWN])

@@ -83,12 +83,13 @@ def test_002_table_2_style_ppms_release_is_open_to_the_md_attack_that_ha_closes(
     ppms = publish_series(PPMSPlus(k=3, theta=1 / 3, on_infeasible="suppress-terms"), table_1(),
                           SCHEMA_002)
     assert ppms.check(SCHEMA_002).ok                # PPMS(3, 1/3)-bounding holds (001's model)
-    manifests = {p: {**m, "method": {"parameters": {**m["method"]["parameters"], "alpha": 1.0}},
-                     "details": {**m["details"], "ss_min_counts": {"adr": 99}}}
-                 for p, m in ppms.manifests.items()}
-    from medanon.models import check_from_manifests
-    md_check = check_from_manifests(ppms.rows, manifests, SCHEMA_002, periods=["2020Q2"])
-    assert md_check.period("2020Q2").dir > 0       # the MD-attack leaves groups with < k candidates
+    from medanon.models.names import HA_MODEL
+
+    params = {**ppms.manifests["2020Q2"]["method"]["parameters"], "alpha": 1.0}
+    md_check = ppms.check(SCHEMA_002, declare={
+        "method": {"privacy_model": HA_MODEL, "parameters": params},
+        "details": {"ss_min_counts": {"adr": 99}}})
+    assert md_check.release("2020Q2").dir > 0      # the MD-attack leaves groups with < k candidates
 
 
 def test_001_example_5_covered_candidates_tie_on_information_loss():

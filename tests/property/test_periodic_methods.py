@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from medanon.anonymize import HA, MSAnonymization, PPMS, PPMSPlus, PPMSPlusPlus
 from medanon.data.schema import Schema
 from medanon.errors import InfeasibleError
+from medanon.models.names import PPMS_MODEL
 from medanon.hierarchies import Interval
 from tests.series_helpers import publish_series
 
@@ -84,7 +85,7 @@ def test_ppms_family_releases_survive_bfl_attacks(method_class, seed, k, theta):
     series = publish_series(method, records, SCHEMA, seed=seed)
     check = series.check(SCHEMA)
     assert check.ok, check.violations[:5]
-    assert all(p.dir == 0 and p.dsr == 0 for p in check.periods)
+    assert all(p.dir == 0 and p.dsr == 0 for p in check.releases)
     generalization_only_moves_up(series, records)
 
 
@@ -104,8 +105,8 @@ def test_ha_releases_survive_bfl_and_md_attacks_and_bound_ss_records(seed, k, th
     check = series.check(SCHEMA)
     assert check.ok, check.violations[:5]
     # every period but the last released one is checked against the MD-attack too
-    assert all(p.md_checked for p in check.periods[:-1])
-    assert all(p.ssgr == 0 for p in check.periods)
+    assert all(not p.md_pending and p.attacks == "B/F/L/MD" for p in check.releases[:-1])
+    assert all(p.ssgr == 0 for p in check.releases)
 
 
 def test_ms_anonymization_fails_the_periodic_check_as_001_reports():
@@ -114,7 +115,8 @@ def test_ms_anonymization_fails_the_periodic_check_as_001_reports():
     for seed in range(5):
         records = random_series(seed, periods=3)
         series = publish_series(MSAnonymization(k=3, theta=1.0), records, SCHEMA, seed=seed)
-        check = series.check(SCHEMA)          # MS declares no life span: the whole series
-        dirs += [p.dir for p in check.periods[1:]]
+        # MS declares no life span; checked as the periodic model over the whole series
+        check = series.check(SCHEMA, declare={"method": {"privacy_model": PPMS_MODEL}})
+        dirs += [p.dir for p in check.releases[1:]]
         assert all(len(g) >= 3 for _, g in series.rows["2020Q2"].groupby("group"))
     assert max(dirs) > 0

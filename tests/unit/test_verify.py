@@ -17,7 +17,8 @@ from medanon.hierarchies import sex_tree
 from medanon.models.theta import ThetaTable
 from medanon.release.cells import QidInfo
 from medanon.release.series import PublishedSeries
-from medanon.verify import HA_MODEL, MS_MODEL, PPMS_MODEL, verify_series
+from medanon.models.names import HA_MODEL, MS_MODEL, PPMS_MODEL
+from medanon.verify import verify_series
 
 QIDS = (QidInfo("sex", "categorical", sex_tree()), QidInfo("age", "numeric"))
 
@@ -82,7 +83,8 @@ def test_b_and_l_attacks_are_caught():
 
 def test_f_attack_is_caught():
     # Case 1 was F [30-40] in Q1 and is published as M [30-40] in Q2: Q1's group a loses it.
-    q2 = [("1", "a", "M", "[30-40]", "x")] + Q2_NEW
+    q2 = [("1", "m", "M", "[30-40]", "x"), ("8", "m", "M", "[30-40]", "y"),
+                    ("9", "m", "M", "[30-40]", "z")] + Q2_NEW
     out = verdict({"2020Q1": Q1, "2020Q2": q2})
     assert not out.releases[0].ok
     assert any(v.startswith("2020Q1 group a") for v in out.releases[0].violations)
@@ -108,29 +110,34 @@ def test_md_attack_and_alpha_are_caught_for_002_model():
 
 def test_ms_model_is_checked_per_release_only():
     # The F-attack case above passes the single-release MS model (its own promise).
-    q2 = [("1", "a", "M", "[30-40]", "x")] + Q2_NEW
+    q2 = [("1", "m", "M", "[30-40]", "x"), ("8", "m", "M", "[30-40]", "y"),
+                    ("9", "m", "M", "[30-40]", "z")] + Q2_NEW
     out = verdict({"2020Q1": Q1, "2020Q2": q2}, model=MS_MODEL)
     assert out.ok and out.releases[0].attacks == ""
 
 
-def test_no_model_and_unknown_model_fail():
+def test_no_model_fails_and_an_unknown_model_is_an_input_error():
     s = series({"2020Q1": Q1}, {"2020Q1": {"method": {"name": "none", "privacy_model": None}}})
     assert verify_series(s).releases[0].verdict == "no-model" and not verify_series(s).ok
     s = series({"2020Q1": Q1}, {"2020Q1": manifest("l-diversity")})
-    assert verify_series(s).releases[0].verdict == "unknown-model"
+    with pytest.raises(InputFormatError, match="unknown privacy model 'l-diversity' in "
+                                               "'method.privacy_model'"):
+        verify_series(s)
 
 
 def test_missing_parameters_are_an_input_error():
     m = manifest(PPMS_MODEL)
     del m["details"]["theta_table"]
-    with pytest.raises(InputFormatError, match="theta table"):
+    with pytest.raises(InputFormatError, match="lacks the field 'details.theta_table'"):
         verify_series(series({"2020Q1": Q1}, {"2020Q1": m}))
 
 
 def test_cli_verify_audits_a_folder_and_exits_non_zero(tmp_path, capsys):
     from medanon.hierarchies import write_arx
 
-    for period, records in {"2020Q1": Q1, "2020Q2": [("1", "a", "M", "[30-40]", "x")] + Q2_NEW}.items():
+    f_attack = [("1", "m", "M", "[30-40]", "x"), ("8", "m", "M", "[30-40]", "y"),
+                    ("9", "m", "M", "[30-40]", "z")] + Q2_NEW
+    for period, records in {"2020Q1": Q1, "2020Q2": f_attack}.items():
         folder = tmp_path / period
         folder.mkdir()
         rows(period, records).to_csv(folder / "release.csv", index=False)

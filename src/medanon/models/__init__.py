@@ -1,10 +1,20 @@
-"""Privacy models as objects that can check a release, independent of the algorithms."""
+"""Privacy models as objects that can check a release, independent of the algorithms.
 
-from .ppms import (GroupCheck, PeriodCheck, QidInfo, SeriesCheck, check_from_manifests, check_series,
-                   qids_from_schema)
+Each model (:class:`PrivacyModel`) reads itself from a manifest, writes its declaration,
+generates its guarantee text from its parameters and checks published releases.
+"""
+
+from .base import (PrivacyModel, ReleaseVerdict, SeriesVerdict, model_class, model_from_manifest,
+                   registered_models)
+from .dp_bound import inflated_k, inflated_theta, posterior_bounds, term_share_bound
+from .periodic import MSModel, Perturbation, PPMSAlphaModel, PPMSDPModel, PPMSModel
+from .ppms import (GroupCheck, PeriodCheck, QidInfo, SeriesCheck, check_series, qids_from_schema)
 from .theta import (FrequencyTheta, TableTheta, ThetaSpec, ThetaTable, UniformTheta, level_wise,
                     parse_theta)
 
-__all__ = ["FrequencyTheta", "GroupCheck", "PeriodCheck", "QidInfo", "SeriesCheck", "TableTheta",
-           "ThetaSpec", "ThetaTable", "UniformTheta", "check_from_manifests", "check_series", "level_wise", "parse_theta",
-           "qids_from_schema"]
+__all__ = ["FrequencyTheta", "GroupCheck", "MSModel", "PPMSAlphaModel", "PPMSDPModel", "PPMSModel",
+           "PeriodCheck", "Perturbation", "PrivacyModel", "QidInfo", "ReleaseVerdict",
+           "SeriesCheck", "SeriesVerdict", "TableTheta", "ThetaSpec", "ThetaTable", "UniformTheta",
+           "check_series", "inflated_k", "inflated_theta", "level_wise", "model_class",
+           "model_from_manifest", "parse_theta", "posterior_bounds", "qids_from_schema",
+           "registered_models", "term_share_bound"]

@@ -72,7 +72,7 @@ Deviations and choices (neither paper gives a published-data checker):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -81,12 +81,13 @@ from .._validation import check_fraction, check_int
 from ..data.periods import parse_period
 from ..errors import InputFormatError, PrivacyViolation, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
-from ..release.cells import (QidInfo, categorical_codes, cell_strings, joined_terms,
-                             numeric_bounds, term_pairs)
+from ..release.cells import QidInfo, cell_strings, term_pairs
+from ..release.links import ReleaseView, covers, group_conflicts, link, read_view
+from ..release.series import PublishedSeries
 from .theta import ThetaTable
 
-__all__ = ["GroupCheck", "PeriodCheck", "QidInfo", "SeriesCheck", "check_series",
-           "qids_from_schema"]
+__all__ = ["GroupCheck", "PeriodCheck", "QidInfo", "SeriesCheck", "check_published", "check_series",
+           "qids_from_schema", "refuse_malformed_groups"]
 
 _OWNER = "check_series"
 _TOL = 1e-12
@@ -163,6 +164,7 @@ class PeriodCheck:
         ssgr: SSGR = n_ssg / groups (0 when α is not checked).
         md_checked: Whether MD exclusions (and the views GV1, GV3) were applied.
         alpha_views: The α views checked (empty when ``alpha`` is None).
+        excluded: Per published row (in release order), whether some attack excludes it (X).
     """
 
     period: str
@@ -175,6 +177,7 @@ class PeriodCheck:
     ssgr: float
     md_checked: bool
     alpha_views: tuple[str, ...]
+    excluded: np.ndarray | None = field(default=None, compare=False, repr=False)
 
     @property
     def n_groups(self) -> int:
@@ -230,91 +233,7 @@ class SeriesCheck:
                                    f"{shown}{more}.")
 
 
-# ---------------------------------------------------------------------------- reading releases
-@dataclass
-class _Release:
-    label: str
-    ordinal: int
-    frame: pd.DataFrame
-    case: np.ndarray  # object array of str
-    gcode: np.ndarray  # int64 group code per row
-    glabels: np.ndarray  # group label per code
-    cat: dict[str, np.ndarray]
-    lo: dict[str, np.ndarray]
-    hi: dict[str, np.ndarray]
-    term_row: np.ndarray  # distinct (row, term) pairs: the row ...
-    term_code: np.ndarray  # ... and the term, as a code into term_names
-    term_names: np.ndarray
-
-    @property
-    def n(self) -> int:
-        return len(self.case)
-
-
-def _where(label: str) -> str:
-    return f"Release {label}"
-
-
-def _read_release(frame: pd.DataFrame, where: str, period: str | None, qids: Sequence[QidInfo],
-                  sensitive: Sequence[str]) -> _Release:
-    if not isinstance(frame, pd.DataFrame):
-        raise ValidationError(f"The 'releases' parameter of {_OWNER} must hold pandas DataFrames; "
-                              f"{where} is a {type(frame).__name__}.")
-    needed = [*_FIXED, *(q.name for q in qids), *sensitive]
-    missing = [c for c in needed if c not in frame.columns]
-    if missing:
-        raise SchemaError(f"{where} lacks column(s) {', '.join(map(repr, missing))}; a release "
-                          f"needs {', '.join(map(repr, needed))}.")
-    cells = cell_strings(frame["period"])
-    if any(c.strip() == "" for c in cells):
-        raise InputFormatError(f"{where} has rows without a period.")
-    try:
-        found = {parse_period(c).label for c in set(cells)}
-    except ValidationError as exc:
-        raise InputFormatError(f"{where}: {exc}") from None
-    if period is not None:
-        if found - {period}:
-            raise InputFormatError(f"{where} holds rows of period(s) {', '.join(sorted(found))}, "
-                                   f"not {period}.")
-    elif len(found) != 1:
-        detail = ", ".join(sorted(found)) if found else "none (no rows)"
-        raise InputFormatError(f"{where} must hold exactly one period; found {detail}. Pass the "
-                               f"releases as a mapping from period label to rows to check an "
-                               f"empty release.")
-    else:
-        period = found.pop()
-    label = period
-
-    case = cell_strings(frame["case_id"])
-    blank = np.array([c.strip() == "" for c in case], dtype=bool)
-    if blank.any():
-        raise InputFormatError(f"{_where(label)} has {int(blank.sum())} row(s) without a case_id.")
-    dup = pd.Series(case).duplicated(keep=False).to_numpy()
-    if dup.any():
-        ids = sorted(set(case[dup]))
-        shown = ", ".join(repr(c) for c in ids[:_SHOWN])
-        raise InputFormatError(f"{_where(label)} holds {len(ids)} case_id(s) on several rows "
-                               f"({shown}); a release has one row per case.")
-    gcode, glabels = pd.factorize(cell_strings(frame["group"]))
-
-    cat, lo, hi = {}, {}, {}
-    for qid in qids:
-        values = cell_strings(frame[qid.name])
-        if qid.kind == "categorical":
-            cat[qid.name] = categorical_codes(values, qid.taxonomy,
-                                              where=f"{_where(label)}, column {qid.name!r}")
-        else:
-            lo[qid.name], hi[qid.name] = numeric_bounds(
-                values, where=f"{_where(label)}, column {qid.name!r}")
-
-    joined = joined_terms(frame, sensitive)
-    term_row, term_code, term_names = term_pairs(joined)
-    return _Release(label, parse_period(label).ordinal, frame, case, gcode.astype(np.int64),
-                    np.asarray(glabels, dtype=object), cat, lo, hi, term_row, term_code,
-                    term_names)
-
-
-# ------------------------------------------------------------------------------ linking cases
+# ---------------------------------------------------------------------------- linking releases
 @dataclass
 class _Links:
     old: np.ndarray  # case in an earlier release within the lifespan
@@ -322,56 +241,48 @@ class _Links:
     in_next: np.ndarray  # case in the release of the next period
 
 
-def _link(rels: Sequence[_Release], qids: Sequence[QidInfo], lifespan: int | None) -> list[_Links]:
-    sizes = np.array([r.n for r in rels], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(sizes)])
-    total = int(offsets[-1])
-    old = np.zeros(total, dtype=bool)
-    forward = np.zeros(total, dtype=bool)
-    in_next = np.zeros(total, dtype=bool)
-    if total:
-        case = np.concatenate([r.case for r in rels])
-        ordinal = np.repeat(np.array([r.ordinal for r in rels], dtype=np.int64), sizes)
-        shared = np.flatnonzero(pd.Series(case).duplicated(keep=False).to_numpy())
-        if shared.size:
-            ids = pd.DataFrame({"case": case[shared], "pos": shared})
-            pairs = ids.merge(ids, on="case", suffixes=("_e", "_l"))
-            early = pairs["pos_e"].to_numpy(dtype=np.int64)
-            late = pairs["pos_l"].to_numpy(dtype=np.int64)
-            gap = ordinal[late] - ordinal[early]
-            keep = gap > 0
-            early, late, gap = early[keep], late[keep], gap[keep]
-            within = np.ones(len(gap), dtype=bool) if lifespan is None else gap <= lifespan
-            old[late[within]] = True
-            in_next[early[gap == 1]] = True
-            covered = np.ones(len(gap), dtype=bool)
-            for qid in qids:
-                if qid.kind == "categorical":
-                    codes = np.concatenate([r.cat[qid.name] for r in rels])
-                    covered &= qid.taxonomy.covers_codes(codes[late], codes[early])
-                else:
-                    lo = np.concatenate([r.lo[qid.name] for r in rels])
-                    hi = np.concatenate([r.hi[qid.name] for r in rels])
-                    covered &= (lo[late] <= lo[early]) & (hi[early] <= hi[late])
-            forward[early[within & ~covered]] = True
-    return [_Links(old[a:b], forward[a:b], in_next[a:b])
-            for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+def _links(series: PublishedSeries, label: str, lifespan: int | None,
+           views: dict[str, ReleaseView]) -> tuple[ReleaseView, _Links]:
+    """What the checker needs from the one linker of published releases (:mod:`..release.links`)."""
+    found = link(series, label, lifespan=lifespan, views=views)
+    own = found.view
+    # F: a later value that does not contain the record's whole published region excludes it
+    # for some target in that region (the intersection of the later regions contains the
+    # record's region exactly when each later region does).
+    inside = covers(found.later_region, own.region, series.qids)
+    forward = found.later & ~np.broadcast_to(inside, (own.n,))
+    return own, _Links(found.old, forward, found.in_next)
+
+
+def refuse_malformed_groups(view: ReleaseView, names: Sequence[str]) -> None:
+    """Refuse a release whose groups do not share their generalized QID values.
+
+    Raises:
+        InputFormatError: naming the first conflicting groups, QIDs and values.
+    """
+    conflicts = group_conflicts(view, names)
+    if conflicts:
+        shown = "; ".join(f"group {g} publishes {q} as {', '.join(map(repr, v[:_SHOWN]))}"
+                          for g, q, v in conflicts[:_SHOWN])
+        more = f" (and {len(conflicts) - _SHOWN} more)" if len(conflicts) > _SHOWN else ""
+        raise InputFormatError(f"Release {view.label} is malformed: the records of a group must "
+                               f"share its generalized QID values, but {shown}{more}.")
 
 
 # ----------------------------------------------------------------------------- checking one
-def _ss_flags(rel: _Release, min_counts: Mapping[str, int]) -> np.ndarray:
+def _ss_flags(rel: ReleaseView, min_counts: Mapping[str, int]) -> np.ndarray:
     flags = np.zeros(rel.n, dtype=bool)
     for col, minimum in min_counts.items():
-        rows, _, _ = term_pairs(cell_strings(rel.frame[col]))
+        rows, _, _ = term_pairs(cell_strings(rel.rows[col]))
         counts = np.bincount(rows, minlength=rel.n)
         flags |= counts >= minimum
     return flags
 
 
-def _check_release(rel: _Release, links: _Links, *, k: int, theta: ThetaTable, md_checked: bool,
+def _check_release(rel: ReleaseView, links: _Links, *, k: int, theta: ThetaTable, md_checked: bool,
                    alpha: float | None, ss: np.ndarray | None) -> PeriodCheck:
-    n_groups = len(rel.glabels)
-    gcode = rel.gcode
+    n_groups = len(rel.group_labels)
+    gcode = rel.group
     md_excl = links.in_next if md_checked else np.zeros(rel.n, dtype=bool)
     x = links.old | links.forward | md_excl
 
@@ -436,7 +347,7 @@ def _check_release(rel: _Release, links: _Links, *, k: int, theta: ThetaTable, m
                                   f"({with_ss[g]}/{members[g]}) > alpha {alpha:g}")
 
     groups = tuple(
-        GroupCheck(period=rel.label, group=str(rel.glabels[g]), size=int(size[g]),
+        GroupCheck(period=rel.label, group=str(rel.group_labels[g]), size=int(size[g]),
                    kept=int(kept[g]), excluded=int(n_x[g]), excluded_old=int(n_old[g]),
                    excluded_forward=int(n_fwd[g]), excluded_md=int(n_md[g]), dig=bool(dig[g]),
                    dsg=bool(dsg[g]), ssg=bool(ssg[g]), violations=tuple(reasons[g]))
@@ -448,10 +359,33 @@ def _check_release(rel: _Release, links: _Links, *, k: int, theta: ThetaTable, m
 
     return PeriodCheck(period=rel.label, groups=groups, n_dig=n_dig, n_dsg=n_dsg, n_ssg=n_ssg,
                        dir=ratio(n_dig), dsr=ratio(n_dsg), ssgr=ratio(n_ssg), md_checked=md_checked,
-                       alpha_views=views)
+                       alpha_views=views, excluded=x)
 
 
 # ------------------------------------------------------------------------------- validation
+def _period_of(frame: object, where: str) -> str:
+    """The one period a release given without its label holds."""
+    if not isinstance(frame, pd.DataFrame):
+        raise ValidationError(f"The 'releases' parameter of {_OWNER} must hold pandas DataFrames; "
+                              f"{where} is a {type(frame).__name__}.")
+    if "period" not in frame.columns:
+        raise SchemaError(f"{where} lacks the column 'period'.")
+    cells = cell_strings(frame["period"])
+    if any(c.strip() == "" for c in cells):
+        raise InputFormatError(f"{where} has rows without a period.")
+    try:
+        found = {parse_period(c).label for c in set(cells)}
+    except ValidationError as exc:
+        raise InputFormatError(f"{where}: {exc}") from None
+    if len(found) != 1:
+        detail = ", ".join(sorted(found)) if found else "none (no rows)"
+        raise InputFormatError(f"{where} must hold exactly one period; found {detail}. Pass the "
+                               f"releases as a mapping from period label to rows to check an "
+                               f"empty release.")
+    return found.pop()
+
+
+
 def _names(value: object, name: str) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise ValidationError(f"The {name!r} parameter of {_OWNER} must be a sequence of column "
@@ -484,7 +418,7 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
                  theta: ThetaTable | Mapping[str, ThetaTable], lifespan: int | None = None,
                  md: bool = False, alpha: float | None = None,
                  ss_min_counts: Mapping[str, Mapping[str, int]] | None = None,
-                 periods: Sequence[str] | None = None) -> SeriesCheck:
+                 periods: Sequence[str] | None = None, uniform_groups: bool = True) -> SeriesCheck:
     """Check a published series against PPMS(k, θ*)-bounding, or PPMS(k, θ, α)-bounding.
 
     The semantics (which records each attack excludes, the worst-case confidence, the α views)
@@ -508,6 +442,8 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
             distinct terms}`` defining an ss-record (any column reaching its minimum).
         periods: The releases to report on (default all); the others still serve as previous
             and later releases.
+        uniform_groups: Refuse a reported release whose groups do not share their QID values
+            (every QID in ``qids`` is read as generalized; leave perturbed QIDs out of ``qids``).
 
     Returns:
         A :class:`SeriesCheck` with one :class:`PeriodCheck` per reported period, oldest first.
@@ -516,7 +452,8 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
         ValidationError: a parameter is out of range, or names a period not in the series.
         SchemaError: a release lacks a required column.
         InputFormatError: a release holds several periods, repeats a case_id, has a cell that
-            does not parse, or two releases share a period.
+            does not parse, or two releases share a period; a group's records publish
+            different QID values (with ``uniform_groups``).
         HierarchyError: a categorical cell is not a node of its hierarchy.
     """
     if isinstance(qids, QidInfo) or not isinstance(qids, Sequence) or not all(
@@ -544,21 +481,24 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
                                   f"defining an ss-record.")
 
     if isinstance(releases, Mapping):
-        items = [(f"Release {parse_period(p).label}", parse_period(p).label, f)
-                 for p, f in releases.items()]
+        items = [(parse_period(p).label, f) for p, f in releases.items()]
     elif isinstance(releases, Sequence) and not isinstance(releases, (str, pd.DataFrame)):
-        items = [(f"Release #{i + 1}", None, f) for i, f in enumerate(releases)]
+        items = [(_period_of(f, f"Release #{i + 1}"), f) for i, f in enumerate(releases)]
     else:
         raise ValidationError(f"The 'releases' parameter of {_OWNER} must be a sequence of "
                               f"DataFrames or a mapping from period label to DataFrame; got "
                               f"{type(releases).__name__}.")
-    rels = sorted((_read_release(f, where, p, qids, sensitive) for where, p, f in items),
-                  key=lambda r: r.ordinal)
-    labels = [r.label for r in rels]
+    labels = sorted((p for p, _ in items), key=lambda p: parse_period(p).ordinal)
     if len(set(labels)) != len(labels):
         twice = sorted({p for p in labels if labels.count(p) > 1})
         raise InputFormatError(f"Several releases hold period(s) {', '.join(twice)}; a series "
                                f"has one release per period.")
+    frames = dict(items)
+    series = PublishedSeries({p: frames[p] for p in labels}, {p: {} for p in labels}, qids,
+                             sensitive, "the series")
+    views: dict[str, ReleaseView] = {}
+    for p in labels:  # parse every release up front: a bad cell anywhere is an error
+        views[p] = read_view(series, p)
 
     if periods is None:
         reported = labels
@@ -586,71 +526,43 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
         ss_table = _per_period(ss_min_counts, "ss_min_counts", reported, None,
                                "a mapping from period label to {column: minimum term count}")
 
-    links = _link(rels, qids, lifespan)
-    ordinals = {r.ordinal for r in rels}
+    return check_published(series, views, reported, k=k, thetas=thetas, lifespan=lifespan,
+                           md=md, alpha=alpha, ss_table=ss_table, uniform=uniform_groups)
+
+
+def check_published(series: PublishedSeries, views: dict[str, ReleaseView], reported: list[str],
+                    *, k: int, thetas: Mapping[str, ThetaTable], lifespan: int | None, md: bool,
+                    alpha: float | None, ss_table: Mapping[str, object],
+                    uniform: bool) -> SeriesCheck:
+    """:func:`check_series` on a :class:`PublishedSeries` whose parameters are validated.
+
+    ``views`` caches the parsed releases (read with ``series.qids``); ``reported`` are labels of
+    the series, oldest first; ``thetas`` and ``ss_table`` have an entry per reported label.
+    """
+    ordinals = {parse_period(p).ordinal for p in series.periods}
     checks = []
-    for rel, link in zip(rels, links, strict=True):
-        if rel.label not in reported:
-            continue
+    for label in reported:
+        rel, links = _links(series, label, lifespan, views)
+        if uniform:
+            refuse_malformed_groups(rel, [q.name for q in series.qids])
         ss = None
         if alpha is not None:
             ss = _ss_flags(rel, _ss_columns(ss_table[rel.label], rel))
-        checks.append(_check_release(rel, link, k=k, theta=thetas[rel.label],
+        checks.append(_check_release(rel, links, k=k, theta=thetas[rel.label],
                                      md_checked=md and rel.ordinal + 1 in ordinals, alpha=alpha,
                                      ss=ss))
     return SeriesCheck(tuple(checks))
 
 
-def _ss_columns(value: object, rel: _Release) -> dict[str, int]:
+def _ss_columns(value: object, rel: ReleaseView) -> dict[str, int]:
     if not isinstance(value, Mapping) or not value:
         raise ValidationError(f"The 'ss_min_counts' parameter of {_OWNER} must map period "
                               f"{rel.label} to a non-empty {{column: minimum term count}}; got "
                               f"{value!r}.")
     out = {}
     for col, minimum in value.items():
-        if col not in rel.frame.columns:
-            raise SchemaError(f"{_where(rel.label)} lacks the ss column {col!r}.")
+        if col not in rel.rows.columns:
+            raise SchemaError(f"Release {rel.label} lacks the ss column {col!r}.")
         out[col] = check_int(minimum, name=f"ss_min_counts[{rel.label!r}][{col!r}]", owner=_OWNER,
                              minimum=1)
     return out
-
-
-def check_from_manifests(releases: Mapping[str, pd.DataFrame], manifests: Mapping[str, Mapping],
-                         schema, hierarchies: Mapping[str, Taxonomy] | None = None,
-                         periods: Sequence[str] | None = None) -> SeriesCheck:
-    """Check a series against the model each release's manifest declares.
-
-    Reads k, the life span, α (PPMS(k, θ, α)-bounding) from ``method.parameters`` and the θ* table
-    and ss thresholds actually used from ``details`` of each manifest.
-
-    Raises:
-        InputFormatError: a manifest lacks what the check needs, or releases declare different k.
-    """
-    reported = list(periods) if periods is not None else sorted(manifests)
-    if not reported:
-        raise ValidationError("Nothing to check: no release is given.")
-    params = [dict(manifests[p].get("method", {}).get("parameters", {})) for p in reported]
-    try:
-        ks = {int(p["k"]) for p in params}
-    except (KeyError, TypeError, ValueError):
-        raise InputFormatError("A manifest does not declare the parameter 'k'.") from None
-    if len(ks) != 1:
-        raise InputFormatError(f"The releases declare different k ({sorted(ks)}); check them apart.")
-    lifespans = {p.get("lifespan") for p in params}
-    alphas = {p.get("alpha") for p in params}
-    if len(lifespans) != 1 or len(alphas) != 1:
-        raise InputFormatError("The releases declare different life spans or alphas; check them apart.")
-    alpha = alphas.pop()
-    theta = {}
-    ss = {}
-    for label in reported:
-        details = manifests[label].get("details", {})
-        if "theta_table" not in details:
-            raise InputFormatError(f"The manifest of {label} has no theta table.")
-        theta[label] = ThetaTable.from_manifest(details["theta_table"])
-        if alpha is not None:
-            ss[label] = {str(c): int(v) for c, v in dict(details.get("ss_min_counts", {})).items()}
-    return check_series(releases, qids=qids_from_schema(schema, hierarchies),
-                        sensitive=schema.sensitive, k=ks.pop(), theta=theta,
-                        lifespan=lifespans.pop(), md=alpha is not None, alpha=alpha,
-                        ss_min_counts=ss if alpha is not None else None, periods=reported)

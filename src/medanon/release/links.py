@@ -21,18 +21,19 @@ life span x: releases more than x periods apart are not linked).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from ..data.periods import parse_period
-from ..errors import InputFormatError
+from ..errors import InputFormatError, SchemaError, ValidationError
 from .cells import (QidInfo, categorical_codes, cell_strings, joined_terms,
                              numeric_bounds, term_pairs)
 from .series import PublishedSeries
 
-__all__ = ["Region", "ReleaseView", "Links", "read_view", "link", "lca_depth"]
+__all__ = ["Region", "ReleaseView", "Links", "group_conflicts", "read_view", "link", "lca_depth"]
 
 EMPTY = -1
 
@@ -156,22 +157,44 @@ class ReleaseView:
 
 
 def read_view(series: PublishedSeries, label: str) -> ReleaseView:
-    """Parse the release of ``label``.
+    """Parse the release of ``label`` (the one reader of published rows: models, attacks, metrics).
 
     Raises:
-        SchemaError / InputFormatError / HierarchyError: a column is missing or a cell does not
-            parse (the message names the release and column).
+        SchemaError: a required column is missing.
+        InputFormatError: a row has no period or another period than ``label``, a row has no
+            case_id, a case_id is on several rows, or a cell does not parse (the message names
+            the release and column).
+        HierarchyError: a categorical cell is not a node of its hierarchy.
     """
     rows = series.releases[label]
     where = f"Release {label}"
-    needed = ["case_id", "group", *(q.name for q in series.qids), *series.sensitive]
+    if not isinstance(rows, pd.DataFrame):
+        raise ValidationError(f"{where} must be a pandas DataFrame; got {type(rows).__name__}.")
+    needed = ["period", "case_id", "group", *(q.name for q in series.qids), *series.sensitive]
     missing = [c for c in needed if c not in rows.columns]
     if missing:
-        raise InputFormatError(f"{where} lacks column(s) {', '.join(map(repr, missing))}.")
+        raise SchemaError(f"{where} lacks column(s) {', '.join(map(repr, missing))}; a release "
+                          f"needs {', '.join(map(repr, needed))}.")
+    periods = cell_strings(rows["period"])
+    if any(c.strip() == "" for c in periods):
+        raise InputFormatError(f"{where} has rows without a period.")
+    try:
+        found = {parse_period(c).label for c in set(periods)}
+    except ValidationError as exc:
+        raise InputFormatError(f"{where}: {exc}") from None
+    if found - {label}:
+        raise InputFormatError(f"{where} holds rows of period(s) {', '.join(sorted(found))}, "
+                               f"not {label}.")
     case = cell_strings(rows["case_id"])
-    if pd.Series(case).duplicated().any():
-        raise InputFormatError(f"{where} holds a case_id on several rows; a release has one row "
-                               f"per case.")
+    blank = np.array([c.strip() == "" for c in case], dtype=bool)
+    if blank.any():
+        raise InputFormatError(f"{where} has {int(blank.sum())} row(s) without a case_id.")
+    dup = pd.Series(case).duplicated(keep=False).to_numpy()
+    if dup.any():
+        ids = sorted(set(case[dup]))
+        shown = ", ".join(repr(c) for c in ids[:5])
+        raise InputFormatError(f"{where} holds {len(ids)} case_id(s) on several rows ({shown}); "
+                               f"a release has one row per case.")
     gcode, glabels = pd.factorize(cell_strings(rows["group"]))
     cat, lo, hi = {}, {}, {}
     for q in series.qids:
@@ -185,6 +208,31 @@ def read_view(series: PublishedSeries, label: str) -> ReleaseView:
     return ReleaseView(label, parse_period(label).ordinal, rows, case, gcode.astype(np.int64),
                        np.asarray(glabels, dtype=object), Region(cat, lo, hi), term_row,
                        term_code, term_names, pd.Index(case))
+
+
+def group_conflicts(view: ReleaseView, names: Sequence[str]) -> list[tuple[str, str, list[str]]]:
+    """Groups whose rows publish different values of a QID in ``names``.
+
+    In a generalized release every record of a group carries the group's generalized QID values
+    (that is what makes the group an equivalence class); a group that does not is malformed
+    (hand-edited or tampered), and no model check of it would mean anything.
+
+    Returns:
+        ``(group label, QID name, distinct published values)`` per conflicting group and QID,
+        in order of group then QID.
+    """
+    out = []
+    for name in names:
+        if name in view.region.cat:
+            keys = [view.region.cat[name]]
+        else:
+            keys = [view.region.lo[name], view.region.hi[name]]
+        frame = pd.DataFrame({"g": view.group, **{f"k{i}": k for i, k in enumerate(keys)}})
+        distinct = frame.drop_duplicates().groupby("g").size()
+        for g in distinct.index[distinct.to_numpy() > 1]:
+            values = sorted(set(cell_strings(view.rows[name])[view.group == g]))
+            out.append((str(view.group_labels[g]), name, values))
+    return sorted(out, key=lambda t: (t[0], t[1]))
 
 
 @dataclass

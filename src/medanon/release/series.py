@@ -23,7 +23,7 @@ from ..hierarchies import Taxonomy, read_arx
 from .cells import QidInfo
 from .format import read_series
 
-__all__ = ["PublishedSeries", "load_series"]
+__all__ = ["PublishedSeries", "load_series", "qids_of_schema"]
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,8 @@ def _qids_from_manifest(manifest: Mapping, label: str) -> tuple[tuple[QidInfo, .
     return tuple(qids), tuple(str(c) for c in columns["sensitive"])
 
 
-def _qids_from_schema(schema: Schema) -> tuple[tuple[QidInfo, ...], tuple[str, ...]]:
+def qids_of_schema(schema: Schema) -> tuple[tuple[QidInfo, ...], tuple[str, ...]]:
+    """How to read the QID and sensitive columns of a release made with ``schema``."""
     hierarchies = schema.load_hierarchies()
     qids = tuple(QidInfo(q.name, q.kind, hierarchies.get(q.name)) for q in schema.qids)
     return qids, tuple(schema.sensitive)
@@ -145,7 +146,7 @@ def load_series(*, folder: str | Path | None = None, store=None, schema: Schema 
         source = f"Store {str(store.path)!r}"
         schema = schema or store.schema
     if schema is not None:
-        qids, sensitive = _qids_from_schema(schema)
+        qids, sensitive = qids_of_schema(schema)
     else:
         described = {p: _qids_from_manifest(m, p) for p, m in manifests.items()}
         first = next(iter(described))

@@ -1,0 +1,625 @@
+"""The privacy models of periodic SRS releases: MS(k, θ*), PPMS(k, θ*), PPMS(k, θ, α), PPMS-DP.
+
+Each class reads itself from a release manifest, writes its declaration, generates its
+guarantee text from its parameters and checks published series with the independent checker of
+:mod:`medanon.models.ppms` (published strings only, ``design.md`` rule 6).
+
+* :class:`MSModel` — MS(k, θ*)-bounding (Lin et al. 2016, the baseline of 001): k and θ* within
+  each release alone; no cross-release attack is part of the promise.
+* :class:`PPMSModel` — PPMS(k, θ*)-bounding (001 Definition 6): k and θ* per group after the
+  B-, F- and L-attacks over the releases within the CaseID life span.
+* :class:`PPMSAlphaModel` — PPMS(k, θ, α)-bounding (002 Definitions 5-7): the same plus the
+  MD-attack and α over the attacker views GV1-GV4.
+* :class:`PPMSDPModel` — PPMS-DP(k, θ*, ε) (000): k and θ* after the B-, F- and L-attacks over
+  the generalized QIDs; the perturbed QIDs are never used for a hard exclusion (every output of
+  the Laplace and exponential mechanisms has positive probability under every input), and the
+  verdict records the combined bound of :mod:`medanon.models.dp_bound` on the posterior of a
+  likelihood-weighting adversary. Releases made with ``dp_aware_grouping`` declare that bound
+  as part of the model, and fail when it exceeds 1/k or θ. Variant ``paper`` is not ε-DP: its
+  verdict records no bound, and values the manifest declares exact (noise scale below the
+  published precision, ``details.exact_groups``) are checked as generalized values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from .._validation import check_fraction, check_int
+from ..errors import InputFormatError, ValidationError
+from ..release.cells import QidInfo
+from ..release.links import ReleaseView, read_view
+from ..release.series import PublishedSeries
+from .base import (PrivacyModel, ReleaseVerdict, manifest_field, manifest_int, names_list,
+                   register)
+from .dp_bound import posterior_bounds, term_share_bound
+from .names import HA_MODEL, MS_MODEL, PPMS_DP_MODEL, PPMS_MODEL
+from .ppms import PeriodCheck, check_published
+from .theta import ThetaTable
+
+__all__ = ["MSModel", "PPMSAlphaModel", "PPMSDPModel", "PPMSModel", "Perturbation"]
+
+_TOL = 1e-12
+
+
+def _theta_summary(theta: ThetaTable | None) -> str:
+    if theta is None:
+        return "its theta (resolved per release)"
+    if not theta.overrides:
+        return f"theta = {theta.default:g}"
+    values = sorted(set(theta.overrides.values()) | {theta.default})
+    return (f"its theta (default {theta.default:g}; {len(theta.overrides)} term(s) with their own "
+            f"theta, from {values[0]:g} to {values[-1]:g})")
+
+
+def _lifespan_text(lifespan: int | None) -> str:
+    return ("across every release of the series" if lifespan is None
+            else f"across releases at most {lifespan} period(s) apart")
+
+
+def _theta_from(manifest: Mapping, label: str) -> ThetaTable:
+    return ThetaTable.from_manifest(manifest_field(manifest, "details.theta_table", label))
+
+
+class _Grouped(PrivacyModel):
+    """Shared parameters and text of the grouping models (k, θ*, life span)."""
+
+    def __init__(self, *, k: int, theta: ThetaTable | None = None, lifespan: int | None = None):
+        owner = type(self).__name__
+        self.k = check_int(k, name="k", owner=owner, minimum=1)
+        if theta is not None and not isinstance(theta, ThetaTable):
+            raise ValidationError(f"The 'theta' parameter of {owner} must be a ThetaTable (the "
+                                  f"thresholds a release used) or None; got {type(theta).__name__}.")
+        self.theta = theta
+        self.lifespan = (None if lifespan is None
+                         else check_int(lifespan, name="lifespan", owner=owner, minimum=1))
+
+    def parameters(self) -> dict[str, object]:
+        return {"k": self.k, "lifespan": self.lifespan,
+                "theta_table": None if self.theta is None else self.theta.to_manifest()}
+
+    def setting(self) -> tuple:
+        return (type(self).__name__, self.k, self.lifespan)
+
+    def _require_theta(self, label: str) -> ThetaTable:
+        if self.theta is None:
+            raise InputFormatError(f"The manifest of {label} declares {self.name} without the "
+                                   f"theta table it used ('details.theta_table').")
+        return self.theta
+
+    @classmethod
+    def _common(cls, manifest: Mapping, label: str) -> dict:
+        return {"k": manifest_int(manifest, "method.parameters.k", label),
+                "theta": _theta_from(manifest, label),
+                "lifespan": manifest_int(manifest, "method.parameters.lifespan", label,
+                                         required=False)}
+
+
+def _verdict(label: str, model: PrivacyModel, check: PeriodCheck, checked: str, attacks: str,
+             *, md_pending: bool = False, ssgr: bool = False, bound: dict | None = None,
+             extra: tuple[str, ...] = ()) -> ReleaseVerdict:
+    violations = tuple(check.violations) + extra
+    return ReleaseVerdict(label, model.name, "violated" if violations else "passed", checked,
+                          attacks, md_pending, violations, check.dir, check.dsr,
+                          check.ssgr if ssgr else None, bound)
+
+
+def _qid_names(qids) -> str:
+    return ", ".join(q.name for q in qids) or "none"
+
+
+@register
+class MSModel(_Grouped):
+    """MS(k, θ*)-bounding: one release in isolation."""
+
+    name = MS_MODEL
+    scope = "release"
+
+    @property
+    def attacks(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def guarantee(self) -> str:
+        return (f"Within this release alone, every QID-group holds at least {self.k} cases and "
+                f"each sensitive term's share of a group is at most {_theta_summary(self.theta)}.")
+
+    @property
+    def does_not_guarantee(self) -> str:
+        return ("Anything once this release is linked with other releases of the same cases: "
+                "follow-up reports keep their CaseID, and the B-, F- and L-attacks can shrink a "
+                "group below k or raise a term above its theta. No differential privacy.")
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping, label: str) -> "MSModel":
+        common = cls._common(manifest, label)
+        common.pop("lifespan")
+        return cls(**common)
+
+    def setting(self) -> tuple:
+        return (type(self).__name__, self.k)
+
+    @classmethod
+    def check(cls, series: PublishedSeries, declared: Mapping[str, "MSModel"]) -> list[ReleaseVerdict]:
+        out = []
+        for label, model in declared.items():
+            alone = series.restricted_to([label])
+            views = {label: read_view(alone, label)}
+            check = check_published(alone, views, [label], k=model.k,
+                                    thetas={label: model._require_theta(label)}, lifespan=None,
+                                    md=False, alpha=None, ss_table={}, uniform=True).periods[0]
+            checked = (f"k={model.k} and theta* per group within the release alone, over the "
+                       f"QIDs {_qid_names(series.qids)}")
+            out.append(_verdict(label, model, check, checked, ""))
+        return out
+
+
+@register
+class PPMSModel(_Grouped):
+    """PPMS(k, θ*)-bounding (001): k and θ* after the B-, F- and L-attacks."""
+
+    name = PPMS_MODEL
+    scope = "series"
+
+    @property
+    def attacks(self) -> tuple[str, ...]:
+        return ("B", "F", "L")
+
+    @property
+    def guarantee(self) -> str:
+        return (f"For an adversary who knows a target's exact QID values and links CaseIDs "
+                f"{_lifespan_text(self.lifespan)} (B-, F- and L-attacks), the target's group keeps "
+                f"at least {self.k} candidate cases and each sensitive term's share among them is "
+                f"at most {_theta_summary(self.theta)}.")
+
+    @property
+    def does_not_guarantee(self) -> str:
+        beyond = ("" if self.lifespan is None else
+                  f" Nothing against an adversary who links releases more than {self.lifespan} "
+                  f"period(s) apart (FAERS CaseIDs do not expire).")
+        return ("No protection against the medication-discontinuation (MD) or substantial-"
+                "symptom (SS) attacks of paper 002, nor against background knowledge that ties "
+                "terms to QID values; no differential privacy." + beyond)
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping, label: str) -> "PPMSModel":
+        return cls(**cls._common(manifest, label))
+
+    @classmethod
+    def _run(cls, series: PublishedSeries, declared: Mapping[str, "_Grouped"], *, qids=None,
+             md: bool = False, alpha: float | None = None,
+             ss: Mapping[str, object] | None = None) -> tuple[PublishedSeries, dict, list[PeriodCheck]]:
+        first = next(iter(declared.values()))
+        view_series = series if qids is None else PublishedSeries(
+            series.releases, series.manifests, tuple(qids), series.sensitive, series.source)
+        views: dict[str, ReleaseView] = {}
+        checks = check_published(view_series, views, list(declared), k=first.k,
+                                 thetas={p: m._require_theta(p) for p, m in declared.items()},
+                                 lifespan=first.lifespan, md=md, alpha=alpha,
+                                 ss_table=ss or {}, uniform=True).periods
+        return view_series, views, list(checks)
+
+    @classmethod
+    def check(cls, series: PublishedSeries, declared: Mapping[str, "PPMSModel"]) -> list[ReleaseVerdict]:
+        _, _, checks = cls._run(series, declared)
+        first = next(iter(declared.values()))
+        return [_verdict(c.period, declared[c.period], c,
+                         f"k={first.k} and theta* per group after the B/F/L-attacks "
+                         f"({_lifespan_text(first.lifespan)}) over the QIDs "
+                         f"{_qid_names(series.qids)}", "B/F/L") for c in checks]
+
+
+@register
+class PPMSAlphaModel(PPMSModel):
+    """PPMS(k, θ, α)-bounding (002): PPMS plus the MD-attack and α over the views GV1-GV4."""
+
+    name = HA_MODEL
+
+    def __init__(self, *, k: int, alpha: float, ss_min_counts: Mapping[str, int] | None = None,
+                 theta: ThetaTable | None = None, lifespan: int | None = None):
+        super().__init__(k=k, theta=theta, lifespan=lifespan)
+        self.alpha = check_fraction(alpha, name="alpha", owner=type(self).__name__)
+        self.ss_min_counts = None if ss_min_counts is None else {
+            str(c): check_int(v, name=f"ss_min_counts[{c!r}]", owner=type(self).__name__, minimum=1)
+            for c, v in dict(ss_min_counts).items()}
+
+    @property
+    def attacks(self) -> tuple[str, ...]:
+        return ("B", "F", "L", "MD", "SS")
+
+    def parameters(self) -> dict[str, object]:
+        return {**super().parameters(), "alpha": self.alpha, "ss_min_counts": self.ss_min_counts}
+
+    def setting(self) -> tuple:
+        return (*super().setting(), self.alpha)
+
+    @property
+    def guarantee(self) -> str:
+        return (f"For an adversary who knows a target's exact QID values, links CaseIDs "
+                f"{_lifespan_text(self.lifespan)} (B-, F-, L-attacks) and knows whether the target "
+                f"stopped the medication before the next release (MD-attack), the target's group "
+                f"keeps at least {self.k} candidate cases, each sensitive term's share among them "
+                f"is at most {_theta_summary(self.theta)}, and the share of records with "
+                f"substantial symptoms in each of the four attacker views is at most "
+                f"{self.alpha:g} (SS-attack).")
+
+    @property
+    def does_not_guarantee(self) -> str:
+        beyond = ("" if self.lifespan is None else
+                  f" Nothing against an adversary who links releases more than {self.lifespan} "
+                  f"period(s) apart.")
+        return ("The MD part of a release holds only once the next period's release exists; no "
+                "protection against background knowledge that ties terms to QID values; no "
+                "differential privacy." + beyond)
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping, label: str) -> "PPMSAlphaModel":
+        common = cls._common(manifest, label)
+        alpha = manifest_field(manifest, "method.parameters.alpha", label)
+        try:
+            alpha = float(alpha)
+        except (TypeError, ValueError):
+            raise InputFormatError(f"The manifest of {label} has a non-numeric "
+                                   f"'method.parameters.alpha': {alpha!r}.") from None
+        ss = manifest_field(manifest, "details.ss_min_counts", label)
+        if not isinstance(ss, Mapping) or not ss:
+            raise InputFormatError(f"The manifest of {label} must give 'details.ss_min_counts' as "
+                                   f"{{column: minimum term count}}; got {ss!r}.")
+        try:
+            return cls(alpha=alpha, ss_min_counts=ss, **common)
+        except ValidationError as exc:
+            raise InputFormatError(f"The manifest of {label}: {exc}") from None
+
+    @classmethod
+    def check(cls, series: PublishedSeries, declared: Mapping[str, "PPMSAlphaModel"]) -> list[ReleaseVerdict]:
+        first = next(iter(declared.values()))
+        _, _, checks = cls._run(series, declared, md=True, alpha=first.alpha,
+                                ss={p: m.ss_min_counts for p, m in declared.items()})
+        out = []
+        for c in checks:
+            attacks = "B/F/L/MD" if c.md_checked else "B/F/L"
+            pending = "" if c.md_checked else " (MD and the views GV1, GV3 pending the next release)"
+            checked = (f"k={first.k}, theta* and alpha={first.alpha:g} over the views "
+                       f"{'/'.join(c.alpha_views)} after the {attacks}-attacks "
+                       f"({_lifespan_text(first.lifespan)}) over the QIDs "
+                       f"{_qid_names(series.qids)}{pending}")
+            out.append(_verdict(c.period, declared[c.period], c, checked, attacks,
+                                md_pending=not c.md_checked, ssgr=True))
+        return out
+
+
+# --------------------------------------------------------------------------------- PPMS-DP
+@dataclass(frozen=True)
+class Perturbation:
+    """How one QID was perturbed, as the manifest declares it.
+
+    Attributes:
+        qid: The QID's name.
+        mechanism: ``"laplace"`` (numeric) or ``"exponential"`` (categorical).
+        epsilon: ε of the mechanism for one case in one release.
+        domain: Laplace, strict variant: the public bounds the value was clipped to (before and
+            after the noise; its scale is (hi − lo)/ε). None for the paper variant (local
+            sensitivity per group, not published) and for the exponential mechanism.
+        decimals: Published numbers are rounded to this many decimals (Laplace).
+    """
+
+    qid: str
+    mechanism: str
+    epsilon: Fraction
+    domain: tuple[float, float] | None = None
+    decimals: int | None = None
+
+    @property
+    def scale(self) -> float | None:
+        """The Laplace scale (hi − lo)/ε when it is public; None otherwise."""
+        if self.mechanism != "laplace" or self.domain is None:
+            return None
+        return (self.domain[1] - self.domain[0]) / float(self.epsilon)
+
+
+_MECHANISMS = {"laplace": "numeric", "exponential": "categorical"}
+#: the published precision of PPMS-DP's noisy numbers when a manifest does not say.
+_DEFAULT_DECIMALS = 2
+
+
+@register
+class PPMSDPModel(PPMSModel):
+    """PPMS-DP(k, θ*, ε) (000), see the module docstring."""
+
+    name = PPMS_DP_MODEL
+
+    def __init__(self, *, k: int, epsilon: object, perturbations: tuple[Perturbation, ...],
+                 variant: str = "strict", theta: ThetaTable | None = None,
+                 lifespan: int | None = None, dp_aware_grouping: bool = False,
+                 exact_groups: Mapping[str, tuple[str, ...]] | None = None):
+        super().__init__(k=k, theta=theta, lifespan=lifespan)
+        owner = type(self).__name__
+        from ..accounting import to_exact
+
+        self.epsilon = to_exact(epsilon, name="epsilon", owner=owner)
+        if variant not in ("strict", "paper"):
+            raise ValidationError(f"The 'variant' parameter of {owner} must be 'strict' or "
+                                  f"'paper'; got {variant!r}.")
+        self.variant = variant
+        self.perturbations = tuple(perturbations)
+        self.dp_aware_grouping = bool(dp_aware_grouping)
+        self.exact_groups = {str(q): tuple(map(str, g)) for q, g in dict(exact_groups or {}).items()}
+
+    @property
+    def perturbed(self) -> tuple[str, ...]:
+        return tuple(p.qid for p in self.perturbations)
+
+    @property
+    def epsilon_per_case(self) -> Fraction:
+        """ε one case spends in one release: the sum over its perturbed QIDs."""
+        return sum((p.epsilon for p in self.perturbations), Fraction(0))
+
+    @property
+    def is_dp(self) -> bool:
+        return self.variant == "strict"
+
+    def parameters(self) -> dict[str, object]:
+        from ..accounting import format_epsilon
+
+        return {**super().parameters(), "epsilon": format_epsilon(self.epsilon),
+                "variant": self.variant, "perturbed_qids": list(self.perturbed),
+                "dp_aware_grouping": self.dp_aware_grouping}
+
+    def setting(self) -> tuple:
+        return (*super().setting(), self.perturbed, self.variant)
+
+    @property
+    def attacks(self) -> tuple[str, ...]:
+        return ("B", "F", "L", "likelihood-weighted")
+
+    @property
+    def guarantee(self) -> str:
+        from ..accounting import format_epsilon
+
+        qids = ", ".join(self.perturbed) or "none"
+        syntactic = (f"For an adversary who links CaseIDs {_lifespan_text(self.lifespan)} (B-, F- "
+                     f"and L-attacks) and uses only the QIDs published generalized, the target's "
+                     f"group keeps at least {self.k} candidate cases and each sensitive term's "
+                     f"share among them is at most {_theta_summary(self.theta)}")
+        if not self.is_dp:
+            return (f"{syntactic}. The perturbed QIDs ({qids}) carry noise as in paper 000 "
+                    f"(epsilon = {format_epsilon(self.epsilon)} sets its scale).")
+        text = (f"{syntactic}. Each case's perturbed QIDs ({qids}) are "
+                f"{format_epsilon(self.epsilon_per_case)}-DP per release (epsilon "
+                f"{format_epsilon(self.epsilon)} per QID, summed over its QIDs); a case in several "
+                f"linked releases spends the sum.")
+        if self.dp_aware_grouping:
+            text += (f" Groups are grown so that, even weighting candidates by the likelihood of "
+                     f"their perturbed values, no candidate's posterior exceeds 1/{self.k} and no "
+                     f"term's posterior share exceeds its theta.")
+        return text
+
+    @property
+    def does_not_guarantee(self) -> str:
+        if not self.is_dp:
+            return ("Differential privacy: the paper variant calibrates noise to each group's own "
+                    "spread (local sensitivity), so the noise scale depends on the data and a "
+                    "group whose values coincide is published exactly; epsilon is a noise-scale "
+                    "parameter only.")
+        text = ("Protection of attributes published in the clear (sensitive terms, drugs). ")
+        if not self.dp_aware_grouping:
+            text += (f"k={self.k} and theta hold for hard exclusions only: an adversary who weights "
+                     f"candidates by the likelihood of their perturbed values can exceed 1/k; the "
+                     f"verify verdict records the combined bound.")
+        return text.strip()
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping, label: str) -> "PPMSDPModel":
+        common = cls._common(manifest, label)
+        variant = manifest_field(manifest, "method.parameters.variant", label, required=False,
+                                 default=manifest_field(manifest, "details.dp_variant", label,
+                                                        required=False, default="strict"))
+        perturbed = names_list(manifest_field(manifest, "details.perturbed_qids", label),
+                               "details.perturbed_qids", label)
+        spent = manifest_field(manifest, "privacy_spent", label)
+        per_case = manifest_field(manifest, "privacy_spent.epsilon_per_case", label)
+        epsilon = manifest_field(manifest, "method.parameters.epsilon", label)
+        mechanisms = manifest_field(manifest, "privacy_spent.mechanisms", label)
+        if not isinstance(mechanisms, list) or not all(isinstance(m, Mapping) for m in mechanisms):
+            raise InputFormatError(f"The manifest of {label} must list its mechanisms in "
+                                   f"'privacy_spent.mechanisms'; got {mechanisms!r}.")
+        by_target = {str(m.get("target")): m for m in mechanisms}
+        domains = manifest_field(manifest, "details.domains", label, required=False, default={})
+        from ..accounting import to_exact
+
+        perturbations = []
+        for qid in perturbed:
+            entry = by_target.get(qid)
+            if entry is None or entry.get("mechanism") not in _MECHANISMS or "epsilon" not in entry:
+                raise InputFormatError(
+                    f"The manifest of {label} declares the perturbed QID {qid!r} without its "
+                    f"mechanism parameters: 'privacy_spent.mechanisms' needs an entry with target "
+                    f"{qid!r}, 'mechanism' ({' or '.join(_MECHANISMS)}) and 'epsilon'.")
+            try:
+                eps = to_exact(entry["epsilon"], name="epsilon", owner=f"mechanism of {qid!r}")
+            except ValidationError as exc:
+                raise InputFormatError(f"The manifest of {label}, 'privacy_spent.mechanisms' for "
+                                       f"{qid!r}: {exc}") from None
+            domain = None
+            if entry["mechanism"] == "laplace" and variant == "strict":
+                bounds = domains.get(qid) if isinstance(domains, Mapping) else None
+                try:
+                    lo, hi = (float(b) for b in bounds)
+                except (TypeError, ValueError):
+                    raise InputFormatError(
+                        f"The manifest of {label} declares the strict Laplace mechanism for "
+                        f"{qid!r} without its public domain ('details.domains.{qid}' = [lo, hi]), "
+                        f"so its noise scale is unknown.") from None
+                if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+                    raise InputFormatError(f"The manifest of {label} has an invalid "
+                                           f"'details.domains.{qid}': {bounds!r}.")
+                domain = (lo, hi)
+            decimals = manifest_field(manifest, "details.decimals", label, required=False,
+                                      default=_DEFAULT_DECIMALS)
+            perturbations.append(Perturbation(qid, str(entry["mechanism"]), eps, domain,
+                                              int(decimals) if entry["mechanism"] == "laplace"
+                                              else None))
+        if not isinstance(spent, Mapping) or per_case in (None, "", 0, "0"):
+            raise InputFormatError(f"The manifest of {label} declares {cls.name} without the "
+                                   f"epsilon it spends per case ('privacy_spent.epsilon_per_case').")
+        exact = manifest_field(manifest, "details.exact_groups", label, required=False, default={})
+        if not isinstance(exact, Mapping):
+            raise InputFormatError(f"The manifest of {label} has a malformed "
+                                   f"'details.exact_groups': {exact!r}.")
+        aware = manifest_field(manifest, "method.parameters.dp_aware_grouping", label,
+                               required=False, default=False)
+        try:
+            return cls(epsilon=epsilon, perturbations=tuple(perturbations), variant=str(variant),
+                       dp_aware_grouping=bool(aware),
+                       exact_groups={q: tuple(g) for q, g in exact.items()}, **common)
+        except ValidationError as exc:
+            raise InputFormatError(f"The manifest of {label}: {exc}") from None
+
+    @classmethod
+    def check(cls, series: PublishedSeries, declared: Mapping[str, "PPMSDPModel"]) -> list[ReleaseVerdict]:
+        first = next(iter(declared.values()))
+        exact, exact_qids = _exact_series(series, first)
+        hard = tuple(q for q in exact.qids if q.name not in first.perturbed
+                     or q.name in exact_qids)
+        view_series, views, checks = cls._run(exact, declared, qids=hard)
+        epsilons = _case_epsilons(series, view_series, views, first.lifespan)
+        out = []
+        for c in checks:
+            model = declared[c.period]
+            checked = (f"k={model.k} and theta* per group after the B/F/L-attacks "
+                       f"({_lifespan_text(model.lifespan)}) over the generalized QIDs "
+                       f"{_qid_names(q for q in hard if q.name not in model.perturbed)}; "
+                       f"perturbed QIDs {', '.join(model.perturbed) or 'none'} used for no hard "
+                       f"exclusion; epsilon declared")
+            extra: tuple[str, ...] = ()
+            bound = None
+            if model.is_dp:
+                bound, extra = _combined_bound(views[c.period], c, model, epsilons)
+                checked += ("; combined posterior bound checked against 1/k and theta"
+                            if model.dp_aware_grouping else "; combined posterior bound recorded")
+            else:
+                checked += ("; paper variant (not epsilon-DP): no posterior bound; values whose "
+                            "noise scale is below the published precision checked as exact")
+            out.append(_verdict(c.period, model, c, checked, "B/F/L", bound=bound, extra=extra))
+        return out
+
+
+def _exact_series(series: PublishedSeries,
+                  model: "PPMSDPModel") -> tuple[PublishedSeries, set[str]]:
+    """The series in which paper-variant values declared exact (``details.exact_groups``: noise
+    scale below the published precision) stay as published and every other perturbed value is
+    blanked (an empty cell allows the whole domain: it gives no hard exclusion)."""
+    exact_by_release: dict[str, dict[str, set[str]]] = {}
+    for label, manifest in series.manifests.items():
+        details = manifest.get("details") or {}
+        method = manifest.get("method") or {}
+        if method.get("privacy_model") == PPMS_DP_MODEL and details.get("exact_groups"):
+            found = details["exact_groups"]
+            if not isinstance(found, Mapping):
+                raise InputFormatError(f"The manifest of {label} has a malformed "
+                                       f"'details.exact_groups': {found!r}.")
+            exact_by_release[label] = {str(q): set(map(str, g)) for q, g in found.items()}
+    qids = {q for found in exact_by_release.values() for q in found} & set(model.perturbed)
+    if not qids:
+        return series, set()
+    releases = {}
+    for label, rows in series.releases.items():
+        method = (series.manifests.get(label, {}).get("method") or {})
+        if method.get("privacy_model") != PPMS_DP_MODEL:
+            releases[label] = rows
+            continue
+        rows = rows.copy()
+        groups = rows["group"].astype(str)
+        for qid in qids:
+            if qid not in rows.columns:
+                continue
+            keep = groups.isin(exact_by_release.get(label, {}).get(qid, set()))
+            rows[qid] = rows[qid].astype(str).where(keep, "")
+        releases[label] = rows
+    return (PublishedSeries(releases, series.manifests, series.qids, series.sensitive,
+                            series.source), qids)
+
+
+def _case_epsilons(series: PublishedSeries, view_series: PublishedSeries,
+                   views: dict[str, ReleaseView], lifespan: int | None) -> dict[str, np.ndarray]:
+    """Per release and row, ε_r: the per-case ε of every linked strict PPMS-DP release the case
+    appears in (its own included). Releases of other models add nothing (their QIDs are exact
+    or generalized and enter the hard exclusions instead)."""
+    spend: dict[str, float] = {}
+    for label, manifest in series.manifests.items():
+        method = manifest.get("method") or {}
+        if method.get("privacy_model") != PPMS_DP_MODEL:
+            continue
+        try:
+            model = PPMSDPModel.from_manifest(manifest, label)
+        except InputFormatError:
+            continue
+        if model.is_dp:
+            spend[label] = float(model.epsilon_per_case)
+    out = {}
+    for label in series.periods:
+        own = views.get(label) or read_view(view_series, label)
+        views[label] = own
+        eps = np.zeros(own.n)
+        for other_label, e in spend.items():
+            other = views.get(other_label) or read_view(view_series, other_label)
+            views[other_label] = other
+            if lifespan is not None and abs(other.ordinal - own.ordinal) > lifespan:
+                continue
+            eps += e * (other.index.get_indexer(own.case) >= 0)
+        out[label] = eps
+    return out
+
+
+def _combined_bound(view: ReleaseView, check: PeriodCheck, model: PPMSDPModel,
+                    epsilons: Mapping[str, np.ndarray]) -> tuple[dict, tuple[str, ...]]:
+    """Bounds (1) and (2) of :mod:`medanon.models.dp_bound` per group of one release."""
+    eps = epsilons[view.label]
+    excluded = check.excluded if check.excluded is not None else np.zeros(view.n, dtype=bool)
+    theta = model._require_theta(view.label)
+    order = np.argsort(view.group, kind="stable")
+    cuts = np.flatnonzero(np.diff(view.group[order])) + 1
+    has_term: dict[int, set[int]] = {}
+    for r, t in zip(view.term_row.tolist(), view.term_code.tolist(), strict=True):
+        has_term.setdefault(t, set()).add(r)
+    worst_post, worst_share_ratio = 0.0, 0.0
+    violations = []
+    n_over_k = n_over_theta = 0
+    for rows in np.split(order, cuts) if view.n else []:
+        g = str(view.group_labels[view.group[rows[0]]])
+        kept = rows[~excluded[rows]]
+        post = float(posterior_bounds(eps[kept]).max()) if kept.size else 1.0
+        worst_post = max(worst_post, post)
+        if post > 1.0 / model.k + _TOL:
+            n_over_k += 1
+            if model.dp_aware_grouping:
+                violations.append(f"{view.label} group {g}: combined posterior bound {post:.4g} > "
+                                  f"1/k = {1.0 / model.k:.4g}")
+        kept_set = set(kept.tolist())
+        group_set = set(rows.tolist())
+        for t, holders in has_term.items():
+            inside = holders & group_set
+            if not inside:
+                continue
+            name = str(view.term_names[t])
+            pool_with = np.fromiter(inside, dtype=np.int64)  # kept or excludable, all hold t
+            pool_without = np.fromiter(kept_set - inside, dtype=np.int64)
+            share = term_share_bound(eps[pool_with], eps[pool_without])
+            th = theta.get(name)
+            worst_share_ratio = max(worst_share_ratio, share / th if th > 0 else np.inf)
+            if share > th + _TOL:
+                n_over_theta += 1
+                if model.dp_aware_grouping:
+                    violations.append(f"{view.label} group {g}: term {name!r} combined posterior "
+                                      f"share bound {share:.4g} > theta {th:g}")
+    bound = {"epsilon_case_max": float(eps.max()) if eps.size else 0.0,
+             "max_posterior": worst_post,
+             "one_over_k": 1.0 / model.k,
+             "groups_over_one_over_k": n_over_k,
+             "max_share_over_theta": worst_share_ratio,
+             "terms_over_theta": n_over_theta,
+             "enforced": model.dp_aware_grouping}
+    return bound, tuple(violations)
