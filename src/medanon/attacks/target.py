@@ -22,10 +22,25 @@ sensitive term is its share among the remaining records (001 Definition 5 for th
 Values the adversary does not know (attributes left out of the target) match every record.
 
 Reproduces 001 Scenarios I-III and 002 Example 1 exactly (``tests/golden/test_papers_attacks.py``).
+
+Perturbed QIDs (issue 17). Every exclusion above is a *hard* one: covering is tested on the
+series of :func:`medanon.attacks.likelihood.hard_series`, where the QIDs a PPMS-DP release
+perturbs are blank, so a noisy value never excludes anyone (on follow-up cases the old reading
+excluded the target's own record every time). On a strict PPMS-DP release the remaining
+candidates are then weighted by the likelihood of their perturbed values given the target's
+values, over every linked release (:mod:`medanon.attacks.likelihood`, (L1)-(L2)): the result
+carries each candidate's weight and posterior π, the term confidences become posterior shares
+Σ_{r ∋ s} π_r, and a candidate whose perturbed value is impossible under the mechanism (outside
+its public domain) is excluded as ``impossible``. The target is *dangerous* when max π > 1/k
+(k of the release's manifest).
+
+Target syntax: ``col=value,col=value``; a value may itself hold commas (``age=Aged, 80 and
+over``): a comma starts a new pair only when a QID name and ``=`` follow it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -34,11 +49,14 @@ import numpy as np
 from ..errors import ValidationError
 from ..hierarchies import Interval
 from ..release.cells import QidInfo
+from ..release.links import Region, covers, link
 from ..release.series import PublishedSeries
 from .background import BackgroundKnowledge
-from ..release.links import Region, covers, link
+from .likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
 
 __all__ = ["Target", "TargetAttack", "attack_target", "parse_target"]
+
+_TOL = 1e-12
 
 
 @dataclass(frozen=True)
@@ -50,11 +68,20 @@ class Target:
     known: frozenset[str]
 
 
+def _split_pairs(text: str, names: list[str]) -> list[str]:
+    """``col=value`` parts of ``text``; a comma splits only before ``<QID name>=``."""
+    if not names:
+        return [p for p in text.split(",") if p.strip()]
+    lookahead = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return [p for p in re.split(rf",(?=\s*(?:{lookahead})\s*=)", text) if p.strip()]
+
+
 def parse_target(text: str | Mapping[str, str], qids: tuple[QidInfo, ...]) -> Target:
     """Read ``"col=value,col=value"`` (or a mapping) into a :class:`Target`.
 
     Categorical values are node labels of the attribute's hierarchy; numeric values are numbers
-    or inclusive intervals ``[lo-hi]`` (the adversary knows the value lies there).
+    or inclusive intervals ``[lo-hi]`` (the adversary knows the value lies there). A value may
+    hold commas (``age=Aged, 80 and over``).
 
     Raises:
         ValidationError: an unknown column, a repeated one, a value not in the hierarchy, or a
@@ -62,7 +89,7 @@ def parse_target(text: str | Mapping[str, str], qids: tuple[QidInfo, ...]) -> Ta
     """
     if isinstance(text, str):
         pairs: dict[str, str] = {}
-        for part in (p for p in text.split(",") if p.strip()):
+        for part in _split_pairs(text, [q.name for q in qids]):
             if "=" not in part:
                 raise ValidationError(f"The target must be 'column=value,...'; got {part.strip()!r}.")
             col, value = (s.strip() for s in part.split("=", 1))
@@ -97,7 +124,21 @@ def parse_target(text: str | Mapping[str, str], qids: tuple[QidInfo, ...]) -> Ta
 
 @dataclass(frozen=True)
 class TargetAttack:
-    """The outcome of the attacks on one target (case ids as published)."""
+    """The outcome of the attacks on one target (case ids as published).
+
+    Attributes:
+        period, target: The release attacked and the target's known values.
+        candidates: Records whose published unperturbed QIDs cover the target.
+        excluded: Per attack, the candidates it excludes for sure (``impossible``: a perturbed
+            value the mechanism cannot produce; only on strict PPMS-DP releases).
+        remaining: Candidates no attack excludes.
+        confidence: Per sensitive term, its share among the remaining records (on a strict
+            PPMS-DP release: its posterior share Σ_{r ∋ s} π_r).
+        attacker: ``"hard-exclusion"`` or ``"likelihood-weighted"``.
+        posterior: Likelihood-weighted attacker only: ``(case_id, log weight, π)`` per
+            remaining record, most probable first.
+        k: The k of the release's manifest (None when it declares none).
+    """
 
     period: str
     target: Mapping[str, str]
@@ -105,24 +146,47 @@ class TargetAttack:
     excluded: Mapping[str, tuple[str, ...]]
     remaining: tuple[str, ...]
     confidence: Mapping[str, float]
+    attacker: str = HARD
+    posterior: tuple[tuple[str, float, float], ...] = ()
+    k: int | None = None
 
     @property
     def reidentified(self) -> bool:
         """Whether exactly one candidate remains."""
         return len(self.remaining) == 1
 
+    @property
+    def max_posterior(self) -> float | None:
+        """The largest posterior (likelihood-weighted attacker), else None."""
+        return self.posterior[0][2] if self.posterior else None
+
+    @property
+    def dangerous(self) -> bool | None:
+        """Likelihood-weighted attacker: max π > 1/k (None without k or posterior)."""
+        if not self.posterior or self.k is None:
+            return None
+        return self.posterior[0][2] > 1.0 / self.k + _TOL
+
     def to_dict(self) -> dict:
-        return {"period": self.period, "target": dict(self.target),
-                "candidates": list(self.candidates),
-                "excluded": {k: list(v) for k, v in self.excluded.items()},
-                "remaining": list(self.remaining), "reidentified": self.reidentified,
-                "confidence": dict(self.confidence)}
+        out = {"period": self.period, "target": dict(self.target), "attacker": self.attacker,
+               "candidates": list(self.candidates),
+               "excluded": {k: list(v) for k, v in self.excluded.items()},
+               "remaining": list(self.remaining), "reidentified": self.reidentified,
+               "confidence": dict(self.confidence)}
+        if self.posterior:
+            out["posterior"] = [{"case_id": c, "log_weight": round(w, 6),
+                                 "posterior": round(p, 6)} for c, w, p in self.posterior]
+            out["max_posterior"] = round(self.posterior[0][2], 6)
+            out["k"] = self.k
+            out["dangerous"] = self.dangerous
+        return out
 
 
 def attack_target(series: PublishedSeries, period: str, target: str | Mapping[str, str] | Target,
                   *, first_appearance: bool = False, discontinued: bool = False,
                   background: BackgroundKnowledge | None = None,
-                  lifespan: int | None = None) -> TargetAttack:
+                  lifespan: int | None = None,
+                  attacker: LikelihoodAttacker | None = None) -> TargetAttack:
     """Run the B-, F-, L-, MD- (and background-knowledge) attacks on one target.
 
     Args:
@@ -133,19 +197,24 @@ def attack_target(series: PublishedSeries, period: str, target: str | Mapping[st
         discontinued: The adversary knows the case is absent from the next release (MD-attack).
         background: Terms implying QID values (000 §E).
         lifespan: Link only releases at most this many periods apart (default: all).
+        attacker: A :class:`LikelihoodAttacker` of ``series`` to reuse (built here otherwise).
 
     Raises:
         ValidationError: an unknown period or target column; ``discontinued`` when the series
             holds no release of the next period.
+        InputFormatError: a PPMS-DP manifest lacks a field its model needs.
     """
     label = series.label(period)
     tgt = target if isinstance(target, Target) else parse_target(target, series.qids)
-    links = link(series, label, lifespan=lifespan)
+    if attacker is None:
+        attacker = LikelihoodAttacker(series, lifespan=lifespan)
+    links = link(attacker.hard, label, lifespan=lifespan, views=attacker.hard_views)
     if discontinued and not links.next_known:
         raise ValidationError(f"The MD-attack on {label} needs the release of the next period, "
                               f"which the series does not hold.")
     view, qids, known = links.view, series.qids, tgt.known
     candidate = covers(view.region, tgt.region, qids, known)
+    candidate = np.broadcast_to(candidate, (view.n,)).copy()
     masks = {
         "B": links.old & ~covers(links.earlier_region, tgt.region, qids, known),
         "F": links.later & ~covers(links.later_region, tgt.region, qids, known),
@@ -155,6 +224,12 @@ def attack_target(series: PublishedSeries, period: str, target: str | Mapping[st
     if background is not None:
         implied = background.implied_regions(view, qids)
         masks["BK"] = ~covers(implied, tgt.region, qids, known)
+    likelihood = attacker.applies(label)
+    log_w = None
+    if likelihood:
+        values = TargetValues.from_region(tgt.region, qids, known)
+        log_w = attacker.log_weights(label, values)[0]
+        masks["impossible"] = np.isneginf(log_w)
     excluded_any = np.zeros(view.n, dtype=bool)
     excluded = {}
     for name, mask in masks.items():
@@ -163,12 +238,20 @@ def attack_target(series: PublishedSeries, period: str, target: str | Mapping[st
         excluded_any |= hit
     remaining = candidate & ~excluded_any
     n_left = int(remaining.sum())
+    weights = remaining.astype(np.float64) / max(n_left, 1)
+    ranked: tuple[tuple[str, float, float], ...] = ()
+    if likelihood and n_left:
+        weights = posterior(log_w, remaining)
+        rows = np.flatnonzero(remaining)
+        order = rows[np.lexsort((view.case[rows].astype(str), -weights[rows]))]
+        ranked = tuple((str(view.case[r]), float(log_w[r]), float(weights[r])) for r in order)
     confidence: dict[str, float] = {}
     if n_left:
-        keep = remaining[view.term_row]
-        counts = np.bincount(view.term_code[keep], minlength=len(view.term_names))
-        for code in np.flatnonzero(counts):
-            confidence[str(view.term_names[code])] = round(float(counts[code]) / n_left, 6)
+        mass = np.bincount(view.term_code, weights=weights[view.term_row],
+                           minlength=len(view.term_names))
+        for code in np.flatnonzero(mass > 0):
+            confidence[str(view.term_names[code])] = round(float(mass[code]), 6)
     confidence = dict(sorted(confidence.items(), key=lambda kv: (-kv[1], kv[0])))
     return TargetAttack(label, dict(tgt.values), tuple(view.case[candidate].tolist()), excluded,
-                        tuple(view.case[remaining].tolist()), confidence)
+                        tuple(view.case[remaining].tolist()), confidence,
+                        attacker.attacker(label), ranked, attacker.k_of(label))

@@ -24,7 +24,29 @@ their counts by the number of groups. k, θ and α are taken from each release's
 given; a measure whose parameter is unknown is reported as None.
 
 This is the *measurement* of the papers' figures. The verify gate uses the stricter independent
-checker of :mod:`medanon.models.ppms` (an adversary who may also keep any excludable record).
+checker of :mod:`medanon.models.ppms` (an adversary who may also keep any excludable record);
+``dsr_hard`` measures that worst case here, so ``dir_hard`` and ``dsr_hard`` are the numbers
+``medanon verify`` prints as DIR and DSR (for the same life span):
+
+    DSG_hard: some term s of g has σ_s(g) / (|g'| + σ_s(g \\ g')) > θ_s, or g' is empty while g
+              has terms.
+
+Perturbed QIDs (issue 17). Every exclusion above is hard: links and covers are read on
+:func:`medanon.attacks.likelihood.hard_series`, where the QIDs a PPMS-DP release perturbs are
+blank. On a strict PPMS-DP release the group's remaining records g' are then weighted by the
+likelihood-weighted attacker ((L1)-(L2) of :mod:`medanon.attacks.likelihood`). The worst case
+needs targets, and from the published rows alone the adversary's best reading of a record's
+true values is its published (maximum-likelihood) values: the targets of g are the records of
+g', each with the perturbed values it was published with in this release (QIDs not perturbed
+here are left unknown). For each such target t the posterior π(t) over g' gives
+
+    DIG_post: max_t max_r π_r(t) > 1/k        DSG_post: max_t max_s Σ_{r ∋ s} π_r(t) > θ_s
+
+(or g' empty, as for the hard flags). With uninformative weights π is uniform on g' and these
+are exactly DIG and DSG of Eqs. 10-11: the likelihood attacker only ever adds what the noise
+gives away. ``dir_posterior`` and ``dsr_posterior`` are their ratios; for a strict PPMS-DP
+release ``dir``/``dsr`` (the headline numbers, ``attacker`` = ``likelihood-weighted``) are those,
+elsewhere the hard ones.
 """
 
 from __future__ import annotations
@@ -37,9 +59,10 @@ import numpy as np
 
 from ..models.names import HA_MODEL
 from ..models.theta import ThetaTable
+from ..release.links import Region, covers, link
 from ..release.series import PublishedSeries
 from .background import BackgroundKnowledge
-from ..release.links import Region, covers, link
+from .likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
 from .ss import MEAN_SD, ss_records, ss_thresholds
 
 __all__ = ["GroupAttack", "ReleaseAttack", "SeriesAttack", "attack_series"]
@@ -49,7 +72,13 @@ _TOL = 1e-12
 
 @dataclass(frozen=True)
 class GroupAttack:
-    """One group after the attacks."""
+    """One group after the attacks.
+
+    ``dig``/``dsg`` are the headline flags (the likelihood-weighted ones on a strict PPMS-DP
+    release, the hard ones elsewhere); ``dig_hard``/``dsg_hard`` the gate's worst case;
+    ``max_posterior`` and ``top_share_posterior`` the worst π and posterior term share over the
+    group's targets (None without likelihood weighting).
+    """
 
     group: str
     size: int
@@ -61,17 +90,34 @@ class GroupAttack:
     dig: bool | None
     dsg: bool | None
     ssg: bool | None
+    dig_hard: bool | None = None
+    dsg_hard: bool | None = None
+    max_posterior: float | None = None
+    top_share_posterior: float | None = None
 
     def to_dict(self) -> dict:
-        return {"group": self.group, "size": self.size, "excluded": dict(self.excluded),
-                "remaining": self.remaining, "top_term": self.top_term,
-                "top_confidence": round(self.top_confidence, 6), "ss_share": self.ss_share,
-                "dig": self.dig, "dsg": self.dsg, "ssg": self.ssg}
+        out = {"group": self.group, "size": self.size, "excluded": dict(self.excluded),
+               "remaining": self.remaining, "top_term": self.top_term,
+               "top_confidence": round(self.top_confidence, 6), "ss_share": self.ss_share,
+               "dig": self.dig, "dsg": self.dsg, "ssg": self.ssg, "dig_hard": self.dig_hard,
+               "dsg_hard": self.dsg_hard}
+        if self.max_posterior is not None:
+            out["max_posterior"] = round(self.max_posterior, 6)
+            out["top_share_posterior"] = round(self.top_share_posterior or 0.0, 6)
+        return out
 
 
 @dataclass(frozen=True)
 class ReleaseAttack:
-    """One release after the attacks: per-group outcome and the ratios of 001/002."""
+    """One release after the attacks: per-group outcome and the ratios of 001/002.
+
+    Attributes:
+        attacker: ``"likelihood-weighted"`` (strict PPMS-DP release) or ``"hard-exclusion"``.
+        dir, dsr: The headline ratios: ``dir_posterior``/``dsr_posterior`` for the
+            likelihood-weighted attacker, else the papers' DIR and DSR (Eqs. 10-11).
+        dir_hard, dsr_hard: The gate's worst case over hard exclusions (what ``verify`` prints).
+        dir_posterior, dsr_posterior: The likelihood-weighted attacker's (None otherwise).
+    """
 
     period: str
     groups: tuple[GroupAttack, ...]
@@ -82,13 +128,22 @@ class ReleaseAttack:
     dsr: float | None
     ssgr: float | None
     reidentified: int
+    attacker: str = HARD
+    dir_hard: float | None = None
+    dsr_hard: float | None = None
+    dir_posterior: float | None = None
+    dsr_posterior: float | None = None
 
     def to_dict(self, *, all_groups: bool = False) -> dict:
-        risky = [g for g in self.groups if g.dig or g.dsg or g.ssg or g.remaining <= 1]
+        risky = [g for g in self.groups
+                 if g.dig or g.dsg or g.ssg or g.dig_hard or g.dsg_hard or g.remaining <= 1]
         shown = self.groups if all_groups else risky
-        return {"period": self.period, "groups": len(self.groups), "k": self.k,
-                "alpha": self.alpha, "md_applied": self.md_applied, "dir": self.dir,
-                "dsr": self.dsr, "ssgr": self.ssgr, "reidentified_groups": self.reidentified,
+        return {"period": self.period, "groups": len(self.groups), "attacker": self.attacker,
+                "k": self.k, "alpha": self.alpha, "md_applied": self.md_applied,
+                "dir": self.dir, "dsr": self.dsr, "ssgr": self.ssgr,
+                "dir_hard": self.dir_hard, "dsr_hard": self.dsr_hard,
+                "dir_posterior": self.dir_posterior, "dsr_posterior": self.dsr_posterior,
+                "reidentified_groups": self.reidentified,
                 "group_details": [g.to_dict() for g in shown]}
 
 
@@ -150,13 +205,46 @@ def _profiles(region: Region, rows: np.ndarray, bk: BackgroundKnowledge, implied
     return profiles
 
 
+def _plug_in_targets(attacker: LikelihoodAttacker, label: str, rows: np.ndarray) -> TargetValues:
+    """The targets whose true values are the perturbed values ``rows`` were published with."""
+    own = attacker.view(label)
+    model = attacker.models[label]
+    values = TargetValues(len(rows))
+    for q in attacker.series.qids:
+        if q.name not in model.perturbed:
+            continue
+        if q.kind == "numeric":
+            lo, hi = own.region.lo[q.name][rows], own.region.hi[q.name][rows]
+            ok = np.isfinite(lo) & (lo == hi)
+            values.numeric[q.name] = (np.where(ok, lo, np.nan), np.where(ok, hi, np.nan))
+        else:
+            values.categorical[q.name] = own.region.cat[q.name][rows].astype(np.int64)
+    return values
+
+
+def _posterior_flags(attacker: LikelihoodAttacker, label: str, kept: np.ndarray,
+                     holders: np.ndarray, thresholds: np.ndarray) -> tuple[float, float, bool]:
+    """Worst π and worst posterior term share (relative to θ) over the plug-in targets of a
+    group: (max π, the share of the term that comes closest to or exceeds its θ, DSG flag)."""
+    targets = _plug_in_targets(attacker, label, kept)
+    pi = posterior(attacker.log_weights(label, targets, kept))
+    worst = float(pi.max()) if pi.size else 0.0
+    if holders.shape[1] == 0:
+        return worst, 0.0, False
+    shares = pi @ holders  # targets x terms: Σ_{r ∋ s} π_r(t)
+    excess = shares - thresholds[None, :]
+    at = np.unravel_index(np.argmax(excess), excess.shape)
+    return worst, float(shares[at]), bool(excess[at] > _TOL)
+
+
 def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
                   lifespan: int | None = None, k: int | None = None,
                   theta: ThetaTable | None = None, alpha: float | None = None,
                   ss_rule: str | Mapping[str, int] | None = None,
                   background: BackgroundKnowledge | None = None,
                   md: bool | None = None,
-                  views: dict | None = None) -> SeriesAttack:
+                  views: dict | None = None,
+                  attacker: LikelihoodAttacker | None = None) -> SeriesAttack:
     """The worst-case attacks on every group of every release (see the module docstring).
 
     Args:
@@ -169,14 +257,20 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
         background: Medical background knowledge (000 §E).
         md: Apply the MD-attack to every release (True), to none (False), or to the releases
             whose manifest declares 002's model (None, the default: 001's protocol otherwise).
-        views: A cache of parsed releases (see :func:`medanon.release.links.link`).
+        views: A cache of parsed releases of ``series`` (see :func:`medanon.release.links.link`).
+        attacker: A :class:`LikelihoodAttacker` of ``series`` with the same ``lifespan`` to
+            reuse (built here otherwise).
+
+    Raises:
+        InputFormatError: a PPMS-DP manifest lacks a field its model needs.
     """
     labels = [series.label(p) for p in periods] if periods else series.periods
     qids = series.qids
-    views = views if views is not None else {}  # each release is parsed once for all labels
+    if attacker is None:
+        attacker = LikelihoodAttacker(series, lifespan=lifespan, views=views)
     out = []
     for label in labels:
-        links = link(series, label, lifespan=lifespan, views=views)
+        links = link(attacker.hard, label, lifespan=lifespan, views=attacker.hard_views)
         view = links.view
         manifest = series.manifests.get(label, {})
         m_k, m_theta, m_alpha, m_ss = _model(manifest)
@@ -185,6 +279,7 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
         kk = k if k is not None else m_k
         th = theta if theta is not None else m_theta
         al = alpha if alpha is not None else m_alpha
+        likelihood = attacker.applies(label)
         masks = {"B/L": links.old,
                  "F": links.later & ~covers(links.later_region, view.region, qids),
                  "MD": links.in_next if use_md else np.zeros(view.n, dtype=bool)}
@@ -221,15 +316,48 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
                 top = max(shares, key=lambda c: (shares[c], -c)) if shares else None
                 key = (int(drop.sum()), shares.get(top, 0.0))
                 if best is None or key > best[0]:
-                    best = (key, kept, bk, shares, top)
-            _, kept, bk, shares, top = best
+                    best = (key, kept, bk, shares, top, drop)
+            _, kept, bk, shares, top, drop = best
             excluded = {name: int(mask[rows].sum()) for name, mask in masks.items()}
             if background is not None:
                 excluded["BK"] = int(bk.sum())
-            dsg = None
+            dig = (len(kept) < kk) if kk is not None else None
+            dsg = dsg_hard = None
+            in_group: dict[int, int] = {}
+            for r in rows.tolist():
+                for c in terms_of[r]:
+                    in_group[c] = in_group.get(c, 0) + 1
             if th is not None:
                 dsg = (any(s > th.get(str(view.term_names[c])) + _TOL for c, s in shares.items())
                        or (len(kept) == 0 and bool(shares)))
+                # the gate's worst case: the adversary may keep the excludable holders of s
+                kept_set = set(kept.tolist())
+                dsg_hard = len(kept) == 0 and bool(in_group)
+                for c, sigma in in_group.items():
+                    held_out = sum(1 for r in rows.tolist() if r not in kept_set
+                                   and c in terms_of[r])
+                    if sigma / (len(kept) + held_out) > th.get(str(view.term_names[c])) + _TOL:
+                        dsg_hard = True
+            max_post = share_post = None
+            dig_post, dsg_post = dig, dsg
+            if likelihood:
+                if len(kept):
+                    codes = sorted({c for r in kept.tolist() for c in terms_of[r]})
+                    holders = np.zeros((len(kept), len(codes)))
+                    index = {c: i for i, c in enumerate(codes)}
+                    for i, r in enumerate(kept.tolist()):
+                        for c in terms_of[r]:
+                            holders[i, index[c]] = 1.0
+                    limits = np.array([th.get(str(view.term_names[c])) if th is not None else 1.0
+                                       for c in codes])
+                    max_post, share_post, over = _posterior_flags(attacker, label, kept,
+                                                                  holders, limits)
+                    dig_post = (max_post > 1.0 / kk + _TOL) if kk is not None else None
+                    dsg_post = over if th is not None else None
+                else:
+                    max_post, share_post = 1.0, 1.0
+                    dig_post = True if kk is not None else None
+                    dsg_post = bool(in_group) if th is not None else None
             share = None
             ssg = None
             if ss is not None:
@@ -241,16 +369,20 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
                 excluded=excluded, remaining=len(kept),
                 top_term=str(view.term_names[top]) if top is not None else None,
                 top_confidence=float(shares.get(top, 0.0)) if top is not None else 0.0,
-                ss_share=share, dig=(len(kept) < kk) if kk is not None else None, dsg=dsg,
-                ssg=ssg))
+                ss_share=share, dig=dig_post, dsg=dsg_post, ssg=ssg, dig_hard=dig,
+                dsg_hard=dsg_hard, max_posterior=max_post, top_share_posterior=share_post))
 
         def ratio(flag: str) -> float | None:
             values = [getattr(g, flag) for g in groups]
-            if not values or values[0] is None:
-                return None if values and values[0] is None else 0.0
+            if not values:
+                return 0.0
+            if values[0] is None:
+                return None
             return sum(values) / len(values)
 
-        out.append(ReleaseAttack(label, tuple(groups), kk, al, bool(use_md), ratio("dig"),
-                                 ratio("dsg"), ratio("ssg"),
-                                 sum(1 for g in groups if g.remaining == 1)))
+        out.append(ReleaseAttack(
+            label, tuple(groups), kk, al, bool(use_md), ratio("dig"), ratio("dsg"),
+            ratio("ssg"), sum(1 for g in groups if g.remaining == 1), attacker.attacker(label),
+            ratio("dig_hard"), ratio("dsg_hard"),
+            ratio("dig") if likelihood else None, ratio("dsg") if likelihood else None))
     return SeriesAttack(tuple(out))

@@ -344,12 +344,24 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
         ui.out.print(f"Target {out.target} in {out.period}: {len(out.candidates)} candidate(s) "
                      f"{list(out.candidates)}")
         for name, cases in out.excluded.items():
-            ui.out.print(f"  {name}-attack excludes {len(cases)}: {list(cases)}")
+            what = ("impossible perturbed values exclude" if name == "impossible"
+                    else f"{name}-attack excludes")
+            ui.out.print(f"  {what} {len(cases)}: {list(cases)}")
         ui.out.print(f"Remaining: {list(out.remaining)}"
                      + ("  -> RE-IDENTIFIED" if out.reidentified else ""))
+        if out.posterior:
+            ui.out.print(f"Likelihood-weighted attacker (perturbed QIDs weigh, never exclude): "
+                         f"max posterior {out.max_posterior:.3f}"
+                         + (f" {'>' if out.dangerous else '<='} 1/k = {1 / out.k:.3f}"
+                            if out.k else ""))
+            for case, _, p in out.posterior[:10]:
+                ui.out.print(f"  {case}: posterior {p:.4f}")
+            if len(out.posterior) > 10:
+                ui.out.print(f"  ... and {len(out.posterior) - 10} more (--json lists all)")
         if out.confidence:
             top = ", ".join(f"{t} {c:.2f}" for t, c in list(out.confidence.items())[:5])
-            ui.out.print(f"Confidence of sensitive terms: {top}")
+            kind = "Posterior share" if out.posterior else "Confidence"
+            ui.out.print(f"{kind} of sensitive terms: {top}")
         return
     if first_appearance or discontinued:
         raise ValidationError("--first-appearance and --discontinued describe a --target; without "
@@ -360,12 +372,18 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
     if as_json:
         print_json(result.to_dict(all_groups=all_groups))
         return
-    table = Table("period", "groups", "attacks", "DIR", "DSR", "SSGR", "re-identified groups",
+    table = Table("period", "groups", "attacker", "attacks", "DIR hard", "DSR hard", "DIR post.",
+                  "DSR post.", "SSGR", "re-identified groups",
                   title=f"Worst case over all targets: {series.source}")
     for r in result.releases:
-        table.add_row(r.period, str(len(r.groups)), "B/F/L/MD" if r.md_applied else "B/F/L",
-                      _fmt(r.dir), _fmt(r.dsr), _fmt(r.ssgr), str(r.reidentified))
+        table.add_row(r.period, str(len(r.groups)), r.attacker,
+                      "B/F/L/MD" if r.md_applied else "B/F/L", _fmt(r.dir_hard),
+                      _fmt(r.dsr_hard), _fmt(r.dir_posterior), _fmt(r.dsr_posterior),
+                      _fmt(r.ssgr), str(r.reidentified))
     ui.out.print(table)
+    ui.out.print("hard: exclusions that hold for sure (CaseID links, generalized QIDs), as verify "
+                 "checks them; post.: the likelihood-weighted attacker on perturbed QIDs (strict "
+                 "PPMS-DP releases), which weighs candidates by their noisy values.")
 
 
 def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bool,
@@ -388,13 +406,19 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
 
 
 def _evaluation_tables(result: dict, *, title: str) -> None:
-    table = Table("period", "method", "cases", "groups", "NIL", "NIL*", "DIR", "DSR", "SSGR",
-                  "RR", "AR_rev", title=title)
+    table = Table("period", "method", "cases", "groups", "NIL", "NIL*", "attacker", "DIR", "DSR",
+                  "SSGR", "RR", "AR_rev", "DIR hard", "RR hard", title=title)
     for r in result["releases"]:
         table.add_row(r["period"], str(r["method"]), str(r["cases"]), str(r["groups"]),
-                      _fmt(r["nil"]), _fmt(r["nil_star"]), _fmt(r["dir"]), _fmt(r["dsr"]),
-                      _fmt(r["ssgr"]), f"{r['rr']:.4f}", f"{r['ar_rev']:.4f}")
+                      _fmt(r["nil"]), _fmt(r["nil_star"]), r.get("attacker", "hard-exclusion"),
+                      _fmt(r["dir"]), _fmt(r["dsr"]), _fmt(r["ssgr"]), f"{r['rr']:.4f}",
+                      f"{r['ar_rev']:.4f}", _fmt(r.get("dir_hard")),
+                      "-" if r.get("rr_hard") is None else f"{r['rr_hard']:.4f}")
     ui.out.print(table)
+    if any(r.get("attacker") == "likelihood-weighted" for r in result["releases"]):
+        ui.out.print("likelihood-weighted: DIR, DSR, RR and AR_rev weigh candidates by the "
+                     "likelihood of their perturbed QIDs (posterior); 'hard' columns count only "
+                     "exclusions that hold for sure, as verify does.")
     signals = [(r["period"], s) for r in result["releases"] for s in r.get("signals", [])]
     if signals:
         st = Table("period", "rule", "count orig", "count rel", "PRR orig", "PRR rel",

@@ -26,6 +26,22 @@ so G is the linkage candidate set; a perturbed (DP) release rarely has such ties
 Choices: the adversary knows the truth about first appearance (L-attack) and discontinuation
 (MD-attack, only with ``md=True`` and when the next release exists). A missing original value
 is unknown to the adversary and does not restrict the candidates. Withheld cases are not in D'.
+
+Perturbed releases (issue 17). Exclusions are hard ones only (:mod:`medanon.attacks.likelihood`):
+links and covers are read on the series whose perturbed QIDs are blank. On a release declaring
+PPMS-DP in its strict variant, the candidates K(r) of a target r are the records that no attack
+excludes and whose generalized QIDs cover r (perturbed values never exclude), and the adversary
+weights them with the likelihood-weighted attacker ((L1)-(L2) there): π_j(r) over K(r). Then
+
+    Pr(r')  = π_{r'}(r)                                   (the posterior of the true record)
+    Ar(r')  = Σ_{s ∈ S_K} max{π_{r'}(r), P_π(s)} / |S_K|,  P_π(s) = Σ_{j ∈ K(r), s ∈ j} π_j(r)
+
+which are 000's formulas with 1/|G| and Pr_G(s) replaced by their posterior versions (a uniform
+π gives them back exactly). RR is then the mean posterior of the true record; a record counts as
+re-identified when π_{r'}(r) > 1/2 (the attacker's best guess is right and more likely than not).
+``rr_hard``/``ar_rev_hard`` are the same measures with π uniform on K(r): the hard-exclusion
+attacker, who reads no perturbed value. Elsewhere (no strict PPMS-DP release) the measures are
+the distance-based ones above, and the hard numbers equal them.
 """
 
 from __future__ import annotations
@@ -38,18 +54,29 @@ import pandas as pd
 from scipy import sparse
 
 from ..attacks.background import BackgroundKnowledge
-from ..release.links import Region, covers, lca_depth, link
+from ..attacks.likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
 from ..errors import SchemaError, ValidationError
+from ..release.links import Links, Region, covers, lca_depth, link
 from ..release.series import PublishedSeries
 
 __all__ = ["LinkageRisk", "linkage_risk"]
 
 _CHUNK = 512
+#: most targets x records entries per chunk of the posterior version (memory bound).
+_CELLS = 2_000_000
 
 
 @dataclass(frozen=True)
 class LinkageRisk:
-    """RR and AR_rev of one release."""
+    """RR and AR_rev of one release.
+
+    Attributes:
+        rr, ar_rev, reidentified: The attacker's measures (posterior ones for the
+            likelihood-weighted attacker, see the module docstring).
+        attacker: ``"likelihood-weighted"`` or ``"hard-exclusion"``.
+        rr_hard, ar_rev_hard, reidentified_hard: The hard-exclusion attacker's (equal to the
+            above when ``attacker`` is ``"hard-exclusion"``).
+    """
 
     period: str
     records: int
@@ -57,10 +84,19 @@ class LinkageRisk:
     ar_rev: float
     reidentified: int
     attacks: str
+    attacker: str = HARD
+    rr_hard: float | None = None
+    ar_rev_hard: float | None = None
+    reidentified_hard: int | None = None
 
     def to_dict(self) -> dict:
-        return {"period": self.period, "records": self.records, "rr": round(self.rr, 6),
-                "ar_rev": round(self.ar_rev, 6), "reidentified": self.reidentified,
+        def r6(x: float | None) -> float | None:
+            return None if x is None else round(x, 6)
+
+        return {"period": self.period, "records": self.records, "attacker": self.attacker,
+                "rr": round(self.rr, 6), "ar_rev": round(self.ar_rev, 6),
+                "reidentified": self.reidentified, "rr_hard": r6(self.rr_hard),
+                "ar_rev_hard": r6(self.ar_rev_hard), "reidentified_hard": self.reidentified_hard,
                 "attacks": self.attacks}
 
 
@@ -120,7 +156,8 @@ def _distance(view_region: Region, target: Region, known: Mapping[str, np.ndarra
 
 def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *,
                  md: bool = False, background: BackgroundKnowledge | None = None,
-                 lifespan: int | None = None, views: dict | None = None) -> LinkageRisk:
+                 lifespan: int | None = None, views: dict | None = None,
+                 attacker: LikelihoodAttacker | None = None) -> LinkageRisk:
     """RR and AR_rev of the release of ``period`` (see the module docstring).
 
     Args:
@@ -131,16 +168,24 @@ def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *
         md: Add 002's MD-attack (needs the next period's release in the series).
         background: Medical background knowledge (000 §E).
         lifespan: Link only releases at most this many periods apart.
-        views: A cache of parsed releases (see :func:`medanon.release.links.link`).
+        views: A cache of parsed releases of ``series`` (see :func:`medanon.release.links.link`).
+        attacker: A :class:`~medanon.attacks.likelihood.LikelihoodAttacker` of ``series`` with
+            the same ``lifespan`` to reuse (built here otherwise).
     """
     label = series.label(period)
-    links = link(series, label, lifespan=lifespan, views=views)
+    if attacker is None:
+        attacker = LikelihoodAttacker(series, lifespan=lifespan, views=views)
+    links = link(attacker.hard, label, lifespan=lifespan, views=attacker.hard_views)
     view, qids = links.view, series.qids
     m = view.n
     attacks = "B/F/L" + ("/MD" if md and links.next_known else "") + ("+BK" if background else "")
     if m == 0:
-        return LinkageRisk(label, 0, 0.0, 0.0, 0, attacks)
+        return LinkageRisk(label, 0, 0.0, 0.0, 0, attacks, attacker.attacker(label), 0.0, 0.0, 0)
     target, known = _original_region(original, view.case, series)
+    implied = background.implied_regions(view, qids) if background is not None else None
+    use_md = md and links.next_known
+    if attacker.applies(label):
+        return _posterior_risk(attacker, label, links, target, known, implied, use_md, attacks)
     spans = {}
     for q in qids:
         if q.kind == "numeric":
@@ -148,8 +193,6 @@ def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *
                                      target.hi[q.name][known[q.name]]])
             span = float(finite.max() - finite.min()) if finite.size else 0.0
             spans[q.name] = span if span > 0 else 1.0
-    implied = background.implied_regions(view, qids) if background is not None else None
-    use_md = md and links.next_known
 
     # Records that look the same to the adversary (published, earlier, later and implied
     # regions, link flags) form one class; targets with the same values and truth flags are one
@@ -182,12 +225,7 @@ def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *
     bounds = np.searchsorted(tgt_class[order], np.arange(0, len(tgt_rep) + _CHUNK, _CHUNK))
 
     def known_covers(region: Region, tgt: Region, kn) -> np.ndarray:
-        ok = None
-        for q in qids:
-            part = covers(_one(region, q), _one(tgt, q, column=True), (q,))
-            part = part | ~kn[q.name][:, None]
-            ok = part if ok is None else ok & part
-        return ok
+        return _known_covers(region, tgt, kn, qids)
 
     for chunk, start in enumerate(range(0, len(tgt_rep), _CHUNK)):
         reps = tgt_rep[start:start + _CHUNK]
@@ -216,8 +254,72 @@ def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *
             ar_t = np.where(distinct > 0, occurrences / (size * distinct), pr_t)
         pr[members] = np.where(hit, pr_t[local], 0.0)
         ar[members] = np.where(hit, ar_t[local], 0.0)
-    return LinkageRisk(label, m, float(pr.mean()), float(ar.mean()), int((pr == 1.0).sum()),
-                       attacks)
+    rr, ar_rev, hits = float(pr.mean()), float(ar.mean()), int((pr == 1.0).sum())
+    return LinkageRisk(label, m, rr, ar_rev, hits, attacks, HARD, rr, ar_rev, hits)
+
+
+def _known_covers(region: Region, tgt: Region, kn: Mapping[str, np.ndarray], qids) -> np.ndarray:
+    """Targets (rows) x records (columns): whether the record's region covers each target's
+    value, on the QIDs the target's value is known."""
+    ok = None
+    for q in qids:
+        part = covers(_one(region, q), _one(tgt, q, column=True), (q,))
+        part = part | ~kn[q.name][:, None]
+        ok = part if ok is None else ok & part
+    return ok
+
+
+def _posterior_risk(attacker: LikelihoodAttacker, label: str, links: Links, target: Region,
+                    known: Mapping[str, np.ndarray], implied: Region | None, use_md: bool,
+                    attacks: str) -> LinkageRisk:
+    """RR and AR_rev of the likelihood-weighted attacker (and of the hard one), every record of
+    the release being a target with its original values (module docstring)."""
+    view, qids = links.view, attacker.series.qids
+    m = view.n
+    values = TargetValues.from_region(target, qids, known)
+    width = max(len(view.term_names), 1)
+    incidence = sparse.csr_matrix((np.ones(len(view.term_row)), (view.term_row, view.term_code)),
+                                  shape=(m, width))
+    incidence.data[:] = 1.0  # a term in two columns of a record counts once
+    occurrences_of = np.asarray((incidence > 0).sum(axis=1)).ravel().astype(np.float64)
+    new, gone = ~links.old, ~links.in_next
+    pr, ar = np.zeros(m), np.zeros(m)
+    pr_hard, ar_hard = np.zeros(m), np.zeros(m)
+    step = max(1, min(_CHUNK, _CELLS // m))
+    for start in range(0, m, step):
+        idx = np.arange(start, min(start + step, m))
+        tgt = target.take(idx)
+        kn = {k: v[idx] for k, v in known.items()}
+        excluded = links.old[None, :] & ~_known_covers(links.earlier_region, tgt, kn, qids)  # B
+        excluded |= links.later[None, :] & ~_known_covers(links.later_region, tgt, kn, qids)  # F
+        excluded |= new[idx][:, None] & links.old[None, :]  # L
+        if use_md:
+            excluded |= gone[idx][:, None] & links.in_next[None, :]  # MD
+        if implied is not None:
+            excluded |= ~_known_covers(implied, tgt, kn, qids)  # background knowledge
+        log_w = attacker.log_weights(label, values.take(idx))
+        candidate = ~excluded & _known_covers(view.region, tgt, kn, qids) & ~np.isneginf(log_w)
+        pi = posterior(log_w, candidate)
+        local = np.arange(len(idx))
+        own = pi[local, idx]
+        size = candidate.sum(axis=1).astype(np.float64)
+        mass = np.asarray((incidence.T @ pi.T).T)  # P_π(s) per target and term
+        held = np.asarray((incidence.T @ candidate.T.astype(np.float64)).T) > 0  # s ∈ S_K
+        distinct = held.sum(axis=1)
+        top = np.where(held, np.maximum(mass, own[:, None]), 0.0).sum(axis=1)
+        pr[idx] = own
+        ar[idx] = np.where(distinct > 0, top / np.maximum(distinct, 1), own)
+        # the hard-exclusion attacker: π uniform on K(r)
+        inside = candidate[local, idx]
+        uniform = np.where(inside & (size > 0), 1.0 / np.maximum(size, 1.0), 0.0)
+        occ = candidate.astype(np.float64) @ occurrences_of
+        ar_u = np.where(distinct > 0, occ / (np.maximum(size, 1.0) * np.maximum(distinct, 1)),
+                        uniform)
+        pr_hard[idx] = uniform
+        ar_hard[idx] = np.where(inside, ar_u, 0.0)
+    return LinkageRisk(label, m, float(pr.mean()), float(ar.mean()), int((pr > 0.5).sum()),
+                       attacks, attacker.attacker(label), float(pr_hard.mean()),
+                       float(ar_hard.mean()), int((pr_hard == 1.0).sum()))
 
 
 def _columns(region: Region) -> list[np.ndarray]:

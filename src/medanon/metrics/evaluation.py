@@ -13,6 +13,15 @@ Combines, for each release (formulas in each module and in ``docs/metrics.md``):
 
 The caller supplies the original super records of each period (the store holds them); the
 metrics never read an algorithm's bookkeeping.
+
+Two attackers (``docs/attacks-and-verify.md``). Every release is attacked with hard exclusions
+only (a perturbed value never excludes anyone); a release declaring PPMS-DP in its strict
+variant is also attacked by the likelihood-weighted attacker of
+:mod:`medanon.attacks.likelihood`. Each entry names its ``attacker``; ``dir``, ``dsr``, ``rr``,
+``ar_rev`` and ``reidentified`` are that attacker's, and ``dir_hard``, ``dsr_hard``, ``rr_hard``,
+``ar_rev_hard`` and ``reidentified_hard`` the hard-exclusion attacker's (``dir_hard`` and
+``dsr_hard`` are the numbers ``medanon verify`` prints as DIR and DSR). ``dir_posterior`` and
+``dsr_posterior`` are None where no likelihood applies.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from collections.abc import Mapping, Sequence
 import pandas as pd
 
 from ..attacks.background import BackgroundKnowledge
+from ..attacks.likelihood import LikelihoodAttacker
 from ..attacks.worst_case import attack_series
 from ..release.series import PublishedSeries
 from .disclosure import linkage_risk
@@ -51,10 +61,11 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
     labels = [series.label(p) for p in periods] if periods else series.periods
     qid_kinds = [(q.name, q.kind) for q in series.qids]
     hierarchies = series.hierarchies
-    views: dict = {}  # every release is parsed once, for all the measures below
-    attacked = attack_series(series, periods=labels, md=True if md else None, views=views)
+    # every release is parsed once, for all the measures below
+    attacker = LikelihoodAttacker(series)
+    attacked = attack_series(series, periods=labels, md=True if md else None, attacker=attacker)
     attacked_bk = (attack_series(series, periods=labels, background=background,
-                                 md=True if md else None, views=views)
+                                 md=True if md else None, attacker=attacker)
                    if background is not None else None)
     out = []
     for label in labels:
@@ -62,26 +73,32 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
         manifest = series.manifests.get(label, {})
         original = originals[label]
         worst = attacked.release(label)
-        risk = linkage_risk(series, label, original, md=md, views=views)
+        risk = linkage_risk(series, label, original, md=md, attacker=attacker)
         entry = {
             "period": label,
             "method": (manifest.get("method") or {}).get("name"),
             "cases": len(rows), "groups": len(worst.groups),
             "nil": round(normalized_information_loss(rows, qid_kinds, hierarchies), 6),
             "nil_star": round(information_loss_star(original, rows, qid_kinds, hierarchies).nil, 6),
+            "attacker": worst.attacker,
             "dir": worst.dir, "dsr": worst.dsr, "ssgr": worst.ssgr,
             "attacks": "B/F/L/MD" if worst.md_applied else "B/F/L",
             "rr": round(risk.rr, 6), "ar_rev": round(risk.ar_rev, 6),
             "reidentified": risk.reidentified,
+            "dir_hard": worst.dir_hard, "dsr_hard": worst.dsr_hard,
+            "dir_posterior": worst.dir_posterior, "dsr_posterior": worst.dsr_posterior,
+            "rr_hard": round(risk.rr_hard, 6), "ar_rev_hard": round(risk.ar_rev_hard, 6),
+            "reidentified_hard": risk.reidentified_hard,
         }
         if background is not None:
             informed = linkage_risk(series, label, original, md=md, background=background,
-                                    views=views)
+                                    attacker=attacker)
             worst_bk = attacked_bk.release(label)
             entry["background"] = {
                 "rr": round(informed.rr, 6), "ar_rev": round(informed.ar_rev, 6),
-                "rr_bias": round(informed.rr - risk.rr, 6),
-                "ar_bias": round(informed.ar_rev - risk.ar_rev, 6),
+                # biases of the printed (rounded) values, so that they add up as shown
+                "rr_bias": round(round(informed.rr, 6) - round(risk.rr, 6), 6),
+                "ar_bias": round(round(informed.ar_rev, 6) - round(risk.ar_rev, 6), 6),
                 "dir": worst_bk.dir, "dsr": worst_bk.dsr,
                 "dir_bias": (None if worst_bk.dir is None or worst.dir is None
                              else round(worst_bk.dir - worst.dir, 6)),

@@ -80,12 +80,15 @@ def posterior_bounds(epsilons: np.ndarray) -> np.ndarray:
     eps = np.asarray(epsilons, dtype=np.float64)
     if eps.size == 0:
         return eps
-    # Work relative to the largest ε to stay finite for very large ε.
-    top = float(eps.max())
-    up = np.exp(eps - top)
-    down = np.exp(-eps - top)
-    others = down.sum() - down
-    return up / (up + others)
+    # (1) = 1 / (1 + e^{-ε_r} Σ_{r'≠r} e^{-ε_r'}). The sum is taken relative to the smallest ε
+    # (its largest term is 1), so very large or very different ε neither overflow nor give
+    # 0/0: scaling numerator and denominator by e^{-max ε} did both once ε reached ~350.
+    low = float(eps.min())
+    down = np.exp(-(eps - low))
+    others = np.maximum(down.sum() - down, 0.0)
+    with np.errstate(divide="ignore", over="ignore"):
+        log_rest = -eps - low + np.log(others)  # log(e^{-ε_r} Σ_{r'≠r} e^{-ε_r'}); -inf alone
+        return 1.0 / (1.0 + np.exp(log_rest))
 
 
 def term_share_bound(eps_with: np.ndarray, eps_without: np.ndarray) -> float:
