@@ -102,6 +102,18 @@ class ClusteringMethod(Anonymizer):
     #: which QID kinds QID-covering widens ("categorical", "numeric").
     cover_kinds: ClassVar[tuple[str, ...]] = ("categorical", "numeric")
 
+    def grouping_thresholds(self, table: ThetaTable, schema) -> tuple[int, ThetaTable, str]:
+        """The k and θ table the grouping must meet, and a note for refusals.
+
+        The model's own by default; PPMS-DP with ``dp_aware_grouping`` grows them so that a
+        likelihood-weighting adversary's posterior stays within 1/k and θ (``ppms_dp.py``).
+        """
+        return self.k, table, ""
+
+    def declared_theta(self, raised: dict[str, float]) -> dict[str, float]:
+        """The declared θ of terms whose grouping θ was raised to ``raised`` (the same here)."""
+        return raised
+
     def before_grouping(self, data: SuperRecords, space: QidSpace, values: dict,
                         rng: RandomSource) -> dict:
         """Change the encoded values in place before grouping (DP methods privatize here)."""
@@ -144,13 +156,14 @@ class ClusteringMethod(Anonymizer):
             for t in ts:
                 counts[t] = counts.get(t, 0) + 1
         table = self.theta.resolve(counts)
+        k_group, grouping, note = self.grouping_thresholds(table, schema)
         n_anchor = int(anchor.sum())
         actions = {}
-        if n and n_anchor < self.k:
+        if n and n_anchor < k_group:
             raise InfeasibleError(
                 f"Period {period} has {n_anchor} {self.anchor_name()} among {n} cases, fewer than "
-                f"k = {self.k}: no group can satisfy {self.privacy_model}.")
-        blocked = _infeasible_terms(counts, table, n_anchor)
+                f"k = {k_group}{note}: no group can satisfy {self.privacy_model}.")
+        blocked = _infeasible_terms(counts, grouping, n_anchor)
         suppressed_terms: set[str] = set()
         if blocked:
             if self.on_infeasible == "refuse":
@@ -158,7 +171,8 @@ class ClusteringMethod(Anonymizer):
                                                           self.anchor_name()))
             if self.on_infeasible == "raise-theta":
                 raised = {t: _ceil4(c / n_anchor) for t, c, _ in blocked}
-                table = table.with_overrides(raised)
+                grouping = grouping.with_overrides(raised)
+                table = table.with_overrides(self.declared_theta(raised))
                 actions["raised_theta"] = {t: {"count": c, "theta": th, "raised_to": raised[t]}
                                            for t, c, th in blocked}
             else:
@@ -174,18 +188,18 @@ class ClusteringMethod(Anonymizer):
         ptr[1:] = np.cumsum([len(ts) for ts in record_terms])
         ids = np.fromiter((term_id[t] for ts in record_terms for t in ts), dtype=np.int64,
                           count=int(ptr[-1]))
-        theta_arr = np.array([table.get(t) for t in vocabulary], dtype=float)
+        theta_arr = np.array([grouping.get(t) for t in vocabulary], dtype=float)
         extra = self.ha_inputs(data, per_column, new, md)
         extra_details = extra.pop("_details", {})
         rank = rng.generator.permutation(n)
-        grouping = GroupingInput(space, values["cat"], values["lo"], values["hi"], ptr, ids,
-                                 theta_arr, anchor, pool, rank, self.k, **extra)
-        result = group_records(grouping)
+        grouping_input = GroupingInput(space, values["cat"], values["lo"], values["hi"], ptr, ids,
+                                       theta_arr, anchor, pool, rank, k_group, **extra)
+        result = group_records(grouping_input)
         withheld = sorted(result.unplaced)
         if withheld and (self.on_infeasible == "refuse" or not self.may_withhold):
             raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
-                                                    table, may_withhold=self.may_withhold))
-        self._check_own_bounds(grouping, result.group_of)
+                                                    grouping, may_withhold=self.may_withhold))
+        self._check_own_bounds(grouping_input, result.group_of, k_group)
         out, n_groups, table_details = self.build_table(data, space, values, result.group_of,
                                                         suppressed_terms, rng)
         details = {
@@ -203,13 +217,13 @@ class ClusteringMethod(Anonymizer):
         return AnonymizationResult(table=out, n_groups=n_groups, suppressed=len(withheld),
                                    details=details, privacy_losses=self.planned_losses(schema))
 
-    def _check_own_bounds(self, data: GroupingInput, group_of: np.ndarray) -> None:
+    def _check_own_bounds(self, data: GroupingInput, group_of: np.ndarray, k: int) -> None:
         """The algorithm's own invariant: anchors >= k and σ_s <= floor(θ_s·anchors) per group."""
         placed = group_of >= 0
         if not placed.any():
             return
         anchors = np.bincount(group_of[placed], weights=data.anchor[placed].astype(float))
-        if anchors.min() < self.k:
+        if anchors.min() < k:
             raise InternalError(f"{self.name}: a group has {anchors.min():.0f} anchors < k.")
         lengths = np.diff(data.term_ptr)
         owner = np.repeat(np.arange(data.n), lengths)

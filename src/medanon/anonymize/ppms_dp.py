@@ -41,6 +41,19 @@ Two variants (``variant=``), and what their ε means — read this before publis
 
 ε is given **per perturbed attribute**, as in 000 (which applies the same ε to each).
 
+``dp_aware_grouping`` (beyond the paper; issue 17). k and θ* hold for an adversary who only
+excludes for sure; one who weights candidates by the likelihood of their noisy values can see a
+posterior above 1/k. With ``dp_aware_grouping=True`` the grouping meets k' = ``inflated_k(k, ε)``
+anchors per group and θ' = ``inflated_theta(θ, ε)`` per term (:mod:`medanon.models.dp_bound`,
+bounds (1)-(2)), so that the combined bound holds: no candidate's posterior above 1/k, no
+term's posterior share above θ. The release still declares k and θ (and
+``dp_aware_grouping: true``, which makes the gate enforce the bound). ε is
+``dp_aware_epsilon`` when given — the most a case may spend over the whole series, e.g. the
+store's ``--case-budget``, which makes the bound hold across releases — else this release's
+ε_case: a bound *per release*, which a later release holding the same cases can exceed (the
+gate then refuses that release). A θ raised for feasibility (``raise-theta``) is raised in the
+grouping and declared as the θ that inflates to it.
+
 Deviations from 000 (docs/algorithms/ppms-dp.md): the numeric QIDs of old cases are not
 covered (they are perturbed; covering would only widen them); a missing numeric value is
 perturbed from the middle of its range; noisy numbers are published rounded to 0.01
@@ -50,6 +63,7 @@ perturbed from the middle of its range; noisy numbers are published rounded to 0
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -61,11 +75,12 @@ import pandas as pd
 from .._validation import check_choice
 from ..accounting import PrivacyLoss, format_epsilon, to_exact
 from ..data.records import SuperRecords
-from ..errors import SchemaError, ValidationError
+from ..errors import InfeasibleError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..mechanisms import ExponentialMechanism, LaplaceMechanism, NoiseSource
+from ..models.dp_bound import inflated_k, inflated_theta
 from ..models.names import PPMS_DP_MODEL
-from ..models.theta import ThetaSpec
+from ..models.theta import ThetaSpec, ThetaTable
 from ..random import RandomSource
 from .clustering import QidSpace
 from .common import ClusteringMethod, add_published_columns, case_columns, group_lub
@@ -162,6 +177,10 @@ class _PPMSDP(ClusteringMethod):
             written, local sensitivity: not ε-DP end to end).
         domains: public domain ``{name: (lo, hi)}`` of numeric QIDs for the strict variant
             (overrides the schema's ``domain``).
+        dp_aware_grouping: grow groups to k' and θ' so that the combined posterior bound holds
+            (strict variant only; see the module docstring).
+        dp_aware_epsilon: the per-case ε the dp-aware grouping designs for (default: this
+            release's ε_case).
     """
 
     privacy_model = PPMS_DP_MODEL
@@ -173,11 +192,25 @@ class _PPMSDP(ClusteringMethod):
     def __init__(self, *, k: int, theta: float | str | ThetaSpec, epsilon: object,
                  variant: str = "strict", lifespan: int | None = None,
                  on_infeasible: str = "refuse",
-                 domains: Mapping[str, tuple[float, float]] | None = None):
+                 domains: Mapping[str, tuple[float, float]] | None = None,
+                 dp_aware_grouping: bool = False, dp_aware_epsilon: object = None):
         super().__init__(k=k, theta=theta, lifespan=lifespan, on_infeasible=on_infeasible)
         owner = type(self).__name__
         self.epsilon = to_exact(epsilon, name="epsilon", owner=owner)
         self.variant = check_choice(variant, name="variant", owner=owner, choices=VARIANTS)
+        if not isinstance(dp_aware_grouping, bool):
+            raise ValidationError(f"The 'dp_aware_grouping' parameter of {owner} must be True or "
+                                  f"False; got {dp_aware_grouping!r}.")
+        if dp_aware_grouping and self.variant != "strict":
+            raise ValidationError(f"The 'dp_aware_grouping' parameter of {owner} needs the strict "
+                                  f"variant: the paper variant is not epsilon-DP, so no posterior "
+                                  f"bound holds for it.")
+        if dp_aware_epsilon is not None and not dp_aware_grouping:
+            raise ValidationError(f"The 'dp_aware_epsilon' parameter of {owner} applies only with "
+                                  f"dp_aware_grouping=True.")
+        self.dp_aware_grouping = dp_aware_grouping
+        self.dp_aware_epsilon = (None if dp_aware_epsilon is None else
+                                 to_exact(dp_aware_epsilon, name="dp_aware_epsilon", owner=owner))
         self.domains = {}
         for name, bounds in (domains or {}).items():
             try:
@@ -197,7 +230,10 @@ class _PPMSDP(ClusteringMethod):
     def parameters(self) -> dict[str, object]:
         return {**super().parameters(), "epsilon": format_epsilon(self.epsilon),
                 "epsilon_applies_to": "each perturbed QID", "variant": self.variant,
-                "domains": {n: list(b) for n, b in sorted(self.domains.items())} or None}
+                "domains": {n: list(b) for n, b in sorted(self.domains.items())} or None,
+                "dp_aware_grouping": self.dp_aware_grouping,
+                "dp_aware_epsilon": (None if self.dp_aware_epsilon is None
+                                     else format_epsilon(self.dp_aware_epsilon))}
 
     @property
     def guarantee(self) -> str:  # type: ignore[override]
@@ -226,6 +262,40 @@ class _PPMSDP(ClusteringMethod):
                               f"schema, or pass --domain {name}=LO:HI (bounds known without "
                               f"looking at the data).")
         return spec.domain
+
+    def _design_epsilon(self, schema) -> Fraction:
+        """The per-case ε the dp-aware grouping designs for."""
+        if self.dp_aware_epsilon is not None:
+            return self.dp_aware_epsilon
+        return self.epsilon * len(self._qids_perturbed(schema))
+
+    def grouping_thresholds(self, table: ThetaTable, schema) -> tuple[int, ThetaTable, str]:
+        if not self.dp_aware_grouping:
+            return super().grouping_thresholds(table, schema)
+        eps = self._design_epsilon(schema)
+        shown = format_epsilon(eps)
+        try:
+            k_group = inflated_k(self.k, float(eps))
+            grouping = ThetaTable(inflated_theta(table.default, float(eps)),
+                                  {t: inflated_theta(v, float(eps))
+                                   for t, v in table.overrides.items()})
+        except (OverflowError, ValidationError):  # e^{2ε} beyond any data set
+            raise InfeasibleError(
+                f"dp-aware grouping at epsilon per case {shown} would need groups of "
+                f"1 + (k-1)e^(2 epsilon) cases, beyond any data set; lower epsilon or drop "
+                f"--dp-aware-grouping.") from None
+        self._grouping_epsilon = eps  # for declared_theta, in the same anonymize() call
+        note = (f" (dp-aware grouping: k = {self.k} grown to 1 + (k-1)e^(2 epsilon) for epsilon "
+                f"per case {shown}, so that no candidate's posterior exceeds 1/k)")
+        return k_group, grouping, note
+
+    def declared_theta(self, raised: dict[str, float]) -> dict[str, float]:
+        if not self.dp_aware_grouping:
+            return raised
+        # the θ that inflates to the raised grouping θ' (rounded up: a larger θ is declared)
+        grow = math.exp(2.0 * float(self._grouping_epsilon))
+        return {t: min(1.0, math.ceil(v * grow / (1.0 - v + v * grow) * 10_000 - 1e-9) / 10_000)
+                for t, v in raised.items()}
 
     def before_grouping(self, data: SuperRecords, space: QidSpace, values: dict,
                         rng: RandomSource) -> dict:
@@ -303,6 +373,10 @@ class _PPMSDP(ClusteringMethod):
         details = {"groups_before_merging": n_before, "groups_merged_away": n_before - n_groups}
         if smallest_scale is not None:
             details["smallest_laplace_scale"] = smallest_scale
+        if self.dp_aware_grouping:  # public parameters only: k' and the ε it is designed for
+            eps = self._design_epsilon(schema)
+            details["dp_aware_grouping"] = {"epsilon_per_case": format_epsilon(eps),
+                                            "k_grouping": inflated_k(self.k, float(eps))}
         return table, n_groups, details
 
     def planned_losses(self, schema) -> tuple[PrivacyLoss, ...]:

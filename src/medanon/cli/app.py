@@ -243,6 +243,11 @@ def release(
     on_case_budget: Annotated[str, typer.Option(
         "--on-case-budget", help="refuse | suppress: a case that would exceed --case-budget "
                                  "refuses the release, or is withheld from it.")] = "refuse",
+    dp_aware_grouping: Annotated[bool, typer.Option(
+        "--dp-aware-grouping", help="PPMS-DP strict: grow groups to k' = 1 + (k-1)e^(2 epsilon) "
+                                    "and theta to theta' so that even an attacker weighting "
+                                    "candidates by their noisy QIDs stays within 1/k and theta "
+                                    "(epsilon: --case-budget if given, else per release).")] = False,
     seed: SeedOpt = None,
     allow_seeded: Annotated[bool, typer.Option(
         "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
@@ -257,7 +262,7 @@ def release(
                      seed=seed, allow_seeded=allow_seeded, as_json=as_json,
                      publish_despite_violations=publish_despite_violations, epsilon=epsilon,
                      dp_variant=dp_variant, domains=domain or [], case_budget=case_budget,
-                     on_case_budget=on_case_budget)
+                     on_case_budget=on_case_budget, dp_aware_grouping=dp_aware_grouping)
 
 
 @app.command()

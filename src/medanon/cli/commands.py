@@ -129,14 +129,22 @@ def parse_domains(items: list[str]) -> dict[str, tuple[float, float]]:
 def make_method(method: str, *, k: int | None, theta: str | float | None, alpha: float | None = None,
                 ss_rule: str | None = None, lifespan: int | None = None,
                 on_infeasible: str = "refuse", epsilon: str | float | None = None,
-                dp_variant: str = "strict", domains: list[str] | None = None) -> Anonymizer:
-    """Build a method from command-line values, with messages that name the flags."""
+                dp_variant: str = "strict", domains: list[str] | None = None,
+                dp_aware_grouping: bool = False, case_budget: str | None = None) -> Anonymizer:
+    """Build a method from command-line values, with messages that name the flags.
+
+    With ``dp_aware_grouping`` the grouping designs for ``case_budget`` when one is given (the
+    most any case may spend over the series), else for this release's ε per case.
+    """
     if method not in METHODS:
         raise ValidationError(f"Unknown method {method!r}; available: {', '.join(METHODS)}.")
     dp = method.startswith("ppms-dp")
-    if not dp and (epsilon is not None or domains or dp_variant != "strict"):
-        raise ValidationError(f"--epsilon, --dp-variant and --domain apply to methods ppms-dp-num "
-                              f"and ppms-dp-all, not {method!r}.")
+    if not dp and (epsilon is not None or domains or dp_variant != "strict" or dp_aware_grouping):
+        raise ValidationError(f"--epsilon, --dp-variant, --domain and --dp-aware-grouping apply to "
+                              f"methods ppms-dp-num and ppms-dp-all, not {method!r}.")
+    if dp_aware_grouping and dp_variant != "strict":
+        raise ValidationError("--dp-aware-grouping needs --dp-variant strict: the paper variant "
+                              "is not epsilon-DP, so no posterior bound holds for it.")
     if method == "none":
         if any(v is not None for v in (k, theta, alpha, ss_rule, lifespan)):
             raise ValidationError("Method 'none' gives no privacy guarantee and takes no --k, "
@@ -163,6 +171,8 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
             raise ValidationError(f"Method {method!r} needs --epsilon (per perturbed QID, e.g. "
                                   f"--epsilon 1).")
         kwargs.update(epsilon=epsilon, variant=dp_variant, domains=parse_domains(domains or []))
+        if dp_aware_grouping:
+            kwargs.update(dp_aware_grouping=True, dp_aware_epsilon=case_budget)
     return METHODS[method](**kwargs)
 
 
@@ -172,10 +182,11 @@ def release(*, store: Path, periods: list[str], method: str, k: int | None, thet
             on_infeasible: str = "refuse", publish_despite_violations: bool = False,
             epsilon: str | None = None, dp_variant: str = "strict",
             domains: list[str] | None = None, case_budget: str | None = None,
-            on_case_budget: str = "refuse") -> None:
+            on_case_budget: str = "refuse", dp_aware_grouping: bool = False) -> None:
     anonymizer = make_method(method, k=k, theta=theta, alpha=alpha, ss_rule=ss_rule,
                              lifespan=lifespan, on_infeasible=on_infeasible, epsilon=epsilon,
-                             dp_variant=dp_variant, domains=domains)
+                             dp_variant=dp_variant, domains=domains,
+                             dp_aware_grouping=dp_aware_grouping, case_budget=case_budget)
     budget = None if case_budget is None else Budget.of(case_budget)
     rng = make_random_source(seed)
     with ReleaseStore.open(store) as db:
@@ -197,6 +208,11 @@ def release(*, store: Path, periods: list[str], method: str, k: int | None, thet
     if any(s.verdict == "violated" for s in summaries):
         ui.err.print("warning: published DESPITE violations of the privacy model; they are listed "
                      "in each manifest's 'verification'.")
+    if dp_aware_grouping and case_budget is None:
+        ui.err.print("note: --dp-aware-grouping without --case-budget bounds the posterior per "
+                     "release: a later release that links the same cases spends more epsilon, "
+                     "and the gate refuses it if the bound then fails. Give --case-budget to "
+                     "design the groups for the whole series.")
     if getattr(anonymizer, "variant", None) == "paper":
         ui.err.print("note: --dp-variant paper follows paper 000 (local sensitivity): the release "
                      "is NOT epsilon-DP; see each manifest's 'privacy_spent'.")

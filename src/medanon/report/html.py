@@ -112,8 +112,15 @@ def _summary(reports: Sequence[SeriesReport]) -> str:
               "L-attacks; MD when the model declares it) narrows to fewer than k candidate "
               "cases. DSR: share of groups where a sensitive term's share among the remaining "
               "candidates exceeds its θ. RR re-identified: cases whose candidate set shrinks to "
-              "one under 000's record-linkage attack. Signals compare each rule's PRR/χ² "
-              "criterion on the original data and on the release.</p></section>")
+              "one under 000's record-linkage attack. On differentially private releases "
+              "(PPMS-DP, strict variant) these are the likelihood-weighted attacker's numbers: "
+              "noisy QIDs never exclude a candidate, they weigh it; a group is dangerous when "
+              "some candidate's posterior exceeds 1/k, and a case is re-identified when its own "
+              "record's posterior exceeds 1/2. The verify gate checks the exclusions that hold "
+              "for sure (DIR hard in the period tables) and records the combined posterior "
+              "bound, so a release can pass the gate while this attacker still succeeds. "
+              "Signals compare each rule's PRR/χ² criterion on the original data and on the "
+              "release.</p></section>")
 
 
 def _figures(reports: Sequence[SeriesReport]) -> str:
@@ -141,14 +148,25 @@ def _period_table(r: SeriesReport) -> str:
         css = "ok" if verdict == "passed" else "bad"
         shown = f'<span class="{css}">{escape(verdict)}</span>' if verdict else "not checked"
         source = ingested.get(x["period"], {})
+        bound = (r.manifests[x["period"]].get("verification") or {}).get("bound") or {}
         rows.append([escape(x["period"]), escape(str(x["method"])),
                      _fmt(source.get("n_reports")), _fmt(source.get("n_cases")), str(x["cases"]),
-                     str(x["groups"]), _fmt(x["nil"]), _fmt(x["nil_star"]), _fmt(x["dir"]),
+                     str(x["groups"]), _fmt(x["nil"]), _fmt(x["nil_star"]),
+                     escape(_ATTACKERS.get(x.get("attacker"), "hard")), _fmt(x["dir"]),
                      _fmt(x["dsr"]), _fmt(x["ssgr"]), escape(x["attacks"]), _fmt(x["rr"], 4),
-                     _fmt(x["ar_rev"], 4), shown])
-    return _table(["period", "method", "reports in", "cases in", "cases out", "groups", "NIL",
-                   "NIL*", "DIR", "DSR", "SSGR", "attacks", "RR", "AR_rev", "verify gate"],
-                  rows, left=2)
+                     _fmt(x["ar_rev"], 4), _fmt(x.get("dir_hard")),
+                     _fmt(bound.get("max_posterior")), shown])
+    return (_table(["period", "method", "reports in", "cases in", "cases out", "groups", "NIL",
+                    "NIL*", "attacker", "DIR", "DSR", "SSGR", "attacks", "RR", "AR_rev",
+                    "DIR hard", "posterior bound", "verify gate"], rows, left=2)
+            + '<p class="note">attacker: "likelihood" on strict PPMS-DP releases (DIR, DSR, RR '
+              "and AR_rev from the posterior over candidates weighted by their noisy QIDs), "
+              '"hard" elsewhere. DIR hard: exclusions that hold for sure, the DIR the gate '
+              "checks. Posterior bound: the largest posterior the gate's combined DP bound "
+              "allows (recorded, and enforced only with dp-aware grouping).</p>")
+
+
+_ATTACKERS = {"likelihood-weighted": "likelihood", "hard-exclusion": "hard"}
 
 
 def _signal_table(r: SeriesReport) -> str:

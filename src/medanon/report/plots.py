@@ -92,7 +92,9 @@ def nil_figure(reports: Sequence[SeriesReport]) -> Figure:
 def disclosure_figure(reports: Sequence[SeriesReport]) -> Figure:
     """DIR, DSR (and SSGR when any release declares α) after the attacks, per period."""
     periods = _periods(reports)
-    keys = [("dir", "DIR: groups with < k candidates"), ("dsr", "DSR: a term above its θ")]
+    # on strict DP releases "dir"/"dsr" are the likelihood-weighted attacker's (posterior)
+    keys = [("dir", "DIR: < k candidates (DP: max posterior > 1/k)"),
+            ("dsr", "DSR: a term above its θ (DP: posterior share)")]
     if any(rel.get("ssgr") is not None for r in reports for rel in r.releases):
         keys.append(("ssgr", "SSGR: substantial symptoms above α"))
     fig = Figure(figsize=(4.2 * len(keys), 3.4))
