@@ -140,6 +140,7 @@ class ReleaseAttack:
         shown = self.groups if all_groups else risky
         return {"period": self.period, "groups": len(self.groups), "attacker": self.attacker,
                 "k": self.k, "alpha": self.alpha, "md_applied": self.md_applied,
+                "attacks": "B/F/L/MD" if self.md_applied else "B/F/L",
                 "dir": self.dir, "dsr": self.dsr, "ssgr": self.ssgr,
                 "dir_hard": self.dir_hard, "dsr_hard": self.dsr_hard,
                 "dir_posterior": self.dir_posterior, "dsr_posterior": self.dsr_posterior,
