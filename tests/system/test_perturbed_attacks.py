@@ -172,3 +172,24 @@ def test_dp_aware_grouping_keeps_the_likelihood_attacker_within_1_over_k(tmp_pat
     evaluated_plain = _json("evaluate", "--store", plain)["releases"]
     assert max(r["dir_posterior"] for r in attacked_plain) > 0
     assert np.mean([r["nil"] for r in evaluated_plain]) < np.mean([r["nil"] for r in evaluated])
+
+
+def test_dp_aware_grouping_errors_are_clear_and_publish_nothing(tmp_path):
+    from tests.conftest import assert_user_error
+
+    write_faers_series(tmp_path / "in", periods=1, cases=120, seed=2)
+    store = tmp_path / "s.duckdb"
+    assert main(["ingest", str(tmp_path / "in"), "--store", str(store)]) == 0
+    base = ["release", "--store", store, "--k", "5", "--theta", "0.4", "--seed", "1",
+            "--allow-seeded", "--on-infeasible", "raise-theta"]
+    assert_user_error(run_cli(*base, "--method", "ppms++", "--dp-aware-grouping"),
+                      "ValidationError", "--dp-aware-grouping apply to methods ppms-dp-num")
+    assert_user_error(run_cli(*base, "--method", "ppms-dp-num", "--epsilon", "1",
+                              "--dp-variant", "paper", "--dp-aware-grouping"),
+                      "ValidationError", "--dp-aware-grouping needs --dp-variant strict")
+    # ε = 2 per case: k' = 1 + 4e^4 = 220 new cases per group, more than the quarter holds
+    assert_user_error(run_cli(*base, "--method", "ppms-dp-num", "--epsilon", "2",
+                              "--dp-aware-grouping"),
+                      "InfeasibleError", "fewer than k = 220 (dp-aware grouping: k = 5")
+    with ReleaseStore.open(store) as db:
+        assert db.published_periods() == []
