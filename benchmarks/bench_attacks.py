@@ -1,7 +1,8 @@
 """Benchmark: the verify gate, the worst-case attacks and RR/AR_rev on synthetic quarters.
 
-Publishes a 3-quarter synthetic series with MS (per-release groups, so the attacks bite) and
-PPMS++ and times, per size: the verifier over the series (``verify_series``), the worst-case
+Publishes a 3-quarter synthetic series with MS (per-release groups, so the attacks bite),
+PPMS++ and PPMS-DP_all (strict, ε = 1 per QID: the likelihood-weighted attacker, whose RR is a
+posterior over every record of the release per target) and times, per size: the verifier over the series (``verify_series``), the worst-case
 attacks (``attack_series``) and RR/AR_rev of the middle quarter (``linkage_risk``, a targets x
 records computation in chunks). Prints peak resident memory. Not a test: timings are noisy.
 
@@ -35,7 +36,8 @@ SIZES = (7_000, 28_000)
 
 
 def publish(method_name: str, quarters, schema, tax):
-    method = METHODS[method_name](k=5, theta="frequency", on_infeasible="raise-theta")
+    extra = {"epsilon": 1} if method_name.startswith("ppms-dp") else {}
+    method = METHODS[method_name](k=5, theta="frequency", on_infeasible="raise-theta", **extra)
     rng = make_random_source(1)
     releases, manifests, originals = {}, {}, {}
     for quarter in quarters:
@@ -64,7 +66,7 @@ def main() -> None:
         folder = Path(tempfile.mkdtemp(prefix="bench-attacks-"))
         write_faers_series(folder, periods=3, cases=size, seed=9)
         quarters = read_faers(folder).quarters
-        for method in ("ms", "ppms++"):
+        for method in ("ms", "ppms++", "ppms-dp-all"):
             series, originals = publish(method, quarters, schema, tax)
             mid = series.periods[1]
             t0 = time.perf_counter()

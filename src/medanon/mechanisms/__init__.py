@@ -7,6 +7,9 @@
 - :class:`BlockRandomizedResponse`: ClinSimRR's block-structured, utility-optimized randomized
   response over a protected set (Bonomi et al. 2023; uRR of Murakami and Kawamoto 2019 at b = 1).
 - :class:`NoiseSource`: their only randomness; secure (OS CSPRNG) by default, seeded for tests.
+- :mod:`.likelihood`: the other direction, for attackers: the probability of a published value
+  given a true value under the strict PPMS-DP Laplace and exponential perturbations (pure
+  functions; the samplers are unchanged).
 
 Each mechanism exposes ``name``, the exact per-invocation ``epsilon`` (a Fraction, δ = 0) and
 ``describe()``; the privacy accounting (:mod:`medanon.accounting`) records them.
