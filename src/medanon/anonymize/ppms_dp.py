@@ -240,9 +240,12 @@ class _PPMSDP(ClusteringMethod):
         syntactic = ("Each group keeps >= k new cases and each sensitive term's share among them "
                      "<= its theta after B/F/L-attacks on the QIDs that are not perturbed")
         if self.variant == "strict":
+            aware = (" Groups are grown (dp-aware grouping) so that an adversary weighting "
+                     "candidates by the likelihood of their perturbed values sees no posterior above "
+                     "1/k and no term share above its theta." if self.dp_aware_grouping else "")
             return (f"{syntactic}; the perturbed QIDs of each case are epsilon-DP (epsilon = "
                     f"{format_epsilon(self.epsilon)} per perturbed QID, summed over them per case "
-                    f"and release; see privacy_spent).")
+                    f"and release; see privacy_spent).{aware}")
         return (f"{syntactic}; perturbed QIDs carry noise calibrated to local (data-dependent) "
                 f"sensitivity: NOT epsilon-DP end to end (epsilon = "
                 f"{format_epsilon(self.epsilon)} is a noise-scale parameter).")

@@ -46,6 +46,11 @@ attack on such a release is the hard-exclusion attacker alone (which understates
 attacker who estimates the scale from the group's published spread can do).
 
 This module reads published strings and manifests only (``design.md`` rule 6).
+
+References: paper 000 §IV.B-C (the Laplace and exponential perturbations attacked here) and §V
+(RR, AR_rev); 001 Definitions 2-4 and 002 Definition 5 (the hard exclusions). Beyond the papers
+(none of them attacks its own noise): the likelihood weighting, the uniform prior for m, the
+plug-in targets of the worst case (:mod:`.worst_case`) and the treatment of the paper variant.
 """
 
 from __future__ import annotations

@@ -329,7 +329,8 @@ def attack(
     period: Annotated[Optional[str], typer.Option(
         "--period", help="The release to attack (the target's release with --target).")] = None,
     target: Annotated[Optional[str], typer.Option(
-        "--target", help="The target's known QID values, 'col=value,...' (e.g. 'sex=F,age=32').")] = None,
+        "--target", help="The target's known QID values, 'col=value,...' (e.g. 'sex=F,age=32'; "
+                         "a value may hold commas).")] = None,
     first_appearance: Annotated[bool, typer.Option(
         "--first-appearance", help="The adversary knows the case first appears in --period (L-attack).")] = False,
     discontinued: Annotated[bool, typer.Option(
@@ -349,7 +350,11 @@ def attack(
                              "(default: to releases declaring 002's model).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Replay the B-, F-, L-, MD- and SS-attacks: on one --target, or the worst case per group."""
+    """Replay the B-, F-, L-, MD- and SS-attacks: on one --target, or the worst case per group.
+
+    Noisy (PPMS-DP) QIDs never exclude a candidate; on strict PPMS-DP releases the candidates are
+    weighted by the likelihood of their noisy values and the posterior is reported.
+    """
     commands.attack(series_dir=series, store=store, schema_path=schema, period=period,
                     target=target, first_appearance=first_appearance, discontinued=discontinued,
                     background=background, lifespan=lifespan, k=k, alpha=alpha, ss_rule=ss_rule,
