@@ -282,7 +282,7 @@ class _PPMSDP(ClusteringMethod):
             grouping = ThetaTable(inflated_theta(table.default, float(eps)),
                                   {t: inflated_theta(v, float(eps))
                                    for t, v in table.overrides.items()})
-        except (OverflowError, ValidationError):  # e^{2ε} beyond any data set
+        except ValidationError:  # e^{2ε} beyond any data set (or a θ' that underflows)
             raise InfeasibleError(
                 f"dp-aware grouping at epsilon per case {shown} would need groups of "
                 f"1 + (k-1)e^(2 epsilon) cases, beyond any data set; lower epsilon or drop "

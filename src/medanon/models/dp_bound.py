@@ -58,6 +58,11 @@ def inflated_k(k: int, epsilon: float) -> int:
     """
     k = check_int(k, name="k", owner="inflated_k", minimum=1)
     eps = _epsilon(epsilon, "inflated_k")
+    if k > 1 and 2.0 * eps + math.log(k - 1) > 700.0:  # beyond a double (and any data set)
+        from ..errors import ValidationError
+
+        raise ValidationError(f"The 'epsilon' parameter of inflated_k is too large: 1 + (k-1)e^(2 "
+                              f"epsilon) with k = {k} and epsilon = {eps:g} exceeds 1e300 cases.")
     need = 1.0 + (k - 1) * math.exp(2.0 * eps)
     # Guard against the float product landing a hair above an integer.
     return int(math.ceil(need - 1e-9))
@@ -69,7 +74,9 @@ def inflated_theta(theta: float, epsilon: float) -> float:
     eps = _epsilon(epsilon, "inflated_theta")
     if theta >= 1.0:
         return 1.0
-    return theta / (theta + (1.0 - theta) * math.exp(2.0 * eps))
+    # θ e^{-2ε} / (θ e^{-2ε} + 1 − θ): no overflow for large ε (it tends to 0)
+    shrink = math.exp(-2.0 * eps)
+    return theta * shrink / (theta * shrink + (1.0 - theta))
 
 
 def posterior_bounds(epsilons: np.ndarray) -> np.ndarray:
