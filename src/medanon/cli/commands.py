@@ -315,6 +315,12 @@ def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
                           _fmt(r.dsr), _fmt(r.ssgr))
         ui.out.print(table)
         for r in verdict.releases:
+            ui.out.print(f"{r.period} checked: {r.checked}")
+            if r.bound is not None:
+                b = r.bound
+                ui.out.print(f"  combined posterior bound {b['max_posterior']:.3g} (1/k = "
+                             f"{b['one_over_k']:.3g}; {b['groups_over_one_over_k']} group(s) "
+                             f"above it; max epsilon per case {b['epsilon_case_max']:g})")
             for v in r.violations[:10]:
                 ui.out.print(f"  {v}")
             if len(r.violations) > 10:

@@ -439,7 +439,8 @@ class PPMSDPModel(PPMSModel):
                     f"mechanism parameters: 'privacy_spent.mechanisms' needs an entry with target "
                     f"{qid!r}, 'mechanism' ({' or '.join(_MECHANISMS)}) and 'epsilon'.")
             try:
-                eps = to_exact(entry["epsilon"], name="epsilon", owner=f"mechanism of {qid!r}")
+                eps = to_exact(entry.get("epsilon_exact", entry["epsilon"]), name="epsilon",
+                               owner=f"mechanism of {qid!r}")
             except ValidationError as exc:
                 raise InputFormatError(f"The manifest of {label}, 'privacy_spent.mechanisms' for "
                                        f"{qid!r}: {exc}") from None
