@@ -45,8 +45,9 @@ class Anonymizer(ABC):
     name: ClassVar[str]
     #: the privacy model the method claims, e.g. ``"PPMS(k, theta*)-bounding"``; None for none.
     privacy_model: ClassVar[str | None] = None
-    #: one sentence a data steward can read: what the release guarantees.
-    guarantee: ClassVar[str]
+    #: for a method without a privacy model only: what its release is (a method with a model
+    #: gets its guarantee text from the model object, ``medanon.models``).
+    guarantee: ClassVar[str | None] = None
     #: whether the method draws random numbers (seeds matter only then).
     randomized: ClassVar[bool] = False
     #: whether the method reads earlier releases (periodic methods); others get none.

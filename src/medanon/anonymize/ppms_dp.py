@@ -199,18 +199,6 @@ class _PPMSDP(ClusteringMethod):
                 "epsilon_applies_to": "each perturbed QID", "variant": self.variant,
                 "domains": {n: list(b) for n, b in sorted(self.domains.items())} or None}
 
-    @property
-    def guarantee(self) -> str:  # type: ignore[override]
-        syntactic = ("Each group keeps >= k new cases and each sensitive term's share among them "
-                     "<= its theta after B/F/L-attacks on the QIDs that are not perturbed")
-        if self.variant == "strict":
-            return (f"{syntactic}; the perturbed QIDs of each case are epsilon-DP (epsilon = "
-                    f"{format_epsilon(self.epsilon)} per perturbed QID, summed over them per case "
-                    f"and release; see privacy_spent).")
-        return (f"{syntactic}; perturbed QIDs carry noise calibrated to local (data-dependent) "
-                f"sensitivity: NOT epsilon-DP end to end (epsilon = "
-                f"{format_epsilon(self.epsilon)} is a noise-scale parameter).")
-
     # ----------------------------------------------------------------------- hooks
     def _qids_perturbed(self, schema) -> tuple[tuple[str, str], ...]:
         return tuple((q.name, q.kind) for q in schema.qids
@@ -324,27 +312,7 @@ class _PPMSDP(ClusteringMethod):
                            "sums it over the releases a case appears in",
             "mechanisms": [loss.to_dict() for loss in losses],
         }
-        if self.variant == "strict":
-            statement["guarantee"] = (
-                "epsilon_per_case-DP for each case's perturbed QID values in this release: "
-                "every perturbed value is privatized from the case's own value with noise "
-                "calibrated to the attribute's public domain (Laplace) or with quality "
-                "sensitivity 1 over the whole hierarchy (exponential), before grouping; grouping, "
-                "merging and generalization are post-processing.")
-            statement["does_not_guarantee"] = (
-                "Protection of attributes published in the clear (sensitive terms, drugs) or of "
-                "QIDs that are only generalized; and nothing across releases beyond the sum the "
-                "ledger records.")
-        else:
-            statement["guarantee"] = (
-                "Noise as in paper 000: Laplace with each group's local sensitivity (max - min "
-                "within the group) and, for PPMS-DP_all, an exponential draw per group over psi "
-                "with a data-dependent delta q.")
-            statement["does_not_guarantee"] = (
-                "epsilon-differential privacy: the noise scale, the candidate set and delta q "
-                "depend on the data, a group whose values coincide gets no noise, and the "
-                "grouping reads the raw values. epsilon is a noise-scale parameter here; use "
-                "variant 'strict' for a DP claim.")
+        # What it guarantees and what not: the model object's text (release/publish.py).
         return statement
 
 

@@ -385,8 +385,9 @@ class PPMSDPModel(PPMSModel):
                      f"group keeps at least {self.k} candidate cases and each sensitive term's "
                      f"share among them is at most {_theta_summary(self.theta)}")
         if not self.is_dp:
-            return (f"{syntactic}. The perturbed QIDs ({qids}) carry noise as in paper 000 "
-                    f"(epsilon = {format_epsilon(self.epsilon)} sets its scale).")
+            return (f"{syntactic}. The perturbed QIDs ({qids}) carry noise as in paper 000, "
+                    f"which is NOT epsilon-DP end to end (epsilon = {format_epsilon(self.epsilon)} "
+                    f"only sets the noise scale).")
         text = (f"{syntactic}. Each case's perturbed QIDs ({qids}) are "
                 f"{format_epsilon(self.epsilon_per_case)}-DP per release (epsilon "
                 f"{format_epsilon(self.epsilon)} per QID, summed over its QIDs); a case in several "
@@ -400,7 +401,7 @@ class PPMSDPModel(PPMSModel):
     @property
     def does_not_guarantee(self) -> str:
         if not self.is_dp:
-            return ("Differential privacy: the paper variant calibrates noise to each group's own "
+            return ("epsilon-differential privacy: the paper variant calibrates noise to each group's own "
                     "spread (local sensitivity), so the noise scale depends on the data and a "
                     "group whose values coincide is published exactly; epsilon is a noise-scale "
                     "parameter only.")

@@ -22,6 +22,7 @@ from ..data.records import combine_super_records
 from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
+from ..models import model_from_manifest
 from ..random import RandomSource, refuse_seeded_release
 from ..store import ReleaseStore
 from ..verify import gate
@@ -113,8 +114,12 @@ def input_digest(records: pd.DataFrame) -> str:
 def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: Anonymizer,
                    period: str, rng: RandomSource, *, result: AnonymizationResult, rows: pd.DataFrame,
                    digest: str, n_reports: int) -> dict:
-    """The manifest of one release (``design.md``: method, parameters, hierarchies, counts, ...)."""
-    return {
+    """The manifest of one release (``design.md``: method, parameters, hierarchies, counts, ...).
+
+    The guarantee texts come from the privacy-model object the manifest declares (read back
+    from the manifest itself, as any verifier will read it), never from text typed per method.
+    """
+    manifest = {
         "format": MANIFEST_FORMAT,
         "period": period,
         "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -137,6 +142,15 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
         # filled in by the verify gate before the release is published
         "verification": {"verdict": "not-run"},
     }
+    model = model_from_manifest(manifest, period)
+    if model is not None:
+        manifest["method"].update(guarantee=model.guarantee,
+                                  does_not_guarantee=model.does_not_guarantee,
+                                  model=model.to_manifest())
+        if manifest["privacy_spent"].get("epsilon") is not None:
+            manifest["privacy_spent"].update(guarantee=model.guarantee,
+                                             does_not_guarantee=model.does_not_guarantee)
+    return manifest
 
 
 def _privacy_spent(method: Anonymizer, schema: Schema, rng: RandomSource) -> dict:
