@@ -1,0 +1,294 @@
+"""The privacy models of one-off releases: tables (paper 004 and its baselines) and EHR codes (003).
+
+* :class:`KAnonymityModel` — k-anonymity of a generalized table (the full-domain baseline of
+  004): every class of generalized dimension values holds at least k rows, except the class of
+  fully suppressed rows. Checkable on the published rows, and checked.
+* :class:`DPHistogramModel` — ε-DP (add/remove one record) of a noisy histogram released as
+  rows (004's DP-histogram baseline). Only with a public informative domain: a domain read
+  from the data would disclose which values occur, so the model refuses such a manifest.
+* :class:`IPAModel` — 004's IPA: each noisy step is an ε-DP mechanism; the release as a whole
+  is not ε-DP (the text says why). What can be checked on the output is the declaration.
+* :class:`LocalDPModel` — local DP per released diagnosis element (003): (Y_P, ε)-utility-
+  optimized LDP for ClinSimRR and UMAXRR, ε-LDP among the sensitive codes for plain RR; the
+  suppression baseline declares no model.
+
+A one-off release is a folder with ``release.csv`` and ``manifest.json`` whose ``format`` is the
+tabular or the EHR release format. Its manifest declares the model in ``method.privacy_model``
+and ``method.parameters``; :meth:`check` reads the folder's rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+
+import pandas as pd
+
+from .._validation import check_int
+from ..errors import InputFormatError, ValidationError
+from .base import PrivacyModel, ReleaseVerdict, manifest_field, manifest_int, register
+
+__all__ = ["DPHistogramModel", "IPAModel", "KAnonymityModel", "LocalDPModel", "OneOffRelease"]
+
+KANON_MODEL = "k-anonymity"
+DPHIST_MODEL = "epsilon-DP histogram"
+IPA_MODEL = "IPA (per-step epsilon-DP)"
+ULDP_MODEL = "(Y_P, epsilon)-utility-optimized LDP"
+LDP_MODEL = "epsilon-LDP"
+SUPPRESSED = "*"
+
+
+class OneOffRelease:
+    """A one-off published release: its rows (strings) and manifest, and a name for messages."""
+
+    def __init__(self, name: str, rows: pd.DataFrame, manifest: Mapping):
+        self.name = name
+        self.rows = rows
+        self.manifest = manifest
+
+
+def _epsilon(manifest: Mapping, path: str, label: str) -> Fraction:
+    from ..accounting import to_exact
+
+    value = manifest_field(manifest, path, label)
+    try:
+        return to_exact(value, name=path, owner=f"the manifest of {label}")
+    except ValidationError as exc:
+        raise InputFormatError(str(exc)) from None
+
+
+def _fmt(x: Fraction) -> str:
+    from ..accounting import format_epsilon
+
+    return format_epsilon(x)
+
+
+class _OneOff(PrivacyModel):
+    scope = "release"
+
+    @classmethod
+    def check(cls, series, declared: Mapping[str, "PrivacyModel"]) -> list[ReleaseVerdict]:
+        return [model.check_release(series[label]) for label, model in declared.items()]
+
+    def check_release(self, release: OneOffRelease) -> ReleaseVerdict:
+        """The verdict on one one-off release (default: the declaration is complete)."""
+        return ReleaseVerdict(release.name, self.name, "passed", self.checked_text())
+
+    def checked_text(self) -> str:
+        return "the declared parameters (the noise itself cannot be checked on the output)"
+
+
+@register
+class KAnonymityModel(_OneOff):
+    """k-anonymity of a generalized table."""
+
+    name = KANON_MODEL
+
+    def __init__(self, *, k: int):
+        self.k = check_int(k, name="k", owner="KAnonymityModel", minimum=2)
+
+    @property
+    def attacks(self) -> tuple[str, ...]:
+        return ("record linkage on the dimensions",)
+
+    def parameters(self) -> dict[str, object]:
+        return {"k": self.k}
+
+    @property
+    def guarantee(self) -> str:
+        return (f"k-anonymity: every released class of generalized dimension values holds at least "
+                f"{self.k} records, except the class of suppressed records (every dimension '*').")
+
+    @property
+    def does_not_guarantee(self) -> str:
+        return ("No differential privacy and no protection of the informative attribute (a class "
+                "may hold a single informative value); an adversary's background knowledge is "
+                "assumed to be the dimension values only.")
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping, label: str) -> "KAnonymityModel":
+        return cls(k=manifest_int(manifest, "method.parameters.k", label, minimum=2))
+
+    def checked_text(self) -> str:
+        return f"k={self.k} per class of released dimension values (suppressed class excepted)"
+
+    def check_release(self, release: OneOffRelease) -> ReleaseVerdict:
+        dims = _dimension_names(release)
+        rows = release.rows.astype(str)
+        suppressed = (rows[dims] == SUPPRESSED).all(axis=1)
+        sizes = rows[~suppressed].groupby(dims, sort=True).size()
+        small = sizes[sizes < self.k]
+        violations = tuple(
+            f"{release.name}: class ({', '.join(f'{d}={v}' for d, v in zip(dims, key if isinstance(key, tuple) else (key,), strict=True))}) "
+            f"holds {n} record(s) < k={self.k}" for key, n in small.items())
+        n = len(sizes)
+        return ReleaseVerdict(release.name, self.name, "violated" if violations else "passed",
+                              self.checked_text(), "", violations=violations,
+                              dir=len(small) / n if n else 0.0)
+
+
+def _dimension_names(release: OneOffRelease) -> list[str]:
+    dims = manifest_field(release.manifest, "columns.dimensions", release.name)
+    try:
+        names = [str(d["name"]) for d in dims]
+    except (TypeError, KeyError):
+        raise InputFormatError(f"The manifest of {release.name} must list 'columns.dimensions' "
+                               f"as [{{name, kind}}, ...]; got {dims!r}.") from None
+    missing = [d for d in names if d not in release.rows.columns]
+    if missing:
+        raise InputFormatError(f"{release.name} lacks the dimension column(s) "
+                               f"{', '.join(map(repr, missing))}.")
+    return names
+
+
+@register
+class DPHistogramModel(_OneOff):
+    """ε-DP of a noisy histogram over a node fixed in advance and a public informative domain."""
+
+    name = DPHIST_MODEL
+
+    def __init__(self, *, epsilon: object):
+        from ..accounting import to_exact
+
+        self.epsilon = to_exact(epsilon, name="epsilon", owner="DPHistogramModel")
+
+    @property
+    def attacks(self) -> tuple[str, ...]:
+        return ("any (differential privacy)",)
+
+    def parameters(self) -> dict[str, object]:
+        return {"epsilon": _fmt(self.epsilon)}
+
+    @property
+    def guarantee(self) -> str:
+        return (f"{_fmt(self.epsilon)}-differential privacy of the whole release (add or remove one "
+                f"record): a histogram over every cell of a generalization node fixed in advance "
+                f"and of the public informative domain, with exact discrete Laplace noise of scale "
+                f"1/{_fmt(self.epsilon)} per cell, published as rows.")
+
+    @property
+    def does_not_guarantee(self) -> str:
+        return ("Accuracy: every cell gets noise, empty ones too, so many rows are counterfeit; "
+                "rows are not records of real people.")
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping, label: str) -> "DPHistogramModel":
+        public = manifest_field(manifest, "informative_domain.public", label)
+        if public is not True:
+            raise InputFormatError(f"The manifest of {label} declares {cls.name} with an "
+                                   f"informative domain read from the data "
+                                   f"('informative_domain.public' is {public!r}): the values that "
+                                   f"occur would be disclosed, so the release is not epsilon-DP.")
+        return cls(epsilon=_epsilon(manifest, "method.parameters.epsilon", label))
+
+    def checked_text(self) -> str:
+        return (f"epsilon={_fmt(self.epsilon)} declared and the informative domain declared "
+                f"public (the noise itself cannot be checked on the output)")
+
+
+@register
+class IPAModel(_OneOff):
+    """IPA (004): each noisy step ε-DP; the release as a whole is not."""
+
+    name = IPA_MODEL
+
+    def __init__(self, *, epsilon: object, steps: Mapping[str, object]):
+        from ..accounting import to_exact
+
+        self.epsilon = to_exact(epsilon, name="epsilon", owner="IPAModel")
+        self.steps = {str(s): to_exact(e, name=f"steps[{s!r}]", owner="IPAModel")
+                      for s, e in dict(steps).items()}
+
+    @property
+    def attacks(self) -> tuple[str, ...]:
+        return ()
+
+    def parameters(self) -> dict[str, object]:
+        return {"epsilon": _fmt(self.epsilon), "steps": {s: _fmt(e) for s, e in self.steps.items()}}
+
+    @property
+    def guarantee(self) -> str:
+        steps = ", ".join(f"{s} {_fmt(e)}" for s, e in self.steps.items())
+        return (f"Each noisy step of paper 004 is an epsilon-DP mechanism ({steps}; total "
+                f"{_fmt(self.epsilon)}): the noisy suppression threshold, the counterfeit counts "
+                f"and values per class, and the exponential choice of the generalization node. "
+                f"Dimension attributes are generalized full-domain; any released row may be "
+                f"counterfeit.")
+
+    @property
+    def does_not_guarantee(self) -> str:
+        return ("The release as a whole is NOT epsilon-differentially private: the counterfeit "
+                "counts are one-sided (noise only ever adds rows, so a class's released size "
+                "never falls below its true size) and the real records are published as they "
+                "are, their informative values exact.")
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping, label: str) -> "IPAModel":
+        steps = manifest_field(manifest, "method.parameters.steps", label)
+        if not isinstance(steps, Mapping) or not steps:
+            raise InputFormatError(f"The manifest of {label} must give the epsilon of each IPA "
+                                   f"step in 'method.parameters.steps'; got {steps!r}.")
+        return cls(epsilon=_epsilon(manifest, "method.parameters.epsilon", label),
+                   steps={s: _epsilon(manifest, f"method.parameters.steps.{s}", label)
+                          for s in steps})
+
+
+@register
+class LocalDPModel(_OneOff):
+    """Local DP per released EHR element (003): (Y_P, ε)-ULDP, or ε-LDP for plain RR."""
+
+    name = ULDP_MODEL
+
+    def __init__(self, *, epsilon: object, protected: int, utility_optimized: bool = True,
+                 auxiliary_statistic: bool = True):
+        from ..accounting import to_exact
+
+        self.epsilon = to_exact(epsilon, name="epsilon", owner="LocalDPModel")
+        self.protected = check_int(protected, name="protected", owner="LocalDPModel", minimum=1)
+        self.utility_optimized = bool(utility_optimized)
+        self.auxiliary_statistic = bool(auxiliary_statistic)
+
+    @property
+    def attacks(self) -> tuple[str, ...]:
+        return ("inference of a protected code from its released element",)
+
+    def parameters(self) -> dict[str, object]:
+        return {"epsilon": _fmt(self.epsilon), "protected_codes": self.protected,
+                "utility_optimized": self.utility_optimized}
+
+    @property
+    def guarantee(self) -> str:
+        e = _fmt(self.epsilon)
+        if self.utility_optimized:
+            return (f"(Y_P, {e})-utility-optimized LDP per released element: every output in the "
+                    f"protected set Y_P ({self.protected} codes) is at most e^{e} times more likely "
+                    f"under any input than under any other, and protected inputs are always "
+                    f"reported inside Y_P.")
+        return (f"{e}-LDP among the {self.protected} sensitive codes, per released element.")
+
+    @property
+    def does_not_guarantee(self) -> str:
+        text = ("Codes outside the protected set are published truthfully; a patient with several "
+                "protected elements composes (j elements give j times epsilon).")
+        if self.auxiliary_statistic:
+            text += (" The protected set Y_P and the blocks are a non-private statistic of the "
+                     "auxiliary patients, published as they are.")
+        return text
+
+    @classmethod
+    def from_manifest(cls, manifest: Mapping, label: str) -> "LocalDPModel":
+        return cls(epsilon=_epsilon(manifest, "method.parameters.epsilon", label),
+                   protected=manifest_int(manifest, "protected.size", label),
+                   utility_optimized=manifest_field(manifest, "method.privacy_model", label)
+                   == ULDP_MODEL)
+
+
+@register
+class PlainLDPModel(LocalDPModel):
+    """ε-LDP among the sensitive codes (plain randomized response, 003's RR baseline)."""
+
+    name = LDP_MODEL
+
+    def __init__(self, *, epsilon: object, protected: int, **_: object):
+        super().__init__(epsilon=epsilon, protected=protected, utility_optimized=False,
+                         auxiliary_statistic=False)
