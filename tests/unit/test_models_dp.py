@@ -22,12 +22,8 @@ from medanon.models import (MSModel, PPMSAlphaModel, PPMSDPModel, PPMSModel, inf
                             term_share_bound)
 from medanon.models.names import HA_MODEL, MS_MODEL, PPMS_DP_MODEL, PPMS_MODEL
 from medanon.models.theta import ThetaTable
-from medanon.release.cells import QidInfo
-from medanon.release.series import PublishedSeries
 from medanon.verify import verify_series
-
-QIDS = (QidInfo("sex", "categorical", sex_tree()), QidInfo("age", "numeric"))
-
+from tests.unit.test_verify import rows, series
 
 def dp_manifest(*, k=2, epsilon="1", theta=1.0, aware=False, variant="strict", exact=None):
     details = {"theta_table": ThetaTable(default=theta).to_manifest(), "perturbed_qids": ["age"],
@@ -41,16 +37,6 @@ def dp_manifest(*, k=2, epsilon="1", theta=1.0, aware=False, variant="strict", e
             "privacy_spent": {"epsilon_per_case": epsilon,
                               "mechanisms": [{"mechanism": "laplace", "target": "age",
                                               "epsilon": float(epsilon), "epsilon_exact": epsilon}]}}
-
-
-def rows(period, records):
-    return pd.DataFrame([{"period": period, "case_id": c, "group": g, "sex": s, "age": a, "adr": d}
-                         for c, g, s, a, d in records])
-
-
-def series(tables, manifests):
-    return PublishedSeries({p: rows(p, r) for p, r in tables.items()}, manifests, QIDS, ("adr",),
-                           "crafted")
 
 
 # Per-record noisy ages; sex generalized per group.

@@ -60,6 +60,12 @@ def _lifespan_text(lifespan: int | None) -> str:
             else f"across releases at most {lifespan} period(s) apart")
 
 
+def _beyond_text(lifespan: int | None) -> str:
+    return ("" if lifespan is None else
+            f" Nothing against an adversary who links releases more than {lifespan} period(s) "
+            f"apart (FAERS CaseIDs do not expire).")
+
+
 def _theta_from(manifest: Mapping, label: str) -> ThetaTable:
     return ThetaTable.from_manifest(manifest_field(manifest, "details.theta_table", label))
 
@@ -177,12 +183,9 @@ class PPMSModel(_Grouped):
 
     @property
     def does_not_guarantee(self) -> str:
-        beyond = ("" if self.lifespan is None else
-                  f" Nothing against an adversary who links releases more than {self.lifespan} "
-                  f"period(s) apart (FAERS CaseIDs do not expire).")
         return ("No protection against the medication-discontinuation (MD) or substantial-"
                 "symptom (SS) attacks of paper 002, nor against background knowledge that ties "
-                "terms to QID values; no differential privacy." + beyond)
+                "terms to QID values; no differential privacy." + _beyond_text(self.lifespan))
 
     @classmethod
     def from_manifest(cls, manifest: Mapping, label: str) -> "PPMSModel":
@@ -248,12 +251,9 @@ class PPMSAlphaModel(PPMSModel):
 
     @property
     def does_not_guarantee(self) -> str:
-        beyond = ("" if self.lifespan is None else
-                  f" Nothing against an adversary who links releases more than {self.lifespan} "
-                  f"period(s) apart.")
         return ("The MD part of a release holds only once the next period's release exists; no "
                 "protection against background knowledge that ties terms to QID values; no "
-                "differential privacy." + beyond)
+                "differential privacy." + _beyond_text(self.lifespan))
 
     @classmethod
     def from_manifest(cls, manifest: Mapping, label: str) -> "PPMSAlphaModel":
