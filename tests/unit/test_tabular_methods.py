@@ -18,13 +18,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medanon.anonymize.dphist import DPHistogram, default_histogram_node
+from medanon.anonymize.dphist import DPHistogram, default_histogram_node, require_public_domain
 from medanon.anonymize.ipa import DEFAULT_BUDGET_SPLIT, IPA, STEPS, parse_budget_split
 from medanon.anonymize.kanon import FullDomainKAnonymity
 from medanon.anonymize.lattice import Lattice, RollUp, record_classes
 from medanon.data.synth import synth_patient_schema_toml, synth_patient_table
 from medanon.data.tabular import TableSchema, TabularData, load_table
-from medanon.errors import InfeasibleError, ValidationError
+from medanon.errors import InfeasibleError, SchemaError, ValidationError
 from medanon.mechanisms.noise import NoiseSource
 from medanon.metrics.tabular import evaluate_queries, release_information_loss
 
@@ -506,6 +506,22 @@ def test_dphist_too_many_cells(monkeypatch):
         DPHistogram(epsilon=1, node=node).anonymize(data, noise=NoiseSource.seeded(1))
     coarse = DPHistogram(epsilon=1, node=(2, 1, 2)).anonymize(data, noise=NoiseSource.seeded(1))
     assert coarse.details["cells"] == 2 * 1 * 1 * 5
+
+
+def test_dphist_refuses_an_informative_domain_read_from_the_data():
+    schema = TableSchema.from_toml_text(SMALL_TOML.replace('informative_domain = ["A", "B", "C", "D", "E"]', ""))
+    frame = small_data(60, 0).frame
+    data = load_table(frame, schema)
+    assert not data.domain_public
+    with pytest.raises(SchemaError, match="'informative_domain' parameter of DPHistogram") as err:
+        DPHistogram(epsilon=1).anonymize(data, noise=NoiseSource.seeded(1))
+    assert "(table 'small') declares none" in str(err.value)
+    with pytest.raises(SchemaError, match="'informative_domain' parameter of DPHistogram"):
+        require_public_domain(schema)
+    require_public_domain(SMALL_SCHEMA)  # a declared domain passes
+    # with the declared domain the same records are released
+    public = load_table(frame, SMALL_SCHEMA)
+    assert len(DPHistogram(epsilon=1).anonymize(public, noise=NoiseSource.seeded(1)).table)
 
 
 def test_dphist_same_seed_same_release():
