@@ -41,6 +41,15 @@ Two variants (``variant=``), and what their ε means — read this before publis
 
 ε is given **per perturbed attribute**, as in 000 (which applies the same ε to each).
 
+What is published and what is not: facts that are deterministic functions of the private
+values and that no mechanism accounts for go to ``AnonymizationResult.private_details`` (the
+store keeps them operator-only): ``clipped_to_domain`` (strict; how many true values fell
+outside the public domain) and ``smallest_laplace_scale`` (paper; (max − min)/ε of a group's raw
+values). The paper variant publishes ``details.exact_groups``: per numeric QID, the groups (labels
+as published) whose Laplace scale is below half the last published digit (``EXACT_SCALE``), whose
+values are therefore published exact; a verifier must count them as exact. The variant's ledger
+rows carry ``dp = False`` (:attr:`claims_dp`).
+
 Deviations from 000 (docs/algorithms/ppms-dp.md): the numeric QIDs of old cases are not
 covered (they are perturbed; covering would only widen them); a missing numeric value is
 perturbed from the middle of its range; noisy numbers are published rounded to 0.01
