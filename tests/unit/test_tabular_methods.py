@@ -438,6 +438,26 @@ def test_ipa_validation(params):
         IPA(**params)
 
 
+def test_ipa_is_not_dp_for_the_reason_it_states_one_sided_counterfeits():
+    # A record holding a value no other record holds ("E") is always released as it is, so "E"
+    # is in every release with it; without it, "E" can only come from a counterfeit draw, and
+    # some releases lack it: an output with probability > 0 on one neighbour and 0 on the other.
+    base = small_data(120, 4)
+    frame = base.frame[base.frame["dx"] != "E"].reset_index(drop=True)
+    with_e = pd.concat([frame, pd.DataFrame([{"age": 7, "sex": "F", "region": "b", "dx": "E"}])],
+                       ignore_index=True)
+    method = IPA(epsilon=1)
+
+    def shows_e(table: pd.DataFrame, seed: int) -> bool:
+        data = load_table(table, SMALL_SCHEMA)
+        return bool((method.anonymize(data, noise=NoiseSource.seeded(seed)).table["dx"] == "E").any())
+
+    assert all(shows_e(with_e, seed) for seed in range(15))
+    assert not all(shows_e(frame, seed) for seed in range(15))
+    text = IPA(epsilon=1).anonymize(base, noise=NoiseSource.seeded(0)).does_not_guarantee
+    assert "one-sided" in text and "node choice" not in text
+
+
 # -- DPHistogram -------------------------------------------------------------------------------
 
 def test_dphist_default_node():
