@@ -40,6 +40,7 @@ from medanon.mechanisms.noise import NoiseSource
 from medanon.random import make_random_source
 from medanon.release import publish
 from medanon.release import tabular
+from medanon.release.series import empty_series
 from tests.neighbours import (bin_number, deterministic_fields, json_leaves, neighbour_leaks,
                               ratio_violations, reproducibility_differences, row_leaves)
 
@@ -85,9 +86,9 @@ def _history(name: str):
     method = _method(name)
     first = _period("2020Q1", [str(i) for i in range(24)], seed=1)
     prepared = publish.prepare_release(SCHEMA, method, "2020Q1", first, make_random_source(99),
-                                       series=publish.empty_series(SCHEMA),
+                                       series=empty_series(SCHEMA),
                                        hierarchies=HIERARCHIES)
-    series = publish.empty_series(SCHEMA).with_release("2020Q1", prepared.rows, prepared.manifest)
+    series = empty_series(SCHEMA).with_release("2020Q1", prepared.rows, prepared.manifest)
     ledger = prepared.ledger.assign(period="2020Q1")
     earlier = ledger[ledger["case_id"].isin(["0", "1", "2", "3"])].assign(period="2019Q4")
     return series, pd.concat([earlier, ledger], ignore_index=True)
@@ -204,7 +205,7 @@ def test_strict_ppms_dp_one_cases_published_value_stays_within_e_epsilon(name, e
         for seed in range(500):
             prepared = publish.prepare_release(SCHEMA, method, "2020Q1", records,
                                                make_random_source(seed),
-                                               series=publish.empty_series(SCHEMA),
+                                               series=empty_series(SCHEMA),
                                                hierarchies=HIERARCHIES)
             row = prepared.rows[prepared.rows["case_id"] == "0"]
             cell = row[statistic].iloc[0] if len(row) else "withheld"

@@ -32,7 +32,6 @@ from ..hierarchies import Taxonomy, write_arx
 from ..random import RandomSource, refuse_seeded_release
 from ..store import ReleaseStore
 from ..verify import SeriesVerdict, gate
-from .cells import QidInfo
 from .format import to_published_rows
 from .series import PublishedSeries, load_series
 
@@ -179,6 +178,20 @@ def ledger_entries(cases: pd.Series, losses: Sequence[PrivacyLoss], *, dp: bool 
     return pd.concat(frames, ignore_index=True)
 
 
+def _check_case_budget(method: Anonymizer, schema: Schema, case_budget: Budget | None) -> None:
+    """A per-case budget needs a method whose ε carries an ε-DP claim."""
+    if case_budget is None:
+        return
+    if not method.planned_losses(schema):
+        raise ValidationError(f"A per-case budget (--case-budget) applies to differentially "
+                              f"private methods; method {method.name!r} spends no epsilon.")
+    if not method.claims_dp:
+        raise ValidationError(f"A per-case budget (--case-budget) bounds epsilon-DP spending; "
+                              f"method {method.name!r} with these parameters makes no epsilon-DP "
+                              f"claim (its epsilon is a noise-scale parameter, e.g. --dp-variant "
+                              f"paper), so there is nothing to budget. Use --dp-variant strict.")
+
+
 def _apply_case_budget(schema: Schema, ledger: pd.DataFrame, method: Anonymizer, label: str,
                        records: pd.DataFrame, case_budget: Budget,
                        on_case_budget: str) -> tuple[pd.DataFrame, dict]:
@@ -231,17 +244,6 @@ class PreparedRelease:
     verdict: SeriesVerdict | None = None
 
 
-def empty_series(schema: Schema) -> PublishedSeries:
-    """A series with nothing published yet, read through ``schema`` (for :func:`prepare_release`)."""
-    return PublishedSeries({}, {}, *_series_columns(schema), source="an empty series")
-
-
-def _series_columns(schema: Schema) -> tuple[tuple[QidInfo, ...], tuple[str, ...]]:
-    hierarchies = schema.load_hierarchies()
-    return (tuple(QidInfo(q.name, q.kind, hierarchies.get(q.name)) for q in schema.qids),
-            tuple(schema.sensitive))
-
-
 def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.DataFrame,
                     rng: RandomSource, *, series: PublishedSeries,
                     hierarchies: Mapping[str, Taxonomy] | None = None,
@@ -260,7 +262,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
         label: The period.
         records: The period's report-level records (private).
         rng: The random source.
-        series: The releases published so far (:func:`empty_series` for none).
+        series: The releases published so far (``release.series.empty_series`` for none).
         hierarchies: The schema's hierarchies (loaded when None).
         ledger: The privacy ledger so far (for ``case_budget``).
         case_budget, on_case_budget: As for :func:`publish_periods`.
@@ -269,9 +271,11 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
         publish_despite_violations: Keep a release the gate finds violating (recorded).
 
     Raises:
+        ValidationError: a case budget for a method without an ε-DP claim.
         BudgetExceeded: a case would exceed ``case_budget`` and ``on_case_budget`` is refuse.
         PrivacyViolation: the gate finds a violation (without ``publish_despite_violations``).
     """
+    _check_case_budget(method, schema, case_budget)
     hierarchies = schema.load_hierarchies() if hierarchies is None else hierarchies
     budget_entry = None
     if case_budget is not None:
@@ -326,14 +330,7 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     refuse_seeded_release(rng.seeded, allow_seeded)
     check_choice(on_case_budget, name="on_case_budget", owner="publish_periods",
                  choices=ON_CASE_BUDGET)
-    if case_budget is not None and not method.planned_losses(store.schema):
-        raise ValidationError(f"A per-case budget (--case-budget) applies to differentially "
-                              f"private methods; method {method.name!r} spends no epsilon.")
-    if case_budget is not None and not method.claims_dp:
-        raise ValidationError(f"A per-case budget (--case-budget) bounds epsilon-DP spending; "
-                              f"method {method.name!r} with these parameters makes no epsilon-DP "
-                              f"claim (its epsilon is a noise-scale parameter, e.g. --dp-variant "
-                              f"paper), so there is nothing to budget. Use --dp-variant strict.")
+    _check_case_budget(method, store.schema, case_budget)
     labels = plan_periods(store, periods)
     if method.needs_next_period:
         labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name)
