@@ -71,7 +71,6 @@ def test_dp_manifests_withhold_counts_and_sum_epsilon(runs):
         manifest = json.loads((folder / "manifest.json").read_text())
         for key in ("records", "suppressed", "counterfeit"):
             assert str(manifest["counts"][key]).startswith("withheld")
-        assert str(manifest["input_sha256"]).startswith("withheld")
         steps = manifest["privacy"]["differential_privacy_steps"]
         assert sum(s["epsilon"] for s in steps) == pytest.approx(1.0)
         assert manifest["rng"] == {"kind": "seeded", "generator": "numpy PCG64", "seed": 7}
@@ -82,6 +81,34 @@ def test_dp_manifests_withhold_counts_and_sum_epsilon(runs):
     kanon_manifest = json.loads((runs["kanon"][1] / "manifest.json").read_text())
     assert kanon_manifest["counts"]["records"] == 20000
     assert kanon_manifest["privacy"]["epsilon_total"] is None
+
+
+@pytest.mark.parametrize("method", ["ipa", "kanon", "dphist"])
+def test_no_input_hash_in_any_release_only_in_the_operator_summary(runs, method):
+    summary, folder = runs[method]
+    digest = summary["input_sha256"]  # the operator's --json summary holds it
+    assert len(digest) == 64
+    for path in folder.rglob("*"):
+        text = path.read_text()
+        assert "input_sha256" not in text and digest not in text, path.name
+
+
+def test_dphist_refuses_a_schema_without_a_public_informative_domain(table, tmp_path):
+    schema = table.with_name("patients.schema.toml").read_text()
+    start = schema.index("informative_domain")
+    end = schema.index("]", start) + 1
+    no_domain = tmp_path / "no-domain.toml"
+    no_domain.write_text(schema[:start] + schema[end:])
+    out = tmp_path / "out"
+    before = snapshot(table.parent)
+    result = run_cli("ipa", table, "--schema", no_domain, "--method", "dphist", "--epsilon", "1",
+                     "--out", out)
+    assert_user_error(result, "SchemaError", "'informative_domain' parameter of DPHistogram")
+    assert "declares none" in result.stderr
+    assert not out.exists() and snapshot(table.parent) == before
+    # the other methods still run on it (neither claims ε-DP of the whole release)
+    assert run_cli("ipa", table, "--schema", no_domain, "--method", "kanon", "--out",
+                   tmp_path / "kanon").returncode == 0
 
 
 def test_information_loss_order_of_the_baselines(runs):

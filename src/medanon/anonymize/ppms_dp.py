@@ -41,6 +41,15 @@ Two variants (``variant=``), and what their ε means — read this before publis
 
 ε is given **per perturbed attribute**, as in 000 (which applies the same ε to each).
 
+What is published and what is not: facts that are deterministic functions of the private
+values and that no mechanism accounts for go to ``AnonymizationResult.private_details`` (the
+store keeps them operator-only): ``clipped_to_domain`` (strict; how many true values fell
+outside the public domain) and ``smallest_laplace_scale`` (paper; (max − min)/ε of a group's raw
+values). The paper variant publishes ``details.exact_groups``: per numeric QID, the groups (labels
+as published) whose Laplace scale is below half the last published digit (``EXACT_SCALE``), whose
+values are therefore published exact; a verifier must count them as exact. The variant's ledger
+rows carry ``dp = False`` (:attr:`claims_dp`).
+
 Deviations from 000 (docs/algorithms/ppms-dp.md): the numeric QIDs of old cases are not
 covered (they are perturbed; covering would only widen them); a missing numeric value is
 perturbed from the middle of its range; noisy numbers are published rounded to 0.01
@@ -68,11 +77,15 @@ from ..models.names import PPMS_DP_MODEL
 from ..models.theta import ThetaSpec
 from ..random import RandomSource
 from .clustering import QidSpace
-from .common import ClusteringMethod, add_published_columns, case_columns, group_lub
+from .common import (OPERATOR_ONLY, ClusteringMethod, add_published_columns, case_columns,
+                     group_lub)
 
 VARIANTS = ("strict", "paper")
 #: published noisy numbers are rounded to this many decimals (post-processing).
 DECIMALS = 2
+#: a Laplace scale below half the last published digit leaves the rounded value (nearly
+#: always) exact: the paper variant names the groups that got one (``details.exact_groups``).
+EXACT_SCALE = 0.5 * 10.0 ** -DECIMALS
 
 
 # ------------------------------------------------------------------------ exponential (§5.6)
@@ -199,6 +212,11 @@ class _PPMSDP(ClusteringMethod):
                 "epsilon_applies_to": "each perturbed QID", "variant": self.variant,
                 "domains": {n: list(b) for n, b in sorted(self.domains.items())} or None}
 
+    @property
+    def claims_dp(self) -> bool:  # type: ignore[override]
+        # the paper variant's ε is a noise-scale knob (local sensitivity), not a DP bound
+        return self.variant == "strict"
+
     # ----------------------------------------------------------------------- hooks
     def _qids_perturbed(self, schema) -> tuple[tuple[str, str], ...]:
         return tuple((q.name, q.kind) for q in schema.qids
@@ -251,7 +269,10 @@ class _PPMSDP(ClusteringMethod):
                 utility = -full_tree_il(tax)
                 codes = values["cat"][j]
                 codes[:] = [mech.select(utility[u], noise) for u in codes.tolist()]
-        details["clipped_to_domain"] = clipped
+        # How many true values fell outside the public domain is a deterministic function of
+        # the private values (one case's weight flips it) that no mechanism accounts for:
+        # operator-only, kept in the store.
+        details[OPERATOR_ONLY] = {"clipped_to_domain": clipped}
         details["domains"] = {name: list(self._domain(data, name)) for name, kind in perturbed
                               if kind == "numeric"}
         return details
@@ -266,17 +287,22 @@ class _PPMSDP(ClusteringMethod):
         table = case_columns(data, placed, merged + 1)
         noise = NoiseSource.from_random(rng) if self.variant == "paper" else None
         smallest_scale = None
+        exact_groups: dict[str, list[str]] = {}
         for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
             if a.numeric:
                 x = values["lo"][j][placed]
                 if noise is not None:  # paper: Laplace with the group's local sensitivity
                     out = np.empty_like(x)
-                    for rows in _rows_by_group(merged):
+                    exact = exact_groups.setdefault(qid.name, [])
+                    for g, rows in _groups_and_rows(merged):
                         sens = float(x[rows].max() - x[rows].min())
                         mech = LaplaceMechanism(epsilon=self.epsilon, sensitivity=sens)
                         out[rows] = mech.randomise(x[rows], noise)
                         smallest_scale = (mech.scale if smallest_scale is None
                                           else min(smallest_scale, mech.scale))
+                        if mech.scale < EXACT_SCALE:
+                            # labels as published (case_columns writes merged + 1)
+                            exact.append(str(g + 1))
                     x = out
                 table[qid.name] = np.round(x, DECIMALS)
             elif not self.perturb_categorical:  # PPMS-DP_num: generalize to the group's lub
@@ -288,9 +314,15 @@ class _PPMSDP(ClusteringMethod):
                 table[qid.name] = a.taxonomy.decode(codes[j])
         add_published_columns(table, data, placed, suppressed_terms)
         n_groups = int(merged.max()) + 1 if len(merged) else 0
-        details = {"groups_before_merging": n_before, "groups_merged_away": n_before - n_groups}
+        details: dict[str, object] = {"groups_before_merging": n_before,
+                                      "groups_merged_away": n_before - n_groups}
+        if self.variant == "paper":
+            # Values of these groups are published (nearly always) exact: their spread gives it
+            # away anyway, and a verifier must count them as exact, not as perturbed.
+            details["exact_groups"] = exact_groups
         if smallest_scale is not None:
-            details["smallest_laplace_scale"] = smallest_scale
+            # a function of the group's raw range (max - min): operator-only
+            details[OPERATOR_ONLY] = {"smallest_laplace_scale": smallest_scale}
         return table, n_groups, details
 
     def planned_losses(self, schema) -> tuple[PrivacyLoss, ...]:
@@ -336,6 +368,11 @@ def _rows_by_group(groups: np.ndarray) -> list[np.ndarray]:
         return []
     order = np.argsort(groups, kind="stable")
     return np.split(order, np.flatnonzero(np.diff(groups[order])) + 1)
+
+
+def _groups_and_rows(groups: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """``(group, record indices)`` per group, groups in increasing order."""
+    return [(int(groups[rows[0]]), rows) for rows in _rows_by_group(groups)]
 
 
 def _merge_by_lub(space: QidSpace, codes: Mapping[int, np.ndarray],

@@ -238,8 +238,9 @@ def release(
         "--domain", help="PPMS-DP strict: public bounds of a numeric QID, NAME=LO:HI "
                          "(repeatable; default: the schema's 'domain').")] = None,
     case_budget: Annotated[Optional[str], typer.Option(
-        "--case-budget", help="DP methods: the most epsilon any case may spend over all "
-                              "releases (the store's ledger).")] = None,
+        "--case-budget", help="epsilon-DP methods: the most epsilon any case may spend over "
+                              "all releases (the store's ledger; refused with --dp-variant "
+                              "paper, whose epsilon bounds nothing).")] = None,
     on_case_budget: Annotated[str, typer.Option(
         "--on-case-budget", help="refuse | suppress: a case that would exceed --case-budget "
                                  "refuses the release, or is withheld from it.")] = "refuse",
@@ -268,7 +269,11 @@ def ledger(
         "--case-budget", help="Report the cases at or over this per-case epsilon.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The privacy ledger: epsilon spent per case summed over the releases it appears in."""
+    """The privacy ledger: epsilon spent per case summed over the releases it appears in.
+
+    Releases without an epsilon-DP claim (PPMS-DP --dp-variant paper) are listed apart with
+    their nominal epsilon, which is never added to a case's total.
+    """
     commands.ledger(store=store, case_budget=case_budget, as_json=as_json)
 
 
@@ -286,7 +291,10 @@ def export(
 @app.command()
 @guarded
 def inspect(store: StoreOpt = DEFAULT_STORE_PATH, as_json: JsonOpt = False) -> None:
-    """Show the periods in a store, their counts, and what is published."""
+    """Show the periods in a store, their counts, and what is published.
+
+    Also shows the operator-only hash of each published period's input (never exported).
+    """
     commands.inspect(store=store, as_json=as_json)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..anonymize.dphist import require_public_domain
 from ..cli.clinsim import load_ehr, run_clinsim
 from ..cli.tabular import make_tabular_method
 from ..data.ehr import EhrData
@@ -46,10 +47,16 @@ class EhrInput:
 
 
 def load_table_input(source: Path | None, schema: Path | None, *, rows: int, seed: int) -> TableInput:
-    """A patient table and its schema, or 004-like synthetic data of ``rows`` records."""
+    """A patient table and its schema, or 004-like synthetic data of ``rows`` records.
+
+    The experiment's grid holds the DP-histogram baseline, which needs a public informative
+    domain: the synthetic schema declares the generator's code list; a user's schema without
+    ``informative_domain`` is refused before any run starts.
+    """
     if source is None:
         from ..data.synth.table import synth_patient_schema_toml, synth_patient_table
 
+        # its informative_domain is the generator's full code list, fixed without the data
         table_schema = TableSchema.from_toml_text(synth_patient_schema_toml())
         data = load_table(synth_patient_table(rows, seed=seed), table_schema)
         return TableInput(data, f"synthetic patient table (seed {seed})",
@@ -57,7 +64,9 @@ def load_table_input(source: Path | None, schema: Path | None, *, rows: int, see
     from ..cli.tabular import _schema_path
 
     schema_path = _schema_path(Path(source), schema)
-    data = load_table(Path(source), TableSchema.from_toml(schema_path), schema_dir=schema_path.parent)
+    table_schema = TableSchema.from_toml(schema_path)
+    require_public_domain(table_schema, source=f"schema file {str(schema_path)!r}")
+    data = load_table(Path(source), table_schema, schema_dir=schema_path.parent)
     return TableInput(data, str(source), {"synthetic": False, "input": str(source),
                                           "schema": str(schema_path)})
 

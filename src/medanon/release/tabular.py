@@ -11,8 +11,10 @@ A folder holding:
   statement and the ε of every step, the randomness used, and the counts that may be published.
 
 For the DP methods the manifest withholds the number of input records, of suppressed and of
-counterfeit rows, and the input's hash: each would let a reader subtract the noise (or test a guess
-about the input), so they go only to the operator (``medanon ipa --json``).
+counterfeit rows: each would let a reader subtract the noise, so they go only to the operator
+(``medanon ipa --json``). No manifest, DP or not, holds a hash of the input: with every other
+record known, a reader could test guesses about a target's values against it (the operator's
+summary has it as ``input_sha256``).
 """
 
 from __future__ import annotations
@@ -65,7 +67,6 @@ def tabular_manifest(result: TabularResult, data: TabularData, *, randomness: di
             "does_not_guarantee": result.does_not_guarantee,
         },
         "rng": {**randomness, "seed": seed},
-        "input_sha256": _WITHHELD if dp else data.digest,
         "library": {"name": "medanon", "version": __version__},
     }
 
