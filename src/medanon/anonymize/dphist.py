@@ -43,6 +43,7 @@ from ..data.tabular import TabularData
 from ..data.tabular import TableSchema
 from ..errors import InfeasibleError, SchemaError
 from ..mechanisms.noise import NoiseSource, check_noise
+from ..models.single import DPHistogramModel
 from .lattice import Node
 from .tabular import ClassRelease, TabularResult, node_level_names
 
@@ -51,10 +52,6 @@ __all__ = ["DPHistogram", "default_histogram_node", "require_public_domain"]
 #: the largest number of cells (classes × informative values) materialized
 MAX_CELLS = 50_000_000
 
-GUARANTEE = ("ε-differential privacy (add/remove one record) of the whole release: a noisy "
-             "histogram over every cell of a node fixed in advance and of the public informative "
-             "domain declared in the schema, with exact discrete Laplace noise.")
-NOT_GUARANTEED = "Accuracy: empty cells receive noise too, so many rows are counterfeit."
 
 
 def require_public_domain(schema: TableSchema, *, source: str = "the table schema") -> None:
@@ -94,6 +91,8 @@ class DPHistogram:
 
     def __init__(self, *, epsilon: Any, node: Sequence[int] | None = None) -> None:
         self.epsilon = to_exact(epsilon, name="epsilon", owner="DPHistogram")
+        #: the privacy model the method satisfies: it writes the guarantee texts
+        self.model = DPHistogramModel(epsilon=self.epsilon)
         self.node = None if node is None else tuple(
             check_int(level, name="node", owner="DPHistogram", minimum=0) for level in node)
 
@@ -164,8 +163,7 @@ class DPHistogram:
             method=self.name, node=node, node_labels=node_level_names(data, node), table=table,
             is_counterfeit=fake, loss=release.loss(), records=len(data), suppressed=0,
             counterfeit=int(fake.sum()), classes=len(classes), parameters=self.parameters(),
-            privacy_losses=self.privacy_losses(), guarantee=GUARANTEE,
-            does_not_guarantee=NOT_GUARANTEED,
+            privacy_losses=self.privacy_losses(), privacy_model=self.model,
             details={"cells": n_classes * m,
                      "records_lost": int((true - real_rows).sum())})
 

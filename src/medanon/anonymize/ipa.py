@@ -73,6 +73,7 @@ from ..accounting.budget import PrivacyLoss, format_epsilon, to_exact
 from ..data.tabular import TabularData
 from ..errors import InternalError
 from ..mechanisms import ExponentialMechanism
+from ..models.single import IPAModel
 from ..mechanisms.noise import NoisePool, NoiseSource, check_noise
 from .lattice import GroupTable, Lattice, Node, RollUp, group_sum, node_ncp, record_classes
 from .tabular import ClassRelease, LossParts, TabularResult, class_emd, node_level_names
@@ -84,18 +85,6 @@ DEFAULT_BUDGET_SPLIT = (Fraction(1, 10), Fraction(3, 10), Fraction(3, 10), Fract
 #: ΔIL: NCP, EMD and Rate each lie in [0, 1]
 IL_SENSITIVITY = 3
 
-GUARANTEE = ("Each noisy quantity is drawn by an ε-DP mechanism as in paper 004 (noisy suppression "
-             "threshold, noisy class size and counterfeit values per class, exponential choice of "
-             "the lattice node with Δu = 3), and the steps' ε sum to the stated total. Dimension "
-             "attributes are generalized full-domain; any released row may be counterfeit.")
-NOT_GUARANTEED = ("The release as a whole is NOT ε-differentially private, because the counterfeit "
-                  "noise is one-sided: real records are published as they are (exact informative "
-                  "value; a suppressed record still appears in class '*') and a class only gains "
-                  "max(0, noise) counterfeit rows, so its released size is never below its true size, "
-                  "every real (class, value) pair is always released and a class appears only if it "
-                  "holds a real record. An output lacking a value that one record holds is then "
-                  "impossible with that record and possible without it. Informative values of real "
-                  "records are exact.")
 
 
 def parse_budget_split(split: Any, *, owner: str = "IPA") -> tuple[Fraction, ...]:
@@ -155,6 +144,9 @@ class IPA:
         self.epsilon = to_exact(epsilon, name="epsilon", owner="IPA")
         self.threshold = check_int(threshold, name="threshold", owner="IPA", minimum=2)
         self.budget_split = parse_budget_split(budget_split)
+        #: the privacy model the method satisfies: it writes the guarantee texts
+        self.model = IPAModel(epsilon=self.epsilon,
+                              steps={s: self.epsilon * p for s, p in zip(STEPS, self.budget_split)})
         eps = {step: self.epsilon * share for step, share in zip(STEPS, self.budget_split)}
         # noise scales (sensitivity / ε) as the paper sets them
         self.suppression_scale = Fraction(self.threshold - 1) / eps["suppression"]
@@ -210,8 +202,7 @@ class IPA:
             table=table, is_counterfeit=fake_mask, loss=chosen.loss, records=len(data),
             suppressed=int((~release.row_fake & release.starred[release.row_class]).sum()),
             counterfeit=int(fake_mask.sum()), classes=len(release.starred),
-            parameters=self.parameters(), privacy_losses=losses, guarantee=GUARANTEE,
-            does_not_guarantee=NOT_GUARANTEED,
+            parameters=self.parameters(), privacy_losses=losses, privacy_model=self.model,
             details={"candidates_evaluated": len(candidates),
                      "selection_probability": probability,
                      # how much the node choice can favour the best node over the worst (e^{ε_cand/2})

@@ -27,7 +27,7 @@ from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import read_rules
 from ..report.collect import store_originals
 from ..release.series import load_series
-from ..verify import verify_series
+from ..verify import SeriesVerdict, is_release_folder, verify_release_folder, verify_series
 from ..random import make_random_source
 from ..release.faers_layout import write_faers_release
 from ..release.format import write_manifest, write_release, write_series_atomically
@@ -323,6 +323,19 @@ def _fmt(value: float | None) -> str:
 
 def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | None,
            periods: list[str], as_json: bool) -> None:
+    if series_dir is not None and store is None and is_release_folder(series_dir):
+        # a one-off (table or EHR) release folder, not a series of periods
+        one = verify_release_folder(series_dir)
+        if as_json:
+            print_json(SeriesVerdict((one,)).to_dict())
+        else:
+            ui.out.print(f"{one.period}: {one.model or 'no model'}: {one.verdict}")
+            ui.out.print(f"  checked: {one.checked}")
+            for v in one.violations[:10]:
+                ui.out.print(f"  {v}")
+        if not one.ok:
+            raise PrivacyViolation(f"{one.period} does not hold its declared privacy model.")
+        return
     series = _series(series_dir, store, schema_path)
     verdict = verify_series(series, periods or None)
     if as_json:

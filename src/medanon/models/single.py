@@ -28,7 +28,8 @@ from .._validation import check_int
 from ..errors import InputFormatError, ValidationError
 from .base import PrivacyModel, ReleaseVerdict, manifest_field, manifest_int, register
 
-__all__ = ["DPHistogramModel", "IPAModel", "KAnonymityModel", "LocalDPModel", "OneOffRelease"]
+__all__ = ["DPHistogramModel", "IPAModel", "KAnonymityModel", "LocalDPModel", "OneOffRelease",
+           "PlainLDPModel"]
 
 KANON_MODEL = "k-anonymity"
 DPHIST_MODEL = "epsilon-DP histogram"
@@ -65,6 +66,7 @@ def _fmt(x: Fraction) -> str:
 
 class _OneOff(PrivacyModel):
     scope = "release"
+    one_off = True
 
     @classmethod
     def check(cls, series, declared: Mapping[str, "PrivacyModel"]) -> list[ReleaseVerdict]:
@@ -217,20 +219,25 @@ class IPAModel(_OneOff):
 
     @property
     def does_not_guarantee(self) -> str:
-        return ("The release as a whole is NOT epsilon-differentially private: the counterfeit "
-                "counts are one-sided (noise only ever adds rows, so a class's released size "
-                "never falls below its true size) and the real records are published as they "
-                "are, their informative values exact.")
+        return ("The release as a whole is NOT epsilon-differentially private, because the "
+                "counterfeit noise is one-sided: real records are published as they are (exact "
+                "informative value; a suppressed record still appears in class '*') and a class "
+                "only gains max(0, noise) counterfeit rows, so its released size never falls below "
+                "its true size, every real (class, value) pair is always released, and a class "
+                "appears only if it holds a real record. An output lacking a value that one record "
+                "holds is impossible with that record and possible without it.")
 
     @classmethod
     def from_manifest(cls, manifest: Mapping, label: str) -> "IPAModel":
-        steps = manifest_field(manifest, "method.parameters.steps", label)
-        if not isinstance(steps, Mapping) or not steps:
-            raise InputFormatError(f"The manifest of {label} must give the epsilon of each IPA "
-                                   f"step in 'method.parameters.steps'; got {steps!r}.")
-        return cls(epsilon=_epsilon(manifest, "method.parameters.epsilon", label),
-                   steps={s: _epsilon(manifest, f"method.parameters.steps.{s}", label)
-                          for s in steps})
+        epsilon = _epsilon(manifest, "method.parameters.epsilon", label)
+        split = manifest_field(manifest, "method.parameters.budget_split", label)
+        if not isinstance(split, Mapping) or not split:
+            raise InputFormatError(f"The manifest of {label} must give the share of epsilon of "
+                                   f"each IPA step in 'method.parameters.budget_split'; got "
+                                   f"{split!r}.")
+        return cls(epsilon=epsilon,
+                   steps={s: epsilon * _epsilon(manifest, f"method.parameters.budget_split.{s}",
+                                                label) for s in split})
 
 
 @register

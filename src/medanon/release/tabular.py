@@ -49,7 +49,9 @@ def tabular_manifest(result: TabularResult, data: TabularData, *, randomness: di
     return {
         "format": TABULAR_FORMAT,
         "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "method": {"name": result.method, "parameters": result.parameters},
+        "method": {"name": result.method, "parameters": result.parameters,
+                   "privacy_model": result.privacy_model.name,
+                   "model": result.privacy_model.to_manifest()},
         "node": {name: level for name, level in zip(schema.dimension_names, result.node)},
         "columns": {"group": "equivalence class within this release",
                     "dimensions": [{"name": d.name, "kind": d.kind} for d in schema.dimensions],
