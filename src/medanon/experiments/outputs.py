@@ -56,7 +56,7 @@ def _markdown(summary: pd.DataFrame, experiment: str) -> str:
         cells = [str(row[k]) for k in keys]
         for m in metrics:
             mean, std = row[f"{m}_mean"], row[f"{m}_std"]
-            cells.append("–" if pd.isna(mean) else
+            cells.append("n/a" if pd.isna(mean) else
                          f"{mean:.4f}" + ("" if pd.isna(std) else f" ± {std:.4f}"))
         lines.append("| " + " | ".join(cells + [str(row["tasks"])]) + " |")
     return "\n".join(lines) + "\n"
