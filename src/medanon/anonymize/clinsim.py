@@ -282,8 +282,9 @@ class ProtectionPlan:
                     "true code in Y_P is always released inside Y_P",
                     f"Y_P and the blocks depend on no released patient: {self._provenance()}"]
         if self.method == "rr":
-            return [f"{eps}-LDP among the {len(self.sensitive)} sensitive codes, per released element "
-                    "(each sensitive code is reported through |X_S|-ary randomized response)"]
+            return [f"local differential privacy with epsilon = {eps} among the {len(self.sensitive)} "
+                    "sensitive codes, per released element (each sensitive code is reported "
+                    "through |X_S|-ary randomized response)"]
         return ["none: sensitive codes are replaced by '*' (a deterministic redaction)"]
 
     def _provenance(self) -> str:
