@@ -45,6 +45,7 @@ class EhrInput:
     sensitive: str
     source: str
     details: dict = field(default_factory=dict)
+    split_seed: int = 0
 
 
 def load_table_input(source: Path | None, schema: Path | None, *, rows: int, seed: int) -> TableInput:
@@ -98,20 +99,24 @@ def load_ehr_input(diagnoses: Path | None, admissions: Path | None, *, patients:
         data = load_ehr(diagnoses, admissions, code_level=code_level)
         source, details = str(diagnoses), {"synthetic": False, "input": str(diagnoses)}
     return EhrInput(data, "va-7332", source, {**details, "code_level": code_level,
-                                              "sensitive": "va-7332"})
+                                              "sensitive": "va-7332"}, split_seed=seed)
 
 
 def run_clinsim_task(data: EhrInput, setting: Setting, run: int, seed: int) -> dict:
     """One obfuscation of the evaluation patients by one method; CIL, KL and the attack's MAP.
 
-    ``umaxrr-yp`` is UMAXRR on the protected set ClinSimRR chooses with the same ε and γ (the
-    like-for-like baseline), beside ``umaxrr`` on the sensitive set. An undefined MAP (too few
-    guesses) is NaN in the tables, with ``map_undefined_reason``.
+    The patient split depends on the run only (``split_seed`` and ``run``), so every method of a
+    run is measured on the same evaluation patients (paired comparison); the mechanism's noise
+    comes from the task's own ``seed``. ``umaxrr-yp`` is UMAXRR on the protected set ClinSimRR
+    chooses with the same ε and γ — in the same run, the very same Y_P — beside ``umaxrr`` on the
+    sensitive set. An undefined MAP (too few guesses) is NaN in the tables, with
+    ``map_undefined_reason``.
     """
     params = setting.kwargs
     options = {"gamma": params["gamma"]} if setting.method in EXTENDING and "gamma" in params else {}
     result = run_clinsim(data.data, method=setting.method, sensitive=data.sensitive,
-                         epsilon=params.get("epsilon"), split_rng=np.random.default_rng(seed),
+                         epsilon=params.get("epsilon"),
+                         split_rng=np.random.default_rng([data.split_seed, run]),
                          noise=NoiseSource.seeded(seed), **options)
     summary = result.summary()
     return {"method": setting.method, **params, "setting": setting.label, "period": NO_PERIOD,
