@@ -49,7 +49,8 @@ from ..release.format import check_new_folder, write_new_folder
 from . import console as ui
 from .console import print_json, progress_bar
 
-__all__ = ["ClinSimRun", "build_release", "clinsim", "load_ehr", "release_tree", "run_clinsim"]
+__all__ = ["ClinSimRun", "build_release", "clinsim", "load_ehr", "release_codes", "release_tree",
+           "run_clinsim"]
 
 #: The baselines shown beside ClinSimRR (evaluated on the same evaluation patients, not published).
 COMPARISONS = ("umaxrr-yp", "umaxrr")
@@ -191,11 +192,7 @@ def run_clinsim(data: EhrData, *, method: str, sensitive: Sequence[str] | str = 
     events = evaluation.events
     source_codes = events["code"].to_numpy(dtype=object)
     mapping = place_codes(tree, source_codes, prefer=plan.sensitive)
-    original = source_codes
-    if mapping:
-        original = source_codes.copy()
-        hit = np.isin(source_codes, np.asarray(list(mapping), dtype=object))
-        original[hit] = [mapping[c] for c in source_codes[hit]]
+    original = placed_codes(source_codes, mapping)
     mark = time.perf_counter()
     released_codes = plan.obfuscate(original, noise)
     seconds["obfuscate"] = time.perf_counter() - mark
@@ -220,6 +217,25 @@ def run_clinsim(data: EhrData, *, method: str, sensitive: Sequence[str] | str = 
     return ClinSimRun(plan, graph, tree, auxiliary, evaluation, released, metrics, seconds, placed,
                       comparison, {"aux_fraction": aux_fraction, "delta_t_days": delta_t_days,
                                    "max_path_length": max_path_length})
+
+
+def placed_codes(codes: np.ndarray, mapping: dict[str, str]) -> np.ndarray:
+    """``codes`` with each code the tree does not hold replaced as ``mapping`` says."""
+    if not mapping:
+        return codes
+    out = codes.copy()
+    hit = np.isin(codes, np.asarray(list(mapping), dtype=object))
+    out[hit] = [mapping[c] for c in codes[hit]]
+    return out
+
+
+def release_codes(plan: ProtectionPlan, tree: CodeTree, codes: Any, noise: NoiseSource) -> np.ndarray:
+    """What the release does to released patients' codes: place the codes the tree does not hold
+    (:func:`~medanon.hierarchies.icd9.place_codes`), then report each through the plan's
+    mechanism, independently. (:func:`run_clinsim` does exactly this; the statistical neighbour
+    test samples one element through it.)"""
+    codes = np.asarray(codes, dtype=object)
+    return plan.obfuscate(placed_codes(codes, place_codes(tree, codes, prefer=plan.sensitive)), noise)
 
 
 def _evaluate(plan: ProtectionPlan, released: np.ndarray, *, graph: DependenceGraph,
