@@ -208,3 +208,23 @@ def test_unknown_method_and_empty_sensitive_set(tree, graph):
         make_method("bogus", epsilon=1)
     with pytest.raises(ValidationError, match="sensitive"):
         UMaxRR(epsilon=1).plan(graph, [], tree)
+
+
+def test_the_docs_show_the_generated_guarantee_text():
+    """docs/algorithms/clinsim.md quotes the statements a ClinSimRR release publishes; regenerate
+    them for the documented run and compare, so the page cannot drift from the code."""
+    from pathlib import Path
+
+    from medanon.cli.clinsim import build_release, run_clinsim
+    from medanon.data.synth.ehr import synth_ehr
+    from medanon.release.ehr import Pseudonyms
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "algorithms" / "clinsim.md").read_text()
+    quoted = page.split("<!-- generated-guarantee:start -->")[1].split("<!-- generated-guarantee:end -->")[0]
+    run = run_clinsim(synth_ehr(2000, seed=1), method="clinsimrr", epsilon=1, gamma=0.05,
+                      split_rng=np.random.default_rng(1), noise=NoiseSource.seeded(1))
+    _, manifest = build_release(run, identifiers=Pseudonyms.fresh(), seed=None,
+                                randomness={"kind": "secure"})
+    lines = ["guarantee:", *(f"- {g}" for g in manifest["privacy"]["guarantee"]),
+             "does_not_guarantee:", *(f"- {g}" for g in manifest["privacy"]["does_not_guarantee"])]
+    assert quoted.strip().removeprefix("```").removesuffix("```").strip().splitlines() == lines

@@ -314,6 +314,11 @@ class ProtectionPlan:
         elif self.method == "umaxrr":
             out.append("Y_P = X_S is published as is (not randomized); epsilon = "
                        f"{eps} holds per released element given it")
+        if self.method in ("umaxrr", "rr", "suppression"):
+            out.append("the published sensitive set is the operator's codes resolved on the code "
+                       "tree, which is extended with codes of the auxiliary split: at full-code level "
+                       "it can name a retired or non-billable code that only auxiliary patients hold "
+                       "(a non-private statistic of them)")
         if self.mechanism is not None:
             kept = (f"with probability 1 - p_S = {1.0 - p_s:.4g} each" if p_s > 0 else "always")
             out.append(f"codes outside the protected set are published truthfully ({kept}): a "

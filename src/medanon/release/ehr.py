@@ -160,7 +160,8 @@ class Pseudonyms:
 
     def _digest(self, messages: list[bytes], prefix: str) -> np.ndarray:
         key = self._key
-        assert key is not None
+        if key is None:
+            raise InternalError("raw identifiers have no pseudonyms")
         return np.asarray([prefix + hmac.new(key, m, hashlib.sha256).hexdigest()[:_HEX_DIGITS]
                            for m in messages], dtype=object)
 
