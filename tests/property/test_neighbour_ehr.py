@@ -15,12 +15,14 @@ The helper is :mod:`tests.neighbours_ehr` (its docstring defines the neighbour a
 from __future__ import annotations
 
 import functools
+import json
 import math
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -28,8 +30,10 @@ from hypothesis import strategies as st
 from medanon.cli import clinsim as clinsim_cli
 from medanon.data.ehr import EhrData
 from medanon.data.synth.ehr import synth_ehr
-from medanon.hierarchies.icd9 import icd9_tree, known_category_codes, sensitive_preset
+from medanon.hierarchies.icd9 import icd9_category, icd9_tree, known_category_codes, sensitive_preset
 from medanon.mechanisms.noise import NoiseSource
+from medanon.release.ehr import Pseudonyms
+from tests.conftest import run_cli
 from tests.neighbours_ehr import (SPLIT_SEED, TIME_DEPENDENT, admissions_of, changed,
                                   deterministic_keys, epsilon_violations, max_log_ratio, release,
                                   released_patients, with_codes)
@@ -274,3 +278,45 @@ def test_every_random_neighbour_exposes_a_published_digest(digest_leak, data):
         patch.setattr(clinsim_cli, "build_release", add_digest(clinsim_cli.build_release))
         fields = case.release(with_codes(case.data, patient, codes), Path(tmp) / "a-prime")
     assert set(changed(case.base, fields, case.keys)) == {"manifest.input_sha256"}
+
+
+# -- the same through the command line ---------------------------------------------------------
+
+def test_the_command_publishes_the_same_manifest_for_a_neighbour(tmp_path):
+    """``medanon clinsim --seed 1`` on MIMIC-layout files A and A' (one released patient's code
+    changed in DIAGNOSES_ICD.csv): the same seed gives the same split, so the manifests must be
+    identical but for the time of publication, and the release's identifiers and structure too."""
+    source = tmp_path / "a"
+    assert run_cli("synth", "ehr", source, "--patients", 300, "--seed", 2).returncode == 0
+    args = ["--admissions", source / "ADMISSIONS.csv", "--method", "clinsimrr", "--epsilon", "1",
+            "--seed", "1", "--allow-seeded", "--json"]
+    first = run_cli("clinsim", source / "DIAGNOSES_ICD.csv", *args, "--out", tmp_path / "rel-a")
+    assert first.returncode == 0, first.stderr
+
+    # A released patient (found through its pseudonym, which the seed lets us recompute).
+    diagnoses = pd.read_csv(source / "DIAGNOSES_ICD.csv", dtype=str, keep_default_na=False)
+    released = pd.read_csv(tmp_path / "rel-a" / "release.csv", dtype=str, keep_default_na=False)
+    subjects = diagnoses["SUBJECT_ID"].unique()
+    by_pseudonym = dict(zip(Pseudonyms.from_seed(1).patients(subjects), subjects))
+    subject = by_pseudonym[released["patient"].iloc[0]]
+    rows = diagnoses.index[diagnoses["SUBJECT_ID"] == subject]
+    admission = diagnoses.loc[rows[0], "HADM_ID"]
+    present = {icd9_category(c) for c in diagnoses.loc[diagnoses["HADM_ID"] == admission, "ICD9_CODE"]}
+    new_code = next(c for c in ("30390", "V08", "0420", "4019") if icd9_category(c) not in present)
+    neighbour = tmp_path / "a-prime"
+    neighbour.mkdir()
+    diagnoses.loc[rows[0], "ICD9_CODE"] = new_code
+    diagnoses.to_csv(neighbour / "DIAGNOSES_ICD.csv", index=False)
+    second = run_cli("clinsim", neighbour / "DIAGNOSES_ICD.csv", *args, "--out", tmp_path / "rel-b")
+    assert second.returncode == 0, second.stderr
+    assert json.loads(first.stdout)["input_sha256"] != json.loads(second.stdout)["input_sha256"]
+
+    manifests = [json.loads((tmp_path / r / "manifest.json").read_text()) for r in ("rel-a", "rel-b")]
+    for manifest in manifests:
+        for key in TIME_DEPENDENT:
+            manifest.pop(key.removeprefix("manifest."))
+    assert manifests[0] == manifests[1]
+    tables = [pd.read_csv(tmp_path / r / "release.csv", dtype=str, keep_default_na=False)
+              for r in ("rel-a", "rel-b")]
+    structure = ["patient", "admission", "admission_rank", "time", "position"]
+    assert tables[0][structure].equals(tables[1][structure])
