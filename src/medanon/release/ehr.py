@@ -237,11 +237,15 @@ class Pseudonyms:
         return ["pseudonyms are not linkable across releases (a new key each time)"]
 
 
-def _structure_statement() -> str:
-    return ("the record structure is published as is: which released patients exist, their "
+def _structure_statement(level: str) -> str:
+    text = ("the record structure is published as is: which released patients exist, their "
             "admissions, the order and time of each admission (days since the patient's first), "
             "and the number and positions of codes per admission; only the code values are "
             "randomized")
+    if level == "category":
+        text += ("; with category-level codes an admission's number of codes is its number of "
+                 "distinct categories, so it shows when two of its source codes share a category")
+    return text
 
 
 def _tree_statement(level: str) -> str:
@@ -299,7 +303,7 @@ def ehr_manifest(plan: ProtectionPlan, *, released: pd.DataFrame, code_level: st
                     "epsilon_per_element": plan.parameters.get("epsilon"),
                     "guarantee": [*plan.guarantee(), _tree_statement(code_level),
                                   *identifiers.guarantee()],
-                    "does_not_guarantee": [*plan.does_not_guarantee(), _structure_statement(),
+                    "does_not_guarantee": [*plan.does_not_guarantee(), _structure_statement(code_level),
                                            *identifiers.does_not_guarantee()]},
         "rng": {**randomness, "seed": seed},
         "library": {"name": "medanon", "version": __version__},
