@@ -61,8 +61,9 @@ class ClinSimRun:
     """One release and its evaluation (what ``--json`` prints, plus the objects behind it).
 
     ``released`` holds the evaluation patients' events with the *source* identifiers and the
-    released codes (:func:`build_release` pseudonymizes them); ``placed`` maps the released codes
-    the tree did not hold to the leaf the mechanism saw.
+    released codes (:func:`build_release` pseudonymizes them); ``placed`` counts the released
+    codes the tree did not hold (mapped before the mechanism) and the auxiliary elements left out
+    of the graph; ``comparison`` holds the baselines of :data:`COMPARISONS` (ClinSimRR only).
     """
 
     plan: ProtectionPlan
@@ -204,8 +205,10 @@ def run_clinsim(data: EhrData, *, method: str, sensitive: Sequence[str] | str = 
     metrics = evaluate(plan, released_codes)
     comparison: dict[str, dict[str, Any]] = {}
     if compare and method == "clinsimrr":
-        for name, other in (("umaxrr-yp", UMaxRRExtended.from_plan(plan)),
-                            ("umaxrr", UMaxRR(epsilon=epsilon).plan(graph, plan.sensitive, tree))):
+        baselines = {"umaxrr-yp": lambda: UMaxRRExtended.from_plan(plan),
+                     "umaxrr": lambda: UMaxRR(epsilon=epsilon).plan(graph, plan.sensitive, tree)}
+        for name in COMPARISONS:
+            other = baselines[name]()
             comparison[name] = {"method": name, **_plan_summary(other),
                                 **evaluate(other, other.obfuscate(original, noise))}
     seconds["total"] = time.perf_counter() - started
