@@ -16,20 +16,30 @@ Methods (each ``.plan(graph, sensitive, tree)`` returns a :class:`ProtectionPlan
   Algorithm 1's p_T and p_S (:class:`~medanon.mechanisms.block_rr.BlockRandomizedResponse`).
 - :class:`UMaxRR`: uRR of Murakami and Kawamoto (USENIX Security 2019) with Y_P = X_S, i.e. the
   same mechanism with b = 1 and no extension (003 Eq. 2 with the typo fixed, spec §4.1).
+- :class:`UMaxRRExtended` (``umaxrr-yp``): uRR (b = 1) on the protected set ClinSimRR chooses
+  (steps 1 and 2 below): the fair baseline for ClinSimRR's blocks, since it protects exactly the
+  same codes. 003 compares ClinSimRR only with uRR on X_S.
 - :class:`SensitiveRR`: |X_S|-ary randomized response on the sensitive codes only, non-sensitive
   codes published as they are (003 §2.1's "RR on X_S").
 - :class:`Suppression`: every sensitive code replaced by the root ``*`` (003 §5's baseline).
 
-Privacy guarantee (ClinSimRR, UMaxRR): for every reported element, every pair of inputs x, x' and
-every output y in the protected set Y_P, Pr[M(x) = y] <= e^ε Pr[M(x') = y] — (Y_P, ε)-utility-
-optimized LDP; the ε holds per element, so a record with j protected elements composes to jε.
-SensitiveRR: ε-LDP among sensitive inputs only (an output in Y_P shows the input was sensitive).
-Suppression: none (a suppressed element is always sensitive, and the dependence graph points
-to which one).
+Privacy guarantee (ClinSimRR, UMaxRR, UMaxRRExtended): for every reported element, every pair of
+inputs x, x' and every output y in the protected set Y_P, Pr[M(x) = y] <= e^ε Pr[M(x') = y] —
+(Y_P, ε)-utility-optimized LDP *given Y_P and the blocks*; the ε holds per element, so a record
+with j protected elements composes to jε. SensitiveRR: ε-LDP among sensitive inputs only (an
+output in Y_P shows the input was sensitive). Suppression: none (a suppressed element is always
+sensitive, and the dependence graph points to which one). :meth:`ProtectionPlan.guarantee` and
+:meth:`ProtectionPlan.does_not_guarantee` generate these statements from the plan's parameters
+(ε, γ, L, b, |Y_P|, p_S); the release manifest and ``docs/algorithms/clinsim.md`` use them.
 
-Not guaranteed: the dependence step bounds a leakage *estimated on the auxiliary data's graph*; an
-adversary who knows more dependences than the graph holds may still infer sensitive codes (003 §7).
-Codes outside Y_P are published truthfully.
+Not guaranteed: Y_P, the blocks, p_T and p_S are chosen without noise from the dependence graph and
+the code tree of the *auxiliary* patients (003 learns them on an 80% split): a non-private
+statistic of those patients, published as such (one auxiliary patient more or less can change
+Y_P). They depend on no released patient — the caller must build the graph and the tree from the
+auxiliary split only (:func:`medanon.cli.clinsim.run_clinsim` does). The dependence step bounds a
+leakage *estimated on the auxiliary data's graph*; an adversary who knows more dependences than
+the graph holds may still infer sensitive codes (003 §7). Codes outside Y_P are published
+truthfully.
 
 Deviations and choices (003 leaves them open):
 
@@ -65,8 +75,8 @@ from ..mechanisms.block_rr import UNPROTECTED, BlockRandomizedResponse, clip_and
 from ..mechanisms.noise import NoiseSource, check_noise, to_fraction
 from .dependence import DependenceGraph, LeakageBound, bound_leakage
 
-__all__ = ["ClinSimRR", "ProtectionPlan", "SensitiveRR", "Suppression", "UMaxRR",
-           "METHODS", "make_method", "nearest_blocks", "expected_cil"]
+__all__ = ["ClinSimRR", "ProtectionPlan", "SensitiveRR", "Suppression", "UMaxRR", "UMaxRRExtended",
+           "EXTENDING", "METHODS", "make_method", "nearest_blocks", "expected_cil"]
 
 
 # -- blocks and expected loss ---------------------------------------------------------------
@@ -181,7 +191,7 @@ class ProtectionPlan:
     """What a method will do to each element: the protected set, blocks and mechanism.
 
     Attributes:
-        method: ``clinsimrr``, ``umaxrr``, ``rr`` or ``suppression``.
+        method: ``clinsimrr``, ``umaxrr``, ``umaxrr-yp``, ``rr`` or ``suppression``.
         sensitive: the original sensitive codes X_S (sorted).
         protected: Y_P in mechanism index order (sensitive first, then added codes).
         added_for_leakage / added_for_blocking: the codes ClinSimRR added, in order.
@@ -259,26 +269,77 @@ class ProtectionPlan:
                           pd.Series(est_u, index=others.index)]).sort_index()
 
     def guarantee(self) -> list[str]:
+        """What holds, generated from the plan's parameters (ε, |Y_P|, b, γ, L)."""
         eps = self.parameters.get("epsilon")
-        if self.method in ("clinsimrr", "umaxrr"):
-            return [f"(Y_P, {eps})-utility-optimized LDP per released element: every output in the "
-                    f"protected set ({len(self.protected)} codes) is at most e^{eps} times more likely "
-                    "under any input than under any other; protected inputs are always reported "
-                    "inside the protected set"]
+        m, b = len(self.protected), self.block_size
+        if self.method in ("clinsimrr", "umaxrr", "umaxrr-yp"):
+            which = ("the sensitive set X_S" if self.method == "umaxrr"
+                     else "the sensitive set extended by ClinSimRR's leakage and blocking steps")
+            return [f"(Y_P, epsilon = {eps})-utility-optimized local differential privacy for each "
+                    f"released diagnosis element, given the published protected set Y_P ({m} codes: "
+                    f"{which}) and its blocks (block size b = {b}): for any two true codes x, x' "
+                    f"and every released code y in Y_P, Pr[M(x) = y] <= e^{eps} * Pr[M(x') = y]; a "
+                    "true code in Y_P is always released inside Y_P",
+                    f"Y_P and the blocks depend on no released patient: {self._provenance()}"]
         if self.method == "rr":
-            return [f"{eps}-LDP among the {len(self.sensitive)} sensitive codes, per released element"]
+            return [f"local differential privacy with epsilon = {eps} among the {len(self.sensitive)} "
+                    "sensitive codes, per released element (each sensitive code is reported "
+                    "through |X_S|-ary randomized response)"]
         return ["none: sensitive codes are replaced by '*' (a deterministic redaction)"]
 
+    def _provenance(self) -> str:
+        if self.method == "umaxrr":
+            return ("Y_P = X_S is the operator's sensitive set, resolved on the code tree, which is "
+                    "extended with codes of the auxiliary split only")
+        params = self.parameters
+        return (f"they are computed from the dependence graph of the auxiliary split (leakage bound "
+                f"gamma = {params.get('gamma')}, paths up to L = {params.get('max_path_length')}), "
+                f"the code tree (extended with codes of the auxiliary split only; alpha = "
+                f"{params.get('alpha')} in Eq. 4) and the operator's sensitive codes")
+
     def does_not_guarantee(self) -> list[str]:
-        out = ["codes outside the protected set are published truthfully",
-               "a record with several protected elements composes: j elements give j·epsilon"]
+        """What does not hold, generated from the plan's parameters."""
+        eps = self.parameters.get("epsilon")
+        p_s = self.mechanism.p_s if self.mechanism is not None else 0.0
+        out: list[str] = []
+        if self.method in ("clinsimrr", "umaxrr-yp"):
+            params = self.parameters
+            out.append(f"Y_P, the blocks, p_T and p_S are a non-private statistic of the auxiliary "
+                       f"patients: they are chosen without noise from the dependence graph learned "
+                       f"on the auxiliary split (gamma = {params.get('gamma')}, L = "
+                       f"{params.get('max_path_length')}) and the adaptive-blocking search (b_max = "
+                       f"{params.get('b_max')}), so one auxiliary patient more or less can change "
+                       f"them; they are published as such, and epsilon = {eps} holds per released "
+                       "element given them, not for the auxiliary patients")
+        elif self.method == "umaxrr":
+            out.append("Y_P = X_S is published as is (not randomized); epsilon = "
+                       f"{eps} holds per released element given it")
+        if self.method in ("umaxrr", "rr", "suppression"):
+            out.append("the published sensitive set is the operator's codes resolved on the code "
+                       "tree, which is extended with codes of the auxiliary split: at full-code level "
+                       "it can name a retired or non-billable code that only auxiliary patients hold "
+                       "(a non-private statistic of them)")
+        if self.mechanism is not None:
+            kept = (f"with probability 1 - p_S = {1.0 - p_s:.4g} each" if p_s > 0 else "always")
+            out.append(f"codes outside the protected set are published truthfully ({kept}): a "
+                       "released code outside Y_P is the true code")
+            out.append(f"a record's elements are reported independently: j elements of one record "
+                       f"in the protected set compose to j * {eps}")
+        else:
+            out.append("codes outside the sensitive set are published truthfully")
         if self.method == "clinsimrr":
-            out.append("the dependence step bounds the leakage estimated on the auxiliary data's graph "
-                       "only; an adversary knowing stronger dependences may still infer sensitive codes")
+            out.append(f"the dependence step bounds the leakage (gamma = {self.parameters.get('gamma')}) "
+                       "estimated on the auxiliary data's graph only; an adversary knowing stronger "
+                       "dependences may still infer sensitive codes")
+        if self.method == "umaxrr-yp":
+            out.append("the codes added for blocking were chosen for ClinSimRR's blocks; with b = 1 "
+                       "they only raise p_S (this method is the like-for-like baseline of ClinSimRR)")
         if self.method in ("umaxrr", "rr", "suppression"):
             out.append("no protection against inference from correlated non-sensitive codes")
         if self.method == "rr":
             out.append("an output in the sensitive set reveals that the input was sensitive")
+        if self.method == "suppression":
+            out.append("a '*' reveals that the element was sensitive")
         return out
 
 
@@ -380,7 +441,7 @@ class ClinSimRR:
         protected = tuple(tree.leaves[i] for i in found["leaves"])
         mechanism = BlockRandomizedResponse(epsilon=self.epsilon, blocks=found["blocks"])
         return ProtectionPlan(
-            self.name, codes, protected, mechanism,
+            ClinSimRR.name, codes, protected, mechanism,
             {"epsilon": str(self.epsilon), "gamma": self.gamma, "alpha": self.alpha,
              "b_max": self.b_max, "max_path_length": self.max_path_length,
              "patience": self.patience, "max_added": self.max_added},
@@ -389,13 +450,42 @@ class ClinSimRR:
             expected_cil=found["expected_cil"], leakage=leakage, search=tuple(found["trace"]))
 
 
-METHODS = ("clinsimrr", "umaxrr", "rr", "suppression")
+class UMaxRRExtended(ClinSimRR):
+    """uRR (b = 1) on ClinSimRR's protected set: the same Y_P as :class:`ClinSimRR` with the same
+    parameters, without its blocks (the like-for-like baseline; 003 compares with uRR on X_S only).
+
+    Takes the parameters of :class:`ClinSimRR`.
+    """
+
+    name = "umaxrr-yp"
+
+    def plan(self, graph: DependenceGraph, sensitive: Sequence[str], tree: CodeTree) -> ProtectionPlan:
+        return self.from_plan(super().plan(graph, sensitive, tree))
+
+    @classmethod
+    def from_plan(cls, full: ProtectionPlan) -> ProtectionPlan:
+        """The ``umaxrr-yp`` plan of a ClinSimRR plan: its Y_P, its ε, blocks of size 1."""
+        if full.method != ClinSimRR.name or full.mechanism is None:
+            raise _fail("full", "UMaxRRExtended.from_plan", "a ClinSimRR plan", full.method)
+        blocks = np.arange(len(full.protected))[:, None]
+        return ProtectionPlan(
+            cls.name, full.sensitive, full.protected,
+            BlockRandomizedResponse(epsilon=full.mechanism.epsilon, blocks=blocks), full.parameters,
+            added_for_leakage=full.added_for_leakage, added_for_blocking=full.added_for_blocking,
+            leakage=full.leakage, search=full.search)
+
+
+METHODS = ("clinsimrr", "umaxrr", "umaxrr-yp", "rr", "suppression")
+#: Methods that extend the protected set (and take γ, b_max).
+EXTENDING = ("clinsimrr", "umaxrr-yp")
 
 
 def make_method(name: str, *, epsilon: Any = None, **options: Any):
     """The method object for a CLI name (``epsilon`` is ignored by suppression)."""
     if name == "clinsimrr":
         return ClinSimRR(epsilon=epsilon, **options)
+    if name == "umaxrr-yp":
+        return UMaxRRExtended(epsilon=epsilon, **options)
     if name == "umaxrr":
         return UMaxRR(epsilon=epsilon)
     if name == "rr":

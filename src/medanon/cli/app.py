@@ -155,13 +155,15 @@ def clinsim(
     out: Annotated[Path, typer.Option("--out", "-o", help="New folder for release.csv and manifest.json.")],
     admissions: Annotated[Optional[Path], typer.Option(help="MIMIC-III ADMISSIONS.csv (admission order).")] = None,
     method: Annotated[str, typer.Option(
-        help="clinsimrr (paper 003), umaxrr, rr or suppression (its baselines).")] = "clinsimrr",
+        help="clinsimrr (paper 003), umaxrr, umaxrr-yp (UMAXRR on ClinSimRR's protected set), rr "
+             "or suppression (its baselines).")] = "clinsimrr",
     epsilon: Annotated[Optional[str], typer.Option(
         help="ε per released element (randomized methods), e.g. 1 or 1/2.")] = None,
     gamma: Annotated[Optional[float], typer.Option(
-        help="clinsimrr: leakage bound γ of the dependence step (default 0.05).")] = None,
+        help="clinsimrr, umaxrr-yp: leakage bound γ of the dependence step (default 0.05).")] = None,
     alpha: Annotated[float, typer.Option(help="α of the code dissimilarity, Eq. 4 (default 0.5).")] = 0.5,
-    b_max: Annotated[Optional[int], typer.Option(help="clinsimrr: largest block size tried (default 16).")] = None,
+    b_max: Annotated[Optional[int], typer.Option(
+        help="clinsimrr, umaxrr-yp: largest block size tried (default 16).")] = None,
     sensitive: Annotated[Optional[Path], typer.Option(
         help="File of sensitive ICD-9 codes, one per line.")] = None,
     sensitive_preset: Annotated[Optional[str], typer.Option(
@@ -179,6 +181,12 @@ def clinsim(
     seed: SeedOpt = None,
     allow_seeded: Annotated[bool, typer.Option(
         "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
+    pseudonym_key: Annotated[Optional[Path], typer.Option(
+        "--pseudonym-key", help="Operator-held key file for the SUBJECT_ID/HADM_ID pseudonyms "
+        "(created with mode 0600 if missing; never inside --out): releases made with it are "
+        "linkable. Default: a fresh key per release, never stored.")] = None,
+    keep_ids: Annotated[bool, typer.Option(
+        "--keep-ids", help="Publish the raw SUBJECT_ID and HADM_ID (the manifest says so).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Release diagnosis sequences with ClinSimRR or a baseline; report CIL, KL and the attack's MAP."""
@@ -187,7 +195,7 @@ def clinsim(
                         code_level=code_level, min_admissions=min_admissions, aux_fraction=aux_fraction,
                         delta_t_days=delta_t, max_path_length=max_path_length,
                         min_predictions=map_min_predictions, seed=seed, allow_seeded=allow_seeded, out=out,
-                        as_json=as_json)
+                        as_json=as_json, pseudonym_key=pseudonym_key, keep_ids=keep_ids)
 
 
 @app.command()
