@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from medanon.cli.app import main
 from medanon.cli.clinsim import run_clinsim
 from medanon.data.ehr import load_ehr_csv, load_mimic
 from medanon.mechanisms.noise import NoiseSource
@@ -510,3 +511,19 @@ def test_bad_pseudonym_options_are_refused(inputs, tmp_path, case, fragment):
     assert_user_error(result, "ValidationError", fragment)
     assert result.stdout == "" and not out.exists()
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("method, model", [("clinsimrr", "(Y_P, epsilon)-utility-optimized LDP"),
+                                           ("rr", "epsilon-LDP"), ("suppression", None)])
+def test_verify_reads_the_ehr_release_model(runs, method, model, capsys):
+    folder = runs[method][1]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["method"]["privacy_model"] == model
+    code = main(["verify", str(folder), "--json"])
+    verdict = json.loads(capsys.readouterr().out)["releases"][0]
+    if model is None:   # suppression claims no model: nothing vouches for it
+        assert code == 1 and verdict["verdict"] == "no-model"
+    else:
+        assert code == 0 and verdict["model"] == model
+        assert manifest["method"]["model"]["guarantee"].startswith(
+            "; ".join(manifest["privacy"]["guarantee"][:1]))

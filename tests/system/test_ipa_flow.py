@@ -195,3 +195,38 @@ def test_parquet_input(table, tmp_path):
     summary = run_json("ipa", parquet, "--schema", table.with_name("patients.schema.toml"),
                        "--method", "kanon", "--out", tmp_path / "o")
     assert summary["records"] == 20000
+
+
+@pytest.mark.parametrize("method, model", [("ipa", "IPA (per-step epsilon-DP)"),
+                                           ("kanon", "k-anonymity"),
+                                           ("dphist", "epsilon-DP histogram")])
+def test_verify_checks_a_table_release_against_its_model(runs, method, model, capsys):
+    _, folder = runs[method]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["method"]["privacy_model"] == model
+    # the texts a reader sees are the model object's
+    assert manifest["privacy"]["guarantee"] == manifest["method"]["model"]["guarantee"]
+    assert main(["verify", str(folder), "--json"]) == 0
+    verdict = json.loads(capsys.readouterr().out)["releases"][0]
+    assert verdict["model"] == model and verdict["verdict"] == "passed"
+    if method == "kanon":
+        assert verdict["checked"].startswith("k=10 per class of released dimension values")
+
+
+def test_verify_refuses_a_tampered_k_anonymous_table(runs, tmp_path, capsys):
+    import shutil
+
+    _, folder = runs["kanon"]
+    tampered = tmp_path / "kanon"
+    shutil.copytree(folder, tampered)
+    rows = pd.read_csv(tampered / "release.csv", dtype=str, keep_default_na=False)
+    dims = ["age", "sex", "los", "surgery", "region"]
+    real = rows[~(rows[dims] == "*").all(axis=1)]
+    first = real.groupby(dims).size().index[0]
+    in_class = (rows[dims] == pd.Series(first, index=dims)).all(axis=1)
+    keep = ~in_class | (in_class.cumsum() == 1)   # the class keeps one row
+    rows[keep].to_csv(tampered / "release.csv", index=False)
+    assert main(["verify", str(tampered)]) == 1
+    captured = capsys.readouterr()
+    assert "holds 1 record(s) < k=10" in captured.out
+    assert captured.err.startswith("PrivacyViolation:")

@@ -73,6 +73,7 @@ from .._validation import _fail, check_int
 from ..hierarchies.icd9 import ROOT, CodeTree
 from ..mechanisms.block_rr import UNPROTECTED, BlockRandomizedResponse, clip_and_normalize
 from ..mechanisms.noise import NoiseSource, check_noise, to_fraction
+from ..models.single import LocalDPModel, PlainLDPModel, suppression_non_guarantees
 from .dependence import DependenceGraph, LeakageBound, bound_leakage
 
 __all__ = ["ClinSimRR", "ProtectionPlan", "SensitiveRR", "Suppression", "UMaxRR", "UMaxRRExtended",
@@ -268,79 +269,34 @@ class ProtectionPlan:
         return pd.concat([pd.Series(est_p, index=list(self.protected)),
                           pd.Series(est_u, index=others.index)]).sort_index()
 
-    def guarantee(self) -> list[str]:
-        """What holds, generated from the plan's parameters (ε, |Y_P|, b, γ, L)."""
-        eps = self.parameters.get("epsilon")
-        m, b = len(self.protected), self.block_size
-        if self.method in ("clinsimrr", "umaxrr", "umaxrr-yp"):
-            which = ("the sensitive set X_S" if self.method == "umaxrr"
-                     else "the sensitive set extended by ClinSimRR's leakage and blocking steps")
-            return [f"(Y_P, epsilon = {eps})-utility-optimized local differential privacy for each "
-                    f"released diagnosis element, given the published protected set Y_P ({m} codes: "
-                    f"{which}) and its blocks (block size b = {b}): for any two true codes x, x' "
-                    f"and every released code y in Y_P, Pr[M(x) = y] <= e^{eps} * Pr[M(x') = y]; a "
-                    "true code in Y_P is always released inside Y_P",
-                    f"Y_P and the blocks depend on no released patient: {self._provenance()}"]
-        if self.method == "rr":
-            return [f"local differential privacy with epsilon = {eps} among the {len(self.sensitive)} "
-                    "sensitive codes, per released element (each sensitive code is reported "
-                    "through |X_S|-ary randomized response)"]
-        return ["none: sensitive codes are replaced by '*' (a deterministic redaction)"]
-
-    def _provenance(self) -> str:
-        if self.method == "umaxrr":
-            return ("Y_P = X_S is the operator's sensitive set, resolved on the code tree, which is "
-                    "extended with codes of the auxiliary split only")
+    @property
+    def model(self):
+        """The privacy model the plan's release satisfies (:mod:`medanon.models.single`); None
+        for suppression, which claims none. Its texts are generated from the plan's parameters."""
+        if self.method == "suppression":
+            return None
         params = self.parameters
-        return (f"they are computed from the dependence graph of the auxiliary split (leakage bound "
-                f"gamma = {params.get('gamma')}, paths up to L = {params.get('max_path_length')}), "
-                f"the code tree (extended with codes of the auxiliary split only; alpha = "
-                f"{params.get('alpha')} in Eq. 4) and the operator's sensitive codes")
+        kind = PlainLDPModel if self.method == "rr" else LocalDPModel
+        return kind(method=self.method, epsilon=params.get("epsilon"),
+                            protected=len(self.protected), sensitive=len(self.sensitive),
+                            block_size=self.block_size,
+                            p_s=self.mechanism.p_s if self.mechanism is not None else 0.0,
+                            gamma=params.get("gamma"), max_path_length=params.get("max_path_length"),
+                            alpha=params.get("alpha"), b_max=params.get("b_max"))
+
+    def guarantee(self) -> list[str]:
+        """What holds: the model object's statements (suppression: none)."""
+        model = self.model
+        if model is None:
+            return ["none: sensitive codes are replaced by '*' (a deterministic redaction)"]
+        return list(model.guarantees)
 
     def does_not_guarantee(self) -> list[str]:
-        """What does not hold, generated from the plan's parameters."""
-        eps = self.parameters.get("epsilon")
-        p_s = self.mechanism.p_s if self.mechanism is not None else 0.0
-        out: list[str] = []
-        if self.method in ("clinsimrr", "umaxrr-yp"):
-            params = self.parameters
-            out.append(f"Y_P, the blocks, p_T and p_S are a non-private statistic of the auxiliary "
-                       f"patients: they are chosen without noise from the dependence graph learned "
-                       f"on the auxiliary split (gamma = {params.get('gamma')}, L = "
-                       f"{params.get('max_path_length')}) and the adaptive-blocking search (b_max = "
-                       f"{params.get('b_max')}), so one auxiliary patient more or less can change "
-                       f"them; they are published as such, and epsilon = {eps} holds per released "
-                       "element given them, not for the auxiliary patients")
-        elif self.method == "umaxrr":
-            out.append("Y_P = X_S is published as is (not randomized); epsilon = "
-                       f"{eps} holds per released element given it")
-        if self.method in ("umaxrr", "rr", "suppression"):
-            out.append("the published sensitive set is the operator's codes resolved on the code "
-                       "tree, which is extended with codes of the auxiliary split: at full-code level "
-                       "it can name a retired or non-billable code that only auxiliary patients hold "
-                       "(a non-private statistic of them)")
-        if self.mechanism is not None:
-            kept = (f"with probability 1 - p_S = {1.0 - p_s:.4g} each" if p_s > 0 else "always")
-            out.append(f"codes outside the protected set are published truthfully ({kept}): a "
-                       "released code outside Y_P is the true code")
-            out.append(f"a record's elements are reported independently: j elements of one record "
-                       f"in the protected set compose to j * {eps}")
-        else:
-            out.append("codes outside the sensitive set are published truthfully")
-        if self.method == "clinsimrr":
-            out.append(f"the dependence step bounds the leakage (gamma = {self.parameters.get('gamma')}) "
-                       "estimated on the auxiliary data's graph only; an adversary knowing stronger "
-                       "dependences may still infer sensitive codes")
-        if self.method == "umaxrr-yp":
-            out.append("the codes added for blocking were chosen for ClinSimRR's blocks; with b = 1 "
-                       "they only raise p_S (this method is the like-for-like baseline of ClinSimRR)")
-        if self.method in ("umaxrr", "rr", "suppression"):
-            out.append("no protection against inference from correlated non-sensitive codes")
-        if self.method == "rr":
-            out.append("an output in the sensitive set reveals that the input was sensitive")
-        if self.method == "suppression":
-            out.append("a '*' reveals that the element was sensitive")
-        return out
+        """What does not hold: the model object's statements."""
+        model = self.model
+        if model is None:
+            return list(suppression_non_guarantees())
+        return list(model.non_guarantees)
 
 
 # -- methods ----------------------------------------------------------------------------------

@@ -9,8 +9,9 @@
 * :class:`IPAModel` — 004's IPA: each noisy step is an ε-DP mechanism; the release as a whole
   is not ε-DP (the text says why). What can be checked on the output is the declaration.
 * :class:`LocalDPModel` — local DP per released diagnosis element (003): (Y_P, ε)-utility-
-  optimized LDP for ClinSimRR and UMAXRR, ε-LDP among the sensitive codes for plain RR; the
-  suppression baseline declares no model.
+  optimized LDP for ClinSimRR and UMAXRR; :class:`PlainLDPModel`, ε-LDP among the sensitive
+  codes for plain RR; the suppression baseline declares no model. The texts name what Y_P and
+  the blocks are: a non-private statistic of the auxiliary patients, published as such.
 
 A one-off release is a folder with ``release.csv`` and ``manifest.json`` whose ``format`` is the
 tabular or the EHR release format. Its manifest declares the model in ``method.privacy_model``
@@ -29,7 +30,7 @@ from ..errors import InputFormatError, ValidationError
 from .base import PrivacyModel, ReleaseVerdict, manifest_field, manifest_int, register
 
 __all__ = ["DPHistogramModel", "IPAModel", "KAnonymityModel", "LocalDPModel", "OneOffRelease",
-           "PlainLDPModel"]
+           "PlainLDPModel", "suppression_non_guarantees"]
 
 KANON_MODEL = "k-anonymity"
 DPHIST_MODEL = "epsilon-DP histogram"
@@ -240,54 +241,167 @@ class IPAModel(_OneOff):
                                                 label) for s in split})
 
 
+_ULDP_METHODS = ("clinsimrr", "umaxrr", "umaxrr-yp")
+_LDP_METHODS = ("rr",)
+
+
+def suppression_non_guarantees() -> tuple[str, ...]:
+    """What the suppression baseline (no model) does not guarantee."""
+    return ("the published sensitive set is the operator's codes resolved on the code tree, which "
+            "is extended with codes of the auxiliary split: at full-code level it can name a "
+            "retired or non-billable code that only auxiliary patients hold (a non-private "
+            "statistic of them)",
+            "codes outside the sensitive set are published truthfully",
+            "no protection against inference from correlated non-sensitive codes",
+            "a '*' reveals that the element was sensitive")
+
+
 @register
 class LocalDPModel(_OneOff):
-    """Local DP per released EHR element (003): (Y_P, ε)-ULDP, or ε-LDP for plain RR."""
+    """Local DP per released EHR element (003): (Y_P, ε)-ULDP for ClinSimRR and UMAXRR.
+
+    Args:
+        method: ``clinsimrr``, ``umaxrr``, ``umaxrr-yp`` (this class) or ``rr``
+            (:class:`PlainLDPModel`).
+        epsilon: ε per released element.
+        protected: |Y_P| (for ``rr``: the number of sensitive codes).
+        sensitive: |X_S|, the operator's sensitive codes.
+        block_size: b of the block mechanism.
+        p_s: the probability that an unprotected code is replaced (shown in the texts).
+        gamma, max_path_length, alpha, b_max: ClinSimRR's parameters, for the texts.
+    """
 
     name = ULDP_MODEL
 
-    def __init__(self, *, epsilon: object, protected: int, utility_optimized: bool = True,
-                 auxiliary_statistic: bool = True):
+    def __init__(self, *, method: str, epsilon: object, protected: int, sensitive: int,
+                 block_size: int = 1, p_s: float = 0.0, gamma: object = None,
+                 max_path_length: object = None, alpha: object = None, b_max: object = None):
         from ..accounting import to_exact
 
-        self.epsilon = to_exact(epsilon, name="epsilon", owner="LocalDPModel")
-        self.protected = check_int(protected, name="protected", owner="LocalDPModel", minimum=1)
-        self.utility_optimized = bool(utility_optimized)
-        self.auxiliary_statistic = bool(auxiliary_statistic)
+        allowed = _LDP_METHODS if self.name == LDP_MODEL else _ULDP_METHODS
+        if method not in allowed:
+            raise ValidationError(f"The 'method' parameter of {type(self).__name__} must be one of "
+                                  f"{', '.join(allowed)}; got {method!r}.")
+        self.method = method
+        self.epsilon = to_exact(epsilon, name="epsilon", owner=type(self).__name__)
+        # ε as the method states it ("1/2" stays "1/2"), so the texts quote the parameter
+        self._eps = epsilon.strip() if isinstance(epsilon, str) else _fmt(self.epsilon)
+        self.protected = check_int(protected, name="protected", owner=type(self).__name__,
+                                   minimum=1)
+        self.sensitive = check_int(sensitive, name="sensitive", owner=type(self).__name__,
+                                   minimum=1)
+        self.block_size = check_int(block_size, name="block_size", owner=type(self).__name__,
+                                    minimum=1)
+        self.p_s = float(p_s)
+        self.gamma, self.max_path_length, self.alpha, self.b_max = gamma, max_path_length, alpha, b_max
 
     @property
     def attacks(self) -> tuple[str, ...]:
         return ("inference of a protected code from its released element",)
 
     def parameters(self) -> dict[str, object]:
-        return {"epsilon": _fmt(self.epsilon), "protected_codes": self.protected,
-                "utility_optimized": self.utility_optimized}
+        return {"method": self.method, "epsilon": self._eps,
+                "protected_codes": self.protected, "sensitive_codes": self.sensitive,
+                "block_size": self.block_size, "p_s": self.p_s, "gamma": self.gamma,
+                "max_path_length": self.max_path_length, "alpha": self.alpha, "b_max": self.b_max}
+
+    @property
+    def guarantees(self) -> tuple[str, ...]:
+        """The guarantee, one statement per item."""
+        eps = self._eps
+        if self.method == "rr":
+            return (f"local differential privacy with epsilon = {eps} among the {self.sensitive} "
+                    "sensitive codes, per released element (each sensitive code is reported "
+                    "through |X_S|-ary randomized response)",)
+        which = ("the sensitive set X_S" if self.method == "umaxrr"
+                 else "the sensitive set extended by ClinSimRR's leakage and blocking steps")
+        return (f"(Y_P, epsilon = {eps})-utility-optimized local differential privacy for each "
+                f"released diagnosis element, given the published protected set Y_P "
+                f"({self.protected} codes: {which}) and its blocks (block size b = "
+                f"{self.block_size}): for any two true codes x, x' and every released code y in "
+                f"Y_P, Pr[M(x) = y] <= e^{eps} * Pr[M(x') = y]; a true code in Y_P is always "
+                f"released inside Y_P",
+                f"Y_P and the blocks depend on no released patient: {self._provenance()}")
+
+    def _provenance(self) -> str:
+        if self.method == "umaxrr":
+            return ("Y_P = X_S is the operator's sensitive set, resolved on the code tree, which is "
+                    "extended with codes of the auxiliary split only")
+        return (f"they are computed from the dependence graph of the auxiliary split (leakage bound "
+                f"gamma = {self.gamma}, paths up to L = {self.max_path_length}), the code tree "
+                f"(extended with codes of the auxiliary split only; alpha = {self.alpha} in Eq. 4) "
+                f"and the operator's sensitive codes")
+
+    @property
+    def non_guarantees(self) -> tuple[str, ...]:
+        """What does not hold, one statement per item."""
+        eps = self._eps
+        out: list[str] = []
+        if self.method in ("clinsimrr", "umaxrr-yp"):
+            out.append(f"Y_P, the blocks, p_T and p_S are a non-private statistic of the auxiliary "
+                       f"patients: they are chosen without noise from the dependence graph learned "
+                       f"on the auxiliary split (gamma = {self.gamma}, L = {self.max_path_length}) "
+                       f"and the adaptive-blocking search (b_max = {self.b_max}), so one auxiliary "
+                       f"patient more or less can change them; they are published as such, and "
+                       f"epsilon = {eps} holds per released element given them, not for the "
+                       f"auxiliary patients")
+        elif self.method == "umaxrr":
+            out.append(f"Y_P = X_S is published as is (not randomized); epsilon = {eps} holds per "
+                       f"released element given it")
+        if self.method in ("umaxrr", "rr"):
+            out.append(suppression_non_guarantees()[0])
+        kept = (f"with probability 1 - p_S = {1.0 - self.p_s:.4g} each" if self.p_s > 0
+                else "always")
+        out.append(f"codes outside the protected set are published truthfully ({kept}): a "
+                   "released code outside Y_P is the true code")
+        out.append(f"a record's elements are reported independently: j elements of one record "
+                   f"in the protected set compose to j * {eps}")
+        if self.method == "clinsimrr":
+            out.append(f"the dependence step bounds the leakage (gamma = {self.gamma}) estimated on "
+                       "the auxiliary data's graph only; an adversary knowing stronger "
+                       "dependences may still infer sensitive codes")
+        if self.method == "umaxrr-yp":
+            out.append("the codes added for blocking were chosen for ClinSimRR's blocks; with b = 1 "
+                       "they only raise p_S (this method is the like-for-like baseline of ClinSimRR)")
+        if self.method in ("umaxrr", "rr"):
+            out.append("no protection against inference from correlated non-sensitive codes")
+        if self.method == "rr":
+            out.append("an output in the sensitive set reveals that the input was sensitive")
+        return tuple(out)
 
     @property
     def guarantee(self) -> str:
-        e = _fmt(self.epsilon)
-        if self.utility_optimized:
-            return (f"(Y_P, {e})-utility-optimized LDP per released element: every output in the "
-                    f"protected set Y_P ({self.protected} codes) is at most e^{e} times more likely "
-                    f"under any input than under any other, and protected inputs are always "
-                    f"reported inside Y_P.")
-        return (f"{e}-LDP among the {self.protected} sensitive codes, per released element.")
+        return "; ".join(self.guarantees) + "."
 
     @property
     def does_not_guarantee(self) -> str:
-        text = ("Codes outside the protected set are published truthfully; a patient with several "
-                "protected elements composes (j elements give j times epsilon).")
-        if self.auxiliary_statistic:
-            text += (" The protected set Y_P and the blocks are a non-private statistic of the "
-                     "auxiliary patients, published as they are.")
-        return text
+        return "; ".join(self.non_guarantees) + "."
 
     @classmethod
     def from_manifest(cls, manifest: Mapping, label: str) -> "LocalDPModel":
-        return cls(epsilon=_epsilon(manifest, "method.parameters.epsilon", label),
-                   protected=manifest_int(manifest, "protected.size", label),
-                   utility_optimized=manifest_field(manifest, "method.privacy_model", label)
-                   == ULDP_MODEL)
+        params = manifest_field(manifest, "method.model.parameters", label)
+        if not isinstance(params, Mapping):
+            raise InputFormatError(f"The manifest of {label} must give the model's parameters in "
+                                   f"'method.model.parameters'; got {params!r}.")
+        try:
+            return cls(method=str(params.get("method")),
+                       epsilon=str(manifest_field(manifest, "method.model.parameters.epsilon",
+                                                  label)),
+                       protected=manifest_int(manifest, "method.model.parameters.protected_codes",
+                                              label),
+                       sensitive=manifest_int(manifest, "method.model.parameters.sensitive_codes",
+                                              label),
+                       block_size=manifest_int(manifest, "method.model.parameters.block_size",
+                                               label),
+                       p_s=float(params.get("p_s") or 0.0), gamma=params.get("gamma"),
+                       max_path_length=params.get("max_path_length"), alpha=params.get("alpha"),
+                       b_max=params.get("b_max"))
+        except ValidationError as exc:
+            raise InputFormatError(f"The manifest of {label}: {exc}") from None
+
+    def checked_text(self) -> str:
+        return (f"epsilon={_fmt(self.epsilon)} per element and |Y_P|={self.protected} declared "
+                f"(the randomization itself cannot be checked on the output)")
 
 
 @register
@@ -295,7 +409,3 @@ class PlainLDPModel(LocalDPModel):
     """ε-LDP among the sensitive codes (plain randomized response, 003's RR baseline)."""
 
     name = LDP_MODEL
-
-    def __init__(self, *, epsilon: object, protected: int, **_: object):
-        super().__init__(epsilon=epsilon, protected=protected, utility_optimized=False,
-                         auxiliary_statistic=False)

@@ -280,7 +280,8 @@ def ehr_manifest(plan: ProtectionPlan, *, released: pd.DataFrame, code_level: st
     return {
         "format": EHR_FORMAT,
         "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "method": {"name": plan.method, "parameters": plan.parameters},
+        "method": {"name": plan.method, "parameters": plan.parameters,
+                   **_declared_model(plan)},
         "columns": list(EHR_COLUMNS),
         "identifiers": identifiers.describe(),
         "codes": {"system": "ICD-9-CM", "level": code_level, "root": "*",
@@ -308,6 +309,14 @@ def ehr_manifest(plan: ProtectionPlan, *, released: pd.DataFrame, code_level: st
         "rng": {**randomness, "seed": seed},
         "library": {"name": "medanon", "version": __version__},
     }
+
+
+def _declared_model(plan: ProtectionPlan) -> dict[str, Any]:
+    """The model the release declares (``method.privacy_model`` and ``method.model``)."""
+    model = plan.model
+    if model is None:
+        return {"privacy_model": None}
+    return {"privacy_model": model.name, "model": model.to_manifest()}
 
 
 def write_ehr_release(out: str | Path, table: pd.DataFrame, manifest: dict[str, Any]) -> Path:
