@@ -11,19 +11,17 @@ import json
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from medanon.cli.app import main
 from medanon.errors import InputFormatError, ValidationError
-from medanon.hierarchies import sex_tree, write_arx
 from medanon.models import (MSModel, PPMSAlphaModel, PPMSDPModel, PPMSModel, inflated_k,
                             inflated_theta, model_from_manifest, posterior_bounds,
                             term_share_bound)
 from medanon.models.names import HA_MODEL, MS_MODEL, PPMS_DP_MODEL, PPMS_MODEL
 from medanon.models.theta import ThetaTable
 from medanon.verify import verify_series
-from tests.unit.test_verify import rows, series
+from tests.unit.test_verify import series, write_folder
 
 def dp_manifest(*, k=2, epsilon="1", theta=1.0, aware=False, variant="strict", exact=None):
     details = {"theta_table": ThetaTable(default=theta).to_manifest(), "perturbed_qids": ["age"],
@@ -192,15 +190,8 @@ def test_models_round_trip_and_text_comes_from_parameters():
 
 
 def _write(folder, tables, manifests):
-    for period, records in tables.items():
-        out = folder / period
-        out.mkdir()
-        rows(period, records).to_csv(out / "release.csv", index=False)
-        m = dict(manifests[period])
-        m["columns"] = {"qids": [{"name": "sex", "kind": "categorical"},
-                                 {"name": "age", "kind": "numeric"}], "sensitive": ["adr"]}
-        m["hierarchies"] = {"sex": {"layout": "arx", "text": write_arx(sex_tree())}}
-        (out / "manifest.json").write_text(json.dumps(m))
+    folder.rmdir()
+    write_folder(folder, tables, manifests)
 
 
 def test_cli_verify_reports_bound_and_refuses_bad_manifests(tmp_path, capsys):

@@ -30,7 +30,6 @@ import numpy as np
 
 from .._validation import check_fraction, check_int
 from ..errors import InputFormatError, ValidationError
-from ..release.cells import QidInfo
 from ..release.links import ReleaseView, read_view
 from ..release.series import PublishedSeries
 from .base import (PrivacyModel, ReleaseVerdict, manifest_field, manifest_int, names_list,
