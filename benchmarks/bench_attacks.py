@@ -46,9 +46,8 @@ def publish(method_name: str, quarters, schema, tax):
         result = method.anonymize(supers, list(releases.values()), rng=rng)
         rows = to_published_rows(result.table, schema)
         releases[label] = rows
-        manifests[label] = build_manifest(schema, tax, method, label, rng,
-                                                   result=result, rows=rows, digest="-",
-                                                   n_reports=len(quarter.records))
+        manifests[label] = build_manifest(schema, tax, method, label, rng, result=result,
+                                          rows=rows, n_reports=len(quarter.records))
         originals[label] = supers.frame
     qids = tuple(QidInfo(q.name, q.kind, tax.get(q.name)) for q in schema.qids)
     return PublishedSeries(releases, manifests, qids, tuple(schema.sensitive), method_name), originals

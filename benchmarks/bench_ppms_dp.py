@@ -49,7 +49,7 @@ def publish(method, quarters, schema, tax, seed):
         rows = to_published_rows(result.table, schema)
         releases[label] = rows
         manifests[label] = build_manifest(schema, tax, method, label, rng, result=result, rows=rows,
-                                          digest="-", n_reports=len(quarter.records))
+                                          n_reports=len(quarter.records))
         originals[label] = supers.frame
     qids = tuple(QidInfo(q.name, q.kind, tax.get(q.name)) for q in schema.qids)
     series = PublishedSeries(releases, manifests, qids, tuple(schema.sensitive), method.name)

@@ -25,13 +25,18 @@ violations in its manifest when the user explicitly publishes despite them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
 
 from .errors import InputFormatError, PrivacyViolation
-from .models import registered_models
+from .models import OneOffRelease, registered_models
 from .models.base import ReleaseVerdict, SeriesVerdict, model_from_manifest
+from .release.format import MANIFEST_FILE, RELEASE_FILE, read_manifest
 from .release.series import PublishedSeries
 
-__all__ = ["GATE_MODELS", "GateResult", "ReleaseVerdict", "SeriesVerdict", "gate", "verify_series"]
+__all__ = ["GATE_MODELS", "GateResult", "ReleaseVerdict", "SeriesVerdict", "gate", "is_release_folder",
+           "verify_release_folder", "verify_series"]
 
 #: the models the gate can check (every registered model).
 GATE_MODELS = registered_models()
@@ -59,6 +64,10 @@ def verify_series(series: PublishedSeries, periods: list[str] | None = None) -> 
             verdicts[label] = ReleaseVerdict(
                 label, None, "no-model", "nothing: the release declares no privacy model",
                 violations=(f"{label}: the release declares no privacy model",))
+        elif model.one_off:
+            raise InputFormatError(f"The manifest of {label} declares {model.name!r}, the model "
+                                   f"of a one-off (table or EHR) release, not of a period of a "
+                                   f"series; verify that release's own folder.")
         else:
             settings.setdefault(model.setting(), {})[label] = model
     for declared in settings.values():
@@ -66,6 +75,37 @@ def verify_series(series: PublishedSeries, periods: list[str] | None = None) -> 
         for verdict in cls.check(series, declared):
             verdicts[verdict.period] = verdict
     return SeriesVerdict(tuple(verdicts[p] for p in labels))
+
+
+def verify_release_folder(folder: str | Path) -> ReleaseVerdict:
+    """Check a one-off release folder (a table or EHR release: ``release.csv`` +
+    ``manifest.json``) against the model its manifest declares.
+
+    Raises:
+        InputFormatError: the folder is not such a release, the manifest declares an unknown
+            model or lacks a parameter the model needs.
+    """
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    name = f"Release {str(folder)!r}"
+    model = model_from_manifest(manifest, name)
+    if model is None:
+        return ReleaseVerdict(name, None, "no-model", "nothing: the release declares no privacy "
+                              "model", violations=(f"{name}: the release declares no privacy model",))
+    if not model.one_off:
+        raise InputFormatError(f"The manifest of {name} declares {model.name!r}, the model of a "
+                               f"period of a series; verify the series folder that holds it.")
+    try:
+        rows = pd.read_csv(folder / RELEASE_FILE, dtype=str, keep_default_na=False,
+                           na_filter=False, encoding="utf-8")
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise InputFormatError(f"{name}: cannot read {RELEASE_FILE}: {exc}") from None
+    return model.check({name: OneOffRelease(name, rows, manifest)}, {name: model})[0]
+
+
+def is_release_folder(folder: str | Path) -> bool:
+    """Whether ``folder`` is one release (``manifest.json`` in it) rather than a series."""
+    return (Path(folder) / MANIFEST_FILE).is_file()
 
 
 @dataclass(frozen=True)

@@ -15,16 +15,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from medanon.cli.app import main
 from medanon.cli.clinsim import run_clinsim
 from medanon.data.ehr import load_ehr_csv, load_mimic
-from medanon.hierarchies.icd9 import icd9_tree, sensitive_preset
 from medanon.mechanisms.noise import NoiseSource
+from medanon.release.ehr import Pseudonyms
 from tests.conftest import SHARED, assert_user_error, run_cli, snapshot
 
 PATIENTS = 6000
 DATA_SEED = 1
 SEEDED = ["--seed", "1", "--allow-seeded"]
-METHODS = ("clinsimrr", "umaxrr", "rr", "suppression")
+METHODS = ("clinsimrr", "umaxrr", "umaxrr-yp", "rr", "suppression")
 RELEASE_HEADER = "patient,admission,admission_rank,time,position,code"
 KEYS = ["patient", "admission", "position"]
 
@@ -59,9 +60,19 @@ def all_keys(value):
             yield from all_keys(inner)
 
 
-def joined(released: pd.DataFrame, data) -> pd.DataFrame:
-    """Each released row next to its input row (matched on patient, admission, position)."""
-    original = data.events.assign(position=data.events["position"].astype(str))
+def pseudonymized(data, pseudonyms: Pseudonyms):
+    """The input events with the identifiers a release made with ``pseudonyms`` publishes."""
+    events = data.events
+    return events.assign(
+        admission=pseudonyms.admissions(events["patient"], events["admission"]),
+        patient=pseudonyms.patients(events["patient"]))
+
+
+def joined(released: pd.DataFrame, data, pseudonyms: Pseudonyms = Pseudonyms.from_seed(1)) -> pd.DataFrame:
+    """Each released row next to its input row (matched on patient, admission, position; the
+    release's pseudonyms are recomputed from the seed, as the manifest says anyone can)."""
+    events = pseudonymized(data, pseudonyms)
+    original = events.assign(position=events["position"].astype(str))
     original = original.rename(columns={"code": "original", "admission_rank": "original_rank"})
     merged = released.merge(original[[*KEYS, "original", "original_rank"]], on=KEYS, how="left",
                             validate="one_to_one")
@@ -132,7 +143,7 @@ def test_release_folder_json_and_manifest(runs, data, method):
     for key in ("cil", "kl", "kl_estimated", "map"):
         assert isinstance(summary[key], float) and math.isfinite(summary[key]), key
         assert summary[key] >= 0, key
-    assert summary["map"] <= 1
+    assert summary["map"] <= 1 and summary["map_undefined_reason"] is None
     assert isinstance(summary["protected_size"], int) and summary["protected_size"] >= 8
     if method == "clinsimrr":
         assert 1 <= summary["block_size"] <= 16  # default --b-max
@@ -146,15 +157,21 @@ def test_release_folder_json_and_manifest(runs, data, method):
     released = read_release(folder)
     assert len(released) == summary["elements_released"]
 
-    # Only the evaluation patients (about 20%) are published, each with all of its elements.
+    # Only the evaluation patients (about 20%) are published, each with all of its elements, under
+    # pseudonyms (here derived from the seed), rows sorted by pseudonym.
     patients = released["patient"].unique()
     assert len(patients) == summary["patients"]["evaluation"]
     assert summary["patients"]["evaluation"] + summary["patients"]["auxiliary"] == PATIENTS
     assert abs(len(patients) - 0.2 * PATIENTS) <= 0.01 * PATIENTS
-    events = data.events
+    events = pseudonymized(data, Pseudonyms.from_seed(1))
     assert set(patients) <= set(events["patient"])
+    assert not set(patients) & set(data.events["patient"])        # no source ID is published
+    assert not set(released["admission"]) & set(data.events["admission"])
     in_input = events.loc[events["patient"].isin(patients)]
     assert len(in_input) == len(released)
+    order = released.assign(rank=released["admission_rank"].astype(int),
+                            pos=released["position"].astype(int))
+    assert order.equals(order.sort_values(["patient", "rank", "pos"], kind="stable"))
 
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["format"] == "medanon-ehr-release/1"
@@ -168,6 +185,18 @@ def test_release_folder_json_and_manifest(runs, data, method):
     assert manifest["counts"]["patients"] == len(patients)
     assert manifest["split"]["evaluation_patients"] == len(patients)
     assert manifest["rng"]["seed"] == 1
+    assert manifest["identifiers"]["pseudonymized"] is True
+    assert manifest["identifiers"]["key"].startswith("derived from the recorded seed")
+    assert manifest["codes"]["tree"]["extended_with"] == "codes of the auxiliary split only"
+    assert manifest["privacy"]["guarantee"] == summary["guarantee"]
+    if method != "suppression":
+        assert f"epsilon = 1" in manifest["privacy"]["guarantee"][0]
+    if method in ("clinsimrr", "umaxrr-yp"):
+        statement = " ".join(manifest["privacy"]["does_not_guarantee"])
+        assert "non-private statistic of the auxiliary patients" in statement
+        assert "gamma = 0.05" in statement
+    assert any("extended only with codes of the auxiliary split" in g
+               for g in manifest["privacy"]["guarantee"])
 
     # A released code outside the protected set is the true code; a protected input is always
     # released inside the protected set. Unprotected inputs are replaced (by a protected code)
@@ -183,8 +212,8 @@ def test_release_folder_json_and_manifest(runs, data, method):
         assert summary["p_S"] is None
     else:
         assert merged.loc[protected_input, "code"].isin(codes).all()
-        assert (summary["p_S"] > 0) == (method in ("clinsimrr", "umaxrr"))
-    assert unprotected_changed.any() == (method in ("clinsimrr", "umaxrr"))
+        assert (summary["p_S"] > 0) == (method in ("clinsimrr", "umaxrr", "umaxrr-yp"))
+    assert unprotected_changed.any() == (method in ("clinsimrr", "umaxrr", "umaxrr-yp"))
     assert merged.loc[unprotected_changed, "code"].isin(codes).all()
     assert summary["changed_elements"] == int((merged["code"] != merged["original"]).sum())
 
@@ -210,14 +239,30 @@ def test_clinsimrr_beats_umaxrr_on_cil_and_suppression_on_map(runs):
     assert clinsimrr["map"] < suppression["map"]
 
 
+def test_clinsimrr_summary_shows_umaxrr_on_the_same_and_on_the_preset_protected_set(runs):
+    """ClinSimRR's CIL beside UMAXRR on the very same Y_P (the like-for-like baseline) and UMAXRR
+    on the sensitive set (003's baseline); evaluated on the same patients, not published."""
+    clinsimrr, published_ext = runs["clinsimrr"][0], runs["umaxrr-yp"][0]
+    comparison = clinsimrr["comparison"]
+    assert set(comparison) == {"umaxrr-yp", "umaxrr"}
+    same, preset = comparison["umaxrr-yp"], comparison["umaxrr"]
+    assert same["protected_size"] == clinsimrr["protected_size"] == published_ext["protected_size"]
+    assert same["block_size"] == preset["block_size"] == 1
+    assert preset["protected_size"] == clinsimrr["sensitive_size"] == 8
+    for other in (same, preset):
+        assert 0 <= other["cil"] <= 1 and (other["map"] is None or 0 <= other["map"] <= 1)
+    # Blocks are what ClinSimRR adds over uRR on the same codes: a lower loss.
+    assert clinsimrr["cil"] < same["cil"]
+    assert "comparison" not in runs["umaxrr"][0]
+    manifest = json.loads((runs["clinsimrr"][1] / "manifest.json").read_text())
+    assert "comparison" not in manifest and "umaxrr-yp" not in json.dumps(manifest)
+
+
 @pytest.mark.parametrize("seed", [2, 3])
 def test_directions_hold_for_other_seeds(data, seed):
-    tree = icd9_tree("category", extra_codes=tuple(data.codes))
-    sensitive = sensitive_preset("va-7332", tree)
-
     def metrics(method):
-        return run_clinsim(data, method=method, sensitive=sensitive,
-                           epsilon=None if method == "suppression" else 1, tree=tree,
+        return run_clinsim(data, method=method, sensitive="va-7332",
+                           epsilon=None if method == "suppression" else 1,
                            split_rng=np.random.default_rng(seed),
                            noise=NoiseSource.seeded(seed)).metrics
 
@@ -229,15 +274,12 @@ def test_directions_hold_for_other_seeds(data, seed):
 # -- 4. γ ----------------------------------------------------------------------------------------
 
 def test_larger_gamma_protects_no_more_codes(data):
-    tree = icd9_tree("category", extra_codes=tuple(data.codes))
-    sensitive = sensitive_preset("va-7332", tree)
     sizes = []
     for gamma in (0.01, 0.05, 0.2):
-        run = run_clinsim(data, method="clinsimrr", sensitive=sensitive, epsilon=1, gamma=gamma,
-                          tree=tree, split_rng=np.random.default_rng(1),
-                          noise=NoiseSource.seeded(1))
+        run = run_clinsim(data, method="clinsimrr", sensitive="va-7332", epsilon=1, gamma=gamma,
+                          split_rng=np.random.default_rng(1), noise=NoiseSource.seeded(1))
         sizes.append(run.summary()["protected_size"])
-    assert sizes[0] >= sizes[1] >= sizes[2] >= len(sensitive)
+    assert sizes[0] >= sizes[1] >= sizes[2] >= 8
 
 
 # -- 5. the MIMIC-III demo -------------------------------------------------------------------------
@@ -262,6 +304,27 @@ def test_mimic_demo(tmp_path):
         summaries[method] = summary
     assert summaries["clinsimrr"]["cil"] < summaries["umaxrr"]["cil"]
     assert snapshot(MIMIC_DEMO) == before
+
+
+@needs_mimic_demo
+@pytest.mark.parametrize("method", ["rr", "suppression"])
+def test_mimic_demo_map_is_undefined_not_zero(tmp_path, method):
+    """About 20 released patients: rr and suppression attack only the few sensitive elements, so
+    no sensitive code gets the default 10 guesses and the MAP is undefined — JSON null with a
+    reason, "n/a" in the text — never 0.0."""
+    diagnoses, admissions = MIMIC_DEMO / "DIAGNOSES_ICD.csv", MIMIC_DEMO / "ADMISSIONS.csv"
+    args = ["clinsim", diagnoses, "--admissions", admissions, *method_args(method)]
+    summary = run_json(*args, "--out", tmp_path / "json")
+    assert summary["map"] is None
+    assert "at least 10 times" in summary["map_undefined_reason"]
+    assert summary["attack"]["attacked_outputs"] < 10
+    text = run_cli(*args, "--out", tmp_path / "text")
+    assert text.returncode == 0, text.stderr
+    assert "MAP n/a" in text.stdout and "MAP undefined: no sensitive code" in text.stdout
+    assert "MAP 0.0000" not in text.stdout
+    # With a threshold the data can meet, the same run has a MAP.
+    defined = run_json(*args, "--map-min-predictions", "1", "--out", tmp_path / "one")
+    assert 0 <= defined["map"] <= 1 and defined["map_undefined_reason"] is None
 
 
 # -- 6. errors -------------------------------------------------------------------------------------
@@ -329,7 +392,11 @@ def test_long_format_csv_with_umaxrr(inputs, tmp_path):
     summary = run_json("clinsim", long_csv, *method_args("umaxrr"), "--out", out)
     expected = load_ehr_csv(long_csv, code_level="category")
     assert summary["dates_reliable"] is True
+    # The digest of the whole input is operator-facing (stdout) only: it identifies the file that
+    # was released; the published folder holds neither the key nor the value.
     assert summary["input_sha256"] == expected.digest()
+    for path in out.iterdir():
+        assert expected.digest() not in path.read_text() and "input_sha256" not in path.read_text()
     assert summary["patients"]["auxiliary"] + summary["patients"]["evaluation"] == PATIENTS
     released = read_release(out)
     assert (out / "release.csv").read_text().split("\n", 1)[0] == RELEASE_HEADER
@@ -344,3 +411,119 @@ def test_long_format_csv_with_umaxrr(inputs, tmp_path):
     truthful = ~merged["code"].isin(manifest["sensitive"])
     assert (merged.loc[truthful, "code"] == merged.loc[truthful, "original"]).all()
     assert summary["changed_elements"] == int((merged["code"] != merged["original"]).sum())
+
+
+# -- 8. identifiers: keyed pseudonyms by default, an operator key file, or raw IDs ---------------
+
+def published_ids(folder):
+    released = read_release(folder)
+    return set(released["patient"]), set(released["admission"])
+
+
+def test_default_pseudonyms_use_a_fresh_key_per_release(inputs, data, tmp_path):
+    diagnoses, admissions = inputs
+    runs = [run_json("clinsim", diagnoses, "--admissions", admissions, "--method", "umaxrr",
+                     "--epsilon", "1", "--out", tmp_path / f"r{i}") for i in range(2)]
+    first, second = (published_ids(tmp_path / f"r{i}")[0] for i in range(2))
+    assert all(p.startswith("p") and len(p) == 17 for p in first | second)
+    # Two releases of (largely overlapping) patients share no pseudonym: unlinkable.
+    assert len(first) == runs[0]["patients"]["evaluation"] and not first & second
+    assert not (first | second) & set(data.events["patient"])
+    for i in range(2):
+        manifest = json.loads((tmp_path / f"r{i}" / "manifest.json").read_text())
+        ids = manifest["identifiers"]
+        assert ids["pseudonymized"] is True and ids["linkable_across_releases"] is False
+        assert ids["key"].startswith("fresh per release") and "HMAC-SHA256" in ids["method"]
+        assert manifest["rng"] == {**manifest["rng"], "kind": "secure", "seed": None}
+        assert sorted(p.name for p in (tmp_path / f"r{i}").iterdir()) == ["manifest.json",
+                                                                          "release.csv"]
+
+
+def test_pseudonym_key_file_is_created_0600_outside_out_and_links_releases(inputs, data, tmp_path):
+    diagnoses, admissions = inputs
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    key_file = keys / "ehr.key"
+    first = run_json("clinsim", diagnoses, "--admissions", admissions, "--method", "umaxrr",
+                     "--epsilon", "1", "--pseudonym-key", key_file, "--out", tmp_path / "r1")
+    assert first["pseudonym_key_created"] == str(key_file)
+    assert oct(key_file.stat().st_mode & 0o777) == "0o600"
+    key_hex = key_file.read_text().strip()
+    second = run_json("clinsim", diagnoses, "--admissions", admissions, "--method", "umaxrr",
+                      "--epsilon", "1", "--pseudonym-key", key_file, "--out", tmp_path / "r2")
+    assert "pseudonym_key_created" not in second and key_file.read_text().strip() == key_hex
+    # The same key gives the same pseudonyms: recompute them from the source IDs.
+    pseudonyms = Pseudonyms("key-file", bytes.fromhex(key_hex))
+    expected = dict(zip(data.events["patient"], pseudonyms.patients(data.events["patient"])))
+    for folder in ("r1", "r2"):
+        patients, _ = published_ids(tmp_path / folder)
+        assert patients <= set(expected.values())
+        text = "".join(p.read_text() for p in (tmp_path / folder).iterdir())
+        assert key_hex not in text and str(key_file) not in text and "ehr.key" not in text
+        manifest = json.loads((tmp_path / folder / "manifest.json").read_text())
+        assert manifest["identifiers"]["linkable_across_releases"] is True
+        assert manifest["identifiers"]["key"] == "operator-held key file (not published)"
+    linked = published_ids(tmp_path / "r1")[0] & published_ids(tmp_path / "r2")[0]
+    assert linked  # about 4% of the patients are released twice, under the same pseudonym
+    joined(read_release(tmp_path / "r1"), data, pseudonyms)   # every row matches its input row
+
+
+def test_keep_ids_publishes_raw_ids_and_says_so(inputs, data, tmp_path):
+    diagnoses, admissions = inputs
+    out = tmp_path / "raw"
+    run_json("clinsim", diagnoses, "--admissions", admissions, *method_args("rr"), "--keep-ids",
+             "--out", out)
+    patients, _ = published_ids(out)
+    assert patients <= set(data.events["patient"])
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["identifiers"]["pseudonymized"] is False
+    assert manifest["identifiers"]["patient"] == "raw SUBJECT_ID"
+    assert any("SUBJECT_ID and HADM_ID are published unchanged" in s
+               for s in manifest["privacy"]["does_not_guarantee"])
+    merged = joined(read_release(out), data, Pseudonyms.raw())
+    assert (merged["admission_rank"] == merged["original_rank"].astype(str)).all()
+
+
+@pytest.mark.parametrize("case, fragment", [
+    ("both", "not both"),
+    ("inside_out", "must not be in the output folder"),
+    ("readable", "chmod 600"),
+    ("not_a_key", "hexadecimal digits"),
+])
+def test_bad_pseudonym_options_are_refused(inputs, tmp_path, case, fragment):
+    diagnoses, admissions = inputs
+    out = tmp_path / "out"
+    key = tmp_path / "k.key"
+    extra = ["--pseudonym-key", key]
+    if case == "both":
+        extra.append("--keep-ids")
+    elif case == "inside_out":
+        extra = ["--pseudonym-key", out / "k.key"]
+    elif case == "readable":
+        key.write_text("ab" * 32 + "\n")
+        key.chmod(0o644)
+    else:
+        key.write_text("not a key\n")
+        key.chmod(0o600)
+    before = snapshot(tmp_path)
+    result = run_cli("clinsim", diagnoses, "--admissions", admissions, *method_args("umaxrr"),
+                     *extra, "--out", out)
+    assert_user_error(result, "ValidationError", fragment)
+    assert result.stdout == "" and not out.exists()
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("method, model", [("clinsimrr", "(Y_P, epsilon)-utility-optimized LDP"),
+                                           ("rr", "epsilon-LDP"), ("suppression", None)])
+def test_verify_reads_the_ehr_release_model(runs, method, model, capsys):
+    folder = runs[method][1]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["method"]["privacy_model"] == model
+    code = main(["verify", str(folder), "--json"])
+    verdict = json.loads(capsys.readouterr().out)["releases"][0]
+    if model is None:   # suppression claims no model: nothing vouches for it
+        assert code == 1 and verdict["verdict"] == "no-model"
+    else:
+        assert code == 0 and verdict["model"] == model
+        assert manifest["method"]["model"]["guarantee"].startswith(
+            "; ".join(manifest["privacy"]["guarantee"][:1]))

@@ -102,7 +102,7 @@ def test_runs_on_an_existing_dask_cluster(tmp_path):
                                   scheduler=cluster.scheduler_address)
         lib = run_experiment(config)
         assert set(lib.rows["worker"]) <= workers
-        assert set(lib.rows["method"]) == {"clinsimrr", "umaxrr", "rr", "suppression"}
+        assert set(lib.rows["method"]) == {"clinsimrr", "umaxrr-yp", "umaxrr", "rr", "suppression"}
 
 
 def test_experiment_errors_write_nothing(tmp_path):
@@ -136,3 +136,46 @@ def test_out_must_be_new(tmp_path):
     (tmp_path / "out" / "f").write_text("x")
     with pytest.raises(StoreError):
         run_experiment(ExperimentConfig("ipa", quick=True, rows=500), out=tmp_path / "out")
+
+
+def test_clinsim_grid_shows_umaxrr_on_the_same_protected_set(tmp_path):
+    """Beside UMAXRR on the sensitive set, the clinsimrr grid runs UMAXRR on the very protected set
+    ClinSimRR chooses (same ε, γ and, per run, the same evaluation patients); an undefined MAP is
+    NaN in results.csv and "n/a" in summary.md."""
+    out = tmp_path / "clinsim"
+    rows = run_experiment(ExperimentConfig("clinsimrr", quick=True, runs=2, patients=300, seed=7,
+                                           workers=1), out=out).rows
+    key = ["epsilon", "gamma", "run"]
+    clin = rows[rows["method"] == "clinsimrr"].set_index(key)
+    same = rows[rows["method"] == "umaxrr-yp"].set_index(key)
+    assert len(clin) == len(same) == 2
+    assert (same["protected_size"] == clin["protected_size"]).all()
+    assert (same["block_size"] == 1).all()
+    preset = rows[rows["method"] == "umaxrr"]
+    assert (preset["protected_size"] == 8).all()
+    assert "map_undefined_reason" in rows.columns
+    # 60 released patients: rr and suppression attack fewer than 10 elements, so their MAP is
+    # undefined (NaN, with the reason), never 0.
+    undefined = rows["map"].isna()
+    assert set(rows.loc[undefined, "method"]) == {"rr", "suppression"}
+    reasons = rows.loc[undefined, "map_undefined_reason"]
+    assert (reasons.str.contains("at least 10 times")
+            | reasons.str.contains("no released element is in the attacked output set")).all()
+    assert rows.loc[~undefined, "map_undefined_reason"].isna().all()
+    assert pd.read_csv(out / "results.csv")["map"].isna().sum() == undefined.sum()
+    table = {line.split("|")[1].strip(): line for line in
+             (out / "summary.md").read_text().splitlines()[2:]}
+    header = [c.strip() for c in (out / "summary.md").read_text().splitlines()[0].split("|")]
+    column = header.index("map")
+    cells = {m: table[m].split("|")[column].strip() for m in table}
+    summary = pd.read_csv(out / "summary.csv").set_index("method")
+    for method, cell in cells.items():
+        defined = int(summary.loc[method, "map_defined"])
+        assert defined == (~undefined[rows["method"] == method]).sum()
+        if defined == 0:
+            assert cell == "n/a"
+        elif defined < 2:
+            assert cell.endswith(f"({defined} of 2 defined)")
+        else:
+            assert float(cell.split()[0]) == pytest.approx(summary.loc[method, "map_mean"], abs=1e-4)
+    assert cells["clinsimrr"] != "n/a" and "n/a" in cells.values()

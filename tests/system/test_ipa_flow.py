@@ -71,7 +71,6 @@ def test_dp_manifests_withhold_counts_and_sum_epsilon(runs):
         manifest = json.loads((folder / "manifest.json").read_text())
         for key in ("records", "suppressed", "counterfeit"):
             assert str(manifest["counts"][key]).startswith("withheld")
-        assert str(manifest["input_sha256"]).startswith("withheld")
         steps = manifest["privacy"]["differential_privacy_steps"]
         assert sum(s["epsilon"] for s in steps) == pytest.approx(1.0)
         assert manifest["rng"] == {"kind": "seeded", "generator": "numpy PCG64", "seed": 7}
@@ -82,6 +81,34 @@ def test_dp_manifests_withhold_counts_and_sum_epsilon(runs):
     kanon_manifest = json.loads((runs["kanon"][1] / "manifest.json").read_text())
     assert kanon_manifest["counts"]["records"] == 20000
     assert kanon_manifest["privacy"]["epsilon_total"] is None
+
+
+@pytest.mark.parametrize("method", ["ipa", "kanon", "dphist"])
+def test_no_input_hash_in_any_release_only_in_the_operator_summary(runs, method):
+    summary, folder = runs[method]
+    digest = summary["input_sha256"]  # the operator's --json summary holds it
+    assert len(digest) == 64
+    for path in folder.rglob("*"):
+        text = path.read_text()
+        assert "input_sha256" not in text and digest not in text, path.name
+
+
+def test_dphist_refuses_a_schema_without_a_public_informative_domain(table, tmp_path):
+    schema = table.with_name("patients.schema.toml").read_text()
+    start = schema.index("informative_domain")
+    end = schema.index("]", start) + 1
+    no_domain = tmp_path / "no-domain.toml"
+    no_domain.write_text(schema[:start] + schema[end:])
+    out = tmp_path / "out"
+    before = snapshot(table.parent)
+    result = run_cli("ipa", table, "--schema", no_domain, "--method", "dphist", "--epsilon", "1",
+                     "--out", out)
+    assert_user_error(result, "SchemaError", "'informative_domain' parameter of DPHistogram")
+    assert "declares none" in result.stderr
+    assert not out.exists() and snapshot(table.parent) == before
+    # the other methods still run on it (neither claims ε-DP of the whole release)
+    assert run_cli("ipa", table, "--schema", no_domain, "--method", "kanon", "--out",
+                   tmp_path / "kanon").returncode == 0
 
 
 def test_information_loss_order_of_the_baselines(runs):
@@ -168,3 +195,38 @@ def test_parquet_input(table, tmp_path):
     summary = run_json("ipa", parquet, "--schema", table.with_name("patients.schema.toml"),
                        "--method", "kanon", "--out", tmp_path / "o")
     assert summary["records"] == 20000
+
+
+@pytest.mark.parametrize("method, model", [("ipa", "IPA (per-step epsilon-DP)"),
+                                           ("kanon", "k-anonymity"),
+                                           ("dphist", "epsilon-DP histogram")])
+def test_verify_checks_a_table_release_against_its_model(runs, method, model, capsys):
+    _, folder = runs[method]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["method"]["privacy_model"] == model
+    # the texts a reader sees are the model object's
+    assert manifest["privacy"]["guarantee"] == manifest["method"]["model"]["guarantee"]
+    assert main(["verify", str(folder), "--json"]) == 0
+    verdict = json.loads(capsys.readouterr().out)["releases"][0]
+    assert verdict["model"] == model and verdict["verdict"] == "passed"
+    if method == "kanon":
+        assert verdict["checked"].startswith("k=10 per class of released dimension values")
+
+
+def test_verify_refuses_a_tampered_k_anonymous_table(runs, tmp_path, capsys):
+    import shutil
+
+    _, folder = runs["kanon"]
+    tampered = tmp_path / "kanon"
+    shutil.copytree(folder, tampered)
+    rows = pd.read_csv(tampered / "release.csv", dtype=str, keep_default_na=False)
+    dims = ["age", "sex", "los", "surgery", "region"]
+    real = rows[~(rows[dims] == "*").all(axis=1)]
+    first = real.groupby(dims).size().index[0]
+    in_class = (rows[dims] == pd.Series(first, index=dims)).all(axis=1)
+    keep = ~in_class | (in_class.cumsum() == 1)   # the class keeps one row
+    rows[keep].to_csv(tampered / "release.csv", index=False)
+    assert main(["verify", str(tampered)]) == 1
+    captured = capsys.readouterr()
+    assert "holds 1 record(s) < k=10" in captured.out
+    assert captured.err.startswith("PrivacyViolation:")

@@ -91,3 +91,28 @@ def test_ha_through_the_real_command_line(series):
     again = run_cli("release", "2020Q4", "--store", store, "--method", "ha", "--alpha", "0.5",
                     *COMMON)
     assert again.returncode != 0 and "only when period 2021Q1 is ingested" in again.stderr
+
+
+@pytest.mark.parametrize("method, extra", [
+    ("none", []), ("ms", []), ("ppms", []), ("ppms+", []), ("ppms++", []),
+    ("ha", ["--alpha", "0.5", "--ss-rule", "reactions=6"]),
+    ("ppms-dp-num", ["--epsilon", "1", "--domain", "weight=0:300"]),
+    ("ppms-dp-all", ["--epsilon", "1", "--domain", "weight=0:300"]),
+])
+def test_no_exported_series_carries_the_input_hash(tmp_path_factory, method, extra):
+    """issue 17: nothing derived from the private input without a model accounting for it."""
+    folder = tmp_path_factory.mktemp("hash")
+    write_faers_series(folder / "in", periods=3, cases=250, seed=5)
+    store = folder / "s.duckdb"
+    assert main(["ingest", str(folder / "in"), "--store", str(store)]) == 0
+    options = ["--seed", "7", "--allow-seeded"] if method == "none" else COMMON
+    assert main(["release", "--store", str(store), "--method", method, *options, *extra]) == 0
+    with ReleaseStore.open(store) as db:
+        digests = [db.operator_record(p)["input_sha256"] for p in db.published_periods()]
+    for fmt in ("csv", "parquet", "faers"):
+        out = folder / fmt
+        assert main(["export", "--store", str(store), "--out", str(out), "--format", fmt]) == 0
+        blobs = [p.read_bytes() for p in out.rglob("*") if p.is_file()]
+        assert blobs
+        for secret in ("input_sha256", "clipped_to_domain", *digests):
+            assert not any(secret.encode() in b for b in blobs), (method, fmt, secret)

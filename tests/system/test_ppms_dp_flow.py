@@ -106,6 +106,60 @@ def test_paper_variant_says_it_is_not_dp(source):
     assert spent["variant"] == "paper"
     assert "epsilon-differential privacy" in spent["does_not_guarantee"]
     assert "NOT epsilon-DP" in manifests["2020Q2"]["method"]["guarantee"]
+    for manifest in manifests.values():  # the groups published exact are named (maybe none)
+        assert set(manifest["details"]["exact_groups"]) == {"weight"}
+        assert "smallest_laplace_scale" not in manifest["details"]
+
+
+def test_paper_variant_ledger_rows_are_not_dp_and_not_budgeted(source):
+    store = ingested(source, "paper-ledger")
+    paper = ["release", "--store", str(store), "--method", "ppms-dp-num", "--epsilon", "1",
+             "--dp-variant", "paper", *COMMON]
+    # a per-case budget has nothing to bound with the paper variant: refused, nothing written
+    assert_user_error(run_cli(*paper, "2020Q1", "--case-budget", "5"), "ValidationError",
+                      "no epsilon-DP claim")
+    assert main([*paper, "2020Q1"]) == 0
+    _, _, ledger = published(store)
+    assert len(ledger) and not ledger["dp"].any()
+    shown = run_cli("ledger", "--store", store)
+    assert shown.returncode == 0, shown.stderr
+    assert "No epsilon-DP release" in shown.stdout
+    assert "NOT differentially private" in shown.stdout
+    # strict releases after it: their budget ignores the paper rows. Every case followed up
+    # from 2020Q1 would be at 2 > 1.5 if the nominal epsilon counted; none is withheld.
+    strict = ["release", "--store", str(store), "--method", "ppms-dp-num", "--epsilon", "1",
+              *COMMON]
+    assert main([*strict, "2020Q2", "--case-budget", "1.5"]) == 0
+    rows, manifests, ledger = published(store)
+    assert manifests["2020Q2"]["privacy_spent"]["case_budget"]["over_budget"] == 0
+    assert set(rows["2020Q1"]["case_id"]) & set(rows["2020Q2"]["case_id"])  # follow-ups exist
+    summary = json.loads(run_cli("ledger", "--store", store, "--json").stdout)
+    assert summary["max_epsilon"] == "1"  # one strict release; the paper rows are apart
+    assert summary["non_dp"]["periods"] == ["2020Q1"]
+    assert summary["non_dp"]["entries"] == int((~ledger["dp"]).sum())
+    assert summary["non_dp"]["per_period"][0]["nominal_epsilon_per_case"] == "1"
+
+
+def test_no_input_hash_nor_private_counts_leave_the_store(source, tmp_path):
+    # a public domain narrower than the data: some true weights are clipped (operator-only count)
+    store = ingested(source, "private")
+    assert main(["release", "--store", str(store), "--method", "ppms-dp-num", "--epsilon", "1",
+                 "--domain", "weight=40:100", *COMMON]) == 0
+    with ReleaseStore.open(store) as db:
+        operator = {p: db.operator_record(p) for p in db.published_periods()}
+    assert all(o["private_details"]["clipped_to_domain"]["weight"] > 0 for o in operator.values())
+    digests = [o["input_sha256"] for o in operator.values()]
+    inspected = json.loads(run_cli("inspect", "--store", store, "--json").stdout)
+    assert [p["input_sha256"] for p in inspected["periods"]] == digests  # the operator sees it
+    for fmt in ("csv", "parquet", "faers"):
+        out = tmp_path / fmt
+        assert main(["export", "--store", str(store), "--out", str(out), "--format", fmt]) == 0
+        files = [f for f in out.rglob("*") if f.is_file()]
+        assert len(files) >= 6
+        for f in files:
+            data = f.read_bytes()
+            for secret in ("input_sha256", "clipped_to_domain", *digests):
+                assert secret.encode() not in data, (fmt, f.name, secret)
 
 
 def test_evaluate_measures_dp_releases(source, tmp_path):
@@ -170,6 +224,9 @@ def test_bad_dp_options_are_clear_errors(source):
                               "--epsilon", "-1", *COMMON), "ValidationError", "epsilon")
     assert_user_error(run_cli("release", "--store", store, "--method", "ppms++",
                               "--case-budget", "1", *COMMON), "ValidationError", "spends no epsilon")
+    assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-all",
+                              "--epsilon", "1", "--dp-variant", "paper", "--case-budget", "4",
+                              *COMMON), "ValidationError", "no epsilon-DP claim")
     assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num",
                               "--epsilon", "1", "--domain", "weight=abc", *COMMON),
                       "ValidationError", "NAME=LO:HI")

@@ -88,11 +88,15 @@ def test_report_shows_the_epsilon_ledger_of_a_dp_store(tmp_path):
     write_faers_series(tmp_path / "in", periods=2, cases=200, seed=3)
     store = tmp_path / "dp.duckdb"
     assert main(["ingest", str(tmp_path / "in"), "--store", str(store)]) == 0
-    assert main(["release", "--store", str(store), "--method", "ppms-dp-num", "--k", "5",
-                 "--theta", "0.4", "--epsilon", "0.5", "--on-infeasible", "raise-theta",
-                 "--seed", "1", "--allow-seeded"]) == 0
+    common = ["release", "--store", str(store), "--method", "ppms-dp-num", "--k", "5",
+              "--theta", "0.4", "--epsilon", "0.5", "--on-infeasible", "raise-theta",
+              "--seed", "1", "--allow-seeded"]
+    # the first quarter with the paper variant (not DP: its nominal epsilon is not counted)
+    assert main([*common, "2020Q1", "--dp-variant", "paper"]) == 0
+    assert main([*common, "2020Q2"]) == 0
     ledger = run_cli("ledger", "--store", store, "--json")
     maximum = json.loads(ledger.stdout)["max_epsilon"]
+    assert maximum == "0.5"
     result = run_cli("report", "--store", store, "--out", tmp_path / "r.html")
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
@@ -100,6 +104,7 @@ def test_report_shows_the_epsilon_ledger_of_a_dp_store(tmp_path):
     assert f"max {maximum}," in page
     assert "PPMS-DP(k, theta*, epsilon)" in page
     assert 'alt="epsilon ledger"' in page
+    assert "also appear in release(s) without an ε-DP claim (2020Q1;" in page
     assert "No signal rules were given" in page
 
 

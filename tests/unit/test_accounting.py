@@ -422,3 +422,30 @@ def test_ledger_of_200k_rows_sums_exactly() -> None:
         row = counts.loc[case]
         assert parse_epsilon(text) == sum((int(row[v]) * F(v) for v in values), F(0))
     assert math.isclose(summary.mean_epsilon, totals["epsilon"].mean())
+
+
+def test_rows_without_a_dp_claim_are_reported_apart_and_never_counted() -> None:
+    dp = _hand_ledger().assign(dp=True)
+    paper = pd.DataFrame([_entry("2011Q1", case, "laplace", F(5)) for case in "abz"]).assign(dp=False)
+    ledger = pd.concat([dp, paper], ignore_index=True)
+    # totals, the summary and the budget check read the DP rows only
+    pd.testing.assert_frame_equal(case_totals(ledger), case_totals(dp))
+    summary = summarize_ledger(ledger, case_budget=Budget.of(1))
+    reference = summarize_ledger(dp, case_budget=Budget.of(1))
+    assert {k: v for k, v in summary.to_dict().items() if k != "non_dp"} == \
+        {k: v for k, v in reference.to_dict().items() if k != "non_dp"}
+    assert cases_over_budget(ledger, ["a", "z"], F(1, 10), Budget.of(1)) == ["a"]
+    # ... and the rest are listed apart with their nominal epsilon
+    assert summary.to_dict()["non_dp"] == {
+        "entries": 3, "cases": 3, "periods": ["2011Q1"],
+        "per_period": [{"period": "2011Q1", "cases": 3, "mechanisms": ["laplace"],
+                        "nominal_epsilon_per_case": "5"}]}
+    assert reference.non_dp["entries"] == 0
+    # a ledger of non-DP rows only has no epsilon total at all
+    only = summarize_ledger(paper)
+    assert only.cases == 0 and only.max_epsilon == "0" and only.non_dp["cases"] == 3
+    # an empty dp cell is a DP row (ledgers from before the column); text is refused
+    legacy = dp.assign(dp=None)
+    pd.testing.assert_frame_equal(case_totals(legacy), case_totals(dp))
+    with pytest.raises(ValidationError, match="dp column holds booleans"):
+        case_totals(dp.assign(dp="False"))

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medanon.anonymize.clinsim import (ClinSimRR, SensitiveRR, Suppression, UMaxRR, adaptive_blocking,
-                                       expected_cil, make_method, nearest_blocks)
+from medanon.anonymize.clinsim import (ClinSimRR, SensitiveRR, Suppression, UMaxRR, UMaxRRExtended,
+                                       adaptive_blocking, expected_cil, make_method, nearest_blocks)
 from medanon.anonymize.dependence import DependenceGraph
 from medanon.errors import ValidationError
 from medanon.hierarchies.icd9 import ROOT, icd9_tree
@@ -154,10 +154,44 @@ def test_frequency_estimate_sums_to_one_and_tracks_the_truth(tree, graph):
 
 def test_guarantee_statements_differ_by_method(tree, graph):
     texts = {m: make_method(m, epsilon=1).plan(graph, SENSITIVE, tree).guarantee()[0]
-             for m in ("clinsimrr", "umaxrr", "rr", "suppression")}
-    assert "utility-optimized LDP" in texts["clinsimrr"] and "utility-optimized LDP" in texts["umaxrr"]
+             for m in ("clinsimrr", "umaxrr", "umaxrr-yp", "rr", "suppression")}
+    for m in ("clinsimrr", "umaxrr", "umaxrr-yp"):
+        assert "utility-optimized local differential privacy" in texts[m]
+    assert "the sensitive set X_S" in texts["umaxrr"]
+    assert "extended by ClinSimRR" in texts["umaxrr-yp"]
     assert "among the 5 sensitive codes" in texts["rr"]
     assert texts["suppression"].startswith("none")
+
+
+def test_guarantee_text_is_generated_from_the_parameters(tree, graph):
+    def texts(**kwargs):
+        plan = ClinSimRR(**kwargs).plan(graph, SENSITIVE, tree)
+        return plan, " ".join(plan.guarantee()), " ".join(plan.does_not_guarantee())
+
+    plan, good, bad = texts(epsilon="1/2", gamma=0.2, max_path_length=1, b_max=3)
+    assert "epsilon = 1/2" in good and "e^1/2" in good
+    assert f"Y_P ({len(plan.protected)} codes" in good and f"b = {plan.block_size}" in good
+    assert "gamma = 0.2, paths up to L = 1" in good
+    # Y_P and the blocks are declared a non-private statistic of the auxiliary patients.
+    assert "non-private statistic of the auxiliary patients" in bad
+    assert "gamma = 0.2, L = 1" in bad and "b_max = 3" in bad
+    assert f"1 - p_S = {1 - plan.mechanism.p_s:.4g}" in bad and "j * 1/2" in bad
+    _, good2, bad2 = texts(epsilon=3, gamma=0.1)
+    assert "epsilon = 3" in good2 and "epsilon = 1/2" not in good2
+    assert "gamma = 0.1" in bad2
+
+
+def test_umaxrr_on_the_extended_protected_set_is_urr_on_clinsimrr_yp(tree, graph):
+    clin = ClinSimRR(epsilon=1, gamma=0.01).plan(graph, SENSITIVE, tree)
+    ext = make_method("umaxrr-yp", epsilon=1, gamma=0.01).plan(graph, SENSITIVE, tree)
+    assert clin.method == "clinsimrr" and ext.method == "umaxrr-yp"
+    assert ext.protected == clin.protected and len(ext.protected) > len(SENSITIVE)
+    assert ext.block_size == 1
+    m, e = len(ext.protected), math.e
+    assert ext.mechanism.p_t == pytest.approx(e / (m + e - 1))   # uRR's c1 on |Y_P| codes
+    assert UMaxRRExtended.from_plan(clin).protected == clin.protected
+    with pytest.raises(ValidationError, match="full"):
+        UMaxRRExtended.from_plan(UMaxRR(epsilon=1).plan(graph, SENSITIVE, tree))
 
 
 @pytest.mark.parametrize("kwargs,match", [
@@ -174,3 +208,23 @@ def test_unknown_method_and_empty_sensitive_set(tree, graph):
         make_method("bogus", epsilon=1)
     with pytest.raises(ValidationError, match="sensitive"):
         UMaxRR(epsilon=1).plan(graph, [], tree)
+
+
+def test_the_docs_show_the_generated_guarantee_text():
+    """docs/algorithms/clinsim.md quotes the statements a ClinSimRR release publishes; regenerate
+    them for the documented run and compare, so the page cannot drift from the code."""
+    from pathlib import Path
+
+    from medanon.cli.clinsim import build_release, run_clinsim
+    from medanon.data.synth.ehr import synth_ehr
+    from medanon.release.ehr import Pseudonyms
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "algorithms" / "clinsim.md").read_text()
+    quoted = page.split("<!-- generated-guarantee:start -->")[1].split("<!-- generated-guarantee:end -->")[0]
+    run = run_clinsim(synth_ehr(2000, seed=1), method="clinsimrr", epsilon=1, gamma=0.05,
+                      split_rng=np.random.default_rng(1), noise=NoiseSource.seeded(1))
+    _, manifest = build_release(run, identifiers=Pseudonyms.fresh(), seed=None,
+                                randomness={"kind": "secure"})
+    lines = ["guarantee:", *(f"- {g}" for g in manifest["privacy"]["guarantee"]),
+             "does_not_guarantee:", *(f"- {g}" for g in manifest["privacy"]["does_not_guarantee"])]
+    assert quoted.strip().removeprefix("```").removesuffix("```").strip().splitlines() == lines

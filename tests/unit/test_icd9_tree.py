@@ -9,7 +9,8 @@ import pytest
 from medanon.errors import HierarchyError, InputFormatError, ValidationError
 from medanon.hierarchies import icd9_tree as exported_icd9_tree
 from medanon.hierarchies.icd9 import (ROOT, SENSITIVE_PRESETS, CodeTree, icd9_category, icd9_tree,
-                                      normalize_icd9, read_sensitive_file, sensitive_preset)
+                                      known_category_codes, normalize_icd9, place_codes,
+                                      read_sensitive_file, sensitive_preset)
 
 EXTRA = ("2500", "250", "401", "4019", "0420", "E849")
 
@@ -339,3 +340,29 @@ def test_read_sensitive_file(tmp_path, cat, full, full_extra):
     with pytest.raises(InputFormatError, match="Cannot read"):
         read_sensitive_file(tmp_path / "missing.txt", cat)
 
+
+
+def test_place_codes_maps_unknown_codes_to_their_nearest_known_ancestor(full, cat):
+    sensitive = sensitive_preset("va-7332", full)
+    placed = place_codes(full, ["4019", "250", "2500", "3040", "0420", "3051", "V9999", "E84"],
+                         prefer=sensitive)
+    # Leaves are left out; internal nodes and retired codes go to a leaf below/above them.
+    assert placed == {"250": "25000", "2500": "25000", "3040": "30400", "0420": "042",
+                      "V9999": "*", "E84": "*"}
+    # An internal ancestor prefers a sensitive leaf below it: a code that may be sensitive stays
+    # protected. 305 holds tobacco (3051, not sensitive) and alcohol/drug abuse (sensitive).
+    assert place_codes(full, ["305"], prefer=sensitive)["305"] in sensitive
+    assert place_codes(full, ["305"]) == {"305": full.leaves_under("305")[0]}
+    # A category the package does not hold, inside a chapter's range, goes to that chapter's
+    # first sensitive leaf (043, HIV retired in 1994 → 042; over-protection for 019), else to its
+    # first leaf; outside every chapter, to the root.
+    assert cat.ancestors("042")[0] == "001-139"
+    assert place_codes(cat, ["043", "019", "V99", "V91"], prefer=["042", "303"]) == \
+        {"043": "042", "019": "042", "V99": "*"}
+    assert place_codes(cat, ["043", "019"]) == {"043": "001", "019": "001"}
+    # The rule reads the tree only: the same codes give the same answer whatever else is mapped.
+    assert place_codes(full, ["0420", "E84"]) == {"0420": "042", "E84": "*"}
+
+
+def test_known_category_codes(full):
+    assert known_category_codes(["0420", "V9999", "E84", "x", "25000", "0420"]) == ("0420", "25000")

@@ -108,7 +108,11 @@ def test_non_sensitive_inputs_released_in_yp_are_false_positives():
     assert strict.map == pytest.approx(1 / 3) and strict.map_code == "S1"
     nothing = inference_attack(data, sensitive=sens, likelihood=lik, attacked_outputs=["S1", "S2"],
                                path_prob=pp, graph_codes=GRAPH, frequency=freq, min_predictions=5)
-    assert nothing.map == 0.0 and not nothing.qualified and nothing.map_code is None
+    # Too few guesses: the MAP is undefined (None), never 0.0, and the reason says why.
+    assert nothing.map is None and not nothing.qualified and nothing.map_code is None
+    assert "at least 5 times" in nothing.map_undefined_reason
+    assert "'S1', has 3" in nothing.map_undefined_reason
+    assert strict.map_undefined_reason is None
 
 
 def test_ties_go_to_the_first_sorted_code_and_unknown_neighbours_are_ignored():
@@ -152,7 +156,8 @@ def test_validation():
     with pytest.raises(ValidationError):
         inference_attack(data, **{**good, "min_predictions": 0})
     empty = inference_attack(released([("p1", "N1", "N1")]), **good)
-    assert empty.attacked == 0 and empty.map == 0.0 and not empty.qualified
+    assert empty.attacked == 0 and empty.map is None and not empty.qualified
+    assert "no released element is in the attacked output set" in empty.map_undefined_reason
 
 
 def test_ten_thousand_patients_scale_smoke():

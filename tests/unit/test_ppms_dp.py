@@ -52,7 +52,9 @@ def test_strict_values_stay_in_the_public_domain_and_are_clipped_first():
     frame.loc[:9, "weight"] = 500.0  # outside the public domain
     result = run(method, frame)
     assert result.table["weight"].between(30, 200).all()
-    assert result.details["clipped_to_domain"] == {"weight": 10}
+    # how many true values were clipped is a function of the private values: operator-only
+    assert result.private_details["clipped_to_domain"] == {"weight": 10}
+    assert "clipped_to_domain" not in result.details
     assert result.details["domains"] == {"weight": [30.0, 200.0]}
 
 
@@ -72,6 +74,38 @@ def test_paper_variant_leaves_a_group_of_equal_weights_unperturbed():
     # 000's local sensitivity is max - min within the group: 0 here, so no noise at all.
     result = run(PPMSDPNum(k=5, theta=1.0, epsilon=1, variant="paper"), records(60, weight=72.5))
     assert (result.table["weight"] == 72.5).all()
+    # ... and the manifest names every group as exact (labels as published)
+    assert sorted(result.details["exact_groups"]["weight"], key=int) == \
+        sorted(set(result.table["group"]), key=int)
+    # the smallest scale is a function of the raw group ranges: operator-only
+    assert "smallest_laplace_scale" not in result.details
+    assert result.private_details["smallest_laplace_scale"] < 1e-6
+
+
+def test_paper_variant_names_exactly_the_groups_whose_scale_is_below_the_precision():
+    # Cases 0-29 share weight 80; the others spread over 40-120. With k = 5 and theta 1 the
+    # grouping puts equal weights together, so some groups get local sensitivity 0.
+    frame = records(60, seed=4)
+    frame.loc[:29, "weight"] = 80.0
+    method = PPMSDPNum(k=5, theta=1.0, epsilon=1, variant="paper")
+    supers = combine_super_records(frame, Schema.default(), Schema.default().load_hierarchies())
+    result = method.anonymize(supers, [], rng=make_random_source(3))
+    true = frame.set_index("case_id")["weight"]
+    table = result.table.assign(true=result.table["case_id"].map(true))
+    spread = table.groupby("group")["true"].agg(lambda w: w.max() - w.min())
+    # Laplace scale = (max - min)/epsilon (+ the sampler's rounding allowance, far below 0.005)
+    below = sorted(spread.index[spread / 1.0 < 0.005])
+    named = sorted(result.details["exact_groups"]["weight"])
+    assert below and len(below) < len(spread)  # both kinds of group occur
+    assert named == below
+    for group in named:  # their values are published exact
+        rows = table[table["group"] == group]
+        assert (rows["weight"] == rows["true"]).all()
+
+
+def test_strict_variant_names_no_exact_groups():
+    result = run(PPMSDPNum(k=5, theta=1.0, epsilon=1), records(60, weight=72.5))
+    assert "exact_groups" not in result.details
 
 
 def test_dp_num_generalizes_categoricals_per_group_and_merges_equal_groups():
@@ -117,7 +151,8 @@ def test_privacy_losses_and_statement_per_variant():
     assert statement["epsilon_per_case"] == "0.3" and statement["epsilon_per_attribute"] == "0.1"
     assert statement["perturbed_qids"] == ["age", "sex", "weight"]
     paper = PPMSDPAll(k=5, theta=0.5, epsilon=0.1, variant="paper").privacy_statement(schema)
-    assert "epsilon-differential privacy" in paper["does_not_guarantee"]
+    # The texts of what holds come from the model object when the manifest is built.
+    assert paper["variant"] == "paper" and "does_not_guarantee" not in paper
     result = run(everything, records(100))
     assert len(result.privacy_losses) == 3
 

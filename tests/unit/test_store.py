@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import duckdb
 import pandas as pd
 import pytest
 
@@ -10,7 +13,7 @@ from medanon.data.loaders.faers import read_faers
 from medanon.data.schema import Schema
 from medanon.errors import StoreError, ValidationError
 from medanon.random import make_random_source
-from medanon.release.publish import plan_periods, publish_periods
+from medanon.release.publish import input_digest, plan_periods, publish_periods
 from medanon.store import ReleaseStore
 from tests.conftest import FAERS_FIXTURES
 
@@ -148,3 +151,59 @@ def test_a_period_whose_reports_were_all_dropped_publishes_an_empty_release(tmp_
         assert summary.cases == 0 and summary.groups == 0
         assert len(store.release_rows("2015Q1")) == 0
         assert store.manifest("2015Q1")["counts"]["cases"] == 0
+
+
+def test_input_hash_and_private_details_stay_in_the_store(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path)
+    with ReleaseStore.open(path) as store:
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source())
+        manifest = store.manifest("2011Q2")
+        operator = store.operator_record("2011Q2")
+        expected = input_digest(store.records("2011Q2"))
+    assert "input_sha256" not in manifest
+    assert operator["input_sha256"] == expected
+    assert expected not in json.dumps(manifest)  # nor anywhere else in the manifest
+    # a manifest carrying an operator-only field is refused, nothing written
+    before = _content(path)
+    with ReleaseStore.open(path) as store:
+        rows = store.release_rows("2011Q2").assign(period="2013Q1")
+        for leak in ({"input_sha256": expected}, {"details": {"clipped_to_domain": {"weight": 1}}}):
+            with pytest.raises(ValidationError, match="'manifest' parameter of ReleaseStore.publish"):
+                store.publish("2013Q1", rows, {**manifest, **leak})
+    assert _content(path) == before
+
+
+def test_an_older_store_moves_private_fields_out_of_its_manifests(tmp_path) -> None:
+    # A store written before release_private and ledger.dp: its manifests held the input hash
+    # and clipped counts, and its ledger did not say which rows were DP.
+    path = tmp_path / "s.duckdb"
+    _ingest(path)
+    with ReleaseStore.open(path) as store:
+        publish_periods(store, DropIdentifiers(), ["2011Q2", "2013Q1"], make_random_source())
+    con = duckdb.connect(str(path))
+    old = {}
+    for period, variant in (("2011Q2", "paper"), ("2013Q1", "strict")):
+        (text,) = con.execute("SELECT manifest FROM releases WHERE period = ?", [period]).fetchone()
+        manifest = json.loads(text)
+        manifest.update(input_sha256=f"hash-{period}", privacy_spent={"variant": variant})
+        manifest["details"] = {"clipped_to_domain": {"weight": 3}, "cases": 2}
+        old[period] = manifest
+        con.execute("UPDATE releases SET manifest = ? WHERE period = ?", [json.dumps(manifest), period])
+        con.execute("INSERT INTO ledger VALUES (?, 'c1', 'laplace:weight', 1.0, 0.0, '1', TRUE)",
+                    [period])
+    con.execute("DROP TABLE release_private")
+    con.execute("ALTER TABLE ledger DROP COLUMN dp")
+    con.close()
+    with ReleaseStore.open(path) as store:
+        for period in ("2011Q2", "2013Q1"):
+            manifest = store.manifest(period)
+            assert "input_sha256" not in manifest
+            assert manifest["details"] == {"cases": 2}
+            assert store.operator_record(period) == {
+                "input_sha256": f"hash-{period}",
+                "private_details": {"clipped_to_domain": {"weight": 3}}}
+        ledger = store.ledger().set_index("period")["dp"]
+        assert ledger.to_dict() == {"2011Q2": False, "2013Q1": True}
+    with ReleaseStore.open(path) as store:  # the upgrade ran once; opening again changes nothing
+        assert store.manifest("2013Q1")["details"] == {"cases": 2}

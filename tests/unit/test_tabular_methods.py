@@ -18,13 +18,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medanon.anonymize.dphist import DPHistogram, default_histogram_node
+from medanon.anonymize.dphist import DPHistogram, default_histogram_node, require_public_domain
 from medanon.anonymize.ipa import DEFAULT_BUDGET_SPLIT, IPA, STEPS, parse_budget_split
 from medanon.anonymize.kanon import FullDomainKAnonymity
 from medanon.anonymize.lattice import Lattice, RollUp, record_classes
 from medanon.data.synth import synth_patient_schema_toml, synth_patient_table
 from medanon.data.tabular import TableSchema, TabularData, load_table
-from medanon.errors import InfeasibleError, ValidationError
+from medanon.errors import InfeasibleError, SchemaError, ValidationError
 from medanon.mechanisms.noise import NoiseSource
 from medanon.metrics.tabular import evaluate_queries, release_information_loss
 
@@ -438,6 +438,26 @@ def test_ipa_validation(params):
         IPA(**params)
 
 
+def test_ipa_is_not_dp_for_the_reason_it_states_one_sided_counterfeits():
+    # A record holding a value no other record holds ("E") is always released as it is, so "E"
+    # is in every release with it; without it, "E" can only come from a counterfeit draw, and
+    # some releases lack it: an output with probability > 0 on one neighbour and 0 on the other.
+    base = small_data(120, 4)
+    frame = base.frame[base.frame["dx"] != "E"].reset_index(drop=True)
+    with_e = pd.concat([frame, pd.DataFrame([{"age": 7, "sex": "F", "region": "b", "dx": "E"}])],
+                       ignore_index=True)
+    method = IPA(epsilon=1)
+
+    def shows_e(table: pd.DataFrame, seed: int) -> bool:
+        data = load_table(table, SMALL_SCHEMA)
+        return bool((method.anonymize(data, noise=NoiseSource.seeded(seed)).table["dx"] == "E").any())
+
+    assert all(shows_e(with_e, seed) for seed in range(15))
+    assert not all(shows_e(frame, seed) for seed in range(15))
+    text = IPA(epsilon=1).anonymize(base, noise=NoiseSource.seeded(0)).does_not_guarantee
+    assert "one-sided" in text and "node choice" not in text
+
+
 # -- DPHistogram -------------------------------------------------------------------------------
 
 def test_dphist_default_node():
@@ -506,6 +526,22 @@ def test_dphist_too_many_cells(monkeypatch):
         DPHistogram(epsilon=1, node=node).anonymize(data, noise=NoiseSource.seeded(1))
     coarse = DPHistogram(epsilon=1, node=(2, 1, 2)).anonymize(data, noise=NoiseSource.seeded(1))
     assert coarse.details["cells"] == 2 * 1 * 1 * 5
+
+
+def test_dphist_refuses_an_informative_domain_read_from_the_data():
+    schema = TableSchema.from_toml_text(SMALL_TOML.replace('informative_domain = ["A", "B", "C", "D", "E"]', ""))
+    frame = small_data(60, 0).frame
+    data = load_table(frame, schema)
+    assert not data.domain_public
+    with pytest.raises(SchemaError, match="'informative_domain' parameter of DPHistogram") as err:
+        DPHistogram(epsilon=1).anonymize(data, noise=NoiseSource.seeded(1))
+    assert "(table 'small') declares none" in str(err.value)
+    with pytest.raises(SchemaError, match="'informative_domain' parameter of DPHistogram"):
+        require_public_domain(schema)
+    require_public_domain(SMALL_SCHEMA)  # a declared domain passes
+    # with the declared domain the same records are released
+    public = load_table(frame, SMALL_SCHEMA)
+    assert len(DPHistogram(epsilon=1).anonymize(public, noise=NoiseSource.seeded(1)).table)
 
 
 def test_dphist_same_seed_same_release():

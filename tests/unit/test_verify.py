@@ -49,6 +49,23 @@ Q2_NEW = [("5", "a", "*", "[30-40]", "x"), ("6", "a", "*", "[30-40]", "y"),
           ("7", "a", "*", "[30-40]", "z")]
 
 
+def write_folder(folder, tables, manifests):
+    """Write a crafted series in the published release format (audit mode reads it)."""
+    from medanon.hierarchies import write_arx
+
+    folder.mkdir(exist_ok=True)
+    for period, records in tables.items():
+        out = folder / period
+        out.mkdir()
+        rows(period, records).to_csv(out / "release.csv", index=False)
+        m = dict(manifests[period])
+        m["columns"] = {"qids": [{"name": "sex", "kind": "categorical"},
+                                 {"name": "age", "kind": "numeric"}], "sensitive": ["adr"]}
+        m["hierarchies"] = {"sex": {"layout": "arx", "text": write_arx(sex_tree())}}
+        (out / "manifest.json").write_text(json.dumps(m))
+    return folder
+
+
 def verdict(tables, model=PPMS_MODEL, **kw):
     return verify_series(series(tables, {p: manifest(model, **kw) for p in tables}))
 
@@ -125,6 +142,44 @@ def test_no_model_fails_and_an_unknown_model_is_an_input_error():
         verify_series(s)
 
 
+F_ATTACK_Q2 = [("1", "m", "M", "[30-40]", "x"), ("8", "m", "M", "[30-40]", "y"),
+               ("9", "m", "M", "[30-40]", "z")] + Q2_NEW
+CRAFTED = {   # name: (tables, model, parameters, a violation the verdict must name)
+    "k": ({"2020Q1": Q1[:3] + [("4", "c", "M", "[30-40]", "y")]}, PPMS_MODEL, {},
+          "2020Q1 group c: only 1 case(s) remain"),
+    "theta": ({"2020Q1": [("1", "a", "F", "[30-40]", "x"), ("2", "a", "F", "[30-40]", "x|y")]
+               + Q1[2:]}, PPMS_MODEL, {"theta": 0.6}, "2020Q1 group a: term 'x': confidence 1"),
+    "b-l": ({"2020Q1": Q1, "2020Q2": [("1", "a", "*", "[30-40]", "x"),
+                                      ("5", "a", "*", "[30-40]", "y")]}, PPMS_MODEL, {},
+            "2020Q2 group a: only 1 case(s) remain after B/F/L"),
+    "f": ({"2020Q1": Q1, "2020Q2": F_ATTACK_Q2}, PPMS_MODEL, {},
+          "2020Q1 group a: only 1 case(s) remain after B/F/L"),
+    "md": ({"2020Q1": Q1, "2020Q2": [("1", "a", "*", "[30-40]", "x"),
+                                     ("2", "a", "*", "[30-40]", "y")] + Q2_NEW},
+           HA_MODEL, {"alpha": 1.0}, "2020Q1 group a: only 0 case(s) remain after B/F/L/MD"),
+    "alpha": ({"2020Q1": Q1[:2] + [("3", "b", "M", "[30-40]", "x|y"),
+                                   ("4", "b", "M", "[30-40]", "x|z")]},
+              HA_MODEL, {"alpha": 0.5, "ss": {"adr": 2}}, "2020Q1 group b: view GV2: ss share 1"),
+    "ms-k": ({"2020Q1": Q1[:3] + [("4", "c", "M", "[30-40]", "y")]}, MS_MODEL, {},
+             "2020Q1 group c: only 1 case(s) remain"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CRAFTED))
+def test_each_crafted_series_fails_the_right_check_in_the_library_and_the_cli(name, tmp_path,
+                                                                              capsys):
+    tables, model, kw, expected = CRAFTED[name]
+    out = verdict(tables, model=model, **kw)
+    assert not out.ok and any(v.startswith(expected) for v in out.violations), out.violations
+    folder = write_folder(tmp_path / name, tables, {p: manifest(model, **kw) for p in tables})
+    assert main(["verify", str(folder), "--json"]) == 1
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    found = [v for r in report["releases"] for v in r["violations"]]
+    assert any(v.startswith(expected) for v in found), found
+    assert captured.err.startswith("PrivacyViolation:") and "Traceback" not in captured.err
+
+
 def test_missing_parameters_are_an_input_error():
     m = manifest(PPMS_MODEL)
     del m["details"]["theta_table"]
@@ -133,20 +188,9 @@ def test_missing_parameters_are_an_input_error():
 
 
 def test_cli_verify_audits_a_folder_and_exits_non_zero(tmp_path, capsys):
-    from medanon.hierarchies import write_arx
-
-    f_attack = [("1", "m", "M", "[30-40]", "x"), ("8", "m", "M", "[30-40]", "y"),
-                    ("9", "m", "M", "[30-40]", "z")] + Q2_NEW
-    for period, records in {"2020Q1": Q1, "2020Q2": f_attack}.items():
-        folder = tmp_path / period
-        folder.mkdir()
-        rows(period, records).to_csv(folder / "release.csv", index=False)
-        m = manifest(PPMS_MODEL)
-        m["columns"] = {"qids": [{"name": "sex", "kind": "categorical"},
-                                 {"name": "age", "kind": "numeric"}], "sensitive": ["adr"]}
-        m["hierarchies"] = {"sex": {"layout": "arx", "text": write_arx(sex_tree())}}
-        (folder / "manifest.json").write_text(json.dumps(m))
-    code = main(["verify", str(tmp_path), "--json"])
+    folder = write_folder(tmp_path / "series", {"2020Q1": Q1, "2020Q2": F_ATTACK_Q2},
+                          {p: manifest(PPMS_MODEL) for p in ("2020Q1", "2020Q2")})
+    code = main(["verify", str(folder), "--json"])
     captured = capsys.readouterr()
     assert code == 1
     report = json.loads(captured.out)

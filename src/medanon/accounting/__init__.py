@@ -9,8 +9,8 @@ exact (:class:`fractions.Fraction`).
 
 from .budget import (Accountant, Budget, PrivacyLoss, compose, format_epsilon, parse_epsilon,
                      to_exact)
-from .ledger import LedgerSummary, case_totals, cases_over_budget, summarize_ledger
+from .ledger import LedgerSummary, case_totals, cases_over_budget, dp_rows, summarize_ledger
 
 __all__ = ["Accountant", "Budget", "LedgerSummary", "PrivacyLoss", "case_totals",
-           "cases_over_budget", "compose", "format_epsilon", "parse_epsilon",
+           "cases_over_budget", "compose", "dp_rows", "format_epsilon", "parse_epsilon",
            "summarize_ledger", "to_exact"]

@@ -1,10 +1,18 @@
 """Per-case summaries of the release store's privacy ledger.
 
 The ledger has one row per case, release and mechanism: ``period, case_id, mechanism, epsilon,
-delta, epsilon_exact``. ``epsilon`` and ``delta`` are floats; ``epsilon_exact`` is the exact ε as
+delta, epsilon_exact, dp``. ``epsilon`` and ``delta`` are floats; ``epsilon_exact`` is the exact ε as
 written by :func:`~medanon.accounting.budget.format_epsilon`. The exact text is authoritative;
 a row without it (missing column, null or empty cell) falls back to the float read through its
 shortest ``repr`` (so the float 0.1 counts as exactly 1/10).
+
+``dp`` says whether the row's ε carries an ε-DP claim. It is False for the *nominal* ε of a
+mechanism that is not differentially private (PPMS-DP's ``paper`` variant: noise calibrated to
+local, data-dependent sensitivity): such a row records that the case was released with that
+noise, but its ε bounds nothing, so it is never added to a case's ε total and never counted
+against a per-case budget. A missing column or an empty cell means True (ledgers written before
+the column existed; the store marks its old paper-variant rows when it opens them).
+:func:`summarize_ledger` reports the non-DP rows apart (:attr:`LedgerSummary.non_dp`).
 
 A case's total is the exact sum of its ε over every row (basic sequential composition over the
 releases and mechanisms that touched it, see :func:`~medanon.accounting.budget.compose`); cases
@@ -23,7 +31,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -34,7 +42,7 @@ from ..data.periods import parse_period
 from ..errors import ValidationError
 from .budget import Budget, format_epsilon, parse_epsilon, to_exact
 
-__all__ = ["LedgerSummary", "case_totals", "cases_over_budget", "summarize_ledger"]
+__all__ = ["LedgerSummary", "case_totals", "cases_over_budget", "dp_rows", "summarize_ledger"]
 
 #: number of distinct totals kept in :attr:`LedgerSummary.distribution`.
 DISTRIBUTION_SIZE = 50
@@ -68,11 +76,44 @@ def _fail(owner: str, requirement: str) -> ValidationError:
     return ValidationError(f"The 'ledger' parameter of {owner} must be {requirement}.")
 
 
-def _exact_ledger(ledger: Any, owner: str) -> _Exact:
-    """Validate ``ledger`` and resolve every row's exact ε (see the module docstring)."""
+def _dp_flags(ledger: pd.DataFrame, owner: str) -> np.ndarray:
+    """The ``dp`` column as booleans (absent or empty: True), validated."""
+    if "dp" not in ledger.columns:
+        return np.ones(len(ledger), dtype=bool)
+    flags = ledger["dp"]
+    known = flags.notna().to_numpy()
+    values = flags.to_numpy(dtype=object)[known]
+    if not all(isinstance(v, (bool, np.bool_)) for v in values):
+        raise _fail(owner, "a ledger whose dp column holds booleans (True: the row's epsilon "
+                           "carries an epsilon-DP claim)")
+    out = np.ones(len(ledger), dtype=bool)
+    out[known] = values.astype(bool)
+    return out
+
+
+def dp_rows(ledger: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``ledger`` whose ε carries an ε-DP claim (see the module docstring).
+
+    Raises:
+        ValidationError: ``ledger`` is not a DataFrame or its ``dp`` column is not boolean.
+    """
+    _check_frame(ledger, "dp_rows")
+    return ledger[_dp_flags(ledger, "dp_rows")]
+
+
+def _check_frame(ledger: Any, owner: str) -> None:
     if not isinstance(ledger, pd.DataFrame):
         raise ValidationError(f"The 'ledger' parameter of {owner} must be a pandas DataFrame; "
                               f"got {type(ledger).__name__}.")
+
+
+def _exact_ledger(ledger: Any, owner: str) -> _Exact:
+    """Validate ``ledger`` and resolve every row's exact ε (see the module docstring).
+
+    Only the rows with an ε-DP claim are kept (``dp``); the others bound nothing.
+    """
+    _check_frame(ledger, owner)
+    ledger = ledger[_dp_flags(ledger, owner)]
     missing = [c for c in ("period", "case_id") if c not in ledger.columns]
     if "epsilon" not in ledger.columns and "epsilon_exact" not in ledger.columns:
         missing.append("epsilon")
@@ -145,7 +186,8 @@ def _totals(exact: _Exact) -> pd.DataFrame:
 
 
 def case_totals(ledger: pd.DataFrame) -> pd.DataFrame:
-    """Per-case privacy totals over every release and mechanism in ``ledger``.
+    """Per-case privacy totals over every release and mechanism in ``ledger`` with an ε-DP
+    claim (rows with ``dp`` False are left out: see the module docstring).
 
     Returns:
         One row per case_id, sorted by case_id (as text), with columns ``case_id``,
@@ -199,6 +241,10 @@ class LedgerSummary:
             (spending up to the budget is allowed). 0 without a budget.
         worst_cases: The 10 cases with the largest totals (ties: by case_id): ``case_id``,
             ``epsilon`` (exact text) and ``releases``.
+        non_dp: The rows without an ε-DP claim, which every figure above leaves out:
+            ``entries``, ``cases`` (distinct cases), ``periods`` and ``per_period`` (``period``,
+            ``cases``, ``mechanisms`` and ``nominal_epsilon_per_case``, the largest nominal ε
+            one case was given in that period: a noise parameter, not a privacy bound).
     """
 
     cases: int
@@ -215,6 +261,7 @@ class LedgerSummary:
     over_budget: int
     at_or_near_budget: int
     worst_cases: tuple[dict, ...]
+    non_dp: dict = field(default_factory=lambda: dict(_NO_NON_DP))
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready; ``distribution`` becomes a list of ``{"epsilon", "cases"}`` objects."""
@@ -226,7 +273,32 @@ class LedgerSummary:
                 "per_period": [dict(p) for p in self.per_period],
                 "case_budget": self.case_budget, "over_budget": self.over_budget,
                 "at_or_near_budget": self.at_or_near_budget,
-                "worst_cases": [dict(w) for w in self.worst_cases]}
+                "worst_cases": [dict(w) for w in self.worst_cases],
+                "non_dp": {**self.non_dp, "periods": list(self.non_dp["periods"]),
+                           "per_period": [dict(p) for p in self.non_dp["per_period"]]}}
+
+
+_NO_NON_DP = {"entries": 0, "cases": 0, "periods": (), "per_period": ()}
+
+
+def _non_dp_summary(ledger: pd.DataFrame, owner: str) -> dict:
+    """What the rows without an ε-DP claim hold (see :attr:`LedgerSummary.non_dp`)."""
+    rows = ledger[~_dp_flags(ledger, owner)]
+    if not len(rows):
+        return dict(_NO_NON_DP)
+    # their ε read exactly, as if DP, only to report the nominal noise parameter per period
+    exact = _exact_ledger(rows.assign(dp=True), owner)
+    periods = tuple(_period_order(exact.rows["period"]))
+    nominal = exact.sums(["period", "case_id"]).groupby(level="period").max()
+    cases = exact.rows.groupby("period")["case_id"].nunique()
+    mechanisms = (rows.assign(period=rows["period"].astype(str)).groupby("period")["mechanism"]
+                  .agg(lambda m: sorted(set(map(str, m)))) if "mechanism" in rows.columns else {})
+    per_period = tuple({"period": p, "cases": int(cases[p]),
+                        "mechanisms": list(mechanisms[p]) if p in mechanisms else [],
+                        "nominal_epsilon_per_case": format_epsilon(exact.fraction(nominal[p]))}
+                       for p in periods)
+    return {"entries": len(rows), "cases": int(exact.rows["case_id"].nunique()),
+            "periods": periods, "per_period": per_period}
 
 
 def _period_order(periods: Iterable[str]) -> list[str]:
@@ -263,8 +335,9 @@ def summarize_ledger(ledger: pd.DataFrame, *, case_budget: Budget | None = None)
         ledger: The store's ledger (columns as for :func:`case_totals`).
         case_budget: A per-case budget to check the ε totals against, or None.
 
-    Guarantees: every count and exact text is computed from exact per-case sums; an empty
-    ledger gives ``cases == 0``, ``"0"`` and 0.0 for the statistics, and empty tuples.
+    Guarantees: every count and exact text is computed from exact per-case sums over the rows
+    with an ε-DP claim; rows without one are only reported in ``non_dp``. A ledger without DP
+    rows gives ``cases == 0``, ``"0"`` and 0.0 for the statistics, and empty tuples.
 
     Raises:
         ValidationError: as :func:`case_totals`, or when ``case_budget`` is not a Budget.
@@ -272,6 +345,7 @@ def summarize_ledger(ledger: pd.DataFrame, *, case_budget: Budget | None = None)
     owner = "summarize_ledger"
     _check_budget(case_budget, owner)
     exact = _exact_ledger(ledger, owner)
+    non_dp = _non_dp_summary(ledger, owner)
     budget_text = None if case_budget is None else format_epsilon(case_budget.epsilon)
     totals = _totals(exact)
     periods = tuple(_period_order(exact.rows["period"]))
@@ -280,7 +354,7 @@ def summarize_ledger(ledger: pd.DataFrame, *, case_budget: Budget | None = None)
                              max_epsilon_float=0.0, mean_epsilon=0.0, median_epsilon=0.0,
                              quantiles={"p50": 0.0, "p90": 0.0, "p99": 0.0}, distribution=(),
                              per_period=(), case_budget=budget_text, over_budget=0,
-                             at_or_near_budget=0, worst_cases=())
+                             at_or_near_budget=0, worst_cases=(), non_dp=non_dp)
     nums = totals["num"].to_numpy()
     text, floats = _texts(exact, nums)
     n_cases = len(totals)
@@ -321,7 +395,7 @@ def summarize_ledger(ledger: pd.DataFrame, *, case_budget: Budget | None = None)
                          quantiles={"p50": q50, "p90": q90, "p99": q99},
                          distribution=distribution, per_period=per_period,
                          case_budget=budget_text, over_budget=over, at_or_near_budget=near,
-                         worst_cases=worst)
+                         worst_cases=worst, non_dp=non_dp)
 
 
 def cases_over_budget(ledger: pd.DataFrame, case_ids: Iterable[str], spend: Any,
@@ -330,7 +404,9 @@ def cases_over_budget(ledger: pd.DataFrame, case_ids: Iterable[str], spend: Any,
 
     A case is listed when its exact ledger total plus ``spend`` is strictly greater than
     ``case_budget.epsilon``; reaching the budget exactly is allowed. A case absent from the
-    ledger has total 0. Case ids are compared as text.
+    ledger has total 0. Case ids are compared as text. Rows without an ε-DP claim (``dp``
+    False) are not counted: their nominal ε bounds nothing (the publish flow refuses a per-case
+    budget for such methods).
 
     Args:
         ledger: The store's ledger (columns as for :func:`case_totals`).

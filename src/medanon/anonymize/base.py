@@ -26,6 +26,10 @@ class AnonymizationResult:
         counterfeit: number of counterfeit records added.
         details: algorithm-specific facts for the manifest (what was generalized and why).
         privacy_losses: see the field.
+        private_details: operator-only facts computed from the private values that no privacy
+            model accounts for (e.g. how many true values fell outside a public domain). The
+            publish flow keeps them in the store beside the release and never writes them into
+            the manifest or an export: one case's true value can flip them.
     """
 
     table: pd.DataFrame
@@ -36,6 +40,7 @@ class AnonymizationResult:
     #: the privacy loss (``medanon.accounting.PrivacyLoss``) each released case incurs in this
     #: release, one entry per mechanism; empty for methods without a DP claim.
     privacy_losses: tuple = ()
+    private_details: dict[str, object] = field(default_factory=dict)
 
 
 class Anonymizer(ABC):
@@ -45,8 +50,9 @@ class Anonymizer(ABC):
     name: ClassVar[str]
     #: the privacy model the method claims, e.g. ``"PPMS(k, theta*)-bounding"``; None for none.
     privacy_model: ClassVar[str | None] = None
-    #: one sentence a data steward can read: what the release guarantees.
-    guarantee: ClassVar[str]
+    #: for a method without a privacy model only: what its release is (a method with a model
+    #: gets its guarantee text from the model object, ``medanon.models``).
+    guarantee: ClassVar[str | None] = None
     #: whether the method draws random numbers (seeds matter only then).
     randomized: ClassVar[bool] = False
     #: whether the method reads earlier releases (periodic methods); others get none.
@@ -58,6 +64,13 @@ class Anonymizer(ABC):
         """The privacy loss (``medanon.accounting.PrivacyLoss``) each released case incurs in
         one release of ``schema``'s data, one per mechanism; empty without a DP claim."""
         return ()
+
+    @property
+    def claims_dp(self) -> bool:
+        """Whether the ε of :meth:`planned_losses` carries an ε-DP claim. False for noise
+        calibrated without one (PPMS-DP's paper variant): the ledger then marks its rows as
+        not DP, they never count against a per-case budget, and such a budget is refused."""
+        return True
 
     def privacy_statement(self, schema) -> dict | None:
         """DP methods: ε per case, variant, what it does and does not guarantee (manifest

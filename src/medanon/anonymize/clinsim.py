@@ -16,20 +16,30 @@ Methods (each ``.plan(graph, sensitive, tree)`` returns a :class:`ProtectionPlan
   Algorithm 1's p_T and p_S (:class:`~medanon.mechanisms.block_rr.BlockRandomizedResponse`).
 - :class:`UMaxRR`: uRR of Murakami and Kawamoto (USENIX Security 2019) with Y_P = X_S, i.e. the
   same mechanism with b = 1 and no extension (003 Eq. 2 with the typo fixed, spec §4.1).
+- :class:`UMaxRRExtended` (``umaxrr-yp``): uRR (b = 1) on the protected set ClinSimRR chooses
+  (steps 1 and 2 below): the fair baseline for ClinSimRR's blocks, since it protects exactly the
+  same codes. 003 compares ClinSimRR only with uRR on X_S.
 - :class:`SensitiveRR`: |X_S|-ary randomized response on the sensitive codes only, non-sensitive
   codes published as they are (003 §2.1's "RR on X_S").
 - :class:`Suppression`: every sensitive code replaced by the root ``*`` (003 §5's baseline).
 
-Privacy guarantee (ClinSimRR, UMaxRR): for every reported element, every pair of inputs x, x' and
-every output y in the protected set Y_P, Pr[M(x) = y] <= e^ε Pr[M(x') = y] — (Y_P, ε)-utility-
-optimized LDP; the ε holds per element, so a record with j protected elements composes to jε.
-SensitiveRR: ε-LDP among sensitive inputs only (an output in Y_P shows the input was sensitive).
-Suppression: none (a suppressed element is always sensitive, and the dependence graph points
-to which one).
+Privacy guarantee (ClinSimRR, UMaxRR, UMaxRRExtended): for every reported element, every pair of
+inputs x, x' and every output y in the protected set Y_P, Pr[M(x) = y] <= e^ε Pr[M(x') = y] —
+(Y_P, ε)-utility-optimized LDP *given Y_P and the blocks*; the ε holds per element, so a record
+with j protected elements composes to jε. SensitiveRR: ε-LDP among sensitive inputs only (an
+output in Y_P shows the input was sensitive). Suppression: none (a suppressed element is always
+sensitive, and the dependence graph points to which one). :meth:`ProtectionPlan.guarantee` and
+:meth:`ProtectionPlan.does_not_guarantee` generate these statements from the plan's parameters
+(ε, γ, L, b, |Y_P|, p_S); the release manifest and ``docs/algorithms/clinsim.md`` use them.
 
-Not guaranteed: the dependence step bounds a leakage *estimated on the auxiliary data's graph*; an
-adversary who knows more dependences than the graph holds may still infer sensitive codes (003 §7).
-Codes outside Y_P are published truthfully.
+Not guaranteed: Y_P, the blocks, p_T and p_S are chosen without noise from the dependence graph and
+the code tree of the *auxiliary* patients (003 learns them on an 80% split): a non-private
+statistic of those patients, published as such (one auxiliary patient more or less can change
+Y_P). They depend on no released patient — the caller must build the graph and the tree from the
+auxiliary split only (:func:`medanon.cli.clinsim.run_clinsim` does). The dependence step bounds a
+leakage *estimated on the auxiliary data's graph*; an adversary who knows more dependences than
+the graph holds may still infer sensitive codes (003 §7). Codes outside Y_P are published
+truthfully.
 
 Deviations and choices (003 leaves them open):
 
@@ -63,10 +73,11 @@ from .._validation import _fail, check_int
 from ..hierarchies.icd9 import ROOT, CodeTree
 from ..mechanisms.block_rr import UNPROTECTED, BlockRandomizedResponse, clip_and_normalize
 from ..mechanisms.noise import NoiseSource, check_noise, to_fraction
+from ..models.single import LocalDPModel, PlainLDPModel, suppression_non_guarantees
 from .dependence import DependenceGraph, LeakageBound, bound_leakage
 
-__all__ = ["ClinSimRR", "ProtectionPlan", "SensitiveRR", "Suppression", "UMaxRR",
-           "METHODS", "make_method", "nearest_blocks", "expected_cil"]
+__all__ = ["ClinSimRR", "ProtectionPlan", "SensitiveRR", "Suppression", "UMaxRR", "UMaxRRExtended",
+           "EXTENDING", "METHODS", "make_method", "nearest_blocks", "expected_cil"]
 
 
 # -- blocks and expected loss ---------------------------------------------------------------
@@ -181,7 +192,7 @@ class ProtectionPlan:
     """What a method will do to each element: the protected set, blocks and mechanism.
 
     Attributes:
-        method: ``clinsimrr``, ``umaxrr``, ``rr`` or ``suppression``.
+        method: ``clinsimrr``, ``umaxrr``, ``umaxrr-yp``, ``rr`` or ``suppression``.
         sensitive: the original sensitive codes X_S (sorted).
         protected: Y_P in mechanism index order (sensitive first, then added codes).
         added_for_leakage / added_for_blocking: the codes ClinSimRR added, in order.
@@ -258,28 +269,34 @@ class ProtectionPlan:
         return pd.concat([pd.Series(est_p, index=list(self.protected)),
                           pd.Series(est_u, index=others.index)]).sort_index()
 
+    @property
+    def model(self):
+        """The privacy model the plan's release satisfies (:mod:`medanon.models.single`); None
+        for suppression, which claims none. Its texts are generated from the plan's parameters."""
+        if self.method == "suppression":
+            return None
+        params = self.parameters
+        kind = PlainLDPModel if self.method == "rr" else LocalDPModel
+        return kind(method=self.method, epsilon=params.get("epsilon"),
+                            protected=len(self.protected), sensitive=len(self.sensitive),
+                            block_size=self.block_size,
+                            p_s=self.mechanism.p_s if self.mechanism is not None else 0.0,
+                            gamma=params.get("gamma"), max_path_length=params.get("max_path_length"),
+                            alpha=params.get("alpha"), b_max=params.get("b_max"))
+
     def guarantee(self) -> list[str]:
-        eps = self.parameters.get("epsilon")
-        if self.method in ("clinsimrr", "umaxrr"):
-            return [f"(Y_P, {eps})-utility-optimized LDP per released element: every output in the "
-                    f"protected set ({len(self.protected)} codes) is at most e^{eps} times more likely "
-                    "under any input than under any other; protected inputs are always reported "
-                    "inside the protected set"]
-        if self.method == "rr":
-            return [f"{eps}-LDP among the {len(self.sensitive)} sensitive codes, per released element"]
-        return ["none: sensitive codes are replaced by '*' (a deterministic redaction)"]
+        """What holds: the model object's statements (suppression: none)."""
+        model = self.model
+        if model is None:
+            return ["none: sensitive codes are replaced by '*' (a deterministic redaction)"]
+        return list(model.guarantees)
 
     def does_not_guarantee(self) -> list[str]:
-        out = ["codes outside the protected set are published truthfully",
-               "a record with several protected elements composes: j elements give j·epsilon"]
-        if self.method == "clinsimrr":
-            out.append("the dependence step bounds the leakage estimated on the auxiliary data's graph "
-                       "only; an adversary knowing stronger dependences may still infer sensitive codes")
-        if self.method in ("umaxrr", "rr", "suppression"):
-            out.append("no protection against inference from correlated non-sensitive codes")
-        if self.method == "rr":
-            out.append("an output in the sensitive set reveals that the input was sensitive")
-        return out
+        """What does not hold: the model object's statements."""
+        model = self.model
+        if model is None:
+            return list(suppression_non_guarantees())
+        return list(model.non_guarantees)
 
 
 # -- methods ----------------------------------------------------------------------------------
@@ -380,7 +397,7 @@ class ClinSimRR:
         protected = tuple(tree.leaves[i] for i in found["leaves"])
         mechanism = BlockRandomizedResponse(epsilon=self.epsilon, blocks=found["blocks"])
         return ProtectionPlan(
-            self.name, codes, protected, mechanism,
+            ClinSimRR.name, codes, protected, mechanism,
             {"epsilon": str(self.epsilon), "gamma": self.gamma, "alpha": self.alpha,
              "b_max": self.b_max, "max_path_length": self.max_path_length,
              "patience": self.patience, "max_added": self.max_added},
@@ -389,13 +406,42 @@ class ClinSimRR:
             expected_cil=found["expected_cil"], leakage=leakage, search=tuple(found["trace"]))
 
 
-METHODS = ("clinsimrr", "umaxrr", "rr", "suppression")
+class UMaxRRExtended(ClinSimRR):
+    """uRR (b = 1) on ClinSimRR's protected set: the same Y_P as :class:`ClinSimRR` with the same
+    parameters, without its blocks (the like-for-like baseline; 003 compares with uRR on X_S only).
+
+    Takes the parameters of :class:`ClinSimRR`.
+    """
+
+    name = "umaxrr-yp"
+
+    def plan(self, graph: DependenceGraph, sensitive: Sequence[str], tree: CodeTree) -> ProtectionPlan:
+        return self.from_plan(super().plan(graph, sensitive, tree))
+
+    @classmethod
+    def from_plan(cls, full: ProtectionPlan) -> ProtectionPlan:
+        """The ``umaxrr-yp`` plan of a ClinSimRR plan: its Y_P, its ε, blocks of size 1."""
+        if full.method != ClinSimRR.name or full.mechanism is None:
+            raise _fail("full", "UMaxRRExtended.from_plan", "a ClinSimRR plan", full.method)
+        blocks = np.arange(len(full.protected))[:, None]
+        return ProtectionPlan(
+            cls.name, full.sensitive, full.protected,
+            BlockRandomizedResponse(epsilon=full.mechanism.epsilon, blocks=blocks), full.parameters,
+            added_for_leakage=full.added_for_leakage, added_for_blocking=full.added_for_blocking,
+            leakage=full.leakage, search=full.search)
+
+
+METHODS = ("clinsimrr", "umaxrr", "umaxrr-yp", "rr", "suppression")
+#: Methods that extend the protected set (and take γ, b_max).
+EXTENDING = ("clinsimrr", "umaxrr-yp")
 
 
 def make_method(name: str, *, epsilon: Any = None, **options: Any):
     """The method object for a CLI name (``epsilon`` is ignored by suppression)."""
     if name == "clinsimrr":
         return ClinSimRR(epsilon=epsilon, **options)
+    if name == "umaxrr-yp":
+        return UMaxRRExtended(epsilon=epsilon, **options)
     if name == "umaxrr":
         return UMaxRR(epsilon=epsilon)
     if name == "rr":

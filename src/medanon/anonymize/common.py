@@ -35,6 +35,9 @@ from .base import AnonymizationResult, Anonymizer
 from .clustering import Attribute, GroupingInput, QidSpace, eta, etas_of, group_records
 
 ON_INFEASIBLE = ("refuse", "raise-theta", "suppress-terms")
+#: key under which a hook's details carry operator-only facts (see
+#: :attr:`AnonymizationResult.private_details`); popped before the public details are built.
+OPERATOR_ONLY = "_operator_only"
 _SHOWN = 10
 
 
@@ -116,13 +119,17 @@ class ClusteringMethod(Anonymizer):
 
     def before_grouping(self, data: SuperRecords, space: QidSpace, values: dict,
                         rng: RandomSource) -> dict:
-        """Change the encoded values in place before grouping (DP methods privatize here)."""
+        """Change the encoded values in place before grouping (DP methods privatize here).
+
+        Returns facts for the manifest; operator-only facts go under :data:`OPERATOR_ONLY`.
+        """
         return {}
 
     def build_table(self, data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
                     suppressed_terms: set[str], rng: RandomSource
                     ) -> tuple[pd.DataFrame, int, dict]:
-        """The release table, its number of groups and facts for the manifest."""
+        """The release table, its number of groups and facts for the manifest (operator-only
+        facts under :data:`OPERATOR_ONLY`)."""
         table = _release_table(data, space, values, group_of, suppressed_terms)
         return table, int(table["group"].nunique()) if len(table) else 0, {}
 
@@ -142,7 +149,8 @@ class ClusteringMethod(Anonymizer):
             new, covered = _cover_old_cases(space, values, case_ids, period, previous,
                                             hierarchies, schema, latest=self.cover == "latest",
                                             lifespan=self.lifespan, kinds=self.cover_kinds)
-        hook_details = self.before_grouping(data, space, values, rng)
+        hook_details = dict(self.before_grouping(data, space, values, rng))
+        private = dict(hook_details.pop(OPERATOR_ONLY, {}))
         space = _with_ranges(space, values)
         md = self.md_flags(data, next_cases)
         anchor, pool = self.anchors_and_pool(new, md)
@@ -202,6 +210,8 @@ class ClusteringMethod(Anonymizer):
         self._check_own_bounds(grouping_input, result.group_of, k_group)
         out, n_groups, table_details = self.build_table(data, space, values, result.group_of,
                                                         suppressed_terms, rng)
+        table_details = dict(table_details)
+        private.update(table_details.pop(OPERATOR_ONLY, {}))
         details = {
             "theta_table": table.to_manifest(),
             "cases": n, "new_cases": int(new.sum()), "old_cases_covered": covered,
@@ -215,7 +225,8 @@ class ClusteringMethod(Anonymizer):
             details["withheld_reason"] = ("no group could take these cases without breaking theta"
                                           + (" or alpha" if extra else "") + "; withheld from this release")
         return AnonymizationResult(table=out, n_groups=n_groups, suppressed=len(withheld),
-                                   details=details, privacy_losses=self.planned_losses(schema))
+                                   details=details, privacy_losses=self.planned_losses(schema),
+                                   private_details=private)
 
     def _check_own_bounds(self, data: GroupingInput, group_of: np.ndarray, k: int) -> None:
         """The algorithm's own invariant: anchors >= k and σ_s <= floor(θ_s·anchors) per group."""

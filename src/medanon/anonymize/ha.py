@@ -62,9 +62,6 @@ class HA(ClusteringMethod):
 
     name = "ha"
     privacy_model = HA_MODEL
-    guarantee = ("After any B-, F-, L- or MD-attack over the releases in the life span, each group "
-                 "keeps >= k candidate cases, each sensitive term's share among them is <= its "
-                 "theta, and the share of ss-records in each of the four attacker views is <= alpha.")
     cover = "earliest"
     needs_next_period = True
     # Release i counts a case present in period i+1 as "not md". Withholding that case from

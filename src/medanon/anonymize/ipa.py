@@ -40,16 +40,24 @@ Deviations from the paper and from the authors' code (spec §3.10), and why:
 - Released rows are shuffled so that a counterfeit row's position gives nothing away; the paper
   does not say how rows are ordered.
 
-Privacy guarantee — read this before publishing. Each noisy quantity is produced by an ε-DP
-mechanism as the paper states (per EC by parallel composition), and ε sums to the requested
-total. The *release as a whole is not ε-differentially private* under add/remove-one-record
-neighbours, for two reasons the paper's proofs skip: (a) real records are published unchanged and
-counterfeits only ever add rows, so a class's released size is never below its true size; an
-output in which a class has exactly as many rows as it truly has is impossible on the
-neighbouring data set with one more record in that class; (b) the node choice scores the noisy
-outputs of every node, each of which used the full step budgets, while Thm 8–9 charge them once.
-What IPA does give: generalization with a noisy suppression of small classes, and plausible
-deniability for every row (any row may be counterfeit). The manifest states this.
+Privacy guarantee — read this before publishing. Each noisy quantity is drawn by an ε-DP
+mechanism as the paper states (per EC by parallel composition): the noisy threshold (Thm 5), the
+noisy class size ``ñ = |E| + Z`` (Thm 6), the counterfeit values (Thm 7) and the node (Thm 8);
+and ε sums to the requested total (Thm 9). The node choice is sound as composed: ``u = 3 − IL``
+lies in [0, 3] for every possible output, so with ``Δu = 3`` each node's selection probability
+changes by at most ``e^{ε_cand}`` between any two data sets whatever the other nodes' noisy
+outputs were, and only the chosen node's output is released. The *release as a whole is still
+not ε-differentially private* under add/remove-one-record neighbours, for one reason the proof
+of Thm 6 skips: **the counterfeit noise is one-sided**. What is released is not ``ñ`` but the
+class's real records, published as they are (generalized dimensions, exact informative value; a
+suppressed record still appears in the class ``*``), plus ``max(0, ñ − |E|)`` counterfeit rows.
+So a class's released size is ``max(|E|, ñ) >= |E|``, every real (class, informative value) pair
+is always in the output, and a class appears only when it holds a real record. An output with
+fewer rows of some (class, value) than the data holds — e.g. one in which a value held by one
+record does not occur — has positive probability on the data set without that record and
+probability 0 on the one with it; no ε bounds that ratio. What IPA does give: generalization with
+a noisy suppression of small classes, and plausible deniability for every row (any row may be
+counterfeit). The manifest states this.
 """
 
 from __future__ import annotations
@@ -65,6 +73,7 @@ from ..accounting.budget import PrivacyLoss, format_epsilon, to_exact
 from ..data.tabular import TabularData
 from ..errors import InternalError
 from ..mechanisms import ExponentialMechanism
+from ..models.single import IPAModel
 from ..mechanisms.noise import NoisePool, NoiseSource, check_noise
 from .lattice import GroupTable, Lattice, Node, RollUp, group_sum, node_ncp, record_classes
 from .tabular import ClassRelease, LossParts, TabularResult, class_emd, node_level_names
@@ -76,14 +85,6 @@ DEFAULT_BUDGET_SPLIT = (Fraction(1, 10), Fraction(3, 10), Fraction(3, 10), Fract
 #: ΔIL: NCP, EMD and Rate each lie in [0, 1]
 IL_SENSITIVITY = 3
 
-GUARANTEE = ("Each noisy step is an ε-DP mechanism as in paper 004 (noisy suppression threshold, "
-             "counterfeit counts and values per class, exponential choice of the lattice node), and "
-             "the steps' ε sum to the stated total. Dimension attributes are generalized full-domain; "
-             "any released row may be counterfeit.")
-NOT_GUARANTEED = ("The release as a whole is NOT ε-differentially private: real records are published "
-                  "unchanged and counterfeits only add rows (a class's released size never falls below "
-                  "its true size), and the node choice scores every node's noisy output while the "
-                  "paper charges each step once. Informative values of real records are exact.")
 
 
 def parse_budget_split(split: Any, *, owner: str = "IPA") -> tuple[Fraction, ...]:
@@ -143,6 +144,9 @@ class IPA:
         self.epsilon = to_exact(epsilon, name="epsilon", owner="IPA")
         self.threshold = check_int(threshold, name="threshold", owner="IPA", minimum=2)
         self.budget_split = parse_budget_split(budget_split)
+        #: the privacy model the method satisfies: it writes the guarantee texts
+        self.model = IPAModel(epsilon=self.epsilon,
+                              steps={s: self.epsilon * p for s, p in zip(STEPS, self.budget_split)})
         eps = {step: self.epsilon * share for step, share in zip(STEPS, self.budget_split)}
         # noise scales (sensitivity / ε) as the paper sets them
         self.suppression_scale = Fraction(self.threshold - 1) / eps["suppression"]
@@ -198,8 +202,7 @@ class IPA:
             table=table, is_counterfeit=fake_mask, loss=chosen.loss, records=len(data),
             suppressed=int((~release.row_fake & release.starred[release.row_class]).sum()),
             counterfeit=int(fake_mask.sum()), classes=len(release.starred),
-            parameters=self.parameters(), privacy_losses=losses, guarantee=GUARANTEE,
-            does_not_guarantee=NOT_GUARANTEED,
+            parameters=self.parameters(), privacy_losses=losses, privacy_model=self.model,
             details={"candidates_evaluated": len(candidates),
                      "selection_probability": probability,
                      # how much the node choice can favour the best node over the worst (e^{ε_cand/2})

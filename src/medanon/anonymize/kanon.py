@@ -32,15 +32,12 @@ import numpy as np
 from .._validation import _fail, check_fraction, check_int
 from ..data.tabular import TabularData
 from ..errors import InfeasibleError
+from ..models.single import KAnonymityModel
 from .lattice import Lattice, Node, RollUp, marginals, node_ncp, record_classes, record_ncp_bound
 from .tabular import ClassRelease, TabularResult, node_level_names
 
 __all__ = ["FullDomainKAnonymity"]
 
-GUARANTEE = ("k-anonymity: every released class of generalized dimension values holds at least k "
-             "records, except the class of suppressed records (all dimensions '*').")
-NOT_GUARANTEED = ("No differential privacy and no protection of the informative attribute "
-                  "(a class may be homogeneous); an adversary's background knowledge is assumed fixed.")
 
 
 class FullDomainKAnonymity:
@@ -58,6 +55,8 @@ class FullDomainKAnonymity:
 
     def __init__(self, *, k: int = 10, max_suppression: float = 0.0) -> None:
         self.k = check_int(k, name="k", owner="FullDomainKAnonymity", minimum=2)
+        #: the privacy model the method satisfies: it writes the guarantee texts
+        self.model = KAnonymityModel(k=self.k)
         self.max_suppression = check_fraction(max_suppression, name="max_suppression",
                                               owner="FullDomainKAnonymity", low_open=False,
                                               high=1.0)
@@ -121,7 +120,7 @@ class FullDomainKAnonymity:
             method=self.name, node=node, node_labels=node_level_names(data, node), table=table,
             is_counterfeit=fake, loss=loss, records=len(data), suppressed=n_star, counterfeit=0,
             classes=len(release.starred), parameters=self.parameters(), privacy_losses=(),
-            guarantee=GUARANTEE, does_not_guarantee=NOT_GUARANTEED,
+            privacy_model=self.model,
             details={"lattice": {"nodes": len(lattice), "counted": counted, "tagged": tagged,
                                  "pruned_by_bound": len(lattice) - counted - tagged,
                                  "tables_rolled_up": rollup.tables_built}})

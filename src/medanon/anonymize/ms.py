@@ -27,8 +27,6 @@ class MSAnonymization(ClusteringMethod):
 
     name = "ms"
     privacy_model = MS_MODEL
-    guarantee = ("Each group has at least k cases and each sensitive term occurs in at most "
-                 "floor(theta*|g|) of them; no protection against linking releases by CaseID.")
     periodic = False
     cover = None
 

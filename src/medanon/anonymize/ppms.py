@@ -31,16 +31,11 @@ from __future__ import annotations
 from ..models.names import PPMS_MODEL
 from .common import ClusteringMethod
 
-_GUARANTEE = ("After any B-, F- or L-attack over the releases in the life span, each group keeps "
-              ">= k candidate cases and each sensitive term's share among them is <= its theta.")
-
-
 class PPMS(ClusteringMethod):
     """PPMS-Anonymization: covers the latest earlier clone of each old case."""
 
     name = "ppms"
     privacy_model = PPMS_MODEL
-    guarantee = _GUARANTEE
     cover = "latest"
 
 
@@ -49,7 +44,6 @@ class PPMSPlus(ClusteringMethod):
 
     name = "ppms+"
     privacy_model = PPMS_MODEL
-    guarantee = _GUARANTEE
     cover = "earliest"
 
 
@@ -58,6 +52,5 @@ class PPMSPlusPlus(ClusteringMethod):
 
     name = "ppms++"
     privacy_model = PPMS_MODEL
-    guarantee = _GUARANTEE
     cover = "earliest"
     new_cases_first = True

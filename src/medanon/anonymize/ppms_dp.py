@@ -54,6 +54,15 @@ store's ``--case-budget``, which makes the bound hold across releases — else t
 gate then refuses that release). A θ raised for feasibility (``raise-theta``) is raised in the
 grouping and declared as the θ that inflates to it.
 
+What is published and what is not: facts that are deterministic functions of the private
+values and that no mechanism accounts for go to ``AnonymizationResult.private_details`` (the
+store keeps them operator-only): ``clipped_to_domain`` (strict; how many true values fell
+outside the public domain) and ``smallest_laplace_scale`` (paper; (max − min)/ε of a group's raw
+values). The paper variant publishes ``details.exact_groups``: per numeric QID, the groups (labels
+as published) whose Laplace scale is below half the last published digit (``EXACT_SCALE``), whose
+values are therefore published exact; a verifier must count them as exact. The variant's ledger
+rows carry ``dp = False`` (:attr:`claims_dp`).
+
 Deviations from 000 (docs/algorithms/ppms-dp.md): the numeric QIDs of old cases are not
 covered (they are perturbed; covering would only widen them); a missing numeric value is
 perturbed from the middle of its range; noisy numbers are published rounded to 0.01
@@ -83,11 +92,15 @@ from ..models.names import PPMS_DP_MODEL
 from ..models.theta import ThetaSpec, ThetaTable
 from ..random import RandomSource
 from .clustering import QidSpace
-from .common import ClusteringMethod, add_published_columns, case_columns, group_lub
+from .common import (OPERATOR_ONLY, ClusteringMethod, add_published_columns, case_columns,
+                     group_lub)
 
 VARIANTS = ("strict", "paper")
 #: published noisy numbers are rounded to this many decimals (post-processing).
 DECIMALS = 2
+#: a Laplace scale below half the last published digit leaves the rounded value (nearly
+#: always) exact: the paper variant names the groups that got one (``details.exact_groups``).
+EXACT_SCALE = 0.5 * 10.0 ** -DECIMALS
 
 
 # ------------------------------------------------------------------------ exponential (§5.6)
@@ -236,19 +249,9 @@ class _PPMSDP(ClusteringMethod):
                                      else format_epsilon(self.dp_aware_epsilon))}
 
     @property
-    def guarantee(self) -> str:  # type: ignore[override]
-        syntactic = ("Each group keeps >= k new cases and each sensitive term's share among them "
-                     "<= its theta after B/F/L-attacks on the QIDs that are not perturbed")
-        if self.variant == "strict":
-            aware = (" Groups are grown (dp-aware grouping) so that an adversary weighting "
-                     "candidates by the likelihood of their perturbed values sees no posterior above "
-                     "1/k and no term share above its theta." if self.dp_aware_grouping else "")
-            return (f"{syntactic}; the perturbed QIDs of each case are epsilon-DP (epsilon = "
-                    f"{format_epsilon(self.epsilon)} per perturbed QID, summed over them per case "
-                    f"and release; see privacy_spent).{aware}")
-        return (f"{syntactic}; perturbed QIDs carry noise calibrated to local (data-dependent) "
-                f"sensitivity: NOT epsilon-DP end to end (epsilon = "
-                f"{format_epsilon(self.epsilon)} is a noise-scale parameter).")
+    def claims_dp(self) -> bool:  # type: ignore[override]
+        # the paper variant's ε is a noise-scale knob (local sensitivity), not a DP bound
+        return self.variant == "strict"
 
     # ----------------------------------------------------------------------- hooks
     def _qids_perturbed(self, schema) -> tuple[tuple[str, str], ...]:
@@ -336,7 +339,10 @@ class _PPMSDP(ClusteringMethod):
                 utility = -full_tree_il(tax)
                 codes = values["cat"][j]
                 codes[:] = [mech.select(utility[u], noise) for u in codes.tolist()]
-        details["clipped_to_domain"] = clipped
+        # How many true values fell outside the public domain is a deterministic function of
+        # the private values (one case's weight flips it) that no mechanism accounts for:
+        # operator-only, kept in the store.
+        details[OPERATOR_ONLY] = {"clipped_to_domain": clipped}
         details["domains"] = {name: list(self._domain(data, name)) for name, kind in perturbed
                               if kind == "numeric"}
         return details
@@ -351,17 +357,22 @@ class _PPMSDP(ClusteringMethod):
         table = case_columns(data, placed, merged + 1)
         noise = NoiseSource.from_random(rng) if self.variant == "paper" else None
         smallest_scale = None
+        exact_groups: dict[str, list[str]] = {}
         for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
             if a.numeric:
                 x = values["lo"][j][placed]
                 if noise is not None:  # paper: Laplace with the group's local sensitivity
                     out = np.empty_like(x)
-                    for rows in _rows_by_group(merged):
+                    exact = exact_groups.setdefault(qid.name, [])
+                    for g, rows in _groups_and_rows(merged):
                         sens = float(x[rows].max() - x[rows].min())
                         mech = LaplaceMechanism(epsilon=self.epsilon, sensitivity=sens)
                         out[rows] = mech.randomise(x[rows], noise)
                         smallest_scale = (mech.scale if smallest_scale is None
                                           else min(smallest_scale, mech.scale))
+                        if mech.scale < EXACT_SCALE:
+                            # labels as published (case_columns writes merged + 1)
+                            exact.append(str(g + 1))
                     x = out
                 table[qid.name] = np.round(x, DECIMALS)
             elif not self.perturb_categorical:  # PPMS-DP_num: generalize to the group's lub
@@ -373,9 +384,15 @@ class _PPMSDP(ClusteringMethod):
                 table[qid.name] = a.taxonomy.decode(codes[j])
         add_published_columns(table, data, placed, suppressed_terms)
         n_groups = int(merged.max()) + 1 if len(merged) else 0
-        details = {"groups_before_merging": n_before, "groups_merged_away": n_before - n_groups}
+        details: dict[str, object] = {"groups_before_merging": n_before,
+                                      "groups_merged_away": n_before - n_groups}
+        if self.variant == "paper":
+            # Values of these groups are published (nearly always) exact: their spread gives it
+            # away anyway, and a verifier must count them as exact, not as perturbed.
+            details["exact_groups"] = exact_groups
         if smallest_scale is not None:
-            details["smallest_laplace_scale"] = smallest_scale
+            # a function of the group's raw range (max - min): operator-only
+            details[OPERATOR_ONLY] = {"smallest_laplace_scale": smallest_scale}
         if self.dp_aware_grouping:  # public parameters only: k' and the ε it is designed for
             eps = self._design_epsilon(schema)
             details["dp_aware_grouping"] = {"epsilon_per_case": format_epsilon(eps),
@@ -401,27 +418,7 @@ class _PPMSDP(ClusteringMethod):
                            "sums it over the releases a case appears in",
             "mechanisms": [loss.to_dict() for loss in losses],
         }
-        if self.variant == "strict":
-            statement["guarantee"] = (
-                "epsilon_per_case-DP for each case's perturbed QID values in this release: "
-                "every perturbed value is privatized from the case's own value with noise "
-                "calibrated to the attribute's public domain (Laplace) or with quality "
-                "sensitivity 1 over the whole hierarchy (exponential), before grouping; grouping, "
-                "merging and generalization are post-processing.")
-            statement["does_not_guarantee"] = (
-                "Protection of attributes published in the clear (sensitive terms, drugs) or of "
-                "QIDs that are only generalized; and nothing across releases beyond the sum the "
-                "ledger records.")
-        else:
-            statement["guarantee"] = (
-                "Noise as in paper 000: Laplace with each group's local sensitivity (max - min "
-                "within the group) and, for PPMS-DP_all, an exponential draw per group over psi "
-                "with a data-dependent delta q.")
-            statement["does_not_guarantee"] = (
-                "epsilon-differential privacy: the noise scale, the candidate set and delta q "
-                "depend on the data, a group whose values coincide gets no noise, and the "
-                "grouping reads the raw values. epsilon is a noise-scale parameter here; use "
-                "variant 'strict' for a DP claim.")
+        # What it guarantees and what not: the model object's text (release/publish.py).
         return statement
 
 
@@ -445,6 +442,11 @@ def _rows_by_group(groups: np.ndarray) -> list[np.ndarray]:
         return []
     order = np.argsort(groups, kind="stable")
     return np.split(order, np.flatnonzero(np.diff(groups[order])) + 1)
+
+
+def _groups_and_rows(groups: np.ndarray) -> list[tuple[int, np.ndarray]]:
+    """``(group, record indices)`` per group, groups in increasing order."""
+    return [(int(groups[rows[0]]), rows) for rows in _rows_by_group(groups)]
 
 
 def _merge_by_lub(space: QidSpace, codes: Mapping[int, np.ndarray],

@@ -70,9 +70,19 @@ class TabularResult:
     classes: int
     parameters: dict[str, Any]
     privacy_losses: tuple[PrivacyLoss, ...]
-    guarantee: str
-    does_not_guarantee: str
+    #: the privacy model the release satisfies (``medanon.models.single``)
+    privacy_model: Any
     details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def guarantee(self) -> str:
+        """What the release guarantees: the model object's text."""
+        return self.privacy_model.guarantee
+
+    @property
+    def does_not_guarantee(self) -> str:
+        """What it does not guarantee: the model object's text."""
+        return self.privacy_model.does_not_guarantee
 
     def summary(self) -> dict[str, Any]:
         """The operator's JSON summary (not for publication: it holds the noisy counts)."""

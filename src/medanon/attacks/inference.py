@@ -54,23 +54,38 @@ class InferenceResult:
     """The outcome of :func:`inference_attack`.
 
     Attributes:
-        map: The Maximum Attacker's Precision (0.0 when no code has ``min_predictions``
-            predictions; see ``qualified``).
+        map: The Maximum Attacker's Precision, or None when it is undefined (no code has
+            ``min_predictions`` predictions; see ``map_undefined_reason``).
         precision: ``prec(s)`` of each sensitive code with at least one prediction.
         predictions: Number of attacked outputs guessed as each sensitive code (all codes).
         correct: Of those, how many had that code as their true element (all codes).
         attacked: Number of attacked outputs (released elements in Y_P).
         qualified: Whether some code had at least ``min_predictions`` predictions.
         map_code: The sensitive code reaching the MAP (first in sorted order), or None.
+        min_predictions: The threshold a code's predictions must reach to enter the MAP.
     """
 
-    map: float
+    map: float | None
     precision: dict[str, float]
     predictions: dict[str, int]
     correct: dict[str, int]
     attacked: int
     qualified: bool = True
     map_code: str | None = None
+    min_predictions: int = 1
+
+    @property
+    def map_undefined_reason(self) -> str | None:
+        """Why :attr:`map` is None (None when it is defined)."""
+        if self.qualified:
+            return None
+        if self.attacked == 0:
+            return "no released element is in the attacked output set, so the attacker makes no guess"
+        most = max(self.predictions.items(), key=lambda kv: kv[1], default=None)
+        shown = f"; the most guessed code, {most[0]!r}, has {most[1]}" if most and most[1] else ""
+        return (f"no sensitive code was guessed at least {self.min_predictions} times "
+                f"({self.attacked} attacked outputs{shown}); precision on fewer guesses is not "
+                "reported")
 
 
 def _strings(values: pd.Series, name: str) -> np.ndarray:
@@ -193,8 +208,9 @@ def inference_attack(released: pd.DataFrame, *, sensitive: Sequence[str], likeli
         best = max(eligible, key=lambda j: (n_correct[j] / n_pred[j], -j))
         value, code, qualified = float(n_correct[best] / n_pred[best]), cands[best], True
     else:
-        value, code, qualified = 0.0, None, False
+        value, code, qualified = None, None, False
     return InferenceResult(map=value, precision=precision,
                            predictions={cands[j]: int(n_pred[j]) for j in range(k)},
                            correct={cands[j]: int(n_correct[j]) for j in range(k)},
-                           attacked=int(len(rows)), qualified=qualified, map_code=code)
+                           attacked=int(len(rows)), qualified=qualified, map_code=code,
+                           min_predictions=min_predictions)

@@ -155,13 +155,15 @@ def clinsim(
     out: Annotated[Path, typer.Option("--out", "-o", help="New folder for release.csv and manifest.json.")],
     admissions: Annotated[Optional[Path], typer.Option(help="MIMIC-III ADMISSIONS.csv (admission order).")] = None,
     method: Annotated[str, typer.Option(
-        help="clinsimrr (paper 003), umaxrr, rr or suppression (its baselines).")] = "clinsimrr",
+        help="clinsimrr (paper 003), umaxrr, umaxrr-yp (UMAXRR on ClinSimRR's protected set), rr "
+             "or suppression (its baselines).")] = "clinsimrr",
     epsilon: Annotated[Optional[str], typer.Option(
         help="ε per released element (randomized methods), e.g. 1 or 1/2.")] = None,
     gamma: Annotated[Optional[float], typer.Option(
-        help="clinsimrr: leakage bound γ of the dependence step (default 0.05).")] = None,
+        help="clinsimrr, umaxrr-yp: leakage bound γ of the dependence step (default 0.05).")] = None,
     alpha: Annotated[float, typer.Option(help="α of the code dissimilarity, Eq. 4 (default 0.5).")] = 0.5,
-    b_max: Annotated[Optional[int], typer.Option(help="clinsimrr: largest block size tried (default 16).")] = None,
+    b_max: Annotated[Optional[int], typer.Option(
+        help="clinsimrr, umaxrr-yp: largest block size tried (default 16).")] = None,
     sensitive: Annotated[Optional[Path], typer.Option(
         help="File of sensitive ICD-9 codes, one per line.")] = None,
     sensitive_preset: Annotated[Optional[str], typer.Option(
@@ -179,6 +181,12 @@ def clinsim(
     seed: SeedOpt = None,
     allow_seeded: Annotated[bool, typer.Option(
         "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
+    pseudonym_key: Annotated[Optional[Path], typer.Option(
+        "--pseudonym-key", help="Operator-held key file for the SUBJECT_ID/HADM_ID pseudonyms "
+        "(created with mode 0600 if missing; never inside --out): releases made with it are "
+        "linkable. Default: a fresh key per release, never stored.")] = None,
+    keep_ids: Annotated[bool, typer.Option(
+        "--keep-ids", help="Publish the raw SUBJECT_ID and HADM_ID (the manifest says so).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Release diagnosis sequences with ClinSimRR or a baseline; report CIL, KL and the attack's MAP."""
@@ -187,7 +195,7 @@ def clinsim(
                         code_level=code_level, min_admissions=min_admissions, aux_fraction=aux_fraction,
                         delta_t_days=delta_t, max_path_length=max_path_length,
                         min_predictions=map_min_predictions, seed=seed, allow_seeded=allow_seeded, out=out,
-                        as_json=as_json)
+                        as_json=as_json, pseudonym_key=pseudonym_key, keep_ids=keep_ids)
 
 
 @app.command()
@@ -238,8 +246,9 @@ def release(
         "--domain", help="PPMS-DP strict: public bounds of a numeric QID, NAME=LO:HI "
                          "(repeatable; default: the schema's 'domain').")] = None,
     case_budget: Annotated[Optional[str], typer.Option(
-        "--case-budget", help="DP methods: the most epsilon any case may spend over all "
-                              "releases (the store's ledger).")] = None,
+        "--case-budget", help="epsilon-DP methods: the most epsilon any case may spend over "
+                              "all releases (the store's ledger; refused with --dp-variant "
+                              "paper, whose epsilon bounds nothing).")] = None,
     on_case_budget: Annotated[str, typer.Option(
         "--on-case-budget", help="refuse | suppress: a case that would exceed --case-budget "
                                  "refuses the release, or is withheld from it.")] = "refuse",
@@ -273,7 +282,11 @@ def ledger(
         "--case-budget", help="Report the cases at or over this per-case epsilon.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The privacy ledger: epsilon spent per case summed over the releases it appears in."""
+    """The privacy ledger: epsilon spent per case summed over the releases it appears in.
+
+    Releases without an epsilon-DP claim (PPMS-DP --dp-variant paper) are listed apart with
+    their nominal epsilon, which is never added to a case's total.
+    """
     commands.ledger(store=store, case_budget=case_budget, as_json=as_json)
 
 
@@ -291,7 +304,10 @@ def export(
 @app.command()
 @guarded
 def inspect(store: StoreOpt = DEFAULT_STORE_PATH, as_json: JsonOpt = False) -> None:
-    """Show the periods in a store, their counts, and what is published."""
+    """Show the periods in a store, their counts, and what is published.
+
+    Also shows the operator-only hash of each published period's input (never exported).
+    """
     commands.inspect(store=store, as_json=as_json)
 
 

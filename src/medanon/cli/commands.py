@@ -27,7 +27,7 @@ from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import read_rules
 from ..report.collect import store_originals
 from ..release.series import load_series
-from ..verify import verify_series
+from ..verify import SeriesVerdict, is_release_folder, verify_release_folder, verify_series
 from ..random import make_random_source
 from ..release.faers_layout import write_faers_release
 from ..release.format import write_manifest, write_release, write_series_atomically
@@ -230,19 +230,35 @@ def ledger(*, store: Path, case_budget: str | None, as_json: bool) -> None:
     if as_json:
         print_json(summary.to_dict())
         return
-    if not summary.cases:
+    non_dp = summary.non_dp
+    if not summary.cases and not non_dp["entries"]:
         ui.out.print(f"The ledger of {store} is empty: no differentially private release yet.")
         return
-    table = Table("period", "cases", "epsilon per case (max)", title=f"Privacy ledger of {store}")
-    for row in summary.per_period:
-        table.add_row(str(row["period"]), str(row["cases"]), str(row["epsilon_per_case"]))
-    ui.out.print(table)
-    ui.out.print(f"{summary.cases} cases; epsilon per case summed over releases: max "
-                 f"{summary.max_epsilon}, mean {summary.mean_epsilon:.4g}, median "
-                 f"{summary.median_epsilon:.4g}, p90 {summary.quantiles['p90']:.4g}.")
-    if budget is not None:
-        ui.out.print(f"case budget {budget}: {summary.over_budget} case(s) over it, "
-                     f"{summary.at_or_near_budget} that one more such release would take over.")
+    if summary.cases:
+        table = Table("period", "cases", "epsilon per case (max)",
+                      title=f"Privacy ledger of {store} (epsilon-DP releases)")
+        for row in summary.per_period:
+            table.add_row(str(row["period"]), str(row["cases"]), str(row["epsilon_per_case"]))
+        ui.out.print(table)
+        ui.out.print(f"{summary.cases} cases; epsilon per case summed over releases: max "
+                     f"{summary.max_epsilon}, mean {summary.mean_epsilon:.4g}, median "
+                     f"{summary.median_epsilon:.4g}, p90 {summary.quantiles['p90']:.4g}.")
+        if budget is not None:
+            ui.out.print(f"case budget {budget}: {summary.over_budget} case(s) over it, "
+                         f"{summary.at_or_near_budget} that one more such release would take over.")
+    else:
+        ui.out.print(f"No epsilon-DP release in {store}.")
+    if non_dp["entries"]:
+        # Shown apart and never summed: a nominal epsilon bounds nothing.
+        table = Table("period", "cases", "nominal epsilon per case", "mechanisms",
+                      title="NOT differentially private (nominal epsilon, not counted)")
+        for row in non_dp["per_period"]:
+            table.add_row(str(row["period"]), str(row["cases"]),
+                          str(row["nominal_epsilon_per_case"]), ", ".join(row["mechanisms"]))
+        ui.out.print(table)
+        ui.out.print(f"{non_dp['cases']} case(s) appear in releases without an epsilon-DP claim "
+                     f"(e.g. --dp-variant paper): their values there carry no epsilon bound, and "
+                     f"the totals and --case-budget above do not include them.")
 
 
 # -- export ---------------------------------------------------------------------------------------
@@ -287,16 +303,21 @@ def inspect(*, store: Path, as_json: bool) -> None:
     with ReleaseStore.open(store) as db:
         frame = db.periods()
         schema = db.schema
+        # operator-only (never exported): the hash of each published period's input records
+        digests = {p: db.operator_record(p)["input_sha256"] for p in db.published_periods()}
     records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+    for r in records:
+        r["input_sha256"] = digests.get(r["period"])
     if as_json:
         print_json({"store": str(store), "schema": schema.name, "periods": records})
         return
     table = Table("period", "era", "reports", "cases", "published", "method", "released cases",
-                  "groups", title=f"{store} (schema {schema.name!r})")
+                  "groups", "input sha256 (operator only)", title=f"{store} (schema {schema.name!r})")
     for r in records:
         table.add_row(r["period"], str(r["era"] or ""), str(r["n_reports"]), str(r["n_cases"]),
                       "yes" if r["published"] else "no", str(r["method"] or ""),
-                      str(r["released_cases"] or ""), str(r["released_groups"] or ""))
+                      str(r["released_cases"] or ""), str(r["released_groups"] or ""),
+                      (r["input_sha256"] or "")[:16])
     ui.out.print(table)
 
 
@@ -318,6 +339,19 @@ def _fmt(value: float | None) -> str:
 
 def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | None,
            periods: list[str], as_json: bool) -> None:
+    if series_dir is not None and store is None and is_release_folder(series_dir):
+        # a one-off (table or EHR) release folder, not a series of periods
+        one = verify_release_folder(series_dir)
+        if as_json:
+            print_json(SeriesVerdict((one,)).to_dict())
+        else:
+            ui.out.print(f"{one.period}: {one.model or 'no model'}: {one.verdict}")
+            ui.out.print(f"  checked: {one.checked}")
+            for v in one.violations[:10]:
+                ui.out.print(f"  {v}")
+        if not one.ok:
+            raise PrivacyViolation(f"{one.period} does not hold its declared privacy model.")
+        return
     series = _series(series_dir, store, schema_path)
     verdict = verify_series(series, periods or None)
     if as_json:
@@ -331,6 +365,12 @@ def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
                           _fmt(r.dsr), _fmt(r.ssgr))
         ui.out.print(table)
         for r in verdict.releases:
+            ui.out.print(f"{r.period} checked: {r.checked}")
+            if r.bound is not None:
+                b = r.bound
+                ui.out.print(f"  combined posterior bound {b['max_posterior']:.3g} (1/k = "
+                             f"{b['one_over_k']:.3g}; {b['groups_over_one_over_k']} group(s) "
+                             f"above it; max epsilon per case {b['epsilon_case_max']:g})")
             for v in r.violations[:10]:
                 ui.out.print(f"  {v}")
             if len(r.violations) > 10:

@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..anonymize.dphist import DPHistogram
+from ..anonymize.dphist import DPHistogram, require_public_domain
 from ..anonymize.ipa import DEFAULT_BUDGET_SPLIT, IPA
 from ..anonymize.kanon import FullDomainKAnonymity
 from ..anonymize.lattice import Lattice
@@ -90,6 +90,8 @@ def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | No
     check_new_folder(out)
     schema_path = _schema_path(input_path, schema)
     table_schema = TableSchema.from_toml(schema_path)
+    if method == "dphist":  # refuse before reading the data (DPHistogram refuses too)
+        require_public_domain(table_schema, source=f"schema file {str(schema_path)!r}")
     data = load_table(input_path, table_schema, schema_dir=schema_path.parent)
     noise = NoiseSource.secure() if seed is None else NoiseSource.seeded(seed)
     started = time.perf_counter()
@@ -100,7 +102,9 @@ def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | No
     queries = evaluate_queries(data, result.table)
     manifest = tabular_manifest(result, data, randomness=noise.describe(), seed=seed)
     write_tabular_release(out, result, manifest)
+    # input_sha256: operator only (stdout), never in the manifest
     summary: dict[str, Any] = {**result.summary(), "out": str(out), "seconds": round(seconds, 3),
+                               "input_sha256": data.digest,
                                "queries": [q.to_dict() for q in queries],
                                "guarantee": result.guarantee,
                                "does_not_guarantee": result.does_not_guarantee}

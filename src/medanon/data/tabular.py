@@ -35,7 +35,8 @@ attribute (the diagnosis) that is published unchanged. The schema is a TOML file
     informative_prefix = ["I6"]
 
 When ``informative_domain`` is absent the domain is the set of values present in the data; the
-manifest then says so, because that set is itself taken from the private data.
+manifest then says so, because that set is itself taken from the private data (the DP histogram,
+whose ε-DP claim needs a public domain, refuses such a table).
 """
 
 from __future__ import annotations

@@ -17,7 +17,9 @@ Parameter values follow the papers where they state them (``docs/results.md`` li
 * ``ipa`` (004): IPA, optimal full-domain k-anonymity and an ε-DP histogram; k = 10; ε ∈
   {0.1, 1, 10}.
 * ``clinsimrr`` (003): ClinSimRR, UMAXRR, RR and suppression; ε ∈ {0.1, 1, 2.5, 5}; γ ∈
-  {0.01, 0.05, 0.1} (ClinSimRR only).
+  {0.01, 0.05, 0.1} (ClinSimRR only). Beside UMAXRR on the sensitive set (003's baseline),
+  ``umaxrr-yp`` is UMAXRR on the protected set ClinSimRR chooses for the same ε and γ, so that
+  ClinSimRR's blocks are compared with uRR on the very same Y_P.
 
 ``quick=True`` keeps one or two values per axis: the smoke grid that CI runs.
 """
@@ -103,6 +105,7 @@ def grid(experiment: str, *, quick: bool = False) -> list[Setting]:
                 + [Setting.of("dphist", epsilon=e) for e in epsilons])
     epsilons = (1.0,) if quick else (0.1, 1.0, 2.5, 5.0)
     gammas = (0.05,) if quick else (0.01, 0.05, 0.1)
-    return ([Setting.of("clinsimrr", epsilon=e, gamma=g) for e, g in product(epsilons, gammas)]
+    return ([Setting.of(m, epsilon=e, gamma=g)
+             for m, e, g in product(("clinsimrr", "umaxrr-yp"), epsilons, gammas)]
             + [Setting.of(m, epsilon=e) for m, e in product(("umaxrr", "rr"), epsilons)]
             + [Setting.of("suppression")])

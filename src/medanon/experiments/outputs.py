@@ -35,13 +35,18 @@ def _params(frame: pd.DataFrame) -> list[str]:
 
 
 def summarize(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
-    """Mean and standard deviation of each metric per setting, over periods and runs."""
+    """Mean and standard deviation of each metric per setting, over periods and runs; a metric
+    that is undefined (NaN) in some tasks also gets ``<metric>_defined``, the tasks where it is
+    defined (means are over those; ``summary.md`` shows "n/a" when there are none)."""
     metrics = [m for m, _ in METRICS[experiment] if m in frame.columns]
     keys = ["method", *_params(frame)]
     grouped = frame.assign(**{p: frame[p].astype(object).where(frame[p].notna(), "-")
                               for p in _params(frame)}).groupby(keys, sort=False)
     out = grouped[metrics].agg(["mean", "std"])
     out.columns = [f"{m}_{stat}" for m, stat in out.columns]
+    for m in metrics:          # a metric that can be undefined (MAP): in how many tasks it is
+        if frame[m].isna().any():
+            out[f"{m}_defined"] = grouped[m].count()
     out["tasks"] = grouped.size()
     out["seconds_mean"] = grouped["seconds"].mean()
     return out.reset_index()
@@ -56,8 +61,10 @@ def _markdown(summary: pd.DataFrame, experiment: str) -> str:
         cells = [str(row[k]) for k in keys]
         for m in metrics:
             mean, std = row[f"{m}_mean"], row[f"{m}_std"]
-            cells.append("–" if pd.isna(mean) else
-                         f"{mean:.4f}" + ("" if pd.isna(std) else f" ± {std:.4f}"))
+            defined = row.get(f"{m}_defined", row["tasks"])
+            cells.append("n/a" if pd.isna(mean) else
+                         f"{mean:.4f}" + ("" if pd.isna(std) else f" ± {std:.4f}")
+                         + ("" if defined == row["tasks"] else f" ({defined} of {row['tasks']} defined)"))
         lines.append("| " + " | ".join(cells + [str(row["tasks"])]) + " |")
     return "\n".join(lines) + "\n"
 

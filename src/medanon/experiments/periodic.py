@@ -141,7 +141,7 @@ def release_period(supers: SuperRecords, previous: dict | None, setting: Setting
     seconds = time.perf_counter() - started
     rows = to_published_rows(result.table, schema)
     manifest = build_manifest(schema, hierarchies, method, period, rng, result=result, rows=rows,
-                              digest="-", n_reports=n_reports)
+                              n_reports=n_reports)
     return {"releases": {**state["releases"], period: rows},
             "manifests": {**state["manifests"], period: manifest},
             "originals": {**state["originals"], period: supers.frame},

@@ -7,7 +7,6 @@ needs no file of the client's machine.
 
 from __future__ import annotations
 
-import functools
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -15,11 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
+from ..anonymize.dphist import require_public_domain
 from ..cli.clinsim import load_ehr, run_clinsim
 from ..cli.tabular import make_tabular_method
 from ..data.ehr import EhrData
 from ..data.tabular import TableSchema, load_table
-from ..hierarchies.icd9 import icd9_tree, sensitive_preset
+from ..anonymize.clinsim import EXTENDING
 from ..mechanisms.noise import NoiseSource
 from ..metrics.tabular import evaluate_queries
 from .grids import Setting
@@ -39,17 +39,27 @@ class TableInput:
 
 @dataclass(frozen=True)
 class EhrInput:
+    """Diagnosis sequences and the sensitive set: ``sensitive`` is a preset's name, resolved in
+    each task on the tree of that task's auxiliary split (never on the released patients' codes)."""
+
     data: EhrData
-    sensitive: tuple[str, ...]
+    sensitive: str
     source: str
     details: dict = field(default_factory=dict)
+    split_seed: int = 0
 
 
 def load_table_input(source: Path | None, schema: Path | None, *, rows: int, seed: int) -> TableInput:
-    """A patient table and its schema, or 004-like synthetic data of ``rows`` records."""
+    """A patient table and its schema, or 004-like synthetic data of ``rows`` records.
+
+    The experiment's grid holds the DP-histogram baseline, which needs a public informative
+    domain: the synthetic schema declares the generator's code list; a user's schema without
+    ``informative_domain`` is refused before any run starts.
+    """
     if source is None:
         from ..data.synth.table import synth_patient_schema_toml, synth_patient_table
 
+        # its informative_domain is the generator's full code list, fixed without the data
         table_schema = TableSchema.from_toml_text(synth_patient_schema_toml())
         data = load_table(synth_patient_table(rows, seed=seed), table_schema)
         return TableInput(data, f"synthetic patient table (seed {seed})",
@@ -57,7 +67,9 @@ def load_table_input(source: Path | None, schema: Path | None, *, rows: int, see
     from ..cli.tabular import _schema_path
 
     schema_path = _schema_path(Path(source), schema)
-    data = load_table(Path(source), TableSchema.from_toml(schema_path), schema_dir=schema_path.parent)
+    table_schema = TableSchema.from_toml(schema_path)
+    require_public_domain(table_schema, source=f"schema file {str(schema_path)!r}")
+    data = load_table(Path(source), table_schema, schema_dir=schema_path.parent)
     return TableInput(data, str(source), {"synthetic": False, "input": str(source),
                                           "schema": str(schema_path)})
 
@@ -95,27 +107,31 @@ def load_ehr_input(diagnoses: Path | None, admissions: Path | None, *, patients:
     else:
         data = load_ehr(diagnoses, admissions, code_level=code_level)
         source, details = str(diagnoses), {"synthetic": False, "input": str(diagnoses)}
-    sensitive = tuple(sensitive_preset("va-7332", _tree(code_level, tuple(data.codes))))
-    return EhrInput(data, sensitive, source, {**details, "code_level": code_level,
-                                              "sensitive": "va-7332"})
-
-
-@functools.lru_cache(maxsize=2)
-def _tree(code_level: str, codes: tuple[str, ...]):
-    return icd9_tree(code_level, extra_codes=codes)
+    return EhrInput(data, "va-7332", source, {**details, "code_level": code_level,
+                                              "sensitive": "va-7332"}, split_seed=seed)
 
 
 def run_clinsim_task(data: EhrInput, setting: Setting, run: int, seed: int) -> dict:
-    """One obfuscation of the evaluation patients by one method; CIL, KL and the attack's MAP."""
+    """One obfuscation of the evaluation patients by one method; CIL, KL and the attack's MAP.
+
+    The patient split depends on the run only (``split_seed`` and ``run``), so every method of a
+    run is measured on the same evaluation patients (paired comparison); the mechanism's noise
+    comes from the task's own ``seed``. ``umaxrr-yp`` is UMAXRR on the protected set ClinSimRR
+    chooses with the same ε and γ — in the same run, the very same Y_P — beside ``umaxrr`` on the
+    sensitive set. An undefined MAP (too few guesses) is NaN in the tables, with
+    ``map_undefined_reason``.
+    """
     params = setting.kwargs
-    options = {"gamma": params["gamma"]} if "gamma" in params else {}
-    result = run_clinsim(data.data, method=setting.method, sensitive=list(data.sensitive),
-                         epsilon=params.get("epsilon"), split_rng=np.random.default_rng(seed),
-                         noise=NoiseSource.seeded(seed),
-                         tree=_tree(data.data.code_level, tuple(data.data.codes)), **options)
+    options = {"gamma": params["gamma"]} if setting.method in EXTENDING and "gamma" in params else {}
+    result = run_clinsim(data.data, method=setting.method, sensitive=data.sensitive,
+                         epsilon=params.get("epsilon"),
+                         split_rng=np.random.default_rng([data.split_seed, run]),
+                         noise=NoiseSource.seeded(seed), **options)
     summary = result.summary()
     return {"method": setting.method, **params, "setting": setting.label, "period": NO_PERIOD,
             "run": run, "cil": summary["cil"], "kl": summary["kl"],
-            "kl_estimated": summary["kl_estimated"], "map": summary["map"],
+            "kl_estimated": summary["kl_estimated"],
+            "map": float("nan") if summary["map"] is None else summary["map"],
+            "map_undefined_reason": summary["map_undefined_reason"],
             "protected_size": summary["protected_size"], "block_size": summary["block_size"],
             "seconds": round(summary["seconds"]["total"], 4)}

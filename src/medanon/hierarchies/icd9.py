@@ -47,6 +47,16 @@ Deviations and choices:
   existing prefix (a billable code that thereby gains a child keeps a self leaf, e.g. ``042`` under
   which a retired ``0420`` is attached); if not even its category exists the request fails. Extra
   codes change ``n``.
+- Placing a code the tree does not hold (:func:`place_codes`). ClinSimRR extends the tree only with
+  codes of its auxiliary split (never with codes of the records it releases: the tree shapes the
+  published protected set). A released code that is not a leaf is mapped, before the mechanism, by
+  a fixed rule that looks at the tree and the sensitive set only: its *nearest known ancestor* is
+  the code itself when it is an internal node (``250``, ``3040``), else its longest prefix that is
+  a node (a retired ``0420`` → ``042``), else the chapter whose range holds its category, else the
+  root. A leaf ancestor is the result; an internal ancestor is replaced by its first leaf in tree
+  order among the sensitive codes under it when there is one (so a code that may be sensitive
+  stays protected: over-protection, never under-protection), else by its first leaf; the root
+  gives :data:`ROOT` (the element is published as ``*``).
 - ``n`` is the number of leaves of the whole tree (all categories or all codes of the package, plus
   extras), not of the codes observed in a data set.
 - A property of Eq. 4 itself, not of this tree: for small α the rank term dominates, so two codes at
@@ -93,8 +103,11 @@ __all__ = [
     "SensitiveRule",
     "icd9_category",
     "icd9_tree",
+    "known_category_codes",
     "normalize_icd9",
+    "place_codes",
     "read_sensitive_file",
+    "sensitive_file_codes",
     "sensitive_preset",
 ]
 
@@ -583,6 +596,21 @@ def icd9_tree(level: str = "category", extra_codes: Iterable[str] = ()) -> CodeT
     return _build_tree("full", tuple(sorted(extras - billable)))
 
 
+def known_category_codes(codes: Iterable[str]) -> tuple[str, ...]:
+    """The distinct codes (normalized, sorted) whose category is in the package's code list: the
+    codes :func:`icd9_tree` can take as ``extra_codes``. Ill-formed codes are left out too."""
+    _, _, chapter_of = _package_data()
+    out = set()
+    for code in codes:
+        try:
+            code = normalize_icd9(code)
+        except InputFormatError:
+            continue
+        if _category(code) in chapter_of:
+            out.add(code)
+    return tuple(sorted(out))
+
+
 @functools.lru_cache(maxsize=16)
 def _build_tree(level: str, extras: tuple[str, ...]) -> CodeTree:
     codes, chapters, chapter_of = _package_data()
@@ -642,6 +670,68 @@ def _build_tree(level: str, extras: tuple[str, ...]) -> CodeTree:
     if missing:
         raise InternalError(f"requested ICD-9 codes did not become leaves: {_show(missing)}")
     return tree
+
+
+# -- placing codes the tree does not hold -----------------------------------------------------
+
+
+def _nearest_node(tree: CodeTree, code: str) -> int:
+    """The node of ``code``'s nearest known ancestor (see the module doc); 0 is the root."""
+    node_index = tree._node_index
+    if code in node_index:
+        return node_index[code]
+    try:
+        code = normalize_icd9(code)
+    except InputFormatError:
+        return 0
+    category = _category(code)
+    for m in range(len(code), len(category) - 1, -1):
+        node = node_index.get(code[:m])
+        if node is not None:
+            return node
+    if tree.level in LEVELS:
+        _, chapters, _ = _package_data()
+        for chapter in chapters:
+            if chapter.holds(category):
+                return node_index.get(chapter.label, 0)
+    return 0
+
+
+def place_codes(tree: CodeTree, codes: Iterable[str], *, prefer: Iterable[str] = ()) -> dict[str, str]:
+    """Map each distinct code that is not a leaf of ``tree`` to a leaf (or :data:`ROOT`).
+
+    The rule looks at ``tree`` and ``prefer`` only, never at other records (module doc): the
+    nearest known ancestor; a leaf ancestor is kept; an internal one becomes its first leaf (tree
+    order) that is in ``prefer`` (the sensitive codes) when one lies below it, else its first
+    leaf; no known ancestor gives :data:`ROOT`.
+
+    Args:
+        tree: The code tree (an :func:`icd9_tree` or a hand-built one).
+        codes: Codes (any iterable; repeated codes are looked up once).
+        prefer: Leaves to choose first below an internal ancestor (the sensitive set).
+
+    Returns:
+        ``{code: placed}`` for the codes that are not leaves of ``tree`` (leaves map to
+        themselves and are left out).
+
+    Example:
+        >>> t = icd9_tree("full")
+        >>> place_codes(t, ["25000", "250", "3040", "0420", "V9999"], prefer=["30400"])
+        {'250': '25000', '3040': '30400', '0420': '042', 'V9999': '*'}
+    """
+    prefer_set = {str(c) for c in prefer}
+    out: dict[str, str] = {}
+    for code in dict.fromkeys(str(c) for c in codes):
+        if code in tree._leaf_pos or code in out:
+            continue
+        node = _nearest_node(tree, code)
+        if node == 0:
+            out[code] = ROOT
+            continue
+        first = int(tree._first[node])
+        below = tree._leaves[first:first + int(tree._count[node])]
+        out[code] = next((leaf for leaf in below if leaf in prefer_set), below[0])
+    return out
 
 
 # -- sensitive codes -----------------------------------------------------------------------
@@ -741,16 +831,16 @@ def sensitive_preset(name: str, tree: CodeTree) -> list[str]:
     return out
 
 
-def read_sensitive_file(path: str | Path, tree: CodeTree) -> list[str]:
-    """Sensitive codes from a text file: one code per line; ``#`` starts a comment.
+def sensitive_file_codes(path: str | Path, level: str) -> list[str]:
+    """The codes of a sensitive-code file, normalized, without checking them against a tree.
 
-    Codes are normalized (dots allowed) and, for a category tree, reduced to their category.
-    Returns the distinct codes in tree order.
+    One code per line; ``#`` starts a comment; dots allowed; for ``level="category"`` each code is
+    reduced to its category. Returns the distinct codes in file order. The codes are the
+    operator's (public) choice, so a tree may be extended with them (:func:`icd9_tree`).
 
     Raises:
         InputFormatError: the file cannot be read, a line is not one well-formed code, or the file
             holds no code.
-        HierarchyError: some codes are not leaves of ``tree``.
     """
     path = Path(path)
     try:
@@ -766,9 +856,25 @@ def read_sensitive_file(path: str | Path, tree: CodeTree) -> list[str]:
             code = normalize_icd9(body)
         except InputFormatError as exc:
             raise InputFormatError(f"{path}, line {lineno}: {exc}") from None
-        codes[_category(code) if tree.level == "category" else code] = None
+        codes[_category(code) if level == "category" else code] = None
     if not codes:
         raise InputFormatError(f"The sensitive-code file {path} holds no code.")
+    return list(codes)
+
+
+def read_sensitive_file(path: str | Path, tree: CodeTree) -> list[str]:
+    """Sensitive codes from a text file (:func:`sensitive_file_codes`), checked against ``tree``.
+
+    Codes are normalized (dots allowed) and, for a category tree, reduced to their category.
+    Returns the distinct codes in tree order.
+
+    Raises:
+        InputFormatError: the file cannot be read, a line is not one well-formed code, or the file
+            holds no code.
+        HierarchyError: some codes are not leaves of ``tree``.
+    """
+    path = Path(path)
+    codes = sensitive_file_codes(path, tree.level)
     unknown = [c for c in codes if c not in tree]
     if unknown:
         raise HierarchyError(f"{len(unknown)} code(s) of {path} are not leaves of the "

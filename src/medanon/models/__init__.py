@@ -8,11 +8,14 @@ from .base import (PrivacyModel, ReleaseVerdict, SeriesVerdict, model_class, mod
                    registered_models)
 from .dp_bound import inflated_k, inflated_theta, posterior_bounds, term_share_bound
 from .periodic import MSModel, Perturbation, PPMSAlphaModel, PPMSDPModel, PPMSModel
+from .single import (DPHistogramModel, IPAModel, KAnonymityModel, LocalDPModel, OneOffRelease,
+                     PlainLDPModel)
 from .ppms import (GroupCheck, PeriodCheck, QidInfo, SeriesCheck, check_series, qids_from_schema)
 from .theta import (FrequencyTheta, TableTheta, ThetaSpec, ThetaTable, UniformTheta, level_wise,
                     parse_theta)
 
-__all__ = ["FrequencyTheta", "GroupCheck", "MSModel", "PPMSAlphaModel", "PPMSDPModel", "PPMSModel",
+__all__ = ["DPHistogramModel", "IPAModel", "KAnonymityModel", "LocalDPModel", "OneOffRelease",
+           "PlainLDPModel", "FrequencyTheta", "GroupCheck", "MSModel", "PPMSAlphaModel", "PPMSDPModel", "PPMSModel",
            "PeriodCheck", "Perturbation", "PrivacyModel", "QidInfo", "ReleaseVerdict",
            "SeriesCheck", "SeriesVerdict", "TableTheta", "ThetaSpec", "ThetaTable", "UniformTheta",
            "check_series", "inflated_k", "inflated_theta", "level_wise", "model_class",

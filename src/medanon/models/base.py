@@ -111,6 +111,9 @@ class PrivacyModel(ABC):
     name: ClassVar[str]
     #: ``"series"`` for models over linked periodic releases, ``"release"`` for one release.
     scope: ClassVar[str] = "release"
+    #: whether the model is for a one-off release folder (a table or EHR release), not a
+    #: period of a series.
+    one_off: ClassVar[bool] = False
 
     @property
     @abstractmethod

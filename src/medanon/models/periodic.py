@@ -30,7 +30,6 @@ import numpy as np
 
 from .._validation import check_fraction, check_int
 from ..errors import InputFormatError, ValidationError
-from ..release.cells import QidInfo
 from ..release.links import ReleaseView, read_view
 from ..release.series import PublishedSeries
 from .base import (PrivacyModel, ReleaseVerdict, manifest_field, manifest_int, names_list,
@@ -58,6 +57,12 @@ def _theta_summary(theta: ThetaTable | None) -> str:
 def _lifespan_text(lifespan: int | None) -> str:
     return ("across every release of the series" if lifespan is None
             else f"across releases at most {lifespan} period(s) apart")
+
+
+def _beyond_text(lifespan: int | None) -> str:
+    return ("" if lifespan is None else
+            f" Nothing against an adversary who links releases more than {lifespan} period(s) "
+            f"apart (FAERS CaseIDs do not expire).")
 
 
 def _theta_from(manifest: Mapping, label: str) -> ThetaTable:
@@ -177,12 +182,9 @@ class PPMSModel(_Grouped):
 
     @property
     def does_not_guarantee(self) -> str:
-        beyond = ("" if self.lifespan is None else
-                  f" Nothing against an adversary who links releases more than {self.lifespan} "
-                  f"period(s) apart (FAERS CaseIDs do not expire).")
         return ("No protection against the medication-discontinuation (MD) or substantial-"
                 "symptom (SS) attacks of paper 002, nor against background knowledge that ties "
-                "terms to QID values; no differential privacy." + beyond)
+                "terms to QID values; no differential privacy." + _beyond_text(self.lifespan))
 
     @classmethod
     def from_manifest(cls, manifest: Mapping, label: str) -> "PPMSModel":
@@ -248,12 +250,9 @@ class PPMSAlphaModel(PPMSModel):
 
     @property
     def does_not_guarantee(self) -> str:
-        beyond = ("" if self.lifespan is None else
-                  f" Nothing against an adversary who links releases more than {self.lifespan} "
-                  f"period(s) apart.")
         return ("The MD part of a release holds only once the next period's release exists; no "
                 "protection against background knowledge that ties terms to QID values; no "
-                "differential privacy." + beyond)
+                "differential privacy." + _beyond_text(self.lifespan))
 
     @classmethod
     def from_manifest(cls, manifest: Mapping, label: str) -> "PPMSAlphaModel":
@@ -385,8 +384,9 @@ class PPMSDPModel(PPMSModel):
                      f"group keeps at least {self.k} candidate cases and each sensitive term's "
                      f"share among them is at most {_theta_summary(self.theta)}")
         if not self.is_dp:
-            return (f"{syntactic}. The perturbed QIDs ({qids}) carry noise as in paper 000 "
-                    f"(epsilon = {format_epsilon(self.epsilon)} sets its scale).")
+            return (f"{syntactic}. The perturbed QIDs ({qids}) carry noise as in paper 000, "
+                    f"which is NOT epsilon-DP end to end (epsilon = {format_epsilon(self.epsilon)} "
+                    f"only sets the noise scale).")
         text = (f"{syntactic}. Each case's perturbed QIDs ({qids}) are "
                 f"{format_epsilon(self.epsilon_per_case)}-DP per release (epsilon "
                 f"{format_epsilon(self.epsilon)} per QID, summed over its QIDs); a case in several "
@@ -400,7 +400,7 @@ class PPMSDPModel(PPMSModel):
     @property
     def does_not_guarantee(self) -> str:
         if not self.is_dp:
-            return ("Differential privacy: the paper variant calibrates noise to each group's own "
+            return ("epsilon-differential privacy: the paper variant calibrates noise to each group's own "
                     "spread (local sensitivity), so the noise scale depends on the data and a "
                     "group whose values coincide is published exactly; epsilon is a noise-scale "
                     "parameter only.")
@@ -439,7 +439,8 @@ class PPMSDPModel(PPMSModel):
                     f"mechanism parameters: 'privacy_spent.mechanisms' needs an entry with target "
                     f"{qid!r}, 'mechanism' ({' or '.join(_MECHANISMS)}) and 'epsilon'.")
             try:
-                eps = to_exact(entry["epsilon"], name="epsilon", owner=f"mechanism of {qid!r}")
+                eps = to_exact(entry.get("epsilon_exact", entry["epsilon"]), name="epsilon",
+                               owner=f"mechanism of {qid!r}")
             except ValidationError as exc:
                 raise InputFormatError(f"The manifest of {label}, 'privacy_spent.mechanisms' for "
                                        f"{qid!r}: {exc}") from None

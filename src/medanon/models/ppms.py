@@ -82,7 +82,7 @@ from ..data.periods import parse_period
 from ..errors import InputFormatError, PrivacyViolation, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..release.cells import QidInfo, cell_strings, term_pairs
-from ..release.links import ReleaseView, covers, group_conflicts, link, read_view
+from ..release.links import ReleaseView, covers, group_conflicts, link, read_view, row_periods
 from ..release.series import PublishedSeries
 from .theta import ThetaTable
 
@@ -370,13 +370,7 @@ def _period_of(frame: object, where: str) -> str:
                               f"{where} is a {type(frame).__name__}.")
     if "period" not in frame.columns:
         raise SchemaError(f"{where} lacks the column 'period'.")
-    cells = cell_strings(frame["period"])
-    if any(c.strip() == "" for c in cells):
-        raise InputFormatError(f"{where} has rows without a period.")
-    try:
-        found = {parse_period(c).label for c in set(cells)}
-    except ValidationError as exc:
-        raise InputFormatError(f"{where}: {exc}") from None
+    found = row_periods(frame, where)
     if len(found) != 1:
         detail = ", ".join(sorted(found)) if found else "none (no rows)"
         raise InputFormatError(f"{where} must hold exactly one period; found {detail}. Pass the "

@@ -184,6 +184,25 @@ def write_new_folder(out: str | Path, writer, what: str = "--out") -> Path:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def read_manifest(folder: str | Path) -> dict:
+    """The ``manifest.json`` of a release folder.
+
+    Raises:
+        InputFormatError: the file is missing or is not a JSON object.
+    """
+    path = Path(folder) / MANIFEST_FILE
+    if not path.is_file():
+        raise InputFormatError(f"{str(Path(folder))!r} is not a release folder: {MANIFEST_FILE} "
+                               f"is missing.")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputFormatError(f"{str(path)!r} is not valid JSON: {exc}.") from None
+    if not isinstance(manifest, dict):
+        raise InputFormatError(f"{str(path)!r} must hold a JSON object.")
+    return manifest
+
+
 def read_release(folder: str | Path) -> PublishedRelease:
     """Read one published period folder.
 
@@ -195,10 +214,7 @@ def read_release(folder: str | Path) -> PublishedRelease:
     for path in (csv_path, manifest_path):
         if not path.is_file():
             raise InputFormatError(f"{str(folder)!r} is not a release folder: {path.name} is missing.")
-    try:
-        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputFormatError(f"{str(manifest_path)!r} is not valid JSON: {exc}.") from None
+    manifest = read_manifest(folder)
     try:
         rows = pd.read_csv(csv_path, dtype=str, keep_default_na=False, na_filter=False,
                            encoding="utf-8")

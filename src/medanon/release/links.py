@@ -156,6 +156,21 @@ class ReleaseView:
         return [frozenset(s) for s in sets]
 
 
+def row_periods(rows: pd.DataFrame, where: str) -> set[str]:
+    """The period labels the ``period`` column of a release holds.
+
+    Raises:
+        InputFormatError: a row has no period, or one that does not parse.
+    """
+    cells = cell_strings(rows["period"])
+    if any(c.strip() == "" for c in cells):
+        raise InputFormatError(f"{where} has rows without a period.")
+    try:
+        return {parse_period(c).label for c in set(cells)}
+    except ValidationError as exc:
+        raise InputFormatError(f"{where}: {exc}") from None
+
+
 def read_view(series: PublishedSeries, label: str) -> ReleaseView:
     """Parse the release of ``label`` (the one reader of published rows: models, attacks, metrics).
 
@@ -175,13 +190,7 @@ def read_view(series: PublishedSeries, label: str) -> ReleaseView:
     if missing:
         raise SchemaError(f"{where} lacks column(s) {', '.join(map(repr, missing))}; a release "
                           f"needs {', '.join(map(repr, needed))}.")
-    periods = cell_strings(rows["period"])
-    if any(c.strip() == "" for c in periods):
-        raise InputFormatError(f"{where} has rows without a period.")
-    try:
-        found = {parse_period(c).label for c in set(periods)}
-    except ValidationError as exc:
-        raise InputFormatError(f"{where}: {exc}") from None
+    found = row_periods(rows, where)
     if found - {label}:
         raise InputFormatError(f"{where} holds rows of period(s) {', '.join(sorted(found))}, "
                                f"not {label}.")

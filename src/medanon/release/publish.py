@@ -2,13 +2,20 @@
 
 One period at a time, in time order; each publication is one store transaction, so a failure
 in period 3 leaves periods 1-2 published and period 3 untouched.
+
+:func:`prepare_release` is the whole flow for one period without a store (records, the series
+published so far and the ledger in; rows, manifest, ledger rows and operator-only facts out);
+:func:`publish_periods` reads its inputs from the store and writes its outputs there. What a
+manifest never holds: a hash of the input, or any other function of the private values that the
+privacy model does not account for (``design.md``, "Published release format"); those go to the
+store's operator-only ``release_private`` table (:class:`PreparedRelease`'s ``operator``).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import pandas as pd
@@ -22,11 +29,12 @@ from ..data.records import combine_super_records
 from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
+from ..models import model_from_manifest
 from ..random import RandomSource, refuse_seeded_release
 from ..store import ReleaseStore
-from ..verify import gate
+from ..verify import SeriesVerdict, gate
 from .format import to_published_rows
-from .series import load_series
+from .series import PublishedSeries, load_series
 
 MANIFEST_FORMAT = "medanon-release/1"
 ON_CASE_BUDGET = ("refuse", "suppress")
@@ -105,16 +113,25 @@ def _with_next_period(store: ReleaseStore, labels: list[str], *, explicit: bool,
 
 
 def input_digest(records: pd.DataFrame) -> str:
-    """SHA-256 of a period's input records in a canonical order (recorded in the manifest)."""
+    """SHA-256 of a period's input records in a canonical order.
+
+    Operator-only (the store's ``release_private``): with every other record known, an adversary
+    could test guesses about a target's values against it, so it is never published.
+    """
     canonical = records.sort_values(list(records.columns[:3])).astype(str)
     return hashlib.sha256(canonical.to_csv(index=False).encode("utf-8")).hexdigest()
 
 
 def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: Anonymizer,
                    period: str, rng: RandomSource, *, result: AnonymizationResult, rows: pd.DataFrame,
-                   digest: str, n_reports: int) -> dict:
-    """The manifest of one release (``design.md``: method, parameters, hierarchies, counts, ...)."""
-    return {
+                   n_reports: int) -> dict:
+    """The manifest of one release (``design.md``: method, parameters, hierarchies, counts, ...).
+
+    It holds no hash of the input and none of ``result.private_details``. The guarantee texts
+    come from the privacy-model object the manifest declares (read back from the manifest
+    itself, as any verifier will read it), never from text typed per method.
+    """
+    manifest = {
         "format": MANIFEST_FORMAT,
         "period": period,
         "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -133,10 +150,18 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
         "privacy_spent": _privacy_spent(method, schema, rng),
         "rng": rng.describe(),
         "library": {"name": "medanon", "version": __version__},
-        "input_sha256": digest,
         # filled in by the verify gate before the release is published
         "verification": {"verdict": "not-run"},
     }
+    model = model_from_manifest(manifest, period)
+    if model is not None:
+        manifest["method"].update(guarantee=model.guarantee,
+                                  does_not_guarantee=model.does_not_guarantee,
+                                  model=model.to_manifest())
+        if manifest["privacy_spent"].get("epsilon") is not None:
+            manifest["privacy_spent"].update(guarantee=model.guarantee,
+                                             does_not_guarantee=model.does_not_guarantee)
+    return manifest
 
 
 def _privacy_spent(method: Anonymizer, schema: Schema, rng: RandomSource) -> dict:
@@ -146,24 +171,51 @@ def _privacy_spent(method: Anonymizer, schema: Schema, rng: RandomSource) -> dic
     return {**statement, "rng_kind": rng.kind}
 
 
-def ledger_entries(cases: pd.Series, losses: Sequence[PrivacyLoss]) -> pd.DataFrame:
-    """One ledger row per case and mechanism: what each case spent in this release."""
+LEDGER_COLUMNS = ["case_id", "mechanism", "epsilon", "delta", "epsilon_exact", "dp"]
+
+
+def ledger_entries(cases: pd.Series, losses: Sequence[PrivacyLoss], *, dp: bool = True) -> pd.DataFrame:
+    """One ledger row per case and mechanism: what each case spent in this release.
+
+    ``dp`` False marks a nominal ε without an ε-DP claim (PPMS-DP's paper variant): the ledger
+    keeps the row but never adds it to a case's ε total (``accounting.ledger``).
+    """
     ids = cases.astype(str).to_numpy()
     frames = [pd.DataFrame({"case_id": ids, "mechanism": f"{loss.mechanism}:{loss.target}",
                             "epsilon": float(loss.epsilon), "delta": float(loss.delta),
-                            "epsilon_exact": format_epsilon(loss.epsilon)}) for loss in losses]
+                            "epsilon_exact": format_epsilon(loss.epsilon), "dp": bool(dp)})
+              for loss in losses]
     if not frames:
-        return pd.DataFrame(columns=["case_id", "mechanism", "epsilon", "delta", "epsilon_exact"])
+        return pd.DataFrame(columns=LEDGER_COLUMNS)
     return pd.concat(frames, ignore_index=True)
 
 
-def _apply_case_budget(store: ReleaseStore, method: Anonymizer, label: str, records: pd.DataFrame,
-                       case_budget: Budget, on_case_budget: str) -> tuple[pd.DataFrame, dict]:
-    """Refuse, or withhold the cases of ``records`` that this release would take over budget."""
-    losses = method.planned_losses(store.schema)
+def _check_case_budget(method: Anonymizer, schema: Schema, case_budget: Budget | None) -> None:
+    """A per-case budget needs a method whose ε carries an ε-DP claim."""
+    if case_budget is None:
+        return
+    if not method.planned_losses(schema):
+        raise ValidationError(f"A per-case budget (--case-budget) applies to differentially "
+                              f"private methods; method {method.name!r} spends no epsilon.")
+    if not method.claims_dp:
+        raise ValidationError(f"A per-case budget (--case-budget) bounds epsilon-DP spending; "
+                              f"method {method.name!r} with these parameters makes no epsilon-DP "
+                              f"claim (its epsilon is a noise-scale parameter, e.g. --dp-variant "
+                              f"paper), so there is nothing to budget. Use --dp-variant strict.")
+
+
+def _apply_case_budget(schema: Schema, ledger: pd.DataFrame, method: Anonymizer, label: str,
+                       records: pd.DataFrame, case_budget: Budget,
+                       on_case_budget: str) -> tuple[pd.DataFrame, dict]:
+    """Refuse, or withhold the cases of ``records`` that this release would take over budget.
+
+    What it records (cases over budget, withheld) depends on which cases the earlier releases
+    held, never on the values of a case: it is published (``privacy_spent.case_budget``).
+    """
+    losses = method.planned_losses(schema)
     spend = compose(losses).epsilon
-    ids = records[store.schema.case_id].astype(str)
-    over = cases_over_budget(store.ledger(), ids.unique(), spend, case_budget)
+    ids = records[schema.case_id].astype(str)
+    over = cases_over_budget(ledger, ids.unique(), spend, case_budget)
     entry = {"epsilon": format_epsilon(case_budget.epsilon), "spend_per_case": format_epsilon(spend),
              "action": on_case_budget, "over_budget": len(over)}
     if not over:
@@ -180,6 +232,95 @@ def _apply_case_budget(store: ReleaseStore, method: Anonymizer, label: str, reco
     return records[~ids.isin(set(over))], entry
 
 
+@dataclass(frozen=True)
+class PreparedRelease:
+    """One period's release, ready to be written to a store (see :func:`prepare_release`).
+
+    Attributes:
+        period: The period label.
+        rows: The published rows (release format, strings).
+        manifest: The published manifest (verified by the gate).
+        ledger: The ledger rows this release charges (store only).
+        operator: Operator-only facts for the store's ``release_private`` (never published):
+            ``input_sha256`` and ``private_details``.
+        result: The method's result (operator only).
+        verdict: The gate's verdict on the series with this release, to reuse for the next one.
+    """
+
+    period: str
+    rows: pd.DataFrame
+    manifest: dict
+    ledger: pd.DataFrame
+    operator: dict = field(default_factory=dict)
+    result: AnonymizationResult | None = None
+    verdict: SeriesVerdict | None = None
+
+
+def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.DataFrame,
+                    rng: RandomSource, *, series: PublishedSeries,
+                    hierarchies: Mapping[str, Taxonomy] | None = None,
+                    ledger: pd.DataFrame | None = None, case_budget: Budget | None = None,
+                    on_case_budget: str = "refuse", next_cases: Collection[str] | None = None,
+                    before: SeriesVerdict | None = None,
+                    publish_despite_violations: bool = False) -> PreparedRelease:
+    """Anonymize one period's records and build what is published, without a store.
+
+    This is the flow :func:`publish_periods` (and so ``medanon release``) runs for every period:
+    case budget, super records, the method, release rows, manifest, verify gate, ledger rows.
+
+    Args:
+        schema: The data's schema.
+        method: The anonymization method.
+        label: The period.
+        records: The period's report-level records (private).
+        rng: The random source.
+        series: The releases published so far (``release.series.empty_series`` for none).
+        hierarchies: The schema's hierarchies (loaded when None).
+        ledger: The privacy ledger so far (for ``case_budget``).
+        case_budget, on_case_budget: As for :func:`publish_periods`.
+        next_cases: The next period's case ids, for methods that need them (HA).
+        before: The gate's verdict on ``series``, when known.
+        publish_despite_violations: Keep a release the gate finds violating (recorded).
+
+    Raises:
+        ValidationError: a case budget for a method without an ε-DP claim.
+        BudgetExceeded: a case would exceed ``case_budget`` and ``on_case_budget`` is refuse.
+        PrivacyViolation: the gate finds a violation (without ``publish_despite_violations``).
+    """
+    _check_case_budget(method, schema, case_budget)
+    hierarchies = schema.load_hierarchies() if hierarchies is None else hierarchies
+    budget_entry = None
+    if case_budget is not None:
+        if ledger is None:
+            ledger = pd.DataFrame(columns=["period", *LEDGER_COLUMNS])
+        records, budget_entry = _apply_case_budget(schema, ledger, method, label, records,
+                                                   case_budget, on_case_budget)
+    supers = combine_super_records(records, schema, hierarchies)
+    previous = list(series.releases.values()) if method.periodic else []
+    result = method.anonymize(supers, previous, rng=rng, next_cases=next_cases)
+    rows = to_published_rows(result.table, schema)
+    manifest = build_manifest(schema, hierarchies, method, label, rng, result=result, rows=rows,
+                              n_reports=len(records))
+    if budget_entry is not None:
+        manifest["privacy_spent"]["case_budget"] = budget_entry
+        manifest["counts"]["suppressed"] += budget_entry.get("withheld_cases", 0)
+    try:
+        checked = gate(series, label, rows, manifest, before=before)
+        manifest["verification"], verdict = checked.verification, checked.verdict
+    except PrivacyViolation as exc:
+        if not publish_despite_violations:
+            raise
+        manifest["verification"] = {**exc.verification, "published_despite_violations": True}
+        verdict = exc.verdict
+    # Every case given to the method is charged, also one it could not place: its
+    # privatized values steered the grouping of the others.
+    entries = ledger_entries(supers.frame[schema.case_id], result.privacy_losses,
+                             dp=method.claims_dp)
+    operator = {"input_sha256": input_digest(records),
+                "private_details": dict(result.private_details)}
+    return PreparedRelease(label, rows, manifest, entries, operator, result, verdict)
+
+
 def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[str], rng: RandomSource,
                     *, allow_seeded: bool = False, publish_despite_violations: bool = False,
                     case_budget: Budget | None = None, on_case_budget: str = "refuse",
@@ -189,19 +330,19 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     DP methods write one ledger row per released case and mechanism in the same transaction.
     With ``case_budget``, a case whose ledger total plus this release's spend would exceed it
     makes the period refused (``on_case_budget="refuse"``) or is withheld (``"suppress"``).
+    The input's hash and the method's operator-only details go to the store's
+    ``release_private``, never into the manifest.
 
     Raises:
         ValidationError: a seeded source without ``allow_seeded``; a case budget for a method
-            without a DP claim.
+            without a DP claim (no ε at all, or the nominal ε of PPMS-DP's paper variant).
         StoreError: see :func:`plan_periods`.
         BudgetExceeded: a case would exceed ``case_budget`` and ``on_case_budget`` is refuse.
     """
     refuse_seeded_release(rng.seeded, allow_seeded)
     check_choice(on_case_budget, name="on_case_budget", owner="publish_periods",
                  choices=ON_CASE_BUDGET)
-    if case_budget is not None and not method.planned_losses(store.schema):
-        raise ValidationError(f"A per-case budget (--case-budget) applies to differentially "
-                              f"private methods; method {method.name!r} spends no epsilon.")
+    _check_case_budget(method, store.schema, case_budget)
     labels = plan_periods(store, periods)
     if method.needs_next_period:
         labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name)
@@ -210,40 +351,23 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     verdict = None  # the gate's verdict on ``series``, reused for the next candidate
     summaries = []
     for label in labels:
-        records = store.records(label)
-        budget_entry = None
-        if case_budget is not None:
-            records, budget_entry = _apply_case_budget(store, method, label, records, case_budget,
-                                                       on_case_budget)
-        supers = combine_super_records(records, store.schema, hierarchies)
-        previous = list(series.releases.values()) if method.periodic else []
         next_cases = None
         if method.needs_next_period:
             following = parse_period(label).shift(1).label
             next_cases = set(store.records(following)[store.schema.case_id].astype(str))
-        result = method.anonymize(supers, previous, rng=rng, next_cases=next_cases)
-        rows = to_published_rows(result.table, store.schema)
-        manifest = build_manifest(store.schema, hierarchies, method, label, rng, result=result,
-                                  rows=rows, digest=input_digest(records), n_reports=len(records))
-        if budget_entry is not None:
-            manifest["privacy_spent"]["case_budget"] = budget_entry
-            manifest["counts"]["suppressed"] += budget_entry.get("withheld_cases", 0)
-        try:
-            checked = gate(series, label, rows, manifest, before=verdict)
-            manifest["verification"], verdict = checked.verification, checked.verdict
-        except PrivacyViolation as exc:
-            if not publish_despite_violations:
-                raise
-            manifest["verification"] = {**exc.verification, "published_despite_violations": True}
-            verdict = exc.verdict
-        # Every case given to the method is charged, also one it could not place: its
-        # privatized values steered the grouping of the others.
-        store.publish(label, rows, manifest,
-                      ledger=ledger_entries(supers.frame[store.schema.case_id],
-                                            result.privacy_losses))
-        series = series.with_release(label, rows, manifest)
-        summaries.append(PublishedSummary(label, len(rows), result.n_groups, result.suppressed,
-                                          method.name, manifest["verification"]["verdict"]))
+        prepared = prepare_release(
+            store.schema, method, label, store.records(label), rng, series=series,
+            hierarchies=hierarchies, ledger=store.ledger() if case_budget is not None else None,
+            case_budget=case_budget, on_case_budget=on_case_budget, next_cases=next_cases,
+            before=verdict, publish_despite_violations=publish_despite_violations)
+        store.publish(label, prepared.rows, prepared.manifest, ledger=prepared.ledger,
+                      operator=prepared.operator)
+        manifest, verdict = prepared.manifest, prepared.verdict
+        series = series.with_release(label, prepared.rows, manifest)
+        result = prepared.result
+        summaries.append(PublishedSummary(label, len(prepared.rows), result.n_groups,
+                                          result.suppressed, method.name,
+                                          manifest["verification"]["verdict"]))
         if progress:
             progress(label)
     return summaries

@@ -23,7 +23,7 @@ from ..hierarchies import Taxonomy, read_arx
 from .cells import QidInfo
 from .format import read_series
 
-__all__ = ["PublishedSeries", "load_series", "qids_of_schema"]
+__all__ = ["PublishedSeries", "empty_series", "load_series", "qids_of_schema"]
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,13 @@ def qids_of_schema(schema: Schema) -> tuple[tuple[QidInfo, ...], tuple[str, ...]
     hierarchies = schema.load_hierarchies()
     qids = tuple(QidInfo(q.name, q.kind, hierarchies.get(q.name)) for q in schema.qids)
     return qids, tuple(schema.sensitive)
+
+
+def empty_series(schema: Schema) -> PublishedSeries:
+    """A series with nothing published yet, read through ``schema`` (the first release of a
+    store, or a store-free publication: ``release.publish.prepare_release``)."""
+    qids, sensitive = qids_of_schema(schema)
+    return PublishedSeries({}, {}, qids, sensitive, "an empty series")
 
 
 def load_series(*, folder: str | Path | None = None, store=None, schema: Schema | None = None,

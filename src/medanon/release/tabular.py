@@ -11,8 +11,10 @@ A folder holding:
   statement and the ε of every step, the randomness used, and the counts that may be published.
 
 For the DP methods the manifest withholds the number of input records, of suppressed and of
-counterfeit rows, and the input's hash: each would let a reader subtract the noise (or test a guess
-about the input), so they go only to the operator (``medanon ipa --json``).
+counterfeit rows: each would let a reader subtract the noise, so they go only to the operator
+(``medanon ipa --json``). No manifest, DP or not, holds a hash of the input: with every other
+record known, a reader could test guesses about a target's values against it (the operator's
+summary has it as ``input_sha256``).
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ def tabular_manifest(result: TabularResult, data: TabularData, *, randomness: di
     return {
         "format": TABULAR_FORMAT,
         "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "method": {"name": result.method, "parameters": result.parameters},
+        "method": {"name": result.method, "parameters": result.parameters,
+                   "privacy_model": result.privacy_model.name,
+                   "model": result.privacy_model.to_manifest()},
         "node": {name: level for name, level in zip(schema.dimension_names, result.node)},
         "columns": {"group": "equivalence class within this release",
                     "dimensions": [{"name": d.name, "kind": d.kind} for d in schema.dimensions],
@@ -65,7 +69,6 @@ def tabular_manifest(result: TabularResult, data: TabularData, *, randomness: di
             "does_not_guarantee": result.does_not_guarantee,
         },
         "rng": {**randomness, "seed": seed},
-        "input_sha256": _WITHHELD if dp else data.digest,
         "library": {"name": "medanon", "version": __version__},
     }
 

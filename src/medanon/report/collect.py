@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..accounting import summarize_ledger
+from ..accounting import dp_rows, summarize_ledger
 from ..accounting.ledger import LedgerSummary
 from ..attacks.background import BackgroundKnowledge
 from ..data.records import combine_super_records
@@ -174,7 +174,8 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
     evaluation = evaluate_series(series, originals, original_rows, rules=list(rules),
                                  background=background, md=md)
     step(f"{path.name}: evaluated")
-    ledger = summarize_ledger(ledger_rows) if len(ledger_rows) else None
+    # a ledger of paper-variant rows only spent no ε (their nominal ε bounds nothing)
+    ledger = summarize_ledger(ledger_rows) if len(dp_rows(ledger_rows)) else None
     profiles = {p: generalization_profile(series, p) for p in series.periods}
     return SeriesReport(name=name or path.name, store=str(store), schema=schema_name,
                         ingested=ingested, evaluation=evaluation,

@@ -200,7 +200,11 @@ def _ledger(r: SeriesReport) -> str:
             + (_img(figure, "epsilon ledger") if figure is not None else "")
             + _table(["case", "ε", "releases"],
                      [[escape(str(w["case_id"])), escape(str(w["epsilon"])),
-                       escape(str(w["releases"]))] for w in led.worst_cases]))
+                       escape(str(w["releases"]))] for w in led.worst_cases])
+            + (f'<p class="note">{led.non_dp["cases"]} case(s) also appear in release(s) without '
+               f'an ε-DP claim ({escape(", ".join(led.non_dp["periods"]))}; e.g. PPMS-DP\'s '
+               "paper variant): their nominal ε is not counted above.</p>"
+               if led.non_dp["entries"] else ""))
 
 
 def _flatten(value: object, prefix: str = "") -> list[tuple[str, str]]:

@@ -7,7 +7,14 @@ One database file holds, for one schema:
 * ``records``       the ingested report-level records (private, never exported);
 * ``releases``      each published period with its manifest (public, immutable);
 * ``release_rows``  the published rows, cell by cell exactly as the release format writes them;
-* ``ledger``        privacy spent per case and release (filled by the DP methods).
+* ``release_private`` per published period, what only the operator sees (never exported, never in
+                    a manifest): the SHA-256 of the period's input records and the method's
+                    operator-only details (e.g. how many true values fell outside a public
+                    domain). Both are functions of the private values that no privacy model
+                    accounts for: an adversary who knows every other record could test guesses
+                    about a target's values against them;
+* ``ledger``        privacy spent per case and release (filled by the DP methods); ``dp`` is
+                    False for the nominal ε of a mechanism without an ε-DP claim.
 
 Every write is one transaction: an ingest or a publication either lands whole or leaves the
 store exactly as it was (a crash, a refusal and a failed check all roll back). A published period
@@ -31,10 +38,15 @@ import pandas as pd
 from .. import __version__
 from ..data.periods import parse_period
 from ..data.schema import Schema
-from ..errors import StoreError
+from ..errors import StoreError, ValidationError
 
 DEFAULT_STORE = "medanon.duckdb"
 FORMAT_VERSION = "1"
+#: top-level manifest keys and ``details`` keys that are operator-only (never published); a
+#: manifest given to :meth:`ReleaseStore.publish` must not hold them, and stores written before
+#: ``release_private`` existed have them moved there when opened.
+OPERATOR_ONLY_KEYS = ("input_sha256",)
+OPERATOR_ONLY_DETAILS = ("clipped_to_domain", "smallest_laplace_scale")
 
 
 @dataclass
@@ -95,10 +107,11 @@ class ReleaseStore:
             raise StoreError(f"Store {str(path)!r} has format version {rows.get('format_version')!r}; "
                              f"this medanon reads version {FORMAT_VERSION}.")
         schema = Schema.from_mapping(tomllib.loads(rows["schema"])["schema"], source=str(path))
-        columns = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
-                                             "WHERE table_name = 'ledger'").fetchall()}
-        if "epsilon_exact" not in columns:  # stores made before the DP methods: add the column
-            _run(con, "ALTER TABLE ledger ADD COLUMN epsilon_exact VARCHAR")
+        try:
+            _upgrade(con)
+        except BaseException:
+            con.close()
+            raise
         return cls(path, con, schema)
 
     @classmethod
@@ -150,7 +163,9 @@ class ReleaseStore:
         _run(con, f"CREATE TABLE release_rows(row_no BIGINT NOT NULL, {published})")
         _run(con, """CREATE TABLE ledger(
             period VARCHAR NOT NULL, case_id VARCHAR NOT NULL, mechanism VARCHAR NOT NULL,
-            epsilon DOUBLE NOT NULL, delta DOUBLE NOT NULL DEFAULT 0, epsilon_exact VARCHAR)""")
+            epsilon DOUBLE NOT NULL, delta DOUBLE NOT NULL DEFAULT 0, epsilon_exact VARCHAR,
+            dp BOOLEAN NOT NULL DEFAULT TRUE)""")
+        _run(con, _CREATE_PRIVATE)
 
     def close(self) -> None:
         self._con.close()
@@ -215,6 +230,16 @@ class ReleaseStore:
 
     def ledger(self) -> pd.DataFrame:
         return self._con.execute("SELECT * FROM ledger ORDER BY period, case_id").df()
+
+    def operator_record(self, period: str) -> dict:
+        """What only the operator sees about a published period (never exported):
+        ``input_sha256`` (of the period's input records, or None) and ``private_details``."""
+        self._require_published(period)
+        row = _one(self._con, "SELECT input_sha256, details FROM release_private WHERE period = ?",
+                   [period])
+        if row is None:
+            return {"input_sha256": None, "private_details": {}}
+        return {"input_sha256": row[0], "private_details": json.loads(row[1] or "{}")}
 
     def _record_columns(self) -> list[str]:
         return [r[0] for r in self._con.execute(
@@ -313,22 +338,33 @@ class ReleaseStore:
         return summary
 
     def publish(self, period: str, rows: pd.DataFrame, manifest: dict,
-                ledger: pd.DataFrame | None = None) -> None:
+                ledger: pd.DataFrame | None = None, operator: dict | None = None) -> None:
         """Publish one release in one transaction.
 
         Args:
             period: the period label.
             rows: the release rows in the published format (strings), columns
                 ``period, case_id, group`` then the schema's published columns.
-            manifest: the release manifest (JSON-serializable).
-            ledger: optional ``case_id, mechanism, epsilon, delta, epsilon_exact`` rows of
-                privacy spent (``epsilon_exact``: the exact value as text, e.g. ``1/3``).
+            manifest: the release manifest (JSON-serializable); it must not hold an
+                operator-only field (:data:`OPERATOR_ONLY_KEYS`, :data:`OPERATOR_ONLY_DETAILS`).
+            ledger: optional ``case_id, mechanism, epsilon, delta, epsilon_exact, dp`` rows of
+                privacy spent (``epsilon_exact``: the exact value as text, e.g. ``1/3``; ``dp``:
+                whether the ε carries an ε-DP claim, True when absent).
+            operator: optional operator-only facts kept in ``release_private``:
+                ``input_sha256`` (text) and ``private_details`` (JSON-serializable mapping).
 
         Raises:
+            ValidationError: the manifest holds an operator-only field.
             StoreError: the period is not ingested or already published; rows do not match the
                 release format. Nothing is written in either case.
         """
         label = parse_period(period).label
+        leaked = _operator_fields(manifest)
+        if leaked:
+            raise ValidationError(
+                f"The 'manifest' parameter of ReleaseStore.publish must not hold operator-only "
+                f"field(s) {', '.join(leaked)}: they are functions of the private records; pass "
+                f"them in 'operator' (kept in the store, never published).")
         expected = _release_columns(self.schema)
         if list(rows.columns) != expected:
             raise StoreError(f"Release rows for {label} have columns {list(rows.columns)}; the "
@@ -352,16 +388,76 @@ class ReleaseStore:
                 manifest.get("published_at") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 int(counts.get("cases", len(rows))), int(counts.get("groups", 0)),
                 json.dumps(manifest, default=_json_default, sort_keys=True)])
+            operator = operator or {}
+            _run(self._con, "INSERT INTO release_private VALUES (?, ?, ?)", [
+                label, operator.get("input_sha256"),
+                json.dumps(operator.get("private_details") or {}, default=_json_default,
+                           sort_keys=True)])
             if ledger is not None and len(ledger):
                 entries = ledger.reindex(columns=["case_id", "mechanism", "epsilon", "delta",
-                                                  "epsilon_exact"]).copy()
+                                                  "epsilon_exact", "dp"]).copy()
                 entries.insert(0, "period", label)
                 entries["delta"] = entries["delta"].fillna(0.0)
+                entries["dp"] = entries["dp"].astype(object).where(entries["dp"].notna(), True) \
+                    .astype(bool)
                 self._con.register("incoming_ledger", entries)
                 try:
                     _run(self._con, "INSERT INTO ledger SELECT * FROM incoming_ledger")
                 finally:
                     self._con.unregister("incoming_ledger")
+
+
+_CREATE_PRIVATE = """CREATE TABLE release_private(
+    period VARCHAR PRIMARY KEY, input_sha256 VARCHAR, details VARCHAR NOT NULL DEFAULT '{}')"""
+
+
+def _operator_fields(manifest: dict) -> list[str]:
+    """The operator-only fields a manifest holds (as dotted paths)."""
+    found = [k for k in OPERATOR_ONLY_KEYS if k in manifest]
+    details = manifest.get("details")
+    if isinstance(details, dict):
+        found += [f"details.{k}" for k in OPERATOR_ONLY_DETAILS if k in details]
+    return found
+
+
+def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
+    """Bring a store written by an older medanon to the current tables (one transaction).
+
+    - ``ledger.epsilon_exact`` (stores made before the DP methods);
+    - ``ledger.dp``: rows of releases whose manifest declares PPMS-DP's paper variant are
+      marked as not DP (their ε was nominal);
+    - ``release_private``: the input hash and the operator-only details that older versions
+      wrote into published manifests move there, and the manifests lose them.
+    """
+    columns = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                         "WHERE table_name = 'ledger'").fetchall()}
+    has_private = _one(con, "SELECT count(*) FROM information_schema.tables "
+                            "WHERE table_name = 'release_private'")[0] > 0
+    if "epsilon_exact" in columns and "dp" in columns and has_private:
+        return
+    with _transaction(con):
+        if "epsilon_exact" not in columns:
+            _run(con, "ALTER TABLE ledger ADD COLUMN epsilon_exact VARCHAR")
+        manifests = {p: json.loads(m) for p, m in
+                     con.execute("SELECT period, manifest FROM releases").fetchall()}
+        if "dp" not in columns:
+            _run(con, "ALTER TABLE ledger ADD COLUMN dp BOOLEAN DEFAULT TRUE")
+            paper = [p for p, m in manifests.items()
+                     if (m.get("privacy_spent") or {}).get("variant") == "paper"]
+            for period in paper:
+                _run(con, "UPDATE ledger SET dp = FALSE WHERE period = ?", [period])
+        if not has_private:
+            _run(con, _CREATE_PRIVATE)
+            for period, manifest in manifests.items():
+                digest = manifest.pop("input_sha256", None)
+                details = manifest.get("details") if isinstance(manifest.get("details"), dict) else {}
+                private = {k: details.pop(k) for k in OPERATOR_ONLY_DETAILS if k in details}
+                _run(con, "INSERT INTO release_private VALUES (?, ?, ?)",
+                     [period, digest if isinstance(digest, str) else None,
+                      json.dumps(private, default=_json_default, sort_keys=True)])
+                if digest is not None or private:
+                    _run(con, "UPDATE releases SET manifest = ? WHERE period = ?",
+                         [json.dumps(manifest, default=_json_default, sort_keys=True), period])
 
 
 def _record_types(schema: Schema, sample: pd.DataFrame) -> dict[str, str]:
