@@ -61,11 +61,11 @@ def json_leaves(value: object, path: str = "") -> Leaves:
 def _leaves(value: object, path: str) -> Leaves:
     out: Leaves = {}
     if isinstance(value, dict):
-        out[f"{path}{{keys}}"] = tuple(sorted(value))
+        out[f"{path}.__keys__"] = tuple(sorted(value))
         for key, item in value.items():
             out.update(_leaves(item, f"{path}.{key}" if path else str(key)))
     elif isinstance(value, list):
-        out[f"{path}[len]"] = len(value)
+        out[f"{path}.__len__"] = len(value)
         for i, item in enumerate(value):
             out.update(_leaves(item, f"{path}[{i}]"))
     else:

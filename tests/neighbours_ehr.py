@@ -32,6 +32,7 @@ from medanon.cli import clinsim as clinsim_cli
 from medanon.data.ehr import EhrData
 from medanon.mechanisms.noise import NoiseSource
 from medanon.release.ehr import Pseudonyms, write_ehr_release
+from tests.neighbours import json_leaves as shared_json_leaves
 
 SPLIT_SEED = 20231021
 AUX_FRACTION = 0.8
@@ -48,20 +49,9 @@ _MISSING = "<absent>"
 # -- what is published --------------------------------------------------------------------------
 
 def json_leaves(value: Any, prefix: str = "manifest") -> dict[str, Any]:
-    """Every leaf of a JSON value by path (``a.b[2].c``); lists also give their length, so an
-    entry that appears or disappears is a change too."""
-    out: dict[str, Any] = {}
-    if isinstance(value, dict):
-        out[f"{prefix}.__keys__"] = tuple(sorted(value))
-        for key, inner in value.items():
-            out.update(json_leaves(inner, f"{prefix}.{key}"))
-    elif isinstance(value, list):
-        out[f"{prefix}.__len__"] = len(value)
-        for i, inner in enumerate(value):
-            out.update(json_leaves(inner, f"{prefix}[{i}]"))
-    else:
-        out[prefix] = value
-    return out
+    """Every leaf of a JSON value by path (``manifest.a.b[2].c``), as :mod:`tests.neighbours`
+    flattens it (lists and objects also give their length and keys)."""
+    return shared_json_leaves(value, prefix)
 
 
 def release_properties(table: pd.DataFrame) -> dict[str, Any]:
