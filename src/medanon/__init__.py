@@ -1,3 +1,36 @@
-"""medanon: publish medical microdata without giving away the people in it."""
+"""medanon: publish medical microdata without giving away the people in it.
+
+The public API (:mod:`medanon.api`) is imported on first use, so ``import medanon`` and the
+command line's ``--version`` stay cheap::
+
+    import medanon
+    data = medanon.Dataset.from_faers("faers_ascii_2022Q4.zip")
+    series = medanon.Publisher("ppms++", k=5, theta="frequency").publish(data)
+    series.verify().ok
+"""
 
 __version__ = "0.1.0"
+
+#: public name -> the module that defines it (imported lazily by :func:`__getattr__`).
+_PUBLIC = {
+    "Dataset": "medanon.api", "Publisher": "medanon.api", "Release": "medanon.api",
+    "Series": "medanon.api", "Schema": "medanon.data.schema", "ReleaseStore": "medanon.store",
+    "verify_series": "medanon.verify", "MedanonError": "medanon.errors",
+    "PrivacyViolation": "medanon.errors", "ValidationError": "medanon.errors",
+}
+
+__all__ = ["__version__", *_PUBLIC]
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        import importlib
+
+        value = getattr(importlib.import_module(_PUBLIC[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'medanon' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -337,12 +337,15 @@ class ReleaseStore:
                     self._con.unregister("deleted_cases")
         return summary
 
-    def publish(self, period: str, rows: pd.DataFrame, manifest: dict,
+    def publish(self, period, rows: pd.DataFrame | None = None, manifest: dict | None = None,
                 ledger: pd.DataFrame | None = None, operator: dict | None = None) -> None:
         """Publish one release in one transaction.
 
+        ``store.publish(release)`` takes a :class:`medanon.Release` (its rows, manifest, ledger
+        and operator-only facts) as one argument.
+
         Args:
-            period: the period label.
+            period: the period label, or a release object.
             rows: the release rows in the published format (strings), columns
                 ``period, case_id, group`` then the schema's published columns.
             manifest: the release manifest (JSON-serializable); it must not hold an
@@ -358,6 +361,13 @@ class ReleaseStore:
             StoreError: the period is not ingested or already published; rows do not match the
                 release format. Nothing is written in either case.
         """
+        if rows is None and hasattr(period, "rows") and hasattr(period, "manifest"):
+            release = period
+            period, rows, manifest = release.period, release.rows, release.manifest
+            ledger, operator = getattr(release, "ledger", None), getattr(release, "operator", None)
+        if rows is None or manifest is None:
+            raise ValidationError("The 'rows' and 'manifest' parameters of ReleaseStore.publish "
+                                  "are required unless a release object is given.")
         label = parse_period(period).label
         leaked = _operator_fields(manifest)
         if leaked:

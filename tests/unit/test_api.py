@@ -1,0 +1,91 @@
+"""The public API: docs/api.md and the module's examples run as doctests; the gate cannot be
+skipped by the store-free path."""
+
+from __future__ import annotations
+
+import doctest
+from pathlib import Path
+
+import pytest
+
+import medanon
+from medanon.errors import PrivacyViolation, ValidationError
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "api.md"
+
+
+def test_docs_api_page_runs():
+    result = doctest.testfile(str(DOCS), module_relative=False, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 10 and result.failed == 0
+
+
+def test_api_module_examples_run():
+    import medanon.api
+
+    result = doctest.testmod(medanon.api)
+    assert result.attempted >= 5 and result.failed == 0
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return medanon.Dataset.synthetic_faers(tmp_path_factory.mktemp("api") / "faers", periods=3,
+                                           cases=250, seed=3)
+
+
+def test_a_violating_release_is_refused_or_flagged(data, monkeypatch):
+    import medanon.verify as gate_module
+
+    # Make the model check fail for the candidate: the store-free path must not return it as
+    # verified, whatever happens.
+    real = gate_module.verify_series
+
+    def failing(series, periods=None):
+        verdict = real(series, periods)
+        broken = tuple(type(r)(r.period, r.model, "violated", r.checked, r.attacks, r.md_pending,
+                               (f"{r.period} group 1: crafted",), r.dir, r.dsr, r.ssgr, r.bound)
+                       for r in verdict.releases)
+        return type(verdict)(broken)
+
+    monkeypatch.setattr(gate_module, "verify_series", failing)
+    publisher = medanon.Publisher("ppms++", k=5, theta=1.0, seed=1)
+    with pytest.raises(PrivacyViolation, match="was not published"):
+        publisher.publish(data, ["2020Q1"])
+    kept = publisher.publish(data, ["2020Q1"], allow_violations=True).releases_published[0]
+    assert kept.verdict == "violated" and not kept.verified
+    assert kept.manifest["verification"]["published_despite_violations"] is True
+
+
+def test_publisher_errors_name_parameters(data):
+    with pytest.raises(ValidationError, match="'method' parameter of periodic_method"):
+        medanon.Publisher("k-map", k=5)
+    with pytest.raises(ValidationError, match="'theta' parameter of periodic_method is required"):
+        medanon.Publisher("ppms++", k=5)
+    with pytest.raises(ValidationError, match="'epsilon' parameter of periodic_method applies"):
+        medanon.Publisher("ppms++", k=5, theta=0.5, epsilon=1)
+    with pytest.raises(ValidationError, match="'period' parameter of Dataset.records"):
+        data.records("1999Q1")
+
+
+def test_release_goes_into_a_store(data, tmp_path):
+    from medanon.store import ReleaseStore
+
+    store_path = tmp_path / "s.duckdb"
+    schema = data.schema
+    with ReleaseStore.create_or_open(store_path, schema) as store:
+        store.ingest([(p, "synthetic", "api", data.records(p), {}) for p in data.periods])
+        series = medanon.Publisher("ppms++", k=5, theta=1.0, seed=2).publish(data)
+        for release in series.releases_published:
+            store.publish(release)
+        assert store.published_periods() == data.periods
+        assert store.operator_record("2020Q1")["input_sha256"]
+        assert "input_sha256" not in store.manifest("2020Q1")
+
+
+def test_import_medanon_is_lazy():
+    import subprocess
+    import sys
+
+    code = ("import sys, medanon; heavy = {'pandas', 'duckdb', 'matplotlib', 'numpy'}; "
+            "print(sorted(heavy & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
