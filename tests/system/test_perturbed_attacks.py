@@ -183,10 +183,10 @@ def test_dp_aware_grouping_errors_are_clear_and_publish_nothing(tmp_path):
     base = ["release", "--store", store, "--k", "5", "--theta", "0.4", "--seed", "1",
             "--allow-seeded", "--on-infeasible", "raise-theta"]
     assert_user_error(run_cli(*base, "--method", "ppms++", "--dp-aware-grouping"),
-                      "ValidationError", "--dp-aware-grouping apply to methods ppms-dp-num")
+                      "ValidationError", "--dp-aware-grouping applies to methods ppms-dp-num")
     assert_user_error(run_cli(*base, "--method", "ppms-dp-num", "--epsilon", "1",
                               "--dp-variant", "paper", "--dp-aware-grouping"),
-                      "ValidationError", "--dp-aware-grouping needs --dp-variant strict")
+                      "ValidationError", "--dp-aware-grouping needs --dp-variant 'strict'")
     # ε = 2 per case: k' = 1 + 4e^4 = 220 new cases per group, more than the quarter holds
     assert_user_error(run_cli(*base, "--method", "ppms-dp-num", "--epsilon", "2",
                               "--dp-aware-grouping"),

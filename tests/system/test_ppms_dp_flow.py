@@ -219,7 +219,7 @@ def test_bad_dp_options_are_clear_errors(source):
     assert_user_error(run_cli("release", "--store", store, "--method", "ppms++", "--dp-variant",
                               "paper", *COMMON), "ValidationError", "--dp-variant")
     assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num", *COMMON),
-                      "ValidationError", "needs --epsilon")
+                      "ValidationError", "--epsilon is required by method 'ppms-dp-num'")
     assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num",
                               "--epsilon", "-1", *COMMON), "ValidationError", "epsilon")
     assert_user_error(run_cli("release", "--store", store, "--method", "ppms++",

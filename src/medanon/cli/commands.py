@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import time
 from pathlib import Path
@@ -14,12 +15,13 @@ from rich.table import Table
 
 from .._validation import check_choice, check_int
 from ..accounting import Budget, summarize_ledger
-from ..anonymize import METHODS, Anonymizer
+from ..anonymize import Anonymizer
 from ..data.loaders.faers import read_faers
 from ..data.records import check_record_values
 from ..data.schema import Schema
 from ..errors import StoreError, ValidationError
 from ..attacks import attack_target, read_background
+from ..anonymize.registry import periodic_method
 from ..attacks.ss import parse_ss_rule
 from ..attacks.worst_case import attack_series
 from ..errors import PrivacyViolation
@@ -110,70 +112,32 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
 
 
 # -- release --------------------------------------------------------------------------------------
-def parse_domains(items: list[str]) -> dict[str, tuple[float, float]]:
-    """``NAME=LO:HI`` options as a mapping (``--domain weight=0:300``)."""
-    out = {}
-    for item in items:
-        name, _, bounds = item.partition("=")
-        lo, _, hi = bounds.partition(":")
-        try:
-            out[name.strip()] = (float(lo), float(hi))
-        except ValueError:
-            raise ValidationError(f"--domain expects NAME=LO:HI (e.g. weight=0:300); got "
-                                  f"{item!r}.") from None
-        if not name.strip():
-            raise ValidationError(f"--domain expects NAME=LO:HI (e.g. weight=0:300); got {item!r}.")
-    return out
-
-
 def make_method(method: str, *, k: int | None, theta: str | float | None, alpha: float | None = None,
                 ss_rule: str | None = None, lifespan: int | None = None,
                 on_infeasible: str = "refuse", epsilon: str | float | None = None,
                 dp_variant: str = "strict", domains: list[str] | None = None,
                 dp_aware_grouping: bool = False, case_budget: str | None = None) -> Anonymizer:
-    """Build a method from command-line values, with messages that name the flags.
+    """The library's :func:`~medanon.anonymize.registry.periodic_method`, its errors told in
+    flags (``'dp_aware_grouping' parameter`` -> ``--dp-aware-grouping``)."""
+    try:
+        return periodic_method(method, k=k, theta=theta, alpha=alpha, ss_rule=ss_rule,
+                               lifespan=lifespan, on_infeasible=on_infeasible, epsilon=epsilon,
+                               dp_variant=dp_variant, domains=domains,
+                               dp_aware_grouping=dp_aware_grouping, case_budget=case_budget)
+    except ValidationError as exc:
+        raise ValidationError(as_flags(str(exc))) from None
 
-    With ``dp_aware_grouping`` the grouping designs for ``case_budget`` when one is given (the
-    most any case may spend over the series), else for this release's ε per case.
-    """
-    if method not in METHODS:
-        raise ValidationError(f"Unknown method {method!r}; available: {', '.join(METHODS)}.")
-    dp = method.startswith("ppms-dp")
-    if not dp and (epsilon is not None or domains or dp_variant != "strict" or dp_aware_grouping):
-        raise ValidationError(f"--epsilon, --dp-variant, --domain and --dp-aware-grouping apply to "
-                              f"methods ppms-dp-num and ppms-dp-all, not {method!r}.")
-    if dp_aware_grouping and dp_variant != "strict":
-        raise ValidationError("--dp-aware-grouping needs --dp-variant strict: the paper variant "
-                              "is not epsilon-DP, so no posterior bound holds for it.")
-    if method == "none":
-        if any(v is not None for v in (k, theta, alpha, ss_rule, lifespan)):
-            raise ValidationError("Method 'none' gives no privacy guarantee and takes no --k, "
-                                  "--theta, --alpha, --ss-rule or --lifespan.")
-        return METHODS[method]()
-    if k is None or theta is None:
-        raise ValidationError(f"Method {method!r} needs --k and --theta (e.g. --k 5 --theta 0.2).")
-    check_int(k, name="k", owner="release", minimum=2)
-    kwargs: dict = {"k": k, "theta": theta, "on_infeasible": on_infeasible}
-    if method != "ms":
-        kwargs["lifespan"] = lifespan
-    elif lifespan is not None:
-        raise ValidationError("Method 'ms' anonymizes each release on its own and takes no --lifespan.")
-    if method == "ha":
-        if alpha is None:
-            raise ValidationError("Method 'ha' needs --alpha (e.g. --alpha 0.25).")
-        kwargs["alpha"] = alpha
-        if ss_rule is not None:
-            kwargs["ss_rule"] = parse_ss_rule(ss_rule)
-    elif alpha is not None or ss_rule is not None:
-        raise ValidationError(f"--alpha and --ss-rule apply to method 'ha' only, not {method!r}.")
-    if dp:
-        if epsilon is None:
-            raise ValidationError(f"Method {method!r} needs --epsilon (per perturbed QID, e.g. "
-                                  f"--epsilon 1).")
-        kwargs.update(epsilon=epsilon, variant=dp_variant, domains=parse_domains(domains or []))
-        if dp_aware_grouping:
-            kwargs.update(dp_aware_grouping=True, dp_aware_epsilon=case_budget)
-    return METHODS[method](**kwargs)
+
+def as_flags(message: str) -> str:
+    """A library message with its parameter names told as this command line's flags."""
+    names = {"method": "--method", "k": "--k", "theta": "--theta", "alpha": "--alpha",
+             "ss_rule": "--ss-rule", "lifespan": "--lifespan", "epsilon": "--epsilon",
+             "domains": "--domain", "dp_variant": "--dp-variant",
+             "dp_aware_grouping": "--dp-aware-grouping", "case_budget": "--case-budget"}
+    message = re.sub(r"The '(\w+)' parameter of periodic_method",
+                     lambda m: f"{names.get(m.group(1), m.group(1))}", message)
+    # names with an underscore cannot be mistaken for words: tell them as flags anywhere
+    return re.sub(r"\b(\w+_\w+)\b", lambda m: names.get(m.group(1), m.group(1)), message)
 
 
 def release(*, store: Path, periods: list[str], method: str, k: int | None, theta: str | None,
