@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BudgetExceeded, InternalError, ValidationError
+from ..errors import BudgetExceeded, InternalError
 from .budget import Budget, PrivacyLoss, _exceeded_text, _fail, format_epsilon
 
 __all__ = ["Accountant", "Charge", "check_plan", "losses_per_unit", "unit_counts"]
@@ -148,8 +148,8 @@ class Accountant:
                 per_unit[u] = (old[0] + eps, old[1] + delta)
             worst = (max([worst[0], *(t[0] for t in per_unit.values())]),
                      max([worst[1], *(t[1] for t in per_unit.values())]))
-        total = Budget(epsilon=everyone[0] + worst[0], delta=everyone[1] + worst[1])
-        if self._budget is not None and not self._budget.covers(total):
+        if self._budget is not None and not self._budget.covers(
+                Budget(epsilon=everyone[0] + worst[0], delta=everyone[1] + worst[1])):
             on = f" on {loss.target!r}" if loss.target else ""
             raise BudgetExceeded(
                 f"The {loss.mechanism} loss{on} would exceed the privacy budget of "
@@ -165,7 +165,11 @@ class Accountant:
         if self._units is None:
             raise _fail("units", owner, "None for an accountant built without 'units'", units)
         if isinstance(units, numbers.Integral) and not isinstance(units, bool):
-            units = [units]
+            if not 0 <= units < self._units:
+                raise _fail("units", owner, f"unit numbers in 0..{self._units - 1}", units)
+            array = np.array([units], dtype=np.int64)
+            array.flags.writeable = False
+            return array
         array = np.asarray(units)
         if array.ndim != 1 or (array.size and not np.issubdtype(array.dtype, np.integer)):
             raise _fail("units", owner, "a 1-D sequence of unit numbers", units)

@@ -21,7 +21,10 @@ What is implemented (Algorithms 1 and 2, spec §3.8):
 6. choosing the node (Eq. 12, Thm 8): exponential mechanism with ``u = 3 − IL``, ``Δu = 3``.
 
 Budget: ε is split over the four steps, by default 0.1/0.3/0.3/0.3 (the paper's values at ε = 1),
-and the split always sums to ε exactly (Thm 9's sequential composition).
+and the split always sums to ε exactly (Thm 9's sequential composition). Each step has its
+mechanism object (:attr:`IPA.mechanisms`); each reports its loss once per run to the run's
+accountant, and the result's ``privacy_losses`` are those reports (checked against
+:meth:`IPA.planned_losses`).
 
 Deviations from the paper and from the authors' code (spec §3.10), and why:
 

@@ -23,7 +23,8 @@ Two variants (``variant=``), and what their ε means — read this before publis
     printed formula sums over dom) and Δq = max − min of IL_c over dom × ψ as defined in the
     text. **Not ε-DP end to end:** the noise scale, ψ and Δq depend on the data (a group whose
     records share a weight gets no noise at all), and the grouping sees the raw values. ε is a
-    noise-scale knob; the ledger records the nominal ε.
+    noise-scale knob; the ledger records the nominal ε of each draw a case received (a group
+    whose categorical values coincide publishes them without a draw, a withheld case gets none).
 
 ``strict`` (beyond the paper; the default)
     Every perturbed QID is privatized per case **before** grouping, from that case's own value
@@ -38,6 +39,11 @@ Two variants (``variant=``), and what their ε means — read this before publis
     says nothing about attributes published in the clear (sensitive terms, drugs) or about
     categorical QIDs that PPMS-DP_num only generalizes. Each release spends ε_case again for
     every case it holds; the store's ledger sums that per case across releases.
+
+Accounting: every mechanism reports its loss to the run's accountant (units: the cases' positions
+in the super records) before it draws; the ledger and ``privacy_spent`` are written from those
+reports, and :meth:`planned_losses` is only the budget pre-check (``release.publish`` raises
+InternalError when the two differ).
 
 ε is given **per perturbed attribute**, as in 000 (which applies the same ε to each).
 
