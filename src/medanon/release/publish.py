@@ -347,7 +347,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                     progress: Callable[[str], None] | None = None) -> list[PublishedSummary]:
     """Anonymize and publish each period in order (one transaction per period).
 
-    DP methods write one ledger row per released case and mechanism in the same transaction.
+    DP methods write one ledger row per case and mechanism report (what their mechanisms
+    reported while running, :func:`ledger_entries`) in the same transaction.
     With ``case_budget``, a case whose ledger total plus this release's spend would exceed it
     makes the period refused (``on_case_budget="refuse"``) or is withheld (``"suppress"``).
     The input's hash and the method's operator-only details go to the store's
