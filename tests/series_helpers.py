@@ -58,6 +58,6 @@ def publish_series(method: Anonymizer, records: dict[str, pd.DataFrame], schema:
         out.manifests[period] = {"method": {"name": method.name, "parameters": method.parameters(),
                                             "privacy_model": method.privacy_model},
                                  "details": result.details,
-                                 "privacy_spent": method.privacy_statement(schema)}
+                                 "privacy_spent": method.privacy_statement(schema, result.privacy_losses)}
         out.details[period] = result.details
     return out

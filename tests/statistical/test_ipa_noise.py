@@ -280,7 +280,7 @@ def test_counterfeit_values_through_algorithm_1(epsilon, split):
 @pytest.mark.parametrize("epsilon, split", [(1, None), (2.5, (0.1, 0.2, 0.3, 0.4)), ("1/3", None)])
 def test_node_selection_probabilities_are_eq12(epsilon, split):
     ipa = IPA(epsilon=epsilon) if split is None else IPA(epsilon=epsilon, budget_split=split)
-    eps_cand = float(ipa.privacy_losses()[3].epsilon)
+    eps_cand = float(ipa.planned_losses()[3].epsilon)
     rng = np.random.default_rng(4)
     il = rng.uniform(0, 3, 256)
     probs = ipa.selector.probabilities(3 - il)

@@ -147,14 +147,17 @@ def test_privacy_losses_and_statement_per_variant():
     assert [(loss.mechanism, loss.target, loss.epsilon) for loss in num.planned_losses(schema)] == [
         ("laplace", "weight", Fraction(1, 10))]
     everything = PPMSDPAll(k=5, theta=0.5, epsilon=0.1)
-    statement = everything.privacy_statement(schema)
+    result = run(everything, records(100))
+    # what one case incurred, as the mechanisms that ran reported it: the plan, exactly
+    assert result.privacy_losses == everything.planned_losses(schema)
+    statement = everything.privacy_statement(schema, result.privacy_losses)
     assert statement["epsilon_per_case"] == "0.3" and statement["epsilon_per_attribute"] == "0.1"
     assert statement["perturbed_qids"] == ["age", "sex", "weight"]
-    paper = PPMSDPAll(k=5, theta=0.5, epsilon=0.1, variant="paper").privacy_statement(schema)
+    # the paper variant states its nominal epsilon (a noise-scale parameter), whatever ran
+    paper = PPMSDPAll(k=5, theta=0.5, epsilon=0.1, variant="paper").privacy_statement(schema, ())
     # The texts of what holds come from the model object when the manifest is built.
     assert paper["variant"] == "paper" and "does_not_guarantee" not in paper
-    result = run(everything, records(100))
-    assert len(result.privacy_losses) == 3
+    assert paper["epsilon_per_case"] == "0.3"
 
 
 @pytest.mark.parametrize("kwargs, fragment", [

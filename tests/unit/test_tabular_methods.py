@@ -392,7 +392,7 @@ SPLITS = [(DEFAULT_BUDGET_SPLIT, DEFAULT_BUDGET_SPLIT),
 @pytest.mark.parametrize("epsilon, exact", EPSILONS, ids=[str(e[0]) for e in EPSILONS])
 def test_ipa_epsilon_accounting_is_exact(epsilon, exact, split, shares):
     ipa = IPA(epsilon=epsilon, budget_split=split)
-    losses = ipa.privacy_losses()
+    losses = ipa.planned_losses()
     assert sum(p.epsilon for p in losses) == exact
     assert [p.target for p in losses] == list(STEPS)
     for p, share in zip(losses, shares):
@@ -406,7 +406,7 @@ def test_ipa_epsilon_accounting_is_exact(epsilon, exact, split, shares):
 def test_ipa_epsilon_accounting_with_threshold():
     ipa = IPA(epsilon="0.7", threshold=5)
     assert ipa.suppression_scale == Fraction(4) / Fraction(7, 100)
-    assert [p.epsilon for p in ipa.privacy_losses()] == [Fraction(7, 100)] + [Fraction(21, 100)] * 3
+    assert [p.epsilon for p in ipa.planned_losses()] == [Fraction(7, 100)] + [Fraction(21, 100)] * 3
 
 
 def test_parse_budget_split_accepts():

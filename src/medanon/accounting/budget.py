@@ -1,4 +1,4 @@
-"""Exact privacy-loss values, budgets, composition and a per-run accountant.
+"""Exact privacy-loss values, budgets and composition.
 
 Every ε and δ here is a :class:`fractions.Fraction`, never a float: ``0.1 + 0.2`` is exactly
 ``3/10`` and ten releases at ε = 0.1 spend exactly ε = 1, so "at the budget" and "over the
@@ -15,7 +15,9 @@ Pieces:
   (``scope``, by default one case's values in one release).
 * :class:`Budget` -- an (ε, δ) amount with exact addition and an exact "does it still fit" test.
 * :func:`compose` -- basic sequential composition (sums).
-* :class:`Accountant` -- collects the losses of one run and refuses any loss that would overspend.
+
+What the mechanisms of one run report is collected by :class:`~medanon.accounting.Accountant`
+(:mod:`.accountant`).
 """
 
 from __future__ import annotations
@@ -33,8 +35,7 @@ import numpy as np
 
 from ..errors import BudgetExceeded, ValidationError
 
-__all__ = ["Accountant", "Budget", "PrivacyLoss", "compose", "format_epsilon", "parse_epsilon",
-           "to_exact"]
+__all__ = ["Budget", "PrivacyLoss", "compose", "format_epsilon", "parse_epsilon", "to_exact"]
 
 #: numbers written with a larger decimal exponent than this are refused (``"1e999999999"``
 #: would make an integer with a billion digits).
@@ -359,66 +360,3 @@ def compose(losses: Iterable[PrivacyLoss]) -> Budget:
         epsilon += loss.epsilon
         delta += loss.delta
     return Budget(epsilon=epsilon, delta=delta)
-
-
-class Accountant:
-    """Collects the privacy losses mechanisms report during one run, optionally within a budget.
-
-    Args:
-        budget: The most this run may spend, or None to only record.
-
-    Guarantees: :attr:`spent` is always the exact :func:`compose` of :attr:`losses`; with a
-    budget, it never exceeds the budget: a loss that would overspend is refused and leaves the
-    accountant unchanged.
-    """
-
-    def __init__(self, *, budget: Budget | None = None) -> None:
-        if budget is not None and not isinstance(budget, Budget):
-            raise _fail("budget", "Accountant", "a Budget or None", budget)
-        self._budget = budget
-        self._losses: list[PrivacyLoss] = []
-        self._spent = Budget.zero()
-
-    @property
-    def budget(self) -> Budget | None:
-        """The budget given at construction (None: unlimited)."""
-        return self._budget
-
-    def spend(self, loss: PrivacyLoss) -> None:
-        """Record ``loss``.
-
-        Raises:
-            ValidationError: when ``loss`` is not a PrivacyLoss.
-            BudgetExceeded: when the total would exceed the budget; nothing is recorded, and the
-                message names the requested, remaining and difference amounts.
-        """
-        if not isinstance(loss, PrivacyLoss):
-            raise _fail("loss", "Accountant.spend", "a PrivacyLoss", loss)
-        total = self._spent + loss
-        if self._budget is not None and not self._budget.covers(total):
-            on = f" on {loss.target!r}" if loss.target else ""
-            raise BudgetExceeded(
-                f"The {loss.mechanism} loss{on} would exceed the privacy budget of "
-                f"{self._budget}: {_exceeded_text(loss, self._budget.remaining_after(self._spent))}"
-                f"; nothing was recorded.")
-        self._losses.append(loss)
-        self._spent = total
-
-    @property
-    def spent(self) -> Budget:
-        """The exact sum of the recorded losses (basic sequential composition)."""
-        return self._spent
-
-    @property
-    def losses(self) -> tuple[PrivacyLoss, ...]:
-        """The recorded losses, in the order they were spent."""
-        return tuple(self._losses)
-
-    @property
-    def remaining(self) -> Budget | None:
-        """What is left of the budget (None without a budget)."""
-        return None if self._budget is None else self._budget.remaining_after(self._spent)
-
-    def __repr__(self) -> str:
-        return f"Accountant(budget={self._budget}, spent={self._spent}, losses={len(self._losses)})"
-

@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import pandas as pd
 
+from ..accounting import Charge, PrivacyLoss, losses_per_unit
 from ..data.records import SuperRecords
 from ..random import RandomSource
 
@@ -25,7 +26,10 @@ class AnonymizationResult:
         suppressed: number of cases withheld from the release.
         counterfeit: number of counterfeit records added.
         details: algorithm-specific facts for the manifest (what was generalized and why).
-        privacy_losses: see the field.
+        privacy_charges: what the mechanisms that ran reported to the run's accountant
+            (``medanon.accounting.Charge``; units are the positions of the cases in the input
+            super records); the release store's ledger is written from them. Empty for methods
+            without a DP mechanism.
         private_details: operator-only facts computed from the private values that no privacy
             model accounts for (e.g. how many true values fell outside a public domain). The
             publish flow keeps them in the store beside the release and never writes them into
@@ -37,10 +41,15 @@ class AnonymizationResult:
     suppressed: int = 0
     counterfeit: int = 0
     details: dict[str, object] = field(default_factory=dict)
-    #: the privacy loss (``medanon.accounting.PrivacyLoss``) each released case incurs in this
-    #: release, one entry per mechanism; empty for methods without a DP claim.
-    privacy_losses: tuple = ()
+    privacy_charges: tuple[Charge, ...] = ()
     private_details: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def privacy_losses(self) -> tuple[PrivacyLoss, ...]:
+        """What one case incurred in this release, one entry per mechanism invocation that read
+        it, from what the mechanisms that ran reported (:func:`~medanon.accounting.losses_per_unit`:
+        exact when every case was charged alike, else a bound on every case's)."""
+        return losses_per_unit(self.privacy_charges)
 
 
 class Anonymizer(ABC):
@@ -60,21 +69,27 @@ class Anonymizer(ABC):
     #: whether the method needs the case ids of the next period (HA's md-records).
     needs_next_period: ClassVar[bool] = False
 
-    def planned_losses(self, schema) -> tuple:
-        """The privacy loss (``medanon.accounting.PrivacyLoss``) each released case incurs in
-        one release of ``schema``'s data, one per mechanism; empty without a DP claim."""
+    def planned_losses(self, schema) -> tuple[PrivacyLoss, ...]:
+        """The privacy loss each case given to the method is planned to incur in one release of
+        ``schema``'s data, one per mechanism; empty without a DP mechanism.
+
+        Only the budget pre-check (``--case-budget``) reads it, before anything runs: the ledger
+        is written from what the mechanisms report (:attr:`AnonymizationResult.privacy_charges`),
+        and the publish flow raises InternalError when the two differ
+        (:func:`~medanon.accounting.check_plan`)."""
         return ()
 
     @property
     def claims_dp(self) -> bool:
-        """Whether the ε of :meth:`planned_losses` carries an ε-DP claim. False for noise
+        """Whether the ε the mechanisms report carries an ε-DP claim. False for noise
         calibrated without one (PPMS-DP's paper variant): the ledger then marks its rows as
         not DP, they never count against a per-case budget, and such a budget is refused."""
         return True
 
-    def privacy_statement(self, schema) -> dict | None:
+    def privacy_statement(self, schema, losses: Sequence[PrivacyLoss]) -> dict | None:
         """DP methods: ε per case, variant, what it does and does not guarantee (manifest
-        ``privacy_spent``); None for methods without a DP claim."""
+        ``privacy_spent``), from ``losses``, what one case incurred in the release
+        (:attr:`AnonymizationResult.privacy_losses`); None for methods without a DP claim."""
         return None
 
     @abstractmethod

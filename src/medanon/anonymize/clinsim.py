@@ -71,6 +71,7 @@ import pandas as pd
 
 from .._validation import _fail, check_int
 from ..hierarchies.icd9 import ROOT, CodeTree
+from ..accounting import Accountant, PrivacyLoss
 from ..mechanisms.block_rr import UNPROTECTED, BlockRandomizedResponse, clip_and_normalize
 from ..mechanisms.noise import NoiseSource, check_noise, to_fraction
 from ..models.single import LocalDPModel, PlainLDPModel, suppression_non_guarantees
@@ -78,6 +79,10 @@ from .dependence import DependenceGraph, LeakageBound, bound_leakage
 
 __all__ = ["ClinSimRR", "ProtectionPlan", "SensitiveRR", "Suppression", "UMaxRR", "UMaxRRExtended",
            "EXTENDING", "METHODS", "make_method", "nearest_blocks", "expected_cil"]
+
+
+#: what the mechanism reports its loss on, and the unit it protects (one reported element)
+TARGET, SCOPE = "code", "element"
 
 
 # -- blocks and expected loss ---------------------------------------------------------------
@@ -227,15 +232,28 @@ class ProtectionPlan:
         index = pd.Index(self.protected)
         return index.get_indexer(pd.Index(codes))     # -1 (= UNPROTECTED) when absent
 
-    def obfuscate(self, codes: Any, noise: NoiseSource | None = None) -> np.ndarray:
-        """Report each element independently; returns the released codes (object array)."""
+    def planned_losses(self) -> tuple[PrivacyLoss, ...]:
+        """What :meth:`obfuscate` charges each element: the mechanism's privacy map (none for
+        suppression, which claims nothing)."""
+        if self.mechanism is None:
+            return ()
+        return (self.mechanism.privacy_loss(target=TARGET, scope=SCOPE),)
+
+    def obfuscate(self, codes: Any, noise: NoiseSource | None = None, *,
+                  accountant: Accountant | None = None) -> np.ndarray:
+        """Report each element independently; returns the released codes (object array).
+
+        With an ``accountant`` (scope ``"element"``), the mechanism reports its loss for every
+        element before it draws (suppression reports nothing: no mechanism runs).
+        """
         codes = np.asarray(codes, dtype=object)
         if self.mechanism is None:
             out = codes.copy()
             out[np.isin(codes, np.asarray(self.sensitive, dtype=object))] = ROOT
             return out
         noise = check_noise(noise, owner=f"ProtectionPlan({self.method})")
-        reported = self.mechanism.randomise(self._encode(codes), noise)
+        reported = self.mechanism.randomise(self._encode(codes), noise, accountant=accountant,
+                                            target=TARGET)
         protected = np.asarray(self.protected, dtype=object)
         out = codes.copy()
         hit = reported != UNPROTECTED

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_choice, check_fraction, check_int
+from ..accounting import Accountant
 from ..data.periods import parse_period
 from ..data.records import SuperRecords
 from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
@@ -118,18 +119,19 @@ class ClusteringMethod(Anonymizer):
         return raised
 
     def before_grouping(self, data: SuperRecords, space: QidSpace, values: dict,
-                        rng: RandomSource) -> dict:
-        """Change the encoded values in place before grouping (DP methods privatize here).
+                        rng: RandomSource, accountant: Accountant) -> dict:
+        """Change the encoded values in place before grouping (DP methods privatize here; their
+        mechanisms report to ``accountant``, whose units are the cases' positions in ``data``).
 
         Returns facts for the manifest; operator-only facts go under :data:`OPERATOR_ONLY`.
         """
         return {}
 
     def build_table(self, data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
-                    suppressed_terms: set[str], rng: RandomSource
+                    suppressed_terms: set[str], rng: RandomSource, accountant: Accountant
                     ) -> tuple[pd.DataFrame, int, dict]:
         """The release table, its number of groups and facts for the manifest (operator-only
-        facts under :data:`OPERATOR_ONLY`)."""
+        facts under :data:`OPERATOR_ONLY`); mechanisms report to ``accountant``."""
         table = _release_table(data, space, values, group_of, suppressed_terms)
         return table, int(table["group"].nunique()) if len(table) else 0, {}
 
@@ -149,7 +151,8 @@ class ClusteringMethod(Anonymizer):
             new, covered = _cover_old_cases(space, values, case_ids, period, previous,
                                             hierarchies, schema, latest=self.cover == "latest",
                                             lifespan=self.lifespan, kinds=self.cover_kinds)
-        hook_details = dict(self.before_grouping(data, space, values, rng))
+        accountant = Accountant(scope="case", units=n)  # what the mechanisms that run report
+        hook_details = dict(self.before_grouping(data, space, values, rng, accountant))
         private = dict(hook_details.pop(OPERATOR_ONLY, {}))
         space = _with_ranges(space, values)
         md = self.md_flags(data, next_cases)
@@ -209,7 +212,7 @@ class ClusteringMethod(Anonymizer):
                                                     grouping, may_withhold=self.may_withhold))
         self._check_own_bounds(grouping_input, result.group_of, k_group)
         out, n_groups, table_details = self.build_table(data, space, values, result.group_of,
-                                                        suppressed_terms, rng)
+                                                        suppressed_terms, rng, accountant)
         table_details = dict(table_details)
         private.update(table_details.pop(OPERATOR_ONLY, {}))
         details = {
@@ -225,7 +228,7 @@ class ClusteringMethod(Anonymizer):
             details["withheld_reason"] = ("no group could take these cases without breaking theta"
                                           + (" or alpha" if extra else "") + "; withheld from this release")
         return AnonymizationResult(table=out, n_groups=n_groups, suppressed=len(withheld),
-                                   details=details, privacy_losses=self.planned_losses(schema),
+                                   details=details, privacy_charges=accountant.charges,
                                    private_details=private)
 
     def _check_own_bounds(self, data: GroupingInput, group_of: np.ndarray, k: int) -> None:

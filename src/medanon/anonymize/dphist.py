@@ -38,10 +38,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._validation import _fail, check_int
-from ..accounting.budget import PrivacyLoss, format_epsilon, to_exact
+from ..accounting import Accountant, PrivacyLoss, check_plan, format_epsilon, losses_per_unit, to_exact
 from ..data.tabular import TabularData
 from ..data.tabular import TableSchema
 from ..errors import InfeasibleError, SchemaError
+from ..mechanisms.discrete_laplace import DiscreteLaplaceMechanism
 from ..mechanisms.noise import NoiseSource, check_noise
 from ..models.single import DPHistogramModel
 from .lattice import Node
@@ -51,6 +52,8 @@ __all__ = ["DPHistogram", "default_histogram_node", "require_public_domain"]
 
 #: the largest number of cells (classes × informative values) materialized
 MAX_CELLS = 50_000_000
+#: what the noise is applied to, and the unit it protects
+TARGET, SCOPE = "histogram", "record"
 
 
 
@@ -93,16 +96,20 @@ class DPHistogram:
         self.epsilon = to_exact(epsilon, name="epsilon", owner="DPHistogram")
         #: the privacy model the method satisfies: it writes the guarantee texts
         self.model = DPHistogramModel(epsilon=self.epsilon)
+        #: the cells' noise: a record lies in one cell, so a count moves by at most 1
+        self.mechanism = DiscreteLaplaceMechanism(epsilon=self.epsilon, sensitivity=1)
         self.node = None if node is None else tuple(
             check_int(level, name="node", owner="DPHistogram", minimum=0) for level in node)
 
-    def privacy_losses(self) -> tuple[PrivacyLoss, ...]:
-        return (PrivacyLoss(epsilon=1 / self.scale, mechanism="discrete laplace (cell counts)",
-                            target="histogram", scope="record"),)
+    def planned_losses(self) -> tuple[PrivacyLoss, ...]:
+        """ε per record: the cells' mechanism's privacy map (``anonymize`` raises InternalError
+        if what it reports differs)."""
+        return (self.mechanism.privacy_loss(target=TARGET, scope=SCOPE),)
 
     @property
     def scale(self) -> Fraction:
-        return 1 / self.epsilon
+        """The cells' noise scale 1/ε."""
+        return self.mechanism.scale
 
     def parameters(self) -> dict[str, Any]:
         return {"epsilon": format_epsilon(self.epsilon),
@@ -145,7 +152,11 @@ class DPHistogram:
             ec = ec * sizes[j] + h.up(0, level)[data.codes[:, j]]
         cell = ec * m + data.informative
         true = np.bincount(cell, minlength=n_classes * m)
-        noisy = np.maximum(true + noise.discrete_laplace_array(self.scale, n_classes * m), 0)
+        # every cell at once: each record is in one cell (parallel composition)
+        accountant = Accountant(scope=SCOPE)
+        noisy = np.maximum(self.mechanism.randomise(true, noise, accountant=accountant,
+                                                    target=TARGET), 0)
+        check_plan(self.planned_losses(), accountant.charges, owner="DPHistogram")
         real_rows = np.minimum(true, noisy)   # rows of a cell standing for real records
         out_cells = np.flatnonzero(noisy)
         classes, class_of_cell = np.unique(out_cells // m, return_inverse=True)
@@ -163,7 +174,7 @@ class DPHistogram:
             method=self.name, node=node, node_labels=node_level_names(data, node), table=table,
             is_counterfeit=fake, loss=release.loss(), records=len(data), suppressed=0,
             counterfeit=int(fake.sum()), classes=len(classes), parameters=self.parameters(),
-            privacy_losses=self.privacy_losses(), privacy_model=self.model,
+            privacy_losses=losses_per_unit(accountant.charges), privacy_model=self.model,
             details={"cells": n_classes * m,
                      "records_lost": int((true - real_rows).sum())})
 

@@ -21,7 +21,10 @@ What is implemented (Algorithms 1 and 2, spec §3.8):
 6. choosing the node (Eq. 12, Thm 8): exponential mechanism with ``u = 3 − IL``, ``Δu = 3``.
 
 Budget: ε is split over the four steps, by default 0.1/0.3/0.3/0.3 (the paper's values at ε = 1),
-and the split always sums to ε exactly (Thm 9's sequential composition).
+and the split always sums to ε exactly (Thm 9's sequential composition). Each step has its
+mechanism object (:attr:`IPA.mechanisms`); each reports its loss once per run to the run's
+accountant, and the result's ``privacy_losses`` are those reports (checked against
+:meth:`IPA.planned_losses`).
 
 Deviations from the paper and from the authors' code (spec §3.10), and why:
 
@@ -69,10 +72,10 @@ from typing import Any, Callable
 import numpy as np
 
 from .._validation import _fail, check_int
-from ..accounting.budget import PrivacyLoss, format_epsilon, to_exact
+from ..accounting import Accountant, PrivacyLoss, check_plan, format_epsilon, losses_per_unit, to_exact
 from ..data.tabular import TabularData
 from ..errors import InternalError
-from ..mechanisms import ExponentialMechanism
+from ..mechanisms import DiscreteLaplaceMechanism, ExponentialMechanism, Mechanism
 from ..models.single import IPAModel
 from ..mechanisms.noise import NoisePool, NoiseSource, check_noise
 from .lattice import GroupTable, Lattice, Node, RollUp, group_sum, node_ncp, record_classes
@@ -84,6 +87,10 @@ STEPS = ("suppression", "insertion", "value", "candidates")
 DEFAULT_BUDGET_SPLIT = (Fraction(1, 10), Fraction(3, 10), Fraction(3, 10), Fraction(3, 10))
 #: ΔIL: NCP, EMD and Rate each lie in [0, 1]
 IL_SENSITIVITY = 3
+#: ΔS of the counterfeit values' score (Eq. 3)
+VALUE_SENSITIVITY = 1
+#: the unit every step protects
+SCOPE = "record"
 
 
 
@@ -148,24 +155,41 @@ class IPA:
         self.model = IPAModel(epsilon=self.epsilon,
                               steps={s: self.epsilon * p for s, p in zip(STEPS, self.budget_split)})
         eps = {step: self.epsilon * share for step, share in zip(STEPS, self.budget_split)}
-        # noise scales (sensitivity / ε) as the paper sets them
-        self.suppression_scale = Fraction(self.threshold - 1) / eps["suppression"]
-        self.insertion_scale = 1 / eps["insertion"]
-        self.value_epsilon = eps["value"]
-        self.selector = ExponentialMechanism(epsilon=eps["candidates"], sensitivity=IL_SENSITIVITY)
+        #: the mechanism of each step (in :data:`STEPS` order), with the sensitivities the paper
+        #: sets: the noisy threshold (Δ = t − 1), the counterfeit counts (Δ = 1), the counterfeit
+        #: values (ΔS = 1) and the node choice (Δu = 3). Their privacy maps are the plan
+        #: (:meth:`planned_losses`); what they report while running is the result's
+        #: ``privacy_losses``.
+        self.mechanisms: dict[str, Mechanism] = {
+            "suppression": DiscreteLaplaceMechanism(epsilon=eps["suppression"],
+                                                    sensitivity=self.threshold - 1),
+            "insertion": DiscreteLaplaceMechanism(epsilon=eps["insertion"], sensitivity=1),
+            "value": ExponentialMechanism(epsilon=eps["value"], sensitivity=VALUE_SENSITIVITY),
+            "candidates": ExponentialMechanism(epsilon=eps["candidates"],
+                                               sensitivity=IL_SENSITIVITY),
+        }
+        self.selector = self.mechanisms["candidates"]
 
-    def privacy_losses(self) -> tuple[PrivacyLoss, ...]:
-        """The ε each step spends, derived from the noise it uses (sensitivity / scale)."""
-        return (
-            PrivacyLoss(epsilon=(self.threshold - 1) / self.suppression_scale, scope="record",
-                        mechanism="discrete laplace (noisy threshold)", target="suppression"),
-            PrivacyLoss(epsilon=1 / self.insertion_scale, scope="record",
-                        mechanism="discrete laplace (counterfeit count)", target="insertion"),
-            PrivacyLoss(epsilon=self.value_epsilon, scope="record",
-                        mechanism="exponential (counterfeit value, Eq. 4)", target="value"),
-            PrivacyLoss(epsilon=self.selector.epsilon, scope="record",
-                        mechanism="exponential (node choice, Eq. 12)", target="candidates"),
-        )
+    @property
+    def suppression_scale(self) -> Fraction:
+        """The noisy threshold's scale (t − 1)/ε_suppression."""
+        return self.mechanisms["suppression"].scale
+
+    @property
+    def insertion_scale(self) -> Fraction:
+        """The counterfeit counts' scale 1/ε_insertion."""
+        return self.mechanisms["insertion"].scale
+
+    @property
+    def value_epsilon(self) -> Fraction:
+        """ε of the counterfeit values' exponential mechanism (Eq. 4)."""
+        return self.mechanisms["value"].epsilon
+
+    def planned_losses(self) -> tuple[PrivacyLoss, ...]:
+        """The ε each step will spend per record: its mechanism's privacy map. ``anonymize``
+        raises InternalError if what the mechanisms report differs."""
+        return tuple(mech.privacy_loss(target=step, scope=SCOPE)
+                     for step, mech in self.mechanisms.items())
 
     def parameters(self) -> dict[str, Any]:
         return {"epsilon": format_epsilon(self.epsilon), "threshold": self.threshold,
@@ -186,16 +210,23 @@ class IPA:
         lattice = Lattice(data.top_node)
         rollup = RollUp(data, with_informative=True)
         candidates: list[_Candidate] = []
-        pools = self._pools(noise)
+        # Each step charges once per run: its draws of one node go to disjoint classes (parallel
+        # composition), and only the chosen node's are released (the paper's Thm 8 argument).
+        accountant = Accountant(scope=SCOPE)
+        pools = self._pools(noise, accountant)
+        # the counterfeit values are drawn in _counterfeit_values from this mechanism's ε and ΔS
+        self.mechanisms["value"].report(accountant, target="value")
         for done, node in enumerate(lattice.nodes, start=1):
             candidates.append(self._perturb(data, rollup.table(node), noise, pools))
             if progress is not None:
                 progress(done, len(lattice))
         utilities = np.array([IL_SENSITIVITY - c.loss.total for c in candidates])
-        chosen = candidates[self.selector.select(utilities, noise)]
+        chosen = candidates[self.selector.select(utilities, noise, accountant=accountant,
+                                                 target="candidates")]
         release = self._release(data, chosen)
         table, fake_mask = release.frame(noise)
-        losses = self.privacy_losses()
+        check_plan(self.planned_losses(), accountant.charges, owner="IPA")
+        losses = losses_per_unit(accountant.charges)
         probability = float(self.selector.probabilities(utilities)[candidates.index(chosen)])
         return TabularResult(
             method=self.name, node=chosen.node, node_labels=node_level_names(data, chosen.node),
@@ -213,10 +244,14 @@ class IPA:
 
     # -- Algorithm 1 ------------------------------------------------------------------------
 
-    def _pools(self, noise: NoiseSource) -> tuple[NoisePool, NoisePool]:
-        """Threshold and count noise, drawn in batches (the same exact distributions)."""
-        return (NoisePool(lambda k: noise.discrete_laplace_array(self.suppression_scale, k)),
-                NoisePool(lambda k: noise.discrete_laplace_array(self.insertion_scale, k)))
+    def _pools(self, noise: NoiseSource,
+               accountant: Accountant | None = None) -> tuple[NoisePool, NoisePool]:
+        """Threshold and count noise of the steps' mechanisms, drawn in batches (the same exact
+        distributions); each mechanism reports its loss to ``accountant`` once."""
+        return (self.mechanisms["suppression"].pool(noise, accountant=accountant,
+                                                    target="suppression"),
+                self.mechanisms["insertion"].pool(noise, accountant=accountant,
+                                                  target="insertion"))
 
     def _perturb(self, data: TabularData, table: GroupTable, noise: NoiseSource,
                  pools: tuple[NoisePool, NoisePool] | None = None) -> _Candidate:
@@ -255,7 +290,7 @@ class IPA:
         active = np.flatnonzero(fakes > 0)
         if not active.size:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        a = float(self.value_epsilon) / 2.0  # ε/(2ΔS) with ΔS = 1
+        a = float(self.value_epsilon) / (2.0 * VALUE_SENSITIVITY)  # ε/(2ΔS)
         seen = np.bincount(e_class, minlength=len(n_real))
         segment_of_class = np.full(len(n_real), -1, dtype=np.int64)
         segment_of_class[active] = np.arange(len(active))

@@ -23,7 +23,8 @@ Two variants (``variant=``), and what their ε means — read this before publis
     printed formula sums over dom) and Δq = max − min of IL_c over dom × ψ as defined in the
     text. **Not ε-DP end to end:** the noise scale, ψ and Δq depend on the data (a group whose
     records share a weight gets no noise at all), and the grouping sees the raw values. ε is a
-    noise-scale knob; the ledger records the nominal ε.
+    noise-scale knob; the ledger records the nominal ε of each draw a case received (a group
+    whose categorical values coincide publishes them without a draw, a withheld case gets none).
 
 ``strict`` (beyond the paper; the default)
     Every perturbed QID is privatized per case **before** grouping, from that case's own value
@@ -38,6 +39,11 @@ Two variants (``variant=``), and what their ε means — read this before publis
     says nothing about attributes published in the clear (sensitive terms, drugs) or about
     categorical QIDs that PPMS-DP_num only generalizes. Each release spends ε_case again for
     every case it holds; the store's ledger sums that per case across releases.
+
+Accounting: every mechanism reports its loss to the run's accountant (units: the cases' positions
+in the super records) before it draws; the ledger and ``privacy_spent`` are written from those
+reports, and :meth:`planned_losses` is only the budget pre-check (``release.publish`` raises
+InternalError when the two differ).
 
 ε is given **per perturbed attribute**, as in 000 (which applies the same ε to each).
 
@@ -82,7 +88,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_choice
-from ..accounting import PrivacyLoss, format_epsilon, to_exact
+from ..accounting import Accountant, PrivacyLoss, format_epsilon, to_exact
 from ..data.records import SuperRecords
 from ..errors import InfeasibleError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
@@ -304,7 +310,7 @@ class _PPMSDP(ClusteringMethod):
                 for t, v in raised.items()}
 
     def before_grouping(self, data: SuperRecords, space: QidSpace, values: dict,
-                        rng: RandomSource) -> dict:
+                        rng: RandomSource, accountant: Accountant) -> dict:
         perturbed = self._qids_perturbed(data.schema)
         noise = NoiseSource.from_random(rng)
         details: dict[str, object] = {"dp_variant": self.variant, "noise_source": noise.describe(),
@@ -330,7 +336,9 @@ class _PPMSDP(ClusteringMethod):
                 x = np.clip(x, lo, hi)
                 clipped[qid.name] = int((values["lo"][j][~missing] != x[~missing]).sum())
                 mech = LaplaceMechanism(epsilon=self.epsilon, sensitivity=hi - lo)
-                y = np.clip(mech.randomise(x, noise), lo, hi) if n else x
+                # one value per case, every case: each is charged epsilon once
+                y = np.clip(mech.randomise(x, noise, accountant=accountant, target=qid.name),
+                            lo, hi) if n else x
                 values["lo"][j][:] = y
                 values["hi"][j][:] = y
             elif self.perturb_categorical:
@@ -338,7 +346,9 @@ class _PPMSDP(ClusteringMethod):
                 mech = ExponentialMechanism(epsilon=self.epsilon, sensitivity=1.0)
                 utility = -full_tree_il(tax)
                 codes = values["cat"][j]
-                codes[:] = [mech.select(utility[u], noise) for u in codes.tolist()]
+                codes[:] = [mech.select(utility[u], noise, accountant=accountant, target=qid.name,
+                                        units=case)
+                            for case, u in enumerate(codes.tolist())]
         # How many true values fell outside the public domain is a deterministic function of
         # the private values (one case's weight flips it) that no mechanism accounts for:
         # operator-only, kept in the store.
@@ -348,7 +358,8 @@ class _PPMSDP(ClusteringMethod):
         return details
 
     def build_table(self, data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
-                    suppressed_terms: set[str], rng: RandomSource) -> tuple[pd.DataFrame, int, dict]:
+                    suppressed_terms: set[str], rng: RandomSource,
+                    accountant: Accountant) -> tuple[pd.DataFrame, int, dict]:
         schema = data.schema
         placed = np.flatnonzero(group_of >= 0)
         codes = {j: values["cat"][j][placed] for j, a in enumerate(space.attributes)
@@ -367,7 +378,8 @@ class _PPMSDP(ClusteringMethod):
                     for g, rows in _groups_and_rows(merged):
                         sens = float(x[rows].max() - x[rows].min())
                         mech = LaplaceMechanism(epsilon=self.epsilon, sensitivity=sens)
-                        out[rows] = mech.randomise(x[rows], noise)
+                        out[rows] = mech.randomise(x[rows], noise, accountant=accountant,
+                                                   target=qid.name, units=placed[rows])
                         smallest_scale = (mech.scale if smallest_scale is None
                                           else min(smallest_scale, mech.scale))
                         if mech.scale < EXACT_SCALE:
@@ -379,7 +391,8 @@ class _PPMSDP(ClusteringMethod):
                 table[qid.name] = a.taxonomy.decode(group_lub(a.taxonomy, codes[j], merged))
             elif noise is not None:  # PPMS-DP_all, paper: one exponential draw per group
                 table[qid.name] = _exponential_per_group(a.taxonomy, codes[j], merged,
-                                                         self.epsilon, noise)
+                                                         self.epsilon, noise, accountant=accountant,
+                                                         target=qid.name, cases=placed)
             else:  # PPMS-DP_all, strict: the per-case privatized values
                 table[qid.name] = a.taxonomy.decode(codes[j])
         add_published_columns(table, data, placed, suppressed_terms)
@@ -400,13 +413,22 @@ class _PPMSDP(ClusteringMethod):
         return table, n_groups, details
 
     def planned_losses(self, schema) -> tuple[PrivacyLoss, ...]:
-        return tuple(PrivacyLoss(epsilon=self.epsilon,
-                                 mechanism="laplace" if kind == "numeric" else "exponential",
-                                 target=name, scope="case")
+        """ε per perturbed QID and case, by the mechanism that perturbs it (the budget
+        pre-check; the ledger is written from what the mechanisms report). The strict variant
+        charges every case exactly this (``release.publish`` checks it); the paper variant
+        charges a case only where a group's mechanism drew noise for it, never more."""
+        return tuple(PrivacyLoss(epsilon=self.epsilon, target=name, scope="case",
+                                 mechanism=(LaplaceMechanism.name if kind == "numeric"
+                                            else ExponentialMechanism.name))
                      for name, kind in self._qids_perturbed(schema))
 
-    def privacy_statement(self, schema) -> dict:
-        losses = self.planned_losses(schema)
+    def privacy_statement(self, schema, losses: Sequence[PrivacyLoss]) -> dict:
+        """The manifest's ``privacy_spent``. Strict: from ``losses``, what each case incurred
+        (the mechanisms' reports). Paper: the nominal ε per perturbed QID (a noise-scale
+        parameter, not a spend: a group published exact drew no noise and a withheld case
+        none at all; the ledger rows, marked not DP, say what ran)."""
+        if self.variant == "paper":
+            losses = self.planned_losses(schema)
         per_case = sum((loss.epsilon for loss in losses), Fraction(0))
         statement = {
             "variant": self.variant,
@@ -472,8 +494,13 @@ def _merge_by_lub(space: QidSpace, codes: Mapping[int, np.ndarray],
 
 
 def _exponential_per_group(taxonomy: Taxonomy, codes: np.ndarray, groups: np.ndarray,
-                           epsilon: Fraction, noise: NoiseSource) -> list[str]:
-    """000's ExponentialPerturbation: one draw over ψ per group, for all its records."""
+                           epsilon: Fraction, noise: NoiseSource, *, accountant: Accountant,
+                           target: str, cases: np.ndarray) -> list[str]:
+    """000's ExponentialPerturbation: one draw over ψ per group, for all its records.
+
+    Each draw reports to ``accountant`` for the group's ``cases``. A group whose ψ holds one
+    candidate publishes it without a draw (and without a charge): its value is exact.
+    """
     out = np.empty(len(codes), dtype=np.int64)
     cache: dict[tuple[int, ...], PerturbationCandidates] = {}
     for rows in _rows_by_group(groups):
@@ -485,5 +512,6 @@ def _exponential_per_group(taxonomy: Taxonomy, codes: np.ndarray, groups: np.nda
             out[rows] = pc.candidates[0]
             continue
         mech = ExponentialMechanism(epsilon=epsilon, sensitivity=pc.delta_q)
-        out[rows] = pc.candidates[mech.select(-pc.quality, noise)]
+        out[rows] = pc.candidates[mech.select(-pc.quality, noise, accountant=accountant,
+                                              target=target, units=cases[rows])]
     return taxonomy.decode(out)

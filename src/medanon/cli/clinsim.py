@@ -33,7 +33,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..anonymize.clinsim import EXTENDING, METHODS, ProtectionPlan, UMaxRR, UMaxRRExtended, make_method
+from ..accounting import Accountant, PrivacyLoss, check_plan, losses_per_unit
+from ..anonymize.clinsim import (EXTENDING, METHODS, SCOPE, ProtectionPlan, UMaxRR, UMaxRRExtended,
+                                 make_method)
 from ..anonymize.dependence import DependenceGraph
 from ..attacks.inference import inference_attack
 from ..data.ehr import EhrData, load_ehr_csv, load_mimic
@@ -77,6 +79,8 @@ class ClinSimRun:
     placed: dict[str, Any] = field(default_factory=dict)
     comparison: dict[str, dict[str, Any]] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)
+    #: what the mechanism reported per released element (empty for suppression)
+    privacy_losses: tuple[PrivacyLoss, ...] = ()
 
     def summary(self) -> dict[str, Any]:
         plan = self.plan
@@ -195,7 +199,9 @@ def run_clinsim(data: EhrData, *, method: str, sensitive: Sequence[str] | str = 
     mapping = place_codes(tree, source_codes, prefer=plan.sensitive)
     original = placed_codes(source_codes, mapping)
     mark = time.perf_counter()
-    released_codes = plan.obfuscate(original, noise)
+    accountant = Accountant(scope=SCOPE)  # what the mechanism reports, per released element
+    released_codes = plan.obfuscate(original, noise, accountant=accountant)
+    check_plan(plan.planned_losses(), accountant.charges, owner=f"{method} release")
     seconds["obfuscate"] = time.perf_counter() - mark
     step("obfuscate")
     released = events.assign(code=released_codes)
@@ -219,7 +225,8 @@ def run_clinsim(data: EhrData, *, method: str, sensitive: Sequence[str] | str = 
               "auxiliary_elements_dropped": int((~holdable).sum())}
     return ClinSimRun(plan, graph, tree, auxiliary, evaluation, released, metrics, seconds, placed,
                       comparison, {"aux_fraction": aux_fraction, "delta_t_days": delta_t_days,
-                                   "max_path_length": max_path_length})
+                                   "max_path_length": max_path_length},
+                      losses_per_unit(accountant.charges))
 
 
 def placed_codes(codes: np.ndarray, mapping: dict[str, str]) -> np.ndarray:
@@ -295,7 +302,8 @@ def build_release(run: ClinSimRun, *, identifiers: Pseudonyms, seed: int | None,
              "max_path_length": run.settings.get("max_path_length"), "nodes": len(run.graph.codes),
              "learned_on": "the auxiliary split"}
     reliable = run.evaluation.dates_reliable if dates_reliable is None else dates_reliable
-    manifest = ehr_manifest(run.plan, released=run.released, code_level=run.tree.level,
+    manifest = ehr_manifest(run.plan, privacy_losses=run.privacy_losses,
+                            released=run.released, code_level=run.tree.level,
                             tree_leaves=run.tree.n_leaves, dates_reliable=reliable, split=split,
                             graph=graph, randomness=randomness, seed=seed, identifiers=identifiers)
     return identifiers.table(run.released), manifest

@@ -44,7 +44,9 @@ from typing import Any
 import numpy as np
 
 from .._validation import _fail
-from .noise import NoiseSource, check_noise, to_fraction
+from ..accounting.accountant import Accountant
+from .base import Mechanism
+from .noise import NoiseSource, check_noise
 
 __all__ = ["BlockRandomizedResponse", "UNPROTECTED"]
 
@@ -52,7 +54,7 @@ _OWNER = "BlockRandomizedResponse"
 UNPROTECTED = -1  # index of "an element outside Y_P" (an input kept as it is, or an unprotected input)
 
 
-class BlockRandomizedResponse:
+class BlockRandomizedResponse(Mechanism):
     """Eqs. 6–7 of 003 over protected elements ``0..m-1`` with blocks of size b.
 
     Args:
@@ -67,8 +69,12 @@ class BlockRandomizedResponse:
             own element.
     """
 
+    name = "block-randomized-response"
+    sampler = ("in or out of the block: a 53-bit uniform against the probability (double); the "
+               "element within: exactly uniform")
+
     def __init__(self, *, epsilon: Any, blocks: Any, randomize_unprotected: bool = True) -> None:
-        self._epsilon = to_fraction(epsilon, name="epsilon", owner=_OWNER)
+        super().__init__(epsilon=epsilon)
         blocks = np.asarray(blocks)
         if blocks.ndim != 2 or blocks.shape[0] < 1 or blocks.shape[1] < 1 \
                 or not np.issubdtype(blocks.dtype, np.integer):
@@ -100,13 +106,6 @@ class BlockRandomizedResponse:
 
     # -- description --------------------------------------------------------------------------
 
-    name = "block_randomized_response"
-
-    @property
-    def epsilon(self):
-        """ε per reported element (an exact Fraction)."""
-        return self._epsilon
-
     @property
     def m(self) -> int:
         """|Y_P|, the number of protected elements."""
@@ -130,9 +129,12 @@ class BlockRandomizedResponse:
         """Probability that an unprotected input is replaced by a protected element."""
         return self._p_s
 
-    def describe(self) -> dict[str, Any]:
-        return {"mechanism": self.name, "epsilon": str(self._epsilon), "protected": self._m,
-                "block_size": self._b, "p_T": self._p_t, "p_S": self._p_s,
+    def _parameters(self) -> dict[str, object]:
+        return {"protected": self._m, "block_size": self._b, "p_T": self._p_t, "p_S": self._p_s,
+                "randomize_unprotected": self._randomize_unprotected}
+
+    def _repr_fields(self) -> dict[str, object]:
+        return {"protected": self._m, "block_size": self._b,
                 "randomize_unprotected": self._randomize_unprotected}
 
     # -- probabilities ------------------------------------------------------------------------
@@ -156,16 +158,25 @@ class BlockRandomizedResponse:
 
     # -- sampling -----------------------------------------------------------------------------
 
-    def randomise(self, inputs: Any, noise: NoiseSource | None = None) -> np.ndarray:
+    def randomise(self, inputs: Any, noise: NoiseSource | None = None, *,
+                  accountant: Accountant | None = None, target: str = "",
+                  units: Any = None) -> np.ndarray:
         """Report each input: protected indices 0..m-1 or UNPROTECTED (-1) for an element outside Y_P.
 
         Returns an int64 array of the same length: a protected index, or UNPROTECTED where an
-        unprotected input is kept as it is.
+        unprotected input is kept as it is. With an ``accountant``, the loss on ``target`` is
+        reported for ``units`` (one per input; None: every unit) before any noise is drawn
+        (:meth:`Mechanism.report`): every input is reported, protected or not.
+
+        Raises:
+            ValidationError: for an index outside -1..m-1.
+            BudgetExceeded: the accountant's budget refuses the loss (nothing is drawn).
         """
         noise = check_noise(noise, owner=_OWNER)
         x = np.asarray(inputs, dtype=np.int64).ravel()
         if x.size and (x.min() < UNPROTECTED or x.max() >= self._m):
             raise _fail("inputs", _OWNER, f"indices in -1..{self._m - 1}", "out-of-range indices")
+        self.report(accountant, target=target, units=units, inputs=x.size)
         out = np.full(x.size, UNPROTECTED, dtype=np.int64)
         protected = np.flatnonzero(x >= 0)
         if protected.size:

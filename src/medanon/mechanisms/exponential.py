@@ -24,21 +24,22 @@ claim a proof that the implemented distribution satisfies exactly e^ε ratios.
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from .._validation import _fail
+from ..accounting.accountant import Accountant
 from ..errors import ValidationError
-from .noise import NoiseSource, check_noise, to_fraction
+from .base import Mechanism
+from .noise import NoiseSource, check_noise
 
 __all__ = ["ExponentialMechanism"]
 
 _OWNER = "ExponentialMechanism"
 
 
-class ExponentialMechanism:
+class ExponentialMechanism(Mechanism):
     """Select a candidate with probability ∝ exp(ε·u/(2Δ)) (exp(ε·u/Δ) when monotonic).
 
     Args:
@@ -50,9 +51,11 @@ class ExponentialMechanism:
         ValidationError: for a non-positive ε or Δ, or a non-bool ``monotonic``.
     """
 
+    name = "exponential"
+    sampler = "Gumbel-max on log-weights in double precision"
+
     def __init__(self, *, epsilon: Any, sensitivity: Any, monotonic: bool = False) -> None:
-        self._epsilon = to_fraction(epsilon, name="epsilon", owner=_OWNER)
-        self._sensitivity = to_fraction(sensitivity, name="sensitivity", owner=_OWNER)
+        super().__init__(epsilon=epsilon, sensitivity=sensitivity)
         if not isinstance(monotonic, (bool, np.bool_)):
             raise _fail("monotonic", _OWNER, "a bool", monotonic)
         self._monotonic = bool(monotonic)
@@ -64,37 +67,15 @@ class ExponentialMechanism:
                                   f"double; got {self._epsilon}/{self._sensitivity}.") from None
 
     @property
-    def name(self) -> str:
-        """``"exponential"``."""
-        return "exponential"
-
-    @property
-    def epsilon(self) -> Fraction:
-        """The exact ε guaranteed per selection (pure ε-DP, δ = 0; see the float caveat)."""
-        return self._epsilon
-
-    @property
-    def sensitivity(self) -> Fraction:
-        """Δ, the utility sensitivity."""
-        return self._sensitivity
-
-    @property
     def monotonic(self) -> bool:
         """Whether the utilities are declared monotonic (weights exp(ε·u/Δ))."""
         return self._monotonic
 
-    def describe(self) -> dict[str, object]:
-        """A JSON-able description for manifests."""
-        return {"name": self.name, "epsilon": str(self._epsilon),
-                "epsilon_float": float(self._epsilon),
-                "sensitivity": str(self._sensitivity),
-                "sensitivity_float": float(self._sensitivity),
-                "monotonic": self._monotonic,
-                "sampler": "Gumbel-max on log-weights in double precision"}
+    def _parameters(self) -> dict[str, object]:
+        return {"monotonic": self._monotonic}
 
-    def __repr__(self) -> str:
-        return (f"ExponentialMechanism(epsilon={self._epsilon}, "
-                f"sensitivity={self._sensitivity}, monotonic={self._monotonic})")
+    def _repr_fields(self) -> dict[str, object]:
+        return {"monotonic": self._monotonic}
 
     def log_weights(self, utilities: Any) -> np.ndarray:
         """ε·(u - max u)/(2Δ) (or ε·(u - max u)/Δ): the log-weights shifted so the largest is 0.
@@ -111,10 +92,21 @@ class ExponentialMechanism:
         weights = np.exp(self.log_weights(utilities))
         return weights / weights.sum()
 
-    def select(self, utilities: Any, noise: NoiseSource | None = None) -> int:
-        """The index of the selected candidate (Gumbel-max). ``noise`` defaults to secure."""
+    def select(self, utilities: Any, noise: NoiseSource | None = None, *,
+               accountant: Accountant | None = None, target: str = "", units: Any = None) -> int:
+        """The index of the selected candidate (Gumbel-max). ``noise`` defaults to secure.
+
+        With an ``accountant``, the loss on ``target`` is reported for ``units`` (the units whose
+        data the utilities depend on; None: every unit) before the Gumbel noise is drawn
+        (:meth:`Mechanism.report`).
+
+        Raises:
+            ValidationError: for utilities that are not a non-empty 1-D array of finite numbers.
+            BudgetExceeded: the accountant's budget refuses the loss (nothing is drawn).
+        """
         noise = check_noise(noise, owner=f"{_OWNER}.select")
         scores = self.log_weights(utilities)
+        self.report(accountant, target=target, units=units)
         return int(np.argmax(scores + noise.gumbel(scores.size)))
 
 

@@ -39,7 +39,9 @@ from typing import Any
 import numpy as np
 
 from .._validation import _fail
+from ..accounting.accountant import Accountant
 from ..errors import ValidationError
+from .base import Mechanism
 from .noise import NoiseSource, check_noise, to_fraction
 
 __all__ = ["LaplaceMechanism"]
@@ -73,7 +75,7 @@ def _grid_to_float(n: int, exponent: int) -> float:
         return math.copysign(math.inf, n)
 
 
-class LaplaceMechanism:
+class LaplaceMechanism(Mechanism):
     """Floating-point-safe Laplace noise for real values (exactly ε-DP, see the module doc).
 
     Args:
@@ -88,10 +90,13 @@ class LaplaceMechanism:
             is not a power of two in [2^-1074, 2^1023].
     """
 
+    name = "laplace"
+    sampler = ("round to the granularity grid, add exact discrete Laplace noise "
+               "(Canonne-Kamath-Steinke 2020, integer arithmetic)")
+    zero_sensitivity = True
+
     def __init__(self, *, epsilon: Any, sensitivity: Any, granularity: Any = None) -> None:
-        self._epsilon = to_fraction(epsilon, name="epsilon", owner=_OWNER)
-        self._sensitivity = to_fraction(sensitivity, name="sensitivity", owner=_OWNER,
-                                        positive=False)
+        super().__init__(epsilon=epsilon, sensitivity=sensitivity)
         bound = self._sensitivity
         if isinstance(sensitivity, (float, np.floating)):
             bound = max(bound, Fraction(float(sensitivity)))
@@ -111,21 +116,6 @@ class LaplaceMechanism:
         self._scale_grid = Fraction(self._steps) / self._epsilon
 
     @property
-    def name(self) -> str:
-        """``"laplace"``."""
-        return "laplace"
-
-    @property
-    def epsilon(self) -> Fraction:
-        """The exact ε guaranteed per invocation on one input (pure ε-DP, δ = 0)."""
-        return self._epsilon
-
-    @property
-    def sensitivity(self) -> Fraction:
-        """Δ as given (decimal reading of floats)."""
-        return self._sensitivity
-
-    @property
     def granularity(self) -> Fraction:
         """The grid γ = 2^g that inputs are rounded to and outputs lie on."""
         return self._granularity
@@ -140,31 +130,28 @@ class LaplaceMechanism:
         """The noise scale in value units, γ·D/ε <= (Δ + γ)/ε (a double, for reporting)."""
         return float(self._scale_grid * self._granularity)
 
-    def describe(self) -> dict[str, object]:
-        """A JSON-able description for manifests."""
-        return {"name": self.name, "epsilon": str(self._epsilon),
-                "epsilon_float": float(self._epsilon),
-                "sensitivity": str(self._sensitivity),
-                "sensitivity_float": float(self._sensitivity),
-                "granularity": str(self._granularity),
+    def _parameters(self) -> dict[str, object]:
+        return {"granularity": str(self._granularity),
                 "granularity_float": float(self._granularity),
-                "scale": self.scale, "scale_grid": str(self._scale_grid),
-                "sampler": "round to the granularity grid, add exact discrete Laplace noise "
-                           "(Canonne-Kamath-Steinke 2020, integer arithmetic)"}
+                "scale": self.scale, "scale_grid": str(self._scale_grid)}
 
-    def __repr__(self) -> str:
-        return (f"LaplaceMechanism(epsilon={self._epsilon}, sensitivity={self._sensitivity}, "
-                f"granularity={self._granularity})")
+    def _repr_fields(self) -> dict[str, object]:
+        return {"granularity": self._granularity}
 
-    def randomise(self, values: Any, noise: NoiseSource | None = None) -> np.ndarray:
+    def randomise(self, values: Any, noise: NoiseSource | None = None, *,
+                  accountant: Accountant | None = None, target: str = "",
+                  units: Any = None) -> np.ndarray:
         """Return ``values`` (any shape of finite reals) plus noise, as a float64 array.
 
-        Each value gets independent noise: one invocation (ε) per value. Every output is a
-        multiple of :attr:`granularity`. ``noise`` defaults to a fresh secure
-        :class:`NoiseSource`.
+        Each value gets independent noise: one invocation (ε) per value, each value being one
+        unit's input. Every output is a multiple of :attr:`granularity`. ``noise`` defaults to a
+        fresh secure :class:`NoiseSource`. With an ``accountant``, the loss on ``target`` is
+        reported for ``units`` (the units the values belong to, in any order; None: every unit)
+        before any noise is drawn (:meth:`Mechanism.report`).
 
         Raises:
             ValidationError: when a value is not a finite real number.
+            BudgetExceeded: the accountant's budget refuses the loss (nothing is drawn).
         """
         noise = check_noise(noise, owner=f"{_OWNER}.randomise")
         try:
@@ -175,6 +162,7 @@ class LaplaceMechanism:
         if not np.all(np.isfinite(x)):
             raise ValidationError(f"{_OWNER}.randomise needs finite real values; "
                                   f"got NaN or an infinity.")
+        self.report(accountant, target=target, units=units, inputs=x.size)
         g = self._exponent
         with np.errstate(over="ignore"):
             grid = np.rint(np.ldexp(x, -g)).ravel().tolist()

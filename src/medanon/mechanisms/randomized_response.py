@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Hashable, Sequence
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from .._validation import _fail
+from ..accounting.accountant import Accountant
 from ..errors import ValidationError
-from .noise import NoiseSource, check_noise, to_fraction
+from .base import Mechanism
+from .noise import NoiseSource, check_noise
 
 __all__ = ["RandomizedResponse"]
 
@@ -36,7 +37,7 @@ _OWNER = "RandomizedResponse"
 _MIN_SWITCH = 2.0 ** -30  # smallest allowed probability of reporting another category
 
 
-class RandomizedResponse:
+class RandomizedResponse(Mechanism):
     """k-ary randomized response over a fixed list of categories (ε-local DP).
 
     Args:
@@ -48,8 +49,11 @@ class RandomizedResponse:
             categories, or duplicates.
     """
 
+    name = "randomized-response"
+    sampler = "keep if a 53-bit uniform < p (double), else an exactly uniform other category"
+
     def __init__(self, *, epsilon: Any, categories: Sequence[Hashable]) -> None:
-        self._epsilon = to_fraction(epsilon, name="epsilon", owner=_OWNER)
+        super().__init__(epsilon=epsilon)
         if isinstance(categories, (str, bytes)) or not isinstance(categories, (Sequence,
                                                                              np.ndarray)):
             raise _fail("categories", _OWNER, "a sequence of at least 2 distinct categories",
@@ -79,16 +83,6 @@ class RandomizedResponse:
         self._array = array if array.tolist() == cats else np.array(cats, dtype=object)
 
     @property
-    def name(self) -> str:
-        """``"randomized-response"``."""
-        return "randomized-response"
-
-    @property
-    def epsilon(self) -> Fraction:
-        """The exact ε guaranteed per reported value (pure ε-local DP, δ = 0; see float note)."""
-        return self._epsilon
-
-    @property
     def categories(self) -> tuple:
         """The categories, in the order of :meth:`probability_matrix`."""
         return self._categories
@@ -98,16 +92,11 @@ class RandomizedResponse:
         """p = e^ε/(e^ε + m - 1), the probability of reporting the true category."""
         return self._keep
 
-    def describe(self) -> dict[str, object]:
-        """A JSON-able description for manifests."""
-        return {"name": self.name, "epsilon": str(self._epsilon),
-                "epsilon_float": float(self._epsilon), "categories": len(self._categories),
-                "keep_probability": self._keep,
-                "sampler": "keep if a 53-bit uniform < p (double), else an exactly uniform "
-                           "other category"}
+    def _parameters(self) -> dict[str, object]:
+        return {"categories": len(self._categories), "keep_probability": self._keep}
 
-    def __repr__(self) -> str:
-        return f"RandomizedResponse(epsilon={self._epsilon}, categories={list(self._categories)!r})"
+    def _repr_fields(self) -> dict[str, object]:
+        return {"categories": repr(list(self._categories))}
 
     def probability_matrix(self) -> np.ndarray:
         """The m×m matrix P[true, reported]: p on the diagonal, q elsewhere."""
@@ -116,14 +105,19 @@ class RandomizedResponse:
         np.fill_diagonal(matrix, self._keep)
         return matrix
 
-    def randomise(self, values: Any, noise: NoiseSource | None = None) -> np.ndarray:
+    def randomise(self, values: Any, noise: NoiseSource | None = None, *,
+                  accountant: Accountant | None = None, target: str = "",
+                  units: Any = None) -> np.ndarray:
         """Report each of ``values`` (a 1-D sequence of categories) through randomized response.
 
         Returns an array of categories (NumPy's dtype for them, object when mixed).
-        ``noise`` defaults to a fresh secure :class:`NoiseSource`.
+        ``noise`` defaults to a fresh secure :class:`NoiseSource`. With an ``accountant``, the
+        loss on ``target`` is reported for ``units`` (one per value; None: every unit) before
+        any noise is drawn (:meth:`Mechanism.report`).
 
         Raises:
             ValidationError: when a value is not one of the categories.
+            BudgetExceeded: the accountant's budget refuses the loss (nothing is drawn).
         """
         noise = check_noise(noise, owner=f"{_OWNER}.randomise")
         items = values.tolist() if isinstance(values, np.ndarray) else list(values)
@@ -134,6 +128,7 @@ class RandomizedResponse:
             except (KeyError, TypeError):
                 raise ValidationError(f"{_OWNER}.randomise got {v!r}, which is not one of its "
                                       f"{len(self._categories)} categories.") from None
+        self.report(accountant, target=target, units=units, inputs=len(codes))
         keep, others = self._keep, len(self._categories) - 1
         uniform01, uniform_int = noise.uniform01, noise._uniform_int
         out = []

@@ -32,6 +32,7 @@ import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
+from ..accounting import PrivacyLoss, compose, format_epsilon
 from ..anonymize.clinsim import ProtectionPlan
 from ..errors import InternalError, ValidationError
 from .format import RELEASE_FILE, write_manifest, write_new_folder
@@ -256,11 +258,15 @@ def _tree_statement(level: str) -> str:
             "that reads the tree and the sensitive set only")
 
 
-def ehr_manifest(plan: ProtectionPlan, *, released: pd.DataFrame, code_level: str,
-                 tree_leaves: int, dates_reliable: bool, split: dict[str, Any],
-                 graph: dict[str, Any] | None, randomness: dict[str, Any], seed: int | None,
-                 identifiers: Pseudonyms) -> dict[str, Any]:
+def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
+                 released: pd.DataFrame, code_level: str, tree_leaves: int, dates_reliable: bool,
+                 split: dict[str, Any], graph: dict[str, Any] | None, randomness: dict[str, Any],
+                 seed: int | None, identifiers: Pseudonyms) -> dict[str, Any]:
     """The manifest of an EHR release.
+
+    ``privacy_losses`` is what the mechanism that ran reported per element (the run's
+    accountant, :func:`~medanon.accounting.losses_per_unit`); ``privacy.epsilon_per_element`` and
+    ``privacy.mechanisms`` are written from it (none for suppression).
 
     The input's hash is not in it: with everything but one sensitive code known, a reader could
     test each candidate code against the hash and undo the local randomization. Nor is any count
@@ -301,7 +307,9 @@ def ehr_manifest(plan: ProtectionPlan, *, released: pd.DataFrame, code_level: st
                    "admissions": int(released[["patient", "admission"]].drop_duplicates().shape[0]),
                    "elements": len(released)},
         "privacy": {"model": "local (each element reported independently)",
-                    "epsilon_per_element": plan.parameters.get("epsilon"),
+                    "epsilon_per_element": (format_epsilon(compose(privacy_losses).epsilon)
+                                            if privacy_losses else None),
+                    "mechanisms": [loss.to_dict() for loss in privacy_losses],
                     "guarantee": [*plan.guarantee(), _tree_statement(code_level),
                                   *identifiers.guarantee()],
                     "does_not_guarantee": [*plan.does_not_guarantee(), _structure_statement(code_level),

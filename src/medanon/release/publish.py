@@ -18,11 +18,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+import numpy as np
 import pandas as pd
 
 from .. import __version__
 from .._validation import check_choice
-from ..accounting import Budget, PrivacyLoss, cases_over_budget, compose, format_epsilon
+from ..accounting import (Budget, Charge, PrivacyLoss, cases_over_budget, check_plan, compose,
+                          format_epsilon, unit_counts)
 from ..anonymize.base import AnonymizationResult, Anonymizer
 from ..data.periods import parse_period
 from ..data.records import combine_super_records
@@ -147,7 +149,7 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
         "counts": {"cases": len(rows), "reports": n_reports, "groups": result.n_groups,
                    "suppressed": result.suppressed, "counterfeit": result.counterfeit},
         "details": result.details,
-        "privacy_spent": _privacy_spent(method, schema, rng),
+        "privacy_spent": _privacy_spent(method, schema, rng, result.privacy_losses),
         "rng": rng.describe(),
         "library": {"name": "medanon", "version": __version__},
         # filled in by the verify gate before the release is published
@@ -164,8 +166,9 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
     return manifest
 
 
-def _privacy_spent(method: Anonymizer, schema: Schema, rng: RandomSource) -> dict:
-    statement = method.privacy_statement(schema)
+def _privacy_spent(method: Anonymizer, schema: Schema, rng: RandomSource,
+                   losses: Sequence[PrivacyLoss]) -> dict:
+    statement = method.privacy_statement(schema, losses)
     if statement is None:
         return {"epsilon": None, "delta": None}
     return {**statement, "rng_kind": rng.kind}
@@ -174,17 +177,28 @@ def _privacy_spent(method: Anonymizer, schema: Schema, rng: RandomSource) -> dic
 LEDGER_COLUMNS = ["case_id", "mechanism", "epsilon", "delta", "epsilon_exact", "dp"]
 
 
-def ledger_entries(cases: pd.Series, losses: Sequence[PrivacyLoss], *, dp: bool = True) -> pd.DataFrame:
-    """One ledger row per case and mechanism: what each case spent in this release.
+def ledger_entries(cases: pd.Series, charges: Sequence[Charge], *, dp: bool = True) -> pd.DataFrame:
+    """The ledger rows of a release, from what its mechanisms reported: one row per case and
+    report that charged it (a mechanism that ran twice on a case gives two rows).
 
-    ``dp`` False marks a nominal ε without an ε-DP claim (PPMS-DP's paper variant): the ledger
-    keeps the row but never adds it to a case's ε total (``accounting.ledger``).
+    Args:
+        cases: The case ids of the units the charges name, in unit order (the super records
+            given to the method).
+        charges: What the mechanisms that ran reported (``AnonymizationResult.privacy_charges``).
+        dp: False marks a nominal ε without an ε-DP claim (PPMS-DP's paper variant): the ledger
+            keeps the row but never adds it to a case's ε total (``accounting.ledger``).
+
+    Rows come grouped by mechanism and target, in the order they first ran, cases in unit order.
     """
     ids = cases.astype(str).to_numpy()
-    frames = [pd.DataFrame({"case_id": ids, "mechanism": f"{loss.mechanism}:{loss.target}",
-                            "epsilon": float(loss.epsilon), "delta": float(loss.delta),
-                            "epsilon_exact": format_epsilon(loss.epsilon), "dp": bool(dp)})
-              for loss in losses]
+    frames = []
+    for loss, counts in unit_counts(charges, len(ids)):
+        charged = np.repeat(ids, counts)
+        if len(charged):
+            frames.append(pd.DataFrame({
+                "case_id": charged, "mechanism": f"{loss.mechanism}:{loss.target}",
+                "epsilon": float(loss.epsilon), "delta": float(loss.delta),
+                "epsilon_exact": format_epsilon(loss.epsilon), "dp": bool(dp)}))
     if not frames:
         return pd.DataFrame(columns=LEDGER_COLUMNS)
     return pd.concat(frames, ignore_index=True)
@@ -286,6 +300,8 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
         ValidationError: a case budget for a method without an ε-DP claim.
         BudgetExceeded: a case would exceed ``case_budget`` and ``on_case_budget`` is refuse.
         PrivacyViolation: the gate finds a violation (without ``publish_despite_violations``).
+        InternalError: the losses the method's mechanisms reported differ from its plan
+            (:meth:`Anonymizer.planned_losses`, the budget pre-check).
     """
     _check_case_budget(method, schema, case_budget)
     hierarchies = schema.load_hierarchies() if hierarchies is None else hierarchies
@@ -298,6 +314,10 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
     supers = combine_super_records(records, schema, hierarchies)
     previous = list(series.releases.values()) if method.periodic else []
     result = method.anonymize(supers, previous, rng=rng, next_cases=next_cases)
+    # What ran must be what the budget pre-check assumed (exactly, for an epsilon-DP claim;
+    # never more, for a nominal epsilon): else the ledger and the pre-check disagree.
+    check_plan(method.planned_losses(schema), result.privacy_charges, units=len(supers.frame),
+               exact=method.claims_dp, owner=f"{method.name} on period {label}")
     rows = to_published_rows(result.table, schema)
     manifest = build_manifest(schema, hierarchies, method, label, rng, result=result, rows=rows,
                               n_reports=len(records))
@@ -312,9 +332,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
             raise
         manifest["verification"] = {**exc.verification, "published_despite_violations": True}
         verdict = exc.verdict
-    # Every case given to the method is charged, also one it could not place: its
-    # privatized values steered the grouping of the others.
-    entries = ledger_entries(supers.frame[schema.case_id], result.privacy_losses,
+    # Every case a mechanism read is charged, also one the method could not place (strict: its
+    # privatized values steered the grouping of the others).
+    entries = ledger_entries(supers.frame[schema.case_id], result.privacy_charges,
                              dp=method.claims_dp)
     operator = {"input_sha256": input_digest(records),
                 "private_details": dict(result.private_details)}
@@ -327,7 +347,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                     progress: Callable[[str], None] | None = None) -> list[PublishedSummary]:
     """Anonymize and publish each period in order (one transaction per period).
 
-    DP methods write one ledger row per released case and mechanism in the same transaction.
+    DP methods write one ledger row per case and mechanism report (what their mechanisms
+    reported while running, :func:`ledger_entries`) in the same transaction.
     With ``case_budget``, a case whose ledger total plus this release's spend would exceed it
     makes the period refused (``on_case_budget="refuse"``) or is withheld (``"suppress"``).
     The input's hash and the method's operator-only details go to the store's
