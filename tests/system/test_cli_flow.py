@@ -10,7 +10,7 @@ import pandas as pd
 from medanon.data.loaders.faers import read_faers_table
 from medanon.hierarchies import read_arx
 from medanon.release.format import read_series
-from tests.conftest import FAERS_FIXTURES, run_cli
+from tests.conftest import FAERS_FIXTURES, invoke_cli, run_cli
 
 EXPECTED = json.loads((FAERS_FIXTURES / "expected.json").read_text(encoding="utf-8"))
 
@@ -125,6 +125,6 @@ def test_demo_runs_and_reruns(tmp_path) -> None:
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("precious")
-    result = run_cli("demo", "--out", foreign)
+    result = invoke_cli("demo", "--out", foreign)
     assert result.returncode != 0 and "ValidationError: " in result.stderr
     assert (foreign / "thesis.tex").read_text() == "precious"

@@ -20,7 +20,8 @@ from medanon.cli.clinsim import run_clinsim
 from medanon.data.ehr import load_ehr_csv, load_mimic
 from medanon.mechanisms.noise import NoiseSource
 from medanon.release.ehr import Pseudonyms
-from tests.conftest import SHARED, assert_user_error, run_cli, snapshot
+from tests.conftest import (MIMIC_DEMO, assert_user_error, invoke_cli, needs_mimic_demo, run_cli,
+                            snapshot)
 
 PATIENTS = 6000
 DATA_SEED = 1
@@ -28,11 +29,6 @@ SEEDED = ["--seed", "1", "--allow-seeded"]
 METHODS = ("clinsimrr", "umaxrr", "umaxrr-yp", "rr", "suppression")
 RELEASE_HEADER = "patient,admission,admission_rank,time,position,code"
 KEYS = ["patient", "admission", "position"]
-
-MIMIC_DEMO = SHARED / "data" / "mimic3_demo"
-needs_mimic_demo = pytest.mark.skipif(
-    not (MIMIC_DEMO / "DIAGNOSES_ICD.csv").exists() or not (MIMIC_DEMO / "ADMISSIONS.csv").exists(),
-    reason="../shared/data/mimic3_demo (MIMIC-III demo) is not beside the project")
 
 
 def run_json(*args):
@@ -127,7 +123,7 @@ def test_synth_ehr_refuses_a_non_empty_folder(tmp_path):
     taken = tmp_path / "taken"
     taken.mkdir()
     (taken / "keep.txt").write_text("mine")
-    result = run_cli("synth", "ehr", taken, "--patients", "50", "--seed", "1", "--json")
+    result = invoke_cli("synth", "ehr", taken, "--patients", "50", "--seed", "1", "--json")
     assert_user_error(result, "StoreError", "already exists")
     assert result.stdout == ""
     assert snapshot(taken) == {"keep.txt": b"mine"}
@@ -363,7 +359,7 @@ def test_bad_options_and_inputs_are_refused(synth, inputs, bad_inputs, tmp_path,
         del args[at:at + 2]
     out = tmp_path / "out"
     before = snapshot(synth[0])
-    result = run_cli("clinsim", diagnoses, "--admissions", admissions, *args, "--out", out)
+    result = invoke_cli("clinsim", diagnoses, "--admissions", admissions, *args, "--out", out)
     assert_user_error(result, error, fragment)
     assert result.stdout == ""
     assert not out.exists()
@@ -376,8 +372,8 @@ def test_non_empty_out_is_never_overwritten(inputs, tmp_path):
     out = tmp_path / "taken"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    result = run_cli("clinsim", diagnoses, "--admissions", admissions, *method_args("umaxrr"),
-                     "--out", out)
+    result = invoke_cli("clinsim", diagnoses, "--admissions", admissions, *method_args("umaxrr"),
+                        "--out", out)
     assert_user_error(result, "StoreError", "never overwrite")
     assert snapshot(out) == {"keep.txt": b"mine"}
 
@@ -506,8 +502,8 @@ def test_bad_pseudonym_options_are_refused(inputs, tmp_path, case, fragment):
         key.write_text("not a key\n")
         key.chmod(0o600)
     before = snapshot(tmp_path)
-    result = run_cli("clinsim", diagnoses, "--admissions", admissions, *method_args("umaxrr"),
-                     *extra, "--out", out)
+    result = invoke_cli("clinsim", diagnoses, "--admissions", admissions, *method_args("umaxrr"),
+                        *extra, "--out", out)
     assert_user_error(result, "ValidationError", fragment)
     assert result.stdout == "" and not out.exists()
     assert snapshot(tmp_path) == before

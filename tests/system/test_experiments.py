@@ -13,7 +13,7 @@ from medanon.errors import InfeasibleError, StoreError
 from medanon.experiments import ExperimentConfig, grid, run_experiment
 from medanon.experiments.outputs import METRICS
 from medanon.experiments.runner import task_seed
-from tests.conftest import assert_user_error, run_cli, snapshot
+from tests.conftest import assert_user_error, invoke_cli, run_cli, snapshot
 
 SMALL = {"jmir2021": ["--periods", "3", "--cases", "150"],
          "plos2021": ["--periods", "3", "--cases", "300"],
@@ -110,17 +110,17 @@ def test_experiment_errors_write_nothing(tmp_path):
     busy.mkdir()
     (busy / "keep.txt").write_text("mine")
     before = snapshot(busy)
-    assert_user_error(run_cli("experiment", "nope", "--out", tmp_path / "x"), "ValidationError",
+    assert_user_error(invoke_cli("experiment", "nope", "--out", tmp_path / "x"), "ValidationError",
                       "Unknown experiment")
-    assert_user_error(run_cli("experiment", "ipa", "--quick", "--out", busy), "StoreError",
+    assert_user_error(invoke_cli("experiment", "ipa", "--quick", "--out", busy), "StoreError",
                       "not an empty folder")
     assert snapshot(busy) == before
-    assert_user_error(run_cli("experiment", "jmir2021", "--admissions", tmp_path / "a.csv",
-                              "--out", tmp_path / "y"), "ValidationError", "--admissions")
-    assert_user_error(run_cli("experiment", "ipa", "--runs", "0", "--out", tmp_path / "z"),
+    assert_user_error(invoke_cli("experiment", "jmir2021", "--admissions", tmp_path / "a.csv",
+                                 "--out", tmp_path / "y"), "ValidationError", "--admissions")
+    assert_user_error(invoke_cli("experiment", "ipa", "--runs", "0", "--out", tmp_path / "z"),
                       "ValidationError", "--runs")
-    assert_user_error(run_cli("experiment", "ipa", "--quick", "--scheduler", "tcp://127.0.0.1:9",
-                              "--out", tmp_path / "w"), "ValidationError", "Cannot reach")
+    assert_user_error(invoke_cli("experiment", "ipa", "--quick", "--scheduler", "tcp://127.0.0.1:9",
+                                 "--out", tmp_path / "w"), "ValidationError", "Cannot reach")
     assert not any((tmp_path / n).exists() for n in ("x", "y", "z", "w"))
 
 
