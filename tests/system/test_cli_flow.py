@@ -6,6 +6,7 @@ import json
 
 import duckdb
 import pandas as pd
+import pytest
 
 from medanon.data.loaders.faers import read_faers_table
 from medanon.hierarchies import read_arx
@@ -114,6 +115,7 @@ def test_synth_ingest_release_export_series(tmp_path) -> None:
     assert len(first & second) > 0.05 * len(second)
 
 
+@pytest.mark.slow  # the demo's whole flow, twice
 def test_demo_runs_and_reruns(tmp_path) -> None:
     out = tmp_path / "demo"
     for _ in range(2):  # a second run replaces the demo's own earlier output

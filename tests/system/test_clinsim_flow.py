@@ -31,8 +31,8 @@ RELEASE_HEADER = "patient,admission,admission_rank,time,position,code"
 KEYS = ["patient", "admission", "position"]
 
 
-def run_json(*args):
-    result = run_cli(*args, "--json")
+def run_json(*args, runner=run_cli):
+    result = runner(*args, "--json")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -310,16 +310,16 @@ def test_mimic_demo_map_is_undefined_not_zero(tmp_path, method):
     reason, "n/a" in the text — never 0.0."""
     diagnoses, admissions = MIMIC_DEMO / "DIAGNOSES_ICD.csv", MIMIC_DEMO / "ADMISSIONS.csv"
     args = ["clinsim", diagnoses, "--admissions", admissions, *method_args(method)]
-    summary = run_json(*args, "--out", tmp_path / "json")
+    summary = run_json(*args, "--out", tmp_path / "json", runner=invoke_cli)
     assert summary["map"] is None
     assert "at least 10 times" in summary["map_undefined_reason"]
     assert summary["attack"]["attacked_outputs"] < 10
-    text = run_cli(*args, "--out", tmp_path / "text")
+    text = invoke_cli(*args, "--out", tmp_path / "text")
     assert text.returncode == 0, text.stderr
     assert "MAP n/a" in text.stdout and "MAP undefined: no sensitive code" in text.stdout
     assert "MAP 0.0000" not in text.stdout
     # With a threshold the data can meet, the same run has a MAP.
-    defined = run_json(*args, "--map-min-predictions", "1", "--out", tmp_path / "one")
+    defined = run_json(*args, "--map-min-predictions", "1", "--out", tmp_path / "one", runner=invoke_cli)
     assert 0 <= defined["map"] <= 1 and defined["map_undefined_reason"] is None
 
 
@@ -385,7 +385,7 @@ def test_long_format_csv_with_umaxrr(inputs, tmp_path):
     long_csv = tmp_path / "events.csv"
     full[["patient", "admission", "time", "code"]].to_csv(long_csv, index=False)
     out = tmp_path / "release"
-    summary = run_json("clinsim", long_csv, *method_args("umaxrr"), "--out", out)
+    summary = run_json("clinsim", long_csv, *method_args("umaxrr"), "--out", out, runner=invoke_cli)
     expected = load_ehr_csv(long_csv, code_level="category")
     assert summary["dates_reliable"] is True
     # The digest of the whole input is operator-facing (stdout) only: it identifies the file that
@@ -419,7 +419,8 @@ def published_ids(folder):
 def test_default_pseudonyms_use_a_fresh_key_per_release(inputs, data, tmp_path):
     diagnoses, admissions = inputs
     runs = [run_json("clinsim", diagnoses, "--admissions", admissions, "--method", "umaxrr",
-                     "--epsilon", "1", "--out", tmp_path / f"r{i}") for i in range(2)]
+                     "--epsilon", "1", "--out", tmp_path / f"r{i}", runner=invoke_cli)
+            for i in range(2)]
     first, second = (published_ids(tmp_path / f"r{i}")[0] for i in range(2))
     assert all(p.startswith("p") and len(p) == 17 for p in first | second)
     # Two releases of (largely overlapping) patients share no pseudonym: unlinkable.
@@ -441,12 +442,14 @@ def test_pseudonym_key_file_is_created_0600_outside_out_and_links_releases(input
     keys.mkdir()
     key_file = keys / "ehr.key"
     first = run_json("clinsim", diagnoses, "--admissions", admissions, "--method", "umaxrr",
-                     "--epsilon", "1", "--pseudonym-key", key_file, "--out", tmp_path / "r1")
+                     "--epsilon", "1", "--pseudonym-key", key_file, "--out", tmp_path / "r1",
+                     runner=invoke_cli)
     assert first["pseudonym_key_created"] == str(key_file)
     assert oct(key_file.stat().st_mode & 0o777) == "0o600"
     key_hex = key_file.read_text().strip()
     second = run_json("clinsim", diagnoses, "--admissions", admissions, "--method", "umaxrr",
-                      "--epsilon", "1", "--pseudonym-key", key_file, "--out", tmp_path / "r2")
+                      "--epsilon", "1", "--pseudonym-key", key_file, "--out", tmp_path / "r2",
+                      runner=invoke_cli)
     assert "pseudonym_key_created" not in second and key_file.read_text().strip() == key_hex
     # The same key gives the same pseudonyms: recompute them from the source IDs.
     pseudonyms = Pseudonyms("key-file", bytes.fromhex(key_hex))
@@ -468,7 +471,7 @@ def test_keep_ids_publishes_raw_ids_and_says_so(inputs, data, tmp_path):
     diagnoses, admissions = inputs
     out = tmp_path / "raw"
     run_json("clinsim", diagnoses, "--admissions", admissions, *method_args("rr"), "--keep-ids",
-             "--out", out)
+             "--out", out, runner=invoke_cli)
     patients, _ = published_ids(out)
     assert patients <= set(data.events["patient"])
     manifest = json.loads((out / "manifest.json").read_text())

@@ -23,7 +23,7 @@ from medanon.data.synth.faers import write_faers_series
 from medanon.release.series import load_series
 from medanon.report.collect import store_originals
 from medanon.store import ReleaseStore
-from tests.conftest import invoke_cli, run_cli
+from tests.conftest import invoke_cli
 
 EPSILONS = ("0.5", "10", "1000")
 
@@ -44,7 +44,9 @@ def stores(tmp_path_factory):
 
 
 def _json(*args):
-    done = run_cli(*args, "--json")
+    # in-process: the attack, verify and evaluate commands' own end-to-end (subprocess) runs
+    # are in test_attack_verify_evaluate.py
+    done = invoke_cli(*args, "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
