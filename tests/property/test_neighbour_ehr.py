@@ -33,7 +33,7 @@ from medanon.data.synth.ehr import synth_ehr
 from medanon.hierarchies.icd9 import icd9_category, icd9_tree, known_category_codes, sensitive_preset
 from medanon.mechanisms.noise import NoiseSource
 from medanon.release.ehr import Pseudonyms
-from tests.conftest import run_cli
+from tests.conftest import invoke_cli, run_cli
 from tests.neighbours_ehr import (SPLIT_SEED, TIME_DEPENDENT, admissions_of, changed,
                                   deterministic_keys, epsilon_violations, max_log_ratio, release,
                                   released_patients, with_codes)
@@ -287,7 +287,7 @@ def test_the_command_publishes_the_same_manifest_for_a_neighbour(tmp_path):
     changed in DIAGNOSES_ICD.csv): the same seed gives the same split, so the manifests must be
     identical but for the time of publication, and the release's identifiers and structure too."""
     source = tmp_path / "a"
-    assert run_cli("synth", "ehr", source, "--patients", 300, "--seed", 2).returncode == 0
+    assert invoke_cli("synth", "ehr", source, "--patients", 300, "--seed", 2).returncode == 0
     args = ["--admissions", source / "ADMISSIONS.csv", "--method", "clinsimrr", "--epsilon", "1",
             "--seed", "1", "--allow-seeded", "--json"]
     first = run_cli("clinsim", source / "DIAGNOSES_ICD.csv", *args, "--out", tmp_path / "rel-a")

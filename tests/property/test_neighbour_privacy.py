@@ -190,6 +190,7 @@ def _single_period(n: int = 9) -> pd.DataFrame:
     return frame
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, epsilon, statistic", [
     ("ppms-dp-num", Fraction(1), "weight"),     # the Laplace mechanism (same in _all)
     ("ppms-dp-all", Fraction(1, 2), "age"),     # the exponential mechanism

@@ -13,7 +13,7 @@ from medanon.errors import PrivacyViolation
 from medanon.random import make_random_source
 from medanon.release.publish import publish_periods
 from medanon.store import ReleaseStore
-from tests.conftest import run_cli
+from tests.conftest import invoke_cli, run_cli
 
 COMMON = ["--k", "5", "--theta", "frequency", "--on-infeasible", "raise-theta", "--seed", "3",
           "--allow-seeded"]
@@ -117,5 +117,5 @@ def test_the_gate_refuses_a_violating_release_and_leaves_the_store_as_it_was(sto
         entry = db.manifest("2020Q1")["verification"]
     assert entry["verdict"] == "violated" and entry["published_despite_violations"]
     assert any("group lonely" in v for v in entry["violations"])
-    done = run_cli("verify", "--store", store)
+    done = invoke_cli("verify", "--store", store)
     assert done.returncode == 1 and "PrivacyViolation" in done.stderr

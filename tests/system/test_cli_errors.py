@@ -1,4 +1,8 @@
-"""Bad input gets ``ErrorType: message`` on stderr, a non-zero exit, no traceback, and writes nothing."""
+"""Bad input gets ``ErrorType: message`` on stderr, a non-zero exit, no traceback, and writes nothing.
+
+Run in-process (``invoke_cli``): the same entry point and output as the console script, without
+an interpreter start-up per call; the real end-to-end paths are in test_cli_flow.py.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAERS_FIXTURES, assert_user_error, run_cli, snapshot
+from tests.conftest import FAERS_FIXTURES, assert_user_error, invoke_cli, snapshot
 
 MODERN = FAERS_FIXTURES / "faers_2015Q1"
 
@@ -36,7 +40,7 @@ def _set_demo_field(column: str, value: str):
 
 def _ingest_fails(tmp_path: Path, source: Path, error: str, fragment: str) -> None:
     store = tmp_path / "store.duckdb"
-    result = run_cli("ingest", source, "--store", store)
+    result = invoke_cli("ingest", source, "--store", store)
     assert_user_error(result, error, fragment)
     assert not store.exists(), "a refused ingest must not create the store"
 
@@ -87,7 +91,7 @@ def test_schema_naming_a_missing_column(tmp_path) -> None:
     schema = tmp_path / "schema.toml"
     schema.write_text('[schema]\nsensitive = ["reactions"]\n[[schema.qid]]\nname = "bmi"\nkind = "numeric"\n')
     store = tmp_path / "store.duckdb"
-    result = run_cli("ingest", MODERN, "--store", store, "--schema", schema)
+    result = invoke_cli("ingest", MODERN, "--store", store, "--schema", schema)
     assert_user_error(result, "SchemaError", "'bmi'")
     assert not store.exists()
 
@@ -105,7 +109,7 @@ def test_invalid_hierarchy(tmp_path, arx, fragment) -> None:
                       'identifiers = ["report_id"]\n'
                       '[[schema.qid]]\nname = "sex"\nkind = "categorical"\nhierarchy = "sex.csv"\n')
     store = tmp_path / "store.duckdb"
-    result = run_cli("ingest", MODERN, "--store", store, "--schema", schema)
+    result = invoke_cli("ingest", MODERN, "--store", store, "--schema", schema)
     assert_user_error(result, "HierarchyError", fragment)
     assert not store.exists()
 
@@ -114,9 +118,9 @@ def test_store_that_is_not_duckdb(tmp_path) -> None:
     store = tmp_path / "notes.duckdb"
     store.write_text("my notes, not a database\n")
     for args in (("inspect",), ("release",), ("export", "--out", tmp_path / "out")):
-        result = run_cli(*args, "--store", store)
+        result = invoke_cli(*args, "--store", store)
         assert_user_error(result, "StoreError", "is not a medanon store")
-    result = run_cli("ingest", MODERN, "--store", store)
+    result = invoke_cli("ingest", MODERN, "--store", store)
     assert_user_error(result, "StoreError", "is not a medanon store")
     assert store.read_text() == "my notes, not a database\n"
     assert not (tmp_path / "out").exists()
@@ -125,18 +129,18 @@ def test_store_that_is_not_duckdb(tmp_path) -> None:
 @pytest.fixture
 def ingested_store(tmp_path) -> Path:
     store = tmp_path / "store.duckdb"
-    result = run_cli("ingest", FAERS_FIXTURES, "--store", store)
+    result = invoke_cli("ingest", FAERS_FIXTURES, "--store", store)
     assert result.returncode == 0, result.stderr
     return store
 
 
 def _store_state(store: Path) -> str:
-    return run_cli("inspect", "--store", store, "--json").stdout
+    return invoke_cli("inspect", "--store", store, "--json").stdout
 
 
 def test_release_refusals_leave_the_store_as_it_was(ingested_store, tmp_path) -> None:
     store = ingested_store
-    assert run_cli("release", "2011Q2", "--store", store).returncode == 0
+    assert invoke_cli("release", "2011Q2", "--store", store).returncode == 0
     before = _store_state(store)
     assert '"published": true' in before
     cases = [
@@ -164,25 +168,26 @@ def test_release_refusals_leave_the_store_as_it_was(ingested_store, tmp_path) ->
         (("--seed", "3"), "ValidationError", "--allow-seeded"),
     ]
     for args, error, fragment in cases:
-        assert_user_error(run_cli("release", *args, "--store", store), error, fragment)
+        assert_user_error(invoke_cli("release", *args, "--store", store), error, fragment)
     assert _store_state(store) == before
 
 
 def test_missing_store_is_not_created(tmp_path) -> None:
     store = tmp_path / "absent.duckdb"
     for args in (("inspect",), ("release",), ("export", "--out", tmp_path / "o")):
-        assert_user_error(run_cli(*args, "--store", store), "StoreError", "No store")
+        assert_user_error(invoke_cli(*args, "--store", store), "StoreError", "No store")
     assert not store.exists()
 
 
 def test_export_never_overwrites(ingested_store, tmp_path) -> None:
-    assert run_cli("release", "--store", ingested_store).returncode == 0
+    assert invoke_cli("release", "--store", ingested_store).returncode == 0
     out = tmp_path / "series"
-    assert run_cli("export", "--store", ingested_store, "--out", out).returncode == 0
+    assert invoke_cli("export", "--store", ingested_store, "--out", out).returncode == 0
     before = snapshot(out)
-    assert_user_error(run_cli("export", "--store", ingested_store, "--out", out), "StoreError",
+    assert_user_error(invoke_cli("export", "--store", ingested_store, "--out", out), "StoreError",
                       "never overwrite")
-    assert_user_error(run_cli("export", "--store", ingested_store, "--out", tmp_path / "x", "--format", "xml"),
+    assert_user_error(invoke_cli("export", "--store", ingested_store, "--out", tmp_path / "x",
+                                 "--format", "xml"),
                       "ValidationError", "'format'")
     assert snapshot(out) == before
     assert not (tmp_path / "x").exists()

@@ -6,11 +6,12 @@ import json
 
 import duckdb
 import pandas as pd
+import pytest
 
 from medanon.data.loaders.faers import read_faers_table
 from medanon.hierarchies import read_arx
 from medanon.release.format import read_series
-from tests.conftest import FAERS_FIXTURES, run_cli
+from tests.conftest import FAERS_FIXTURES, invoke_cli, run_cli
 
 EXPECTED = json.loads((FAERS_FIXTURES / "expected.json").read_text(encoding="utf-8"))
 
@@ -114,6 +115,7 @@ def test_synth_ingest_release_export_series(tmp_path) -> None:
     assert len(first & second) > 0.05 * len(second)
 
 
+@pytest.mark.slow  # the demo's whole flow, twice
 def test_demo_runs_and_reruns(tmp_path) -> None:
     out = tmp_path / "demo"
     for _ in range(2):  # a second run replaces the demo's own earlier output
@@ -125,6 +127,6 @@ def test_demo_runs_and_reruns(tmp_path) -> None:
     foreign = tmp_path / "mine"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("precious")
-    result = run_cli("demo", "--out", foreign)
+    result = invoke_cli("demo", "--out", foreign)
     assert result.returncode != 0 and "ValidationError: " in result.stderr
     assert (foreign / "thesis.tex").read_text() == "precious"

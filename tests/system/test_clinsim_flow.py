@@ -20,7 +20,8 @@ from medanon.cli.clinsim import run_clinsim
 from medanon.data.ehr import load_ehr_csv, load_mimic
 from medanon.mechanisms.noise import NoiseSource
 from medanon.release.ehr import Pseudonyms
-from tests.conftest import SHARED, assert_user_error, run_cli, snapshot
+from tests.conftest import (MIMIC_DEMO, assert_user_error, invoke_cli, needs_mimic_demo, run_cli,
+                            snapshot)
 
 PATIENTS = 6000
 DATA_SEED = 1
@@ -29,14 +30,9 @@ METHODS = ("clinsimrr", "umaxrr", "umaxrr-yp", "rr", "suppression")
 RELEASE_HEADER = "patient,admission,admission_rank,time,position,code"
 KEYS = ["patient", "admission", "position"]
 
-MIMIC_DEMO = SHARED / "data" / "mimic3_demo"
-needs_mimic_demo = pytest.mark.skipif(
-    not (MIMIC_DEMO / "DIAGNOSES_ICD.csv").exists() or not (MIMIC_DEMO / "ADMISSIONS.csv").exists(),
-    reason="../shared/data/mimic3_demo (MIMIC-III demo) is not beside the project")
 
-
-def run_json(*args):
-    result = run_cli(*args, "--json")
+def run_json(*args, runner=run_cli):
+    result = runner(*args, "--json")
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -127,7 +123,7 @@ def test_synth_ehr_refuses_a_non_empty_folder(tmp_path):
     taken = tmp_path / "taken"
     taken.mkdir()
     (taken / "keep.txt").write_text("mine")
-    result = run_cli("synth", "ehr", taken, "--patients", "50", "--seed", "1", "--json")
+    result = invoke_cli("synth", "ehr", taken, "--patients", "50", "--seed", "1", "--json")
     assert_user_error(result, "StoreError", "already exists")
     assert result.stdout == ""
     assert snapshot(taken) == {"keep.txt": b"mine"}
@@ -314,16 +310,16 @@ def test_mimic_demo_map_is_undefined_not_zero(tmp_path, method):
     reason, "n/a" in the text — never 0.0."""
     diagnoses, admissions = MIMIC_DEMO / "DIAGNOSES_ICD.csv", MIMIC_DEMO / "ADMISSIONS.csv"
     args = ["clinsim", diagnoses, "--admissions", admissions, *method_args(method)]
-    summary = run_json(*args, "--out", tmp_path / "json")
+    summary = run_json(*args, "--out", tmp_path / "json", runner=invoke_cli)
     assert summary["map"] is None
     assert "at least 10 times" in summary["map_undefined_reason"]
     assert summary["attack"]["attacked_outputs"] < 10
-    text = run_cli(*args, "--out", tmp_path / "text")
+    text = invoke_cli(*args, "--out", tmp_path / "text")
     assert text.returncode == 0, text.stderr
     assert "MAP n/a" in text.stdout and "MAP undefined: no sensitive code" in text.stdout
     assert "MAP 0.0000" not in text.stdout
     # With a threshold the data can meet, the same run has a MAP.
-    defined = run_json(*args, "--map-min-predictions", "1", "--out", tmp_path / "one")
+    defined = run_json(*args, "--map-min-predictions", "1", "--out", tmp_path / "one", runner=invoke_cli)
     assert 0 <= defined["map"] <= 1 and defined["map_undefined_reason"] is None
 
 
@@ -363,7 +359,7 @@ def test_bad_options_and_inputs_are_refused(synth, inputs, bad_inputs, tmp_path,
         del args[at:at + 2]
     out = tmp_path / "out"
     before = snapshot(synth[0])
-    result = run_cli("clinsim", diagnoses, "--admissions", admissions, *args, "--out", out)
+    result = invoke_cli("clinsim", diagnoses, "--admissions", admissions, *args, "--out", out)
     assert_user_error(result, error, fragment)
     assert result.stdout == ""
     assert not out.exists()
@@ -376,8 +372,8 @@ def test_non_empty_out_is_never_overwritten(inputs, tmp_path):
     out = tmp_path / "taken"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    result = run_cli("clinsim", diagnoses, "--admissions", admissions, *method_args("umaxrr"),
-                     "--out", out)
+    result = invoke_cli("clinsim", diagnoses, "--admissions", admissions, *method_args("umaxrr"),
+                        "--out", out)
     assert_user_error(result, "StoreError", "never overwrite")
     assert snapshot(out) == {"keep.txt": b"mine"}
 
@@ -389,7 +385,7 @@ def test_long_format_csv_with_umaxrr(inputs, tmp_path):
     long_csv = tmp_path / "events.csv"
     full[["patient", "admission", "time", "code"]].to_csv(long_csv, index=False)
     out = tmp_path / "release"
-    summary = run_json("clinsim", long_csv, *method_args("umaxrr"), "--out", out)
+    summary = run_json("clinsim", long_csv, *method_args("umaxrr"), "--out", out, runner=invoke_cli)
     expected = load_ehr_csv(long_csv, code_level="category")
     assert summary["dates_reliable"] is True
     # The digest of the whole input is operator-facing (stdout) only: it identifies the file that
@@ -423,7 +419,8 @@ def published_ids(folder):
 def test_default_pseudonyms_use_a_fresh_key_per_release(inputs, data, tmp_path):
     diagnoses, admissions = inputs
     runs = [run_json("clinsim", diagnoses, "--admissions", admissions, "--method", "umaxrr",
-                     "--epsilon", "1", "--out", tmp_path / f"r{i}") for i in range(2)]
+                     "--epsilon", "1", "--out", tmp_path / f"r{i}", runner=invoke_cli)
+            for i in range(2)]
     first, second = (published_ids(tmp_path / f"r{i}")[0] for i in range(2))
     assert all(p.startswith("p") and len(p) == 17 for p in first | second)
     # Two releases of (largely overlapping) patients share no pseudonym: unlinkable.
@@ -445,12 +442,14 @@ def test_pseudonym_key_file_is_created_0600_outside_out_and_links_releases(input
     keys.mkdir()
     key_file = keys / "ehr.key"
     first = run_json("clinsim", diagnoses, "--admissions", admissions, "--method", "umaxrr",
-                     "--epsilon", "1", "--pseudonym-key", key_file, "--out", tmp_path / "r1")
+                     "--epsilon", "1", "--pseudonym-key", key_file, "--out", tmp_path / "r1",
+                     runner=invoke_cli)
     assert first["pseudonym_key_created"] == str(key_file)
     assert oct(key_file.stat().st_mode & 0o777) == "0o600"
     key_hex = key_file.read_text().strip()
     second = run_json("clinsim", diagnoses, "--admissions", admissions, "--method", "umaxrr",
-                      "--epsilon", "1", "--pseudonym-key", key_file, "--out", tmp_path / "r2")
+                      "--epsilon", "1", "--pseudonym-key", key_file, "--out", tmp_path / "r2",
+                      runner=invoke_cli)
     assert "pseudonym_key_created" not in second and key_file.read_text().strip() == key_hex
     # The same key gives the same pseudonyms: recompute them from the source IDs.
     pseudonyms = Pseudonyms("key-file", bytes.fromhex(key_hex))
@@ -472,7 +471,7 @@ def test_keep_ids_publishes_raw_ids_and_says_so(inputs, data, tmp_path):
     diagnoses, admissions = inputs
     out = tmp_path / "raw"
     run_json("clinsim", diagnoses, "--admissions", admissions, *method_args("rr"), "--keep-ids",
-             "--out", out)
+             "--out", out, runner=invoke_cli)
     patients, _ = published_ids(out)
     assert patients <= set(data.events["patient"])
     manifest = json.loads((out / "manifest.json").read_text())
@@ -506,8 +505,8 @@ def test_bad_pseudonym_options_are_refused(inputs, tmp_path, case, fragment):
         key.write_text("not a key\n")
         key.chmod(0o600)
     before = snapshot(tmp_path)
-    result = run_cli("clinsim", diagnoses, "--admissions", admissions, *method_args("umaxrr"),
-                     *extra, "--out", out)
+    result = invoke_cli("clinsim", diagnoses, "--admissions", admissions, *method_args("umaxrr"),
+                        *extra, "--out", out)
     assert_user_error(result, "ValidationError", fragment)
     assert result.stdout == "" and not out.exists()
     assert snapshot(tmp_path) == before

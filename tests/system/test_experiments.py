@@ -13,7 +13,7 @@ from medanon.errors import InfeasibleError, StoreError
 from medanon.experiments import ExperimentConfig, grid, run_experiment
 from medanon.experiments.outputs import METRICS
 from medanon.experiments.runner import task_seed
-from tests.conftest import assert_user_error, run_cli, snapshot
+from tests.conftest import assert_user_error, invoke_cli, run_cli, snapshot
 
 SMALL = {"jmir2021": ["--periods", "3", "--cases", "150"],
          "plos2021": ["--periods", "3", "--cases", "300"],
@@ -22,6 +22,7 @@ SMALL = {"jmir2021": ["--periods", "3", "--cases", "150"],
          "clinsimrr": ["--patients", "800"]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SMALL))
 def test_each_experiment_runs_its_smoke_grid(tmp_path, name):
     out = tmp_path / name
@@ -50,6 +51,7 @@ def test_each_experiment_runs_its_smoke_grid(tmp_path, name):
     assert "mean over periods and runs" in result.stdout
 
 
+@pytest.mark.slow
 def test_periodic_results_show_the_papers_directions(tmp_path):
     """001: MS releases fall to the B/F/L-attacks, PPMS++ releases do not; 002: under the
     MD-attack PPMS++ leaves groups below k and HA does not."""
@@ -64,6 +66,7 @@ def test_periodic_results_show_the_papers_directions(tmp_path):
     assert by_method.loc["ppms++", "dir"] > 0.0
 
 
+@pytest.mark.slow
 def test_same_seed_same_results(tmp_path):
     config = ExperimentConfig("ppms-dp", quick=True, runs=2, periods=2, cases=120, seed=11,
                               workers=2)
@@ -80,6 +83,7 @@ def test_task_seeds_are_stable_and_distinct():
     assert len({task_seed(1, f"t{i}") for i in range(1000)} | {task_seed(2, "t0")}) == 1001
 
 
+@pytest.mark.slow
 def test_runs_on_an_existing_dask_cluster(tmp_path):
     """A real dask.distributed LocalCluster, reached by its scheduler address as a remote one."""
     from dask.distributed import LocalCluster
@@ -110,17 +114,17 @@ def test_experiment_errors_write_nothing(tmp_path):
     busy.mkdir()
     (busy / "keep.txt").write_text("mine")
     before = snapshot(busy)
-    assert_user_error(run_cli("experiment", "nope", "--out", tmp_path / "x"), "ValidationError",
+    assert_user_error(invoke_cli("experiment", "nope", "--out", tmp_path / "x"), "ValidationError",
                       "Unknown experiment")
-    assert_user_error(run_cli("experiment", "ipa", "--quick", "--out", busy), "StoreError",
+    assert_user_error(invoke_cli("experiment", "ipa", "--quick", "--out", busy), "StoreError",
                       "not an empty folder")
     assert snapshot(busy) == before
-    assert_user_error(run_cli("experiment", "jmir2021", "--admissions", tmp_path / "a.csv",
-                              "--out", tmp_path / "y"), "ValidationError", "--admissions")
-    assert_user_error(run_cli("experiment", "ipa", "--runs", "0", "--out", tmp_path / "z"),
+    assert_user_error(invoke_cli("experiment", "jmir2021", "--admissions", tmp_path / "a.csv",
+                                 "--out", tmp_path / "y"), "ValidationError", "--admissions")
+    assert_user_error(invoke_cli("experiment", "ipa", "--runs", "0", "--out", tmp_path / "z"),
                       "ValidationError", "--runs")
-    assert_user_error(run_cli("experiment", "ipa", "--quick", "--scheduler", "tcp://127.0.0.1:9",
-                              "--out", tmp_path / "w"), "ValidationError", "Cannot reach")
+    assert_user_error(invoke_cli("experiment", "ipa", "--quick", "--scheduler", "tcp://127.0.0.1:9",
+                                 "--out", tmp_path / "w"), "ValidationError", "Cannot reach")
     assert not any((tmp_path / n).exists() for n in ("x", "y", "z", "w"))
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from medanon.cli.app import main
-from tests.conftest import assert_user_error, run_cli, snapshot
+from tests.conftest import assert_user_error, invoke_cli, run_cli, snapshot
 
 SEEDED = ["--seed", "7", "--allow-seeded"]
 
@@ -101,14 +101,14 @@ def test_dphist_refuses_a_schema_without_a_public_informative_domain(table, tmp_
     no_domain.write_text(schema[:start] + schema[end:])
     out = tmp_path / "out"
     before = snapshot(table.parent)
-    result = run_cli("ipa", table, "--schema", no_domain, "--method", "dphist", "--epsilon", "1",
-                     "--out", out)
+    result = invoke_cli("ipa", table, "--schema", no_domain, "--method", "dphist", "--epsilon", "1",
+                        "--out", out)
     assert_user_error(result, "SchemaError", "'informative_domain' parameter of DPHistogram")
     assert "declares none" in result.stderr
     assert not out.exists() and snapshot(table.parent) == before
     # the other methods still run on it (neither claims ε-DP of the whole release)
-    assert run_cli("ipa", table, "--schema", no_domain, "--method", "kanon", "--out",
-                   tmp_path / "kanon").returncode == 0
+    assert invoke_cli("ipa", table, "--schema", no_domain, "--method", "kanon", "--out",
+                      tmp_path / "kanon").returncode == 0
 
 
 def test_information_loss_order_of_the_baselines(runs):
@@ -150,7 +150,7 @@ def test_kanon_release_is_k_anonymous(runs):
 def test_bad_options_are_refused_and_nothing_is_written(table, tmp_path, args, error, fragment):
     out = tmp_path / "out"
     before = snapshot(table.parent)
-    result = run_cli("ipa", table, *args, "--out", out)
+    result = invoke_cli("ipa", table, *args, "--out", out)
     assert_user_error(result, error, fragment)
     assert not out.exists()
     assert snapshot(table.parent) == before
@@ -162,17 +162,17 @@ def test_bad_inputs_give_clear_errors(table, tmp_path):
     broken = tmp_path / "broken.csv"
     frame.to_csv(broken, index=False)
     schema = table.with_name("patients.schema.toml")
-    result = run_cli("ipa", broken, "--schema", schema, "--method", "kanon", "--out", tmp_path / "o")
+    result = invoke_cli("ipa", broken, "--schema", schema, "--method", "kanon", "--out", tmp_path / "o")
     assert_user_error(result, "InputFormatError", "'age'")
     assert "row 7" in result.stderr and not (tmp_path / "o").exists()
-    missing = run_cli("ipa", tmp_path / "nope.csv", "--schema", schema, "--method", "kanon",
-                      "--out", tmp_path / "o")
+    missing = invoke_cli("ipa", tmp_path / "nope.csv", "--schema", schema, "--method", "kanon",
+                         "--out", tmp_path / "o")
     assert_user_error(missing, "InputFormatError", "does not exist")
-    no_schema = run_cli("ipa", broken, "--method", "kanon", "--out", tmp_path / "o")
+    no_schema = invoke_cli("ipa", broken, "--method", "kanon", "--out", tmp_path / "o")
     assert_user_error(no_schema, "SchemaError", "--schema")
     bad_schema = tmp_path / "bad.toml"
     bad_schema.write_text("[table]\ninformative = 'diagnosis'\n")
-    result = run_cli("ipa", table, "--schema", bad_schema, "--method", "kanon", "--out", tmp_path / "o")
+    result = invoke_cli("ipa", table, "--schema", bad_schema, "--method", "kanon", "--out", tmp_path / "o")
     assert_user_error(result, "SchemaError", "dimension")
 
 
@@ -180,7 +180,7 @@ def test_existing_output_folder_is_never_overwritten(table, tmp_path):
     out = tmp_path / "taken"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
-    result = run_cli("ipa", table, "--method", "kanon", "--out", out)
+    result = invoke_cli("ipa", table, "--method", "kanon", "--out", out)
     assert_user_error(result, "StoreError", "never overwrite")
     assert snapshot(out) == {"keep.txt": b"mine"}
 
@@ -192,8 +192,10 @@ def test_parquet_input(table, tmp_path):
     with duckdb.connect() as con:
         con.execute(f"COPY (SELECT * FROM read_csv('{table}', all_varchar=true)) TO '{parquet}' "
                     "(FORMAT parquet)")
-    summary = run_json("ipa", parquet, "--schema", table.with_name("patients.schema.toml"),
-                       "--method", "kanon", "--out", tmp_path / "o")
+    result = invoke_cli("ipa", parquet, "--schema", table.with_name("patients.schema.toml"),
+                        "--method", "kanon", "--out", tmp_path / "o", "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
     assert summary["records"] == 20000
 
 

@@ -13,7 +13,7 @@ from medanon.models.names import PPMS_MODEL
 from medanon.release.series import PublishedSeries, qids_of_schema
 from medanon.verify import verify_series
 from medanon.store import ReleaseStore
-from tests.conftest import run_cli
+from tests.conftest import invoke_cli, run_cli
 
 COMMON = ["--k", "5", "--theta", "frequency", "--on-infeasible", "raise-theta", "--seed", "7",
           "--allow-seeded"]
@@ -88,8 +88,8 @@ def test_ha_through_the_real_command_line(series):
     assert manifests["2020Q2"]["method"]["parameters"]["alpha"] == 0.5
     check = check_from_manifests(rows, manifests, schema)
     assert check.ok, check.violations[:5]
-    again = run_cli("release", "2020Q4", "--store", store, "--method", "ha", "--alpha", "0.5",
-                    *COMMON)
+    again = invoke_cli("release", "2020Q4", "--store", store, "--method", "ha", "--alpha", "0.5",
+                       *COMMON)
     assert again.returncode != 0 and "only when period 2021Q1 is ingested" in again.stderr
 
 

@@ -23,7 +23,7 @@ from medanon.data.synth.faers import write_faers_series
 from medanon.release.series import load_series
 from medanon.report.collect import store_originals
 from medanon.store import ReleaseStore
-from tests.conftest import run_cli
+from tests.conftest import invoke_cli
 
 EPSILONS = ("0.5", "10", "1000")
 
@@ -44,7 +44,9 @@ def stores(tmp_path_factory):
 
 
 def _json(*args):
-    done = run_cli(*args, "--json")
+    # in-process: the attack, verify and evaluate commands' own end-to-end (subprocess) runs
+    # are in test_attack_verify_evaluate.py
+    done = invoke_cli(*args, "--json")
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -182,14 +184,14 @@ def test_dp_aware_grouping_errors_are_clear_and_publish_nothing(tmp_path):
     assert main(["ingest", str(tmp_path / "in"), "--store", str(store)]) == 0
     base = ["release", "--store", store, "--k", "5", "--theta", "0.4", "--seed", "1",
             "--allow-seeded", "--on-infeasible", "raise-theta"]
-    assert_user_error(run_cli(*base, "--method", "ppms++", "--dp-aware-grouping"),
+    assert_user_error(invoke_cli(*base, "--method", "ppms++", "--dp-aware-grouping"),
                       "ValidationError", "--dp-aware-grouping applies to methods ppms-dp-num")
-    assert_user_error(run_cli(*base, "--method", "ppms-dp-num", "--epsilon", "1",
-                              "--dp-variant", "paper", "--dp-aware-grouping"),
+    assert_user_error(invoke_cli(*base, "--method", "ppms-dp-num", "--epsilon", "1",
+                                 "--dp-variant", "paper", "--dp-aware-grouping"),
                       "ValidationError", "--dp-aware-grouping needs --dp-variant 'strict'")
     # ε = 2 per case: k' = 1 + 4e^4 = 220 new cases per group, more than the quarter holds
-    assert_user_error(run_cli(*base, "--method", "ppms-dp-num", "--epsilon", "2",
-                              "--dp-aware-grouping"),
+    assert_user_error(invoke_cli(*base, "--method", "ppms-dp-num", "--epsilon", "2",
+                                 "--dp-aware-grouping"),
                       "InfeasibleError", "fewer than k = 220 (dp-aware grouping: k = 5")
     with ReleaseStore.open(store) as db:
         assert db.published_periods() == []

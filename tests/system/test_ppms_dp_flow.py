@@ -15,7 +15,7 @@ from medanon.release.series import load_series
 from medanon.verify import verify_series
 from medanon.data.synth.faers import write_faers_series
 from medanon.store import ReleaseStore
-from tests.conftest import assert_user_error, run_cli, snapshot
+from tests.conftest import assert_user_error, invoke_cli, run_cli, snapshot
 
 COMMON = ["--k", "5", "--theta", "0.4", "--on-infeasible", "raise-theta", "--seed", "5",
           "--allow-seeded"]
@@ -116,12 +116,12 @@ def test_paper_variant_ledger_rows_are_not_dp_and_not_budgeted(source):
     paper = ["release", "--store", str(store), "--method", "ppms-dp-num", "--epsilon", "1",
              "--dp-variant", "paper", *COMMON]
     # a per-case budget has nothing to bound with the paper variant: refused, nothing written
-    assert_user_error(run_cli(*paper, "2020Q1", "--case-budget", "5"), "ValidationError",
+    assert_user_error(invoke_cli(*paper, "2020Q1", "--case-budget", "5"), "ValidationError",
                       "no epsilon-DP claim")
     assert main([*paper, "2020Q1"]) == 0
     _, _, ledger = published(store)
     assert len(ledger) and not ledger["dp"].any()
-    shown = run_cli("ledger", "--store", store)
+    shown = invoke_cli("ledger", "--store", store)
     assert shown.returncode == 0, shown.stderr
     assert "No epsilon-DP release" in shown.stdout
     assert "NOT differentially private" in shown.stdout
@@ -133,7 +133,7 @@ def test_paper_variant_ledger_rows_are_not_dp_and_not_budgeted(source):
     rows, manifests, ledger = published(store)
     assert manifests["2020Q2"]["privacy_spent"]["case_budget"]["over_budget"] == 0
     assert set(rows["2020Q1"]["case_id"]) & set(rows["2020Q2"]["case_id"])  # follow-ups exist
-    summary = json.loads(run_cli("ledger", "--store", store, "--json").stdout)
+    summary = json.loads(invoke_cli("ledger", "--store", store, "--json").stdout)
     assert summary["max_epsilon"] == "1"  # one strict release; the paper rows are apart
     assert summary["non_dp"]["periods"] == ["2020Q1"]
     assert summary["non_dp"]["entries"] == int((~ledger["dp"]).sum())
@@ -149,7 +149,7 @@ def test_no_input_hash_nor_private_counts_leave_the_store(source, tmp_path):
         operator = {p: db.operator_record(p) for p in db.published_periods()}
     assert all(o["private_details"]["clipped_to_domain"]["weight"] > 0 for o in operator.values())
     digests = [o["input_sha256"] for o in operator.values()]
-    inspected = json.loads(run_cli("inspect", "--store", store, "--json").stdout)
+    inspected = json.loads(invoke_cli("inspect", "--store", store, "--json").stdout)
     assert [p["input_sha256"] for p in inspected["periods"]] == digests  # the operator sees it
     for fmt in ("csv", "parquet", "faers"):
         out = tmp_path / fmt
@@ -172,8 +172,8 @@ def test_evaluate_measures_dp_releases(source, tmp_path):
                      'condition = "age > 18"\n')
     knowledge = tmp_path / "bk.csv"
     knowledge.write_text("term,attribute,value\nProstate cancer,sex,M\n")
-    result = run_cli("evaluate", "--store", store, "--rules", rules, "--background", knowledge,
-                     "--json")
+    result = invoke_cli("evaluate", "--store", store, "--rules", rules, "--background", knowledge,
+                        "--json")
     assert result.returncode == 0, result.stderr
     releases = json.loads(result.stdout)["releases"]
     assert [r["period"] for r in releases] == ["2020Q1", "2020Q2", "2020Q3"]
@@ -193,20 +193,20 @@ def test_case_budget_refuses_or_withholds(source):
             *COMMON]
     assert main([*base, "2020Q1"]) == 0
     # Cases of 2020Q1 followed up in 2020Q2 would reach 2 > 1.5: refused, store untouched.
-    result = run_cli(*base, "2020Q2", "--case-budget", "1.5")
+    result = invoke_cli(*base, "2020Q2", "--case-budget", "1.5")
     assert_user_error(result, "BudgetExceeded", "would exceed the per-case budget")
     rows, _, ledger = published(store)
     assert list(rows) == ["2020Q1"] and set(ledger["period"]) == {"2020Q1"}
     # With suppress those cases are withheld, and no case ever exceeds the cap.
-    result = run_cli(*base, "2020Q2", "--case-budget", "1.5", "--on-case-budget", "suppress")
+    result = invoke_cli(*base, "2020Q2", "--case-budget", "1.5", "--on-case-budget", "suppress")
     assert result.returncode == 0, result.stderr
     rows, manifests, ledger = published(store)
     cap = manifests["2020Q2"]["privacy_spent"]["case_budget"]
     followed = set(rows["2020Q1"]["case_id"])
     assert cap["withheld_cases"] > 0 and cap["epsilon"] == "1.5"
     assert not followed & set(rows["2020Q2"]["case_id"])
-    totals = json.loads(run_cli("ledger", "--store", store, "--json",
-                                "--case-budget", "1.5").stdout)
+    totals = json.loads(invoke_cli("ledger", "--store", store, "--json",
+                                   "--case-budget", "1.5").stdout)
     assert parse_epsilon(totals["max_epsilon"]) <= Fraction(3, 2)
     assert totals["over_budget"] == 0
 
@@ -214,23 +214,23 @@ def test_case_budget_refuses_or_withholds(source):
 def test_bad_dp_options_are_clear_errors(source):
     store = ingested(source, "errors")
     before = snapshot(source)
-    assert_user_error(run_cli("release", "--store", store, "--method", "ppms++", "--epsilon", "1",
-                              *COMMON), "ValidationError", "--epsilon")
-    assert_user_error(run_cli("release", "--store", store, "--method", "ppms++", "--dp-variant",
-                              "paper", *COMMON), "ValidationError", "--dp-variant")
-    assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num", *COMMON),
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms++", "--epsilon", "1",
+                                 *COMMON), "ValidationError", "--epsilon")
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms++", "--dp-variant",
+                                 "paper", *COMMON), "ValidationError", "--dp-variant")
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms-dp-num", *COMMON),
                       "ValidationError", "--epsilon is required by method 'ppms-dp-num'")
-    assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num",
-                              "--epsilon", "-1", *COMMON), "ValidationError", "epsilon")
-    assert_user_error(run_cli("release", "--store", store, "--method", "ppms++",
-                              "--case-budget", "1", *COMMON), "ValidationError", "spends no epsilon")
-    assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-all",
-                              "--epsilon", "1", "--dp-variant", "paper", "--case-budget", "4",
-                              *COMMON), "ValidationError", "no epsilon-DP claim")
-    assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num",
-                              "--epsilon", "1", "--domain", "weight=abc", *COMMON),
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms-dp-num",
+                                 "--epsilon", "-1", *COMMON), "ValidationError", "epsilon")
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms++",
+                                 "--case-budget", "1", *COMMON), "ValidationError", "spends no epsilon")
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms-dp-all",
+                                 "--epsilon", "1", "--dp-variant", "paper", "--case-budget", "4",
+                                 *COMMON), "ValidationError", "no epsilon-DP claim")
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms-dp-num",
+                                 "--epsilon", "1", "--domain", "weight=abc", *COMMON),
                       "ValidationError", "NAME=LO:HI")
-    assert_user_error(run_cli("release", "--store", store, "--method", "ppms-dp-num",
-                              "--epsilon", "1", "--dp-variant", "loose", *COMMON),
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms-dp-num",
+                                 "--epsilon", "1", "--dp-variant", "loose", *COMMON),
                       "ValidationError", "variant")
     assert snapshot(source) == before

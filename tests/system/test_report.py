@@ -16,7 +16,7 @@ import pytest
 
 from medanon.cli.app import main
 from medanon.data.synth.faers import write_faers_series
-from tests.conftest import assert_user_error, run_cli, snapshot
+from tests.conftest import assert_user_error, invoke_cli, run_cli, snapshot
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # CI installs Chromium and sets this, so that a missing browser fails there instead of skipping.
@@ -66,8 +66,8 @@ def test_report_numbers_match_evaluate(demo):
     out, _ = demo
     page = (out / "report.html").read_text(encoding="utf-8")
     for name, store in (("PPMS++", "ppms++.duckdb"), ("MS-Anonymization", "ms.duckdb")):
-        result = run_cli("evaluate", "--store", out / store, "--rules", out / "signal-rules.toml",
-                         "--json")
+        result = invoke_cli("evaluate", "--store", out / store, "--rules", out / "signal-rules.toml",
+                            "--json")
         assert result.returncode == 0, result.stderr
         releases = json.loads(result.stdout)["releases"]
         cells = _summary_row(page, name)
@@ -94,7 +94,7 @@ def test_report_shows_the_epsilon_ledger_of_a_dp_store(tmp_path):
     # the first quarter with the paper variant (not DP: its nominal epsilon is not counted)
     assert main([*common, "2020Q1", "--dp-variant", "paper"]) == 0
     assert main([*common, "2020Q2"]) == 0
-    ledger = run_cli("ledger", "--store", store, "--json")
+    ledger = invoke_cli("ledger", "--store", store, "--json")
     maximum = json.loads(ledger.stdout)["max_epsilon"]
     assert maximum == "0.5"
     result = run_cli("report", "--store", store, "--out", tmp_path / "r.html")
@@ -120,7 +120,7 @@ def test_report_errors_write_nothing(demo, tmp_path):
         (["--store", out / "ppms++.duckdb", "--rules", tmp_path / "nope.toml"], "", "nope.toml"),
     ]
     for args, error, fragment in cases:
-        result = run_cli("report", *args, "--out", target)
+        result = invoke_cli("report", *args, "--out", target)
         if error:
             assert_user_error(result, error, fragment)
         else:
@@ -129,7 +129,7 @@ def test_report_errors_write_nothing(demo, tmp_path):
         assert not target.exists()
     folder = tmp_path / "folder"
     folder.mkdir()
-    assert_user_error(run_cli("report", "--store", out / "ppms++.duckdb", "--out", folder),
+    assert_user_error(invoke_cli("report", "--store", out / "ppms++.duckdb", "--out", folder),
                       "ValidationError", "is a folder")
     assert snapshot(folder) == {}
 
@@ -138,7 +138,7 @@ def test_report_of_a_store_with_nothing_published(tmp_path):
     write_faers_series(tmp_path / "in", periods=1, cases=50, seed=2)
     store = tmp_path / "s.duckdb"
     assert main(["ingest", str(tmp_path / "in"), "--store", str(store)]) == 0
-    assert_user_error(run_cli("report", "--store", store, "--out", tmp_path / "r.html"),
+    assert_user_error(invoke_cli("report", "--store", store, "--out", tmp_path / "r.html"),
                       "StoreError", "Nothing is published")
     assert not (tmp_path / "r.html").exists()
 

@@ -11,12 +11,7 @@ import pytest
 
 from medanon.data.ehr import EVENT_COLUMNS, EhrData, load_ehr_csv, load_mimic
 from medanon.errors import InputFormatError, ValidationError
-from tests.conftest import SHARED
-
-MIMIC_DEMO = SHARED / "data" / "mimic3_demo"
-needs_mimic_demo = pytest.mark.skipif(
-    not (MIMIC_DEMO / "DIAGNOSES_ICD.csv").exists(),
-    reason="../shared (MIMIC-III demo) is not beside the project")
+from tests.conftest import MIMIC_DEMO, needs_mimic_demo
 
 DIAG_HEADER = "ROW_ID,SUBJECT_ID,HADM_ID,SEQ_NUM,ICD9_CODE"
 ADM_HEADER = "ROW_ID,SUBJECT_ID,HADM_ID,ADMITTIME,DISCHTIME"

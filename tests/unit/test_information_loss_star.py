@@ -7,7 +7,6 @@ Nonadult 1, Child 2, Preschool 3, In-school 3, Adult 1, Middle Aged 2, Aged 2.
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pandas as pd
@@ -335,7 +334,9 @@ class TestGroups:
         result = information_loss_star(records, rows, BOTH, TAX)
         assert result.per_group["g1"] == pytest.approx(0.55)
 
-    def test_large_release_is_vectorized(self) -> None:
+    def test_large_release_of_mixed_cells(self) -> None:
+        # Generalized, interval and noisy cells over 10,000 groups; how long it takes is
+        # measured by benchmarks/bench_information_loss.py, not asserted here.
         rng = np.random.default_rng(0)
         n = 100_000
         tree = mesh_age_tree()
@@ -349,10 +350,8 @@ class TestGroups:
                          (weights + rng.laplace(0, 5, n)).round(2).astype(str))
         rows = pd.DataFrame({"case_id": ids, "group": (np.arange(n) // 10).astype(str),
                              "age": [tree.parent(a) for a in ages], "sex": "*", "weight": cells})
-        start = time.perf_counter()
         result = information_loss_star(orig, rows, [*BOTH, ("sex", "categorical")],
                                        {"age": tree, "sex": sex_tree()})
-        assert time.perf_counter() - start < 20
         assert len(result.per_group) == n // 10
         assert 0 < result.nil < 1
         # sex published as '*' always: (1 - 0)/(1 + 1) = 1/2 for every record

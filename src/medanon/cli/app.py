@@ -20,8 +20,10 @@ import typer
 from .. import __version__
 from ..errors import MedanonError
 from ..store import DEFAULT_STORE
-from . import clinsim as clinsim_cli
-from . import commands, tabular
+
+# The command modules (and through them pandas, DuckDB, SciPy, matplotlib, ...) are imported
+# inside each command's body, so that ``--version`` and ``--help`` start at once
+# (benchmarks/bench_cli_startup.py; tests/system/test_cli_startup.py guards the module set).
 
 app = typer.Typer(name="medanon", add_completion=False, no_args_is_help=True,
                   pretty_exceptions_enable=False, rich_markup_mode=None,
@@ -90,6 +92,7 @@ def synth_faers(
     as_json: JsonOpt = False,
 ) -> None:
     """Write a synthetic FAERS-like periodic series in the FAERS 2014Q3+ ASCII layout."""
+    from . import commands
     commands.synth_faers(out, periods=periods, cases=cases, start=start, lifespan=lifespan,
                          seed=seed, as_json=as_json)
 
@@ -103,6 +106,7 @@ def synth_table(
     as_json: JsonOpt = False,
 ) -> None:
     """Write a synthetic patient table (age, sex, stay, surgery, region, diagnosis) and its schema."""
+    from . import tabular
     tabular.synth_table(out, rows=rows, seed=seed, as_json=as_json)
 
 
@@ -130,6 +134,7 @@ def ipa(
     as_json: JsonOpt = False,
 ) -> None:
     """Release a table with IPA or a baseline; report information loss and query errors."""
+    from . import tabular
     tabular.ipa(input_path, schema=schema, method=method, epsilon=epsilon, k=k,
                 max_suppression=max_suppression, threshold=threshold, budget_split=budget_split,
                 node=node, seed=seed, allow_seeded=allow_seeded, out=out, as_json=as_json)
@@ -144,6 +149,7 @@ def synth_ehr(
     as_json: JsonOpt = False,
 ) -> None:
     """Write synthetic EHR diagnosis sequences in MIMIC-III layout, with planted dependences."""
+    from . import clinsim as clinsim_cli
     clinsim_cli.synth_ehr(out, patients=patients, seed=seed, as_json=as_json)
 
 
@@ -190,6 +196,7 @@ def clinsim(
     as_json: JsonOpt = False,
 ) -> None:
     """Release diagnosis sequences with ClinSimRR or a baseline; report CIL, KL and the attack's MAP."""
+    from . import clinsim as clinsim_cli
     clinsim_cli.clinsim(diagnoses, admissions=admissions, method=method, epsilon=epsilon, gamma=gamma,
                         alpha=alpha, b_max=b_max, sensitive_file=sensitive, preset=sensitive_preset,
                         code_level=code_level, min_admissions=min_admissions, aux_fraction=aux_fraction,
@@ -210,6 +217,7 @@ def ingest(
     as_json: JsonOpt = False,
 ) -> None:
     """Read FAERS extracts into the store (private; nothing is published)."""
+    from . import commands
     commands.ingest(source, store=store, schema_path=schema, keep_missing=keep_missing, as_json=as_json)
 
 
@@ -266,6 +274,7 @@ def release(
     as_json: JsonOpt = False,
 ) -> None:
     """Anonymize, verify and publish periods, one store transaction each."""
+    from . import commands
     commands.release(store=store, periods=periods or [], method=method, k=k, theta=theta,
                      alpha=alpha, ss_rule=ss_rule, lifespan=lifespan, on_infeasible=on_infeasible,
                      seed=seed, allow_seeded=allow_seeded, as_json=as_json,
@@ -287,6 +296,7 @@ def ledger(
     Releases without an epsilon-DP claim (PPMS-DP --dp-variant paper) are listed apart with
     their nominal epsilon, which is never added to a case's total.
     """
+    from . import commands
     commands.ledger(store=store, case_budget=case_budget, as_json=as_json)
 
 
@@ -298,6 +308,7 @@ def export(
     fmt: Annotated[str, typer.Option("--format", help="csv | parquet | faers")] = "csv",
 ) -> None:
     """Export the published series (never the private records) in the release format."""
+    from . import commands
     commands.export(store=store, out=out, fmt=fmt)
 
 
@@ -308,6 +319,7 @@ def inspect(store: StoreOpt = DEFAULT_STORE_PATH, as_json: JsonOpt = False) -> N
 
     Also shows the operator-only hash of each published period's input (never exported).
     """
+    from . import commands
     commands.inspect(store=store, as_json=as_json)
 
 
@@ -332,6 +344,7 @@ def verify(
     as_json: JsonOpt = False,
 ) -> None:
     """Check every release against the privacy model its manifest declares; exit 0 only if all hold."""
+    from . import commands
     commands.verify(series_dir=series, store=store, schema_path=schema, periods=period or [],
                     as_json=as_json)
 
@@ -371,6 +384,7 @@ def attack(
     Noisy (PPMS-DP) QIDs never exclude a candidate; on strict PPMS-DP releases the candidates are
     weighted by the likelihood of their noisy values and the posterior is reported.
     """
+    from . import commands
     commands.attack(series_dir=series, store=store, schema_path=schema, period=period,
                     target=target, first_appearance=first_appearance, discontinued=discontinued,
                     background=background, lifespan=lifespan, k=k, alpha=alpha, ss_rule=ss_rule,
@@ -391,6 +405,7 @@ def evaluate(
     as_json: JsonOpt = False,
 ) -> None:
     """Information loss, disclosure risk after the attacks, and signal bias of each release."""
+    from . import commands
     commands.evaluate(store=store, rules=rules, background=background, md=md,
                       periods=period or [], as_json=as_json)
 
@@ -411,6 +426,7 @@ def report(
     title: Annotated[str, typer.Option(help="Title of the page.")] = "medanon release report",
 ) -> None:
     """A self-contained HTML report: releases, attacks, signals, ledger and manifests, with plots."""
+    from . import commands
     commands.report(stores=store, names=name or [], rules=rules, background=background, md=md,
                     out=out, title=title)
 
@@ -439,6 +455,7 @@ def experiment(
     seed: SeedOpt = None,
 ) -> None:
     """Run a paper's comparison grid on Dask and write tables and figures."""
+    from . import commands
     commands.experiment(name=name, out=out, scheduler=scheduler, workers=workers, quick=quick,
                         runs=runs, periods=periods, cases=cases, rows=rows, patients=patients,
                         input_path=input_path, admissions=admissions, schema=schema, rules=rules,
@@ -452,6 +469,7 @@ def demo(
     seed: Annotated[int, typer.Option(help="Seed of the synthetic data.")] = 2024,
 ) -> None:
     """Run the whole flow on a small synthetic series: synth -> ingest -> release -> export."""
+    from . import commands
     commands.demo(out=out, seed=seed)
 
 

@@ -1,8 +1,32 @@
 """The HTML report of a release store: what was published, what an attacker could do against
-it, and what it still tells an analyst (``medanon report``, ``medanon demo``)."""
+it, and what it still tells an analyst (``medanon report``, ``medanon demo``).
 
-from .collect import QidProfile, SeriesReport, collect_series_report, generalization_profile
-from .html import render_report, write_report
+The names below are loaded on first use: importing :mod:`medanon.report.collect` (as other
+commands do) must not load matplotlib, which only :mod:`.html` and :mod:`.plots` need.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .collect import QidProfile, SeriesReport, collect_series_report, generalization_profile
+    from .html import render_report, write_report
+
+_LAZY = {"QidProfile": "collect", "SeriesReport": "collect", "collect_series_report": "collect",
+         "generalization_profile": "collect", "render_report": "html", "write_report": "html"}
 
 __all__ = ["QidProfile", "SeriesReport", "collect_series_report", "generalization_profile",
            "render_report", "write_report"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f".{module}", __name__), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

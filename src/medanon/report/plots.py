@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from .collect import SeriesReport
+
+if TYPE_CHECKING:  # matplotlib is loaded when the first figure is drawn
+    from matplotlib.figure import Figure
 
 __all__ = ["disclosure_figure", "generalization_figure", "ledger_figure", "nil_figure",
            "signals_figure", "volume_figure", "figure_png"]
@@ -19,6 +21,13 @@ __all__ = ["disclosure_figure", "generalization_figure", "ledger_figure", "nil_f
 #: Colour-blind-safe palette (Okabe-Ito), one colour per series.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
 _MAX_RULE_PANELS = 6
+
+
+def new_figure(figsize: tuple[float, float]) -> Figure:
+    """A fresh figure (matplotlib is imported here, on first use, not with the module)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize)
 
 
 def figure_png(fig: Figure) -> bytes:
@@ -51,7 +60,7 @@ def _two_panels(reports: Sequence[SeriesReport], keys: tuple[str, str], titles: 
                 ylim: tuple[float, float | None]) -> tuple[Figure, object, list[str]]:
     """Two period panels, one line per series in each: ``keys[0]`` left, ``keys[1]`` right."""
     periods = _periods(reports)
-    fig = Figure(figsize=(9, 3.4))
+    fig = new_figure((9, 3.4))
     axes = fig.subplots(1, 2)
     for i, r in enumerate(reports):
         for ax, key in zip(axes, keys):
@@ -97,7 +106,7 @@ def disclosure_figure(reports: Sequence[SeriesReport]) -> Figure:
             ("dsr", "DSR: a term above its θ (DP: posterior share)")]
     if any(rel.get("ssgr") is not None for r in reports for rel in r.releases):
         keys.append(("ssgr", "SSGR: substantial symptoms above α"))
-    fig = Figure(figsize=(4.2 * len(keys), 3.4))
+    fig = new_figure((4.2 * len(keys), 3.4))
     axes = fig.subplots(1, len(keys), sharey=True)
     for ax, (key, title) in zip(axes, keys):
         for i, r in enumerate(reports):
@@ -124,7 +133,7 @@ def signals_figure(reports: Sequence[SeriesReport]) -> Figure | None:
     periods = _periods(reports)
     cols = min(3, len(shown))
     rows = -(-len(shown) // cols)
-    fig = Figure(figsize=(4.2 * cols, 3.3 * rows))
+    fig = new_figure((4.2 * cols, 3.3 * rows))
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax, rule in zip(axes, shown):
         original: dict[str, float] = {}
@@ -164,7 +173,7 @@ def ledger_figure(report: SeriesReport) -> Figure | None:
     ledger = report.ledger
     if ledger is None or not ledger.cases:
         return None
-    fig = Figure(figsize=(9, 3.2))
+    fig = new_figure((9, 3.2))
     left, right = fig.subplots(1, 2)
     totals = [float(t) for t, _ in ledger.distribution]
     left.bar(range(len(totals)), [n for _, n in ledger.distribution], color=PALETTE[0])
@@ -185,7 +194,7 @@ def generalization_figure(report: SeriesReport) -> Figure:
     """Per QID and period: share of cases published exactly, generalized, or suppressed."""
     periods = report.periods
     names = [q.name for q in report.profiles[periods[0]]] if periods else []
-    fig = Figure(figsize=(3.6 * max(len(names), 1), 3.2))
+    fig = new_figure((3.6 * max(len(names), 1), 3.2))
     axes = fig.subplots(1, max(len(names), 1), squeeze=False).ravel()
     for ax, name in zip(axes, names):
         exact, suppressed = [], []

@@ -1,5 +1,31 @@
-"""The release store: one embedded DuckDB file per data holder."""
+"""The release store: one embedded DuckDB file per data holder.
 
-from .duckdb_store import DEFAULT_STORE, IngestSummary, ReleaseStore
+The store's classes are loaded on first use, so that importing the package (the CLI does, for
+the default ``--store``) does not load DuckDB and pandas.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+#: File name of the store when ``--store`` is not given.
+DEFAULT_STORE = "medanon.duckdb"
+
+if TYPE_CHECKING:
+    from .duckdb_store import IngestSummary, ReleaseStore
 
 __all__ = ["DEFAULT_STORE", "IngestSummary", "ReleaseStore"]
+
+_LAZY = {"IngestSummary", "ReleaseStore"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from . import duckdb_store
+
+        return getattr(duckdb_store, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _LAZY)

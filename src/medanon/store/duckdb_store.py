@@ -39,8 +39,8 @@ from .. import __version__
 from ..data.periods import parse_period
 from ..data.schema import Schema
 from ..errors import StoreError, ValidationError
+from . import DEFAULT_STORE  # noqa: F401  (re-exported; the package defines it, and loads this module lazily)
 
-DEFAULT_STORE = "medanon.duckdb"
 FORMAT_VERSION = "1"
 #: top-level manifest keys and ``details`` keys that are operator-only (never published); a
 #: manifest given to :meth:`ReleaseStore.publish` must not hold them, and stores written before
