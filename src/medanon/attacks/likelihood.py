@@ -60,13 +60,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 import numpy as np
-import pandas as pd
 
 from ..errors import InputFormatError
 from ..mechanisms.likelihood import (exponential_log_table, hierarchy_information_loss,
                                      laplace_log_likelihood)
-from ..models.names import PPMS_DP_MODEL
-from ..models.periodic import PPMSDPModel
+from ..models.periodic import dp_models, hard_series
 from ..release.cells import QidInfo
 from ..release.links import ReleaseView, read_view
 from ..release.series import PublishedSeries
@@ -77,50 +75,6 @@ __all__ = ["HARD", "LIKELIHOOD", "LikelihoodAttacker", "TargetValues", "hard_ser
 #: the names of the two attackers, as reports print them.
 HARD = "hard-exclusion"
 LIKELIHOOD = "likelihood-weighted"
-
-
-def dp_models(series: PublishedSeries) -> dict[str, PPMSDPModel]:
-    """The PPMS-DP model of every release that declares one (label -> model).
-
-    Raises:
-        InputFormatError: a release declares PPMS-DP without the fields its model needs
-            (the message names the field).
-    """
-    out = {}
-    for label in series.periods:
-        manifest = series.manifests.get(label) or {}
-        if (manifest.get("method") or {}).get("privacy_model") == PPMS_DP_MODEL:
-            out[label] = PPMSDPModel.from_manifest(manifest, label)
-    return out
-
-
-def hard_series(series: PublishedSeries, models: Mapping[str, PPMSDPModel] | None = None,
-                ) -> PublishedSeries:
-    """The series as the hard exclusions read it: perturbed cells blanked (see module doc).
-
-    A series without PPMS-DP releases is returned as it is.
-    """
-    models = dp_models(series) if models is None else models
-    if not models:
-        return series
-    releases = {}
-    for label, rows in series.releases.items():
-        model = models.get(label)
-        if model is None or not model.perturbed:
-            releases[label] = rows
-            continue
-        rows = rows.copy()
-        groups = rows["group"].astype(str) if "group" in rows.columns else None
-        for qid in model.perturbed:
-            if qid not in rows.columns:
-                continue
-            exact = set(model.exact_groups.get(qid, ())) if not model.is_dp else set()
-            keep = (groups.isin(exact) if groups is not None and exact
-                    else pd.Series(False, index=rows.index))
-            rows[qid] = rows[qid].astype(object).where(keep.to_numpy(), "")
-        releases[label] = rows
-    return PublishedSeries(releases, series.manifests, series.qids, series.sensitive,
-                           series.source)
 
 
 @dataclass

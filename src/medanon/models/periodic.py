@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 
 from .._validation import check_fraction, check_int
 from ..errors import InputFormatError, ValidationError
@@ -39,7 +40,8 @@ from .names import HA_MODEL, MS_MODEL, PPMS_DP_MODEL, PPMS_MODEL
 from .ppms import PeriodCheck, check_published
 from .theta import ThetaTable
 
-__all__ = ["MSModel", "PPMSAlphaModel", "PPMSDPModel", "PPMSModel", "Perturbation"]
+__all__ = ["MSModel", "PPMSAlphaModel", "PPMSDPModel", "PPMSModel", "Perturbation", "dp_models",
+           "hard_series"]
 
 _TOL = 1e-12
 
@@ -481,18 +483,16 @@ class PPMSDPModel(PPMSModel):
 
     @classmethod
     def check(cls, series: PublishedSeries, declared: Mapping[str, "PPMSDPModel"]) -> list[ReleaseVerdict]:
-        first = next(iter(declared.values()))
-        exact, exact_qids = _exact_series(series, first)
-        hard = tuple(q for q in exact.qids if q.name not in first.perturbed
-                     or q.name in exact_qids)
-        view_series, views, checks = cls._run(exact, declared, qids=hard)
-        epsilons = _case_epsilons(series, view_series, views, first.lifespan)
+        models = dp_models(series)
+        view_series, views, checks = cls._run(hard_series(series, models), declared)
+        epsilons = _case_epsilons(models, view_series, views, list(declared),
+                                  next(iter(declared.values())).lifespan)
         out = []
         for c in checks:
             model = declared[c.period]
             checked = (f"k={model.k} and theta* per group after the B/F/L-attacks "
                        f"({_lifespan_text(model.lifespan)}) over the generalized QIDs "
-                       f"{_qid_names(q for q in hard if q.name not in model.perturbed)}; "
+                       f"{_qid_names(q for q in series.qids if q.name not in model.perturbed)}; "
                        f"perturbed QIDs {', '.join(model.perturbed) or 'none'} used for no hard "
                        f"exclusion; epsilon declared")
             extra: tuple[str, ...] = ()
@@ -508,69 +508,76 @@ class PPMSDPModel(PPMSModel):
         return out
 
 
-def _exact_series(series: PublishedSeries,
-                  model: "PPMSDPModel") -> tuple[PublishedSeries, set[str]]:
-    """The series in which paper-variant values declared exact (``details.exact_groups``: noise
-    scale below the published precision) stay as published and every other perturbed value is
-    blanked (an empty cell allows the whole domain: it gives no hard exclusion)."""
-    exact_by_release: dict[str, dict[str, set[str]]] = {}
-    for label, manifest in series.manifests.items():
-        details = manifest.get("details") or {}
-        method = manifest.get("method") or {}
-        if method.get("privacy_model") == PPMS_DP_MODEL and details.get("exact_groups"):
-            found = details["exact_groups"]
-            if not isinstance(found, Mapping):
-                raise InputFormatError(f"The manifest of {label} has a malformed "
-                                       f"'details.exact_groups': {found!r}.")
-            exact_by_release[label] = {str(q): set(map(str, g)) for q, g in found.items()}
-    qids = {q for found in exact_by_release.values() for q in found} & set(model.perturbed)
-    if not qids:
-        return series, set()
+def dp_models(series: PublishedSeries) -> dict[str, PPMSDPModel]:
+    """The PPMS-DP model of every release of ``series`` that declares one (label -> model).
+
+    Raises:
+        InputFormatError: a release declares PPMS-DP without the fields its model needs (the
+            message names the field).
+    """
+    out = {}
+    for label in series.periods:
+        manifest = series.manifests.get(label) or {}
+        if (manifest.get("method") or {}).get("privacy_model") == PPMS_DP_MODEL:
+            out[label] = PPMSDPModel.from_manifest(manifest, label)
+    return out
+
+
+def hard_series(series: PublishedSeries, models: Mapping[str, PPMSDPModel] | None = None,
+                ) -> PublishedSeries:
+    """The series as every hard exclusion reads it (the gate's and the attacks').
+
+    In each PPMS-DP release the perturbed cells are blanked: an empty cell allows the whole
+    domain, so a perturbed value never excludes a candidate for sure (every output of the
+    Laplace and exponential mechanisms is possible under every input), while a generalized value
+    of another release still does. Paper-variant values the manifest declares exact
+    (``details.exact_groups``: noise scale below the published precision) are kept: they are as
+    good as published values. A series without PPMS-DP releases is returned as it is.
+    """
+    models = dp_models(series) if models is None else models
+    if not models:
+        return series
     releases = {}
     for label, rows in series.releases.items():
-        method = (series.manifests.get(label, {}).get("method") or {})
-        if method.get("privacy_model") != PPMS_DP_MODEL:
+        model = models.get(label)
+        if model is None or not model.perturbed:
             releases[label] = rows
             continue
         rows = rows.copy()
-        groups = rows["group"].astype(str)
-        for qid in qids:
+        groups = rows["group"].astype(str) if "group" in rows.columns else None
+        for qid in model.perturbed:
             if qid not in rows.columns:
                 continue
-            keep = groups.isin(exact_by_release.get(label, {}).get(qid, set()))
-            rows[qid] = rows[qid].astype(str).where(keep, "")
+            exact = set(model.exact_groups.get(qid, ())) if not model.is_dp else set()
+            keep = (groups.isin(exact) if groups is not None and exact
+                    else pd.Series(False, index=rows.index))
+            rows[qid] = rows[qid].astype(object).where(keep.to_numpy(), "")
         releases[label] = rows
-    return (PublishedSeries(releases, series.manifests, series.qids, series.sensitive,
-                            series.source), qids)
+    return PublishedSeries(releases, series.manifests, series.qids, series.sensitive,
+                           series.source)
 
 
-def _case_epsilons(series: PublishedSeries, view_series: PublishedSeries,
-                   views: dict[str, ReleaseView], lifespan: int | None) -> dict[str, np.ndarray]:
-    """Per release and row, ε_r: the per-case ε of every linked strict PPMS-DP release the case
-    appears in (its own included). Releases of other models add nothing (their QIDs are exact
-    or generalized and enter the hard exclusions instead)."""
-    spend: dict[str, float] = {}
-    for label, manifest in series.manifests.items():
-        method = manifest.get("method") or {}
-        if method.get("privacy_model") != PPMS_DP_MODEL:
-            continue
-        try:
-            model = PPMSDPModel.from_manifest(manifest, label)
-        except InputFormatError:
-            continue
-        if model.is_dp:
-            spend[label] = float(model.epsilon_per_case)
+def _case_epsilons(models: Mapping[str, PPMSDPModel], view_series: PublishedSeries,
+                   views: dict[str, ReleaseView], labels: list[str],
+                   lifespan: int | None) -> dict[str, np.ndarray]:
+    """For each release in ``labels``, per row, ε_r: the per-case ε of every linked strict
+    PPMS-DP release the case appears in (its own included). Releases of other models add
+    nothing (their QIDs are exact or generalized and enter the hard exclusions instead)."""
+    spend = {label: float(m.epsilon_per_case) for label, m in models.items() if m.is_dp}
+
+    def view(label: str) -> ReleaseView:
+        if label not in views:
+            views[label] = read_view(view_series, label)
+        return views[label]
+
     out = {}
-    for label in series.periods:
-        own = views.get(label) or read_view(view_series, label)
-        views[label] = own
+    for label in labels:
+        own = view(label)
         eps = np.zeros(own.n)
         for other_label, e in spend.items():
-            other = views.get(other_label) or read_view(view_series, other_label)
-            views[other_label] = other
-            if lifespan is not None and abs(other.ordinal - own.ordinal) > lifespan:
-                continue
-            eps += e * (other.index.get_indexer(own.case) >= 0)
+            other = view(other_label)
+            if lifespan is None or abs(other.ordinal - own.ordinal) <= lifespan:
+                eps += e * (other.index.get_indexer(own.case) >= 0)
         out[label] = eps
     return out
 
@@ -583,14 +590,15 @@ def _combined_bound(view: ReleaseView, check: PeriodCheck, model: PPMSDPModel,
     theta = model._require_theta(view.label)
     order = np.argsort(view.group, kind="stable")
     cuts = np.flatnonzero(np.diff(view.group[order])) + 1
-    has_term: dict[int, set[int]] = {}
-    for r, t in zip(view.term_row.tolist(), view.term_code.tolist(), strict=True):
-        has_term.setdefault(t, set()).add(r)
+    # the distinct (row, term) pairs of each group, found once (not terms × groups)
+    pair_order = np.argsort(view.group[view.term_row], kind="stable")
+    pair_group = view.group[view.term_row][pair_order]
     worst_post, worst_share_ratio = 0.0, 0.0
     violations = []
     n_over_k = n_over_theta = 0
     for rows in np.split(order, cuts) if view.n else []:
-        g = str(view.group_labels[view.group[rows[0]]])
+        code = view.group[rows[0]]
+        g = str(view.group_labels[code])
         kept = rows[~excluded[rows]]
         post = float(posterior_bounds(eps[kept]).max()) if kept.size else 1.0
         worst_post = max(worst_post, post)
@@ -599,16 +607,17 @@ def _combined_bound(view: ReleaseView, check: PeriodCheck, model: PPMSDPModel,
             if model.dp_aware_grouping:
                 violations.append(f"{view.label} group {g}: combined posterior bound {post:.4g} > "
                                   f"1/k = {1.0 / model.k:.4g}")
-        kept_set = set(kept.tolist())
-        group_set = set(rows.tolist())
-        for t, holders in has_term.items():
-            inside = holders & group_set
-            if not inside:
-                continue
+        lo, hi = np.searchsorted(pair_group, [code, code + 1])
+        pairs = pair_order[lo:hi]
+        holders_of: dict[int, list[int]] = {}
+        for r, t in zip(view.term_row[pairs].tolist(), view.term_code[pairs].tolist(),
+                        strict=True):
+            holders_of.setdefault(t, []).append(r)
+        for t in sorted(holders_of):
+            inside = np.asarray(holders_of[t], dtype=np.int64)  # kept or excludable, hold t
+            pool_without = np.setdiff1d(kept, inside)
+            share = term_share_bound(eps[inside], eps[pool_without])
             name = str(view.term_names[t])
-            pool_with = np.fromiter(inside, dtype=np.int64)  # kept or excludable, all hold t
-            pool_without = np.fromiter(kept_set - inside, dtype=np.int64)
-            share = term_share_bound(eps[pool_with], eps[pool_without])
             th = theta.get(name)
             worst_share_ratio = max(worst_share_ratio, share / th if th > 0 else np.inf)
             if share > th + _TOL:
