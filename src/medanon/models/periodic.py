@@ -193,22 +193,21 @@ class PPMSModel(_Grouped):
         return cls(**cls._common(manifest, label))
 
     @classmethod
-    def _run(cls, series: PublishedSeries, declared: Mapping[str, "_Grouped"], *, qids=None,
+    def _run(cls, series: PublishedSeries, declared: Mapping[str, "_Grouped"], *,
              md: bool = False, alpha: float | None = None,
-             ss: Mapping[str, object] | None = None) -> tuple[PublishedSeries, dict, list[PeriodCheck]]:
+             ss: Mapping[str, object] | None = None) -> tuple[dict, list[PeriodCheck]]:
+        """Check ``declared`` releases of ``series``; the parsed views are returned for reuse."""
         first = next(iter(declared.values()))
-        view_series = series if qids is None else PublishedSeries(
-            series.releases, series.manifests, tuple(qids), series.sensitive, series.source)
         views: dict[str, ReleaseView] = {}
-        checks = check_published(view_series, views, list(declared), k=first.k,
+        checks = check_published(series, views, list(declared), k=first.k,
                                  thetas={p: m._require_theta(p) for p, m in declared.items()},
                                  lifespan=first.lifespan, md=md, alpha=alpha,
                                  ss_table=ss or {}, uniform=True).periods
-        return view_series, views, list(checks)
+        return views, list(checks)
 
     @classmethod
     def check(cls, series: PublishedSeries, declared: Mapping[str, "PPMSModel"]) -> list[ReleaseVerdict]:
-        _, _, checks = cls._run(series, declared)
+        _, checks = cls._run(series, declared)
         first = next(iter(declared.values()))
         return [_verdict(c.period, declared[c.period], c,
                          f"k={first.k} and theta* per group after the B/F/L-attacks "
@@ -277,7 +276,7 @@ class PPMSAlphaModel(PPMSModel):
     @classmethod
     def check(cls, series: PublishedSeries, declared: Mapping[str, "PPMSAlphaModel"]) -> list[ReleaseVerdict]:
         first = next(iter(declared.values()))
-        _, _, checks = cls._run(series, declared, md=True, alpha=first.alpha,
+        _, checks = cls._run(series, declared, md=True, alpha=first.alpha,
                                 ss={p: m.ss_min_counts for p, m in declared.items()})
         out = []
         for c in checks:
@@ -484,8 +483,9 @@ class PPMSDPModel(PPMSModel):
     @classmethod
     def check(cls, series: PublishedSeries, declared: Mapping[str, "PPMSDPModel"]) -> list[ReleaseVerdict]:
         models = dp_models(series)
-        view_series, views, checks = cls._run(hard_series(series, models), declared)
-        epsilons = _case_epsilons(models, view_series, views, list(declared),
+        hard = hard_series(series, models)
+        views, checks = cls._run(hard, declared)
+        epsilons = _case_epsilons(models, hard, views, list(declared),
                                   next(iter(declared.values())).lifespan)
         out = []
         for c in checks:
