@@ -26,10 +26,10 @@ from medanon.data.schema import Schema
 from medanon.data.synth.faers import write_faers_series
 from medanon.metrics.disclosure import linkage_risk
 from medanon.random import make_random_source
-from medanon.release.cells import QidInfo
-from medanon.release.format import to_published_rows
-from medanon.release.publish import build_manifest
-from medanon.release.series import PublishedSeries
+from medanon.published.cells import QidInfo
+from medanon.published.format import to_published_rows
+from medanon.pipeline.publish import build_manifest
+from medanon.published.series import PublishedSeries
 from medanon.verify import verify_series
 
 SIZES = (7_000, 28_000)

@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-from medanon.cli.clinsim import run_clinsim
+from medanon.pipeline.clinsim import run_clinsim
 from medanon.data.synth.ehr import synth_ehr
 from medanon.mechanisms.noise import NoiseSource
 

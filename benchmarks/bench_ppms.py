@@ -28,7 +28,7 @@ from medanon.data.schema import Schema
 from medanon.data.synth.faers import write_faers_series
 from medanon.metrics import normalized_information_loss
 from medanon.random import make_random_source
-from medanon.release.format import to_published_rows
+from medanon.published.format import to_published_rows
 
 #: synthetic cases written per quarter -> about 70% survive as complete super records.
 SIZES = (7_000, 28_000, 143_000)

@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medanon.cli import clinsim as clinsim_cli
+from medanon.pipeline import clinsim as ehr_pipeline
 from medanon.data.ehr import EhrData
 from medanon.mechanisms.noise import NoiseSource
-from medanon.release.ehr import Pseudonyms, write_ehr_release
+from medanon.pipeline.ehr import Pseudonyms, write_ehr_release
 from tests.neighbours import json_leaves as shared_json_leaves
 
 SPLIT_SEED = 20231021
@@ -99,13 +99,13 @@ def release(data: EhrData, folder: Path, *, seed: int, method: str, epsilon: Any
     """Publish ``data`` the way ``medanon clinsim --seed SEED`` does (split fixed at
     :data:`SPLIT_SEED`) into the new ``folder``; return its published fields.
 
-    The pipeline's functions are looked up on :mod:`medanon.cli.clinsim` at call time, so a test
+    The pipeline's functions are looked up on :mod:`medanon.pipeline.clinsim` at call time, so a test
     can monkeypatch them (to show that the check catches a leak)."""
     noise = NoiseSource.seeded(seed)
-    run = clinsim_cli.run_clinsim(data, method=method, epsilon=epsilon, aux_fraction=AUX_FRACTION,
+    run = ehr_pipeline.run_clinsim(data, method=method, epsilon=epsilon, aux_fraction=AUX_FRACTION,
                                   split_rng=np.random.default_rng(SPLIT_SEED), noise=noise,
                                   **options)
-    table, manifest = clinsim_cli.build_release(run, identifiers=Pseudonyms.from_seed(seed),
+    table, manifest = ehr_pipeline.build_release(run, identifiers=Pseudonyms.from_seed(seed),
                                                 seed=seed, randomness=noise.describe())
     write_ehr_release(folder, table, manifest)
     return published(folder)

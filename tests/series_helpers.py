@@ -7,12 +7,12 @@ from dataclasses import dataclass
 import pandas as pd
 
 from medanon.anonymize.base import Anonymizer
-from medanon.data.periods import parse_period
+from medanon.periods import parse_period
 from medanon.data.records import combine_super_records
 from medanon.data.schema import Schema
 from medanon.random import make_random_source
-from medanon.release.format import to_published_rows
-from medanon.release.series import PublishedSeries, qids_of_schema
+from medanon.published.format import to_published_rows
+from medanon.published.series import PublishedSeries, qids_of_schema
 from medanon.verify import verify_series
 
 

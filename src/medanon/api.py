@@ -42,14 +42,14 @@ from typing import Any
 import pandas as pd
 
 from .anonymize.base import Anonymizer
-from .anonymize.registry import periodic_method
-from .data.periods import parse_period
+from .pipeline.methods import periodic_method
+from .periods import parse_period
 from .data.records import check_record_values
 from .data.schema import Schema
 from .errors import ValidationError
 from .random import RandomSource, make_random_source
-from .release.publish import prepare_release
-from .release.series import PublishedSeries, empty_series, load_series
+from .pipeline.publish import prepare_release
+from .published.series import PublishedSeries, empty_series, load_series
 from .verify import SeriesVerdict, verify_series
 
 __all__ = ["Dataset", "Publisher", "Release", "Series"]
@@ -167,7 +167,7 @@ class Release:
 @dataclass(frozen=True)
 class Series(PublishedSeries):
     """A published series: the releases of each period and their manifests (see
-    :class:`~medanon.release.series.PublishedSeries`), with what a user does with one.
+    :class:`~medanon.published.series.PublishedSeries`), with what a user does with one.
 
     Attributes:
         releases_published: The :class:`Release` objects a :class:`Publisher` just made (empty
@@ -190,15 +190,14 @@ class Series(PublishedSeries):
         """Check each release against the model its manifest declares (:mod:`medanon.verify`)."""
         return verify_series(self, periods)
 
-    def export(self, folder: str | Path) -> list[Path]:
-        """Write the series in the published release format into the new ``folder``
-        (``PERIOD/release.csv`` + ``manifest.json``), all or nothing."""
-        from .release.format import write_release, write_series_atomically
+    def export(self, folder: str | Path, fmt: str = "csv") -> list[Path]:
+        """Write the series into the new ``folder``, all or nothing: ``fmt`` ``csv`` is the
+        published release format (``PERIOD/release.csv`` + ``manifest.json``), ``parquet`` the
+        same rows as Parquet, ``faers`` the FAERS ASCII layout. Returns the period folders."""
+        from .pipeline.export import export_releases
 
-        def writer(target: Path, period: str) -> None:
-            write_release(target, self.releases[period], self.manifests[period])
-
-        return write_series_atomically(Path(folder), self.periods, writer)
+        releases = {p: (self.releases[p], self.manifests[p]) for p in self.periods}
+        return export_releases(releases, folder, fmt).folders
 
 
 class Publisher:
@@ -211,7 +210,7 @@ class Publisher:
             every manifest. Default: OS entropy.
         rng: A :class:`~medanon.random.RandomSource` (instead of ``seed``).
         **parameters: The method's parameters (``k``, ``theta``, ``lifespan``, ``alpha``,
-            ``epsilon``, ...; see :func:`medanon.anonymize.registry.periodic_method`).
+            ``epsilon``, ...; see :func:`medanon.pipeline.methods.periodic_method`).
 
     Raises:
         ValidationError: an unknown method or a parameter it cannot take (named).

@@ -32,8 +32,8 @@ import pandas as pd
 from .errors import InputFormatError, PrivacyViolation
 from .models import OneOffRelease, registered_models
 from .models.base import ReleaseVerdict, SeriesVerdict, model_from_manifest
-from .release.format import MANIFEST_FILE, RELEASE_FILE, read_manifest
-from .release.series import PublishedSeries
+from .published.format import MANIFEST_FILE, RELEASE_FILE, read_manifest
+from .published.series import PublishedSeries
 
 __all__ = ["GATE_MODELS", "GateResult", "ReleaseVerdict", "SeriesVerdict", "gate", "is_release_folder",
            "verify_release_folder", "verify_series"]

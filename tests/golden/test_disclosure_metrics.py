@@ -7,7 +7,7 @@ import pytest
 
 from medanon.attacks import BackgroundKnowledge, KnowledgeRule
 from medanon.metrics.disclosure import linkage_risk
-from medanon.release.series import PublishedSeries
+from medanon.published.series import PublishedSeries
 
 from .test_papers_attacks import JMIR, QIDS, _release
 

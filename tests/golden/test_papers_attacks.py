@@ -14,8 +14,8 @@ import pytest
 from medanon.attacks import attack_target
 from medanon.errors import ValidationError
 from medanon.hierarchies import sex_tree
-from medanon.release.cells import QidInfo
-from medanon.release.series import PublishedSeries
+from medanon.published.cells import QidInfo
+from medanon.published.series import PublishedSeries
 
 QIDS = (QidInfo("sex", "categorical", sex_tree()), QidInfo("age", "numeric"))
 

@@ -27,12 +27,12 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from medanon.cli import clinsim as clinsim_cli
+from medanon.pipeline import clinsim as ehr_pipeline
 from medanon.data.ehr import EhrData
 from medanon.data.synth.ehr import synth_ehr
 from medanon.hierarchies.icd9 import icd9_category, icd9_tree, known_category_codes, sensitive_preset
 from medanon.mechanisms.noise import NoiseSource
-from medanon.release.ehr import Pseudonyms
+from medanon.pipeline.ehr import Pseudonyms
 from tests.conftest import invoke_cli, run_cli
 from tests.neighbours_ehr import (SPLIT_SEED, TIME_DEPENDENT, admissions_of, changed,
                                   deterministic_keys, epsilon_violations, max_log_ratio, release,
@@ -150,7 +150,7 @@ N_DRAWS = 200_000
 @pytest.mark.parametrize("method", ["clinsimrr", "umaxrr"])
 def test_one_released_elements_distribution_stays_within_e_epsilon(method, tmp_path):
     data = base_data("category")
-    protected = clinsim_cli.run_clinsim(data, method=method, epsilon=EPSILON,
+    protected = ehr_pipeline.run_clinsim(data, method=method, epsilon=EPSILON,
                                         split_rng=np.random.default_rng(SPLIT_SEED),
                                         noise=NoiseSource.seeded(SEED)).plan.protected
     free = next(c for c in data.codes if c not in protected)     # an unprotected code
@@ -158,7 +158,7 @@ def test_one_released_elements_distribution_stays_within_e_epsilon(method, tmp_p
     runs = {}
     for name, first in (("A", "303"), ("A'", free), ("A''", "042")):
         neighbour = with_codes(data, patient, [first, *original[1:]])
-        runs[name] = clinsim_cli.run_clinsim(neighbour, method=method, epsilon=EPSILON,
+        runs[name] = ehr_pipeline.run_clinsim(neighbour, method=method, epsilon=EPSILON,
                                              split_rng=np.random.default_rng(SPLIT_SEED),
                                              noise=NoiseSource.seeded(SEED))
     plan = runs["A"].plan
@@ -169,7 +169,7 @@ def test_one_released_elements_distribution_stays_within_e_epsilon(method, tmp_p
 
     def sample(name: str, code: str, seed: int) -> np.ndarray:
         run = runs[name]
-        return clinsim_cli.release_codes(run.plan, run.tree, np.full(N_DRAWS, code, dtype=object),
+        return ehr_pipeline.release_codes(run.plan, run.tree, np.full(N_DRAWS, code, dtype=object),
                                          NoiseSource.seeded(seed))
 
     outputs = list(plan.protected)
@@ -222,7 +222,7 @@ def test_the_check_flags_a_manifest_field_derived_from_the_released_patients(lea
     neighbour = leak_neighbour(honest, "303")
     assert changed(honest.base, honest.release(neighbour, tmp_path / "honest-n"), honest.keys) == {}
 
-    monkeypatch.setattr(clinsim_cli, "build_release", leak(clinsim_cli.build_release))
+    monkeypatch.setattr(ehr_pipeline, "build_release", leak(ehr_pipeline.build_release))
     leaky = make_case("clinsimrr", "category", tmp_path / "leaky")
     name = ("manifest.input_sha256" if leak is add_digest
             else "manifest.counts.sensitive_elements")
@@ -239,16 +239,16 @@ def test_the_check_flags_the_old_tree_extension_with_released_codes(monkeypatch,
     neighbour = leak_neighbour(honest, "0420")
     assert changed(honest.base, honest.release(neighbour, tmp_path / "honest-n"), honest.keys) == {}
 
-    run_clinsim = clinsim_cli.run_clinsim
+    run_clinsim = ehr_pipeline.run_clinsim
 
     def old_run_clinsim(data, **kwargs):
         def old_tree(level, auxiliary, sensitive_codes=()):
             return icd9_tree(level, extra_codes=(*known_category_codes(data.codes), *sensitive_codes))
         with monkeypatch.context() as patch:
-            patch.setattr(clinsim_cli, "release_tree", old_tree)
+            patch.setattr(ehr_pipeline, "release_tree", old_tree)
             return run_clinsim(data, **kwargs)
 
-    monkeypatch.setattr(clinsim_cli, "run_clinsim", old_run_clinsim)
+    monkeypatch.setattr(ehr_pipeline, "run_clinsim", old_run_clinsim)
     leaky = make_case("umaxrr", "full", tmp_path / "leaky")
     found = changed(leaky.base, leaky.release(neighbour, tmp_path / "leaky-n"), leaky.keys)
     assert "manifest.sensitive.__len__" in found and "manifest.protected.size" in found
@@ -261,7 +261,7 @@ def test_the_check_flags_the_old_tree_extension_with_released_codes(monkeypatch,
 def digest_leak(tmp_path_factory):
     """A ClinSimRR case whose manifest carries the digest of the released patients' records."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(clinsim_cli, "build_release", add_digest(clinsim_cli.build_release))
+        patch.setattr(ehr_pipeline, "build_release", add_digest(ehr_pipeline.build_release))
         return make_case("clinsimrr", "category", tmp_path_factory.mktemp("digest-leak"))
 
 
@@ -275,7 +275,7 @@ def test_every_random_neighbour_exposes_a_published_digest(digest_leak, data):
     codes = neighbour_codes(data.draw, case, patient)
     assume(codes != case.codes_of(patient))
     with pytest.MonkeyPatch.context() as patch, tempfile.TemporaryDirectory() as tmp:
-        patch.setattr(clinsim_cli, "build_release", add_digest(clinsim_cli.build_release))
+        patch.setattr(ehr_pipeline, "build_release", add_digest(ehr_pipeline.build_release))
         fields = case.release(with_codes(case.data, patient, codes), Path(tmp) / "a-prime")
     assert set(changed(case.base, fields, case.keys)) == {"manifest.input_sha256"}
 

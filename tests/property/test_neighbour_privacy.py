@@ -38,9 +38,9 @@ from medanon.data.schema import Schema
 from medanon.data.tabular import TableSchema, load_table
 from medanon.mechanisms.noise import NoiseSource
 from medanon.random import make_random_source
-from medanon.release import publish
-from medanon.release import tabular
-from medanon.release.series import empty_series
+from medanon.pipeline import publish
+from medanon.pipeline import tabular
+from medanon.published.series import empty_series
 from tests.neighbours import (bin_number, deterministic_fields, json_leaves, neighbour_leaks,
                               ratio_violations, reproducibility_differences, row_leaves)
 

@@ -11,7 +11,7 @@ from medanon.cli.app import main
 from medanon.data.synth.faers import write_faers_series
 from medanon.errors import PrivacyViolation
 from medanon.random import make_random_source
-from medanon.release.publish import publish_periods
+from medanon.pipeline.publish import publish_periods
 from medanon.store import ReleaseStore
 from tests.conftest import invoke_cli, run_cli
 

@@ -10,7 +10,7 @@ import pytest
 
 from medanon.data.loaders.faers import read_faers_table
 from medanon.hierarchies import read_arx
-from medanon.release.format import read_series
+from medanon.published.format import read_series
 from tests.conftest import FAERS_FIXTURES, invoke_cli, run_cli
 
 EXPECTED = json.loads((FAERS_FIXTURES / "expected.json").read_text(encoding="utf-8"))

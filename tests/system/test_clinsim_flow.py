@@ -16,10 +16,10 @@ import pandas as pd
 import pytest
 
 from medanon.cli.app import main
-from medanon.cli.clinsim import run_clinsim
+from medanon.pipeline.clinsim import run_clinsim
 from medanon.data.ehr import load_ehr_csv, load_mimic
 from medanon.mechanisms.noise import NoiseSource
-from medanon.release.ehr import Pseudonyms
+from medanon.pipeline.ehr import Pseudonyms
 from tests.conftest import (MIMIC_DEMO, assert_user_error, invoke_cli, needs_mimic_demo, run_cli,
                             snapshot)
 
@@ -336,7 +336,7 @@ def bad_inputs(inputs, tmp_path_factory):
 
 
 @pytest.mark.parametrize("args, error, fragment", [
-    (["--method", "clinsimrr"], "ValidationError", "needs --epsilon"),
+    (["--method", "clinsimrr"], "ValidationError", "--epsilon is required"),
     (["--method", "suppression", "--epsilon", "1"], "ValidationError", "--epsilon does not apply"),
     (["--method", "umaxrr", "--epsilon", "1", "--gamma", "0.1"], "ValidationError",
      "--gamma does not apply"),

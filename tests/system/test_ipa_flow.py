@@ -136,7 +136,7 @@ def test_kanon_release_is_k_anonymous(runs):
 
 
 @pytest.mark.parametrize("args, error, fragment", [
-    (["--method", "ipa"], "ValidationError", "needs --epsilon"),
+    (["--method", "ipa"], "ValidationError", "--epsilon is required"),
     (["--method", "kanon", "--epsilon", "1"], "ValidationError", "not differentially private"),
     (["--method", "ipa", "--epsilon", "1", "--k", "5"], "ValidationError", "--k does not apply"),
     (["--method", "ipa", "--epsilon", "1", "--budget-split", "0.1,0.3,0.3,0.4"], "ValidationError",

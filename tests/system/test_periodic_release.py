@@ -10,7 +10,7 @@ from medanon.cli.app import main
 from medanon.data.synth.faers import write_faers_series
 from medanon.metrics import normalized_information_loss
 from medanon.models.names import PPMS_MODEL
-from medanon.release.series import PublishedSeries, qids_of_schema
+from medanon.published.series import PublishedSeries, qids_of_schema
 from medanon.verify import verify_series
 from medanon.store import ReleaseStore
 from tests.conftest import invoke_cli, run_cli

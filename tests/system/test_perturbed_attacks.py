@@ -20,7 +20,7 @@ from medanon.attacks import attack_target
 from medanon.attacks.likelihood import LikelihoodAttacker
 from medanon.cli.app import main
 from medanon.data.synth.faers import write_faers_series
-from medanon.release.series import load_series
+from medanon.published.series import load_series
 from medanon.report.collect import store_originals
 from medanon.store import ReleaseStore
 from tests.conftest import invoke_cli

@@ -11,7 +11,7 @@ import pytest
 from medanon.accounting import parse_epsilon
 from medanon.cli.app import main
 from medanon.errors import InputFormatError
-from medanon.release.series import load_series
+from medanon.published.series import load_series
 from medanon.verify import verify_series
 from medanon.data.synth.faers import write_faers_series
 from medanon.store import ReleaseStore

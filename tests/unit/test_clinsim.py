@@ -215,9 +215,9 @@ def test_the_docs_show_the_generated_guarantee_text():
     them for the documented run and compare, so the page cannot drift from the code."""
     from pathlib import Path
 
-    from medanon.cli.clinsim import build_release, run_clinsim
+    from medanon.pipeline.clinsim import build_release, run_clinsim
     from medanon.data.synth.ehr import synth_ehr
-    from medanon.release.ehr import Pseudonyms
+    from medanon.pipeline.ehr import Pseudonyms
 
     page = (Path(__file__).resolve().parents[2] / "docs" / "algorithms" / "clinsim.md").read_text()
     quoted = page.split("<!-- generated-guarantee:start -->")[1].split("<!-- generated-guarantee:end -->")[0]

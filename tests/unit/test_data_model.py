@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from medanon._validation import check_fraction, check_int
-from medanon.data.periods import parse_period, period_from_faers_tag
+from medanon.periods import parse_period, period_from_faers_tag
 from medanon.data.records import as_value_set, combine_super_records
 from medanon.data.schema import Schema
 from medanon.errors import HierarchyError, SchemaError, ValidationError

@@ -8,9 +8,9 @@ import hmac
 import pandas as pd
 import pytest
 
-import medanon.release.ehr as ehr_release
+import medanon.pipeline.ehr as ehr_release
 from medanon.errors import InternalError, ValidationError
-from medanon.release.ehr import EHR_COLUMNS, Pseudonyms
+from medanon.pipeline.ehr import EHR_COLUMNS, Pseudonyms
 
 
 def events() -> pd.DataFrame:

@@ -17,8 +17,8 @@ from medanon.metrics.disclosure import linkage_risk
 from medanon.models.names import PPMS_DP_MODEL, PPMS_MODEL
 from medanon.models.ppms import check_series
 from medanon.models.theta import ThetaTable
-from medanon.release.cells import QidInfo
-from medanon.release.series import PublishedSeries
+from medanon.published.cells import QidInfo
+from medanon.published.series import PublishedSeries
 
 QIDS = (QidInfo("sex", "categorical", sex_tree()), QidInfo("weight", "numeric"))
 DOMAIN = (0.0, 300.0)

@@ -30,8 +30,8 @@ from medanon.mechanisms import (BlockRandomizedResponse, DiscreteLaplaceMechanis
                                 ExponentialMechanism, LaplaceMechanism, Mechanism, NoiseSource,
                                 RandomizedResponse)
 from medanon.random import make_random_source
-from medanon.release.publish import prepare_release
-from medanon.release.series import empty_series
+from medanon.pipeline.publish import prepare_release
+from medanon.published.series import empty_series
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_ppms_dp import records  # noqa: E402
@@ -363,9 +363,9 @@ def test_an_ipa_step_that_does_not_report_is_an_internal_error():
 @pytest.mark.parametrize("method, epsilon, expected", [("umaxrr", "0.5", "0.5"),
                                                        ("suppression", None, None)])
 def test_the_ehr_manifest_states_what_the_mechanism_reported(method, epsilon, expected):
-    from medanon.cli.clinsim import build_release, run_clinsim
+    from medanon.pipeline.clinsim import build_release, run_clinsim
     from medanon.data.synth.ehr import synth_ehr
-    from medanon.release.ehr import Pseudonyms
+    from medanon.pipeline.ehr import Pseudonyms
 
     run = run_clinsim(synth_ehr(300, seed=2), method=method, epsilon=epsilon,
                       split_rng=np.random.default_rng(2), noise=NoiseSource.seeded(2))

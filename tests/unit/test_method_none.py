@@ -9,7 +9,7 @@ from medanon.anonymize import DropIdentifiers
 from medanon.data.records import combine_super_records
 from medanon.data.schema import Schema
 from medanon.random import make_random_source
-from medanon.release.format import to_published_rows
+from medanon.published.format import to_published_rows
 
 
 def test_groups_are_equivalence_classes_including_missing_cells() -> None:

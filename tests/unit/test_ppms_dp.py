@@ -175,7 +175,7 @@ def test_dp_num_covers_old_cases_categoricals_only():
     first = records(100, period="2020Q1")
     method = PPMSDPNum(k=5, theta=1.0, epsilon=1)
     published = run(method, first)
-    from medanon.release.format import to_published_rows
+    from medanon.published.format import to_published_rows
     rows = to_published_rows(published.table, Schema.default())
     follow = records(100, period="2020Q2", start=50, seed=3)  # cases 50..99 are old
     result = run(method, follow, previous=[rows], seed=2)

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from medanon.data.schema import Schema
-from medanon.release.cells import QidInfo
-from medanon.release.series import PublishedSeries
+from medanon.published.cells import QidInfo
+from medanon.published.series import PublishedSeries
 from medanon.report.collect import generalization_profile
 
 

@@ -30,7 +30,7 @@ from medanon.metrics.signals import (
     read_rules,
     ror,
 )
-from medanon.release.format import to_published_rows
+from medanon.published.format import to_published_rows
 
 HIERARCHIES = {"age": mesh_age_tree(), "sex": sex_tree()}
 MI = "Myocardial infarction"

@@ -13,7 +13,7 @@ from medanon.data.loaders.faers import read_faers
 from medanon.data.schema import Schema
 from medanon.errors import StoreError, ValidationError
 from medanon.random import make_random_source
-from medanon.release.publish import input_digest, plan_periods, publish_periods
+from medanon.pipeline.publish import input_digest, plan_periods, publish_periods
 from medanon.store import ReleaseStore
 from tests.conftest import FAERS_FIXTURES
 

@@ -15,8 +15,8 @@ from medanon.cli.app import main
 from medanon.errors import InputFormatError
 from medanon.hierarchies import sex_tree
 from medanon.models.theta import ThetaTable
-from medanon.release.cells import QidInfo
-from medanon.release.series import PublishedSeries
+from medanon.published.cells import QidInfo
+from medanon.published.series import PublishedSeries
 from medanon.models.names import HA_MODEL, MS_MODEL, PPMS_MODEL
 from medanon.verify import verify_series
 
@@ -209,7 +209,7 @@ def test_verifier_attacks_and_metrics_import_no_algorithm_code():
     root = Path(medanon.__file__).parent
     files = [root / "verify.py", *sorted((root / "models").glob("*.py")),
              *sorted((root / "attacks").glob("*.py")), *sorted((root / "metrics").glob("*.py")),
-             root / "release" / "cells.py", root / "release" / "series.py"]
+             *sorted((root / "published").glob("*.py"))]
     offenders = []
     for path in files:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data.periods import parse_period
+from ..periods import parse_period
 from ..errors import ValidationError
 from .budget import Budget, format_epsilon, parse_epsilon, to_exact
 

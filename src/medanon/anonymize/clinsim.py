@@ -36,7 +36,7 @@ Not guaranteed: Y_P, the blocks, p_T and p_S are chosen without noise from the d
 the code tree of the *auxiliary* patients (003 learns them on an 80% split): a non-private
 statistic of those patients, published as such (one auxiliary patient more or less can change
 Y_P). They depend on no released patient — the caller must build the graph and the tree from the
-auxiliary split only (:func:`medanon.cli.clinsim.run_clinsim` does). The dependence step bounds a
+auxiliary split only (:func:`medanon.pipeline.clinsim.run_clinsim` does). The dependence step bounds a
 leakage *estimated on the auxiliary data's graph*; an adversary who knows more dependences than
 the graph holds may still infer sensitive codes (003 §7). Codes outside Y_P are published
 truthfully.

@@ -26,7 +26,7 @@ import pandas as pd
 
 from .._validation import check_choice, check_fraction, check_int
 from ..accounting import Accountant
-from ..data.periods import parse_period
+from ..periods import parse_period
 from ..data.records import SuperRecords
 from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
 from ..hierarchies import Interval, Taxonomy

@@ -42,7 +42,7 @@ Two variants (``variant=``), and what their ε means — read this before publis
 
 Accounting: every mechanism reports its loss to the run's accountant (units: the cases' positions
 in the super records) before it draws; the ledger and ``privacy_spent`` are written from those
-reports, and :meth:`planned_losses` is only the budget pre-check (``release.publish`` raises
+reports, and :meth:`planned_losses` is only the budget pre-check (``pipeline.publish`` raises
 InternalError when the two differ).
 
 ε is given **per perturbed attribute**, as in 000 (which applies the same ε to each).
@@ -415,7 +415,7 @@ class _PPMSDP(ClusteringMethod):
     def planned_losses(self, schema) -> tuple[PrivacyLoss, ...]:
         """ε per perturbed QID and case, by the mechanism that perturbs it (the budget
         pre-check; the ledger is written from what the mechanisms report). The strict variant
-        charges every case exactly this (``release.publish`` checks it); the paper variant
+        charges every case exactly this (``pipeline.publish`` checks it); the paper variant
         charges a case only where a group's mechanism drew noise for it, never more."""
         return tuple(PrivacyLoss(epsilon=self.epsilon, target=name, scope="case",
                                  mechanism=(LaplaceMechanism.name if kind == "numeric"
@@ -440,7 +440,7 @@ class _PPMSDP(ClusteringMethod):
                            "sums it over the releases a case appears in",
             "mechanisms": [loss.to_dict() for loss in losses],
         }
-        # What it guarantees and what not: the model object's text (release/publish.py).
+        # What it guarantees and what not: the model object's text (pipeline/publish.py).
         return statement
 
 

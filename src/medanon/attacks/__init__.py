@@ -1,6 +1,6 @@
 """Attacks on published series: what an adversary can do with the releases alone.
 
-* :mod:`medanon.release.links` — linking CaseIDs across releases (what each other release says
+* :mod:`medanon.published.links` — linking CaseIDs across releases (what each other release says
   about a case), shared with the models;
 * :mod:`.likelihood` — the two readings of perturbed QIDs: hard exclusions only (a noisy value
   never excludes anyone for sure) and the likelihood-weighted attacker (posterior over the

@@ -26,8 +26,8 @@ import numpy as np
 
 from ..errors import InputFormatError, ValidationError
 from ..hierarchies import Interval
-from ..release.cells import QidInfo
-from ..release.links import Region, ReleaseView, intersect, whole_domain
+from ..published.cells import QidInfo
+from ..published.links import Region, ReleaseView, intersect, whole_domain
 
 __all__ = ["BackgroundKnowledge", "KnowledgeRule", "read_background"]
 

@@ -65,9 +65,9 @@ from ..errors import InputFormatError
 from ..mechanisms.likelihood import (exponential_log_table, hierarchy_information_loss,
                                      laplace_log_likelihood)
 from ..models.periodic import dp_models, hard_series
-from ..release.cells import QidInfo
-from ..release.links import ReleaseView, read_view
-from ..release.series import PublishedSeries
+from ..published.cells import QidInfo
+from ..published.links import ReleaseView, read_view
+from ..published.series import PublishedSeries
 
 __all__ = ["HARD", "LIKELIHOOD", "LikelihoodAttacker", "TargetValues", "hard_series",
            "posterior"]
@@ -101,7 +101,7 @@ class TargetValues:
     def from_region(cls, region, qids: tuple[QidInfo, ...],
                     known: Mapping[str, np.ndarray] | frozenset[str] | None = None,
                     ) -> "TargetValues":
-        """From a :class:`~medanon.release.links.Region` of targets (one row each).
+        """From a :class:`~medanon.published.links.Region` of targets (one row each).
 
         ``known``: per QID a bool array of known rows, or a set of known QID names (all rows),
         or None (every finite value is known).

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import ValidationError
-from ..release.cells import cell_strings, term_pairs
+from ..published.cells import cell_strings, term_pairs
 
 __all__ = ["MEAN_SD", "parse_ss_rule", "ss_records", "ss_thresholds"]
 

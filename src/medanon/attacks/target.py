@@ -48,9 +48,9 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..hierarchies import Interval
-from ..release.cells import QidInfo
-from ..release.links import Region, covers, link
-from ..release.series import PublishedSeries
+from ..published.cells import QidInfo
+from ..published.links import Region, covers, link
+from ..published.series import PublishedSeries
 from .background import BackgroundKnowledge
 from .likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
 

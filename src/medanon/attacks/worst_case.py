@@ -59,8 +59,8 @@ import numpy as np
 
 from ..models.names import HA_MODEL
 from ..models.theta import ThetaTable
-from ..release.links import Region, covers, link
-from ..release.series import PublishedSeries
+from ..published.links import Region, covers, link
+from ..published.series import PublishedSeries
 from .background import BackgroundKnowledge
 from .likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
 from .ss import MEAN_SD, ss_records, ss_thresholds
@@ -258,7 +258,7 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
         background: Medical background knowledge (000 §E).
         md: Apply the MD-attack to every release (True), to none (False), or to the releases
             whose manifest declares 002's model (None, the default: 001's protocol otherwise).
-        views: A cache of parsed releases of ``series`` (see :func:`medanon.release.links.link`).
+        views: A cache of parsed releases of ``series`` (see :func:`medanon.published.links.link`).
         attacker: A :class:`LikelihoodAttacker` of ``series`` with the same ``lifespan`` to
             reuse (built here otherwise).
 

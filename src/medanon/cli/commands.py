@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import shutil
 import time
 from pathlib import Path
 
-import duckdb
 import pandas as pd
 from rich.table import Table
 
@@ -21,24 +19,22 @@ from ..data.records import check_record_values
 from ..data.schema import Schema
 from ..errors import StoreError, ValidationError
 from ..attacks import attack_target, read_background
-from ..anonymize.registry import periodic_method
+from ..pipeline.methods import periodic_method
 from ..attacks.ss import parse_ss_rule
 from ..attacks.worst_case import attack_series
 from ..errors import PrivacyViolation
 from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import read_rules
 from ..report.collect import store_originals
-from ..release.series import load_series
+from ..published.series import load_series
 from ..verify import SeriesVerdict, is_release_folder, verify_release_folder, verify_series
 from ..random import make_random_source
-from ..release.faers_layout import write_faers_release
-from ..release.format import write_manifest, write_release, write_series_atomically
-from ..release.publish import publish_periods
+from ..pipeline.export import EXPORT_FORMATS, export_releases
+from ..pipeline.publish import publish_periods
 from ..store import ReleaseStore
 from . import console as ui
 from .console import print_json, progress_bar
 
-EXPORT_FORMATS = ("csv", "parquet", "faers")
 
 
 
@@ -117,27 +113,13 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                 on_infeasible: str = "refuse", epsilon: str | float | None = None,
                 dp_variant: str = "strict", domains: list[str] | None = None,
                 dp_aware_grouping: bool = False, case_budget: str | None = None) -> Anonymizer:
-    """The library's :func:`~medanon.anonymize.registry.periodic_method`, its errors told in
+    """The library's :func:`~medanon.pipeline.methods.periodic_method`, its errors told in
     flags (``'dp_aware_grouping' parameter`` -> ``--dp-aware-grouping``)."""
-    try:
+    with ui.errors_as_flags():
         return periodic_method(method, k=k, theta=theta, alpha=alpha, ss_rule=ss_rule,
                                lifespan=lifespan, on_infeasible=on_infeasible, epsilon=epsilon,
                                dp_variant=dp_variant, domains=domains,
                                dp_aware_grouping=dp_aware_grouping, case_budget=case_budget)
-    except ValidationError as exc:
-        raise ValidationError(as_flags(str(exc))) from None
-
-
-def as_flags(message: str) -> str:
-    """A library message with its parameter names told as this command line's flags."""
-    names = {"method": "--method", "k": "--k", "theta": "--theta", "alpha": "--alpha",
-             "ss_rule": "--ss-rule", "lifespan": "--lifespan", "epsilon": "--epsilon",
-             "domains": "--domain", "dp_variant": "--dp-variant",
-             "dp_aware_grouping": "--dp-aware-grouping", "case_budget": "--case-budget"}
-    message = re.sub(r"The '(\w+)' parameter of periodic_method",
-                     lambda m: f"{names.get(m.group(1), m.group(1))}", message)
-    # names with an underscore cannot be mistaken for words: tell them as flags anywhere
-    return re.sub(r"\b(\w+_\w+)\b", lambda m: names.get(m.group(1), m.group(1)), message)
 
 
 def release(*, store: Path, periods: list[str], method: str, k: int | None, theta: str | None,
@@ -227,39 +209,18 @@ def ledger(*, store: Path, case_budget: str | None, as_json: bool) -> None:
 
 # -- export ---------------------------------------------------------------------------------------
 def export(*, store: Path, out: Path, fmt: str) -> None:
-    check_choice(fmt, name="format", owner="export", choices=EXPORT_FORMATS)
+    with ui.errors_as_flags():
+        check_choice(fmt, name="format", owner="export", choices=EXPORT_FORMATS)
     with ReleaseStore.open(store) as db:
         periods = db.published_periods()
         if not periods:
             raise StoreError(f"Nothing is published in {str(store)!r} yet: run 'medanon release' first.")
         releases = {p: (db.release_rows(p), db.manifest(p)) for p in periods}
-
-    sanitized = 0
-
-    def writer(folder: Path, period: str) -> None:
-        nonlocal sanitized
-        rows, manifest = releases[period]
-        if fmt == "csv":
-            write_release(folder, rows, manifest)
-            return
-        folder.mkdir(parents=True)
-        if fmt == "parquet":
-            con = duckdb.connect()
-            try:
-                con.register("release_rows", rows)
-                target = str(folder / "release.parquet").replace("'", "''")
-                con.execute(f"COPY release_rows TO '{target}' (FORMAT PARQUET)")
-            finally:
-                con.close()
-        else:
-            sanitized += write_faers_release(folder, rows, period)
-        write_manifest(folder, manifest)
-
-    written = write_series_atomically(out, periods, writer)
-    print(f"exported {len(written)} release(s) as {fmt} to {out}: {', '.join(periods)}")
-    if sanitized:
-        ui.err.print(f"note: {sanitized} value(s) contained '$', which the FAERS layout cannot carry; "
-                  "they were written with a space instead.")
+    exported = export_releases(releases, out, fmt)
+    print(f"exported {len(exported.folders)} release(s) as {fmt} to {out}: {', '.join(periods)}")
+    if exported.replaced_dollars:
+        ui.err.print(f"note: {exported.replaced_dollars} value(s) contained '$', which the FAERS "
+                     "layout cannot carry; they were written with a space instead.")
 
 
 # -- inspect --------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,3 +36,33 @@ def progress_bar(description: str, total: int | None) -> Iterator[callable]:
 def print_json(data: object) -> None:
     """Machine-readable output of ``--json``: sorted keys, indented, non-JSON values as text."""
     print(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+#: library parameter names whose flag is not ``--`` + the name with dashes
+_FLAG_NAMES = {"domains": "--domain"}
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a library parameter (``b_max`` -> ``--b-max``)."""
+    return _FLAG_NAMES.get(name, "--" + name.replace("_", "-"))
+
+
+def as_flags(message: str) -> str:
+    """A library message with its parameter names told as this command line's flags:
+    ``The 'b_max' parameter of ehr_method does not apply to method 'rr'`` ->
+    ``--b-max does not apply to method 'rr'``."""
+    message = re.sub(r"The '(\w+)' parameter(?: of [\w.]+)?", lambda m: flag(m.group(1)), message)
+    # names with an underscore cannot be mistaken for words: tell them as flags anywhere
+    return re.sub(r"\b([a-z]+_[a-z_]+)\b(?![(])", lambda m: flag(m.group(1)), message)
+
+
+@contextmanager
+def errors_as_flags() -> Iterator[None]:
+    """Re-raise a library :class:`~medanon.errors.ValidationError` or
+    :class:`~medanon.errors.SchemaError` told in flags (same type)."""
+    from ..errors import SchemaError, ValidationError
+
+    try:
+        yield
+    except (ValidationError, SchemaError) as exc:
+        raise type(exc)(as_flags(str(exc))) from None

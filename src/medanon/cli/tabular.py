@@ -6,24 +6,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..anonymize.dphist import DPHistogram, require_public_domain
-from ..anonymize.ipa import DEFAULT_BUDGET_SPLIT, IPA
-from ..anonymize.kanon import FullDomainKAnonymity
+from ..anonymize.dphist import require_public_domain
 from ..anonymize.lattice import Lattice
 from ..data.synth.table import write_synth_table
 from ..data.tabular import TableSchema, load_table
-from ..errors import SchemaError, ValidationError
 from ..mechanisms.noise import NoiseSource
 from ..random import refuse_seeded_release
 from ..metrics.tabular import evaluate_queries
-from ..release.format import check_new_folder
-from ..release.tabular import tabular_manifest, write_tabular_release
+from ..published.format import check_new_folder
+from ..pipeline.methods import table_method
+from ..pipeline.tabular import table_schema_path, tabular_manifest, write_tabular_release
 from . import console as ui
 from .console import print_json, progress_bar
-
-TABULAR_METHODS = ("ipa", "kanon", "dphist")
-
-
 
 def synth_table(out: Path, *, rows: int, seed: int, as_json: bool) -> None:
     table_path, schema_path = write_synth_table(out, rows=rows, seed=seed)
@@ -34,61 +28,15 @@ def synth_table(out: Path, *, rows: int, seed: int, as_json: bool) -> None:
                      f"and their schema to {schema_path}.")
 
 
-def _refuse(option: str, method: str, why: str) -> ValidationError:
-    return ValidationError(f"{option} does not apply to --method {method}: {why}.")
-
-
-def make_tabular_method(method: str, *, epsilon: str | None, k: int | None,
-                        max_suppression: float | None, threshold: int | None,
-                        budget_split: str | None, node: str | None):
-    """The method object for ``--method``, refusing options that do not apply to it."""
-    if method not in TABULAR_METHODS:
-        raise ValidationError(f"--method must be one of {', '.join(TABULAR_METHODS)}; got {method!r}.")
-    given = {"--k": k, "--max-suppression": max_suppression, "--threshold": threshold,
-             "--budget-split": budget_split, "--node": node}
-    allowed = {"ipa": {"--threshold", "--budget-split"}, "kanon": {"--k", "--max-suppression"},
-               "dphist": {"--node"}}[method]
-    for option, value in given.items():
-        if value is not None and option not in allowed:
-            raise _refuse(option, method, f"it takes {', '.join(sorted(allowed))}")
-    if method == "kanon":
-        if epsilon is not None:
-            raise _refuse("--epsilon", method, "k-anonymity is not differentially private")
-        return FullDomainKAnonymity(k=10 if k is None else k,
-                                    max_suppression=0.0 if max_suppression is None else max_suppression)
-    if epsilon is None:
-        raise ValidationError(f"--method {method} needs --epsilon (the privacy budget, e.g. 1).")
-    if method == "ipa":
-        return IPA(epsilon=epsilon, threshold=2 if threshold is None else threshold,
-                   budget_split=DEFAULT_BUDGET_SPLIT if budget_split is None else budget_split)
-    levels = None
-    if node is not None:
-        try:
-            levels = [int(x) for x in node.split(",")]
-        except ValueError:
-            raise ValidationError(f"--node must be comma-separated levels such as 1,0,1,0,1; "
-                                  f"got {node!r}.") from None
-    return DPHistogram(epsilon=epsilon, node=levels)
-
-
-def _schema_path(input_path: Path, schema: Path | None) -> Path:
-    if schema is not None:
-        return schema
-    guess = input_path.with_name(input_path.stem + ".schema.toml")
-    if guess.exists():
-        return guess
-    raise SchemaError(f"No --schema given and no {guess.name} beside {str(input_path)!r}: "
-                      "name the schema TOML with --schema.")
-
-
 def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | None, k: int | None,
         max_suppression: float | None, threshold: int | None, budget_split: str | None,
         node: str | None, seed: int | None, allow_seeded: bool, out: Path, as_json: bool) -> None:
-    algorithm = make_tabular_method(method, epsilon=epsilon, k=k, max_suppression=max_suppression,
-                                    threshold=threshold, budget_split=budget_split, node=node)
+    with ui.errors_as_flags():
+        algorithm = table_method(method, epsilon=epsilon, k=k, max_suppression=max_suppression,
+                                 threshold=threshold, budget_split=budget_split, node=node)
+        schema_path = table_schema_path(input_path, schema)
     refuse_seeded_release(seed is not None and method != "kanon", allow_seeded)
     check_new_folder(out)
-    schema_path = _schema_path(input_path, schema)
     table_schema = TableSchema.from_toml(schema_path)
     if method == "dphist":  # refuse before reading the data (DPHistogram refuses too)
         require_public_domain(table_schema, source=f"schema file {str(schema_path)!r}")

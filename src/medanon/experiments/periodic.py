@@ -31,10 +31,10 @@ from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import SignalRule as Rule
 from ..models import level_wise
 from ..random import make_random_source
-from ..release.cells import QidInfo
-from ..release.format import original_as_published, to_published_rows
-from ..release.publish import build_manifest
-from ..release.series import PublishedSeries
+from ..published.cells import QidInfo
+from ..published.format import original_as_published, to_published_rows
+from ..pipeline.publish import build_manifest
+from ..published.series import PublishedSeries
 from .grids import Setting
 
 __all__ = ["PeriodicData", "LEVEL_WISE_HIGH", "LEVEL_WISE_NONE", "load_periodic_data",

@@ -31,7 +31,7 @@ import pandas as pd
 
 from .. import __version__
 from ..errors import MedanonError, ValidationError
-from ..release.format import check_new_folder, write_new_folder
+from ..published.format import check_new_folder, write_new_folder
 from . import outputs, periodic, single
 from .grids import EXPERIMENTS, Setting, grid
 

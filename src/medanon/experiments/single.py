@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from ..anonymize.dphist import require_public_domain
-from ..cli.clinsim import load_ehr, run_clinsim
-from ..cli.tabular import make_tabular_method
+from ..pipeline.clinsim import load_ehr, run_clinsim
+from ..pipeline.methods import table_method
+from ..pipeline.tabular import table_schema_path
 from ..data.ehr import EhrData
 from ..data.tabular import TableSchema, load_table
 from ..anonymize.clinsim import EXTENDING
@@ -64,9 +65,7 @@ def load_table_input(source: Path | None, schema: Path | None, *, rows: int, see
         data = load_table(synth_patient_table(rows, seed=seed), table_schema)
         return TableInput(data, f"synthetic patient table (seed {seed})",
                           {"synthetic": True, "rows": rows, "seed": seed})
-    from ..cli.tabular import _schema_path
-
-    schema_path = _schema_path(Path(source), schema)
+    schema_path = table_schema_path(Path(source), schema)
     table_schema = TableSchema.from_toml(schema_path)
     require_public_domain(table_schema, source=f"schema file {str(schema_path)!r}")
     data = load_table(Path(source), table_schema, schema_dir=schema_path.parent)
@@ -77,8 +76,7 @@ def load_table_input(source: Path | None, schema: Path | None, *, rows: int, see
 def run_table_task(data: TableInput, setting: Setting, run: int, seed: int) -> dict:
     """One release of the table by one method; its information loss and query errors."""
     params = setting.kwargs
-    method = make_tabular_method(setting.method, epsilon=params.get("epsilon"), k=params.get("k"),
-                                 max_suppression=None, threshold=None, budget_split=None, node=None)
+    method = table_method(setting.method, epsilon=params.get("epsilon"), k=params.get("k"))
     started = time.perf_counter()
     result = method.anonymize(data.data, noise=NoiseSource.seeded(seed))
     seconds = time.perf_counter() - started

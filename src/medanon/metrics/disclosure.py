@@ -2,7 +2,7 @@
 
 For every released record r' (the anonymized version of an original super record r), the
 adversary knows r's exact QID values and whether the case first appears in this release, and
-links CaseIDs across the series (:mod:`medanon.release.links`). It removes the records excludable
+links CaseIDs across the series (:mod:`medanon.published.links`). It removes the records excludable
 by the B-, F- and L-attacks (optionally 002's MD-attack and medical background knowledge, 000
 §E) and takes as candidates G the remaining records at minimum distance from r
 (``algorithms.md`` §5.4):
@@ -56,8 +56,8 @@ from scipy import sparse
 from ..attacks.background import BackgroundKnowledge
 from ..attacks.likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
 from ..errors import SchemaError, ValidationError
-from ..release.links import Links, Region, covers, lca_depth, link
-from ..release.series import PublishedSeries
+from ..published.links import Links, Region, covers, lca_depth, link
+from ..published.series import PublishedSeries
 
 __all__ = ["LinkageRisk", "linkage_risk"]
 
@@ -168,7 +168,7 @@ def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *
         md: Add 002's MD-attack (needs the next period's release in the series).
         background: Medical background knowledge (000 §E).
         lifespan: Link only releases at most this many periods apart.
-        views: A cache of parsed releases of ``series`` (see :func:`medanon.release.links.link`).
+        views: A cache of parsed releases of ``series`` (see :func:`medanon.published.links.link`).
         attacker: A :class:`~medanon.attacks.likelihood.LikelihoodAttacker` of ``series`` with
             the same ``lifespan`` to reuse (built here otherwise).
     """

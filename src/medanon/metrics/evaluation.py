@@ -33,7 +33,7 @@ import pandas as pd
 from ..attacks.background import BackgroundKnowledge
 from ..attacks.likelihood import LikelihoodAttacker
 from ..attacks.worst_case import attack_series
-from ..release.series import PublishedSeries
+from ..published.series import PublishedSeries
 from .disclosure import linkage_risk
 from .information_loss import information_loss_star, normalized_information_loss
 from .signals import SignalRule, compare_signals

@@ -8,8 +8,8 @@ criteria are those of Evans, Waller & Davis 2001 (the MHRA screening rule); the 
 ``algorithms.md`` §1.9.
 
 **One counting function for both sides.** Every count is read from published strings
-(``medanon.release.cells``): the original data is first turned into the same form with
-:func:`medanon.release.format.to_published_rows`, so original and release go through
+(``medanon.published.cells``): the original data is first turned into the same form with
+:func:`medanon.published.format.to_published_rows`, so original and release go through
 :func:`contingency` alike. A row is one report (a super record, i.e. one case of the period).
 
 **2×2 table.** For a rule "drug D, condition C → reaction R"::
@@ -117,7 +117,7 @@ from .._validation import check_int
 from ..errors import HierarchyError, InputFormatError, SchemaError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 from ..hierarchies.builtin import MAX_AGE_YEARS, mesh_age_band, mesh_age_tree
-from ..release.cells import categorical_codes, cell_strings, numeric_bounds, term_pairs
+from ..published.cells import categorical_codes, cell_strings, numeric_bounds, term_pairs
 
 __all__ = [
     "INSIDE",
@@ -684,7 +684,7 @@ def contingency(rows: pd.DataFrame, rule: SignalRule, *, hierarchies: Mapping[st
 
     Args:
         rows: Published rows (strings as in ``release.csv``; the original data through
-            :func:`medanon.release.format.to_published_rows`).
+            :func:`medanon.published.format.to_published_rows`).
         rule: The rule to count.
         hierarchies: Taxonomy of each categorical column, by column name; a condition's
             attribute that is not a key here is read as numeric.
@@ -835,7 +835,7 @@ def compare_signals(original_rows: pd.DataFrame, release_rows: pd.DataFrame,
 
     Args:
         original_rows: The original data in the published string form
-            (:func:`medanon.release.format.to_published_rows`).
+            (:func:`medanon.published.format.to_published_rows`).
         release_rows: The release's rows.
         rules: The rules (e.g. from :func:`read_rules`).
         hierarchies: Taxonomy of each categorical column, by column name.

@@ -31,8 +31,8 @@ import pandas as pd
 
 from .._validation import check_fraction, check_int
 from ..errors import InputFormatError, ValidationError
-from ..release.links import ReleaseView, read_view
-from ..release.series import PublishedSeries
+from ..published.links import ReleaseView, read_view
+from ..published.series import PublishedSeries
 from .base import (PrivacyModel, ReleaseVerdict, manifest_field, manifest_int, names_list,
                    register)
 from .dp_bound import posterior_bounds, term_share_bound

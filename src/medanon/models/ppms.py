@@ -78,12 +78,12 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_fraction, check_int
-from ..data.periods import parse_period
+from ..periods import parse_period
 from ..errors import InputFormatError, PrivacyViolation, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
-from ..release.cells import QidInfo, cell_strings, term_pairs
-from ..release.links import ReleaseView, covers, group_conflicts, link, read_view, row_periods
-from ..release.series import PublishedSeries
+from ..published.cells import QidInfo, cell_strings, term_pairs
+from ..published.links import ReleaseView, covers, group_conflicts, link, read_view, row_periods
+from ..published.series import PublishedSeries
 from .theta import ThetaTable
 
 __all__ = ["GroupCheck", "PeriodCheck", "QidInfo", "SeriesCheck", "check_published", "check_series",
@@ -243,7 +243,7 @@ class _Links:
 
 def _links(series: PublishedSeries, label: str, lifespan: int | None,
            views: dict[str, ReleaseView]) -> tuple[ReleaseView, _Links]:
-    """What the checker needs from the one linker of published releases (:mod:`..release.links`)."""
+    """What the checker needs from the one linker of published releases (:mod:`medanon.published.links`)."""
     found = link(series, label, lifespan=lifespan, views=views)
     own = found.view
     # F: a later value that does not contain the record's whole published region excludes it

@@ -24,8 +24,8 @@ from ..errors import StoreError, ValidationError
 from ..hierarchies import Interval
 from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import SignalRule
-from ..release.format import original_as_published
-from ..release.series import PublishedSeries, load_series
+from ..published.format import original_as_published
+from ..published.series import PublishedSeries, load_series
 from ..store import ReleaseStore
 
 __all__ = ["QidProfile", "SeriesReport", "check_report_names", "collect_series_report",

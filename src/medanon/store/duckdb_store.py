@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
-from ..data.periods import parse_period
+from ..periods import parse_period
 from ..data.schema import Schema
 from ..errors import StoreError, ValidationError
 from . import DEFAULT_STORE  # noqa: F401  (re-exported; the package defines it, and loads this module lazily)

@@ -37,7 +37,7 @@ import pandas as pd
 
 from ...errors import InputFormatError
 from ...hierarchies import age_to_mesh
-from ..periods import Period, period_from_faers_tag
+from ...periods import Period, period_from_faers_tag
 
 REQUIRED_TABLES = ("DEMO", "DRUG", "REAC", "INDI")
 _FILE_NAME = re.compile(r"^(DEMO|DRUG|REAC|INDI|OUTC|THER|RPSR|DELETE)(\d{2}Q[1-4])\.TXT$", re.I)

@@ -35,7 +35,7 @@ import numpy as np
 
 from ..._validation import check_fraction, check_int
 from ...errors import ValidationError
-from ..periods import Period, parse_period
+from ...periods import Period, parse_period
 from . import terms
 
 __all__ = ["PLANTED_SIGNALS", "SignalRule", "SynthSummary", "write_faers_series"]

@@ -1,6 +1,6 @@
 """What an adversary learns by linking CaseIDs across the releases of a series.
 
-This module reads published releases (strings, :mod:`medanon.release.cells`) and, for every
+This module reads published releases (strings, :mod:`medanon.published.cells`) and, for every
 record of one release, collects what the other releases say about the same case:
 
 * **earlier**: the case appears in an earlier release (an *old* CaseID, 001's B- and L-attacks);
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..data.periods import parse_period
+from ..periods import parse_period
 from ..errors import InputFormatError, SchemaError, ValidationError
 from .cells import (QidInfo, categorical_codes, cell_strings, joined_terms,
                              numeric_bounds, term_pairs)

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..data.periods import parse_period
+from ..periods import parse_period
 from ..errors import InputFormatError, StoreError
 from ..hierarchies import Interval
 from ..hierarchies.intervals import format_number

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import ValidationError
+from .errors import ValidationError
 
 _LABEL = re.compile(r"^\s*(\d{4})\s*[Qq]\s*([1-4])\s*$")
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..data.periods import parse_period
+from ..periods import parse_period
 from ..errors import StoreError
 
 DEMO_COLUMNS = ("primaryid caseid caseversion i_f_code event_dt mfr_dt init_fda_dt fda_dt rept_cod "

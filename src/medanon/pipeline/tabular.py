@@ -27,7 +27,8 @@ from typing import Any
 from .. import __version__
 from ..anonymize.tabular import TabularResult
 from ..data.tabular import TabularData
-from .format import RELEASE_FILE, write_manifest, write_new_folder
+from ..errors import SchemaError
+from ..published.format import RELEASE_FILE, write_manifest, write_new_folder
 
 __all__ = ["TABULAR_FORMAT", "tabular_manifest", "write_tabular_release"]
 
@@ -85,3 +86,20 @@ def write_tabular_release(out: str | Path, result: TabularResult, manifest: dict
         write_manifest(folder, manifest)
 
     return write_new_folder(out, write)
+
+
+def table_schema_path(table: str | Path, schema: str | Path | None = None) -> Path:
+    """The table schema of ``table``: ``schema`` when given, else ``NAME.schema.toml`` beside
+    the table (what ``medanon synth table`` writes).
+
+    Raises:
+        SchemaError: no ``schema`` and no schema file beside the table.
+    """
+    if schema is not None:
+        return Path(schema)
+    table = Path(table)
+    guess = table.with_name(table.stem + ".schema.toml")
+    if guess.exists():
+        return guess
+    raise SchemaError(f"The 'schema' parameter is missing and there is no {guess.name} beside "
+                      f"{str(table)!r}: name the table's schema TOML.")

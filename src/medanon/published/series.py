@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..data.periods import parse_period
+from ..periods import parse_period
 from ..data.schema import Schema
 from ..errors import InputFormatError, ValidationError
 from ..hierarchies import Taxonomy, read_arx
@@ -115,7 +115,7 @@ def qids_of_schema(schema: Schema) -> tuple[tuple[QidInfo, ...], tuple[str, ...]
 
 def empty_series(schema: Schema) -> PublishedSeries:
     """A series with nothing published yet, read through ``schema`` (the first release of a
-    store, or a store-free publication: ``release.publish.prepare_release``)."""
+    store, or a store-free publication: ``pipeline.publish.prepare_release``)."""
     qids, sensitive = qids_of_schema(schema)
     return PublishedSeries({}, {}, qids, sensitive, "an empty series")
 

@@ -43,7 +43,7 @@ from .. import __version__
 from ..accounting import PrivacyLoss, compose, format_epsilon
 from ..anonymize.clinsim import ProtectionPlan
 from ..errors import InternalError, ValidationError
-from .format import RELEASE_FILE, write_manifest, write_new_folder
+from ..published.format import RELEASE_FILE, write_manifest, write_new_folder
 
 __all__ = ["EHR_FORMAT", "EHR_COLUMNS", "PSEUDONYM_METHOD", "Pseudonyms", "ehr_manifest",
            "write_ehr_release"]

@@ -26,7 +26,7 @@ from .._validation import check_choice
 from ..accounting import (Budget, Charge, PrivacyLoss, cases_over_budget, check_plan, compose,
                           format_epsilon, unit_counts)
 from ..anonymize.base import AnonymizationResult, Anonymizer
-from ..data.periods import parse_period
+from ..periods import parse_period
 from ..data.records import combine_super_records
 from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
@@ -35,8 +35,8 @@ from ..models import model_from_manifest
 from ..random import RandomSource, refuse_seeded_release
 from ..store import ReleaseStore
 from ..verify import SeriesVerdict, gate
-from .format import to_published_rows
-from .series import PublishedSeries, load_series
+from ..published.format import to_published_rows
+from ..published.series import PublishedSeries, load_series
 
 MANIFEST_FORMAT = "medanon-release/1"
 ON_CASE_BUDGET = ("refuse", "suppress")
@@ -288,7 +288,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
         label: The period.
         records: The period's report-level records (private).
         rng: The random source.
-        series: The releases published so far (``release.series.empty_series`` for none).
+        series: The releases published so far (``published.series.empty_series`` for none).
         hierarchies: The schema's hierarchies (loaded when None).
         ledger: The privacy ledger so far (for ``case_budget``).
         case_budget, on_case_budget: As for :func:`publish_periods`.

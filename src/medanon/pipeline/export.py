@@ -1,0 +1,76 @@
+"""Write a published series out of the store: the release format, Parquet, or the FAERS layout.
+
+Only published rows and manifests are written (never the store's operator-only facts), all
+periods or none (:func:`~medanon.published.format.write_series_atomically`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from .._validation import check_choice
+from ..published.faers_layout import write_faers_release
+from ..published.format import write_manifest, write_release, write_series_atomically
+
+__all__ = ["EXPORT_FORMATS", "Exported", "export_releases"]
+
+#: ``csv``: the release format of ``design.md`` (``PERIOD/release.csv`` + ``manifest.json``);
+#: ``parquet``: the same rows as ``release.parquet``; ``faers``: FAERS ASCII files per period.
+EXPORT_FORMATS = ("csv", "parquet", "faers")
+
+
+@dataclass(frozen=True)
+class Exported:
+    """What :func:`export_releases` wrote.
+
+    Attributes:
+        folders: One folder per period, in time order.
+        replaced_dollars: Cells whose ``$`` the FAERS layout could not carry (written as a space).
+    """
+
+    folders: list[Path]
+    replaced_dollars: int = 0
+
+
+def _write_parquet(rows: pd.DataFrame, target: Path) -> None:
+    import duckdb  # the store's engine writes Parquet without another dependency
+
+    con = duckdb.connect()
+    try:
+        con.register("release_rows", rows)
+        con.execute(f"COPY release_rows TO '{str(target).replace(chr(39), chr(39) * 2)}' "
+                    f"(FORMAT PARQUET)")
+    finally:
+        con.close()
+
+
+def export_releases(releases: Mapping[str, tuple[pd.DataFrame, dict]], out: str | Path,
+                    fmt: str = "csv") -> Exported:
+    """Write ``releases`` (period -> published rows and manifest) into the new folder ``out``.
+
+    Raises:
+        ValidationError: an unknown ``fmt``.
+        StoreError: ``out`` exists (nothing is written then).
+    """
+    check_choice(fmt, name="fmt", owner="export_releases", choices=EXPORT_FORMATS)
+    replaced = 0
+
+    def writer(folder: Path, period: str) -> None:
+        nonlocal replaced
+        rows, manifest = releases[period]
+        if fmt == "csv":
+            write_release(folder, rows, manifest)
+            return
+        folder.mkdir(parents=True)
+        if fmt == "parquet":
+            _write_parquet(rows, folder / "release.parquet")
+        else:
+            replaced += write_faers_release(folder, rows, period)
+        write_manifest(folder, manifest)
+
+    written = write_series_atomically(Path(out), list(releases), writer)
+    return Exported(written, replaced)

@@ -1,1 +1,0 @@
-"""Releases: the published format (rows + manifest), series on disk, and the publish flow."""
