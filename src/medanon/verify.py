@@ -30,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import InputFormatError, PrivacyViolation
+from .periods import parse_period
 from .models import OneOffRelease, registered_models
 from .models.base import ReleaseVerdict, SeriesVerdict, model_from_manifest
 from .published.format import MANIFEST_FILE, RELEASE_FILE, read_manifest
@@ -70,11 +71,32 @@ def verify_series(series: PublishedSeries, periods: list[str] | None = None) -> 
                                    f"series; verify that release's own folder.")
         else:
             settings.setdefault(model.setting(), {})[label] = model
+    lifespans: dict[int, list[str]] = {}
     for declared in settings.values():
         cls = type(next(iter(declared.values())))
         for verdict in cls.check(series, declared):
             verdicts[verdict.period] = verdict
-    return SeriesVerdict(tuple(verdicts[p] for p in labels))
+        for label, model in declared.items():
+            if getattr(model, "lifespan", None) is not None:
+                lifespans.setdefault(model.lifespan, []).append(label)
+    span = observed_case_span(series)
+    notes = tuple(
+        f"CaseIDs of this series recur up to {span} period(s) apart, beyond the life span of "
+        f"{lifespan} declared by {', '.join(shown)}: the model does not cover links between "
+        f"releases more than {lifespan} period(s) apart, which an adversary can make (FAERS "
+        f"CaseIDs never expire)." for lifespan, shown in sorted(lifespans.items()) if span > lifespan)
+    return SeriesVerdict(tuple(verdicts[p] for p in labels), span, notes)
+
+
+def observed_case_span(series: PublishedSeries) -> int:
+    """The most periods between a CaseID's first and last release in the published series."""
+    seen = [pd.DataFrame({"case": series.releases[label]["case_id"].astype(str).to_numpy(),
+                          "ordinal": parse_period(label).ordinal}) for label in series.periods]
+    seen = [frame for frame in seen if len(frame)]
+    if not seen:
+        return 0
+    ordinals = pd.concat(seen, ignore_index=True).groupby("case")["ordinal"]
+    return int((ordinals.max() - ordinals.min()).max())
 
 
 def verify_release_folder(folder: str | Path) -> ReleaseVerdict:

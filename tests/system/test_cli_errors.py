@@ -117,7 +117,8 @@ def test_invalid_hierarchy(tmp_path, arx, fragment) -> None:
 def test_store_that_is_not_duckdb(tmp_path) -> None:
     store = tmp_path / "notes.duckdb"
     store.write_text("my notes, not a database\n")
-    for args in (("inspect",), ("release",), ("export", "--out", tmp_path / "out")):
+    for args in (("inspect",), ("release", "--method", "ms", "--k", "2", "--theta", "0.5"),
+                 ("export", "--out", tmp_path / "out")):
         result = invoke_cli(*args, "--store", store)
         assert_user_error(result, "StoreError", "is not a medanon store")
     result = invoke_cli("ingest", MODERN, "--store", store)
@@ -140,13 +141,15 @@ def _store_state(store: Path) -> str:
 
 def test_release_refusals_leave_the_store_as_it_was(ingested_store, tmp_path) -> None:
     store = ingested_store
-    assert invoke_cli("release", "2011Q2", "--store", store).returncode == 0
+    assert invoke_cli("release", "2011Q2", "--method", "none", "--allow-unprotected", "--store", store).returncode == 0
     before = _store_state(store)
     assert '"published": true' in before
     cases = [
-        (("2011Q2",), "StoreError", "already published"),
-        (("2020Q5",), "ValidationError", "does not parse"),
-        (("2015Q1",), "StoreError", "cannot be published before 2013Q1"),
+        ((), "ValidationError", "--method is required"),
+        (("--method", "none"), "ValidationError", "--allow-unprotected must be given"),
+        (("2011Q2", "--method", "none", "--allow-unprotected"), "StoreError", "already published"),
+        (("2020Q5", "--method", "none", "--allow-unprotected"), "ValidationError", "does not parse"),
+        (("2015Q1", "--method", "none", "--allow-unprotected"), "StoreError", "cannot be published before 2013Q1"),
         (("--method", "ppms", "--k", "1", "--theta", "0.2"), "ValidationError",
          "--k must be an integer >= 2; got 1."),
         (("--method", "ppms", "--k", "2", "--theta", "0"), "ValidationError",
@@ -165,7 +168,7 @@ def test_release_refusals_leave_the_store_as_it_was(ingested_store, tmp_path) ->
         (("2013Q1", "--method", "ha", "--k", "2", "--theta", "0.5", "--alpha", "0.5"), "StoreError",
          "only when period 2013Q2 is ingested"),
         (("--method", "none", "--k", "5"), "ValidationError", "--k does not apply to method 'none'"),
-        (("--seed", "3"), "ValidationError", "--allow-seeded"),
+        (("--seed", "3", "--method", "none", "--allow-unprotected"), "ValidationError", "--allow-seeded"),
     ]
     for args, error, fragment in cases:
         assert_user_error(invoke_cli("release", *args, "--store", store), error, fragment)
@@ -174,13 +177,15 @@ def test_release_refusals_leave_the_store_as_it_was(ingested_store, tmp_path) ->
 
 def test_missing_store_is_not_created(tmp_path) -> None:
     store = tmp_path / "absent.duckdb"
-    for args in (("inspect",), ("release",), ("export", "--out", tmp_path / "o")):
+    for args in (("inspect",), ("release", "--method", "ms", "--k", "2", "--theta", "0.5"),
+                 ("export", "--out", tmp_path / "o")):
         assert_user_error(invoke_cli(*args, "--store", store), "StoreError", "No store")
     assert not store.exists()
 
 
 def test_export_never_overwrites(ingested_store, tmp_path) -> None:
-    assert invoke_cli("release", "--store", ingested_store).returncode == 0
+    assert invoke_cli("release", "--method", "none", "--allow-unprotected", "--allow-gap",
+                      "--store", ingested_store).returncode == 0
     out = tmp_path / "series"
     assert invoke_cli("export", "--store", ingested_store, "--out", out).returncode == 0
     before = snapshot(out)

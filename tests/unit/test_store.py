@@ -67,11 +67,13 @@ def test_published_period_is_immutable(tmp_path) -> None:
     path = tmp_path / "s.duckdb"
     _ingest(path)
     with ReleaseStore.open(path) as store:
-        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source())
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source(),
+                        allow_unprotected=True, allow_gap=True)
     before = _content(path)
     with ReleaseStore.open(path) as store:
         with pytest.raises(StoreError, match="already published"):
-            publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source())
+            publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source(),
+                            allow_unprotected=True, allow_gap=True)
         rows = store.release_rows("2011Q2")
         with pytest.raises(StoreError, match="immutable"):
             store.publish("2011Q2", rows, store.manifest("2011Q2"))
@@ -98,9 +100,11 @@ def test_seeded_runs_need_explicit_permission(tmp_path) -> None:
     _ingest(path)
     with ReleaseStore.open(path) as store:
         with pytest.raises(ValidationError, match="--allow-seeded"):
-            publish_periods(store, DropIdentifiers(), [], make_random_source(7))
+            publish_periods(store, DropIdentifiers(), [], make_random_source(7),
+                            allow_unprotected=True, allow_gap=True)
         assert store.published_periods() == []
-        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source(7), allow_seeded=True)
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source(7),
+                        allow_unprotected=True, allow_gap=True, allow_seeded=True)
         assert store.manifest("2011Q2")["rng"] == {"kind": "seeded", "seed": 7}
 
 
@@ -146,8 +150,15 @@ def test_a_period_whose_reports_were_all_dropped_publishes_an_empty_release(tmp_
     ingest = read_faers(FAERS_FIXTURES / "faers_2015Q1")
     empty = ingest.quarters[0].records.iloc[0:0]
     with ReleaseStore.create_or_open(path, Schema.default()) as store:
-        store.ingest([("2015Q1", "faers-2014", "f", empty, {})])
-        (summary,) = publish_periods(store, DropIdentifiers(), [], make_random_source())
+        with pytest.raises(StoreError, match="hold no reports"):
+            store.ingest([("2015Q1", "faers-2014", "f", empty, {})])
+        assert store.ingested_periods() == []
+        store.ingest([("2015Q1", "faers-2014", "f", empty, {})], allow_empty=True)
+        with pytest.raises(ValidationError, match="2015Q1 \\(empty\\)"):
+            publish_periods(store, DropIdentifiers(), [], make_random_source(),
+                            allow_unprotected=True)
+        (summary,) = publish_periods(store, DropIdentifiers(), [], make_random_source(),
+                                     allow_unprotected=True, allow_gap=True)
         assert summary.cases == 0 and summary.groups == 0
         assert len(store.release_rows("2015Q1")) == 0
         assert store.manifest("2015Q1")["counts"]["cases"] == 0
@@ -157,7 +168,8 @@ def test_input_hash_and_private_details_stay_in_the_store(tmp_path) -> None:
     path = tmp_path / "s.duckdb"
     _ingest(path)
     with ReleaseStore.open(path) as store:
-        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source())
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source(),
+                        allow_unprotected=True, allow_gap=True)
         manifest = store.manifest("2011Q2")
         operator = store.operator_record("2011Q2")
         expected = input_digest(store.records("2011Q2"))
@@ -180,7 +192,8 @@ def test_an_older_store_moves_private_fields_out_of_its_manifests(tmp_path) -> N
     path = tmp_path / "s.duckdb"
     _ingest(path)
     with ReleaseStore.open(path) as store:
-        publish_periods(store, DropIdentifiers(), ["2011Q2", "2013Q1"], make_random_source())
+        publish_periods(store, DropIdentifiers(), ["2011Q2", "2013Q1"], make_random_source(),
+                        allow_unprotected=True, allow_gap=True)
     con = duckdb.connect(str(path))
     old = {}
     for period, variant in (("2011Q2", "paper"), ("2013Q1", "strict")):

@@ -214,11 +214,15 @@ def ingest(
         help="Schema TOML (default: the FAERS schema of the papers).")] = None,
     keep_missing: Annotated[bool, typer.Option(
         "--keep-missing", help="Keep reports lacking a QID or sensitive value (dropped by default).")] = False,
+    allow_empty: Annotated[bool, typer.Option(
+        "--allow-empty", help="Accept a quarter with no reports (refused by default: an empty "
+                              "period would be published as an empty release).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Read FAERS extracts into the store (private; nothing is published)."""
     from . import commands
-    commands.ingest(source, store=store, schema_path=schema, keep_missing=keep_missing, as_json=as_json)
+    commands.ingest(source, store=store, schema_path=schema, keep_missing=keep_missing,
+                    as_json=as_json, allow_empty=allow_empty)
 
 
 @app.command()
@@ -227,9 +231,10 @@ def release(
     periods: Annotated[Optional[list[str]], typer.Argument(
         help="Periods to publish (default: every ingested, unpublished period, in order).")] = None,
     store: StoreOpt = DEFAULT_STORE_PATH,
-    method: Annotated[str, typer.Option(
-        help="none | ms | ppms | ppms+ | ppms++ | ha | ppms-dp-num | ppms-dp-all "
-             "(see docs/algorithms/).")] = "none",
+    method: Annotated[Optional[str], typer.Option(
+        help="Required: ms | ppms | ppms+ | ppms++ | ha | ppms-dp-num | ppms-dp-all (see "
+             "docs/algorithms/), or none (raw records without identifiers; needs "
+             "--allow-unprotected).")] = None,
     k: Annotated[Optional[int], typer.Option("--k", help="Minimum group size (k >= 2).")] = None,
     theta: Annotated[Optional[str], typer.Option(
         help="Sensitive-value thresholds: a number in (0, 1] (uniform), 'frequency', or a "
@@ -271,16 +276,35 @@ def release(
     publish_despite_violations: Annotated[bool, typer.Option(
         "--publish-despite-violations",
         help="Publish even when the verify gate finds violations (recorded in the manifest).")] = False,
+    allow_unprotected: Annotated[bool, typer.Option(
+        "--allow-unprotected", help="Allow --method none (no privacy guarantee); never after a "
+                                    "protected release of the store.")] = False,
+    allow_unknown_terms: Annotated[bool, typer.Option(
+        "--allow-unknown-terms", help="Accept theta-file terms that no ingested period holds "
+                                      "(a vocabulary that arrives later).")] = False,
+    allow_gap: Annotated[bool, typer.Option(
+        "--allow-gap", help="Publish past a missing or empty period, which can then never be "
+                            "published (recorded in the manifest).")] = False,
+    allow_short_lifespan: Annotated[bool, typer.Option(
+        "--allow-short-lifespan", help="Accept a --lifespan shorter than the data's longest "
+                                       "follow-up span (recorded in the manifest).")] = False,
+    per_period_commit: Annotated[bool, typer.Option(
+        "--per-period-commit", help="Commit each period on its own (default: all requested "
+                                    "periods land together or none does).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Anonymize, verify and publish periods, one store transaction each."""
+    """Anonymize, verify and publish periods: all of them in one store transaction (or one each
+    with --per-period-commit)."""
     from . import commands
     commands.release(store=store, periods=periods or [], method=method, k=k, theta=theta,
                      alpha=alpha, ss_rule=ss_rule, lifespan=lifespan, on_infeasible=on_infeasible,
                      seed=seed, allow_seeded=allow_seeded, as_json=as_json,
                      publish_despite_violations=publish_despite_violations, epsilon=epsilon,
                      dp_variant=dp_variant, domains=domain or [], case_budget=case_budget,
-                     on_case_budget=on_case_budget, dp_aware_grouping=dp_aware_grouping)
+                     on_case_budget=on_case_budget, dp_aware_grouping=dp_aware_grouping,
+                     allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
+                     allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
+                     per_period_commit=per_period_commit)
 
 
 @app.command()

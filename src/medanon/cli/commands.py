@@ -19,6 +19,7 @@ from ..data.records import check_record_values
 from ..data.schema import Schema
 from ..errors import StoreError, ValidationError
 from ..attacks import attack_target, read_background
+from ..periods import parse_period
 from ..pipeline.methods import periodic_method
 from ..attacks.ss import parse_ss_rule
 from ..attacks.worst_case import attack_series
@@ -32,6 +33,7 @@ from ..random import make_random_source
 from ..pipeline.export import EXPORT_FORMATS, export_releases
 from ..pipeline.publish import publish_periods
 from ..store import ReleaseStore
+from ..store.duckdb_store import refuse_empty
 from . import console as ui
 from .console import print_json, progress_bar
 
@@ -65,7 +67,7 @@ def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str, lifespan
 
 # -- ingest ---------------------------------------------------------------------------------------
 def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing: bool,
-           as_json: bool) -> None:
+           as_json: bool, allow_empty: bool = False) -> None:
     schema = Schema.from_toml(schema_path) if schema_path else Schema.default()
     hierarchies = schema.load_hierarchies()
     started = time.perf_counter()
@@ -76,9 +78,13 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
         result = read_faers(source, keep_missing=keep_missing, progress=step)
     for quarter in result.quarters:
         check_record_values(quarter.records, schema, hierarchies)
+    with ui.errors_as_flags():  # before the store is created or touched
+        refuse_empty({q.period.label: len(q.records) for q in result.quarters}, source=str(source),
+                     allow_empty=allow_empty)
     with ReleaseStore.create_or_open(store, schema) as db:
         summary = db.ingest([(q.period.label, q.era, str(source), q.records, q.report.as_dict())
-                             for q in result.quarters], result.deleted_case_ids)
+                             for q in result.quarters], result.deleted_case_ids,
+                            allow_empty=allow_empty)
     seconds = round(time.perf_counter() - started, 2)
     reports = [q.report.as_dict() for q in result.quarters]
     if as_json:
@@ -122,13 +128,19 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                                dp_aware_grouping=dp_aware_grouping, case_budget=case_budget)
 
 
-def release(*, store: Path, periods: list[str], method: str, k: int | None, theta: str | None,
-            seed: int | None, allow_seeded: bool, as_json: bool, alpha: float | None = None,
-            ss_rule: str | None = None, lifespan: int | None = None,
+def release(*, store: Path, periods: list[str], method: str | None, k: int | None,
+            theta: str | None, seed: int | None, allow_seeded: bool, as_json: bool,
+            alpha: float | None = None, ss_rule: str | None = None, lifespan: int | None = None,
             on_infeasible: str = "refuse", publish_despite_violations: bool = False,
             epsilon: str | None = None, dp_variant: str = "strict",
             domains: list[str] | None = None, case_budget: str | None = None,
-            on_case_budget: str = "refuse", dp_aware_grouping: bool = False) -> None:
+            on_case_budget: str = "refuse", dp_aware_grouping: bool = False,
+            allow_unprotected: bool = False, allow_unknown_terms: bool = False,
+            allow_gap: bool = False, allow_short_lifespan: bool = False,
+            per_period_commit: bool = False) -> None:
+    if method is None:  # no default: a forgotten --method must not publish raw records
+        raise ValidationError("--method is required: ms, ppms, ppms+, ppms++, ha, ppms-dp-num, "
+                              "ppms-dp-all, or none with --allow-unprotected.")
     anonymizer = make_method(method, k=k, theta=theta, alpha=alpha, ss_rule=ss_rule,
                              lifespan=lifespan, on_infeasible=on_infeasible, epsilon=epsilon,
                              dp_variant=dp_variant, domains=domains,
@@ -136,11 +148,26 @@ def release(*, store: Path, periods: list[str], method: str, k: int | None, thet
     budget = None if case_budget is None else Budget.of(case_budget)
     rng = make_random_source(seed)
     with ReleaseStore.open(store) as db:
-        with progress_bar(f"publishing with {method}", None) as step:
-            summaries = publish_periods(db, anonymizer, periods, rng, allow_seeded=allow_seeded,
-                                        publish_despite_violations=publish_despite_violations,
-                                        case_budget=budget, on_case_budget=on_case_budget,
-                                        progress=step)
+        before, done = db.published_periods(), []
+        try:
+            with progress_bar(f"publishing with {method}", None) as step, ui.errors_as_flags():
+                summaries = publish_periods(
+                    db, anonymizer, periods, rng, allow_seeded=allow_seeded,
+                    publish_despite_violations=publish_despite_violations, case_budget=budget,
+                    on_case_budget=on_case_budget, progress=lambda p: (done.append(p), step(p)),
+                    allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
+                    allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
+                    per_period_commit=per_period_commit)
+        except BaseException as exc:
+            if done or isinstance(exc, KeyboardInterrupt):  # a refusal up front needs no account
+                _say_what_committed(db, before)
+            raise
+        waiting = [p for p in db.ingested_periods() if p not in db.published_periods()]
+    if anonymizer.needs_next_period and waiting and not periods:
+        ui.err.print(f"note: {', '.join(waiting)} wait(s): method '{method}' publishes a period "
+                     f"only when the next one is ingested (an md-record is a case absent from "
+                     f"the next period). Ingest {parse_period(waiting[-1]).shift(1).label} and "
+                     f"release again.")
     if as_json:
         print_json([s.__dict__ for s in summaries])
         return
@@ -165,6 +192,19 @@ def release(*, store: Path, periods: list[str], method: str, k: int | None, thet
     if anonymizer.privacy_model is not None and any(s.suppressed for s in summaries):
         ui.err.print("note: some cases were withheld (they fit no group without breaking theta); "
                      "see each manifest's details.")
+
+
+def _say_what_committed(db: ReleaseStore, before: list[str]) -> None:
+    """After a failed or interrupted release: exactly which periods landed (stderr)."""
+    try:
+        committed = [p for p in db.published_periods() if p not in before]
+    except Exception:  # the store itself failed: say nothing rather than guess
+        return
+    if committed:
+        ui.err.print(f"committed before the failure: {', '.join(committed)} (published; "
+                     f"immutable). Nothing else was written.")
+    else:
+        ui.err.print("nothing was committed: the store is as it was.")
 
 
 # -- ledger ---------------------------------------------------------------------------------------
@@ -300,6 +340,10 @@ def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
                 ui.out.print(f"  {v}")
             if len(r.violations) > 10:
                 ui.out.print(f"  ... and {len(r.violations) - 10} more in {r.period} (--json lists all)")
+        ui.out.print(f"observed: CaseIDs recur up to {verdict.observed_case_span} period(s) apart "
+                     f"in the published series.")
+        for note in verdict.notes:
+            ui.err.print(f"note: {note}")
     if not verdict.ok:
         bad = [r.period for r in verdict.releases if not r.ok]
         raise PrivacyViolation(f"{len(bad)} release(s) do not hold their declared privacy model: "

@@ -51,7 +51,7 @@ def as_flags(message: str) -> str:
     """A library message with its parameter names told as this command line's flags:
     ``The 'b_max' parameter of ehr_method does not apply to method 'rr'`` ->
     ``--b-max does not apply to method 'rr'``."""
-    message = re.sub(r"The '(\w+)' parameter(?: of [\w.]+)?", lambda m: flag(m.group(1)), message)
+    message = re.sub(r"(?i:the) '(\w+)' parameter(?: of [\w.]+)?", lambda m: flag(m.group(1)), message)
     # names with an underscore cannot be mistaken for words: tell them as flags anywhere
     return re.sub(r"\b([a-z]+_[a-z_]+)\b(?![(])", lambda m: flag(m.group(1)), message)
 
@@ -59,10 +59,11 @@ def as_flags(message: str) -> str:
 @contextmanager
 def errors_as_flags() -> Iterator[None]:
     """Re-raise a library :class:`~medanon.errors.ValidationError` or
-    :class:`~medanon.errors.SchemaError` told in flags (same type)."""
-    from ..errors import SchemaError, ValidationError
+    :class:`~medanon.errors.SchemaError` or :class:`~medanon.errors.StoreError` told in flags
+    (same type)."""
+    from ..errors import SchemaError, StoreError, ValidationError
 
     try:
         yield
-    except (ValidationError, SchemaError) as exc:
+    except (ValidationError, SchemaError, StoreError) as exc:
         raise type(exc)(as_flags(str(exc))) from None

@@ -79,6 +79,10 @@ class SeriesVerdict:
     """The verdicts on the releases of a series, oldest first."""
 
     releases: tuple[ReleaseVerdict, ...]
+    #: the most periods between a CaseID's first and last release in the series (published data)
+    observed_case_span: int | None = None
+    #: facts of the published series that bound what the verdicts mean (never failures)
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -101,7 +105,8 @@ class SeriesVerdict:
         raise KeyError(period)
 
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "releases": [r.to_dict() for r in self.releases]}
+        return {"ok": self.ok, "releases": [r.to_dict() for r in self.releases],
+                "observed_case_span": self.observed_case_span, "notes": list(self.notes)}
 
 
 class PrivacyModel(ABC):

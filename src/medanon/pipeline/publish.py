@@ -13,6 +13,7 @@ store's operator-only ``release_private`` table (:class:`PreparedRelease`'s ``op
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from ..random import RandomSource, refuse_seeded_release
 from ..store import ReleaseStore
 from ..verify import SeriesVerdict, gate
 from ..published.format import to_published_rows
+from . import checks
 from ..published.series import PublishedSeries, load_series
 
 MANIFEST_FORMAT = "medanon-release/1"
@@ -344,8 +346,19 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
 def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[str], rng: RandomSource,
                     *, allow_seeded: bool = False, publish_despite_violations: bool = False,
                     case_budget: Budget | None = None, on_case_budget: str = "refuse",
-                    progress: Callable[[str], None] | None = None) -> list[PublishedSummary]:
-    """Anonymize and publish each period in order (one transaction per period).
+                    progress: Callable[[str], None] | None = None,
+                    allow_unprotected: bool = False, allow_unknown_terms: bool = False,
+                    allow_gap: bool = False, allow_short_lifespan: bool = False,
+                    per_period_commit: bool = False) -> list[PublishedSummary]:
+    """Anonymize and publish each period in order, all in one transaction (every period lands
+    or none does) or, with ``per_period_commit``, one transaction per period.
+
+    Before anything is computed, the safety checks of :mod:`medanon.pipeline.checks` run on the
+    store's data: method ``none`` needs ``allow_unprotected`` and is refused after a protected
+    release; θ-table terms the data does not hold need ``allow_unknown_terms``; passing over a
+    missing or empty period needs ``allow_gap``; a ``lifespan`` shorter than the longest span of
+    a case in the ingested data needs ``allow_short_lifespan``. The overrides given are recorded
+    in each manifest's ``method.acknowledged``.
 
     DP methods write one ledger row per case and mechanism report (what their mechanisms
     reported while running, :func:`ledger_entries`) in the same transaction.
@@ -367,6 +380,28 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     labels = plan_periods(store, periods)
     if method.needs_next_period:
         labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name)
+    published = {p: store.manifest(p) for p in store.published_periods()}
+    checks.check_unprotected(method, published, allow_unprotected=allow_unprotected)
+    checks.check_theta_terms(method, store.sensitive_vocabulary(),
+                             allow_unknown_terms=allow_unknown_terms)
+    reports = {r["period"]: int(r["n_reports"]) for r in store.periods().to_dict("records")}
+    checks.check_gaps(labels, reports, published, allow_gap=allow_gap)
+    checks.check_lifespan(method, store.longest_case_span(),
+                          allow_short_lifespan=allow_short_lifespan)
+    acknowledged = checks.acknowledgements(
+        allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
+        allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan)
+    with contextlib.nullcontext() if per_period_commit else store.batch():
+        return _publish_each(store, method, labels, rng, acknowledged=acknowledged,
+                             publish_despite_violations=publish_despite_violations,
+                             case_budget=case_budget, on_case_budget=on_case_budget,
+                             progress=progress)
+
+
+def _publish_each(store: ReleaseStore, method: Anonymizer, labels: Sequence[str], rng: RandomSource,
+                  *, acknowledged: list[str], publish_despite_violations: bool,
+                  case_budget: Budget | None, on_case_budget: str,
+                  progress: Callable[[str], None] | None) -> list[PublishedSummary]:
     hierarchies = store.schema.load_hierarchies()
     series = load_series(store=store, allow_empty=True)
     verdict = None  # the gate's verdict on ``series``, reused for the next candidate
@@ -381,6 +416,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
             hierarchies=hierarchies, ledger=store.ledger() if case_budget is not None else None,
             case_budget=case_budget, on_case_budget=on_case_budget, next_cases=next_cases,
             before=verdict, publish_despite_violations=publish_despite_violations)
+        if acknowledged:  # operator choices, not facts of the data (pipeline.checks)
+            prepared.manifest["method"]["acknowledged"] = acknowledged
         store.publish(label, prepared.rows, prepared.manifest, ledger=prepared.ledger,
                       operator=prepared.operator)
         manifest, verdict = prepared.manifest, prepared.verdict

@@ -17,7 +17,9 @@ One database file holds, for one schema:
                     False for the nominal ε of a mechanism without an ε-DP claim.
 
 Every write is one transaction: an ingest or a publication either lands whole or leaves the
-store exactly as it was (a crash, a refusal and a failed check all roll back). A published period
+store exactly as it was (a crash, a refusal and a failed check all roll back). Inside
+:meth:`ReleaseStore.batch` several publications form one transaction (a multi-period release
+lands whole or not at all). A published period
 is immutable: publishing it again, or re-ingesting it, is refused.
 """
 
@@ -72,6 +74,7 @@ class ReleaseStore:
     def __init__(self, path: Path, connection: duckdb.DuckDBPyConnection, schema: Schema):
         self.path = path
         self._con = connection
+        self._batch = False  # inside batch(): writes join its transaction
         self.schema = schema
 
     # -- opening ---------------------------------------------------------------------------
@@ -177,6 +180,59 @@ class ReleaseStore:
         self.close()
 
     # -- reading ---------------------------------------------------------------------------
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        """One write's transaction, or nothing when a :meth:`batch` holds one already."""
+        if self._batch:
+            yield
+            return
+        with _transaction(self._con):
+            yield
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Make every write inside the block one transaction: all of them land, or none (an
+        exception, including KeyboardInterrupt, rolls every one back).
+
+        Raises:
+            StoreError: a batch is open already.
+        """
+        if self._batch:
+            raise StoreError("A batch is already open on this store.")
+        with _transaction(self._con):
+            self._batch = True
+            try:
+                yield
+            finally:
+                self._batch = False
+
+    def sensitive_vocabulary(self) -> set[str]:
+        """Every sensitive term in the ingested records (all periods, all sensitive columns).
+        Private: for the operator's checks only."""
+        if not self._has_records_table():
+            return set()
+        terms: set[str] = set()
+        for name in self.schema.sensitive:
+            column = _quote(name)
+            if name in self.schema.multi_valued:
+                sql = f"SELECT DISTINCT unnest({column}) FROM records"
+            else:
+                sql = f"SELECT DISTINCT {column} FROM records"
+            terms.update(str(r[0]) for r in self._con.execute(sql).fetchall() if r[0] is not None)
+        return terms
+
+    def longest_case_span(self) -> int:
+        """The most periods between a case's first and last ingested report (0 when no case
+        reappears). Private: for the operator's checks only."""
+        if not self._has_records_table():
+            return 0
+        case, per = _quote(self.schema.case_id), _quote(self.schema.period)
+        row = _one(self._con, f"""
+            SELECT max(span) FROM (
+              SELECT max(p.ordinal) - min(p.ordinal) AS span
+              FROM records r JOIN periods p ON p.period = r.{per} GROUP BY r.{case})""")
+        return int(row[0] or 0) if row else 0
+
     def periods(self) -> pd.DataFrame:
         """Every ingested period, oldest first, with counts and publication state."""
         frame = self._con.execute("""
@@ -256,19 +312,24 @@ class ReleaseStore:
 
     # -- writing ---------------------------------------------------------------------------
     def ingest(self, quarters: Sequence[tuple[str, str, str, pd.DataFrame, dict]],
-               deleted_case_ids: Iterable[str] = ()) -> IngestSummary:
+               deleted_case_ids: Iterable[str] = (), *, allow_empty: bool = False) -> IngestSummary:
         """Add (or replace, when unpublished) periods in one transaction.
 
         Args:
             quarters: ``(period, era, source, records, report)`` tuples.
             deleted_case_ids: case ids FDA withdrew; removed from every unpublished period.
+            allow_empty: Accept a period with no records (a header-only extract would otherwise
+                be published as an empty release and lock the real quarter out).
 
         Raises:
-            StoreError: a period is already published, or would precede a published one.
+            StoreError: a period is already published, would precede a published one, or has
+                no records without ``allow_empty``.
         """
         published = set(self.published_periods())
         latest = max((parse_period(p) for p in published), default=None)
         summary = IngestSummary()
+        refuse_empty({q[0]: len(q[3]) for q in quarters}, source=quarters[0][2] if quarters else "",
+                     allow_empty=allow_empty)
         for period, *_ in quarters:
             if period in published:
                 raise StoreError(f"Period {period} is already published in {str(self.path)!r}; a "
@@ -280,7 +341,7 @@ class ReleaseStore:
         deleted = sorted(set(deleted_case_ids))
         s = self.schema
         case, per = _quote(s.case_id), _quote(s.period)
-        with _transaction(self._con):
+        with self._write():
             for period, era, source, records, report in quarters:
                 self.schema.check_columns(records, what=f"period {period}")
                 if not self._has_records_table():
@@ -379,7 +440,7 @@ class ReleaseStore:
         if list(rows.columns) != expected:
             raise StoreError(f"Release rows for {label} have columns {list(rows.columns)}; the "
                              f"release format needs {expected}.")
-        with _transaction(self._con):
+        with self._write():
             if _one(self._con, "SELECT 1 FROM periods WHERE period = ?", [label]) is None:
                 raise StoreError(f"Period {label} is not ingested in {str(self.path)!r}.")
             if _one(self._con, "SELECT 1 FROM releases WHERE period = ?", [label]):
@@ -500,6 +561,23 @@ def _one(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -
     """First row of a query, or None; drains the result."""
     rows = con.execute(sql, params or []).fetchall()
     return rows[0] if rows else None
+
+
+def refuse_empty(sizes: dict[str, int], *, source: str, allow_empty: bool) -> None:
+    """Refuse periods with no records (``sizes``: period -> records) unless ``allow_empty``.
+
+    A header-only or fully filtered extract ingested as an empty period would be published as an
+    empty release and lock the real quarter out (periods are published in time order).
+
+    Raises:
+        StoreError: an empty period without ``allow_empty``.
+    """
+    empty = [p for p, n in sizes.items() if n == 0]
+    if empty and not allow_empty:
+        raise StoreError(f"Period(s) {', '.join(empty)} of {source!r} hold no reports to ingest "
+                         f"(header-only files, or every report filtered out). Nothing was "
+                         f"ingested; check the source, or give the 'allow_empty' parameter to "
+                         f"ingest an empty period on purpose.")
 
 
 @contextmanager

@@ -1,0 +1,185 @@
+"""Safety checks before a periodic release: what a steward would not do on purpose.
+
+Each check refuses (``ValidationError`` naming the parameter that overrides it, or
+``StoreError``) a publication that is legal for the method but almost certainly a mistake, and
+that cannot be taken back once published:
+
+* :func:`check_unprotected` — method ``none`` publishes raw data: only with
+  ``allow_unprotected``, and never after a protected release of the same series (its CaseIDs
+  would link straight into the protected releases and undo them);
+* :func:`check_theta_terms` — a θ table naming terms the data does not hold (``Deaht``, a
+  lower-case ``suicidal ideation``) silently protects the real term at the default θ instead;
+* :func:`check_gaps` — publishing past a missing or empty period locks that period out for ever
+  (releases are published in time order);
+* :func:`check_lifespan` — a CaseID life span shorter than the follow-up spans in the data leaves
+  exactly the links the adversary makes outside the model.
+
+The facts checked (the data's terms, its case spans, the periods' sizes) are private: they are
+told to the operator and never written into a manifest. A manifest records only which of these
+overrides the operator gave (:func:`acknowledgements`), an operator choice, whether or not it
+was needed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+
+from ..anonymize.base import Anonymizer
+from ..errors import StoreError, ValidationError
+from ..models.theta import TableTheta
+from ..periods import parse_period
+
+__all__ = ["OVERRIDES", "acknowledgements", "check_gaps", "check_lifespan", "check_theta_terms",
+           "check_unprotected"]
+
+#: the parameters that override a check, in the order :func:`acknowledgements` lists them
+OVERRIDES = ("allow_unprotected", "allow_unknown_terms", "allow_gap", "allow_short_lifespan")
+
+
+def acknowledgements(**given: bool) -> list[str]:
+    """The overrides the operator gave, for the manifest's ``method.acknowledged``."""
+    unknown = set(given) - set(OVERRIDES)
+    if unknown:
+        raise ValidationError(f"Unknown override(s) {', '.join(sorted(unknown))}; known: "
+                              f"{', '.join(OVERRIDES)}.")
+    return [name for name in OVERRIDES if given.get(name)]
+
+
+def _is_protected(manifest: Mapping) -> bool:
+    return bool((manifest.get("method") or {}).get("privacy_model"))
+
+
+def check_unprotected(method: Anonymizer, published: Mapping[str, Mapping], *,
+                      allow_unprotected: bool) -> None:
+    """Refuse method ``none`` unless ``allow_unprotected``, and always after a protected release.
+
+    Args:
+        method: The configured method.
+        published: The manifests already published in the series, by period.
+
+    Raises:
+        StoreError: a protected release is already published (no override: the raw CaseIDs
+            would link into it).
+        ValidationError: ``allow_unprotected`` is not given.
+    """
+    if method.privacy_model is not None:
+        return
+    protected = [p for p, m in published.items() if _is_protected(m)]
+    if protected:
+        models = sorted({str(published[p]["method"].get("name")) for p in protected})
+        raise StoreError(f"Method {method.name!r} would publish unprotected records after the "
+                         f"protected release(s) {', '.join(protected)} ({', '.join(models)}): "
+                         f"their CaseIDs would link the raw records to those groups and undo "
+                         f"them. Publish this period with the series' method.")
+    if not allow_unprotected:
+        raise ValidationError(f"The 'allow_unprotected' parameter must be given to publish with "
+                              f"method {method.name!r}: it gives no privacy guarantee (only the "
+                              f"identifiers are dropped).")
+
+
+def _close_matches(term: str, vocabulary: Sequence[str], folded: Mapping[str, list[str]]) -> list[str]:
+    exact_case = folded.get(term.casefold(), [])
+    near = difflib.get_close_matches(term, vocabulary, n=3, cutoff=0.75)
+    return list(dict.fromkeys([*exact_case, *near]))[:3]
+
+
+def check_theta_terms(method: Anonymizer, vocabulary: Iterable[str], *,
+                      allow_unknown_terms: bool) -> list[str]:
+    """Refuse a θ table whose terms are not in the data's vocabulary (every ingested period).
+
+    Args:
+        method: The configured method (only a θ table from a file or level lists is checked).
+        vocabulary: The sensitive terms of the ingested records (private; operator only).
+        allow_unknown_terms: Accept them (a vocabulary that arrives in later quarters).
+
+    Returns:
+        The unknown terms (empty when none, or when the method has no θ table).
+
+    Raises:
+        ValidationError: unknown terms without ``allow_unknown_terms``; the message lists each
+            with its close matches (a different case, a typo).
+    """
+    spec = getattr(method, "theta", None)
+    if not isinstance(spec, TableTheta):
+        return []
+    known = set(vocabulary)
+    unknown = sorted(t for t in spec.table.overrides if t not in known)
+    if not unknown or allow_unknown_terms:
+        return unknown
+    ordered = sorted(known)
+    folded: dict[str, list[str]] = {}
+    for term in ordered:
+        folded.setdefault(term.casefold(), []).append(term)
+    shown = []
+    for term in unknown[:10]:
+        matches = _close_matches(term, ordered, folded)
+        shown.append(f"{term!r}" + (f" (did you mean {' or '.join(map(repr, matches))}?)"
+                                    if matches else " (no close match)"))
+    more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+    source = f" in {spec.source}" if spec.source else ""
+    raise ValidationError(
+        f"The theta table{source} names {len(unknown)} term(s) that no ingested period holds: "
+        f"{'; '.join(shown)}{more}. Terms are matched exactly (case included); an unmatched "
+        f"term leaves the real one at the default theta. Fix the file, or give the "
+        f"'allow_unknown_terms' parameter for terms that arrive in later quarters.")
+
+
+def check_gaps(labels: Sequence[str], reports: Mapping[str, int], published: Iterable[str], *,
+               allow_gap: bool) -> list[str]:
+    """Refuse to publish past a period that is missing or empty.
+
+    Args:
+        labels: The periods about to be published (time order).
+        reports: Every ingested period and its number of reports.
+        published: The periods already published.
+        allow_gap: Publish anyway (the skipped periods can then never be published).
+
+    Returns:
+        The skipped periods (missing or empty), oldest first.
+
+    Raises:
+        ValidationError: a skipped period without ``allow_gap``.
+    """
+    if not labels:
+        return []
+    done = sorted(published, key=parse_period)
+    known = sorted({*reports, *done}, key=parse_period)
+    start = parse_period(known[0]) if known else parse_period(labels[0])
+    last = parse_period(labels[-1])
+    skipped, current = [], start
+    while current <= last:  # every period up to the last one asked for, published ones aside
+        if current.label not in done and reports.get(current.label, 0) == 0:
+            skipped.append(current.label)
+        current = current.shift(1)
+    if skipped and not allow_gap:
+        what = ", ".join(f"{p} ({'empty' if p in reports else 'not ingested'})" for p in skipped)
+        raise ValidationError(
+            f"Publishing up to {labels[-1]} would pass over {what}: releases are published in "
+            f"time order, so a period passed over can never be published (and an empty one "
+            f"publishes nothing). Ingest it first, or give the 'allow_gap' parameter if it will "
+            f"never exist.")
+    return skipped
+
+
+def check_lifespan(method: Anonymizer, longest_span: int, *, allow_short_lifespan: bool) -> None:
+    """Refuse a CaseID life span shorter than the longest span of a case in the ingested data.
+
+    Args:
+        method: The configured method (its ``lifespan``; None links every release).
+        longest_span: The most periods between a case's first and last ingested report
+            (private; operator only).
+        allow_short_lifespan: Publish anyway (the manifest records the override).
+
+    Raises:
+        ValidationError: ``lifespan < longest_span`` without ``allow_short_lifespan``.
+    """
+    lifespan = getattr(method, "lifespan", None)
+    if lifespan is None or longest_span <= lifespan or allow_short_lifespan:
+        return
+    raise ValidationError(
+        f"The 'lifespan' parameter ({lifespan}) is shorter than the data's own follow-up span: "
+        f"a case reports again {longest_span} periods after an earlier report. FAERS CaseIDs never "
+        f"expire, so an adversary links those releases and the model, which assumes links at "
+        f"most {lifespan} period(s) apart, does not cover them. Give lifespan >= {longest_span} "
+        f"(or none), or the 'allow_short_lifespan' parameter to accept the gap.")
