@@ -2,9 +2,10 @@
 
 Publishes a 3-quarter synthetic series with MS (per-release groups, so the attacks bite),
 PPMS++ and PPMS-DP_all (strict, ε = 1 per QID: the likelihood-weighted attacker, whose RR is a
-posterior over every record of the release per target) and times, per size: the verifier over the series (``verify_series``), the worst-case
-attacks (``attack_series``) and RR/AR_rev of the middle quarter (``linkage_risk``, a targets x
-records computation in chunks). Prints peak resident memory. Not a test: timings are noisy.
+posterior over every record of the release per target) and times, per size: the verifier over
+the series (``verify_series``), the worst-case attacks (``attack_series``) and RR/AR_rev of the
+middle quarter (``linkage_risk``, a targets x records computation in chunks). Prints peak
+resident memory. Not a test: timings are noisy.
 
     python benchmarks/bench_attacks.py                 # about 5k and 20k cases per quarter
     python benchmarks/bench_attacks.py --sizes 7000

@@ -141,7 +141,8 @@ def test_version_ties_break_on_numeric_primaryid(tmp_path) -> None:
     quarter.mkdir()
     header = "primaryid$caseid$caseversion$fda_dt$age$age_cod$sex$wt$wt_cod$"
     (quarter / "DEMO20Q1.txt").write_text(
-        f"{header}\r\n99$7$1$20200101$40$YR$F$60$KG$\r\n100$7$1$20200101$40$YR$F$61$KG$\r\n", encoding="latin-1")
+        f"{header}\r\n99$7$1$20200101$40$YR$F$60$KG$\r\n100$7$1$20200101$40$YR$F$61$KG$\r\n",
+        encoding="latin-1")
     (quarter / "DRUG20Q1.txt").write_text("primaryid$caseid$drugname$\r\n100$7$A$\r\n99$7$B$\r\n")
     (quarter / "REAC20Q1.txt").write_text("primaryid$caseid$pt$\r\n100$7$Rash$\r\n99$7$Cough$\r\n")
     (quarter / "INDI20Q1.txt").write_text("primaryid$caseid$indi_pt$\r\n100$7$Pain$\r\n99$7$Pain$\r\n")

@@ -141,15 +141,16 @@ def _store_state(store: Path) -> str:
 
 def test_release_refusals_leave_the_store_as_it_was(ingested_store, tmp_path) -> None:
     store = ingested_store
-    assert invoke_cli("release", "2011Q2", "--method", "none", "--allow-unprotected", "--store", store).returncode == 0
+    none = ("--method", "none", "--allow-unprotected")
+    assert invoke_cli("release", "2011Q2", *none, "--store", store).returncode == 0
     before = _store_state(store)
     assert '"published": true' in before
     cases = [
         ((), "ValidationError", "--method is required"),
         (("--method", "none"), "ValidationError", "--allow-unprotected must be given"),
-        (("2011Q2", "--method", "none", "--allow-unprotected"), "StoreError", "already published"),
-        (("2020Q5", "--method", "none", "--allow-unprotected"), "ValidationError", "does not parse"),
-        (("2015Q1", "--method", "none", "--allow-unprotected"), "StoreError", "cannot be published before 2013Q1"),
+        (("2011Q2", *none), "StoreError", "already published"),
+        (("2020Q5", *none), "ValidationError", "does not parse"),
+        (("2015Q1", *none), "StoreError", "cannot be published before 2013Q1"),
         (("--method", "ppms", "--k", "1", "--theta", "0.2"), "ValidationError",
          "--k must be an integer >= 2; got 1."),
         (("--method", "ppms", "--k", "2", "--theta", "0"), "ValidationError",
@@ -164,11 +165,12 @@ def test_release_refusals_leave_the_store_as_it_was(ingested_store, tmp_path) ->
          "ValidationError", "--on-infeasible"),
         (("--method", "ppms", "--k", "2", "--theta", "0.5", "--alpha", "0.2"), "ValidationError",
          "--alpha applies to method 'ha' only"),
-        (("--method", "ha", "--k", "2", "--theta", "0.5"), "ValidationError", "--alpha is required by method 'ha'"),
+        (("--method", "ha", "--k", "2", "--theta", "0.5"), "ValidationError",
+         "--alpha is required by method 'ha'"),
         (("2013Q1", "--method", "ha", "--k", "2", "--theta", "0.5", "--alpha", "0.5"), "StoreError",
          "only when period 2013Q2 is ingested"),
         (("--method", "none", "--k", "5"), "ValidationError", "--k does not apply to method 'none'"),
-        (("--seed", "3", "--method", "none", "--allow-unprotected"), "ValidationError", "--allow-seeded"),
+        (("--seed", "3", *none), "ValidationError", "--allow-seeded"),
     ]
     for args, error, fragment in cases:
         assert_user_error(invoke_cli("release", *args, "--store", store), error, fragment)

@@ -103,8 +103,9 @@ def test_synth_ingest_release_export_series(tmp_path) -> None:
     assert [q["demo_rows"] for q in quarters] == [made["reports"][p] for p in made["periods"]]
     assert all(q["era"] == "faers-2014" and q["cases"] > 150 for q in quarters)
     # Publish the first period alone, then the rest, seeded (recorded in the manifest).
-    assert run_cli("release", "2020Q1", "--method", "none", "--allow-unprotected", "--store", store).returncode == 0
-    rest = run_cli("release", "--method", "none", "--allow-unprotected", "--store", store, "--seed", "11", "--allow-seeded", "--json")
+    unprotected = ("--method", "none", "--allow-unprotected", "--store", store)
+    assert run_cli("release", "2020Q1", *unprotected).returncode == 0
+    rest = run_cli("release", *unprotected, "--seed", "11", "--allow-seeded", "--json")
     assert rest.returncode == 0, rest.stderr
     assert [s["period"] for s in json.loads(rest.stdout)] == ["2020Q2", "2020Q3"]
     assert run_cli("export", "--store", store, "--out", tmp_path / "out").returncode == 0

@@ -29,6 +29,8 @@ SEEDED = ["--seed", "1", "--allow-seeded"]
 METHODS = ("clinsimrr", "umaxrr", "umaxrr-yp", "rr", "suppression")
 RELEASE_HEADER = "patient,admission,admission_rank,time,position,code"
 KEYS = ["patient", "admission", "position"]
+#: the identifiers a release made with SEEDED publishes (derived from the seed)
+SEEDED_PSEUDONYMS = Pseudonyms.from_seed(1)
 
 
 def run_json(*args, runner=run_cli):
@@ -64,7 +66,7 @@ def pseudonymized(data, pseudonyms: Pseudonyms):
         patient=pseudonyms.patients(events["patient"]))
 
 
-def joined(released: pd.DataFrame, data, pseudonyms: Pseudonyms = Pseudonyms.from_seed(1)) -> pd.DataFrame:
+def joined(released: pd.DataFrame, data, pseudonyms: Pseudonyms = SEEDED_PSEUDONYMS) -> pd.DataFrame:
     """Each released row next to its input row (matched on patient, admission, position; the
     release's pseudonyms are recomputed from the seed, as the manifest says anyone can)."""
     events = pseudonymized(data, pseudonyms)
@@ -186,7 +188,7 @@ def test_release_folder_json_and_manifest(runs, data, method):
     assert manifest["codes"]["tree"]["extended_with"] == "codes of the auxiliary split only"
     assert manifest["privacy"]["guarantee"] == summary["guarantee"]
     if method != "suppression":
-        assert f"epsilon = 1" in manifest["privacy"]["guarantee"][0]
+        assert "epsilon = 1" in manifest["privacy"]["guarantee"][0]
     if method in ("clinsimrr", "umaxrr-yp"):
         statement = " ".join(manifest["privacy"]["does_not_guarantee"])
         assert "non-private statistic of the auxiliary patients" in statement

@@ -34,7 +34,8 @@ def test_parameter_messages_have_one_form() -> None:
     with pytest.raises(ValidationError, match=r"must be an integer >= 2; got True"):
         check_int(True, name="k", owner="PPMS", minimum=2)
     for bad in (0, -0.1, 1.01, float("nan"), "0.2"):
-        with pytest.raises(ValidationError, match=r"The 'theta' parameter of PPMS must be a number in \(0, 1\]"):
+        with pytest.raises(ValidationError,
+                           match=r"The 'theta' parameter of PPMS must be a number in \(0, 1\]"):
             check_fraction(bad, name="theta", owner="PPMS")
     assert check_fraction(1, name="theta", owner="PPMS") == 1.0
 

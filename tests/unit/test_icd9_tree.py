@@ -261,7 +261,8 @@ def test_unknown_codes(full, cat):
 
 def test_internal_node_codes(full_extra, full):
     tree = full_extra
-    assert tree.n_leaves == full.n_leaves + 5  # self leaves 2500, 250, 401, E849; 0420 (042 stays a self leaf)
+    # self leaves 2500, 250, 401, E849; 0420 (042 stays a self leaf)
+    assert tree.n_leaves == full.n_leaves + 5
     for code in ("2500", "250", "401", "4019", "E849"):
         assert code in tree
     assert tree.leaves_under("2500")[0] == "2500"  # the self leaf comes first

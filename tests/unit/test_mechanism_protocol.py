@@ -34,8 +34,8 @@ from medanon.pipeline.publish import prepare_release
 from medanon.published.series import empty_series
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_ppms_dp import records  # noqa: E402
-from test_tabular_methods import small_data  # noqa: E402
+from test_ppms_dp import records
+from test_tabular_methods import small_data
 
 SCHEMA = Schema.default()
 

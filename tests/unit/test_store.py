@@ -58,7 +58,7 @@ def test_publish_is_one_transaction_and_rolls_back_on_failure(tmp_path) -> None:
     rows["period"] = "2011Q2"
     bad_ledger = pd.DataFrame({"case_id": ["x"], "mechanism": ["laplace"], "epsilon": ["not a number"],
                                "delta": [0.0]})
-    with ReleaseStore.open(path) as store, pytest.raises(Exception):
+    with ReleaseStore.open(path) as store, pytest.raises(duckdb.Error):
         store.publish("2011Q2", rows, {"method": {"name": "test"}}, ledger=bad_ledger)
     assert _content(path) == before  # the release rows inserted before the failure are gone
 

@@ -188,7 +188,7 @@ def test_followup_share_gaps_and_versions(series):
 
 def test_demo_fields(series):
     summary, tables, _ = series
-    for p, label in enumerate(summary.periods):
+    for label in summary.periods:
         demo = tables[label]["DEMO"]
         assert demo["caseid"].str.fullmatch(r"[1-9]\d{7}").all()
         assert (demo["primaryid"] == demo["caseid"] + demo["caseversion"]).all()

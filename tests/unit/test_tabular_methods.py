@@ -514,8 +514,8 @@ def test_dphist_loss_and_records(case):
     expected = Counter(map(tuple, original.to_numpy().tolist()))
     assert not released - expected
     assert (result.table.groupby("group")[dims].nunique() == 1).all().all()
-    assert result.details["cells"] == math.prod(h.size(level) for h, level in
-                                                zip(data.hierarchies, result.node)) * len(data.informative_domain)
+    assert result.details["cells"] == math.prod(
+        h.size(level) for h, level in zip(data.hierarchies, result.node)) * len(data.informative_domain)
 
 
 def test_dphist_too_many_cells(monkeypatch):
@@ -529,7 +529,8 @@ def test_dphist_too_many_cells(monkeypatch):
 
 
 def test_dphist_refuses_an_informative_domain_read_from_the_data():
-    schema = TableSchema.from_toml_text(SMALL_TOML.replace('informative_domain = ["A", "B", "C", "D", "E"]', ""))
+    schema = TableSchema.from_toml_text(
+        SMALL_TOML.replace('informative_domain = ["A", "B", "C", "D", "E"]', ""))
     frame = small_data(60, 0).frame
     data = load_table(frame, schema)
     assert not data.domain_public

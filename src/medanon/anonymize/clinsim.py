@@ -265,7 +265,8 @@ class ProtectionPlan:
         :attr:`attacked_outputs`."""
         outputs = np.asarray(outputs, dtype=object)
         if self.mechanism is None:
-            sensitive = np.isin(np.asarray(candidates, dtype=object), np.asarray(self.sensitive, dtype=object))
+            sensitive = np.isin(np.asarray(candidates, dtype=object),
+                                np.asarray(self.sensitive, dtype=object))
             return np.where((outputs == ROOT)[:, None] & sensitive[None, :], 1.0, 0.0)
         y = self._encode(outputs)
         x = self._encode(np.asarray(candidates, dtype=object))

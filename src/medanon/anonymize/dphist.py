@@ -119,7 +119,7 @@ class DPHistogram:
         if self.node is None:
             return default_histogram_node(data)
         tops = data.top_node
-        if len(self.node) != len(tops) or any(l > t for l, t in zip(self.node, tops)):
+        if len(self.node) != len(tops) or any(level > top for level, top in zip(self.node, tops)):
             raise _fail("node", "DPHistogram",
                         f"{len(tops)} levels, each at most its dimension's top {list(tops)}",
                         list(self.node))

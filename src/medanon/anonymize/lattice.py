@@ -21,7 +21,8 @@ import numpy as np
 
 from ..data.tabular import TabularData
 
-__all__ = ["GroupTable", "Lattice", "RollUp", "group_sum", "marginals", "node_ncp", "record_classes", "record_ncp_bound"]
+__all__ = ["GroupTable", "Lattice", "RollUp", "group_sum", "marginals", "node_ncp", "record_classes",
+           "record_ncp_bound"]
 
 Node = tuple[int, ...]
 _MAX_KEY = 2 ** 62

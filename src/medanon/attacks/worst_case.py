@@ -373,17 +373,21 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
                 ss_share=share, dig=dig_post, dsg=dsg_post, ssg=ssg, dig_hard=dig,
                 dsg_hard=dsg_hard, max_posterior=max_post, top_share_posterior=share_post))
 
-        def ratio(flag: str) -> float | None:
-            values = [getattr(g, flag) for g in groups]
-            if not values:
-                return 0.0
-            if values[0] is None:
-                return None
-            return sum(values) / len(values)
-
         out.append(ReleaseAttack(
-            label, tuple(groups), kk, al, bool(use_md), ratio("dig"), ratio("dsg"),
-            ratio("ssg"), sum(1 for g in groups if g.remaining == 1), attacker.attacker(label),
-            ratio("dig_hard"), ratio("dsg_hard"),
-            ratio("dig") if likelihood else None, ratio("dsg") if likelihood else None))
+            label, tuple(groups), kk, al, bool(use_md), _ratio(groups, "dig"),
+            _ratio(groups, "dsg"), _ratio(groups, "ssg"),
+            sum(1 for g in groups if g.remaining == 1), attacker.attacker(label),
+            _ratio(groups, "dig_hard"), _ratio(groups, "dsg_hard"),
+            _ratio(groups, "dig") if likelihood else None,
+            _ratio(groups, "dsg") if likelihood else None))
     return SeriesAttack(tuple(out))
+
+
+def _ratio(groups: list[GroupAttack], flag: str) -> float | None:
+    """The share of groups whose ``flag`` is set (0 without groups, None where undefined)."""
+    values = [getattr(g, flag) for g in groups]
+    if not values:
+        return 0.0
+    if values[0] is None:
+        return None
+    return sum(values) / len(values)

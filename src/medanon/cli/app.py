@@ -125,7 +125,8 @@ def ipa(
     threshold: Annotated[Optional[int], typer.Option(
         help="ipa: suppression threshold t >= 2 (default 2).")] = None,
     budget_split: Annotated[Optional[str], typer.Option(
-        help="ipa: shares of ε for suppression,insertion,value,candidates (default 0.1,0.3,0.3,0.3).")] = None,
+        help="ipa: shares of ε for suppression,insertion,value,candidates "
+             "(default 0.1,0.3,0.3,0.3).")] = None,
     node: Annotated[Optional[str], typer.Option(
         help="dphist: lattice node as levels, e.g. 1,0,1,0,1 (default: level 1 where there is one).")] = None,
     seed: SeedOpt = None,
@@ -157,9 +158,11 @@ def synth_ehr(
 @guarded
 def clinsim(
     diagnoses: Annotated[Path, typer.Argument(
-        metavar="DIAGNOSES", help="MIMIC-III DIAGNOSES_ICD.csv, or a long CSV (patient, admission, time, code).")],
+        metavar="DIAGNOSES",
+        help="MIMIC-III DIAGNOSES_ICD.csv, or a long CSV (patient, admission, time, code).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="New folder for release.csv and manifest.json.")],
-    admissions: Annotated[Optional[Path], typer.Option(help="MIMIC-III ADMISSIONS.csv (admission order).")] = None,
+    admissions: Annotated[Optional[Path], typer.Option(
+        help="MIMIC-III ADMISSIONS.csv (admission order).")] = None,
     method: Annotated[str, typer.Option(
         help="clinsimrr (paper 003), umaxrr, umaxrr-yp (UMAXRR on ClinSimRR's protected set), rr "
              "or suppression (its baselines).")] = "clinsimrr",
@@ -176,7 +179,8 @@ def clinsim(
         help="Named sensitive set (default va-7332: the conditions of 38 U.S.C. 7332).")] = None,
     code_level: Annotated[str, typer.Option(
         help="category (first three digits, as in 003) or full codes.")] = "category",
-    min_admissions: Annotated[int, typer.Option(help="Keep patients with at least this many admissions (003: 2).")] = 1,
+    min_admissions: Annotated[int, typer.Option(
+        help="Keep patients with at least this many admissions (003: 2).")] = 1,
     aux_fraction: Annotated[float, typer.Option(
         help="Share of patients that only shape the protection (003: 0.8); the rest is released.")] = 0.8,
     delta_t: Annotated[float, typer.Option(help="ΔT of the dependence graph, in days (003: 300).")] = 300.0,
@@ -213,7 +217,8 @@ def ingest(
     schema: Annotated[Optional[Path], typer.Option(
         help="Schema TOML (default: the FAERS schema of the papers).")] = None,
     keep_missing: Annotated[bool, typer.Option(
-        "--keep-missing", help="Keep reports lacking a QID or sensitive value (dropped by default).")] = False,
+        "--keep-missing",
+        help="Keep reports lacking a QID or sensitive value (dropped by default).")] = False,
     allow_empty: Annotated[bool, typer.Option(
         "--allow-empty", help="Accept a quarter with no reports (refused by default: an empty "
                               "period would be published as an empty release).")] = False,
@@ -385,9 +390,11 @@ def attack(
         "--target", help="The target's known QID values, 'col=value,...' (e.g. 'sex=F,age=32'; "
                          "a value may hold commas).")] = None,
     first_appearance: Annotated[bool, typer.Option(
-        "--first-appearance", help="The adversary knows the case first appears in --period (L-attack).")] = False,
+        "--first-appearance",
+        help="The adversary knows the case first appears in --period (L-attack).")] = False,
     discontinued: Annotated[bool, typer.Option(
-        "--discontinued", help="The adversary knows the case is absent from the next period (MD-attack).")] = False,
+        "--discontinued",
+        help="The adversary knows the case is absent from the next period (MD-attack).")] = False,
     background: BackgroundOpt = None,
     lifespan: Annotated[Optional[int], typer.Option(
         help="Link only releases at most this many periods apart (default: all).")] = None,
@@ -489,7 +496,8 @@ def experiment(
 @app.command()
 @guarded
 def demo(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the demo's files.")] = Path("medanon-demo"),
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Folder for the demo's files.")] = Path("medanon-demo"),
     seed: Annotated[int, typer.Option(help="Seed of the synthetic data.")] = 2024,
 ) -> None:
     """Run the whole flow on a small synthetic series: synth -> ingest -> release -> export."""

@@ -56,7 +56,8 @@ def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str, lifespan
     if as_json:
         print_json(data)
         return
-    table = Table("period", "cases", "reports", "follow-ups", "deleted", title=f"Synthetic FAERS series in {summary.out}")
+    table = Table("period", "cases", "reports", "follow-ups", "deleted",
+                  title=f"Synthetic FAERS series in {summary.out}")
     for p in summary.periods:
         table.add_row(p, str(summary.cases[p]), str(summary.reports[p]), str(summary.followups[p]),
                       str(summary.deleted.get(p, 0)))
@@ -102,7 +103,8 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
         if missing:
             dropped += f" [{missing}]"
         table.add_row(r["period"], r["era"], str(r["demo_rows"]), str(r["deleted_reports"]),
-                      str(r["superseded_reports"]), dropped, str(repaired), str(r["reports"]), str(r["cases"]))
+                      str(r["superseded_reports"]), dropped, str(repaired), str(r["reports"]),
+                      str(r["cases"]))
     ui.out.print(table)
     if summary.replaced:
         ui.out.print(f"replaced unpublished period(s): {', '.join(summary.replaced)}")

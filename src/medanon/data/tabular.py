@@ -24,7 +24,8 @@ attribute (the diagnosis) that is published unchanged. The schema is a TOML file
     [[table.dimension]]
     name = "region"
     kind = "categorical"
-    hierarchy = "region.csv"     # an ARX file (leaf;level1;...;*), or inline rows [["11", "Capital", "*"], ...]
+    # an ARX file (leaf;level1;...;*), or inline rows [["11", "Capital", "*"], ...]
+    hierarchy = "region.csv"
 
     [[table.query]]              # utility queries (see medanon.metrics.queries)
     name = "Q1"

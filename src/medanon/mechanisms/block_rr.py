@@ -199,7 +199,8 @@ class BlockRandomizedResponse(Mechanism):
 
     # -- estimation ---------------------------------------------------------------------------
 
-    def estimate_frequencies(self, protected_counts: Any, unprotected_counts: Any) -> tuple[np.ndarray, np.ndarray]:
+    def estimate_frequencies(self, protected_counts: Any, unprotected_counts: Any
+                             ) -> tuple[np.ndarray, np.ndarray]:
         """Unbiased estimates of the input frequencies from the released counts (003 §4.2; spec §4.2).
 
         ``protected_counts[i]`` counts outputs equal to protected element i; ``unprotected_counts``

@@ -114,7 +114,8 @@ def _query_weights(query: QuerySpec, frame: pd.DataFrame, data: TabularData) -> 
     return weight
 
 
-def _answer(query: QuerySpec, frame: pd.DataFrame, data: TabularData) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _answer(query: QuerySpec, frame: pd.DataFrame, data: TabularData
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(bins, counts, means) of ``query`` on ``frame`` (original values or released labels)."""
     hierarchies = {h.name: h for h in data.hierarchies}
     group = hierarchies[query.group_by]

@@ -15,7 +15,8 @@ from .theta import (FrequencyTheta, TableTheta, ThetaSpec, ThetaTable, UniformTh
                     parse_theta)
 
 __all__ = ["DPHistogramModel", "IPAModel", "KAnonymityModel", "LocalDPModel", "OneOffRelease",
-           "PlainLDPModel", "FrequencyTheta", "GroupCheck", "MSModel", "PPMSAlphaModel", "PPMSDPModel", "PPMSModel",
+           "PlainLDPModel", "FrequencyTheta", "GroupCheck", "MSModel", "PPMSAlphaModel", "PPMSDPModel",
+           "PPMSModel",
            "PeriodCheck", "Perturbation", "PrivacyModel", "QidInfo", "ReleaseVerdict",
            "SeriesCheck", "SeriesVerdict", "TableTheta", "ThetaSpec", "ThetaTable", "UniformTheta",
            "check_series", "inflated_k", "inflated_theta", "level_wise", "model_class",

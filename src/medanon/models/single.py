@@ -122,12 +122,18 @@ class KAnonymityModel(_OneOff):
         sizes = rows[~suppressed].groupby(dims, sort=True).size()
         small = sizes[sizes < self.k]
         violations = tuple(
-            f"{release.name}: class ({', '.join(f'{d}={v}' for d, v in zip(dims, key if isinstance(key, tuple) else (key,), strict=True))}) "
-            f"holds {n} record(s) < k={self.k}" for key, n in small.items())
+            f"{release.name}: class ({_class_text(dims, key)}) holds {n} record(s) < k={self.k}"
+            for key, n in small.items())
         n = len(sizes)
         return ReleaseVerdict(release.name, self.name, "violated" if violations else "passed",
                               self.checked_text(), "", violations=violations,
                               dir=len(small) / n if n else 0.0)
+
+
+def _class_text(dims: list[str], key: object) -> str:
+    """``d1=v1, d2=v2`` for one equivalence class (groupby gives a bare value for one dimension)."""
+    values = key if isinstance(key, tuple) else (key,)
+    return ", ".join(f"{d}={v}" for d, v in zip(dims, values, strict=True))
 
 
 def _dimension_names(release: OneOffRelease) -> list[str]:

@@ -6,7 +6,8 @@ Existing pharmacovigilance pipelines read ``DEMOyyQq.txt``, ``DRUGyyQq.txt``, ``
 ``age`` field carries the MeSH age label (``age_cod`` empty, since the label is not a number),
 ``sex`` the sex label (``*`` when generalized), ``wt`` the weight number or ``[lo-hi]`` interval
 with ``wt_cod`` = KG. A ``$`` inside a value (FAERS has drug names such as
-``VITAMIN B$12``) is written as a space, so the files stay parseable. Files are ``$``-separated, Latin-1, CRLF, with the trailing ``$`` FDA writes.
+``VITAMIN B$12``) is written as a space, so the files stay parseable. Files are ``$``-separated,
+Latin-1, CRLF, with the trailing ``$`` FDA writes.
 """
 
 from __future__ import annotations

@@ -69,8 +69,8 @@ def generalization_profile(series: PublishedSeries, period: str) -> list[QidProf
         if qid.kind == "numeric":
             uniques = texts[~whole].unique()
             parsed = {t: Interval.parse(t) for t in uniques}
-            lo = texts[~whole].map(lambda t: parsed[t].lo).to_numpy(dtype=float)
-            hi = texts[~whole].map(lambda t: parsed[t].hi).to_numpy(dtype=float)
+            lo = texts[~whole].map({t: iv.lo for t, iv in parsed.items()}).to_numpy(dtype=float)
+            hi = texts[~whole].map({t: iv.hi for t, iv in parsed.items()}).to_numpy(dtype=float)
             span = float(hi.max() - lo.min()) if len(lo) else 0.0
             widths = np.concatenate([(hi - lo) / span if span > 0 else np.zeros(len(lo)),
                                      np.ones(int(whole.sum()))])

@@ -342,7 +342,8 @@ def _value_sets(frame: pd.DataFrame, key: str, value: str) -> pd.Series:
 
 
 # -- one quarter ---------------------------------------------------------------------------------
-def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str) -> tuple[Period, str, pd.DataFrame, IngestReport, set[str]]:
+def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
+                  ) -> tuple[Period, str, pd.DataFrame, IngestReport, set[str]]:
     period = period_from_faers_tag(tag)
     for table, members in files.items():
         if len(members) > 1:

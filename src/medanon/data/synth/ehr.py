@@ -526,7 +526,7 @@ def write_synth_ehr(out_dir: str | Path, patients: int = 2000, *, seed: int) -> 
             temporaries.append(tmp)
             with tmp.open("x", encoding="utf-8", newline="") as fh:
                 frames[key].to_csv(fh, index=False, lineterminator="\n")
-        for key, path in paths.items():
+        for path in paths.values():
             os.replace(out_dir / f".{path.name}.{tag}", path)
     except BaseException:
         for tmp in temporaries:

@@ -575,11 +575,13 @@ class _Series:
                 drug = self.drug_zipf.sample(rng, self.sex[c], self.age[c])
                 seq = max_seq[add] + 1
                 tables["drug"].append({"rep": add, "seq": seq, "drug": drug,
-                                       "role": np.full(len(add), 2), "dose": rng.integers(0, _N_FREQ + 1, len(add)),
+                                       "role": np.full(len(add), 2),
+                                       "dose": rng.integers(0, _N_FREQ + 1, len(add)),
                                        "val": np.ones(len(add)), "lot": np.full(len(add), -1)})
                 tables["indi"].append(self._indi_for(add, seq, drug, self.sex[c], self.age[c]))
             oadd = np.flatnonzero(rng.random(n_follow) < 0.15)
-            tables["outc"].append({"rep": oadd, "code": rng.choice(len(_OUTCOMES), size=len(oadd), p=_OUTCOME_P)})
+            tables["outc"].append({"rep": oadd,
+                                   "code": rng.choice(len(_OUTCOMES), size=len(oadd), p=_OUTCOME_P)})
         # Rare reactions on a handful of new cases.
         for j, count in enumerate(self.rare[p]):
             if count and len(new):
@@ -608,7 +610,8 @@ class _Series:
         # First-report dates of new cases.
         first_fda = start_day + fda[n_follow:r1]
         has_event = rng.random(len(new)) < 0.75
-        self.event_day[new] = np.where(has_event, np.maximum(start_day, first_fda - rng.integers(0, 60, len(new))), -1)
+        self.event_day[new] = np.where(
+            has_event, np.maximum(start_day, first_fda - rng.integers(0, 60, len(new))), -1)
         self.init_day[new] = first_fda
 
         # 4. report order: by caseid then version; relabel the tables.
@@ -715,7 +718,8 @@ class _Series:
         if has_lot.any():
             lv = lot[has_lot]
             letters = np.asarray([chr(65 + i) for i in range(26)], dtype=object)
-            lot_txt[has_lot] = letters[lv % 26] + letters[(lv // 26) % 26] + _int_strings(10000 + (lv // 676) % 90000)
+            lot_txt[has_lot] = (letters[lv % 26] + letters[(lv // 26) % 26]
+                                + _int_strings(10000 + (lv // 676) % 90000))
             exp_year = _int_strings(year[rep[has_lot]] + 1 + lv % 3)
             exp_txt[has_lot] = np.where(lv % 2 == 0, exp_year + "1231", "")
         cum = rng.random(m) < 0.03
