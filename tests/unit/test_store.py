@@ -58,8 +58,11 @@ def test_publish_is_one_transaction_and_rolls_back_on_failure(tmp_path) -> None:
     rows["period"] = "2011Q2"
     bad_ledger = pd.DataFrame({"case_id": ["x"], "mechanism": ["laplace"], "epsilon": ["not a number"],
                                "delta": [0.0]})
-    with ReleaseStore.open(path) as store, pytest.raises(duckdb.Error):
+    with ReleaseStore.open(path) as store, pytest.raises(duckdb.Error) as raised:
         store.publish("2011Q2", rows, {"method": {"name": "test"}}, ledger=bad_ledger)
+    # the error is the failed insert's own, not the aborted transaction's refusal that follows it
+    assert "transaction is aborted" not in str(raised.value)
+    assert "not a number" in str(raised.value)
     assert _content(path) == before  # the release rows inserted before the failure are gone
 
 

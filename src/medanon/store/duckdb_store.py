@@ -357,12 +357,9 @@ class ReleaseStore:
                 incoming = records.reindex(columns=columns).copy()
                 for name in self.schema.multi_valued:
                     incoming[name] = [list(v) for v in incoming[name]]
-                self._con.register("incoming_records", incoming)
-                try:
+                with _registered(self._con, "incoming_records", incoming):
                     cols = ", ".join(_quote(c) for c in columns)
                     _run(self._con, f"INSERT INTO records ({cols}) SELECT {cols} FROM incoming_records")
-                finally:
-                    self._con.unregister("incoming_records")
                 values = [parse_period(period).ordinal, source, era,
                           datetime.now(timezone.utc).isoformat(timespec="seconds"), len(records),
                           int(records[self.schema.case_id].nunique()),
@@ -375,8 +372,7 @@ class ReleaseStore:
                 else:
                     _run(self._con, "INSERT INTO periods VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [period] + values)
             if deleted and self._has_records_table():
-                self._con.register("deleted_cases", pd.DataFrame({"case_id": deleted}))
-                try:
+                with _registered(self._con, "deleted_cases", pd.DataFrame({"case_id": deleted})):
                     hits = self._con.execute(f"""
                         SELECT {per}, count(DISTINCT {case}) FROM records
                         WHERE {case} IN (SELECT case_id FROM deleted_cases) GROUP BY {per}""").fetchall()
@@ -394,8 +390,6 @@ class ReleaseStore:
                           n_cases = (SELECT count(DISTINCT {case}) FROM records r
                                      WHERE r.{per} = periods.period)
                         WHERE period NOT IN (SELECT period FROM releases)""")
-                finally:
-                    self._con.unregister("deleted_cases")
         return summary
 
     def publish(self, period, rows: pd.DataFrame | None = None, manifest: dict | None = None,
@@ -448,11 +442,8 @@ class ReleaseStore:
                                  "published release is immutable.")
             incoming = rows.astype(str).copy()
             incoming.insert(0, "row_no", np.arange(len(incoming), dtype=np.int64))
-            self._con.register("incoming_release", incoming)
-            try:
+            with _registered(self._con, "incoming_release", incoming):
                 _run(self._con, "INSERT INTO release_rows SELECT * FROM incoming_release")
-            finally:
-                self._con.unregister("incoming_release")
             counts = manifest.get("counts", {})
             _run(self._con, "INSERT INTO releases VALUES (?, ?, ?, ?, ?, ?, ?)", [
                 label, parse_period(label).ordinal, manifest.get("method", {}).get("name", "?"),
@@ -471,11 +462,8 @@ class ReleaseStore:
                 entries["delta"] = entries["delta"].fillna(0.0)
                 entries["dp"] = entries["dp"].astype(object).where(entries["dp"].notna(), True) \
                     .astype(bool)
-                self._con.register("incoming_ledger", entries)
-                try:
+                with _registered(self._con, "incoming_ledger", entries):
                     _run(self._con, "INSERT INTO ledger SELECT * FROM incoming_ledger")
-                finally:
-                    self._con.unregister("incoming_ledger")
 
 
 _CREATE_PRIVATE = """CREATE TABLE release_private(
@@ -578,6 +566,26 @@ def refuse_empty(sizes: dict[str, int], *, source: str, allow_empty: bool) -> No
                          f"(header-only files, or every report filtered out). Nothing was "
                          f"ingested; check the source, or give the 'allow_empty' parameter to "
                          f"ingest an empty period on purpose.")
+
+
+@contextmanager
+def _registered(con: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame) -> Iterator[None]:
+    """``frame`` visible to SQL as ``name`` inside the block. A failed statement aborts the
+    transaction, and DuckDB then refuses the unregister too: that second error must not hide
+    the first, so it is dropped while an exception is on its way."""
+    con.register(name, frame)
+    failed = False
+    try:
+        yield
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        try:
+            con.unregister(name)
+        except duckdb.Error:
+            if not failed:
+                raise
 
 
 @contextmanager
