@@ -11,9 +11,9 @@ PPMS-DP_all on the default schema), then prints per setting the means over the q
 * quarters refused because they hold fewer than k' new cases ("refused"; the others are
   published and linked as usual).
 
-The dp-aware grouping here designs for this release's ε_case (the per-release bound; the gate is
-not run, so follow-ups do not stop a series as they would in ``medanon release`` without
-``--case-budget``).
+The dp-aware grouping here designs for this release's ε_case (the per-release bound). The gate
+runs, but releases it finds violating are kept (``allow_violations``), so follow-ups do not stop
+a series as they would in ``medanon release`` without ``--case-budget``.
 
     python benchmarks/bench_dp_aware.py                      # 4 quarters x 2000 cases, k = 5
     python benchmarks/bench_dp_aware.py --cases 5000 --epsilons 0.5 1 2
@@ -30,48 +30,33 @@ from pathlib import Path
 
 import numpy as np
 
+import medanon
 from medanon.anonymize import METHODS
 from medanon.attacks.likelihood import LikelihoodAttacker
 from medanon.attacks.worst_case import attack_series
-from medanon.data.loaders.faers import read_faers
-from medanon.data.records import combine_super_records
-from medanon.data.schema import Schema
-from medanon.data.synth.faers import write_faers_series
 from medanon.errors import InfeasibleError
 from medanon.metrics.disclosure import linkage_risk
 from medanon.metrics.information_loss import information_loss_star, normalized_information_loss
-from medanon.random import make_random_source
-from medanon.published.cells import QidInfo
-from medanon.published.format import to_published_rows
-from medanon.pipeline.publish import build_manifest
-from medanon.published.series import PublishedSeries
 from medanon.verify import verify_series
 
 
-def publish(method, quarters, schema, tax, seed):
-    """The series of the quarters the method does not refuse, and how many it refused."""
-    rng = make_random_source(seed)
-    releases, manifests, originals, refused = {}, {}, {}, 0
-    for quarter in quarters:
-        label = getattr(quarter.period, "label", quarter.period)
-        supers = combine_super_records(quarter.records, schema, tax)
+def publish(method, data, seed):
+    """The series of the quarters the method does not refuse (None if it refuses every one),
+    and how many it refused."""
+    publisher = medanon.Publisher(method, seed=seed)
+    series, refused = None, 0
+    for label in data.periods:
+        # one quarter at a time, so a refused quarter leaves the series going on without it
         try:
-            result = method.anonymize(supers, list(releases.values()), rng=rng)
+            series = publisher.publish(data, [label], previous=series, allow_violations=True)
         except InfeasibleError:
             refused += 1
-            continue
-        rows = to_published_rows(result.table, schema)
-        releases[label] = rows
-        manifests[label] = build_manifest(schema, tax, method, label, rng, result=result, rows=rows,
-                                          n_reports=len(quarter.records))
-        originals[label] = supers.frame
-    qids = tuple(QidInfo(q.name, q.kind, tax.get(q.name)) for q in schema.qids)
-    series = PublishedSeries(releases, manifests, qids, tuple(schema.sensitive), method.name)
-    return series, originals, refused
+    return series, refused
 
 
-def measure(series, originals, schema, tax) -> dict:
-    kinds = [(q.name, q.kind) for q in schema.qids]
+def measure(series, data) -> dict:
+    kinds = [(q.name, q.kind) for q in data.schema.qids]
+    tax = data.schema.load_hierarchies()
     attacker = LikelihoodAttacker(series)
     worst = attack_series(series, attacker=attacker)
     verdict = verify_series(series)
@@ -79,12 +64,13 @@ def measure(series, originals, schema, tax) -> dict:
            "bound": []}
     for label in series.periods:
         rows = series.releases[label]
-        out["nil_star"].append(information_loss_star(originals[label], rows, kinds, tax).nil)
+        original = data.super_records(label).frame
+        out["nil_star"].append(information_loss_star(original, rows, kinds, tax).nil)
         out["nil"].append(normalized_information_loss(rows, kinds, tax))
         out["groups"].append(rows["group"].nunique())
         out["withheld"].append(series.manifests[label]["counts"].get("suppressed", 0))
         out["dir"].append(worst.release(label).dir_posterior)
-        out["rr"].append(linkage_risk(series, label, originals[label], attacker=attacker).rr)
+        out["rr"].append(linkage_risk(series, label, original, attacker=attacker).rr)
         out["bound"].append(verdict.release(label).bound["max_posterior"])
     return {k: (max(v) if k == "bound" else float(np.mean(v))) for k, v in out.items()}
 
@@ -98,11 +84,9 @@ def main() -> None:
     parser.add_argument("--epsilons", type=float, nargs="+", default=[0.5, 1.0, 2.0])
     parser.add_argument("--seed", type=int, default=3)
     args = parser.parse_args()
-    schema = Schema.default()
-    tax = schema.load_hierarchies()
     folder = Path(tempfile.mkdtemp(prefix="bench-dp-aware-"))
-    write_faers_series(folder, periods=args.periods, cases=args.cases, seed=args.seed)
-    quarters = read_faers(folder).quarters
+    data = medanon.Dataset.synthetic_faers(folder / "faers", periods=args.periods,
+                                           cases=args.cases, seed=args.seed)
     print(f"{args.periods} quarters x ~{args.cases} cases, k={args.k}, theta={args.theta}; "
           f"means over the quarters (bound: the largest)")
     print(f"{'method':12} {'eps':>4} {'aware':>5} {'k_grp':>6} {'NIL*':>6} {'NIL':>6} "
@@ -116,14 +100,14 @@ def main() -> None:
                 per_case = eps * (1 if name == "ppms-dp-num" else 3)
                 k_group = (1 + (args.k - 1) * np.exp(2 * per_case)) if aware else args.k
                 t0 = time.perf_counter()
-                series, originals, refused = publish(method, quarters, schema, tax, args.seed)
+                series, refused = publish(method, data, args.seed)
                 head = (f"{name:12} {eps:>4g} {'yes' if aware else 'no':>5} "
                         f"{int(np.ceil(k_group - 1e-9)):>6}")
-                if not series.periods:
+                if series is None:
                     print(f"{head} {'-':>6} {'-':>6} {'-':>7} {'-':>8} {'-':>8} {'-':>8} "
                           f"{'-':>6} {refused:>7} {time.perf_counter() - t0:>6.1f}", flush=True)
                     continue
-                m = measure(series, originals, schema, tax)
+                m = measure(series, data)
                 print(f"{head} {m['nil_star']:>6.3f} {m['nil']:>6.3f} {m['groups']:>7.1f} "
                       f"{m['withheld']:>8.1f} {m['dir']:>8.3f} {m['rr']:>8.4f} "
                       f"{m['bound']:>6.3f} {refused:>7} {time.perf_counter() - t0:>6.1f}",

@@ -17,52 +17,31 @@ from __future__ import annotations
 import argparse
 import resource
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
+import medanon
 from medanon.anonymize import METHODS
-from medanon.data.loaders.faers import read_faers
-from medanon.data.records import combine_super_records
-from medanon.data.schema import Schema
-from medanon.data.synth.faers import write_faers_series
 from medanon.metrics.disclosure import linkage_risk
 from medanon.metrics.information_loss import information_loss_star
-from medanon.random import make_random_source
-from medanon.published.cells import QidInfo
-from medanon.published.format import to_published_rows
-from medanon.pipeline.publish import build_manifest
-from medanon.published.series import PublishedSeries
 
 
-def publish(method, quarters, schema, tax, seed):
-    rng = make_random_source(seed)
-    releases, manifests, originals = {}, {}, {}
-    seconds = 0.0
-    for quarter in quarters:
-        label = getattr(quarter.period, "label", quarter.period)
-        supers = combine_super_records(quarter.records, schema, tax)
-        t0 = time.perf_counter()
-        result = method.anonymize(supers, list(releases.values()), rng=rng)
-        seconds += time.perf_counter() - t0
-        rows = to_published_rows(result.table, schema)
-        releases[label] = rows
-        manifests[label] = build_manifest(schema, tax, method, label, rng, result=result, rows=rows,
-                                          n_reports=len(quarter.records))
-        originals[label] = supers.frame
-    qids = tuple(QidInfo(q.name, q.kind, tax.get(q.name)) for q in schema.qids)
-    series = PublishedSeries(releases, manifests, qids, tuple(schema.sensitive), method.name)
-    return series, originals, seconds
+def publish(method, data, seed):
+    """The series (violating releases kept: the table measures them) and its seconds."""
+    series = medanon.Publisher(method, seed=seed).publish(data, allow_violations=True)
+    return series, sum(r.seconds for r in series.releases_published)
 
 
-def measure(series, originals, schema, tax):
-    kinds = [(q.name, q.kind) for q in schema.qids]
+def measure(series, data):
+    kinds = [(q.name, q.kind) for q in data.schema.qids]
+    tax = data.schema.load_hierarchies()
     nil, rr, ar = [], [], []
     views: dict = {}
     for label in series.periods:
-        nil.append(information_loss_star(originals[label], series.releases[label], kinds, tax).nil)
-        risk = linkage_risk(series, label, originals[label], views=views)
+        original = data.super_records(label).frame
+        nil.append(information_loss_star(original, series.releases[label], kinds, tax).nil)
+        risk = linkage_risk(series, label, original, views=views)
         rr.append(risk.rr)
         ar.append(risk.ar_rev)
     return float(np.mean(nil)), float(np.mean(rr)), float(np.mean(ar))
@@ -79,11 +58,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3,
                         help="noise draws per setting (seeds seed..seed+runs-1), averaged")
     args = parser.parse_args()
-    schema = Schema.default()
-    tax = schema.load_hierarchies()
     folder = Path(tempfile.mkdtemp(prefix="bench-ppms-dp-"))
-    write_faers_series(folder, periods=args.periods, cases=args.cases, seed=args.seed)
-    quarters = read_faers(folder).quarters
+    data = medanon.Dataset.synthetic_faers(folder / "faers", periods=args.periods,
+                                           cases=args.cases, seed=args.seed)
     common = {"k": args.k, "theta": float(args.theta) if args.theta[0].isdigit() else args.theta,
               "on_infeasible": "raise-theta"}
     runs = [("ppms++", None, None)]
@@ -101,8 +78,8 @@ def main() -> None:
         method = METHODS[name](**params)
         figures = []
         for run in range(args.runs if eps is not None else 1):
-            series, originals, seconds = publish(method, quarters, schema, tax, args.seed + run)
-            figures.append((*measure(series, originals, schema, tax), seconds))
+            series, seconds = publish(method, data, args.seed + run)
+            figures.append((*measure(series, data), seconds))
         nil, rr, ar, seconds = np.mean(figures, axis=0)
         print(f"{name:12} {variant or '-':7} {eps if eps is not None else '-':>5} {nil:>7.4f} "
               f"{rr:>8.5f} {ar:>8.5f} {seconds:>7.2f}", flush=True)

@@ -44,11 +44,12 @@ import pandas as pd
 from .anonymize.base import Anonymizer
 from .pipeline.methods import periodic_method
 from .periods import parse_period
-from .data.records import check_record_values
+from .data.records import SuperRecords, check_record_values, combine_super_records
 from .data.schema import Schema
 from .errors import ValidationError
 from .random import RandomSource, make_random_source
-from .pipeline.publish import prepare_release
+from .pipeline.checks import data_facts, run_checks
+from .pipeline.publish import release_steps
 from .published.series import PublishedSeries, empty_series, load_series
 from .verify import SeriesVerdict, verify_series
 
@@ -97,6 +98,17 @@ class Dataset:
                                   f"which the dataset does not hold ({', '.join(self.periods)}).")
         return self._records[label]
 
+    def super_records(self, period: str) -> SuperRecords:
+        """The super records of one period: one per case, its reports combined, as every method
+        receives them. Private, like the records: the original side of utility and risk
+        measures (``medanon.metrics``) on a release of this period.
+
+        Raises:
+            ValidationError: the dataset has no such period.
+        """
+        return combine_super_records(self.records(period), self.schema,
+                                     self.schema.load_hierarchies())
+
     @classmethod
     def from_faers(cls, source: str | Path, *, schema: Schema | None = None,
                    keep_missing: bool = False) -> "Dataset":
@@ -144,6 +156,8 @@ class Release:
         manifest: The published manifest; ``manifest["verification"]`` is the gate's entry.
         ledger: The ledger rows the release charges (DP methods; for a store).
         operator: Operator-only facts (input hash, private details): never publish them.
+        seconds: Wall-clock seconds the method took to anonymize the period (not the gate):
+            for benchmarks and experiments, never published.
     """
 
     period: str
@@ -151,6 +165,7 @@ class Release:
     manifest: dict
     ledger: pd.DataFrame = field(repr=False)
     operator: dict = field(repr=False, default_factory=dict)
+    seconds: float = field(repr=False, default=0.0)
 
     @property
     def verdict(self) -> str:
@@ -172,9 +187,15 @@ class Series(PublishedSeries):
     Attributes:
         releases_published: The :class:`Release` objects a :class:`Publisher` just made (empty
             for a series read from a folder).
+        gate_verdict: The verify gate's verdict on the whole series as its last release was
+            gated (None for a series read from a folder, or when the gate had no model to
+            check). :meth:`Publisher.publish` starts from it when this series is its
+            ``previous``, instead of verifying these releases again; :meth:`verify` always
+            checks afresh.
     """
 
     releases_published: tuple[Release, ...] = ()
+    gate_verdict: SeriesVerdict | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def read(cls, folder: str | Path, *, schema: Schema | None = None) -> "Series":
@@ -182,9 +203,10 @@ class Series(PublishedSeries):
         return cls._of(load_series(folder=folder, schema=schema))
 
     @classmethod
-    def _of(cls, series: PublishedSeries, made: tuple[Release, ...] = ()) -> "Series":
+    def _of(cls, series: PublishedSeries, made: tuple[Release, ...] = (),
+            verdict: SeriesVerdict | None = None) -> "Series":
         return cls(series.releases, series.manifests, series.qids, series.sensitive,
-                   series.source, made)
+                   series.source, made, verdict)
 
     def verify(self, periods: list[str] | None = None) -> SeriesVerdict:
         """Check each release against the model its manifest declares (:mod:`medanon.verify`)."""
@@ -231,17 +253,25 @@ class Publisher:
         self.rng = rng if rng is not None else make_random_source(seed)
 
     def publish(self, data: Dataset, periods: Sequence[str] | None = None, *,
-                previous: PublishedSeries | None = None,
-                allow_violations: bool = False) -> Series:
+                previous: PublishedSeries | None = None, allow_violations: bool = False,
+                allow_unprotected: bool = False, allow_unknown_terms: bool = False,
+                allow_gap: bool = False, allow_short_lifespan: bool = False) -> Series:
         """Publish ``periods`` of ``data`` (default: all) in time order, each verified by the gate.
 
         Args:
             data: The private input.
             periods: The periods to publish (default: every period of ``data`` not in
-                ``previous``).
-            previous: The releases already published (their CaseIDs are linked).
+                ``previous``). A method that needs the next period (HA) publishes only the
+                periods whose next one ``data`` holds; the others wait.
+            previous: The releases already published (their CaseIDs are linked). To publish a
+                series one period at a time, pass the :class:`Series` the last call returned:
+                the gate then starts from its verdict (:attr:`Series.gate_verdict`).
             allow_violations: Keep a release the gate finds violating (its verdict says so and
                 the manifest lists the violations); by default it is refused.
+            allow_unprotected, allow_unknown_terms, allow_gap, allow_short_lifespan: Overrides
+                of the safety checks (:mod:`medanon.pipeline.checks`): method ``none``; θ-table
+                terms ``data`` does not hold; passing over a missing or empty period; a
+                ``lifespan`` shorter than a case's span in ``data``. Recorded in each manifest.
 
         Returns:
             The series with the new releases; ``releases_published`` lists them.
@@ -253,23 +283,20 @@ class Publisher:
         series = previous if previous is not None else empty_series(data.schema)
         wanted = [parse_period(p).label for p in periods] if periods else [
             p for p in data.periods if p not in series.releases]
-        method, schema = self.method, data.schema
-        hierarchies = schema.load_hierarchies()
-        made, verdict = [], None
-        for label in sorted(wanted, key=parse_period):
-            next_cases = None
-            if method.needs_next_period:
-                following = parse_period(label).shift(1).label
-                if following not in data.periods:
-                    break  # HA waits for the next period (an md-record is a case absent from it)
-                next_cases = set(data.records(following)[schema.case_id].astype(str))
-            prepared = prepare_release(schema, method, label, data.records(label), self.rng,
-                                       series=series, hierarchies=hierarchies,
-                                       next_cases=next_cases, before=verdict,
-                                       publish_despite_violations=allow_violations)
-            verdict = prepared.verdict
-            release = Release(label, prepared.rows, prepared.manifest, prepared.ledger,
-                              prepared.operator)
-            made.append(release)
-            series = series.with_release(label, release.rows, release.manifest)
-        return Series._of(series, tuple(made))
+        verdict = getattr(previous, "gate_verdict", None)
+        vocabulary, reports, span = data_facts({p: data.records(p) for p in data.periods},
+                                               data.schema)
+        acknowledged = run_checks(
+            self.method, sorted(wanted, key=parse_period), published=series.manifests,
+            vocabulary=vocabulary, reports=reports, longest_span=span,
+            allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
+            allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan)
+        made = []
+        for prepared in release_steps(data.schema, self.method, wanted, data.records, self.rng,
+                                      series=series, available=data.periods, before=verdict,
+                                      publish_despite_violations=allow_violations,
+                                      acknowledged=acknowledged):
+            made.append(Release(prepared.period, prepared.rows, prepared.manifest,
+                                prepared.ledger, prepared.operator, prepared.seconds))
+            series, verdict = prepared.series, prepared.verdict
+        return Series._of(series, tuple(made), verdict)

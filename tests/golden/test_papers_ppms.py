@@ -12,7 +12,7 @@ from medanon.data.schema import Schema
 from medanon.errors import InfeasibleError
 from medanon.hierarchies import Interval
 from medanon.random import make_random_source
-from tests.series_helpers import publish_series
+from tests.series_helpers import check, publish_series
 
 SCHEMA_002 = Schema.from_mapping({
     "name": "paper-002", "case_id": "case_id", "period": "period", "sensitive": ["adr"],
@@ -58,17 +58,17 @@ def test_002_table_1_at_the_papers_parameters_is_refused_not_hidden():
 def test_002_table_1_with_ha_meets_ppms_k_theta_alpha_under_every_attack():
     """HA on Table 1 (k = 2, θ = 1/2, α = 1/2), checked by the independent code."""
     series = publish_series(HA(k=2, theta=0.5, alpha=0.5), table_1(), SCHEMA_002)
-    assert list(series.rows) == ["2020Q1", "2020Q2"]      # 2020Q3 has no next quarter yet
-    check = series.check(SCHEMA_002)
-    assert check.ok, check.violations
-    q2 = series.details["2020Q2"]
+    assert series.periods == ["2020Q1", "2020Q2"]         # 2020Q3 has no next quarter yet
+    verdict = check(series)
+    assert verdict.ok, verdict.violations
+    q2 = series.manifests["2020Q2"]["details"]
     # New & md in quarter 2: new (not in quarter 1) and absent from quarter 3.
     assert q2["new_md_records"] == 10                     # {11, 12, 14, 16, 17, 18, 19, 20, 21, 22}
     # ss-records (002 §5, count >= mean + SD of the ADR counts: 2.29 + 1.79 -> 5): 16, 17, 21.
     assert q2["ss_min_counts"] == {"adr": 5} and q2["ss_records"] == 3
-    rows = series.rows["2020Q2"]
+    rows = series.releases["2020Q2"]
     published = rows.set_index("case_id")
-    q1 = series.rows["2020Q1"].set_index("case_id")
+    q1 = series.releases["2020Q1"].set_index("case_id")
     for case in ("1", "3"):   # old cases: their QIDs cover their quarter-1 release (F-attack)
         assert Interval.parse(published.loc[case, "age"]).covers(Interval.parse(q1.loc[case, "age"]))
         assert published.loc[case, "sex"] in ("*", q1.loc[case, "sex"])
@@ -82,11 +82,11 @@ def test_002_table_2_style_ppms_release_is_open_to_the_md_attack_that_ha_closes(
     """PPMS+ ignores medication discontinuation; its series fails the MD-aware check (Example 1)."""
     ppms = publish_series(PPMSPlus(k=3, theta=1 / 3, on_infeasible="suppress-terms"), table_1(),
                           SCHEMA_002)
-    assert ppms.check(SCHEMA_002).ok                # PPMS(3, 1/3)-bounding holds (001's model)
+    assert check(ppms).ok                # PPMS(3, 1/3)-bounding holds (001's model)
     from medanon.models.names import HA_MODEL
 
     params = {**ppms.manifests["2020Q2"]["method"]["parameters"], "alpha": 1.0}
-    md_check = ppms.check(SCHEMA_002, declare={
+    md_check = check(ppms, declare={
         "method": {"privacy_model": HA_MODEL, "parameters": params},
         "details": {"ss_min_counts": {"adr": 99}}})
     assert md_check.release("2020Q2").dir > 0      # the MD-attack leaves groups with < k candidates
@@ -131,8 +131,8 @@ def test_001_example_5_ppms_plus_plus_groups_new_cases_first():
     records = _example_5_series()
     for method in (PPMSPlus(k=3, theta=1.0), PPMSPlusPlus(k=3, theta=1.0)):
         series = publish_series(method, records, schema, seed=1)
-        assert series.check(schema).ok
-    pp = publish_series(PPMSPlusPlus(k=3, theta=1.0), records, schema, seed=1).rows["2020Q2"]
+        assert check(series).ok
+    pp = publish_series(PPMSPlusPlus(k=3, theta=1.0), records, schema, seed=1).releases["2020Q2"]
     # Groups are grown from the new cases only ({4, 9, 10} Newborn, {6, 7, 11} Adolescent); the
     # old case 1, published as Nonadult in quarter 1, is placed afterwards and generalizes only
     # the group it joins: the other group keeps its exact age.

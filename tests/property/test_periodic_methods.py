@@ -17,7 +17,7 @@ from medanon.data.schema import Schema
 from medanon.errors import InfeasibleError
 from medanon.models.names import PPMS_MODEL
 from medanon.hierarchies import Interval
-from tests.series_helpers import publish_series
+from tests.series_helpers import check, publish_series
 
 SCHEMA = Schema.default()
 LEAVES = ["Newborn", "Infant", "Preschool", "In-school", "Adolescent", "Young Adult", "Adult",
@@ -63,7 +63,7 @@ def random_series(seed: int, periods: int = 4, *, size: tuple[int, int] = (12, 3
 
 def generalization_only_moves_up(series, records) -> None:
     tax = SCHEMA.load_hierarchies()
-    for period, rows in series.rows.items():
+    for period, rows in series.releases.items():
         original = records[period].drop_duplicates("case_id").set_index("case_id")
         for _, row in rows.iterrows():
             source = original.loc[row["case_id"]]
@@ -83,9 +83,9 @@ def test_ppms_family_releases_survive_bfl_attacks(method_class, seed, k, theta):
     records = random_series(seed)
     method = method_class(k=k, theta=theta, on_infeasible="suppress-terms")
     series = publish_series(method, records, SCHEMA, seed=seed)
-    check = series.check(SCHEMA)
-    assert check.ok, check.violations[:5]
-    assert all(p.dir == 0 and p.dsr == 0 for p in check.releases)
+    verdict = check(series)
+    assert verdict.ok, verdict.violations[:5]
+    assert all(p.dir == 0 and p.dsr == 0 for p in verdict.releases)
     generalization_only_moves_up(series, records)
 
 
@@ -102,11 +102,11 @@ def test_ha_releases_survive_bfl_and_md_attacks_and_bound_ss_records(seed, k, th
                                    ss_rule={"reactions": 3}), records, SCHEMA, seed=seed)
     except InfeasibleError:
         assume(False)   # refused releases publish nothing; nothing to check
-    check = series.check(SCHEMA)
-    assert check.ok, check.violations[:5]
+    verdict = check(series)
+    assert verdict.ok, verdict.violations[:5]
     # every period but the last released one is checked against the MD-attack too
-    assert all(not p.md_pending and p.attacks == "B/F/L/MD" for p in check.releases[:-1])
-    assert all(p.ssgr == 0 for p in check.releases)
+    assert all(not p.md_pending and p.attacks == "B/F/L/MD" for p in verdict.releases[:-1])
+    assert all(p.ssgr == 0 for p in verdict.releases)
 
 
 def test_ms_anonymization_fails_the_periodic_check_as_001_reports():
@@ -116,7 +116,7 @@ def test_ms_anonymization_fails_the_periodic_check_as_001_reports():
         records = random_series(seed, periods=3)
         series = publish_series(MSAnonymization(k=3, theta=1.0), records, SCHEMA, seed=seed)
         # MS declares no life span; checked as the periodic model over the whole series
-        check = series.check(SCHEMA, declare={"method": {"privacy_model": PPMS_MODEL}})
-        dirs += [p.dir for p in check.releases[1:]]
-        assert all(len(g) >= 3 for _, g in series.rows["2020Q2"].groupby("group"))
+        verdict = check(series, declare={"method": {"privacy_model": PPMS_MODEL}})
+        dirs += [p.dir for p in verdict.releases[1:]]
+        assert all(len(g) >= 3 for _, g in series.releases["2020Q2"].groupby("group"))
     assert max(dirs) > 0

@@ -2,9 +2,12 @@
 
 A series is published period by period, because PPMS-family methods read the releases before
 them. So the task of (setting, period t, run) takes the *state* returned by the task of period
-t − 1 (the releases so far) and returns the state with period t added; Dask chains them. Once a
-run's last period is published, one measuring task per (setting, period, run) evaluates that
-release with :func:`medanon.metrics.evaluation.evaluate_series` over the whole series: the
+t − 1 (the series so far) and returns the state with period t added; Dask chains them. Each
+task publishes through the public API (:class:`medanon.Publisher`, the library's one publish
+loop, verify gate included): experiments evaluate methods whose releases may violate their
+model (MS, by design), so they keep such releases (``allow_violations=True``) and measure them.
+Once a run's last period is published, one measuring task per (setting, period, run) evaluates
+that release with :func:`medanon.metrics.evaluation.evaluate_series` over the whole series: the
 attacks see every release, as an adversary reading the published history would.
 
 Nothing here touches a store or the disk: tasks get their inputs from the scheduler and return
@@ -13,9 +16,7 @@ plain Python objects, so they run on any worker of a real cluster.
 
 from __future__ import annotations
 
-import functools
 import tempfile
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,18 +24,12 @@ from pathlib import Path
 import numpy as np
 
 from ..anonymize import METHODS
-from ..data.loaders.faers import read_faers
-from ..data.records import SuperRecords, combine_super_records
-from ..data.schema import Schema
-from ..errors import ValidationError
+from ..api import Dataset, Publisher
+from ..errors import InternalError
 from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import SignalRule as Rule
 from ..models import level_wise
-from ..random import make_random_source
-from ..published.cells import QidInfo
-from ..published.format import original_as_published, to_published_rows
-from ..pipeline.publish import build_manifest
-from ..published.series import PublishedSeries
+from ..published.format import original_as_published
 from .grids import Setting
 
 __all__ = ["PeriodicData", "LEVEL_WISE_HIGH", "LEVEL_WISE_NONE", "load_periodic_data",
@@ -56,20 +51,17 @@ LEVEL_WISE_NONE = ("Drug ineffective", "Off label use", "Product used for unknow
 
 @dataclass(frozen=True)
 class PeriodicData:
-    """The input of a periodic experiment: super records per period, oldest first."""
+    """The input of a periodic experiment: the records per period (``dataset.periods``, oldest
+    first) and the signal rules to measure."""
 
-    periods: tuple[str, ...]
-    supers: dict[str, SuperRecords]
-    n_reports: dict[str, int]
+    dataset: Dataset
     rules: tuple[Rule, ...]
     source: str
     details: dict = field(default_factory=dict)
 
-
-@functools.lru_cache(maxsize=1)
-def _schema() -> tuple[Schema, dict]:
-    schema = Schema.default()
-    return schema, schema.load_hierarchies()
+    @property
+    def periods(self) -> tuple[str, ...]:
+        return tuple(self.dataset.periods)
 
 
 def load_periodic_data(source: Path | None, *, periods: int, cases: int, seed: int,
@@ -79,7 +71,6 @@ def load_periodic_data(source: Path | None, *, periods: int, cases: int, seed: i
     The synthetic series (``periods`` quarters of about ``cases`` cases, seeded) comes with its
     planted signals as rules unless ``rules`` are given.
     """
-    schema, hierarchies = _schema()
     details: dict = {}
     with tempfile.TemporaryDirectory(prefix="medanon-experiment-") as tmp:
         if source is None:
@@ -94,21 +85,8 @@ def load_periodic_data(source: Path | None, *, periods: int, cases: int, seed: i
         else:
             source_path, label = Path(source), str(source)
             details = {"synthetic": False, "input": str(source)}
-        result = read_faers(source_path)
-    if not result.quarters:
-        raise ValidationError(f"{label} holds no FAERS quarter.")
-    supers, reports = {}, {}
-    for quarter in result.quarters:
-        name = quarter.period.label
-        supers[name] = combine_super_records(quarter.records, schema, hierarchies)
-        reports[name] = len(quarter.records)
-    return PeriodicData(tuple(supers), supers, reports, tuple(rules), label, details)
-
-
-def case_ids(data: PeriodicData, period: str) -> frozenset[str]:
-    """The case ids of one period (HA's ``next_cases``)."""
-    frame = data.supers[period].frame
-    return frozenset(frame[data.supers[period].schema.case_id].astype(str))
+        dataset = Dataset.from_faers(source_path)
+    return PeriodicData(dataset, tuple(rules), label, details)
 
 
 def _method(setting: Setting):
@@ -124,39 +102,30 @@ def _method(setting: Setting):
     return METHODS[setting.method](**kwargs)
 
 
-def release_period(supers: SuperRecords, previous: dict | None, setting: Setting, period: str,
-                   n_reports: int, seed: int, next_cases: frozenset[str] | None = None) -> dict:
+def release_period(data: Dataset, previous: dict | None, setting: Setting, period: str,
+                   seed: int) -> dict:
     """Publish one period given the state of the releases before it; returns the new state.
 
-    ``next_cases``: the case ids of the following period, which HA needs (an md-record is a
-    case absent from it); ignored by the other methods.
+    The state holds the series so far (``series``, a :class:`medanon.Series` whose gate verdict
+    the next period's gate starts from) and the seconds each period's method took. HA takes
+    the case ids of the next period from ``data``, which must hold it.
     """
-    schema, hierarchies = _schema()
-    state = previous or {"releases": {}, "manifests": {}, "originals": {}, "seconds": {}}
-    method = _method(setting)
-    rng = make_random_source(seed)
-    started = time.perf_counter()
-    extra = {"next_cases": next_cases} if setting.method == "ha" else {}
-    result = method.anonymize(supers, list(state["releases"].values()), rng=rng, **extra)
-    seconds = time.perf_counter() - started
-    rows = to_published_rows(result.table, schema)
-    manifest = build_manifest(schema, hierarchies, method, period, rng, result=result, rows=rows,
-                              n_reports=n_reports)
-    return {"releases": {**state["releases"], period: rows},
-            "manifests": {**state["manifests"], period: manifest},
-            "originals": {**state["originals"], period: supers.frame},
-            "seconds": {**state["seconds"], period: seconds}}
+    state = previous or {"series": None, "seconds": {}}
+    publisher = Publisher(_method(setting), seed=seed)
+    series = publisher.publish(data, [period], previous=state["series"], allow_violations=True)
+    if not series.releases_published:
+        raise InternalError(f"{setting.label} published nothing for {period}: HA needs the next "
+                            "period, which the runner always leaves in the data.")
+    (release,) = series.releases_published
+    return {"series": series, "seconds": {**state["seconds"], period: release.seconds}}
 
 
-def measure_period(state: dict, setting: Setting, period: str, run: int,
+def measure_period(data: Dataset, state: dict, setting: Setting, period: str, run: int,
                    rules: Sequence[Rule], md: bool) -> dict:
     """Every metric of one release of a published series, as one flat result row."""
-    schema, hierarchies = _schema()
-    qids = tuple(QidInfo(q.name, q.kind, hierarchies.get(q.name)) for q in schema.qids)
-    series = PublishedSeries(state["releases"], state["manifests"], qids,
-                             tuple(schema.sensitive), setting.label)
-    originals = state["originals"]
-    original_rows = {period: original_as_published(originals[period], schema)}
+    series = state["series"]
+    originals = {period: data.super_records(period).frame}
+    original_rows = {period: original_as_published(originals[period], data.schema)}
     entry = evaluate_series(series, originals, original_rows, rules=list(rules), md=md,
                             periods=[period])["releases"][0]
     signals = entry.get("signals", [])

@@ -137,8 +137,7 @@ def _submit_periodic(client, config: ExperimentConfig, settings: list[Setting], 
             raise ValidationError(f"{config.experiment} needs at least 2 periods: HA publishes a "
                                   "period only when the next one is known.")
         published = published[:-1]
-    following = {p: periodic.case_ids(data, q) for p, q in zip(data.periods, data.periods[1:])}
-    scattered = {p: client.scatter(data.supers[p]) for p in published}
+    shared = client.scatter(data.dataset)  # workers fetch the input once, then keep it
     md = config.experiment == "plos2021"
     release, measure = [], []
     for setting in settings:
@@ -146,14 +145,14 @@ def _submit_periodic(client, config: ExperimentConfig, settings: list[Setting], 
             state = None
             for period in published:
                 name = f"{config.experiment}-release-{setting.key}-{period}-r{run}"
-                state = client.submit(periodic.release_period, scattered[period], state, setting,
-                                      period, data.n_reports[period], task_seed(base, name),
-                                      following.get(period), key=name, pure=False)
+                state = client.submit(periodic.release_period, shared, state, setting, period,
+                                      task_seed(base, name), key=name, pure=False)
                 release.append(state)
             for period in published:
                 name = f"{config.experiment}-measure-{setting.key}-{period}-r{run}"
-                measure.append(client.submit(_with_worker, periodic.measure_period, state, setting,
-                                             period, run, data.rules, md, key=name, pure=False))
+                measure.append(client.submit(_with_worker, periodic.measure_period, shared, state,
+                                             setting, period, run, data.rules, md, key=name,
+                                             pure=False))
     return release, measure, {"source": data.source, **data.details,
                               "periods": list(data.periods), "published_periods": published,
                               "rules": [r.name for r in data.rules]}

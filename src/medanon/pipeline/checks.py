@@ -25,13 +25,15 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 
+import pandas as pd
+
 from ..anonymize.base import Anonymizer
 from ..errors import StoreError, ValidationError
 from ..models.theta import TableTheta
 from ..periods import parse_period
 
 __all__ = ["OVERRIDES", "acknowledgements", "check_gaps", "check_lifespan", "check_theta_terms",
-           "check_unprotected"]
+           "check_unprotected", "data_facts", "run_checks"]
 
 #: the parameters that override a check, in the order :func:`acknowledgements` lists them
 OVERRIDES = ("allow_unprotected", "allow_unknown_terms", "allow_gap", "allow_short_lifespan")
@@ -183,3 +185,47 @@ def check_lifespan(method: Anonymizer, longest_span: int, *, allow_short_lifespa
         f"expire, so an adversary links those releases and the model, which assumes links at "
         f"most {lifespan} period(s) apart, does not cover them. Give lifespan >= {longest_span} "
         f"(or none), or the 'allow_short_lifespan' parameter to accept the gap.")
+
+
+def run_checks(method: Anonymizer, labels: Sequence[str], *, published: Mapping[str, Mapping],
+               vocabulary: Iterable[str], reports: Mapping[str, int], longest_span: int,
+               allow_unprotected: bool = False, allow_unknown_terms: bool = False,
+               allow_gap: bool = False, allow_short_lifespan: bool = False) -> list[str]:
+    """Every check above, in order; returns the overrides given (:func:`acknowledgements`).
+
+    Args:
+        method: The configured method.
+        labels: The periods about to be published, in time order.
+        published: The manifests already published, by period.
+        vocabulary, reports, longest_span: Facts of the private data (:func:`data_facts`, or
+            the store's own queries).
+    """
+    check_unprotected(method, published, allow_unprotected=allow_unprotected)
+    check_theta_terms(method, vocabulary, allow_unknown_terms=allow_unknown_terms)
+    check_gaps(labels, reports, published, allow_gap=allow_gap)
+    check_lifespan(method, longest_span, allow_short_lifespan=allow_short_lifespan)
+    return acknowledgements(allow_unprotected=allow_unprotected,
+                            allow_unknown_terms=allow_unknown_terms, allow_gap=allow_gap,
+                            allow_short_lifespan=allow_short_lifespan)
+
+
+def data_facts(records: Mapping[str, pd.DataFrame], schema) -> tuple[set[str], dict[str, int], int]:
+    """What the checks read from report-level records per period (the store answers the same
+    with SQL): the sensitive vocabulary, the reports per period, the longest case span."""
+    vocabulary: set[str] = set()
+    spans = []
+    for label, frame in records.items():
+        for name in schema.sensitive:
+            values = frame[name]
+            if name in schema.multi_valued:
+                vocabulary.update(str(v) for cell in values for v in cell)
+            else:
+                vocabulary.update(str(v) for v in values.dropna())
+        spans.append(pd.DataFrame({"case": frame[schema.case_id].astype(str).to_numpy(),
+                                   "ordinal": parse_period(label).ordinal}))
+    spans = [s for s in spans if len(s)]
+    longest = 0
+    if spans:
+        ordinals = pd.concat(spans, ignore_index=True).groupby("case")["ordinal"]
+        longest = int((ordinals.max() - ordinals.min()).max())
+    return vocabulary, {label: len(frame) for label, frame in records.items()}, longest

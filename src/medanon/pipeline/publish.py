@@ -5,7 +5,10 @@ in period 3 leaves periods 1-2 published and period 3 untouched.
 
 :func:`prepare_release` is the whole flow for one period without a store (records, the series
 published so far and the ledger in; rows, manifest, ledger rows and operator-only facts out);
-:func:`publish_periods` reads its inputs from the store and writes its outputs there. What a
+:func:`release_steps` is the one loop over periods that chains it (each release joins the
+series the next one is anonymized and gated against); both destinations iterate it:
+:func:`publish_periods` reads its inputs from the store and writes each release there, and
+``medanon.Publisher.publish`` (store-free) returns the releases. What a
 manifest never holds: a hash of the input, or any other function of the private values that the
 privacy model does not account for (``design.md``, "Published release format"); those go to the
 store's operator-only ``release_private`` table (:class:`PreparedRelease`'s ``operator``).
@@ -15,8 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 import numpy as np
@@ -261,6 +265,9 @@ class PreparedRelease:
             ``input_sha256`` and ``private_details``.
         result: The method's result (operator only).
         verdict: The gate's verdict on the series with this release, to reuse for the next one.
+        seconds: Wall-clock seconds the method's ``anonymize`` took (not the super records, the
+            manifest or the gate): what benchmarks and experiments time. Never published.
+        series: The series with this release added (set by :func:`release_steps`).
     """
 
     period: str
@@ -270,6 +277,8 @@ class PreparedRelease:
     operator: dict = field(default_factory=dict)
     result: AnonymizationResult | None = None
     verdict: SeriesVerdict | None = None
+    seconds: float = 0.0
+    series: PublishedSeries | None = field(default=None, repr=False)
 
 
 def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.DataFrame,
@@ -315,7 +324,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
                                                    case_budget, on_case_budget)
     supers = combine_super_records(records, schema, hierarchies)
     previous = list(series.releases.values()) if method.periodic else []
+    started = time.perf_counter()
     result = method.anonymize(supers, previous, rng=rng, next_cases=next_cases)
+    seconds = time.perf_counter() - started
     # What ran must be what the budget pre-check assumed (exactly, for an epsilon-DP claim;
     # never more, for a nominal epsilon): else the ledger and the pre-check disagree.
     check_plan(method.planned_losses(schema), result.privacy_charges, units=len(supers.frame),
@@ -340,7 +351,67 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
                              dp=method.claims_dp)
     operator = {"input_sha256": input_digest(records),
                 "private_details": dict(result.private_details)}
-    return PreparedRelease(label, rows, manifest, entries, operator, result, verdict)
+    return PreparedRelease(label, rows, manifest, entries, operator, result, verdict, seconds)
+
+
+def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
+                  records: Callable[[str], pd.DataFrame], rng: RandomSource, *,
+                  series: PublishedSeries, available: Collection[str],
+                  hierarchies: Mapping[str, Taxonomy] | None = None,
+                  ledger: Callable[[], pd.DataFrame] | None = None,
+                  case_budget: Budget | None = None, on_case_budget: str = "refuse",
+                  before: SeriesVerdict | None = None,
+                  publish_despite_violations: bool = False,
+                  acknowledged: Sequence[str] = ()) -> Iterator[PreparedRelease]:
+    """The publish loop: :func:`prepare_release` for each period in time order, each against
+    the series with every release before it (the one loop behind the store and the
+    store-free ``medanon.Publisher``).
+
+    A release is yielded before the next period is prepared, so a caller that writes it (the
+    store, one transaction per period) has written it when the loop resumes: ``ledger`` is read
+    again for every period and sees the charges just stored, and a failure leaves the earlier
+    releases written. Each yielded release carries the series with it (``series``) and the
+    gate's verdict on that series (``verdict``), which the next period's gate starts from.
+
+    Args:
+        schema, method, rng: As for :func:`prepare_release`.
+        periods: The periods to publish (put in time order here).
+        records: The report-level records of a period (also read for the next period's case ids
+            when the method needs them).
+        series: The releases published before ``periods``.
+        available: Every period ``records`` can give. A method that needs the next period
+            (HA: an md-record is a case absent from it) stops before the first period whose
+            next one is not available: that release waits for the next quarter.
+        hierarchies: The schema's hierarchies (loaded when None).
+        ledger: Returns the privacy ledger so far; read per period, only with ``case_budget``.
+        case_budget, on_case_budget, publish_despite_violations: As for
+            :func:`prepare_release`.
+        before: The gate's verdict on ``series``, when known (else the gate computes it).
+        acknowledged: The safety overrides the operator gave (:mod:`.checks`), recorded in each
+            manifest's ``method.acknowledged``.
+
+    Raises:
+        As :func:`prepare_release`, for the period being prepared.
+    """
+    hierarchies = schema.load_hierarchies() if hierarchies is None else hierarchies
+    known = set(available)
+    for label in sorted(periods, key=parse_period):
+        next_cases = None
+        if method.needs_next_period:
+            following = parse_period(label).shift(1).label
+            if following not in known:
+                return
+            next_cases = set(records(following)[schema.case_id].astype(str))
+        prepared = prepare_release(
+            schema, method, label, records(label), rng, series=series, hierarchies=hierarchies,
+            ledger=ledger() if ledger is not None and case_budget is not None else None,
+            case_budget=case_budget, on_case_budget=on_case_budget, next_cases=next_cases,
+            before=before, publish_despite_violations=publish_despite_violations)
+        if acknowledged:  # operator choices, not facts of the data (pipeline.checks)
+            prepared.manifest["method"]["acknowledged"] = list(acknowledged)
+        series = series.with_release(label, prepared.rows, prepared.manifest)
+        before = prepared.verdict
+        yield replace(prepared, series=series)
 
 
 def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[str], rng: RandomSource,
@@ -360,6 +431,9 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     a case in the ingested data needs ``allow_short_lifespan``. The overrides given are recorded
     in each manifest's ``method.acknowledged``.
 
+    The periods go through :func:`release_steps` (the loop ``medanon.Publisher`` runs too), and
+    each release is written with ``store.publish`` (inside the batch) before the next one is
+    prepared, so the ledger read for the next period sees its charges.
     DP methods write one ledger row per case and mechanism report (what their mechanisms
     reported while running, :func:`ledger_entries`) in the same transaction.
     With ``case_budget``, a case whose ledger total plus this release's spend would exceed it
@@ -380,52 +454,26 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     labels = plan_periods(store, periods)
     if method.needs_next_period:
         labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name)
-    published = {p: store.manifest(p) for p in store.published_periods()}
-    checks.check_unprotected(method, published, allow_unprotected=allow_unprotected)
-    checks.check_theta_terms(method, store.sensitive_vocabulary(),
-                             allow_unknown_terms=allow_unknown_terms)
-    reports = {r["period"]: int(r["n_reports"]) for r in store.periods().to_dict("records")}
-    checks.check_gaps(labels, reports, published, allow_gap=allow_gap)
-    checks.check_lifespan(method, store.longest_case_span(),
-                          allow_short_lifespan=allow_short_lifespan)
-    acknowledged = checks.acknowledgements(
+    acknowledged = checks.run_checks(
+        method, labels, published={p: store.manifest(p) for p in store.published_periods()},
+        vocabulary=store.sensitive_vocabulary(), longest_span=store.longest_case_span(),
+        reports={r["period"]: int(r["n_reports"]) for r in store.periods().to_dict("records")},
         allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
         allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan)
-    with contextlib.nullcontext() if per_period_commit else store.batch():
-        return _publish_each(store, method, labels, rng, acknowledged=acknowledged,
-                             publish_despite_violations=publish_despite_violations,
-                             case_budget=case_budget, on_case_budget=on_case_budget,
-                             progress=progress)
-
-
-def _publish_each(store: ReleaseStore, method: Anonymizer, labels: Sequence[str], rng: RandomSource,
-                  *, acknowledged: list[str], publish_despite_violations: bool,
-                  case_budget: Budget | None, on_case_budget: str,
-                  progress: Callable[[str], None] | None) -> list[PublishedSummary]:
-    hierarchies = store.schema.load_hierarchies()
-    series = load_series(store=store, allow_empty=True)
-    verdict = None  # the gate's verdict on ``series``, reused for the next candidate
+    steps = release_steps(
+        store.schema, method, labels, store.records, rng,
+        series=load_series(store=store, allow_empty=True), available=store.ingested_periods(),
+        ledger=store.ledger, case_budget=case_budget, on_case_budget=on_case_budget,
+        publish_despite_violations=publish_despite_violations, acknowledged=acknowledged)
     summaries = []
-    for label in labels:
-        next_cases = None
-        if method.needs_next_period:
-            following = parse_period(label).shift(1).label
-            next_cases = set(store.records(following)[store.schema.case_id].astype(str))
-        prepared = prepare_release(
-            store.schema, method, label, store.records(label), rng, series=series,
-            hierarchies=hierarchies, ledger=store.ledger() if case_budget is not None else None,
-            case_budget=case_budget, on_case_budget=on_case_budget, next_cases=next_cases,
-            before=verdict, publish_despite_violations=publish_despite_violations)
-        if acknowledged:  # operator choices, not facts of the data (pipeline.checks)
-            prepared.manifest["method"]["acknowledged"] = acknowledged
-        store.publish(label, prepared.rows, prepared.manifest, ledger=prepared.ledger,
-                      operator=prepared.operator)
-        manifest, verdict = prepared.manifest, prepared.verdict
-        series = series.with_release(label, prepared.rows, manifest)
-        result = prepared.result
-        summaries.append(PublishedSummary(label, len(prepared.rows), result.n_groups,
-                                          result.suppressed, method.name,
-                                          manifest["verification"]["verdict"]))
-        if progress:
-            progress(label)
+    # one transaction for all periods (a failure or Ctrl-C rolls every one back), unless asked
+    with contextlib.nullcontext() if per_period_commit else store.batch():
+        for prepared in steps:
+            store.publish(prepared)
+            result = prepared.result
+            summaries.append(PublishedSummary(prepared.period, len(prepared.rows), result.n_groups,
+                                              result.suppressed, method.name,
+                                              prepared.manifest["verification"]["verdict"]))
+            if progress:
+                progress(prepared.period)
     return summaries
