@@ -387,7 +387,7 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         series = series.with_release(label, prepared.rows, manifest)
         result = prepared.result
         summaries.append(PublishedSummary(label, len(prepared.rows), result.n_groups,
-                                          result.suppressed, method.name,
+                                          manifest["counts"]["suppressed"], method.name,
                                           manifest["verification"]["verdict"]))
         if progress:
             progress(label)

@@ -60,6 +60,21 @@ class PublishedSeries:
                                   f"{', '.join(self.periods) or 'none'}.")
         return wanted
 
+    def missing_periods(self) -> list[str]:
+        """The quarters between the first and the last release that the series lacks.
+
+        A release missing in the middle hides the links through it (a case's follow-up there
+        can exclude candidates in the releases around it): a verdict without it is incomplete
+        unless the series was published without that period.
+        """
+        held = sorted(parse_period(p).ordinal for p in self.periods)
+        if not held:
+            return []
+        first = min((parse_period(p) for p in self.periods), key=lambda q: q.ordinal)
+        ordinals = set(held)
+        return [first.shift(i).label for i in range(held[-1] - held[0] + 1)
+                if held[0] + i not in ordinals]
+
     @property
     def hierarchies(self) -> dict[str, Taxonomy]:
         return {q.name: q.taxonomy for q in self.qids if q.taxonomy is not None}
