@@ -118,7 +118,7 @@ class Dataset:
         """
         from .data.loaders.faers import read_faers
 
-        found = read_faers(source, keep_missing=keep_missing)
+        found = read_faers(source, keep_missing=keep_missing, schema=schema)
         deleted = set(found.deleted_case_ids)
         records = {}
         for quarter in found.quarters:

@@ -1,8 +1,15 @@
 """The exception hierarchy of medanon.
 
 Every error a user can cause derives from :class:`MedanonError`; the CLI prints it as
-``ErrorType: message`` on stderr and exits non-zero without a traceback. Broken internal
-invariants raise :class:`InternalError` (an ``AssertionError``), which is a bug, not a user error.
+``ErrorType: message`` on stderr and exits with the error's :attr:`~MedanonError.exit_code`
+without a traceback. Broken internal invariants raise :class:`InternalError` (an
+``AssertionError``), which is a bug, not a user error.
+
+Errors whose cause lies outside the data and the parameters (a lock held by another process, a
+permission, a full disk, a damaged download) have classes of their own and exit codes from
+``sysexits.h``, so that a script can tell "try again later" from "fix the input" from "a bug"
+(70). The table is in ``docs/errors.md``. They subclass the error a caller would already catch
+(a locked store is still a :class:`StoreError`).
 """
 
 from __future__ import annotations
@@ -26,6 +33,13 @@ class InputFormatError(MedanonError, ValueError):
     """An input file is not in the format it claims to be (FAERS extract, release folder, ...)."""
 
 
+class CorruptInputError(InputFormatError):
+    """An input file is damaged: a zip member that fails its CRC or does not decompress, or an
+    archive cut short (an interrupted download). Fetch it again; no parsing fix will help."""
+
+    exit_code = 65  # EX_DATAERR
+
+
 class HierarchyError(MedanonError, ValueError):
     """A generalization hierarchy is invalid, or a value is missing from it."""
 
@@ -40,6 +54,27 @@ class PrivacyViolation(MedanonError):
 
 class StoreError(MedanonError):
     """The release store is missing, unreadable, or the operation would break its rules."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the store's lock (DuckDB: one writer, or any number of readers
+    without a writer). Nothing is wrong with the store: try again when that process ends."""
+
+    exit_code = 75  # EX_TEMPFAIL
+
+
+class StorePermissionError(StoreError):
+    """The operating system refuses to open or write the store (file or folder permissions, an
+    immutable file, a read-only file system)."""
+
+    exit_code = 77  # EX_NOPERM
+
+
+class DiskFullError(StoreError):
+    """No space left on the device while writing the store or an output folder. Whatever was
+    being written was rolled back or removed; free space and run the command again."""
+
+    exit_code = 74  # EX_IOERR
 
 
 class BudgetExceeded(MedanonError):

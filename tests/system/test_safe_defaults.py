@@ -170,7 +170,7 @@ def _fail_at_second_period(monkeypatch, error: BaseException) -> None:
     monkeypatch.setattr(publish, "prepare_release", failing)
 
 
-@pytest.mark.parametrize("error, code", [(OSError(28, "No space left on device"), 1),
+@pytest.mark.parametrize("error, code", [(OSError(28, "No space left on device"), 74),
                                           (KeyboardInterrupt(), 130)])
 def test_a_multi_period_release_lands_whole_or_not_at_all(series, tmp_path, monkeypatch,
                                                           error, code) -> None:
@@ -214,3 +214,24 @@ def test_verify_reports_the_observed_span_beyond_the_lifespan(series, tmp_path) 
     assert f"recur up to {expected} period(s) apart" in " ".join(shown.stdout.split())
     assert "does not cover links between releases more than 1 period(s) apart" in \
         " ".join(shown.stderr.split())  # rich wraps long lines
+
+
+def test_verify_accepts_a_gap_the_publisher_declared(series, tmp_path) -> None:
+    source = tmp_path / "gap"
+    for quarter in ("2020Q1", "2020Q3"):
+        shutil.copytree(series / quarter, source / quarter)
+    store = tmp_path / "s.duckdb"
+    _ingest(source, store)
+    assert invoke_cli("release", *PPMS, "--allow-gap", "--store", store).returncode == 0
+    result = invoke_cli("verify", "--store", store, "--json")
+    assert result.returncode == 0, result.stderr
+    shown = json.loads(result.stdout)
+    assert shown["missing_periods"] == [] and shown["declared_missing_periods"] == ["2020Q2"]
+    # the same series without the declaration (a lost release) is refused
+    out = tmp_path / "out"
+    assert invoke_cli("export", "--store", store, "--out", out).returncode == 0
+    manifest = out / "2020Q3" / "manifest.json"
+    data = json.loads(manifest.read_text())
+    del data["method"]["acknowledged"]
+    manifest.write_text(json.dumps(data))
+    assert_user_error(invoke_cli("verify", out), "InputFormatError", "lacks period(s) 2020Q2")

@@ -92,6 +92,15 @@ class Anonymizer(ABC):
         (:attr:`AnonymizationResult.privacy_losses`); None for methods without a DP claim."""
         return None
 
+    def check_schema(self, schema) -> None:
+        """Refuse parameters that do not fit ``schema`` (a column it lacks, or of another
+        kind), before any record is read. Nothing to check by default.
+
+        Raises:
+            ValidationError: naming the parameter.
+        """
+        return None  # a hook with a default, not an abstract method
+
     @abstractmethod
     def parameters(self) -> dict[str, object]:
         """The parameters as written into the manifest."""

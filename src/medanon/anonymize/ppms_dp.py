@@ -63,7 +63,8 @@ grouping and declared as the θ that inflates to it.
 What is published and what is not: facts that are deterministic functions of the private
 values and that no mechanism accounts for go to ``AnonymizationResult.private_details`` (the
 store keeps them operator-only): ``clipped_to_domain`` (strict; how many true values fell
-outside the public domain) and ``smallest_laplace_scale`` (paper; (max − min)/ε of a group's raw
+outside the public domain, with ``domain_checked_values``, how many were checked) and
+``smallest_laplace_scale`` (paper; (max − min)/ε of a group's raw
 values). The paper variant publishes ``details.exact_groups``: per numeric QID, the groups (labels
 as published) whose Laplace scale is below half the last published digit (``EXACT_SCALE``), whose
 values are therefore published exact; a verifier must count them as exact. The variant's ledger
@@ -242,6 +243,31 @@ class _PPMSDP(ClusteringMethod):
                                       f"{name!r}: {bounds!r}.")
             self.domains[str(name)] = (lo, hi)
 
+    def check_schema(self, schema) -> None:
+        """A public domain must name a numeric QID of ``schema``: bounds given for a
+        categorical QID (``--domain age=0:120`` where age is a MeSH band) or for a column
+        that is no QID would otherwise be ignored without a word.
+
+        Raises:
+            ValidationError: naming the 'domains' parameter, the QID and its kind.
+        """
+        owner = type(self).__name__
+        qids = {q.name: q for q in schema.qids}
+        numeric = ", ".join(q.name for q in schema.qids if q.kind == "numeric") or "none"
+        for name in self.domains:
+            qid = qids.get(name)
+            if qid is None:
+                raise ValidationError(
+                    f"The 'domains' parameter of {owner} names {name!r}, which is not a QID of "
+                    f"schema {schema.name!r} (its numeric QIDs: {numeric}).")
+            if qid.kind != "numeric":
+                raise ValidationError(
+                    f"The 'domains' parameter of {owner} gives bounds for {name!r}, a "
+                    f"categorical QID (hierarchy {qid.hierarchy!r}): a public domain bounds the "
+                    f"values of a numeric QID, which the noise is scaled to; a categorical QID "
+                    f"takes the labels of its hierarchy. Numeric QIDs of schema "
+                    f"{schema.name!r}: {numeric}.")
+
     @property
     def cover_kinds(self) -> tuple[str, ...]:  # type: ignore[override]
         return () if self.perturb_categorical else ("categorical",)
@@ -311,6 +337,7 @@ class _PPMSDP(ClusteringMethod):
 
     def before_grouping(self, data: SuperRecords, space: QidSpace, values: dict,
                         rng: RandomSource, accountant: Accountant) -> dict:
+        self.check_schema(data.schema)
         perturbed = self._qids_perturbed(data.schema)
         noise = NoiseSource.from_random(rng)
         details: dict[str, object] = {"dp_variant": self.variant, "noise_source": noise.describe(),
@@ -324,7 +351,7 @@ class _PPMSDP(ClusteringMethod):
         if self.variant != "strict":
             return details
         n = len(data.frame)
-        clipped = {}
+        clipped, checked = {}, {}
         for j, (qid, a) in enumerate(zip(data.schema.qids, space.attributes)):
             if a.numeric:
                 lo, hi = self._domain(data, qid.name)
@@ -335,6 +362,7 @@ class _PPMSDP(ClusteringMethod):
                 x = np.where(missing, (lo + hi) / 2.0, values["lo"][j])
                 x = np.clip(x, lo, hi)
                 clipped[qid.name] = int((values["lo"][j][~missing] != x[~missing]).sum())
+                checked[qid.name] = int((~missing).sum())
                 mech = LaplaceMechanism(epsilon=self.epsilon, sensitivity=hi - lo)
                 # one value per case, every case: each is charged epsilon once
                 y = np.clip(mech.randomise(x, noise, accountant=accountant, target=qid.name),
@@ -352,7 +380,9 @@ class _PPMSDP(ClusteringMethod):
         # How many true values fell outside the public domain is a deterministic function of
         # the private values (one case's weight flips it) that no mechanism accounts for:
         # operator-only, kept in the store.
-        details[OPERATOR_ONLY] = {"clipped_to_domain": clipped}
+        # (With how many values were checked, so that the operator can be warned when the
+        # domain clips a large share of them: ``medanon release`` says so on stderr.)
+        details[OPERATOR_ONLY] = {"clipped_to_domain": clipped, "domain_checked_values": checked}
         details["domains"] = {name: list(self._domain(data, name)) for name, kind in perturbed
                               if kind == "numeric"}
         return details

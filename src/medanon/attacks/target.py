@@ -47,7 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ValidationError
-from ..hierarchies import Interval
+from ..hierarchies import Interval, age_to_mesh
+from ..hierarchies.builtin import MAX_AGE_YEARS, mesh_age_tree
 from ..published.cells import QidInfo
 from ..published.links import Region, covers, link
 from ..published.series import PublishedSeries
@@ -79,13 +80,16 @@ def _split_pairs(text: str, names: list[str]) -> list[str]:
 def parse_target(text: str | Mapping[str, str], qids: tuple[QidInfo, ...]) -> Target:
     """Read ``"col=value,col=value"`` (or a mapping) into a :class:`Target`.
 
-    Categorical values are node labels of the attribute's hierarchy; numeric values are numbers
-    or inclusive intervals ``[lo-hi]`` (the adversary knows the value lies there). A value may
-    hold commas (``age=Aged, 80 and over``).
+    Categorical values are node labels of the attribute's hierarchy, or, for a banded QID, a
+    number the hierarchy places in one band (``age=32`` under the MeSH age tree is ``Adult``,
+    25 to 44 years, as ingest maps a report's age; under a hierarchy of intervals, the
+    narrowest value holding it); numeric values are numbers or inclusive intervals ``[lo-hi]``
+    (the adversary knows the value lies there). A value may hold commas (``age=Aged, 80 and
+    over``). The :class:`Target`'s ``values`` hold the labels used.
 
     Raises:
-        ValidationError: an unknown column, a repeated one, a value not in the hierarchy, or a
-            malformed pair.
+        ValidationError: an unknown column, a repeated one, a value not in the hierarchy (the
+            message lists its values), or a malformed pair.
     """
     if isinstance(text, str):
         pairs: dict[str, str] = {}
@@ -110,9 +114,8 @@ def parse_target(text: str | Mapping[str, str], qids: tuple[QidInfo, ...]) -> Ta
     for q in qids:
         value = pairs.get(q.name)
         if q.kind == "categorical":
-            if value is not None and value not in q.taxonomy.code_of:
-                raise ValidationError(f"Target value {value!r} is not a node of the {q.name!r} "
-                                      f"hierarchy.")
+            if value is not None:
+                value = pairs[q.name] = _categorical_value(q, value)
             code = q.taxonomy.code_of[value if value is not None else q.taxonomy.root]
             cat[q.name] = np.array([code], dtype=np.int64)
         else:
@@ -120,6 +123,70 @@ def parse_target(text: str | Mapping[str, str], qids: tuple[QidInfo, ...]) -> Ta
             lo[q.name] = np.array([iv.lo if iv else -np.inf])
             hi[q.name] = np.array([iv.hi if iv else np.inf])
     return Target(pairs, Region(cat, lo, hi), frozenset(pairs))
+
+
+def _number(text: str) -> float | None:
+    try:
+        x = float(text)
+    except ValueError:
+        return None
+    return x if np.isfinite(x) else None
+
+
+def _band_of(taxonomy, x: float) -> str | None:
+    """The record value of ``taxonomy`` whose band holds the number ``x``, when the hierarchy
+    says: the MeSH age tree maps ages in years (:func:`~medanon.hierarchies.age_to_mesh`, as
+    ingest does), a hierarchy whose values are intervals (``[20-29]``) gives the narrowest
+    one holding ``x``. None when the hierarchy has no bands or none holds ``x``."""
+    if taxonomy == mesh_age_tree():
+        if not 0 <= x <= MAX_AGE_YEARS:
+            return None
+        return str(age_to_mesh(x))
+    holding = []
+    for value in taxonomy.values:
+        try:
+            band = Interval.parse(value)
+        except ValidationError:
+            return None  # not a hierarchy of bands
+        if band.lo <= x <= band.hi:
+            holding.append((band.width, value))
+    holding.sort()
+    if not holding or (len(holding) > 1 and holding[0][0] == holding[1][0]):
+        return None
+    return holding[0][1]
+
+
+def _categorical_value(q: QidInfo, value: str) -> str:
+    """The node a target value names: a node label, or, for a banded QID (the MeSH age tree,
+    or a hierarchy of intervals), a number that the hierarchy puts in one band (``age=32`` is
+    the band ``Adult``, 25 to 44 years, exactly as ingest maps a report's age).
+
+    Raises:
+        ValidationError: neither; the message lists the values the hierarchy takes.
+    """
+    tax = q.taxonomy
+    if value in tax.code_of:
+        return value
+    x = _number(value)
+    if x is not None:
+        band = _band_of(tax, x)
+        if band is not None:
+            return band
+    mesh = tax == mesh_age_tree()
+    if mesh and x is not None:
+        why = f"an age must lie between 0 and {MAX_AGE_YEARS:g} years"
+    elif x is not None:
+        why = "the hierarchy has no numeric bands to place a number in"
+    else:
+        why = "it is not a node of the hierarchy"
+    numbers = " or an age in years (mapped to its MeSH band)" if mesh else ""
+    shown = ", ".join(repr(v) for v in tax.values[:_SHOWN_VALUES])
+    more = f" and {len(tax.values) - _SHOWN_VALUES} more" if len(tax.values) > _SHOWN_VALUES else ""
+    raise ValidationError(f"Target value {q.name}={value!r} cannot be read: {why}. Give one of "
+                          f"the {q.name!r} hierarchy's values{numbers}: {shown}{more}.")
+
+
+_SHOWN_VALUES = 20
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,9 @@ unexpected errors.
 
 from __future__ import annotations
 
+import errno
 import functools
+import io
 import os
 import sys
 import traceback
@@ -42,30 +44,91 @@ DEFAULT_STORE_PATH = Path(DEFAULT_STORE)
 F = TypeVar("F", bound=Callable[..., None])
 
 
+#: exit code of a command whose output pipe was closed early (``medanon ... --json | head``):
+#: 128 + SIGPIPE, what a shell reports for a program the closed pipe ended; never 0, so that a
+#: cut-off ``verify`` cannot pass for one whose releases all hold.
+EXIT_CLOSED_PIPE = 141
+EXIT_BUG = 70  # EX_SOFTWARE: the only exit code that means "a bug in medanon"
+_OS_EXIT = {errno.ENOSPC: 74, errno.EDQUOT: 74, errno.EACCES: 77, errno.EPERM: 77, errno.EROFS: 77}
+
+
 def guarded(func: F) -> F:
-    """Turn library errors into ``ErrorType: message`` on stderr and a non-zero exit code."""
+    """Turn library errors into ``ErrorType: message`` on stderr and the error's exit code.
+
+    Errors met outside the library's own checks get their real cause as well: a full disk or a
+    refused permission while writing a file (exit 74, 77), a store error DuckDB raised outside
+    the store's own translation (:func:`medanon.store.duckdb_store.store_failure`), and a closed
+    output pipe, which ends the command quietly (exit 141). Anything else is a bug (exit 70).
+    """
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        code = 0
         try:
-            return func(*args, **kwargs)
+            func(*args, **kwargs)
+        except BrokenPipeError:
+            code = EXIT_CLOSED_PIPE
         except MedanonError as exc:
             sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
-            raise typer.Exit(exc.exit_code) from None
+            code = exc.exit_code
         except OSError as exc:
-            sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
-            raise typer.Exit(1) from None
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                where = f" while writing {exc.filename!r}" if exc.filename else ""
+                sys.stderr.write(f"DiskFullError: no space left on the device{where}. Free some "
+                                 "space (or write elsewhere) and run the command again.\n")
+            else:
+                sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+            code = _OS_EXIT.get(exc.errno, 1)
         except KeyboardInterrupt:
             sys.stderr.write("Aborted.\n")
-            raise typer.Exit(130) from None
-        except Exception as exc:  # a bug: say so plainly, traceback only on request
-            if os.environ.get("MEDANON_DEBUG"):
-                traceback.print_exc()
-            sys.stderr.write(f"InternalError: {type(exc).__name__}: {exc} (this is a bug in medanon; "
-                             "set MEDANON_DEBUG=1 for the traceback)\n")
-            raise typer.Exit(70) from None
+            code = 130
+        except Exception as exc:
+            known = _store_failure(exc)
+            if known is not None:
+                sys.stderr.write(f"{type(known).__name__}: {known}\n")
+                code = known.exit_code
+            else:  # a bug: say so plainly, traceback only on request
+                if os.environ.get("MEDANON_DEBUG"):
+                    traceback.print_exc()
+                sys.stderr.write(f"InternalError: {type(exc).__name__}: {exc} (this is a bug in "
+                                 "medanon; set MEDANON_DEBUG=1 for the traceback)\n")
+                code = EXIT_BUG
+        if not _flush_stdout():
+            code = code or EXIT_CLOSED_PIPE
+        if code:
+            raise typer.Exit(code)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _store_failure(exc: Exception) -> MedanonError | None:
+    """A lock, permission or full disk that DuckDB reported outside the store's own
+    translation (e.g. a Parquet export), as the medanon error naming it."""
+    if not type(exc).__module__.lstrip("_").startswith("duckdb"):
+        return None
+    from ..store.duckdb_store import duckdb_failure  # DuckDB is loaded already
+
+    return duckdb_failure(exc)
+
+
+def _flush_stdout() -> bool:
+    """Flush stdout now, so that a reader that went away (``| head``) is noticed here rather
+    than as a BrokenPipeError trace at interpreter exit; False when the pipe is closed.
+
+    Then stdout is pointed at the null device: the interpreter's own last flush must find
+    nothing left to fail on.
+    """
+    try:
+        sys.stdout.flush()
+        return True
+    except BrokenPipeError:
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            os.close(devnull)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            pass  # not a real file descriptor (in-process use): nothing will flush it at exit
+        return False
 
 
 def _version(value: bool) -> None:
@@ -370,12 +433,16 @@ def verify(
     schema: AuditSchemaOpt = None,
     period: Annotated[Optional[list[str]], typer.Option(
         "--period", help="Only these periods (repeatable; default all).")] = None,
+    allow_gap: Annotated[bool, typer.Option(
+        "--allow-gap", help="Accept a series that lacks periods between its first and last "
+                            "release (published without them); they are still reported.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check every release against the privacy model its manifest declares; exit 0 only if all hold."""
+    """Check every release against the privacy model its manifest declares; exit 0 only if all
+    hold and no period is missing between the first and the last."""
     from . import commands
     commands.verify(series_dir=series, store=store, schema_path=schema, periods=period or [],
-                    as_json=as_json)
+                    as_json=as_json, allow_gap=allow_gap)
 
 
 @app.command()

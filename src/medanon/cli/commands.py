@@ -17,7 +17,7 @@ from ..anonymize import Anonymizer
 from ..data.loaders.faers import read_faers
 from ..data.records import check_record_values
 from ..data.schema import Schema
-from ..errors import StoreError, ValidationError
+from ..errors import InputFormatError, StoreError, ValidationError
 from ..attacks import attack_target, read_background
 from ..periods import parse_period
 from ..pipeline.methods import periodic_method
@@ -76,23 +76,32 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
         ReleaseStore.create_or_open(store, schema).close()  # fail fast on a bad --store
     # Parse and check everything before the store is touched: bad input writes nothing.
     with progress_bar("reading FAERS", None) as step:
-        result = read_faers(source, keep_missing=keep_missing, progress=step)
+        result = read_faers(source, keep_missing=keep_missing, progress=step, schema=schema)
     for quarter in result.quarters:
         check_record_values(quarter.records, schema, hierarchies)
     with ui.errors_as_flags():  # before the store is created or touched
         refuse_empty({q.period.label: len(q.records) for q in result.quarters}, source=str(source),
                      allow_empty=allow_empty)
-    with ReleaseStore.create_or_open(store, schema) as db:
-        summary = db.ingest([(q.period.label, q.era, str(source), q.records, q.report.as_dict())
-                             for q in result.quarters], result.deleted_case_ids,
-                            allow_empty=allow_empty)
+    created = not store.exists()
+    try:
+        with ReleaseStore.create_or_open(store, schema) as db:
+            summary = db.ingest([(q.period.label, q.era, str(source), q.records,
+                                  q.report.as_dict()) for q in result.quarters],
+                                result.deleted_case_ids, allow_empty=allow_empty)
+    except BaseException:
+        if created:  # a refused ingest leaves no new, empty store behind (e.g. a full disk)
+            for leftover in (store, Path(str(store) + ".wal")):
+                leftover.unlink(missing_ok=True)
+        raise
     seconds = round(time.perf_counter() - started, 2)
     reports = [q.report.as_dict() for q in result.quarters]
     if as_json:
         print_json({"store": str(store), "quarters": reports, "added": summary.added,
                      "replaced": summary.replaced,
                      "deleted_from_unpublished": summary.deleted_from_unpublished,
-                     "deleted_but_published": summary.deleted_but_published, "seconds": seconds})
+                     "deleted_but_published": summary.deleted_but_published,
+                     "deleted_but_published_cases": summary.deleted_but_published_cases,
+                     "seconds": seconds})
         return
     table = Table("period", "era", "DEMO rows", "deleted", "superseded", "dropped (missing)",
                   "repaired lines", "reports", "cases", title=f"Ingested into {store}")
@@ -109,10 +118,19 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
     if summary.replaced:
         ui.out.print(f"replaced unpublished period(s): {', '.join(summary.replaced)}")
     if summary.deleted_but_published:
-        ui.err.print("warning: FDA deleted cases that are already published in "
-                  + ", ".join(f"{p} ({n})" for p, n in summary.deleted_but_published.items())
-                  + "; published releases are immutable.")
+        # operator output: the case ids, so that the operator can act on them
+        ui.err.print("warning: FDA's DELETE list withdraws case(s) that are already published: "
+                     + "; ".join(f"{p}: {_some(summary.deleted_but_published_cases.get(p, []))}"
+                                 for p in summary.deleted_but_published)
+                     + ". Published releases are immutable: those cases stay in them; tell the "
+                       "recipients of those releases if your policy requires it.", soft_wrap=True)
     ui.out.print(f"{seconds} s")
+
+
+def _some(items: list[str], shown: int = 20) -> str:
+    """Up to ``shown`` items, and how many more (``--json`` lists all)."""
+    more = f" and {len(items) - shown} more (--json lists all)" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
 
 
 # -- release --------------------------------------------------------------------------------------
@@ -150,6 +168,8 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
     budget = None if case_budget is None else Budget.of(case_budget)
     rng = make_random_source(seed)
     with ReleaseStore.open(store) as db:
+        with ui.errors_as_flags():  # e.g. --domain for a categorical QID, before any work
+            anonymizer.check_schema(db.schema)
         before, done = db.published_periods(), []
         try:
             with progress_bar(f"publishing with {method}", None) as step, ui.errors_as_flags():
@@ -164,6 +184,7 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
             if done or isinstance(exc, KeyboardInterrupt):  # a refusal up front needs no account
                 _say_what_committed(db, before)
             raise
+        clipping = _clipping_warnings(db, [s.period for s in summaries])
         waiting = [p for p in db.ingested_periods() if p not in db.published_periods()]
     if anonymizer.needs_next_period and waiting and not periods:
         ui.err.print(f"note: {', '.join(waiting)} wait(s): method '{method}' publishes a period "
@@ -192,8 +213,42 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
         ui.err.print("note: --dp-variant paper follows paper 000 (local sensitivity): the release "
                      "is NOT epsilon-DP; see each manifest's 'privacy_spent'.")
     if anonymizer.privacy_model is not None and any(s.suppressed for s in summaries):
-        ui.err.print("note: some cases were withheld (they fit no group without breaking theta); "
-                     "see each manifest's details.")
+        ui.err.print("note: some cases were withheld (they fit no group without breaking theta, "
+                     "or --case-budget withheld them); see each manifest's counts and details.")
+    for line in clipping:
+        ui.err.print(line, soft_wrap=True)
+
+
+#: a public domain that clips at least this share of a QID's true values draws a warning
+CLIP_WARNING_SHARE = 0.1
+
+
+def _clipping_warnings(db: ReleaseStore, periods: list[str]) -> list[str]:
+    """Operator-only warnings (stderr) for public domains that clipped a large share of the
+    true values: the released values then say more about the bounds than about the data.
+
+    The counts are functions of the private values that no mechanism accounts for: they live
+    in the store's operator-only record and are never published (manifest, export, report).
+    """
+    lines = []
+    for period in periods:
+        private = db.operator_record(period)["private_details"]
+        clipped = private.get("clipped_to_domain") or {}
+        checked = private.get("domain_checked_values") or {}
+        domains = (db.manifest(period).get("details") or {}).get("domains") or {}
+        for name, count in clipped.items():
+            total = checked.get(name) or 0
+            if not total or count / total < CLIP_WARNING_SHARE:
+                continue
+            bounds = domains.get(name)
+            shown = f" [{bounds[0]:g}, {bounds[1]:g}]" if bounds else ""
+            lines.append(
+                f"warning: in {period}, the public domain{shown} of {name!r} clipped {count} of "
+                f"{total} true values ({count / total:.0%}) to its bounds before the noise: "
+                f"their released values reflect the bounds, not the data. Choose bounds that "
+                f"cover the data, known without looking at it (--domain {name}=LO:HI or the "
+                f"schema's 'domain'). (Operator-only: this count is not published.)")
+    return lines
 
 
 def _say_what_committed(db: ReleaseStore, before: list[str]) -> None:
@@ -212,7 +267,7 @@ def _say_what_committed(db: ReleaseStore, before: list[str]) -> None:
 # -- ledger ---------------------------------------------------------------------------------------
 def ledger(*, store: Path, case_budget: str | None, as_json: bool) -> None:
     budget = None if case_budget is None else Budget.of(case_budget)
-    with ReleaseStore.open(store) as db:
+    with ReleaseStore.open(store, read_only=True) as db:
         entries = db.ledger()
     summary = summarize_ledger(entries, case_budget=budget)
     if as_json:
@@ -253,7 +308,7 @@ def ledger(*, store: Path, case_budget: str | None, as_json: bool) -> None:
 def export(*, store: Path, out: Path, fmt: str) -> None:
     with ui.errors_as_flags():
         check_choice(fmt, name="format", owner="export", choices=EXPORT_FORMATS)
-    with ReleaseStore.open(store) as db:
+    with ReleaseStore.open(store, read_only=True) as db:
         periods = db.published_periods()
         if not periods:
             raise StoreError(f"Nothing is published in {str(store)!r} yet: run 'medanon release' first.")
@@ -267,7 +322,7 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
 
 # -- inspect --------------------------------------------------------------------------------------
 def inspect(*, store: Path, as_json: bool) -> None:
-    with ReleaseStore.open(store) as db:
+    with ReleaseStore.open(store, read_only=True) as db:
         frame = db.periods()
         schema = db.schema
         # operator-only (never exported): the hash of each published period's input records
@@ -296,7 +351,7 @@ def _series(series_dir: Path | None, store: Path | None, schema_path: Path | Non
     schema = Schema.from_toml(schema_path) if schema_path else None
     if series_dir is not None:
         return load_series(folder=series_dir, schema=schema)
-    with ReleaseStore.open(store) as db:
+    with ReleaseStore.open(store, read_only=True) as db:
         return load_series(store=db, schema=schema)
 
 
@@ -305,7 +360,7 @@ def _fmt(value: float | None) -> str:
 
 
 def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | None,
-           periods: list[str], as_json: bool) -> None:
+           periods: list[str], as_json: bool, allow_gap: bool = False) -> None:
     if series_dir is not None and store is None and is_release_folder(series_dir):
         # a one-off (table or EHR) release folder, not a series of periods
         one = verify_release_folder(series_dir)
@@ -321,8 +376,12 @@ def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
         return
     series = _series(series_dir, store, schema_path)
     verdict = verify_series(series, periods or None)
+    everything_missing = series.missing_periods()
+    missing = series.undeclared_missing_periods()  # a gap the publisher declared is no surprise
+    declared = [p for p in everything_missing if p not in missing]
     if as_json:
-        print_json(verdict.to_dict())
+        print_json({**verdict.to_dict(), "missing_periods": missing,
+                    "declared_missing_periods": declared})
     else:
         table = Table("period", "model", "verdict", "attacks", "DIR", "DSR", "SSGR",
                       title=f"Verify: {series.source}")
@@ -346,10 +405,24 @@ def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
                      f"in the published series.")
         for note in verdict.notes:
             ui.err.print(f"note: {note}")
+    if missing and allow_gap and not as_json:
+        ui.out.print(f"missing period(s) accepted (--allow-gap): {', '.join(missing)}")
+    if declared and not as_json:
+        ui.out.print(f"missing period(s) the publisher declared (released with --allow-gap): "
+                     f"{', '.join(declared)}")
     if not verdict.ok:
         bad = [r.period for r in verdict.releases if not r.ok]
+        gap = f" (and the series lacks {', '.join(missing)})" if missing else ""
         raise PrivacyViolation(f"{len(bad)} release(s) do not hold their declared privacy model: "
-                               f"{', '.join(bad)}.")
+                               f"{', '.join(bad)}{gap}.")
+    if missing and not allow_gap:
+        # A missing middle release hides the links through it: the verdicts above may pass
+        # while the published series, with that release, fails.
+        raise InputFormatError(
+            f"{series.source} lacks period(s) {', '.join(missing)} between its first and last "
+            f"release: the attacks through them cannot be replayed, so the verdicts above are "
+            f"incomplete. Add the missing period folder(s), or pass --allow-gap if the series "
+            f"was published without them.")
 
 
 def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | None,
@@ -417,7 +490,7 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
              periods: list[str], as_json: bool) -> None:
     signal_rules = read_rules(rules) if rules else []
     knowledge = read_background(background) if background else None
-    with ReleaseStore.open(store) as db:
+    with ReleaseStore.open(store, read_only=True) as db:
         series = load_series(store=db)
         if knowledge is not None:
             knowledge.check(series.qids)
@@ -475,6 +548,9 @@ def report(*, stores: list[Path], names: list[str], rules: Path | None, backgrou
     if Path(out).is_dir():
         raise ValidationError(f"--out {str(out)!r} is a folder; give a file name such as "
                               "report.html.")
+    if not Path(out).parent.is_dir():  # checked before the work, and again when writing
+        raise ValidationError(f"--out {str(out)!r}: folder {str(Path(out).parent)!r} does not "
+                              "exist; create it first, or write the report elsewhere.")
     signal_rules = read_rules(rules) if rules else []
     knowledge = read_background(background) if background else None
     with progress_bar("report", 3 * len(stores) + 1) as step:  # read, evaluate, draw
@@ -556,17 +632,83 @@ def _write_planted_rules(path: Path) -> Path:
     return path
 
 
+#: where the demo writes in its --out folder (files and folders), and nowhere else
+DEMO_OUTPUTS = ("faers-synthetic", "ppms++.duckdb", "ppms++.duckdb.wal", "ms.duckdb",
+                "ms.duckdb.wal", "published", "signal-rules.toml", "report.html")
+
+
+def _files_under_demo_outputs(out: Path) -> set[str]:
+    found = set()
+    for name in DEMO_OUTPUTS:
+        path = out / name
+        if path.is_file() or path.is_symlink():
+            found.add(name)
+        elif path.is_dir():
+            # a symbolic link counts as a file (never followed, never taken for the demo's)
+            found.update(str(f.relative_to(out)) for f in path.rglob("*")
+                         if f.is_symlink() or not f.is_dir())
+    return found
+
+
+def _recorded_demo_files(out: Path) -> set[str]:
+    """The files the marker says an earlier demo wrote (none for a marker that lists none)."""
+    try:
+        data = json.loads((out / DEMO_MARKER).read_text(encoding="utf-8"))
+        return {str(f) for f in data.get("files", [])}
+    except (ValueError, AttributeError):
+        return set()  # a marker of an older medanon: it recorded no file names
+
+
+def _record_demo_files(out: Path) -> None:
+    """Write the marker: this folder is the demo's, and these files under DEMO_OUTPUTS are its
+    own (written since the folder was cleared, so no one else's)."""
+    (out / DEMO_MARKER).write_text(json.dumps({
+        "made_by": "medanon demo", "note": "a rerun replaces only the files listed here",
+        "files": sorted(_files_under_demo_outputs(out))}, indent=1) + "\n", encoding="utf-8")
+
+
+def _prepare_demo_folder(out: Path) -> None:
+    """Make ``out`` ready for the demo, deleting only files an earlier demo wrote itself.
+
+    Raises:
+        ValidationError: ``out`` is not empty and no demo made it; or files the demo did not
+            write lie where it writes (nothing is deleted then).
+    """
+    if not out.exists() or not any(out.iterdir()):
+        out.mkdir(parents=True, exist_ok=True)
+        return
+    if not (out / DEMO_MARKER).is_file():
+        raise ValidationError(f"{str(out)!r} is not empty and was not made by 'medanon demo'; "
+                              "choose another --out.")
+    existing, recorded = _files_under_demo_outputs(out), _recorded_demo_files(out)
+    foreign = sorted(existing - recorded)
+    if foreign:
+        raise ValidationError(
+            f"{str(out)!r} holds {len(foreign)} file(s) where the demo writes that it did not "
+            f"write itself: {_some(foreign, 10)}. The demo deletes only its own files: move "
+            f"them away, or choose another --out.")
+    for name in sorted(existing & recorded):  # never a listed name outside DEMO_OUTPUTS
+        target = out / name
+        if target.is_file() or target.is_symlink():
+            target.unlink()
+    for name in DEMO_OUTPUTS:  # the demo's folders, now holding empty folders only
+        if (out / name).is_dir() and not (out / name).is_symlink():
+            shutil.rmtree(out / name)
+
+
 def demo(*, out: Path, seed: int) -> None:
+    out = Path(out)
+    _prepare_demo_folder(out)
+    _record_demo_files(out)
+    try:
+        _demo_steps(out, seed)
+    finally:  # also when interrupted: a rerun may then replace what this run wrote
+        _record_demo_files(out)
+
+
+def _demo_steps(out: Path, seed: int) -> None:
     from ..data.synth.faers import write_faers_series
 
-    out = Path(out)
-    if out.exists() and any(out.iterdir()):
-        if not (out / DEMO_MARKER).exists():
-            raise ValidationError(f"{str(out)!r} is not empty and was not made by 'medanon demo'; "
-                                  "choose another --out.")
-        shutil.rmtree(out)  # our own earlier demo output: start afresh
-    out.mkdir(parents=True, exist_ok=True)
-    (out / DEMO_MARKER).write_text("made by medanon demo; safe to delete\n", encoding="utf-8")
     started = time.perf_counter()
     out_series = out / "faers-synthetic"
     store, contrast = out / "ppms++.duckdb", out / "ms.duckdb"

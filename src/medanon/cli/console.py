@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import re
 import sys
@@ -11,10 +12,22 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+class _Console(Console):
+    """A rich console that leaves a closed pipe to the command's guard (``cli.app.guarded``:
+    quiet, exit 141) instead of rich's own ``SystemExit(1)``, which would tell a cut-off
+    command from a failed one by nothing."""
+
+    def on_broken_pipe(self) -> None:
+        # Drop what could not be written (rich keeps it when the write fails), and stay usable:
+        # the console is shared by every command run in this process.
+        del self._buffer[:]
+        raise BrokenPipeError(errno.EPIPE, "the reader of the output went away")
+
+
 #: summaries go to stdout; progress and errors to stderr so that ``--json`` output stays clean.
 # Piped output gets a wide fixed width so tables do not wrap into unreadable columns.
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
+out = _Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+err = _Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
 
 
 @contextmanager

@@ -471,8 +471,10 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         for prepared in steps:
             store.publish(prepared)
             result = prepared.result
+            # counts.suppressed also holds the cases a case budget withheld
             summaries.append(PublishedSummary(prepared.period, len(prepared.rows), result.n_groups,
-                                              result.suppressed, method.name,
+                                              prepared.manifest["counts"]["suppressed"],
+                                              method.name,
                                               prepared.manifest["verification"]["verdict"]))
             if progress:
                 progress(prepared.period)

@@ -34,6 +34,9 @@ from ..hierarchies import Interval
 from ..hierarchies.intervals import format_number
 
 RELEASE_FILE = "release.csv"
+#: the same rows as ``release.csv`` in Parquet (``medanon export --format parquet``)
+PARQUET_FILE = "release.parquet"
+RELEASE_FILES = (RELEASE_FILE, PARQUET_FILE)
 MANIFEST_FILE = "manifest.json"
 FIXED_COLUMNS = ("period", "case_id", "group")
 SUPPRESSED = "*"
@@ -203,23 +206,70 @@ def read_manifest(folder: str | Path) -> dict:
     return manifest
 
 
+def _is_faers_layout(folder: Path) -> bool:
+    """Whether ``folder`` holds a release exported in the FAERS ASCII layout (DEMOyyQq.txt)."""
+    return any(child.is_file() and child.name.upper().startswith("DEMO")
+               and child.suffix.lower() == ".txt" for child in folder.iterdir())
+
+
+def _refuse_faers_layout(folder: Path) -> InputFormatError:
+    # Reading it back would verify something else than what was published: the layout has no
+    # QID-group column (groups rebuilt from equal QID values merge groups that share them, which
+    # changes every per-group check), and it replaced '$' and non-Latin-1 characters in terms.
+    return InputFormatError(
+        f"{str(folder)!r} holds a release in the FAERS ASCII layout, which cannot be verified: "
+        f"it has no QID-group column and changes '$' and non-Latin-1 characters in terms, so a "
+        f"verdict on it would not be a verdict on the release. Verify the same release in the "
+        f"release format instead: 'medanon export --store S --out DIR' (csv, or --format "
+        f"parquet), then 'medanon verify DIR' (or 'medanon verify --store S').")
+
+
+def _read_parquet_rows(path: Path) -> pd.DataFrame:
+    import duckdb  # the store's engine reads Parquet without another dependency
+
+    con = duckdb.connect()
+    try:
+        frame = con.execute("SELECT * FROM read_parquet(?)", [str(path)]).df()
+    except duckdb.Error as exc:
+        raise InputFormatError(f"{str(path)!r} is not a valid {PARQUET_FILE}: "
+                               f"{str(exc).splitlines()[0]}.") from None
+    finally:
+        con.close()
+    # the release format's cells are strings, an empty cell missing (as read from release.csv)
+    frame = frame.astype(object)
+    return frame.where(frame.notna(), "").map(str)
+
+
 def read_release(folder: str | Path) -> PublishedRelease:
-    """Read one published period folder.
+    """Read one published period folder: ``manifest.json`` with ``release.csv``, or with
+    ``release.parquet`` (``medanon export --format parquet``).
 
     Raises:
-        InputFormatError: files missing, header not in the release format, or bad manifest.
+        InputFormatError: files missing, header not in the release format, or bad manifest; a
+            release in the FAERS layout (which cannot be verified faithfully; the message says
+            what to verify instead).
     """
     folder = Path(folder)
     csv_path, manifest_path = folder / RELEASE_FILE, folder / MANIFEST_FILE
-    for path in (csv_path, manifest_path):
-        if not path.is_file():
-            raise InputFormatError(f"{str(folder)!r} is not a release folder: {path.name} is missing.")
+    parquet_path = folder / PARQUET_FILE
+    if not csv_path.is_file() and not parquet_path.is_file():
+        if folder.is_dir() and _is_faers_layout(folder):
+            raise _refuse_faers_layout(folder)
+        raise InputFormatError(f"{str(folder)!r} is not a release folder: {RELEASE_FILE} is "
+                               f"missing.")
+    if not manifest_path.is_file():
+        raise InputFormatError(f"{str(folder)!r} is not a release folder: {MANIFEST_FILE} is "
+                               f"missing.")
     manifest = read_manifest(folder)
-    try:
-        rows = pd.read_csv(csv_path, dtype=str, keep_default_na=False, na_filter=False,
-                           encoding="utf-8")
-    except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
-        raise InputFormatError(f"{str(csv_path)!r} is not a valid release.csv: {exc}.") from None
+    if csv_path.is_file():
+        try:
+            rows = pd.read_csv(csv_path, dtype=str, keep_default_na=False, na_filter=False,
+                               encoding="utf-8")
+        except (pd.errors.ParserError, UnicodeDecodeError, pd.errors.EmptyDataError) as exc:
+            raise InputFormatError(f"{str(csv_path)!r} is not a valid release.csv: {exc}.") from None
+    else:
+        csv_path = parquet_path  # named in the messages below
+        rows = _read_parquet_rows(parquet_path)
     header = tuple(rows.columns[:3])
     if header != FIXED_COLUMNS:
         raise InputFormatError(f"{str(csv_path)!r} must start with columns {', '.join(FIXED_COLUMNS)}; "
@@ -237,9 +287,18 @@ def read_series(folder: str | Path) -> list[PublishedRelease]:
     if not folder.is_dir():
         raise InputFormatError(f"Series folder {str(folder)!r} does not exist.")
     releases = []
+    faers_layout = []
     for child in folder.iterdir():
-        if child.is_dir() and (child / RELEASE_FILE).exists():
+        if not child.is_dir():
+            continue
+        if any((child / name).exists() for name in RELEASE_FILES):
             releases.append(read_release(child))
+        elif (child / MANIFEST_FILE).exists() and _is_faers_layout(child):
+            faers_layout.append(child)
+    if faers_layout:
+        # one period in the FAERS layout would silently drop out of the series
+        raise _refuse_faers_layout(sorted(faers_layout)[0])
     if not releases:
-        raise InputFormatError(f"{str(folder)!r} holds no period folders with {RELEASE_FILE}.")
+        raise InputFormatError(f"{str(folder)!r} holds no period folders with {RELEASE_FILE} "
+                               f"(or {PARQUET_FILE}).")
     return sorted(releases, key=lambda r: parse_period(r.period))

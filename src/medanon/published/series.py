@@ -60,6 +60,34 @@ class PublishedSeries:
                                   f"{', '.join(self.periods) or 'none'}.")
         return wanted
 
+    def missing_periods(self) -> list[str]:
+        """The quarters between the first and the last release that the series lacks.
+
+        A release missing in the middle hides the links through it (a case's follow-up there
+        can exclude candidates in the releases around it): a verdict without it is incomplete
+        unless the series was published without that period.
+        """
+        held = sorted(parse_period(p).ordinal for p in self.periods)
+        if not held:
+            return []
+        first = min((parse_period(p) for p in self.periods), key=lambda q: q.ordinal)
+        ordinals = set(held)
+        return [first.shift(i).label for i in range(held[-1] - held[0] + 1)
+                if held[0] + i not in ordinals]
+
+    def undeclared_missing_periods(self) -> list[str]:
+        """:meth:`missing_periods` less those the publisher declared: the first release after a
+        missing period lists ``allow_gap`` in ``method.acknowledged`` (``medanon release
+        --allow-gap`` records it), so the series was published without that period."""
+        later = sorted(self.periods, key=parse_period)
+        out = []
+        for gap in self.missing_periods():
+            after = next(p for p in later if parse_period(p) > parse_period(gap))
+            given = (self.manifests.get(after) or {}).get("method", {}).get("acknowledged") or []
+            if "allow_gap" not in given:
+                out.append(gap)
+        return out
+
     @property
     def hierarchies(self) -> dict[str, Taxonomy]:
         return {q.name: q.taxonomy for q in self.qids if q.taxonomy is not None}

@@ -157,7 +157,7 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
     """
     step = progress or (lambda _step: None)
     path = Path(store)
-    with ReleaseStore.open(path) as db:
+    with ReleaseStore.open(path, read_only=True) as db:
         published = db.published_periods()
         if not published:
             raise StoreError(f"Nothing is published in {str(path)!r} yet: run 'medanon release' "

@@ -319,7 +319,9 @@ def write_report(page: str, out: str | Path) -> Path:
     if out.is_dir():
         raise ValidationError(f"--out {str(out)!r} is a folder; give a file name such as "
                               "report.html.")
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.parent.is_dir():  # a typo in a path must not create folders from '/' down
+        raise ValidationError(f"--out {str(out)!r}: folder {str(out.parent)!r} does not exist; "
+                              "create it first, or write the report elsewhere.")
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

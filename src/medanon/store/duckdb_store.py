@@ -21,13 +21,22 @@ store exactly as it was (a crash, a refusal and a failed check all roll back). I
 :meth:`ReleaseStore.batch` several publications form one transaction (a multi-period release
 lands whole or not at all). A published period
 is immutable: publishing it again, or re-ingesting it, is refused.
+
+A store opened with ``read_only=True`` takes DuckDB's shared lock: any number of readers may
+work side by side (and on a file they may not write), but not beside a writer. What the
+operating system or DuckDB reports when opening or writing (a lock held by another process, a
+permission, a full disk) becomes :class:`~medanon.errors.StoreLockedError`,
+:class:`~medanon.errors.StorePermissionError` or :class:`~medanon.errors.DiskFullError`, naming
+the file and what to do, instead of "not a medanon store" or an internal error.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import tomllib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -40,7 +49,8 @@ import pandas as pd
 from .. import __version__
 from ..periods import parse_period
 from ..data.schema import Schema
-from ..errors import StoreError, ValidationError
+from ..errors import (DiskFullError, StoreError, StoreLockedError, StorePermissionError,
+                      ValidationError)
 from . import DEFAULT_STORE  # noqa: F401  (re-exported; the package defines it, and loads this module lazily)
 
 FORMAT_VERSION = "1"
@@ -48,7 +58,7 @@ FORMAT_VERSION = "1"
 #: manifest given to :meth:`ReleaseStore.publish` must not hold them, and stores written before
 #: ``release_private`` existed have them moved there when opened.
 OPERATOR_ONLY_KEYS = ("input_sha256",)
-OPERATOR_ONLY_DETAILS = ("clipped_to_domain", "smallest_laplace_scale")
+OPERATOR_ONLY_DETAILS = ("clipped_to_domain", "domain_checked_values", "smallest_laplace_scale")
 
 
 @dataclass
@@ -59,10 +69,114 @@ class IngestSummary:
     replaced: list[str] = field(default_factory=list)
     deleted_from_unpublished: dict[str, int] = field(default_factory=dict)
     deleted_but_published: dict[str, int] = field(default_factory=dict)
+    #: per published period, the case ids FDA withdrew that it still holds (operator-only: the
+    #: operator must be able to act on them, e.g. tell the recipients of that release)
+    deleted_but_published_cases: dict[str, list[str]] = field(default_factory=dict)
 
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+_LOCKED = ("Could not set lock", "Conflicting lock")
+_DENIED = ("Permission denied", "Operation not permitted", "Read-only file system")
+_FULL = ("No space left on device", "Disk quota exceeded")
+
+
+def store_failure(exc: BaseException, path: str | Path, *, writing: bool) -> StoreError | None:
+    """The medanon error for what DuckDB reported while opening or writing the store at
+    ``path``: a lock held by another process, a refused permission, a full disk, a write on a
+    store opened read-only; None when the message names none of these.
+
+    DuckDB reports them all as ``IOException`` (or, at COMMIT, ``TransactionException``) with
+    the operating system's words in the message, so the message is what tells them apart.
+    """
+    text, shown = str(exc), repr(str(path))
+    mentioned = re.search(r'file "([^"]+)"', text)
+    target = mentioned.group(1) if mentioned else str(path)
+    if any(m in text for m in _LOCKED):
+        pid = re.search(r"\(PID (\d+)\)", text)
+        holder = f"another process (PID {pid.group(1)})" if pid else "another process"
+        if "read-only mode" in text:  # the holder only reads: only a writer is turned away
+            return StoreLockedError(
+                f"Store {shown} is open in {holder}, which is reading it; a command that writes "
+                f"to the store (ingest, release) must wait until that process ends. Try again "
+                f"when it has finished.")
+        return StoreLockedError(
+            f"Store {shown} is locked by {holder}, which has it open for writing (a running "
+            f"'medanon ingest' or 'release'?); DuckDB allows one writer and no reader beside "
+            f"it. Try again when that process has finished.")
+    if any(m in text for m in _DENIED):
+        reason = next(m for m in _DENIED if m in text).lower()
+        if writing:
+            return StorePermissionError(
+                f"Cannot write store {shown}: {reason} on {target!r}. Run as a user who may "
+                f"write the file and its folder (DuckDB keeps a .wal journal beside it), or fix "
+                f"their permissions; the commands that only read (inspect, verify, attack, "
+                f"evaluate, export, ledger, report) work on a store they may not write.")
+        return StorePermissionError(
+            f"Cannot read store {shown}: {reason} on {target!r}. Run as a user who may read "
+            f"it, or fix its permissions.")
+    if any(m in text for m in _FULL):
+        return DiskFullError(
+            f"The disk holding store {shown} is full: {target!r} could not be written. The "
+            f"write was rolled back and the store is as it was; free some space on that disk "
+            f"(or use a --store elsewhere) and run the command again.")
+    if "read-only mode" in text:
+        return StoreError(f"Store {shown} is open read-only; open it with read_only=False to "
+                          f"write to it.")
+    if "different configuration" in text:  # DuckDB: one mode per file and process
+        return StoreError(f"Store {shown} is already open in this process in the other mode "
+                          f"(read-only or read-write); close it before opening it again.")
+    return None
+
+
+def duckdb_failure(exc: BaseException) -> StoreError | None:
+    """:func:`store_failure` for a DuckDB error raised outside the store's own translation
+    (e.g. writing a Parquet export): the file is the one DuckDB names, and a full disk is told
+    without claiming it was the store's."""
+    mentioned = re.search(r'file "([^"]+)"', str(exc))
+    target = mentioned.group(1) if mentioned else None
+    if any(m in str(exc) for m in _FULL):
+        where = f" while writing {target!r}" if target else ""
+        return DiskFullError(f"no space left on the device{where}. Free some space (or write "
+                             f"elsewhere) and run the command again.")
+    return store_failure(exc, target or "the store", writing=True)
+
+
+def _translated(method: Callable) -> Callable:
+    """Report a lock, permission or full disk met while writing as the medanon error naming
+    it (the transaction has rolled back by then)."""
+
+    @functools.wraps(method)
+    def wrapper(self: "ReleaseStore", *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except duckdb.Error as exc:
+            known = store_failure(exc, self.path, writing=True)
+            if known is None:
+                raise
+            raise known from None
+
+    return wrapper
+
+
+def _read_meta(con: duckdb.DuckDBPyConnection, path: Path) -> Schema:
+    """The schema of the store at ``path``, after checking that it is a medanon store."""
+    try:
+        rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
+    except duckdb.CatalogException:
+        raise StoreError(f"{str(path)!r} is a DuckDB database but not a medanon store "
+                         "(it has no 'meta' table).") from None
+    if rows.get("format_version") != FORMAT_VERSION:
+        raise StoreError(f"Store {str(path)!r} has format version {rows.get('format_version')!r}; "
+                         f"this medanon reads version {FORMAT_VERSION}.")
+    return Schema.from_mapping(tomllib.loads(rows["schema"])["schema"], source=str(path))
 
 
 class ReleaseStore:
@@ -79,43 +193,79 @@ class ReleaseStore:
 
     # -- opening ---------------------------------------------------------------------------
     @staticmethod
-    def _connect(path: Path) -> duckdb.DuckDBPyConnection:
+    def _connect(path: Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
         try:
-            return duckdb.connect(str(path))
+            return duckdb.connect(str(path), read_only=read_only)
         except duckdb.Error as exc:
-            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            known = store_failure(exc, path, writing=not read_only)
+            if known is not None:
+                raise known from None
             raise StoreError(f"{str(path)!r} is not a medanon store (DuckDB could not open it: "
-                             f"{first_line}).") from None
+                             f"{_first_line(exc)}).") from None
 
     @classmethod
-    def open(cls, path: str | Path) -> "ReleaseStore":
+    def open(cls, path: str | Path, *, read_only: bool = False) -> "ReleaseStore":
         """Open an existing store; never creates a file.
+
+        Args:
+            path: The store file.
+            read_only: Open with DuckDB's shared (reader) lock and refuse every write: for
+                commands that only read, so that they run beside other readers and on a file
+                they may not write. A store written by an older medanon is upgraded once by a
+                short write (as a read-write open would); when that write is impossible (another
+                reader, no write permission) the open is refused, saying so.
 
         Raises:
             StoreError: no file there, not a DuckDB database, or not a medanon store.
+            StoreLockedError: another process holds a lock that conflicts with this open.
+            StorePermissionError: the operating system refuses access to the file.
         """
         path = Path(path)
         if not path.is_file():
             raise StoreError(f"No store at {str(path)!r}: run 'medanon ingest SOURCE --store "
                              f"{path}' first.")
-        con = cls._connect(path)
+        con = cls._connect(path, read_only=read_only)
         try:
-            rows = dict(con.execute("SELECT key, value FROM meta").fetchall())
-        except duckdb.Error:
+            schema = _read_meta(con, path)
+            if _needs_upgrade(con):
+                if read_only:
+                    # The upgrade moves operator-only fields out of published manifests: reading
+                    # the store without it could export them. Upgrade with a short write, then
+                    # read as asked.
+                    con.close()
+                    cls._upgrade_for_reading(path)
+                    con = cls._connect(path, read_only=True)
+                else:
+                    _upgrade(con)
+        except duckdb.Error as exc:
             con.close()
-            raise StoreError(f"{str(path)!r} is a DuckDB database but not a medanon store "
-                             "(it has no 'meta' table).") from None
-        if rows.get("format_version") != FORMAT_VERSION:
-            con.close()
-            raise StoreError(f"Store {str(path)!r} has format version {rows.get('format_version')!r}; "
-                             f"this medanon reads version {FORMAT_VERSION}.")
-        schema = Schema.from_mapping(tomllib.loads(rows["schema"])["schema"], source=str(path))
-        try:
-            _upgrade(con)
+            known = store_failure(exc, path, writing=not read_only)
+            if known is None:
+                raise StoreError(f"Store {str(path)!r} could not be read (DuckDB: "
+                                 f"{_first_line(exc)}).") from None
+            raise known from None
         except BaseException:
             con.close()
             raise
         return cls(path, con, schema)
+
+    @classmethod
+    def _upgrade_for_reading(cls, path: Path) -> None:
+        try:
+            writer = cls._connect(path)
+        except StoreError as exc:
+            raise type(exc)(f"Store {str(path)!r} was written by an older medanon and needs a "
+                            f"one-time upgrade (operator-only fields move out of its manifests) "
+                            f"before it can be read, which needs write access: {exc}") from None
+        try:
+            _upgrade(writer)
+        except duckdb.Error as exc:
+            known = store_failure(exc, path, writing=True)
+            if known is None:
+                raise
+            raise known from None
+        finally:
+            writer.close()
 
     @classmethod
     def create_or_open(cls, path: str | Path, schema: Schema) -> "ReleaseStore":
@@ -136,14 +286,23 @@ class ReleaseStore:
         if not path.parent.exists():
             raise StoreError(f"Cannot create store {str(path)!r}: folder {str(path.parent)!r} "
                              "does not exist.")
-        con = cls._connect(path)
+        try:
+            con = cls._connect(path)
+        except StoreError:
+            # e.g. a full disk: DuckDB may leave an empty file behind; the store did not exist
+            path.unlink(missing_ok=True)
+            Path(str(path) + ".wal").unlink(missing_ok=True)
+            raise
         try:
             with _transaction(con):
                 cls._create_tables(con, schema)
-        except BaseException:
+        except BaseException as exc:
             con.close()
             path.unlink(missing_ok=True)
             Path(str(path) + ".wal").unlink(missing_ok=True)
+            known = store_failure(exc, path, writing=True) if isinstance(exc, duckdb.Error) else None
+            if known is not None:
+                raise known from None
             raise
         return cls(path, con, schema)
 
@@ -199,12 +358,18 @@ class ReleaseStore:
         """
         if self._batch:
             raise StoreError("A batch is already open on this store.")
-        with _transaction(self._con):
-            self._batch = True
-            try:
-                yield
-            finally:
-                self._batch = False
+        try:
+            with _transaction(self._con):
+                self._batch = True
+                try:
+                    yield
+                finally:
+                    self._batch = False
+        except duckdb.Error as exc:  # e.g. a full disk at COMMIT: named, as _translated does
+            known = store_failure(exc, self.path, writing=True)
+            if known is None:
+                raise
+            raise known from None
 
     def sensitive_vocabulary(self) -> set[str]:
         """Every sensitive term in the ingested records (all periods, all sensitive columns).
@@ -311,6 +476,7 @@ class ReleaseStore:
             raise StoreError(f"Period {period} is not published in {str(self.path)!r}.")
 
     # -- writing ---------------------------------------------------------------------------
+    @_translated
     def ingest(self, quarters: Sequence[tuple[str, str, str, pd.DataFrame, dict]],
                deleted_case_ids: Iterable[str] = (), *, allow_empty: bool = False) -> IngestSummary:
         """Add (or replace, when unpublished) periods in one transaction.
@@ -381,6 +547,13 @@ class ReleaseStore:
                             summary.deleted_but_published[period] = int(count)
                         else:
                             summary.deleted_from_unpublished[period] = int(count)
+                    for period, case_id in self._con.execute(f"""
+                            SELECT DISTINCT {per}, {case} FROM records
+                            WHERE {case} IN (SELECT case_id FROM deleted_cases)
+                            AND {per} IN (SELECT period FROM releases)
+                            ORDER BY {per}, {case}""").fetchall():
+                        summary.deleted_but_published_cases.setdefault(period, []).append(
+                            str(case_id))
                     _run(self._con, f"""
                         DELETE FROM records WHERE {case} IN (SELECT case_id FROM deleted_cases)
                         AND {per} NOT IN (SELECT period FROM releases)""")
@@ -392,6 +565,7 @@ class ReleaseStore:
                         WHERE period NOT IN (SELECT period FROM releases)""")
         return summary
 
+    @_translated
     def publish(self, period, rows: pd.DataFrame | None = None, manifest: dict | None = None,
                 ledger: pd.DataFrame | None = None, operator: dict | None = None) -> None:
         """Publish one release in one transaction.
@@ -479,6 +653,22 @@ def _operator_fields(manifest: dict) -> list[str]:
     return found
 
 
+def _ledger_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
+                                      "WHERE table_name = 'ledger'").fetchall()}
+
+
+def _has_private(con: duckdb.DuckDBPyConnection) -> bool:
+    return _one(con, "SELECT count(*) FROM information_schema.tables "
+                     "WHERE table_name = 'release_private'")[0] > 0
+
+
+def _needs_upgrade(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether :func:`_upgrade` has work to do (read-only: without writing)."""
+    columns = _ledger_columns(con)
+    return not ("epsilon_exact" in columns and "dp" in columns and _has_private(con))
+
+
 def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
     """Bring a store written by an older medanon to the current tables (one transaction).
 
@@ -488,12 +678,10 @@ def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
     - ``release_private``: the input hash and the operator-only details that older versions
       wrote into published manifests move there, and the manifests lose them.
     """
-    columns = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns "
-                                         "WHERE table_name = 'ledger'").fetchall()}
-    has_private = _one(con, "SELECT count(*) FROM information_schema.tables "
-                            "WHERE table_name = 'release_private'")[0] > 0
-    if "epsilon_exact" in columns and "dp" in columns and has_private:
+    if not _needs_upgrade(con):
         return
+    columns = _ledger_columns(con)
+    has_private = _has_private(con)
     with _transaction(con):
         if "epsilon_exact" not in columns:
             _run(con, "ALTER TABLE ledger ADD COLUMN epsilon_exact VARCHAR")

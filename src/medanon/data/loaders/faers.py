@@ -19,15 +19,18 @@ quarter of the same ingest), keeps only the latest ``caseversion`` of each case 
 ties broken by FDA date, then primaryid), converts age to years (``age_cod`` YR, DEC, MON, WK,
 DY, HR) and its MeSH age group, weight to kg (``wt_cod`` KG, LBS, GMS), and joins DRUG, REAC and
 INDI into one record per report with set-valued ``drugs``, ``reactions`` and ``indications``.
-Reports lacking a quasi-identifier or a sensitive value are dropped by default, as the papers
-do, with the counts per reason in the quarter's :class:`IngestReport`.
+Reports lacking a value of one of the schema's quasi-identifiers or sensitive attributes (the
+papers' age, sex, weight, reactions and indications by default) are dropped by default, as the
+papers do, with the counts per reason in the quarter's :class:`IngestReport`.
 """
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...errors import InputFormatError
+from ...errors import CorruptInputError, InputFormatError
 from ...hierarchies import age_to_mesh
 from ...periods import Period, period_from_faers_tag
 
@@ -133,10 +136,22 @@ class _Member:
     read: Callable[[], bytes]
 
 
+_ZIP_SIGNATURE = b"PK\x03\x04"
+_REFETCH = ("Download the quarter again from FDA (and compare its size with FDA's listing); "
+            "nothing was ingested.")
+
+
 def _members_of_zip(path: Path) -> list[_Member]:
     try:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile:
+        with path.open("rb") as fh:
+            start = fh.read(len(_ZIP_SIGNATURE))
+        if start == _ZIP_SIGNATURE:
+            # it starts as a zip but its directory (at the end) is missing: cut short
+            raise CorruptInputError(f"{str(path)!r} is a truncated zip archive: it starts as one "
+                                    f"but its table of contents at the end is missing (an "
+                                    f"interrupted download or copy?). {_REFETCH}") from None
         raise InputFormatError(f"{str(path)!r} is not a zip file (FAERS extracts come as .zip "
                                "archives or unpacked folders).") from None
     members = []
@@ -145,8 +160,21 @@ def _members_of_zip(path: Path) -> list[_Member]:
         if match and not info.is_dir():
             members.append(_Member(match.group(1).upper(), match.group(2).upper(),
                                    f"{path.name}:{info.filename}",
-                                   lambda a=archive, n=info.filename: a.read(n)))
+                                   functools.partial(_read_member, archive, path, info.filename)))
     return members
+
+
+def _read_member(archive: zipfile.ZipFile, path: Path, name: str) -> bytes:
+    """One member's bytes; a damaged member is named with the archive, not left to surface as
+    a decompressor's error."""
+    try:
+        return archive.read(name)
+    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        raise CorruptInputError(f"Member {name!r} of {str(path)!r} is corrupt ({exc}): the "
+                                f"archive was damaged in transfer or on disk. {_REFETCH}") from None
+    except NotImplementedError as exc:  # e.g. Deflate64, which zipfile cannot decompress
+        raise InputFormatError(f"Member {name!r} of {str(path)!r} cannot be read: {exc}. Unpack "
+                               f"the archive with another tool and ingest the folder.") from None
 
 
 def _locate(source: Path) -> dict[str, dict[str, list[_Member]]]:
@@ -438,14 +466,23 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
     return period, era, records, report, deleted
 
 
-def _finish(records: pd.DataFrame, report: IngestReport, keep_missing: bool) -> pd.DataFrame:
-    missing = {
-        "age": records["age_years"].isna().to_numpy(),
-        "sex": records["sex"].isna().to_numpy(),
-        "weight": records["weight"].isna().to_numpy(),
-        "reactions": np.array([len(v) == 0 for v in records["reactions"]], dtype=bool),
-        "indications": np.array([len(v) == 0 for v in records["indications"]], dtype=bool),
-    }
+#: the columns a report needs unless a schema says otherwise: the papers' QIDs and sensitive
+#: attributes (the default schema's).
+REQUIRED_VALUES = ("age", "sex", "weight", "reactions", "indications")
+
+
+def _is_missing(values: pd.Series) -> np.ndarray:
+    """Missing cells of one record column: NaN/None, or an empty set of terms."""
+    missing = values.isna().to_numpy(dtype=bool, copy=True)
+    if values.dtype == object:
+        missing |= np.fromiter((type(v) is tuple and not v for v in values), dtype=bool,
+                               count=len(values))
+    return missing
+
+
+def _finish(records: pd.DataFrame, report: IngestReport, keep_missing: bool,
+            required: tuple[str, ...]) -> pd.DataFrame:
+    missing = {name: _is_missing(records[name]) for name in required if name in records.columns}
     report.missing = {k: int(v.sum()) for k, v in missing.items()}
     report.kept_missing = keep_missing
     incomplete = np.logical_or.reduce(list(missing.values())) if len(records) else np.zeros(0, bool)
@@ -460,7 +497,7 @@ def _finish(records: pd.DataFrame, report: IngestReport, keep_missing: bool) -> 
 
 
 def read_faers(source: str | Path, *, keep_missing: bool = False,
-               progress: Callable[[str], None] | None = None) -> FaersIngest:
+               progress: Callable[[str], None] | None = None, schema=None) -> FaersIngest:
     """Read every FAERS/AERS quarter found in ``source``.
 
     Args:
@@ -468,6 +505,10 @@ def read_faers(source: str | Path, *, keep_missing: bool = False,
         keep_missing: keep reports that lack a QID or a sensitive value (missing cells stay
             empty); by default they are dropped and counted, as in papers 000-002.
         progress: called with the period label as each quarter is read.
+        schema: the :class:`~medanon.data.schema.Schema` the records are read for: a report is
+            dropped only for a missing value of one of its QIDs or sensitive columns (a schema
+            without weight keeps reports that lack a weight). Default: the papers' columns,
+            :data:`REQUIRED_VALUES`.
 
     Returns:
         The quarters in time order, with one record per report (columns ``case_id, period,
@@ -478,6 +519,8 @@ def read_faers(source: str | Path, *, keep_missing: bool = False,
             without its required columns, a wrong separator, a non-numeric age or weight, an
             unknown age, weight or sex code, or an unrepairable line.
     """
+    required = (REQUIRED_VALUES if schema is None
+                else tuple(dict.fromkeys([q.name for q in schema.qids] + list(schema.sensitive))))
     source = Path(source)
     located = _locate(source)
     if not located:
@@ -495,6 +538,7 @@ def read_faers(source: str | Path, *, keep_missing: bool = False,
         gone = records["case_id"].isin(all_deleted)
         report.deleted_cases = int(records.loc[gone, "case_id"].nunique())
         report.deleted_reports = int(gone.sum())
-        records = _finish(records.loc[~gone].reset_index(drop=True), report, keep_missing)
+        records = _finish(records.loc[~gone].reset_index(drop=True), report, keep_missing,
+                          required)
         quarters.append(FaersQuarter(period, era, records, report))
     return FaersIngest(quarters, frozenset(all_deleted))
