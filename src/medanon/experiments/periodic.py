@@ -29,6 +29,7 @@ from ..data.schema import Schema
 from ..errors import ValidationError
 from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import SignalRule as Rule
+from ..metrics.signals import ratio_from_json
 from ..models import level_wise
 from ..random import make_random_source
 from ..published.cells import QidInfo
@@ -148,6 +149,11 @@ def release_period(supers: SuperRecords, previous: dict | None, setting: Setting
             "seconds": {**state["seconds"], period: seconds}}
 
 
+def _finite_mean(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
+
+
 def measure_period(state: dict, setting: Setting, period: str, run: int,
                    rules: Sequence[Rule], md: bool) -> dict:
     """Every metric of one release of a published series, as one flat result row."""
@@ -169,7 +175,10 @@ def measure_period(state: dict, setting: Setting, period: str, run: int,
     if signals:
         row.update({
             "count_bias_abs": float(np.mean([abs(s["count_bias"]) for s in signals])),
-            "prr_bias_abs": float(np.mean([abs(s["prr_bias"]) for s in signals])),
+            # a bias with an infinite or undefined side (c = 0 on one side) has no size to
+            # average; those rules are left out (NaN when none is left)
+            "prr_bias_abs": _finite_mean([abs(ratio_from_json(s["prr_bias"]))
+                                          for s in signals]),
             "signals_original": sum(s["original"]["signal"] for s in signals),
             "signals_kept": sum(s["original"]["signal"] and s["release"]["signal"] for s in signals),
             "signals_spurious": sum(s["release"]["signal"] and not s["original"]["signal"]
