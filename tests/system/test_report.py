@@ -16,11 +16,17 @@ import pytest
 
 from medanon.cli.app import main
 from medanon.data.synth.faers import write_faers_series
-from tests.conftest import assert_user_error, invoke_cli, run_cli, snapshot
+from medanon.models.base import model_from_manifest
+from medanon.store import ReleaseStore
+from tests.conftest import ROOT, assert_user_error, invoke_cli, run_cli, snapshot
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # CI installs Chromium and sets this, so that a missing browser fails there instead of skipping.
 BROWSER_REQUIRED = os.environ.get("MEDANON_REQUIRE_BROWSER") == "1"
+# Set to a path (e.g. docs/report-summary.png) to save the browser's picture of a summary card.
+SCREENSHOT = os.environ.get("MEDANON_REPORT_SCREENSHOT")
+STORES = (("PPMS++", "ppms++.duckdb", "card-ppms"), ("MS-Anonymization", "ms.duckdb",
+                                                      "card-ms-anonymization"))
 
 
 @pytest.fixture(scope="module")
@@ -44,12 +50,108 @@ def test_demo_writes_report_and_summary(demo):
     assert "<script" not in page
     assert _img_count(page) == 6  # volume, NIL, disclosure, signals, one profile per series
     for text in ("Series PPMS++", "Series MS-Anonymization", "AVANDIA -&gt; Myocardial infarction",
-                 "PPMS(k, theta*)-bounding", "What was generalized or withheld, and why"):
+                 "PPMS(k, theta*)-bounding", "What was generalized, perturbed or withheld, and why",
+                 "Ingest accounting: where the DEMO rows went", "Signals per rule: kept and lost",
+                 'id="glossary"'):
         assert text in page, text
     # the terminal summary names the report and contrasts the two methods
     assert str(out / "report.html") in result.stdout
     assert "PPMS++ DIR" in result.stdout and "MS DIR" in result.stdout
     assert (out / "published" / "2020Q1" / "manifest.json").exists()
+
+
+def _card(page: str, card_id: str) -> str:
+    start = page.index(f'id="{card_id}"')
+    return unescape(re.sub(r"<[^>]+>", " ", page[start:page.index("</article>", start)]))
+
+
+def _words(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_summary_cards_show_the_models_own_promises_and_reconcile_verify_with_the_attacks(demo):
+    out, result = demo
+    page = (out / "report.html").read_text(encoding="utf-8")
+    terminal = _words(result.stdout)
+    for name, store, card_id in STORES:
+        card = _words(_card(page, card_id))
+        with ReleaseStore.open(out / store) as db:
+            periods = db.published_periods()
+            manifests = {p: db.manifest(p) for p in periods}
+            accounting = [db.ingest_report(p) for p in periods]
+        models = {p: model_from_manifest(m, p) for p, m in manifests.items()}
+        latest = models[periods[-1]]
+        # what the model does not protect and what it guarantees: the model object's own text
+        assert f"Does not protect: {_words(latest.does_not_guarantee)}" in card
+        assert _words(latest.guarantee) in card
+        assert f"does not protect: {_words(latest.does_not_guarantee)}" in terminal
+        # k, every per-term θ (the frequency rule's θ = 1 terms, Death among them), life span
+        assert f"k {latest.k}" in card and f"k={latest.k}" in terminal
+        terms = sorted({t for m in models.values() for t in m.theta.overrides})
+        assert "Death" in terms
+        assert f"{len(terms)} term(s) with their own θ" in card
+        start = card.index("θ per term")
+        shown = card[start:card.index(" ε ", start)]
+        for term in terms:
+            assert term in shown, term
+            assert term in terminal, term
+        assert "θ = 1 — no limit" in shown
+        assert "not differentially private" in card and "epsilon: not DP" in terminal
+        # ingest losses: DEMO rows against the cases released
+        demo_rows = sum(r["demo_rows"] for r in accounting)
+        released = sum(m["counts"]["cases"] for m in manifests.values())
+        line = f"{demo_rows:,} DEMO rows → {released:,} released cases"
+        assert line in card
+        assert f"ingest: {demo_rows} DEMO rows -> {released} released cases" in terminal
+        assert f"published 8: {periods[0]}–{periods[-1]} held back none" in card
+    evaluation = json.loads(invoke_cli("evaluate", "--store", out / "ms.duckdb", "--json").stdout)
+    worst = max(r["dir"] for r in evaluation["releases"])
+    ms = _words(_card(page, "card-ms-anonymization"))
+    assert "privacy model MS(k, theta*)-bounding — per release only" in ms
+    assert "verify now: 8 of 8 passed" in ms
+    # MS passes its own per-release model while the linking attacks break it: said in words
+    assert (f"verify passes MS(k, theta*)-bounding, yet the B/F/L-attacks find DIR {worst:.2f}"
+            in ms)
+    assert "the model does not cover linkage across releases" in ms
+    assert "the model does not cover linkage across releases" in terminal
+    # and the side-by-side table does not call that an all-clear
+    assert _summary_row(page, "MS-Anonymization")[-1] == ("passed its own model; the attacks "
+                                                          "find more")
+    ppms = _words(_card(page, "card-ppms"))
+    assert "verify passes PPMS(k, theta*)-bounding and the B/F/L-attacks agree" in ppms
+
+
+def _rows(page: str, heading: str) -> list[list[str]]:
+    part = page[page.index(heading):]
+    part = part[:part.index("</table>")]
+    return [[unescape(re.sub(r"<[^>]+>", "", c)) for c in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", part) if "<td" in row]
+
+
+def test_ingest_accounting_follows_every_demo_row(demo):
+    out, _ = demo
+    page = (out / "report.html").read_text(encoding="utf-8")
+    section = page[page.index("<h2>Series MS-Anonymization</h2>"):]
+    rows = _rows(section, "Ingest accounting")
+    with ReleaseStore.open(out / "ms.duckdb") as db:
+        reports = {p: db.ingest_report(p) for p in db.published_periods()}
+        released = {p: db.manifest(p)["counts"]["cases"] for p in reports}
+    assert [r[0] for r in rows] == [*reports, "published"]
+    for row in rows[:-1]:
+        rep = reports[row[0]]
+        number = [int(c.replace(",", "")) if c.replace(",", "").isdigit() else c for c in row]
+        # period, DEMO rows, superseded, duplicate, deleted, dropped, missing by field,
+        # reports in, cases in, withheld, released, lost
+        assert number[1] == rep["demo_rows"] and number[2] == rep["superseded_reports"]
+        assert number[4] == rep["deleted_reports"] and number[5] == rep["dropped_reports"]
+        assert number[7] == rep["reports"] and number[10] == released[row[0]]
+        # every DEMO row is accounted for: superseded, duplicate, deleted, dropped, or ingested
+        assert number[1] == number[2] + number[3] + number[4] + number[5] + number[7]
+        assert f"weight {rep['missing']['weight']:,}" in row[6]
+        assert row[11] == f"{(rep['demo_rows'] - released[row[0]]) / rep['demo_rows']:.0%}"
+    total = rows[-1]
+    assert int(total[1].replace(",", "")) == sum(r["demo_rows"] for r in reports.values())
+    assert int(total[5].replace(",", "")) == sum(r["dropped_reports"] for r in reports.values())
 
 
 def _summary_row(page: str, name: str) -> list[str]:
@@ -154,6 +256,42 @@ def _screenshot_ink(png: bytes) -> tuple[float, float]:
     return float(inked.mean()), float(pixels.std())
 
 
+def _overlaps(texts: list) -> list[tuple[str, str]]:
+    """Pairs of drawn texts whose boxes intersect (more than half a pixel each way). Written
+    here, not imported, so that the test does not trust the code it checks."""
+    found = []
+    for i, (_, a, ax0, ay0, ax1, ay1) in enumerate(texts):
+        for _, b, bx0, by0, bx1, by1 in texts[i + 1:]:
+            if min(ax1, bx1) - max(ax0, bx0) > 0.5 and min(ay1, by1) - max(ay0, by0) > 0.5:
+                found.append((a, b))
+    return found
+
+
+def _inside(box: list, frame: list) -> bool:
+    x0, y0, x1, y1 = box
+    return x0 >= frame[0] - 0.5 and y0 >= frame[1] - 0.5 and x1 <= frame[2] + 0.5 and \
+        y1 <= frame[3] + 0.5
+
+
+def _disjoint(box: list, frame: list) -> bool:
+    return box[2] <= frame[0] or box[0] >= frame[2] or box[3] <= frame[1] or box[1] >= frame[3]
+
+
+_FIGURES_JS = """
+Array.from(document.querySelectorAll('img.plot')).map(i => {
+  const section = i.closest('section');
+  const style = getComputedStyle(section);
+  return {figure: i.dataset.figure, alt: i.alt, complete: i.complete,
+          natural: [i.naturalWidth, i.naturalHeight],
+          declared: [Number(i.dataset.width), Number(i.dataset.height)],
+          axes: JSON.parse(i.dataset.axes), texts: JSON.parse(i.dataset.texts),
+          shown: i.getBoundingClientRect().width,
+          room: section.clientWidth - parseFloat(style.paddingLeft)
+                - parseFloat(style.paddingRight)};
+})
+"""
+
+
 def test_report_renders_in_headless_chromium(demo):
     if CHROMIUM is None:
         if BROWSER_REQUIRED:
@@ -174,17 +312,55 @@ def test_report_renders_in_headless_chromium(demo):
             page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
             page.goto((out / "report.html").as_uri())
             page.wait_for_load_state("load")
-            images = page.evaluate(
-                "Array.from(document.images).map(i => [i.complete, i.naturalWidth, i.alt])")
+            figures = page.evaluate(_FIGURES_JS)
             title = page.title()
-            headings = page.evaluate("Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
+            headings = page.evaluate(
+                "Array.from(document.querySelectorAll('h2')).map(h => h.textContent)")
+            cards = page.evaluate("Array.from(document.querySelectorAll('article.card'))"
+                                  ".map(c => [c.id, c.getBoundingClientRect().height])")
             png = page.screenshot(full_page=True)
+            if SCREENSHOT:
+                # the picture README shows: one card, cropped to itself, at a modest width
+                page.set_viewport_size({"width": 1000, "height": 900})
+                target = ROOT / SCREENSHOT
+                page.locator("#card-ms-anonymization").screenshot(path=target)
+                from PIL import Image  # matplotlib's own dependency
+
+                # a 64-colour palette keeps the picture small in the repository
+                Image.open(target).convert("RGB").quantize(64).save(target, optimize=True)
         finally:
             browser.close()
     assert problems == []
     assert title.startswith("medanon demo")
     assert "What an attacker could do" in headings and "Series PPMS++" in headings
-    assert len(images) == 6
-    assert all(complete and width > 100 for complete, width, _ in images), images
+    assert "Glossary" in headings
+    assert [c[0] for c in cards] == ["card-ppms", "card-ms-anonymization"]
+    assert all(height > 200 for _, height in cards), cards
+    assert [f["figure"] for f in figures] == ["volume", "nil", "disclosure", "signals",
+                                              "generalization", "generalization"]
+    for f in figures:
+        name = f["figure"]
+        assert f["complete"] and f["natural"][0] > 100, f["alt"]
+        # the metadata describes this very image
+        assert f["natural"] == f["declared"], name
+        # full width: the image fills its section's content box
+        assert f["shown"] >= 0.98 * f["room"], (name, f["shown"], f["room"])
+        # every axes says what its axes are
+        assert f["axes"], name
+        for ax in f["axes"]:
+            assert ax["xlabel"].strip() and ax["ylabel"].strip(), (name, ax)
+        # no two texts overprint each other, and none is cut off at the image's edge
+        assert _overlaps(f["texts"]) == [], (name, _overlaps(f["texts"]))
+        frame = [0, 0, *f["declared"]]
+        assert all(_inside(t[2:], frame) for t in f["texts"]), name
+        # legends sit outside every plotting area
+        for role, text, *box in f["texts"]:
+            if role == "legend":
+                assert all(_disjoint(box, ax["box"]) for ax in f["axes"]), (name, text)
+    signals = next(f for f in figures if f["figure"] == "signals")
+    assert len(signals["axes"]) == 6 and all(ax["title"] for ax in signals["axes"])
+    assert all(ax["ylabel"] == "PRR (log scale)" for ax in signals["axes"])
+    titles = [t for t in signals["texts"] if t[0] == "title"]
+    assert len(titles) == 6 and _overlaps(titles) == []
     ink, spread = _screenshot_ink(png)
     assert ink > 0.05 and spread > 0.05, (ink, spread)

@@ -235,3 +235,16 @@ def test_verify_accepts_a_gap_the_publisher_declared(series, tmp_path) -> None:
     del data["method"]["acknowledged"]
     manifest.write_text(json.dumps(data))
     assert_user_error(invoke_cli("verify", out), "InputFormatError", "lacks period(s) 2020Q2")
+
+
+def test_the_report_card_shows_the_overrides_given(series, tmp_path) -> None:
+    store = tmp_path / "s.duckdb"
+    _ingest(series, store)
+    assert invoke_cli("release", *PPMS, "--lifespan", "1", "--allow-short-lifespan",
+                      "--store", store).returncode == 0
+    out = tmp_path / "report.html"
+    result = invoke_cli("report", "--store", store, "--out", out)
+    assert result.returncode == 0, result.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "overrides given" in page
+    assert "--allow-short-lifespan: the life span is shorter than the data" in page

@@ -25,10 +25,15 @@ from medanon.metrics.signals import (
     chi_square,
     compare_signals,
     contingency,
+    format_ratio,
     is_signal,
+    json_ratio,
     prr,
+    prr_haldane,
+    ratio_from_json,
     read_rules,
     ror,
+    ror_haldane,
 )
 from medanon.published.format import to_published_rows
 
@@ -82,15 +87,84 @@ def test_prr_and_ror_are_zero_when_a_below_3_but_chi_square_is_not() -> None:
     assert prr(Contingency(3, 3, 1, 100)) == pytest.approx(50.5)
 
 
-def test_undefined_statistics_are_zero_and_yates_correction_never_overshoots() -> None:
-    no_c = Contingency(5, 1, 0, 10)      # c = 0: PRR and ROR would be infinite
-    assert prr(no_c) == 0.0 and ror(no_c) == 0.0 and not is_signal(no_c)
-    assert ror(Contingency(5, 0, 2, 10)) == 0.0   # b = 0
+def test_yates_correction_never_overshoots_and_an_empty_margin_gives_zero() -> None:
     # a margin of 0 (a + c = 0) leaves chi2 undefined -> 0
     assert chi_square(Contingency(0, 4, 0, 7)) == 0.0
     # ad - bc = 9 - 9 = 0 < N/2 = 6: the corrected statistic is 0, not (0 - 6)^2 * ...
     assert chi_square(Contingency(3, 3, 3, 3)) == 0.0
     assert prr(Contingency(3, 3, 3, 3)) == pytest.approx(1.0)  # (3/6)/(3/6)
+
+
+# LEVAQUIN / tendon rupture: 8 reports with the drug and the reaction, 1 with the drug only, and
+# the reaction never without the drug
+LEVAQUIN = Contingency(8, 1, 0, 100)
+
+
+def test_c_zero_is_an_infinite_prr_with_the_haldane_value_beside_it_and_a_signal() -> None:
+    assert prr(LEVAQUIN) == math.inf
+    assert ror(LEVAQUIN) == math.inf
+    # Haldane-Anscombe: PRR (8.5/10) / (0.5/101) = 0.85 * 202 = 171.7
+    assert prr_haldane(LEVAQUIN) == pytest.approx(171.7)
+    # ROR (8.5 * 100.5) / (1.5 * 0.5) = 854.25 / 0.75 = 1139
+    assert ror_haldane(LEVAQUIN) == pytest.approx(1139.0)
+    stats = SignalStats.from_table(LEVAQUIN)
+    assert stats.signal and is_signal(LEVAQUIN)
+    assert stats.prr_corrected == pytest.approx(171.7)
+    assert stats.ror_corrected == pytest.approx(1139.0)
+    # a table without an empty cell has no corrected value beside it
+    assert SignalStats.from_table(Contingency(6, 14, 10, 170)).prr_corrected is None
+
+
+def test_an_infinite_prr_is_a_signal_from_three_cases_whatever_chi_square_says() -> None:
+    small = Contingency(3, 0, 0, 2)
+    # N = 5; ad - bc = 6; 6 - 2.5 = 3.5; chi2 = 5 * 12.25 / (3*2*3*2) = 61.25/36 = 1.70 < 4
+    assert chi_square(small) == pytest.approx(61.25 / 36)
+    assert prr(small) == math.inf and is_signal(small)
+    # two cases are not enough: 001's rule sets PRR to 0 and there is no signal
+    assert prr(Contingency(2, 0, 0, 2)) == 0.0 and not is_signal(Contingency(2, 0, 0, 2))
+
+
+def test_undefined_and_zero_ratios() -> None:
+    # c + d = 0: every report has the drug, nothing to compare with -> undefined, no signal
+    only_drug = Contingency(5, 3, 0, 0)
+    assert math.isnan(prr(only_drug)) and not is_signal(only_drug)
+    assert math.isnan(ror(only_drug))                    # b*c = 0 and d = 0: 0/0
+    assert SignalStats.from_table(only_drug).prr_corrected is None
+    # d = 0 alone leaves PRR finite (a/(a+b) = 5/8) and ROR a true 0; the corrected values stand
+    # beside them because a cell is empty
+    no_d = Contingency(5, 3, 2, 0)
+    assert prr(no_d) == pytest.approx(5 / 8)
+    assert ror(no_d) == 0.0
+    stats = SignalStats.from_table(no_d)
+    # (5.5/9) / (2.5/3) = 0.6111 / 0.8333 = 0.7333
+    assert stats.prr_corrected == pytest.approx((5.5 / 9) / (2.5 / 3))
+    # b = 0 makes ROR infinite while PRR stays finite and below 2: no signal (ROR is not part of
+    # the criterion)
+    no_b = Contingency(5, 0, 60, 10)
+    assert ror(no_b) == math.inf
+    assert prr(no_b) == pytest.approx(70 / 60) and not is_signal(no_b)
+
+
+def test_infinite_ratios_in_json_are_the_string_inf_and_undefined_ones_null() -> None:
+    stats = json.loads(json.dumps(SignalStats.from_table(LEVAQUIN).to_dict(), allow_nan=False))
+    assert stats["prr"] == "inf" and stats["ror"] == "inf"
+    assert stats["prr_corrected"] == pytest.approx(171.7) and stats["signal"] is True
+    undefined = SignalStats.from_table(Contingency(5, 3, 0, 0)).to_dict()
+    assert undefined["prr"] is None and undefined["prr_corrected"] is None
+    assert ratio_from_json("inf") == math.inf and ratio_from_json("-inf") == -math.inf
+    assert math.isnan(ratio_from_json(None)) and ratio_from_json(2) == 2.0
+    assert json_ratio(math.inf) == "inf" and json_ratio(-math.inf) == "-inf"
+    assert json_ratio(math.nan) is None and json_ratio(1.5) == 1.5
+    with pytest.raises(ValidationError, match="must be a number, 'inf'"):
+        ratio_from_json("Infinity")
+
+
+def test_format_ratio_never_prints_an_infinite_or_rare_ratio_as_zero() -> None:
+    assert format_ratio("inf", 171.7) == "∞ (HA 171.70)"
+    assert format_ratio(None) == "n/a"
+    assert format_ratio(5.4) == "5.40"
+    assert format_ratio(0.0, a=2) == "0 (a<3)"
+    assert format_ratio(math.inf) == "∞"
 
 
 def test_contingency_rejects_negative_counts() -> None:
@@ -337,6 +411,24 @@ def test_comparison_to_dict_is_json() -> None:
     stats = SignalStats.from_table(Contingency(6, 14, 10, 170))
     assert stats.to_dict()["prr"] == pytest.approx(5.4) and stats.signal
     assert all(math.isfinite(v) for v in (stats.prr, stats.ror, stats.chi_square))
+
+
+def test_biases_with_an_infinite_side_are_infinite_or_undefined_in_json() -> None:
+    # original: A and R together in 3 reports, R never without A (c = 0) -> PRR infinite;
+    # release: one report without A now has R (c = 1) -> PRR finite; bias -inf
+    drugs = ["A"] * 4 + ["B"] * 6
+    reactions = ["R", "R", "R", "S"] + ["S"] * 6
+    original = _original_rows(["Adult"] * 10, drugs, reactions)
+    release = original.copy()
+    release.loc[4, "reactions"] = "R"
+    [result] = compare_signals(original, release, [SignalRule("A", "R")], hierarchies=HIERARCHIES)
+    assert result.original.prr == math.inf and result.original.signal
+    # release a=3, b=1, c=1, d=5: PRR = (3/4)/(1/6) = 4.5
+    assert result.release.prr == pytest.approx(4.5)
+    data = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert data["prr_bias"] == "-inf" and data["original"]["prr"] == "inf"
+    [same] = compare_signals(original, original, [SignalRule("A", "R")], hierarchies=HIERARCHIES)
+    assert math.isnan(same.prr_bias) and same.to_dict()["prr_bias"] is None  # inf - inf
 
 
 def test_compare_signals_rejects_a_single_rule() -> None:

@@ -25,7 +25,7 @@ from ..attacks.ss import parse_ss_rule
 from ..attacks.worst_case import attack_series
 from ..errors import PrivacyViolation
 from ..metrics.evaluation import evaluate_series
-from ..metrics.signals import read_rules
+from ..metrics.signals import format_ratio, read_rules
 from ..report.collect import store_originals
 from ..published.series import load_series
 from ..verify import SeriesVerdict, is_release_folder, verify_release_folder, verify_series
@@ -528,10 +528,15 @@ def _evaluation_tables(result: dict, *, title: str) -> None:
             cond = f", {rule['condition']}" if rule["condition"] else ""
             st.add_row(period, f"{rule['drug']}{cond} -> {rule['reaction']}",
                        str(s["original"]["count"]), str(s["release"]["count"]),
-                       f"{s['original']['prr']:.2f}", f"{s['release']['prr']:.2f}",
+                       *(format_ratio(side["prr"], side.get("prr_corrected"), a=side["a"])
+                         for side in (s["original"], s["release"])),
                        f"{'Y' if s['original']['signal'] else 'n'}/"
                        f"{'Y' if s['release']['signal'] else 'n'}")
         ui.out.print(st)
+        ui.out.print("PRR ∞: the reaction is never reported without the drug (c = 0), with the "
+                     "Haldane-Anscombe corrected value (HA, +0.5 per cell) beside it; n/a: "
+                     "undefined (no report without the drug); 0 (a<3): fewer than 3 reports, "
+                     "set to 0 by 001's rule.")
 
 
 # -- report ---------------------------------------------------------------------------------------
@@ -617,9 +622,53 @@ def _demo_summary(reports: list) -> None:
     ui.out.print(table)
     for r in reports:
         kept, lost, spurious = signal_tally(r)
-        ui.out.print(f"{r.name}: planted signals kept {kept}, lost {lost}, spurious {spurious}; "
+        ui.out.print(f"\n{r.name}: planted signals kept {kept}, lost {lost}, spurious {spurious}; "
                      f"{sum(x['reidentified'] for x in r.releases)} case(s) re-identified by "
                      "record linkage (RR).")
+        _print_card(r.card)
+
+
+def _print_card(card) -> None:
+    """The report's summary card in the terminal: what was promised, at which k, θ and ε, what
+    the ingest lost, and what the model does not protect (the model object's own text)."""
+    dropped, demo = card.ingest_dropped
+    if demo:
+        ui.out.print(f"  ingest: {demo} DEMO rows -> {demo - dropped} released cases; {dropped} "
+                     f"({dropped / demo:.0%}) deleted, superseded, dropped for missing values or "
+                     "withheld")
+    for m in card.models:
+        if m.model is None:
+            ui.out.print(f"  {m.periods[0]}-{m.periods[-1]} {m.method}: no privacy model; "
+                         "nothing vouches for these releases")
+            continue
+        if m.scope == "release":
+            scope = "per release only"
+        else:
+            scope = (f"across linked releases, life span "
+                     f"{m.lifespan if m.lifespan is not None else 'every release'}")
+        ui.out.print(f"  model: {m.model} ({scope}), k={m.k}")
+        defaults = ", ".join(f"{d:g}" for d in m.theta_defaults) or "-"
+        terms: dict[float, list[str]] = {}
+        for term, values in m.theta_overrides.items():
+            for value, periods in values.items():
+                where = ("" if len(periods) == len(m.periods)
+                         else f" ({len(periods)}/{len(m.periods)})")
+                terms.setdefault(value, []).append(term + where)
+        ui.out.print(f"  theta: default {defaults}; {len(m.theta_overrides)} term(s) with their "
+                     "own theta")
+        for value in sorted(terms):
+            ui.out.print(f"    theta {value:g}: {', '.join(terms[value])}")
+        if m.epsilon_per_case is not None:
+            epsilon = f"{m.epsilon_per_case} per case per release"
+        elif m.epsilon_nominal is not None:
+            epsilon = f"not DP (nominal {m.epsilon_nominal} sets the noise scale only)"
+        else:
+            epsilon = "not DP"
+        ui.out.print(f"  epsilon: {epsilon}")
+        caveat = m.does_not_guarantee or "unknown (manifest unreadable)"
+        ui.out.print(f"  does not protect: {caveat}")
+    for kind, text in card.findings:
+        ui.out.print(f"  {'!' if kind != 'ok' else '-'} {text}")
 
 
 def _write_planted_rules(path: Path) -> Path:

@@ -28,6 +28,7 @@ from ..api import Dataset, Publisher
 from ..errors import InternalError
 from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import SignalRule as Rule
+from ..metrics.signals import ratio_from_json
 from ..models import level_wise
 from ..published.format import original_as_published
 from .grids import Setting
@@ -120,6 +121,11 @@ def release_period(data: Dataset, previous: dict | None, setting: Setting, perio
     return {"series": series, "seconds": {**state["seconds"], period: release.seconds}}
 
 
+def _finite_mean(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else float("nan")
+
+
 def measure_period(data: Dataset, state: dict, setting: Setting, period: str, run: int,
                    rules: Sequence[Rule], md: bool) -> dict:
     """Every metric of one release of a published series, as one flat result row."""
@@ -138,7 +144,10 @@ def measure_period(data: Dataset, state: dict, setting: Setting, period: str, ru
     if signals:
         row.update({
             "count_bias_abs": float(np.mean([abs(s["count_bias"]) for s in signals])),
-            "prr_bias_abs": float(np.mean([abs(s["prr_bias"]) for s in signals])),
+            # a bias with an infinite or undefined side (c = 0 on one side) has no size to
+            # average; those rules are left out (NaN when none is left)
+            "prr_bias_abs": _finite_mean([abs(ratio_from_json(s["prr_bias"]))
+                                          for s in signals]),
             "signals_original": sum(s["original"]["signal"] for s in signals),
             "signals_kept": sum(s["original"]["signal"] and s["release"]["signal"] for s in signals),
             "signals_spurious": sum(s["release"]["signal"] and not s["original"]["signal"]

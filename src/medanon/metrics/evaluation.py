@@ -9,7 +9,9 @@ Combines, for each release (formulas in each module and in ``docs/metrics.md``):
 * record-linkage risk RR and attribute risk AR_rev of 000 (:mod:`.disclosure`), and with
   medical background knowledge the bias it adds (000 §E);
 * pharmacovigilance signals (:mod:`.signals`): count, PRR, ROR, χ² and the signal criterion of
-  each rule on the original and on the release, and the bias.
+  each rule on the original and on the release, and the bias. The result is valid JSON: an
+  infinite PRR or ROR (c = 0) is the string ``"inf"`` with the Haldane–Anscombe value in
+  ``prr_corrected``/``ror_corrected``, an undefined one ``null`` (:func:`.signals.json_ratio`).
 
 The caller supplies the original super records of each period (the store holds them); the
 metrics never read an algorithm's bookkeeping.

@@ -62,27 +62,45 @@ Without a condition every report is inside and both are 0.
     PRR = [a / (a + b)] / [c / (c + d)]                      (Evans 2001; 000; 001)
     ROR = (a · d) / (b · c)
     χ²  = N · max(0, |a·d − b·c| − N/2)² / [(a+b)(c+d)(a+c)(b+d)]   (Yates, 1 df)
-    signal  ⇔  a ≥ 3  and  PRR ≥ 2  and  χ² ≥ 4                       (Evans 2001 / MHRA)
+    signal  ⇔  a ≥ 3  and  ( PRR = ∞  or  ( PRR ≥ 2  and  χ² ≥ 4 ) )   (Evans 2001 / MHRA)
+
+Haldane–Anscombe correction, reported beside a ratio whenever the table has an empty cell::
+
+    PRR_HA = [(a+½) / (a+b+1)] / [(c+½) / (c+d+1)]      ROR_HA = (a+½)(d+½) / [(b+½)(c+½)]
 
 Choices and deviations:
 
 1. PRR := 0 when a < 3 (001: "we set PRR=0 when a<3", to show the effect of anonymization on rare
-   events). PRR := 0 also when it is undefined or infinite (c = 0, or c + d = 0); a + b >= a >= 3
-   is never 0 then. So a PRR is always a finite number and biases are plain differences (JSON has
-   no inf/nan). Cost: a rule seen only with its drug (c = 0) gets PRR 0 and is no signal.
-2. ROR follows the same convention: 0 when a < 3 and 0 when b = 0 or c = 0.
+   events). With a >= 3 (so a + b > 0) the ratio is what the table says: **infinite** when c = 0
+   and c + d > 0 (the reaction is never reported without the drug: the strongest
+   disproportionality there is, e.g. LEVAQUIN/tendon rupture with a = 8, b = 1, c = 0), and
+   **undefined** (NaN, "n/a") when c + d = 0 (no report without the drug to compare with). A
+   PRR of 0 therefore always means a < 3. The 0-when-infinite convention of earlier versions hid
+   exactly the strongest signals (PRR printed and plotted as 0.00) and is gone. d = 0 alone does
+   not make PRR infinite: it is then a/(a+b) <= 1 (finite); the corrected value is still given.
+2. ROR: 0 when a < 3 (as PRR); with a >= 3 infinite when b·c = 0 and d > 0, undefined when
+   b·c = 0 and d = 0 (0/0), 0 when d = 0 and b·c > 0.
+   Pharmacovigilance tools print a ratio with a zero cell beside its Haldane–Anscombe corrected
+   value (+½ in every cell); :attr:`SignalStats.prr_corrected` and ``ror_corrected`` hold it
+   when a >= 3 and some cell is 0 and the ratio is defined, None otherwise (a < 3 is already
+   reported as 0, and correcting an undefined table would invent a comparator).
 3. χ² is the Yates-corrected Pearson statistic of the 2×2 table, as the MHRA/Evans screening
    uses. When |ad − bc| < N/2 the correction would overshoot; the statistic is then 0 (the same
    as clipping each |O − E| correction at 0.5). χ² := 0 when a margin is 0. No a < 3 rule for χ²
    (the signal rule checks a itself).
 4. The signal thresholds are inclusive (PRR ≥ 2 as in ``algorithms.md`` §1.9 and the MHRA
-   rule; 001 writes PRR > 2).
+   rule; 001 writes PRR > 2). An infinite PRR with a ≥ 3 is a signal whatever χ² says: the
+   reaction is reported with the drug at least three times and never without it, which small
+   tables cannot push past χ² ≥ 4 (a=3, b=0, c=0, d=2 gives χ² 1.7). ROR does not enter the
+   criterion (it never did): an infinite ROR from b = 0 with a finite PRR below 2 (the reaction
+   is common without the drug too) is no signal.
 5. The condition restricts a, b, c and d (above) rather than defining the exposure "D and C"
    against everything else. Undecided reports are dropped from the table, never guessed. When a
    release only generalizes QIDs (each release cell covers the original one, terms unchanged),
    a report can leave the table (into ``undecided``) but never enter it; perturbed labels (000's
    DP methods) can move reports either way.
-6. PRR bias and count bias are release − original (``algorithms.md`` §1.9).
+6. PRR bias and count bias are release − original (``algorithms.md`` §1.9), in IEEE
+   arithmetic: ∞ − 12 = ∞, 12 − ∞ = −∞, ∞ − ∞ and anything with an undefined side = NaN.
 7. MeSH labels compared with numbers are read in completed years (above), so the original data,
    already coded in MeSH bands, has no undecided report for ``age > 18`` except the empty ones;
    a threshold that splits a band (``age > 60`` splits Middle Aged) leaves undecided reports on
@@ -90,6 +108,12 @@ Choices and deviations:
 8. Terms are matched whole (``AVANDIA`` is not ``AVANDIA-XR``), case-insensitively; a report
    counts once however many times a cell lists the term. Condition attributes and labels also
    match case-insensitively when there is no exact match (``Sex = f``).
+9. JSON has no ∞ and no NaN (``json.dumps`` would write the invalid ``Infinity``/``NaN``):
+   :meth:`SignalStats.to_dict` writes a ratio as a number when finite, the string ``"inf"``
+   when infinite and ``null`` when undefined; a bias as a number, ``"inf"``/``"-inf"``, or
+   ``null`` when undefined (∞ − ∞, or a side undefined). :func:`json_ratio` and
+   :func:`ratio_from_json` convert both ways. A reader that does arithmetic on these fields
+   without converting fails loudly on the string instead of silently using 0.
 
 References:
     Wang & Lin, JMIR Med Inform 2021;9(10):e28752 (seed 001), section "Influence on ADR Signals".
@@ -121,6 +145,7 @@ from ..published.cells import categorical_codes, cell_strings, numeric_bounds, t
 
 __all__ = [
     "INSIDE",
+    "JSON_INF",
     "MIN_CASES",
     "MIN_CHI_SQUARE",
     "MIN_PRR",
@@ -134,10 +159,15 @@ __all__ = [
     "chi_square",
     "compare_signals",
     "contingency",
+    "format_ratio",
     "is_signal",
+    "json_ratio",
     "prr",
+    "prr_haldane",
+    "ratio_from_json",
     "read_rules",
     "ror",
+    "ror_haldane",
 ]
 
 #: Classes returned by :meth:`Condition.classify`.
@@ -714,20 +744,51 @@ def _table(table: Contingency, owner: str) -> Contingency:
 def prr(table: Contingency) -> float:
     """Proportional reporting ratio [a/(a+b)] / [c/(c+d)] (Evans et al. 2001).
 
-    0 when a < 3 (001's rule) and 0 when undefined or infinite (c = 0 or c + d = 0).
+    0 when a < 3 (001's rule); with a >= 3 ``math.inf`` when c = 0 and d > 0 (the reaction is
+    never reported without the drug) and ``math.nan`` when c + d = 0 (undefined: nothing to
+    compare with).
     """
     t = _table(table, "prr")
-    if t.a < MIN_CASES or t.c == 0:  # c = 0 covers c + d = 0; a + b >= a >= 3 here
+    if t.a < MIN_CASES:
         return 0.0
-    return (t.a / (t.a + t.b)) / (t.c / (t.c + t.d))
+    if t.c + t.d == 0:
+        return math.nan
+    if t.c == 0:
+        return math.inf
+    return (t.a / (t.a + t.b)) / (t.c / (t.c + t.d))  # a + b >= a >= 3
 
 
 def ror(table: Contingency) -> float:
-    """Reporting odds ratio (a·d) / (b·c); 0 when a < 3 and 0 when b = 0 or c = 0."""
+    """Reporting odds ratio (a·d) / (b·c).
+
+    0 when a < 3 (as PRR); with a >= 3 ``math.inf`` when b·c = 0 and d > 0, ``math.nan`` when
+    b·c = 0 and d = 0 (0/0).
+    """
     t = _table(table, "ror")
-    if t.a < MIN_CASES or t.b == 0 or t.c == 0:
+    if t.a < MIN_CASES:
         return 0.0
+    if t.b * t.c == 0:
+        return math.inf if t.d > 0 else math.nan
     return (t.a * t.d) / (t.b * t.c)
+
+
+def _has_empty_cell(t: Contingency) -> bool:
+    return 0 in (t.a, t.b, t.c, t.d)
+
+
+def prr_haldane(table: Contingency) -> float:
+    """PRR with the Haldane–Anscombe correction (+½ in every cell): always finite and > 0.
+
+    [(a+½)/(a+b+1)] / [(c+½)/(c+d+1)]. No a < 3 rule: this is the plain corrected ratio.
+    """
+    t = _table(table, "prr_haldane")
+    return ((t.a + 0.5) / (t.a + t.b + 1)) / ((t.c + 0.5) / (t.c + t.d + 1))
+
+
+def ror_haldane(table: Contingency) -> float:
+    """ROR with the Haldane–Anscombe correction: (a+½)(d+½) / [(b+½)(c+½)]."""
+    t = _table(table, "ror_haldane")
+    return ((t.a + 0.5) * (t.d + 0.5)) / ((t.b + 0.5) * (t.c + 0.5))
 
 
 def chi_square(table: Contingency) -> float:
@@ -746,9 +807,68 @@ def chi_square(table: Contingency) -> float:
 
 
 def is_signal(table: Contingency) -> bool:
-    """Evans et al. 2001 / MHRA criteria: a >= 3, PRR >= 2 and χ² >= 4."""
+    """Evans et al. 2001 / MHRA criteria: a >= 3 and PRR >= 2 and χ² >= 4; an infinite PRR
+    (c = 0) with a >= 3 is a signal whatever χ² (module docstring, choice 4)."""
     t = _table(table, "is_signal")
-    return t.a >= MIN_CASES and prr(t) >= MIN_PRR and chi_square(t) >= MIN_CHI_SQUARE
+    if t.a < MIN_CASES:
+        return False
+    value = prr(t)
+    if math.isinf(value):
+        return True
+    return value >= MIN_PRR and chi_square(t) >= MIN_CHI_SQUARE  # NaN >= 2 is False
+
+
+# ----------------------------------------------------------------------------- JSON and display
+#: How an infinite ratio is written in JSON (which has no infinity).
+JSON_INF = "inf"
+
+
+def json_ratio(value: float) -> float | str | None:
+    """A ratio or bias for JSON: the number when finite, ``"inf"``/``"-inf"`` when infinite,
+    None when undefined (NaN)."""
+    value = float(value)
+    if math.isnan(value):
+        return None
+    if math.isinf(value):
+        return JSON_INF if value > 0 else f"-{JSON_INF}"
+    return value
+
+
+def ratio_from_json(value: object) -> float:
+    """The inverse of :func:`json_ratio`: None -> NaN, ``"inf"`` -> inf, ``"-inf"`` -> -inf.
+
+    Raises:
+        ValidationError: anything else that is not a number.
+    """
+    if value is None:
+        return math.nan
+    if value == JSON_INF:
+        return math.inf
+    if value == f"-{JSON_INF}":
+        return -math.inf
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(f"A ratio in evaluation JSON must be a number, {JSON_INF!r}, "
+                              f"'-{JSON_INF}' or null; got {value!r}.")
+    return float(value)
+
+
+def format_ratio(value: object, corrected: float | None = None, *, a: int | None = None,
+                 digits: int = 2) -> str:
+    """A ratio as the report and the CLI print it: ``5.40``, ``∞ (HA 34.00)``, ``n/a``, or
+    ``0 (a<3)`` when ``a`` is given and below 3 (001's rule, so that a 0 is never mistaken for
+    "no disproportionality")."""
+    x = ratio_from_json(value) if not isinstance(value, float) else value
+    if a is not None and a < MIN_CASES:
+        return "0 (a<3)"
+    if math.isnan(x):
+        text = "n/a"
+    elif math.isinf(x):
+        text = "∞" if x > 0 else "−∞"
+    else:
+        text = f"{x:.{digits}f}"
+    if corrected is not None:
+        text += f" (HA {corrected:.{digits}f})"
+    return text
 
 
 # ---------------------------------------------------------------------------------- comparison
@@ -758,10 +878,13 @@ class SignalStats:
 
     Attributes:
         table: The 2×2 table.
-        prr: :func:`prr` of the table.
-        ror: :func:`ror` of the table.
+        prr: :func:`prr` of the table (may be ``inf`` or ``nan``, module docstring).
+        ror: :func:`ror` of the table (likewise).
         chi_square: :func:`chi_square` of the table.
         signal: :func:`is_signal` of the table.
+        prr_corrected: :func:`prr_haldane` when a >= 3, some cell is 0 and PRR is defined;
+            None otherwise.
+        ror_corrected: :func:`ror_haldane` under the same conditions for ROR.
     """
 
     table: Contingency
@@ -769,11 +892,19 @@ class SignalStats:
     ror: float
     chi_square: float
     signal: bool
+    prr_corrected: float | None = None
+    ror_corrected: float | None = None
 
     @classmethod
     def from_table(cls, table: Contingency) -> SignalStats:
         """Compute every statistic of ``table``."""
-        return cls(table, prr(table), ror(table), chi_square(table), is_signal(table))
+        p, r = prr(table), ror(table)
+        # the correction stands beside a ratio the zero cell distorts; a < 3 is already 0 by
+        # 001's rule and an undefined ratio has no comparator to correct
+        zero = table.a >= MIN_CASES and _has_empty_cell(table)
+        return cls(table, p, r, chi_square(table), is_signal(table),
+                   prr_haldane(table) if zero and not math.isnan(p) else None,
+                   ror_haldane(table) if zero and not math.isnan(r) else None)
 
     @property
     def count(self) -> int:
@@ -786,9 +917,11 @@ class SignalStats:
         return self.table.missing
 
     def to_dict(self) -> dict[str, Any]:
-        """Counts and statistics as plain JSON values."""
-        return {"count": self.count, **self.table.to_dict(), "prr": self.prr, "ror": self.ror,
-                "chi_square": self.chi_square, "signal": self.signal}
+        """Counts and statistics as plain JSON values (ratios through :func:`json_ratio`)."""
+        return {"count": self.count, **self.table.to_dict(), "prr": json_ratio(self.prr),
+                "prr_corrected": self.prr_corrected, "ror": json_ratio(self.ror),
+                "ror_corrected": self.ror_corrected, "chi_square": self.chi_square,
+                "signal": self.signal}
 
 
 @dataclass(frozen=True)
@@ -812,19 +945,20 @@ class SignalComparison:
 
     @property
     def prr_bias(self) -> float:
-        """PRR_release − PRR_original."""
+        """PRR_release − PRR_original (IEEE: ∞ − x = ∞, ∞ − ∞ = NaN)."""
         return self.release.prr - self.original.prr
 
     @property
     def ror_bias(self) -> float:
-        """ROR_release − ROR_original."""
+        """ROR_release − ROR_original (IEEE, as :attr:`prr_bias`)."""
         return self.release.ror - self.original.ror
 
     def to_dict(self) -> dict[str, Any]:
-        """The rule, both sides and the biases as plain JSON values."""
+        """The rule, both sides and the biases as plain JSON values (:func:`json_ratio`)."""
         return {"rule": self.rule.to_dict(), "original": self.original.to_dict(),
                 "release": self.release.to_dict(), "count_bias": self.count_bias,
-                "prr_bias": self.prr_bias, "ror_bias": self.ror_bias}
+                "prr_bias": json_ratio(self.prr_bias), "ror_bias": json_ratio(self.ror_bias)}
+
 
 
 def compare_signals(original_rows: pd.DataFrame, release_rows: pd.DataFrame,

@@ -11,14 +11,16 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .collect import QidProfile, SeriesReport, collect_series_report, generalization_profile
+    from .collect import (ModelCard, QidProfile, SeriesCard, SeriesReport, collect_series_report,
+                          generalization_profile)
     from .html import render_report, write_report
 
-_LAZY = {"QidProfile": "collect", "SeriesReport": "collect", "collect_series_report": "collect",
+_LAZY = {"ModelCard": "collect", "QidProfile": "collect", "SeriesCard": "collect",
+         "SeriesReport": "collect", "collect_series_report": "collect",
          "generalization_profile": "collect", "render_report": "html", "write_report": "html"}
 
-__all__ = ["QidProfile", "SeriesReport", "collect_series_report", "generalization_profile",
-           "render_report", "write_report"]
+__all__ = ["ModelCard", "QidProfile", "SeriesCard", "SeriesReport", "collect_series_report",
+           "generalization_profile", "render_report", "write_report"]
 
 
 def __getattr__(name: str) -> Any:

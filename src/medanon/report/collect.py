@@ -4,32 +4,41 @@ One :class:`SeriesReport` per store: the periods as ingested, every metric of
 :func:`medanon.metrics.evaluation.evaluate_series` (NIL, DIR/DSR/SSGR after the attacks, RR and
 AR_rev, signal statistics original versus release), the ε ledger, each release's manifest and a
 *generalization profile* of each release (how far each quasi-identifier was generalized, read from
-the published rows themselves, not from the algorithm's bookkeeping).
+the published rows themselves, not from the algorithm's bookkeeping), the ingest accounting of
+every period (what happened to the DEMO rows on the way in), the verify gate's verdict on the
+series as it stands now, and a :class:`SeriesCard` that says at a glance what was promised.
+
+Every guarantee and caveat text comes from the privacy-model objects (:mod:`medanon.models`),
+rebuilt from each release's manifest: the report never types a promise of its own, so it cannot
+drift from what ``medanon verify`` checks.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..accounting import dp_rows, summarize_ledger
+from ..accounting import dp_rows, format_epsilon, summarize_ledger
 from ..accounting.ledger import LedgerSummary
 from ..attacks.background import BackgroundKnowledge
 from ..data.records import combine_super_records
-from ..errors import StoreError, ValidationError
+from ..errors import InputFormatError, StoreError, ValidationError
 from ..hierarchies import Interval
 from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import SignalRule
+from ..models.base import PrivacyModel, SeriesVerdict, model_from_manifest
 from ..published.format import original_as_published
 from ..published.series import PublishedSeries, load_series
 from ..store import ReleaseStore
+from ..verify import verify_series
 
-__all__ = ["QidProfile", "SeriesReport", "check_report_names", "collect_series_report",
-           "generalization_profile", "signal_tally", "store_originals"]
+__all__ = ["ModelCard", "QidProfile", "SeriesCard", "SeriesReport", "check_report_names",
+           "collect_series_report", "generalization_profile", "ingest_accounting", "rule_name",
+           "rule_tally", "series_card", "signal_tally", "store_originals"]
 
 _WHOLE = ("", "*")  # a published cell meaning "any value" (suppressed)
 
@@ -41,13 +50,15 @@ class QidProfile:
     Attributes:
         name: The QID column.
         kind: ``"numeric"`` or ``"categorical"``.
-        exact: Share of cases published with their original, most specific value (a leaf, or a
-            numeric point).
+        exact: Share of cases published with a most specific value (a leaf, or a numeric
+            point): their original value, unless ``perturbed``.
         suppressed: Share published as ``*`` (any value; the root of the hierarchy).
         levels: Categorical only: share of cases per generalization level (0 = leaf, the
             hierarchy's height = root).
         mean_width: Numeric only: mean width of the published intervals, as a share of the
             range the release spans (0 = exact, 1 = the whole range).
+        perturbed: The release's model declares this QID DP-perturbed: its most specific values
+            are noisy, not original, and the report calls them "perturbed", never "exact".
     """
 
     name: str
@@ -56,10 +67,18 @@ class QidProfile:
     suppressed: float
     levels: dict[int, float] = field(default_factory=dict)
     mean_width: float | None = None
+    perturbed: bool = False
+
+    @property
+    def specific_label(self) -> str:
+        """What the most specific published values are: ``"perturbed"`` or ``"exact"``."""
+        return "perturbed" if self.perturbed else "exact"
 
 
-def generalization_profile(series: PublishedSeries, period: str) -> list[QidProfile]:
-    """The :class:`QidProfile` of every QID of one published release."""
+def generalization_profile(series: PublishedSeries, period: str,
+                           perturbed: Sequence[str] = ()) -> list[QidProfile]:
+    """The :class:`QidProfile` of every QID of one published release; ``perturbed`` names the
+    QIDs the release's model declares perturbed."""
     rows = series.releases[period]
     n = max(len(rows), 1)
     out = []
@@ -76,7 +95,8 @@ def generalization_profile(series: PublishedSeries, period: str) -> list[QidProf
                                      np.ones(int(whole.sum()))])
             out.append(QidProfile(qid.name, "numeric", exact=float((hi == lo).sum()) / n,
                                   suppressed=float(whole.sum()) / n,
-                                  mean_width=float(widths.mean()) if len(widths) else 0.0))
+                                  mean_width=float(widths.mean()) if len(widths) else 0.0,
+                                  perturbed=qid.name in perturbed))
             continue
         tax = qid.taxonomy
         labels = texts.where(~whole, tax.root)
@@ -84,8 +104,242 @@ def generalization_profile(series: PublishedSeries, period: str) -> list[QidProf
         counts = pd.Series(heights).value_counts().sort_index()
         out.append(QidProfile(qid.name, "categorical", exact=float((heights == 0).sum()) / n,
                               suppressed=float((labels == tax.root).sum()) / n,
-                              levels={int(level): float(c) / n for level, c in counts.items()}))
+                              levels={int(level): float(c) / n for level, c in counts.items()},
+                              perturbed=qid.name in perturbed))
     return out
+
+
+# ------------------------------------------------------------------------------ the summary card
+@dataclass(frozen=True)
+class ModelCard:
+    """The privacy model a run of releases declares (releases that share method, model, k,
+    life span and ε; θ may differ per release and is merged).
+
+    Attributes:
+        method: The method's name (``ppms++``, ``ms``, ...).
+        model: The declared model's name; None when the releases declare none.
+        periods: The releases that declare it.
+        scope: ``"release"`` (each release alone) or ``"series"`` (the linked releases);
+            None without a model.
+        attacks: The attacks the model answers (its own list).
+        k: k, or None.
+        theta_defaults: Distinct default θ over the releases.
+        theta_overrides: term -> θ -> the releases that gave the term that θ.
+        theta_rule: The θ specification as the method declares it (``{"kind": "frequency",
+            ...}``), or None.
+        epsilon_per_case: ε one case spends in one release (exact text) for ε-DP models; None
+            otherwise.
+        epsilon_nominal: The declared ε of a perturbing model that is not ε-DP (paper
+            variant), or None.
+        lifespan: The declared CaseID life span in periods; None = every release.
+        perturbed: The QIDs the model declares perturbed.
+        guarantee: The model object's guarantee text (of the latest release; θ counts differ
+            per release).
+        does_not_guarantee: The model object's text of what it does not guarantee.
+        acknowledged: The safety overrides the publisher gave (``method.acknowledged``:
+            ``allow_gap``, ``allow_short_lifespan``, ...) with the releases that record each.
+    """
+
+    method: str
+    model: str | None
+    periods: tuple[str, ...]
+    scope: str | None = None
+    attacks: tuple[str, ...] = ()
+    k: int | None = None
+    theta_defaults: tuple[float, ...] = ()
+    theta_overrides: dict[str, dict[float, tuple[str, ...]]] = field(default_factory=dict)
+    theta_rule: dict | None = None
+    epsilon_per_case: str | None = None
+    epsilon_nominal: str | None = None
+    lifespan: int | None = None
+    perturbed: tuple[str, ...] = ()
+    guarantee: str | None = None
+    does_not_guarantee: str | None = None
+    acknowledged: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SeriesCard:
+    """What a steward must see about a series at a glance.
+
+    Attributes:
+        models: One :class:`ModelCard` per run of releases declaring the same model.
+        published: Published periods, in time order.
+        held_back: Ingested periods not published (yet).
+        empty: Published periods with no case at all.
+        verdicts: Period -> the verify gate's verdict now (``passed``, ``violated``,
+            ``no-model``), over the series as it stands (a later release can break an earlier
+            one, so this may differ from the verdict recorded at publication).
+        recorded: Period -> the verdict recorded in the manifest at publication (or None).
+        violations: Every violation the gate finds now.
+        verify_error: Why the gate could not run (a malformed manifest), or None.
+        findings: Sentences that reconcile the gate's verdict with the attacks' numbers.
+        max_epsilon: The largest ε a case spent over all releases (exact text), or None.
+        ingest_dropped: DEMO rows that did not reach a release (deleted, superseded, duplicate,
+            dropped for missing values, withheld), and the DEMO rows in total, over the
+            published periods.
+    """
+
+    models: tuple[ModelCard, ...]
+    published: tuple[str, ...]
+    held_back: tuple[str, ...]
+    empty: tuple[str, ...]
+    verdicts: dict[str, str]
+    recorded: dict[str, str | None]
+    violations: tuple[str, ...]
+    verify_error: str | None
+    findings: tuple[tuple[str, str], ...]
+    max_epsilon: str | None
+    ingest_dropped: tuple[int, int]
+
+    @property
+    def passed(self) -> int:
+        return sum(v == "passed" for v in self.verdicts.values())
+
+    @property
+    def failed(self) -> int:
+        return sum(v != "passed" for v in self.verdicts.values())
+
+
+def _model(manifest: dict, label: str) -> PrivacyModel | None:
+    try:
+        return model_from_manifest(manifest, label)
+    except InputFormatError:
+        return None  # the gate reports the malformed manifest (SeriesCard.verify_error)
+
+
+def _model_key(manifest: dict, model: PrivacyModel | None) -> tuple:
+    method = str((manifest.get("method") or {}).get("name"))
+    if model is None:
+        return (method, None)
+    params = {k: v for k, v in model.parameters().items() if k != "theta_table"}
+    return (method, model.name, repr(sorted(params.items(), key=lambda kv: kv[0])))
+
+
+def _model_cards(manifests: dict[str, dict], periods: Sequence[str]) -> tuple[ModelCard, ...]:
+    runs: list[tuple[tuple, list[str], list[PrivacyModel | None]]] = []
+    for label in periods:
+        manifest = manifests.get(label) or {}
+        model = _model(manifest, label)
+        key = _model_key(manifest, model)
+        if runs and runs[-1][0] == key:
+            runs[-1][1].append(label)
+            runs[-1][2].append(model)
+        else:
+            runs.append((key, [label], [model]))
+    cards = []
+    for key, labels, models in runs:
+        method = key[0]
+        latest = models[-1]
+        theta_rule = ((manifests.get(labels[-1]) or {}).get("method") or {}).get(
+            "parameters", {}).get("theta")
+        if latest is None:
+            # a declared model whose manifest cannot be read is not "no model": name it, with
+            # no promise (the gate's error says what is wrong)
+            declared = ((manifests.get(labels[-1]) or {}).get("method") or {}).get(
+                "privacy_model")
+            cards.append(ModelCard(method, None if declared is None
+                                   else f"{declared} (manifest unreadable)", tuple(labels)))
+            continue
+        defaults: list[float] = []
+        overrides: dict[str, dict[float, list[str]]] = {}
+        for label, model in zip(labels, models):
+            theta = getattr(model, "theta", None)
+            if theta is None:
+                continue
+            if theta.default not in defaults:
+                defaults.append(theta.default)
+            for term, value in theta.overrides.items():
+                overrides.setdefault(term, {}).setdefault(value, []).append(label)
+        is_dp = getattr(latest, "is_dp", False)
+        epsilon = getattr(latest, "epsilon_per_case", None)
+        cards.append(ModelCard(
+            method=method, model=latest.name, periods=tuple(labels), scope=latest.scope,
+            attacks=tuple(latest.attacks), k=getattr(latest, "k", None),
+            theta_defaults=tuple(defaults),
+            theta_overrides={t: {v: tuple(p) for v, p in sorted(by.items())}
+                             for t, by in sorted(overrides.items(), key=lambda kv: kv[0].lower())},
+            theta_rule=dict(theta_rule) if isinstance(theta_rule, dict) else None,
+            epsilon_per_case=format_epsilon(epsilon) if is_dp and epsilon is not None else None,
+            epsilon_nominal=(format_epsilon(latest.epsilon)
+                             if epsilon is not None and not is_dp else None),
+            lifespan=getattr(latest, "lifespan", None),
+            perturbed=tuple(getattr(latest, "perturbed", ())),
+            guarantee=latest.guarantee, does_not_guarantee=latest.does_not_guarantee,
+            acknowledged=_acknowledged(manifests, labels)))
+    return tuple(cards)
+
+
+def _acknowledged(manifests: Mapping[str, dict], labels: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """Each safety override the publisher gave, with the releases whose manifest records it."""
+    given: dict[str, list[str]] = {}
+    for label in labels:
+        for name in ((manifests.get(label) or {}).get("method") or {}).get("acknowledged") or []:
+            given.setdefault(str(name), []).append(label)
+    return {name: tuple(found) for name, found in given.items()}
+
+
+def _worst(values: Sequence[float | None]) -> float | None:
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def _findings(cards: Sequence[ModelCard], releases: Sequence[dict], verdicts: dict[str, str],
+              empty: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The gate's verdict against the attacks' numbers, per model run, in words.
+
+    Each finding is ``(kind, sentence)`` with kind ``ok`` (the two agree), ``warn`` (the gate
+    passes what the attacks break: the model does not cover that attack) or ``bad`` (the gate
+    itself fails, or nothing vouches for the release).
+    """
+    by_period = {r["period"]: r for r in releases}
+    out: list[tuple[str, str]] = []
+    for card in cards:
+        rels = [by_period[p] for p in card.periods if p in by_period and p not in empty]
+        span = (card.periods[0] if len(card.periods) == 1
+                else f"{card.periods[0]}–{card.periods[-1]}")
+        if not rels or any(p not in verdicts for p in card.periods):
+            continue  # nothing published to compare, or the gate could not run
+        dir_, dsr = _worst([r["dir"] for r in rels]), _worst([r["dsr"] for r in rels])
+        dir_hard = _worst([r.get("dir_hard") for r in rels])
+        attacks = sorted({r["attacks"] for r in rels})
+        numbers = f"DIR {dir_:.2f}, DSR {dsr:.2f}" if dir_ is not None and dsr is not None else ""
+        failed = [p for p in card.periods if verdicts.get(p) not in (None, "passed")]
+        if card.model is None:
+            out.append(("bad", f"{span} ({card.method}): no privacy model is declared, so nothing "
+                               f"vouches for these releases; the {'/'.join(attacks)}-attacks "
+                               f"find {numbers}."))
+            continue
+        if failed:
+            out.append(("bad", f"{span}: verify finds {len(failed)} release(s) that do not meet "
+                               f"their own model {card.model} ({', '.join(failed)}); the attacks "
+                               f"find {numbers}."))
+            continue
+        broken = (dir_ or 0) > 0 or (dsr or 0) > 0
+        if not broken:
+            out.append(("ok", f"{span}: verify passes {card.model} and the "
+                              f"{'/'.join(attacks)}-attacks agree: no group falls below k or "
+                              f"above its θ ({numbers})."))
+            continue
+        if card.scope == "release":
+            reason = (f"{card.model} checks each release alone, while the attacks link releases "
+                      f"through CaseIDs: the model does not cover linkage across releases")
+        elif (dir_hard or 0) == 0 and any(r.get("attacker") == "likelihood-weighted"
+                                          for r in rels):
+            reason = ("the gate checks the exclusions that hold for sure (DIR hard 0), while "
+                      "the likelihood-weighted attacker also weighs the noisy values, which the "
+                      "model bounds only with dp-aware grouping")
+        elif card.lifespan is not None:
+            reason = (f"the model assumes CaseIDs are linked only across releases at most "
+                      f"{card.lifespan} period(s) apart, while the attacks link every release "
+                      f"(FAERS CaseIDs never expire)")
+        else:
+            reason = ("the attacks measured here go beyond what the model checks (e.g. the MD "
+                      "attack, or an adversary who keeps excludable records)")
+        out.append(("warn", f"{span}: verify passes {card.model}, yet the "
+                            f"{'/'.join(attacks)}-attacks find {numbers}: {reason} (see what "
+                            f"the model does not protect)."))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -104,6 +358,8 @@ class SeriesReport:
         profiles: Period -> :class:`QidProfile` of each QID.
         ledger: The ε ledger summary, or None when no DP release was made.
         rules: The signal rules evaluated.
+        accounting: :func:`ingest_accounting` rows, one per ingested period.
+        card: The :class:`SeriesCard`.
     """
 
     name: str
@@ -115,6 +371,8 @@ class SeriesReport:
     profiles: dict[str, list[QidProfile]]
     ledger: LedgerSummary | None
     rules: tuple[SignalRule, ...]
+    accounting: list[dict] = field(default_factory=list)
+    card: SeriesCard | None = None
 
     @property
     def releases(self) -> list[dict]:
@@ -123,6 +381,82 @@ class SeriesReport:
     @property
     def periods(self) -> list[str]:
         return [r["period"] for r in self.releases]
+
+    @property
+    def empty_periods(self) -> list[str]:
+        """Published releases without a single case: their ratios (NIL, DIR, ...) are 0/0."""
+        return [r["period"] for r in self.releases if not r["cases"]]
+
+
+#: The FAERS ingest report's per-field missing counts, in the order the accounting shows them.
+MISSING_FIELDS = ("age", "sex", "weight", "indications", "reactions")
+
+
+def ingest_accounting(ingested: Sequence[dict], reports: dict[str, dict],
+                      manifests: dict[str, dict]) -> list[dict]:
+    """Where the DEMO rows of each period went: DEMO rows → deleted, superseded, duplicate,
+    dropped for missing values (by field) → reports ingested → cases → released.
+
+    Args:
+        ingested: :meth:`ReleaseStore.periods` rows.
+        reports: Period -> the ingest report the store kept (:meth:`ReleaseStore.ingest_report`).
+        manifests: Period -> manifest of each published release.
+
+    Returns:
+        One dict per period: ``period``, ``demo_rows``, ``superseded``, ``duplicates`` (DEMO rows
+        FDA repeated verbatim), ``deleted``, ``dropped``, ``kept_missing``, ``missing`` (field ->
+        reports missing it, implausible values included; a report may miss several),
+        ``reports``, ``cases``, ``published``, ``released`` and ``withheld`` (None when not
+        published), ``lost`` (DEMO rows that reached no release; None when unknown).
+        Counts the ingest report does not hold are None.
+    """
+    out = []
+    for row in ingested:
+        period = row["period"]
+        rep = reports.get(period) or {}
+        demo = rep.get("demo_rows")
+        superseded = rep.get("superseded_reports")
+        read = rep.get("reports_read")
+        duplicates = (demo - superseded - read
+                      if None not in (demo, superseded, read) and demo - superseded - read >= 0
+                      else None)
+        manifest = manifests.get(period)
+        counts = (manifest or {}).get("counts") or {}
+        released = counts.get("cases") if manifest is not None else None
+        withheld = counts.get("suppressed") if manifest is not None else None
+        missing = rep.get("missing") or {}
+        out.append({
+            "period": period, "demo_rows": demo, "superseded": superseded,
+            "duplicates": duplicates, "deleted": rep.get("deleted_reports"),
+            "dropped": rep.get("dropped_reports"), "kept_missing": bool(rep.get("kept_missing")),
+            "missing": {f: missing.get(f) for f in MISSING_FIELDS if f in missing},
+            "reports": rep.get("reports", row.get("n_reports")),
+            "cases": rep.get("cases", row.get("n_cases")),
+            "published": bool(row.get("published")), "released": released,
+            "withheld": withheld,
+            "lost": (demo - released if demo is not None and released is not None else None),
+        })
+    return out
+
+
+def series_card(manifests: dict[str, dict], releases: Sequence[dict], ingested: Sequence[dict],
+                accounting: Sequence[dict], verdict: SeriesVerdict | None,
+                verify_error: str | None, ledger: LedgerSummary | None) -> SeriesCard:
+    """The :class:`SeriesCard` of a series (see :func:`collect_series_report`)."""
+    published = tuple(r["period"] for r in releases)
+    held = tuple(row["period"] for row in ingested if not row.get("published"))
+    empty = tuple(r["period"] for r in releases if not r["cases"])
+    cards = _model_cards(manifests, published)
+    verdicts = ({r.period: r.verdict for r in verdict.releases} if verdict is not None else {})
+    recorded = {p: ((manifests.get(p) or {}).get("verification") or {}).get("verdict")
+                for p in published}
+    lost = [row for row in accounting if row["published"] and row["lost"] is not None]
+    return SeriesCard(
+        models=cards, published=published, held_back=held, empty=empty, verdicts=verdicts,
+        recorded=recorded, violations=verdict.violations if verdict is not None else (),
+        verify_error=verify_error, findings=_findings(cards, releases, verdicts, empty),
+        max_epsilon=ledger.max_epsilon if ledger is not None else None,
+        ingest_dropped=(sum(row["lost"] for row in lost), sum(row["demo_rows"] for row in lost)))
 
 
 def store_originals(db: ReleaseStore, periods: Sequence[str]) -> tuple[dict, dict]:
@@ -164,6 +498,7 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
                              "first.")
         frame = db.periods()
         ingested = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
+        ingest_reports = {row["period"]: db.ingest_report(row["period"]) for row in ingested}
         series = load_series(store=db)
         if background is not None:
             background.check(series.qids)
@@ -173,14 +508,26 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
     step(f"{path.name}: read")
     evaluation = evaluate_series(series, originals, original_rows, rules=list(rules),
                                  background=background, md=md)
+    # the gate's verdict now, over the whole series: a later release can break an earlier one,
+    # which the verdict recorded at publication cannot show
+    try:
+        verdict, verify_error = verify_series(series), None
+    except InputFormatError as exc:
+        verdict, verify_error = None, str(exc)
     step(f"{path.name}: evaluated")
     # a ledger of paper-variant rows only spent no ε (their nominal ε bounds nothing)
     ledger = summarize_ledger(ledger_rows) if len(dp_rows(ledger_rows)) else None
-    profiles = {p: generalization_profile(series, p) for p in series.periods}
+    manifests = {p: dict(series.manifests.get(p, {})) for p in series.periods}
+    perturbed = {p: tuple(getattr(_model(manifests[p], p), "perturbed", ()))
+                 for p in series.periods}
+    profiles = {p: generalization_profile(series, p, perturbed[p]) for p in series.periods}
+    accounting = ingest_accounting(ingested, ingest_reports, manifests)
+    card = series_card(manifests, evaluation["releases"], ingested, accounting, verdict,
+                       verify_error, ledger)
     return SeriesReport(name=name or path.name, store=str(store), schema=schema_name,
-                        ingested=ingested, evaluation=evaluation,
-                        manifests={p: dict(series.manifests.get(p, {})) for p in series.periods},
-                        profiles=profiles, ledger=ledger, rules=tuple(rules))
+                        ingested=ingested, evaluation=evaluation, manifests=manifests,
+                        profiles=profiles, ledger=ledger, rules=tuple(rules),
+                        accounting=accounting, card=card)
 
 
 def signal_tally(report: SeriesReport) -> tuple[int, int, int]:
@@ -193,6 +540,31 @@ def signal_tally(report: SeriesReport) -> tuple[int, int, int]:
             lost += before and not after
             spurious += after and not before
     return kept, lost, spurious
+
+
+def rule_tally(report: SeriesReport) -> list[dict]:
+    """Per rule, over all releases: ``rule`` (its name), ``original`` (releases where the
+    original data signals), ``kept``, ``lost``, ``spurious`` and ``infinite`` (releases where
+    the original PRR is infinite)."""
+    rows: dict[str, dict] = {}
+    for rel in report.releases:
+        for s in rel.get("signals", []):
+            name = rule_name(s["rule"])
+            row = rows.setdefault(name, {"rule": name, "original": 0, "kept": 0, "lost": 0,
+                                         "spurious": 0, "infinite": 0})
+            before, after = s["original"]["signal"], s["release"]["signal"]
+            row["original"] += before
+            row["kept"] += before and after
+            row["lost"] += before and not after
+            row["spurious"] += after and not before
+            row["infinite"] += s["original"]["prr"] == "inf"
+    return list(rows.values())
+
+
+def rule_name(rule: dict) -> str:
+    """A rule as the report names it: ``DRUG -> Reaction | condition``."""
+    condition = f" | {rule['condition']}" if rule.get("condition") else ""
+    return f"{rule['drug']} -> {rule['reaction']}{condition}"
 
 
 def check_report_names(reports: Sequence[SeriesReport]) -> None:

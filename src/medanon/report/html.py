@@ -1,7 +1,15 @@
 """The report as one self-contained HTML page: inline CSS, figures as embedded PNG, no script.
 
 Nothing on the page is fetched from anywhere, so it can be mailed, archived with a release, or
-opened on a machine with no network. Every value shown comes from a :class:`SeriesReport`.
+opened on a machine with no network. Every value shown comes from a :class:`SeriesReport`, and
+every guarantee or caveat from the privacy-model objects through it (never typed here).
+
+The page opens with one summary card per series (what was promised, what was not, what verify
+and the attacks say about it), then compares the series in figures, then gives each series in
+detail: ingest accounting, per-period metrics, signals, generalization, ε ledger, manifests. A
+glossary closes it. Each figure's ``<img>`` carries what it shows as data attributes
+(``data-axes``: title and axis labels per axes; ``data-texts``: every drawn text with its box in
+image pixels), so a test can check labels and overlaps without reading pixels.
 """
 
 from __future__ import annotations
@@ -9,6 +17,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -17,8 +26,10 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import ValidationError
+from ..metrics.signals import format_ratio
 from . import plots
-from .collect import SeriesReport, check_report_names, signal_tally
+from .collect import (ModelCard, SeriesReport, check_report_names, rule_name, rule_tally,
+                      signal_tally)
 
 __all__ = ["render_report", "write_report"]
 
@@ -37,17 +48,43 @@ table { border-collapse: collapse; margin: .5rem 0 1rem 0; font-size: .85rem; }
 th, td { border-bottom: 1px solid #e3e6ea; padding: .25rem .6rem; text-align: right; }
 th { background: #eef1f5; }
 td.l, th.l { text-align: left; }
+div.wide { overflow-x: auto; max-width: 100%; }
+tr.total td { font-weight: 600; border-top: 2px solid #c8ced6; }
 .ok { color: #12723b; font-weight: 600; }
 .bad { color: #b3261e; font-weight: 600; }
+.warn { color: #8a5300; font-weight: 600; }
 .note { color: #555; font-size: .85rem; }
-img { max-width: 100%; height: auto; display: block; margin: .6rem 0; }
+figure.plot { margin: .8rem 0; }
+img.plot { width: 100%; height: auto; display: block; }
 details { margin: .4rem 0; }
 summary { cursor: pointer; font-weight: 600; }
 pre { background: #f3f4f6; padding: .6rem; overflow-x: auto; font-size: .75rem; }
 dl { display: grid; grid-template-columns: max-content auto; gap: .15rem 1rem; font-size: .85rem; }
 dt { font-weight: 600; }
 dd { margin: 0; }
+.card { border: 1px solid #c8ced6; border-left: 6px solid #16324f; border-radius: 6px;
+        padding: .8rem 1.2rem; margin: 1rem 0; background: #fff; }
+.card.state-ok { border-left-color: #12723b; } .card.state-warn { border-left-color: #d08a00; }
+.card.state-bad { border-left-color: #b3261e; }
+.card h3 { margin: 0 0 .5rem 0; font-size: 1.15rem; }
+.card h4 { margin: .7rem 0 .3rem 0; font-size: .95rem; color: #16324f; }
+.card dl { font-size: .88rem; }
+.badge { font-size: .8rem; padding: .1rem .5rem; border-radius: 1rem; margin-left: .6rem;
+         vertical-align: middle; }
+.badge.ok { background: #e3f3e8; } .badge.warn { background: #fdf0d5; }
+.badge.bad { background: #fbe3e1; }
+ul.findings li.ok, ul.findings li.warn, ul.findings li.bad { font-weight: normal; }
+ul.findings li.warn::marker, ul.findings li.bad::marker { content: "⚠ "; }
+.caveat { background: #fdf0d5; border-radius: 4px; padding: .45rem .7rem; margin: .5rem 0;
+          font-size: .88rem; }
+.promise { background: #eef1f5; border-radius: 4px; padding: .45rem .7rem; margin: .5rem 0;
+           font-size: .88rem; }
+ul.findings { margin: .4rem 0; padding-left: 1.2rem; font-size: .88rem; }
+ul.findings li { margin: .2rem 0; }
+.terms { font-size: .85rem; }
 """
+
+_ATTACKERS = {"likelihood-weighted": "likelihood", "hard-exclusion": "hard"}
 
 
 def _fmt(value: object, digits: int = 3) -> str:
@@ -60,19 +97,56 @@ def _fmt(value: object, digits: int = 3) -> str:
     return escape(str(value))
 
 
-def _img(fig, alt: str) -> str:
+def _count(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def _share(part: int | None, whole: int | None) -> str:
+    return "–" if part is None or not whole else f"{part / whole:.0%}"
+
+
+def _span(periods: Sequence[str]) -> str:
+    if not periods:
+        return "none"
+    return periods[0] if len(periods) == 1 else f"{periods[0]}–{periods[-1]}"
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9]+", "-", name).strip("-").lower() or "series"
+
+
+def _img(fig, alt: str, kind: str) -> str:
+    """The figure as an embedded PNG, with what it shows as data attributes (see the module
+    docstring): the test reads them instead of guessing from pixels."""
+    meta = plots.figure_meta(fig)
     data = base64.b64encode(plots.figure_png(fig)).decode("ascii")
-    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
+    attrs = {"data-figure": kind, "data-width": str(meta["width"]),
+             "data-height": str(meta["height"]),
+             "data-axes": json.dumps(meta["axes"], ensure_ascii=False),
+             "data-texts": json.dumps(meta["texts"], ensure_ascii=False)}
+    extra = " ".join(f'{k}="{escape(v, quote=True)}"' for k, v in attrs.items())
+    return (f'<figure class="plot"><img alt="{escape(alt)}" src="data:image/png;base64,{data}" '
+            f'class="plot" {extra}></figure>')
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> str:
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1,
+           total: Sequence[str] | None = None) -> str:
     """An HTML table; the first ``left`` columns are text (left-aligned). Cells are escaped
     by the caller (they may hold markup such as a verdict's class)."""
     head = "".join(f'<th class="l">{escape(h)}</th>' if i < left else f"<th>{escape(h)}</th>"
                    for i, h in enumerate(header))
-    body = "".join("<tr>" + "".join(f'<td class="l">{c}</td>' if i < left else f"<td>{c}</td>"
-                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    def row_html(row: Sequence[str], css: str = "") -> str:
+        cells = "".join(f'<td class="l">{c}</td>' if i < left else f"<td>{c}</td>"
+                        for i, c in enumerate(row))
+        return f'<tr{f" class={css!r}" if css else ""}>{cells}</tr>'
+
+    body = "".join(row_html(row) for row in rows)
+    if total is not None:
+        body += row_html(total, "total")
+    # a wide table scrolls inside its section instead of running past the page's edge
+    return (f'<div class="wide"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody>'
+            "</table></div>")
 
 
 def _mean(values: list) -> float | None:
@@ -85,88 +159,341 @@ def _max(values: list) -> float | None:
     return max(values) if values else None
 
 
+def _filled(r: SeriesReport) -> list[dict]:
+    """The releases that publish at least one case: an empty release has no NIL or DIR (0/0),
+    and must not pull a mean to 0 or pass as 'all passed'."""
+    return [x for x in r.releases if x["cases"]]
+
+
+# ---------------------------------------------------------------------------- summary cards
+def _card_state(r: SeriesReport) -> str:
+    card = r.card
+    kinds = {kind for kind, _ in card.findings}
+    if card.failed or card.verify_error or "bad" in kinds:
+        return "bad"
+    if card.empty or card.held_back or "warn" in kinds:
+        return "warn"
+    return "ok"
+
+
+def _verify_badge(r: SeriesReport) -> str:
+    card = r.card
+    if card.verify_error:
+        return '<span class="badge bad">verify could not run</span>'
+    filled = [p for p in card.published if p not in card.empty]
+    passed = sum(card.verdicts.get(p) == "passed" for p in filled)
+    failed = [p for p in filled if card.verdicts.get(p) != "passed"]
+    parts = []
+    if failed:
+        parts.append(f"{len(failed)} of {len(filled)} not passed")
+    elif filled:
+        parts.append(f"{passed} of {len(filled)} passed")
+    if card.empty:
+        parts.append(f"{len(card.empty)} empty (nothing checked)")
+    state = "bad" if failed else ("warn" if card.empty or not filled else "ok")
+    return f'<span class="badge {state}">verify now: {escape("; ".join(parts))}</span>'
+
+
+def _attack_badge(r: SeriesReport) -> str:
+    filled = _filled(r)
+    worst = _max([x["dir"] for x in filled])
+    if worst is None:
+        return ""
+    dsr = _max([x["dsr"] for x in filled]) or 0.0
+    state = "warn" if worst > 0 or dsr > 0 else "ok"
+    return (f'<span class="badge {state}">attacks: max DIR {worst:.2f}, max DSR '
+            f"{dsr:.2f}</span>")
+
+
+def _theta_terms(m: ModelCard) -> str:
+    """Every per-term θ, grouped by value, with the releases that set it when not all did."""
+    if not m.theta_overrides:
+        return "none: every term has the default θ"
+    by_value: dict[float, list[str]] = {}
+    for term, values in m.theta_overrides.items():
+        for value, periods in values.items():
+            where = "" if len(periods) == len(m.periods) else f" ({len(periods)}/{len(m.periods)})"
+            by_value.setdefault(value, []).append(escape(term) + where)
+    parts = []
+    for value in sorted(by_value):
+        meaning = (" — no limit: a group may consist only of cases with the term"
+                   if value >= 1.0 else "")
+        parts.append(f"<b>θ = {value:g}</b>{meaning}: {', '.join(by_value[value])}")
+    if any(len(p) < len(m.periods) for values in m.theta_overrides.values()
+           for p in values.values()):
+        # the frequency rule is resolved per release, so a term's θ can change between them
+        parts.append(f'<span class="note">(n/{len(m.periods)}: the term had this θ in n of the '
+                     f"{len(m.periods)} releases, the default in the others)</span>")
+    return "<br>".join(parts)
+
+
+def _theta_rule(m: ModelCard) -> str:
+    rule = m.theta_rule or {}
+    kind = rule.get("kind")
+    if kind == "frequency":
+        return (f"the frequency rule (001): θ {rule.get('low')} for rare terms, "
+                f"{rule.get('mid')} for common, {rule.get('high')} for frequent ones")
+    if kind:
+        details = ", ".join(f"{k} {v}" for k, v in rule.items() if k != "kind")
+        return f"{kind}" + (f" ({details})" if details else "")
+    return "as declared per release"
+
+
+def _model_block(m: ModelCard) -> str:
+    if m.model is None:
+        return (f"<h4>{escape(_span(m.periods))}: method {escape(m.method)}, no privacy "
+                "model</h4>" + '<div class="caveat"><b>Does not protect:</b> anything — the '
+                "releases declare no privacy model, so nothing vouches for them.</div>")
+    scope = ("per release only" if m.scope == "release"
+             else f"across the linked releases (answers {', '.join(m.attacks) or 'no attack'})")
+    defaults = ", ".join(f"{d:g}" for d in m.theta_defaults) or "–"
+    n_terms = len(m.theta_overrides)
+    if m.epsilon_per_case is not None:
+        epsilon = (f"{escape(m.epsilon_per_case)} per case per release "
+                   f"(perturbed QIDs: {escape(', '.join(m.perturbed) or 'none')})")
+    elif m.epsilon_nominal is not None:
+        epsilon = (f"not differentially private (nominal ε {escape(m.epsilon_nominal)} only "
+                   "sets the noise scale)")
+    else:
+        epsilon = "not differentially private (no ε)"
+    if m.scope == "release":
+        lifespan = "not applicable: the model considers each release alone"
+    elif m.lifespan is None:
+        lifespan = "every release (CaseIDs never expire)"
+    else:
+        lifespan = f"{m.lifespan} period(s): links further apart are not covered"
+    facts = [("method", escape(m.method)),
+             ("privacy model", f"{escape(m.model)} — {escape(scope)}"),
+             ("releases", f"{escape(_span(m.periods))} ({len(m.periods)})"),
+             ("k", _fmt(m.k)),
+             ("θ", f"default {escape(defaults)}; {n_terms} term(s) with their own θ, from "
+                   f"{escape(_theta_rule(m))}"),
+             ("θ per term", f'<span class="terms">{_theta_terms(m)}</span>'),
+             ("ε", epsilon), ("life span", escape(lifespan))]
+    if m.acknowledged:  # the checks the publisher overrode on purpose (medanon release --allow-*)
+        facts.append(("overrides given", "; ".join(
+            f"{escape(_OVERRIDE_TEXT.get(name, name))} ({escape(_span(found))})"
+            for name, found in m.acknowledged.items())))
+    return (f"<h4>{escape(_span(m.periods))}: {escape(m.model)}</h4>"
+            + "<dl>" + "".join(f"<dt>{escape(k)}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"
+            + '<div class="caveat"><b>Does not protect:</b> '
+            + (escape(m.does_not_guarantee) if m.does_not_guarantee is not None
+               else "unknown: the manifest cannot be read as this model (see verify below)")
+            + "</div>"
+            + f'<div class="promise"><b>Guarantees</b> (the model of {escape(m.periods[-1])}): '
+            + f'{escape(m.guarantee or "")}</div>')
+
+
+#: what each safety override of ``medanon release`` means, for the summary card
+_OVERRIDE_TEXT = {
+    "allow_unprotected": "--allow-unprotected: raw records published (method none)",
+    "allow_unknown_terms": "--allow-unknown-terms: θ terms the data did not hold were accepted",
+    "allow_gap": "--allow-gap: published past a missing or empty period",
+    "allow_short_lifespan": "--allow-short-lifespan: the life span is shorter than the data's "
+                            "follow-ups",
+}
+
+
+def _card(r: SeriesReport) -> str:
+    card = r.card
+    filled = _filled(r)
+    kept, lost, spurious = signal_tally(r)
+    dropped, demo = card.ingest_dropped
+    periods = [("published", f"{len(card.published)}: {escape(_span(card.published))}"),
+               ("held back", (escape(", ".join(card.held_back)) + " (ingested, not published)"
+                              if card.held_back else "none"))]
+    if card.empty:
+        periods.append(("empty releases", escape(", ".join(card.empty))
+                        + " — published with 0 cases: no metric, nothing checked"))
+    numbers = [
+        ("ingest", (f"{demo:,} DEMO rows → {demo - dropped:,} released cases; {dropped:,} "
+                    f"({_share(dropped, demo)}) deleted, superseded, dropped for missing values "
+                    "or withheld" if demo else "no ingest report")),
+        ("after the attacks", (f"max DIR {_fmt(_max([x['dir'] for x in filled]), 2)}, "
+                               f"max DSR {_fmt(_max([x['dsr'] for x in filled]), 2)}, "
+                               f"{sum(x['reidentified'] for x in filled)} case(s) re-identified"
+                               if filled else "no case published")),
+        ("information loss", (f"mean NIL {_fmt(_mean([x['nil'] for x in filled]))}"
+                              if filled else "none (no case published)")),
+        ("signals", (f"{kept} kept, {lost} lost, {spurious} spurious" if r.rules
+                     else "no rules given")),
+        ("max ε per case", escape(card.max_epsilon) if card.max_epsilon else "not DP"),
+    ]
+    findings = "".join(f'<li class="{kind}">{escape(text)}</li>' for kind, text in card.findings)
+    if card.verify_error:
+        findings += f'<li class="bad">verify could not run: {escape(card.verify_error)}</li>'
+    changed = [p for p in card.published
+               if card.recorded.get(p) and card.verdicts.get(p)
+               and card.recorded[p] != card.verdicts[p]]
+    if changed:
+        findings += (f'<li class="bad">verify now differs from the verdict recorded at '
+                     f"publication for {escape(', '.join(changed))}: a later release changed "
+                     "what an attacker can link.</li>")
+    return (f'<article class="card state-{_card_state(r)}" id="card-{_slug(r.name)}" '
+            f'data-series="{escape(r.name, quote=True)}">'
+            f"<h3>{escape(r.name)}{_verify_badge(r)}{_attack_badge(r)}</h3>"
+            + "<dl>" + "".join(f"<dt>{escape(k)}</dt><dd>{v}</dd>" for k, v in periods + numbers)
+            + "</dl>" + "".join(_model_block(m) for m in card.models)
+            + (f'<h4>Verify and the attacks</h4><ul class="findings">{findings}</ul>'
+               if findings else "")
+            + "</article>")
+
+
 def _summary(reports: Sequence[SeriesReport]) -> str:
     rows = []
     for r in reports:
-        rels = r.releases
+        rels, filled = r.releases, _filled(r)
         methods = sorted({str(x["method"]) for x in rels})
         kept, lost, spurious = signal_tally(r)
-        verdicts = [(r.manifests[x["period"]].get("verification") or {}).get("verdict")
-                    for x in rels]
-        failed = sum(v not in (None, "passed") for v in verdicts)
+        card = r.card
+        bad = [p for p in card.published if p not in card.empty
+               and card.verdicts.get(p) != "passed"]
+        if card.verify_error:
+            gate = '<span class="bad">could not run</span>'
+        elif bad:
+            gate = f'<span class="bad">{len(bad)} not passed</span>'
+        elif not filled:
+            gate = '<span class="warn">nothing checked (all empty)</span>'
+        elif card.empty:
+            gate = (f'<span class="warn">{len(filled)} passed, {len(card.empty)} empty</span>')
+        elif any(kind == "warn" for kind, _ in card.findings):
+            # passing its own model while the attacks break it is no all-clear (card findings)
+            gate = '<span class="warn">passed its own model; the attacks find more</span>'
+        else:
+            gate = '<span class="ok">all passed</span>'
         rows.append([
             escape(r.name), escape(", ".join(methods)), str(len(rels)),
-            str(sum(x["cases"] for x in rels)), _fmt(_mean([x["nil"] for x in rels])),
-            _fmt(_max([x["dir"] for x in rels])), _fmt(_max([x["dsr"] for x in rels])),
-            _fmt(_max([x["ssgr"] for x in rels])), str(sum(x["reidentified"] for x in rels)),
+            str(sum(x["cases"] for x in rels)), _fmt(_mean([x["nil"] for x in filled])),
+            _fmt(_max([x["dir"] for x in filled])), _fmt(_max([x["dsr"] for x in filled])),
+            _fmt(_max([x["ssgr"] for x in filled])),
+            str(sum(x["reidentified"] for x in filled)),
             (f"{kept} kept, {lost} lost, {spurious} spurious" if r.rules else "no rules given"),
-            (escape(r.ledger.max_epsilon) if r.ledger else "not DP"),
-            (f'<span class="bad">{failed} not passed</span>' if failed
-             else '<span class="ok">all passed</span>'),
+            (escape(r.ledger.max_epsilon) if r.ledger else "not DP"), gate,
         ])
     return ("<section><h2>Summary</h2>"
+            + "".join(_card(r) for r in reports)
+            + "<h3>The series side by side</h3>"
             + _table(["series", "method", "releases", "cases", "mean NIL", "max DIR", "max DSR",
                       "max SSGR", "re-identified (RR)", "signals", "max ε per case",
-                      "verify gate"], rows, left=2)
-            + '<p class="note">DIR: share of groups an attacker linking the releases (B-, F-, '
-              "L-attacks; MD when the model declares it) narrows to fewer than k candidate "
-              "cases. DSR: share of groups where a sensitive term's share among the remaining "
-              "candidates exceeds its θ. RR re-identified: cases whose candidate set shrinks to "
-              "one under 000's record-linkage attack. On differentially private releases "
-              "(PPMS-DP, strict variant) these are the likelihood-weighted attacker's numbers: "
-              "noisy QIDs never exclude a candidate, they weigh it; a group is dangerous when "
-              "some candidate's posterior exceeds 1/k, and a case is re-identified when its own "
-              "record's posterior exceeds 1/2. The verify gate checks the exclusions that hold "
-              "for sure (DIR hard in the period tables) and records the combined posterior "
-              "bound, so a release can pass the gate while this attacker still succeeds. "
-              "Signals compare each rule's PRR/χ² criterion on the original data and on the "
-              "release.</p></section>")
+                      "verify now"], rows, left=2)
+            + '<p class="note">Empty releases (no case) are left out of the means and maxima: '
+              "their ratios are 0/0, not 0. DIR and DSR are the attacks' numbers (the "
+              "likelihood-weighted attacker's on strict PPMS-DP releases); verify checks what "
+              "each release's own model promises, which the cards above reconcile with them. "
+              "Every term is explained in the glossary at the end.</p></section>")
 
 
+# ---------------------------------------------------------------------------------- figures
 def _figures(reports: Sequence[SeriesReport]) -> str:
     parts = ["<section><h2>What was published</h2>",
-             _img(plots.volume_figure(reports), "cases and groups per period"),
-             _img(plots.nil_figure(reports), "information loss per period"),
+             _img(plots.volume_figure(reports), "cases and groups per period", "volume"),
+             _img(plots.nil_figure(reports), "information loss per period", "nil"),
              "</section><section><h2>What an attacker could do</h2>",
-             _img(plots.disclosure_figure(reports), "disclosure after the attacks per period"),
+             _img(plots.disclosure_figure(reports), "disclosure after the attacks per period",
+                  "disclosure"),
              "</section><section><h2>What the release still tells an analyst</h2>"]
     signals = plots.signals_figure(reports)
     if signals is None:
         parts.append('<p class="note">No signal rules were given (<code>--rules FILE</code>), '
                      "so no signal was compared.</p>")
     else:
-        parts.append(_img(signals, "PRR original versus release per rule"))
+        parts.append(_img(signals, "PRR original versus release per rule", "signals"))
+        parts.append('<p class="note">PRR on a log scale. ▲ on the top edge: PRR infinite (c = '
+                     "0, the reaction is never reported without the drug: the strongest "
+                     "disproportionality, and a signal when a ≥ 3). ▽ on the bottom edge: fewer "
+                     "than 3 reports (a &lt; 3), where 001 sets PRR to 0. An undefined PRR (no "
+                     "report without the drug) is not drawn. Nothing is ever drawn at 0.</p>")
     parts.append("</section>")
     return "".join(parts)
+
+
+# ---------------------------------------------------------------------- per-series details
+def _missing_text(missing: dict[str, int | None]) -> str:
+    return ", ".join(f"{f} {n:,}" for f, n in missing.items() if n) or "–"
+
+
+def _accounting(r: SeriesReport) -> str:
+    rows = r.accounting
+    if not rows:
+        return ""
+    body = []
+    for row in rows:
+        dropped = ("kept (--keep-missing)" if row["kept_missing"] else _count(row["dropped"]))
+        body.append([escape(row["period"]), _count(row["demo_rows"]), _count(row["superseded"]),
+                     _count(row["duplicates"]), _count(row["deleted"]), dropped,
+                     escape(_missing_text(row["missing"])), _count(row["reports"]),
+                     _count(row["cases"]),
+                     _count(row["withheld"]) if row["published"] else "–",
+                     _count(row["released"]) if row["published"] else "not published",
+                     _share(row["lost"], row["demo_rows"])])
+
+    pub = [row for row in rows if row["published"]]
+
+    def total(key: str) -> int | None:
+        values = [row[key] for row in pub]
+        return None if not values or None in values else sum(values)
+
+    total_row = None
+    if pub:
+        fields = {f: sum(row["missing"].get(f) or 0 for row in pub)
+                  for f in dict.fromkeys(f for row in pub for f in row["missing"])}
+        total_row = ["published", _count(total("demo_rows")), _count(total("superseded")),
+                     _count(total("duplicates")), _count(total("deleted")),
+                     _count(total("dropped")), escape(_missing_text(fields)),
+                     _count(total("reports")), _count(total("cases")), _count(total("withheld")),
+                     _count(total("released")), _share(total("lost"), total("demo_rows"))]
+    return ("<h3>Ingest accounting: where the DEMO rows went</h3>"
+            + _table(["period", "DEMO rows", "superseded", "duplicate", "deleted (FDA)",
+                      "dropped: missing values", "missing, by field", "reports in", "cases in",
+                      "withheld", "released", "lost"], body, left=1, total=total_row)
+            + '<p class="note">DEMO rows → superseded (an older version of a case in the same '
+              "quarter) → duplicate (rows FDA repeated verbatim) → deleted (on an FDA DELETE "
+              "list) → dropped for missing values (a report may miss several fields, so the "
+              "by-field counts overlap; implausible ages and weights count as missing) → "
+              "reports in → cases in (follow-ups of a quarter combined) → withheld by the method "
+              "→ released. Lost: share of DEMO rows that reached no release.</p>")
+
+
+def _metric(x: dict, key: str, digits: int = 3) -> str:
+    return "empty" if not x["cases"] else _fmt(x.get(key), digits)
 
 
 def _period_table(r: SeriesReport) -> str:
     ingested = {row["period"]: row for row in r.ingested}
     rows = []
     for x in r.releases:
-        verdict = (r.manifests[x["period"]].get("verification") or {}).get("verdict")
-        css = "ok" if verdict == "passed" else "bad"
-        shown = f'<span class="{css}">{escape(verdict)}</span>' if verdict else "not checked"
-        source = ingested.get(x["period"], {})
-        bound = (r.manifests[x["period"]].get("verification") or {}).get("bound") or {}
-        rows.append([escape(x["period"]), escape(str(x["method"])),
+        period = x["period"]
+        now = r.card.verdicts.get(period)
+        recorded = (r.manifests[period].get("verification") or {}).get("verdict")
+        if not x["cases"]:
+            shown = '<span class="warn">empty: nothing checked</span>'
+        elif now:
+            css = "ok" if now == "passed" else "bad"
+            shown = f'<span class="{css}">{escape(now)}</span>'
+            if recorded and recorded != now:
+                shown += f' <span class="note">(at publication: {escape(recorded)})</span>'
+        else:
+            shown = escape(recorded) if recorded else "not checked"
+        source = ingested.get(period, {})
+        bound = (r.manifests[period].get("verification") or {}).get("bound") or {}
+        rows.append([escape(period), escape(str(x["method"])),
                      _fmt(source.get("n_reports")), _fmt(source.get("n_cases")), str(x["cases"]),
-                     str(x["groups"]), _fmt(x["nil"]), _fmt(x["nil_star"]),
-                     escape(_ATTACKERS.get(x.get("attacker"), "hard")), _fmt(x["dir"]),
-                     _fmt(x["dsr"]), _fmt(x["ssgr"]), escape(x["attacks"]), _fmt(x["rr"], 4),
-                     _fmt(x["ar_rev"], 4), _fmt(x.get("dir_hard")),
+                     str(x["groups"]), _metric(x, "nil"), _metric(x, "nil_star"),
+                     escape(_ATTACKERS.get(x.get("attacker"), "hard")), _metric(x, "dir"),
+                     _metric(x, "dsr"), _metric(x, "ssgr"), escape(x["attacks"]),
+                     _metric(x, "rr", 4), _metric(x, "ar_rev", 4), _metric(x, "dir_hard"),
                      _fmt(bound.get("max_posterior")), shown])
-    return (_table(["period", "method", "reports in", "cases in", "cases out", "groups", "NIL",
-                    "NIL*", "attacker", "DIR", "DSR", "SSGR", "attacks", "RR", "AR_rev",
-                    "DIR hard", "posterior bound", "verify gate"], rows, left=2)
+    return ("<h3>Per release</h3>"
+            + _table(["period", "method", "reports in", "cases in", "cases out", "groups", "NIL",
+                      "NIL*", "attacker", "DIR", "DSR", "SSGR", "attacks", "RR", "AR_rev",
+                      "DIR hard", "posterior bound", "verify now"], rows, left=2)
             + '<p class="note">attacker: "likelihood" on strict PPMS-DP releases (DIR, DSR, RR '
               "and AR_rev from the posterior over candidates weighted by their noisy QIDs), "
               '"hard" elsewhere. DIR hard: exclusions that hold for sure, the DIR the gate '
               "checks. Posterior bound: the largest posterior the gate's combined DP bound "
-              "allows (recorded, and enforced only with dp-aware grouping).</p>")
-
-
-_ATTACKERS = {"likelihood-weighted": "likelihood", "hard-exclusion": "hard"}
+              "allows (recorded, and enforced only with dp-aware grouping). verify now: the "
+              "gate run over the series as it stands; a later release can break an earlier "
+              "one.</p>")
 
 
 def _signal_table(r: SeriesReport) -> str:
@@ -177,14 +504,27 @@ def _signal_table(r: SeriesReport) -> str:
             changed = o["signal"] != rel["signal"]
             flag = (f'<span class="bad">{_fmt(o["signal"])} → {_fmt(rel["signal"])}</span>'
                     if changed else _fmt(o["signal"]))
-            rows.append([escape(x["period"]), escape(plots._rule_name(s["rule"])),
-                         str(o["count"]), str(rel["count"]), _fmt(o["prr"], 2),
-                         _fmt(rel["prr"], 2), _fmt(o["ror"], 2), _fmt(rel["ror"], 2), flag])
+            rows.append([escape(x["period"]), escape(rule_name(s["rule"])),
+                         str(o["count"]), str(rel["count"]),
+                         *(escape(format_ratio(side[k], side.get(f"{k}_corrected"), a=side["a"]))
+                           for k in ("prr", "ror") for side in (o, rel)),
+                         _fmt(o["chi_square"], 1), _fmt(rel["chi_square"], 1), flag])
     if not rows:
         return ""
-    return ("<h3>Signals, original versus release</h3>"
+    tally = [[escape(t["rule"]), str(t["original"]), str(t["kept"]),
+              f'<span class="bad">{t["lost"]}</span>' if t["lost"] else "0",
+              f'<span class="bad">{t["spurious"]}</span>' if t["spurious"] else "0",
+              str(t["infinite"])] for t in rule_tally(r)]
+    return ("<h3>Signals per rule: kept and lost</h3>"
+            + _table(["rule", "releases signalling (original)", "kept", "lost", "spurious",
+                      "original PRR ∞"], tally)
+            + "<h3>Signals, original versus release</h3>"
             + _table(["period", "rule", "count orig", "count rel", "PRR orig", "PRR rel",
-                      "ROR orig", "ROR rel", "signal"], rows, left=2))
+                      "ROR orig", "ROR rel", "χ² orig", "χ² rel", "signal"], rows, left=2)
+            + '<p class="note">∞: c = 0 (for ROR: b·c = 0), with the Haldane–Anscombe corrected '
+              "value (HA, +0.5 in every cell) beside it; n/a: undefined (no report without the "
+              "drug); 0 (a&lt;3): fewer than 3 reports, set to 0 by 001's rule. Signal: a ≥ 3 "
+              "and (PRR = ∞ or PRR ≥ 2 and χ² ≥ 4).</p>")
 
 
 def _ledger(r: SeriesReport) -> str:
@@ -197,7 +537,7 @@ def _ledger(r: SeriesReport) -> str:
             + f"<p>{led.cases} cases charged over {len(led.periods)} release(s); max "
               f"{escape(led.max_epsilon)}, mean {led.mean_epsilon:.4g}, median "
               f"{led.median_epsilon:.4g}, p90 {led.quantiles['p90']:.4g}.</p>"
-            + (_img(figure, "epsilon ledger") if figure is not None else "")
+            + (_img(figure, "epsilon ledger", "ledger") if figure is not None else "")
             + _table(["case", "ε", "releases"],
                      [[escape(str(w["case_id"])), escape(str(w["epsilon"])),
                        escape(str(w["releases"]))] for w in led.worst_cases])
@@ -235,11 +575,13 @@ def _why(manifest: dict) -> tuple[str, dict]:
         overrides = theta.get("overrides") or {}
         lines.append(f"θ per sensitive term: default {theta.get('default')}, "
                      f"{len(overrides)} term(s) with their own θ"
-                     + (f" ({', '.join(f'{k} {v}' for k, v in list(overrides.items())[:8])}"
-                        + (", ..." if len(overrides) > 8 else "") + ")" if overrides else ""))
+                     + (f" ({', '.join(f'{k} {v}' for k, v in overrides.items())})"
+                        if overrides else ""))
     counts = manifest.get("counts") or {}
     if counts.get("suppressed"):
         lines.append(f"{counts['suppressed']} case(s) withheld from the release.")
+    if not counts.get("cases") and "cases" in counts:
+        lines.append("The release is empty: it publishes no case.")
     if not lines:
         lines.append("The manifest states no reason (method without a privacy model?).")
     return "<ul>" + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul>", details
@@ -255,7 +597,8 @@ def _manifests(r: SeriesReport) -> str:
         for q in r.profiles[period]:
             levels = (", ".join(f"level {lvl}: {share:.0%}" for lvl, share in q.levels.items())
                       if q.kind == "categorical" else f"mean width {q.mean_width:.0%} of range")
-            profile_rows.append([escape(q.name), escape(q.kind), f"{q.exact:.0%}",
+            profile_rows.append([escape(q.name), escape(q.kind),
+                                 f"{q.exact:.0%} {q.specific_label}",
                                  f"{1 - q.exact - q.suppressed:.0%}", f"{q.suppressed:.0%}",
                                  escape(levels)])
         parts.append(
@@ -269,9 +612,9 @@ def _manifests(r: SeriesReport) -> str:
                   + [(f"verification {k}", v) for k, v in _flatten(m.get("verification") or {})]
                   + [(f"randomness {k}", v) for k, v in _flatten(m.get("rng") or {})]
                   + [("published at", str(m.get("published_at")))])
-            + "<p><b>What was generalized or withheld, and why</b></p>" + why
-            + _table(["QID", "kind", "exact", "generalized", "suppressed (*)", "levels"],
-                     profile_rows, left=2)
+            + "<p><b>What was generalized, perturbed or withheld, and why</b></p>" + why
+            + _table(["QID", "kind", "most specific (exact or perturbed)", "generalized",
+                      "suppressed (*)", "levels"], profile_rows, left=2)
             + (_dl([(f"detail {k}", v) for k, v in _flatten(details)]) if details else "")
             + "<details><summary>full manifest (JSON)</summary><pre>"
             + escape(json.dumps(m, indent=2, sort_keys=True, default=str)) + "</pre></details>"
@@ -282,9 +625,64 @@ def _manifests(r: SeriesReport) -> str:
 def _series_section(r: SeriesReport) -> str:
     return (f"<section><h2>Series {escape(r.name)}</h2>"
             f'<p class="note">store {escape(r.store)}, schema {escape(r.schema)}</p>'
-            + _period_table(r) + _signal_table(r)
-            + _img(plots.generalization_figure(r), f"generalization profile of {r.name}")
+            + _accounting(r) + _period_table(r) + _signal_table(r)
+            + _img(plots.generalization_figure(r), f"generalization profile of {r.name}",
+                   "generalization")
             + _ledger(r) + _manifests(r) + "</section>")
+
+
+# --------------------------------------------------------------------------------- glossary
+#: (term, meaning, better direction) of every metric the page shows.
+GLOSSARY: tuple[tuple[str, str, str], ...] = (
+    ("k", "every QID-group must keep at least k candidate cases", "higher protects more"),
+    ("θ (theta)", "the largest share a sensitive term may have among a group's candidates; "
+     "θ = 1 sets no limit for that term", "lower protects more"),
+    ("ε (epsilon)", "differential-privacy loss of a case, per release and summed over the "
+     "releases it appears in", "lower protects more"),
+    ("life span", "how many periods apart the model assumes releases can be linked through a "
+     "CaseID", "longer covers more"),
+    ("NIL", "normalized information loss of 001, read from the published rows: how far values "
+     "were generalized (0 none, 1 all)", "lower is better"),
+    ("NIL*, IL*", "NIL with 000's IL* per value, against the original values (covers perturbed "
+     "values too)", "lower is better"),
+    ("DIR", "disclosure-identity ratio: share of groups an attacker linking releases (B-, F-, "
+     "L-attacks; MD where declared) narrows to fewer than k candidates", "lower is safer"),
+    ("DIR hard", "DIR from exclusions that hold for sure; what the verify gate checks",
+     "lower is safer"),
+    ("DSR", "disclosure-sensitive ratio: share of groups where a term's share among the "
+     "remaining candidates exceeds its θ", "lower is safer"),
+    ("SSGR", "share of groups whose substantial-symptom records exceed α (002's SS-attack)",
+     "lower is safer"),
+    ("RR", "record-linkage risk of 000: mean probability of linking a known person to their "
+     "published record", "lower is safer"),
+    ("AR_rev", "attribute risk of 000 (revised): mean probability of learning a person's "
+     "sensitive term", "lower is safer"),
+    ("re-identified", "cases whose candidate set shrinks to one (DP: own posterior above 1/2)",
+     "lower is safer"),
+    ("posterior bound", "largest posterior the combined DP bound allows an attacker who weighs "
+     "noisy values", "lower is safer"),
+    ("PRR", "proportional reporting ratio [a/(a+b)] / [c/(c+d)]; ∞ when c = 0, n/a when "
+     "undefined, 0 when a < 3 (001)", "closer to the original is better"),
+    ("ROR", "reporting odds ratio (a·d)/(b·c)", "closer to the original is better"),
+    ("HA", "Haldane–Anscombe corrected ratio (+0.5 in every cell), shown beside ∞",
+     "closer to the original is better"),
+    ("χ²", "Yates-corrected chi-square of the 2×2 table (signal needs ≥ 4 unless PRR = ∞)",
+     "closer to the original is better"),
+    ("signal", "a ≥ 3 and (PRR = ∞ or PRR ≥ 2 and χ² ≥ 4) (Evans 2001 / MHRA)",
+     "kept: yes; lost or spurious: no"),
+    ("count bias, PRR bias", "release − original for the count a and the PRR",
+     "closer to 0 is better"),
+    ("perturbed", "a value published with DP noise: specific-looking but not the original",
+     "–"),
+)
+
+
+def _glossary() -> str:
+    return ('<section id="glossary"><h2>Glossary</h2>'
+            + _table(["term", "what it means", "better"],
+                     [[f"<b>{escape(t)}</b>", escape(m), escape(b)] for t, m, b in GLOSSARY],
+                     left=3)
+            + "</section>")
 
 
 def render_report(reports: Sequence[SeriesReport], *, title: str = "medanon release report",
@@ -307,8 +705,8 @@ def render_report(reports: Sequence[SeriesReport], *, title: str = "medanon rele
     for r in reports:
         body.append(_series_section(r))
         step(r.name)
+    body.append(_glossary())
     return head + "".join(body) + "</main></body></html>\n"
-
 
 def write_report(page: str, out: str | Path) -> Path:
     """Write the page atomically: a temporary file beside ``out``, then a rename.
