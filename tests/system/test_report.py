@@ -73,7 +73,7 @@ def test_summary_cards_show_the_models_own_promises_and_reconcile_verify_with_th
     out, result = demo
     page = (out / "report.html").read_text(encoding="utf-8")
     terminal = _words(result.stdout)
-    for name, store, card_id in STORES:
+    for _name, store, card_id in STORES:
         card = _words(_card(page, card_id))
         with ReleaseStore.open(out / store) as db:
             periods = db.published_periods()
