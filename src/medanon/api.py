@@ -15,6 +15,13 @@ configuration, an anonymizer, a result):
   :meth:`Series.read` for a series folder (audit mode). A store is one destination among
   others: ``store.publish(release)``.
 
+The one-off families have the same shape: a :class:`Table` (one record per individual, paper
+004) or :class:`EhrRecords` (diagnosis sequences, paper 003) goes into
+``Publisher("ipa", epsilon=1)`` or ``Publisher("clinsimrr", epsilon=1)``, whose ``publish``
+returns one :class:`TableRelease` or :class:`EhrRelease`: rows, manifest and the verdict of the
+release's privacy model, checked on the rows as ``release.csv`` reads back; ``write(folder)``
+writes the folder ``medanon ipa`` / ``medanon clinsim`` write.
+
 Example (the whole flow in ten lines, run as a doctest):
 
 >>> import tempfile, medanon
@@ -34,25 +41,34 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import inspect
+import secrets
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ._validation import check_fraction, check_int
 from .anonymize.base import Anonymizer
-from .pipeline.methods import periodic_method
-from .periods import parse_period
+from .data.ehr import EhrData
 from .data.records import check_record_values
 from .data.schema import Schema
-from .errors import ValidationError
-from .random import RandomSource, make_random_source
+from .data.tabular import TableSchema, TabularData
+from .errors import PrivacyViolation, ValidationError
+from .periods import parse_period
+from .pipeline.methods import (EHR_METHODS, PERIODIC_METHODS, TABLE_METHODS, ehr_method,
+                               family_of, periodic_method, table_method)
 from .pipeline.publish import prepare_release
+from .published.format import read_release_text, write_release_text
 from .published.series import PublishedSeries, empty_series, load_series
-from .verify import SeriesVerdict, verify_series
+from .random import RandomSource, make_random_source
+from .verify import SeriesVerdict, gate_one_off, verify_series
 
-__all__ = ["Dataset", "Publisher", "Release", "Series"]
+__all__ = ["Dataset", "EhrRecords", "EhrRelease", "Publisher", "Release", "Series", "Table",
+           "TableRelease"]
 
 
 class Dataset:
@@ -134,6 +150,187 @@ class Dataset:
         return cls.from_faers(folder)
 
 
+
+class Table:
+    """One record per individual with its table schema: the private input of the table methods
+    (IPA, paper 004, and its baselines ``kanon`` and ``dphist``).
+
+    Build one with :meth:`read` (a CSV or Parquet file and its schema TOML),
+    :meth:`from_dataframe` or :meth:`synthetic`; the schema (``medanon.data.tabular``) names the
+    dimension attributes, their generalization levels and the informative attribute.
+
+    Args:
+        data: The encoded table (what the constructors build).
+
+    Raises:
+        ValidationError: ``data`` is not a :class:`~medanon.data.tabular.TabularData`.
+    """
+
+    def __init__(self, data: TabularData):
+        if not isinstance(data, TabularData):
+            raise ValidationError(f"The 'data' parameter of Table must be a TabularData (build "
+                                  f"one with Table.read, Table.from_dataframe or "
+                                  f"Table.synthetic); got {type(data).__name__}.")
+        self.data = data
+
+    @property
+    def schema(self) -> TableSchema:
+        return self.data.schema
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The schema's columns as read (private)."""
+        return self.data.frame
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the encoded table: operator only, never in a manifest."""
+        return self.data.digest
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        return f"Table({self.schema.name!r}, {len(self)} records)"
+
+    @classmethod
+    def read(cls, path: str | Path, schema: str | Path | None = None) -> "Table":
+        """Read a CSV or Parquet table and check it against its schema TOML.
+
+        Args:
+            path: The table (``.csv`` or ``.parquet``).
+            schema: The schema TOML (default: ``NAME.schema.toml`` beside the table, as
+                ``medanon synth table`` writes it). Relative hierarchy files resolve against
+                its folder.
+
+        Raises:
+            SchemaError: no schema, an invalid one, or a column it names is missing.
+            InputFormatError: an unreadable file or a value outside its hierarchy or domain.
+        """
+        from .data.tabular import load_table
+        from .pipeline.tabular import table_schema_path
+
+        schema_path = table_schema_path(path, schema)
+        return cls(load_table(Path(path), TableSchema.from_toml(schema_path),
+                              schema_dir=schema_path.parent))
+
+    @classmethod
+    def from_dataframe(cls, frame: pd.DataFrame, schema: TableSchema | str | Path) -> "Table":
+        """Check and encode ``frame`` against ``schema`` (a :class:`TableSchema` or a TOML path).
+
+        Raises:
+            ValidationError: ``frame`` is not a DataFrame.
+            SchemaError / InputFormatError: as :meth:`read`.
+        """
+        from .data.tabular import load_table
+
+        if not isinstance(frame, pd.DataFrame):
+            raise ValidationError(f"The 'frame' parameter of Table.from_dataframe must be a "
+                                  f"pandas DataFrame; got {type(frame).__name__}.")
+        schema_dir = None
+        if not isinstance(schema, TableSchema):
+            schema_dir = Path(schema).parent
+            schema = TableSchema.from_toml(schema)
+        return cls(load_table(frame, schema, schema_dir=schema_dir))
+
+    @classmethod
+    def synthetic(cls, rows: int = 2000, *, seed: int | None = None) -> "Table":
+        """A synthetic hospital-patient table (age, sex, stay, surgery, region, diagnosis) like
+        paper 004's, with its schema (public diagnosis domain and the queries Q1-Q4).
+
+        ``seed`` fixes the synthetic data (not a release's randomness); default: a fresh one.
+        """
+        from .data.synth.table import synth_patient_schema_toml, synth_patient_table
+
+        seed = secrets.randbits(32) if seed is None else seed
+        frame = synth_patient_table(rows, seed=seed)
+        return cls.from_dataframe(frame, TableSchema.from_toml_text(synth_patient_schema_toml()))
+
+
+class EhrRecords:
+    """Patients' diagnosis sequences (admissions of ICD-9 codes): the private input of
+    ClinSimRR (paper 003) and its baselines.
+
+    Build one with :meth:`read` (MIMIC-III ``DIAGNOSES_ICD`` + ``ADMISSIONS``, or a long CSV of
+    patient, admission, time, code) or :meth:`synthetic`.
+
+    Args:
+        data: The events (what the constructors build).
+        min_admissions: The admissions a patient needed to be kept (recorded in the manifest).
+
+    Raises:
+        ValidationError: ``data`` is not an :class:`~medanon.data.ehr.EhrData`.
+    """
+
+    def __init__(self, data: EhrData, *, min_admissions: int = 1):
+        if not isinstance(data, EhrData):
+            raise ValidationError(f"The 'data' parameter of EhrRecords must be an EhrData (build "
+                                  f"one with EhrRecords.read or EhrRecords.synthetic); got "
+                                  f"{type(data).__name__}.")
+        self.data = data
+        self.min_admissions = check_int(min_admissions, name="min_admissions",
+                                        owner="EhrRecords", minimum=1)
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """One row per diagnosis element (private)."""
+        return self.data.events
+
+    @property
+    def n_patients(self) -> int:
+        return self.data.n_patients
+
+    @property
+    def code_level(self) -> str:
+        return self.data.code_level
+
+    @property
+    def dates_reliable(self) -> bool:
+        return self.data.dates_reliable
+
+    def digest(self) -> str:
+        """SHA-256 of the events: operator only, never in a manifest."""
+        return self.data.digest()
+
+    def __repr__(self) -> str:
+        return (f"EhrRecords({self.n_patients} patients, {self.data.n_events} elements, "
+                f"{self.code_level} codes)")
+
+    def with_min_admissions(self, n: int) -> "EhrRecords":
+        """The patients with at least ``n`` admissions (003 keeps those with two or more)."""
+        return EhrRecords(self.data.with_min_admissions(n), min_admissions=n)
+
+    @classmethod
+    def read(cls, diagnoses: str | Path, admissions: str | Path | None = None, *,
+             code_level: str = "category", min_admissions: int = 1) -> "EhrRecords":
+        """Read MIMIC-III ``DIAGNOSES_ICD`` (with ``ADMISSIONS`` for the admission order) or a
+        long CSV (patient, admission, time, code).
+
+        Args:
+            code_level: ``category`` (three-character ICD-9 categories, as 003) or ``full``.
+            min_admissions: Keep the patients with at least this many admissions.
+
+        Raises:
+            InputFormatError: an unreadable file or a missing column.
+            ValidationError: a bad ``code_level`` or ``min_admissions``.
+        """
+        from .pipeline.clinsim import load_ehr
+
+        records = cls(load_ehr(Path(diagnoses), None if admissions is None else Path(admissions),
+                               code_level=code_level))
+        return records.with_min_admissions(min_admissions) if min_admissions != 1 else records
+
+    @classmethod
+    def synthetic(cls, patients: int = 2000, *, seed: int | None = None,
+                  code_level: str = "category") -> "EhrRecords":
+        """Synthetic diagnosis sequences with planted dependences (what ``medanon synth ehr``
+        writes, read back). ``seed`` fixes the synthetic data; default: a fresh one."""
+        from .data.synth.ehr import synth_ehr
+
+        seed = secrets.randbits(32) if seed is None else seed
+        return cls(synth_ehr(patients, seed=seed, code_level=code_level))
+
+
 @dataclass(frozen=True)
 class Release:
     """One published period, as the verify gate passed (or, on request, flagged) it.
@@ -200,56 +397,248 @@ class Series(PublishedSeries):
         return export_releases(releases, folder, fmt).folders
 
 
+
+@dataclass(frozen=True)
+class _OneOffRelease:
+    rows: pd.DataFrame
+    manifest: dict
+    #: the text of release.csv, rendered once: checked (as ``rows``) and written byte for byte
+    csv_text: str = field(repr=False)
+    #: operator-only facts (input hash, noisy counts, utility): never publish them
+    summary: dict = field(repr=False)
+
+    @property
+    def verification(self) -> dict:
+        """The gate's manifest entry: verdict, model and what was checked (``checked``)."""
+        return dict(self.manifest["verification"])
+
+    @property
+    def verdict(self) -> str:
+        """``passed``, ``violated`` (published despite violations, only with
+        ``allow_violations``) or ``not-applicable`` (a method without a privacy model)."""
+        return str(self.manifest["verification"]["verdict"])
+
+    @property
+    def verified(self) -> bool:
+        """Whether the gate checked the release against its model and found it holds."""
+        return self.verdict == "passed"
+
+    def write(self, folder: str | Path) -> Path:
+        """Write ``release.csv`` and ``manifest.json`` into the new ``folder`` (all or nothing):
+        the folder the command line writes.
+
+        Raises:
+            StoreError: ``folder`` exists and is not empty, or its parent does not exist.
+        """
+        return write_release_text(folder, self.csv_text, self.manifest)
+
+
+@dataclass(frozen=True)
+class TableRelease(_OneOffRelease):
+    """A one-off table release (IPA, ``kanon``, ``dphist``), verified in memory.
+
+    Attributes:
+        rows: The published rows as ``release.csv`` reads back (strings): ``group``, the
+            dimensions, the informative attribute; counterfeit rows are not marked.
+        manifest: The published manifest; ``manifest["verification"]`` is the gate's entry.
+        summary: Operator only: the method's summary (noisy counts, information loss, the
+            candidates), the analysis queries' errors and ``input_sha256``.
+        result: The method's result (operator only: it marks the counterfeit rows).
+    """
+
+    result: Any = field(repr=False, default=None)
+
+
+@dataclass(frozen=True)
+class EhrRelease(_OneOffRelease):
+    """A one-off diagnosis-sequence release (ClinSimRR or a baseline), verified in memory.
+
+    Attributes:
+        rows: The published rows as ``release.csv`` reads back (strings; identifiers
+            pseudonymized unless raw ones were asked for).
+        manifest: The published manifest; ``manifest["verification"]`` is the gate's entry.
+        summary: Operator only: CIL, KL, the attack's MAP, the protected set's sizes and
+            ``input_sha256``.
+        run: The run behind it (operator only: it holds the source identifiers).
+    """
+
+    run: Any = field(repr=False, default=None)
+
+
+#: the parameters of an EHR publisher that configure the run, not the mechanism (see
+#: :func:`medanon.pipeline.clinsim.run_clinsim`), with their defaults.
+_EHR_RUN = {"sensitive": "va-7332", "delta_t_days": 300.0, "aux_fraction": 0.8,
+            "min_predictions": 10, "compare": False}
+
+
+def _names(factory: Callable) -> tuple[str, ...]:
+    return tuple(p.name for p in inspect.signature(factory).parameters.values()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
 class Publisher:
-    """A configured periodic method that publishes verified releases.
+    """A configured method that publishes verified releases, for any of the three families.
+
+    ``Publisher("ppms++", k=5, theta="frequency")`` publishes a periodic :class:`Dataset` as a
+    :class:`Series`; ``Publisher("ipa", epsilon=1)`` a :class:`Table` as a
+    :class:`TableRelease`; ``Publisher("clinsimrr", epsilon=1)`` :class:`EhrRecords` as an
+    :class:`EhrRelease`. The family follows the method
+    (:func:`~medanon.pipeline.methods.family_of`).
 
     Args:
-        method: A method name (``ms``, ``ppms``, ``ppms+``, ``ppms++``, ``ha``, ``ppms-dp-num``,
-            ``ppms-dp-all``, ``none``) or a configured :class:`Anonymizer`.
+        method: A method name — periodic (``ms``, ``ppms``, ``ppms+``, ``ppms++``, ``ha``,
+            ``ppms-dp-num``, ``ppms-dp-all``, ``none``), table (``ipa``, ``kanon``,
+            ``dphist``) or EHR (``clinsimrr``, ``umaxrr``, ``umaxrr-yp``, ``rr``,
+            ``suppression``) — or a configured periodic :class:`Anonymizer` or table method.
         seed: For tests and research only: a reproducible source of randomness, recorded in
             every manifest. Default: OS entropy.
         rng: A :class:`~medanon.random.RandomSource` (instead of ``seed``).
-        **parameters: The method's parameters (``k``, ``theta``, ``lifespan``, ``alpha``,
-            ``epsilon``, ...; see :func:`medanon.pipeline.methods.periodic_method`).
+        **parameters: The method's parameters: periodic ones as
+            :func:`~medanon.pipeline.methods.periodic_method` takes them (``k``, ``theta``,
+            ``lifespan``, ``alpha``, ``epsilon``, ...), table ones as
+            :func:`~medanon.pipeline.methods.table_method` (``epsilon``, ``k``, ``threshold``,
+            ...), EHR ones as :func:`~medanon.pipeline.methods.ehr_method` (``epsilon``,
+            ``gamma``, ``b_max``, ``alpha``, ``max_path_length``) plus the run's
+            ``sensitive`` (a preset name, default ``va-7332``, or the codes), ``delta_t_days``
+            (300), ``aux_fraction`` (0.8), ``min_predictions`` (10) and ``compare`` (False:
+            also evaluate UMAXRR beside ClinSimRR, for the summary only).
 
     Raises:
-        ValidationError: an unknown method or a parameter it cannot take (named).
+        ValidationError: an unknown method, or a parameter it needs, lacks or cannot take
+            (named).
     """
 
-    def __init__(self, method: str | Anonymizer, *, seed: int | None = None,
+    def __init__(self, method: str | Anonymizer | Any, *, seed: int | None = None,
                  rng: RandomSource | None = None, **parameters: Any):
-        if isinstance(method, Anonymizer):
+        if rng is not None and seed is not None:
+            raise ValidationError("Give the 'seed' or the 'rng' parameter of Publisher, not both.")
+        self.rng = rng if rng is not None else make_random_source(seed)
+        self.parameters = dict(parameters)
+        if isinstance(method, str):
+            try:
+                self.family = family_of(method)
+            except ValidationError:
+                raise ValidationError(f"The 'method' parameter of Publisher must be a periodic "
+                                      f"method ({', '.join(PERIODIC_METHODS)}), a table method "
+                                      f"({', '.join(TABLE_METHODS)}) or an EHR method "
+                                      f"({', '.join(EHR_METHODS)}); got {method!r}.") from None
+            self.method = self._configure(method, parameters)
+        else:
+            if isinstance(method, Anonymizer):
+                self.family = "periodic"
+            elif getattr(method, "name", None) in TABLE_METHODS and hasattr(method, "anonymize"):
+                self.family = "table"
+            else:
+                raise ValidationError(f"The 'method' parameter of Publisher must be a method name, "
+                                      f"a configured Anonymizer or a table method; got "
+                                      f"{type(method).__name__}.")
             if parameters:
                 raise ValidationError(f"The 'parameters' of Publisher apply to a method name; "
                                       f"{type(method).__name__} is configured already (got "
                                       f"{', '.join(parameters)}).")
             self.method = method
-        else:
-            self.method = periodic_method(method, **parameters)
-        if rng is not None and seed is not None:
-            raise ValidationError("Give the 'seed' or the 'rng' parameter of Publisher, not both.")
-        self.rng = rng if rng is not None else make_random_source(seed)
+        self.name = str(self.method.name)
 
-    def publish(self, data: Dataset, periods: Sequence[str] | None = None, *,
-                previous: PublishedSeries | None = None,
-                allow_violations: bool = False) -> Series:
-        """Publish ``periods`` of ``data`` (default: all) in time order, each verified by the gate.
+    def _configure(self, name: str, parameters: dict[str, Any]) -> Any:
+        factory = {"periodic": periodic_method, "table": table_method,
+                   "ehr": ehr_method}[self.family]
+        known = _names(factory) + (tuple(_EHR_RUN) if self.family == "ehr" else ())
+        unknown = [p for p in parameters if p not in known]
+        if unknown:
+            raise ValidationError(f"The {unknown[0]!r} parameter of Publisher does not apply to "
+                                  f"{self.family} method {name!r}, which takes "
+                                  f"{', '.join(known)}.")
+        if self.family != "ehr":
+            return factory(name, **parameters)
+        mechanism = {p: v for p, v in parameters.items() if p not in _EHR_RUN}
+        configured = ehr_method(name, **mechanism)
+        run = {**_EHR_RUN, **{p: v for p, v in parameters.items() if p in _EHR_RUN}}
+        owner = "Publisher"
+        sensitive = run["sensitive"]
+        if isinstance(sensitive, str):
+            from .hierarchies.icd9 import SENSITIVE_PRESETS
+
+            if sensitive not in SENSITIVE_PRESETS:
+                raise ValidationError(f"The 'sensitive' parameter of {owner} must be a preset "
+                                      f"({', '.join(sorted(SENSITIVE_PRESETS))}) or a list of "
+                                      f"codes; got {sensitive!r}.")
+        else:
+            run["sensitive"] = [str(c) for c in sensitive]
+            if not run["sensitive"]:
+                raise ValidationError(f"The 'sensitive' parameter of {owner} must name at least "
+                                      f"one code.")
+        aux = check_fraction(run["aux_fraction"], name="aux_fraction", owner=owner)
+        if aux >= 1.0:
+            raise ValidationError(f"The 'aux_fraction' parameter of {owner} must be in (0, 1); "
+                                  f"got {run['aux_fraction']!r}.")
+        run["min_predictions"] = check_int(run["min_predictions"], name="min_predictions",
+                                           owner=owner, minimum=1)
+        if not isinstance(run["compare"], bool):
+            raise ValidationError(f"The 'compare' parameter of {owner} must be True or False; "
+                                  f"got {run['compare']!r}.")
+        # the mechanism's own parameters, with ehr_method's defaults, for run_clinsim
+        run.update(epsilon=mechanism.get("epsilon"),
+                   gamma=mechanism.get("gamma") if mechanism.get("gamma") is not None else 0.05,
+                   b_max=mechanism.get("b_max") if mechanism.get("b_max") is not None else 16,
+                   alpha=mechanism.get("alpha", 0.5),
+                   max_path_length=mechanism.get("max_path_length", 2))
+        self._run = run
+        return configured
+
+    def publish(self, data: "Dataset | Table | EhrRecords", periods: Sequence[str] | None = None,
+                *, previous: PublishedSeries | None = None, allow_violations: bool = False,
+                identifiers: Any = None, progress: Callable[..., None] | None = None
+                ) -> "Series | TableRelease | EhrRelease":
+        """Publish ``data`` with the configured method, each release verified by the gate.
 
         Args:
-            data: The private input.
-            periods: The periods to publish (default: every period of ``data`` not in
-                ``previous``).
-            previous: The releases already published (their CaseIDs are linked).
+            data: The private input of the method's family: a :class:`Dataset` (periodic), a
+                :class:`Table` or :class:`EhrRecords`.
+            periods: Periodic only: the periods to publish (default: every period of ``data``
+                not in ``previous``).
+            previous: Periodic only: the releases already published (their CaseIDs are linked).
             allow_violations: Keep a release the gate finds violating (its verdict says so and
                 the manifest lists the violations); by default it is refused.
+            identifiers: EHR only: how SUBJECT_ID and HADM_ID are published, a
+                :class:`~medanon.pipeline.ehr.Pseudonyms` (default: keyed pseudonyms under a
+                fresh key per release; derived from the seed when seeded).
+            progress: Table and EHR only: called as the method advances (table: with
+                ``(done, total)`` lattice nodes; EHR: with each finished stage's name).
 
         Returns:
-            The series with the new releases; ``releases_published`` lists them.
+            Periodic: the series with the new releases (``releases_published`` lists them).
+            Table / EHR: the one release.
 
         Raises:
+            ValidationError: ``data`` of another family than the method's, or an option of
+                another family.
             PrivacyViolation: the gate found a violation (without ``allow_violations``).
             InfeasibleError / ValidationError: as the method raises them.
         """
+        wanted = {"periodic": Dataset, "table": Table, "ehr": EhrRecords}[self.family]
+        if not isinstance(data, wanted):
+            article = "an" if wanted.__name__[0] in "AEIOU" else "a"
+            raise ValidationError(f"The 'data' parameter of Publisher.publish must be {article} "
+                                  f"{wanted.__name__} for {self.family} method {self.name!r}; "
+                                  f"got {type(data).__name__}.")
+        given = {"periods": periods is not None, "previous": previous is not None,
+                 "identifiers": identifiers is not None, "progress": progress is not None}
+        allowed = {"periodic": ("periods", "previous"), "table": ("progress",),
+                   "ehr": ("identifiers", "progress")}[self.family]
+        for name, is_given in given.items():
+            if is_given and name not in allowed:
+                raise ValidationError(f"The {name!r} parameter of Publisher.publish does not "
+                                      f"apply to {self.family} method {self.name!r}.")
+        if self.family == "table":
+            return self._publish_table(data, allow_violations=allow_violations, progress=progress)
+        if self.family == "ehr":
+            return self._publish_ehr(data, allow_violations=allow_violations,
+                                     identifiers=identifiers, progress=progress)
+        return self._publish_series(data, periods, previous=previous,
+                                    allow_violations=allow_violations)
+
+    def _publish_series(self, data: Dataset, periods: Sequence[str] | None, *,
+                        previous: PublishedSeries | None, allow_violations: bool) -> "Series":
         series = previous if previous is not None else empty_series(data.schema)
         wanted = [parse_period(p).label for p in periods] if periods else [
             p for p in data.periods if p not in series.releases]
@@ -273,3 +662,71 @@ class Publisher:
             made.append(release)
             series = series.with_release(label, release.rows, release.manifest)
         return Series._of(series, tuple(made))
+
+    def _noise(self):
+        from .mechanisms.noise import NoiseSource
+
+        return NoiseSource.secure() if not self.rng.seeded else NoiseSource.seeded(self.rng.seed)
+
+    def _gate(self, csv_text: str, manifest: dict,
+              allow_violations: bool) -> tuple[pd.DataFrame, dict]:
+        """The rows as a reader of ``release.csv`` sees them, and the gate's manifest entry."""
+        rows = read_release_text(csv_text)
+        try:
+            manifest["verification"] = gate_one_off(f"{self.name} release", rows, manifest)
+        except PrivacyViolation as exc:
+            if not allow_violations:
+                raise
+            manifest["verification"] = {**exc.verification, "published_despite_violations": True}
+        return rows, manifest
+
+    def _publish_table(self, data: Table, *, allow_violations: bool,
+                       progress: Callable[[int, int], None] | None) -> TableRelease:
+        from .metrics.tabular import evaluate_queries
+        from .pipeline import tabular as table_pipeline
+
+        noise = self._noise()
+        started = time.perf_counter()
+        result = self.method.anonymize(data.data, noise=noise, progress=progress)
+        seconds = time.perf_counter() - started
+        manifest = table_pipeline.tabular_manifest(result, data.data, randomness=noise.describe(),
+                                                   seed=self.rng.seed)
+        text = table_pipeline.tabular_csv(result.table)
+        rows, manifest = self._gate(text, manifest, allow_violations)
+        queries = evaluate_queries(data.data, result.table)
+        summary = {**result.summary(), "seconds": round(seconds, 3), "input_sha256": data.digest,
+                   "queries": [q.to_dict() for q in queries], "guarantee": result.guarantee,
+                   "does_not_guarantee": result.does_not_guarantee}
+        return TableRelease(rows, manifest, text, summary, result)
+
+    def _publish_ehr(self, data: EhrRecords, *, allow_violations: bool, identifiers: Any,
+                     progress: Callable[[str], None] | None) -> EhrRelease:
+        import numpy as np
+
+        from .pipeline import clinsim as ehr_pipeline
+        from .pipeline.ehr import Pseudonyms, ehr_csv
+
+        if identifiers is None:
+            identifiers = (Pseudonyms.from_seed(self.rng.seed) if self.rng.seeded
+                           else Pseudonyms.fresh())
+        elif not isinstance(identifiers, Pseudonyms):
+            raise ValidationError(f"The 'identifiers' parameter of Publisher.publish must be a "
+                                  f"Pseudonyms; got {type(identifiers).__name__}.")
+        run_options = dict(self._run)
+        split_seed = secrets.randbits(128) if not self.rng.seeded else self.rng.seed
+        noise = self._noise()
+        run = ehr_pipeline.run_clinsim(data.data, method=self.name, **run_options,
+                                       split_rng=np.random.default_rng(split_seed), noise=noise,
+                                       progress=progress)
+        table, manifest = ehr_pipeline.build_release(
+            run, identifiers=identifiers, seed=self.rng.seed, randomness=noise.describe(),
+            min_admissions=data.min_admissions, dates_reliable=data.dates_reliable)
+        text = ehr_csv(table)
+        rows, manifest = self._gate(text, manifest, allow_violations)
+        # Operator only: the input's digest lets the operator check which data was released;
+        # the manifest holds no function of the input.
+        summary = {**run.summary(), "input_sha256": data.digest(),
+                   "dates_reliable": data.dates_reliable, "identifiers": identifiers.describe(),
+                   "guarantee": manifest["privacy"]["guarantee"],
+                   "does_not_guarantee": manifest["privacy"]["does_not_guarantee"]}
+        return EhrRelease(rows, manifest, text, summary, run=run)

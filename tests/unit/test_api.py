@@ -56,7 +56,8 @@ def test_a_violating_release_is_refused_or_flagged(data, monkeypatch):
 
 
 def test_publisher_errors_name_parameters(data):
-    with pytest.raises(ValidationError, match="'method' parameter of periodic_method"):
+    with pytest.raises(ValidationError, match="'method' parameter of Publisher must be a periodic "
+                                              r"method \(none, ms.*a table method \(ipa"):
         medanon.Publisher("k-map", k=5)
     with pytest.raises(ValidationError, match="'theta' parameter of periodic_method is required"):
         medanon.Publisher("ppms++", k=5)

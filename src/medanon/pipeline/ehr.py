@@ -13,7 +13,9 @@ A folder holding:
   blocks, p_T and p_S (an analyst needs them to estimate code frequencies, 003 §4.2; they are
   computed from the auxiliary split only, which is not published), the code tree used (its level
   and size; extended with codes of the auxiliary split only), how the identifiers were
-  pseudonymized (never the key), the privacy statement, the randomness used and the counts.
+  pseudonymized (never the key), the privacy statement, the randomness used, the counts and the
+  verify gate's ``verification`` (:func:`medanon.verify.gate_one_off`, run by
+  :class:`medanon.Publisher`: what the declared model checked, a function of the release only).
 
 Nothing in the manifest is a function of the released patients' codes: no input hash, no count of
 sensitive or changed elements, no code that only a released patient holds (the neighbour tests in
@@ -43,9 +45,9 @@ from .. import __version__
 from ..accounting import PrivacyLoss, compose, format_epsilon
 from ..anonymize.clinsim import ProtectionPlan
 from ..errors import InternalError, ValidationError
-from ..published.format import RELEASE_FILE, write_manifest, write_new_folder
+from ..published.format import write_release_text
 
-__all__ = ["EHR_FORMAT", "EHR_COLUMNS", "PSEUDONYM_METHOD", "Pseudonyms", "ehr_manifest",
+__all__ = ["EHR_FORMAT", "EHR_COLUMNS", "PSEUDONYM_METHOD", "Pseudonyms", "ehr_csv", "ehr_manifest",
            "write_ehr_release"]
 
 EHR_FORMAT = "medanon-ehr-release/1"
@@ -327,6 +329,14 @@ def _declared_model(plan: ProtectionPlan) -> dict[str, Any]:
     return {"privacy_model": model.name, "model": model.to_manifest()}
 
 
+def ehr_csv(table: pd.DataFrame) -> str:
+    """The text of ``release.csv`` for a published EHR table (already pseudonymized:
+    :meth:`Pseudonyms.table`): columns :data:`EHR_COLUMNS`, ``\n`` line ends, an unusable
+    time empty."""
+    return table.loc[:, list(EHR_COLUMNS)].to_csv(index=False, lineterminator="\n",
+                                                  quoting=csv.QUOTE_MINIMAL, float_format="%.10g")
+
+
 def write_ehr_release(out: str | Path, table: pd.DataFrame, manifest: dict[str, Any]) -> Path:
     """Write ``release.csv`` (``table``, already pseudonymized: :meth:`Pseudonyms.table`) and
     ``manifest.json`` into the new folder ``out``, all or nothing.
@@ -334,11 +344,4 @@ def write_ehr_release(out: str | Path, table: pd.DataFrame, manifest: dict[str, 
     Raises:
         StoreError: ``out`` exists and is not an empty folder, or its parent does not exist.
     """
-    table = table.loc[:, list(EHR_COLUMNS)]
-
-    def write(folder: Path) -> None:
-        table.to_csv(folder / RELEASE_FILE, index=False, encoding="utf-8", lineterminator="\n",
-                     quoting=csv.QUOTE_MINIMAL, float_format="%.10g")
-        write_manifest(folder, manifest)
-
-    return write_new_folder(out, write)
+    return write_release_text(out, ehr_csv(table), manifest)

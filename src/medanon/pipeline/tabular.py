@@ -8,7 +8,9 @@ A folder holding:
   hierarchy, a suppressed value ``*`` (the release format of ``design.md``, without the
   ``period``/``case_id`` columns a one-off table does not have);
 - ``manifest.json``: method, parameters, chosen node, hierarchies (ARX layout), the privacy
-  statement and the ε of every step, the randomness used, and the counts that may be published.
+  statement and the ε of every step, the randomness used, the counts that may be published, and
+  the verify gate's ``verification`` (:func:`medanon.verify.gate_one_off`, run by
+  :class:`medanon.Publisher` on the rows as ``release.csv`` reads back).
 
 For the DP methods the manifest withholds the number of input records, of suppressed and of
 counterfeit rows: each would let a reader subtract the noise, so they go only to the operator
@@ -28,9 +30,10 @@ from .. import __version__
 from ..anonymize.tabular import TabularResult
 from ..data.tabular import TabularData
 from ..errors import SchemaError
-from ..published.format import RELEASE_FILE, write_manifest, write_new_folder
+from ..published.format import write_release_text
 
-__all__ = ["TABULAR_FORMAT", "tabular_manifest", "write_tabular_release"]
+__all__ = ["TABULAR_FORMAT", "table_schema_path", "tabular_csv", "tabular_manifest",
+           "write_tabular_release"]
 
 TABULAR_FORMAT = "medanon-tabular-release/1"
 _WITHHELD = ("withheld: with the released row count it would reveal the noise added by the "
@@ -74,18 +77,18 @@ def tabular_manifest(result: TabularResult, data: TabularData, *, randomness: di
     }
 
 
+def tabular_csv(table) -> str:
+    """The text of ``release.csv`` for a tabular release's table (UTF-8 text, ``\n`` line ends)."""
+    return table.to_csv(index=False, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+
+
 def write_tabular_release(out: str | Path, result: TabularResult, manifest: dict[str, Any]) -> Path:
     """Write ``release.csv`` and ``manifest.json`` into the new folder ``out``, all or nothing.
 
     Raises:
         StoreError: ``out`` exists and is not an empty folder, or its parent does not exist.
     """
-    def write(folder: Path) -> None:
-        result.table.to_csv(folder / RELEASE_FILE, index=False, encoding="utf-8",
-                            lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-        write_manifest(folder, manifest)
-
-    return write_new_folder(out, write)
+    return write_release_text(out, tabular_csv(result.table), manifest)
 
 
 def table_schema_path(table: str | Path, schema: str | Path | None = None) -> Path:
