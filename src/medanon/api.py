@@ -44,8 +44,8 @@ from __future__ import annotations
 import inspect
 import secrets
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ import pandas as pd
 from ._validation import check_fraction, check_int
 from .anonymize.base import Anonymizer
 from .data.ehr import EhrData
+from .data.loaders.faers import FaersQuarter
 from .data.records import check_record_values
 from .data.schema import Schema
 from .data.tabular import TableSchema, TabularData
@@ -74,32 +75,67 @@ __all__ = ["Dataset", "EhrRecords", "EhrRelease", "Publisher", "Release", "Serie
 class Dataset:
     """Report-level records per period, with their schema (the private input).
 
+    A dataset is what the FAERS loader reads, checked against a schema: its :attr:`quarters`
+    are :class:`~medanon.data.loaders.faers.FaersQuarter` objects (period, era, source,
+    records, ingest report), so ``store.ingest(dataset)`` records where each period came from.
+
     Args:
         records: One frame per period label, in the schema's layout (one row per report:
-            case id, period, version, QIDs, multi-valued columns as tuples).
+            case id, period, version, QIDs, multi-valued columns as tuples); or the loader's
+            quarters (:func:`~medanon.data.loaders.faers.read_faers`' ``quarters``).
         schema: The schema (default: the papers' FAERS schema).
+        deleted_case_ids: Case ids FDA withdrew (its DELETE lists): removed from every period
+            here, and from earlier unpublished periods of a store this dataset is ingested into.
 
     Raises:
-        ValidationError: a period label that does not parse, or no period.
+        ValidationError: a period label that does not parse, a period given twice, or no period.
         SchemaError / HierarchyError: a value the schema or its hierarchies do not know.
     """
 
-    def __init__(self, records: Mapping[str, pd.DataFrame], schema: Schema | None = None):
+    def __init__(self, records: Mapping[str, pd.DataFrame] | Sequence[FaersQuarter],
+                 schema: Schema | None = None, *, deleted_case_ids: Iterable[str] = ()):
         self.schema = schema or Schema.default()
-        if not records:
+        if isinstance(records, Mapping):
+            # records without a FAERS source: no era, no ingest report
+            quarters = [FaersQuarter(parse_period(p), "unknown", "in-memory records", frame, {})
+                        for p, frame in records.items()]
+        else:
+            quarters = list(records)
+            for quarter in quarters:
+                if not isinstance(quarter, FaersQuarter):
+                    raise ValidationError(f"The 'records' parameter of Dataset must map period "
+                                          f"labels to frames or hold the loader's FaersQuarter "
+                                          f"objects; it holds a {type(quarter).__name__}.")
+        if not quarters:
             raise ValidationError("The 'records' parameter of Dataset must hold at least one "
                                   "period.")
+        self.deleted_case_ids = frozenset(str(c) for c in deleted_case_ids)
         hierarchies = self.schema.load_hierarchies()
-        ordered = sorted(((parse_period(p).label, f) for p, f in records.items()),
-                         key=lambda item: parse_period(item[0]))
-        for _, frame in ordered:
-            check_record_values(frame, self.schema, hierarchies)
-        self._records = dict(ordered)
+        ordered: dict[str, FaersQuarter] = {}
+        for quarter in sorted(quarters, key=lambda q: q.period):
+            label = quarter.period.label
+            if label in ordered:
+                raise ValidationError(f"The 'records' parameter of Dataset holds period {label} "
+                                      f"twice.")
+            frame = quarter.records
+            if self.deleted_case_ids and len(frame):
+                gone = frame[self.schema.case_id].astype(str).isin(self.deleted_case_ids)
+                if gone.any():
+                    quarter = replace(quarter, records=frame[~gone].reset_index(drop=True))
+            check_record_values(quarter.records, self.schema, hierarchies)
+            ordered[label] = quarter
+        self._quarters = ordered
 
     @property
     def periods(self) -> list[str]:
         """The period labels, oldest first."""
-        return list(self._records)
+        return list(self._quarters)
+
+    @property
+    def quarters(self) -> tuple[FaersQuarter, ...]:
+        """The periods as the loader's quarter objects, oldest first (what
+        :meth:`~medanon.store.ReleaseStore.ingest` takes)."""
+        return tuple(self._quarters.values())
 
     def records(self, period: str) -> pd.DataFrame:
         """The records of one period.
@@ -108,27 +144,28 @@ class Dataset:
             ValidationError: the dataset has no such period.
         """
         label = parse_period(period).label
-        if label not in self._records:
+        if label not in self._quarters:
             raise ValidationError(f"The 'period' parameter of Dataset.records names {label}, "
                                   f"which the dataset does not hold ({', '.join(self.periods)}).")
-        return self._records[label]
+        return self._quarters[label].records
 
     @classmethod
     def from_faers(cls, source: str | Path, *, schema: Schema | None = None,
-                   keep_missing: bool = False) -> "Dataset":
+                   keep_missing: bool = False,
+                   progress: Callable[[str], None] | None = None) -> "Dataset":
         """Read FAERS quarterly extracts (a zip, a quarter folder or a folder of quarters).
 
-        Cases on FDA's DELETE lists are removed from every period.
+        Cases on FDA's DELETE lists are removed from every period (and, through
+        ``store.ingest(dataset)``, from a store's earlier unpublished periods).
+
+        Args:
+            keep_missing: Keep reports that lack a QID or a sensitive value.
+            progress: Called with each quarter's label as it is read.
         """
         from .data.loaders.faers import read_faers
 
-        found = read_faers(source, keep_missing=keep_missing)
-        deleted = set(found.deleted_case_ids)
-        records = {}
-        for quarter in found.quarters:
-            frame = quarter.records
-            records[quarter.period.label] = frame[~frame["case_id"].astype(str).isin(deleted)]
-        return cls(records, schema)
+        found = read_faers(source, keep_missing=keep_missing, progress=progress)
+        return cls(found.quarters, schema, deleted_case_ids=found.deleted_case_ids)
 
     @classmethod
     def from_dataframe(cls, frame: pd.DataFrame, schema: Schema | None = None) -> "Dataset":
@@ -148,7 +185,6 @@ class Dataset:
 
         write_faers_series(folder, periods=periods, cases=cases, seed=seed)
         return cls.from_faers(folder)
-
 
 
 class Table:

@@ -73,7 +73,7 @@ def test_release_goes_into_a_store(data, tmp_path):
     store_path = tmp_path / "s.duckdb"
     schema = data.schema
     with ReleaseStore.create_or_open(store_path, schema) as store:
-        store.ingest([(p, "synthetic", "api", data.records(p), {}) for p in data.periods])
+        store.ingest(data)  # the Dataset's own quarters: one path from loader to store
         series = medanon.Publisher("ppms++", k=5, theta=1.0, seed=2).publish(data)
         for release in series.releases_published:
             store.publish(release)

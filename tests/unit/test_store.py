@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import duckdb
 import pandas as pd
@@ -21,8 +22,7 @@ from tests.conftest import FAERS_FIXTURES
 def _ingest(path, source=FAERS_FIXTURES):
     ingest = read_faers(source, keep_missing=False)
     with ReleaseStore.create_or_open(path, Schema.default()) as store:
-        summary = store.ingest([(q.period.label, q.era, "fixture", q.records, q.report.as_dict())
-                                for q in ingest.quarters], ingest.deleted_case_ids)
+        summary = store.ingest(ingest)  # the loader's own result: quarters and DELETE list
     return ingest, summary
 
 
@@ -48,6 +48,38 @@ def test_ingest_then_read_back_records(tmp_path) -> None:
                 assert row.reactions == original.loc[row.report_id, "reactions"]
                 assert row.age == original.loc[row.report_id, "age"]
         assert store.ingest_report("2015Q1")["demo_rows"] == 10
+
+
+def test_ingest_takes_the_loader_result_or_a_dataset_alike(tmp_path) -> None:
+    import medanon
+
+    ingest = read_faers(FAERS_FIXTURES)
+    data = medanon.Dataset.from_faers(FAERS_FIXTURES)
+    assert [q.label for q in data.quarters] == [q.label for q in ingest.quarters]
+    assert data.deleted_case_ids == ingest.deleted_case_ids
+    content = {}
+    for name, source in (("loader", ingest), ("dataset", data)):
+        with ReleaseStore.create_or_open(tmp_path / f"{name}.duckdb", Schema.default()) as store:
+            summary = store.ingest(source)
+            periods = store.periods().drop(columns="ingested_at")
+            content[name] = (summary.added, periods.to_dict(orient="records"),
+                             {p: store.ingest_report(p) for p in summary.added},
+                             {p: store.records(p).to_dict(orient="records") for p in summary.added})
+    assert content["loader"] == content["dataset"]
+    periods = content["dataset"][1]
+    assert {p["source"] for p in periods} == {str(FAERS_FIXTURES)}
+    assert [p["era"] for p in periods] == [q.era for q in ingest.quarters]
+
+
+def test_ingest_refuses_positional_tuples(tmp_path) -> None:
+    ingest = read_faers(FAERS_FIXTURES / "faers_2015Q1")
+    q = ingest.quarters[0]
+    with ReleaseStore.create_or_open(tmp_path / "s.duckdb", Schema.default()) as store:
+        with pytest.raises(ValidationError, match="'quarters' parameter of ReleaseStore.ingest "
+                                                  "must be what the loader returns.*tuple"):
+            store.ingest([(q.label, q.era, "f", q.records, q.report_dict())])
+        assert store.ingested_periods() == []
+        assert store.ingest(q).added == ["2015Q1"]    # one quarter object alone is fine
 
 
 def test_publish_is_one_transaction_and_rolls_back_on_failure(tmp_path) -> None:
@@ -118,7 +150,7 @@ def test_delete_list_reaches_earlier_unpublished_periods(tmp_path) -> None:
     ingest = read_faers(FAERS_FIXTURES / "legacy_2011Q2")
     case = ingest.quarters[0].records["case_id"].iloc[0]
     with ReleaseStore.create_or_open(path, Schema.default()) as store:
-        store.ingest([(q.period.label, q.era, "f", q.records, q.report.as_dict()) for q in ingest.quarters])
+        store.ingest(ingest.quarters)
         summary = store.ingest([], deleted_case_ids=[case])
         assert summary.deleted_from_unpublished == {"2011Q2": 1}
         assert case not in set(store.records("2011Q2")["case_id"])
@@ -146,7 +178,7 @@ def test_a_period_whose_reports_were_all_dropped_publishes_an_empty_release(tmp_
     ingest = read_faers(FAERS_FIXTURES / "faers_2015Q1")
     empty = ingest.quarters[0].records.iloc[0:0]
     with ReleaseStore.create_or_open(path, Schema.default()) as store:
-        store.ingest([("2015Q1", "faers-2014", "f", empty, {})])
+        store.ingest([replace(ingest.quarters[0], records=empty)])
         (summary,) = publish_periods(store, DropIdentifiers(), [], make_random_source())
         assert summary.cases == 0 and summary.groups == 0
         assert len(store.release_rows("2015Q1")) == 0

@@ -14,8 +14,6 @@ from rich.table import Table
 from .._validation import check_choice, check_int
 from ..accounting import Budget, summarize_ledger
 from ..anonymize import Anonymizer
-from ..data.loaders.faers import read_faers
-from ..data.records import check_record_values
 from ..data.schema import Schema
 from ..errors import StoreError, ValidationError
 from ..attacks import attack_target, read_background
@@ -66,21 +64,20 @@ def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str, lifespan
 # -- ingest ---------------------------------------------------------------------------------------
 def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing: bool,
            as_json: bool) -> None:
+    from ..api import Dataset
+
     schema = Schema.from_toml(schema_path) if schema_path else Schema.default()
-    hierarchies = schema.load_hierarchies()
     started = time.perf_counter()
     if store.exists():
         ReleaseStore.create_or_open(store, schema).close()  # fail fast on a bad --store
-    # Parse and check everything before the store is touched: bad input writes nothing.
+    # Parse and check everything before the store is touched: bad input writes nothing (the
+    # Dataset checks every value against the schema's hierarchies).
     with progress_bar("reading FAERS", None) as step:
-        result = read_faers(source, keep_missing=keep_missing, progress=step)
-    for quarter in result.quarters:
-        check_record_values(quarter.records, schema, hierarchies)
+        data = Dataset.from_faers(source, schema=schema, keep_missing=keep_missing, progress=step)
     with ReleaseStore.create_or_open(store, schema) as db:
-        summary = db.ingest([(q.period.label, q.era, str(source), q.records, q.report.as_dict())
-                             for q in result.quarters], result.deleted_case_ids)
+        summary = db.ingest(data)
     seconds = round(time.perf_counter() - started, 2)
-    reports = [q.report.as_dict() for q in result.quarters]
+    reports = [q.report_dict() for q in data.quarters]
     if as_json:
         print_json({"store": str(store), "quarters": reports, "added": summary.added,
                      "replaced": summary.replaced,
