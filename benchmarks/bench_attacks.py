@@ -25,7 +25,7 @@ from medanon.data.records import combine_super_records
 from medanon.data.schema import Schema
 from medanon.data.synth.faers import write_faers_series
 from medanon.metrics.disclosure import linkage_risk
-from medanon.random import make_random_source
+from medanon.random import randomness
 from medanon.published.cells import QidInfo
 from medanon.published.format import to_published_rows
 from medanon.pipeline.publish import build_manifest
@@ -38,7 +38,7 @@ SIZES = (7_000, 28_000)
 def publish(method_name: str, quarters, schema, tax):
     extra = {"epsilon": 1} if method_name.startswith("ppms-dp") else {}
     method = METHODS[method_name](k=5, theta="frequency", on_infeasible="raise-theta", **extra)
-    rng = make_random_source(1)
+    rng = randomness(1)
     releases, manifests, originals = {}, {}, {}
     for quarter in quarters:
         label = getattr(quarter.period, "label", quarter.period)

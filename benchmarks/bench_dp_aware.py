@@ -40,7 +40,7 @@ from medanon.data.synth.faers import write_faers_series
 from medanon.errors import InfeasibleError
 from medanon.metrics.disclosure import linkage_risk
 from medanon.metrics.information_loss import information_loss_star, normalized_information_loss
-from medanon.random import make_random_source
+from medanon.random import randomness
 from medanon.published.cells import QidInfo
 from medanon.published.format import to_published_rows
 from medanon.pipeline.publish import build_manifest
@@ -50,7 +50,7 @@ from medanon.verify import verify_series
 
 def publish(method, quarters, schema, tax, seed):
     """The series of the quarters the method does not refuse, and how many it refused."""
-    rng = make_random_source(seed)
+    rng = randomness(seed)
     releases, manifests, originals, refused = {}, {}, {}, 0
     for quarter in quarters:
         label = getattr(quarter.period, "label", quarter.period)

@@ -27,7 +27,7 @@ from medanon.data.records import combine_super_records
 from medanon.data.schema import Schema
 from medanon.data.synth.faers import write_faers_series
 from medanon.metrics import normalized_information_loss
-from medanon.random import make_random_source
+from medanon.random import randomness
 from medanon.published.format import to_published_rows
 
 #: synthetic cases written per quarter -> about 70% survive as complete super records.
@@ -50,7 +50,7 @@ def run(method_name: str, synth_cases: int, theta: str, k: int, budget: int | No
         for i, quarter in enumerate(quarters):
             supers = combine_super_records(quarter.records, schema, tax)
             started = time.perf_counter()
-            result = method.anonymize(supers, previous, rng=make_random_source(i))
+            result = method.anonymize(supers, previous, rng=randomness(i))
             seconds = time.perf_counter() - started
             rows = to_published_rows(result.table, schema)
             previous.append(rows)

@@ -29,7 +29,7 @@ from medanon.data.schema import Schema
 from medanon.data.synth.faers import write_faers_series
 from medanon.metrics.disclosure import linkage_risk
 from medanon.metrics.information_loss import information_loss_star
-from medanon.random import make_random_source
+from medanon.random import randomness
 from medanon.published.cells import QidInfo
 from medanon.published.format import to_published_rows
 from medanon.pipeline.publish import build_manifest
@@ -37,7 +37,7 @@ from medanon.published.series import PublishedSeries
 
 
 def publish(method, quarters, schema, tax, seed):
-    rng = make_random_source(seed)
+    rng = randomness(seed)
     releases, manifests, originals = {}, {}, {}
     seconds = 0.0
     for quarter in quarters:

@@ -10,7 +10,7 @@ from medanon.anonymize.base import Anonymizer
 from medanon.periods import parse_period
 from medanon.data.records import combine_super_records
 from medanon.data.schema import Schema
-from medanon.random import make_random_source
+from medanon.random import randomness
 from medanon.published.format import to_published_rows
 from medanon.published.series import PublishedSeries, qids_of_schema
 from medanon.verify import verify_series
@@ -52,7 +52,7 @@ def publish_series(method: Anonymizer, records: dict[str, pd.DataFrame], schema:
             next_cases = set(records[following][schema.case_id].astype(str))
         supers = combine_super_records(records[period], schema, hierarchies)
         previous = list(out.rows.values()) if method.periodic else []
-        result = method.anonymize(supers, previous, rng=make_random_source(seed + i),
+        result = method.anonymize(supers, previous, rng=randomness(seed + i),
                                   next_cases=next_cases)
         out.rows[period] = to_published_rows(result.table, schema)
         out.manifests[period] = {"method": {"name": method.name, "parameters": method.parameters(),

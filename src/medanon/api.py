@@ -65,7 +65,7 @@ from .pipeline.methods import (EHR_METHODS, PERIODIC_METHODS, TABLE_METHODS, ehr
 from .pipeline.publish import prepare_release
 from .published.format import read_release_text, write_release_text
 from .published.series import PublishedSeries, empty_series, load_series
-from .random import RandomSource, make_random_source
+from .random import Randomness, check_rng, randomness
 from .verify import SeriesVerdict, gate_one_off, verify_series
 
 __all__ = ["Dataset", "EhrRecords", "EhrRelease", "Publisher", "Release", "Series", "Table",
@@ -528,7 +528,9 @@ class Publisher:
             ``suppression``) — or a configured periodic :class:`Anonymizer` or table method.
         seed: For tests and research only: a reproducible source of randomness, recorded in
             every manifest. Default: OS entropy.
-        rng: A :class:`~medanon.random.RandomSource` (instead of ``seed``).
+        rng: A :class:`~medanon.random.Randomness` (``medanon.random.randomness(seed=None)``)
+            instead of ``seed``: the one randomness of every release this publisher makes
+            (exact bits for DP noise, a generator for the other choices).
         **parameters: The method's parameters: periodic ones as
             :func:`~medanon.pipeline.methods.periodic_method` takes them (``k``, ``theta``,
             ``lifespan``, ``alpha``, ``epsilon``, ...), table ones as
@@ -545,10 +547,10 @@ class Publisher:
     """
 
     def __init__(self, method: str | Anonymizer | Any, *, seed: int | None = None,
-                 rng: RandomSource | None = None, **parameters: Any):
+                 rng: Randomness | None = None, **parameters: Any):
         if rng is not None and seed is not None:
             raise ValidationError("Give the 'seed' or the 'rng' parameter of Publisher, not both.")
-        self.rng = rng if rng is not None else make_random_source(seed)
+        self.rng = check_rng(rng, owner="Publisher") if rng is not None else randomness(seed)
         self.parameters = dict(parameters)
         if isinstance(method, str):
             try:
@@ -699,11 +701,6 @@ class Publisher:
             series = series.with_release(label, release.rows, release.manifest)
         return Series._of(series, tuple(made))
 
-    def _noise(self):
-        from .mechanisms.noise import NoiseSource
-
-        return NoiseSource.secure() if not self.rng.seeded else NoiseSource.seeded(self.rng.seed)
-
     def _gate(self, csv_text: str, manifest: dict,
               allow_violations: bool) -> tuple[pd.DataFrame, dict]:
         """The rows as a reader of ``release.csv`` sees them, and the gate's manifest entry."""
@@ -721,12 +718,12 @@ class Publisher:
         from .metrics.tabular import evaluate_queries
         from .pipeline import tabular as table_pipeline
 
-        noise = self._noise()
         started = time.perf_counter()
-        result = self.method.anonymize(data.data, noise=noise, progress=progress)
+        # the method's DP noise (and IPA's row shuffle) reads the exact bits of self.rng only
+        result = self.method.anonymize(data.data, noise=self.rng, progress=progress)
         seconds = time.perf_counter() - started
-        manifest = table_pipeline.tabular_manifest(result, data.data, randomness=noise.describe(),
-                                                   seed=self.rng.seed)
+        manifest = table_pipeline.tabular_manifest(result, data.data,
+                                                   randomness=self.rng.describe())
         text = table_pipeline.tabular_csv(result.table)
         rows, manifest = self._gate(text, manifest, allow_violations)
         queries = evaluate_queries(data.data, result.table)
@@ -737,8 +734,6 @@ class Publisher:
 
     def _publish_ehr(self, data: EhrRecords, *, allow_violations: bool, identifiers: Any,
                      progress: Callable[[str], None] | None) -> EhrRelease:
-        import numpy as np
-
         from .pipeline import clinsim as ehr_pipeline
         from .pipeline.ehr import Pseudonyms, ehr_csv
 
@@ -748,15 +743,12 @@ class Publisher:
         elif not isinstance(identifiers, Pseudonyms):
             raise ValidationError(f"The 'identifiers' parameter of Publisher.publish must be a "
                                   f"Pseudonyms; got {type(identifiers).__name__}.")
-        run_options = dict(self._run)
-        split_seed = secrets.randbits(128) if not self.rng.seeded else self.rng.seed
-        noise = self._noise()
-        run = ehr_pipeline.run_clinsim(data.data, method=self.name, **run_options,
-                                       split_rng=np.random.default_rng(split_seed), noise=noise,
+        # one randomness: the patient split from its generator, the mechanism from its bits
+        run = ehr_pipeline.run_clinsim(data.data, method=self.name, **self._run, rng=self.rng,
                                        progress=progress)
         table, manifest = ehr_pipeline.build_release(
-            run, identifiers=identifiers, seed=self.rng.seed, randomness=noise.describe(),
-            min_admissions=data.min_admissions, dates_reliable=data.dates_reliable)
+            run, identifiers=identifiers, min_admissions=data.min_admissions,
+            dates_reliable=data.dates_reliable)
         text = ehr_csv(table)
         rows, manifest = self._gate(text, manifest, allow_violations)
         # Operator only: the input's digest lets the operator check which data was released;

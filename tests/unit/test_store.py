@@ -13,7 +13,7 @@ from medanon.anonymize import DropIdentifiers
 from medanon.data.loaders.faers import read_faers
 from medanon.data.schema import Schema
 from medanon.errors import StoreError, ValidationError
-from medanon.random import make_random_source
+from medanon.random import randomness
 from medanon.pipeline.publish import input_digest, plan_periods, publish_periods
 from medanon.store import ReleaseStore
 from tests.conftest import FAERS_FIXTURES
@@ -99,11 +99,11 @@ def test_published_period_is_immutable(tmp_path) -> None:
     path = tmp_path / "s.duckdb"
     _ingest(path)
     with ReleaseStore.open(path) as store:
-        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source())
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness())
     before = _content(path)
     with ReleaseStore.open(path) as store:
         with pytest.raises(StoreError, match="already published"):
-            publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source())
+            publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness())
         rows = store.release_rows("2011Q2")
         with pytest.raises(StoreError, match="immutable"):
             store.publish("2011Q2", rows, store.manifest("2011Q2"))
@@ -130,10 +130,11 @@ def test_seeded_runs_need_explicit_permission(tmp_path) -> None:
     _ingest(path)
     with ReleaseStore.open(path) as store:
         with pytest.raises(ValidationError, match="--allow-seeded"):
-            publish_periods(store, DropIdentifiers(), [], make_random_source(7))
+            publish_periods(store, DropIdentifiers(), [], randomness(7))
         assert store.published_periods() == []
-        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source(7), allow_seeded=True)
-        assert store.manifest("2011Q2")["rng"] == {"kind": "seeded", "seed": 7}
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness(7), allow_seeded=True)
+        rng = store.manifest("2011Q2")["rng"]
+        assert (rng["kind"], rng["seed"]) == ("seeded", 7) and rng == randomness(7).describe()
 
 
 def test_reingest_of_unpublished_period_replaces_it(tmp_path) -> None:
@@ -179,7 +180,7 @@ def test_a_period_whose_reports_were_all_dropped_publishes_an_empty_release(tmp_
     empty = ingest.quarters[0].records.iloc[0:0]
     with ReleaseStore.create_or_open(path, Schema.default()) as store:
         store.ingest([replace(ingest.quarters[0], records=empty)])
-        (summary,) = publish_periods(store, DropIdentifiers(), [], make_random_source())
+        (summary,) = publish_periods(store, DropIdentifiers(), [], randomness())
         assert summary.cases == 0 and summary.groups == 0
         assert len(store.release_rows("2015Q1")) == 0
         assert store.manifest("2015Q1")["counts"]["cases"] == 0
@@ -189,7 +190,7 @@ def test_input_hash_and_private_details_stay_in_the_store(tmp_path) -> None:
     path = tmp_path / "s.duckdb"
     _ingest(path)
     with ReleaseStore.open(path) as store:
-        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source())
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness())
         manifest = store.manifest("2011Q2")
         operator = store.operator_record("2011Q2")
         expected = input_digest(store.records("2011Q2"))
@@ -212,7 +213,7 @@ def test_an_older_store_moves_private_fields_out_of_its_manifests(tmp_path) -> N
     path = tmp_path / "s.duckdb"
     _ingest(path)
     with ReleaseStore.open(path) as store:
-        publish_periods(store, DropIdentifiers(), ["2011Q2", "2013Q1"], make_random_source())
+        publish_periods(store, DropIdentifiers(), ["2011Q2", "2013Q1"], randomness())
     con = duckdb.connect(str(path))
     old = {}
     for period, variant in (("2011Q2", "paper"), ("2013Q1", "strict")):

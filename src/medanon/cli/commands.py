@@ -26,7 +26,7 @@ from ..metrics.signals import read_rules
 from ..report.collect import store_originals
 from ..published.series import load_series
 from ..verify import SeriesVerdict, is_release_folder, verify_release_folder, verify_series
-from ..random import make_random_source
+from ..random import randomness
 from ..pipeline.export import EXPORT_FORMATS, export_releases
 from ..pipeline.publish import publish_periods
 from ..store import ReleaseStore
@@ -131,7 +131,7 @@ def release(*, store: Path, periods: list[str], method: str, k: int | None, thet
                              dp_variant=dp_variant, domains=domains,
                              dp_aware_grouping=dp_aware_grouping, case_budget=case_budget)
     budget = None if case_budget is None else Budget.of(case_budget)
-    rng = make_random_source(seed)
+    rng = randomness(seed)
     with ReleaseStore.open(store) as db:
         with progress_bar(f"publishing with {method}", None) as step:
             summaries = publish_periods(db, anonymizer, periods, rng, allow_seeded=allow_seeded,

@@ -30,7 +30,7 @@ from ..errors import ValidationError
 from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import SignalRule as Rule
 from ..models import level_wise
-from ..random import make_random_source
+from ..random import randomness
 from ..published.cells import QidInfo
 from ..published.format import original_as_published, to_published_rows
 from ..pipeline.publish import build_manifest
@@ -134,7 +134,7 @@ def release_period(supers: SuperRecords, previous: dict | None, setting: Setting
     schema, hierarchies = _schema()
     state = previous or {"releases": {}, "manifests": {}, "originals": {}, "seconds": {}}
     method = _method(setting)
-    rng = make_random_source(seed)
+    rng = randomness(seed)
     started = time.perf_counter()
     extra = {"next_cases": next_cases} if setting.method == "ha" else {}
     result = method.anonymize(supers, list(state["releases"].values()), rng=rng, **extra)

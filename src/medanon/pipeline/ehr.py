@@ -102,12 +102,15 @@ class Pseudonyms:
         return cls("fresh", secrets.token_bytes(KEY_BYTES))
 
     @classmethod
-    def from_seed(cls, seed: int) -> Pseudonyms:
-        """The key derived from a research seed (SHA-256 of a fixed context and the seed)."""
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    def from_seed(cls, seed: int | Sequence[int]) -> Pseudonyms:
+        """The key derived from a research seed (SHA-256 of a fixed context and the seed; a
+        sequence of ints, as :func:`medanon.random.randomness` takes, joined by commas)."""
+        parts = seed if isinstance(seed, (tuple, list)) and seed else (seed,)
+        if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0 for x in parts):
             raise ValidationError(f"The 'seed' parameter of Pseudonyms.from_seed must be an "
-                                  f"integer >= 0; got {seed!r}.")
-        return cls("seed", hashlib.sha256(_SEED_CONTEXT + str(int(seed)).encode()).digest())
+                                  f"integer >= 0 (or a sequence of them); got {seed!r}.")
+        text = ",".join(str(int(x)) for x in parts)
+        return cls("seed", hashlib.sha256(_SEED_CONTEXT + text.encode()).digest())
 
     @classmethod
     def raw(cls) -> Pseudonyms:
@@ -263,8 +266,8 @@ def _tree_statement(level: str) -> str:
 def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
                  released: pd.DataFrame, code_level: str, tree_leaves: int, dates_reliable: bool,
                  split: dict[str, Any], graph: dict[str, Any] | None, randomness: dict[str, Any],
-                 seed: int | None, identifiers: Pseudonyms) -> dict[str, Any]:
-    """The manifest of an EHR release.
+                 identifiers: Pseudonyms) -> dict[str, Any]:
+    """The manifest of an EHR release (``randomness``: the run's ``Randomness.describe()``).
 
     ``privacy_losses`` is what the mechanism that ran reported per element (the run's
     accountant, :func:`~medanon.accounting.losses_per_unit`); ``privacy.epsilon_per_element`` and
@@ -316,7 +319,7 @@ def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
                                   *identifiers.guarantee()],
                     "does_not_guarantee": [*plan.does_not_guarantee(), _structure_statement(code_level),
                                            *identifiers.does_not_guarantee()]},
-        "rng": {**randomness, "seed": seed},
+        "rng": dict(randomness),   # Randomness.describe(): kind, seed, generator, ...
         "library": {"name": "medanon", "version": __version__},
     }
 

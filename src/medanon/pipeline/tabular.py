@@ -40,9 +40,10 @@ _WITHHELD = ("withheld: with the released row count it would reveal the noise ad
              "differentially private steps")
 
 
-def tabular_manifest(result: TabularResult, data: TabularData, *, randomness: dict[str, Any],
-                     seed: int | None) -> dict[str, Any]:
-    """The manifest of a tabular release (see the module docstring for what is withheld)."""
+def tabular_manifest(result: TabularResult, data: TabularData, *,
+                     randomness: dict[str, Any]) -> dict[str, Any]:
+    """The manifest of a tabular release (see the module docstring for what is withheld);
+    ``randomness`` is the run's ``Randomness.describe()`` (kind, seed, ...)."""
     dp = bool(result.privacy_losses)
     schema = data.schema
     counts: dict[str, Any] = {"released_rows": len(result.table), "classes": result.classes}
@@ -72,7 +73,7 @@ def tabular_manifest(result: TabularResult, data: TabularData, *, randomness: di
             "guarantee": result.guarantee,
             "does_not_guarantee": result.does_not_guarantee,
         },
-        "rng": {**randomness, "seed": seed},
+        "rng": dict(randomness),
         "library": {"name": "medanon", "version": __version__},
     }
 
