@@ -23,11 +23,10 @@ import argparse
 import resource
 import time
 
-import numpy as np
 
 from medanon.pipeline.clinsim import run_clinsim
 from medanon.data.synth.ehr import synth_ehr
-from medanon.mechanisms.noise import NoiseSource
+from medanon.random import randomness
 
 
 def peak_mb() -> float:
@@ -61,8 +60,7 @@ def main() -> None:
             run = run_clinsim(data, method=method, sensitive="va-7332",
                               epsilon=None if method == "suppression" else epsilon,
                               gamma=gamma if gamma is not None else args.gamma,
-                              split_rng=np.random.default_rng(args.seed),
-                              noise=NoiseSource.seeded(args.seed))
+                              rng=randomness(args.seed))
             seconds = time.perf_counter() - t0
             s = run.summary()
             label = method if gamma is None else f"{method} g={gamma:g}"

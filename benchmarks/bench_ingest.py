@@ -37,8 +37,7 @@ def main() -> None:
 
         started = time.perf_counter()
         with ReleaseStore.create_or_open(tmp / "bench.duckdb", Schema.default()) as store:
-            store.ingest([(q.period.label, q.era, "bench", q.records, q.report.as_dict())
-                          for q in ingest.quarters], ingest.deleted_case_ids)
+            store.ingest(ingest)
         stored = time.perf_counter() - started
 
     quarter = ingest.quarters[0]

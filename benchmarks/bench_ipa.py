@@ -30,7 +30,7 @@ from medanon.anonymize.ipa import IPA
 from medanon.anonymize.kanon import FullDomainKAnonymity
 from medanon.data.synth.table import synth_patient_schema_toml, synth_patient_table
 from medanon.data.tabular import TableSchema, load_table
-from medanon.mechanisms.noise import NoiseSource
+from medanon.random import randomness
 from medanon.metrics.tabular import evaluate_queries
 
 
@@ -59,7 +59,7 @@ def main() -> None:
             losses, seconds, results = [], [], []
             for run in range(runs):
                 started = time.perf_counter()
-                result = method.anonymize(data, noise=NoiseSource.seeded(run))
+                result = method.anonymize(data, noise=randomness(run))
                 seconds.append(time.perf_counter() - started)
                 losses.append(result.loss.to_dict())
                 results.append(result)

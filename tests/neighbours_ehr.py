@@ -30,7 +30,7 @@ import pandas as pd
 
 from medanon.pipeline import clinsim as ehr_pipeline
 from medanon.data.ehr import EhrData
-from medanon.mechanisms.noise import NoiseSource
+from medanon.random import randomness
 from medanon.pipeline.ehr import Pseudonyms, write_ehr_release
 from tests.neighbours import json_leaves as shared_json_leaves
 
@@ -101,19 +101,17 @@ def release(data: EhrData, folder: Path, *, seed: int, method: str, epsilon: Any
 
     The pipeline's functions are looked up on :mod:`medanon.pipeline.clinsim` at call time, so a test
     can monkeypatch them (to show that the check catches a leak)."""
-    noise = NoiseSource.seeded(seed)
     run = ehr_pipeline.run_clinsim(data, method=method, epsilon=epsilon, aux_fraction=AUX_FRACTION,
-                                  split_rng=np.random.default_rng(SPLIT_SEED), noise=noise,
+                                  rng=randomness(seed), split_rng=randomness(SPLIT_SEED),
                                   **options)
-    table, manifest = ehr_pipeline.build_release(run, identifiers=Pseudonyms.from_seed(seed),
-                                                seed=seed, randomness=noise.describe())
+    table, manifest = ehr_pipeline.build_release(run, identifiers=Pseudonyms.from_seed(seed))
     write_ehr_release(folder, table, manifest)
     return published(folder)
 
 
 def released_patients(data: EhrData) -> list[str]:
     """The patients the fixed split releases (the evaluation part)."""
-    _, evaluation = data.split(AUX_FRACTION, rng=np.random.default_rng(SPLIT_SEED))
+    _, evaluation = data.split(AUX_FRACTION, rng=randomness(SPLIT_SEED))
     return [str(p) for p in evaluation.patients]
 
 

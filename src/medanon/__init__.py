@@ -17,7 +17,10 @@ __version__ = "0.1.0"
 #: public name -> the module that defines it (imported lazily by :func:`__getattr__`).
 _PUBLIC = {
     "Dataset": "medanon.api", "Publisher": "medanon.api", "Release": "medanon.api",
-    "Series": "medanon.api", "Schema": "medanon.data.schema", "ReleaseStore": "medanon.store",
+    "Series": "medanon.api", "Table": "medanon.api", "TableRelease": "medanon.api",
+    "EhrRecords": "medanon.api", "EhrRelease": "medanon.api", "Pseudonyms": "medanon.pipeline.ehr",
+    "TableSchema": "medanon.data.tabular", "Schema": "medanon.data.schema",
+    "randomness": "medanon.random", "Randomness": "medanon.random", "ReleaseStore": "medanon.store",
     "verify_series": "medanon.verify", "MedanonError": "medanon.errors",
     "PrivacyViolation": "medanon.errors", "ValidationError": "medanon.errors",
 }

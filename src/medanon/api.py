@@ -15,6 +15,13 @@ configuration, an anonymizer, a result):
   :meth:`Series.read` for a series folder (audit mode). A store is one destination among
   others: ``store.publish(release)``.
 
+The one-off families have the same shape: a :class:`Table` (one record per individual, paper
+004) or :class:`EhrRecords` (diagnosis sequences, paper 003) goes into
+``Publisher("ipa", epsilon=1)`` or ``Publisher("clinsimrr", epsilon=1)``, whose ``publish``
+returns one :class:`TableRelease` or :class:`EhrRelease`: rows, manifest and the verdict of the
+release's privacy model, checked on the rows as ``release.csv`` reads back; ``write(folder)``
+writes the folder ``medanon ipa`` / ``medanon clinsim`` write.
+
 Example (the whole flow in ten lines, run as a doctest):
 
 >>> import tempfile, medanon
@@ -34,57 +41,102 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+import inspect
+import secrets
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ._validation import check_fraction, check_int
 from .anonymize.base import Anonymizer
-from .pipeline.methods import periodic_method
-from .periods import parse_period
+from .data.ehr import EhrData
+from .data.loaders.faers import FaersQuarter
 from .data.records import SuperRecords, check_record_values, combine_super_records
 from .data.schema import Schema
-from .errors import ValidationError
-from .random import RandomSource, make_random_source
+from .data.tabular import TableSchema, TabularData
+from .errors import PrivacyViolation, ValidationError
+from .periods import parse_period
 from .pipeline.checks import data_facts, run_checks
+from .pipeline.methods import (EHR_METHODS, PERIODIC_METHODS, TABLE_METHODS, ehr_method,
+                               family_of, periodic_method, table_method)
 from .pipeline.publish import release_steps
+from .published.format import read_release_text, write_release_text
 from .published.series import PublishedSeries, empty_series, load_series
-from .verify import SeriesVerdict, verify_series
+from .random import Randomness, check_rng, randomness
+from .verify import SeriesVerdict, gate_one_off, verify_series
 
-__all__ = ["Dataset", "Publisher", "Release", "Series"]
+__all__ = ["Dataset", "EhrRecords", "EhrRelease", "Publisher", "Release", "Series", "Table",
+           "TableRelease"]
 
 
 class Dataset:
     """Report-level records per period, with their schema (the private input).
 
+    A dataset is what the FAERS loader reads, checked against a schema: its :attr:`quarters`
+    are :class:`~medanon.data.loaders.faers.FaersQuarter` objects (period, era, source,
+    records, ingest report), so ``store.ingest(dataset)`` records where each period came from.
+
     Args:
         records: One frame per period label, in the schema's layout (one row per report:
-            case id, period, version, QIDs, multi-valued columns as tuples).
+            case id, period, version, QIDs, multi-valued columns as tuples); or the loader's
+            quarters (:func:`~medanon.data.loaders.faers.read_faers`' ``quarters``).
         schema: The schema (default: the papers' FAERS schema).
+        deleted_case_ids: Case ids FDA withdrew (its DELETE lists): removed from every period
+            here, and from earlier unpublished periods of a store this dataset is ingested into.
 
     Raises:
-        ValidationError: a period label that does not parse, or no period.
+        ValidationError: a period label that does not parse, a period given twice, or no period.
         SchemaError / HierarchyError: a value the schema or its hierarchies do not know.
     """
 
-    def __init__(self, records: Mapping[str, pd.DataFrame], schema: Schema | None = None):
+    def __init__(self, records: Mapping[str, pd.DataFrame] | Sequence[FaersQuarter],
+                 schema: Schema | None = None, *, deleted_case_ids: Iterable[str] = ()):
         self.schema = schema or Schema.default()
-        if not records:
+        if isinstance(records, Mapping):
+            # records without a FAERS source: no era, no ingest report
+            quarters = [FaersQuarter(parse_period(p), "unknown", "in-memory records", frame, {})
+                        for p, frame in records.items()]
+        else:
+            quarters = list(records)
+            for quarter in quarters:
+                if not isinstance(quarter, FaersQuarter):
+                    raise ValidationError(f"The 'records' parameter of Dataset must map period "
+                                          f"labels to frames or hold the loader's FaersQuarter "
+                                          f"objects; it holds a {type(quarter).__name__}.")
+        if not quarters:
             raise ValidationError("The 'records' parameter of Dataset must hold at least one "
                                   "period.")
+        self.deleted_case_ids = frozenset(str(c) for c in deleted_case_ids)
         hierarchies = self.schema.load_hierarchies()
-        ordered = sorted(((parse_period(p).label, f) for p, f in records.items()),
-                         key=lambda item: parse_period(item[0]))
-        for _, frame in ordered:
-            check_record_values(frame, self.schema, hierarchies)
-        self._records = dict(ordered)
+        ordered: dict[str, FaersQuarter] = {}
+        for quarter in sorted(quarters, key=lambda q: q.period):
+            label = quarter.period.label
+            if label in ordered:
+                raise ValidationError(f"The 'records' parameter of Dataset holds period {label} "
+                                      f"twice.")
+            frame = quarter.records
+            if self.deleted_case_ids and len(frame):
+                gone = frame[self.schema.case_id].astype(str).isin(self.deleted_case_ids)
+                if gone.any():
+                    quarter = replace(quarter, records=frame[~gone].reset_index(drop=True))
+            check_record_values(quarter.records, self.schema, hierarchies)
+            ordered[label] = quarter
+        self._quarters = ordered
 
     @property
     def periods(self) -> list[str]:
         """The period labels, oldest first."""
-        return list(self._records)
+        return list(self._quarters)
+
+    @property
+    def quarters(self) -> tuple[FaersQuarter, ...]:
+        """The periods as the loader's quarter objects, oldest first (what
+        :meth:`~medanon.store.ReleaseStore.ingest` takes)."""
+        return tuple(self._quarters.values())
 
     def records(self, period: str) -> pd.DataFrame:
         """The records of one period.
@@ -93,10 +145,10 @@ class Dataset:
             ValidationError: the dataset has no such period.
         """
         label = parse_period(period).label
-        if label not in self._records:
+        if label not in self._quarters:
             raise ValidationError(f"The 'period' parameter of Dataset.records names {label}, "
                                   f"which the dataset does not hold ({', '.join(self.periods)}).")
-        return self._records[label]
+        return self._quarters[label].records
 
     def super_records(self, period: str) -> SuperRecords:
         """The super records of one period: one per case, its reports combined, as every method
@@ -111,20 +163,21 @@ class Dataset:
 
     @classmethod
     def from_faers(cls, source: str | Path, *, schema: Schema | None = None,
-                   keep_missing: bool = False) -> "Dataset":
+                   keep_missing: bool = False,
+                   progress: Callable[[str], None] | None = None) -> "Dataset":
         """Read FAERS quarterly extracts (a zip, a quarter folder or a folder of quarters).
 
-        Cases on FDA's DELETE lists are removed from every period.
+        Cases on FDA's DELETE lists are removed from every period (and, through
+        ``store.ingest(dataset)``, from a store's earlier unpublished periods).
+
+        Args:
+            keep_missing: Keep reports that lack a QID or a sensitive value.
+            progress: Called with each quarter's label as it is read.
         """
         from .data.loaders.faers import read_faers
 
-        found = read_faers(source, keep_missing=keep_missing, schema=schema)
-        deleted = set(found.deleted_case_ids)
-        records = {}
-        for quarter in found.quarters:
-            frame = quarter.records
-            records[quarter.period.label] = frame[~frame["case_id"].astype(str).isin(deleted)]
-        return cls(records, schema)
+        found = read_faers(source, keep_missing=keep_missing, progress=progress, schema=schema)
+        return cls(found.quarters, schema, deleted_case_ids=found.deleted_case_ids)
 
     @classmethod
     def from_dataframe(cls, frame: pd.DataFrame, schema: Schema | None = None) -> "Dataset":
@@ -144,6 +197,186 @@ class Dataset:
 
         write_faers_series(folder, periods=periods, cases=cases, seed=seed)
         return cls.from_faers(folder)
+
+
+class Table:
+    """One record per individual with its table schema: the private input of the table methods
+    (IPA, paper 004, and its baselines ``kanon`` and ``dphist``).
+
+    Build one with :meth:`read` (a CSV or Parquet file and its schema TOML),
+    :meth:`from_dataframe` or :meth:`synthetic`; the schema (``medanon.data.tabular``) names the
+    dimension attributes, their generalization levels and the informative attribute.
+
+    Args:
+        data: The encoded table (what the constructors build).
+
+    Raises:
+        ValidationError: ``data`` is not a :class:`~medanon.data.tabular.TabularData`.
+    """
+
+    def __init__(self, data: TabularData):
+        if not isinstance(data, TabularData):
+            raise ValidationError(f"The 'data' parameter of Table must be a TabularData (build "
+                                  f"one with Table.read, Table.from_dataframe or "
+                                  f"Table.synthetic); got {type(data).__name__}.")
+        self.data = data
+
+    @property
+    def schema(self) -> TableSchema:
+        return self.data.schema
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The schema's columns as read (private)."""
+        return self.data.frame
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 of the encoded table: operator only, never in a manifest."""
+        return self.data.digest
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __repr__(self) -> str:
+        return f"Table({self.schema.name!r}, {len(self)} records)"
+
+    @classmethod
+    def read(cls, path: str | Path, schema: str | Path | None = None) -> "Table":
+        """Read a CSV or Parquet table and check it against its schema TOML.
+
+        Args:
+            path: The table (``.csv`` or ``.parquet``).
+            schema: The schema TOML (default: ``NAME.schema.toml`` beside the table, as
+                ``medanon synth table`` writes it). Relative hierarchy files resolve against
+                its folder.
+
+        Raises:
+            SchemaError: no schema, an invalid one, or a column it names is missing.
+            InputFormatError: an unreadable file or a value outside its hierarchy or domain.
+        """
+        from .data.tabular import load_table
+        from .pipeline.tabular import table_schema_path
+
+        schema_path = table_schema_path(path, schema)
+        return cls(load_table(Path(path), TableSchema.from_toml(schema_path),
+                              schema_dir=schema_path.parent))
+
+    @classmethod
+    def from_dataframe(cls, frame: pd.DataFrame, schema: TableSchema | str | Path) -> "Table":
+        """Check and encode ``frame`` against ``schema`` (a :class:`TableSchema` or a TOML path).
+
+        Raises:
+            ValidationError: ``frame`` is not a DataFrame.
+            SchemaError / InputFormatError: as :meth:`read`.
+        """
+        from .data.tabular import load_table
+
+        if not isinstance(frame, pd.DataFrame):
+            raise ValidationError(f"The 'frame' parameter of Table.from_dataframe must be a "
+                                  f"pandas DataFrame; got {type(frame).__name__}.")
+        schema_dir = None
+        if not isinstance(schema, TableSchema):
+            schema_dir = Path(schema).parent
+            schema = TableSchema.from_toml(schema)
+        return cls(load_table(frame, schema, schema_dir=schema_dir))
+
+    @classmethod
+    def synthetic(cls, rows: int = 2000, *, seed: int | None = None) -> "Table":
+        """A synthetic hospital-patient table (age, sex, stay, surgery, region, diagnosis) like
+        paper 004's, with its schema (public diagnosis domain and the queries Q1-Q4).
+
+        ``seed`` fixes the synthetic data (not a release's randomness); default: a fresh one.
+        """
+        from .data.synth.table import synth_patient_schema_toml, synth_patient_table
+
+        seed = secrets.randbits(32) if seed is None else seed
+        frame = synth_patient_table(rows, seed=seed)
+        return cls.from_dataframe(frame, TableSchema.from_toml_text(synth_patient_schema_toml()))
+
+
+class EhrRecords:
+    """Patients' diagnosis sequences (admissions of ICD-9 codes): the private input of
+    ClinSimRR (paper 003) and its baselines.
+
+    Build one with :meth:`read` (MIMIC-III ``DIAGNOSES_ICD`` + ``ADMISSIONS``, or a long CSV of
+    patient, admission, time, code) or :meth:`synthetic`.
+
+    Args:
+        data: The events (what the constructors build).
+        min_admissions: The admissions a patient needed to be kept (recorded in the manifest).
+
+    Raises:
+        ValidationError: ``data`` is not an :class:`~medanon.data.ehr.EhrData`.
+    """
+
+    def __init__(self, data: EhrData, *, min_admissions: int = 1):
+        if not isinstance(data, EhrData):
+            raise ValidationError(f"The 'data' parameter of EhrRecords must be an EhrData (build "
+                                  f"one with EhrRecords.read or EhrRecords.synthetic); got "
+                                  f"{type(data).__name__}.")
+        self.data = data
+        self.min_admissions = check_int(min_admissions, name="min_admissions",
+                                        owner="EhrRecords", minimum=1)
+
+    @property
+    def events(self) -> pd.DataFrame:
+        """One row per diagnosis element (private)."""
+        return self.data.events
+
+    @property
+    def n_patients(self) -> int:
+        return self.data.n_patients
+
+    @property
+    def code_level(self) -> str:
+        return self.data.code_level
+
+    @property
+    def dates_reliable(self) -> bool:
+        return self.data.dates_reliable
+
+    def digest(self) -> str:
+        """SHA-256 of the events: operator only, never in a manifest."""
+        return self.data.digest()
+
+    def __repr__(self) -> str:
+        return (f"EhrRecords({self.n_patients} patients, {self.data.n_events} elements, "
+                f"{self.code_level} codes)")
+
+    def with_min_admissions(self, n: int) -> "EhrRecords":
+        """The patients with at least ``n`` admissions (003 keeps those with two or more)."""
+        return EhrRecords(self.data.with_min_admissions(n), min_admissions=n)
+
+    @classmethod
+    def read(cls, diagnoses: str | Path, admissions: str | Path | None = None, *,
+             code_level: str = "category", min_admissions: int = 1) -> "EhrRecords":
+        """Read MIMIC-III ``DIAGNOSES_ICD`` (with ``ADMISSIONS`` for the admission order) or a
+        long CSV (patient, admission, time, code).
+
+        Args:
+            code_level: ``category`` (three-character ICD-9 categories, as 003) or ``full``.
+            min_admissions: Keep the patients with at least this many admissions.
+
+        Raises:
+            InputFormatError: an unreadable file or a missing column.
+            ValidationError: a bad ``code_level`` or ``min_admissions``.
+        """
+        from .pipeline.clinsim import load_ehr
+
+        records = cls(load_ehr(Path(diagnoses), None if admissions is None else Path(admissions),
+                               code_level=code_level))
+        return records.with_min_admissions(min_admissions) if min_admissions != 1 else records
+
+    @classmethod
+    def synthetic(cls, patients: int = 2000, *, seed: int | None = None,
+                  code_level: str = "category") -> "EhrRecords":
+        """Synthetic diagnosis sequences with planted dependences (what ``medanon synth ehr``
+        writes, read back). ``seed`` fixes the synthetic data; default: a fresh one."""
+        from .data.synth.ehr import synth_ehr
+
+        seed = secrets.randbits(32) if seed is None else seed
+        return cls(synth_ehr(patients, seed=seed, code_level=code_level))
 
 
 @dataclass(frozen=True)
@@ -222,64 +455,267 @@ class Series(PublishedSeries):
         return export_releases(releases, folder, fmt).folders
 
 
-class Publisher:
-    """A configured periodic method that publishes verified releases.
 
-    Args:
-        method: A method name (``ms``, ``ppms``, ``ppms+``, ``ppms++``, ``ha``, ``ppms-dp-num``,
-            ``ppms-dp-all``, ``none``) or a configured :class:`Anonymizer`.
-        seed: For tests and research only: a reproducible source of randomness, recorded in
-            every manifest. Default: OS entropy.
-        rng: A :class:`~medanon.random.RandomSource` (instead of ``seed``).
-        **parameters: The method's parameters (``k``, ``theta``, ``lifespan``, ``alpha``,
-            ``epsilon``, ...; see :func:`medanon.pipeline.methods.periodic_method`).
+@dataclass(frozen=True)
+class _OneOffRelease:
+    rows: pd.DataFrame
+    manifest: dict
+    #: the text of release.csv, rendered once: checked (as ``rows``) and written byte for byte
+    csv_text: str = field(repr=False)
+    #: operator-only facts (input hash, noisy counts, utility): never publish them
+    summary: dict = field(repr=False)
 
-    Raises:
-        ValidationError: an unknown method or a parameter it cannot take (named).
+    @property
+    def verification(self) -> dict:
+        """The gate's manifest entry: verdict, model and what was checked (``checked``)."""
+        return dict(self.manifest["verification"])
+
+    @property
+    def verdict(self) -> str:
+        """``passed``, ``violated`` (published despite violations, only with
+        ``allow_violations``) or ``not-applicable`` (a method without a privacy model)."""
+        return str(self.manifest["verification"]["verdict"])
+
+    @property
+    def verified(self) -> bool:
+        """Whether the gate checked the release against its model and found it holds."""
+        return self.verdict == "passed"
+
+    def write(self, folder: str | Path) -> Path:
+        """Write ``release.csv`` and ``manifest.json`` into the new ``folder`` (all or nothing):
+        the folder the command line writes.
+
+        Raises:
+            StoreError: ``folder`` exists and is not empty, or its parent does not exist.
+        """
+        return write_release_text(folder, self.csv_text, self.manifest)
+
+
+@dataclass(frozen=True)
+class TableRelease(_OneOffRelease):
+    """A one-off table release (IPA, ``kanon``, ``dphist``), verified in memory.
+
+    Attributes:
+        rows: The published rows as ``release.csv`` reads back (strings): ``group``, the
+            dimensions, the informative attribute; counterfeit rows are not marked.
+        manifest: The published manifest; ``manifest["verification"]`` is the gate's entry.
+        summary: Operator only: the method's summary (noisy counts, information loss, the
+            candidates), the analysis queries' errors and ``input_sha256``.
+        result: The method's result (operator only: it marks the counterfeit rows).
     """
 
-    def __init__(self, method: str | Anonymizer, *, seed: int | None = None,
-                 rng: RandomSource | None = None, **parameters: Any):
-        if isinstance(method, Anonymizer):
+    result: Any = field(repr=False, default=None)
+
+
+@dataclass(frozen=True)
+class EhrRelease(_OneOffRelease):
+    """A one-off diagnosis-sequence release (ClinSimRR or a baseline), verified in memory.
+
+    Attributes:
+        rows: The published rows as ``release.csv`` reads back (strings; identifiers
+            pseudonymized unless raw ones were asked for).
+        manifest: The published manifest; ``manifest["verification"]`` is the gate's entry.
+        summary: Operator only: CIL, KL, the attack's MAP, the protected set's sizes and
+            ``input_sha256``.
+        run: The run behind it (operator only: it holds the source identifiers).
+    """
+
+    run: Any = field(repr=False, default=None)
+
+
+#: the parameters of an EHR publisher that configure the run, not the mechanism (see
+#: :func:`medanon.pipeline.clinsim.run_clinsim`), with their defaults.
+_EHR_RUN = {"sensitive": "va-7332", "delta_t_days": 300.0, "aux_fraction": 0.8,
+            "min_predictions": 10, "compare": False}
+
+
+def _names(factory: Callable) -> tuple[str, ...]:
+    return tuple(p.name for p in inspect.signature(factory).parameters.values()
+                 if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+class Publisher:
+    """A configured method that publishes verified releases, for any of the three families.
+
+    ``Publisher("ppms++", k=5, theta="frequency")`` publishes a periodic :class:`Dataset` as a
+    :class:`Series`; ``Publisher("ipa", epsilon=1)`` a :class:`Table` as a
+    :class:`TableRelease`; ``Publisher("clinsimrr", epsilon=1)`` :class:`EhrRecords` as an
+    :class:`EhrRelease`. The family follows the method
+    (:func:`~medanon.pipeline.methods.family_of`).
+
+    Args:
+        method: A method name — periodic (``ms``, ``ppms``, ``ppms+``, ``ppms++``, ``ha``,
+            ``ppms-dp-num``, ``ppms-dp-all``, ``none``), table (``ipa``, ``kanon``,
+            ``dphist``) or EHR (``clinsimrr``, ``umaxrr``, ``umaxrr-yp``, ``rr``,
+            ``suppression``) — or a configured periodic :class:`Anonymizer` or table method.
+        seed: For tests and research only: a reproducible source of randomness, recorded in
+            every manifest. Default: OS entropy.
+        rng: A :class:`~medanon.random.Randomness` (``medanon.random.randomness(seed=None)``)
+            instead of ``seed``: the one randomness of every release this publisher makes
+            (exact bits for DP noise, a generator for the other choices).
+        **parameters: The method's parameters: periodic ones as
+            :func:`~medanon.pipeline.methods.periodic_method` takes them (``k``, ``theta``,
+            ``lifespan``, ``alpha``, ``epsilon``, ...), table ones as
+            :func:`~medanon.pipeline.methods.table_method` (``epsilon``, ``k``, ``threshold``,
+            ...), EHR ones as :func:`~medanon.pipeline.methods.ehr_method` (``epsilon``,
+            ``gamma``, ``b_max``, ``alpha``, ``max_path_length``) plus the run's
+            ``sensitive`` (a preset name, default ``va-7332``, or the codes), ``delta_t_days``
+            (300), ``aux_fraction`` (0.8), ``min_predictions`` (10) and ``compare`` (False:
+            also evaluate UMAXRR beside ClinSimRR, for the summary only).
+
+    Raises:
+        ValidationError: an unknown method, or a parameter it needs, lacks or cannot take
+            (named).
+    """
+
+    def __init__(self, method: str | Anonymizer | Any, *, seed: int | None = None,
+                 rng: Randomness | None = None, **parameters: Any):
+        if rng is not None and seed is not None:
+            raise ValidationError("Give the 'seed' or the 'rng' parameter of Publisher, not both.")
+        self.rng = check_rng(rng, owner="Publisher") if rng is not None else randomness(seed)
+        self.parameters = dict(parameters)
+        if isinstance(method, str):
+            try:
+                self.family = family_of(method)
+            except ValidationError:
+                raise ValidationError(f"The 'method' parameter of Publisher must be a periodic "
+                                      f"method ({', '.join(PERIODIC_METHODS)}), a table method "
+                                      f"({', '.join(TABLE_METHODS)}) or an EHR method "
+                                      f"({', '.join(EHR_METHODS)}); got {method!r}.") from None
+            self.method = self._configure(method, parameters)
+        else:
+            if isinstance(method, Anonymizer):
+                self.family = "periodic"
+            elif getattr(method, "name", None) in TABLE_METHODS and hasattr(method, "anonymize"):
+                self.family = "table"
+            else:
+                raise ValidationError(f"The 'method' parameter of Publisher must be a method name, "
+                                      f"a configured Anonymizer or a table method; got "
+                                      f"{type(method).__name__}.")
             if parameters:
                 raise ValidationError(f"The 'parameters' of Publisher apply to a method name; "
                                       f"{type(method).__name__} is configured already (got "
                                       f"{', '.join(parameters)}).")
             self.method = method
-        else:
-            self.method = periodic_method(method, **parameters)
-        if rng is not None and seed is not None:
-            raise ValidationError("Give the 'seed' or the 'rng' parameter of Publisher, not both.")
-        self.rng = rng if rng is not None else make_random_source(seed)
+        self.name = str(self.method.name)
 
-    def publish(self, data: Dataset, periods: Sequence[str] | None = None, *,
-                previous: PublishedSeries | None = None, allow_violations: bool = False,
+    def _configure(self, name: str, parameters: dict[str, Any]) -> Any:
+        factory = {"periodic": periodic_method, "table": table_method,
+                   "ehr": ehr_method}[self.family]
+        known = _names(factory) + (tuple(_EHR_RUN) if self.family == "ehr" else ())
+        unknown = [p for p in parameters if p not in known]
+        if unknown:
+            raise ValidationError(f"The {unknown[0]!r} parameter of Publisher does not apply to "
+                                  f"{self.family} method {name!r}, which takes "
+                                  f"{', '.join(known)}.")
+        if self.family != "ehr":
+            return factory(name, **parameters)
+        mechanism = {p: v for p, v in parameters.items() if p not in _EHR_RUN}
+        configured = ehr_method(name, **mechanism)
+        run = {**_EHR_RUN, **{p: v for p, v in parameters.items() if p in _EHR_RUN}}
+        owner = "Publisher"
+        sensitive = run["sensitive"]
+        if isinstance(sensitive, str):
+            from .hierarchies.icd9 import SENSITIVE_PRESETS
+
+            if sensitive not in SENSITIVE_PRESETS:
+                raise ValidationError(f"The 'sensitive' parameter of {owner} must be a preset "
+                                      f"({', '.join(sorted(SENSITIVE_PRESETS))}) or a list of "
+                                      f"codes; got {sensitive!r}.")
+        else:
+            run["sensitive"] = [str(c) for c in sensitive]
+            if not run["sensitive"]:
+                raise ValidationError(f"The 'sensitive' parameter of {owner} must name at least "
+                                      f"one code.")
+        aux = check_fraction(run["aux_fraction"], name="aux_fraction", owner=owner)
+        if aux >= 1.0:
+            raise ValidationError(f"The 'aux_fraction' parameter of {owner} must be in (0, 1); "
+                                  f"got {run['aux_fraction']!r}.")
+        run["min_predictions"] = check_int(run["min_predictions"], name="min_predictions",
+                                           owner=owner, minimum=1)
+        if not isinstance(run["compare"], bool):
+            raise ValidationError(f"The 'compare' parameter of {owner} must be True or False; "
+                                  f"got {run['compare']!r}.")
+        # the mechanism's own parameters, with ehr_method's defaults, for run_clinsim
+        run.update(epsilon=mechanism.get("epsilon"),
+                   gamma=mechanism.get("gamma") if mechanism.get("gamma") is not None else 0.05,
+                   b_max=mechanism.get("b_max") if mechanism.get("b_max") is not None else 16,
+                   alpha=mechanism.get("alpha", 0.5),
+                   max_path_length=mechanism.get("max_path_length", 2))
+        self._run = run
+        return configured
+
+    def publish(self, data: "Dataset | Table | EhrRecords", periods: Sequence[str] | None = None,
+                *, previous: PublishedSeries | None = None, allow_violations: bool = False,
+                identifiers: Any = None, progress: Callable[..., None] | None = None,
                 allow_unprotected: bool = False, allow_unknown_terms: bool = False,
-                allow_gap: bool = False, allow_short_lifespan: bool = False) -> Series:
-        """Publish ``periods`` of ``data`` (default: all) in time order, each verified by the gate.
+                allow_gap: bool = False, allow_short_lifespan: bool = False
+                ) -> "Series | TableRelease | EhrRelease":
+        """Publish ``data`` with the configured method, each release verified by the gate.
 
         Args:
-            data: The private input.
-            periods: The periods to publish (default: every period of ``data`` not in
-                ``previous``). A method that needs the next period (HA) publishes only the
-                periods whose next one ``data`` holds; the others wait.
-            previous: The releases already published (their CaseIDs are linked). To publish a
-                series one period at a time, pass the :class:`Series` the last call returned:
-                the gate then starts from its verdict (:attr:`Series.gate_verdict`).
+            data: The private input of the method's family: a :class:`Dataset` (periodic), a
+                :class:`Table` or :class:`EhrRecords`.
+            periods: Periodic only: the periods to publish (default: every period of ``data``
+                not in ``previous``).
+            previous: Periodic only: the releases already published (their CaseIDs are linked).
             allow_violations: Keep a release the gate finds violating (its verdict says so and
                 the manifest lists the violations); by default it is refused.
-            allow_unprotected, allow_unknown_terms, allow_gap, allow_short_lifespan: Overrides
-                of the safety checks (:mod:`medanon.pipeline.checks`): method ``none``; θ-table
-                terms ``data`` does not hold; passing over a missing or empty period; a
-                ``lifespan`` shorter than a case's span in ``data``. Recorded in each manifest.
+            identifiers: EHR only: how SUBJECT_ID and HADM_ID are published, a
+                :class:`~medanon.pipeline.ehr.Pseudonyms` (default: keyed pseudonyms under a
+                fresh key per release; derived from the seed when seeded).
+            progress: Table and EHR only: called as the method advances (table: with
+                ``(done, total)`` lattice nodes; EHR: with each finished stage's name).
+            allow_unprotected, allow_unknown_terms, allow_gap, allow_short_lifespan: Periodic
+                only: overrides of the safety checks (:mod:`medanon.pipeline.checks`): method
+                ``none``; θ-table terms ``data`` does not hold; passing over a missing or empty
+                period; a ``lifespan`` shorter than a case's span in ``data``. Recorded in each
+                manifest's ``method.acknowledged``.
 
         Returns:
-            The series with the new releases; ``releases_published`` lists them.
+            Periodic: the series with the new releases (``releases_published`` lists them).
+            Table / EHR: the one release.
 
         Raises:
+            ValidationError: ``data`` of another family than the method's, or an option of
+                another family.
             PrivacyViolation: the gate found a violation (without ``allow_violations``).
             InfeasibleError / ValidationError: as the method raises them.
         """
+        wanted = {"periodic": Dataset, "table": Table, "ehr": EhrRecords}[self.family]
+        if not isinstance(data, wanted):
+            article = "an" if wanted.__name__[0] in "AEIOU" else "a"
+            raise ValidationError(f"The 'data' parameter of Publisher.publish must be {article} "
+                                  f"{wanted.__name__} for {self.family} method {self.name!r}; "
+                                  f"got {type(data).__name__}.")
+        given = {"periods": periods is not None, "previous": previous is not None,
+                 "identifiers": identifiers is not None, "progress": progress is not None}
+        allowed = {"periodic": ("periods", "previous"), "table": ("progress",),
+                   "ehr": ("identifiers", "progress")}[self.family]
+        for name, is_given in given.items():
+            if is_given and name not in allowed:
+                raise ValidationError(f"The {name!r} parameter of Publisher.publish does not "
+                                      f"apply to {self.family} method {self.name!r}.")
+        overrides = {"allow_unprotected": allow_unprotected,
+                      "allow_unknown_terms": allow_unknown_terms, "allow_gap": allow_gap,
+                      "allow_short_lifespan": allow_short_lifespan}
+        if self.family != "periodic":
+            for name, is_given in overrides.items():
+                if is_given:
+                    raise ValidationError(f"The {name!r} parameter of Publisher.publish does not "
+                                          f"apply to {self.family} method {self.name!r}.")
+            if self.family == "table":
+                return self._publish_table(data, allow_violations=allow_violations,
+                                           progress=progress)
+            return self._publish_ehr(data, allow_violations=allow_violations,
+                                     identifiers=identifiers, progress=progress)
+        return self._publish_series(data, periods, previous=previous,
+                                    allow_violations=allow_violations, **overrides)
+
+    def _publish_series(self, data: Dataset, periods: Sequence[str] | None, *,
+                        previous: PublishedSeries | None, allow_violations: bool,
+                        allow_unprotected: bool, allow_unknown_terms: bool, allow_gap: bool,
+                        allow_short_lifespan: bool) -> "Series":
         series = previous if previous is not None else empty_series(data.schema)
         wanted = [parse_period(p).label for p in periods] if periods else [
             p for p in data.periods if p not in series.releases]
@@ -300,3 +736,61 @@ class Publisher:
                                 prepared.ledger, prepared.operator, prepared.seconds))
             series, verdict = prepared.series, prepared.verdict
         return Series._of(series, tuple(made), verdict)
+
+    def _gate(self, csv_text: str, manifest: dict,
+              allow_violations: bool) -> tuple[pd.DataFrame, dict]:
+        """The rows as a reader of ``release.csv`` sees them, and the gate's manifest entry."""
+        rows = read_release_text(csv_text)
+        try:
+            manifest["verification"] = gate_one_off(f"{self.name} release", rows, manifest)
+        except PrivacyViolation as exc:
+            if not allow_violations:
+                raise
+            manifest["verification"] = {**exc.verification, "published_despite_violations": True}
+        return rows, manifest
+
+    def _publish_table(self, data: Table, *, allow_violations: bool,
+                       progress: Callable[[int, int], None] | None) -> TableRelease:
+        from .metrics.tabular import evaluate_queries
+        from .pipeline import tabular as table_pipeline
+
+        started = time.perf_counter()
+        # the method's DP noise (and IPA's row shuffle) reads the exact bits of self.rng only
+        result = self.method.anonymize(data.data, noise=self.rng, progress=progress)
+        seconds = time.perf_counter() - started
+        manifest = table_pipeline.tabular_manifest(result, data.data,
+                                                   randomness=self.rng.describe())
+        text = table_pipeline.tabular_csv(result.table)
+        rows, manifest = self._gate(text, manifest, allow_violations)
+        queries = evaluate_queries(data.data, result.table)
+        summary = {**result.summary(), "seconds": round(seconds, 3), "input_sha256": data.digest,
+                   "queries": [q.to_dict() for q in queries], "guarantee": result.guarantee,
+                   "does_not_guarantee": result.does_not_guarantee}
+        return TableRelease(rows, manifest, text, summary, result)
+
+    def _publish_ehr(self, data: EhrRecords, *, allow_violations: bool, identifiers: Any,
+                     progress: Callable[[str], None] | None) -> EhrRelease:
+        from .pipeline import clinsim as ehr_pipeline
+        from .pipeline.ehr import Pseudonyms, ehr_csv
+
+        if identifiers is None:
+            identifiers = (Pseudonyms.from_seed(self.rng.seed) if self.rng.seeded
+                           else Pseudonyms.fresh())
+        elif not isinstance(identifiers, Pseudonyms):
+            raise ValidationError(f"The 'identifiers' parameter of Publisher.publish must be a "
+                                  f"Pseudonyms; got {type(identifiers).__name__}.")
+        # one randomness: the patient split from its generator, the mechanism from its bits
+        run = ehr_pipeline.run_clinsim(data.data, method=self.name, **self._run, rng=self.rng,
+                                       progress=progress)
+        table, manifest = ehr_pipeline.build_release(
+            run, identifiers=identifiers, min_admissions=data.min_admissions,
+            dates_reliable=data.dates_reliable)
+        text = ehr_csv(table)
+        rows, manifest = self._gate(text, manifest, allow_violations)
+        # Operator only: the input's digest lets the operator check which data was released;
+        # the manifest holds no function of the input.
+        summary = {**run.summary(), "input_sha256": data.digest(),
+                   "dates_reliable": data.dates_reliable, "identifiers": identifiers.describe(),
+                   "guarantee": manifest["privacy"]["guarantee"],
+                   "does_not_guarantee": manifest["privacy"]["does_not_guarantee"]}
+        return EhrRelease(rows, manifest, text, summary, run=run)

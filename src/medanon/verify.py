@@ -36,8 +36,8 @@ from .models.base import ReleaseVerdict, SeriesVerdict, model_from_manifest
 from .published.format import MANIFEST_FILE, RELEASE_FILE, read_manifest
 from .published.series import PublishedSeries
 
-__all__ = ["GATE_MODELS", "GateResult", "ReleaseVerdict", "SeriesVerdict", "gate", "is_release_folder",
-           "verify_release_folder", "verify_series"]
+__all__ = ["GATE_MODELS", "GateResult", "ReleaseVerdict", "SeriesVerdict", "gate", "gate_one_off",
+           "is_release_folder", "verify_one_off", "verify_release_folder", "verify_series"]
 
 #: the models the gate can check (every registered model).
 GATE_MODELS = registered_models()
@@ -110,19 +110,79 @@ def verify_release_folder(folder: str | Path) -> ReleaseVerdict:
     folder = Path(folder)
     manifest = read_manifest(folder)
     name = f"Release {str(folder)!r}"
-    model = model_from_manifest(manifest, name)
+    model = _one_off_model(name, manifest)
     if model is None:
-        return ReleaseVerdict(name, None, "no-model", "nothing: the release declares no privacy "
-                              "model", violations=(f"{name}: the release declares no privacy model",))
-    if not model.one_off:
-        raise InputFormatError(f"The manifest of {name} declares {model.name!r}, the model of a "
-                               f"period of a series; verify the series folder that holds it.")
+        return _no_model(name)
     try:
         rows = pd.read_csv(folder / RELEASE_FILE, dtype=str, keep_default_na=False,
                            na_filter=False, encoding="utf-8")
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise InputFormatError(f"{name}: cannot read {RELEASE_FILE}: {exc}") from None
     return model.check({name: OneOffRelease(name, rows, manifest)}, {name: model})[0]
+
+
+def _one_off_model(name: str, manifest: dict):
+    model = model_from_manifest(manifest, name)
+    if model is not None and not model.one_off:
+        raise InputFormatError(f"The manifest of {name} declares {model.name!r}, the model of a "
+                               f"period of a series; verify the series folder that holds it.")
+    return model
+
+
+def _no_model(name: str) -> ReleaseVerdict:
+    return ReleaseVerdict(name, None, "no-model", "nothing: the release declares no privacy "
+                          "model", violations=(f"{name}: the release declares no privacy model",))
+
+
+def verify_one_off(name: str, rows: pd.DataFrame, manifest: dict) -> ReleaseVerdict:
+    """Check one one-off release (a table or EHR release) against the model its manifest
+    declares: the folder check of :func:`verify_release_folder`, on rows held in memory.
+
+    Args:
+        name: The release's name in messages.
+        rows: The published rows as strings, as ``release.csv`` reads back (the model checks
+            what a reader of the folder would see, never the algorithm's own tables).
+        manifest: The release's manifest.
+
+    Raises:
+        InputFormatError: the manifest declares an unknown model, a model of a periodic series,
+            or lacks a parameter the model needs.
+    """
+    model = _one_off_model(name, manifest)
+    if model is None:
+        return _no_model(name)
+    return model.check({name: OneOffRelease(name, rows, manifest)}, {name: model})[0]
+
+
+def gate_one_off(name: str, rows: pd.DataFrame, manifest: dict) -> dict:
+    """The gate of a one-off release: its manifest's ``verification`` entry, as :func:`gate`
+    writes it for a period of a series.
+
+    A release that declares no model (the EHR suppression baseline) is ``not-applicable``.
+
+    Raises:
+        PrivacyViolation: the release breaks its model; the exception carries the entry as
+            ``.verification`` (to publish despite it, on explicit request) and the verdict as
+            ``.verdict``.
+    """
+    if (manifest.get("method") or {}).get("privacy_model") is None:
+        return {"verdict": "not-applicable", "detail": "the method declares no privacy model"}
+    own = verify_one_off(name, rows, manifest)
+    entry = {"verdict": "passed" if own.ok else "violated", "model": own.model,
+             "checked": own.checked, "dir": own.dir, "checker": "medanon.models"}
+    if own.violations:
+        entry["violations"] = list(own.violations)
+        shown = "; ".join(own.violations[:_SHOWN])
+        more = (f" (and {len(own.violations) - _SHOWN} more)"
+                if len(own.violations) > _SHOWN else "")
+        error = PrivacyViolation(
+            f"The {name} was not published: the verify gate found {len(own.violations)} "
+            f"violation(s) of {own.model}: {shown}{more}. Publish anyway only with "
+            f"allow_violations=True (recorded in the manifest).")
+        error.verification = entry
+        error.verdict = own
+        raise error
+    return entry
 
 
 def is_release_folder(folder: str | Path) -> bool:

@@ -11,7 +11,7 @@ from medanon.data.records import combine_super_records
 from medanon.data.schema import Schema
 from medanon.errors import InfeasibleError
 from medanon.hierarchies import Interval
-from medanon.random import make_random_source
+from medanon.random import randomness
 from tests.series_helpers import check, publish_series
 
 SCHEMA_002 = Schema.from_mapping({
@@ -154,16 +154,16 @@ def test_001_2007q1_infeasible_term_is_refused_with_the_smallest_workable_theta(
                          "report_id": [str(i) for i in range(n_new)], "age_years": 30.0})
     supers = combine_super_records(rows, schema, schema.load_hierarchies())
     with pytest.raises(InfeasibleError) as err:
-        PPMSPlusPlus(k=3, theta=0.2).anonymize(supers, [], rng=make_random_source(0))
+        PPMSPlusPlus(k=3, theta=0.2).anonymize(supers, [], rng=randomness(0))
     text = str(err.value)
     assert "'Diabetes mellitus non-insulin-dependent': 5 cases" in text
     assert "smallest workable theta 0.2778" in text and "18 new cases" in text
     result = PPMSPlusPlus(k=3, theta=0.2, on_infeasible="raise-theta").anonymize(
-        supers, [], rng=make_random_source(0))
+        supers, [], rng=randomness(0))
     raised = result.details["raised_theta"]["Diabetes mellitus non-insulin-dependent"]
     assert raised == {"count": 5, "theta": 0.2, "raised_to": 0.2778}
     suppressed = PPMSPlusPlus(k=3, theta=0.2, on_infeasible="suppress-terms").anonymize(
-        supers, [], rng=make_random_source(0))
+        supers, [], rng=randomness(0))
     assert "Diabetes mellitus non-insulin-dependent" in suppressed.details["suppressed_terms"]
     published_terms = {t for cell in suppressed.table["indications"] for t in cell}
     assert "Diabetes mellitus non-insulin-dependent" not in published_terms

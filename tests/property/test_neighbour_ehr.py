@@ -31,7 +31,7 @@ from medanon.pipeline import clinsim as ehr_pipeline
 from medanon.data.ehr import EhrData
 from medanon.data.synth.ehr import synth_ehr
 from medanon.hierarchies.icd9 import icd9_category, icd9_tree, known_category_codes, sensitive_preset
-from medanon.mechanisms.noise import NoiseSource
+from medanon.random import randomness
 from medanon.pipeline.ehr import Pseudonyms
 from tests.conftest import invoke_cli, run_cli
 from tests.neighbours_ehr import (SPLIT_SEED, TIME_DEPENDENT, admissions_of, changed,
@@ -151,16 +151,16 @@ N_DRAWS = 200_000
 def test_one_released_elements_distribution_stays_within_e_epsilon(method, tmp_path):
     data = base_data("category")
     protected = ehr_pipeline.run_clinsim(data, method=method, epsilon=EPSILON,
-                                        split_rng=np.random.default_rng(SPLIT_SEED),
-                                        noise=NoiseSource.seeded(SEED)).plan.protected
+                                        rng=randomness(SEED),
+                                        split_rng=randomness(SPLIT_SEED)).plan.protected
     free = next(c for c in data.codes if c not in protected)     # an unprotected code
     patient, original = first_element_free(data, ["303", free, "042"])
     runs = {}
     for name, first in (("A", "303"), ("A'", free), ("A''", "042")):
         neighbour = with_codes(data, patient, [first, *original[1:]])
         runs[name] = ehr_pipeline.run_clinsim(neighbour, method=method, epsilon=EPSILON,
-                                             split_rng=np.random.default_rng(SPLIT_SEED),
-                                             noise=NoiseSource.seeded(SEED))
+                                             rng=randomness(SEED),
+                                             split_rng=randomness(SPLIT_SEED))
     plan = runs["A"].plan
     for other in runs.values():                    # Y_P and the blocks: the same on neighbours
         assert other.plan.protected == plan.protected == protected
@@ -170,7 +170,7 @@ def test_one_released_elements_distribution_stays_within_e_epsilon(method, tmp_p
     def sample(name: str, code: str, seed: int) -> np.ndarray:
         run = runs[name]
         return ehr_pipeline.release_codes(run.plan, run.tree, np.full(N_DRAWS, code, dtype=object),
-                                         NoiseSource.seeded(seed))
+                                         randomness(seed))
 
     outputs = list(plan.protected)
     a, unprotected, other = sample("A", "303", 1), sample("A'", free, 2), sample("A''", "042", 3)

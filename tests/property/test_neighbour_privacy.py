@@ -36,8 +36,7 @@ from medanon.anonymize import PPMSDPAll, PPMSDPNum
 from medanon.anonymize.dphist import DPHistogram
 from medanon.data.schema import Schema
 from medanon.data.tabular import TableSchema, load_table
-from medanon.mechanisms.noise import NoiseSource
-from medanon.random import make_random_source
+from medanon.random import randomness
 from medanon.pipeline import publish
 from medanon.pipeline import tabular
 from medanon.published.series import empty_series
@@ -89,7 +88,7 @@ def _history(name: str):
     method = _method(name)
     first = _period("2020Q1", [str(i) for i in range(24)], seed=1)
     # the unpatched flow: the history is the same whatever a test puts into the publication
-    prepared = _PREPARE(SCHEMA, method, "2020Q1", first, make_random_source(99),
+    prepared = _PREPARE(SCHEMA, method, "2020Q1", first, randomness(99),
                         series=empty_series(SCHEMA), hierarchies=HIERARCHIES)
     series = empty_series(SCHEMA).with_release("2020Q1", prepared.rows, prepared.manifest)
     ledger = prepared.ledger.assign(period="2020Q1")
@@ -111,7 +110,7 @@ def _prepare(name: str, records: pd.DataFrame, seed: int):
     series, ledger = _history(name)
     spend = sum(loss.epsilon for loss in method.planned_losses(SCHEMA))
     return publish.prepare_release(
-        SCHEMA, method, "2020Q2", records, make_random_source(seed), series=series,
+        SCHEMA, method, "2020Q2", records, randomness(seed), series=series,
         hierarchies=HIERARCHIES, ledger=ledger, case_budget=Budget.of(2 * spend),
         on_case_budget="suppress")
 
@@ -208,7 +207,7 @@ def test_strict_ppms_dp_one_cases_published_value_stays_within_e_epsilon(name, e
         values = []
         for seed in range(500):
             prepared = publish.prepare_release(SCHEMA, method, "2020Q1", records,
-                                               make_random_source(seed),
+                                               randomness(seed),
                                                series=empty_series(SCHEMA),
                                                hierarchies=HIERARCHIES)
             row = prepared.rows[prepared.rows["case_id"] == "0"]
@@ -301,9 +300,8 @@ TABLE = _table()
 def _dphist(frame: pd.DataFrame, seed: int, *, schema: TableSchema = TABLE_SCHEMA,
             epsilon: object = 1):
     data = load_table(frame, schema)
-    result = DPHistogram(epsilon=epsilon).anonymize(data, noise=NoiseSource.seeded(seed))
-    manifest = tabular.tabular_manifest(result, data,
-                                        randomness=NoiseSource.seeded(seed).describe(), seed=seed)
+    result = DPHistogram(epsilon=epsilon).anonymize(data, noise=randomness(seed))
+    manifest = tabular.tabular_manifest(result, data, randomness=randomness(seed).describe())
     return data, result, manifest
 
 
@@ -366,7 +364,7 @@ def test_dphist_a_histogram_cell_stays_within_e_epsilon():
         data = load_table(frame, TABLE_SCHEMA)
         counts[label] = []
         for seed in range(2000):
-            table = DPHistogram(epsilon=1).anonymize(data, noise=NoiseSource.seeded(seed)).table
+            table = DPHistogram(epsilon=1).anonymize(data, noise=randomness(seed)).table
             counts[label].append(min(int((table[cell.index] == cell).all(axis=1).sum()), 8))
     assert ratio_violations(counts["a"], counts["b"], 1.0) == []
     assert np.mean(counts["b"]) > np.mean(counts["a"])  # the statistic moves with the record
@@ -384,7 +382,7 @@ def test_a_domain_read_from_the_data_fails_the_statistical_check():
         data = load_table(frame, schema)
         if not data.domain_public:  # the old behaviour, which DPHistogram now refuses
             data = dataclasses.replace(data, domain_public=True)
-        result = DPHistogram(epsilon=1).anonymize(data, noise=NoiseSource.seeded(seed))
+        result = DPHistogram(epsilon=1).anonymize(data, noise=randomness(seed))
         return bool((result.table["dx"] == "E").any())
 
     for schema, leaking in ((private, True), (TABLE_SCHEMA, False)):

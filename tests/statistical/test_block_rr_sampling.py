@@ -8,7 +8,7 @@ import pytest
 from scipy import stats
 
 from medanon.mechanisms.block_rr import UNPROTECTED, BlockRandomizedResponse
-from medanon.mechanisms.noise import NoiseSource
+from medanon.random import randomness
 
 ALPHA = 1e-3
 
@@ -18,7 +18,7 @@ def ring_blocks(m: int, b: int) -> np.ndarray:
 
 
 def output_histogram(mech: BlockRandomizedResponse, x: int, n: int, seed: int) -> np.ndarray:
-    out = mech.randomise(np.full(n, x), NoiseSource.seeded(seed))
+    out = mech.randomise(np.full(n, x), randomness(seed))
     # bins: protected outputs 0..m-1, then "kept" (UNPROTECTED)
     return np.bincount(np.where(out == UNPROTECTED, mech.m, out), minlength=mech.m + 1)
 
@@ -57,7 +57,7 @@ def test_frequency_estimator_is_unbiased(b):
                             + [np.full(c, j) for j, c in enumerate(truth_counts[m:])])
     runs = 300
     estimates = np.empty((runs, m + n_unprotected))
-    noise = NoiseSource.seeded(17)
+    noise = randomness(17)
     for r in range(runs):
         out = mech.randomise(population, noise)
         prot = np.bincount(out[out >= 0], minlength=m)

@@ -29,6 +29,7 @@ from medanon.anonymize.ipa import IPA
 from medanon.anonymize.lattice import RollUp
 from medanon.data.tabular import TableSchema, TabularData, load_table
 from medanon.mechanisms.noise import NoiseSource
+from medanon.random import randomness
 
 Z_MAX = 4.5
 P_MIN = 1e-4
@@ -76,7 +77,7 @@ def flat_table(sizes: dict[int, int], values: tuple[str, ...] = ("A", "B"), seed
 
 def perturbations(ipa: IPA, data: TabularData, node, reps: int, seed: int):
     """``reps`` independent runs of Algorithm 1 on ``node`` (one seeded stream)."""
-    noise = NoiseSource.seeded(seed)
+    noise = NoiseSource(randomness(seed))
     table = RollUp(data, with_informative=True).table(node)
     pools = ipa._pools(noise)
     return table, [ipa._perturb(data, table, noise, pools) for _ in range(reps)]
@@ -211,7 +212,7 @@ def draw_values(ipa: IPA, classes: list[dict[int, int]], fakes: list[int], m: in
     n_real = np.array([sum(c.values()) for c in classes], dtype=np.int64)
     return ipa._counterfeit_values(np.array(e_class, dtype=np.int64), np.array(e_value, dtype=np.int64),
                                    np.array(e_count, dtype=np.int64), n_real,
-                                   np.array(fakes, dtype=np.int64), m, NoiseSource.seeded(seed))
+                                   np.array(fakes, dtype=np.int64), m, NoiseSource(randomness(seed)))
 
 
 CLASS_9 = {0: 6, 1: 3}            # |E| = 9: A x 6, B x 3; C, D, E unseen
@@ -296,7 +297,7 @@ def test_node_selection_frequencies():
     ipa = IPA(epsilon=30)          # ε_cand = 9: the weights differ by up to e^4.5
     il = np.array([0.1, 0.5, 1.0, 1.5, 2.2, 2.9])
     probs = ipa.selector.probabilities(3 - il)
-    noise = NoiseSource.seeded(12)
+    noise = NoiseSource(randomness(12))
     picks = np.array([ipa.selector.select(3 - il, noise) for _ in range(20_000)])
     observed = np.bincount(picks, minlength=len(il))
     assert chisquare_p(observed, probs) > P_MIN

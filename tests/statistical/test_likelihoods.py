@@ -15,7 +15,8 @@ from scipy import stats
 
 from medanon.anonymize.ppms_dp import full_tree_il
 from medanon.hierarchies import mesh_age_tree
-from medanon.mechanisms import ExponentialMechanism, LaplaceMechanism, NoiseSource
+from medanon.mechanisms import ExponentialMechanism, LaplaceMechanism
+from medanon.random import randomness
 from medanon.mechanisms.likelihood import exponential_log_table, laplace_log_likelihood
 from tests.statistical.chi2 import chisquare_p
 
@@ -26,7 +27,7 @@ def published(x, n: int, *, epsilon, lo: float, hi: float, decimals: int, seed: 
     """What PPMS-DP strict publishes for true value(s) ``x``: the pipeline of ppms_dp.py."""
     mech = LaplaceMechanism(epsilon=epsilon, sensitivity=hi - lo)
     true = np.clip(np.broadcast_to(np.asarray(x, dtype=float), (n,)), lo, hi)
-    return np.round(np.clip(mech.randomise(true, NoiseSource.seeded(seed)), lo, hi), decimals)
+    return np.round(np.clip(mech.randomise(true, randomness(seed)), lo, hi), decimals)
 
 
 @pytest.mark.parametrize("x, seed", [(15.0, 1), (2.0, 2), (-4.0, 3), (30.0, 4)])
@@ -90,7 +91,7 @@ def test_exponential_over_the_hierarchy_fits_the_sampler(value, eps, seed):
     tax = mesh_age_tree()
     utility = -full_tree_il(tax)
     mech = ExponentialMechanism(epsilon=eps, sensitivity=1.0)
-    noise = NoiseSource.seeded(seed)
+    noise = randomness(seed)
     u = tax.code_of[value]
     draws = np.array([mech.select(utility[u], noise) for _ in range(20_000)])
     counts = np.bincount(draws, minlength=len(tax))

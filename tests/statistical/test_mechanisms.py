@@ -20,7 +20,8 @@ from tests.statistical.chi2 import chisquare_p
 from medanon.errors import ValidationError
 from medanon.mechanisms import (ExponentialMechanism, LaplaceMechanism, NoiseSource,
                                 RandomizedResponse, to_fraction)
-from medanon.random import make_random_source
+from medanon.mechanisms.noise import check_noise
+from medanon.random import randomness
 
 Z_MAX = 4.5
 P_MIN = 1e-4
@@ -64,13 +65,15 @@ def test_seeded_source_is_reproducible():
     assert draws[:50] == draws[50:100]
     assert draws[:50] != draws[100:]
     assert a.kind == "seeded"
-    assert a.describe() == {"kind": "seeded", "generator": "numpy PCG64"}
+    assert {k: a.describe()[k] for k in ("kind", "seed", "generator")} == {
+        "kind": "seeded", "seed": 7, "generator": "numpy PCG64"}
 
 
 def test_secure_source():
     s = NoiseSource.secure()
     assert s.kind == "secure" and NoiseSource().kind == "secure"
-    assert s.describe() == {"kind": "secure", "generator": "secrets (OS CSPRNG)"}
+    assert {k: s.describe()[k] for k in ("kind", "seed", "generator")} == {
+        "kind": "secure", "seed": None, "generator": "secrets (OS CSPRNG)"}
     assert 0 <= s.randbits(64) < 2 ** 64 and s.randbits(0) == 0
     assert isinstance(s.discrete_laplace(3), int)
     assert 0 < s.uniform01() < 1
@@ -86,16 +89,22 @@ def test_pickling_keeps_seeded_state_and_refreshes_secure():
     assert pickle.loads(pickle.dumps(NoiseSource.secure())).kind == "secure"
 
 
-def test_from_random():
-    one, two = make_random_source(11), make_random_source(11)
-    a, b = NoiseSource.from_random(one), NoiseSource.from_random(two)
-    assert a.kind == b.kind == "seeded"
+def test_samplers_over_one_randomness_continue_its_stream():
+    one, two = randomness(11), randomness(11)
+    a, b = NoiseSource(one), NoiseSource(two)
+    assert a.kind == b.kind == "seeded" and a.rng is one
     assert [a.randbits(32) for _ in range(10)] == [b.randbits(32) for _ in range(10)]
-    # A second source from the same RandomSource continues its stream: a different seed.
-    assert NoiseSource.from_random(one).randbits(64) != NoiseSource.seeded(0).randbits(64)
-    assert NoiseSource.from_random(make_random_source()).kind == "secure"
-    with pytest.raises(ValidationError):
-        NoiseSource.from_random(3)
+    # A second sampler over the same Randomness continues its stream (no state of its own).
+    reference = NoiseSource(randomness(11))
+    expected = [reference.randbits(32) for _ in range(11)]
+    assert NoiseSource(one).randbits(32) == expected[10]
+    # The seeded bits are PCG64 on SeedSequence(seed), as NoiseSource.seeded(seed) always drew.
+    assert randomness(5).bits.words(3).tolist() == np.random.PCG64(5).random_raw(3).tolist()
+    assert NoiseSource(randomness()).kind == "secure" and NoiseSource().kind == "secure"
+    with pytest.raises(ValidationError, match="'rng' parameter of NoiseSource"):
+        NoiseSource(3)
+    with pytest.raises(ValidationError, match="'noise' parameter of T must be a Randomness"):
+        check_noise(np.random.default_rng(1), owner="T")
 
 
 def test_seeded_rejects_bad_seeds():

@@ -33,7 +33,7 @@ from medanon.data.schema import Schema
 from medanon.data.synth.faers import write_faers_series
 from medanon.errors import DiskFullError, StoreError, StoreLockedError, StorePermissionError
 from medanon.pipeline.publish import publish_periods
-from medanon.random import make_random_source
+from medanon.random import randomness
 from medanon.store import ReleaseStore
 from tests.conftest import FAERS_FIXTURES, assert_user_error, invoke_cli, snapshot
 
@@ -58,7 +58,7 @@ def protected(tmp_path_factory) -> Path:
     _ingest(store, folder / "in")
     with ReleaseStore.open(store) as db:
         publish_periods(db, PPMSPlusPlus(k=3, theta=0.5, on_infeasible="raise-theta"), [],
-                        make_random_source())
+                        randomness())
     return store
 
 
@@ -622,7 +622,7 @@ def test_the_delete_list_warning_names_the_published_cases(tmp_path) -> None:
     store = tmp_path / "s.duckdb"
     _ingest(store, FAERS_FIXTURES / "legacy_2011Q2")
     with ReleaseStore.open(store) as db:
-        publish_periods(db, DropIdentifiers(), ["2011Q2"], make_random_source(),
+        publish_periods(db, DropIdentifiers(), ["2011Q2"], randomness(),
                         allow_unprotected=True)
         published = sorted(set(db.release_rows("2011Q2")["case_id"]))
     later = tmp_path / "q"

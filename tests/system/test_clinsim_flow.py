@@ -11,14 +11,13 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from medanon.cli.app import main
 from medanon.pipeline.clinsim import run_clinsim
 from medanon.data.ehr import load_ehr_csv, load_mimic
-from medanon.mechanisms.noise import NoiseSource
+from medanon.random import randomness
 from medanon.pipeline.ehr import Pseudonyms
 from tests.conftest import (MIMIC_DEMO, assert_user_error, invoke_cli, needs_mimic_demo, run_cli,
                             snapshot)
@@ -261,8 +260,7 @@ def test_directions_hold_for_other_seeds(data, seed):
     def metrics(method):
         return run_clinsim(data, method=method, sensitive="va-7332",
                            epsilon=None if method == "suppression" else 1,
-                           split_rng=np.random.default_rng(seed),
-                           noise=NoiseSource.seeded(seed)).metrics
+                           rng=randomness(seed)).metrics
 
     clinsimrr, umaxrr, suppression = (metrics(m) for m in ("clinsimrr", "umaxrr", "suppression"))
     assert clinsimrr["cil"] < umaxrr["cil"]
@@ -275,7 +273,7 @@ def test_larger_gamma_protects_no_more_codes(data):
     sizes = []
     for gamma in (0.01, 0.05, 0.2):
         run = run_clinsim(data, method="clinsimrr", sensitive="va-7332", epsilon=1, gamma=gamma,
-                          split_rng=np.random.default_rng(1), noise=NoiseSource.seeded(1))
+                          rng=randomness(1))
         sizes.append(run.summary()["protected_size"])
     assert sizes[0] >= sizes[1] >= sizes[2] >= 8
 

@@ -56,7 +56,8 @@ def test_a_violating_release_is_refused_or_flagged(data, monkeypatch):
 
 
 def test_publisher_errors_name_parameters(data):
-    with pytest.raises(ValidationError, match="'method' parameter of periodic_method"):
+    with pytest.raises(ValidationError, match="'method' parameter of Publisher must be a periodic "
+                                              r"method \(none, ms.*a table method \(ipa"):
         medanon.Publisher("k-map", k=5)
     with pytest.raises(ValidationError, match="'theta' parameter of periodic_method is required"):
         medanon.Publisher("ppms++", k=5)
@@ -72,7 +73,7 @@ def test_release_goes_into_a_store(data, tmp_path):
     store_path = tmp_path / "s.duckdb"
     schema = data.schema
     with ReleaseStore.create_or_open(store_path, schema) as store:
-        store.ingest([(p, "synthetic", "api", data.records(p), {}) for p in data.periods])
+        store.ingest(data)  # the Dataset's own quarters: one path from loader to store
         series = medanon.Publisher("ppms++", k=5, theta=1.0, seed=2).publish(data)
         for release in series.releases_published:
             store.publish(release)
@@ -95,14 +96,14 @@ def test_store_and_store_free_publish_the_same_releases(data, tmp_path):
     """publish_periods and Publisher.publish run one loop: same seed, same releases."""
     from medanon.pipeline.methods import periodic_method
     from medanon.pipeline.publish import publish_periods
-    from medanon.random import make_random_source
+    from medanon.random import randomness
     from medanon.store import ReleaseStore
 
     params = {"k": 5, "theta": 1.0}
     api = medanon.Publisher("ppms++", seed=4, **params).publish(data)
     with ReleaseStore.create_or_open(tmp_path / "s.duckdb", data.schema) as store:
         store.ingest([(p, "synthetic", "api", data.records(p), {}) for p in data.periods])
-        publish_periods(store, periodic_method("ppms++", **params), [], make_random_source(4),
+        publish_periods(store, periodic_method("ppms++", **params), [], randomness(4),
                         allow_seeded=True)
         for release in api.releases_published:
             stored = store.release_rows(release.period)

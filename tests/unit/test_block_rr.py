@@ -10,7 +10,7 @@ import pytest
 
 from medanon.errors import ValidationError
 from medanon.mechanisms.block_rr import UNPROTECTED, BlockRandomizedResponse, clip_and_normalize
-from medanon.mechanisms.noise import NoiseSource
+from medanon.random import randomness
 
 
 def ring_blocks(m: int, b: int) -> np.ndarray:
@@ -80,14 +80,14 @@ def test_block_equal_to_the_set_is_uniform():
     mech = BlockRandomizedResponse(epsilon=2, blocks=ring_blocks(6, 6))
     assert mech.p_t == 1.0
     np.testing.assert_allclose(mech.probability_matrix()[:-1], 1 / 6)
-    out = mech.randomise(np.zeros(600, dtype=int), NoiseSource.seeded(1))
+    out = mech.randomise(np.zeros(600, dtype=int), randomness(1))
     assert set(out.tolist()) == set(range(6))
 
 
 def test_plain_rr_keeps_unprotected_inputs():
     mech = BlockRandomizedResponse(epsilon=1, blocks=np.arange(5)[:, None], randomize_unprotected=False)
     assert mech.p_s == 0
-    out = mech.randomise(np.full(1000, UNPROTECTED), NoiseSource.seeded(2))
+    out = mech.randomise(np.full(1000, UNPROTECTED), randomness(2))
     assert (out == UNPROTECTED).all()
     assert max_ratio_over_protected_outputs(mech) == math.inf     # not LDP against unprotected inputs
 
@@ -95,7 +95,7 @@ def test_plain_rr_keeps_unprotected_inputs():
 def test_outputs_of_protected_inputs_stay_protected_and_unprotected_may_be_kept():
     mech = BlockRandomizedResponse(epsilon=0.5, blocks=ring_blocks(7, 2))
     x = np.array([0, 1, 2, 3, 4, 5, 6, UNPROTECTED] * 500)
-    out = mech.randomise(x, NoiseSource.seeded(3))
+    out = mech.randomise(x, randomness(3))
     assert (out[x >= 0] >= 0).all()
     assert (out[x < 0] == UNPROTECTED).any() and (out[x < 0] >= 0).any()
 
@@ -103,8 +103,8 @@ def test_outputs_of_protected_inputs_stay_protected_and_unprotected_may_be_kept(
 def test_same_seed_same_output():
     mech = BlockRandomizedResponse(epsilon=1, blocks=ring_blocks(10, 3))
     x = np.arange(-1, 10).repeat(50)
-    a = mech.randomise(x, NoiseSource.seeded(7))
-    b = mech.randomise(x, NoiseSource.seeded(7))
+    a = mech.randomise(x, randomness(7))
+    b = mech.randomise(x, randomness(7))
     assert np.array_equal(a, b)
 
 
@@ -125,7 +125,7 @@ def test_bad_epsilon_and_inputs():
         BlockRandomizedResponse(epsilon=0, blocks=ring_blocks(3, 1))
     mech = BlockRandomizedResponse(epsilon=1, blocks=ring_blocks(3, 1))
     with pytest.raises(ValidationError, match="inputs"):
-        mech.randomise(np.array([3]), NoiseSource.seeded(1))
+        mech.randomise(np.array([3]), randomness(1))
 
 
 def test_probabilities_match_the_matrix():

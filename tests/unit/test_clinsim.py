@@ -13,7 +13,7 @@ from medanon.anonymize.clinsim import (ClinSimRR, SensitiveRR, Suppression, UMax
 from medanon.anonymize.dependence import DependenceGraph
 from medanon.errors import ValidationError
 from medanon.hierarchies.icd9 import ROOT, icd9_tree
-from medanon.mechanisms.noise import NoiseSource
+from medanon.random import randomness
 
 SENSITIVE = ["042", "291", "303", "304", "305"]
 
@@ -119,7 +119,7 @@ def test_suppression_and_rr_obfuscate_only_sensitive_codes(tree, graph):
     assert sup.obfuscate(codes).tolist() == [ROOT, "401", ROOT, "428", ROOT]
     assert sup.attacked_outputs == (ROOT,)
     rr = SensitiveRR(epsilon=1).plan(graph, SENSITIVE, tree)
-    out = rr.obfuscate(np.repeat(codes, 200), NoiseSource.seeded(3))
+    out = rr.obfuscate(np.repeat(codes, 200), randomness(3))
     kept = np.repeat(codes, 200)
     unprotected = ~np.isin(kept, SENSITIVE)
     assert (out[unprotected] == kept[unprotected]).all()
@@ -145,7 +145,7 @@ def test_frequency_estimate_sums_to_one_and_tracks_the_truth(tree, graph):
     rng = np.random.default_rng(0)
     original = rng.choice(np.array(SENSITIVE + ["401", "428"], dtype=object), size=20_000,
                           p=[0.05, 0.05, 0.1, 0.05, 0.05, 0.4, 0.3])
-    released = plan.obfuscate(original, NoiseSource.seeded(4))
+    released = plan.obfuscate(original, randomness(4))
     est = plan.estimate_frequencies(released)
     assert est.sum() == pytest.approx(1.0) and (est >= 0).all()
     assert est["401"] == pytest.approx(0.4, abs=0.05)
@@ -222,9 +222,8 @@ def test_the_docs_show_the_generated_guarantee_text():
     page = (Path(__file__).resolve().parents[2] / "docs" / "algorithms" / "clinsim.md").read_text()
     quoted = page.split("<!-- generated-guarantee:start -->")[1].split("<!-- generated-guarantee:end -->")[0]
     run = run_clinsim(synth_ehr(2000, seed=1), method="clinsimrr", epsilon=1, gamma=0.05,
-                      split_rng=np.random.default_rng(1), noise=NoiseSource.seeded(1))
-    _, manifest = build_release(run, identifiers=Pseudonyms.fresh(), seed=None,
-                                randomness={"kind": "secure"})
+                      rng=randomness(1))
+    _, manifest = build_release(run, identifiers=Pseudonyms.fresh())
     lines = ["guarantee:", *(f"- {g}" for g in manifest["privacy"]["guarantee"]),
              "does_not_guarantee:", *(f"- {g}" for g in manifest["privacy"]["does_not_guarantee"])]
     assert quoted.strip().removeprefix("```").removesuffix("```").strip().splitlines() == lines

@@ -12,7 +12,7 @@ from medanon.periods import parse_period, period_from_faers_tag
 from medanon.data.records import as_value_set, combine_super_records
 from medanon.data.schema import Schema
 from medanon.errors import HierarchyError, SchemaError, ValidationError
-from medanon.random import make_random_source
+from medanon.random import randomness
 
 
 def test_period_labels_parse_order_and_shift() -> None:
@@ -41,14 +41,14 @@ def test_parameter_messages_have_one_form() -> None:
 
 
 def test_random_sources_are_secure_unless_seeded() -> None:
-    secure_a, secure_b = make_random_source(), make_random_source()
+    secure_a, secure_b = randomness(), randomness()
     assert secure_a.kind == "secure" and not secure_a.seeded
     assert secure_a.generator.integers(0, 2**62) != secure_b.generator.integers(0, 2**62)
-    seeded_a, seeded_b = make_random_source(5), make_random_source(5)
-    assert seeded_a.describe() == {"kind": "seeded", "seed": 5}
+    seeded_a, seeded_b = randomness(5), randomness(5)
+    assert {k: seeded_a.describe()[k] for k in ("kind", "seed")} == {"kind": "seeded", "seed": 5}
     assert seeded_a.generator.random() == seeded_b.generator.random()
     with pytest.raises(ValidationError, match="'seed'"):
-        make_random_source(-1)
+        randomness(-1)
 
 
 def test_default_schema_is_the_papers() -> None:

@@ -27,9 +27,9 @@ from medanon.data.records import combine_super_records
 from medanon.data.schema import Schema
 from medanon.errors import BudgetExceeded, InternalError, ValidationError
 from medanon.mechanisms import (BlockRandomizedResponse, DiscreteLaplaceMechanism,
-                                ExponentialMechanism, LaplaceMechanism, Mechanism, NoiseSource,
+                                ExponentialMechanism, LaplaceMechanism, Mechanism,
                                 RandomizedResponse)
-from medanon.random import make_random_source
+from medanon.random import randomness
 from medanon.pipeline.publish import prepare_release
 from medanon.published.series import empty_series
 
@@ -94,7 +94,7 @@ def test_the_privacy_map_is_the_mechanisms_own_loss():
 
 
 def test_each_sampling_verb_reports_in_the_accountants_scope():
-    noise = NoiseSource.seeded(1)
+    noise = randomness(1)
     accountant = Accountant(scope="element")
     laplace, counts, expo, rr, block = every_mechanism()
     laplace.randomise([1.0, 2.0], noise, accountant=accountant, target="a")
@@ -112,23 +112,23 @@ def test_each_sampling_verb_reports_in_the_accountants_scope():
 
 def test_without_an_accountant_nothing_is_reported_and_the_draws_are_the_same():
     laplace = LaplaceMechanism(epsilon=1, sensitivity=1)
-    plain = laplace.randomise(np.arange(5.0), NoiseSource.seeded(4))
-    reported = laplace.randomise(np.arange(5.0), NoiseSource.seeded(4),
+    plain = laplace.randomise(np.arange(5.0), randomness(4))
+    reported = laplace.randomise(np.arange(5.0), randomness(4),
                                  accountant=Accountant(units=5), target="x", units=[4, 3, 2, 1, 0])
     assert plain.tolist() == reported.tolist()
 
 
 def test_a_refused_report_draws_no_noise():
     expo = ExponentialMechanism(epsilon=1, sensitivity=1)
-    noise = NoiseSource.seeded(9)
+    noise = randomness(9)
     accountant = Accountant(budget=Budget.of("1.5"))
     expo.select([0.0, 1.0, 2.0], noise, accountant=accountant)
     with pytest.raises(BudgetExceeded, match="requested ε=1, remaining ε=0.5, difference ε=0.5"):
         expo.select([0.0, 1.0, 2.0], noise, accountant=accountant)
     # the refused call consumed no random bits: the next draw is the second draw of the stream
-    fresh = NoiseSource.seeded(9)
+    fresh = randomness(9)
     expo.select([0.0, 1.0, 2.0], fresh)
-    assert noise.randbits(64) == fresh.randbits(64)
+    assert noise.bits.randbits(64) == fresh.bits.randbits(64)
     assert len(accountant.losses) == 1
 
 
@@ -136,19 +136,19 @@ def test_units_must_name_one_unit_per_input():
     laplace = LaplaceMechanism(epsilon=1, sensitivity=1)
     with pytest.raises(ValidationError, match=r"'units' parameter of LaplaceMechanism.report must "
                                               r"be one unit per input \(3\); got '2 unit\(s\)'"):
-        laplace.randomise([1.0, 2.0, 3.0], NoiseSource.seeded(1), accountant=Accountant(units=5),
+        laplace.randomise([1.0, 2.0, 3.0], randomness(1), accountant=Accountant(units=5),
                           units=[0, 1])
     with pytest.raises(ValidationError, match="'accountant' parameter of LaplaceMechanism.report"):
-        laplace.randomise([1.0], NoiseSource.seeded(1), accountant=Budget.of(1))
+        laplace.randomise([1.0], randomness(1), accountant=Budget.of(1))
 
 
 # ------------------------------------------------------------------------------ the accountant
 def test_a_mechanism_that_runs_twice_on_a_case_charges_it_twice():
     laplace = LaplaceMechanism(epsilon="0.25", sensitivity=1)
     accountant = Accountant(scope="case", units=4)
-    laplace.randomise([1.0, 2.0, 3.0, 4.0], NoiseSource.seeded(1), accountant=accountant,
+    laplace.randomise([1.0, 2.0, 3.0, 4.0], randomness(1), accountant=accountant,
                       target="weight")                      # parallel: each case once
-    laplace.randomise([5.0, 6.0], NoiseSource.seeded(2), accountant=accountant,
+    laplace.randomise([5.0, 6.0], randomness(2), accountant=accountant,
                       target="weight", units=[2, 0])        # again on cases 0 and 2
     (loss, counts), = unit_counts(accountant.charges, 4)
     assert loss == laplace.privacy_loss(target="weight") and counts.tolist() == [2, 1, 2, 1]
@@ -164,11 +164,11 @@ def test_a_per_unit_budget_refuses_only_what_takes_a_unit_over():
     laplace = LaplaceMechanism(epsilon="0.5", sensitivity=1)
     accountant = Accountant(units=3, budget=Budget.of(1))
     for case in range(3):       # three disjoint reports: parallel, each case spends 0.5
-        laplace.randomise([1.0], NoiseSource.seeded(case), accountant=accountant, units=case)
-    laplace.randomise([1.0], NoiseSource.seeded(5), accountant=accountant, units=[1])
+        laplace.randomise([1.0], randomness(case), accountant=accountant, units=case)
+    laplace.randomise([1.0], randomness(5), accountant=accountant, units=[1])
     assert accountant.spent == Budget.of(1) and accountant.remaining == Budget.zero()
     with pytest.raises(BudgetExceeded, match="per case"):
-        laplace.randomise([1.0, 1.0], NoiseSource.seeded(6), accountant=accountant, units=[0, 1])
+        laplace.randomise([1.0, 1.0], randomness(6), accountant=accountant, units=[0, 1])
     assert len(accountant.charges) == 4  # nothing recorded
 
 
@@ -232,7 +232,7 @@ class RunsTwice(DropIdentifiers):
 
 def publish(method, frame):
     return prepare_release(SCHEMA, method, str(frame["period"].iloc[0]), frame,
-                           make_random_source(1), series=empty_series(SCHEMA))
+                           randomness(1), series=empty_series(SCHEMA))
 
 
 def case_ids(frame) -> pd.Series:
@@ -336,7 +336,7 @@ def test_a_paper_case_charged_beyond_the_plan_is_an_internal_error():
 def test_ipa_and_dphist_report_what_their_steps_mechanisms_did():
     data = small_data(400, 1)
     ipa = IPA(epsilon="0.7", threshold=3)
-    result = ipa.anonymize(data, noise=NoiseSource.seeded(2))
+    result = ipa.anonymize(data, noise=randomness(2))
     assert result.privacy_losses == ipa.planned_losses()
     assert [(p.mechanism, p.target, p.epsilon) for p in result.privacy_losses] == [
         ("discrete-laplace", "suppression", Fraction(7, 100)),
@@ -344,7 +344,7 @@ def test_ipa_and_dphist_report_what_their_steps_mechanisms_did():
         ("exponential", "value", Fraction(21, 100)), ("exponential", "candidates", Fraction(21, 100))]
     assert [p.target for p in result.privacy_losses] == list(STEPS)
     assert ipa.mechanisms["suppression"].sensitivity == 2
-    hist = DPHistogram(epsilon="0.4").anonymize(data, noise=NoiseSource.seeded(2))
+    hist = DPHistogram(epsilon="0.4").anonymize(data, noise=randomness(2))
     assert [(p.mechanism, p.target, p.epsilon, p.scope) for p in hist.privacy_losses] == [
         ("discrete-laplace", "histogram", Fraction(2, 5), "record")]
 
@@ -356,7 +356,7 @@ def test_an_ipa_step_that_does_not_report_is_an_internal_error():
 
     with pytest.raises(InternalError, match=r"IPA: .* incurred \[exponential:value ε=0.3, "
                                             r"exponential:candidates ε=0.3\]"):
-        Silent(epsilon=1).anonymize(small_data(200, 1), noise=NoiseSource.seeded(1))
+        Silent(epsilon=1).anonymize(small_data(200, 1), noise=randomness(1))
 
 
 # ------------------------------------------------------------------------------- EHR: ClinSimRR
@@ -368,9 +368,8 @@ def test_the_ehr_manifest_states_what_the_mechanism_reported(method, epsilon, ex
     from medanon.pipeline.ehr import Pseudonyms
 
     run = run_clinsim(synth_ehr(300, seed=2), method=method, epsilon=epsilon,
-                      split_rng=np.random.default_rng(2), noise=NoiseSource.seeded(2))
-    _, manifest = build_release(run, identifiers=Pseudonyms.fresh(), seed=None,
-                                randomness={"kind": "secure"})
+                      rng=randomness(2))
+    _, manifest = build_release(run, identifiers=Pseudonyms.fresh())
     privacy = manifest["privacy"]
     assert privacy["epsilon_per_element"] == expected
     if expected is None:

@@ -8,7 +8,7 @@ import pandas as pd
 from medanon.anonymize import DropIdentifiers
 from medanon.data.records import combine_super_records
 from medanon.data.schema import Schema
-from medanon.random import make_random_source
+from medanon.random import randomness
 from medanon.published.format import to_published_rows
 
 
@@ -23,7 +23,7 @@ def test_groups_are_equivalence_classes_including_missing_cells() -> None:
         "age_years": [70.0] * 5,
     })
     supers = combine_super_records(records, schema, schema.load_hierarchies())
-    result = DropIdentifiers().anonymize(supers, rng=make_random_source())
+    result = DropIdentifiers().anonymize(supers, rng=randomness())
     rows = to_published_rows(result.table, schema).set_index("case_id")
     assert result.n_groups == 3
     assert rows.loc["1", "group"] == rows.loc["2", "group"]

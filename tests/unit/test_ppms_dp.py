@@ -15,7 +15,7 @@ from medanon.data.records import combine_super_records
 from medanon.data.schema import Schema
 from medanon.errors import SchemaError, ValidationError
 from medanon.hierarchies import mesh_age_tree
-from medanon.random import make_random_source
+from medanon.random import randomness
 
 AGES = ["Young Adult", "Middle Aged", "Aged", "Adolescent", "In-school"]
 
@@ -34,7 +34,7 @@ def records(n: int, *, period: str = "2020Q1", weight=None, seed: int = 0, start
 def run(method, frame, previous=(), seed=1, schema=None):
     schema = schema or Schema.default()
     supers = combine_super_records(frame, schema, schema.load_hierarchies())
-    return method.anonymize(supers, list(previous), rng=make_random_source(seed))
+    return method.anonymize(supers, list(previous), rng=randomness(seed))
 
 
 def test_strict_numeric_noise_is_laplace_with_domain_width_over_epsilon():
@@ -89,7 +89,7 @@ def test_paper_variant_names_exactly_the_groups_whose_scale_is_below_the_precisi
     frame.loc[:29, "weight"] = 80.0
     method = PPMSDPNum(k=5, theta=1.0, epsilon=1, variant="paper")
     supers = combine_super_records(frame, Schema.default(), Schema.default().load_hierarchies())
-    result = method.anonymize(supers, [], rng=make_random_source(3))
+    result = method.anonymize(supers, [], rng=randomness(3))
     true = frame.set_index("case_id")["weight"]
     table = result.table.assign(true=result.table["case_id"].map(true))
     spread = table.groupby("group")["true"].agg(lambda w: w.max() - w.min())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import duckdb
 import pandas as pd
@@ -12,7 +13,7 @@ from medanon.anonymize import DropIdentifiers
 from medanon.data.loaders.faers import read_faers
 from medanon.data.schema import Schema
 from medanon.errors import StoreError, ValidationError
-from medanon.random import make_random_source
+from medanon.random import randomness
 from medanon.pipeline.publish import input_digest, plan_periods, publish_periods
 from medanon.store import ReleaseStore
 from tests.conftest import FAERS_FIXTURES
@@ -21,8 +22,7 @@ from tests.conftest import FAERS_FIXTURES
 def _ingest(path, source=FAERS_FIXTURES):
     ingest = read_faers(source, keep_missing=False)
     with ReleaseStore.create_or_open(path, Schema.default()) as store:
-        summary = store.ingest([(q.period.label, q.era, "fixture", q.records, q.report.as_dict())
-                                for q in ingest.quarters], ingest.deleted_case_ids)
+        summary = store.ingest(ingest)  # the loader's own result: quarters and DELETE list
     return ingest, summary
 
 
@@ -50,6 +50,38 @@ def test_ingest_then_read_back_records(tmp_path) -> None:
         assert store.ingest_report("2015Q1")["demo_rows"] == 10
 
 
+def test_ingest_takes_the_loader_result_or_a_dataset_alike(tmp_path) -> None:
+    import medanon
+
+    ingest = read_faers(FAERS_FIXTURES)
+    data = medanon.Dataset.from_faers(FAERS_FIXTURES)
+    assert [q.label for q in data.quarters] == [q.label for q in ingest.quarters]
+    assert data.deleted_case_ids == ingest.deleted_case_ids
+    content = {}
+    for name, source in (("loader", ingest), ("dataset", data)):
+        with ReleaseStore.create_or_open(tmp_path / f"{name}.duckdb", Schema.default()) as store:
+            summary = store.ingest(source)
+            periods = store.periods().drop(columns="ingested_at")
+            content[name] = (summary.added, periods.to_dict(orient="records"),
+                             {p: store.ingest_report(p) for p in summary.added},
+                             {p: store.records(p).to_dict(orient="records") for p in summary.added})
+    assert content["loader"] == content["dataset"]
+    periods = content["dataset"][1]
+    assert {p["source"] for p in periods} == {str(FAERS_FIXTURES)}
+    assert [p["era"] for p in periods] == [q.era for q in ingest.quarters]
+
+
+def test_ingest_refuses_positional_tuples(tmp_path) -> None:
+    ingest = read_faers(FAERS_FIXTURES / "faers_2015Q1")
+    q = ingest.quarters[0]
+    with ReleaseStore.create_or_open(tmp_path / "s.duckdb", Schema.default()) as store:
+        with pytest.raises(ValidationError, match="'quarters' parameter of ReleaseStore.ingest "
+                                                  "must be what the loader returns.*tuple"):
+            store.ingest([(q.label, q.era, "f", q.records, q.report_dict())])
+        assert store.ingested_periods() == []
+        assert store.ingest(q).added == ["2015Q1"]    # one quarter object alone is fine
+
+
 def test_publish_is_one_transaction_and_rolls_back_on_failure(tmp_path) -> None:
     path = tmp_path / "s.duckdb"
     _ingest(path)
@@ -70,12 +102,12 @@ def test_published_period_is_immutable(tmp_path) -> None:
     path = tmp_path / "s.duckdb"
     _ingest(path)
     with ReleaseStore.open(path) as store:
-        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source(),
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness(),
                         allow_unprotected=True, allow_gap=True)
     before = _content(path)
     with ReleaseStore.open(path) as store:
         with pytest.raises(StoreError, match="already published"):
-            publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source(),
+            publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness(),
                             allow_unprotected=True, allow_gap=True)
         rows = store.release_rows("2011Q2")
         with pytest.raises(StoreError, match="immutable"):
@@ -103,12 +135,13 @@ def test_seeded_runs_need_explicit_permission(tmp_path) -> None:
     _ingest(path)
     with ReleaseStore.open(path) as store:
         with pytest.raises(ValidationError, match="--allow-seeded"):
-            publish_periods(store, DropIdentifiers(), [], make_random_source(7),
+            publish_periods(store, DropIdentifiers(), [], randomness(7),
                             allow_unprotected=True, allow_gap=True)
         assert store.published_periods() == []
-        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source(7),
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness(7),
                         allow_unprotected=True, allow_gap=True, allow_seeded=True)
-        assert store.manifest("2011Q2")["rng"] == {"kind": "seeded", "seed": 7}
+        rng = store.manifest("2011Q2")["rng"]
+        assert (rng["kind"], rng["seed"]) == ("seeded", 7) and rng == randomness(7).describe()
 
 
 def test_reingest_of_unpublished_period_replaces_it(tmp_path) -> None:
@@ -125,7 +158,7 @@ def test_delete_list_reaches_earlier_unpublished_periods(tmp_path) -> None:
     ingest = read_faers(FAERS_FIXTURES / "legacy_2011Q2")
     case = ingest.quarters[0].records["case_id"].iloc[0]
     with ReleaseStore.create_or_open(path, Schema.default()) as store:
-        store.ingest([(q.period.label, q.era, "f", q.records, q.report.as_dict()) for q in ingest.quarters])
+        store.ingest(ingest.quarters)
         summary = store.ingest([], deleted_case_ids=[case])
         assert summary.deleted_from_unpublished == {"2011Q2": 1}
         assert case not in set(store.records("2011Q2")["case_id"])
@@ -154,13 +187,12 @@ def test_a_period_whose_reports_were_all_dropped_publishes_an_empty_release(tmp_
     empty = ingest.quarters[0].records.iloc[0:0]
     with ReleaseStore.create_or_open(path, Schema.default()) as store:
         with pytest.raises(StoreError, match="hold no reports"):
-            store.ingest([("2015Q1", "faers-2014", "f", empty, {})])
+            store.ingest([replace(ingest.quarters[0], records=empty)])
         assert store.ingested_periods() == []
-        store.ingest([("2015Q1", "faers-2014", "f", empty, {})], allow_empty=True)
+        store.ingest([replace(ingest.quarters[0], records=empty)], allow_empty=True)
         with pytest.raises(ValidationError, match="2015Q1 \\(empty\\)"):
-            publish_periods(store, DropIdentifiers(), [], make_random_source(),
-                            allow_unprotected=True)
-        (summary,) = publish_periods(store, DropIdentifiers(), [], make_random_source(),
+            publish_periods(store, DropIdentifiers(), [], randomness(), allow_unprotected=True)
+        (summary,) = publish_periods(store, DropIdentifiers(), [], randomness(),
                                      allow_unprotected=True, allow_gap=True)
         assert summary.cases == 0 and summary.groups == 0
         assert len(store.release_rows("2015Q1")) == 0
@@ -171,7 +203,7 @@ def test_input_hash_and_private_details_stay_in_the_store(tmp_path) -> None:
     path = tmp_path / "s.duckdb"
     _ingest(path)
     with ReleaseStore.open(path) as store:
-        publish_periods(store, DropIdentifiers(), ["2011Q2"], make_random_source(),
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness(),
                         allow_unprotected=True, allow_gap=True)
         manifest = store.manifest("2011Q2")
         operator = store.operator_record("2011Q2")
@@ -195,7 +227,7 @@ def test_an_older_store_moves_private_fields_out_of_its_manifests(tmp_path) -> N
     path = tmp_path / "s.duckdb"
     _ingest(path)
     with ReleaseStore.open(path) as store:
-        publish_periods(store, DropIdentifiers(), ["2011Q2", "2013Q1"], make_random_source(),
+        publish_periods(store, DropIdentifiers(), ["2011Q2", "2013Q1"], randomness(),
                         allow_unprotected=True, allow_gap=True)
     con = duckdb.connect(str(path))
     old = {}

@@ -25,7 +25,7 @@ from medanon.anonymize.lattice import Lattice, RollUp, record_classes
 from medanon.data.synth import synth_patient_schema_toml, synth_patient_table
 from medanon.data.tabular import TableSchema, TabularData, load_table
 from medanon.errors import InfeasibleError, SchemaError, ValidationError
-from medanon.mechanisms.noise import NoiseSource
+from medanon.random import randomness
 from medanon.metrics.tabular import evaluate_queries, release_information_loss
 
 
@@ -289,7 +289,7 @@ IPA_CASES = [("small", 300, 2), ("small", 300, 4), ("small", 1000, 3), ("synth",
 def ipa_run(request):
     kind, n, seed = request.param
     data = small_data(n, seed) if kind == "small" else synth_data(n, seed)
-    result = IPA(epsilon=1).anonymize(data, noise=NoiseSource.seeded(seed))
+    result = IPA(epsilon=1).anonymize(data, noise=randomness(seed))
     return data, result
 
 
@@ -361,9 +361,9 @@ def test_ipa_rows_are_shuffled(ipa_run):
 
 def test_ipa_same_seed_same_release():
     data = small_data(300, 4)
-    a = IPA(epsilon=1).anonymize(data, noise=NoiseSource.seeded(21))
-    b = IPA(epsilon=1).anonymize(data, noise=NoiseSource.seeded(21))
-    c = IPA(epsilon=1).anonymize(data, noise=NoiseSource.seeded(22))
+    a = IPA(epsilon=1).anonymize(data, noise=randomness(21))
+    b = IPA(epsilon=1).anonymize(data, noise=randomness(21))
+    c = IPA(epsilon=1).anonymize(data, noise=randomness(22))
     pd.testing.assert_frame_equal(a.table, b.table)
     np.testing.assert_array_equal(a.is_counterfeit, b.is_counterfeit)
     assert a.loss == b.loss and a.node == b.node
@@ -374,7 +374,7 @@ def test_ipa_same_seed_same_release():
 def test_ipa_selection_probability_is_reported():
     data = small_data(300, 2)
     ipa = IPA(epsilon=2)
-    result = ipa.anonymize(data, noise=NoiseSource.seeded(5))
+    result = ipa.anonymize(data, noise=randomness(5))
     losses = np.array([c["information_loss"] for c in result.details["candidates"]])
     weights = np.exp(float(Fraction(2) * Fraction(3, 10)) * (3 - losses) / 6)
     index = [tuple(c["node"]) for c in result.details["candidates"]].index(result.node)
@@ -450,11 +450,11 @@ def test_ipa_is_not_dp_for_the_reason_it_states_one_sided_counterfeits():
 
     def shows_e(table: pd.DataFrame, seed: int) -> bool:
         data = load_table(table, SMALL_SCHEMA)
-        return bool((method.anonymize(data, noise=NoiseSource.seeded(seed)).table["dx"] == "E").any())
+        return bool((method.anonymize(data, noise=randomness(seed)).table["dx"] == "E").any())
 
     assert all(shows_e(with_e, seed) for seed in range(15))
     assert not all(shows_e(frame, seed) for seed in range(15))
-    text = IPA(epsilon=1).anonymize(base, noise=NoiseSource.seeded(0)).does_not_guarantee
+    text = IPA(epsilon=1).anonymize(base, noise=randomness(0)).does_not_guarantee
     assert "one-sided" in text and "node choice" not in text
 
 
@@ -466,13 +466,13 @@ def test_dphist_default_node():
     assert default_histogram_node(small) == (1, 0, 1)
     synth = synth_data(50, 0)
     assert default_histogram_node(synth) == (1, 0, 1, 0, 1)
-    assert DPHistogram(epsilon=1).anonymize(small, noise=NoiseSource.seeded(1)).node == (1, 0, 1)
+    assert DPHistogram(epsilon=1).anonymize(small, noise=randomness(1)).node == (1, 0, 1)
 
 
 @pytest.mark.parametrize("node", [(0, 1, 2), (3, 1, 2), (2, 0, 0)])
 def test_dphist_explicit_node(node):
     data = small_data(400, 1)
-    result = DPHistogram(epsilon=1, node=node).anonymize(data, noise=NoiseSource.seeded(3))
+    result = DPHistogram(epsilon=1, node=node).anonymize(data, noise=randomness(3))
     assert result.node == node
     for h, level in zip(data.hierarchies, node):
         assert set(result.table[h.name]) <= set(h.labels[level])
@@ -482,7 +482,7 @@ def test_dphist_explicit_node(node):
 def test_dphist_node_validation_against_data(node):
     data = small_data(50, 0)
     with pytest.raises(ValidationError, match="'node' parameter of DPHistogram"):
-        DPHistogram(epsilon=1, node=node).anonymize(data, noise=NoiseSource.seeded(1))
+        DPHistogram(epsilon=1, node=node).anonymize(data, noise=randomness(1))
 
 
 @pytest.mark.parametrize("params", [{"epsilon": 1, "node": (-1, 0, 0)}, {"epsilon": 1, "node": (0.5, 0, 0)},
@@ -496,7 +496,7 @@ def test_dphist_validation(params):
 def test_dphist_loss_and_records(case):
     kind, n, seed, epsilon = case
     data = small_data(n, seed) if kind == "small" else synth_data(n, seed)
-    result = DPHistogram(epsilon=epsilon).anonymize(data, noise=NoiseSource.seeded(seed))
+    result = DPHistogram(epsilon=epsilon).anonymize(data, noise=randomness(seed))
     recomputed = recompute_loss(result.table, result.is_counterfeit, data)
     assert result.loss.ncp == pytest.approx(recomputed["ncp"], abs=1e-12)
     assert result.loss.emd == pytest.approx(recomputed["emd"], abs=1e-12)
@@ -523,8 +523,8 @@ def test_dphist_too_many_cells(monkeypatch):
     monkeypatch.setattr("medanon.anonymize.dphist.MAX_CELLS", 100)
     node = (1, 0, 1)    # 6 x 2 x 3 classes x 5 values = 180 cells
     with pytest.raises(InfeasibleError, match="180 cells"):
-        DPHistogram(epsilon=1, node=node).anonymize(data, noise=NoiseSource.seeded(1))
-    coarse = DPHistogram(epsilon=1, node=(2, 1, 2)).anonymize(data, noise=NoiseSource.seeded(1))
+        DPHistogram(epsilon=1, node=node).anonymize(data, noise=randomness(1))
+    coarse = DPHistogram(epsilon=1, node=(2, 1, 2)).anonymize(data, noise=randomness(1))
     assert coarse.details["cells"] == 2 * 1 * 1 * 5
 
 
@@ -535,20 +535,20 @@ def test_dphist_refuses_an_informative_domain_read_from_the_data():
     data = load_table(frame, schema)
     assert not data.domain_public
     with pytest.raises(SchemaError, match="'informative_domain' parameter of DPHistogram") as err:
-        DPHistogram(epsilon=1).anonymize(data, noise=NoiseSource.seeded(1))
+        DPHistogram(epsilon=1).anonymize(data, noise=randomness(1))
     assert "(table 'small') declares none" in str(err.value)
     with pytest.raises(SchemaError, match="'informative_domain' parameter of DPHistogram"):
         require_public_domain(schema)
     require_public_domain(SMALL_SCHEMA)  # a declared domain passes
     # with the declared domain the same records are released
     public = load_table(frame, SMALL_SCHEMA)
-    assert len(DPHistogram(epsilon=1).anonymize(public, noise=NoiseSource.seeded(1)).table)
+    assert len(DPHistogram(epsilon=1).anonymize(public, noise=randomness(1)).table)
 
 
 def test_dphist_same_seed_same_release():
     data = small_data(200, 0)
-    a = DPHistogram(epsilon=1).anonymize(data, noise=NoiseSource.seeded(8))
-    b = DPHistogram(epsilon=1).anonymize(data, noise=NoiseSource.seeded(8))
+    a = DPHistogram(epsilon=1).anonymize(data, noise=randomness(8))
+    b = DPHistogram(epsilon=1).anonymize(data, noise=randomness(8))
     pd.testing.assert_frame_equal(a.table, b.table)
     np.testing.assert_array_equal(a.is_counterfeit, b.is_counterfeit)
 

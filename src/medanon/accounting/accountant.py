@@ -72,13 +72,13 @@ class Accountant:
     a report that would take a unit over it is refused and leaves the accountant unchanged.
 
     Example:
-        >>> from medanon.mechanisms import LaplaceMechanism, NoiseSource
+        >>> from medanon.mechanisms import LaplaceMechanism
+        >>> from medanon.random import randomness
         >>> accountant = Accountant(scope="case", units=3)
         >>> laplace = LaplaceMechanism(epsilon="0.5", sensitivity=1)
-        >>> _ = laplace.randomise([1.0, 2.0, 3.0], NoiseSource.seeded(0), accountant=accountant,
-        ...                       target="weight")
-        >>> _ = laplace.randomise([4.0], NoiseSource.seeded(1), accountant=accountant,
-        ...                       target="weight", units=[2])
+        >>> rng = randomness(0)
+        >>> _ = laplace.randomise([1.0, 2.0, 3.0], rng, accountant=accountant, target="weight")
+        >>> _ = laplace.randomise([4.0], rng, accountant=accountant, target="weight", units=[2])
         >>> str(accountant.spent)   # case 2 was charged twice
         'ε=1'
     """

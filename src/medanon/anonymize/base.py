@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..accounting import Charge, PrivacyLoss, losses_per_unit
 from ..data.records import SuperRecords
-from ..random import RandomSource
+from ..random import Randomness
 
 
 @dataclass(frozen=True)
@@ -107,12 +107,13 @@ class Anonymizer(ABC):
 
     @abstractmethod
     def anonymize(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
-                  rng: RandomSource, next_cases: Collection[str] | None = None) -> AnonymizationResult:
+                  rng: Randomness, next_cases: Collection[str] | None = None) -> AnonymizationResult:
         """Anonymize one period's super records.
 
         Args:
             data: the period's super records.
             previous: the earlier published releases (release-format rows), when ``periodic``.
-            rng: the random source.
+            rng: the run's randomness (:class:`~medanon.random.Randomness`): clustering choices
+                from its generator, DP noise from its exact bits.
             next_cases: case ids present in the next period, when ``needs_next_period``.
         """

@@ -73,6 +73,7 @@ from .._validation import _fail, check_int
 from ..hierarchies.icd9 import ROOT, CodeTree
 from ..accounting import Accountant, PrivacyLoss
 from ..mechanisms.block_rr import UNPROTECTED, BlockRandomizedResponse, clip_and_normalize
+from ..random import Randomness
 from ..mechanisms.noise import NoiseSource, check_noise, to_fraction
 from ..models.single import LocalDPModel, PlainLDPModel, suppression_non_guarantees
 from .dependence import DependenceGraph, LeakageBound, bound_leakage
@@ -239,7 +240,7 @@ class ProtectionPlan:
             return ()
         return (self.mechanism.privacy_loss(target=TARGET, scope=SCOPE),)
 
-    def obfuscate(self, codes: Any, noise: NoiseSource | None = None, *,
+    def obfuscate(self, codes: Any, noise: Randomness | NoiseSource | None = None, *,
                   accountant: Accountant | None = None) -> np.ndarray:
         """Report each element independently; returns the released codes (object array).
 

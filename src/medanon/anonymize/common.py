@@ -31,7 +31,7 @@ from ..data.records import SuperRecords
 from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_theta
-from ..random import RandomSource
+from ..random import Randomness
 from .base import AnonymizationResult, Anonymizer
 from .clustering import Attribute, GroupingInput, QidSpace, eta, etas_of, group_records
 
@@ -119,7 +119,7 @@ class ClusteringMethod(Anonymizer):
         return raised
 
     def before_grouping(self, data: SuperRecords, space: QidSpace, values: dict,
-                        rng: RandomSource, accountant: Accountant) -> dict:
+                        rng: Randomness, accountant: Accountant) -> dict:
         """Change the encoded values in place before grouping (DP methods privatize here; their
         mechanisms report to ``accountant``, whose units are the cases' positions in ``data``).
 
@@ -128,7 +128,7 @@ class ClusteringMethod(Anonymizer):
         return {}
 
     def build_table(self, data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
-                    suppressed_terms: set[str], rng: RandomSource, accountant: Accountant
+                    suppressed_terms: set[str], rng: Randomness, accountant: Accountant
                     ) -> tuple[pd.DataFrame, int, dict]:
         """The release table, its number of groups and facts for the manifest (operator-only
         facts under :data:`OPERATOR_ONLY`); mechanisms report to ``accountant``."""
@@ -137,7 +137,7 @@ class ClusteringMethod(Anonymizer):
 
     # -------------------------------------------------------------------------------- run
     def anonymize(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
-                  rng: RandomSource, next_cases: Collection[str] | None = None) -> AnonymizationResult:
+                  rng: Randomness, next_cases: Collection[str] | None = None) -> AnonymizationResult:
         schema = data.schema
         frame = data.frame
         hierarchies = data.hierarchies or schema.load_hierarchies()

@@ -43,6 +43,7 @@ from ..data.tabular import TabularData
 from ..data.tabular import TableSchema
 from ..errors import InfeasibleError, SchemaError
 from ..mechanisms.discrete_laplace import DiscreteLaplaceMechanism
+from ..random import Randomness
 from ..mechanisms.noise import NoiseSource, check_noise
 from ..models.single import DPHistogramModel
 from .lattice import Node
@@ -125,7 +126,7 @@ class DPHistogram:
                         list(self.node))
         return self.node
 
-    def anonymize(self, data: TabularData, *, noise: NoiseSource | None = None,
+    def anonymize(self, data: TabularData, *, noise: Randomness | NoiseSource | None = None,
                   **_: Any) -> TabularResult:
         """Count, add noise to every cell, and release one row per unit of noisy count.
 

@@ -77,6 +77,7 @@ from ..data.tabular import TabularData
 from ..errors import InternalError
 from ..mechanisms import DiscreteLaplaceMechanism, ExponentialMechanism, Mechanism
 from ..models.single import IPAModel
+from ..random import Randomness
 from ..mechanisms.noise import NoisePool, NoiseSource, check_noise
 from .lattice import GroupTable, Lattice, Node, RollUp, group_sum, node_ncp, record_classes
 from .tabular import ClassRelease, LossParts, TabularResult, class_emd, node_level_names
@@ -197,13 +198,14 @@ class IPA:
 
     # -- Algorithm 2 ------------------------------------------------------------------------
 
-    def anonymize(self, data: TabularData, *, noise: NoiseSource | None = None,
+    def anonymize(self, data: TabularData, *, noise: Randomness | NoiseSource | None = None,
                   progress: Callable[[int, int], None] | None = None) -> TabularResult:
         """Perturb every lattice node, score it, choose one with the exponential mechanism.
 
         Args:
             data: The encoded table.
-            noise: Randomness (secure by default; a seeded source for tests and research).
+            noise: A :class:`~medanon.random.Randomness` (secure by default; seeded for tests
+                and research); every draw comes from its exact bits.
             progress: Called as ``progress(done, total)`` after each node.
         """
         noise = check_noise(noise, owner="IPA.anonymize")

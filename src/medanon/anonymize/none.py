@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 import pandas as pd
 
 from ..data.records import SuperRecords
-from ..random import RandomSource
+from ..random import Randomness
 from .base import AnonymizationResult, Anonymizer
 
 
@@ -31,7 +31,7 @@ class DropIdentifiers(Anonymizer):
         return {}
 
     def anonymize(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
-                  rng: RandomSource, next_cases: Collection[str] | None = None) -> AnonymizationResult:
+                  rng: Randomness, next_cases: Collection[str] | None = None) -> AnonymizationResult:
         schema = data.schema
         frame = data.frame
         table = pd.DataFrame({"period": frame[schema.period].to_numpy(),

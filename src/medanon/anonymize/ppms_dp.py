@@ -97,7 +97,7 @@ from ..mechanisms import ExponentialMechanism, LaplaceMechanism, NoiseSource
 from ..models.dp_bound import inflated_k, inflated_theta
 from ..models.names import PPMS_DP_MODEL
 from ..models.theta import ThetaSpec, ThetaTable
-from ..random import RandomSource
+from ..random import Randomness
 from .clustering import QidSpace
 from .common import (OPERATOR_ONLY, ClusteringMethod, add_published_columns, case_columns,
                      group_lub)
@@ -336,11 +336,14 @@ class _PPMSDP(ClusteringMethod):
                 for t, v in raised.items()}
 
     def before_grouping(self, data: SuperRecords, space: QidSpace, values: dict,
-                        rng: RandomSource, accountant: Accountant) -> dict:
+                        rng: Randomness, accountant: Accountant) -> dict:
         self.check_schema(data.schema)
         perturbed = self._qids_perturbed(data.schema)
-        noise = NoiseSource.from_random(rng)
-        details: dict[str, object] = {"dp_variant": self.variant, "noise_source": noise.describe(),
+        noise = NoiseSource(rng)   # the exact bits of rng; its generator only groups
+        source = rng.describe()
+        details: dict[str, object] = {"dp_variant": self.variant,
+                                      "noise_source": {k: source[k] for k in
+                                                       ("kind", "generator", "dp_noise")},
                                       "perturbed_qids": [n for n, _ in perturbed]}
         # Numeric QIDs become points: the middle of an interval or missing value's range.
         for j, a in enumerate(space.attributes):
@@ -388,7 +391,7 @@ class _PPMSDP(ClusteringMethod):
         return details
 
     def build_table(self, data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
-                    suppressed_terms: set[str], rng: RandomSource,
+                    suppressed_terms: set[str], rng: Randomness,
                     accountant: Accountant) -> tuple[pd.DataFrame, int, dict]:
         schema = data.schema
         placed = np.flatnonzero(group_of >= 0)
@@ -396,7 +399,7 @@ class _PPMSDP(ClusteringMethod):
                  if not a.numeric}
         merged, n_before = _merge_by_lub(space, codes, group_of[placed])
         table = case_columns(data, placed, merged + 1)
-        noise = NoiseSource.from_random(rng) if self.variant == "paper" else None
+        noise = NoiseSource(rng) if self.variant == "paper" else None
         smallest_scale = None
         exact_groups: dict[str, list[str]] = {}
         for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):

@@ -1,23 +1,19 @@
 """``medanon clinsim``: release diagnosis sequences with ClinSimRR or a baseline (paper 003).
 
-A thin layer over :mod:`medanon.pipeline.clinsim` (the run, the release and what may depend on
-what): options, the release folder, the pseudonym key file and the summary.
+A thin layer over the public API (:class:`medanon.Publisher` on :class:`medanon.EhrRecords`,
+over :mod:`medanon.pipeline.clinsim`): options, the release folder, the pseudonym key file and
+the summary.
 """
 
 from __future__ import annotations
 
-import secrets
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..data.synth.ehr import write_synth_ehr
 from ..errors import ValidationError
 from ..hierarchies.icd9 import SENSITIVE_PRESETS, sensitive_file_codes
-from ..mechanisms.noise import NoiseSource
-from ..pipeline import clinsim as pipeline
-from ..pipeline.ehr import Pseudonyms, write_ehr_release
+from ..pipeline.ehr import Pseudonyms
 from ..pipeline.methods import ehr_method
 from ..published.format import check_new_folder, write_new_folder
 from ..random import refuse_seeded_release
@@ -81,9 +77,11 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
             delta_t_days: float, max_path_length: int, min_predictions: int, seed: int | None,
             allow_seeded: bool, out: Path, as_json: bool, pseudonym_key: Path | None = None,
             keep_ids: bool = False) -> None:
+    from ..api import EhrRecords, Publisher
+
     with ui.errors_as_flags():  # the library's checks, told in flags
         ehr_method(method, epsilon=epsilon, gamma=gamma, b_max=b_max, alpha=alpha,
-                   max_path_length=max_path_length)
+                   max_path_length=max_path_length)  # only the EHR methods
     if code_level not in ("category", "full"):
         raise ValidationError(f"--code-level must be category or full; got {code_level!r}.")
     refuse_seeded_release(seed is not None and method != "suppression", allow_seeded)
@@ -91,35 +89,26 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
     identifiers, new_key = resolve_identifiers(pseudonym_key=pseudonym_key, keep_ids=keep_ids,
                                                seed=seed, out=out)
     sensitive = resolve_sensitive(code_level, sensitive_file=sensitive_file, preset=preset)
-    data = pipeline.load_ehr(diagnoses, admissions, code_level=code_level)
-    if min_admissions > 1:
-        data = data.with_min_admissions(min_admissions)
-    split_seed = secrets.randbits(128) if seed is None else seed
-    noise = NoiseSource.secure() if seed is None else NoiseSource.seeded(seed)
+    with ui.errors_as_flags():
+        publisher = Publisher(method, epsilon=epsilon, gamma=gamma, b_max=b_max, alpha=alpha,
+                              max_path_length=max_path_length, sensitive=sensitive,
+                              delta_t_days=delta_t_days, aux_fraction=aux_fraction,
+                              min_predictions=min_predictions, compare=True, seed=seed)
+    data = EhrRecords.read(diagnoses, admissions, code_level=code_level,
+                           min_admissions=min_admissions)
     with progress_bar(f"{method}: graph, plan, obfuscate, evaluate", 4) as step:
-        run = pipeline.run_clinsim(data, method=method, sensitive=sensitive, epsilon=epsilon,
-                          gamma=0.05 if gamma is None else gamma, alpha=alpha,
-                          b_max=16 if b_max is None else b_max, delta_t_days=delta_t_days,
-                          max_path_length=max_path_length, min_predictions=min_predictions,
-                          aux_fraction=aux_fraction, split_rng=np.random.default_rng(split_seed),
-                          noise=noise, compare=True, progress=step)
-    table, manifest = pipeline.build_release(run, identifiers=identifiers, seed=seed,
-                                    randomness=noise.describe(), min_admissions=min_admissions,
-                                    dates_reliable=data.dates_reliable)
+        release = publisher.publish(data, identifiers=identifiers, progress=step)
     if new_key:
         identifiers.save_key(pseudonym_key)
     try:
-        write_ehr_release(out, table, manifest)
+        release.write(out)
     except BaseException:
         if new_key:                          # the key of a release that was not written
             Path(pseudonym_key).unlink(missing_ok=True)
         raise
     # Operator-facing only (stdout, never the published folder): the input's digest lets the
     # operator check which file was released; the manifest holds no function of the input.
-    summary = {**run.summary(), "out": str(out), "input_sha256": data.digest(),
-               "dates_reliable": data.dates_reliable, "identifiers": identifiers.describe(),
-               "guarantee": manifest["privacy"]["guarantee"],
-               "does_not_guarantee": manifest["privacy"]["does_not_guarantee"]}
+    summary = {**release.summary, "out": str(out)}
     if new_key:
         summary["pseudonym_key_created"] = str(pseudonym_key)
     if as_json:

@@ -14,8 +14,6 @@ from rich.table import Table
 from .._validation import check_choice, check_int
 from ..accounting import Budget, summarize_ledger
 from ..anonymize import Anonymizer
-from ..data.loaders.faers import read_faers
-from ..data.records import check_record_values
 from ..data.schema import Schema
 from ..errors import InputFormatError, StoreError, ValidationError
 from ..attacks import attack_target, read_background
@@ -29,7 +27,7 @@ from ..metrics.signals import format_ratio, read_rules
 from ..report.collect import store_originals
 from ..published.series import load_series
 from ..verify import SeriesVerdict, is_release_folder, verify_release_folder, verify_series
-from ..random import make_random_source
+from ..random import randomness
 from ..pipeline.export import EXPORT_FORMATS, export_releases
 from ..pipeline.publish import publish_periods
 from ..store import ReleaseStore
@@ -69,32 +67,30 @@ def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str, lifespan
 # -- ingest ---------------------------------------------------------------------------------------
 def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing: bool,
            as_json: bool, allow_empty: bool = False) -> None:
+    from ..api import Dataset
+
     schema = Schema.from_toml(schema_path) if schema_path else Schema.default()
-    hierarchies = schema.load_hierarchies()
     started = time.perf_counter()
     if store.exists():
         ReleaseStore.create_or_open(store, schema).close()  # fail fast on a bad --store
-    # Parse and check everything before the store is touched: bad input writes nothing.
+    # Parse and check everything before the store is touched: bad input writes nothing (the
+    # Dataset checks every value against the schema's hierarchies).
     with progress_bar("reading FAERS", None) as step:
-        result = read_faers(source, keep_missing=keep_missing, progress=step, schema=schema)
-    for quarter in result.quarters:
-        check_record_values(quarter.records, schema, hierarchies)
+        data = Dataset.from_faers(source, schema=schema, keep_missing=keep_missing, progress=step)
     with ui.errors_as_flags():  # before the store is created or touched
-        refuse_empty({q.period.label: len(q.records) for q in result.quarters}, source=str(source),
+        refuse_empty({q.label: len(q.records) for q in data.quarters}, source=str(source),
                      allow_empty=allow_empty)
     created = not store.exists()
     try:
         with ReleaseStore.create_or_open(store, schema) as db:
-            summary = db.ingest([(q.period.label, q.era, str(source), q.records,
-                                  q.report.as_dict()) for q in result.quarters],
-                                result.deleted_case_ids, allow_empty=allow_empty)
+            summary = db.ingest(data, allow_empty=allow_empty)
     except BaseException:
         if created:  # a refused ingest leaves no new, empty store behind (e.g. a full disk)
             for leftover in (store, Path(str(store) + ".wal")):
                 leftover.unlink(missing_ok=True)
         raise
     seconds = round(time.perf_counter() - started, 2)
-    reports = [q.report.as_dict() for q in result.quarters]
+    reports = [q.report_dict() for q in data.quarters]
     if as_json:
         print_json({"store": str(store), "quarters": reports, "added": summary.added,
                      "replaced": summary.replaced,
@@ -166,7 +162,7 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                              dp_variant=dp_variant, domains=domains,
                              dp_aware_grouping=dp_aware_grouping, case_budget=case_budget)
     budget = None if case_budget is None else Budget.of(case_budget)
-    rng = make_random_source(seed)
+    rng = randomness(seed)
     with ReleaseStore.open(store) as db:
         with ui.errors_as_flags():  # e.g. --domain for a categorical QID, before any work
             anonymizer.check_schema(db.schema)

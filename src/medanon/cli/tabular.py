@@ -1,21 +1,22 @@
-"""Commands over general tabular data: ``synth table`` and ``ipa`` (IPA and its two baselines)."""
+"""Commands over general tabular data: ``synth table`` and ``ipa`` (IPA and its two baselines).
+
+``ipa`` is a thin layer over the public API (:class:`medanon.Publisher` on a
+:class:`medanon.Table`): flags in, the release folder and the operator's summary out.
+"""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 from ..anonymize.dphist import require_public_domain
 from ..anonymize.lattice import Lattice
 from ..data.synth.table import write_synth_table
-from ..data.tabular import TableSchema, load_table
-from ..mechanisms.noise import NoiseSource
+from ..data.tabular import TableSchema
 from ..random import refuse_seeded_release
-from ..metrics.tabular import evaluate_queries
 from ..published.format import check_new_folder
 from ..pipeline.methods import table_method
-from ..pipeline.tabular import table_schema_path, tabular_manifest, write_tabular_release
+from ..pipeline.tabular import table_schema_path
 from . import console as ui
 from .console import print_json, progress_bar
 
@@ -31,31 +32,25 @@ def synth_table(out: Path, *, rows: int, seed: int, as_json: bool) -> None:
 def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | None, k: int | None,
         max_suppression: float | None, threshold: int | None, budget_split: str | None,
         node: str | None, seed: int | None, allow_seeded: bool, out: Path, as_json: bool) -> None:
-    with ui.errors_as_flags():
+    from ..api import Publisher, Table
+
+    with ui.errors_as_flags():  # table_method: only the table methods, their parameters as flags
         algorithm = table_method(method, epsilon=epsilon, k=k, max_suppression=max_suppression,
                                  threshold=threshold, budget_split=budget_split, node=node)
+        publisher = Publisher(algorithm, seed=seed)
         schema_path = table_schema_path(input_path, schema)
     refuse_seeded_release(seed is not None and method != "kanon", allow_seeded)
     check_new_folder(out)
-    table_schema = TableSchema.from_toml(schema_path)
     if method == "dphist":  # refuse before reading the data (DPHistogram refuses too)
-        require_public_domain(table_schema, source=f"schema file {str(schema_path)!r}")
-    data = load_table(input_path, table_schema, schema_dir=schema_path.parent)
-    noise = NoiseSource.secure() if seed is None else NoiseSource.seeded(seed)
-    started = time.perf_counter()
-    total = 1 if method == "dphist" else len(Lattice(data.top_node))
+        require_public_domain(TableSchema.from_toml(schema_path),
+                              source=f"schema file {str(schema_path)!r}")
+    data = Table.read(input_path, schema_path)
+    total = 1 if method == "dphist" else len(Lattice(data.data.top_node))
     with progress_bar(f"{method}: lattice nodes", total) as step:
-        result = algorithm.anonymize(data, noise=noise, progress=lambda done, _total: step(done))
-    seconds = time.perf_counter() - started
-    queries = evaluate_queries(data, result.table)
-    manifest = tabular_manifest(result, data, randomness=noise.describe(), seed=seed)
-    write_tabular_release(out, result, manifest)
+        release = publisher.publish(data, progress=lambda done, _total: step(done))
+    release.write(out)
     # input_sha256: operator only (stdout), never in the manifest
-    summary: dict[str, Any] = {**result.summary(), "out": str(out), "seconds": round(seconds, 3),
-                               "input_sha256": data.digest,
-                               "queries": [q.to_dict() for q in queries],
-                               "guarantee": result.guarantee,
-                               "does_not_guarantee": result.does_not_guarantee}
+    summary: dict[str, Any] = {**release.summary, "out": str(out)}
     if as_json:
         print_json(summary)
         return

@@ -51,6 +51,7 @@ import pandas as pd
 from .._validation import check_choice, check_fraction, check_int
 from ..errors import InputFormatError, ValidationError
 from ..hierarchies.icd9 import icd9_category, normalize_icd9
+from ..random import Randomness
 
 __all__ = ["CODE_LEVELS", "DELTA_T_DAYS", "EVENT_COLUMNS", "EhrData", "load_ehr_csv", "load_mimic"]
 
@@ -143,23 +144,31 @@ class EhrData:
         keep = self.events["patient"].isin(wanted).to_numpy()
         return self._subset(keep, {"select_patients": int(len(wanted))})
 
-    def split(self, fraction: float = 0.8, *, rng: np.random.Generator) -> tuple[EhrData, EhrData]:
+    def split(self, fraction: float = 0.8, *,
+              rng: Randomness | np.random.Generator) -> tuple[EhrData, EhrData]:
         """Split by patient into (auxiliary, evaluation) parts, as 003 does (80% / 20%).
 
         The auxiliary part gets ``round(fraction * n_patients)`` patients drawn at random,
         clamped so that both parts hold at least one patient.
 
+        Args:
+            rng: A :class:`~medanon.random.Randomness` (its generator draws the patients: the
+                split is not DP noise), or a NumPy generator.
+
         Raises:
-            ValidationError: ``fraction`` outside (0, 1), ``rng`` not a numpy Generator, or fewer
-                than two patients.
+            ValidationError: ``fraction`` outside (0, 1), ``rng`` neither, or fewer than two
+                patients.
         """
         fraction = check_fraction(fraction, name="fraction", owner="EhrData.split")
         if fraction >= 1.0:
             raise ValidationError(f"The 'fraction' parameter of EhrData.split must be a number "
                                   f"in (0, 1); got {fraction!r}.")
+        if isinstance(rng, Randomness):
+            rng = rng.generator
         if not isinstance(rng, np.random.Generator):
-            raise ValidationError(f"The 'rng' parameter of EhrData.split must be a "
-                                  f"numpy.random.Generator; got {type(rng).__name__}.")
+            raise ValidationError(f"The 'rng' parameter of EhrData.split must be a Randomness "
+                                  f"(medanon.random.randomness) or a numpy.random.Generator; got "
+                                  f"{type(rng).__name__}.")
         patients = self.patients
         n = len(patients)
         if n < 2:

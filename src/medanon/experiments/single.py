@@ -12,8 +12,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from ..anonymize.dphist import require_public_domain
 from ..pipeline.clinsim import load_ehr, run_clinsim
 from ..pipeline.methods import table_method
@@ -21,7 +19,7 @@ from ..pipeline.tabular import table_schema_path
 from ..data.ehr import EhrData
 from ..data.tabular import TableSchema, load_table
 from ..anonymize.clinsim import EXTENDING
-from ..mechanisms.noise import NoiseSource
+from ..random import randomness
 from ..metrics.tabular import evaluate_queries
 from .grids import Setting
 
@@ -78,7 +76,7 @@ def run_table_task(data: TableInput, setting: Setting, run: int, seed: int) -> d
     params = setting.kwargs
     method = table_method(setting.method, epsilon=params.get("epsilon"), k=params.get("k"))
     started = time.perf_counter()
-    result = method.anonymize(data.data, noise=NoiseSource.seeded(seed))
+    result = method.anonymize(data.data, noise=randomness(seed))
     seconds = time.perf_counter() - started
     loss = result.loss.to_dict()
     row = {"method": setting.method, **params, "setting": setting.label, "period": NO_PERIOD,
@@ -123,8 +121,8 @@ def run_clinsim_task(data: EhrInput, setting: Setting, run: int, seed: int) -> d
     options = {"gamma": params["gamma"]} if setting.method in EXTENDING and "gamma" in params else {}
     result = run_clinsim(data.data, method=setting.method, sensitive=data.sensitive,
                          epsilon=params.get("epsilon"),
-                         split_rng=np.random.default_rng([data.split_seed, run]),
-                         noise=NoiseSource.seeded(seed), **options)
+                         split_rng=randomness((data.split_seed, run)), rng=randomness(seed),
+                         **options)
     summary = result.summary()
     return {"method": setting.method, **params, "setting": setting.label, "period": NO_PERIOD,
             "run": run, "cil": summary["cil"], "kl": summary["kl"],

@@ -11,7 +11,9 @@
 - :class:`RandomizedResponse`: k-ary randomized response (Warner 1965; Kairouz et al. 2016).
 - :class:`BlockRandomizedResponse`: ClinSimRR's block-structured, utility-optimized randomized
   response over a protected set (Bonomi et al. 2023; uRR of Murakami and Kawamoto 2019 at b = 1).
-- :class:`NoiseSource`: their only randomness; secure (OS CSPRNG) by default, seeded for tests.
+- :class:`NoiseSource`: the exact samplers they draw from, over the bits of the
+  :class:`~medanon.random.Randomness` a caller passes (secure, OS CSPRNG, by default; seeded for
+  tests and research); never over its PCG64 generator.
 - :mod:`.likelihood`: the other direction, for attackers: the probability of a published value
   given a true value under the strict PPMS-DP Laplace and exponential perturbations (pure
   functions; the samplers are unchanged).

@@ -46,6 +46,7 @@ import numpy as np
 from .._validation import _fail
 from ..accounting.accountant import Accountant
 from .base import Mechanism
+from ..random import Randomness
 from .noise import NoiseSource, check_noise
 
 __all__ = ["BlockRandomizedResponse", "UNPROTECTED"]
@@ -158,7 +159,7 @@ class BlockRandomizedResponse(Mechanism):
 
     # -- sampling -----------------------------------------------------------------------------
 
-    def randomise(self, inputs: Any, noise: NoiseSource | None = None, *,
+    def randomise(self, inputs: Any, noise: Randomness | NoiseSource | None = None, *,
                   accountant: Accountant | None = None, target: str = "",
                   units: Any = None) -> np.ndarray:
         """Report each input: protected indices 0..m-1 or UNPROTECTED (-1) for an element outside Y_P.

@@ -22,6 +22,7 @@ import numpy as np
 from ..accounting.accountant import Accountant
 from ..errors import ValidationError
 from .base import Mechanism
+from ..random import Randomness
 from .noise import NoisePool, NoiseSource, check_noise
 
 __all__ = ["DiscreteLaplaceMechanism"]
@@ -43,7 +44,8 @@ class DiscreteLaplaceMechanism(Mechanism):
         >>> counts = DiscreteLaplaceMechanism(epsilon=1, sensitivity=1)
         >>> counts.scale
         Fraction(1, 1)
-        >>> counts.randomise([3, 0, 7], NoiseSource.seeded(0)).dtype
+        >>> from medanon.random import randomness
+        >>> counts.randomise([3, 0, 7], randomness(0)).dtype
         dtype('int64')
     """
 
@@ -62,14 +64,15 @@ class DiscreteLaplaceMechanism(Mechanism):
     def _parameters(self) -> dict[str, object]:
         return {"scale": str(self._scale)}
 
-    def randomise(self, values: Any, noise: NoiseSource | None = None, *,
+    def randomise(self, values: Any, noise: Randomness | NoiseSource | None = None, *,
                   accountant: Accountant | None = None, target: str = "",
                   units: Any = None) -> np.ndarray:
         """``values`` (integers, any shape) plus independent noise, as an int64 array.
 
-        One invocation per value, each value being one unit's input; ``noise`` defaults to a
-        fresh secure :class:`NoiseSource`. With an ``accountant``, the loss on ``target`` is
-        reported for ``units`` (one per value; None: every unit) before any noise is drawn.
+        One invocation per value, each value being one unit's input; ``noise`` is a
+        :class:`~medanon.random.Randomness` (default: fresh secure randomness). With an
+        ``accountant``, the loss on ``target`` is reported for ``units`` (one per value; None:
+        every unit) before any noise is drawn.
 
         Raises:
             ValidationError: a value is not an integer.
@@ -84,8 +87,9 @@ class DiscreteLaplaceMechanism(Mechanism):
         draws = noise.discrete_laplace_array(self._scale, x.size)
         return x.astype(np.int64) + draws.reshape(x.shape)
 
-    def pool(self, noise: NoiseSource | None = None, *, accountant: Accountant | None = None,
-             target: str = "", units: Any = None, batch: int = 65_536) -> NoisePool:
+    def pool(self, noise: Randomness | NoiseSource | None = None, *,
+             accountant: Accountant | None = None, target: str = "", units: Any = None,
+             batch: int = 65_536) -> NoisePool:
         """This mechanism's noise, drawn ``batch`` at a time and handed out in slices.
 
         For a caller that adds the noise to integer values itself, one draw per unit input

@@ -32,6 +32,7 @@ from .._validation import _fail
 from ..accounting.accountant import Accountant
 from ..errors import ValidationError
 from .base import Mechanism
+from ..random import Randomness
 from .noise import NoiseSource, check_noise
 
 __all__ = ["ExponentialMechanism"]
@@ -92,7 +93,7 @@ class ExponentialMechanism(Mechanism):
         weights = np.exp(self.log_weights(utilities))
         return weights / weights.sum()
 
-    def select(self, utilities: Any, noise: NoiseSource | None = None, *,
+    def select(self, utilities: Any, noise: Randomness | NoiseSource | None = None, *,
                accountant: Accountant | None = None, target: str = "", units: Any = None) -> int:
         """The index of the selected candidate (Gumbel-max). ``noise`` defaults to secure.
 

@@ -42,6 +42,7 @@ from .._validation import _fail
 from ..accounting.accountant import Accountant
 from ..errors import ValidationError
 from .base import Mechanism
+from ..random import Randomness
 from .noise import NoiseSource, check_noise, to_fraction
 
 __all__ = ["LaplaceMechanism"]
@@ -138,16 +139,16 @@ class LaplaceMechanism(Mechanism):
     def _repr_fields(self) -> dict[str, object]:
         return {"granularity": self._granularity}
 
-    def randomise(self, values: Any, noise: NoiseSource | None = None, *,
+    def randomise(self, values: Any, noise: Randomness | NoiseSource | None = None, *,
                   accountant: Accountant | None = None, target: str = "",
                   units: Any = None) -> np.ndarray:
         """Return ``values`` (any shape of finite reals) plus noise, as a float64 array.
 
         Each value gets independent noise: one invocation (ε) per value, each value being one
-        unit's input. Every output is a multiple of :attr:`granularity`. ``noise`` defaults to a
-        fresh secure :class:`NoiseSource`. With an ``accountant``, the loss on ``target`` is
-        reported for ``units`` (the units the values belong to, in any order; None: every unit)
-        before any noise is drawn (:meth:`Mechanism.report`).
+        unit's input. Every output is a multiple of :attr:`granularity`. ``noise`` is a
+        :class:`~medanon.random.Randomness` (default: fresh secure randomness). With an
+        ``accountant``, the loss on ``target`` is reported for ``units`` (the units the values
+        belong to, in any order; None: every unit) before any noise is drawn (:meth:`Mechanism.report`).
 
         Raises:
             ValidationError: when a value is not a finite real number.

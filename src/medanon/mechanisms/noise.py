@@ -20,16 +20,17 @@ Guarantees:
   :meth:`~NoiseSource.gumbel` return doubles: uniform on the grid {k·2^-53 : 1 <= k < 2^53}
   (never 0 or 1), and -log(-log(U)) of it. The grid draws are exact; they are *not* exact
   samplers of the continuous distributions; the mechanisms using them say what that costs.
-- :meth:`NoiseSource.secure` takes its bits from :mod:`secrets` (the operating system's CSPRNG)
-  on every call; nothing is buffered, so forked processes never share bits.
-  :meth:`NoiseSource.seeded` takes them from NumPy's PCG64: reproducible, fast, and **not
-  secret** (anyone who knows or guesses the seed can replay the noise). Seeded sources are for
-  tests and research runs only.
+- The bits come from a :class:`~medanon.random.Randomness` (``medanon.random.randomness()``),
+  the one randomness object a user passes: its :attr:`~medanon.random.Randomness.bits`, never its
+  PCG64 generator. Secure (the default): :mod:`secrets` (the operating system's CSPRNG) on every
+  call; nothing is buffered, so forked processes never share bits. Seeded
+  (``randomness(seed)``): NumPy's PCG64 on ``SeedSequence(seed)``: reproducible, fast, and **not
+  secret** (anyone who knows or guesses the seed can replay the noise); for tests and research
+  runs only.
 """
 
 from __future__ import annotations
 
-import secrets
 from fractions import Fraction
 from typing import Any, Callable
 
@@ -37,11 +38,10 @@ import numpy as np
 
 from .._validation import _fail, check_int
 from ..accounting.budget import to_exact
-from ..random import RandomSource
+from ..random import Randomness, randomness
 
 __all__ = ["NoisePool", "NoiseSource", "to_fraction"]
 
-_WORDS_PER_REFILL = 512
 _TWO_POW_MINUS_53 = 2.0 ** -53
 _INT64_MAX = 2 ** 63 - 1
 # discrete_laplace_array: scales above this are refused (their draws would not fit in int64), and
@@ -64,101 +64,67 @@ def to_fraction(value: Any, *, name: str, owner: str, positive: bool = True) -> 
 
 
 def check_noise(noise: Any, *, owner: str) -> "NoiseSource":
-    """Return ``noise``, a fresh secure source for None, or raise ValidationError."""
-    if noise is None:
-        return NoiseSource.secure()
-    if not isinstance(noise, NoiseSource):
-        raise _fail("noise", owner, "a NoiseSource (or None for secure randomness)", noise)
-    return noise
+    """The exact samplers over ``noise``: a :class:`~medanon.random.Randomness` (what users
+    pass), a :class:`NoiseSource` (as is), or None (fresh secure randomness).
 
-
-class _SeededBits:
-    """Random bits from PCG64, fetched 64-bit word by word in blocks (for speed)."""
-
-    __slots__ = ("_bit_generator", "_words", "_acc", "_count")
-
-    def __init__(self, seed: int) -> None:
-        self._bit_generator = np.random.PCG64(seed)
-        self._words: list[int] = []
-        self._acc = 0  # unused random bits, least significant first
-        self._count = 0  # how many bits _acc holds
-
-    def randbits(self, k: int) -> int:
-        acc, count = self._acc, self._count
-        while count < k:
-            if not self._words:
-                self._words = self._bit_generator.random_raw(_WORDS_PER_REFILL).tolist()
-            acc |= self._words.pop() << count
-            count += 64
-        self._acc, self._count = acc >> k, count - k
-        return acc & ((1 << k) - 1)
-
-    def words(self, n: int) -> np.ndarray:
-        return self._bit_generator.random_raw(n)
+    Raises:
+        ValidationError: anything else.
+    """
+    if isinstance(noise, NoiseSource):
+        return noise
+    if noise is None or isinstance(noise, Randomness):
+        return NoiseSource(noise)
+    raise _fail("noise", owner, "a Randomness (medanon.random.randomness(seed=None)), or None for "
+                                "secure randomness", noise)
 
 
 class NoiseSource:
-    """Uniform random bits and the exact samplers built from them.
+    """The exact samplers, over the bits of a :class:`~medanon.random.Randomness`.
 
-    Create one with :meth:`secure` (the default; OS CSPRNG), :meth:`seeded` (reproducible, not
-    secret) or :meth:`from_random` (following a :class:`~medanon.random.RandomSource`).
-    ``NoiseSource()`` is the same as ``NoiseSource.secure()``.
+    ``NoiseSource(rng)`` reads ``rng.bits`` only (never ``rng.generator``) and keeps no state of
+    its own: two sources over one Randomness continue one stream. ``NoiseSource()`` is secure.
+    Users pass the Randomness itself (the mechanisms wrap it with :func:`check_noise`);
+    :meth:`secure` and :meth:`seeded` are shorthands for ``NoiseSource(randomness(...))``.
     """
 
-    def __init__(self, seed: int | None = None) -> None:
-        if seed is None:
-            self._seeded: _SeededBits | None = None
-            self._randbits = _secure_randbits
-        else:
-            seed = check_int(seed, name="seed", owner="NoiseSource", minimum=0)
-            self._seeded = _SeededBits(seed)
-            self._randbits = self._seeded.randbits
+    def __init__(self, rng: Randomness | None = None) -> None:
+        if rng is None:
+            rng = randomness()
+        elif not isinstance(rng, Randomness):
+            raise _fail("rng", "NoiseSource", "a Randomness (medanon.random.randomness(seed=None)) "
+                                              "or None", rng)
+        self.rng = rng
+        self._randbits = rng.bits.randbits
+        self._words = rng.bits.words
 
     # -- construction --------------------------------------------------------------------
 
     @classmethod
     def secure(cls) -> NoiseSource:
-        """A source reading the operating system's CSPRNG through :mod:`secrets`."""
-        return cls(None)
+        """Samplers over fresh secure randomness (the operating system's CSPRNG)."""
+        return cls(randomness())
 
     @classmethod
     def seeded(cls, seed: int) -> NoiseSource:
-        """A reproducible source: NumPy PCG64 seeded with ``seed`` (an int >= 0). Not secret."""
+        """Samplers over ``randomness(seed)``: reproducible, not secret."""
         if seed is None:
             raise _fail("seed", "NoiseSource.seeded", "an integer >= 0", seed)
-        return cls(seed)
-
-    @classmethod
-    def from_random(cls, rng: RandomSource) -> NoiseSource:
-        """Follow ``rng``: secure when it is unseeded, else seeded from a draw of its generator.
-
-        The seeded case draws one 63-bit integer from ``rng.generator``, so the noise is
-        reproducible given the RandomSource seed (and advances that generator by one draw).
-        """
-        if not isinstance(rng, RandomSource):
-            raise _fail("rng", "NoiseSource.from_random", "a RandomSource", rng)
-        if not rng.seeded:
-            return cls.secure()
-        return cls(int(rng.generator.integers(0, 2 ** 63)))
+        return cls(randomness(seed))
 
     @property
     def kind(self) -> str:
         """``"secure"`` or ``"seeded"``."""
-        return "secure" if self._seeded is None else "seeded"
+        return self.rng.kind
 
-    def describe(self) -> dict[str, str]:
-        """The manifest entry: the kind and the generator behind it."""
-        generator = "secrets (OS CSPRNG)" if self._seeded is None else "numpy PCG64"
-        return {"kind": self.kind, "generator": generator}
+    def describe(self) -> dict[str, object]:
+        """The manifest entry of the randomness the samplers read (:meth:`Randomness.describe`)."""
+        return self.rng.describe()
 
     def __repr__(self) -> str:
-        return f"NoiseSource.{self.kind}()" if self._seeded is None else "NoiseSource(seeded)"
+        return f"NoiseSource({self.rng!r})"
 
     def __reduce__(self):
-        # A secure source unpickles to a fresh secure source; a seeded one to its exact state.
-        if self._seeded is None:
-            return (NoiseSource.secure, ())
-        return (_restore_seeded, (self._seeded,))
+        return (NoiseSource, (self.rng,))
 
     # -- exact samplers --------------------------------------------------------------------
 
@@ -272,12 +238,6 @@ class NoiseSource:
         return -np.log(-np.log(self._uniform01_array(n)))
 
     # -- internals (no validation; integer arguments) -----------------------------------------
-
-    def _words(self, n: int) -> np.ndarray:
-        """``n`` uniform 64-bit words as a uint64 array."""
-        if self._seeded is not None:
-            return self._seeded.words(n)
-        return np.frombuffer(secrets.token_bytes(8 * n), dtype="<u8").astype(np.uint64)
 
     def _bits_array(self, b: int, m: int) -> np.ndarray:
         """``m`` independent uniform ``b``-bit integers (1 <= b <= 64) as a uint64 array.
@@ -441,7 +401,11 @@ class NoisePool:
     has exactly the sampler's distribution.
 
     Example:
-        >>> pool = NoisePool(lambda m: NoiseSource.seeded(1).discrete_laplace_array(3, m))
+        >>> from medanon.random import randomness
+        >>> noise = NoiseSource(randomness(1))
+        >>> pool = NoisePool(lambda m: noise.discrete_laplace_array(3, m))
+        >>> pool.take(4).shape
+        (4,)
     """
 
     def __init__(self, draw: "Callable[[int], np.ndarray]", batch: int = 65_536) -> None:
@@ -460,13 +424,3 @@ class NoisePool:
         out = self._buffer[self._used:self._used + size]
         self._used += size
         return out
-
-
-def _secure_randbits(k: int) -> int:
-    return secrets.randbits(k) if k else 0
-
-
-def _restore_seeded(bits: _SeededBits) -> NoiseSource:
-    source = NoiseSource.__new__(NoiseSource)
-    source._seeded, source._randbits = bits, bits.randbits
-    return source

@@ -29,6 +29,7 @@ from .._validation import _fail
 from ..accounting.accountant import Accountant
 from ..errors import ValidationError
 from .base import Mechanism
+from ..random import Randomness
 from .noise import NoiseSource, check_noise
 
 __all__ = ["RandomizedResponse"]
@@ -105,15 +106,15 @@ class RandomizedResponse(Mechanism):
         np.fill_diagonal(matrix, self._keep)
         return matrix
 
-    def randomise(self, values: Any, noise: NoiseSource | None = None, *,
+    def randomise(self, values: Any, noise: Randomness | NoiseSource | None = None, *,
                   accountant: Accountant | None = None, target: str = "",
                   units: Any = None) -> np.ndarray:
         """Report each of ``values`` (a 1-D sequence of categories) through randomized response.
 
         Returns an array of categories (NumPy's dtype for them, object when mixed).
-        ``noise`` defaults to a fresh secure :class:`NoiseSource`. With an ``accountant``, the
-        loss on ``target`` is reported for ``units`` (one per value; None: every unit) before
-        any noise is drawn (:meth:`Mechanism.report`).
+        ``noise`` is a :class:`~medanon.random.Randomness` (default: fresh secure randomness).
+        With an ``accountant``, the loss on ``target`` is reported for ``units`` (one per value;
+        None: every unit) before any noise is drawn (:meth:`Mechanism.report`).
 
         Raises:
             ValidationError: when a value is not one of the categories.

@@ -22,7 +22,6 @@ What may depend on what (the neighbour tests in ``tests/property/test_neighbour_
 from __future__ import annotations
 
 import functools
-import secrets
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from ..data.ehr import EhrData, load_ehr_csv, load_mimic
 from ..errors import InputFormatError, ValidationError
 from ..hierarchies.icd9 import CodeTree, icd9_tree, known_category_codes, place_codes, sensitive_preset
 from ..mechanisms.noise import NoiseSource
+from ..random import Randomness, check_rng
 from ..metrics.clinical import clinical_information_loss, kl_divergence, kl_divergence_to_estimate
 from .ehr import Pseudonyms, ehr_manifest
 from .methods import ehr_method
@@ -75,6 +75,8 @@ class ClinSimRun:
     settings: dict[str, Any] = field(default_factory=dict)
     #: what the mechanism reported per released element (empty for suppression)
     privacy_losses: tuple[PrivacyLoss, ...] = ()
+    #: the randomness of the run, as the manifest records it (``Randomness.describe``)
+    randomness: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         plan = self.plan
@@ -145,7 +147,7 @@ def _resolve_sensitive(sensitive: Sequence[str] | str, tree: CodeTree) -> list[s
 def run_clinsim(data: EhrData, *, method: str, sensitive: Sequence[str] | str = "va-7332",
                 epsilon: Any = None, gamma: float = 0.05, alpha: float = 0.5, b_max: int = 16,
                 max_path_length: int = 2, delta_t_days: float = 300.0, aux_fraction: float = 0.8,
-                split_rng: np.random.Generator | None = None, noise: NoiseSource | None = None,
+                rng: Randomness | None = None, split_rng: Randomness | None = None,
                 min_predictions: int = 10, compare: bool = False,
                 progress: Callable[[str], None] | None = None) -> ClinSimRun:
     """Split, learn the graph, plan, obfuscate the evaluation patients and evaluate (003 §5).
@@ -155,11 +157,13 @@ def run_clinsim(data: EhrData, *, method: str, sensitive: Sequence[str] | str = 
         method: One of :data:`~medanon.anonymize.clinsim.METHODS`.
         sensitive: A preset name (resolved on the release tree) or the sensitive codes at the
             data's level (the operator's public choice: the tree is extended with them).
-        split_rng: The patient split's generator (a fresh OS-seeded one when None).
-        noise: The mechanism's noise source (a secure one when None).
+        rng: The run's randomness (:func:`medanon.random.randomness`; secure when None): the
+            mechanism draws from its exact bits, the patient split from its generator.
+        split_rng: The patient split's randomness when it must differ from ``rng``'s (paired
+            experiments: every method of a run on the same patients); default ``rng``.
         compare: For ClinSimRR, also evaluate UMAXRR on the same extended Y_P and UMAXRR on the
             sensitive set (:data:`COMPARISONS`) on the same evaluation patients (not published;
-            drawn from ``noise`` after the release).
+            drawn from ``rng`` after the release).
         progress: Called with the name of each finished stage (graph, plan, obfuscate, evaluate).
 
     Raises:
@@ -176,9 +180,13 @@ def run_clinsim(data: EhrData, *, method: str, sensitive: Sequence[str] | str = 
     if not 0 < aux_fraction < 1:
         raise ValidationError(f"The 'aux_fraction' parameter of run_clinsim must be in (0, 1); "
                               f"got {aux_fraction}.")
-    noise = noise if noise is not None else NoiseSource.secure()
-    rng = split_rng if split_rng is not None else np.random.default_rng(secrets.randbits(128))
-    auxiliary, evaluation = data.split(aux_fraction, rng=rng)
+    rng = check_rng(rng, owner="run_clinsim")
+    randomness = rng.describe()
+    if split_rng is not None:
+        split_rng = check_rng(split_rng, owner="run_clinsim", name="split_rng")
+        randomness["patient_split"] = split_rng.describe()
+    noise = NoiseSource(rng)   # the mechanism reads the exact bits only
+    auxiliary, evaluation = data.split(aux_fraction, rng=(split_rng or rng).generator)
     tree = release_tree(data.code_level, auxiliary,
                         () if isinstance(sensitive, str) else tuple(sensitive))
     sensitive_codes = _resolve_sensitive(sensitive, tree)
@@ -222,7 +230,7 @@ def run_clinsim(data: EhrData, *, method: str, sensitive: Sequence[str] | str = 
     return ClinSimRun(plan, graph, tree, auxiliary, evaluation, released, metrics, seconds, placed,
                       comparison, {"aux_fraction": aux_fraction, "delta_t_days": delta_t_days,
                                    "max_path_length": max_path_length},
-                      losses_per_unit(accountant.charges))
+                      losses_per_unit(accountant.charges), randomness)
 
 
 def placed_codes(codes: np.ndarray, mapping: dict[str, str]) -> np.ndarray:
@@ -235,7 +243,8 @@ def placed_codes(codes: np.ndarray, mapping: dict[str, str]) -> np.ndarray:
     return out
 
 
-def release_codes(plan: ProtectionPlan, tree: CodeTree, codes: Any, noise: NoiseSource) -> np.ndarray:
+def release_codes(plan: ProtectionPlan, tree: CodeTree, codes: Any,
+                  noise: Randomness | NoiseSource) -> np.ndarray:
     """What the release does to released patients' codes: place the codes the tree does not hold
     (:func:`~medanon.hierarchies.icd9.place_codes`), then report each through the plan's
     mechanism, independently. (:func:`run_clinsim` does exactly this; the statistical neighbour
@@ -285,10 +294,10 @@ def _evaluate(plan: ProtectionPlan, released: np.ndarray, *, graph: DependenceGr
     return out
 
 
-def build_release(run: ClinSimRun, *, identifiers: Pseudonyms, seed: int | None,
-                  randomness: dict[str, Any], min_admissions: int = 1,
+def build_release(run: ClinSimRun, *, identifiers: Pseudonyms, min_admissions: int = 1,
                   dates_reliable: bool | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The published table (identifiers pseudonymized, rows sorted) and the manifest of a run."""
+    """The published table (identifiers pseudonymized, rows sorted) and the manifest of a run
+    (its ``rng`` entry is the run's own randomness, :attr:`ClinSimRun.randomness`)."""
     split = {"auxiliary_fraction": run.settings.get("aux_fraction"), "by": "patient",
              "auxiliary_patients": run.auxiliary.n_patients,
              "evaluation_patients": run.evaluation.n_patients,
@@ -301,5 +310,5 @@ def build_release(run: ClinSimRun, *, identifiers: Pseudonyms, seed: int | None,
     manifest = ehr_manifest(run.plan, privacy_losses=run.privacy_losses,
                             released=run.released, code_level=run.tree.level,
                             tree_leaves=run.tree.n_leaves, dates_reliable=reliable, split=split,
-                            graph=graph, randomness=randomness, seed=seed, identifiers=identifiers)
+                            graph=graph, randomness=run.randomness, identifiers=identifiers)
     return identifiers.table(run.released), manifest

@@ -13,7 +13,9 @@ A folder holding:
   blocks, p_T and p_S (an analyst needs them to estimate code frequencies, 003 §4.2; they are
   computed from the auxiliary split only, which is not published), the code tree used (its level
   and size; extended with codes of the auxiliary split only), how the identifiers were
-  pseudonymized (never the key), the privacy statement, the randomness used and the counts.
+  pseudonymized (never the key), the privacy statement, the randomness used, the counts and the
+  verify gate's ``verification`` (:func:`medanon.verify.gate_one_off`, run by
+  :class:`medanon.Publisher`: what the declared model checked, a function of the release only).
 
 Nothing in the manifest is a function of the released patients' codes: no input hash, no count of
 sensitive or changed elements, no code that only a released patient holds (the neighbour tests in
@@ -43,9 +45,9 @@ from .. import __version__
 from ..accounting import PrivacyLoss, compose, format_epsilon
 from ..anonymize.clinsim import ProtectionPlan
 from ..errors import InternalError, ValidationError
-from ..published.format import RELEASE_FILE, write_manifest, write_new_folder
+from ..published.format import write_release_text
 
-__all__ = ["EHR_FORMAT", "EHR_COLUMNS", "PSEUDONYM_METHOD", "Pseudonyms", "ehr_manifest",
+__all__ = ["EHR_FORMAT", "EHR_COLUMNS", "PSEUDONYM_METHOD", "Pseudonyms", "ehr_csv", "ehr_manifest",
            "write_ehr_release"]
 
 EHR_FORMAT = "medanon-ehr-release/1"
@@ -100,12 +102,15 @@ class Pseudonyms:
         return cls("fresh", secrets.token_bytes(KEY_BYTES))
 
     @classmethod
-    def from_seed(cls, seed: int) -> Pseudonyms:
-        """The key derived from a research seed (SHA-256 of a fixed context and the seed)."""
-        if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+    def from_seed(cls, seed: int | Sequence[int]) -> Pseudonyms:
+        """The key derived from a research seed (SHA-256 of a fixed context and the seed; a
+        sequence of ints, as :func:`medanon.random.randomness` takes, joined by commas)."""
+        parts = seed if isinstance(seed, (tuple, list)) and seed else (seed,)
+        if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0 for x in parts):
             raise ValidationError(f"The 'seed' parameter of Pseudonyms.from_seed must be an "
-                                  f"integer >= 0; got {seed!r}.")
-        return cls("seed", hashlib.sha256(_SEED_CONTEXT + str(int(seed)).encode()).digest())
+                                  f"integer >= 0 (or a sequence of them); got {seed!r}.")
+        text = ",".join(str(int(x)) for x in parts)
+        return cls("seed", hashlib.sha256(_SEED_CONTEXT + text.encode()).digest())
 
     @classmethod
     def raw(cls) -> Pseudonyms:
@@ -261,8 +266,8 @@ def _tree_statement(level: str) -> str:
 def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
                  released: pd.DataFrame, code_level: str, tree_leaves: int, dates_reliable: bool,
                  split: dict[str, Any], graph: dict[str, Any] | None, randomness: dict[str, Any],
-                 seed: int | None, identifiers: Pseudonyms) -> dict[str, Any]:
-    """The manifest of an EHR release.
+                 identifiers: Pseudonyms) -> dict[str, Any]:
+    """The manifest of an EHR release (``randomness``: the run's ``Randomness.describe()``).
 
     ``privacy_losses`` is what the mechanism that ran reported per element (the run's
     accountant, :func:`~medanon.accounting.losses_per_unit`); ``privacy.epsilon_per_element`` and
@@ -314,7 +319,7 @@ def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
                                   *identifiers.guarantee()],
                     "does_not_guarantee": [*plan.does_not_guarantee(), _structure_statement(code_level),
                                            *identifiers.does_not_guarantee()]},
-        "rng": {**randomness, "seed": seed},
+        "rng": dict(randomness),   # Randomness.describe(): kind, seed, generator, ...
         "library": {"name": "medanon", "version": __version__},
     }
 
@@ -327,6 +332,14 @@ def _declared_model(plan: ProtectionPlan) -> dict[str, Any]:
     return {"privacy_model": model.name, "model": model.to_manifest()}
 
 
+def ehr_csv(table: pd.DataFrame) -> str:
+    """The text of ``release.csv`` for a published EHR table (already pseudonymized:
+    :meth:`Pseudonyms.table`): columns :data:`EHR_COLUMNS`, ``\n`` line ends, an unusable
+    time empty."""
+    return table.loc[:, list(EHR_COLUMNS)].to_csv(index=False, lineterminator="\n",
+                                                  quoting=csv.QUOTE_MINIMAL, float_format="%.10g")
+
+
 def write_ehr_release(out: str | Path, table: pd.DataFrame, manifest: dict[str, Any]) -> Path:
     """Write ``release.csv`` (``table``, already pseudonymized: :meth:`Pseudonyms.table`) and
     ``manifest.json`` into the new folder ``out``, all or nothing.
@@ -334,11 +347,4 @@ def write_ehr_release(out: str | Path, table: pd.DataFrame, manifest: dict[str, 
     Raises:
         StoreError: ``out`` exists and is not an empty folder, or its parent does not exist.
     """
-    table = table.loc[:, list(EHR_COLUMNS)]
-
-    def write(folder: Path) -> None:
-        table.to_csv(folder / RELEASE_FILE, index=False, encoding="utf-8", lineterminator="\n",
-                     quoting=csv.QUOTE_MINIMAL, float_format="%.10g")
-        write_manifest(folder, manifest)
-
-    return write_new_folder(out, write)
+    return write_release_text(out, ehr_csv(table), manifest)

@@ -37,7 +37,7 @@ from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationErr
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
 from ..models import model_from_manifest
-from ..random import RandomSource, refuse_seeded_release
+from ..random import Randomness, refuse_seeded_release
 from ..store import ReleaseStore
 from ..verify import SeriesVerdict, gate
 from ..published.format import to_published_rows
@@ -131,7 +131,7 @@ def input_digest(records: pd.DataFrame) -> str:
 
 
 def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: Anonymizer,
-                   period: str, rng: RandomSource, *, result: AnonymizationResult, rows: pd.DataFrame,
+                   period: str, rng: Randomness, *, result: AnonymizationResult, rows: pd.DataFrame,
                    n_reports: int) -> dict:
     """The manifest of one release (``design.md``: method, parameters, hierarchies, counts, ...).
 
@@ -172,7 +172,7 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
     return manifest
 
 
-def _privacy_spent(method: Anonymizer, schema: Schema, rng: RandomSource,
+def _privacy_spent(method: Anonymizer, schema: Schema, rng: Randomness,
                    losses: Sequence[PrivacyLoss]) -> dict:
     statement = method.privacy_statement(schema, losses)
     if statement is None:
@@ -282,7 +282,7 @@ class PreparedRelease:
 
 
 def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.DataFrame,
-                    rng: RandomSource, *, series: PublishedSeries,
+                    rng: Randomness, *, series: PublishedSeries,
                     hierarchies: Mapping[str, Taxonomy] | None = None,
                     ledger: pd.DataFrame | None = None, case_budget: Budget | None = None,
                     on_case_budget: str = "refuse", next_cases: Collection[str] | None = None,
@@ -298,7 +298,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
         method: The anonymization method.
         label: The period.
         records: The period's report-level records (private).
-        rng: The random source.
+        rng: The run's randomness (:class:`~medanon.random.Randomness`), recorded in the manifest.
         series: The releases published so far (``published.series.empty_series`` for none).
         hierarchies: The schema's hierarchies (loaded when None).
         ledger: The privacy ledger so far (for ``case_budget``).
@@ -355,7 +355,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
 
 
 def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
-                  records: Callable[[str], pd.DataFrame], rng: RandomSource, *,
+                  records: Callable[[str], pd.DataFrame], rng: Randomness, *,
                   series: PublishedSeries, available: Collection[str],
                   hierarchies: Mapping[str, Taxonomy] | None = None,
                   ledger: Callable[[], pd.DataFrame] | None = None,
@@ -414,7 +414,7 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
         yield replace(prepared, series=series)
 
 
-def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[str], rng: RandomSource,
+def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[str], rng: Randomness,
                     *, allow_seeded: bool = False, publish_despite_violations: bool = False,
                     case_budget: Budget | None = None, on_case_budget: str = "refuse",
                     progress: Callable[[str], None] | None = None,

@@ -8,7 +8,9 @@ A folder holding:
   hierarchy, a suppressed value ``*`` (the release format of ``design.md``, without the
   ``period``/``case_id`` columns a one-off table does not have);
 - ``manifest.json``: method, parameters, chosen node, hierarchies (ARX layout), the privacy
-  statement and the ε of every step, the randomness used, and the counts that may be published.
+  statement and the ε of every step, the randomness used, the counts that may be published, and
+  the verify gate's ``verification`` (:func:`medanon.verify.gate_one_off`, run by
+  :class:`medanon.Publisher` on the rows as ``release.csv`` reads back).
 
 For the DP methods the manifest withholds the number of input records, of suppressed and of
 counterfeit rows: each would let a reader subtract the noise, so they go only to the operator
@@ -28,18 +30,20 @@ from .. import __version__
 from ..anonymize.tabular import TabularResult
 from ..data.tabular import TabularData
 from ..errors import SchemaError
-from ..published.format import RELEASE_FILE, write_manifest, write_new_folder
+from ..published.format import write_release_text
 
-__all__ = ["TABULAR_FORMAT", "tabular_manifest", "write_tabular_release"]
+__all__ = ["TABULAR_FORMAT", "table_schema_path", "tabular_csv", "tabular_manifest",
+           "write_tabular_release"]
 
 TABULAR_FORMAT = "medanon-tabular-release/1"
 _WITHHELD = ("withheld: with the released row count it would reveal the noise added by the "
              "differentially private steps")
 
 
-def tabular_manifest(result: TabularResult, data: TabularData, *, randomness: dict[str, Any],
-                     seed: int | None) -> dict[str, Any]:
-    """The manifest of a tabular release (see the module docstring for what is withheld)."""
+def tabular_manifest(result: TabularResult, data: TabularData, *,
+                     randomness: dict[str, Any]) -> dict[str, Any]:
+    """The manifest of a tabular release (see the module docstring for what is withheld);
+    ``randomness`` is the run's ``Randomness.describe()`` (kind, seed, ...)."""
     dp = bool(result.privacy_losses)
     schema = data.schema
     counts: dict[str, Any] = {"released_rows": len(result.table), "classes": result.classes}
@@ -69,9 +73,14 @@ def tabular_manifest(result: TabularResult, data: TabularData, *, randomness: di
             "guarantee": result.guarantee,
             "does_not_guarantee": result.does_not_guarantee,
         },
-        "rng": {**randomness, "seed": seed},
+        "rng": dict(randomness),
         "library": {"name": "medanon", "version": __version__},
     }
+
+
+def tabular_csv(table) -> str:
+    """The text of ``release.csv`` for a tabular release's table (UTF-8 text, ``\n`` line ends)."""
+    return table.to_csv(index=False, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
 
 
 def write_tabular_release(out: str | Path, result: TabularResult, manifest: dict[str, Any]) -> Path:
@@ -80,12 +89,7 @@ def write_tabular_release(out: str | Path, result: TabularResult, manifest: dict
     Raises:
         StoreError: ``out`` exists and is not an empty folder, or its parent does not exist.
     """
-    def write(folder: Path) -> None:
-        result.table.to_csv(folder / RELEASE_FILE, index=False, encoding="utf-8",
-                            lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-        write_manifest(folder, manifest)
-
-    return write_new_folder(out, write)
+    return write_release_text(out, tabular_csv(result.table), manifest)
 
 
 def table_schema_path(table: str | Path, schema: str | Path | None = None) -> Path:

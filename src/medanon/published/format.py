@@ -187,6 +187,32 @@ def write_new_folder(out: str | Path, writer, what: str = "--out") -> Path:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def write_release_text(out: str | Path, csv_text: str, manifest: dict) -> Path:
+    """Create the folder ``out`` with ``release.csv`` (``csv_text``, written byte for byte) and
+    ``manifest.json``, all or nothing (:func:`write_new_folder`).
+
+    One-off releases render their CSV text once (:func:`medanon.pipeline.tabular.tabular_csv`,
+    :func:`medanon.pipeline.ehr.ehr_csv`), check it, and write that very text.
+
+    Raises:
+        StoreError: see :func:`check_new_folder`.
+    """
+    def write(folder: Path) -> None:
+        # newline="": the text already holds "\n" line ends; no translation on any platform
+        with open(folder / RELEASE_FILE, "w", encoding="utf-8", newline="") as handle:
+            handle.write(csv_text)
+        write_manifest(folder, manifest)
+
+    return write_new_folder(out, write)
+
+
+def read_release_text(csv_text: str) -> pd.DataFrame:
+    """The rows of a ``release.csv`` text as every reader sees them: strings, empty cells empty."""
+    import io
+
+    return pd.read_csv(io.StringIO(csv_text), dtype=str, keep_default_na=False, na_filter=False)
+
+
 def read_manifest(folder: str | Path) -> dict:
     """The ``manifest.json`` of a release folder.
 

@@ -36,7 +36,7 @@ import functools
 import json
 import re
 import tomllib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -48,6 +48,7 @@ import pandas as pd
 
 from .. import __version__
 from ..periods import parse_period
+from ..data.loaders.faers import FaersIngest, FaersQuarter
 from ..data.schema import Schema
 from ..errors import (DiskFullError, StoreError, StoreLockedError, StorePermissionError,
                       ValidationError)
@@ -477,26 +478,46 @@ class ReleaseStore:
 
     # -- writing ---------------------------------------------------------------------------
     @_translated
-    def ingest(self, quarters: Sequence[tuple[str, str, str, pd.DataFrame, dict]],
-               deleted_case_ids: Iterable[str] = (), *, allow_empty: bool = False) -> IngestSummary:
+    def ingest(self, quarters: FaersIngest | Iterable[FaersQuarter] | object,
+               deleted_case_ids: Iterable[str] | None = None, *,
+               allow_empty: bool = False) -> IngestSummary:
         """Add (or replace, when unpublished) periods in one transaction.
 
         Args:
-            quarters: ``(period, era, source, records, report)`` tuples.
-            deleted_case_ids: case ids FDA withdrew; removed from every unpublished period.
+            quarters: What the loader returns: a :class:`~medanon.data.loaders.faers.FaersIngest`
+                (:func:`~medanon.data.loaders.faers.read_faers`), a :class:`medanon.Dataset`
+                (``Dataset.from_faers``, ``Dataset.from_dataframe``), or
+                :class:`~medanon.data.loaders.faers.FaersQuarter` objects. Anything with
+                ``quarters`` and ``deleted_case_ids`` attributes is read as the first two are.
+            deleted_case_ids: Case ids FDA withdrew; removed from every unpublished period.
+                Default: those of ``quarters`` (a FaersIngest's or Dataset's), else none.
             allow_empty: Accept a period with no records (a header-only extract would otherwise
                 be published as an empty release and lock the real quarter out).
 
         Raises:
+            ValidationError: ``quarters`` holds something other than FaersQuarter objects.
             StoreError: a period is already published, would precede a published one, or has
                 no records without ``allow_empty``.
         """
+        found = getattr(quarters, "quarters", None)
+        if found is not None:   # a FaersIngest or a Dataset: its quarters and its DELETE list
+            if deleted_case_ids is None:
+                deleted_case_ids = getattr(quarters, "deleted_case_ids", ())
+            quarters = found
+        items = [quarters] if isinstance(quarters, FaersQuarter) else list(quarters)
+        for item in items:
+            if not isinstance(item, FaersQuarter):
+                raise ValidationError(f"The 'quarters' parameter of ReleaseStore.ingest must be "
+                                      f"what the loader returns (read_faers' FaersIngest, a "
+                                      f"medanon.Dataset, or FaersQuarter objects); it holds a "
+                                      f"{type(item).__name__}.")
         published = set(self.published_periods())
         latest = max((parse_period(p) for p in published), default=None)
         summary = IngestSummary()
-        refuse_empty({q[0]: len(q[3]) for q in quarters}, source=quarters[0][2] if quarters else "",
-                     allow_empty=allow_empty)
-        for period, *_ in quarters:
+        refuse_empty({item.label: len(item.records) for item in items},
+                     source=items[0].source if items else "", allow_empty=allow_empty)
+        for item in items:
+            period = item.label
             if period in published:
                 raise StoreError(f"Period {period} is already published in {str(self.path)!r}; a "
                                  "published period cannot be re-ingested.")
@@ -504,11 +525,12 @@ class ReleaseStore:
                 raise StoreError(f"Period {period} is earlier than the latest published period "
                                  f"{latest}: releases must be published in time order.")
         existing = set(self.ingested_periods())
-        deleted = sorted(set(deleted_case_ids))
+        deleted = sorted(set(deleted_case_ids or ()))
         s = self.schema
         case, per = _quote(s.case_id), _quote(s.period)
         with self._write():
-            for period, era, source, records, report in quarters:
+            for item in items:
+                period, records = item.label, item.records
                 self.schema.check_columns(records, what=f"period {period}")
                 if not self._has_records_table():
                     types = _record_types(self.schema, records)
@@ -526,10 +548,10 @@ class ReleaseStore:
                 with _registered(self._con, "incoming_records", incoming):
                     cols = ", ".join(_quote(c) for c in columns)
                     _run(self._con, f"INSERT INTO records ({cols}) SELECT {cols} FROM incoming_records")
-                values = [parse_period(period).ordinal, source, era,
+                values = [parse_period(period).ordinal, item.source, item.era,
                           datetime.now(timezone.utc).isoformat(timespec="seconds"), len(records),
                           int(records[self.schema.case_id].nunique()),
-                          json.dumps(report, default=_json_default)]
+                          json.dumps(item.report_dict(), default=_json_default)]
                 if period in existing:
                     # UPDATE, not DELETE + INSERT: older DuckDB rejects re-inserting a deleted
                     # primary key within one transaction.

@@ -31,7 +31,7 @@ import io
 import re
 import zipfile
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,12 +109,37 @@ class IngestReport:
 
 @dataclass
 class FaersQuarter:
-    """One ingested quarter: report-level records plus the report of what was done."""
+    """One ingested quarter: report-level records plus the report of what was done.
+
+    What :func:`read_faers` returns per quarter and what
+    :meth:`~medanon.store.ReleaseStore.ingest` takes (also from a :class:`medanon.Dataset`,
+    whose quarters are such objects).
+
+    Attributes:
+        period: The quarter.
+        era: The FAERS format era (``legacy-aers``, ``faers-2012``, ``faers-2014``), or
+            ``unknown`` for records that did not come from FAERS files.
+        source: Where the records came from (the path given to :func:`read_faers`).
+        records: One row per report (the columns :func:`read_faers` lists).
+        report: What happened on the way in (an :class:`IngestReport`, or a mapping for
+            records that did not come from FAERS files).
+    """
 
     period: Period
     era: str
+    source: str
     records: pd.DataFrame
-    report: IngestReport
+    report: IngestReport | Mapping[str, object] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The period label, e.g. ``2024Q1``."""
+        return self.period.label
+
+    def report_dict(self) -> dict[str, object]:
+        """The ingest report as plain data (for a store or JSON)."""
+        report = self.report
+        return report.as_dict() if isinstance(report, IngestReport) else dict(report)
 
 
 @dataclass
@@ -540,5 +565,5 @@ def read_faers(source: str | Path, *, keep_missing: bool = False,
         report.deleted_reports = int(gone.sum())
         records = _finish(records.loc[~gone].reset_index(drop=True), report, keep_missing,
                           required)
-        quarters.append(FaersQuarter(period, era, records, report))
+        quarters.append(FaersQuarter(period, era, str(source), records, report))
     return FaersIngest(quarters, frozenset(all_deleted))
