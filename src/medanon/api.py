@@ -379,8 +379,25 @@ class EhrRecords:
         return cls(synth_ehr(patients, seed=seed, code_level=code_level))
 
 
+class _Gated:
+    """What every release object says about the gate's entry in its manifest."""
+
+    manifest: dict
+
+    @property
+    def verdict(self) -> str:
+        """The gate's verdict: ``passed``, ``violated`` (published despite violations, only with
+        ``allow_violations``) or ``not-applicable`` (a method without a privacy model)."""
+        return str(self.manifest["verification"]["verdict"])
+
+    @property
+    def verified(self) -> bool:
+        """Whether the gate checked the release against its model and found it holds."""
+        return self.verdict == "passed"
+
+
 @dataclass(frozen=True)
-class Release:
+class Release(_Gated):
     """One published period, as the verify gate passed (or, on request, flagged) it.
 
     Attributes:
@@ -400,16 +417,6 @@ class Release:
     operator: dict = field(repr=False, default_factory=dict)
     seconds: float = field(repr=False, default=0.0)
 
-    @property
-    def verdict(self) -> str:
-        """The gate's verdict: ``passed``, ``violated`` (published despite violations, only with
-        ``allow_violations``) or ``not-applicable`` (a method without a privacy model)."""
-        return str(self.manifest["verification"]["verdict"])
-
-    @property
-    def verified(self) -> bool:
-        """Whether the gate checked the release against its model and found it holds."""
-        return self.verdict == "passed"
 
 
 @dataclass(frozen=True)
@@ -457,7 +464,7 @@ class Series(PublishedSeries):
 
 
 @dataclass(frozen=True)
-class _OneOffRelease:
+class _OneOffRelease(_Gated):
     rows: pd.DataFrame
     manifest: dict
     #: the text of release.csv, rendered once: checked (as ``rows``) and written byte for byte
@@ -470,16 +477,6 @@ class _OneOffRelease:
         """The gate's manifest entry: verdict, model and what was checked (``checked``)."""
         return dict(self.manifest["verification"])
 
-    @property
-    def verdict(self) -> str:
-        """``passed``, ``violated`` (published despite violations, only with
-        ``allow_violations``) or ``not-applicable`` (a method without a privacy model)."""
-        return str(self.manifest["verification"]["verdict"])
-
-    @property
-    def verified(self) -> bool:
-        """Whether the gate checked the release against its model and found it holds."""
-        return self.verdict == "passed"
 
     def write(self, folder: str | Path) -> Path:
         """Write ``release.csv`` and ``manifest.json`` into the new ``folder`` (all or nothing):

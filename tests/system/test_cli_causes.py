@@ -42,10 +42,8 @@ READ_ONLY_COMMANDS = (("inspect",), ("ledger",), ("verify",), ("attack",), ("eva
 
 
 def _ingest(store: Path, source: Path) -> None:
-    found = read_faers(source)
     with ReleaseStore.create_or_open(store, Schema.default()) as db:
-        db.ingest([(q.period.label, q.era, str(source), q.records, q.report.as_dict())
-                   for q in found.quarters], found.deleted_case_ids)
+        db.ingest(read_faers(source))
 
 
 @pytest.fixture(scope="module")
@@ -194,10 +192,9 @@ def test_a_read_only_store_refuses_writes_by_name(tmp_path) -> None:
     store = tmp_path / "s.duckdb"
     _ingest(store, FAERS_FIXTURES / "legacy_2011Q2")
     found = read_faers(MODERN)
-    quarters = [(q.period.label, q.era, "x", q.records, q.report.as_dict()) for q in found.quarters]
     with ReleaseStore.open(store, read_only=True) as db:
         with pytest.raises(StoreError, match="is open read-only; open it with read_only=False"):
-            db.ingest(quarters)
+            db.ingest(found)
 
 
 def test_one_process_cannot_hold_a_store_in_both_modes(store) -> None:

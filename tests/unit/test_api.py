@@ -102,7 +102,7 @@ def test_store_and_store_free_publish_the_same_releases(data, tmp_path):
     params = {"k": 5, "theta": 1.0}
     api = medanon.Publisher("ppms++", seed=4, **params).publish(data)
     with ReleaseStore.create_or_open(tmp_path / "s.duckdb", data.schema) as store:
-        store.ingest([(p, "synthetic", "api", data.records(p), {}) for p in data.periods])
+        store.ingest(data)
         publish_periods(store, periodic_method("ppms++", **params), [], randomness(4),
                         allow_seeded=True)
         for release in api.releases_published:
