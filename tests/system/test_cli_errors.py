@@ -198,3 +198,12 @@ def test_export_never_overwrites(ingested_store, tmp_path) -> None:
                       "ValidationError", "--format must be one of")
     assert snapshot(out) == before
     assert not (tmp_path / "x").exists()
+
+
+def test_library_messages_are_told_in_flags_but_field_names_stay() -> None:
+    from medanon.cli.console import as_flags
+
+    told = as_flags("The 'b_max' parameter of ehr_method does not apply to method 'rr'; "
+                    "needs dp_variant 'strict'; the manifest's privacy_model and case_id column")
+    assert told == ("--b-max does not apply to method 'rr'; needs --dp-variant 'strict'; the "
+                    "manifest's privacy_model and case_id column")

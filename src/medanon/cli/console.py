@@ -53,6 +53,15 @@ def print_json(data: object) -> None:
 
 #: library parameter names whose flag is not ``--`` + the name with dashes
 _FLAG_NAMES = {"domains": "--domain"}
+#: parameters with an underscore that are command-line flags (told as flags wherever they
+#: appear in a library message)
+_FLAGGED = frozenset({
+    "allow_unprotected", "allow_unknown_terms", "allow_gap", "allow_short_lifespan",
+    "allow_empty", "allow_seeded", "on_infeasible", "on_case_budget", "dp_variant",
+    "dp_aware_grouping", "case_budget", "ss_rule", "b_max", "max_suppression", "budget_split",
+    "per_period_commit", "publish_despite_violations", "max_path_length", "delta_t_days",
+    "min_predictions", "aux_fraction", "code_level", "min_admissions", "pseudonym_key",
+    "keep_ids", "keep_missing"})
 
 
 def flag(name: str) -> str:
@@ -65,8 +74,10 @@ def as_flags(message: str) -> str:
     ``The 'b_max' parameter of ehr_method does not apply to method 'rr'`` ->
     ``--b-max does not apply to method 'rr'``."""
     message = re.sub(r"(?i:the) '(\w+)' parameter(?: of [\w.]+)?", lambda m: flag(m.group(1)), message)
-    # names with an underscore cannot be mistaken for words: tell them as flags anywhere
-    return re.sub(r"\b([a-z]+_[a-z_]+)\b(?![(])", lambda m: flag(m.group(1)), message)
+    # a parameter named bare (``needs dp_variant 'strict'``): only the names that are flags, so
+    # that column and field names in a message (case_id, privacy_model) stay as they are
+    return re.sub(r"\b([a-z]+_[a-z_]+)\b(?![(])",
+                  lambda m: flag(m.group(1)) if m.group(1) in _FLAGGED else m.group(1), message)
 
 
 @contextmanager
