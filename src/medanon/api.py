@@ -126,6 +126,7 @@ class Dataset:
             check_record_values(quarter.records, self.schema, hierarchies)
             ordered[label] = quarter
         self._quarters = ordered
+        self._facts: tuple[set[str], dict[str, int], int] | None = None  # safety_facts()
 
     @property
     def periods(self) -> list[str]:
@@ -149,6 +150,14 @@ class Dataset:
             raise ValidationError(f"The 'period' parameter of Dataset.records names {label}, "
                                   f"which the dataset does not hold ({', '.join(self.periods)}).")
         return self._quarters[label].records
+
+    def safety_facts(self) -> tuple[set[str], dict[str, int], int]:
+        """What the publisher's safety checks read (:func:`~medanon.pipeline.checks.data_facts`:
+        the sensitive vocabulary, reports per period, the longest case span), computed once:
+        publishing one period at a time must not re-read every period per call. Private."""
+        if self._facts is None:
+            self._facts = data_facts({p: self.records(p) for p in self.periods}, self.schema)
+        return self._facts
 
     def super_records(self, period: str) -> SuperRecords:
         """The super records of one period: one per case, its reports combined, as every method
@@ -717,8 +726,7 @@ class Publisher:
         wanted = [parse_period(p).label for p in periods] if periods else [
             p for p in data.periods if p not in series.releases]
         verdict = getattr(previous, "gate_verdict", None)
-        vocabulary, reports, span = data_facts({p: data.records(p) for p in data.periods},
-                                               data.schema)
+        vocabulary, reports, span = data.safety_facts()
         acknowledged = run_checks(
             self.method, sorted(wanted, key=parse_period), published=series.manifests,
             vocabulary=vocabulary, reports=reports, longest_span=span,

@@ -30,10 +30,10 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import InputFormatError, PrivacyViolation
-from .periods import parse_period
 from .models import OneOffRelease, registered_models
 from .models.base import ReleaseVerdict, SeriesVerdict, model_from_manifest
 from .published.format import MANIFEST_FILE, RELEASE_FILE, read_manifest
+from .published.links import longest_case_span
 from .published.series import PublishedSeries
 
 __all__ = ["GATE_MODELS", "GateResult", "ReleaseVerdict", "SeriesVerdict", "gate", "gate_one_off",
@@ -90,13 +90,7 @@ def verify_series(series: PublishedSeries, periods: list[str] | None = None) -> 
 
 def observed_case_span(series: PublishedSeries) -> int:
     """The most periods between a CaseID's first and last release in the published series."""
-    seen = [pd.DataFrame({"case": series.releases[label]["case_id"].astype(str).to_numpy(),
-                          "ordinal": parse_period(label).ordinal}) for label in series.periods]
-    seen = [frame for frame in seen if len(frame)]
-    if not seen:
-        return 0
-    ordinals = pd.concat(seen, ignore_index=True).groupby("case")["ordinal"]
-    return int((ordinals.max() - ordinals.min()).max())
+    return longest_case_span({label: series.releases[label]["case_id"] for label in series.periods})
 
 
 def verify_release_folder(folder: str | Path) -> ReleaseVerdict:

@@ -31,6 +31,7 @@ from ..anonymize.base import Anonymizer
 from ..errors import StoreError, ValidationError
 from ..models.theta import TableTheta
 from ..periods import parse_period
+from ..published.links import longest_case_span
 
 __all__ = ["OVERRIDES", "acknowledgements", "check_gaps", "check_lifespan", "check_theta_terms",
            "check_unprotected", "data_facts", "run_checks"]
@@ -213,19 +214,12 @@ def data_facts(records: Mapping[str, pd.DataFrame], schema) -> tuple[set[str], d
     """What the checks read from report-level records per period (the store answers the same
     with SQL): the sensitive vocabulary, the reports per period, the longest case span."""
     vocabulary: set[str] = set()
-    spans = []
-    for label, frame in records.items():
+    for frame in records.values():
         for name in schema.sensitive:
             values = frame[name]
             if name in schema.multi_valued:
                 vocabulary.update(str(v) for cell in values for v in cell)
             else:
                 vocabulary.update(str(v) for v in values.dropna())
-        spans.append(pd.DataFrame({"case": frame[schema.case_id].astype(str).to_numpy(),
-                                   "ordinal": parse_period(label).ordinal}))
-    spans = [s for s in spans if len(s)]
-    longest = 0
-    if spans:
-        ordinals = pd.concat(spans, ignore_index=True).groupby("case")["ordinal"]
-        longest = int((ordinals.max() - ordinals.min()).max())
+    longest = longest_case_span({label: frame[schema.case_id] for label, frame in records.items()})
     return vocabulary, {label: len(frame) for label, frame in records.items()}, longest

@@ -21,7 +21,7 @@ life span x: releases more than x periods apart are not linked).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +33,8 @@ from .cells import (QidInfo, categorical_codes, cell_strings, joined_terms,
                              numeric_bounds, term_pairs)
 from .series import PublishedSeries
 
-__all__ = ["Region", "ReleaseView", "Links", "group_conflicts", "read_view", "link", "lca_depth"]
+__all__ = ["Region", "ReleaseView", "Links", "group_conflicts", "read_view", "link", "lca_depth",
+           "longest_case_span"]
 
 EMPTY = -1
 
@@ -307,3 +308,17 @@ def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
         if gap == 1:
             in_next[rows] = True
     return Links(own, old, earlier_region, later, later_region, in_next, next_known)
+
+
+def longest_case_span(case_ids: Mapping[str, Iterable]) -> int:
+    """The most periods between a CaseID's first and last appearance, given the case ids of
+    each period (0 when no case reappears). The verifier reads it off published releases; the
+    publisher's safety check off the private records (:mod:`medanon.pipeline.checks`)."""
+    seen = [pd.DataFrame({"case": pd.Series(list(ids), dtype=object).astype(str).to_numpy(),
+                          "ordinal": parse_period(label).ordinal})
+            for label, ids in case_ids.items()]
+    seen = [frame for frame in seen if len(frame)]
+    if not seen:
+        return 0
+    ordinals = pd.concat(seen, ignore_index=True).groupby("case")["ordinal"]
+    return int((ordinals.max() - ordinals.min()).max())
