@@ -7,7 +7,9 @@ k-member clustering of Byun et al. with 001's privacy-aware metric:
 2. grow it by the candidate t with the least ΔIL'(g, t) = ΔIL(g, t) × PR(g, t) (001 Eqs. 2-7,
    002 Eq. 4) until it holds k *anchor* records: all records (MS), new CaseIDs (PPMS family,
    NC-bounding) or new & medication-discontinued records (HA, |GV1| >= k);
-3. the next seed is the record farthest from the one just added (Byun distance);
+3. the next seed is the record farthest from the one just added (Byun distance), anchor or not:
+   001 and 002 seed with any record of the pool, and 001 explains PPMS++'s gain by old (covered)
+   records seeding groups in PPMS and PPMS+ (``algorithms.md`` §1.7, line 11);
 4. place every record left over in the group with the least ΔIL' (001's Generalization, 002's
    Procedure 1 lines 25-30).
 
@@ -413,7 +415,7 @@ def group_reference(data: GroupingInput) -> GroupingResult:
     result = GroupingResult(np.full(n, -1, dtype=np.int64), 0)
 
     def seedable(r: int) -> bool:
-        return data.anchor[r] and p0[r] < INF and r not in failed and seed_alpha_ok(data, r)
+        return p0[r] < INF and r not in failed and seed_alpha_ok(data, r)
 
     def first_seed() -> int | None:
         cands = [r for r in in_pool if seedable(r)]
@@ -545,7 +547,7 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
     alpha_seed = (np.array([seed_alpha_ok(data, r) for r in range(n)], dtype=bool)
                   if data.alpha is not None else np.ones(n, dtype=bool))
     finite = p0 < INF
-    seedable = data.pool & data.anchor & finite & alpha_seed
+    seedable = data.pool & finite & alpha_seed  # any record seeds, as in 001/002 (not only anchors)
     cells = _Cells(data, p0, seedable)
     alive = data.pool.copy()               # in the pool and not in a group
     failed = np.zeros(n, dtype=bool)
