@@ -377,6 +377,10 @@ def test_planted_signals(ingest):
     ({"seed": "abc"}, "The 'seed' parameter of write_faers_series must be an integer >= 0; got 'abc'."),
     ({"followup_rate": 1.5},
      "The 'followup_rate' parameter of write_faers_series must be a number in [0, 0.9]; got 1.5."),
+    ({"missing_weight": -0.1},
+     "The 'missing_weight' parameter of write_faers_series must be a number in [0, 1]; got -0.1."),
+    ({"signal_probability": True},
+     "The 'signal_probability' parameter of write_faers_series must be a number in [0, 1]"),
     ({"start": "2020Q5"}, "Period label '2020Q5' does not parse"),
 ])
 def test_validation_errors(tmp_path, kwargs, message):
@@ -402,3 +406,28 @@ def test_refuses_to_overwrite_or_mix(tmp_path):
     file.write_text("x")
     with pytest.raises(ValidationError, match="must be a directory"):
         write_faers_series(file, periods=1, cases=10, seed=1)
+
+
+def test_generator_knobs_change_what_they_name(tmp_path):
+    """--follow-up-rate and the missingness and signal knobs move their own figures only."""
+    low = write_faers_series(tmp_path / "low", periods=4, cases=1500, seed=7, followup_rate=0.05,
+                             missing_weight=0.0, missing_age=0.5, signal_probability=0.0)
+    high = write_faers_series(tmp_path / "high", periods=4, cases=1500, seed=7, followup_rate=0.4)
+    assert low.knobs.followup_rate == 0.05 and high.knobs.as_dict()["followup_rate"] == 0.4
+    for later in low.periods[1:]:
+        assert abs(low.followups[later] - 75) <= 1
+        assert high.followups[later] > 4 * low.followups[later]
+    records = pd.concat([q.records for q in read_faers(low.out, keep_missing=True).quarters])
+    assert records["weight"].notna().all()
+    assert 0.4 < records["age_years"].isna().mean() < 0.6
+    default = pd.concat([q.records for q in read_faers(high.out, keep_missing=True).quarters])
+    assert 0.05 < default["weight"].isna().mean() < 0.35
+    # the same series with no planted signal: each rule's drug-reaction count falls to the
+    # background (the signal adds 0.4 of the condition's users on top of it)
+    quiet = write_faers_series(tmp_path / "quiet", periods=4, cases=1500, seed=7,
+                               followup_rate=0.4, signal_probability=0.0)
+    plain = pd.concat([q.records for q in read_faers(quiet.out, keep_missing=True).quarters])
+    for rule in PLANTED_SIGNALS:
+        _, with_signal = _prr(default[_meets(rule, default)], rule.drug, rule.reaction)
+        _, without = _prr(plain[_meets(rule, plain)], rule.drug, rule.reaction)
+        assert without < with_signal / 2, (rule, without, with_signal)

@@ -151,13 +151,28 @@ def synth_faers(
     cases: Annotated[int, typer.Option(help="Cases per period (new and follow-up).")] = 1000,
     start: Annotated[str, typer.Option(help="First period, YYYYQn.")] = "2020Q1",
     lifespan: Annotated[int, typer.Option(help="Periods within which a case may be followed up.")] = 4,
+    follow_up_rate: Annotated[float, typer.Option(
+        "--follow-up-rate", help="Share of a quarter's cases that follow up earlier cases "
+        "(FAERS: about 0.1).")] = 0.18,
+    missing_age: Annotated[float, typer.Option(help="Share of new cases with no age.")] = 0.08,
+    missing_weight: Annotated[float, typer.Option(help="Share of new cases with no weight.")] = 0.20,
+    no_indication: Annotated[float, typer.Option(
+        help="Share of new cases with no indication.")] = 0.03,
+    signal_probability: Annotated[float, typer.Option(
+        help="Extra probability of a planted signal's reaction (0: no signals).")] = 0.4,
+    stop_rate: Annotated[float, typer.Option(
+        help="Share of new cases whose treatment stops (never followed up).")] = 0.5,
     seed: SeedOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Write a synthetic FAERS-like periodic series in the FAERS 2014Q3+ ASCII layout."""
     from . import commands
     commands.synth_faers(out, periods=periods, cases=cases, start=start, lifespan=lifespan,
-                         seed=seed, as_json=as_json)
+                         seed=seed, as_json=as_json,
+                         knobs={"followup_rate": follow_up_rate, "missing_age": missing_age,
+                                "missing_weight": missing_weight, "no_indication": no_indication,
+                                "signal_probability": signal_probability,
+                                "stop_rate_new": stop_rate})
 
 
 @synth_app.command("table")

@@ -40,15 +40,17 @@ from .console import print_json, progress_bar
 
 # -- synth ----------------------------------------------------------------------------------------
 def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str, lifespan: int,
-                seed: int | None, as_json: bool) -> None:
+                seed: int | None, as_json: bool, knobs: dict[str, float] | None = None) -> None:
     from ..data.synth.faers import write_faers_series
 
     started = time.perf_counter()
-    with progress_bar("synthesizing", periods) as step:
+    with progress_bar("synthesizing", periods) as step, ui.errors_as_flags():
         summary = write_faers_series(out_dir, periods=periods, cases=cases, seed=seed, start=start,
-                                     lifespan=lifespan, progress=lambda done, total: step(f"{done}/{total}"))
+                                     lifespan=lifespan, **(knobs or {}),
+                                     progress=lambda done, total: step(f"{done}/{total}"))
     data = {"out": str(summary.out), "periods": list(summary.periods), "seed": summary.seed,
-            "seeded": summary.seeded, "reports": summary.reports, "cases": summary.cases,
+            "seeded": summary.seeded, "settings": summary.knobs.as_dict(),
+            "reports": summary.reports, "cases": summary.cases,
             "followups": summary.followups, "deleted": summary.deleted,
             "seconds": round(time.perf_counter() - started, 2)}
     if as_json:

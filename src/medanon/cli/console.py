@@ -52,7 +52,8 @@ def print_json(data: object) -> None:
 
 
 #: library parameter names whose flag is not ``--`` + the name with dashes
-_FLAG_NAMES = {"domains": "--domain"}
+_FLAG_NAMES = {"domains": "--domain", "followup_rate": "--follow-up-rate",
+               "stop_rate_new": "--stop-rate"}
 #: parameters with an underscore that are command-line flags (told as flags wherever they
 #: appear in a library message)
 _FLAGGED = frozenset({
@@ -61,7 +62,8 @@ _FLAGGED = frozenset({
     "dp_aware_grouping", "case_budget", "ss_rule", "b_max", "max_suppression", "budget_split",
     "per_period_commit", "publish_despite_violations", "max_path_length", "delta_t_days",
     "min_predictions", "aux_fraction", "code_level", "min_admissions", "pseudonym_key",
-    "keep_ids", "keep_missing"})
+    "keep_ids", "keep_missing", "followup_rate", "missing_age", "missing_weight", "no_indication",
+    "signal_probability", "stop_rate_new"})
 
 
 def flag(name: str) -> str:

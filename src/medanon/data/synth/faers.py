@@ -38,9 +38,20 @@ from ...errors import ValidationError
 from ...periods import Period, parse_period
 from . import terms
 
-__all__ = ["PLANTED_SIGNALS", "SignalRule", "SynthSummary", "write_faers_series"]
+__all__ = ["PLANTED_SIGNALS", "SignalRule", "SynthKnobs", "SynthSummary", "write_faers_series"]
 
 _OWNER = "write_faers_series"
+
+
+# -- model constants ----------------------------------------------------------------------------
+SIGNAL_PROBABILITY = 0.4          # extra P(reaction) for a patient meeting a rule's condition
+DUPLICATE_VERSION_RATE = 0.02     # cases with two versions in one quarter
+DELETE_RATE = 0.002               # cases withdrawn per quarter (Poisson mean rate * cases)
+STOP_RATE_NEW = 0.5               # new cases whose treatment stops (never followed up)
+STOP_RATE_FOLLOWUP = 0.3          # follow-ups after which treatment stops
+MISSING_AGE = 0.08
+MISSING_WEIGHT = 0.20
+NO_INDICATION = 0.03
 
 
 @dataclass(frozen=True)
@@ -68,8 +79,23 @@ class SignalRule:
 
 
 @dataclass(frozen=True)
+class SynthKnobs:
+    """The generator settings a researcher varies (defaults: the module constants)."""
+
+    followup_rate: float = 0.18
+    missing_age: float = MISSING_AGE
+    missing_weight: float = MISSING_WEIGHT
+    no_indication: float = NO_INDICATION
+    signal_probability: float = SIGNAL_PROBABILITY
+    stop_rate_new: float = STOP_RATE_NEW
+
+    def as_dict(self) -> dict[str, float]:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
 class SynthSummary:
-    """What :func:`write_faers_series` wrote."""
+    """What :func:`write_faers_series` wrote (``knobs``: the generator settings used)."""
 
     out: Path
     periods: tuple[str, ...]
@@ -80,6 +106,7 @@ class SynthSummary:
     followups: dict[str, int]
     deleted: dict[str, int]
     signals: tuple[SignalRule, ...]
+    knobs: SynthKnobs = SynthKnobs()
 
 
 PLANTED_SIGNALS: tuple[SignalRule, ...] = (
@@ -91,15 +118,6 @@ PLANTED_SIGNALS: tuple[SignalRule, ...] = (
     SignalRule("CHANTIX", "Suicidal ideation", "age > 18", "age", ">", 18.0),
 )
 
-# -- model constants ----------------------------------------------------------------------------
-SIGNAL_PROBABILITY = 0.4          # extra P(reaction) for a patient meeting a rule's condition
-DUPLICATE_VERSION_RATE = 0.02     # cases with two versions in one quarter
-DELETE_RATE = 0.002               # cases withdrawn per quarter (Poisson mean rate * cases)
-STOP_RATE_NEW = 0.5               # new cases whose treatment stops (never followed up)
-STOP_RATE_FOLLOWUP = 0.3          # follow-ups after which treatment stops
-MISSING_AGE = 0.08
-MISSING_WEIGHT = 0.20
-NO_INDICATION = 0.03
 DRUG_ZIPF, REACTION_ZIPF, INDICATION_ZIPF = 0.7, 0.9, 1.0
 
 _DEMO_COLUMNS = ("primaryid", "caseid", "caseversion", "i_f_code", "event_dt", "mfr_dt",
@@ -300,11 +318,12 @@ class _Series:
     """Case state across quarters plus the tables of the quarters a follow-up may copy from."""
 
     def __init__(self, rng: np.random.Generator, n_periods: int, cases: int, lifespan: int,
-                 followup_rate: float):
+                 knobs: SynthKnobs):
         self.rng = rng
         self.cases = cases
         self.lifespan = lifespan
-        self.followup_rate = followup_rate
+        self.knobs = knobs
+        self.followup_rate = knobs.followup_rate
         cap = n_periods * cases
         self.n = 0
         z = lambda dt: np.zeros(cap, dtype=dt)  # noqa: E731
@@ -389,7 +408,7 @@ class _Series:
         cod[dy], val[dy] = 4, rng.integers(1, 28, int(dy.sum()))
         age = val * _AGE_FACTOR[cod]
         self.age_cod[idx], self.age_val[idx], self.age[idx] = cod, val, age
-        self.age_shown[idx] = rng.random(k) >= MISSING_AGE
+        self.age_shown[idx] = rng.random(k) >= self.knobs.missing_age
         self.agegrp_shown[idx] = rng.random(k) < 0.35
 
         # Weight in kg, correlated with age and sex.
@@ -397,7 +416,7 @@ class _Series:
         child_kg = np.where(age < 2, 3.3 + 5.0 * age, 12.0 + 3.2 * (age - 2)) * np.exp(rng.normal(0, 0.12, k))
         kg = np.clip(np.where(age >= 18, adult_kg, child_kg), 0.5, 200.0)
         self.wt[idx] = kg
-        self.wt_shown[idx] = rng.random(k) >= MISSING_WEIGHT
+        self.wt_shown[idx] = rng.random(k) >= self.knobs.missing_weight
         self.wt_int[idx] = (rng.random(k) < 0.6) & (kg >= 5)
 
         country = np.where(rng.random(k) < 0.62, 0,
@@ -415,8 +434,8 @@ class _Series:
         self.lit[idx] = np.where((rept == 0) & (rng.random(k) < 0.03),
                                  rng.integers(0, len(terms.LITERATURE), k), -1)
         self.auth[idx] = (rept == 0) & (country != 0) & (rng.random(k) < 0.3)
-        self.stopped[idx] = rng.random(k) < STOP_RATE_NEW
-        self.no_indi[idx] = rng.random(k) < NO_INDICATION
+        self.stopped[idx] = rng.random(k) < self.knobs.stop_rate_new
+        self.no_indi[idx] = rng.random(k) < self.knobs.no_indication
         self.u_rule[idx] = rng.random((k, len(PLANTED_SIGNALS)))
         self.version[idx] = 0
         self.event_day[idx] = -1
@@ -501,7 +520,8 @@ class _Series:
         for j, rule in enumerate(PLANTED_SIGNALS):
             reps = np.unique(drug["rep"][drug["drug"] == self.rule_drug[j]])
             c = rep_case[reps]
-            hit = rule.holds(self.age[c], sex[self.sex[c]]) & (self.u_rule[c, j] < SIGNAL_PROBABILITY)
+            lucky = self.u_rule[c, j] < self.knobs.signal_probability
+            hit = rule.holds(self.age[c], sex[self.sex[c]]) & lucky
             added.append({"rep": reps[hit], "pt": np.full(int(hit.sum()), self.rule_reac[j])})
         return _concat("reac", added)
 
@@ -756,7 +776,10 @@ def _write_table(path: Path, header: tuple[str, ...], columns: list) -> None:
 
 def write_faers_series(out: str | Path, *, periods: int = 8, cases: int = 1000,
                        seed: int | None = None, start: str = "2020Q1", lifespan: int = 4,
-                       followup_rate: float = 0.18,
+                       followup_rate: float = 0.18, missing_age: float = MISSING_AGE,
+                       missing_weight: float = MISSING_WEIGHT, no_indication: float = NO_INDICATION,
+                       signal_probability: float = SIGNAL_PROBABILITY,
+                       stop_rate_new: float = STOP_RATE_NEW,
                        progress: Callable[[int, int], None] | None = None) -> SynthSummary:
     """Write a synthetic periodic FAERS series, one folder per quarter, in the 2014Q3+ layout.
 
@@ -770,6 +793,15 @@ def write_faers_series(out: str | Path, *, periods: int = 8, cases: int = 1000,
         lifespan: how many quarters after its first report a case may still get follow-ups.
         followup_rate: share of a quarter's cases that are follow-ups of earlier cases (from the
             second quarter on; lower only if too few earlier cases are still in their life span).
+            FAERS has about 10% follow-ups of earlier quarters; series much heavier than that
+            leave little room to generalize (most cases must cover an earlier release).
+        missing_age, missing_weight: share of new cases whose age (weight) is not reported
+            (a follow-up may fill it in).
+        no_indication: share of new cases reported without any indication.
+        signal_probability: extra probability of a planted signal's reaction for a patient who
+            meets its condition and takes its drug (0 plants no signal).
+        stop_rate_new: share of new cases whose treatment stops (never followed up; HA's
+            medication-discontinuation attack targets them).
         progress: called as ``progress(done, total)`` after each quarter.
 
     Returns:
@@ -784,6 +816,13 @@ def write_faers_series(out: str | Path, *, periods: int = 8, cases: int = 1000,
     lifespan = check_int(lifespan, name="lifespan", owner=_OWNER, minimum=1)
     followup_rate = check_fraction(followup_rate, name="followup_rate", owner=_OWNER,
                                    low_open=False, high=0.9)
+    knobs = SynthKnobs(
+        followup_rate=followup_rate,
+        **{name: check_fraction(value, name=name, owner=_OWNER, low_open=False)
+           for name, value in (("missing_age", missing_age), ("missing_weight", missing_weight),
+                               ("no_indication", no_indication),
+                               ("signal_probability", signal_probability),
+                               ("stop_rate_new", stop_rate_new))})
     seeded = seed is not None
     seed = check_int(seed, name="seed", owner=_OWNER, minimum=0) if seeded else secrets.randbits(63)
     if progress is not None and not callable(progress):
@@ -804,7 +843,7 @@ def write_faers_series(out: str | Path, *, periods: int = 8, cases: int = 1000,
     out.mkdir(parents=True, exist_ok=True)
 
     rng = np.random.default_rng(seed)
-    series = _Series(rng, periods, cases, lifespan, followup_rate)
+    series = _Series(rng, periods, cases, lifespan, knobs)
     reports, case_counts, followups, deleted = {}, {}, {}, {}
     headers = {"DEMO": _DEMO_COLUMNS, "DRUG": _DRUG_COLUMNS, "REAC": _REAC_COLUMNS,
                "INDI": _INDI_COLUMNS, "OUTC": _OUTC_COLUMNS}
@@ -825,4 +864,4 @@ def write_faers_series(out: str | Path, *, periods: int = 8, cases: int = 1000,
             progress(p + 1, periods)
     return SynthSummary(out=out, periods=labels, seed=seed, seeded=seeded, reports=reports,
                         cases=case_counts, followups=followups, deleted=deleted,
-                        signals=PLANTED_SIGNALS)
+                        signals=PLANTED_SIGNALS, knobs=knobs)
