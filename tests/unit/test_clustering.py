@@ -8,6 +8,7 @@ import pytest
 from medanon.anonymize.clustering import (NEW_MD, NEW_NMD, OLD_MD, OLD_NMD, Attribute,
                                           GroupingInput, QidSpace, delta_il, eta, group_records,
                                           group_reference, ha_ok, ha_update, privacy_risk)
+from medanon.anonymize.common import MISSING_LABEL, with_missing_leaf
 from medanon.hierarchies import mesh_age_tree, sex_tree
 
 
@@ -42,14 +43,20 @@ def test_ha_update_follows_002_procedure_3():
     assert ha_ok([1, 1, 1, 1, 4, 4, 4, 4], 0.25) and not ha_ok([1, 1, 1, 1, 3, 4, 4, 4], 0.25)
 
 
-def _random_input(n: int, seed: int, mode: str, *, k: int, theta: float, alpha: float | None):
+def _random_input(n: int, seed: int, mode: str, *, k: int, theta: float, alpha: float | None,
+                  missing: bool = False):
     rng = np.random.default_rng(seed)
     age, sex = mesh_age_tree(), sex_tree()
+    if missing:  # missing values as their own value (common._encode_qids)
+        age = with_missing_leaf(age)
     ages = age.encode([age.values[i] for i in rng.integers(0, len(age.values), n)])
     sexes = sex.encode([sex.values[i] for i in rng.integers(0, len(sex.values), n)])
     weight = rng.integers(40, 100, n).astype(float)
+    sentinel = 100.0 + 2 * 60.0 if missing else None
+    if missing:
+        weight[rng.random(n) < 0.25] = sentinel
     space = QidSpace([Attribute("age", age), Attribute("sex", sex),
-                      Attribute("weight", value_range=60.0)])
+                      Attribute("weight", value_range=60.0, missing_at=sentinel)])
     ptr, ids = [0], []
     for _ in range(n):
         ids += sorted(set(rng.integers(0, 12, rng.integers(0, 4)).tolist()))
@@ -69,7 +76,7 @@ def _random_input(n: int, seed: int, mode: str, *, k: int, theta: float, alpha: 
 @pytest.mark.parametrize("seed", range(8))
 def test_fast_grouping_finds_exactly_the_reference_groups(mode, seed):
     data = _random_input(25 + 9 * seed, seed, mode, k=2 + seed % 3, theta=(0.3, 0.5, 1.0)[seed % 3],
-                         alpha=0.5 if mode == "ha" else None)
+                         alpha=0.5 if mode == "ha" else None, missing=seed % 2 == 1)
     slow, fast = group_reference(data), group_records(data)
     assert np.array_equal(slow.group_of, fast.group_of)
     assert slow.unplaced == fast.unplaced
@@ -92,3 +99,15 @@ def test_every_group_meets_its_own_bounds():
         assert max(counts.values(), default=0) <= etas[g]
     placed = int((result.group_of >= 0).sum())
     assert placed + len(result.unplaced) == data.n
+
+
+def test_missing_values_cost_nothing_together_and_everything_mixed():
+    data = _random_input(40, 1, "ppms", k=4, theta=1.0, alpha=None, missing=True)
+    space, m = data.space, data.space.attributes[2].missing_at
+    assert space.num_term(2, m, m) == 0.0                 # a group of missing weights
+    assert space.num_term(2, 55.0, m) == 1.0              # missing mixed with present: "*"
+    assert space.num_term(2, 55.0, 85.0) == pytest.approx(0.5)
+    age = space.attributes[0].taxonomy
+    lone = space.lca(0, age.code_of[MISSING_LABEL], age.code_of[MISSING_LABEL])
+    assert space.cat_term(0, lone) == 0.0
+    assert space.lca(0, age.code_of[MISSING_LABEL], age.code_of["Newborn"]) == age.code_of["*"]

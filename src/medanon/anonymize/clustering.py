@@ -70,6 +70,9 @@ class Attribute:
     name: str
     taxonomy: Taxonomy | None = None
     value_range: float = 0.0
+    #: numeric QIDs with missing values as their own value: missing is encoded as the point
+    #: interval [m, m] at this sentinel above every real value (see ``common._encode_qids``)
+    missing_at: float | None = None
 
     @property
     def numeric(self) -> bool:
@@ -157,9 +160,18 @@ class QidSpace:
         return self._hnorm[j][code]
 
     def num_term(self, j: int, lo, hi):
-        """(max − min)/(range of the data set) of 001 Eq. 1 (0 when the range is 0)."""
-        r = self.attributes[j].value_range
-        return (hi - lo) / r if r > 0 else (hi - lo) * 0.0
+        """(max − min)/(range of the data set) of 001 Eq. 1 (0 when the range is 0).
+
+        With missing values as a value (``missing_at``), a group of missing values costs 0 and
+        a group mixing missing and present values costs 1: it is published as ``*``.
+        """
+        a = self.attributes[j]
+        r = a.value_range
+        term = (hi - lo) / r if r > 0 else (hi - lo) * 0.0
+        if a.missing_at is None:
+            return term
+        m = a.missing_at
+        return np.where(hi >= m, np.where(lo >= m, 0.0, 1.0), term)
 
 
 def state_loss(space: QidSpace, cat: Sequence[int | None], lo: Sequence[float | None],

@@ -2,8 +2,14 @@
 
 One period is anonymized in six steps (001's PPMS-Anonymization; ``algorithms.md`` §1.7):
 
-1. encode the super records: categorical QIDs as taxonomy codes, numeric ones as [lo, hi]
-   (a missing value is treated as fully generalized: the root, or the period's whole range);
+1. encode the super records: categorical QIDs as taxonomy codes, numeric ones as [lo, hi].
+   A missing value is a value of its own (:attr:`ClusteringMethod.missing_as_value`): a group
+   whose members all lack it costs nothing on that QID and is published with an empty cell
+   (missing); a group that mixes missing and present values costs 1 for every member and is
+   published as ``*`` (root), since its reader can no longer tell which values were missing.
+   So the grouping puts missing with missing. (Before, a missing value was the root or the
+   period's whole range, which cost a group nothing more once one member lacked the value:
+   with 20% of weights missing, 64% of published weights were the whole range.)
 2. QID-covering of old cases against the F-attack: the QIDs of a case already published in the
    life span are generalized to cover its published value in the latest (PPMS) or earliest
    (PPMS+, PPMS++, HA) earlier release holding it;
@@ -31,6 +37,7 @@ from ..data.records import SuperRecords
 from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_theta
+from ..published.cells import SUPPRESSED
 from ..random import Randomness
 from .base import AnonymizationResult, Anonymizer
 from .clustering import Attribute, GroupingInput, QidSpace, eta, etas_of, group_records
@@ -118,6 +125,10 @@ class ClusteringMethod(Anonymizer):
         """The declared θ of terms whose grouping θ was raised to ``raised`` (the same here)."""
         return raised
 
+    #: whether a missing QID value is a value of its own (see the module docstring); PPMS-DP
+    #: perturbs the encoded values and keeps the older reading (missing = the whole domain).
+    missing_as_value: ClassVar[bool] = True
+
     def before_grouping(self, data: SuperRecords, space: QidSpace, values: dict,
                         rng: Randomness, accountant: Accountant) -> dict:
         """Change the encoded values in place before grouping (DP methods privatize here; their
@@ -144,7 +155,7 @@ class ClusteringMethod(Anonymizer):
         n = len(frame)
         period = str(frame[schema.period].iloc[0]) if n else ""
         case_ids = frame[schema.case_id].astype(str).to_numpy()
-        space, values = _encode_qids(data, hierarchies)
+        space, values = _encode_qids(data, hierarchies, missing_as_value=self.missing_as_value)
         new = np.ones(n, dtype=bool)
         covered = 0
         if self.cover is not None and n:
@@ -253,14 +264,32 @@ class ClusteringMethod(Anonymizer):
 
 
 # ------------------------------------------------------------------------------------ encoding
-def _encode_qids(data: SuperRecords, hierarchies: Mapping[str, Taxonomy]) -> tuple[QidSpace, dict]:
+#: the grouping's label for a missing categorical value: a leaf under the root, so that it is
+#: its own lowest common value and its LCA with any present value is the root
+MISSING_LABEL = "\x00missing"
+
+
+def with_missing_leaf(tax: Taxonomy) -> Taxonomy:
+    """``tax`` with :data:`MISSING_LABEL` as one more record value, a child of the root."""
+    if MISSING_LABEL in tax:  # pragma: no cover - a control character is never a real label
+        raise HierarchyError(f"Hierarchy {tax.name!r} already has the reserved label "
+                             f"{MISSING_LABEL!r}.")
+    return Taxonomy({**tax.parents, MISSING_LABEL: tax.root}, name=tax.name,
+                    values=(*tax.values, MISSING_LABEL))
+
+
+def _encode_qids(data: SuperRecords, hierarchies: Mapping[str, Taxonomy], *,
+                 missing_as_value: bool = True) -> tuple[QidSpace, dict]:
     schema, frame = data.schema, data.frame
     cat, lo, hi, attrs = [], [], [], []
     for qid in schema.qids:
         if qid.kind == "categorical":
             tax = hierarchies[qid.name]
             labels = frame[qid.name].to_numpy(dtype=object)
-            labels = np.where(pd.isna(labels), tax.root, labels)
+            if missing_as_value:
+                tax = with_missing_leaf(tax)
+            labels = np.where(pd.isna(labels), MISSING_LABEL if missing_as_value else tax.root,
+                              labels)
             cat.append(tax.encode(labels.tolist()).astype(np.int64))
             lo.append(None)
             hi.append(None)
@@ -270,11 +299,23 @@ def _encode_qids(data: SuperRecords, hierarchies: Mapping[str, Taxonomy]) -> tup
             finite_lo, finite_hi = a[~np.isnan(a)], b[~np.isnan(b)]
             vmin = float(finite_lo.min()) if len(finite_lo) else 0.0
             vmax = float(finite_hi.max()) if len(finite_hi) else 0.0
-            lo.append(np.where(np.isnan(a), vmin, a).astype(float))
-            hi.append(np.where(np.isnan(b), vmax, b).astype(float))
+            if missing_as_value:
+                # The point [m, m] above every value: hulls with it reach m, which num_term
+                # reads as "mixed" (cost 1); it never enters the range max N − min N.
+                m = vmax + 2.0 * max(vmax - vmin, 1.0)
+                low, high = m, m
+            else:
+                m, low, high = None, vmin, vmax
+            lo.append(np.where(np.isnan(a), low, a).astype(float))
+            hi.append(np.where(np.isnan(b), high, b).astype(float))
             cat.append(None)
-            attrs.append(Attribute(qid.name, None, 0.0))
+            attrs.append(Attribute(qid.name, None, 0.0, missing_at=m))
     return QidSpace(attrs), {"cat": tuple(cat), "lo": tuple(lo), "hi": tuple(hi)}
+
+
+def _present(a: Attribute, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Which numeric values are present (not the missing sentinel)."""
+    return np.ones(len(lo), dtype=bool) if a.missing_at is None else hi < a.missing_at
 
 
 def _with_ranges(space: QidSpace, values: dict) -> QidSpace:
@@ -283,8 +324,9 @@ def _with_ranges(space: QidSpace, values: dict) -> QidSpace:
     for j, a in enumerate(space.attributes):
         if a.numeric:
             lo, hi = values["lo"][j], values["hi"][j]
-            r = float(hi.max() - lo.min()) if len(lo) else 0.0
-            attrs.append(Attribute(a.name, None, r))
+            ok = _present(a, lo, hi)
+            r = float(hi[ok].max() - lo[ok].min()) if ok.any() else 0.0
+            attrs.append(Attribute(a.name, None, r, missing_at=a.missing_at))
         else:
             attrs.append(a)
     return QidSpace(attrs)
@@ -331,7 +373,10 @@ def _cover_old_cases(space: QidSpace, values: dict, case_ids: np.ndarray, period
         published = prev[qid.name].fillna("").astype(str).to_numpy()
         if not a.numeric:
             tax = a.taxonomy
-            labels = np.where(published == "", tax.root, published)
+            # An empty cell was published for a group of missing values: its own value here
+            # (its LCA with a present value is the root, which covers the empty cell).
+            empty = MISSING_LABEL if MISSING_LABEL in tax else tax.root
+            labels = np.where(published == "", empty, published)
             try:
                 codes = tax.encode(labels.tolist()).astype(np.int64)
             except HierarchyError as exc:
@@ -345,9 +390,13 @@ def _cover_old_cases(space: QidSpace, values: dict, case_ids: np.ndarray, period
             lo, hi = values["lo"][j], values["hi"][j]
             plo = np.empty(len(rows))
             phi = np.empty(len(rows))
+            ok = _present(a, lo, hi)
+            whole = ((float(lo[ok].min()), float(hi[ok].max())) if ok.any() else (0.0, 0.0))
             for i, text in enumerate(published):
-                if text == "":
-                    plo[i], phi[i] = lo.min(), hi.max()
+                if text == "" and a.missing_at is not None:
+                    plo[i] = phi[i] = a.missing_at
+                elif text in ("", "*"):
+                    plo[i], phi[i] = whole
                 else:
                     iv = Interval.parse(text)
                     plo[i], phi[i] = iv.lo, iv.hi
@@ -416,10 +465,20 @@ def _release_table(data: SuperRecords, space: QidSpace, values: dict, group_of: 
         if a.numeric:
             lo = pd.Series(values["lo"][j][placed]).groupby(groups).transform("min").to_numpy()
             hi = pd.Series(values["hi"][j][placed]).groupby(groups).transform("max").to_numpy()
-            out[qid.name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
+            missing = np.zeros(len(lo), dtype=bool) if a.missing_at is None else hi >= a.missing_at
+            if not missing.any():
+                out[qid.name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
+                continue
+            cells = np.empty(len(lo), dtype=object)
+            cells[~missing] = list(pd.arrays.IntervalArray.from_arrays(
+                lo[~missing], hi[~missing], closed="both"))
+            cells[missing] = np.where(lo[missing] >= a.missing_at, None, SUPPRESSED)
+            out[qid.name] = cells
         else:
-            out[qid.name] = a.taxonomy.decode(group_lub(a.taxonomy, values["cat"][j][placed],
-                                                        groups))
+            labels = np.asarray(a.taxonomy.decode(
+                group_lub(a.taxonomy, values["cat"][j][placed], groups)), dtype=object)
+            labels[labels == MISSING_LABEL] = None  # a group of missing values: published empty
+            out[qid.name] = labels
     add_published_columns(out, data, placed, suppressed_terms)
     return out
 

@@ -206,6 +206,9 @@ class _PPMSDP(ClusteringMethod):
     privacy_model = PPMS_DP_MODEL
     cover = "earliest"
     new_cases_first = True
+    # The mechanisms perturb encoded values over the hierarchy and the public domain, where a
+    # missing value is the root (the whole domain); it is not a value of its own here.
+    missing_as_value = False
     #: whether categorical QIDs are perturbed (PPMS-DP_all) or generalized (PPMS-DP_num).
     perturb_categorical: ClassVar[bool] = False
 

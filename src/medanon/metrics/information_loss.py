@@ -61,6 +61,9 @@ Choices (deviations from, or details missing in, 000 and ``algorithms.md``):
   is 0 and 1 otherwise.
 * **Whole domain.** A numeric cell published as ``*`` or empty costs 1. A missing numeric
   original costs 0 when published as ``*``/empty and 1 when a value was published for it.
+  So a missing value is counted honestly: it had no value to lose, while each present value
+  published as ``*`` because its group mixes in a missing one costs 1 (the grouping methods
+  keep missing with missing for that reason, ``anonymize/common.py``).
 * **Clipping.** Each normalized numeric term is clipped to [0, 1]: a Laplace-perturbed value
   (000's PPMS-DP) can fall far outside [min N, max N] and would otherwise dominate the mean;
   1 is the cost of publishing nothing. Categorical terms already lie in [0, 1). Hence every

@@ -1,0 +1,83 @@
+"""Missing QID values as a value of their own (issue 20): grouped together, published empty,
+``*`` only where a group mixes missing and present values, and covered across releases."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+import medanon
+from medanon.anonymize.common import MISSING_LABEL, with_missing_leaf
+from medanon.data.schema import Schema
+from medanon.hierarchies import mesh_age_tree
+
+AGES = ("Newborn", "Preschool", "Adolescent", "Young Adult", "Middle Aged")
+
+
+def _period(label: str, ids: list[str], *, weight, age) -> pd.DataFrame:
+    n = len(ids)
+    return pd.DataFrame({
+        "case_id": ids, "period": [label] * n, "report_id": [f"{label}-{c}" for c in ids],
+        "version": [1] * n, "age": age, "sex": ["F"] * n, "weight": weight,
+        "reactions": [("Rash",)] * n, "indications": [("Pain",)] * n, "drugs": [("A",)] * n,
+        "age_years": [50.0] * n})
+
+
+def _publish(records: dict[str, pd.DataFrame], method: str = "ppms++", k: int = 5):
+    data = medanon.Dataset(records, Schema.default())
+    return medanon.Publisher(method, k=k, theta=1.0, seed=3).publish(data)
+
+
+def test_missing_values_group_together_and_publish_empty():
+    ids = [str(i) for i in range(20)]
+    weight = [np.nan if i % 2 else 60.0 + i for i in range(20)]   # every other case: no weight
+    age = [None if i % 4 == 3 else "Middle Aged" for i in range(20)]
+    series = _publish({"2020Q1": _period("2020Q1", ids, weight=weight, age=age)})
+    rows = series.releases_published[0].rows.set_index("case_id")
+    missing_w = {str(i) for i in range(20) if i % 2}
+    # Each group is all-missing (published empty) or all-present (an interval): never "*".
+    assert set(rows.index[rows["weight"] == ""]) == missing_w
+    assert not (rows["weight"] == "*").any()
+    for _, group in rows.groupby("group"):
+        assert group["weight"].nunique() == 1
+    # 5 missing ages among 20: k = 5 groups are split by weight first, so ages may have to mix;
+    # but no more rows lose their age than the groups that hold a missing one.
+    lost_age = rows["age"].isin(["", "*"])
+    groups_with_missing_age = rows.loc[[str(i) for i in range(20) if i % 4 == 3], "group"]
+    assert lost_age.sum() <= rows["group"].isin(groups_with_missing_age).sum()
+    assert series.verify().ok
+
+
+def test_missing_and_present_values_form_separate_groups():
+    """Under the old reading (missing = the whole range) both groups published the range."""
+    ids = [str(i) for i in range(10)]
+    weight = [np.nan] * 5 + [60.0 + i for i in range(5)]
+    series = _publish({"2020Q1": _period("2020Q1", ids, weight=weight, age=["Middle Aged"] * 10)})
+    rows = series.releases_published[0].rows
+    assert sorted(rows["weight"].unique()) == ["", "[60-64]"]
+
+
+def test_a_missing_value_filled_in_later_is_covered_by_star():
+    ids = [str(i) for i in range(10)]
+    q1 = _period("2020Q1", ids, weight=[np.nan] * 5 + [70.0] * 5, age=["Middle Aged"] * 10)
+    later = [str(i) for i in range(10, 20)]
+    # case "0" comes back with its weight now reported; ten new cases join the quarter
+    q2 = _period("2020Q2", ["0", *later], weight=[80.0] + [75.0] * 10,
+                 age=["Middle Aged"] * 11)
+    series = _publish({"2020Q1": q1, "2020Q2": q2})
+    first = series.releases_published[0].rows.set_index("case_id")
+    second = series.releases_published[1].rows.set_index("case_id")
+    assert first.loc["0", "weight"] == ""
+    # published empty before, so now it must cover the whole domain: "*", and so must its group
+    assert second.loc["0", "weight"] == "*"
+    group = second.loc[second["group"] == second.loc["0", "group"], "weight"]
+    assert (group == "*").all()
+    assert series.verify().ok
+
+
+def test_missing_leaf_is_its_own_lowest_common_value():
+    tax = with_missing_leaf(mesh_age_tree())
+    assert tax.lca([MISSING_LABEL, MISSING_LABEL]) == MISSING_LABEL
+    assert tax.lca([MISSING_LABEL, "Newborn"]) == tax.root
+    assert tax.height == mesh_age_tree().height
+    assert MISSING_LABEL not in mesh_age_tree()
