@@ -875,10 +875,9 @@ def _ss_unflag(data: GroupingInput, r: int, dropped: set[int], freq: np.ndarray)
     excess = [len(col) - m + 1 for col, m in cols]
     extra: set[int] = set()
     while any(e > 0 for e in excess):
-        def gain(s: int) -> int:
-            return sum(e > 0 and s in col for (col, _), e in zip(cols, excess))
-        cands = {s for (col, _), e in zip(cols, excess) if e > 0 for s in col if s not in extra}
-        s = min(cands, key=lambda t: (-gain(t), -int(freq[t]), t))
+        over = [set(col) for (col, _), e in zip(cols, excess) if e > 0]
+        cands = set().union(*over) - extra
+        s = min(cands, key=lambda t: (-sum(t in col for col in over), -int(freq[t]), t))
         extra.add(s)
         excess = [e - (s in col) for (col, _), e in zip(cols, excess)]
     return extra

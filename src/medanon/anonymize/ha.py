@@ -131,5 +131,6 @@ class HA(ClusteringMethod):
         for column, thr in thresholds.items():
             ss |= np.array([len(v) for v in per_column[column]]) >= thr
         return {"alpha": self.alpha, "ha_class": ha_classes(new, md), "ss": ss,
-                "_ss_min_counts": thresholds, "_details": {"ss_min_counts": thresholds, "ss_records": int(ss.sum()),
+                "_ss_min_counts": thresholds,
+                "_details": {"ss_min_counts": thresholds, "ss_records": int(ss.sum()),
                              "md_records": int(md.sum()), "new_md_records": int((new & md).sum())}}
