@@ -40,18 +40,52 @@ def table_1() -> dict[str, pd.DataFrame]:
 
 
 def test_002_table_1_at_the_papers_parameters_is_refused_not_hidden():
-    """PPMS(3, 1/3, 1/4) on Table 1 cannot hold, and HA says so.
+    """PPMS(3, 1/3, 1/4) on Table 1 cannot hold as such, and HA says so.
 
     Quarter 1 has 5 new & md cases (1 and 3 come back in quarter 2), so a letter held by two of
-    them needs θ >= 2/5 (002's Table 3 (a) indeed has only 2 new & md records in group 1). With
-    that θ raised, the greedy grouping still cannot place every quarter-2 case; HA never
-    withholds cases (see ha.py), so it refuses rather than publish in violation.
+    them needs θ >= 2/5 (002's Table 3 (a) indeed has only 2 new & md records in group 1). At
+    θ = 2/5 the greedy grouping still cannot place every quarter-1 case with all its letters;
+    with ``refuse`` HA neither withholds them (see ha.py) nor suppresses their letters.
     """
     with pytest.raises(InfeasibleError, match=r"Period 2020Q1 cannot meet theta for 4 term\(s\) "
                                               r"with 5 new cases that stop"):
         publish_series(HA(k=3, theta=1 / 3, alpha=0.25), table_1(), SCHEMA_002)
-    with pytest.raises(InfeasibleError, match=r"the grouping could not place \d.*HA never withholds"):
-        publish_series(HA(k=3, theta=1 / 3, alpha=0.25, on_infeasible="raise-theta"), table_1(),
+    with pytest.raises(InfeasibleError, match=r"Period 2020Q1: the grouping could not place 2 "
+                                              r"case\(s\).*allow suppressing the terms"):
+        publish_series(HA(k=3, theta=0.4, alpha=0.25), table_1(), SCHEMA_002)
+
+
+@pytest.mark.parametrize("on_infeasible", ["raise-theta", "suppress-terms"])
+def test_002_table_1_publishes_with_the_blocking_letters_of_a_few_cases_suppressed(on_infeasible):
+    """With θ raised to 2/5 (or at θ = 2/5), HA keeps every case and suppresses the letters that
+    kept a case out of every group: the series holds PPMS(3, θ, 1/4) under every attack, every
+    case of a quarter is published (so md reads the same in the release as in the data), and
+    the manifest counts each suppressed letter."""
+    theta = 1 / 3 if on_infeasible == "raise-theta" else 0.4
+    series = publish_series(HA(k=3, theta=theta, alpha=0.25, on_infeasible=on_infeasible),
+                            table_1(), SCHEMA_002)
+    verdict = check(series)
+    assert verdict.ok, verdict.violations
+    originals = {p: {str(r[0]): set(r[3]) for r in rows} for p, rows in TABLE_1.items()}
+    total = 0
+    for period in series.periods:
+        rows = series.releases[period].set_index("case_id")
+        assert set(rows.index) == set(originals[period])           # no case withheld
+        published = {c: set(filter(None, v.split("|"))) for c, v in rows["adr"].items()}
+        assert all(published[c] <= originals[period][c] for c in published)
+        lost = sum(len(originals[period][c] - published[c]) for c in published)
+        counts = series.manifests[period]["counts"]
+        assert counts["suppressed_terms"] == lost and counts["suppressed"] == 0
+        total += lost
+    assert 0 < total <= 6   # a few letters of a few cases, not a release-wide cut
+
+
+def test_002_table_1_without_any_group_is_still_refused():
+    """Suppression needs a group to place a case in: when θ·k < 1 for every letter left, no
+    group forms and HA refuses whatever on_infeasible says."""
+    with pytest.raises(InfeasibleError, match=r"could not place 14 case\(s\).*No group could "
+                                              r"be formed at all"):
+        publish_series(HA(k=3, theta=0.3, alpha=0.25, on_infeasible="suppress-terms"), table_1(),
                        SCHEMA_002)
 
 

@@ -24,6 +24,9 @@ class AnonymizationResult:
             hierarchy labels, multi-valued columns as tuples.
         n_groups: number of QID-groups (equivalence classes).
         suppressed: number of cases withheld from the release.
+        suppressed_terms: number of sensitive terms removed from published cases, one per
+            (case, term) pair (``on_infeasible="suppress-terms"``, and HA's cases that fit no
+            group with all their terms); a syntactic model's count, not a DP statistic.
         counterfeit: number of counterfeit records added.
         details: algorithm-specific facts for the manifest (what was generalized and why).
         privacy_charges: what the mechanisms that ran reported to the run's accountant
@@ -39,6 +42,7 @@ class AnonymizationResult:
     table: pd.DataFrame
     n_groups: int
     suppressed: int = 0
+    suppressed_terms: int = 0
     counterfeit: int = 0
     details: dict[str, object] = field(default_factory=dict)
     privacy_charges: tuple[Charge, ...] = ()

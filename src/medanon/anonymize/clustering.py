@@ -41,7 +41,10 @@ Deviations from the papers (all documented in ``docs/algorithms/``):
   seed, instead of stopping outright as 002's Procedure 1 does: one unlucky seed should not send
   every remaining record to the leftover phase.
 * A leftover record that fits no group without breaking θ (or α) is reported as unplaceable;
-  the algorithm decides whether to refuse the release or withhold those cases.
+  the algorithm decides whether to refuse the release or withhold those cases. HA instead asks
+  (``suppress_unplaced``) that such a record be placed once every other leftover is, in the
+  group where the fewest of its terms must be suppressed (:func:`_fit_by_suppression`): the
+  case stays in the release, which HA's md-records need (``ha.py``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import InternalError
 from ..hierarchies import Taxonomy
 
 INF = math.inf
@@ -272,6 +276,11 @@ class GroupingInput:
         k: minimum anchors per group.
         alpha: HA's α, or None (no α-bounding).
         ha_class, ss: HA record class (NEW_MD, ...) and ss flag, when alpha is given.
+        suppress_unplaced: place a leftover that fits no group by suppressing the fewest of its
+            terms (:func:`_fit_by_suppression`) instead of reporting it unplaceable (HA).
+        ss_cells: with alpha, per ss column ``(term_ptr, term_ids, minimum count)``: the CSR of
+            each record's term ids in that column, so that a record's ss flag can be judged
+            again on the terms it keeps after a suppression (``ss`` must agree with it).
     """
 
     space: QidSpace
@@ -288,6 +297,8 @@ class GroupingInput:
     alpha: float | None = None
     ha_class: np.ndarray | None = None
     ss: np.ndarray | None = None
+    suppress_unplaced: bool = False
+    ss_cells: tuple[tuple[np.ndarray, np.ndarray, int], ...] = ()
 
     def __post_init__(self) -> None:
         ids, ptr = self.term_ids.tolist(), self.term_ptr.tolist()
@@ -327,6 +338,8 @@ class GroupingResult:
     failed_seeds: int = 0
     budget_stops: int = 0
     leftovers: int = 0
+    #: record -> the term ids suppressed so that it fits its group (``suppress_unplaced``).
+    suppressed: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 class _Group:
@@ -358,15 +371,20 @@ class _Group:
                 cat[j] = space.lca(j, int(data.cat[j][r]), cat[j])
         return cat, lo, hi
 
-    def add(self, data: GroupingInput, r: int, *, remaining: bool) -> None:
+    def add(self, data: GroupingInput, r: int, *, remaining: bool,
+            kept: tuple[list[int], bool] | None = None) -> None:
+        """Add record r; ``kept`` = (its published terms, its ss flag on them) when some of its
+        terms are suppressed (then only those terms count in σ and that flag in the α counters)."""
+        terms, ss = (data.terms(r), bool(data.ss[r]) if data.alpha is not None else False) \
+            if kept is None else kept
         self.cat, self.lo, self.hi = self._merged(data, r)
         self.loss = state_loss(data.space, self.cat, self.lo, self.hi)
         self.size += 1
         self.anchors += int(data.anchor[r])
-        for s in data.terms(r):
+        for s in terms:
             self.sigma[s] = self.sigma.get(s, 0) + 1
         if data.alpha is not None:
-            self.ha = ha_update(self.ha, int(data.ha_class[r]), bool(data.ss[r]), remaining)
+            self.ha = ha_update(self.ha, int(data.ha_class[r]), ss, remaining)
         self.members.append(r)
 
     def loss_with(self, data: GroupingInput, r: int) -> float:
@@ -491,6 +509,7 @@ def _place_leftovers_reference(data: GroupingInput, groups: list[_Group],
             result.unplaced.append(r)
         else:
             groups[best_g].add(data, r, remaining=True)
+    _place_by_suppression(data, groups, result)
     for gi, g in enumerate(groups):
         result.group_of[g.members] = gi
     result.n_groups = len(groups)
@@ -773,6 +792,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         for term in data.terms(r):
             if column[term] >= 0:
                 dense[gi, column[term]] += 1
+    _place_by_suppression(data, groups, result)
     for gi, g in enumerate(groups):
         result.group_of[g.members] = gi
     result.n_groups = G
@@ -785,6 +805,94 @@ def _ha_update_rows(counters: np.ndarray, cls: int) -> np.ndarray:
         out[:, v] += 1
         out[:, 4 + v] += 1
     return out
+
+
+# --------------------------------------------------------------- unplaceable leftovers (HA)
+def _place_by_suppression(data: GroupingInput, groups: list[_Group], result: GroupingResult) -> None:
+    """Place every unplaceable leftover by suppressing the fewest of its terms (HA).
+
+    Only with ``data.suppress_unplaced`` and at least one group (with none, the records stay in
+    ``result.unplaced``). It runs once every other leftover is placed, in the leftovers' rank
+    order, so that ordinary placements come first and can only lower what must be suppressed.
+    A record always fits some group: with all its terms suppressed it holds no term (θ holds)
+    and is not an ss-record (α holds: an nss record changes no counter).
+    """
+    if not data.suppress_unplaced or not groups or not result.unplaced:
+        return
+    if data.alpha is not None and not data.ss_cells:
+        raise InternalError("GroupingInput.ss_cells is required to suppress terms with alpha: "
+                            "the ss flag must be judged again on the terms a record keeps.")
+    freq = np.bincount(data.term_ids, minlength=len(data.theta))
+    for r in result.unplaced:
+        gi, dropped, kept, ss = _fit_by_suppression(data, groups, r, freq)
+        groups[gi].add(data, r, remaining=True, kept=(kept, ss))
+        if dropped:
+            result.suppressed[r] = tuple(dropped)
+    result.unplaced = []
+
+
+def _fit_by_suppression(data: GroupingInput, groups: list[_Group], r: int, freq: np.ndarray
+                        ) -> tuple[int, list[int], list[int], bool]:
+    """The group where leftover r fits with the fewest of its terms suppressed.
+
+    In a group g (σ, η and the α counters of g ∪ {r}, r taking a new position as any leftover):
+
+    * θ: every term s with σ_s(g) + 1 > η_s must go, and no other term needs to (σ only falls);
+    * α: if r, on the terms it keeps, is still an ss-record and the α counters would break,
+      r must become an nss record: in each ss column where it keeps c >= m terms (m the
+      column's minimum), c − m + 1 more terms go (:func:`_ss_unflag`).
+
+    Groups are compared by (terms suppressed, ΔIL·PR on the kept terms, PR, group index).
+    Returns (group, suppressed term ids, kept term ids, ss flag on the kept terms).
+    """
+    terms = data.terms(r)
+    anchor = int(data.anchor[r])
+    best = None
+    for gi, g in enumerate(groups):
+        anchors = g.anchors + anchor
+        dropped = {s for s in terms if g.sigma.get(s, 0) + 1 > eta(float(data.theta[s]), anchors)}
+        ss = False
+        if data.alpha is not None:
+            ss = _ss_kept(data, r, dropped)
+            if ss and not ha_ok(ha_update(g.ha, int(data.ha_class[r]), True, True), data.alpha):
+                dropped |= _ss_unflag(data, r, dropped, freq)
+                ss = False
+        kept = [s for s in terms if s not in dropped]
+        pr = privacy_risk(kept, g.sigma, _EtaView(data.theta, anchors))
+        key = (len(dropped), delta_il(g.size, g.loss, g.loss_with(data, r)) * pr, pr, gi)
+        if best is None or key < best[0]:
+            best = (key, sorted(dropped), kept, ss)
+    key, dropped, kept, ss = best
+    return key[3], dropped, kept, ss
+
+
+def _ss_columns_of(data: GroupingInput, r: int) -> list[tuple[list[int], int]]:
+    """Record r's term ids in each ss column, with the column's minimum count."""
+    return [(ids[ptr[r]:ptr[r + 1]].tolist(), m) for ptr, ids, m in data.ss_cells]
+
+
+def _ss_kept(data: GroupingInput, r: int, dropped: set[int]) -> bool:
+    """Whether r is an ss-record on the terms it keeps (some column still at its minimum)."""
+    return any(sum(s not in dropped for s in col) >= m for col, m in _ss_columns_of(data, r))
+
+
+def _ss_unflag(data: GroupingInput, r: int, dropped: set[int], freq: np.ndarray) -> set[int]:
+    """Further terms to suppress so that r keeps fewer than the minimum in every ss column.
+
+    Greedy: the term that lowers the most columns still at or above their minimum, then the
+    term held by the most records of the period (it loses the smallest share of its count),
+    then the smallest id. With one ss column (the usual case) this is the minimum number.
+    """
+    cols = [([s for s in col if s not in dropped], m) for col, m in _ss_columns_of(data, r)]
+    excess = [len(col) - m + 1 for col, m in cols]
+    extra: set[int] = set()
+    while any(e > 0 for e in excess):
+        over = [set(col) for (col, _), e in zip(cols, excess) if e > 0]
+        cands = set().union(*over) - extra
+        s = min(cands, key=lambda t: (-sum(t in col for col in over), -int(freq[t]), t))
+        extra.add(s)
+        excess = [e - (s in col) for (col, _), e in zip(cols, excess)]
+    return extra
 
 
 def _smallest(lb: np.ndarray, chunk: int) -> tuple[np.ndarray, float]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
@@ -43,6 +44,36 @@ from .base import AnonymizationResult, Anonymizer
 from .clustering import Attribute, GroupingInput, QidSpace, eta, etas_of, group_records
 
 ON_INFEASIBLE = ("refuse", "raise-theta", "suppress-terms")
+
+
+@dataclass(frozen=True)
+class TermSuppression:
+    """Terms removed from the published sensitive cells (from every column holding them).
+
+    Attributes:
+        release_wide: terms removed from every case (``on_infeasible="suppress-terms"`` on
+            terms that cannot meet their θ in this period).
+        per_case: position of a case in the period's super records -> terms removed from that
+            case only (HA: the terms that kept it out of every group, see ``clustering.py``).
+    """
+
+    release_wide: frozenset[str] = frozenset()
+    per_case: Mapping[int, frozenset[str]] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.release_wide or self.per_case)
+
+    def of(self, r: int) -> frozenset[str]:
+        """The terms removed from case ``r``'s cells."""
+        extra = self.per_case.get(r)
+        return self.release_wide | extra if extra else self.release_wide
+
+    def count(self, record_terms: Sequence[Sequence[str]], placed: np.ndarray) -> int:
+        """Published cases' terms removed, one per (case, term) pair (a term of two columns of
+        a case counts once); ``record_terms`` are each case's terms before any suppression."""
+        return sum(len(self.of(r).intersection(record_terms[r]))
+                   for r in np.flatnonzero(placed).tolist()) if self else 0
+
 #: key under which a hook's details carry operator-only facts (see
 #: :attr:`AnonymizationResult.private_details`); popped before the public details are built.
 OPERATOR_ONLY = "_operator_only"
@@ -59,8 +90,9 @@ class ClusteringMethod(Anonymizer):
         on_infeasible: ``refuse`` (default) when a term cannot meet its θ or a case fits no
             group; ``raise-theta`` raises those terms' θ to the smallest feasible value;
             ``suppress-terms`` removes those terms from this release. With either option, cases
-            the greedy grouping cannot place are withheld from the release. Every action is
-            recorded in the manifest.
+            the greedy grouping cannot place are withheld from the release, or, for a method
+            that may not withhold cases (HA), kept with the terms that block them suppressed
+            (:class:`TermSuppression`). Every action is recorded in the manifest.
     """
 
     periodic: ClassVar[bool] = True
@@ -69,7 +101,9 @@ class ClusteringMethod(Anonymizer):
     cover: ClassVar[str | None] = "earliest"
     #: whether only new cases seed and grow groups (PPMS++).
     new_cases_first: ClassVar[bool] = False
-    #: whether cases that fit no group may be withheld (HA: no, see ha.py).
+    #: whether cases that fit no group may be withheld (HA: no, see ha.py); a method that may
+    #: not withhold them keeps them with their blocking terms suppressed instead, unless
+    #: ``on_infeasible`` is ``refuse``.
     may_withhold: ClassVar[bool] = True
 
     def __init__(self, *, k: int, theta: float | str | ThetaSpec, lifespan: int | None = None,
@@ -139,7 +173,7 @@ class ClusteringMethod(Anonymizer):
         return {}
 
     def build_table(self, data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
-                    suppressed_terms: set[str], rng: Randomness, accountant: Accountant
+                    suppressed_terms: TermSuppression, rng: Randomness, accountant: Accountant
                     ) -> tuple[pd.DataFrame, int, dict]:
         """The release table, its number of groups and facts for the manifest (operator-only
         facts under :data:`OPERATOR_ONLY`); mechanisms report to ``accountant``."""
@@ -177,6 +211,7 @@ class ClusteringMethod(Anonymizer):
         for ts in record_terms:
             for t in ts:
                 counts[t] = counts.get(t, 0) + 1
+        all_terms = record_terms
         table = self.theta.resolve(counts)
         k_group, grouping, note = self.grouping_thresholds(table, schema)
         n_anchor = int(anchor.sum())
@@ -211,8 +246,16 @@ class ClusteringMethod(Anonymizer):
         ids = np.fromiter((term_id[t] for ts in record_terms for t in ts), dtype=np.int64,
                           count=int(ptr[-1]))
         theta_arr = np.array([grouping.get(t) for t in vocabulary], dtype=float)
+        if suppressed_terms:  # ss-records are judged on the terms the release can publish
+            per_column = {c: [tuple(t for t in v if t not in suppressed_terms) for v in cells]
+                          for c, cells in per_column.items()}
         extra = self.ha_inputs(data, per_column, new, md)
         extra_details = extra.pop("_details", {})
+        ss_min = extra.pop("_ss_min_counts", {})
+        suppress_unplaced = not self.may_withhold and self.on_infeasible != "refuse"
+        if suppress_unplaced:
+            extra["suppress_unplaced"] = True
+            extra["ss_cells"] = tuple((*_csr(per_column[c], term_id), m) for c, m in ss_min.items())
         rank = rng.generator.permutation(n)
         grouping_input = GroupingInput(space, values["cat"], values["lo"], values["hi"], ptr, ids,
                                        theta_arr, anchor, pool, rank, k_group, **extra)
@@ -220,10 +263,14 @@ class ClusteringMethod(Anonymizer):
         withheld = sorted(result.unplaced)
         if withheld and (self.on_infeasible == "refuse" or not self.may_withhold):
             raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
-                                                    grouping, may_withhold=self.may_withhold))
-        self._check_own_bounds(grouping_input, result.group_of, k_group)
+                                                    grouping, may_withhold=self.may_withhold,
+                                                    groups=result.n_groups))
+        self._check_own_bounds(grouping_input, result.group_of, k_group, result.suppressed)
+        suppression = TermSuppression(
+            frozenset(suppressed_terms),
+            {r: frozenset(vocabulary[s] for s in ids_) for r, ids_ in result.suppressed.items()})
         out, n_groups, table_details = self.build_table(data, space, values, result.group_of,
-                                                        suppressed_terms, rng, accountant)
+                                                        suppression, rng, accountant)
         table_details = dict(table_details)
         private.update(table_details.pop(OPERATOR_ONLY, {}))
         details = {
@@ -238,12 +285,29 @@ class ClusteringMethod(Anonymizer):
         if withheld:
             details["withheld_reason"] = ("no group could take these cases without breaking theta"
                                           + (" or alpha" if extra else "") + "; withheld from this release")
+        if suppress_unplaced:
+            details["cases_with_suppressed_terms"] = len(result.suppressed)
+        if result.suppressed:
+            details["suppressed_terms_reason"] = (
+                "no group could take these cases with all their terms without breaking theta"
+                + (" or alpha" if extra.get("alpha") is not None else "") + "; each is published "
+                "in the group where the fewest of its terms had to be suppressed (counts."
+                "suppressed_terms counts every suppressed term of every case)")
+            # which terms: operator-only (a term's count here says a case of the period held it)
+            tally: dict[str, int] = {}
+            for terms in suppression.per_case.values():
+                for t in terms:
+                    tally[t] = tally.get(t, 0) + 1
+            private["suppressed_terms_per_case"] = dict(sorted(tally.items()))
         return AnonymizationResult(table=out, n_groups=n_groups, suppressed=len(withheld),
+                                   suppressed_terms=suppression.count(all_terms, result.group_of >= 0),
                                    details=details, privacy_charges=accountant.charges,
                                    private_details=private)
 
-    def _check_own_bounds(self, data: GroupingInput, group_of: np.ndarray, k: int) -> None:
-        """The algorithm's own invariant: anchors >= k and σ_s <= floor(θ_s·anchors) per group."""
+    def _check_own_bounds(self, data: GroupingInput, group_of: np.ndarray, k: int,
+                          suppressed: Mapping[int, tuple[int, ...]] | None = None) -> None:
+        """The algorithm's own invariant: anchors >= k and σ_s <= floor(θ_s·anchors) per group,
+        σ over the terms the release publishes (a term suppressed from a case is not counted)."""
         placed = group_of >= 0
         if not placed.any():
             return
@@ -253,6 +317,9 @@ class ClusteringMethod(Anonymizer):
         lengths = np.diff(data.term_ptr)
         owner = np.repeat(np.arange(data.n), lengths)
         keep = placed[owner]
+        for r, dropped in (suppressed or {}).items():
+            at = np.arange(data.term_ptr[r], data.term_ptr[r + 1])
+            keep[at[np.isin(data.term_ids[at], dropped)]] = False
         if keep.any():
             pairs = pd.DataFrame({"g": group_of[owner[keep]], "s": data.term_ids[keep]})
             sigma = pairs.value_counts()
@@ -431,8 +498,16 @@ def _infeasible_message(period: str, blocked: list[tuple[str, int, float]], n_an
             "manifest records either choice.")
 
 
+def _csr(cells: Sequence[Sequence[str]], term_id: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(pointer, term ids) of one sensitive column, one row per case."""
+    ptr = np.zeros(len(cells) + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(v) for v in cells])
+    ids = np.fromiter((term_id[t] for v in cells for t in v), dtype=np.int64, count=int(ptr[-1]))
+    return ptr, ids
+
+
 def _unplaced_message(period: str, withheld: list[int], record_terms, counts, table: ThetaTable,
-                      *, may_withhold: bool) -> str:
+                      *, may_withhold: bool, groups: int) -> str:
     tally: dict[str, int] = {}
     for r in withheld:
         for t in record_terms[r]:
@@ -440,17 +515,25 @@ def _unplaced_message(period: str, withheld: list[int], record_terms, counts, ta
     top = sorted(tally.items(), key=lambda x: -x[1])[:5]
     shown = ", ".join(f"{t!r} ({c} of them; {counts.get(t, 0)} cases in all, theta {table.get(t):g})"
                       for t, c in top)
-    remedy = ("Lower k, raise theta, or allow withholding them with --on-infeasible raise-theta "
-              "or suppress-terms (the manifest records the withheld count)." if may_withhold else
-              "Lower k, raise theta or alpha: HA never withholds cases, because a withheld case "
-              "would change which cases of the previous release stop (md).")
+    if may_withhold:
+        remedy = ("Lower k, raise theta, or allow withholding them with --on-infeasible "
+                  "raise-theta or suppress-terms (the manifest records the withheld count).")
+    elif groups:
+        remedy = ("Lower k, raise theta or alpha, or allow suppressing the terms that block them "
+                  "with --on-infeasible raise-theta or suppress-terms (the manifest counts them): "
+                  "HA never withholds cases, because a withheld case would change which cases of "
+                  "the previous release stop (md).")
+    else:
+        remedy = ("No group could be formed at all, so suppressing terms cannot help: lower k, or "
+                  "raise theta or alpha. HA never withholds cases, because a withheld case would "
+                  "change which cases of the previous release stop (md).")
     return (f"Period {period}: the grouping could not place {len(withheld)} case(s) in any group "
             f"without breaking the thresholds; their most common terms: {shown or 'none'}. {remedy}")
 
 
 # ---------------------------------------------------------------------------------- the table
 def _release_table(data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
-                   suppressed_terms: set[str]) -> pd.DataFrame:
+                   suppressed_terms: TermSuppression) -> pd.DataFrame:
     """One row per placed case, QIDs generalized to the group's lowest common value."""
     schema = data.schema
     placed = np.flatnonzero(group_of >= 0)
@@ -492,13 +575,14 @@ def case_columns(data: SuperRecords, placed: np.ndarray, group_labels: np.ndarra
 
 
 def add_published_columns(table: pd.DataFrame, data: SuperRecords, placed: np.ndarray,
-                          suppressed_terms: set[str]) -> None:
+                          suppressed_terms: TermSuppression) -> None:
     """Add the sensitive (minus suppressed terms), multi and insensitive columns, in place."""
     schema, frame = data.schema, data.frame
     for name in schema.sensitive:
         cells = frame[name].to_numpy()[placed]
         if suppressed_terms:
-            cells = [tuple(t for t in v if t not in suppressed_terms) for v in cells]
+            cells = [tuple(t for t in v if t not in suppressed_terms.of(r))
+                     for r, v in zip(placed.tolist(), cells)]
         table[name] = pd.Series(list(cells), dtype=object)
     for name in schema.multi + schema.insensitive:
         table[name] = frame[name].to_numpy()[placed]

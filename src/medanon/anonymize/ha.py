@@ -16,17 +16,25 @@ clone (HA lines 2-6, as PPMS+).
 An md-record is one whose case does NOT appear in the next period, so releasing period i needs
 period i+1's data: without it the release is refused. md is judged on the next period's
 *data*, so HA never withholds a case from a release (a withheld case would turn "not md" into
-"md" in the published series after the fact and could break α in the previous release): when
-a case fits no group the release is refused, whatever ``on_infeasible`` says; ``raise-theta``
-and ``suppress-terms`` still apply to terms that cannot meet their θ.
+"md" in the published series after the fact and could break α in the previous release). A case
+that fits no group with all its terms (leftover placement) is instead published in the group
+where the fewest of its terms must be suppressed (``clustering._fit_by_suppression``; counted in
+the manifest's ``counts.suppressed_terms``), with ``on_infeasible`` ``raise-theta`` or
+``suppress-terms``; with ``refuse`` (the default) the release is refused. It is refused too when
+no group can be formed at all.
 
 ss-records (002 §5): a record is ss when, for some sensitive column, its number of terms is at
 least mean + SD of that column's counts over the period (default), or at least a fixed count
-given per column.
+given per column. Counts are of the terms the release publishes: the threshold is computed on
+the period's cells after any release-wide suppression and recorded (``ss_min_counts``); a case
+whose terms are suppressed is judged again on the terms it keeps, so the α counters count
+exactly the records the published release shows as ss (what the SS-attack reads, 002 Example 2,
+and what the independent checker counts). The proof is in ``docs/algorithms/ha.md`` §5.
 
 Deviations (docs/algorithms/ha.md): those of the clustering core (growth uses max(k, |GV1|);
-a failed seed does not end the grouping; unplaceable cases are refused or withheld); θ may be
-any θ* table (002 uses one θ for all values, as a special case).
+a failed seed does not end the grouping); a case that fits no group keeps its place with some
+terms suppressed (002 does not say what happens to it); θ may be any θ* table (002 uses one θ
+for all values, as a special case).
 """
 
 from __future__ import annotations
@@ -66,7 +74,8 @@ class HA(ClusteringMethod):
     needs_next_period = True
     # Release i counts a case present in period i+1 as "not md". Withholding that case from
     # release i+1 would make it md in the published series after the fact and could break α in
-    # release i's views, so HA refuses instead of withholding cases that fit no group.
+    # release i's views, so HA keeps a case that fits no group, with its blocking terms
+    # suppressed (or refuses, with on_infeasible="refuse").
     may_withhold = False
 
     def __init__(self, *, alpha: float, ss_rule: str | Mapping[str, int] = SS_MEAN_SD, **kwargs):
@@ -122,5 +131,6 @@ class HA(ClusteringMethod):
         for column, thr in thresholds.items():
             ss |= np.array([len(v) for v in per_column[column]]) >= thr
         return {"alpha": self.alpha, "ha_class": ha_classes(new, md), "ss": ss,
+                "_ss_min_counts": thresholds,
                 "_details": {"ss_min_counts": thresholds, "ss_records": int(ss.sum()),
                              "md_records": int(md.sum()), "new_md_records": int((new & md).sum())}}

@@ -99,8 +99,8 @@ from ..models.names import PPMS_DP_MODEL
 from ..models.theta import ThetaSpec, ThetaTable
 from ..random import Randomness
 from .clustering import QidSpace
-from .common import (OPERATOR_ONLY, ClusteringMethod, add_published_columns, case_columns,
-                     group_lub)
+from .common import (OPERATOR_ONLY, ClusteringMethod, TermSuppression, add_published_columns,
+                     case_columns, group_lub)
 
 VARIANTS = ("strict", "paper")
 #: published noisy numbers are rounded to this many decimals (post-processing).
@@ -394,7 +394,7 @@ class _PPMSDP(ClusteringMethod):
         return details
 
     def build_table(self, data: SuperRecords, space: QidSpace, values: dict, group_of: np.ndarray,
-                    suppressed_terms: set[str], rng: Randomness,
+                    suppressed_terms: TermSuppression, rng: Randomness,
                     accountant: Accountant) -> tuple[pd.DataFrame, int, dict]:
         schema = data.schema
         placed = np.flatnonzero(group_of >= 0)

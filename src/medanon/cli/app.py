@@ -331,7 +331,9 @@ def release(
         help="Periods within which a follow-up links to an earlier release (default: all).")] = None,
     on_infeasible: Annotated[str, typer.Option(
         "--on-infeasible", help="refuse | raise-theta | suppress-terms: what to do when a term "
-                                "cannot meet its theta (recorded in the manifest).")] = "refuse",
+                                "cannot meet its theta or a case fits no group (the latter is "
+                                "withheld; HA keeps it with its blocking terms suppressed); "
+                                "recorded in the manifest.")] = "refuse",
     epsilon: Annotated[Optional[str], typer.Option(
         help="PPMS-DP: epsilon per perturbed QID (e.g. 1 or 0.1); a case spends it once per "
              "perturbed QID in every release it appears in.")] = None,

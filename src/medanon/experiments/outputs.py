@@ -20,7 +20,7 @@ METRICS = {
                  ("count_bias_abs", "|count bias| of the signal rules"),
                  ("prr_bias_abs", "|PRR bias| of the signal rules")],
     "plos2021": [("nil", "NIL"), ("dir", "DIR after B/F/L/MD"), ("dsr", "DSR after B/F/L/MD"),
-                 ("ssgr", "SSGR")],
+                 ("ssgr", "SSGR"), ("suppressed_terms", "terms suppressed per release")],
     "ppms-dp": [("nil_star", "NIL with IL*"), ("rr", "record-linkage risk RR"),
                 ("ar_rev", "attribute risk AR_rev"), ("prr_bias_abs", "|PRR bias|")],
     "ipa": [("il", "IL = NCP + EMD + Rate"), ("ncp", "NCP"), ("emd", "EMD"), ("rate", "Rate")],

@@ -140,6 +140,8 @@ def measure_period(data: Dataset, state: dict, setting: Setting, period: str, ru
            "nil": entry["nil"], "nil_star": entry["nil_star"], "dir": entry["dir"],
            "dsr": entry["dsr"], "ssgr": entry["ssgr"], "rr": entry["rr"],
            "ar_rev": entry["ar_rev"], "reidentified": entry["reidentified"],
+           # (case, term) pairs the method removed from this release (manifest counts)
+           "suppressed_terms": int(series.manifests[period]["counts"].get("suppressed_terms", 0)),
            "seconds": round(state["seconds"][period], 4)}
     if signals:
         row.update({

@@ -251,9 +251,11 @@ class PPMSAlphaModel(PPMSModel):
 
     @property
     def does_not_guarantee(self) -> str:
-        return ("The MD part of a release holds only once the next period's release exists; no "
-                "protection against background knowledge that ties terms to QID values; no "
-                "differential privacy." + _beyond_text(self.lifespan))
+        return ("The MD part of a release holds only once the next period's release exists; "
+                "shares and ss-records are those of the published terms (a case whose terms "
+                "were suppressed counts by the terms it keeps); no protection against "
+                "background knowledge that ties terms to QID values; no differential privacy."
+                + _beyond_text(self.lifespan))
 
     @classmethod
     def from_manifest(cls, manifest: Mapping, label: str) -> "PPMSAlphaModel":
@@ -283,7 +285,8 @@ class PPMSAlphaModel(PPMSModel):
             attacks = "B/F/L/MD" if c.md_checked else "B/F/L"
             pending = "" if c.md_checked else " (MD and the views GV1, GV3 pending the next release)"
             checked = (f"k={first.k}, theta* and alpha={first.alpha:g} over the views "
-                       f"{'/'.join(c.alpha_views)} after the {attacks}-attacks "
+                       f"{'/'.join(c.alpha_views)} (ss-records by their published term counts "
+                       f"against details.ss_min_counts) after the {attacks}-attacks "
                        f"({_lifespan_text(first.lifespan)}) over the QIDs "
                        f"{_qid_names(series.qids)}{pending}")
             out.append(_verdict(c.period, declared[c.period], c, checked, attacks,

@@ -153,7 +153,8 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
         "hierarchies": {name: {"layout": "arx", "text": write_arx(tax)}
                         for name, tax in hierarchies.items()},
         "counts": {"cases": len(rows), "reports": n_reports, "groups": result.n_groups,
-                   "suppressed": result.suppressed, "counterfeit": result.counterfeit},
+                   "suppressed": result.suppressed, "suppressed_terms": result.suppressed_terms,
+                   "counterfeit": result.counterfeit},
         "details": result.details,
         "privacy_spent": _privacy_spent(method, schema, rng, result.privacy_losses),
         "rng": rng.describe(),

@@ -178,6 +178,8 @@ class SeriesCard:
         ingest_dropped: DEMO rows that did not reach a release (deleted, superseded, duplicate,
             dropped for missing values, withheld), and the DEMO rows in total, over the
             published periods.
+        suppressed_terms: Sensitive terms removed from published cases over the published
+            periods (the manifests' ``counts.suppressed_terms``: one per case and term).
     """
 
     models: tuple[ModelCard, ...]
@@ -191,6 +193,7 @@ class SeriesCard:
     findings: tuple[tuple[str, str], ...]
     max_epsilon: str | None
     ingest_dropped: tuple[int, int]
+    suppressed_terms: int = 0
 
     @property
     def passed(self) -> int:
@@ -456,7 +459,9 @@ def series_card(manifests: dict[str, dict], releases: Sequence[dict], ingested: 
         recorded=recorded, violations=verdict.violations if verdict is not None else (),
         verify_error=verify_error, findings=_findings(cards, releases, verdicts, empty),
         max_epsilon=ledger.max_epsilon if ledger is not None else None,
-        ingest_dropped=(sum(row["lost"] for row in lost), sum(row["demo_rows"] for row in lost)))
+        ingest_dropped=(sum(row["lost"] for row in lost), sum(row["demo_rows"] for row in lost)),
+        suppressed_terms=sum(int(((manifests.get(p) or {}).get("counts") or {})
+                                 .get("suppressed_terms") or 0) for p in published))
 
 
 def store_originals(db: ReleaseStore, periods: Sequence[str]) -> tuple[dict, dict]:

@@ -315,6 +315,9 @@ def _card(r: SeriesReport) -> str:
                                if filled else "no case published")),
         ("information loss", (f"mean NIL {_fmt(_mean([x['nil'] for x in filled]))}"
                               if filled else "none (no case published)")),
+        ("suppressed terms", (f"{card.suppressed_terms:,} sensitive term(s) removed from "
+                              "published cases (see each manifest's counts and details)"
+                              if card.suppressed_terms else "none")),
         ("signals", (f"{kept} kept, {lost} lost, {spurious} spurious" if r.rules
                      else "no rules given")),
         ("max ε per case", escape(card.max_epsilon) if card.max_epsilon else "not DP"),
@@ -580,6 +583,12 @@ def _why(manifest: dict) -> tuple[str, dict]:
     counts = manifest.get("counts") or {}
     if counts.get("suppressed"):
         lines.append(f"{counts['suppressed']} case(s) withheld from the release.")
+    if counts.get("suppressed_terms"):
+        lines.append(f"{counts['suppressed_terms']} sensitive term(s) removed from published "
+                     "cases (one per case and term)"
+                     + (f", from {details['cases_with_suppressed_terms']} case(s) that fit no "
+                        "group with all their terms" if details.get("cases_with_suppressed_terms")
+                        else "") + ".")
     if not counts.get("cases") and "cases" in counts:
         lines.append("The release is empty: it publishes no case.")
     if not lines:

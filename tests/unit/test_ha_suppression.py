@@ -1,0 +1,116 @@
+"""HA's unplaceable leftovers: placed with the fewest of their terms suppressed (clustering.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from medanon.anonymize.clustering import (NEW_MD, VIEWS_OF_CLASS, Attribute, GroupingInput,
+                                          QidSpace, _fit_by_suppression, _Group, eta,
+                                          group_records, group_reference)
+from tests.unit.test_clustering import _random_input
+
+SS_MIN = 3  # one ss column holding every term: a record is ss with 3 terms or more
+
+
+def _ha_input(n: int, seed: int, *, k: int, theta: float, alpha: float, suppress: bool):
+    data = _random_input(n, seed, "ha", k=k, theta=theta, alpha=alpha)
+    lengths = np.diff(data.term_ptr)
+    return dataclasses.replace(data, ss=lengths >= SS_MIN, suppress_unplaced=suppress,
+                               ss_cells=((data.term_ptr, data.term_ids, SS_MIN),))
+
+
+def _published_terms(data, result, r):
+    dropped = set(result.suppressed.get(r, ()))
+    return [s for s in data.terms(r) if s not in dropped]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_unplaceable_leftovers_are_placed_with_terms_suppressed_and_bounds_hold(seed):
+    data = _ha_input(60 + 10 * seed, seed, k=2 + seed % 2, theta=(0.3, 0.5)[seed % 2], alpha=0.25,
+                     suppress=True)
+    plain = group_records(dataclasses.replace(data, suppress_unplaced=False))
+    result = group_records(data)
+    assert plain.unplaced, "the input must leave cases unplaceable for the test to mean anything"
+    assert not result.unplaced and (result.group_of >= 0).all()
+    # only cases the plain grouping could not place lose terms; the others are placed as before
+    assert set(result.suppressed) <= set(plain.unplaced)
+    placed_before = plain.group_of >= 0
+    assert np.array_equal(result.group_of[placed_before], plain.group_of[placed_before])
+    for g in range(result.n_groups):
+        members = np.flatnonzero(result.group_of == g)
+        gv = {v: [r for r in members if v in VIEWS_OF_CLASS[int(data.ha_class[r])]]
+              for v in range(4)}
+        anchors = len(gv[0])
+        assert anchors >= data.k
+        sigma: dict[int, int] = {}
+        for r in members:
+            for s in _published_terms(data, result, int(r)):
+                sigma[s] = sigma.get(s, 0) + 1
+        assert all(c <= eta(float(data.theta[s]), anchors) for s, c in sigma.items())
+        # α on the published term counts, over the exact views (002 Definition 7(3))
+        for view in gv.values():
+            ss = sum(len(_published_terms(data, result, int(r))) >= SS_MIN for r in view)
+            assert ss <= 0.25 * len(view) + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_and_reference_suppress_the_same_terms(seed):
+    data = _ha_input(40 + 7 * seed, seed + 10, k=2, theta=0.3, alpha=0.25, suppress=True)
+    slow, fast = group_reference(data), group_records(data)
+    assert np.array_equal(slow.group_of, fast.group_of)
+    assert slow.suppressed == fast.suppressed
+
+
+def _tiny(theta: float, alpha: float | None):
+    """Records r0..r4 on one numeric QID; groups A = {r0, r1} and B = {r2, r3}; r4 to place.
+
+    Terms: r0 {0}, r1 {2}, r2 {1, 2}, r3 {2}, r4 {0, 1, 2}; r4's QID equals B's, so B has the
+    smaller ΔIL. One ss column of all terms with minimum 2. All records are new & md.
+    """
+    terms = [[0], [2], [1, 2], [2], [0, 1, 2]]
+    ptr = np.cumsum([0] + [len(t) for t in terms])
+    ids = np.array([s for t in terms for s in t], dtype=np.int64)
+    w = np.array([0.0, 1.0, 9.0, 9.0, 9.0])
+    n = len(terms)
+    data = GroupingInput(QidSpace([Attribute("w", value_range=10.0)]), (None,), (w,), (w.copy(),),
+                         ptr, ids, np.full(3, theta), np.ones(n, dtype=bool),
+                         np.ones(n, dtype=bool), np.arange(n), 2, alpha,
+                         np.full(n, NEW_MD) if alpha else None,
+                         (np.diff(ptr) >= 2) if alpha else None, True, ((ptr, ids, 2),))
+    groups = []
+    for members in ([0, 1], [2, 3]):
+        g = _Group(data, members[0])
+        for r in members:
+            g.add(data, r, remaining=False)
+        groups.append(g)
+    return data, groups, np.bincount(ids, minlength=3)
+
+
+def test_the_group_needing_the_fewest_suppressions_wins_over_a_smaller_loss():
+    # θ = 1/2, r4 an anchor: η = floor(3/2) = 1 in both groups. A holds 0 and 2: both must go
+    # from r4 (cost 2). B holds 1 and 2: those two must go (cost 2). A tie: B, the smaller ΔIL.
+    data, groups, freq = _tiny(0.5, None)
+    gi, dropped, kept, ss = _fit_by_suppression(data, groups, 4, freq)
+    assert (gi, dropped, kept) == (1, [1, 2], [0])
+    # one more term 0 in B makes B cost 3: A wins although B is nearer in QID
+    groups[1].sigma[0] = 1
+    gi, dropped, kept, _ = _fit_by_suppression(data, groups, 4, freq)
+    assert (gi, dropped, kept) == (0, [0, 2], [1])
+
+
+def test_alpha_makes_the_record_nss_dropping_the_periods_most_common_terms_first():
+    # θ = 1 (unbounded): nothing is forced out by θ. r4 has 3 terms >= 2: an ss-record, and one
+    # ss leftover in a group of two nss n&md records gives 1/3 > α = 1/4 in every view, so r4
+    # must keep fewer than 2 terms: 3 − 2 + 1 = 2 go, term 2 first (4 records hold it), then 0
+    # (ties with 1 on count, smaller id).
+    data, groups, freq = _tiny(1.0, 0.25)
+    assert freq.tolist() == [2, 2, 4]
+    _, dropped, kept, ss = _fit_by_suppression(data, groups[:1], 4, freq)
+    assert (dropped, kept, ss) == ([0, 2], [1], False)
+    # with α = 1/2 the ss leftover fits (1/3 <= 1/2): nothing goes and r4 stays ss
+    data, groups, freq = _tiny(1.0, 0.5)
+    _, dropped, kept, ss = _fit_by_suppression(data, groups[:1], 4, freq)
+    assert (dropped, kept, ss) == ([], [0, 1, 2], True)
