@@ -71,7 +71,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._validation import _fail, check_int
+from .._validation import _fail, check_choice, check_int
 from ..accounting import Accountant, PrivacyLoss, check_plan, format_epsilon, losses_per_unit, to_exact
 from ..data.tabular import TabularData
 from ..errors import InternalError
@@ -80,11 +80,17 @@ from ..models.single import IPAModel
 from ..random import Randomness
 from ..mechanisms.noise import NoisePool, NoiseSource, check_noise
 from .lattice import GroupTable, Lattice, Node, RollUp, group_sum, node_ncp, record_classes
+from .ipa_utility import ExpectedLoss
 from .tabular import ClassRelease, LossParts, TabularResult, class_emd, node_level_names
 
-__all__ = ["IPA", "DEFAULT_BUDGET_SPLIT", "STEPS", "parse_budget_split"]
+__all__ = ["IPA", "DEFAULT_BUDGET_SPLIT", "RECORDS_SHARE", "SELECTIONS", "STEPS", "parse_budget_split"]
 
 STEPS = ("suppression", "insertion", "value", "candidates")
+#: how the node is chosen: on the true data (default) or as in 004 (every node perturbed, Δu = 3)
+SELECTIONS = ("utility", "paper")
+#: the share of the choice's ε that selection "utility" spends on a noisy record count when no
+#: public lower bound (``min_records``) is given
+RECORDS_SHARE = Fraction(1, 10)
 DEFAULT_BUDGET_SPLIT = (Fraction(1, 10), Fraction(3, 10), Fraction(3, 10), Fraction(3, 10))
 #: ΔIL: NCP, EMD and Rate each lie in [0, 1]
 IL_SENSITIVITY = 3
@@ -148,28 +154,54 @@ class IPA:
     name = "ipa"
 
     def __init__(self, *, epsilon: Any, threshold: int = 2,
-                 budget_split: Any = DEFAULT_BUDGET_SPLIT) -> None:
+                 budget_split: Any = DEFAULT_BUDGET_SPLIT, selection: str = "utility",
+                 min_records: int | None = None) -> None:
         self.epsilon = to_exact(epsilon, name="epsilon", owner="IPA")
         self.threshold = check_int(threshold, name="threshold", owner="IPA", minimum=2)
         self.budget_split = parse_budget_split(budget_split)
-        #: the privacy model the method satisfies: it writes the guarantee texts
-        self.model = IPAModel(epsilon=self.epsilon,
-                              steps={s: self.epsilon * p for s, p in zip(STEPS, self.budget_split)})
+        self.selection = check_choice(selection, name="selection", owner="IPA", choices=SELECTIONS)
+        if min_records is not None:
+            if self.selection != "utility":
+                raise _fail("min_records", "IPA", "None with selection 'paper' (a bound on the "
+                            "number of records only serves selection 'utility')", min_records)
+            min_records = check_int(min_records, name="min_records", owner="IPA", minimum=1)
+        self.min_records = min_records
         eps = {step: self.epsilon * share for step, share in zip(STEPS, self.budget_split)}
-        #: the mechanism of each step (in :data:`STEPS` order), with the sensitivities the paper
-        #: sets: the noisy threshold (Δ = t − 1), the counterfeit counts (Δ = 1), the counterfeit
-        #: values (ΔS = 1) and the node choice (Δu = 3). Their privacy maps are the plan
-        #: (:meth:`planned_losses`); what they report while running is the result's
-        #: ``privacy_losses``.
+        #: the mechanism of each step, keyed by the target it reports (its ledger entry): the
+        #: noisy threshold (Δ = t − 1), the counterfeit counts (Δ = 1), the counterfeit values
+        #: (ΔS = 1) and the node choice. The paper's choice scores every perturbed node
+        #: (Δu = 3); the default one (``selection="utility"``) scores the true data
+        #: (:mod:`medanon.anonymize.ipa_utility`, Δu = Δ_T/N) and, without ``min_records``,
+        #: first spends 1/10 of the choice's share on a noisy record count (``records``). Their
+        #: privacy maps are the plan (:meth:`planned_losses`); what they report while running is
+        #: the result's ``privacy_losses``.
         self.mechanisms: dict[str, Mechanism] = {
             "suppression": DiscreteLaplaceMechanism(epsilon=eps["suppression"],
                                                     sensitivity=self.threshold - 1),
             "insertion": DiscreteLaplaceMechanism(epsilon=eps["insertion"], sensitivity=1),
             "value": ExponentialMechanism(epsilon=eps["value"], sensitivity=VALUE_SENSITIVITY),
-            "candidates": ExponentialMechanism(epsilon=eps["candidates"],
-                                               sensitivity=IL_SENSITIVITY),
         }
+        #: the expected-loss utility of ``selection="utility"`` (None for the paper's choice)
+        self.expected_loss: ExpectedLoss | None = None
+        if self.selection == "paper":
+            self.mechanisms["candidates"] = ExponentialMechanism(epsilon=eps["candidates"],
+                                                                 sensitivity=IL_SENSITIVITY)
+        else:
+            self.expected_loss = ExpectedLoss(threshold=self.threshold,
+                                              suppression_epsilon=eps["suppression"],
+                                              insertion_epsilon=eps["insertion"])
+            choice = eps["candidates"]
+            if self.min_records is None:
+                self.mechanisms["records"] = DiscreteLaplaceMechanism(
+                    epsilon=choice * RECORDS_SHARE, sensitivity=1)
+                choice -= choice * RECORDS_SHARE
+            self.mechanisms["candidates"] = ExponentialMechanism(
+                epsilon=choice, sensitivity=self.expected_loss.sensitivity)
         self.selector = self.mechanisms["candidates"]
+        #: the privacy model the method satisfies: it writes the guarantee texts
+        self.model = IPAModel(epsilon=self.epsilon,
+                              steps={s: m.epsilon for s, m in self.mechanisms.items()},
+                              selection=self.selection)
 
     @property
     def suppression_scale(self) -> Fraction:
@@ -193,8 +225,17 @@ class IPA:
                      for step, mech in self.mechanisms.items())
 
     def parameters(self) -> dict[str, Any]:
-        return {"epsilon": format_epsilon(self.epsilon), "threshold": self.threshold,
-                "budget_split": {s: format_epsilon(p) for s, p in zip(STEPS, self.budget_split)}}
+        """The manifest's parameters. ``budget_split`` gives the share of ε of every ledger
+        step (with ``records`` when the choice pays for a noisy record count); they sum to 1."""
+        out: dict[str, Any] = {
+            "epsilon": format_epsilon(self.epsilon), "threshold": self.threshold,
+            "selection": self.selection,
+            "budget_split": {s: format_epsilon(m.epsilon / self.epsilon)
+                             for s, m in self.mechanisms.items()}}
+        if self.selection == "utility":
+            out["min_records"] = self.min_records
+            out["selection_sensitivity"] = format_epsilon(self.selector.sensitivity) + "/N"
+        return out
 
     # -- Algorithm 2 ------------------------------------------------------------------------
 
@@ -210,11 +251,31 @@ class IPA:
         """
         noise = check_noise(noise, owner="IPA.anonymize")
         lattice = Lattice(data.top_node)
-        rollup = RollUp(data, with_informative=True)
-        candidates: list[_Candidate] = []
         # Each step charges once per run: its draws of one node go to disjoint classes (parallel
         # composition), and only the chosen node's are released (the paper's Thm 8 argument).
         accountant = Accountant(scope=SCOPE)
+        if self.selection == "paper":
+            chosen, details = self._choose_paper(data, lattice, noise, accountant, progress)
+        else:
+            chosen, details = self._choose_utility(data, lattice, noise, accountant, progress)
+        release = self._release(data, chosen)
+        table, fake_mask = release.frame(noise)
+        check_plan(self.planned_losses(), accountant.charges, owner="IPA")
+        losses = losses_per_unit(accountant.charges)
+        return TabularResult(
+            method=self.name, node=chosen.node, node_labels=node_level_names(data, chosen.node),
+            table=table, is_counterfeit=fake_mask, loss=chosen.loss, records=len(data),
+            suppressed=int((~release.row_fake & release.starred[release.row_class]).sum()),
+            counterfeit=int(fake_mask.sum()), classes=len(release.starred),
+            parameters=self.parameters(), privacy_losses=losses, privacy_model=self.model,
+            details={"selection": self.selection, **details})
+
+    def _choose_paper(self, data: TabularData, lattice: Lattice, noise: NoiseSource,
+                      accountant: Accountant, progress: Callable[[int, int], None] | None
+                      ) -> tuple[_Candidate, dict[str, Any]]:
+        """004's Step 2: perturb every node, choose by the exponential mechanism on 3 − IL."""
+        rollup = RollUp(data, with_informative=True)
+        candidates: list[_Candidate] = []
         pools = self._pools(noise, accountant)
         # the counterfeit values are drawn in _counterfeit_values from this mechanism's ε and ΔS
         self.mechanisms["value"].report(accountant, target="value")
@@ -223,26 +284,59 @@ class IPA:
             if progress is not None:
                 progress(done, len(lattice))
         utilities = np.array([IL_SENSITIVITY - c.loss.total for c in candidates])
-        chosen = candidates[self.selector.select(utilities, noise, accountant=accountant,
-                                                 target="candidates")]
-        release = self._release(data, chosen)
-        table, fake_mask = release.frame(noise)
-        check_plan(self.planned_losses(), accountant.charges, owner="IPA")
-        losses = losses_per_unit(accountant.charges)
-        probability = float(self.selector.probabilities(utilities)[candidates.index(chosen)])
-        return TabularResult(
-            method=self.name, node=chosen.node, node_labels=node_level_names(data, chosen.node),
-            table=table, is_counterfeit=fake_mask, loss=chosen.loss, records=len(data),
-            suppressed=int((~release.row_fake & release.starred[release.row_class]).sum()),
-            counterfeit=int(fake_mask.sum()), classes=len(release.starred),
-            parameters=self.parameters(), privacy_losses=losses, privacy_model=self.model,
-            details={"candidates_evaluated": len(candidates),
-                     "selection_probability": probability,
-                     # how much the node choice can favour the best node over the worst (e^{ε_cand/2})
-                     "selection_max_weight_ratio": float(np.exp(float(self.selector.epsilon) / 2)),
-                     "candidates": [{"node": list(c.node), **c.loss.to_dict()} for c in candidates],
-                     "lattice": {"tables_rolled_up": rollup.tables_built,
-                                 "rows_scanned": rollup.rows_scanned, "base_rows": len(rollup.base)}})
+        index = self.selector.select(utilities, noise, accountant=accountant, target="candidates")
+        probability = float(self.selector.probabilities(utilities)[index])
+        return candidates[index], {
+            "candidates_evaluated": len(candidates),
+            "selection_probability": probability,
+            # how much the node choice can favour the best node over the worst (e^{ε_cand/2})
+            "selection_max_weight_ratio": float(np.exp(float(self.selector.epsilon) / 2)),
+            "candidates": [{"node": list(c.node), **c.loss.to_dict()} for c in candidates],
+            "lattice": {"tables_rolled_up": rollup.tables_built,
+                        "rows_scanned": rollup.rows_scanned, "base_rows": len(rollup.base)}}
+
+    def _choose_utility(self, data: TabularData, lattice: Lattice, noise: NoiseSource,
+                        accountant: Accountant, progress: Callable[[int, int], None] | None
+                        ) -> tuple[_Candidate, dict[str, Any]]:
+        """Choose the node on the true data (:mod:`.ipa_utility`), then perturb it alone."""
+        assert self.expected_loss is not None
+        n = len(data)
+        if self.min_records is None:
+            noisy = int(self.mechanisms["records"].randomise(
+                np.array([n]), noise, accountant=accountant, target="records")[0])
+            bound = max(1, noisy)
+        else:
+            bound = self.min_records
+        rollup = RollUp(data, with_informative=False)
+        totals = np.empty(len(lattice))
+        for done, node in enumerate(lattice.nodes, start=1):
+            totals[done - 1] = self.expected_loss.node_total(data.hierarchies, rollup.table(node))
+            if progress is not None:
+                progress(done, len(lattice))
+        denominator = max(n, bound)
+        # N·u_g = −T_g·N/max(n, N): sensitivity Δ_T (ipa_utility's module doc)
+        utilities = -totals * (bound / denominator)
+        index = self.selector.select(utilities, noise, accountant=accountant, target="candidates")
+        probabilities = self.selector.probabilities(utilities)
+        node = lattice.nodes[index]
+        pools = self._pools(noise, accountant)
+        self.mechanisms["value"].report(accountant, target="value")
+        informative = RollUp(data, with_informative=True)
+        chosen = self._perturb(data, informative.table(node), noise, pools)
+        expected = totals / max(n, 1)
+        best = int(expected.argmin())
+        return chosen, {
+            "candidates_evaluated": len(lattice),
+            "selection_probability": float(probabilities[index]),
+            "records_bound": bound,
+            "selection_expected_loss": float(expected[index]),
+            "best_expected_loss": {"node": list(lattice.nodes[best]),
+                                   "expected_loss": float(expected[best])},
+            "candidates": [{"node": list(nd), "expected_loss": float(e), "probability": float(pr)}
+                           for nd, e, pr in zip(lattice.nodes, expected, probabilities)],
+            "lattice": {"tables_rolled_up": rollup.tables_built + informative.tables_built,
+                        "rows_scanned": rollup.rows_scanned + informative.rows_scanned,
+                        "base_rows": len(informative.base)}}
 
     # -- Algorithm 1 ------------------------------------------------------------------------
 
