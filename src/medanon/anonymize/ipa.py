@@ -18,10 +18,21 @@ What is implemented (Algorithms 1 and 2, spec §3.8):
    ``Inf`` with ``S(E, v) = Count_E(v)/(|E|+1)`` for values seen in the class and
    ``1/((|E|+1)(|Inf| − |Inf_E|))`` for the others, ``ΔS = 1``, weight ``exp(ε_value·S/2)``;
 5. scoring (Step 2): ``IL = NCP + EMD + Rate`` (:mod:`medanon.anonymize.tabular`);
-6. choosing the node (Eq. 12, Thm 8): exponential mechanism with ``u = 3 − IL``, ``Δu = 3``.
+6. choosing the node (Eq. 12, Thm 8): exponential mechanism with ``u = 3 − IL``, ``Δu = 3``
+   (``selection="paper"``).
+
+Beyond the paper, the default ``selection="utility"`` chooses the node *first*, by the exponential
+mechanism on its expected per-record loss computed from the true data (expected NCP under the
+noisy threshold plus twice the expected counterfeit share), whose sensitivity is ``Δ_T/N`` with
+``N`` a noisy record count (1/10 of the candidates' ε) or a public lower bound: at ε_cand = 0.27 and
+n = 20,000 a node 0.01 worse weighs e^{-11} as much, where the paper's Δu = 3 gives e^{-0.0005}.
+Steps 1–4 then run on the chosen node only. Derivation and its assumptions:
+:mod:`medanon.anonymize.ipa_utility` and ``docs/algorithms/ipa.md``.
 
 Budget: ε is split over the four steps, by default 0.1/0.3/0.3/0.3 (the paper's values at ε = 1),
-and the split always sums to ε exactly (Thm 9's sequential composition). Each step has its
+and the split always sums to ε exactly (Thm 9's sequential composition); with
+``selection="utility"`` and no ``min_records`` the candidates' share is split 1/10 (the noisy
+record count, ledger target ``records``) and 9/10 (the choice), again exactly. Each step has its
 mechanism object (:attr:`IPA.mechanisms`); each reports its loss once per run to the run's
 accountant, and the result's ``privacy_losses`` are those reports (checked against
 :meth:`IPA.planned_losses`).
@@ -46,7 +57,9 @@ Deviations from the paper and from the authors' code (spec §3.10), and why:
 Privacy guarantee — read this before publishing. Each noisy quantity is drawn by an ε-DP
 mechanism as the paper states (per EC by parallel composition): the noisy threshold (Thm 5), the
 noisy class size ``ñ = |E| + Z`` (Thm 6), the counterfeit values (Thm 7) and the node (Thm 8);
-and ε sums to the requested total (Thm 9). The node choice is sound as composed: ``u = 3 − IL``
+and ε sums to the requested total (Thm 9). The default choice (``"utility"``) is ε_cand-DP by the
+exponential mechanism with its derived sensitivity, composed sequentially with the record count
+and followed by Steps 1–4 on the chosen node. The paper's node choice is sound as composed: ``u = 3 − IL``
 lies in [0, 3] for every possible output, so with ``Δu = 3`` each node's selection probability
 changes by at most ``e^{ε_cand}`` between any two data sets whatever the other nodes' noisy
 outputs were, and only the chosen node's output is released. The *release as a whole is still
@@ -74,7 +87,7 @@ import numpy as np
 from .._validation import _fail, check_choice, check_int
 from ..accounting import Accountant, PrivacyLoss, check_plan, format_epsilon, losses_per_unit, to_exact
 from ..data.tabular import TabularData
-from ..errors import InternalError
+from ..errors import InternalError, ValidationError
 from ..mechanisms import DiscreteLaplaceMechanism, ExponentialMechanism, Mechanism
 from ..models.single import IPAModel
 from ..random import Randomness
@@ -146,6 +159,15 @@ class IPA:
         epsilon: Total ε, split over the four steps.
         threshold: The suppression threshold ``t`` (an integer >= 2; the paper uses 2).
         budget_split: Shares of ε for suppression, insertion, value and candidates (sum 1).
+        selection: How the node is chosen: ``"utility"`` (default, not in 004): by the
+            exponential mechanism on the node's expected per-record loss computed from the true
+            data, whose sensitivity is Δ_T/N (:mod:`medanon.anonymize.ipa_utility`), then only
+            the chosen node is perturbed; ``"paper"``: 004's Eq. 12 (every node perturbed and
+            scored, Δu = 3).
+        min_records: ``"utility"`` only: a public lower bound N on the number of records. The
+            default (None) spends :data:`RECORDS_SHARE` of the candidates' share of ε on a noisy
+            count ``N = max(1, n + DLap)``. Either way the guarantee holds for every n; N only
+            sets how sharp the choice is.
 
     Raises:
         ValidationError: on a bad parameter.
@@ -162,8 +184,9 @@ class IPA:
         self.selection = check_choice(selection, name="selection", owner="IPA", choices=SELECTIONS)
         if min_records is not None:
             if self.selection != "utility":
-                raise _fail("min_records", "IPA", "None with selection 'paper' (a bound on the "
-                            "number of records only serves selection 'utility')", min_records)
+                raise ValidationError("The 'min_records' parameter of IPA applies to selection "
+                                      "'utility' only (it bounds the number of records for the "
+                                      "choice on the true data); got selection 'paper'.")
             min_records = check_int(min_records, name="min_records", owner="IPA", minimum=1)
         self.min_records = min_records
         eps = {step: self.epsilon * share for step, share in zip(STEPS, self.budget_split)}
@@ -300,6 +323,9 @@ class IPA:
                         ) -> tuple[_Candidate, dict[str, Any]]:
         """Choose the node on the true data (:mod:`.ipa_utility`), then perturb it alone."""
         assert self.expected_loss is not None
+        # the perturbation's steps report first, as in the plan (they draw after the choice)
+        pools = self._pools(noise, accountant)
+        self.mechanisms["value"].report(accountant, target="value")
         n = len(data)
         if self.min_records is None:
             noisy = int(self.mechanisms["records"].randomise(
@@ -319,8 +345,6 @@ class IPA:
         index = self.selector.select(utilities, noise, accountant=accountant, target="candidates")
         probabilities = self.selector.probabilities(utilities)
         node = lattice.nodes[index]
-        pools = self._pools(noise, accountant)
-        self.mechanisms["value"].report(accountant, target="value")
         informative = RollUp(data, with_informative=True)
         chosen = self._perturb(data, informative.table(node), noise, pools)
         expected = totals / max(n, 1)
