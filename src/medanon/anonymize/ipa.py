@@ -318,6 +318,52 @@ class IPA:
             "lattice": {"tables_rolled_up": rollup.tables_built,
                         "rows_scanned": rollup.rows_scanned, "base_rows": len(rollup.base)}}
 
+    def selection_totals(self, data: TabularData, *, lattice: Lattice | None = None,
+                         progress: Callable[[int, int], None] | None = None
+                         ) -> tuple[np.ndarray, RollUp]:
+        """``T_g`` of every node (in ``Lattice(data.top_node).nodes`` order): the expected loss of
+        its release summed over the records (:class:`~.ipa_utility.ExpectedLoss`), on the true
+        data. Selection ``"utility"`` only; nothing is drawn or reported."""
+        if self.expected_loss is None:
+            raise ValidationError("IPA.selection_totals needs selection 'utility'; this IPA has "
+                                  "selection 'paper'.")
+        lattice = Lattice(data.top_node) if lattice is None else lattice
+        rollup = RollUp(data, with_informative=False)
+        totals = np.empty(len(lattice))
+        for done, node in enumerate(lattice.nodes, start=1):
+            totals[done - 1] = self.expected_loss.node_total(data.hierarchies, rollup.table(node))
+            if progress is not None:
+                progress(done, len(lattice))
+        return totals, rollup
+
+    @staticmethod
+    def selection_utilities(totals: np.ndarray, records: int, bound: int) -> np.ndarray:
+        """``N·u_g = −T_g·N/max(n, N)``: what the choice's exponential mechanism scores, at
+        sensitivity ``Δ_T`` (:mod:`.ipa_utility`); ``records`` is n, ``bound`` is N >= 1."""
+        return -np.asarray(totals, dtype=float) * (bound / max(records, bound))
+
+    def choose_node(self, data: TabularData, noise: Randomness | NoiseSource | None = None, *,
+                    accountant: Accountant | None = None,
+                    progress: Callable[[int, int], None] | None = None,
+                    lattice: Lattice | None = None
+                    ) -> tuple[int, np.ndarray, np.ndarray, int, RollUp]:
+        """Selection ``"utility"``'s choice: N (noisy count, or ``min_records``), then the
+        exponential mechanism on :meth:`selection_utilities`. Returns the index of the chosen
+        node, the totals, the utilities, N and the roll-up. Reports ``records`` (when counted)
+        and ``candidates`` to ``accountant``."""
+        noise = check_noise(noise, owner="IPA.choose_node")
+        if self.min_records is None:
+            noisy = int(self.mechanisms["records"].randomise(
+                np.array([len(data)]), noise, accountant=accountant, target="records")[0])
+            bound = max(1, noisy)
+        else:
+            bound = self.min_records
+        lattice = Lattice(data.top_node) if lattice is None else lattice
+        totals, rollup = self.selection_totals(data, lattice=lattice, progress=progress)
+        utilities = self.selection_utilities(totals, len(data), bound)
+        index = self.selector.select(utilities, noise, accountant=accountant, target="candidates")
+        return index, totals, utilities, bound, rollup
+
     def _choose_utility(self, data: TabularData, lattice: Lattice, noise: NoiseSource,
                         accountant: Accountant, progress: Callable[[int, int], None] | None
                         ) -> tuple[_Candidate, dict[str, Any]]:
@@ -327,22 +373,8 @@ class IPA:
         pools = self._pools(noise, accountant)
         self.mechanisms["value"].report(accountant, target="value")
         n = len(data)
-        if self.min_records is None:
-            noisy = int(self.mechanisms["records"].randomise(
-                np.array([n]), noise, accountant=accountant, target="records")[0])
-            bound = max(1, noisy)
-        else:
-            bound = self.min_records
-        rollup = RollUp(data, with_informative=False)
-        totals = np.empty(len(lattice))
-        for done, node in enumerate(lattice.nodes, start=1):
-            totals[done - 1] = self.expected_loss.node_total(data.hierarchies, rollup.table(node))
-            if progress is not None:
-                progress(done, len(lattice))
-        denominator = max(n, bound)
-        # N·u_g = −T_g·N/max(n, N): sensitivity Δ_T (ipa_utility's module doc)
-        utilities = -totals * (bound / denominator)
-        index = self.selector.select(utilities, noise, accountant=accountant, target="candidates")
+        index, totals, utilities, bound, rollup = self.choose_node(
+            data, noise, accountant=accountant, progress=progress, lattice=lattice)
         probabilities = self.selector.probabilities(utilities)
         node = lattice.nodes[index]
         informative = RollUp(data, with_informative=True)

@@ -31,11 +31,13 @@ The utility of node ``g`` is minus the *expected* per-record loss of g's release
 Sensitivity (neighbours: add or remove one record; hierarchies and parameters public):
 ``|u_g(D) − u_g(D')| <= Δ_T/N`` for every node and every neighbouring pair, whatever n, with
 
-    Δ_T = 1 + w·c0/(1+c0) + max(w·c0·q, κ),  q = (1−p)/(1+p),  κ = max_m m·q·p^{|m−t|}.
+    Δ_T = 1 + w·c0/(1+c0) + max(w·ξ, κ),   q(m) = Pr[Z = m−t] = (1−p)/(1+p)·p^{|m−t|},
+    κ = max_m m·q(m),   ξ = max_m A(m)·q(m)  (<= c0·(1−p)/(1+p)).
 
 Adding a record changes one class, from m to m+1 records, and ``T`` by
-``δ = a + (1−a)(s(m+1) − m·Pr[Z = m−t]) + w((1−s(m+1))(A(m+1) − A(m)) + A(m)·Pr[Z = m−t])``,
-so ``−κ <= δ <= 1 + w(c0/(1+c0) + c0·q)``; and ``0 <= T/n <= 1 + w·c0/(1+c0)``. For
+``δ = a + (1−a)(s(m+1) − m·q(m)) + w((1−s(m+1))(A(m+1) − A(m)) + A(m)·q(m))``
+(``q(m) = s(m) − s(m+1)``, ``A(m+1) − A(m) <= A(1) = c0/(1+c0)``), so
+``−κ <= δ <= 1 + w(c0/(1+c0) + ξ)``; and ``0 <= T/n <= 1 + w·c0/(1+c0)``. For
 ``n >= N``: ``u' − u = (T/n − δ)/(n+1)``; for ``n + 1 <= N``: ``−δ/N``; ``N`` integer leaves no
 third case. The clamp ``max(n, N)`` makes the bound hold for every n, so a noisy ``N`` that
 overshoots n costs nothing but sharpness, and none that is wrong breaks the guarantee.
@@ -121,15 +123,30 @@ class ExpectedLoss:
         return self.q * max(m * self.p ** (m - t) for m in candidates)
 
     @property
+    def xi(self) -> float:
+        """``ξ = max over m >= 0 of A(m)·Pr[Z = m − t]`` (at most ``c0·q``).
+
+        Scanned from m = 0 upwards; past t, ``A(m)·Pr[Z = m−t] < c0·q·p^{m−t}``, so the scan
+        stops once that tail bound is below the largest value seen.
+        """
+        t, p, c0 = self.threshold, self.p, self.c0
+        best, m = 0.0, 0
+        while True:
+            best = max(best, m * c0 / (m + c0) * self.q * p ** abs(m - t))
+            if m > t and c0 * self.q * p ** (m - t) <= best:
+                return best
+            m += 1
+
+    @property
     def record_bound(self) -> float:
         """``λ = 1 + w·c0/(1+c0)``: the most one record adds to ``T`` on average (T/n <= λ)."""
         return 1.0 + self.weight * self.c0 / (1 + self.c0)
 
     @property
     def sensitivity(self) -> Fraction:
-        """``Δ_T = λ + max(w·c0·q, κ)``, rounded up to a multiple of 1e-6: ``|u_g(D) − u_g(D')|
+        """``Δ_T = λ + max(w·ξ, κ)``, rounded up to a multiple of 1e-6: ``|u_g(D) − u_g(D')|
         <= Δ_T/N`` for neighbours D, D' (module doc)."""
-        exact = self.record_bound + max(self.weight * self.c0 * self.q, self.kappa)
+        exact = self.record_bound + max(self.weight * self.xi, self.kappa)
         return Fraction(math.ceil(exact * 1_000_000) + 1, 1_000_000)
 
     def parameters(self) -> dict[str, float]:
