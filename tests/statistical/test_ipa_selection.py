@@ -92,7 +92,7 @@ def test_utility_sensitivity_bound_holds_on_neighbours(t, eps_supp, eps_ins):
     delta_t = float(ipa.selector.sensitivity)
     rng = np.random.default_rng(t * 1000 + int(eps_supp * 100))
     worst = 0.0
-    for trial in range(12):
+    for _ in range(12):
         n = int(rng.integers(3, 60))
         for d, d2 in neighbours(small_data(n, int(rng.integers(1 << 30))), rng):
             totals, totals2 = ipa.selection_totals(d)[0], ipa.selection_totals(d2)[0]

@@ -53,6 +53,8 @@ Deviations from the paper and from the authors' code (spec §3.10), and why:
   the node choice uses :class:`~medanon.mechanisms.ExponentialMechanism`.
 - Released rows are shuffled so that a counterfeit row's position gives nothing away; the paper
   does not say how rows are ordered.
+- By default the node is chosen on the true data before any perturbation (``selection``
+  above); ``selection="paper"`` keeps Eq. 12 and reproduces the earlier releases draw for draw.
 
 Privacy guarantee — read this before publishing. Each noisy quantity is drawn by an ε-DP
 mechanism as the paper states (per EC by parallel composition): the noisy threshold (Thm 5), the
