@@ -280,7 +280,8 @@ def test_counterfeit_values_through_algorithm_1(epsilon, split):
 
 @pytest.mark.parametrize("epsilon, split", [(1, None), (2.5, (0.1, 0.2, 0.3, 0.4)), ("1/3", None)])
 def test_node_selection_probabilities_are_eq12(epsilon, split):
-    ipa = IPA(epsilon=epsilon) if split is None else IPA(epsilon=epsilon, budget_split=split)
+    ipa = IPA(epsilon=epsilon, selection="paper") if split is None else \
+        IPA(epsilon=epsilon, budget_split=split, selection="paper")
     eps_cand = float(ipa.planned_losses()[3].epsilon)
     rng = np.random.default_rng(4)
     il = rng.uniform(0, 3, 256)
@@ -294,7 +295,7 @@ def test_node_selection_probabilities_are_eq12(epsilon, split):
 
 
 def test_node_selection_frequencies():
-    ipa = IPA(epsilon=30)          # ε_cand = 9: the weights differ by up to e^4.5
+    ipa = IPA(epsilon=30, selection="paper")  # ε_cand = 9: the weights differ by up to e^4.5
     il = np.array([0.1, 0.5, 1.0, 1.5, 2.2, 2.9])
     probs = ipa.selector.probabilities(3 - il)
     noise = NoiseSource(randomness(12))

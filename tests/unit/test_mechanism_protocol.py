@@ -335,7 +335,7 @@ def test_a_paper_case_charged_beyond_the_plan_is_an_internal_error():
 # ----------------------------------------------------------------- tables: IPA and DP histogram
 def test_ipa_and_dphist_report_what_their_steps_mechanisms_did():
     data = small_data(400, 1)
-    ipa = IPA(epsilon="0.7", threshold=3)
+    ipa = IPA(epsilon="0.7", threshold=3, selection="paper")
     result = ipa.anonymize(data, noise=randomness(2))
     assert result.privacy_losses == ipa.planned_losses()
     assert [(p.mechanism, p.target, p.epsilon) for p in result.privacy_losses] == [
@@ -344,6 +344,15 @@ def test_ipa_and_dphist_report_what_their_steps_mechanisms_did():
         ("exponential", "value", Fraction(21, 100)), ("exponential", "candidates", Fraction(21, 100))]
     assert [p.target for p in result.privacy_losses] == list(STEPS)
     assert ipa.mechanisms["suppression"].sensitivity == 2
+    chooser = IPA(epsilon="0.7", threshold=3)  # selection "utility": a noisy count, then the choice
+    chosen = chooser.anonymize(data, noise=randomness(2))
+    assert chosen.privacy_losses == chooser.planned_losses()
+    assert [(p.mechanism, p.target, p.epsilon) for p in chosen.privacy_losses] == [
+        ("discrete-laplace", "suppression", Fraction(7, 100)),
+        ("discrete-laplace", "insertion", Fraction(21, 100)),
+        ("exponential", "value", Fraction(21, 100)),
+        ("discrete-laplace", "records", Fraction(21, 1000)),
+        ("exponential", "candidates", Fraction(189, 1000))]
     hist = DPHistogram(epsilon="0.4").anonymize(data, noise=randomness(2))
     assert [(p.mechanism, p.target, p.epsilon, p.scope) for p in hist.privacy_losses] == [
         ("discrete-laplace", "histogram", Fraction(2, 5), "record")]
@@ -356,6 +365,10 @@ def test_an_ipa_step_that_does_not_report_is_an_internal_error():
 
     with pytest.raises(InternalError, match=r"IPA: .* incurred \[exponential:value ε=0.3, "
                                             r"exponential:candidates ε=0.3\]"):
+        Silent(epsilon=1, selection="paper").anonymize(small_data(200, 1), noise=randomness(1))
+    with pytest.raises(InternalError, match=r"IPA: .* incurred \[exponential:value ε=0.3, "
+                                            r"discrete-laplace:records ε=0.03, "
+                                            r"exponential:candidates ε=0.27\]"):
         Silent(epsilon=1).anonymize(small_data(200, 1), noise=randomness(1))
 
 

@@ -19,7 +19,8 @@ import pandas as pd
 import pytest
 
 from medanon.anonymize.dphist import DPHistogram, default_histogram_node, require_public_domain
-from medanon.anonymize.ipa import DEFAULT_BUDGET_SPLIT, IPA, STEPS, parse_budget_split
+from medanon.anonymize.ipa import (DEFAULT_BUDGET_SPLIT, IPA, RECORDS_SHARE, STEPS,
+                                  parse_budget_split)
 from medanon.anonymize.kanon import FullDomainKAnonymity
 from medanon.anonymize.lattice import Lattice, RollUp, record_classes
 from medanon.data.synth import synth_patient_schema_toml, synth_patient_table
@@ -282,14 +283,17 @@ def test_kanon_infeasible_and_validation():
 
 # -- IPA ---------------------------------------------------------------------------------------
 
-IPA_CASES = [("small", 300, 2), ("small", 300, 4), ("small", 1000, 3), ("synth", 1500, 11)]
+IPA_CASES = [(kind, n, seed, selection) for kind, n, seed in
+             [("small", 300, 2), ("small", 300, 4), ("small", 1000, 3), ("synth", 1500, 11)]
+             for selection in ("utility", "paper")]
 
 
-@pytest.fixture(scope="module", params=IPA_CASES, ids=lambda c: f"{c[0]}-{c[1]}-seed{c[2]}")
+@pytest.fixture(scope="module", params=IPA_CASES,
+                ids=lambda c: f"{c[0]}-{c[1]}-seed{c[2]}-{c[3]}")
 def ipa_run(request):
-    kind, n, seed = request.param
+    kind, n, seed, selection = request.param
     data = small_data(n, seed) if kind == "small" else synth_data(n, seed)
-    result = IPA(epsilon=1).anonymize(data, noise=randomness(seed))
+    result = IPA(epsilon=1, selection=selection).anonymize(data, noise=randomness(seed))
     return data, result
 
 
@@ -301,7 +305,12 @@ def test_ipa_loss_matches_independent_recomputation(ipa_run):
     assert result.loss.rate == pytest.approx(recomputed["rate"], abs=1e-12)
     assert result.loss.total == pytest.approx(recomputed["information_loss"], abs=1e-12)
     chosen = [c for c in result.details["candidates"] if tuple(c["node"]) == result.node]
-    assert len(chosen) == 1 and chosen[0]["information_loss"] == pytest.approx(result.loss.total)
+    assert len(chosen) == 1
+    if result.details["selection"] == "paper":  # every node perturbed; the chosen one released
+        assert chosen[0]["information_loss"] == pytest.approx(result.loss.total)
+    else:  # scored on the true data; only the chosen node perturbed
+        assert chosen[0]["probability"] == pytest.approx(result.details["selection_probability"])
+        assert sum(c["probability"] for c in result.details["candidates"]) == pytest.approx(1)
     assert result.details["candidates_evaluated"] == len(Lattice(data.top_node))
 
 
@@ -344,7 +353,8 @@ def test_ipa_suppresses_and_inserts_in_these_runs(ipa_run):
     """The seeded cases are chosen so that the checks above see '*' rows and counterfeits."""
     data, result = ipa_run
     assert result.counterfeit > 0
-    if data.schema.name == "small":
+    # (at 1000 records the utility's choice, a node with classes of dozens, suppresses nothing)
+    if data.schema.name == "small" and (result.details["selection"] == "paper" or len(data) < 1000):
         assert result.suppressed > 0
         star = star_rows(result.table, [h.name for h in data.hierarchies])
         assert star.sum() >= result.suppressed
@@ -359,21 +369,25 @@ def test_ipa_rows_are_shuffled(ipa_run):
     assert not (np.diff(groups) >= 0).all()         # not in class order either
 
 
-def test_ipa_same_seed_same_release():
+@pytest.mark.parametrize("selection", ["utility", "paper"])
+def test_ipa_same_seed_same_release(selection):
     data = small_data(300, 4)
-    a = IPA(epsilon=1).anonymize(data, noise=randomness(21))
-    b = IPA(epsilon=1).anonymize(data, noise=randomness(21))
-    c = IPA(epsilon=1).anonymize(data, noise=randomness(22))
+    a = IPA(epsilon=1, selection=selection).anonymize(data, noise=randomness(21))
+    b = IPA(epsilon=1, selection=selection).anonymize(data, noise=randomness(21))
+    c = IPA(epsilon=1, selection=selection).anonymize(data, noise=randomness(22))
     pd.testing.assert_frame_equal(a.table, b.table)
     np.testing.assert_array_equal(a.is_counterfeit, b.is_counterfeit)
     assert a.loss == b.loss and a.node == b.node
     assert a.details["candidates"] == b.details["candidates"]
-    assert a.details["candidates"] != c.details["candidates"]
+    if selection == "paper":  # the candidates are perturbed nodes
+        assert a.details["candidates"] != c.details["candidates"]
+    else:
+        assert not (a.table.equals(c.table) and (a.is_counterfeit == c.is_counterfeit).all())
 
 
 def test_ipa_selection_probability_is_reported():
     data = small_data(300, 2)
-    ipa = IPA(epsilon=2)
+    ipa = IPA(epsilon=2, selection="paper")
     result = ipa.anonymize(data, noise=randomness(5))
     losses = np.array([c["information_loss"] for c in result.details["candidates"]])
     weights = np.exp(float(Fraction(2) * Fraction(3, 10)) * (3 - losses) / 6)
@@ -391,7 +405,7 @@ SPLITS = [(DEFAULT_BUDGET_SPLIT, DEFAULT_BUDGET_SPLIT),
 @pytest.mark.parametrize("split, shares", SPLITS, ids=["default", "quarters", "1-2-3-4"])
 @pytest.mark.parametrize("epsilon, exact", EPSILONS, ids=[str(e[0]) for e in EPSILONS])
 def test_ipa_epsilon_accounting_is_exact(epsilon, exact, split, shares):
-    ipa = IPA(epsilon=epsilon, budget_split=split)
+    ipa = IPA(epsilon=epsilon, budget_split=split, selection="paper")
     losses = ipa.planned_losses()
     assert sum(p.epsilon for p in losses) == exact
     assert [p.target for p in losses] == list(STEPS)
@@ -401,10 +415,47 @@ def test_ipa_epsilon_accounting_is_exact(epsilon, exact, split, shares):
     assert ipa.suppression_scale == Fraction(ipa.threshold - 1) / (shares[0] * exact)
     assert ipa.insertion_scale == 1 / (shares[1] * exact)
     assert ipa.selector.epsilon == shares[3] * exact
+    assert ipa.selector.sensitivity == 3
+
+
+@pytest.mark.parametrize("min_records", [None, 500])
+@pytest.mark.parametrize("split, shares", SPLITS, ids=["default", "quarters", "1-2-3-4"])
+@pytest.mark.parametrize("epsilon, exact", EPSILONS, ids=[str(e[0]) for e in EPSILONS])
+def test_ipa_utility_selection_epsilon_accounting_is_exact(epsilon, exact, split, shares,
+                                                             min_records):
+    ipa = IPA(epsilon=epsilon, budget_split=split, min_records=min_records)
+    losses = ipa.planned_losses()
+    assert sum(p.epsilon for p in losses) == exact
+    by_target = {p.target: p.epsilon for p in losses}
+    for step, share in zip(STEPS[:3], shares):
+        assert by_target[step] == share * exact
+    if min_records is None:  # the noisy record count takes 1/10 of the candidates' share
+        assert list(by_target) == [*STEPS[:3], "records", "candidates"]
+        assert by_target["records"] == shares[3] * exact * RECORDS_SHARE
+        assert by_target["candidates"] == shares[3] * exact * (1 - RECORDS_SHARE)
+    else:
+        assert list(by_target) == list(STEPS)
+        assert by_target["candidates"] == shares[3] * exact
+    assert ipa.selector.epsilon == by_target["candidates"]
+    assert ipa.selector.sensitivity == ipa.expected_loss.sensitivity
+    # the manifest's shares give every ledger step and sum to 1
+    manifest_shares = ipa.parameters()["budget_split"]
+    assert list(manifest_shares) == list(by_target)
+    assert sum(Fraction(v) for v in manifest_shares.values()) == 1
+
+
+@pytest.mark.parametrize("selection", ["utility", "paper"])
+def test_ipa_result_spends_exactly_epsilon(selection):
+    result = IPA(epsilon="0.7", selection=selection).anonymize(small_data(300, 3),
+                                                               noise=randomness(1))
+    assert sum(p.epsilon for p in result.privacy_losses) == Fraction(7, 10)
+    assert result.summary()["epsilon"] == pytest.approx(0.7)
+    assert result.parameters["selection"] == selection
+    assert result.privacy_model.selection == selection
 
 
 def test_ipa_epsilon_accounting_with_threshold():
-    ipa = IPA(epsilon="0.7", threshold=5)
+    ipa = IPA(epsilon="0.7", threshold=5, selection="paper")
     assert ipa.suppression_scale == Fraction(4) / Fraction(7, 100)
     assert [p.epsilon for p in ipa.planned_losses()] == [Fraction(7, 100)] + [Fraction(21, 100)] * 3
 
@@ -432,7 +483,11 @@ def test_parse_budget_split_rejects(split):
 
 @pytest.mark.parametrize("params", [{"epsilon": 1, "threshold": 1}, {"epsilon": 1, "threshold": 0},
                                     {"epsilon": 1, "threshold": 2.0}, {"epsilon": 0},
-                                    {"epsilon": -1}, {"epsilon": "abc"}])
+                                    {"epsilon": -1}, {"epsilon": "abc"},
+                                    {"epsilon": 1, "selection": "best"},
+                                    {"epsilon": 1, "min_records": 0},
+                                    {"epsilon": 1, "min_records": 10.5},
+                                    {"epsilon": 1, "selection": "paper", "min_records": 100}])
 def test_ipa_validation(params):
     with pytest.raises(ValidationError):
         IPA(**params)

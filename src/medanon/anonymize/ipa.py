@@ -18,10 +18,21 @@ What is implemented (Algorithms 1 and 2, spec §3.8):
    ``Inf`` with ``S(E, v) = Count_E(v)/(|E|+1)`` for values seen in the class and
    ``1/((|E|+1)(|Inf| − |Inf_E|))`` for the others, ``ΔS = 1``, weight ``exp(ε_value·S/2)``;
 5. scoring (Step 2): ``IL = NCP + EMD + Rate`` (:mod:`medanon.anonymize.tabular`);
-6. choosing the node (Eq. 12, Thm 8): exponential mechanism with ``u = 3 − IL``, ``Δu = 3``.
+6. choosing the node (Eq. 12, Thm 8): exponential mechanism with ``u = 3 − IL``, ``Δu = 3``
+   (``selection="paper"``).
+
+Beyond the paper, the default ``selection="utility"`` chooses the node *first*, by the exponential
+mechanism on its expected per-record loss computed from the true data (expected NCP under the
+noisy threshold plus twice the expected counterfeit share), whose sensitivity is ``Δ_T/N`` with
+``N`` a noisy record count (1/10 of the candidates' ε) or a public lower bound: at ε_cand = 0.27 and
+n = 20,000 a node 0.01 worse weighs e^{-11} as much, where the paper's Δu = 3 gives e^{-0.0005}.
+Steps 1–4 then run on the chosen node only. Derivation and its assumptions:
+:mod:`medanon.anonymize.ipa_utility` and ``docs/algorithms/ipa.md``.
 
 Budget: ε is split over the four steps, by default 0.1/0.3/0.3/0.3 (the paper's values at ε = 1),
-and the split always sums to ε exactly (Thm 9's sequential composition). Each step has its
+and the split always sums to ε exactly (Thm 9's sequential composition); with
+``selection="utility"`` and no ``min_records`` the candidates' share is split 1/10 (the noisy
+record count, ledger target ``records``) and 9/10 (the choice), again exactly. Each step has its
 mechanism object (:attr:`IPA.mechanisms`); each reports its loss once per run to the run's
 accountant, and the result's ``privacy_losses`` are those reports (checked against
 :meth:`IPA.planned_losses`).
@@ -42,11 +53,15 @@ Deviations from the paper and from the authors' code (spec §3.10), and why:
   the node choice uses :class:`~medanon.mechanisms.ExponentialMechanism`.
 - Released rows are shuffled so that a counterfeit row's position gives nothing away; the paper
   does not say how rows are ordered.
+- By default the node is chosen on the true data before any perturbation (``selection``
+  above); ``selection="paper"`` keeps Eq. 12 and reproduces the earlier releases draw for draw.
 
 Privacy guarantee — read this before publishing. Each noisy quantity is drawn by an ε-DP
 mechanism as the paper states (per EC by parallel composition): the noisy threshold (Thm 5), the
 noisy class size ``ñ = |E| + Z`` (Thm 6), the counterfeit values (Thm 7) and the node (Thm 8);
-and ε sums to the requested total (Thm 9). The node choice is sound as composed: ``u = 3 − IL``
+and ε sums to the requested total (Thm 9). The default choice (``"utility"``) is ε_cand-DP by the
+exponential mechanism with its derived sensitivity, composed sequentially with the record count
+and followed by Steps 1–4 on the chosen node. The paper's node choice is sound as composed: ``u = 3 − IL``
 lies in [0, 3] for every possible output, so with ``Δu = 3`` each node's selection probability
 changes by at most ``e^{ε_cand}`` between any two data sets whatever the other nodes' noisy
 outputs were, and only the chosen node's output is released. The *release as a whole is still
@@ -71,20 +86,26 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .._validation import _fail, check_int
+from .._validation import _fail, check_choice, check_int
 from ..accounting import Accountant, PrivacyLoss, check_plan, format_epsilon, losses_per_unit, to_exact
 from ..data.tabular import TabularData
-from ..errors import InternalError
+from ..errors import InternalError, ValidationError
 from ..mechanisms import DiscreteLaplaceMechanism, ExponentialMechanism, Mechanism
 from ..models.single import IPAModel
 from ..random import Randomness
 from ..mechanisms.noise import NoisePool, NoiseSource, check_noise
 from .lattice import GroupTable, Lattice, Node, RollUp, group_sum, node_ncp, record_classes
+from .ipa_utility import ExpectedLoss
 from .tabular import ClassRelease, LossParts, TabularResult, class_emd, node_level_names
 
-__all__ = ["IPA", "DEFAULT_BUDGET_SPLIT", "STEPS", "parse_budget_split"]
+__all__ = ["IPA", "DEFAULT_BUDGET_SPLIT", "RECORDS_SHARE", "SELECTIONS", "STEPS", "parse_budget_split"]
 
 STEPS = ("suppression", "insertion", "value", "candidates")
+#: how the node is chosen: on the true data (default) or as in 004 (every node perturbed, Δu = 3)
+SELECTIONS = ("utility", "paper")
+#: the share of the choice's ε that selection "utility" spends on a noisy record count when no
+#: public lower bound (``min_records``) is given
+RECORDS_SHARE = Fraction(1, 10)
 DEFAULT_BUDGET_SPLIT = (Fraction(1, 10), Fraction(3, 10), Fraction(3, 10), Fraction(3, 10))
 #: ΔIL: NCP, EMD and Rate each lie in [0, 1]
 IL_SENSITIVITY = 3
@@ -140,6 +161,15 @@ class IPA:
         epsilon: Total ε, split over the four steps.
         threshold: The suppression threshold ``t`` (an integer >= 2; the paper uses 2).
         budget_split: Shares of ε for suppression, insertion, value and candidates (sum 1).
+        selection: How the node is chosen: ``"utility"`` (default, not in 004): by the
+            exponential mechanism on the node's expected per-record loss computed from the true
+            data, whose sensitivity is Δ_T/N (:mod:`medanon.anonymize.ipa_utility`), then only
+            the chosen node is perturbed; ``"paper"``: 004's Eq. 12 (every node perturbed and
+            scored, Δu = 3).
+        min_records: ``"utility"`` only: a public lower bound N on the number of records. The
+            default (None) spends :data:`RECORDS_SHARE` of the candidates' share of ε on a noisy
+            count ``N = max(1, n + DLap)``. Either way the guarantee holds for every n; N only
+            sets how sharp the choice is.
 
     Raises:
         ValidationError: on a bad parameter.
@@ -148,28 +178,55 @@ class IPA:
     name = "ipa"
 
     def __init__(self, *, epsilon: Any, threshold: int = 2,
-                 budget_split: Any = DEFAULT_BUDGET_SPLIT) -> None:
+                 budget_split: Any = DEFAULT_BUDGET_SPLIT, selection: str = "utility",
+                 min_records: int | None = None) -> None:
         self.epsilon = to_exact(epsilon, name="epsilon", owner="IPA")
         self.threshold = check_int(threshold, name="threshold", owner="IPA", minimum=2)
         self.budget_split = parse_budget_split(budget_split)
-        #: the privacy model the method satisfies: it writes the guarantee texts
-        self.model = IPAModel(epsilon=self.epsilon,
-                              steps={s: self.epsilon * p for s, p in zip(STEPS, self.budget_split)})
+        self.selection = check_choice(selection, name="selection", owner="IPA", choices=SELECTIONS)
+        if min_records is not None:
+            if self.selection != "utility":
+                raise ValidationError("The 'min_records' parameter of IPA applies to selection "
+                                      "'utility' only (it bounds the number of records for the "
+                                      "choice on the true data); got selection 'paper'.")
+            min_records = check_int(min_records, name="min_records", owner="IPA", minimum=1)
+        self.min_records = min_records
         eps = {step: self.epsilon * share for step, share in zip(STEPS, self.budget_split)}
-        #: the mechanism of each step (in :data:`STEPS` order), with the sensitivities the paper
-        #: sets: the noisy threshold (Δ = t − 1), the counterfeit counts (Δ = 1), the counterfeit
-        #: values (ΔS = 1) and the node choice (Δu = 3). Their privacy maps are the plan
-        #: (:meth:`planned_losses`); what they report while running is the result's
-        #: ``privacy_losses``.
+        #: the mechanism of each step, keyed by the target it reports (its ledger entry): the
+        #: noisy threshold (Δ = t − 1), the counterfeit counts (Δ = 1), the counterfeit values
+        #: (ΔS = 1) and the node choice. The paper's choice scores every perturbed node
+        #: (Δu = 3); the default one (``selection="utility"``) scores the true data
+        #: (:mod:`medanon.anonymize.ipa_utility`, Δu = Δ_T/N) and, without ``min_records``,
+        #: first spends 1/10 of the choice's share on a noisy record count (``records``). Their
+        #: privacy maps are the plan (:meth:`planned_losses`); what they report while running is
+        #: the result's ``privacy_losses``.
         self.mechanisms: dict[str, Mechanism] = {
             "suppression": DiscreteLaplaceMechanism(epsilon=eps["suppression"],
                                                     sensitivity=self.threshold - 1),
             "insertion": DiscreteLaplaceMechanism(epsilon=eps["insertion"], sensitivity=1),
             "value": ExponentialMechanism(epsilon=eps["value"], sensitivity=VALUE_SENSITIVITY),
-            "candidates": ExponentialMechanism(epsilon=eps["candidates"],
-                                               sensitivity=IL_SENSITIVITY),
         }
+        #: the expected-loss utility of ``selection="utility"`` (None for the paper's choice)
+        self.expected_loss: ExpectedLoss | None = None
+        if self.selection == "paper":
+            self.mechanisms["candidates"] = ExponentialMechanism(epsilon=eps["candidates"],
+                                                                 sensitivity=IL_SENSITIVITY)
+        else:
+            self.expected_loss = ExpectedLoss(threshold=self.threshold,
+                                              suppression_epsilon=eps["suppression"],
+                                              insertion_epsilon=eps["insertion"])
+            choice = eps["candidates"]
+            if self.min_records is None:
+                self.mechanisms["records"] = DiscreteLaplaceMechanism(
+                    epsilon=choice * RECORDS_SHARE, sensitivity=1)
+                choice -= choice * RECORDS_SHARE
+            self.mechanisms["candidates"] = ExponentialMechanism(
+                epsilon=choice, sensitivity=self.expected_loss.sensitivity)
         self.selector = self.mechanisms["candidates"]
+        #: the privacy model the method satisfies: it writes the guarantee texts
+        self.model = IPAModel(epsilon=self.epsilon,
+                              steps={s: m.epsilon for s, m in self.mechanisms.items()},
+                              selection=self.selection)
 
     @property
     def suppression_scale(self) -> Fraction:
@@ -193,8 +250,17 @@ class IPA:
                      for step, mech in self.mechanisms.items())
 
     def parameters(self) -> dict[str, Any]:
-        return {"epsilon": format_epsilon(self.epsilon), "threshold": self.threshold,
-                "budget_split": {s: format_epsilon(p) for s, p in zip(STEPS, self.budget_split)}}
+        """The manifest's parameters. ``budget_split`` gives the share of ε of every ledger
+        step (with ``records`` when the choice pays for a noisy record count); they sum to 1."""
+        out: dict[str, Any] = {
+            "epsilon": format_epsilon(self.epsilon), "threshold": self.threshold,
+            "selection": self.selection,
+            "budget_split": {s: format_epsilon(m.epsilon / self.epsilon)
+                             for s, m in self.mechanisms.items()}}
+        if self.selection == "utility":
+            out["min_records"] = self.min_records
+            out["selection_sensitivity"] = format_epsilon(self.selector.sensitivity) + "/N"
+        return out
 
     # -- Algorithm 2 ------------------------------------------------------------------------
 
@@ -210,11 +276,31 @@ class IPA:
         """
         noise = check_noise(noise, owner="IPA.anonymize")
         lattice = Lattice(data.top_node)
-        rollup = RollUp(data, with_informative=True)
-        candidates: list[_Candidate] = []
         # Each step charges once per run: its draws of one node go to disjoint classes (parallel
         # composition), and only the chosen node's are released (the paper's Thm 8 argument).
         accountant = Accountant(scope=SCOPE)
+        if self.selection == "paper":
+            chosen, details = self._choose_paper(data, lattice, noise, accountant, progress)
+        else:
+            chosen, details = self._choose_utility(data, lattice, noise, accountant, progress)
+        release = self._release(data, chosen)
+        table, fake_mask = release.frame(noise)
+        check_plan(self.planned_losses(), accountant.charges, owner="IPA")
+        losses = losses_per_unit(accountant.charges)
+        return TabularResult(
+            method=self.name, node=chosen.node, node_labels=node_level_names(data, chosen.node),
+            table=table, is_counterfeit=fake_mask, loss=chosen.loss, records=len(data),
+            suppressed=int((~release.row_fake & release.starred[release.row_class]).sum()),
+            counterfeit=int(fake_mask.sum()), classes=len(release.starred),
+            parameters=self.parameters(), privacy_losses=losses, privacy_model=self.model,
+            details={"selection": self.selection, **details})
+
+    def _choose_paper(self, data: TabularData, lattice: Lattice, noise: NoiseSource,
+                      accountant: Accountant, progress: Callable[[int, int], None] | None
+                      ) -> tuple[_Candidate, dict[str, Any]]:
+        """004's Step 2: perturb every node, choose by the exponential mechanism on 3 − IL."""
+        rollup = RollUp(data, with_informative=True)
+        candidates: list[_Candidate] = []
         pools = self._pools(noise, accountant)
         # the counterfeit values are drawn in _counterfeit_values from this mechanism's ε and ΔS
         self.mechanisms["value"].report(accountant, target="value")
@@ -223,26 +309,92 @@ class IPA:
             if progress is not None:
                 progress(done, len(lattice))
         utilities = np.array([IL_SENSITIVITY - c.loss.total for c in candidates])
-        chosen = candidates[self.selector.select(utilities, noise, accountant=accountant,
-                                                 target="candidates")]
-        release = self._release(data, chosen)
-        table, fake_mask = release.frame(noise)
-        check_plan(self.planned_losses(), accountant.charges, owner="IPA")
-        losses = losses_per_unit(accountant.charges)
-        probability = float(self.selector.probabilities(utilities)[candidates.index(chosen)])
-        return TabularResult(
-            method=self.name, node=chosen.node, node_labels=node_level_names(data, chosen.node),
-            table=table, is_counterfeit=fake_mask, loss=chosen.loss, records=len(data),
-            suppressed=int((~release.row_fake & release.starred[release.row_class]).sum()),
-            counterfeit=int(fake_mask.sum()), classes=len(release.starred),
-            parameters=self.parameters(), privacy_losses=losses, privacy_model=self.model,
-            details={"candidates_evaluated": len(candidates),
-                     "selection_probability": probability,
-                     # how much the node choice can favour the best node over the worst (e^{ε_cand/2})
-                     "selection_max_weight_ratio": float(np.exp(float(self.selector.epsilon) / 2)),
-                     "candidates": [{"node": list(c.node), **c.loss.to_dict()} for c in candidates],
-                     "lattice": {"tables_rolled_up": rollup.tables_built,
-                                 "rows_scanned": rollup.rows_scanned, "base_rows": len(rollup.base)}})
+        index = self.selector.select(utilities, noise, accountant=accountant, target="candidates")
+        probability = float(self.selector.probabilities(utilities)[index])
+        return candidates[index], {
+            "candidates_evaluated": len(candidates),
+            "selection_probability": probability,
+            # how much the node choice can favour the best node over the worst (e^{ε_cand/2})
+            "selection_max_weight_ratio": float(np.exp(float(self.selector.epsilon) / 2)),
+            "candidates": [{"node": list(c.node), **c.loss.to_dict()} for c in candidates],
+            "lattice": {"tables_rolled_up": rollup.tables_built,
+                        "rows_scanned": rollup.rows_scanned, "base_rows": len(rollup.base)}}
+
+    def selection_totals(self, data: TabularData, *, lattice: Lattice | None = None,
+                         progress: Callable[[int, int], None] | None = None
+                         ) -> tuple[np.ndarray, RollUp]:
+        """``T_g`` of every node (in ``Lattice(data.top_node).nodes`` order): the expected loss of
+        its release summed over the records (:class:`~.ipa_utility.ExpectedLoss`), on the true
+        data. Selection ``"utility"`` only; nothing is drawn or reported."""
+        if self.expected_loss is None:
+            raise ValidationError("IPA.selection_totals needs selection 'utility'; this IPA has "
+                                  "selection 'paper'.")
+        lattice = Lattice(data.top_node) if lattice is None else lattice
+        rollup = RollUp(data, with_informative=False)
+        totals = np.empty(len(lattice))
+        for done, node in enumerate(lattice.nodes, start=1):
+            totals[done - 1] = self.expected_loss.node_total(data.hierarchies, rollup.table(node))
+            if progress is not None:
+                progress(done, len(lattice))
+        return totals, rollup
+
+    @staticmethod
+    def selection_utilities(totals: np.ndarray, records: int, bound: int) -> np.ndarray:
+        """``N·u_g = −T_g·N/max(n, N)``: what the choice's exponential mechanism scores, at
+        sensitivity ``Δ_T`` (:mod:`.ipa_utility`); ``records`` is n, ``bound`` is N >= 1."""
+        return -np.asarray(totals, dtype=float) * (bound / max(records, bound))
+
+    def choose_node(self, data: TabularData, noise: Randomness | NoiseSource | None = None, *,
+                    accountant: Accountant | None = None,
+                    progress: Callable[[int, int], None] | None = None,
+                    lattice: Lattice | None = None
+                    ) -> tuple[int, np.ndarray, np.ndarray, int, RollUp]:
+        """Selection ``"utility"``'s choice: N (noisy count, or ``min_records``), then the
+        exponential mechanism on :meth:`selection_utilities`. Returns the index of the chosen
+        node, the totals, the utilities, N and the roll-up. Reports ``records`` (when counted)
+        and ``candidates`` to ``accountant``."""
+        noise = check_noise(noise, owner="IPA.choose_node")
+        if self.min_records is None:
+            noisy = int(self.mechanisms["records"].randomise(
+                np.array([len(data)]), noise, accountant=accountant, target="records")[0])
+            bound = max(1, noisy)
+        else:
+            bound = self.min_records
+        lattice = Lattice(data.top_node) if lattice is None else lattice
+        totals, rollup = self.selection_totals(data, lattice=lattice, progress=progress)
+        utilities = self.selection_utilities(totals, len(data), bound)
+        index = self.selector.select(utilities, noise, accountant=accountant, target="candidates")
+        return index, totals, utilities, bound, rollup
+
+    def _choose_utility(self, data: TabularData, lattice: Lattice, noise: NoiseSource,
+                        accountant: Accountant, progress: Callable[[int, int], None] | None
+                        ) -> tuple[_Candidate, dict[str, Any]]:
+        """Choose the node on the true data (:mod:`.ipa_utility`), then perturb it alone."""
+        assert self.expected_loss is not None
+        # the perturbation's steps report first, as in the plan (they draw after the choice)
+        pools = self._pools(noise, accountant)
+        self.mechanisms["value"].report(accountant, target="value")
+        n = len(data)
+        index, totals, utilities, bound, rollup = self.choose_node(
+            data, noise, accountant=accountant, progress=progress, lattice=lattice)
+        probabilities = self.selector.probabilities(utilities)
+        node = lattice.nodes[index]
+        informative = RollUp(data, with_informative=True)
+        chosen = self._perturb(data, informative.table(node), noise, pools)
+        expected = totals / max(n, 1)
+        best = int(expected.argmin())
+        return chosen, {
+            "candidates_evaluated": len(lattice),
+            "selection_probability": float(probabilities[index]),
+            "records_bound": bound,
+            "selection_expected_loss": float(expected[index]),
+            "best_expected_loss": {"node": list(lattice.nodes[best]),
+                                   "expected_loss": float(expected[best])},
+            "candidates": [{"node": list(nd), "expected_loss": float(e), "probability": float(pr)}
+                           for nd, e, pr in zip(lattice.nodes, expected, probabilities)],
+            "lattice": {"tables_rolled_up": rollup.tables_built + informative.tables_built,
+                        "rows_scanned": rollup.rows_scanned + informative.rows_scanned,
+                        "base_rows": len(informative.base)}}
 
     # -- Algorithm 1 ------------------------------------------------------------------------
 

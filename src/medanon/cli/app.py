@@ -205,6 +205,12 @@ def ipa(
     budget_split: Annotated[Optional[str], typer.Option(
         help="ipa: shares of ε for suppression,insertion,value,candidates "
              "(default 0.1,0.3,0.3,0.3).")] = None,
+    selection: Annotated[Optional[str], typer.Option(
+        help="ipa: how the node is chosen: 'utility' (default; expected loss on the true data, "
+             "sensitivity O(1/n)) or 'paper' (004: every node perturbed, Δu = 3).")] = None,
+    min_records: Annotated[Optional[int], typer.Option(
+        help="ipa --selection utility: a public lower bound on the number of records (default: "
+             "a noisy count, 1/10 of the candidates' ε).")] = None,
     node: Annotated[Optional[str], typer.Option(
         help="dphist: lattice node as levels, e.g. 1,0,1,0,1 (default: level 1 where there is one).")] = None,
     seed: SeedOpt = None,
@@ -216,7 +222,8 @@ def ipa(
     from . import tabular
     tabular.ipa(input_path, schema=schema, method=method, epsilon=epsilon, k=k,
                 max_suppression=max_suppression, threshold=threshold, budget_split=budget_split,
-                node=node, seed=seed, allow_seeded=allow_seeded, out=out, as_json=as_json)
+                node=node, seed=seed, allow_seeded=allow_seeded, out=out, as_json=as_json,
+                selection=selection, min_records=min_records)
 
 
 @synth_app.command("ehr")

@@ -201,26 +201,38 @@ class IPAModel(_OneOff):
 
     name = IPA_MODEL
 
-    def __init__(self, *, epsilon: object, steps: Mapping[str, object]):
+    def __init__(self, *, epsilon: object, steps: Mapping[str, object], selection: str = "paper"):
         from ..accounting import to_exact
 
         self.epsilon = to_exact(epsilon, name="epsilon", owner="IPAModel")
         self.steps = {str(s): to_exact(e, name=f"steps[{s!r}]", owner="IPAModel")
                       for s, e in dict(steps).items()}
+        if selection not in ("paper", "utility"):
+            raise ValidationError(f"The 'selection' parameter of IPAModel must be 'paper' or "
+                                  f"'utility'; got {selection!r}.")
+        self.selection = selection
 
     @property
     def attacks(self) -> tuple[str, ...]:
         return ()
 
     def parameters(self) -> dict[str, object]:
-        return {"epsilon": _fmt(self.epsilon), "steps": {s: _fmt(e) for s, e in self.steps.items()}}
+        return {"epsilon": _fmt(self.epsilon), "steps": {s: _fmt(e) for s, e in self.steps.items()},
+                "selection": self.selection}
 
     @property
     def guarantee(self) -> str:
         steps = ", ".join(f"{s} {_fmt(e)}" for s, e in self.steps.items())
+        if self.selection == "paper":
+            choice = ("the exponential choice of the generalization node on the perturbed nodes' "
+                      "information loss (delta u = 3)")
+        else:
+            choice = ("the exponential choice of the generalization node on its expected loss "
+                      "computed from the true data (sensitivity O(1/N), N a noisy record count "
+                      "or a public lower bound; not in paper 004)")
         return (f"Each noisy step of paper 004 is an epsilon-DP mechanism ({steps}; total "
                 f"{_fmt(self.epsilon)}): the noisy suppression threshold, the counterfeit counts "
-                f"and values per class, and the exponential choice of the generalization node. "
+                f"and values per class, and {choice}. "
                 f"Dimension attributes are generalized full-domain; any released row may be "
                 f"counterfeit.")
 
@@ -242,9 +254,16 @@ class IPAModel(_OneOff):
             raise InputFormatError(f"The manifest of {label} must give the share of epsilon of "
                                    f"each IPA step in 'method.parameters.budget_split'; got "
                                    f"{split!r}.")
+        selection = manifest_field(manifest, "method.parameters.selection", label,
+                                   required=False, default="paper")
+        if selection not in ("paper", "utility"):
+            raise InputFormatError(f"The manifest of {label} must name the IPA node selection "
+                                   f"'paper' or 'utility' in 'method.parameters.selection'; got "
+                                   f"{selection!r}.")
         return cls(epsilon=epsilon,
                    steps={s: epsilon * _epsilon(manifest, f"method.parameters.budget_split.{s}",
-                                                label) for s in split})
+                                                label) for s in split},
+                   selection=selection)
 
 
 _ULDP_METHODS = ("clinsimrr", "umaxrr", "umaxrr-yp")

@@ -165,7 +165,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
 
 def table_method(method: str, *, epsilon: str | float | None = None, k: int | None = None,
                  max_suppression: float | None = None, threshold: int | None = None,
-                 budget_split: str | None = None, node: str | list[int] | None = None):
+                 budget_split: str | None = None, node: str | list[int] | None = None,
+                 selection: str | None = None, min_records: int | None = None):
     """A one-off table method (paper 004 and its baselines), configured.
 
     Args:
@@ -173,6 +174,10 @@ def table_method(method: str, *, epsilon: str | float | None = None, k: int | No
         epsilon: The privacy budget (``ipa``, ``dphist``).
         k, max_suppression: ``kanon`` only (default k 10, no suppression).
         threshold, budget_split: ``ipa`` only (default 2 and the paper's split).
+        selection, min_records: ``ipa`` only: how the node is chosen, ``"utility"`` (default:
+            on the true data, :mod:`medanon.anonymize.ipa_utility`) or ``"paper"`` (004's
+            Eq. 12); with ``"utility"``, a public lower bound on the number of records (default:
+            a noisy count paid from the choice's share of ε).
         node: ``dphist`` only: the generalization levels (``"1,0,1"`` or a list).
 
     Raises:
@@ -186,8 +191,10 @@ def table_method(method: str, *, epsilon: str | float | None = None, k: int | No
     if method not in TABLE_METHODS:
         raise _refuse("method", f"must be one of {', '.join(TABLE_METHODS)}; got {method!r}", owner)
     given = {"k": k, "max_suppression": max_suppression, "threshold": threshold,
-             "budget_split": budget_split, "node": node}
-    allowed = {"ipa": ("threshold", "budget_split"), "kanon": ("k", "max_suppression"),
+             "budget_split": budget_split, "node": node, "selection": selection,
+             "min_records": min_records}
+    allowed = {"ipa": ("threshold", "budget_split", "selection", "min_records"),
+               "kanon": ("k", "max_suppression"),
                "dphist": ("node",)}[method]
     for name, value in given.items():
         if value is not None and name not in allowed:
@@ -204,7 +211,9 @@ def table_method(method: str, *, epsilon: str | float | None = None, k: int | No
                       owner)
     if method == "ipa":
         return IPA(epsilon=epsilon, threshold=2 if threshold is None else threshold,
-                   budget_split=DEFAULT_BUDGET_SPLIT if budget_split is None else budget_split)
+                   budget_split=DEFAULT_BUDGET_SPLIT if budget_split is None else budget_split,
+                   selection="utility" if selection is None else selection,
+                   min_records=min_records)
     levels = None
     if isinstance(node, str):
         try:
