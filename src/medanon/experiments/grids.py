@@ -16,7 +16,8 @@ Parameter values follow the papers where they state them (``docs/results.md`` li
 * ``ppms-dp`` (000): PPMS++ against PPMS-DP_num and PPMS-DP_all (strict variant, ε-DP per case);
   k ∈ {5, 10}; θ* ∈ {0.2, 0.4}; ε ∈ {0.1, 1, 10}.
 * ``ipa`` (004): IPA, optimal full-domain k-anonymity and an ε-DP histogram; k = 10; ε ∈
-  {0.1, 1, 10}.
+  {0.1, 1, 10}. IPA runs with the paper's node selection and with medanon's (``selection``
+  ``utility``: the node scored on the true data with its real sensitivity, ``ipa.md``).
 * ``clinsimrr`` (003): ClinSimRR, UMAXRR, RR and suppression; ε ∈ {0.1, 1, 2.5, 5}; γ ∈
   {0.01, 0.05, 0.1} (ClinSimRR only). Beside UMAXRR on the sensitive set (003's baseline),
   ``umaxrr-yp`` is UMAXRR on the protected set ClinSimRR chooses for the same ε and γ, so that
@@ -102,7 +103,8 @@ def grid(experiment: str, *, quick: bool = False) -> list[Setting]:
                    for m, k, t, e in product(("ppms-dp-num", "ppms-dp-all"), ks, thetas, epsilons)])
     if experiment == "ipa":
         epsilons = (1.0,) if quick else (0.1, 1.0, 10.0)
-        return ([Setting.of("ipa", epsilon=e) for e in epsilons] + [Setting.of("kanon", k=10)]
+        return ([Setting.of("ipa", epsilon=e, selection=s)
+                 for e, s in product(epsilons, ("paper", "utility"))] + [Setting.of("kanon", k=10)]
                 + [Setting.of("dphist", epsilon=e) for e in epsilons])
     epsilons = (1.0,) if quick else (0.1, 1.0, 2.5, 5.0)
     gammas = (0.05,) if quick else (0.01, 0.05, 0.1)

@@ -27,7 +27,7 @@ METRICS = {
     "clinsimrr": [("cil", "clinical information loss CIL"), ("map", "attack MAP"),
                   ("kl", "KL(original ‖ release)")],
 }
-PARAMS = ("k", "theta", "alpha", "epsilon", "gamma")
+PARAMS = ("k", "theta", "alpha", "epsilon", "gamma", "selection")
 
 
 def _params(frame: pd.DataFrame) -> list[str]:
@@ -124,7 +124,7 @@ def _by_epsilon(frame: pd.DataFrame, metric: str, title: str) -> Figure:
     fig, axes = _grid_figure(len(panels))
     for ax, (name, part) in zip(axes, panels):
         with_eps = part[part["epsilon"].notna()] if "epsilon" in part else part.iloc[:0]
-        series_keys = ["method"] + [p for p in ("gamma", "alpha") if p in part.columns]
+        series_keys = ["method"] + [p for p in ("gamma", "alpha", "selection") if p in part.columns]
         for i, (key, line) in enumerate(with_eps.groupby(series_keys, sort=False, dropna=False)):
             key = key if isinstance(key, tuple) else (key,)
             label = " ".join([str(key[0])] + [f"{p}={v}" for p, v in zip(series_keys[1:], key[1:])

@@ -74,7 +74,8 @@ def load_table_input(source: Path | None, schema: Path | None, *, rows: int, see
 def run_table_task(data: TableInput, setting: Setting, run: int, seed: int) -> dict:
     """One release of the table by one method; its information loss and query errors."""
     params = setting.kwargs
-    method = table_method(setting.method, epsilon=params.get("epsilon"), k=params.get("k"))
+    method = table_method(setting.method, epsilon=params.get("epsilon"), k=params.get("k"),
+                          **({"selection": params["selection"]} if "selection" in params else {}))
     started = time.perf_counter()
     result = method.anonymize(data.data, noise=randomness(seed))
     seconds = time.perf_counter() - started
