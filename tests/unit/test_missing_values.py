@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import medanon
 from medanon.anonymize.common import MISSING_LABEL, with_missing_leaf
@@ -81,3 +82,16 @@ def test_missing_leaf_is_its_own_lowest_common_value():
     assert tax.lca([MISSING_LABEL, "Newborn"]) == tax.root
     assert tax.height == mesh_age_tree().height
     assert MISSING_LABEL not in mesh_age_tree()
+
+
+def test_nil_charges_an_empty_cell_nothing_and_star_everything():
+    from medanon.metrics import normalized_information_loss
+    schema = Schema.default()
+    tax = schema.load_hierarchies()
+    qids = [(q.name, q.kind) for q in schema.qids]
+    rows = pd.DataFrame({"group": ["1", "1", "2", "2"], "age": ["", "", "Newborn", "Newborn"],
+                         "sex": ["F", "F", "", ""], "weight": ["", "", "65", "65"]})
+    assert normalized_information_loss(rows, qids, tax) == 0.0
+    starred = rows.assign(weight=["*", "*", "65", "65"])
+    # group 1 loses its weight entirely (1/3 of its QIDs); group 2 nothing
+    assert normalized_information_loss(starred, qids, tax) == pytest.approx((1 / 3) / 2)

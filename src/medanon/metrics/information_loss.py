@@ -6,8 +6,10 @@ IL(g) = |g|·[Σ_i (max(N_i, g) − min(N_i, g)) / (max(N_i) − min(N_i)) + Σ_
 (001 Eq. 1, Byun et al.); NIL(g) = IL(g) / (|g|·|QID|) (Eq. 8); NIL(R) = the mean of NIL(g) over
 the groups of R (Eq. 9; ``algorithms.md`` §1.5). Read from the published rows alone: a numeric
 value ``[lo-hi]`` spans hi − lo, a categorical label has the height of its subtree; the ranges
-max(N_i) − min(N_i) are taken over the release. An empty (missing) cell counts as fully
-generalized. NIL lies in [0, 1].
+max(N_i) − min(N_i) are taken over the release. An empty cell publishes a missing value as
+missing (nothing generalized) and costs 0; ``*`` costs 1 (the root, or the whole range). (No
+method publishes an empty cell for a present value; method ``none`` publishes missing values
+this way, and now costs 0 as it should.) NIL lies in [0, 1].
 
 IL+, IL* and NIL of 000 (PPMS-DP, Wu, Shen, Lin), :func:`information_loss_star`
 ----------------------------------------------------------------------------------
@@ -90,11 +92,14 @@ from ..hierarchies import Interval, Taxonomy
 
 __all__ = ["StarLoss", "information_loss_star", "normalized_information_loss"]
 
+_WHOLE = ("", "*")  # published cells meaning "the whole domain" (numeric) / the root (categorical)
+
 
 def _bounds(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    texts = column.fillna("").astype(str)
+    """Bounds of published numeric cells; NaN for an empty cell (missing) and for ``*``."""
+    texts = column.fillna("").astype(str).str.strip()
     uniques = texts.unique()
-    parsed = {t: (Interval.parse(t) if t else None) for t in uniques}
+    parsed = {t: (Interval.parse(t) if t not in _WHOLE else None) for t in uniques}
     lo = np.array([parsed[t].lo if parsed[t] else np.nan for t in texts])
     hi = np.array([parsed[t].hi if parsed[t] else np.nan for t in texts])
     return lo, hi
@@ -113,18 +118,24 @@ def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, st
         return 0.0
     loss = np.zeros(len(rows))
     for name, kind in qids:
+        # An empty cell publishes a missing value as missing: nothing was generalized, so it
+        # costs 0; ``*`` is the root (categorical) or the whole range (numeric) and costs 1.
+        empty = rows[name].fillna("").astype(str).str.strip().eq("").to_numpy()
         if kind == "numeric":
             lo, hi = _bounds(rows[name])
             span_all = np.nanmax(hi) - np.nanmin(lo) if np.isfinite(hi).any() else 0.0
             if span_all > 0:
                 term = (hi - lo) / span_all
-                loss += np.where(np.isnan(term), 1.0, term)
+                loss += np.where(empty, 0.0, np.where(np.isnan(term), 1.0, term))
+            else:
+                loss += np.where(np.isnan(hi) & ~empty, 1.0, 0.0)
         else:
             tax = hierarchies[name]
-            labels = rows[name].fillna("").astype(str).replace("", tax.root)
+            labels = rows[name].fillna("").astype(str).str.strip().mask(empty, tax.root)
             if tax.height > 0:
                 codes = tax.encode(labels.tolist())
-                loss += np.asarray(tax.subtree_height_array, dtype=float)[codes] / tax.height
+                loss += np.where(empty, 0.0,
+                                 np.asarray(tax.subtree_height_array, dtype=float)[codes] / tax.height)
     per_group = pd.Series(loss / len(qids)).groupby(rows["group"].to_numpy()).first()
     return float(per_group.mean())
 
@@ -133,7 +144,6 @@ def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, st
 _OWNER = "information_loss_star"
 _CASE = "case_id"
 _GROUP = "group"
-_WHOLE = ("", "*")  # published cells meaning "the whole domain" (numeric) / the root (categorical)
 _SHOWN = 5
 
 
