@@ -95,3 +95,20 @@ def test_neighbouring_series_also_verify(quarters):
         assert [r.verdict for r in series.releases_published] == ["passed"]
         assert check(series).ok
         assert series.manifests[first]["counts"]["suppressed_terms"] > 0
+
+
+def test_the_cli_says_how_many_terms_were_suppressed(tmp_path):
+    from tests.conftest import invoke_cli
+    folder = tmp_path / "faers"
+    write_faers_series(folder, periods=2, cases=900, seed=2026)
+    store = tmp_path / "s.duckdb"
+    assert invoke_cli("ingest", folder, "--store", store).returncode == 0
+    result = invoke_cli("release", "2020Q1", "--method", "ha", "--k", "5", "--theta", "0.4",
+                        "--alpha", "0.25", "--on-infeasible", "raise-theta", "--store", store)
+    assert result.returncode == 0, result.stderr
+    manifest = medanon.ReleaseStore.open(store).manifest("2020Q1") if hasattr(
+        medanon, "ReleaseStore") else None
+    note = [ln for ln in result.stderr.splitlines() if "sensitive term(s) were suppressed" in ln]
+    assert len(note) == 1, result.stderr
+    if manifest is not None:
+        assert note[0].split()[1] == str(manifest["counts"]["suppressed_terms"])

@@ -213,6 +213,11 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
     if anonymizer.privacy_model is not None and any(s.suppressed for s in summaries):
         ui.err.print("note: some cases were withheld (they fit no group without breaking theta, "
                      "or --case-budget withheld them); see each manifest's counts and details.")
+    if any(s.suppressed_terms for s in summaries):
+        terms = sum(s.suppressed_terms for s in summaries)
+        ui.err.print(f"note: {terms} sensitive term(s) were suppressed from cases that fit no "
+                     "group otherwise (the cases stay published); see each manifest's counts "
+                     "and details.")
     for line in clipping:
         ui.err.print(line, soft_wrap=True)
 

@@ -59,6 +59,8 @@ class PublishedSummary:
     suppressed: int
     method: str
     verdict: str = "not-run"
+    #: sensitive terms suppressed from single cases (HA keeps a case that fits no group)
+    suppressed_terms: int = 0
 
 
 def plan_periods(store: ReleaseStore, requested: Sequence[str]) -> list[str]:
@@ -476,7 +478,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
             summaries.append(PublishedSummary(prepared.period, len(prepared.rows), result.n_groups,
                                               prepared.manifest["counts"]["suppressed"],
                                               method.name,
-                                              prepared.manifest["verification"]["verdict"]))
+                                              prepared.manifest["verification"]["verdict"],
+                                              prepared.manifest["counts"].get("suppressed_terms", 0)))
             if progress:
                 progress(prepared.period)
     return summaries
