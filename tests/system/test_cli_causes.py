@@ -391,7 +391,7 @@ def test_a_numeric_age_in_target_is_its_mesh_band(store) -> None:
     result = invoke_cli(*base, "--target", "sex=F,age=200")
     assert_user_error(result, "ValidationError", "an age must lie between 0 and 150 years")
     result = invoke_cli(*base, "--target", "sex=F,age=thirty")
-    assert_user_error(result, "ValidationError", "'Young Adult', 'Middle Aged'")
+    assert_user_error(result, "ValidationError", "'Young Adult', 'Adult (25-44)', 'Middle Aged'")
     assert "or an age in years" in result.stderr
     result = invoke_cli(*base, "--target", "sex=3")
     assert_user_error(result, "ValidationError", "Give one of the 'sex' hierarchy's values: 'F', 'M'")
