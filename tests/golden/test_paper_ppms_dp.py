@@ -5,6 +5,11 @@ is rooted at Non-adult, so ψ = {Child, In-school, Adolescent, Non-adult}. The p
 q(Child, ψ) = 1.5, max IL_c = 0.75, min IL_c = 0.5, Δq = 0.25 and a weight of 0.86 computed with
 2 × 0.5 in the denominator. What is consistent is reproduced exactly; what is not is pinned
 down here so that a change of mind is a visible decision.
+
+000's ``Child`` is a value; in our tree it is the node over Preschool and In-school (a raw
+``Child`` reads as In-school, issue 20). ``perturbation_candidates`` takes node labels, so the
+example is computed on the labels as 000 writes them, and ψ is the same for {In-school,
+Adolescent}, which ``test_psi_of_the_values_as_records_hold_them`` checks.
 """
 
 from __future__ import annotations
@@ -90,3 +95,9 @@ def test_full_tree_il_is_a_bounded_dissimilarity():
     code = tax.code_of
     # Leaf vs its parent: φ(In-school) = {In-school, Child, Nonadult, *}, φ(Child) has 3 of them.
     assert il[code["In-school"], code["Child"]] == pytest.approx(1 / 4)
+
+
+def test_psi_of_the_values_as_records_hold_them(example):
+    tree = mesh_age_tree()
+    as_held = perturbation_candidates(tree, tree.record_labels(GROUP))
+    assert set(as_held.labels) == set(example.labels) == set(ORDER)

@@ -178,8 +178,8 @@ def test_interval_hierarchy_children_tile_parents(lo: int, span: int, ratios: li
 @given(st.lists(st.floats(0, 150, allow_nan=False), min_size=1, max_size=50))
 def test_age_to_mesh_gives_values_monotonically(ages: list[float]) -> None:
     t = mesh_age_tree()
-    order = ["Newborn", "Infant", "Preschool", "In-school", "Adolescent", "Young Adult",
-             "Adult", "Middle Aged", "Aged", "Aged, 80 and over"]
+    order = ["Newborn", "Infant (1-23 months)", "Preschool", "In-school", "Adolescent",
+             "Young Adult", "Adult (25-44)", "Middle Aged", "Aged (65-79)", "Aged, 80 and over"]
     out = age_to_mesh(np.array(sorted(ages)))
     assert set(out) <= set(t.values)
     ranks = [order.index(v) for v in out]

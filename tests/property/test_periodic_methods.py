@@ -20,8 +20,8 @@ from medanon.hierarchies import Interval
 from tests.series_helpers import check, publish_series
 
 SCHEMA = Schema.default()
-LEAVES = ["Newborn", "Infant", "Preschool", "In-school", "Adolescent", "Young Adult", "Adult",
-          "Middle Aged", "Aged", "Aged, 80 and over"]
+LEAVES = ["Newborn", "Infant (1-23 months)", "Preschool", "In-school", "Adolescent",
+          "Young Adult", "Adult (25-44)", "Middle Aged", "Aged (65-79)", "Aged, 80 and over"]
 TERMS = [f"T{i}" for i in range(14)]
 
 

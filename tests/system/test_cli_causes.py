@@ -383,15 +383,15 @@ def test_a_numeric_age_in_target_is_its_mesh_band(store) -> None:
     base = ("attack", "--store", store, "--period", "2020Q2", "--json")
     by_number = invoke_cli(*base, "--target", "sex=F,age=32")
     assert by_number.returncode == 0, by_number.stderr
-    by_label = invoke_cli(*base, "--target", "sex=F,age=Adult")  # 25 to 44 years
+    by_label = invoke_cli(*base, "--target", "sex=F,age=Adult (25-44)")
     assert json.loads(by_number.stdout) == json.loads(by_label.stdout)
-    assert json.loads(by_number.stdout)["target"] == {"sex": "F", "age": "Adult"}
+    assert json.loads(by_number.stdout)["target"] == {"sex": "F", "age": "Adult (25-44)"}
     assert json.loads(invoke_cli(*base, "--target", "age=80").stdout)["target"] == {
         "age": "Aged, 80 and over"}
     result = invoke_cli(*base, "--target", "sex=F,age=200")
     assert_user_error(result, "ValidationError", "an age must lie between 0 and 150 years")
     result = invoke_cli(*base, "--target", "sex=F,age=thirty")
-    assert_user_error(result, "ValidationError", "'Young Adult', 'Middle Aged'")
+    assert_user_error(result, "ValidationError", "'Young Adult', 'Adult (25-44)', 'Middle Aged'")
     assert "or an age in years" in result.stderr
     result = invoke_cli(*base, "--target", "sex=3")
     assert_user_error(result, "ValidationError", "Give one of the 'sex' hierarchy's values: 'F', 'M'")

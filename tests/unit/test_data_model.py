@@ -118,6 +118,21 @@ def test_super_record_of_a_followup_takes_the_lub() -> None:
     assert first["age_years"] == 15.0  # private columns come from the latest version
     lo, hi = supers.numeric_bounds("weight")
     assert lo.tolist() == [3.0, 80.0] and hi.tolist() == [50.0, 80.0]
+    # The raw "Aged" (what age_to_mesh wrote before issue 20, so old stores hold it) is the
+    # band leaf, not the generalization "Aged".
+    assert supers.frame.iloc[1]["age"] == "Aged (65-79)"
+
+
+def test_old_band_labels_are_their_leaves_before_the_lub() -> None:
+    schema = Schema.default()
+    ages = ["Adult", "Adult (25-44)", "Aged"]
+    frame = _records(age=ages, case_id=["1", "1", "2"])
+    supers = combine_super_records(frame, schema, schema.load_hierarchies()).frame
+    # Adult and Adult (25-44) are one band: no generalization for case 1.
+    assert supers["age"].tolist() == ["Adult (25-44)", "Aged (65-79)"]
+    mixed = combine_super_records(_records(age=["Adult", "Young Adult", "Infant"]), schema,
+                                  schema.load_hierarchies()).frame
+    assert mixed["age"].tolist() == ["Adult", "Infant (1-23 months)"]
 
 
 def test_super_records_reject_values_outside_the_hierarchy() -> None:

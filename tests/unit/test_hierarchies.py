@@ -20,6 +20,7 @@ from medanon.hierarchies import (
     sex_tree,
     write_arx,
 )
+from medanon.hierarchies.builtin import mesh_age_band
 
 SMALL = {"*": None, "A": "*", "B": "*", "a1": "A", "a2": "A", "b1": "B", "x": "a1"}
 
@@ -75,11 +76,62 @@ class TestTaxonomyStructure:
         assert small.leaf_count("A") == 2
         assert small.leaf_count("x") == 1
 
-    def test_values_may_include_internal_nodes(self) -> None:
+    def test_internal_values_get_self_leaves(self) -> None:
         t = Taxonomy(SMALL, name="small", values=["A", "x", "a2", "b1"])
-        assert t.values == ("A", "x", "a2", "b1")
+        # The value "A" is published as its self leaf, first among A's children; no new level.
+        assert t.values == ("A (exact)", "x", "a2", "b1")
+        assert t.children("A") == ("A (exact)", "a1", "a2") and t.parent("A (exact)") == "A"
+        assert t.height == Taxonomy(SMALL, name="small").height
+        assert t.leaf_count("A (exact)") == 1 and t.subtree_height("A (exact)") == 0
+        assert t.lca(["A (exact)", "x"]) == "A"
+        assert dict(t.self_leaves) == {"A": "A (exact)"}
+        assert not any(t.value_mask[t.code_of[n]] for n in ("A", "a1", "*"))
         t2 = Taxonomy(SMALL, name="small", values="b1")
-        assert t2.values == ("b1",)
+        assert t2.values == ("b1",) and dict(t2.self_leaves) == {}
+
+    def test_raw_labels_of_internal_values_map_to_self_leaves(self) -> None:
+        t = Taxonomy(SMALL, name="small", values=["A", "x", "a2", "b1"])
+        assert t.record_labels(["A", "a2", None, "B"]) == ["A (exact)", "a2", None, "B"]
+        assert t.record_labels("A") == ["A (exact)"]
+        t.check_values(["A", "A (exact)", "x"], column="c")  # raw alias and leaf both accepted
+        with pytest.raises(HierarchyError, match="only as generalizations.*'B'"):
+            t.check_values(["B"], column="c")
+        # As a published label, "A" is the generalization (node A), not the value.
+        assert t.decode(t.encode(["A"])) == ["A"]
+
+    def test_named_self_leaves(self) -> None:
+        t = Taxonomy(SMALL, name="small", self_leaves={"A": "A only"})
+        assert t.children("A")[0] == "A only" and "A only" in t.values
+        assert t.record_labels(["A"]) == ["A only"]
+        # An existing leaf child may be named (MeSH: Child's band is the leaf In-school).
+        t2 = Taxonomy(SMALL, name="small", self_leaves={"A": "a2"})
+        assert t2.children("A") == ("a1", "a2") and t2.record_labels(["A"]) == ["a2"]
+
+    @pytest.mark.parametrize("self_leaves,part", [
+        ({"b1": "b1 only"}, "names 'b1', which is not an internal node"),
+        ({"*": "all"}, "names '\\*', which is not an internal node other than the root"),
+        ({"A": "b1"}, "the self leaf of 'A' would be 'b1', but that label is already a node"),
+        ({"A": "a1"}, "the self leaf of 'A' would be 'a1', but that label is already a node"),
+        ({"A": " "}, "must be a non-empty one-line label"),
+        ({"A": "s", "B": "s"}, "'s' is the self leaf of two nodes"),
+    ])
+    def test_self_leaf_errors(self, self_leaves: dict, part: str) -> None:
+        with pytest.raises(HierarchyError, match=part):
+            Taxonomy(SMALL, name="small", self_leaves=self_leaves)
+
+    def test_self_leaves_must_be_a_mapping(self) -> None:
+        with pytest.raises(ValidationError, match="The 'self_leaves' parameter of Taxonomy"):
+            Taxonomy(SMALL, name="small", self_leaves=["A"])  # type: ignore[arg-type]
+
+    def test_default_self_leaf_label_taken_elsewhere(self) -> None:
+        parents = dict(SMALL, **{"A (exact)": "B"})
+        with pytest.raises(HierarchyError, match="already a node elsewhere.*'self_leaves'"):
+            Taxonomy(parents, name="small", values=["A", "b1"])
+
+    def test_self_leaves_survive_pickling(self) -> None:
+        t = Taxonomy(SMALL, name="small", self_leaves={"A": "A only"})
+        back = pickle.loads(pickle.dumps(t))
+        assert back == t and dict(back.self_leaves) == {"A": "A only"}
 
     def test_root_label_is_free(self) -> None:
         t = Taxonomy({"ANY": None, "F": "ANY", "M": "ANY"}, name="g")
@@ -93,6 +145,7 @@ class TestTaxonomyStructure:
         reordered = dict(reversed(list(SMALL.items())))
         other = Taxonomy(reordered, name="another name")
         assert other == small and hash(other) == hash(small)
+        assert Taxonomy(SMALL, name="small", values=["x", "a2"]) != small
         assert Taxonomy(SMALL, name="small", values=["A", "x", "a2", "b1"]) != small
         changed = dict(SMALL, x="a2")
         assert Taxonomy(changed, name="small") != small
@@ -412,12 +465,28 @@ class TestBuiltin:
         assert t.name == "mesh-age" and t.root == "*" and t.height == 3
         assert t.children("*") == ("Nonadult", "Adult")
         assert t.children("Nonadult") == ("Infant", "Child", "Adolescent")
-        assert t.children("Infant") == ("Newborn",)
+        assert t.children("Infant") == ("Newborn", "Infant (1-23 months)")
         assert t.children("Child") == ("Preschool", "In-school")
-        assert t.children("Adult") == ("Young Adult", "Middle Aged", "Aged")
-        assert t.children("Aged") == ("Aged, 80 and over",)
-        assert set(t.values) == set(t.nodes) - {"*", "Nonadult"}
-        assert len(t) == 13
+        assert t.children("Adult") == ("Young Adult", "Adult (25-44)", "Middle Aged", "Aged")
+        assert t.children("Aged") == ("Aged (65-79)", "Aged, 80 and over")
+        # Values are the leaves only: a band and a generalization never share a label.
+        assert t.values == t.leaves and len(t.values) == 10
+        assert len(t) == 16
+
+    def test_mesh_plain_labels_are_raw_aliases(self) -> None:
+        t = mesh_age_tree()
+        assert t.record_labels(["Infant", "Child", "Adult", "Aged", "Newborn"]) == [
+            "Infant (1-23 months)", "In-school", "Adult (25-44)", "Aged (65-79)", "Newborn"]
+        t.check_values(["Adult", "Aged", "Infant", "Child"], column="age")
+        with pytest.raises(HierarchyError, match="only as generalizations.*'Nonadult'"):
+            t.check_values(["Nonadult"], column="age")
+
+    def test_mesh_bands(self) -> None:
+        assert mesh_age_band("Adult (25-44)") == (25, 45)
+        assert mesh_age_band("Adult") == (19, 150)
+        assert mesh_age_band("Aged (65-79)") == (65, 80) and mesh_age_band("Aged") == (65, 150)
+        assert mesh_age_band("Infant (1-23 months)") == (1 / 12, 2)
+        assert mesh_age_band("Infant") == (0, 2) and mesh_age_band("Child") == (2, 13)
 
     def test_paper_examples(self) -> None:
         t = mesh_age_tree()
@@ -435,11 +504,13 @@ class TestBuiltin:
         assert BUILTIN_HIERARCHIES["sex"]() == sex_tree()
 
     @pytest.mark.parametrize("age,label", [
-        (0, "Newborn"), (0.08, "Newborn"), (1 / 12, "Infant"), (1.99, "Infant"),
+        (0, "Newborn"), (0.08, "Newborn"), (1 / 12, "Infant (1-23 months)"),
+        (1.99, "Infant (1-23 months)"),
         (2, "Preschool"), (5.9, "Preschool"), (6.0, "In-school"), (12.99, "In-school"),
         (13, "Adolescent"), (18.99, "Adolescent"), (19, "Young Adult"), (24.5, "Young Adult"),
-        (25, "Adult"), (44.99, "Adult"), (45, "Middle Aged"), (64.99, "Middle Aged"),
-        (65, "Aged"), (79.99, "Aged"), (80, "Aged, 80 and over"), (150, "Aged, 80 and over"),
+        (25, "Adult (25-44)"), (44.99, "Adult (25-44)"), (45, "Middle Aged"),
+        (64.99, "Middle Aged"), (65, "Aged (65-79)"), (79.99, "Aged (65-79)"),
+        (80, "Aged, 80 and over"), (150, "Aged, 80 and over"),
     ])
     def test_age_to_mesh_scalar(self, age: float, label: str) -> None:
         assert age_to_mesh(age) == label
@@ -448,7 +519,7 @@ class TestBuiltin:
     def test_age_to_mesh_vector(self) -> None:
         out = age_to_mesh(np.array([[1.0, np.nan], [30.0, 70.0]]))
         assert out.dtype == object and out.shape == (2, 2)
-        assert out.tolist() == [["Infant", None], ["Adult", "Aged"]]
+        assert out.tolist() == [["Infant (1-23 months)", None], ["Adult (25-44)", "Aged (65-79)"]]
         assert age_to_mesh(float("nan")) is None
         assert age_to_mesh([3, None]).tolist() == ["Preschool", None]
         big = age_to_mesh(np.linspace(0, 100, 1_000_000))
@@ -472,6 +543,20 @@ class TestBuiltin:
 
 # --------------------------------------------------------------------------- ARX
 MESH_ARX = """\
+Newborn;Infant;Nonadult;*
+Infant (1-23 months);Infant;Nonadult;*
+Preschool;Child;Nonadult;*
+In-school;Child;Nonadult;*
+Adolescent;Adolescent;Nonadult;*
+Young Adult;Young Adult;Adult;*
+Adult (25-44);Adult (25-44);Adult;*
+Middle Aged;Middle Aged;Adult;*
+Aged (65-79);Aged;Adult;*
+Aged, 80 and over;Aged;Adult;*
+"""
+
+# The MeSH tree as releases before issue 20 wrote it: bands as internal values.
+OLD_MESH_ARX = """\
 Infant;Infant;Nonadult;*
 Newborn;Infant;Nonadult;*
 Child;Child;Nonadult;*
@@ -494,6 +579,23 @@ class TestArx:
         t = read_arx(MESH_ARX, name="mesh-age")
         assert t == mesh_age_tree() and t.name == "mesh-age"
 
+    def test_read_old_mesh_gives_default_self_leaves(self) -> None:
+        t = read_arx(OLD_MESH_ARX, name="mesh-age")
+        assert dict(t.self_leaves) == {"Infant": "Infant (exact)", "Child": "Child (exact)",
+                                       "Adult": "Adult (exact)", "Aged": "Aged (exact)"}
+        assert t.height == 3 and t.values == t.leaves
+        # Every label an old release can hold is still a node; "Adult" is the generalization.
+        assert set(mesh_age_tree().nodes) - {"Infant (1-23 months)", "Adult (25-44)",
+                                             "Aged (65-79)"} <= set(t.nodes)
+        assert t.subtree_height("Adult") == 2
+
+    def test_internal_value_row_round_trips_with_suffix(self) -> None:
+        t = read_arx("Adult;Adult;*\nYoung Adult;Adult;*\nChild;Child;*\n", name="age")
+        text = write_arx(t)
+        assert text.splitlines()[0] == "Adult (exact);Adult;*"
+        back = read_arx(text, name="age")
+        assert back == t and dict(back.self_leaves) == {"Adult": "Adult (exact)"}
+
     def test_round_trip_sources_and_targets(self, tmp_path) -> None:
         t = mesh_age_tree()
         path = tmp_path / "age.csv"
@@ -515,9 +617,9 @@ class TestArx:
         assert '"c,d"' in text_comma and read_arx(text_comma, name="q", sep=",") == t
 
     def test_leaf_that_is_not_a_value_still_gets_a_row(self) -> None:
-        t = Taxonomy(SMALL, name="s", values=["A", "x"])
+        t = Taxonomy(SMALL, name="s", values=["B", "x"])
         rows = write_arx(t).splitlines()
-        assert rows[0] == "A;A;A;*" and "a2;a2;A;*" in rows
+        assert "B (exact);B (exact);B;*" in rows and "a2;a2;A;*" in rows
         assert len({len(r.split(";")) for r in rows}) == 1
 
     def test_bom_crlf_blank_lines(self, tmp_path) -> None:
@@ -568,7 +670,7 @@ class TestArx:
     def test_error_two_parents(self) -> None:
         text = MESH_ARX.replace("In-school;Child;Nonadult;*", "In-school;Child;Adult;*")
         with pytest.raises(HierarchyError,
-                           match="row 5 gives 'Child' the parent 'Adult' but row 3 gave it "
+                           match="row 4 gives 'Child' the parent 'Adult' but row 3 gave it "
                                  "'Nonadult'"):
             read_arx(text, name="age")
 
@@ -609,12 +711,12 @@ class TestArx:
 def test_pandas_inputs() -> None:
     pd = pytest.importorskip("pandas")
     t = mesh_age_tree()
-    col = pd.Series(["Adult", None, "Child", "Adult"], dtype=object)
+    col = pd.Series(["Adult (25-44)", None, "In-school", "Adult"], dtype=object)
     t.check_values(col, column="age")
     t.check_values(col.astype("category"), column="age")
     with pytest.raises(HierarchyError, match="'Teen'"):
         t.check_values(pd.Series(["Teen", pd.NA], dtype="string"), column="age")
-    assert t.encode(pd.Series(["Adult", "Child"])).tolist() == [8, 4]
+    assert t.encode(pd.Series(["Adult", "Child"])).tolist() == [9, 5]
     assert age_to_mesh(pd.Series([3.0, None])).tolist() == ["Preschool", None]
 
 

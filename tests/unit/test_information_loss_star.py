@@ -1,7 +1,8 @@
 """Unit tests for information_loss_star: IL+ / IL* and NIL of paper 000 (algorithms.md §5.7).
 
 Golden values are computed by hand in the comments. Depths in the MeSH age tree (root ``*`` = 0):
-Nonadult 1, Child 2, Preschool 3, In-school 3, Adult 1, Middle Aged 2, Aged 2.
+Nonadult 1, Child 2, Preschool 3, In-school 3, Adult 1, Young Adult 2, Middle Aged 2, Aged 2,
+Aged (65-79) 3. An original raw ``Child`` is its band, the leaf In-school (issue 20).
 """
 
 from __future__ import annotations
@@ -202,13 +203,19 @@ class TestCategorical:
         assert one_age("Preschool", "In-school") == pytest.approx(2 / 5)
         # Preschool -> Adult, w = * (0): (3 + 1 - 0)/(3 + 1 - 0 + 1) = 4/5
         assert one_age("Preschool", "Adult") == pytest.approx(4 / 5)
-        # Child -> Preschool (a descendant), w = Child: (2 + 3 - 4)/(2 + 3 - 2 + 1) = 1/4
-        assert one_age("Child", "Preschool") == pytest.approx(1 / 4)
+        # a raw original Child is In-school, so Preschool is a sibling: 2/5, not the 1/4 a
+        # descendant of the node Child would cost
+        assert one_age("Child", "Preschool") == pytest.approx(2 / 5)
+        # Aged (raw) is Aged (65-79), depth 3; Aged -> its node: (3 - 2)/(3 + 1) = 1/4
+        assert one_age("Aged", "Aged") == pytest.approx(1 / 4)
+        assert one_age("Aged (65-79)", "Aged (65-79)") == 0.0
 
     def test_all_pairs_equal_000_jaccard_formula(self) -> None:
         # 000's IL_c(u, v) = (|phi(u) U phi(v)| - |phi(u) n phi(v)|)/|phi(u) U phi(v)| on every pair
         tree = mesh_age_tree()
-        pairs = [(u, v) for u in tree.nodes for v in tree.nodes]
+        # originals are record values: a node with a self leaf would be read as the leaf
+        originals = [u for u in tree.nodes if u not in tree.self_leaves]
+        pairs = [(u, v) for u in originals for v in tree.nodes]
         ids = list(range(len(pairs)))
         result = information_loss_star(
             original(ids, ages=[u for u, _ in pairs]),
@@ -238,7 +245,7 @@ class TestCategorical:
 # ---------------------------------------------------------------------------- groups and NIL
 def golden_case() -> tuple[pd.DataFrame, pd.DataFrame]:
     orig = original([1, 2, 3, 4, 5],
-                    ages=["Preschool", "Child", "Middle Aged", "Aged", "Aged"],
+                    ages=["Preschool", "In-school", "Middle Aged", "Young Adult", "Middle Aged"],
                     weights=[40.0, 50.0, 70.0, 90.0, 80.0])          # range 90 - 40 = 50
     rows = release([1, 2, 3, 4, 5], ["g1", "g1", "g2", "g2", "g2"],
                    ages=["Child", "Child", "Adult", "Adult", "Adult"],
@@ -251,26 +258,26 @@ class TestGroups:
         orig, rows = golden_case()
         result = information_loss_star(orig, rows, BOTH, TAX)
         # g1: case 1 age Preschool -> Child 1/4, weight 40 in [30-50] 5/50 = 0.1
-        #     case 2 age Child -> Child 0,       weight 50 in [30-50] 10/50 = 0.2
-        #     IL*(g1) = 0.25 + 0.1 + 0 + 0.2 = 0.55; NIL(g1) = 0.55/(2*2) = 0.1375
-        # g2: ages Middle Aged/Aged (2) -> Adult (1): (2 - 1)/3 = 1/3 each
+        #     case 2 age In-school -> Child 1/4, weight 50 in [30-50] 10/50 = 0.2
+        #     IL*(g1) = 0.25 + 0.1 + 0.25 + 0.2 = 0.8; NIL(g1) = 0.8/(2*2) = 0.2
+        # g2: ages Middle Aged/Young Adult (2) -> Adult (1): (2 - 1)/3 = 1/3 each
         #     weights 75 vs 70: 5/50 = 0.1; '*': 1; 200 vs 80: 120/50 = 2.4 -> clipped 1
         #     IL*(g2) = 3*(1/3) + 0.1 + 1 + 1 = 3.1; NIL(g2) = 3.1/(3*2) = 0.51666...
-        # NIL = (0.1375 + 0.516666...)/2 = 0.3270833...
-        assert result.per_group["g1"] == pytest.approx(0.55)
+        # NIL = (0.2 + 0.516666...)/2 = 0.358333...
+        assert result.per_group["g1"] == pytest.approx(0.8)
         assert result.per_group["g2"] == pytest.approx(3.1)
-        assert result.nil == pytest.approx((0.1375 + 3.1 / 6) / 2)
-        # record-weighted per attribute: age (1/4 + 0 + 3*(1/3))/5 = 0.25,
+        assert result.nil == pytest.approx((0.2 + 3.1 / 6) / 2)
+        # record-weighted per attribute: age (1/4 + 1/4 + 3*(1/3))/5 = 0.3,
         # weight (0.1 + 0.2 + 0.1 + 1 + 1)/5 = 0.48
-        assert result.per_attribute.to_dict() == pytest.approx({"age": 0.25, "weight": 0.48})
+        assert result.per_attribute.to_dict() == pytest.approx({"age": 0.3, "weight": 0.48})
         assert (result.n_records, result.n_withheld) == (5, 0)
 
     def test_group_average_differs_from_record_average(self) -> None:
-        # NIL averages groups, not records: the record average would be (0.55 + 3.1)/(5*2) = 0.365
+        # NIL averages groups, not records: the record average would be (0.8 + 3.1)/(5*2) = 0.39
         orig, rows = golden_case()
         result = information_loss_star(orig, rows, BOTH, TAX)
-        assert result.nil != pytest.approx(0.365)
-        assert result.per_attribute.mean() == pytest.approx(0.365)
+        assert result.nil != pytest.approx(0.39)
+        assert result.per_attribute.mean() == pytest.approx(0.39)
 
     def test_il_plus_on_point_values(self) -> None:
         # all numeric values published as numbers: IL*(g) = IL+(g) = sum |x - a|/range + IL_c
@@ -287,13 +294,13 @@ class TestGroups:
         # case 6 is not published: same losses (its weight 60 lies inside the range 40..90)
         result = information_loss_star(extra, rows, BOTH, TAX)
         assert (result.n_records, result.n_withheld) == (5, 1)
-        assert result.nil == pytest.approx((0.1375 + 3.1 / 6) / 2)
+        assert result.nil == pytest.approx((0.2 + 3.1 / 6) / 2)
         # dropping a released case drops it from its group: g1 holds case 2 only:
-        # IL*(g1) = 0 + 0.2; NIL(g1) = 0.2/(1*2) = 0.1
+        # IL*(g1) = 0.25 + 0.2; NIL(g1) = 0.45/(1*2) = 0.225
         result = information_loss_star(extra, rows[rows.case_id != "1"], BOTH, TAX)
         assert (result.n_records, result.n_withheld) == (4, 2)
-        assert result.per_group["g1"] == pytest.approx(0.2)
-        assert result.nil == pytest.approx((0.1 + 3.1 / 6) / 2)
+        assert result.per_group["g1"] == pytest.approx(0.45)
+        assert result.nil == pytest.approx((0.225 + 3.1 / 6) / 2)
 
     def test_withheld_cases_still_set_the_range(self) -> None:
         # the range is over the ORIGINAL values of the period: withheld 140 makes it 100
@@ -311,8 +318,8 @@ class TestGroups:
 
     def test_case_ids_joined_as_text(self) -> None:
         # integer case ids in the original match the published strings; row order is irrelevant
-        orig = pd.DataFrame({"case_id": [2, 1], "age": ["Child", "Preschool"]})
-        rows = release([1, 2], ["g", "h"], ages=["Child", "Child"])
+        orig = pd.DataFrame({"case_id": [2, 1], "age": ["In-school", "Preschool"]})
+        rows = release([1, 2], ["g", "h"], ages=["Child", "In-school"])
         result = information_loss_star(orig, rows, AGE, TAX)
         assert result.per_group.to_dict() == pytest.approx({"g": 0.25, "h": 0.0})
 
@@ -321,8 +328,8 @@ class TestGroups:
         result = information_loss_star(orig, rows, BOTH, TAX)
         data = json.loads(json.dumps(result.to_dict()))
         assert data["nil"] == pytest.approx(result.nil)
-        assert data["per_group"] == pytest.approx({"g1": 0.55, "g2": 3.1})
-        assert data["per_attribute"] == pytest.approx({"age": 0.25, "weight": 0.48})
+        assert data["per_group"] == pytest.approx({"g1": 0.8, "g2": 3.1})
+        assert data["per_attribute"] == pytest.approx({"age": 0.3, "weight": 0.48})
         assert (data["n_records"], data["n_withheld"]) == (5, 0)
         assert isinstance(result, StarLoss)
 
@@ -332,7 +339,7 @@ class TestGroups:
         frame = orig.rename(columns={"case_id": "CASEID"})
         records = SimpleNamespace(frame=frame, schema=SimpleNamespace(case_id="CASEID"))
         result = information_loss_star(records, rows, BOTH, TAX)
-        assert result.per_group["g1"] == pytest.approx(0.55)
+        assert result.per_group["g1"] == pytest.approx(0.8)
 
     def test_large_release_of_mixed_cells(self) -> None:
         # Generalized, interval and noisy cells over 10,000 groups; how long it takes is

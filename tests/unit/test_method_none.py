@@ -32,4 +32,6 @@ def test_groups_are_equivalence_classes_including_missing_cells() -> None:
     assert set(rows["group"]) == {"1", "2", "3"}
     assert rows.loc["3", "age"] == "" and rows.loc["3", "weight"] == ""  # missing cells stay empty
     assert rows.loc["1", "weight"] == "70" and rows.loc["5", "sex"] == ""
+    # the raw "Aged" (65-79) publishes as its band leaf, never as the generalization "Aged"
+    assert rows.loc["1", "age"] == "Aged (65-79)"
     assert "report_id" not in rows.columns and "age_years" not in rows.columns

@@ -17,7 +17,7 @@ from medanon.errors import SchemaError, ValidationError
 from medanon.hierarchies import mesh_age_tree
 from medanon.random import randomness
 
-AGES = ["Young Adult", "Middle Aged", "Aged", "Adolescent", "In-school"]
+AGES = ["Young Adult", "Middle Aged", "Aged (65-79)", "Adolescent", "In-school"]
 
 
 def records(n: int, *, period: str = "2020Q1", weight=None, seed: int = 0, start: int = 0):

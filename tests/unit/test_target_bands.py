@@ -10,7 +10,8 @@ from medanon.errors import ValidationError
 from medanon.hierarchies import Taxonomy, age_to_mesh, mesh_age_tree
 from medanon.published.cells import QidInfo
 
-# "[0-49]" is a record value and the parent of narrower ones, as MeSH's "Adult" is
+# "[0-49]" is a record value and the parent of narrower ones, as MeSH's "Adult" is: the value
+# is the self leaf "[0-49] (exact)"
 DECADES = Taxonomy({"*": None, "[0-49]": "*", "[0-9]": "[0-49]", "[10-19]": "[0-49]",
                     "[20-49]": "[0-49]", "[50-99]": "*"},
                    name="decades", values=("[0-49]", "[0-9]", "[10-19]", "[20-49]", "[50-99]"))
@@ -27,8 +28,14 @@ def test_a_hierarchy_of_intervals_gives_the_narrowest_band() -> None:
     assert parse_target("age=15", qids).values == {"age": "[10-19]"}
     assert parse_target("age=[10-19]", qids).values == {"age": "[10-19]"}  # a label as before
     with pytest.raises(ValidationError, match=r"Give one of the 'age' hierarchy's values: "
-                                              r"'\[0-49\]', '\[0-9\]'"):
+                                              r"'\[0-49\] \(exact\)', '\[0-9\]'"):
         parse_target("age=120", qids)
+    # the self leaf is the band of its node's label: 45 lies in [0-49] and [20-49] (narrower)
+    assert parse_target("age=45", qids).values == {"age": "[20-49]"}
+    wide = Taxonomy({"*": None, "[0-49]": "*", "[0-9]": "[0-49]", "[50-99]": "*"},
+                    name="wide", values=("[0-49]", "[0-9]", "[50-99]"))
+    assert parse_target("age=30", (QidInfo("age", "categorical", wide),)).values == {
+        "age": "[0-49] (exact)"}
 
 
 def test_a_number_for_a_hierarchy_without_bands_lists_its_values() -> None:

@@ -81,8 +81,8 @@ def parse_target(text: str | Mapping[str, str], qids: tuple[QidInfo, ...]) -> Ta
     """Read ``"col=value,col=value"`` (or a mapping) into a :class:`Target`.
 
     Categorical values are node labels of the attribute's hierarchy, or, for a banded QID, a
-    number the hierarchy places in one band (``age=32`` under the MeSH age tree is ``Adult``,
-    25 to 44 years, as ingest maps a report's age; under a hierarchy of intervals, the
+    number the hierarchy places in one band (``age=32`` under the MeSH age tree is
+    ``Adult (25-44)``, as ingest maps a report's age; under a hierarchy of intervals, the
     narrowest value holding it); numeric values are numbers or inclusive intervals ``[lo-hi]``
     (the adversary knows the value lies there). A value may hold commas (``age=Aged, 80 and
     over``). The :class:`Target`'s ``values`` hold the labels used.
@@ -143,9 +143,11 @@ def _band_of(taxonomy, x: float) -> str | None:
             return None
         return str(age_to_mesh(x))
     holding = []
+    # A self leaf ("[0-49] (exact)") holds the band its node's label names.
+    node_of = {leaf: node for node, leaf in taxonomy.self_leaves.items()}
     for value in taxonomy.values:
         try:
-            band = Interval.parse(value)
+            band = Interval.parse(node_of.get(value, value))
         except ValidationError:
             return None  # not a hierarchy of bands
         if band.lo <= x <= band.hi:
@@ -159,7 +161,7 @@ def _band_of(taxonomy, x: float) -> str | None:
 def _categorical_value(q: QidInfo, value: str) -> str:
     """The node a target value names: a node label, or, for a banded QID (the MeSH age tree,
     or a hierarchy of intervals), a number that the hierarchy puts in one band (``age=32`` is
-    the band ``Adult``, 25 to 44 years, exactly as ingest maps a report's age).
+    the band ``Adult (25-44)``, exactly as ingest maps a report's age).
 
     Raises:
         ValidationError: neither; the message lists the values the hierarchy takes.

@@ -163,8 +163,14 @@ def _group_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, first_index: np.ndarray,
                      last_index: np.ndarray, multi_groups: np.ndarray) -> np.ndarray:
-    """Least upper bound (LCA) of each group's labels; missing labels are ignored."""
-    values = column.to_numpy(dtype=object)
+    """Least upper bound (LCA) of each group's labels; missing labels are ignored.
+
+    A raw label that names an internal node with a self leaf (an ``Adult`` written by data or a
+    store from before the MeSH age tree had self leaves) is the record value of that leaf, so it
+    becomes the leaf here, before any generalization.
+    """
+    values = np.empty(len(column), dtype=object)
+    values[:] = taxonomy.record_labels(column.to_numpy(dtype=object))
     result = values[first_index].copy()
     missing = pd.isna(values)
     for g in multi_groups:

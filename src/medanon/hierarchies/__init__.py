@@ -13,12 +13,13 @@ from .builtin import BUILTIN_HIERARCHIES, MAX_AGE_YEARS, age_to_mesh, mesh_age_t
 from .icd9 import (SENSITIVE_PRESETS, CodeTree, SensitiveRule, icd9_category, icd9_tree,
                    normalize_icd9, read_sensitive_file, sensitive_preset)
 from .intervals import MAX_INTERVAL_BINS, Interval, format_number, interval_hierarchy
-from .taxonomy import Taxonomy
+from .taxonomy import SELF_LEAF_SUFFIX, Taxonomy, self_leaf_label
 
 __all__ = [
     "BUILTIN_HIERARCHIES",
     "MAX_AGE_YEARS",
     "MAX_INTERVAL_BINS",
+    "SELF_LEAF_SUFFIX",
     "SENSITIVE_PRESETS",
     "CodeTree",
     "Interval",
@@ -33,6 +34,7 @@ __all__ = [
     "normalize_icd9",
     "read_arx",
     "read_sensitive_file",
+    "self_leaf_label",
     "sensitive_preset",
     "sex_tree",
     "write_arx",

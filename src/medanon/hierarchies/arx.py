@@ -2,8 +2,15 @@
 
 ARX stores a hierarchy with one row per value, ``value;level1;level2;...;*``: no header, one
 separator, every row the same length. Branches shorter than the tree are padded by repeating a
-label (``Young Adult;Young Adult;Adult;*``). An internal node that is itself a record value has a
-row of its own (``Adult;Adult;Adult;*``). Cells follow CSV quoting rules (Python's :mod:`csv`).
+label (``Young Adult;Young Adult;Adult;*``). Cells follow CSV quoting rules (Python's :mod:`csv`).
+
+An internal node that is itself a record value has a row of its own (``Adult;Adult;Adult;*``).
+On import it gets a *self leaf* (see :class:`~medanon.hierarchies.Taxonomy`): a leaf under the
+node labelled ``Adult (exact)``, which is the record value and the published label of an
+ungeneralized record, while ``Adult`` stays the generalization only; records may still hold the
+plain ``Adult``, which reads as the self leaf. :func:`write_arx` writes the self leaf's row
+(``Adult (exact);Adult (exact);Adult;*``), and a leaf so named under its node reads back as the
+self leaf, so the round trip keeps the hierarchy.
 
 References:
     ARX Data Anonymization Tool, https://arx.deidentifier.org/ (hierarchy file format).
@@ -76,7 +83,8 @@ def read_arx(source: str | Path | TextIO, *, name: str, sep: str = ";") -> Taxon
         sep: Cell separator (ARX uses ``;``).
 
     Returns:
-        The :class:`Taxonomy`; its values are the first cells of the rows.
+        The :class:`Taxonomy`; its values are the first cells of the rows, a first cell that is
+        also an internal node standing for its self leaf (``Adult`` -> ``Adult (exact)``).
 
     Raises:
         HierarchyError: the file is missing or unreadable, is empty, has rows of different
@@ -168,6 +176,9 @@ def write_arx(tax: Taxonomy, target: str | Path | TextIO | None = None, *,
     layout would lose it), in node order, each the path from the value to the root, padded at the
     front by repeating the value so that all rows have ``height + 1`` cells. Lines end in ``\\n``.
     ``read_arx(write_arx(t), name=t.name) == t`` whenever every leaf is a value (the default).
+    Self leaves are ordinary leaves here; the raw alias of a self leaf named otherwise than
+    ``"<node> (exact)"`` (the MeSH bands, ``Adult (25-44)``) is not written, since the layout
+    has no place for it.
 
     Args:
         tax: The hierarchy.

@@ -2,9 +2,23 @@
 
 The age tree is the reconstruction of ``algorithms.md`` §1.8 (the appendix "The taxonomy tree of
 Age" of Wang & Lin 2021 is not retrievable). It mirrors MeSH, where a broader age descriptor is an
-age band of its own and the parent of narrower ones, so ``Infant``, ``Child``, ``Adult`` and
-``Aged`` are record values as well as internal nodes. Height 3 (``* > Nonadult > Child >
+age band of its own and the parent of narrower ones: ``Infant`` (1-23 months), ``Adult`` (25-44)
+and ``Aged`` (65-79) are age bands and internal nodes. Height 3 (``* > Nonadult > Child >
 Preschool``), which reproduces Example 5 of 001 and Example 2 of 000.
+
+Self leaves (issue 20). Before, the bands were the internal nodes themselves, so an
+ungeneralized ``Adult`` (25-44) was published with the same label as ``Adult`` generalized from
+``Young Adult`` (any age 19-150): a reader could not tell them apart, information loss charged the
+ungeneralized record, and clustering mixed the bands as if they were free. Each band is now a leaf
+of its own under its node, labelled with the band (``Infant (1-23 months)``, ``Adult (25-44)``,
+``Aged (65-79)``; :class:`~medanon.hierarchies.Taxonomy` calls them self leaves), and
+:func:`age_to_mesh` returns these labels. The plain labels stay raw aliases of the bands
+(:meth:`Taxonomy.record_labels`), so data and stores written with the old labels still load. The
+height is unchanged (a self leaf sits beside its node's other children).
+
+``Child`` is the MeSH descriptor for 6-12 years, the band this tree calls ``In-school`` (000's
+name, which :func:`age_to_mesh` returns). So ``Child`` has no band leaf of its own: a raw ``Child``
+is read as ``In-school``, and a published ``Child`` is always the generalization (2-12 years).
 """
 
 from __future__ import annotations
@@ -29,36 +43,44 @@ _MESH_AGE_PARENTS: dict[str, str | None] = {
     "Nonadult": "*",
     "Infant": "Nonadult",
     "Newborn": "Infant",
+    "Infant (1-23 months)": "Infant",
     "Child": "Nonadult",
     "Preschool": "Child",
     "In-school": "Child",
     "Adolescent": "Nonadult",
     "Adult": "*",
     "Young Adult": "Adult",
+    "Adult (25-44)": "Adult",
     "Middle Aged": "Adult",
     "Aged": "Adult",
+    "Aged (65-79)": "Aged",
     "Aged, 80 and over": "Aged",
 }
+
+# The MeSH descriptors that are age bands and internal nodes, and the leaf that holds the band;
+# their own labels are raw aliases of these leaves (see the module docstring).
+_MESH_SELF_LEAVES = {"Infant": "Infant (1-23 months)", "Child": "In-school",
+                     "Adult": "Adult (25-44)", "Aged": "Aged (65-79)"}
 
 # Lower edges (years) of the bands after Newborn, for searchsorted(side="right"): an age equal to
 # an edge falls in the band that starts there. From 2 years on, bands are whole years, so
 # 5.9 is still Preschool and 6.0 In-school.
 _AGE_EDGES = np.array([1 / 12, 2, 6, 13, 19, 25, 45, 65, 80], dtype=np.float64)
-_AGE_LABELS = np.array(["Newborn", "Infant", "Preschool", "In-school", "Adolescent",
-                        "Young Adult", "Adult", "Middle Aged", "Aged", "Aged, 80 and over"],
-                       dtype=object)
+_AGE_LABELS = np.array(["Newborn", "Infant (1-23 months)", "Preschool", "In-school", "Adolescent",
+                        "Young Adult", "Adult (25-44)", "Middle Aged", "Aged (65-79)",
+                        "Aged, 80 and over"], dtype=object)
 
 
 @cache
 def mesh_age_tree() -> Taxonomy:
     """The MeSH age tree (``algorithms.md`` §1.8), named ``"mesh-age"``, root ``*``.
 
-    Values are every node but ``*`` and ``Nonadult``: the leaves plus the age bands
-    ``Infant``, ``Child``, ``Adult`` and ``Aged``, which are internal nodes. Height 3.
-    Map raw ages with :func:`age_to_mesh`. The tree is immutable, so one instance is shared.
+    Values are the ten leaves, the bands :func:`age_to_mesh` returns. ``Infant``, ``Child``,
+    ``Adult`` and ``Aged`` are internal nodes only; as raw labels they stand for the leaves
+    ``Infant (1-23 months)``, ``In-school``, ``Adult (25-44)`` and ``Aged (65-79)``
+    (:meth:`Taxonomy.record_labels`). Height 3. The tree is immutable, so one instance is shared.
     """
-    values = [v for v in _MESH_AGE_PARENTS if v not in ("*", "Nonadult")]
-    return Taxonomy(_MESH_AGE_PARENTS, name="mesh-age", values=values)
+    return Taxonomy(_MESH_AGE_PARENTS, name="mesh-age", self_leaves=_MESH_SELF_LEAVES)
 
 
 @cache
@@ -74,14 +96,14 @@ def age_to_mesh(years: Any) -> Any:
     age (years)          value
     ===================  ======================
     < 1/12 (one month)   ``Newborn``
-    < 2                  ``Infant``
+    < 2                  ``Infant (1-23 months)``
     2 to 5               ``Preschool``
     6 to 12              ``In-school``
     13 to 18             ``Adolescent``
     19 to 24             ``Young Adult``
-    25 to 44             ``Adult``
+    25 to 44             ``Adult (25-44)``
     45 to 64             ``Middle Aged``
-    65 to 79             ``Aged``
+    65 to 79             ``Aged (65-79)``
     >= 80                ``Aged, 80 and over``
     ===================  ======================
 
@@ -124,11 +146,10 @@ def age_to_mesh(years: Any) -> Any:
 def mesh_age_band(label: str) -> tuple[float, float]:
     """The age band, in years, that a node of :func:`mesh_age_tree` stands for.
 
-    A value band is the one :func:`age_to_mesh` maps into the label (``Adolescent`` =
-    ``(13, 19)``); an internal node stands for any value of its subtree, so its band is the union
-    of the subtree's value bands, which is always one contiguous range: ``Adult`` = ``(19, 150)``
-    (not ``(25, 45)``, the band of the *value* ``Adult``, because a published ``Adult`` may be a
-    generalized ``Young Adult`` or ``Aged``), ``Nonadult`` = ``(0, 19)``, ``*`` = ``(0, 150)``.
+    A leaf's band is the one :func:`age_to_mesh` maps into the label (``Adolescent`` =
+    ``(13, 19)``, ``Adult (25-44)`` = ``(25, 45)``); an internal node stands for any value of its
+    subtree, so its band is the union of the subtree's leaf bands, which is always one contiguous
+    range: ``Adult`` = ``(19, 150)``, ``Nonadult`` = ``(0, 19)``, ``*`` = ``(0, 150)``.
 
     Args:
         label: A node of the MeSH age tree.

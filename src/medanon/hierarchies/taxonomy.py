@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import HierarchyError, ValidationError
 
-__all__ = ["Taxonomy"]
+__all__ = ["Taxonomy", "SELF_LEAF_SUFFIX", "self_leaf_label"]
 
 # How many offending labels an error message lists before it says "and N more".
 _SHOWN = 5
@@ -59,31 +59,116 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _rebuild(parents: dict[str, str | None], name: str, values: tuple[str, ...]) -> Taxonomy:
+def _rebuild(parents: dict[str, str | None], name: str, values: tuple[str, ...],
+             self_leaves: dict[str, str] | None = None) -> Taxonomy:
     """Unpickle helper: a Taxonomy is rebuilt (and revalidated) from its parent map."""
-    return Taxonomy(parents, name=name, values=values)
+    return Taxonomy(parents, name=name, values=values, self_leaves=self_leaves)
+
+
+#: Appended to an internal node's label to name its self leaf when nothing else names it
+#: (``"Adult"`` -> ``"Adult (exact)"``): the published label of a record that holds the node's
+#: own value, ungeneralized. A leaf so named under that node is recognised as its self leaf.
+SELF_LEAF_SUFFIX = " (exact)"
+
+
+def self_leaf_label(node: str) -> str:
+    """The default label of the self leaf of ``node``: ``node`` + :data:`SELF_LEAF_SUFFIX`."""
+    return node + SELF_LEAF_SUFFIX
+
+
+def _with_self_leaves(parents: Mapping[str, str | None], values: list[str] | None,
+                      given: Mapping[str, str] | None,
+                      where: str) -> tuple[dict[str, str | None], dict[str, str]]:
+    """The parent map with a self leaf under every internal node that is a record value.
+
+    Returns the new parent map (a missing self leaf is inserted just before its node's first
+    child, so it comes first among them) and the map from node to self leaf.
+    """
+    # The root as a value says nothing about the record (it is how a missing value publishes),
+    # so it keeps its own label and no self leaf.
+    inner = {p for p in parents.values() if p is not None} - {k for k, p in parents.items()
+                                                              if p is None}
+    if given is not None and not isinstance(given, Mapping):
+        raise ValidationError(
+            f"The 'self_leaves' parameter of Taxonomy must map internal nodes to labels; got "
+            f"{type(given).__name__}.")
+    chosen: dict[str, str] = {}
+    for node, leaf in (given or {}).items():
+        if node not in inner:
+            raise HierarchyError(
+                f"{where}: 'self_leaves' names {node!r}, which is not an internal node other than "
+                f"the root.")
+        if not _is_label(leaf):
+            raise HierarchyError(
+                f"{where}: the self leaf of {node!r} must be a non-empty one-line label; got "
+                f"{leaf!r}.")
+        chosen[node] = leaf
+    for node in values or ():
+        if isinstance(node, str) and node in inner and node not in chosen:
+            chosen[node] = self_leaf_label(node)
+    # A leaf named by the convention (what write_arx writes for a default self leaf) is one.
+    for label, p in parents.items():
+        if p is not None and label not in inner and label == self_leaf_label(p):
+            chosen.setdefault(p, label)
+    leaf_of = set()
+    for node, leaf in chosen.items():
+        if leaf in leaf_of:
+            raise HierarchyError(f"{where}: {leaf!r} is the self leaf of two nodes.")
+        leaf_of.add(leaf)
+        if leaf in parents and (parents[leaf] != node or leaf in inner):
+            raise HierarchyError(
+                f"{where}: the self leaf of {node!r} would be {leaf!r}, but that label is "
+                f"already a node elsewhere in the tree; name the self leaf through "
+                f"'self_leaves'.")
+    if not chosen:
+        return dict(parents), {}
+    pending = {node: leaf for node, leaf in chosen.items() if leaf not in parents}
+    out: dict[str, str | None] = {}
+    for label, p in parents.items():
+        if p in pending:
+            out[pending.pop(p)] = p
+        out[label] = p
+    return out, chosen
 
 
 class Taxonomy:
     """An immutable rooted tree of string labels, used as a generalization hierarchy.
 
     Every node is a label; exactly one node (the root, by convention ``*``) has no parent.
-    Record values are the labels a raw record may hold: by default the leaves, but internal nodes
-    may be values too (in the MeSH age tree "Child" is an age band and the parent of "Preschool").
+    Record values are the labels a raw record may hold: by default the leaves.
+
+    An internal node may also be a record value (in MeSH, "Adult" is the 25-44 band and the
+    parent of "Young Adult"). Published with its own label, such a value could not be told from
+    the generalization to that node, and its information loss would not be 0. So every internal
+    value gets a *self leaf*: a leaf under the node that stands for the value itself, and that is
+    the record value instead of the node. The self leaf is labelled ``self_leaves[node]`` when
+    given, else ``node + " (exact)"`` (:func:`self_leaf_label`); a leaf so named under its node is
+    recognised as a self leaf when the tree is read back (from
+    :func:`~medanon.hierarchies.write_arx` text, say). Raw records may still hold the node's own
+    label: :meth:`record_labels` maps it to the self leaf, and :meth:`check_values` accepts it.
+    Internal nodes other than the root are thus never values, and a self leaf adds no level (it
+    sits beside the node's other children). The root stays a value of its own when listed: a
+    record holding it says nothing, so it publishes as the root.
 
     Equality and hashing are structural: two taxonomies are equal when they have the same nodes,
-    the same parent of every node and the same record values. The ``name`` (used in messages) and
-    the order of children do not take part.
+    the same parent of every node and the same record values. The ``name`` (used in messages), the
+    order of children and which raw labels map to self leaves do not take part.
 
     Args:
         parents: Maps every node to its parent label; the root maps to ``None``.
         name: Name of the hierarchy, used in error messages (e.g. ``"mesh-age"``).
-        values: Labels allowed as record values; default: the leaves. Each must be a node.
+        values: Labels allowed as record values; default: the leaves. Each must be a node; an
+            internal node stands for its self leaf.
+        self_leaves: Internal node -> label of its self leaf, where the default label does not
+            suit (the MeSH age tree names them by band: ``"Adult (25-44)"``). A label that is
+            not a node is added as the node's first child; one that is must be a leaf child of
+            that node. Each listed node's label becomes a raw alias of its self leaf.
 
     Raises:
         ValidationError: ``name`` is not a non-empty string, or ``parents`` is not a mapping.
         HierarchyError: the tree is empty, has a non-string or empty label, a parent that is not a
-            node, no root or several roots, a cycle, or a value that is not a node.
+            node, no root or several roots, a cycle, or a value that is not a node; a self leaf's
+            label is already another node.
 
     Example:
         >>> t = Taxonomy({"*": None, "F": "*", "M": "*"}, name="sex")
@@ -93,10 +178,11 @@ class Taxonomy:
 
     __slots__ = ("_name", "_nodes", "_code_of", "_parent", "_children", "_end", "_values",
                  "_value_mask", "_depth", "_sub_height", "_leaf_count", "_parent_arr", "_end_arr",
-                 "_hash")
+                 "_hash", "_self_leaves")
 
     def __init__(self, parents: Mapping[str, str | None], *, name: str,
-                 values: Iterable[str] | None = None) -> None:
+                 values: Iterable[str] | None = None,
+                 self_leaves: Mapping[str, str] | None = None) -> None:
         if not isinstance(name, str) or not name.strip():
             raise ValidationError(
                 f"The 'name' parameter of Taxonomy must be a non-empty string; got {name!r}.")
@@ -123,6 +209,10 @@ class Taxonomy:
             raise HierarchyError(
                 f"{where}: {len(unknown)} parent label(s) are not nodes of the tree: {detail}. "
                 f"Every parent must also be a key of 'parents' (the root maps to None).")
+
+        if values is not None:
+            values = [values] if isinstance(values, str) else list(values)
+        parents, self_of = _with_self_leaves(parents, values, self_leaves, where)
 
         roots = [k for k, p in parents.items() if p is None]
         if len(roots) > 1:
@@ -185,9 +275,7 @@ class Taxonomy:
         if values is None:
             value_set = set(leaves)
         else:
-            if isinstance(values, str):
-                values = [values]
-            given = list(values)
+            given = values
             bad_values = [v for v in given if not isinstance(v, str) or v not in code_of]
             if bad_values:
                 raise HierarchyError(
@@ -196,7 +284,7 @@ class Taxonomy:
             if not given:
                 raise HierarchyError(f"{where}: 'values' is empty; at least one node must be a "
                                      f"record value.")
-            value_set = set(given)
+            value_set = {self_of.get(v, v) for v in given} | set(self_of.values())
 
         s = object.__setattr__
         s(self, "_name", name)
@@ -213,6 +301,7 @@ class Taxonomy:
         s(self, "_parent_arr", parent_code)
         s(self, "_end_arr", _readonly(np.array(self._end, dtype=np.int64)))
         s(self, "_hash", hash((frozenset(parents.items()), frozenset(value_set))))
+        s(self, "_self_leaves", MappingProxyType(self_of))
 
     @staticmethod
     def _find_cycle(parents: Mapping[str, str | None], start: str) -> list[str]:
@@ -236,7 +325,7 @@ class Taxonomy:
         raise AttributeError(f"Taxonomy is immutable; cannot delete {key!r}.")
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild, (dict(self._parent), self._name, self._values))
+        return (_rebuild, (dict(self._parent), self._name, self._values, dict(self._self_leaves)))
 
     # ------------------------------------------------------------------------- label-level API
     @property
@@ -263,6 +352,23 @@ class Taxonomy:
     def values(self) -> tuple[str, ...]:
         """Labels allowed as record values, in node order."""
         return self._values
+
+    @property
+    def self_leaves(self) -> Mapping[str, str]:
+        """Read-only map from an internal node to its self leaf (see the class docstring)."""
+        return self._self_leaves
+
+    def record_labels(self, labels: Iterable[Any]) -> list[Any]:
+        """Raw record labels as record values: a node that has a self leaf becomes the leaf.
+
+        Raw data may hold an internal node's own label for the value (``"Adult"`` in data or a
+        store written before the MeSH age tree had self leaves); everything else, missing cells
+        included, is returned as it is. A single str counts as one label.
+        """
+        if isinstance(labels, str):
+            labels = (labels,)
+        get = self._self_leaves.get
+        return [get(x, x) if isinstance(x, str) else x for x in labels]
 
     @property
     def leaves(self) -> tuple[str, ...]:
@@ -343,7 +449,9 @@ class Taxonomy:
             values: The column's values (any iterable; duplicates are fine).
             column: Column name, for the message.
             allow_generalized: Accept any node, not only record values (for released, already
-                generalized data such as ``Nonadult`` or ``*``).
+                generalized data such as ``Nonadult`` or ``*``). Without it, the label of a node
+                that has a self leaf is accepted too (it stands for the self leaf, see
+                :meth:`record_labels`).
 
         Raises:
             HierarchyError: listing up to five offending values and how many there are.
@@ -362,7 +470,7 @@ class Taxonomy:
                             f"hierarchy {self._name!r}: {_show(missing)}.")
         if not allow_generalized:
             inner = [v for v in distinct if isinstance(v, str) and v in self._code_of
-                     and not self._value_mask[self._code_of[v]]]
+                     and not self._value_mask[self._code_of[v]] and v not in self._self_leaves]
             if inner:
                 problems.append(
                     f"Column {column!r} has {len(inner)} value(s) that hierarchy {self._name!r} "

@@ -305,8 +305,14 @@ def _published_bounds(column: pd.Series, name: str) -> tuple[np.ndarray, np.ndar
 
 
 def _label_codes(column: pd.Series, tax: Taxonomy, name: str, param: str) -> np.ndarray:
-    """Codes of labels; empty cells and ``*`` are the root."""
+    """Codes of labels; empty cells and ``*`` are the root.
+
+    An original label that names a node with a self leaf (a raw ``Adult``) is that leaf: the
+    record value, not the generalization it would be in a release.
+    """
     codes, uniques = pd.factorize(_texts(column))
+    if param == "original":
+        uniques = pd.Index(tax.record_labels(uniques))
     root = tax.code_of[tax.root]
     get = tax.code_of.get
     mapped = np.array([root if (t in _WHOLE and t not in tax.code_of) else get(t, -1)
@@ -411,14 +417,14 @@ def information_loss_star(original: Any, rows: pd.DataFrame,
     Example:
         >>> import pandas as pd
         >>> from medanon.hierarchies import mesh_age_tree
-        >>> orig = pd.DataFrame({"case_id": ["1", "2"], "age": ["Preschool", "Child"],
+        >>> orig = pd.DataFrame({"case_id": ["1", "2"], "age": ["Preschool", "In-school"],
         ...                      "weight": [40.0, 60.0]})
         >>> rows = pd.DataFrame({"case_id": ["1", "2"], "group": ["g", "g"],
         ...                      "age": ["Child", "Child"], "weight": ["[30-50]", "60"]})
         >>> loss = information_loss_star(orig, rows, [("age", "categorical"),
         ...                              ("weight", "numeric")], {"age": mesh_age_tree()})
-        >>> round(loss.nil, 4)  # (1/4 + 0 + 5/20 + 0) / (2 records · 2 QIDs)
-        0.125
+        >>> round(loss.nil, 4)  # (1/4 + 1/4 + 5/20 + 0) / (2 records · 2 QIDs)
+        0.1875
     """
     case_col = _CASE
     if hasattr(original, "frame") and hasattr(original, "schema"):  # SuperRecords

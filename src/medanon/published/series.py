@@ -185,9 +185,43 @@ def load_series(*, folder: str | Path | None = None, store=None, schema: Schema 
     else:
         described = {p: _qids_from_manifest(m, p) for p, m in manifests.items()}
         first = next(iter(described))
+        newest = max(described, key=lambda p: parse_period(p).ordinal)
         qids, sensitive = described[first]
-        for p, d in described.items():
-            if d != described[first]:
-                raise InputFormatError(f"The manifests of {first} and {p} describe the columns "
-                                       f"differently; audit them apart or pass --schema.")
+        if any(d != described[first] for d in described.values()):
+            qids, sensitive = described[newest]
+            for p, d in described.items():
+                if not _reads_through(d, described[newest], releases[p]):
+                    raise InputFormatError(
+                        f"The manifests of {p} and {newest} describe the columns differently; "
+                        f"audit them apart or pass --schema.")
     return PublishedSeries(releases, manifests, qids, sensitive, source)
+
+
+def _reads_through(old: tuple[tuple[QidInfo, ...], tuple[str, ...]],
+                   new: tuple[tuple[QidInfo, ...], tuple[str, ...]], rows: pd.DataFrame) -> bool:
+    """Whether a release described by ``old`` reads the same through ``new``'s description.
+
+    So it does when the columns are the same and each categorical hierarchy of ``new`` refines
+    the old one: every old node is a node of ``new`` under the same parent, bar the old tree's
+    self leaves (what :func:`read_arx` adds for a value that is also an internal node, which the
+    releases never held), and every published label is a node of ``new``. Releases made before
+    issue 20 (MeSH bands such as ``Adult`` were internal values, published with the node's
+    label) and after (the band is the leaf ``Adult (25-44)``) are such a pair: an old ``Adult``
+    covers the same bands in either tree, and reads as the generalization.
+    """
+    (old_qids, old_sensitive), (new_qids, new_sensitive) = old, new
+    if old_sensitive != new_sensitive or [(q.name, q.kind) for q in old_qids] != [
+            (q.name, q.kind) for q in new_qids]:
+        return False
+    for o, n in zip(old_qids, new_qids):
+        if o.taxonomy is None or o.taxonomy == n.taxonomy:
+            continue
+        added = set(o.taxonomy.self_leaves.values())
+        if any(label not in n.taxonomy or n.taxonomy.parent(label) != parent
+               for label, parent in o.taxonomy.parents.items() if label not in added):
+            return False
+        if o.name in rows.columns:
+            published = rows[o.name].dropna().astype(str)
+            if any(x not in n.taxonomy for x in published.unique() if x != ""):
+                return False
+    return True
