@@ -32,3 +32,17 @@ def test_profile_counts_exact_generalized_and_suppressed_cells():
     assert (weight.exact, weight.suppressed) == (0.25, 0.25)
     # widths relative to the published span 50..70: 0, 20/20, 10/20, and 1 for '*'
     assert weight.mean_width == pytest.approx((0 + 1 + 0.5 + 1) / 4)
+
+
+def test_profile_tells_missing_cells_from_suppressed_ones():
+    tax = Schema.default().load_hierarchies()
+    qids = (QidInfo("age", "categorical", tax["age"]), QidInfo("weight", "numeric", None))
+    rows = pd.DataFrame({"group": [1, 1, 2, 2],
+                         "age": ["", "", "Newborn", "*"],
+                         "weight": ["", "", "*", "[60-70]"]})
+    series = PublishedSeries({"2020Q1": rows}, {"2020Q1": {}}, qids, ("reactions",), "test")
+    age, weight = generalization_profile(series, "2020Q1")
+    assert (age.missing, age.exact, age.suppressed, age.generalized) == (0.5, 0.25, 0.25, 0.0)
+    assert age.levels == {0: 0.25, tax["age"].height: 0.25}
+    assert (weight.missing, weight.exact, weight.suppressed) == (0.5, 0.0, 0.25)
+    assert weight.generalized == 0.25

@@ -53,6 +53,8 @@ class QidProfile:
         exact: Share of cases published with a most specific value (a leaf, or a numeric
             point): their original value, unless ``perturbed``.
         suppressed: Share published as ``*`` (any value; the root of the hierarchy).
+        missing: Share published empty: a missing value published as missing (the grouping
+            methods keep missing values together; nothing was generalized).
         levels: Categorical only: share of cases per generalization level (0 = leaf, the
             hierarchy's height = root).
         mean_width: Numeric only: mean width of the published intervals, as a share of the
@@ -68,6 +70,12 @@ class QidProfile:
     levels: dict[int, float] = field(default_factory=dict)
     mean_width: float | None = None
     perturbed: bool = False
+    missing: float = 0.0
+
+    @property
+    def generalized(self) -> float:
+        """Share published with a value between the most specific and ``*``."""
+        return max(0.0, 1.0 - self.exact - self.suppressed - self.missing)
 
     @property
     def specific_label(self) -> str:
@@ -83,8 +91,12 @@ def generalization_profile(series: PublishedSeries, period: str,
     n = max(len(rows), 1)
     out = []
     for qid in series.qids:
-        texts = rows[qid.name].fillna("").astype(str)
-        whole = texts.isin(_WHOLE).to_numpy()
+        texts = rows[qid.name].fillna("").astype(str).str.strip()
+        empty = (texts == "").to_numpy()
+        missing = float(empty.sum()) / n
+        whole = texts.isin(_WHOLE).to_numpy() & ~empty
+        texts = texts[~empty]
+        whole = whole[~empty]
         if qid.kind == "numeric":
             uniques = texts[~whole].unique()
             parsed = {t: Interval.parse(t) for t in uniques}
@@ -96,7 +108,7 @@ def generalization_profile(series: PublishedSeries, period: str,
             out.append(QidProfile(qid.name, "numeric", exact=float((hi == lo).sum()) / n,
                                   suppressed=float(whole.sum()) / n,
                                   mean_width=float(widths.mean()) if len(widths) else 0.0,
-                                  perturbed=qid.name in perturbed))
+                                  perturbed=qid.name in perturbed, missing=missing))
             continue
         tax = qid.taxonomy
         labels = texts.where(~whole, tax.root)
@@ -105,7 +117,7 @@ def generalization_profile(series: PublishedSeries, period: str,
         out.append(QidProfile(qid.name, "categorical", exact=float((heights == 0).sum()) / n,
                               suppressed=float((labels == tax.root).sum()) / n,
                               levels={int(level): float(c) / n for level, c in counts.items()},
-                              perturbed=qid.name in perturbed))
+                              perturbed=qid.name in perturbed, missing=missing))
     return out
 
 

@@ -608,8 +608,8 @@ def _manifests(r: SeriesReport) -> str:
                       if q.kind == "categorical" else f"mean width {q.mean_width:.0%} of range")
             profile_rows.append([escape(q.name), escape(q.kind),
                                  f"{q.exact:.0%} {q.specific_label}",
-                                 f"{1 - q.exact - q.suppressed:.0%}", f"{q.suppressed:.0%}",
-                                 escape(levels)])
+                                 f"{q.generalized:.0%}", f"{q.suppressed:.0%}",
+                                 f"{q.missing:.0%}", escape(levels)])
         parts.append(
             f"<details><summary>{escape(period)}: {escape(str(method.get('name')))} — "
             f"{escape(str(method.get('privacy_model') or 'no privacy model'))}</summary>"
@@ -623,7 +623,7 @@ def _manifests(r: SeriesReport) -> str:
                   + [("published at", str(m.get("published_at")))])
             + "<p><b>What was generalized, perturbed or withheld, and why</b></p>" + why
             + _table(["QID", "kind", "most specific (exact or perturbed)", "generalized",
-                      "suppressed (*)", "levels"], profile_rows, left=2)
+                      "suppressed (*)", "missing (empty)", "levels"], profile_rows, left=2)
             + (_dl([(f"detail {k}", v) for k, v in _flatten(details)]) if details else "")
             + "<details><summary>full manifest (JSON)</summary><pre>"
             + escape(json.dumps(m, indent=2, sort_keys=True, default=str)) + "</pre></details>"
