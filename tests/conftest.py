@@ -95,3 +95,19 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 @pytest.fixture
 def faers_fixture_dir() -> Path:
     return FAERS_FIXTURES
+
+
+# The MeSH tree as releases before issue 20 wrote it: bands as internal values.
+OLD_MESH_ARX = """\
+Infant;Infant;Nonadult;*
+Newborn;Infant;Nonadult;*
+Child;Child;Nonadult;*
+Preschool;Child;Nonadult;*
+In-school;Child;Nonadult;*
+Adolescent;Adolescent;Nonadult;*
+Adult;Adult;Adult;*
+Young Adult;Young Adult;Adult;*
+Middle Aged;Middle Aged;Adult;*
+Aged;Aged;Adult;*
+Aged, 80 and over;Aged;Adult;*
+"""

@@ -19,24 +19,11 @@ from medanon.data.synth.faers import write_faers_series
 from medanon.hierarchies import mesh_age_tree, read_arx
 from medanon.published.series import load_series
 from medanon.store import ReleaseStore
-from tests.conftest import invoke_cli
+from tests.conftest import OLD_MESH_ARX, invoke_cli
 
 # The band leaves of the current tree and the labels the old one published for them.
 OLD = {"Infant (1-23 months)": "Infant", "Adult (25-44)": "Adult", "Aged (65-79)": "Aged"}
 
-OLD_MESH_ARX = """\
-Infant;Infant;Nonadult;*
-Newborn;Infant;Nonadult;*
-Child;Child;Nonadult;*
-Preschool;Child;Nonadult;*
-In-school;Child;Nonadult;*
-Adolescent;Adolescent;Nonadult;*
-Adult;Adult;Adult;*
-Young Adult;Young Adult;Adult;*
-Middle Aged;Middle Aged;Adult;*
-Aged;Aged;Adult;*
-Aged, 80 and over;Aged;Adult;*
-"""
 
 RELEASE = ["--method", "ppms+", "--k", "3", "--theta", "frequency", "--on-infeasible",
            "raise-theta", "--seed", "3", "--allow-seeded"]

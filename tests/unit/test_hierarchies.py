@@ -21,6 +21,7 @@ from medanon.hierarchies import (
     write_arx,
 )
 from medanon.hierarchies.builtin import mesh_age_band
+from tests.conftest import OLD_MESH_ARX
 
 SMALL = {"*": None, "A": "*", "B": "*", "a1": "A", "a2": "A", "b1": "B", "x": "a1"}
 
@@ -552,21 +553,6 @@ Young Adult;Young Adult;Adult;*
 Adult (25-44);Adult (25-44);Adult;*
 Middle Aged;Middle Aged;Adult;*
 Aged (65-79);Aged;Adult;*
-Aged, 80 and over;Aged;Adult;*
-"""
-
-# The MeSH tree as releases before issue 20 wrote it: bands as internal values.
-OLD_MESH_ARX = """\
-Infant;Infant;Nonadult;*
-Newborn;Infant;Nonadult;*
-Child;Child;Nonadult;*
-Preschool;Child;Nonadult;*
-In-school;Child;Nonadult;*
-Adolescent;Adolescent;Nonadult;*
-Adult;Adult;Adult;*
-Young Adult;Young Adult;Adult;*
-Middle Aged;Middle Aged;Adult;*
-Aged;Aged;Adult;*
 Aged, 80 and over;Aged;Adult;*
 """
 
