@@ -120,10 +120,20 @@ def _by_epsilon(frame: pd.DataFrame, metric: str, title: str) -> Figure:
     """000/004/003's kind: the metric against ε (log axis), one line per method (and γ / α),
     means over periods and runs with ± one standard deviation over runs; methods without ε are
     horizontal dashed lines."""
-    panels = _panels(frame, [p for p in ("k", "theta") if p in frame.columns])
+    has_eps = frame["epsilon"].notna() if "epsilon" in frame else pd.Series(False, frame.index)
+    # Panels by the parameters the ε methods vary; a baseline without ε (kanon, PPMS++) is drawn
+    # in every panel whose parameters it matches or does not have.
+    by = [p for p in ("k", "theta") if p in frame.columns and frame.loc[has_eps, p].notna().any()]
+    panels = _panels(frame[has_eps], by) if has_eps.any() else _panels(frame, by)
+    baselines = frame[~has_eps]
     fig, axes = _grid_figure(len(panels))
-    for ax, (name, part) in zip(axes, panels):
-        with_eps = part[part["epsilon"].notna()] if "epsilon" in part else part.iloc[:0]
+    for ax, (name, with_eps) in zip(axes, panels):
+        values = with_eps.iloc[0] if len(with_eps) else None
+        keep = pd.Series(True, baselines.index)
+        for p in by:
+            if values is not None:
+                keep &= baselines[p].isna() | (baselines[p].astype(object) == values[p])
+        part = pd.concat([with_eps, baselines[keep]])
         series_keys = ["method"] + [p for p in ("gamma", "alpha", "selection") if p in part.columns]
         for i, (key, line) in enumerate(with_eps.groupby(series_keys, sort=False, dropna=False)):
             key = key if isinstance(key, tuple) else (key,)
@@ -142,7 +152,8 @@ def _by_epsilon(frame: pd.DataFrame, metric: str, title: str) -> Figure:
                            label=f"{method} (no ε)")
         ax.set_xscale("log")
         ax.set_xlabel("ε")
-        ax.set_title(name or title, fontsize=9)
+        if name:  # one panel: the figure's title says it all
+            ax.set_title(name, fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.suptitle(f"{title} against ε", fontsize=11)
