@@ -160,9 +160,9 @@ def published_ncp(rows: pd.DataFrame, qids, hierarchies, ranges: dict[str, float
             cost = np.asarray(tax.subtree_height_array, dtype=float) / tax.height
             total += cost[np.asarray(tax.encode(labels.tolist()))]
         else:
-            spans = {t: (1.0 if t in ("", "*") else
-                         (Interval.parse(t).hi - Interval.parse(t).lo) / ranges[name])
-                     for t in texts.unique()}
+            bounds = {t: Interval.parse(t) for t in texts.unique() if t not in ("", "*")}
+            spans = {t: (iv.hi - iv.lo) / ranges[name] for t, iv in bounds.items()}
+            spans.update({"": 1.0, "*": 1.0})
             total += texts.map(spans).to_numpy(dtype=float)
     return float((total / len(qids)).mean())
 

@@ -386,14 +386,18 @@ def _present(a: Attribute, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
 
 
 def _with_ranges(space: QidSpace, values: dict) -> QidSpace:
-    """Numeric ranges max(N_i) − min(N_i) over the whole (covered) data set (001 Eq. 1)."""
+    """Numeric ranges max(N_i) − min(N_i) over the whole (covered) data set (001 Eq. 1).
+
+    A QID whose values, after covering, are all present drops its missing sentinel, so that the
+    grouping's loss (``QidSpace.num_term``, a hot path) skips the missing-value test there.
+    """
     attrs = []
     for j, a in enumerate(space.attributes):
         if a.numeric:
             lo, hi = values["lo"][j], values["hi"][j]
             ok = _present(a, lo, hi)
             r = float(hi[ok].max() - lo[ok].min()) if ok.any() else 0.0
-            attrs.append(Attribute(a.name, None, r, missing_at=a.missing_at))
+            attrs.append(Attribute(a.name, None, r, missing_at=None if ok.all() else a.missing_at))
         else:
             attrs.append(a)
     return QidSpace(attrs)
@@ -548,7 +552,7 @@ def _release_table(data: SuperRecords, space: QidSpace, values: dict, group_of: 
         if a.numeric:
             lo = pd.Series(values["lo"][j][placed]).groupby(groups).transform("min").to_numpy()
             hi = pd.Series(values["hi"][j][placed]).groupby(groups).transform("max").to_numpy()
-            missing = np.zeros(len(lo), dtype=bool) if a.missing_at is None else hi >= a.missing_at
+            missing = ~_present(a, lo, hi)
             if not missing.any():
                 out[qid.name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
                 continue

@@ -31,6 +31,7 @@ from ..hierarchies import Interval
 from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import SignalRule
 from ..models.base import PrivacyModel, SeriesVerdict, model_from_manifest
+from ..published.cells import SUPPRESSED
 from ..published.format import original_as_published
 from ..published.series import PublishedSeries, load_series
 from ..store import ReleaseStore
@@ -40,7 +41,6 @@ __all__ = ["ModelCard", "QidProfile", "SeriesCard", "SeriesReport", "check_repor
            "collect_series_report", "generalization_profile", "ingest_accounting", "rule_name",
            "rule_tally", "series_card", "signal_tally", "store_originals"]
 
-_WHOLE = ("", "*")  # a published cell meaning "any value" (suppressed)
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,8 @@ def generalization_profile(series: PublishedSeries, period: str,
         texts = rows[qid.name].fillna("").astype(str).str.strip()
         empty = (texts == "").to_numpy()
         missing = float(empty.sum()) / n
-        whole = texts.isin(_WHOLE).to_numpy() & ~empty
         texts = texts[~empty]
-        whole = whole[~empty]
+        whole = (texts == SUPPRESSED).to_numpy()  # "*": any value (empty cells counted apart)
         if qid.kind == "numeric":
             uniques = texts[~whole].unique()
             parsed = {t: Interval.parse(t) for t in uniques}

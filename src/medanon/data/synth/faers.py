@@ -44,6 +44,7 @@ _OWNER = "write_faers_series"
 
 
 # -- model constants ----------------------------------------------------------------------------
+FOLLOWUP_RATE = 0.18              # share of a later quarter's cases that follow up earlier ones
 SIGNAL_PROBABILITY = 0.4          # extra P(reaction) for a patient meeting a rule's condition
 DUPLICATE_VERSION_RATE = 0.02     # cases with two versions in one quarter
 DELETE_RATE = 0.002               # cases withdrawn per quarter (Poisson mean rate * cases)
@@ -82,7 +83,7 @@ class SignalRule:
 class SynthKnobs:
     """The generator settings a researcher varies (defaults: the module constants)."""
 
-    followup_rate: float = 0.18
+    followup_rate: float = FOLLOWUP_RATE
     missing_age: float = MISSING_AGE
     missing_weight: float = MISSING_WEIGHT
     no_indication: float = NO_INDICATION
@@ -776,7 +777,7 @@ def _write_table(path: Path, header: tuple[str, ...], columns: list) -> None:
 
 def write_faers_series(out: str | Path, *, periods: int = 8, cases: int = 1000,
                        seed: int | None = None, start: str = "2020Q1", lifespan: int = 4,
-                       followup_rate: float = 0.18, missing_age: float = MISSING_AGE,
+                       followup_rate: float = FOLLOWUP_RATE, missing_age: float = MISSING_AGE,
                        missing_weight: float = MISSING_WEIGHT, no_indication: float = NO_INDICATION,
                        signal_probability: float = SIGNAL_PROBABILITY,
                        stop_rate_new: float = STOP_RATE_NEW,
