@@ -569,10 +569,13 @@ def experiment(
     cases: Annotated[int, typer.Option(help="Cases per synthetic quarter.")] = 1000,
     rows: Annotated[int, typer.Option(help="Records of the synthetic patient table (ipa).")] = 50_000,
     patients: Annotated[int, typer.Option(help="Synthetic patients (clinsimrr).")] = 10_000,
-    input_path: Annotated[Optional[Path], typer.Option(
-        "--input", help="User data: FAERS source, table CSV (ipa) or DIAGNOSES_ICD (clinsimrr).")] = None,
-    admissions: Annotated[Optional[Path], typer.Option(help="MIMIC ADMISSIONS file (clinsimrr).")] = None,
-    schema: Annotated[Optional[Path], typer.Option(help="Table schema TOML (ipa).")] = None,
+    input_path: Annotated[Optional[str], typer.Option(
+        "--input", help="User data, read by every worker from this path (the same on all workers) "
+        "or URL (s3://, gs://, ...): a release store or FAERS source (periodic experiments), a "
+        "table (ipa) or DIAGNOSES_ICD (clinsimrr).")] = None,
+    admissions: Annotated[Optional[str], typer.Option(
+        help="MIMIC ADMISSIONS file (clinsimrr), path or URL.")] = None,
+    schema: Annotated[Optional[str], typer.Option(help="Table schema TOML (ipa), path or URL.")] = None,
     rules: Annotated[Optional[Path], typer.Option(help="Signal rules (periodic experiments).")] = None,
     seed: SeedOpt = None,
 ) -> None:

@@ -574,7 +574,7 @@ def report(*, stores: list[Path], names: list[str], rules: Path | None, backgrou
 # -- experiment -----------------------------------------------------------------------------------
 def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | None, quick: bool,
                runs: int, periods: int, cases: int, rows: int, patients: int,
-               input_path: Path | None, admissions: Path | None, schema: Path | None,
+               input_path: str | None, admissions: str | None, schema: str | None,
                rules: Path | None, seed: int | None) -> None:
     from ..experiments import ExperimentConfig, run_experiment
     from ..experiments.outputs import METRICS
@@ -586,6 +586,8 @@ def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | No
                               input=input_path, admissions=admissions, schema=schema, rules=rules,
                               scheduler=scheduler, workers=workers)
     bar: dict = {}
+    if input_path is not None:
+        ui.err.print(f"{name}: every worker reads --input {input_path} (the client does not load it)")
     with contextlib.ExitStack() as stack:
         def on_start(total: int, cluster: str) -> None:
             ui.err.print(f"{name}: {total} tasks on a {cluster}")
@@ -603,6 +605,11 @@ def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | No
                       *("-" if pd.isna(row[f"{m}_mean"]) else f"{row[f'{m}_mean']:.4f}"
                         for m in metrics), str(row["tasks"]))
     ui.out.print(table)
+    loads = result.meta["data"].get("input_loads")
+    if loads:
+        ui.out.print(f"--input read by {len(loads)} worker(s) (SHA-256 "
+                     f"{result.meta['data']['input_sha256'][:12]}..., longest load "
+                     f"{max(x['seconds'] for x in loads)} s)")
     ui.out.print(f"{result.meta['tasks']} tasks on {len(result.meta['workers_used'])} worker(s) "
                  f"in {result.meta['seconds']} s; base seed {result.meta['base_seed']}; "
                  f"tables and figures in {out}")
