@@ -10,7 +10,8 @@ Once a run's last period is published, one measuring task per (setting, period, 
 that release with :func:`medanon.metrics.evaluation.evaluate_series` over the whole series: the
 attacks see every release, as an adversary reading the published history would.
 
-Nothing here touches a store or the disk: tasks get their inputs from the scheduler and return
+Nothing here touches a store or the disk: tasks get their input as a :class:`medanon.Dataset`
+(scattered by the client, or read by the worker from ``--input``: :mod:`.inputs`) and return
 plain Python objects, so they run on any worker of a real cluster.
 """
 

@@ -1,8 +1,9 @@
 """Tasks of the single-release experiments: 004 (IPA, on a patient table) and 003 (ClinSimRR, on
 diagnosis sequences). Each (setting, run) is one task; the period is ``"-"``.
 
-The data is loaded once by the client and handed to the workers by the scheduler, so a task
-needs no file of the client's machine.
+Synthetic data is generated once by the client and handed to the workers by the scheduler; user
+data (``--input``) is read by the workers themselves (:mod:`.inputs`, which calls the loaders
+here on each worker). Either way a task needs no file of the client's machine.
 """
 
 from __future__ import annotations
