@@ -26,8 +26,14 @@ TERMS = [f"T{i}" for i in range(14)]
 
 
 def random_series(seed: int, periods: int = 4, *, size: tuple[int, int] = (12, 30),
-                  vocabulary: int = 14, reaction_counts=(1 / 3, 1 / 3, 1 / 3)) -> dict[str, pd.DataFrame]:
-    """Small FAERS-like periods: follow-ups of earlier cases, sets of terms, some duplicates."""
+                  vocabulary: int = 14, reaction_counts=(1 / 3, 1 / 3, 1 / 3),
+                  missing: float = 0.0) -> dict[str, pd.DataFrame]:
+    """Small FAERS-like periods: follow-ups of earlier cases, sets of terms, some duplicates.
+
+    ``missing``: the chance that a case's age, sex or weight is missing in a period (drawn
+    afresh for follow-ups, so a value can be filled in or lost later); 0 draws nothing more,
+    which keeps the other tests' examples as they were.
+    """
     rng = np.random.default_rng(seed)
     terms = [f"T{i}" for i in range(vocabulary)]
     labels = ["2020Q1", "2020Q2", "2020Q3", "2020Q4", "2021Q1"][:periods]
@@ -49,6 +55,9 @@ def random_series(seed: int, periods: int = 4, *, size: tuple[int, int] = (12, 3
             known.append(fields)
             rows.append(fields)
         n = len(rows)
+        if missing:
+            rows = [(r[0], *(None if rng.random() < missing else v for v in r[1:3]),
+                     np.nan if rng.random() < missing else r[3]) for r in rows]
         out[p] = pd.DataFrame({
             "case_id": [r[0] for r in rows], "period": p, "age": [r[1] for r in rows],
             "sex": [r[2] for r in rows], "weight": [r[3] for r in rows],
@@ -89,12 +98,28 @@ def test_ppms_family_releases_survive_bfl_attacks(method_class, seed, k, theta):
     generalization_only_moves_up(series, records)
 
 
+@pytest.mark.parametrize("method_class", [PPMS, PPMSPlus, PPMSPlusPlus])
+@given(seed=st.integers(0, 2**31), k=st.integers(2, 4))
+@SETTINGS
+def test_ppms_family_with_missing_values_survives_bfl_attacks(method_class, seed, k):
+    """Missing values are published empty, or "*" where a group mixes them with present ones;
+    an old case's earlier empty or "*" cell must be covered by what it gets now."""
+    records = random_series(seed, missing=0.3)
+    method = method_class(k=k, theta=1.0, on_infeasible="suppress-terms")
+    series = publish_series(method, records, SCHEMA, seed=seed)
+    verdict = check(series)
+    assert verdict.ok, verdict.violations[:5]
+
+
 @given(seed=st.integers(0, 2**31), k=st.integers(2, 3), theta=st.sampled_from([0.7, 1.0]),
        alpha=st.sampled_from([0.34, 0.5]))
 @settings(max_examples=15, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-def test_ha_releases_survive_bfl_and_md_attacks_and_bound_ss_records(seed, k, theta, alpha):
-    records = random_series(seed, size=(40, 70), vocabulary=60, reaction_counts=(0.5, 0.35, 0.15))
+@pytest.mark.parametrize("missing", [0.0, 0.3])
+def test_ha_releases_survive_bfl_and_md_attacks_and_bound_ss_records(seed, k, theta, alpha,
+                                                                     missing):
+    records = random_series(seed, size=(40, 70), vocabulary=60, reaction_counts=(0.5, 0.35, 0.15),
+                            missing=missing)
     try:
         # ss-records: three reactions (15% of the cases, as 002's mean + SD rule gives on FAERS;
         # here that rule would mark every case with one indication).

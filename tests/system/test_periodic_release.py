@@ -116,3 +116,36 @@ def test_no_exported_series_carries_the_input_hash(tmp_path_factory, method, ext
         assert blobs
         for secret in ("input_sha256", "clipped_to_domain", *digests):
             assert not any(secret.encode() in b for b in blobs), (method, fmt, secret)
+
+
+@pytest.fixture(scope="module")
+def kept_missing(tmp_path_factory):
+    """The default synthetic series at 3,000 cases with its missing values kept: some 2020Q1
+    groups mix missing and present weights (published "*"), and 10% of 2020Q2 follows up."""
+    folder = tmp_path_factory.mktemp("kept")
+    write_faers_series(folder / "in", periods=2, cases=3000, followup_rate=0.1, seed=1)
+    store = folder / "store.duckdb"
+    assert main(["ingest", str(folder / "in"), "--store", str(store), "--keep-missing"]) == 0
+    return store
+
+
+@pytest.mark.parametrize("method", ["ppms", "ppms+", "ppms++"])
+def test_old_cases_published_star_before_pass_the_gate(kept_missing, tmp_path, method):
+    """Regression: an old case whose weight was published "*" was covered by the new period's
+    range, an interval; the F-attack then excluded it from its 2020Q1 group, three of which
+    fell to 4 < k cases and the gate refused 2020Q2 (PPMS, PPMS+)."""
+    store = tmp_path / "store.duckdb"
+    store.write_bytes(kept_missing.read_bytes())
+    args = ["--k", "5", "--theta", "frequency", "--on-infeasible", "suppress-terms", "--seed",
+            "1", "--allow-seeded"]
+    assert main(["release", "--store", str(store), "--method", method, *args]) == 0
+    with ReleaseStore.open(store) as db:
+        rows = {p: db.release_rows(p) for p in db.published_periods()}
+        manifests = {p: db.manifest(p) for p in rows}
+        schema = db.schema
+    assert list(rows) == ["2020Q1", "2020Q2"]
+    first = rows["2020Q1"].set_index("case_id")["weight"]
+    second = rows["2020Q2"].set_index("case_id")["weight"]
+    starred = first.index[first == "*"].intersection(second.index)
+    assert len(starred) and (second.loc[starred] == "*").all()
+    assert check_from_manifests(rows, manifests, schema).ok

@@ -12,7 +12,8 @@ One period is anonymized in six steps (001's PPMS-Anonymization; ``algorithms.md
    with 20% of weights missing, 64% of published weights were the whole range.)
 2. QID-covering of old cases against the F-attack: the QIDs of a case already published in the
    life span are generalized to cover its published value in the latest (PPMS) or earliest
-   (PPMS+, PPMS++, HA) earlier release holding it;
+   (PPMS+, PPMS++, HA) earlier release holding it (an earlier empty cell or ``*`` is covered
+   by ``*`` unless the case is still missing after an empty cell);
 3. resolve θ* on the period's term counts, and check feasibility: a term held by c cases can
    meet θ_s only if c <= θ_s·N, N the number of anchor records (new cases; HA: new & md),
    because Σ_g floor(θ_s·anchors(g)) <= θ_s·N (001's 2007Q1 example: 3877/18,462 = 21.0%);
@@ -466,6 +467,13 @@ def _cover_old_cases(space: QidSpace, values: dict, case_ids: np.ndarray, period
             for i, text in enumerate(published):
                 if text == "" and a.missing_at is not None:
                     plo[i] = phi[i] = a.missing_at
+                elif text == "*" and a.missing_at is not None:
+                    # "*" allowed any value and a missing one (readers take it as the whole
+                    # domain): only "*" covers it, i.e. a hull from a present value up to the
+                    # missing point. The present values' range of this period would publish an
+                    # interval, and the F-attack would exclude the case from its earlier group
+                    # for a target lacking the value or lying outside this period's range.
+                    plo[i], phi[i] = whole[0], a.missing_at
                 elif text in ("", "*"):
                     plo[i], phi[i] = whole
                 else:
