@@ -17,6 +17,7 @@ import pytest
 
 from medanon.metrics import disclosure
 from medanon.metrics.disclosure import _reference_linkage_risk, linkage_risk
+from medanon.models.names import PPMS_DP_MODEL
 from medanon.published.series import PublishedSeries
 
 from ..random_series import KNOWLEDGE, SCHEMAS, random_series
@@ -77,3 +78,33 @@ def test_a_near_miss_ties_with_the_covering_records():
     # a: G = {a, b} (b ties) -> 1/2; b (70): only a's [55-65] is 5 away, b's value 10 -> G = {a}
     assert risk.rr == pytest.approx(0.25)
     assert risk == _reference_linkage_risk(series, "2020Q1", original)
+
+
+def _dp_manifest(eps: float, perturbed: tuple[str, ...]) -> dict:
+    """A strict PPMS-DP release: weight Laplace-perturbed on [0, 300], sex by the exponential
+    mechanism when listed."""
+    mechanisms = [{"target": q, "mechanism": "laplace" if q == "weight" else "exponential",
+                   "epsilon": eps} for q in perturbed]
+    return {"method": {"name": "ppms-dp", "privacy_model": PPMS_DP_MODEL,
+                       "parameters": {"k": 3, "epsilon": str(eps), "variant": "strict"}},
+            "details": {"theta_table": {"default": 0.5, "overrides": {}},
+                        "perturbed_qids": list(perturbed), "domains": {"weight": [0.0, 300.0]}},
+            "privacy_spent": {"epsilon_per_case": str(eps * len(perturbed)),
+                              "mechanisms": mechanisms}}
+
+
+@pytest.mark.parametrize("perturbed", [("weight",), ("weight", "sex")])
+@pytest.mark.parametrize("seed", range(6))
+def test_posterior_risk_on_the_matched_buckets_equals_the_whole_release(seed, perturbed):
+    # The likelihood-weighted attacker's RR/AR_rev: likelihoods computed on the records of the
+    # matched buckets only, the posterior over the whole release as before.
+    series, originals = random_series(seed, SCHEMAS["faers"],
+                                      manifests=_dp_manifest(0.5 + seed % 3, perturbed))
+    background = KNOWLEDGE if seed % 2 else None
+    for label in series.periods:
+        for md in (False, True):
+            fast = linkage_risk(series, label, originals[label], md=md, background=background)
+            slow = _reference_linkage_risk(series, label, originals[label], md=md,
+                                           background=background)
+            assert fast.attacker == "likelihood-weighted"
+            assert fast == slow, (label, md)

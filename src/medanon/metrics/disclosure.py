@@ -205,7 +205,8 @@ def _linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, 
     implied = background.implied_regions(view, qids) if background is not None else None
     use_md = md and links.next_known
     if attacker.applies(label):
-        return _posterior_risk(attacker, label, links, target, known, implied, use_md, attacks)
+        return _posterior_risk(attacker, label, links, target, known, implied, use_md, attacks,
+                               indexed=indexed)
     hard = _HardLinkage(links, target, known, implied, use_md, qids)
     pr, ar = hard.measures(indexed=indexed)
     rr, ar_rev, hits = float(pr.mean()), float(ar.mean()), int((pr == 1.0).sum())
@@ -217,6 +218,51 @@ def _linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, 
 _NEAR = 4e-12
 #: sentinel of a categorical QID the target's value leaves unknown (matches every record).
 _ANY = -2
+
+
+class _Buckets:
+    """Records bucketed by their effective categorical cells and link flags.
+
+    A record's *effective region* is its published region ∩ earlier ∩ later ∩ implied: the
+    record stays a candidate of a target (hard exclusions) only if that region covers the
+    target on the QIDs it knows and the L- and MD-attacks spare it. A target matches the
+    buckets whose cells are ancestors-or-self of its categorical values (any cell where its
+    value is unknown) and whose flags its own flags allow: a superset of its candidates, exact
+    on the categorical QIDs.
+    """
+
+    def __init__(self, links: Links, implied: Region | None, use_md: bool, qids):
+        self.cat_q = [q for q in qids if q.kind == "categorical"]
+        region = intersect(intersect(links.view.region, links.earlier_region, qids),
+                           links.later_region, qids)
+        self.region = intersect(region, implied, qids) if implied is not None else region
+        self.keys, self.key = _rows(np.column_stack(
+            [*(self.region.cat[q.name] for q in self.cat_q), links.old,
+             links.in_next & use_md]).astype(np.int64))
+        self.order = np.argsort(self.key, kind="stable")
+        self.bounds = np.searchsorted(self.key[self.order], np.arange(len(self.keys) + 1))
+
+    def target_columns(self, target: Region, known: Mapping[str, np.ndarray],
+                       rows: np.ndarray) -> list[np.ndarray]:
+        """The categorical part of the key of targets ``rows``: codes, or any where unknown."""
+        return [np.where(known[q.name][rows], target.cat[q.name][rows], _ANY)
+                for q in self.cat_q]
+
+    def match(self, t_keys: np.ndarray) -> np.ndarray:
+        """Target keys (categorical columns, new, gone-with-MD) x buckets: may hold candidates."""
+        c, b_keys = len(self.cat_q), self.keys
+        match = np.ones((len(t_keys), len(b_keys)), dtype=bool)
+        for i, q in enumerate(self.cat_q):
+            t, b = t_keys[:, i][:, None], b_keys[:, i][None, :]
+            match &= (t == _ANY) | ((b >= 0) & q.taxonomy.covers_codes(np.maximum(b, 0),
+                                                                      np.maximum(t, 0)))
+        match &= ~((t_keys[:, c] == 1)[:, None] & (b_keys[:, c] == 1)[None, :])  # L
+        match &= ~((t_keys[:, c + 1] == 1)[:, None] & (b_keys[:, c + 1] == 1)[None, :])  # MD
+        return match
+
+    def records(self, buckets: np.ndarray) -> np.ndarray:
+        """The records of ``buckets``, in increasing order."""
+        return np.sort(self.order[_ranges(self.bounds[buckets], self.bounds[buckets + 1])])
 
 
 class _HardLinkage:
@@ -351,10 +397,8 @@ class _HardLinkage:
         # far beyond the tie tolerance for any real hierarchy (else the scan decides).
         if any(1.0 / max(2 * q.taxonomy.height, 1) <= _NEAR * len(qids) for q in cat_q):
             return np.zeros(n_t, dtype=bool)
-        region = intersect(intersect(view.region, links.earlier_region, qids),
-                           links.later_region, qids)
-        if self.implied is not None:
-            region = intersect(region, self.implied, qids)
+        index = _Buckets(links, self.implied, self.use_md, qids)
+        region = index.region
 
         # the target side: at most one known numeric QID, a point, with no published endpoint
         # within the tie tolerance outside it (a near miss would tie at distance ~0)
@@ -376,24 +420,13 @@ class _HardLinkage:
             done &= ~(kn & near)
         done &= n_known <= 1
 
-        t_cols = [np.where(known[q.name][rep], target.cat[q.name][rep], _ANY) for q in cat_q]
         t_keys, t_key = _rows(np.column_stack(
-            [*t_cols, sweep, self.new[rep], self.gone[rep] & self.use_md]).astype(np.int64))
-        b_keys, b_key = _rows(np.column_stack(
-            [*(region.cat[q.name] for q in cat_q), links.old,
-             links.in_next & self.use_md]).astype(np.int64))
+            [*index.target_columns(target, known, rep), self.new[rep],
+             self.gone[rep] & self.use_md, sweep]).astype(np.int64))
         c = len(cat_q)
-        match = np.ones((len(t_keys), len(b_keys)), dtype=bool)
-        for i, q in enumerate(cat_q):
-            t, b = t_keys[:, i][:, None], b_keys[:, i][None, :]
-            match &= (t == _ANY) | ((b >= 0) & q.taxonomy.covers_codes(np.maximum(b, 0),
-                                                                      np.maximum(t, 0)))
-        match &= ~((t_keys[:, c + 1] == 1)[:, None] & (b_keys[:, c] == 1)[None, :])  # L
-        match &= ~((t_keys[:, c + 2] == 1)[:, None] & (b_keys[:, c + 1] == 1)[None, :])  # MD
-
-        n_b = len(b_keys)
-        by_bucket = np.argsort(b_key, kind="stable")
-        b_bounds = np.searchsorted(b_key[by_bucket], np.arange(n_b + 1))
+        match = index.match(t_keys[:, :c + 2])
+        n_b, b_key = len(index.keys), index.key
+        by_bucket, b_bounds = index.order, index.bounds
         pair_order = np.argsort(view.term_row, kind="stable")
         p_bounds = np.searchsorted(view.term_row[pair_order], np.arange(self.m + 1))
         width = max(len(view.term_names), 1)
@@ -405,7 +438,7 @@ class _HardLinkage:
         whole = sparse.csr_matrix(match.astype(np.float64))
         k_size, k_occ = whole @ b_count, whole @ b_occ
         k_distinct = np.asarray((whole @ presence > 0).sum(axis=1)).ravel()
-        flat = t_keys[:, c] < 0
+        flat = t_keys[:, c + 2] < 0
         mine = flat[t_key] & done
         size[mine], occurrences[mine] = k_size[t_key[mine]], k_occ[t_key[mine]]
         distinct[mine] = k_distinct[t_key[mine]]
@@ -415,7 +448,7 @@ class _HardLinkage:
             classes = np.flatnonzero((t_key == key) & done)
             if not classes.size:
                 continue
-            q = num_q[t_keys[key, c]]
+            q = num_q[t_keys[key, c + 2]]
             buckets = np.flatnonzero(match[key])
             recs = by_bucket[_ranges(b_bounds[buckets], b_bounds[buckets + 1])]
             lo, hi = region.lo[q.name][recs], region.hi[q.name][recs]
@@ -498,9 +531,16 @@ def _known_covers(region: Region, tgt: Region, kn: Mapping[str, np.ndarray], qid
 
 def _posterior_risk(attacker: LikelihoodAttacker, label: str, links: Links, target: Region,
                     known: Mapping[str, np.ndarray], implied: Region | None, use_md: bool,
-                    attacks: str) -> LinkageRisk:
+                    attacks: str, *, indexed: bool = True) -> LinkageRisk:
     """RR and AR_rev of the likelihood-weighted attacker (and of the hard one), every record of
-    the release being a target with its original values (module docstring)."""
+    the release being a target with its original values (module docstring).
+
+    The posterior of a target needs every candidate's weight, so the work stays targets x
+    candidates. With ``indexed``, the exclusions and the likelihoods (the costly part) are
+    computed only on the records of the buckets the target matches (:class:`_Buckets`, a
+    superset of its candidates), the other records being no candidate; the posterior and the
+    term masses are then taken over the whole release exactly as without the index.
+    """
     view, qids = links.view, attacker.series.qids
     m = view.n
     values = TargetValues.from_region(target, qids, known)
@@ -513,19 +553,39 @@ def _posterior_risk(attacker: LikelihoodAttacker, label: str, links: Links, targ
     pr, ar = np.zeros(m), np.zeros(m)
     pr_hard, ar_hard = np.zeros(m), np.zeros(m)
     step = max(1, min(_CHUNK, _CELLS // m))
-    for start in range(0, m, step):
-        idx = np.arange(start, min(start + step, m))
+    chunks: list[tuple[np.ndarray, np.ndarray | None]] = []
+    if indexed:
+        index = _Buckets(links, implied, use_md, qids)
+        t_keys, t_key = _rows(np.column_stack(
+            [*index.target_columns(target, known, np.arange(m)), new,
+             gone & use_md]).astype(np.int64))
+        match = index.match(t_keys)
+        by_key = np.argsort(t_key, kind="stable")
+        k_bounds = np.searchsorted(t_key[by_key], np.arange(len(t_keys) + 1))
+        for key in range(len(t_keys)):
+            members = by_key[k_bounds[key]:k_bounds[key + 1]]
+            columns = index.records(np.flatnonzero(match[key]))
+            chunks += [(members[i:i + step], columns) for i in range(0, len(members), step)]
+    else:
+        chunks = [(np.arange(i, min(i + step, m)), None) for i in range(0, m, step)]
+    for idx, columns in chunks:
         tgt = target.take(idx)
         kn = {k: v[idx] for k, v in known.items()}
-        excluded = links.old[None, :] & ~_known_covers(links.earlier_region, tgt, kn, qids)  # B
-        excluded |= links.later[None, :] & ~_known_covers(links.later_region, tgt, kn, qids)  # F
-        excluded |= new[idx][:, None] & links.old[None, :]  # L
+        cols = np.arange(m) if columns is None else columns
+        old_c, later_c, next_c = links.old[cols], links.later[cols], links.in_next[cols]
+        excluded = old_c[None, :] & ~_known_covers(_take(links.earlier_region, columns), tgt, kn, qids)  # B
+        excluded |= later_c[None, :] & ~_known_covers(_take(links.later_region, columns), tgt, kn, qids)  # F
+        excluded |= new[idx][:, None] & old_c[None, :]  # L
         if use_md:
-            excluded |= gone[idx][:, None] & links.in_next[None, :]  # MD
+            excluded |= gone[idx][:, None] & next_c[None, :]  # MD
         if implied is not None:
-            excluded |= ~_known_covers(implied, tgt, kn, qids)  # background knowledge
-        log_w = attacker.log_weights(label, values.take(idx))
-        candidate = ~excluded & _known_covers(view.region, tgt, kn, qids) & ~np.isneginf(log_w)
+            excluded |= ~_known_covers(_take(implied, columns), tgt, kn, qids)  # background knowledge
+        log_w = attacker.log_weights(label, values.take(idx), columns)
+        candidate = (~excluded & _known_covers(_take(view.region, columns), tgt, kn, qids)
+                     & ~np.isneginf(log_w))
+        if columns is not None:  # the records outside the matched buckets are no candidates
+            log_w, candidate = _widen(log_w, columns, m, -np.inf), _widen(candidate, columns,
+                                                                          m, False)
         pi = posterior(log_w, candidate)
         local = np.arange(len(idx))
         own = pi[local, idx]
@@ -547,6 +607,17 @@ def _posterior_risk(attacker: LikelihoodAttacker, label: str, links: Links, targ
     return LinkageRisk(label, m, float(pr.mean()), float(ar.mean()), int((pr > 0.5).sum()),
                        attacks, attacker.attacker(label), float(pr_hard.mean()),
                        float(ar_hard.mean()), int((pr_hard == 1.0).sum()))
+
+
+def _take(region: Region, columns: np.ndarray | None) -> Region:
+    return region if columns is None else region.take(columns)
+
+
+def _widen(sub: np.ndarray, columns: np.ndarray, m: int, fill) -> np.ndarray:
+    """``sub`` (rows x ``columns``) as rows x ``m``, ``fill`` in the other columns."""
+    out = np.full((len(sub), m), fill, dtype=sub.dtype)
+    out[:, columns] = sub
+    return out
 
 
 def _columns(region: Region) -> list[np.ndarray]:
