@@ -4,8 +4,8 @@
 group and per (group, term) pair; the reference walks each group's records. On small random
 series (the edge cases of :mod:`tests.random_series`) every field of every group must be the
 same: excluded counts, remaining, top term and its confidence (ties to the smallest code), DIG,
-DSG, the gate's DSG_hard, SSG with its shares, and on strict PPMS-DP releases the posterior
-flags of the likelihood-weighted attacker.
+DSG, the gate's DSG_hard, SSG with its shares, on strict PPMS-DP releases the posterior flags
+of the likelihood-weighted attacker, and with background knowledge the BK exclusions.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from medanon.attacks.worst_case import _reference_attack_series, attack_series
 from medanon.models.names import PPMS_DP_MODEL
 from medanon.models.theta import ThetaTable
 
-from ..random_series import SCHEMAS, random_series
+from ..random_series import KNOWLEDGE, SCHEMAS, random_series
 
 THETA = ThetaTable(0.5, {"a": 0.3, "e": 1.0})
 
@@ -42,6 +42,17 @@ def test_vectorized_groups_equal_the_loop(schema, seed):
             fast = attack_series(series, md=md, **options)
             slow = _reference_attack_series(series, md=md, **options)
             assert fast == slow, (md, options)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_background_knowledge_redoes_only_the_groups_it_can_touch(seed):
+    # Groups without a record whose terms imply a value keep their counts (BK excludes 0);
+    # the others go through every target profile as before.
+    series, _ = random_series(seed, SCHEMAS["faers"], periods=3 + seed % 2)
+    for options in ({}, {"k": 3, "theta": THETA, "alpha": 0.4, "md": True}):
+        fast = attack_series(series, background=KNOWLEDGE, **options)
+        slow = _reference_attack_series(series, background=KNOWLEDGE, **options)
+        assert fast == slow, options
 
 
 @pytest.mark.parametrize("seed", range(6))

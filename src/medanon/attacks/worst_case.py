@@ -51,6 +51,7 @@ elsewhere the hard ones.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ import numpy as np
 
 from ..models.names import HA_MODEL
 from ..models.theta import ThetaTable
-from ..published.links import Region, covers, link
+from ..published.links import Region, covers, link, whole_domain
 from ..published.series import PublishedSeries
 from .background import BackgroundKnowledge
 from .likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
@@ -306,12 +307,15 @@ def _attack_series(series: PublishedSeries, *, periods, lifespan, k, theta, alph
         if al is not None:
             rule = ss_rule if ss_rule is not None else (m_ss or MEAN_SD)
             ss = ss_records(view.rows, ss_thresholds(view.rows, series.sensitive, rule))
-        if vectorized and background is None:
-            groups = _groups_vectorized(attacker, label, view, masks, fixed, kk, th, al, ss,
-                                        likelihood)
-        else:
+        if not vectorized:
             groups = _groups_by_profile(attacker, label, view, masks, fixed, kk, th, al, ss,
                                         likelihood, background, qids)
+        else:
+            groups = _groups_vectorized(attacker, label, view, masks, fixed, kk, th, al, ss,
+                                        likelihood)
+            if background is not None:
+                groups = _with_background(groups, attacker, label, view, masks, fixed, kk, th,
+                                          al, ss, likelihood, background, qids)
 
         out.append(ReleaseAttack(
             label, tuple(groups), kk, al, bool(use_md), _ratio(groups, "dig"),
@@ -326,9 +330,11 @@ def _attack_series(series: PublishedSeries, *, periods, lifespan, k, theta, alph
 def _groups_by_profile(attacker: LikelihoodAttacker, label: str, view, masks: Mapping,
                        fixed: np.ndarray, kk: int | None, th: ThetaTable | None,
                        al: float | None, ss: np.ndarray | None, likelihood: bool,
-                       background: BackgroundKnowledge | None, qids) -> list[GroupAttack]:
-    """Every group of one release, one at a time (with background knowledge: every target
-    profile of the group, keeping the one that excludes the most)."""
+                       background: BackgroundKnowledge | None, qids, *,
+                       only: np.ndarray | None = None) -> list[GroupAttack]:
+    """Every group of one release (or the group codes ``only``), one at a time (with
+    background knowledge: every target profile of the group, keeping the one that excludes
+    the most)."""
     implied = background.implied_regions(view, qids) if background is not None else None
     terms_of = [[] for _ in range(view.n)]
     for r, c in zip(view.term_row.tolist(), view.term_code.tolist(), strict=True):
@@ -336,8 +342,11 @@ def _groups_by_profile(attacker: LikelihoodAttacker, label: str, view, masks: Ma
     groups = []
     order = np.argsort(view.group, kind="stable")
     bounds = np.flatnonzero(np.diff(np.concatenate([[-1], view.group[order], [-2]])))
+    wanted = None if only is None else set(only.tolist())
     for a, b in itertools.pairwise(bounds):
         rows = order[a:b]
+        if wanted is not None and int(view.group[rows[0]]) not in wanted:
+            continue
         best = None
         profiles = (_profiles(view.region, rows, background, implied, qids)
                     if background is not None else [None])
@@ -413,6 +422,33 @@ def _groups_by_profile(attacker: LikelihoodAttacker, label: str, view, masks: Ma
             ss_share=share, dig=dig_post, dsg=dsg_post, ssg=ssg, dig_hard=dig,
             dsg_hard=dsg_hard, max_posterior=max_post, top_share_posterior=share_post))
     return groups
+
+
+def _with_background(groups: list[GroupAttack], attacker: LikelihoodAttacker, label: str,
+                     view, masks: Mapping, fixed: np.ndarray, kk: int | None,
+                     th: ThetaTable | None, al: float | None, ss: np.ndarray | None,
+                     likelihood: bool, background: BackgroundKnowledge,
+                     qids) -> list[GroupAttack]:
+    """``groups`` (computed without background knowledge) with it: only a group holding a
+    record whose terms imply something can lose a record to it; in the others every target
+    profile excludes nothing more, and the first profile, the one kept, gives the group as
+    without the knowledge (and BK excludes 0)."""
+    implied = background.implied_regions(view, qids)
+    whole = whole_domain(view.n, qids)
+    informed = np.zeros(view.n, dtype=bool)
+    for q in qids:
+        if q.kind == "categorical":
+            informed |= implied.cat[q.name] != whole.cat[q.name]
+        else:
+            informed |= ((implied.lo[q.name] != whole.lo[q.name])
+                         | (implied.hi[q.name] != whole.hi[q.name]))
+    redo = np.unique(view.group[informed])
+    again = iter(_groups_by_profile(attacker, label, view, masks, fixed, kk, th, al, ss,
+                                    likelihood, background, qids, only=redo))
+    redo_set = set(redo.tolist())
+    return [next(again) if code in redo_set
+            else dataclasses.replace(g, excluded={**g.excluded, "BK": 0})
+            for code, g in enumerate(groups)]
 
 
 def _groups_vectorized(attacker: LikelihoodAttacker, label: str, view, masks: Mapping,

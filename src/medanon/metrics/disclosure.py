@@ -42,6 +42,29 @@ re-identified when π_{r'}(r) > 1/2 (the attacker's best guess is right and more
 ``rr_hard``/``ar_rev_hard`` are the same measures with π uniform on K(r): the hard-exclusion
 attacker, who reads no perturbed value. Elsewhere (no strict PPMS-DP release) the measures are
 the distance-based ones above, and the hard numbers equal them.
+
+Index (how G is found without comparing every target with every record). A record stays in
+G(t) when no attack excludes it and it is at minimum distance. The exclusions are all covering
+tests, so a record r is spared exactly when its *effective region* E_r = published ∩ earlier ∩
+later ∩ implied region covers t on the QIDs t knows (and the L- and MD-flags allow it). When
+some spared record covers t, the minimum distance is 0 and G(t) is the set of spared records
+covering t, unless a published value misses t by a gap within the 1e-12 tie tolerance (a
+*near miss*): a record at distance ≤ 1e-12 would join G. So for each target whose known
+numeric values are points on at most one numeric QID, with no published endpoint within
+4e-12 · (number of QIDs) · span of it outside it:
+
+* records are bucketed by their effective categorical cells and link flags; a target matches
+  the buckets whose cells are ancestors-or-self of its values (any cell where a value is
+  unknown) and whose flags its own allow;
+* on its known numeric QID, |G| and Σ_{j∈G} |terms_j| count the records of the matched buckets
+  whose effective interval holds the point, from sorted lower and upper endpoints; |S_G| counts
+  the terms whose union of intervals (over those records, merged per term) holds it.
+
+That is O(n log n) per bucket key. Every other target (G empty, a near miss, an interval value,
+two known numeric QIDs) goes through the all-pairs scan by distance, which is also the
+reference the tests hold the index to (same floats). The likelihood-weighted version still
+needs each candidate's weight (targets x candidates): there the buckets only restrict the
+records whose exclusions and likelihoods are computed.
 """
 
 from __future__ import annotations
