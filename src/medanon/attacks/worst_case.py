@@ -51,6 +51,7 @@ elsewhere the hard ones.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ import numpy as np
 
 from ..models.names import HA_MODEL
 from ..models.theta import ThetaTable
-from ..published.links import Region, covers, link
+from ..published.links import Region, covers, link, whole_domain
 from ..published.series import PublishedSeries
 from .background import BackgroundKnowledge
 from .likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
@@ -265,6 +266,23 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
     Raises:
         InputFormatError: a PPMS-DP manifest lacks a field its model needs.
     """
+    return _attack_series(series, periods=periods, lifespan=lifespan, k=k, theta=theta,
+                          alpha=alpha, ss_rule=ss_rule, background=background, md=md,
+                          views=views, attacker=attacker, vectorized=True)
+
+
+def _reference_attack_series(series: PublishedSeries, **options) -> SeriesAttack:
+    """:func:`attack_series` group by group and record by record (the straightforward loop);
+    the tests hold the vectorized groups to it."""
+    options.setdefault("attacker", None)
+    for name in ("periods", "lifespan", "k", "theta", "alpha", "ss_rule", "background", "md",
+                 "views"):
+        options.setdefault(name, None)
+    return _attack_series(series, vectorized=False, **options)
+
+
+def _attack_series(series: PublishedSeries, *, periods, lifespan, k, theta, alpha, ss_rule,
+                   background, md, views, attacker, vectorized: bool) -> SeriesAttack:
     labels = [series.label(p) for p in periods] if periods else series.periods
     qids = series.qids
     if attacker is None:
@@ -289,89 +307,15 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
         if al is not None:
             rule = ss_rule if ss_rule is not None else (m_ss or MEAN_SD)
             ss = ss_records(view.rows, ss_thresholds(view.rows, series.sensitive, rule))
-        implied = background.implied_regions(view, qids) if background is not None else None
-        terms_of = [[] for _ in range(view.n)]
-        for r, c in zip(view.term_row.tolist(), view.term_code.tolist(), strict=True):
-            terms_of[r].append(c)
-        groups = []
-        order = np.argsort(view.group, kind="stable")
-        bounds = np.flatnonzero(np.diff(np.concatenate([[-1], view.group[order], [-2]])))
-        for a, b in itertools.pairwise(bounds):
-            rows = order[a:b]
-            best = None
-            profiles = (_profiles(view.region, rows, background, implied, qids)
-                        if background is not None else [None])
-            for profile in profiles:
-                drop = fixed[rows].copy()
-                bk = np.zeros(len(rows), dtype=bool)
-                if profile is not None:
-                    bk = ~covers(implied.take(rows), profile, qids, background.attributes)
-                    drop |= bk
-                kept = rows[~drop]
-                basis = kept if len(kept) else rows
-                counts: dict[int, int] = {}
-                for r in basis.tolist():
-                    for c in terms_of[r]:
-                        counts[c] = counts.get(c, 0) + 1
-                shares = {c: n / len(basis) for c, n in counts.items()}
-                top = max(shares, key=lambda c: (shares[c], -c)) if shares else None
-                key = (int(drop.sum()), shares.get(top, 0.0))
-                if best is None or key > best[0]:
-                    best = (key, kept, bk, shares, top, drop)
-            _, kept, bk, shares, top, drop = best
-            excluded = {name: int(mask[rows].sum()) for name, mask in masks.items()}
+        if not vectorized:
+            groups = _groups_by_profile(attacker, label, view, masks, fixed, kk, th, al, ss,
+                                        likelihood, background, qids)
+        else:
+            groups = _groups_vectorized(attacker, label, view, masks, fixed, kk, th, al, ss,
+                                        likelihood)
             if background is not None:
-                excluded["BK"] = int(bk.sum())
-            dig = (len(kept) < kk) if kk is not None else None
-            dsg = dsg_hard = None
-            in_group: dict[int, int] = {}
-            for r in rows.tolist():
-                for c in terms_of[r]:
-                    in_group[c] = in_group.get(c, 0) + 1
-            if th is not None:
-                dsg = (any(s > th.get(str(view.term_names[c])) + _TOL for c, s in shares.items())
-                       or (len(kept) == 0 and bool(shares)))
-                # the gate's worst case: the adversary may keep the excludable holders of s
-                kept_set = set(kept.tolist())
-                dsg_hard = len(kept) == 0 and bool(in_group)
-                for c, sigma in in_group.items():
-                    held_out = sum(1 for r in rows.tolist() if r not in kept_set
-                                   and c in terms_of[r])
-                    if sigma / (len(kept) + held_out) > th.get(str(view.term_names[c])) + _TOL:
-                        dsg_hard = True
-            max_post = share_post = None
-            dig_post, dsg_post = dig, dsg
-            if likelihood:
-                if len(kept):
-                    codes = sorted({c for r in kept.tolist() for c in terms_of[r]})
-                    holders = np.zeros((len(kept), len(codes)))
-                    index = {c: i for i, c in enumerate(codes)}
-                    for i, r in enumerate(kept.tolist()):
-                        for c in terms_of[r]:
-                            holders[i, index[c]] = 1.0
-                    limits = np.array([th.get(str(view.term_names[c])) if th is not None else 1.0
-                                       for c in codes])
-                    max_post, share_post, over = _posterior_flags(attacker, label, kept,
-                                                                  holders, limits)
-                    dig_post = (max_post > 1.0 / kk + _TOL) if kk is not None else None
-                    dsg_post = over if th is not None else None
-                else:
-                    max_post, share_post = 1.0, 1.0
-                    dig_post = True if kk is not None else None
-                    dsg_post = bool(in_group) if th is not None else None
-            share = None
-            ssg = None
-            if ss is not None:
-                share = float(ss[rows].mean())
-                kept_share = float(ss[kept].mean()) if len(kept) else share
-                ssg = max(share, kept_share) > al + _TOL
-            groups.append(GroupAttack(
-                group=str(view.group_labels[view.group[rows[0]]]), size=len(rows),
-                excluded=excluded, remaining=len(kept),
-                top_term=str(view.term_names[top]) if top is not None else None,
-                top_confidence=float(shares.get(top, 0.0)) if top is not None else 0.0,
-                ss_share=share, dig=dig_post, dsg=dsg_post, ssg=ssg, dig_hard=dig,
-                dsg_hard=dsg_hard, max_posterior=max_post, top_share_posterior=share_post))
+                groups = _with_background(groups, attacker, label, view, masks, fixed, kk, th,
+                                          al, ss, likelihood, background, qids)
 
         out.append(ReleaseAttack(
             label, tuple(groups), kk, al, bool(use_md), _ratio(groups, "dig"),
@@ -381,6 +325,226 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
             _ratio(groups, "dig") if likelihood else None,
             _ratio(groups, "dsg") if likelihood else None))
     return SeriesAttack(tuple(out))
+
+
+def _groups_by_profile(attacker: LikelihoodAttacker, label: str, view, masks: Mapping,
+                       fixed: np.ndarray, kk: int | None, th: ThetaTable | None,
+                       al: float | None, ss: np.ndarray | None, likelihood: bool,
+                       background: BackgroundKnowledge | None, qids, *,
+                       only: np.ndarray | None = None) -> list[GroupAttack]:
+    """Every group of one release (or the group codes ``only``), one at a time (with
+    background knowledge: every target profile of the group, keeping the one that excludes
+    the most)."""
+    implied = background.implied_regions(view, qids) if background is not None else None
+    terms_of = [[] for _ in range(view.n)]
+    for r, c in zip(view.term_row.tolist(), view.term_code.tolist(), strict=True):
+        terms_of[r].append(c)
+    groups = []
+    order = np.argsort(view.group, kind="stable")
+    bounds = np.flatnonzero(np.diff(np.concatenate([[-1], view.group[order], [-2]])))
+    wanted = None if only is None else set(only.tolist())
+    for a, b in itertools.pairwise(bounds):
+        rows = order[a:b]
+        if wanted is not None and int(view.group[rows[0]]) not in wanted:
+            continue
+        best = None
+        profiles = (_profiles(view.region, rows, background, implied, qids)
+                    if background is not None else [None])
+        for profile in profiles:
+            drop = fixed[rows].copy()
+            bk = np.zeros(len(rows), dtype=bool)
+            if profile is not None:
+                bk = ~covers(implied.take(rows), profile, qids, background.attributes)
+                drop |= bk
+            kept = rows[~drop]
+            basis = kept if len(kept) else rows
+            counts: dict[int, int] = {}
+            for r in basis.tolist():
+                for c in terms_of[r]:
+                    counts[c] = counts.get(c, 0) + 1
+            shares = {c: n / len(basis) for c, n in counts.items()}
+            top = max(shares, key=lambda c: (shares[c], -c)) if shares else None
+            key = (int(drop.sum()), shares.get(top, 0.0))
+            if best is None or key > best[0]:
+                best = (key, kept, bk, shares, top, drop)
+        _, kept, bk, shares, top, drop = best
+        excluded = {name: int(mask[rows].sum()) for name, mask in masks.items()}
+        if background is not None:
+            excluded["BK"] = int(bk.sum())
+        dig = (len(kept) < kk) if kk is not None else None
+        dsg = dsg_hard = None
+        in_group: dict[int, int] = {}
+        for r in rows.tolist():
+            for c in terms_of[r]:
+                in_group[c] = in_group.get(c, 0) + 1
+        if th is not None:
+            dsg = (any(s > th.get(str(view.term_names[c])) + _TOL for c, s in shares.items())
+                   or (len(kept) == 0 and bool(shares)))
+            # the gate's worst case: the adversary may keep the excludable holders of s
+            kept_set = set(kept.tolist())
+            dsg_hard = len(kept) == 0 and bool(in_group)
+            for c, sigma in in_group.items():
+                held_out = sum(1 for r in rows.tolist() if r not in kept_set
+                               and c in terms_of[r])
+                if sigma / (len(kept) + held_out) > th.get(str(view.term_names[c])) + _TOL:
+                    dsg_hard = True
+        max_post = share_post = None
+        dig_post, dsg_post = dig, dsg
+        if likelihood:
+            if len(kept):
+                codes = sorted({c for r in kept.tolist() for c in terms_of[r]})
+                holders = np.zeros((len(kept), len(codes)))
+                index = {c: i for i, c in enumerate(codes)}
+                for i, r in enumerate(kept.tolist()):
+                    for c in terms_of[r]:
+                        holders[i, index[c]] = 1.0
+                limits = np.array([th.get(str(view.term_names[c])) if th is not None else 1.0
+                                   for c in codes])
+                max_post, share_post, over = _posterior_flags(attacker, label, kept,
+                                                              holders, limits)
+                dig_post = (max_post > 1.0 / kk + _TOL) if kk is not None else None
+                dsg_post = over if th is not None else None
+            else:
+                max_post, share_post = 1.0, 1.0
+                dig_post = True if kk is not None else None
+                dsg_post = bool(in_group) if th is not None else None
+        share = None
+        ssg = None
+        if ss is not None:
+            share = float(ss[rows].mean())
+            kept_share = float(ss[kept].mean()) if len(kept) else share
+            ssg = max(share, kept_share) > al + _TOL
+        groups.append(GroupAttack(
+            group=str(view.group_labels[view.group[rows[0]]]), size=len(rows),
+            excluded=excluded, remaining=len(kept),
+            top_term=str(view.term_names[top]) if top is not None else None,
+            top_confidence=float(shares.get(top, 0.0)) if top is not None else 0.0,
+            ss_share=share, dig=dig_post, dsg=dsg_post, ssg=ssg, dig_hard=dig,
+            dsg_hard=dsg_hard, max_posterior=max_post, top_share_posterior=share_post))
+    return groups
+
+
+def _with_background(groups: list[GroupAttack], attacker: LikelihoodAttacker, label: str,
+                     view, masks: Mapping, fixed: np.ndarray, kk: int | None,
+                     th: ThetaTable | None, al: float | None, ss: np.ndarray | None,
+                     likelihood: bool, background: BackgroundKnowledge,
+                     qids) -> list[GroupAttack]:
+    """``groups`` (computed without background knowledge) with it: only a group holding a
+    record whose terms imply something can lose a record to it; in the others every target
+    profile excludes nothing more, and the first profile, the one kept, gives the group as
+    without the knowledge (and BK excludes 0)."""
+    implied = background.implied_regions(view, qids)
+    whole = whole_domain(view.n, qids)
+    informed = np.zeros(view.n, dtype=bool)
+    for q in qids:
+        if q.kind == "categorical":
+            informed |= implied.cat[q.name] != whole.cat[q.name]
+        else:
+            informed |= ((implied.lo[q.name] != whole.lo[q.name])
+                         | (implied.hi[q.name] != whole.hi[q.name]))
+    redo = np.unique(view.group[informed])
+    again = iter(_groups_by_profile(attacker, label, view, masks, fixed, kk, th, al, ss,
+                                    likelihood, background, qids, only=redo))
+    redo_set = set(redo.tolist())
+    return [next(again) if code in redo_set
+            else dataclasses.replace(g, excluded={**g.excluded, "BK": 0})
+            for code, g in enumerate(groups)]
+
+
+def _groups_vectorized(attacker: LikelihoodAttacker, label: str, view, masks: Mapping,
+                       fixed: np.ndarray, kk: int | None, th: ThetaTable | None,
+                       al: float | None, ss: np.ndarray | None,
+                       likelihood: bool) -> list[GroupAttack]:
+    """:func:`_groups_by_profile` without background knowledge, every group at once: counts
+    per group and per (group, term) pair instead of a loop over each group's records."""
+    n_groups, g = len(view.group_labels), view.group
+    if view.n == 0:
+        return []
+    size = np.bincount(g, minlength=n_groups)
+    kept_n = np.bincount(g[~fixed], minlength=n_groups)
+    # the records the shares are taken over: those kept, or the whole group when none is
+    basis = ~fixed | (kept_n[g] == 0)
+    basis_n = np.where(kept_n > 0, kept_n, size)
+    excluded = {name: np.bincount(g[mask], minlength=n_groups) for name, mask in masks.items()}
+    width = max(len(view.term_names), 1)
+    pair_group = g[view.term_row]
+    key = pair_group * width + view.term_code
+
+    def per_pair(mask: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        found, count = np.unique(key[mask], return_counts=True)
+        return found // width, found % width, count
+
+    b_group, b_term, b_count = per_pair(basis[view.term_row])
+    share = b_count / basis_n[b_group]
+    # the top term: the largest count, the smallest code among equals
+    order = np.lexsort((b_term, -b_count, b_group))
+    first = order[np.flatnonzero(np.diff(np.concatenate([[-1], b_group[order]])))]
+    top = np.full(n_groups, -1)
+    top_share = np.zeros(n_groups)
+    top[b_group[first]], top_share[b_group[first]] = b_term[first], share[first]
+    has_terms = np.bincount(pair_group, minlength=n_groups) > 0
+    dsg = dsg_hard = None
+    if th is not None:
+        limit = np.array([th.get(str(t)) for t in view.term_names], dtype=np.float64)
+        over = np.bincount(b_group[share > limit[b_term] + _TOL], minlength=n_groups) > 0
+        dsg = over | ((kept_n == 0) & has_terms)
+        # the gate's worst case: the adversary may keep the excludable holders of s
+        s_group, s_term, sigma = per_pair(np.ones(len(key), dtype=bool))
+        held = np.zeros(len(sigma), dtype=np.int64)
+        x_group, x_term, x_count = per_pair(fixed[view.term_row])
+        held[np.searchsorted(s_group * width + s_term, x_group * width + x_term)] = x_count
+        worst = sigma / (kept_n[s_group] + held) > limit[s_term] + _TOL
+        dsg_hard = (np.bincount(s_group[worst], minlength=n_groups) > 0) | ((kept_n == 0)
+                                                                           & has_terms)
+    ss_share = kept_share = None
+    if ss is not None:
+        ss_share = np.bincount(g[ss], minlength=n_groups) / size
+        kept_ss = np.bincount(g[ss & ~fixed], minlength=n_groups)
+        kept_share = np.divide(kept_ss, kept_n, out=ss_share.copy(), where=kept_n > 0)
+    if likelihood:
+        by_group = np.argsort(g, kind="stable")
+        g_bounds = np.searchsorted(g[by_group], np.arange(n_groups + 1))
+        pair_order = np.argsort(view.term_row, kind="stable")
+        p_bounds = np.searchsorted(view.term_row[pair_order], np.arange(view.n + 1))
+    groups = []
+    for code in range(n_groups):
+        remaining = int(kept_n[code])
+        dig = (remaining < kk) if kk is not None else None
+        d, dh = (None, None) if dsg is None else (bool(dsg[code]), bool(dsg_hard[code]))
+        max_post = share_post = None
+        dig_post, dsg_post = dig, d
+        if likelihood:
+            rows = by_group[g_bounds[code]:g_bounds[code + 1]]
+            kept = rows[~fixed[rows]]
+            if len(kept):
+                lengths = p_bounds[kept + 1] - p_bounds[kept]
+                pairs = pair_order[np.concatenate([np.arange(p_bounds[r], p_bounds[r + 1])
+                                                   for r in kept.tolist()])]
+                codes, column = np.unique(view.term_code[pairs], return_inverse=True)
+                holders = np.zeros((len(kept), len(codes)))
+                holders[np.repeat(np.arange(len(kept)), lengths), column.ravel()] = 1.0
+                limits = (limit[codes] if th is not None else np.ones(len(codes)))
+                max_post, share_post, over_post = _posterior_flags(attacker, label, kept,
+                                                                   holders, limits)
+                dig_post = (max_post > 1.0 / kk + _TOL) if kk is not None else None
+                dsg_post = over_post if th is not None else None
+            else:
+                max_post, share_post = 1.0, 1.0
+                dig_post = True if kk is not None else None
+                dsg_post = bool(has_terms[code]) if th is not None else None
+        share = ssg = None
+        if ss_share is not None:
+            share = float(ss_share[code])
+            ssg = max(share, float(kept_share[code])) > al + _TOL
+        t = int(top[code])
+        groups.append(GroupAttack(
+            group=str(view.group_labels[code]), size=int(size[code]),
+            excluded={name: int(c[code]) for name, c in excluded.items()}, remaining=remaining,
+            top_term=str(view.term_names[t]) if t >= 0 else None,
+            top_confidence=float(top_share[code]) if t >= 0 else 0.0,
+            ss_share=share, dig=dig_post, dsg=dsg_post, ssg=ssg, dig_hard=dig, dsg_hard=dh,
+            max_posterior=max_post, top_share_posterior=share_post))
+    return groups
 
 
 def _ratio(groups: list[GroupAttack], flag: str) -> float | None:

@@ -498,10 +498,11 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         if knowledge is not None:
             knowledge.check(series.qids)
         labels = [series.label(p) for p in periods] if periods else series.periods
-        frames, rows = store_originals(db, labels)
-    with progress_bar("evaluating", None):
-        result = evaluate_series(series, frames, rows, rules=signal_rules, background=knowledge,
-                                 md=md, periods=labels)
+        # one period's original records at a time, read while the store is open
+        frames, rows = store_originals(db, labels, lazy=True)
+        with progress_bar("evaluating", None):
+            result = evaluate_series(series, frames, rows, rules=signal_rules,
+                                     background=knowledge, md=md, periods=labels)
     if as_json:
         print_json(result)
         return

@@ -42,12 +42,36 @@ re-identified when π_{r'}(r) > 1/2 (the attacker's best guess is right and more
 ``rr_hard``/``ar_rev_hard`` are the same measures with π uniform on K(r): the hard-exclusion
 attacker, who reads no perturbed value. Elsewhere (no strict PPMS-DP release) the measures are
 the distance-based ones above, and the hard numbers equal them.
+
+Index (how G is found without comparing every target with every record). A record stays in
+G(t) when no attack excludes it and it is at minimum distance. The exclusions are all covering
+tests, so a record r is spared exactly when its *effective region* E_r = published ∩ earlier ∩
+later ∩ implied region covers t on the QIDs t knows (and the L- and MD-flags allow it). When
+some spared record covers t, the minimum distance is 0 and G(t) is the set of spared records
+covering t, unless a published value misses t by a gap within the 1e-12 tie tolerance (a
+*near miss*): a record at distance ≤ 1e-12 would join G. So for each target whose known
+numeric values are points on at most one numeric QID, with no published endpoint within
+4e-12 · (number of QIDs) · span of it outside it:
+
+* records are bucketed by their effective categorical cells and link flags; a target matches
+  the buckets whose cells are ancestors-or-self of its values (any cell where a value is
+  unknown) and whose flags its own allow;
+* on its known numeric QID, |G| and Σ_{j∈G} |terms_j| count the records of the matched buckets
+  whose effective interval holds the point, from sorted lower and upper endpoints; |S_G| counts
+  the terms whose union of intervals (over those records, merged per term) holds it.
+
+That is O(n log n) per bucket key. Every other target (G empty, a near miss, an interval value,
+two known numeric QIDs) goes through the all-pairs scan by distance, which is also the
+reference the tests hold the index to (same floats). The likelihood-weighted version still
+needs each candidate's weight (targets x candidates): there the buckets only restrict the
+records whose exclusions and likelihoods are computed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -56,7 +80,7 @@ from scipy import sparse
 from ..attacks.background import BackgroundKnowledge
 from ..attacks.likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
 from ..errors import SchemaError, ValidationError
-from ..published.links import Links, Region, covers, lca_depth, link
+from ..published.links import Links, Region, covers, intersect, lca_depth, link
 from ..published.series import PublishedSeries
 
 __all__ = ["LinkageRisk", "linkage_risk"]
@@ -104,9 +128,11 @@ def _original_region(original: pd.DataFrame, cases: np.ndarray, series: Publishe
                      ) -> tuple[Region, dict[str, np.ndarray]]:
     """The original QID values of each released case, and which of them are known."""
     frame = original.assign(_case=original["case_id"].astype(str)).set_index("_case")
-    missing = np.setdiff1d(cases, frame.index.to_numpy(dtype=object))
-    if missing.size:
-        raise ValidationError(f"The release holds {missing.size} case(s) absent from the original "
+    # hashed, not np.setdiff1d: that sorts object arrays element by element (seconds at 100k)
+    absent = ~pd.Index(cases).isin(frame.index)
+    if absent.any():
+        missing = sorted(set(cases[absent].tolist()))
+        raise ValidationError(f"The release holds {len(missing)} case(s) absent from the original "
                               f"records (e.g. {missing[0]!r}); pass the same period's records.")
     frame = frame.loc[cases]
     cat, lo, hi, known = {}, {}, {}, {}
@@ -131,11 +157,11 @@ def _original_region(original: pd.DataFrame, cases: np.ndarray, series: Publishe
     return Region(cat, lo, hi), known
 
 
-def _distance(view_region: Region, target: Region, known: Mapping[str, np.ndarray], series,
+def _distance(view_region: Region, target: Region, known: Mapping[str, np.ndarray], qids,
               spans: Mapping[str, float]) -> np.ndarray:
     """Mean normalized distance between targets (rows) and published records (columns)."""
     total = None
-    for q in series.qids:
+    for q in qids:
         kn = known[q.name][:, None]
         if q.kind == "categorical":
             tax = q.taxonomy
@@ -151,7 +177,7 @@ def _distance(view_region: Region, target: Region, known: Mapping[str, np.ndarra
             gap = np.maximum(np.maximum(lo - b, a - hi), 0.0)
             d = np.where(kn, np.minimum(gap / spans[q.name], 1.0), 0.0)
         total = d if total is None else total + d
-    return total / len(series.qids)
+    return total / len(qids)
 
 
 def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *,
@@ -172,6 +198,23 @@ def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *
         attacker: A :class:`~medanon.attacks.likelihood.LikelihoodAttacker` of ``series`` with
             the same ``lifespan`` to reuse (built here otherwise).
     """
+    return _linkage_risk(series, period, original, md=md, background=background,
+                         lifespan=lifespan, views=views, attacker=attacker, indexed=True)
+
+
+def _reference_linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *,
+                            md: bool = False, background: BackgroundKnowledge | None = None,
+                            lifespan: int | None = None) -> LinkageRisk:
+    """:func:`linkage_risk` computed the straightforward way: every target against every class
+    of records (distances included). Quadratic; the tests hold the index to it."""
+    return _linkage_risk(series, period, original, md=md, background=background,
+                         lifespan=lifespan, views=None, attacker=None, indexed=False)
+
+
+def _linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *, md: bool,
+                  background: BackgroundKnowledge | None, lifespan: int | None,
+                  views: dict | None, attacker: LikelihoodAttacker | None,
+                  indexed: bool) -> LinkageRisk:
     label = series.label(period)
     if attacker is None:
         attacker = LikelihoodAttacker(series, lifespan=lifespan, views=views)
@@ -185,77 +228,317 @@ def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *
     implied = background.implied_regions(view, qids) if background is not None else None
     use_md = md and links.next_known
     if attacker.applies(label):
-        return _posterior_risk(attacker, label, links, target, known, implied, use_md, attacks)
-    spans = {}
-    for q in qids:
-        if q.kind == "numeric":
-            finite = np.concatenate([target.lo[q.name][known[q.name]],
-                                     target.hi[q.name][known[q.name]]])
-            span = float(finite.max() - finite.min()) if finite.size else 0.0
-            spans[q.name] = span if span > 0 else 1.0
+        return _posterior_risk(attacker, label, links, target, known, implied, use_md, attacks,
+                               indexed=indexed)
+    hard = _HardLinkage(links, target, known, implied, use_md, qids)
+    pr, ar = hard.measures(indexed=indexed)
+    rr, ar_rev, hits = float(pr.mean()), float(ar.mean()), int((pr == 1.0).sum())
+    return LinkageRisk(label, m, rr, ar_rev, hits, attacks, HARD, rr, ar_rev, hits)
 
-    # Records that look the same to the adversary (published, earlier, later and implied
-    # regions, link flags) form one class; targets with the same values and truth flags are one
-    # target. G depends only on (target, classes), so the work is targets x classes.
-    parts = [_columns(view.region), _columns(links.earlier_region), _columns(links.later_region),
-             [links.old, links.later, links.in_next & use_md]]
-    if implied is not None:
-        parts.append(_columns(implied))
-    rec_class, rep = _classes(np.column_stack([np.asarray(c, dtype=np.float64)
-                                               for part in parts for c in part]))
-    n_class = len(rep)
-    count = np.bincount(rec_class, minlength=n_class).astype(np.float64)
-    n_terms = np.bincount(view.term_row, minlength=m).astype(np.float64)
-    occurrences_of = np.bincount(rec_class, weights=n_terms, minlength=n_class)
-    width = max(len(view.term_names), 1)
-    incidence = sparse.csr_matrix((np.ones(len(view.term_row)),
-                                   (rec_class[view.term_row], view.term_code)),
-                                  shape=(n_class, width))
-    new = ~links.old  # the target's own case: first appearance in this release?
-    gone = ~links.in_next
-    tgt_cols = _columns(target) + [known[q.name] for q in qids] + [new, gone & use_md]
-    tgt_class, tgt_rep = _classes(np.column_stack([np.asarray(c, dtype=np.float64)
-                                                   for c in tgt_cols]))
-    regions = (view.region.take(rep), links.earlier_region.take(rep),
-               links.later_region.take(rep), implied.take(rep) if implied is not None else None)
-    old_c, later_c, next_c = links.old[rep], links.later[rep], links.in_next[rep]
-    pr = np.zeros(m)
-    ar = np.zeros(m)
-    order = np.argsort(tgt_class, kind="stable")
-    bounds = np.searchsorted(tgt_class[order], np.arange(0, len(tgt_rep) + _CHUNK, _CHUNK))
 
-    def known_covers(region: Region, tgt: Region, kn) -> np.ndarray:
-        return _known_covers(region, tgt, kn, qids)
+#: a gap this many times (number of QIDs x span) apart is certainly farther than the 1e-12 tie
+#: tolerance of the minimum distance (module docstring, "Index").
+_NEAR = 4e-12
+#: sentinel of a categorical QID the target's value leaves unknown (matches every record).
+_ANY = -2
 
-    for chunk, start in enumerate(range(0, len(tgt_rep), _CHUNK)):
-        reps = tgt_rep[start:start + _CHUNK]
-        tgt = target.take(reps)
-        kn = {k: v[reps] for k, v in known.items()}
-        excluded = old_c[None, :] & ~known_covers(regions[1], tgt, kn)  # B
-        excluded |= later_c[None, :] & ~known_covers(regions[2], tgt, kn)  # F
-        excluded |= new[reps][:, None] & old_c[None, :]  # L
-        if use_md:
-            excluded |= gone[reps][:, None] & next_c[None, :]  # MD
-        if regions[3] is not None:
-            excluded |= ~known_covers(regions[3], tgt, kn)  # background knowledge
-        dist = _distance(regions[0], tgt, kn, series, spans)
-        dist[excluded] = np.inf
-        best = dist.min(axis=1, keepdims=True)
-        in_g = np.isfinite(best) & (dist <= best + 1e-12)
-        g = sparse.csr_matrix(in_g.astype(np.float64))
-        size = g @ count
-        distinct = (g @ incidence > 0).sum(axis=1).A.ravel()
-        occurrences = g @ occurrences_of
-        members = order[bounds[chunk]:bounds[chunk + 1]]  # records whose target is in the chunk
-        local = tgt_class[members] - start
-        hit = in_g[local, rec_class[members]]
+
+class _Buckets:
+    """Records bucketed by their effective categorical cells and link flags.
+
+    A record's *effective region* is its published region ∩ earlier ∩ later ∩ implied: the
+    record stays a candidate of a target (hard exclusions) only if that region covers the
+    target on the QIDs it knows and the L- and MD-attacks spare it. A target matches the
+    buckets whose cells are ancestors-or-self of its categorical values (any cell where its
+    value is unknown) and whose flags its own flags allow: a superset of its candidates, exact
+    on the categorical QIDs.
+    """
+
+    def __init__(self, links: Links, implied: Region | None, use_md: bool, qids):
+        self.cat_q = [q for q in qids if q.kind == "categorical"]
+        region = intersect(intersect(links.view.region, links.earlier_region, qids),
+                           links.later_region, qids)
+        self.region = intersect(region, implied, qids) if implied is not None else region
+        self.keys, self.key = _rows(np.column_stack(
+            [*(self.region.cat[q.name] for q in self.cat_q), links.old,
+             links.in_next & use_md]).astype(np.int64))
+        self.order = np.argsort(self.key, kind="stable")
+        self.bounds = np.searchsorted(self.key[self.order], np.arange(len(self.keys) + 1))
+
+    def target_columns(self, target: Region, known: Mapping[str, np.ndarray],
+                       rows: np.ndarray) -> list[np.ndarray]:
+        """The categorical part of the key of targets ``rows``: codes, or any where unknown."""
+        return [np.where(known[q.name][rows], target.cat[q.name][rows], _ANY)
+                for q in self.cat_q]
+
+    def match(self, t_keys: np.ndarray) -> np.ndarray:
+        """Target keys (categorical columns, new, gone-with-MD) x buckets: may hold candidates."""
+        c, b_keys = len(self.cat_q), self.keys
+        match = np.ones((len(t_keys), len(b_keys)), dtype=bool)
+        for i, q in enumerate(self.cat_q):
+            t, b = t_keys[:, i][:, None], b_keys[:, i][None, :]
+            match &= (t == _ANY) | ((b >= 0) & q.taxonomy.covers_codes(np.maximum(b, 0),
+                                                                      np.maximum(t, 0)))
+        match &= ~((t_keys[:, c] == 1)[:, None] & (b_keys[:, c] == 1)[None, :])  # L
+        match &= ~((t_keys[:, c + 1] == 1)[:, None] & (b_keys[:, c + 1] == 1)[None, :])  # MD
+        return match
+
+    def records(self, buckets: np.ndarray) -> np.ndarray:
+        """The records of ``buckets``, in increasing order."""
+        return np.sort(self.order[_ranges(self.bounds[buckets], self.bounds[buckets + 1])])
+
+
+class _HardLinkage:
+    """G of every record's target for the hard-exclusion attacker, and Pr and Ar of each record.
+
+    Targets with the same values and truth flags form one target class; G depends only on the
+    class. :meth:`_scan` is the straightforward computation (each target class against every
+    class of records, distances included); :meth:`_indexed` gets the same G from an index
+    wherever it can prove G is the set of covering records no attack excludes (module
+    docstring, "Index"), and leaves the other target classes to :meth:`_scan`.
+    """
+
+    def __init__(self, links: Links, target: Region, known: Mapping[str, np.ndarray],
+                 implied: Region | None, use_md: bool, qids):
+        self.links, self.target, self.known = links, target, known
+        self.implied, self.use_md, self.qids = implied, use_md, qids
+        self.view = view = links.view
+        self.m = view.n
+        self.spans = {}
+        for q in qids:
+            if q.kind == "numeric":
+                finite = np.concatenate([target.lo[q.name][known[q.name]],
+                                         target.hi[q.name][known[q.name]]])
+                span = float(finite.max() - finite.min()) if finite.size else 0.0
+                self.spans[q.name] = span if span > 0 else 1.0
+        self.new = ~links.old  # the target's own case: first appearance in this release?
+        self.gone = ~links.in_next
+        tgt_cols = _columns(target) + [known[q.name] for q in qids] + [self.new,
+                                                                       self.gone & use_md]
+        self.tgt_class, self.tgt_rep = _classes(np.column_stack([np.asarray(c, dtype=np.float64)
+                                                                 for c in tgt_cols]))
+        self.n_terms = np.bincount(view.term_row, minlength=self.m).astype(np.float64)
+
+    def measures(self, *, indexed: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Pr(r') and Ar(r') of every record (module docstring)."""
+        n_t = len(self.tgt_rep)
+        size = np.zeros(n_t)
+        distinct = np.zeros(n_t, dtype=np.int64)
+        occurrences = np.zeros(n_t)
+        hit = np.zeros(self.m, dtype=bool)
+        done = (self._indexed(size, distinct, occurrences, hit) if indexed
+                else np.zeros(n_t, dtype=bool))
+        rest = np.flatnonzero(~done)
+        if rest.size:
+            self._scan(rest, size, distinct, occurrences, hit)
         with np.errstate(divide="ignore", invalid="ignore"):
             pr_t = np.where(size > 0, 1.0 / size, 0.0)
             ar_t = np.where(distinct > 0, occurrences / (size * distinct), pr_t)
-        pr[members] = np.where(hit, pr_t[local], 0.0)
-        ar[members] = np.where(hit, ar_t[local], 0.0)
-    rr, ar_rev, hits = float(pr.mean()), float(ar.mean()), int((pr == 1.0).sum())
-    return LinkageRisk(label, m, rr, ar_rev, hits, attacks, HARD, rr, ar_rev, hits)
+        pr = np.where(hit, pr_t[self.tgt_class], 0.0)
+        ar = np.where(hit, ar_t[self.tgt_class], 0.0)
+        return pr, ar
+
+    @cached_property
+    def _by_class(self) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(self.tgt_class, kind="stable")
+        return order, np.searchsorted(self.tgt_class[order], np.arange(len(self.tgt_rep) + 1))
+
+    def _members(self, classes: np.ndarray) -> np.ndarray:
+        """The records whose target is in one of ``classes``."""
+        order, bounds = self._by_class
+        return order[_ranges(bounds[classes], bounds[classes + 1])]
+
+    # --------------------------------------------------------------------- all pairs
+    def _scan(self, classes: np.ndarray, size: np.ndarray, distinct: np.ndarray,
+              occurrences: np.ndarray, hit: np.ndarray) -> None:
+        """G of the target ``classes`` against every class of records, by minimum distance."""
+        links, view, qids, target, known = self.links, self.view, self.qids, self.target, self.known
+        implied, use_md = self.implied, self.use_md
+        # Records that look the same to the adversary (published, earlier, later and implied
+        # regions, link flags) form one class: the work is target classes x record classes.
+        parts = [_columns(view.region), _columns(links.earlier_region),
+                 _columns(links.later_region), [links.old, links.later, links.in_next & use_md]]
+        if implied is not None:
+            parts.append(_columns(implied))
+        rec_class, rep = _classes(np.column_stack([np.asarray(c, dtype=np.float64)
+                                                   for part in parts for c in part]))
+        n_class = len(rep)
+        count = np.bincount(rec_class, minlength=n_class).astype(np.float64)
+        occurrences_of = np.bincount(rec_class, weights=self.n_terms, minlength=n_class)
+        width = max(len(view.term_names), 1)
+        incidence = sparse.csr_matrix((np.ones(len(view.term_row)),
+                                       (rec_class[view.term_row], view.term_code)),
+                                      shape=(n_class, width))
+        regions = (view.region.take(rep), links.earlier_region.take(rep),
+                   links.later_region.take(rep), implied.take(rep) if implied is not None else None)
+        old_c, later_c, next_c = links.old[rep], links.later[rep], links.in_next[rep]
+        step = max(1, min(_CHUNK, _CELLS // max(n_class, 1)))
+        for start in range(0, len(classes), step):
+            chunk = classes[start:start + step]
+            reps = self.tgt_rep[chunk]
+            tgt = target.take(reps)
+            kn = {k: v[reps] for k, v in known.items()}
+            excluded = old_c[None, :] & ~_known_covers(regions[1], tgt, kn, qids)  # B
+            excluded |= later_c[None, :] & ~_known_covers(regions[2], tgt, kn, qids)  # F
+            excluded |= self.new[reps][:, None] & old_c[None, :]  # L
+            if use_md:
+                excluded |= self.gone[reps][:, None] & next_c[None, :]  # MD
+            if regions[3] is not None:
+                excluded |= ~_known_covers(regions[3], tgt, kn, qids)  # background knowledge
+            dist = _distance(regions[0], tgt, kn, qids, self.spans)
+            dist[excluded] = np.inf
+            best = dist.min(axis=1, keepdims=True)
+            in_g = np.isfinite(best) & (dist <= best + 1e-12)
+            g = sparse.csr_matrix(in_g.astype(np.float64))
+            size[chunk] = g @ count
+            distinct[chunk] = (g @ incidence > 0).sum(axis=1).A.ravel()
+            occurrences[chunk] = g @ occurrences_of
+            local = np.full(len(self.tgt_rep), -1)
+            local[chunk] = np.arange(len(chunk))
+            members = self._members(chunk)
+            hit[members] = in_g[local[self.tgt_class[members]], rec_class[members]]
+
+    # ------------------------------------------------------------------------- index
+    def _indexed(self, size: np.ndarray, distinct: np.ndarray, occurrences: np.ndarray,
+                 hit: np.ndarray) -> np.ndarray:
+        """G from the index for every target class it can settle; returns which ones it did.
+
+        A record stays in G(t) exactly when its *effective region* (published ∩ earlier ∩
+        later ∩ implied) covers t on the QIDs t knows and the L- and MD-attacks spare it.
+        Records are bucketed by their effective categorical cells and link flags; a target
+        class matches the buckets whose cells are ancestors of its values (any cell where its
+        value is unknown); on the one numeric QID it knows (its sweep axis), the records of
+        those buckets covering its value are counted from sorted interval endpoints, and the
+        distinct terms from the union of each term's intervals.
+        """
+        links, view, qids, target, known = self.links, self.view, self.qids, self.target, self.known
+        rep, n_t = self.tgt_rep, len(self.tgt_rep)
+        cat_q = [q for q in qids if q.kind == "categorical"]
+        num_q = [q for q in qids if q.kind == "numeric"]
+        done = np.ones(n_t, dtype=bool)
+        # A categorical cell that misses the target is at least 1/(2·height) away on that QID:
+        # far beyond the tie tolerance for any real hierarchy (else the scan decides).
+        if any(1.0 / max(2 * q.taxonomy.height, 1) <= _NEAR * len(qids) for q in cat_q):
+            return np.zeros(n_t, dtype=bool)
+        index = _Buckets(links, self.implied, self.use_md, qids)
+        region = index.region
+
+        # the target side: at most one known numeric QID, a point, with no published endpoint
+        # within the tie tolerance outside it (a near miss would tie at distance ~0)
+        sweep = np.full(n_t, -1, dtype=np.int64)
+        point = np.zeros(n_t)
+        n_known = np.zeros(n_t, dtype=np.int64)
+        for i, q in enumerate(num_q):
+            kn = known[q.name][rep]
+            a = np.where(kn, target.lo[q.name][rep], 0.0)
+            b = np.where(kn, target.hi[q.name][rep], 0.0)
+            n_known += kn
+            done &= a == b
+            sweep[kn] = i
+            point[kn] = a[kn]
+            tol = _NEAR * len(qids) * self.spans[q.name]
+            lows, highs = np.sort(view.region.lo[q.name]), np.sort(view.region.hi[q.name])
+            near = ((np.searchsorted(highs, a, "left") > np.searchsorted(highs, a - tol, "left"))
+                    | (np.searchsorted(lows, b + tol, "right") > np.searchsorted(lows, b, "right")))
+            done &= ~(kn & near)
+        done &= n_known <= 1
+
+        t_keys, t_key = _rows(np.column_stack(
+            [*index.target_columns(target, known, rep), self.new[rep],
+             self.gone[rep] & self.use_md, sweep]).astype(np.int64))
+        c = len(cat_q)
+        match = index.match(t_keys[:, :c + 2])
+        n_b, b_key = len(index.keys), index.key
+        by_bucket, b_bounds = index.order, index.bounds
+        pair_order = np.argsort(view.term_row, kind="stable")
+        p_bounds = np.searchsorted(view.term_row[pair_order], np.arange(self.m + 1))
+        width = max(len(view.term_names), 1)
+        # targets whose value on every QID is unknown to the sweep: whole buckets
+        b_count = np.bincount(b_key, minlength=n_b).astype(np.float64)
+        b_occ = np.bincount(b_key, weights=self.n_terms, minlength=n_b)
+        presence = sparse.csr_matrix((np.ones(len(view.term_row)),
+                                      (b_key[view.term_row], view.term_code)), shape=(n_b, width))
+        whole = sparse.csr_matrix(match.astype(np.float64))
+        k_size, k_occ = whole @ b_count, whole @ b_occ
+        k_distinct = np.asarray((whole @ presence > 0).sum(axis=1)).ravel()
+        flat = t_keys[:, c + 2] < 0
+        mine = flat[t_key] & done
+        size[mine], occurrences[mine] = k_size[t_key[mine]], k_occ[t_key[mine]]
+        distinct[mine] = k_distinct[t_key[mine]]
+
+        # targets with a sweep axis: per key, the matching records covering each point
+        for key in np.flatnonzero(~flat):
+            classes = np.flatnonzero((t_key == key) & done)
+            if not classes.size:
+                continue
+            q = num_q[t_keys[key, c + 2]]
+            buckets = np.flatnonzero(match[key])
+            recs = by_bucket[_ranges(b_bounds[buckets], b_bounds[buckets + 1])]
+            lo, hi = region.lo[q.name][recs], region.hi[q.name][recs]
+            keep = lo <= hi  # an empty interval covers no point
+            recs, lo, hi = recs[keep], lo[keep], hi[keep]
+            x = point[classes]
+            by_lo, by_hi = np.argsort(lo, kind="stable"), np.argsort(hi, kind="stable")
+            at_lo = np.searchsorted(lo[by_lo], x, "right")  # records with lo <= x
+            at_hi = np.searchsorted(hi[by_hi], x, "left")  # records with hi < x
+            size[classes] = (at_lo - at_hi).astype(np.float64)
+            w = self.n_terms[recs]
+            occurrences[classes] = (np.concatenate([[0.0], np.cumsum(w[by_lo])])[at_lo]
+                                    - np.concatenate([[0.0], np.cumsum(w[by_hi])])[at_hi])
+            pairs = pair_order[_ranges(p_bounds[recs], p_bounds[recs + 1])]
+            owner = np.repeat(np.arange(len(recs)), p_bounds[recs + 1] - p_bounds[recs])
+            seg_lo, seg_hi = _union_by_term(view.term_code[pairs], lo[owner], hi[owner])
+            distinct[classes] = (np.searchsorted(np.sort(seg_lo), x, "right")
+                                 - np.searchsorted(np.sort(seg_hi), x, "left"))
+        # an empty G leaves the minimum distance to the scan
+        done &= size > 0
+
+        # the own record of each settled target: is it in G?
+        mine = done[self.tgt_class]
+        j = self.tgt_class[mine]
+        own = match[t_key[j], b_key[mine]]
+        for i, q in enumerate(num_q):
+            on = sweep[j] == i
+            rows = np.flatnonzero(mine)[on]
+            x = point[j[on]]
+            own[on] &= (region.lo[q.name][rows] <= x) & (x <= region.hi[q.name][rows])
+        hit[mine] = own
+        return done
+
+
+def _ranges(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The indices start..end-1 of every range, concatenated."""
+    lengths = ends - starts
+    total = int(lengths.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return offsets + np.arange(total)
+
+
+def _rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of an integer table and the index of each row among them."""
+    if len(table) == 0:
+        return np.zeros((0, table.shape[1]), dtype=table.dtype), np.zeros(0, dtype=np.int64)
+    keys, inverse = np.unique(table, axis=0, return_inverse=True)
+    return keys, inverse.ravel()
+
+
+def _union_by_term(term: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+                   ) -> tuple[np.ndarray, np.ndarray]:
+    """Per term, the union of its closed intervals as disjoint closed segments (all terms)."""
+    if not len(term):
+        return np.zeros(0), np.zeros(0)
+    order = np.lexsort((lo, term))
+    term, lo, hi = term[order], lo[order], hi[order]
+    # running maximum of hi within each term: ranks offset by term keep the terms apart
+    values, rank = np.unique(hi, return_inverse=True)
+    reach = values[np.maximum.accumulate(term * len(values) + rank.ravel()) - term * len(values)]
+    first = np.concatenate([[True], term[1:] != term[:-1]])
+    start = first | np.concatenate([[True], lo[1:] > reach[:-1]])
+    starts = np.flatnonzero(start)
+    ends = np.concatenate([starts[1:], [len(term)]]) - 1
+    return lo[starts], reach[ends]
 
 
 def _known_covers(region: Region, tgt: Region, kn: Mapping[str, np.ndarray], qids) -> np.ndarray:
@@ -271,9 +554,16 @@ def _known_covers(region: Region, tgt: Region, kn: Mapping[str, np.ndarray], qid
 
 def _posterior_risk(attacker: LikelihoodAttacker, label: str, links: Links, target: Region,
                     known: Mapping[str, np.ndarray], implied: Region | None, use_md: bool,
-                    attacks: str) -> LinkageRisk:
+                    attacks: str, *, indexed: bool = True) -> LinkageRisk:
     """RR and AR_rev of the likelihood-weighted attacker (and of the hard one), every record of
-    the release being a target with its original values (module docstring)."""
+    the release being a target with its original values (module docstring).
+
+    The posterior of a target needs every candidate's weight, so the work stays targets x
+    candidates. With ``indexed``, the exclusions and the likelihoods (the costly part) are
+    computed only on the records of the buckets the target matches (:class:`_Buckets`, a
+    superset of its candidates), the other records being no candidate; the posterior and the
+    term masses are then taken over the whole release exactly as without the index.
+    """
     view, qids = links.view, attacker.series.qids
     m = view.n
     values = TargetValues.from_region(target, qids, known)
@@ -286,19 +576,39 @@ def _posterior_risk(attacker: LikelihoodAttacker, label: str, links: Links, targ
     pr, ar = np.zeros(m), np.zeros(m)
     pr_hard, ar_hard = np.zeros(m), np.zeros(m)
     step = max(1, min(_CHUNK, _CELLS // m))
-    for start in range(0, m, step):
-        idx = np.arange(start, min(start + step, m))
+    chunks: list[tuple[np.ndarray, np.ndarray | None]] = []
+    if indexed:
+        index = _Buckets(links, implied, use_md, qids)
+        t_keys, t_key = _rows(np.column_stack(
+            [*index.target_columns(target, known, np.arange(m)), new,
+             gone & use_md]).astype(np.int64))
+        match = index.match(t_keys)
+        by_key = np.argsort(t_key, kind="stable")
+        k_bounds = np.searchsorted(t_key[by_key], np.arange(len(t_keys) + 1))
+        for key in range(len(t_keys)):
+            members = by_key[k_bounds[key]:k_bounds[key + 1]]
+            columns = index.records(np.flatnonzero(match[key]))
+            chunks += [(members[i:i + step], columns) for i in range(0, len(members), step)]
+    else:
+        chunks = [(np.arange(i, min(i + step, m)), None) for i in range(0, m, step)]
+    for idx, columns in chunks:
         tgt = target.take(idx)
         kn = {k: v[idx] for k, v in known.items()}
-        excluded = links.old[None, :] & ~_known_covers(links.earlier_region, tgt, kn, qids)  # B
-        excluded |= links.later[None, :] & ~_known_covers(links.later_region, tgt, kn, qids)  # F
-        excluded |= new[idx][:, None] & links.old[None, :]  # L
+        cols = np.arange(m) if columns is None else columns
+        old_c, later_c, next_c = links.old[cols], links.later[cols], links.in_next[cols]
+        excluded = old_c[None, :] & ~_known_covers(_take(links.earlier_region, columns), tgt, kn, qids)  # B
+        excluded |= later_c[None, :] & ~_known_covers(_take(links.later_region, columns), tgt, kn, qids)  # F
+        excluded |= new[idx][:, None] & old_c[None, :]  # L
         if use_md:
-            excluded |= gone[idx][:, None] & links.in_next[None, :]  # MD
+            excluded |= gone[idx][:, None] & next_c[None, :]  # MD
         if implied is not None:
-            excluded |= ~_known_covers(implied, tgt, kn, qids)  # background knowledge
-        log_w = attacker.log_weights(label, values.take(idx))
-        candidate = ~excluded & _known_covers(view.region, tgt, kn, qids) & ~np.isneginf(log_w)
+            excluded |= ~_known_covers(_take(implied, columns), tgt, kn, qids)  # background knowledge
+        log_w = attacker.log_weights(label, values.take(idx), columns)
+        candidate = (~excluded & _known_covers(_take(view.region, columns), tgt, kn, qids)
+                     & ~np.isneginf(log_w))
+        if columns is not None:  # the records outside the matched buckets are no candidates
+            log_w, candidate = _widen(log_w, columns, m, -np.inf), _widen(candidate, columns,
+                                                                          m, False)
         pi = posterior(log_w, candidate)
         local = np.arange(len(idx))
         own = pi[local, idx]
@@ -320,6 +630,17 @@ def _posterior_risk(attacker: LikelihoodAttacker, label: str, links: Links, targ
     return LinkageRisk(label, m, float(pr.mean()), float(ar.mean()), int((pr > 0.5).sum()),
                        attacks, attacker.attacker(label), float(pr_hard.mean()),
                        float(ar_hard.mean()), int((pr_hard == 1.0).sum()))
+
+
+def _take(region: Region, columns: np.ndarray | None) -> Region:
+    return region if columns is None else region.take(columns)
+
+
+def _widen(sub: np.ndarray, columns: np.ndarray, m: int, fill) -> np.ndarray:
+    """``sub`` (rows x ``columns``) as rows x ``m``, ``fill`` in the other columns."""
+    out = np.full((len(sub), m), fill, dtype=sub.dtype)
+    out[:, columns] = sub
+    return out
 
 
 def _columns(region: Region) -> list[np.ndarray]:

@@ -52,8 +52,12 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
     Args:
         series: The published series.
         originals: Period -> original super records (``case_id`` and QIDs as the algorithms saw
-            them: labels, numeric IntervalArray).
-        original_rows: Period -> the same records as published strings (for the signal counts).
+            them: labels, numeric IntervalArray). Read one period at a time, in the order of
+            ``periods``, each before the next: a mapping that reads lazily (as
+            :func:`medanon.report.collect.store_originals` with ``lazy=True``) holds one
+            period in memory.
+        original_rows: Period -> the same records as published strings (for the signal counts),
+            read right after ``originals`` of the same period.
         rules: Signal rules (drug, demographic condition, reaction).
         background: Medical background knowledge for the RR/AR bias (000 §E).
         md: Add 002's MD-attack to every measure (by default DIR/DSR apply it only to releases
@@ -65,16 +69,15 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
     hierarchies = series.hierarchies
     # every release is parsed once, for all the measures below
     attacker = LikelihoodAttacker(series)
-    attacked = attack_series(series, periods=labels, md=True if md else None, attacker=attacker)
-    attacked_bk = (attack_series(series, periods=labels, background=background,
-                                 md=True if md else None, attacker=attacker)
-                   if background is not None else None)
     out = []
+    # one release at a time: its original records and attack results are dropped before the
+    # next release is read (linking still reads every release, parsed once in the attacker)
     for label in labels:
         rows = series.releases[label]
         manifest = series.manifests.get(label, {})
         original = originals[label]
-        worst = attacked.release(label)
+        worst = attack_series(series, periods=[label], md=True if md else None,
+                              attacker=attacker).release(label)
         risk = linkage_risk(series, label, original, md=md, attacker=attacker)
         entry = {
             "period": label,
@@ -95,7 +98,8 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
         if background is not None:
             informed = linkage_risk(series, label, original, md=md, background=background,
                                     attacker=attacker)
-            worst_bk = attacked_bk.release(label)
+            worst_bk = attack_series(series, periods=[label], background=background,
+                                     md=True if md else None, attacker=attacker).release(label)
             entry["background"] = {
                 "rr": round(informed.rr, 6), "ar_rev": round(informed.ar_rev, 6),
                 # biases of the printed (rounded) values, so that they add up as shown

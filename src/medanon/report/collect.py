@@ -475,9 +475,18 @@ def series_card(manifests: dict[str, dict], releases: Sequence[dict], ingested: 
                                  .get("suppressed_terms") or 0) for p in published))
 
 
-def store_originals(db: ReleaseStore, periods: Sequence[str]) -> tuple[dict, dict]:
+def store_originals(db: ReleaseStore, periods: Sequence[str], *, lazy: bool = False,
+                    ) -> tuple[Mapping[str, pd.DataFrame], Mapping[str, pd.DataFrame]]:
     """The original super records of each period (as the algorithms saw them, and as
-    published-format strings for the signal counts), which the metrics compare releases with."""
+    published-format strings for the signal counts), which the metrics compare releases with.
+
+    With ``lazy``, a period is read from the store (which must stay open) when first asked
+    for, and only the last period asked for is kept: what lets ``evaluate`` hold one period's
+    records at a time; the published-format strings are made only when asked for.
+    """
+    if lazy:
+        cache = _OnePeriod(db, periods)
+        return _LazyOriginals(cache, published=False), _LazyOriginals(cache, published=True)
     hierarchies = db.schema.load_hierarchies()
     frames, rows = {}, {}
     for period in periods:
@@ -485,6 +494,43 @@ def store_originals(db: ReleaseStore, periods: Sequence[str]) -> tuple[dict, dic
         frames[period] = supers
         rows[period] = original_as_published(supers, db.schema)
     return frames, rows
+
+
+class _OnePeriod:
+    """The original records of the last period asked for (see :func:`store_originals`)."""
+
+    def __init__(self, db: ReleaseStore, periods: Sequence[str]):
+        self.db, self.periods = db, tuple(periods)
+        self.hierarchies = db.schema.load_hierarchies()
+        self.period: str | None = None
+        self.frame: pd.DataFrame | None = None
+        self.rows: pd.DataFrame | None = None
+
+    def get(self, period: str, *, published: bool) -> pd.DataFrame:
+        if period not in self.periods:
+            raise KeyError(period)
+        if period != self.period:
+            self.period = self.frame = self.rows = None  # drop the previous period first
+            self.frame = combine_super_records(self.db.records(period), self.db.schema,
+                                               self.hierarchies).frame
+            self.period = period
+        if published and self.rows is None:
+            self.rows = original_as_published(self.frame, self.db.schema)
+        return self.rows if published else self.frame
+
+
+class _LazyOriginals(Mapping):
+    def __init__(self, cache: _OnePeriod, *, published: bool):
+        self._cache, self._published = cache, published
+
+    def __getitem__(self, period: str) -> pd.DataFrame:
+        return self._cache.get(period, published=self._published)
+
+    def __iter__(self):
+        return iter(self._cache.periods)
+
+    def __len__(self) -> int:
+        return len(self._cache.periods)
 
 
 def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = (),
@@ -518,12 +564,12 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
         series = load_series(store=db)
         if background is not None:
             background.check(series.qids)
-        originals, original_rows = store_originals(db, series.periods)
         ledger_rows = db.ledger()
         schema_name = db.schema.name
-    step(f"{path.name}: read")
-    evaluation = evaluate_series(series, originals, original_rows, rules=list(rules),
-                                 background=background, md=md)
+        step(f"{path.name}: read")
+        originals, original_rows = store_originals(db, series.periods, lazy=True)
+        evaluation = evaluate_series(series, originals, original_rows, rules=list(rules),
+                                     background=background, md=md)
     # the gate's verdict now, over the whole series: a later release can break an earlier one,
     # which the verdict recorded at publication cannot show
     try:
