@@ -828,6 +828,15 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         lb = np.full(len(cand), INF)
         ok = pr_lb < INF
         lb[ok] = dil[ok] * pr_lb[ok]
+        if data.alpha is None and (column[data.terms(r)] >= 0).all():
+            # every term of r is in the dense table: PR is exact, summed in the same order as
+            # privacy_risk (same floats), so the least (ΔIL·PR, PR, group) needs no probe
+            at = np.flatnonzero(ok)
+            if not len(at):
+                return best
+            i = at[np.lexsort((cand[at], pr_lb[at], lb[at]))[0]]
+            key = (float(lb[i]), float(pr_lb[i]), int(cand[i]))
+            return key if best is None or key < best else best
         return _probe_groups(data, groups, r, cand, dil, lb, best)
 
     for r in leftovers.tolist():
@@ -1084,9 +1093,10 @@ class _CellBlocks(_Blocks):
                     dw[~touch] = np.maximum(0.0, grow[~touch])
             elif g_tag == 2:
                 dw[self.btag != 2] = 1.0
-        bound = ((g.size + 1.0) * (dcat + dw) + g.loss) * self.p0_min
-        bound = bound * (1.0 - 1e-9) - 1e-12  # float slack: never above the exact key
-        bound[(self.alive == 0) | (self.p0_min == INF)] = INF
+        finite = (self.alive > 0) & (self.p0_min < INF)
+        bound = np.full(len(self.btag), INF)
+        bound[finite] = ((g.size + 1.0) * (dcat + dw)[finite] + g.loss) * self.p0_min[finite]
+        bound[finite] = bound[finite] * (1.0 - 1e-9) - 1e-12  # float slack: never above the key
         return bound
 
     def distance_bounds(self, g: "_Group") -> tuple[np.ndarray, np.ndarray]:
