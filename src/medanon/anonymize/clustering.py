@@ -29,9 +29,15 @@ but reproducibly. :func:`group_reference` is the slow, obviously-correct transcr
 * PR(g, t) >= P0(t) = PR of t against an empty group, so ΔIL·P0 is a lower bound on the key;
   candidates are probed in lower-bound order and the search stops as soon as the bound exceeds
   the best exact key (a branch-and-bound that never changes the answer);
+* cells (and, when leftovers are placed, groups) are kept in blocks that share their
+  categorical values (:class:`_Blocks`); a block's extreme numeric bounds give a lower bound of
+  every key in it, so a search opens blocks in bound order and stops when the next block cannot
+  hold a better key. The farthest seed is found the same way with upper bounds of the distance.
+  Each step then touches the few blocks near the group instead of every cell or group, which
+  keeps the grouping near-linear in the number of records (``benchmarks/bench_faers_scale.py``);
 * when leftovers are placed, the PR of the most frequent terms is computed exactly for every
-  group at once (a dense count table), the others are bounded by 1/η, so the bound is exact
-  unless a rare term is shared.
+  candidate group at once (a dense count table), the others are bounded by 1/η, so the bound is
+  exact unless a rare term is shared (then the key is taken without a probe).
 
 Deviations from the papers (all documented in ``docs/algorithms/``):
 
