@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+from medanon.anonymize import clustering
 from medanon.anonymize.clustering import (NEW_MD, NEW_NMD, OLD_MD, OLD_NMD, Attribute,
                                           GroupingInput, QidSpace, delta_il, eta, group_records,
                                           group_reference, ha_ok, ha_update, privacy_risk)
@@ -111,3 +114,37 @@ def test_missing_values_cost_nothing_together_and_everything_mixed():
     lone = space.lca(0, age.code_of[MISSING_LABEL], age.code_of[MISSING_LABEL])
     assert space.cat_term(0, lone) == 0.0
     assert space.lca(0, age.code_of[MISSING_LABEL], age.code_of["Newborn"]) == age.code_of["*"]
+
+
+def _with_intervals(data: GroupingInput, seed: int) -> GroupingInput:
+    """``data`` with some weights widened to intervals (covered old cases), some of them up to
+    the missing-value sentinel (published '*' before)."""
+    rng = np.random.default_rng(seed)
+    lo, hi = data.lo[2].copy(), data.hi[2].copy()
+    sentinel = data.space.attributes[2].missing_at
+    present = hi < (sentinel if sentinel is not None else np.inf)
+    wide = present & (rng.random(data.n) < 0.3)
+    hi[wide] = np.minimum(lo[wide] + rng.integers(0, 25, int(wide.sum())), 100.0)
+    if sentinel is not None:
+        mixed = present & ~wide & (rng.random(data.n) < 0.1)
+        hi[mixed] = sentinel
+    return dataclasses.replace(data, lo=(None, None, lo), hi=(None, None, hi))
+
+
+@pytest.mark.parametrize("block", [2, 5])
+@pytest.mark.parametrize("mode", ["ms", "ppms", "ppms++", "ha"])
+@pytest.mark.parametrize("seed", range(6))
+def test_block_index_never_changes_the_groups(monkeypatch, block, mode, seed):
+    """The block bounds (growth, farthest seed, leftovers) only skip what cannot win: with
+    tiny blocks (many of them), intervals and missing values, the fast grouping without a
+    probe budget still equals the reference."""
+    monkeypatch.setattr(clustering, "_BLOCK", block)
+    data = _random_input(90 + 13 * seed, seed, mode, k=2 + seed % 3,
+                         theta=(0.3, 0.5, 1.0)[seed % 3], alpha=0.5 if mode == "ha" else None,
+                         missing=seed % 2 == 0)
+    data = _with_intervals(data, seed)
+    slow, fast = group_reference(data), group_records(data, probe_budget=10**9)
+    assert fast.budget_stops == 0
+    assert np.array_equal(slow.group_of, fast.group_of)
+    assert slow.unplaced == fast.unplaced
+    assert slow.n_groups == fast.n_groups > 0

@@ -29,9 +29,15 @@ but reproducibly. :func:`group_reference` is the slow, obviously-correct transcr
 * PR(g, t) >= P0(t) = PR of t against an empty group, so ΔIL·P0 is a lower bound on the key;
   candidates are probed in lower-bound order and the search stops as soon as the bound exceeds
   the best exact key (a branch-and-bound that never changes the answer);
+* cells (and, when leftovers are placed, groups) are kept in blocks that share their
+  categorical values (:class:`_Blocks`); a block's extreme numeric bounds give a lower bound of
+  every key in it, so a search opens blocks in bound order and stops when the next block cannot
+  hold a better key. The farthest seed is found the same way with upper bounds of the distance.
+  Each step then touches the few blocks near the group instead of every cell or group, which
+  keeps the grouping near-linear in the number of records (``benchmarks/bench_faers_scale.py``);
 * when leftovers are placed, the PR of the most frequent terms is computed exactly for every
-  group at once (a dense count table), the others are bounded by 1/η, so the bound is exact
-  unless a rare term is shared.
+  candidate group at once (a dense count table), the others are bounded by 1/η, so the bound is
+  exact unless a rare term is shared (then the key is taken without a probe).
 
 Deviations from the papers (all documented in ``docs/algorithms/``):
 
@@ -549,6 +555,13 @@ class _Cells:
         self.seeds = seeds[order]
         self.seed_start = np.searchsorted(self.cell_of[self.seeds], np.arange(self.count + 1))
         self.seed_head = self.seed_start[:-1].copy()
+        self.seed_pos = np.full(data.n, -1, dtype=np.int64)
+        self.seed_pos[self.seeds] = np.arange(len(self.seeds))
+        # Rank of each cell's seed head (∞: no seed left), kept current so that ties between
+        # equally far cells are broken with one vectorized argmin.
+        self.head_rank = np.full(self.count, np.inf)
+        has = self.seed_head < self.seed_start[1:]
+        self.head_rank[has] = data.rank[self.seeds[self.seed_head[has]]]
 
     def distance_from(self, data: GroupingInput, r: int, cells: np.ndarray) -> np.ndarray:
         """Byun distance from record r to each of ``cells``."""
@@ -589,19 +602,25 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
     result = GroupingResult(np.full(n, -1, dtype=np.int64), 0)
     groups: list[_Group] = []
     queue, queue_end = cells.queue, cells.queue_start[1:]
+    blocks = _CellBlocks(data.space, cells, p0, alive_cells=cell_of[alive],
+                         seed_cells=cell_of[seedable])
 
     def take(r: int) -> None:
-        """Remove r from the pool, keeping every cell's queue head on an alive record."""
+        """Remove r from the pool, keeping every cell's queue heads on usable records."""
         nonlocal anchors_left
         alive[r] = False
         c = cell_of[r]
         alive_count[c] -= 1
         seed_count[c] -= int(seedable[r] and not failed[r])
+        blocks.alive[blocks.block_of[c]] -= 1
+        blocks.seeds[blocks.block_of[c]] -= int(seedable[r] and not failed[r])
         anchors_left -= int(data.anchor[r] and finite[r])
         pos, end = cells.head[c], queue_end[c]
         while pos < end and not alive[queue[pos]]:
             pos += 1
         cells.head[c] = pos
+        if cells.seed_pos[r] == cells.seed_head[c]:
+            advance_seed_head(c)
 
     def give_back(r: int) -> None:
         nonlocal anchors_left
@@ -609,51 +628,80 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
         c = cell_of[r]
         alive_count[c] += 1
         seed_count[c] += int(seedable[r] and not failed[r])
+        blocks.alive[blocks.block_of[c]] += 1
+        blocks.seeds[blocks.block_of[c]] += int(seedable[r] and not failed[r])
         anchors_left += int(data.anchor[r] and finite[r])
         cells.head[c] = min(cells.head[c], cells.pos_in_queue[r])
+        if seedable[r] and not failed[r] and cells.seed_pos[r] < cells.seed_head[c]:
+            cells.seed_head[c] = cells.seed_pos[r]
+            cells.head_rank[c] = rank[r]
 
-    def seed_head(c: int) -> int:
-        """Lowest-rank seedable record of cell c, advancing past used ones."""
+    def advance_seed_head(c: int) -> None:
+        """Move cell c's seed head to its lowest-rank alive, not failed seed (∞ rank: none)."""
         pos, end = cells.seed_head[c], cells.seed_start[c + 1]
         while pos < end and not (alive[cells.seeds[pos]] and not failed[cells.seeds[pos]]):
             pos += 1
         cells.seed_head[c] = pos
-        return int(cells.seeds[pos])
+        cells.head_rank[c] = rank[cells.seeds[pos]] if pos < end else INF
 
     def first_seed() -> int | None:
         cand = np.flatnonzero(seedable & alive & ~failed)
         return int(cand[np.argmin(rank[cand])]) if len(cand) else None
 
     def farthest_seed(last: int) -> int | None:
-        live = np.flatnonzero(seed_count > 0)
-        if not len(live):
+        if not blocks.seeds.any():
             return None
+        low, high = blocks.distance_bounds(_Group(data, last))
+        has = blocks.seeds > 0
+        # every block whose upper bound reaches the largest lower bound may hold the farthest
+        near = np.flatnonzero(has & (high >= low[has].max()))
+        live = blocks.cells_of(near)
+        live = live[seed_count[live] > 0]
         d = cells.distance_from(data, last, live)
-        # seed_head may skip records given back after a failed seed: rescan those cells fully.
-        heads = []
-        for c in live[d == d.max()].tolist():
-            cells.seed_head[c] = cells.seed_start[c]
-            heads.append(seed_head(c))
-        return min(heads, key=lambda r: rank[r])
+        tied = live[d == d.max()]
+        c = int(tied[np.argmin(cells.head_rank[tied])])
+        return int(cells.seeds[cells.seed_head[c]])
 
     def best_candidate(g: _Group) -> tuple | None:
-        """Least (ΔIL·PR, PR, rank) key over the alive pool (best-first over cells).
+        """Least (ΔIL·PR, PR, rank) key over the alive pool (best-first over blocks, then cells).
+
+        Blocks of cells are opened in the order of their lower bounds, doubling, while a block
+        may still hold a better key; their cells are searched by :func:`search_cells`.
+        """
+        bounds = blocks.growth_bounds(g)
+        order = np.argsort(bounds, kind="stable")
+        sorted_bounds = bounds[order]
+        best, done, probes = None, 0, [0]
+        while done < len(order) and sorted_bounds[done] < INF:
+            limit = int(np.searchsorted(sorted_bounds, INF if best is None else best[0],
+                                        side="left" if best is None else "right"))
+            if limit <= done:
+                break
+            upto = min(limit, max(2 * done, _FIRST_BLOCKS))
+            cand = blocks.cells_of(order[done:upto])
+            best, stopped = search_cells(g, cand[alive_count[cand] > 0], best, probes)
+            if stopped:
+                return best
+            done = upto
+        return best
+
+    def search_cells(g: _Group, cand: np.ndarray, best: tuple | None, probes: list[int]
+                     ) -> tuple[tuple | None, bool]:
+        """The least key over the alive records of cells ``cand`` and ``best``; True when the
+        probe budget stopped the search.
 
         A cell's records share ΔIL and are queued by (P0, rank), so ΔIL·P0 of the queue head
         bounds every key of the cell; cells are opened in bound order and each is streamed
         until its bound passes the best exact key found so far.
         """
-        cand = np.flatnonzero(alive_count > 0)
         if not len(cand):
-            return None
+            return best, False
         dil = delta_il(g.size, g.loss, cells.loss_after(data.space, g, cand))
         base = p0[queue[cells.head[cand]]]
         lb = np.full(len(cand), INF)
         ok = base < INF
         lb[ok] = dil[ok] * base[ok]
-        best = None
         chunk = 16
-        probes = 0
         while True:
             order, outside = _smallest(lb, chunk)
             for i in order.tolist():
@@ -669,10 +717,10 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
                     rb = float(p0[r])
                     if rb == INF or (best is not None and (d * rb, rb, int(rank[r])) >= best[:3]):
                         break
-                    if best is not None and probes >= probe_budget:
+                    if best is not None and probes[0] >= probe_budget:
                         result.budget_stops += 1
-                        return best
-                    probes += 1
+                        return best, True
+                    probes[0] += 1
                     pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
                     if pr < INF:
                         key = (d * pr, pr, int(rank[r]), r)
@@ -680,7 +728,7 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
                             best = key
                 lb[i] = INF  # opened
             if outside == INF or (best is not None and best[0] < outside):
-                return best
+                return best, False
             chunk *= 4
 
     seed = first_seed()
@@ -706,6 +754,9 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
                 give_back(r)
             failed[seed] = True
             seed_count[cell_of[seed]] -= 1
+            blocks.seeds[blocks.block_of[cell_of[seed]]] -= 1
+            if cells.seed_pos[seed] == cells.seed_head[cell_of[seed]]:
+                advance_seed_head(int(cell_of[seed]))
             result.failed_seeds += 1
             seed = first_seed()
             continue
@@ -724,7 +775,9 @@ FREQUENT_TERMS = 64
 
 def _place_leftovers(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
                      leftover: np.ndarray) -> None:
-    """001's Generalization / 002's lines 25-30, vectorized over groups, same order and keys."""
+    """001's Generalization / 002's lines 25-30: the same order and keys as the reference, with
+    the groups searched through a :class:`_GroupBlocks` index (exact: it only skips groups whose
+    key provably exceeds the best found)."""
     space = data.space
     leftovers = np.flatnonzero(leftover)
     leftovers = leftovers[np.argsort(data.rank[leftovers], kind="stable")]
@@ -754,28 +807,61 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         for term, count in g.sigma.items():
             if column[term] >= 0:
                 dense[gi, column[term]] = count
-    for r in leftovers.tolist():
-        value = [[None if x is None else x[r] for x in column]
-                 for column in (data.cat, data.lo, data.hi)]
-        dil = delta_il(gsize, gloss, space.losses_with(*value, gcat, glo, ghi))
+    index = _GroupBlocks(space, gcat, glo, ghi, gsize, gloss)
+
+    def evaluate(r: int, value: list, cand: np.ndarray, best: tuple | None) -> tuple | None:
+        """Best key over groups ``cand`` (exact), given the best key found so far."""
+        if not len(cand):
+            return best
+        dil = delta_il(gsize[cand], gloss[cand], space.losses_with(
+            *value, *([None if x is None else x[cand] for x in arrays]
+                      for arrays in (gcat, glo, ghi))))
         # Lower bound of PR(g, r): exact for frequent terms, 1/η for the others (σ >= 0).
-        anchors = ganchors + int(data.anchor[r])
-        pr_lb = np.ones(G)
+        anchors = ganchors[cand] + int(data.anchor[r])
+        pr_lb = np.ones(len(cand))
         for term in data.terms(r):
-            e = etas_of(np.full(G, data.theta[term]), anchors)
-            c = dense[:, column[term]] + 1 if column[term] >= 0 else np.ones(G, dtype=np.int64)
+            e = etas_of(np.full(len(cand), data.theta[term]), anchors)
+            c = (dense[cand, column[term]] + 1 if column[term] >= 0
+                 else np.ones(len(cand), dtype=np.int64))
             fits = c <= e
-            step = np.full(G, INF)
+            step = np.full(len(cand), INF)
             step[fits] = c[fits] / (e[fits] - c[fits] + 1)
             pr_lb = pr_lb + step
         if data.alpha is not None and data.ss[r]:
-            after = _ha_update_rows(gha, int(data.ha_class[r]))
+            after = _ha_update_rows(gha[cand], int(data.ha_class[r]))
             fits = np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
             pr_lb[~fits] = INF
-        lb = np.full(G, INF)
+        lb = np.full(len(cand), INF)
         ok = pr_lb < INF
         lb[ok] = dil[ok] * pr_lb[ok]
-        best = _probe_groups(data, groups, r, dil, lb)
+        if data.alpha is None and (column[data.terms(r)] >= 0).all():
+            # every term of r is in the dense table: PR is exact, summed in the same order as
+            # privacy_risk (same floats), so the least (ΔIL·PR, PR, group) needs no probe
+            at = np.flatnonzero(ok)
+            if not len(at):
+                return best
+            i = at[np.lexsort((cand[at], pr_lb[at], lb[at]))[0]]
+            key = (float(lb[i]), float(pr_lb[i]), int(cand[i]))
+            return key if best is None or key < best else best
+        return _probe_groups(data, groups, r, cand, dil, lb, best)
+
+    for r in leftovers.tolist():
+        value = [[None if x is None else x[r] for x in arrays]
+                 for arrays in (data.cat, data.lo, data.hi)]
+        bounds = index.lower_bounds(value)
+        order = np.argsort(bounds, kind="stable")
+        sorted_bounds = bounds[order]
+        best = evaluate(r, value, index.loose(), None)
+        done = 0
+        while done < len(order):
+            # blocks in bound order, doubling, while a block may still hold a better group
+            limit = (len(order) if best is None
+                     else int(np.searchsorted(sorted_bounds, best[0], side="right")))
+            if limit <= done:
+                break
+            upto = min(limit, max(2 * done, _FIRST_BLOCKS))
+            best = evaluate(r, value, index.members_of(order[done:upto]), best)
+            done = upto
         if best is None:
             result.unplaced.append(r)
             continue
@@ -792,10 +878,254 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         for term in data.terms(r):
             if column[term] >= 0:
                 dense[gi, column[term]] += 1
+        index.changed(gi)
     _place_by_suppression(data, groups, result)
     for gi, g in enumerate(groups):
         result.group_of[g.members] = gi
     result.n_groups = G
+
+
+#: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
+_BLOCK = 64
+_FIRST_BLOCKS = 4
+#: upper ends of the width classes of :class:`_GroupBlocks` (a numeric term, 0 to 1).
+_WIDTH_CLASSES = np.array([0.0, 1 / 1024, 1 / 256, 1 / 64, 1 / 16, 1 / 4])
+
+
+class _Blocks:
+    """Items with a generalized value each (groups, or cells of identical records) in blocks.
+
+    Items are sorted by their categorical values, then by the lower end of the first numeric
+    QID, and cut into blocks of at most :data:`_BLOCK` items that share every categorical value,
+    a width class and a missing-value status (0: present, 1: mixed, 2: missing only) of that
+    QID. A block's categorical values and the extremes of its items' bounds bound the loss of
+    merging any of its items with a given value, so that a search can skip whole blocks without
+    ever changing its answer (see :class:`_GroupBlocks` and :class:`_CellBlocks`).
+    """
+
+    def __init__(self, space: QidSpace, cat, lo, hi):
+        self.space, self.cat, self.lo, self.hi = space, cat, lo, hi
+        self.cat_j = [j for j, a in enumerate(space.attributes) if not a.numeric]
+        self.j0 = next((j for j, a in enumerate(space.attributes) if a.numeric), None)
+        a0 = None if self.j0 is None else space.attributes[self.j0]
+        self.range = 0.0 if a0 is None else a0.value_range
+        self.missing_at = None if a0 is None else a0.missing_at
+        self.other_numeric = sum(a.numeric for a in space.attributes) - (self.j0 is not None)
+
+    def _tag(self, ids: np.ndarray) -> np.ndarray:
+        """Missing-value status of the first numeric QID: 0 present, 1 mixed, 2 missing only."""
+        tag = np.zeros(len(ids), dtype=np.int64)
+        if self.missing_at is not None:
+            tag[self.hi[self.j0][ids] >= self.missing_at] = 1
+            tag[self.lo[self.j0][ids] >= self.missing_at] = 2
+        return tag
+
+    def _width(self, ids: np.ndarray) -> np.ndarray:
+        """The first numeric term of each item (0 without a numeric QID)."""
+        if self.j0 is None:
+            return np.zeros(len(ids))
+        return self.space.num_term(self.j0, self.lo[self.j0][ids], self.hi[self.j0][ids])
+
+    def _cut(self, n: int) -> np.ndarray:
+        """Sort and cut the items into blocks; returns the block starts (positions in order)."""
+        ids = np.arange(n)
+        tag = self._tag(ids)
+        # Items of like widths share blocks, so that one wide item does not loosen the bounds
+        # of many narrow ones.
+        width_class = np.searchsorted(_WIDTH_CLASSES, np.where(tag > 0, 0.0, self._width(ids)))
+        keys = [self.lo[self.j0]] if self.j0 is not None else []
+        keys += [self.cat[j] for j in reversed(self.cat_j)] + [width_class, tag]
+        ids = np.lexsort(keys) if keys else ids
+        self.members = ids
+        tags = np.column_stack([tag[ids], width_class[ids]] + [self.cat[j][ids] for j in self.cat_j])
+        segment = np.r_[True, np.any(tags[1:] != tags[:-1], axis=1)] if n else np.zeros(0, bool)
+        seg_start = np.maximum.accumulate(np.where(segment, np.arange(n), 0))
+        starts = np.flatnonzero((np.arange(n) - seg_start) % _BLOCK == 0)
+        self.start = np.r_[starts, n]
+        self.block_of = np.empty(n, dtype=np.int64)
+        self.block_of[ids] = np.repeat(np.arange(len(starts)), np.diff(self.start))
+        first = ids[starts]
+        self.bcat = {j: self.cat[j][first].copy() for j in self.cat_j}
+        self.btag = tag[first]
+        return starts
+
+    def _reduce(self, op, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        return op.reduceat(values[self.members], starts) if len(starts) else np.zeros(0)
+
+    def _lca_terms(self, cat: Sequence) -> tuple[np.ndarray, float]:
+        """Per block, Σ_j h(lca(cat_j, block's value_j)), and Σ_j h(cat_j)."""
+        space = self.space
+        merged = np.zeros(len(self.btag))
+        own = 0.0
+        for j in self.cat_j:
+            merged = merged + space.cat_term(j, space.lca_with(j, int(cat[j]), self.bcat[j]))
+            own += float(space.cat_term(j, int(cat[j])))
+        return merged, own
+
+
+class _GroupBlocks(_Blocks):
+    """The groups in blocks with bounds, so that a leftover's search can skip whole blocks.
+
+    For a group g and a record r, with Δcat the categorical part of L(g ∪ r) − L(g) (the same
+    for a whole block) and ΔW >= 0 the growth of the first numeric term:
+
+        ΔIL(g, r) = |g|·(L(g ∪ r) − L(g)) + L(g ∪ r) >= (|g| + 1)·(Δcat + ΔW) + L(g)
+
+    because the other terms of the loss never shrink when a group grows. The block's smallest
+    |g| and L(g), and a lower bound of ΔW from the block's extreme bounds, make this a lower
+    bound of ΔIL·PR (PR >= 1) for every group of the block. A group whose categorical value or
+    missing-value status changes leaves its block (it is then always evaluated) until the
+    index is rebuilt; a group that only widens its interval widens its block's bounds.
+    """
+
+    def __init__(self, space: QidSpace, gcat, glo, ghi, gsize, gloss):
+        super().__init__(space, gcat, glo, ghi)
+        self.gsize, self.gloss = gsize, gloss
+        self.rebuild_at = max(256, len(gsize) // 64)
+        self._build()
+
+    def _build(self) -> None:
+        G = len(self.gsize)
+        starts = self._cut(G)
+        self.size_min = self._reduce(np.minimum, self.gsize, starts)
+        self.loss_min = self._reduce(np.minimum, self.gloss, starts)
+        if self.j0 is not None:
+            self.lo_min = self._reduce(np.minimum, self.lo[self.j0], starts)
+            self.hi_max = self._reduce(np.maximum, self.hi[self.j0], starts)
+            ids = np.arange(G)
+            width = np.where(self._tag(ids) > 0, 0.0, self._width(ids))
+            self.width_max = self._reduce(np.maximum, width, starts)
+        self.out = np.zeros(G, dtype=bool)  # left its block since the last build
+        self.loose_ids: list[int] = []
+
+    def loose(self) -> np.ndarray:
+        """Groups outside every block (always evaluated)."""
+        return np.asarray(self.loose_ids, dtype=np.int64)
+
+    def members_of(self, blocks: np.ndarray) -> np.ndarray:
+        parts = [self.members[self.start[b]:self.start[b + 1]] for b in blocks.tolist()]
+        ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        return ids[~self.out[ids]]
+
+    def lower_bounds(self, value: list) -> np.ndarray:
+        """A lower bound of ΔIL(g, r)·PR(g, r) for every group of each block."""
+        cat, lo, hi = value
+        merged, _ = self._lca_terms(cat)
+        own = np.zeros(len(self.btag))
+        for j in self.cat_j:
+            own = own + self.space.cat_term(j, self.bcat[j])
+        dcat = merged - own
+        dw = np.zeros(len(self.btag))
+        if self.j0 is not None:
+            r_lo, r_hi, m = lo[self.j0], hi[self.j0], self.missing_at
+            present = self.btag == 0
+            if m is not None and r_hi >= m:
+                # r holds the missing value: with a present group the term becomes 1
+                dw[present] = np.maximum(0.0, 1.0 - self.width_max[present])
+            elif self.range > 0:
+                grow = np.maximum(self.lo_min - r_lo, r_hi - self.hi_max) / self.range
+                dw[present] = np.maximum(0.0, grow[present])
+            if m is not None and r_lo < m:
+                # groups of missing values only: adding a present value costs 1
+                dw[(self.btag > 0) & (self.lo_min >= m)] = 1.0
+        bound = (self.size_min + 1.0) * (dcat + dw) + self.loss_min
+        return bound * (1.0 - 1e-9) - 1e-12  # float slack: never above the exact ΔIL
+
+    def changed(self, gi: int) -> None:
+        """Group gi grew: widen its block's bounds, or take it out of its block."""
+        if self.out[gi]:
+            return
+        b = int(self.block_of[gi])
+        ids = np.array([gi])
+        tag = int(self._tag(ids)[0])
+        same = (tag > 0) == (self.btag[b] > 0) and all(
+            self.cat[j][gi] == self.bcat[j][b] for j in self.cat_j)
+        if not same:
+            self.out[gi] = True
+            self.loose_ids.append(gi)
+            if len(self.loose_ids) > self.rebuild_at:
+                self._build()
+            return
+        if self.j0 is not None:
+            self.lo_min[b] = min(self.lo_min[b], self.lo[self.j0][gi])
+            self.hi_max[b] = max(self.hi_max[b], self.hi[self.j0][gi])
+            if self.btag[b] == 0:
+                self.width_max[b] = max(self.width_max[b], float(self._width(ids)[0]))
+
+
+class _CellBlocks(_Blocks):
+    """The cells in blocks with bounds, for the growth step and the farthest seed.
+
+    Growth: for a growing group g and a record t of cell c, as in :class:`_GroupBlocks`,
+    ΔIL(g, t)·PR(g, t) >= ((|g| + 1)·(Δcat + ΔW) + L(g))·P0(t), with Δcat exact for the block and
+    ΔW bounded from the block's extreme bounds, and P0 at least the block's smallest.
+    Farthest seed: the distance L({r, c}) is the block's exact categorical part plus a numeric
+    part bounded below and above by the block's extreme bounds.
+    """
+
+    def __init__(self, space: QidSpace, cells: "_Cells", p0: np.ndarray, *,
+                 alive_cells: np.ndarray, seed_cells: np.ndarray):
+        super().__init__(space, cells.cat, cells.lo, cells.hi)
+        starts = self._cut(cells.count)
+        cell_p0 = np.full(cells.count, INF)
+        np.minimum.at(cell_p0, cells.cell_of[cells.queue], p0[cells.queue])
+        self.p0_min = self._reduce(np.minimum, cell_p0, starts)
+        if self.j0 is not None:
+            self.lo_min = self._reduce(np.minimum, self.lo[self.j0], starts)
+            self.lo_max = self._reduce(np.maximum, self.lo[self.j0], starts)
+            self.hi_min = self._reduce(np.minimum, self.hi[self.j0], starts)
+            self.hi_max = self._reduce(np.maximum, self.hi[self.j0], starts)
+        # alive pool records and usable seeds per block (kept current by the grouping)
+        self.alive = np.bincount(self.block_of[alive_cells], minlength=len(starts))
+        self.seeds = np.bincount(self.block_of[seed_cells], minlength=len(starts))
+
+    def cells_of(self, blocks: np.ndarray) -> np.ndarray:
+        parts = [self.members[self.start[b]:self.start[b + 1]] for b in blocks.tolist()]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def growth_bounds(self, g: "_Group") -> np.ndarray:
+        """A lower bound of ΔIL(g, t)·PR(g, t) for every alive record t of each block."""
+        merged, own = self._lca_terms(g.cat)
+        dcat = merged - own
+        dw = np.zeros(len(self.btag))
+        if self.j0 is not None:
+            a, b, m = g.lo[self.j0], g.hi[self.j0], self.missing_at
+            g_tag = 0 if m is None or b < m else (2 if a >= m else 1)
+            if g_tag == 0:
+                touch = self.btag > 0
+                dw[touch] = 1.0 - float(self.space.num_term(self.j0, a, b))
+                if self.range > 0:
+                    grow = np.maximum(a - self.lo_max, self.hi_min - b) / self.range
+                    dw[~touch] = np.maximum(0.0, grow[~touch])
+            elif g_tag == 2:
+                dw[self.btag != 2] = 1.0
+        finite = (self.alive > 0) & (self.p0_min < INF)
+        bound = np.full(len(self.btag), INF)
+        bound[finite] = ((g.size + 1.0) * (dcat + dw)[finite] + g.loss) * self.p0_min[finite]
+        bound[finite] = bound[finite] * (1.0 - 1e-9) - 1e-12  # float slack: never above the key
+        return bound
+
+    def distance_bounds(self, g: "_Group") -> tuple[np.ndarray, np.ndarray]:
+        """Per block, lower and upper bounds of L({r, c}) over its cells (g holds r alone)."""
+        merged, _ = self._lca_terms(g.cat)
+        lo_w = np.zeros(len(self.btag))
+        hi_w = np.zeros(len(self.btag))
+        if self.j0 is not None:
+            a, b, m = g.lo[self.j0], g.hi[self.j0], self.missing_at
+            r_tag = 0 if m is None or b < m else (2 if a >= m else 1)
+            if r_tag == 0:
+                touch = self.btag > 0
+                lo_w[touch] = hi_w[touch] = 1.0
+                if self.range > 0:
+                    p = ~touch
+                    lo_w[p] = (np.maximum(b, self.hi_min[p]) - np.minimum(a, self.lo_max[p])) / self.range
+                    hi_w[p] = (np.maximum(b, self.hi_max[p]) - np.minimum(a, self.lo_min[p])) / self.range
+            elif r_tag == 1:
+                lo_w[:] = hi_w[:] = 1.0
+            else:
+                lo_w[self.btag != 2] = hi_w[self.btag != 2] = 1.0
+        slack = 1e-9 * (1.0 + merged + hi_w + self.other_numeric)
+        return merged + lo_w - slack, merged + hi_w + self.other_numeric + slack
 
 
 def _ha_update_rows(counters: np.ndarray, cls: int) -> np.ndarray:
@@ -904,28 +1234,29 @@ def _smallest(lb: np.ndarray, chunk: int) -> tuple[np.ndarray, float]:
     return part[:chunk][np.argsort(lb[part[:chunk]], kind="stable")], float(lb[part[chunk]])
 
 
-def _probe_groups(data: GroupingInput, groups: list[_Group], r: int, dil: np.ndarray,
-                  lb: np.ndarray) -> tuple | None:
-    """Least (ΔIL·PR, PR, group) over groups, probing in order of the lower bounds ``lb``.
+def _probe_groups(data: GroupingInput, groups: list[_Group], r: int, cand: np.ndarray,
+                  dil: np.ndarray, lb: np.ndarray, best: tuple | None = None) -> tuple | None:
+    """Least (ΔIL·PR, PR, group) over groups ``cand`` and ``best``, probing in order of the
+    lower bounds ``lb`` (aligned with ``cand``).
 
     Groups are probed in chunks of the smallest bounds (argpartition), widening the chunk while
     the best exact key is not below the smallest bound left outside it.
     """
     lb = lb.copy()
     chunk = 16
-    best = None
     while True:
         order, outside = _smallest(lb, chunk)
-        for gi in order.tolist():
-            bound = float(lb[gi])
+        for i in order.tolist():
+            bound = float(lb[i])
             if bound == INF or (best is not None and bound > best[0]):
                 break
+            gi = int(cand[i])
             pr = groups[gi].risk(data, r, growing=False, growth_etas=None)
             if pr < INF:
-                key = (float(dil[gi]) * pr, pr, gi)
+                key = (float(dil[i]) * pr, pr, gi)
                 if best is None or key < best:
                     best = key
-            lb[gi] = INF  # probed
+            lb[i] = INF  # probed
         if outside == INF or (best is not None and best[0] < outside):
             return best
         chunk *= 4
