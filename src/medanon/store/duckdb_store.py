@@ -489,6 +489,11 @@ class ReleaseStore:
                 (``Dataset.from_faers``, ``Dataset.from_dataframe``), or
                 :class:`~medanon.data.loaders.faers.FaersQuarter` objects. Anything with
                 ``quarters`` and ``deleted_case_ids`` attributes is read as the first two are.
+                An iterable that is not a list or tuple, e.g. the quarters of
+                :func:`~medanon.data.loaders.faers.open_faers` (or ``Dataset.stream_faers``),
+                is taken one quarter at a time: each is written before the next is asked for,
+                and the transaction ends only after the last (its ``deleted_case_ids`` and
+                ``periods`` attributes, when it has them, are read first).
             deleted_case_ids: Case ids FDA withdrew; removed from every unpublished period.
                 Default: those of ``quarters`` (a FaersIngest's or Dataset's), else none.
             allow_empty: Accept a period with no records (a header-only extract would otherwise
@@ -500,65 +505,43 @@ class ReleaseStore:
                 no records without ``allow_empty``.
         """
         found = getattr(quarters, "quarters", None)
-        if found is not None:   # a FaersIngest or a Dataset: its quarters and its DELETE list
-            if deleted_case_ids is None:
-                deleted_case_ids = getattr(quarters, "deleted_case_ids", ())
+        if deleted_case_ids is None:   # a FaersIngest, a Dataset, open_faers: its DELETE list
+            deleted_case_ids = getattr(quarters, "deleted_case_ids", ())
+        if found is not None:
             quarters = found
-        items = [quarters] if isinstance(quarters, FaersQuarter) else list(quarters)
-        for item in items:
-            if not isinstance(item, FaersQuarter):
-                raise ValidationError(f"The 'quarters' parameter of ReleaseStore.ingest must be "
-                                      f"what the loader returns (read_faers' FaersIngest, a "
-                                      f"medanon.Dataset, or FaersQuarter objects); it holds a "
-                                      f"{type(item).__name__}.")
+        if isinstance(quarters, FaersQuarter):
+            quarters = [quarters]
+        streamed = not isinstance(quarters, (list, tuple))
         published = set(self.published_periods())
         latest = max((parse_period(p) for p in published), default=None)
         summary = IngestSummary()
-        refuse_empty({item.label: len(item.records) for item in items},
-                     source=items[0].source if items else "", allow_empty=allow_empty)
-        for item in items:
-            period = item.label
-            if period in published:
-                raise StoreError(f"Period {period} is already published in {str(self.path)!r}; a "
-                                 "published period cannot be re-ingested.")
-            if latest is not None and parse_period(period) < latest:
-                raise StoreError(f"Period {period} is earlier than the latest published period "
-                                 f"{latest}: releases must be published in time order.")
+        if streamed:
+            for period in getattr(quarters, "periods", ()):  # refused before anything is read
+                self._check_ingestible(parse_period(period).label, published, latest)
+        else:
+            for item in quarters:
+                _check_quarter(item)
+            refuse_empty({item.label: len(item.records) for item in quarters},
+                         source=quarters[0].source if quarters else "", allow_empty=allow_empty)
+            for item in quarters:
+                self._check_ingestible(item.label, published, latest)
         existing = set(self.ingested_periods())
         deleted = sorted(set(deleted_case_ids or ()))
         s = self.schema
         case, per = _quote(s.case_id), _quote(s.period)
         with self._write():
-            for item in items:
-                period, records = item.label, item.records
-                self.schema.check_columns(records, what=f"period {period}")
-                if not self._has_records_table():
-                    types = _record_types(self.schema, records)
-                    _run(self._con, "CREATE TABLE records(" + ", ".join(
-                        f"{_quote(c)} {t}" for c, t in types.items()) + ")")
-                columns = self._record_columns()
-                if period in existing:
-                    _run(self._con, f"DELETE FROM records WHERE {per} = ?", [period])
-                    summary.replaced.append(period)
-                else:
-                    summary.added.append(period)
-                incoming = records.reindex(columns=columns).copy()
-                for name in self.schema.multi_valued:
-                    incoming[name] = [list(v) for v in incoming[name]]
-                with _registered(self._con, "incoming_records", incoming):
-                    cols = ", ".join(_quote(c) for c in columns)
-                    _run(self._con, f"INSERT INTO records ({cols}) SELECT {cols} FROM incoming_records")
-                values = [parse_period(period).ordinal, item.source, item.era,
-                          datetime.now(timezone.utc).isoformat(timespec="seconds"), len(records),
-                          int(records[self.schema.case_id].nunique()),
-                          json.dumps(item.report_dict(), default=_json_default)]
-                if period in existing:
-                    # UPDATE, not DELETE + INSERT: older DuckDB rejects re-inserting a deleted
-                    # primary key within one transaction.
-                    _run(self._con, "UPDATE periods SET ordinal = ?, source = ?, era = ?, ingested_at = ?, "
-                         "n_reports = ?, n_cases = ?, report = ? WHERE period = ?", values + [period])
-                else:
-                    _run(self._con, "INSERT INTO periods VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [period] + values)
+            sizes: dict[str, int] = {}
+            source = ""
+            for item in quarters:
+                if streamed:
+                    _check_quarter(item)
+                    self._check_ingestible(item.label, published, latest)
+                sizes[item.label] = len(item.records)
+                source = source or item.source
+                self._write_period(item, item.label in existing, summary)
+                del item  # a streamed quarter is let go before the next one is read
+            if streamed:  # the transaction rolls back: nothing of this ingest stays
+                refuse_empty(sizes, source=source, allow_empty=allow_empty)
             if deleted and self._has_records_table():
                 with _registered(self._con, "deleted_cases", pd.DataFrame({"case_id": deleted})):
                     hits = self._con.execute(f"""
@@ -586,6 +569,49 @@ class ReleaseStore:
                                      WHERE r.{per} = periods.period)
                         WHERE period NOT IN (SELECT period FROM releases)""")
         return summary
+
+    def _check_ingestible(self, period: str, published: set[str], latest) -> None:
+        if period in published:
+            raise StoreError(f"Period {period} is already published in {str(self.path)!r}; a "
+                             "published period cannot be re-ingested.")
+        if latest is not None and parse_period(period) < latest:
+            raise StoreError(f"Period {period} is earlier than the latest published period "
+                             f"{latest}: releases must be published in time order.")
+
+    def _write_period(self, item: FaersQuarter, replacing: bool, summary: IngestSummary) -> None:
+        """One period's records and its row in ``periods`` (inside the ingest's transaction)."""
+        period, records = item.label, item.records
+        self.schema.check_columns(records, what=f"period {period}")
+        if not self._has_records_table():
+            types = _record_types(self.schema, records)
+            _run(self._con, "CREATE TABLE records(" + ", ".join(
+                f"{_quote(c)} {t}" for c, t in types.items()) + ")")
+        columns = self._record_columns()
+        if replacing:
+            _run(self._con, f"DELETE FROM records WHERE {_quote(self.schema.period)} = ?", [period])
+            summary.replaced.append(period)
+        else:
+            summary.added.append(period)
+        cols = ", ".join(_quote(c) for c in columns)
+        # In slices: the lists DuckDB reads multi-valued cells from exist for one slice at a time.
+        for begin in range(0, len(records), _INSERT_ROWS):
+            incoming = records.iloc[begin:begin + _INSERT_ROWS].reindex(columns=columns)
+            for name in self.schema.multi_valued:
+                incoming[name] = [list(v) for v in incoming[name]]
+            with _registered(self._con, "incoming_records", incoming):
+                _run(self._con, f"INSERT INTO records ({cols}) SELECT {cols} FROM incoming_records")
+            del incoming
+        values = [parse_period(period).ordinal, item.source, item.era,
+                  datetime.now(timezone.utc).isoformat(timespec="seconds"), len(records),
+                  int(records[self.schema.case_id].nunique()),
+                  json.dumps(item.report_dict(), default=_json_default)]
+        if replacing:
+            # UPDATE, not DELETE + INSERT: older DuckDB rejects re-inserting a deleted
+            # primary key within one transaction.
+            _run(self._con, "UPDATE periods SET ordinal = ?, source = ?, era = ?, ingested_at = ?, "
+                 "n_reports = ?, n_cases = ?, report = ? WHERE period = ?", values + [period])
+        else:
+            _run(self._con, "INSERT INTO periods VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [period] + values)
 
     @_translated
     def publish(self, period, rows: pd.DataFrame | None = None, manifest: dict | None = None,
@@ -664,6 +690,17 @@ class ReleaseStore:
 
 _CREATE_PRIVATE = """CREATE TABLE release_private(
     period VARCHAR PRIMARY KEY, input_sha256 VARCHAR, details VARCHAR NOT NULL DEFAULT '{}')"""
+
+
+#: records written per INSERT: bounds the Python lists built for the multi-valued columns
+_INSERT_ROWS = 100_000
+
+
+def _check_quarter(item: object) -> None:
+    if not isinstance(item, FaersQuarter):
+        raise ValidationError(f"The 'quarters' parameter of ReleaseStore.ingest must be what the "
+                              f"loader returns (read_faers' FaersIngest, a medanon.Dataset, or "
+                              f"FaersQuarter objects); it holds a {type(item).__name__}.")
 
 
 def _operator_fields(manifest: dict) -> list[str]:
