@@ -374,3 +374,23 @@ def test_disk_files_are_opened_for_chunked_reading(tmp_path) -> None:
     path.write_bytes(b"primaryid$caseid$pt$\r\n1$10$Nausea$\r\n")
     member = _Member("REAC", "", str(path), functools.partial(path.open, "rb"))
     assert _parse_table(member, "REAC", chunk_bytes=2).frame["pt"].tolist() == ["Nausea"]
+
+
+def test_open_faers_lets_go_of_a_quarter_before_it_reads_the_next(monkeypatch) -> None:
+    import gc
+    import weakref
+
+    handed: list[weakref.ref] = []
+    alive: list[bool] = []
+    real = faers._read_quarter
+
+    def read_quarter(*args):
+        gc.collect()
+        alive.extend(ref() is not None for ref in handed)
+        return real(*args)
+
+    monkeypatch.setattr(faers, "_read_quarter", read_quarter)
+    for quarter in faers.open_faers(FAERS_FIXTURES):
+        handed.append(weakref.ref(quarter.records))
+        del quarter
+    assert len(handed) == 3 and alive == [False, False, False]
