@@ -335,3 +335,41 @@ def test_a_streamed_ingest_refuses_a_published_period_before_reading_it(tmp_path
     with ReleaseStore.open(path) as store:
         with pytest.raises(StoreError, match="earlier than the latest published period 2015Q1"):
             store.ingest(quarters)
+
+
+def test_a_streamed_ingest_stages_beside_the_store_and_leaves_nothing_behind(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path, FAERS_FIXTURES / "legacy_2011Q2")
+    stale = tmp_path / ".s.duckdb.ingest-0badc0ffee.duckdb"  # left by an ingest that was killed
+    stale.write_bytes(b"")
+    quarters = read_faers(FAERS_FIXTURES).quarters
+    seen: list[list[str]] = []
+
+    def watched(items):
+        for item in items:
+            seen.append(sorted(p.name for p in tmp_path.iterdir()
+                               if ".ingest-" in p.name and p.suffix != ".wal"))
+            yield item
+
+    with ReleaseStore.open(path) as store:
+        with pytest.raises(StoreError, match="already published|hold no reports"):
+            store.ingest(watched([quarters[1], replace(quarters[2], records=quarters[2].records[:0])]))
+        store.ingest(watched(quarters[1:]))
+        assert store.ingested_periods() == ["2011Q2", "2013Q1", "2015Q1"]
+    assert all(len(names) == 1 and names[0] != stale.name for names in seen), seen
+    assert not [p for p in tmp_path.iterdir() if ".ingest-" in p.name]
+
+
+def test_a_streamed_ingest_inside_a_batch_joins_its_transaction(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path, FAERS_FIXTURES / "legacy_2011Q2")
+    before = _content(path)
+    quarters = read_faers(FAERS_FIXTURES).quarters
+    with ReleaseStore.open(path) as store:
+        with pytest.raises(RuntimeError, match="later"):
+            with store.batch():
+                store.ingest(iter(quarters[1:]))
+                assert store.ingested_periods() == ["2011Q2", "2013Q1", "2015Q1"]
+                raise RuntimeError("a later step fails")
+    assert _content(path) == before
+    assert not [p for p in tmp_path.iterdir() if ".ingest-" in p.name]

@@ -616,12 +616,18 @@ def _select(table: _Table, mapping: dict[str, str], name: str) -> pd.DataFrame:
 
 
 def _stripped(values: pd.Series) -> pd.Series:
-    """``values.str.strip()``; a column of few distinct values (codes, dates) strips each once."""
+    """``values.str.strip()``"""
+    return _per_value(values, "strip")
+
+
+def _per_value(values: pd.Series, method: str) -> pd.Series:
+    """``values.str.<method>()``; a column of few distinct values (codes, dates) calls it once
+    per distinct value."""
     which, distinct = pd.factorize(values.to_numpy(dtype=object))
     if 4 * len(distinct) > len(values):
-        return values.str.strip()
-    clean = pd.Series(distinct, dtype=str).str.strip().to_numpy(dtype=object)
-    return pd.Series(clean[which], index=values.index, dtype=str)
+        return getattr(values.str, method)()
+    done = getattr(pd.Series(distinct, dtype=str).str, method)().to_numpy(dtype=object)
+    return pd.Series(done[which], index=values.index, dtype=str)
 
 
 # -- conversions ---------------------------------------------------------------------------------
@@ -636,7 +642,7 @@ def _to_number(values: pd.Series, lines: np.ndarray, what: str, name: str) -> np
 
 def _convert_units(values: np.ndarray, units: pd.Series, table: dict[str, float],
                    lines: np.ndarray, what: str, name: str) -> np.ndarray:
-    codes = units.str.upper().to_numpy(dtype=object)
+    codes = _per_value(units, "upper").to_numpy(dtype=object)
     unknown = ~np.isin(codes, list(table) + [""])
     if unknown.any():
         first = np.flatnonzero(unknown)[0]
@@ -769,7 +775,7 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
     weight = _to_number(demo["wt"], lines, "weight", demo_member.name)
     age_years = _convert_units(age, demo["age_cod"], AGE_UNITS, lines, "age_cod", demo_member.name)
     weight_kg = _convert_units(weight, demo["wt_cod"], WEIGHT_UNITS, lines, "wt_cod", demo_member.name)
-    sex = demo["sex"].str.upper()
+    sex = _per_value(demo["sex"], "upper")
     unknown_sex = ~sex.isin(list(SEX_VALUES) + list(SEX_MISSING))
     if unknown_sex.any():
         first = int(np.flatnonzero(unknown_sex.to_numpy())[0])
