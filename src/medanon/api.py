@@ -54,7 +54,7 @@ import pandas as pd
 from ._validation import check_fraction, check_int
 from .anonymize.base import Anonymizer
 from .data.ehr import EhrData
-from .data.loaders.faers import FaersQuarter
+from .data.loaders.faers import FaersQuarter, FaersQuarters
 from .data.records import SuperRecords, check_record_values, combine_super_records
 from .data.schema import Schema
 from .data.tabular import TableSchema, TabularData
@@ -187,6 +187,35 @@ class Dataset:
 
         found = read_faers(source, keep_missing=keep_missing, progress=progress, schema=schema)
         return cls(found.quarters, schema, deleted_case_ids=found.deleted_case_ids)
+
+    @staticmethod
+    def stream_faers(source: str | Path, *, schema: Schema | None = None,
+                     keep_missing: bool = False,
+                     progress: Callable[[str], None] | None = None) -> FaersQuarters:
+        """Read FAERS quarterly extracts as :meth:`from_faers` does, one quarter at a time:
+        for ``store.ingest``, which writes each quarter before the next is read, so that a
+        source of many large quarters is never held at once.
+
+        The source is searched, its DELETE lists read and the schema's hierarchies loaded at
+        once; each quarter is read, and its values checked against the hierarchies (as a
+        Dataset checks them), when the result is iterated. Cases on the DELETE lists are
+        removed from every quarter (and, through ``store.ingest``, from a store's earlier
+        unpublished periods).
+
+        Returns:
+            The quarters (:class:`~medanon.data.loaders.faers.FaersQuarters`: ``periods``,
+            ``deleted_case_ids``, and ``reports`` of the quarters read so far).
+        """
+        from .data.loaders.faers import open_faers
+
+        schema = schema or Schema.default()
+        hierarchies = schema.load_hierarchies()
+
+        def check(quarter: FaersQuarter) -> None:
+            check_record_values(quarter.records, schema, hierarchies)
+
+        return open_faers(source, keep_missing=keep_missing, progress=progress, schema=schema,
+                          check=check)
 
     @classmethod
     def from_dataframe(cls, frame: pd.DataFrame, schema: Schema | None = None) -> "Dataset":

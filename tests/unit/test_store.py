@@ -255,3 +255,121 @@ def test_an_older_store_moves_private_fields_out_of_its_manifests(tmp_path) -> N
         assert ledger.to_dict() == {"2011Q2": False, "2013Q1": True}
     with ReleaseStore.open(path) as store:  # the upgrade ran once; opening again changes nothing
         assert store.manifest("2013Q1")["details"] == {"cases": 2}
+
+
+# -- ingest one quarter at a time ---------------------------------------------------------------
+def test_a_streamed_ingest_stores_what_the_whole_ingest_stores(tmp_path) -> None:
+    import medanon
+
+    whole, streamed = tmp_path / "whole.duckdb", tmp_path / "streamed.duckdb"
+    _ingest(whole)
+    quarters = medanon.Dataset.stream_faers(FAERS_FIXTURES)
+    with ReleaseStore.create_or_open(streamed, Schema.default()) as store:
+        summary = store.ingest(quarters)
+    assert summary.added == ["2011Q2", "2013Q1", "2015Q1"]
+    assert [r["period"] for r in quarters.reports] == summary.added
+    with ReleaseStore.open(whole) as a, ReleaseStore.open(streamed) as b:
+        for period in a.ingested_periods():
+            pd.testing.assert_frame_equal(a.records(period), b.records(period))
+            assert a.ingest_report(period) == b.ingest_report(period)
+
+
+def test_the_store_lets_go_of_each_quarter_before_it_asks_for_the_next(tmp_path) -> None:
+    import gc
+    import weakref
+
+    quarters = read_faers(FAERS_FIXTURES).quarters
+    alive: list[bool] = []
+
+    def one_at_a_time():
+        previous = None
+        for quarter in quarters:
+            if previous is not None:
+                gc.collect()
+                alive.append(previous() is not None)
+            copy = replace(quarter, records=quarter.records.copy())
+            previous = weakref.ref(copy.records)
+            yield copy
+            del copy
+
+    with ReleaseStore.create_or_open(tmp_path / "s.duckdb", Schema.default()) as store:
+        assert store.ingest(one_at_a_time()).added == ["2011Q2", "2013Q1", "2015Q1"]
+    assert alive == [False, False]
+
+
+def test_a_streamed_ingest_that_fails_late_leaves_the_store_as_it_was(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path, FAERS_FIXTURES / "legacy_2011Q2")
+    before = _content(path)
+    quarters = read_faers(FAERS_FIXTURES).quarters
+
+    def failing():
+        yield quarters[1]
+        yield quarters[2]
+        raise RuntimeError("the third quarter cannot be read")
+
+    with ReleaseStore.open(path) as store:
+        with pytest.raises(RuntimeError, match="third quarter"):
+            store.ingest(failing())
+        # empty periods are refused once every quarter is read: all of them named
+        empty = [replace(q, records=q.records.iloc[0:0]) for q in quarters[1:]]
+        with pytest.raises(StoreError, match="Period\\(s\\) 2013Q1, 2015Q1 of .* hold no reports"):
+            store.ingest(iter(empty))
+    assert _content(path) == before
+
+
+def test_a_streamed_ingest_refuses_a_published_period_before_reading_it(tmp_path, monkeypatch) -> None:
+    import medanon
+    from medanon.data.loaders import faers
+
+    path = tmp_path / "s.duckdb"
+    _ingest(path, FAERS_FIXTURES / "faers_2015Q1")
+    with ReleaseStore.open(path) as store:
+        publish_periods(store, DropIdentifiers(), [], randomness(), allow_unprotected=True)
+    quarters = medanon.Dataset.stream_faers(FAERS_FIXTURES)
+
+    def unread(*args):
+        raise AssertionError("no quarter is read when a period is refused")
+
+    monkeypatch.setattr(faers, "_read_quarter", unread)
+    with ReleaseStore.open(path) as store:
+        with pytest.raises(StoreError, match="earlier than the latest published period 2015Q1"):
+            store.ingest(quarters)
+
+
+def test_a_streamed_ingest_stages_beside_the_store_and_leaves_nothing_behind(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path, FAERS_FIXTURES / "legacy_2011Q2")
+    stale = tmp_path / ".s.duckdb.ingest-0badc0ffee.duckdb"  # left by an ingest that was killed
+    stale.write_bytes(b"")
+    quarters = read_faers(FAERS_FIXTURES).quarters
+    seen: list[list[str]] = []
+
+    def watched(items):
+        for item in items:
+            seen.append(sorted(p.name for p in tmp_path.iterdir()
+                               if ".ingest-" in p.name and p.suffix != ".wal"))
+            yield item
+
+    with ReleaseStore.open(path) as store:
+        with pytest.raises(StoreError, match="already published|hold no reports"):
+            store.ingest(watched([quarters[1], replace(quarters[2], records=quarters[2].records[:0])]))
+        store.ingest(watched(quarters[1:]))
+        assert store.ingested_periods() == ["2011Q2", "2013Q1", "2015Q1"]
+    assert all(len(names) == 1 and names[0] != stale.name for names in seen), seen
+    assert not [p for p in tmp_path.iterdir() if ".ingest-" in p.name]
+
+
+def test_a_streamed_ingest_inside_a_batch_joins_its_transaction(tmp_path) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path, FAERS_FIXTURES / "legacy_2011Q2")
+    before = _content(path)
+    quarters = read_faers(FAERS_FIXTURES).quarters
+    with ReleaseStore.open(path) as store:
+        with pytest.raises(RuntimeError, match="later"):
+            with store.batch():
+                store.ingest(iter(quarters[1:]))
+                assert store.ingested_periods() == ["2011Q2", "2013Q1", "2015Q1"]
+                raise RuntimeError("a later step fails")
+    assert _content(path) == before
+    assert not [p for p in tmp_path.iterdir() if ".ingest-" in p.name]

@@ -31,7 +31,6 @@ from ..random import randomness
 from ..pipeline.export import EXPORT_FORMATS, export_releases
 from ..pipeline.publish import publish_periods
 from ..store import ReleaseStore
-from ..store.duckdb_store import refuse_empty
 from . import console as ui
 from .console import print_json, progress_bar
 
@@ -75,24 +74,23 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
     started = time.perf_counter()
     if store.exists():
         ReleaseStore.create_or_open(store, schema).close()  # fail fast on a bad --store
-    # Parse and check everything before the store is touched: bad input writes nothing (the
-    # Dataset checks every value against the schema's hierarchies).
-    with progress_bar("reading FAERS", None) as step:
-        data = Dataset.from_faers(source, schema=schema, keep_missing=keep_missing, progress=step)
-    with ui.errors_as_flags():  # before the store is created or touched
-        refuse_empty({q.label: len(q.records) for q in data.quarters}, source=str(source),
-                     allow_empty=allow_empty)
-    created = not store.exists()
-    try:
-        with ReleaseStore.create_or_open(store, schema) as db:
-            summary = db.ingest(data, allow_empty=allow_empty)
-    except BaseException:
-        if created:  # a refused ingest leaves no new, empty store behind (e.g. a full disk)
-            for leftover in (store, Path(str(store) + ".wal")):
-                leftover.unlink(missing_ok=True)
-        raise
+    with progress_bar("ingesting FAERS", None) as step:
+        # The source is searched, its DELETE lists read and the hierarchies loaded before the
+        # store is touched; then each quarter is read, checked and written in turn, all in one
+        # transaction: bad input anywhere writes nothing, and only one quarter is in memory.
+        quarters = Dataset.stream_faers(source, schema=schema, keep_missing=keep_missing,
+                                        progress=step)
+        created = not store.exists()
+        try:
+            with ReleaseStore.create_or_open(store, schema) as db, ui.errors_as_flags():
+                summary = db.ingest(quarters, allow_empty=allow_empty)
+        except BaseException:
+            if created:  # a refused ingest leaves no new, empty store behind (e.g. a full disk)
+                for leftover in (store, Path(str(store) + ".wal")):
+                    leftover.unlink(missing_ok=True)
+            raise
     seconds = round(time.perf_counter() - started, 2)
-    reports = [q.report_dict() for q in data.quarters]
+    reports = quarters.reports
     if as_json:
         print_json({"store": str(store), "quarters": reports, "added": summary.added,
                      "replaced": summary.replaced,

@@ -35,6 +35,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+import secrets
 import tomllib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -463,14 +464,16 @@ class ReleaseStore:
             return {"input_sha256": None, "private_details": {}}
         return {"input_sha256": row[0], "private_details": json.loads(row[1] or "{}")}
 
+    # (the store's own tables: an ingest attaches a staging database with a records table too)
     def _record_columns(self) -> list[str]:
         return [r[0] for r in self._con.execute(
             "SELECT column_name FROM information_schema.columns WHERE table_name = 'records' "
-            "ORDER BY ordinal_position").fetchall()]
+            "AND table_catalog = current_database() ORDER BY ordinal_position").fetchall()]
 
     def _has_records_table(self) -> bool:
         return _one(self._con, "SELECT count(*) FROM information_schema.tables "
-                                 "WHERE table_name = 'records'")[0] > 0
+                                 "WHERE table_name = 'records' "
+                                 "AND table_catalog = current_database()")[0] > 0
 
     def _require_published(self, period: str) -> None:
         if period not in self.published_periods():
@@ -489,6 +492,11 @@ class ReleaseStore:
                 (``Dataset.from_faers``, ``Dataset.from_dataframe``), or
                 :class:`~medanon.data.loaders.faers.FaersQuarter` objects. Anything with
                 ``quarters`` and ``deleted_case_ids`` attributes is read as the first two are.
+                An iterable that is not a list or tuple, e.g. the quarters of
+                :func:`~medanon.data.loaders.faers.open_faers` (or ``Dataset.stream_faers``),
+                is taken one quarter at a time: each is written before the next is asked for,
+                and the transaction ends only after the last (its ``deleted_case_ids`` and
+                ``periods`` attributes, when it has them, are read first).
             deleted_case_ids: Case ids FDA withdrew; removed from every unpublished period.
                 Default: those of ``quarters`` (a FaersIngest's or Dataset's), else none.
             allow_empty: Accept a period with no records (a header-only extract would otherwise
@@ -500,92 +508,205 @@ class ReleaseStore:
                 no records without ``allow_empty``.
         """
         found = getattr(quarters, "quarters", None)
-        if found is not None:   # a FaersIngest or a Dataset: its quarters and its DELETE list
-            if deleted_case_ids is None:
-                deleted_case_ids = getattr(quarters, "deleted_case_ids", ())
+        if deleted_case_ids is None:   # a FaersIngest, a Dataset, open_faers: its DELETE list
+            deleted_case_ids = getattr(quarters, "deleted_case_ids", ())
+        if found is not None:
             quarters = found
-        items = [quarters] if isinstance(quarters, FaersQuarter) else list(quarters)
-        for item in items:
-            if not isinstance(item, FaersQuarter):
-                raise ValidationError(f"The 'quarters' parameter of ReleaseStore.ingest must be "
-                                      f"what the loader returns (read_faers' FaersIngest, a "
-                                      f"medanon.Dataset, or FaersQuarter objects); it holds a "
-                                      f"{type(item).__name__}.")
+        if isinstance(quarters, FaersQuarter):
+            quarters = [quarters]
+        streamed = not isinstance(quarters, (list, tuple))
         published = set(self.published_periods())
         latest = max((parse_period(p) for p in published), default=None)
         summary = IngestSummary()
-        refuse_empty({item.label: len(item.records) for item in items},
-                     source=items[0].source if items else "", allow_empty=allow_empty)
-        for item in items:
-            period = item.label
-            if period in published:
-                raise StoreError(f"Period {period} is already published in {str(self.path)!r}; a "
-                                 "published period cannot be re-ingested.")
-            if latest is not None and parse_period(period) < latest:
-                raise StoreError(f"Period {period} is earlier than the latest published period "
-                                 f"{latest}: releases must be published in time order.")
+        if streamed:
+            for period in getattr(quarters, "periods", ()):  # refused before anything is read
+                self._check_ingestible(parse_period(period).label, published, latest)
+        else:
+            for item in quarters:
+                _check_quarter(item)
+            refuse_empty({item.label: len(item.records) for item in quarters},
+                         source=quarters[0].source if quarters else "", allow_empty=allow_empty)
+            for item in quarters:
+                self._check_ingestible(item.label, published, latest)
         existing = set(self.ingested_periods())
         deleted = sorted(set(deleted_case_ids or ()))
-        s = self.schema
-        case, per = _quote(s.case_id), _quote(s.period)
+        if streamed and not self._batch and not self._read_only():
+            return self._ingest_staged(quarters, existing, deleted, published, latest,
+                                       allow_empty)
         with self._write():
-            for item in items:
-                period, records = item.label, item.records
-                self.schema.check_columns(records, what=f"period {period}")
+            sizes: dict[str, int] = {}
+            source = ""
+            for item in quarters:
+                if streamed:
+                    _check_quarter(item)
+                    self._check_ingestible(item.label, published, latest)
+                sizes[item.label] = len(item.records)
+                source = source or item.source
+                self.schema.check_columns(item.records, what=f"period {item.label}")
                 if not self._has_records_table():
-                    types = _record_types(self.schema, records)
-                    _run(self._con, "CREATE TABLE records(" + ", ".join(
-                        f"{_quote(c)} {t}" for c, t in types.items()) + ")")
-                columns = self._record_columns()
-                if period in existing:
-                    _run(self._con, f"DELETE FROM records WHERE {per} = ?", [period])
-                    summary.replaced.append(period)
-                else:
-                    summary.added.append(period)
-                incoming = records.reindex(columns=columns).copy()
-                for name in self.schema.multi_valued:
-                    incoming[name] = [list(v) for v in incoming[name]]
-                with _registered(self._con, "incoming_records", incoming):
-                    cols = ", ".join(_quote(c) for c in columns)
-                    _run(self._con, f"INSERT INTO records ({cols}) SELECT {cols} FROM incoming_records")
-                values = [parse_period(period).ordinal, item.source, item.era,
-                          datetime.now(timezone.utc).isoformat(timespec="seconds"), len(records),
-                          int(records[self.schema.case_id].nunique()),
-                          json.dumps(item.report_dict(), default=_json_default)]
-                if period in existing:
-                    # UPDATE, not DELETE + INSERT: older DuckDB rejects re-inserting a deleted
-                    # primary key within one transaction.
-                    _run(self._con, "UPDATE periods SET ordinal = ?, source = ?, era = ?, ingested_at = ?, "
-                         "n_reports = ?, n_cases = ?, report = ? WHERE period = ?", values + [period])
-                else:
-                    _run(self._con, "INSERT INTO periods VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [period] + values)
-            if deleted and self._has_records_table():
-                with _registered(self._con, "deleted_cases", pd.DataFrame({"case_id": deleted})):
-                    hits = self._con.execute(f"""
-                        SELECT {per}, count(DISTINCT {case}) FROM records
-                        WHERE {case} IN (SELECT case_id FROM deleted_cases) GROUP BY {per}""").fetchall()
-                    for period, count in hits:
-                        if period in published:
-                            summary.deleted_but_published[period] = int(count)
-                        else:
-                            summary.deleted_from_unpublished[period] = int(count)
-                    for period, case_id in self._con.execute(f"""
-                            SELECT DISTINCT {per}, {case} FROM records
-                            WHERE {case} IN (SELECT case_id FROM deleted_cases)
-                            AND {per} IN (SELECT period FROM releases)
-                            ORDER BY {per}, {case}""").fetchall():
-                        summary.deleted_but_published_cases.setdefault(period, []).append(
-                            str(case_id))
-                    _run(self._con, f"""
-                        DELETE FROM records WHERE {case} IN (SELECT case_id FROM deleted_cases)
-                        AND {per} NOT IN (SELECT period FROM releases)""")
-                    _run(self._con, f"""
-                        UPDATE periods SET
-                          n_reports = (SELECT count(*) FROM records r WHERE r.{per} = periods.period),
-                          n_cases = (SELECT count(DISTINCT {case}) FROM records r
-                                     WHERE r.{per} = periods.period)
-                        WHERE period NOT IN (SELECT period FROM releases)""")
+                    self._create_records(_record_types(self.schema, item.records))
+                replacing = item.label in existing
+                if replacing:
+                    _run(self._con, f"DELETE FROM records WHERE {_quote(self.schema.period)} = ?",
+                         [item.label])
+                self._insert_records(item.records, "records")
+                self._period_row(_PeriodFacts.of(item, self.schema), replacing, summary)
+                del item  # a streamed quarter is let go before the next one is read
+            if streamed:  # the transaction rolls back: nothing of this ingest stays
+                refuse_empty(sizes, source=source, allow_empty=allow_empty)
+            self._apply_deletions(deleted, published, summary)
         return summary
+
+    def _ingest_staged(self, quarters: Iterable[FaersQuarter], existing: set[str],
+                       deleted: list[str], published: set[str], latest,
+                       allow_empty: bool) -> IngestSummary:
+        """A streamed ingest: each quarter is written into a staging database beside the
+        store, and the store takes them all in one transaction at the end. DuckDB keeps the
+        rows a transaction appends from pandas in memory until it commits: written straight
+        into the store, every quarter of a long source would stay in memory to the end."""
+        summary = IngestSummary()
+        facts: list[_PeriodFacts] = []
+        types: dict[str, str] | None = None
+        with self._staging() as staging:
+            for item in quarters:
+                _check_quarter(item)
+                self._check_ingestible(item.label, published, latest)
+                self.schema.check_columns(item.records, what=f"period {item.label}")
+                if types is None:
+                    types = (self._records_table_types() if self._has_records_table()
+                             else _record_types(self.schema, item.records))
+                    _run(self._con, f"CREATE TABLE {staging}.records(" + ", ".join(
+                        f"{_quote(c)} {t}" for c, t in types.items()) + ")")
+                # each slice commits on its own (DuckDB's auto-commit): the staging database
+                # is thrown away whole if anything fails, and DuckDB lets go of a committed slice
+                self._insert_records(item.records, f"{staging}.records", list(types))
+                facts.append(_PeriodFacts.of(item, self.schema))
+                del item  # let go before the next quarter is read
+            refuse_empty({f.period: f.n_reports for f in facts},
+                         source=facts[0].source if facts else "", allow_empty=allow_empty)
+            per = _quote(self.schema.period)
+            with self._write():
+                if facts and not self._has_records_table():
+                    self._create_records(types)
+                cols = ", ".join(_quote(c) for c in self._record_columns())
+                for fact in facts:
+                    replacing = fact.period in existing
+                    if replacing:
+                        _run(self._con, f"DELETE FROM records WHERE {per} = ?", [fact.period])
+                    _run(self._con, f"INSERT INTO records ({cols}) SELECT {cols} FROM "
+                                    f"{staging}.records WHERE {per} = ?", [fact.period])
+                    self._period_row(fact, replacing, summary)
+                self._apply_deletions(deleted, published, summary)
+        return summary
+
+    @contextmanager
+    def _staging(self) -> Iterator[str]:
+        """A staging database beside the store, attached as the name yielded, and removed
+        afterwards (also one that an ingest killed on its way left behind: the store's write
+        lock, held here, says no other ingest is running)."""
+        prefix = f".{self.path.name}.ingest-"
+        for stale in self.path.parent.iterdir():
+            if stale.name.startswith(prefix) and stale.is_file():
+                stale.unlink(missing_ok=True)
+        target = self.path.with_name(f"{prefix}{secrets.token_hex(6)}.duckdb")
+        name = "medanon_staging"
+        _run(self._con, f"ATTACH {_literal(str(target))} AS {name}")
+        try:
+            yield name
+        finally:
+            try:
+                _run(self._con, f"DETACH {name}")
+            except duckdb.Error:
+                # A COMMIT that failed may leave its transaction open: end it, then detach. An
+                # error here must not hide the one on its way (closing the store detaches too).
+                for statement in ("ROLLBACK", f"DETACH {name}"):
+                    try:
+                        _run(self._con, statement)
+                    except duckdb.Error:
+                        pass
+            for leftover in (target, Path(str(target) + ".wal")):
+                leftover.unlink(missing_ok=True)
+
+    def _read_only(self) -> bool:
+        return _one(self._con, "SELECT current_setting('access_mode')")[0] == "read_only"
+
+    def _records_table_types(self) -> dict[str, str]:
+        """The column types of the store's records table."""
+        return dict(self._con.execute(
+            "SELECT column_name, data_type FROM information_schema.columns "
+            "WHERE table_name = 'records' AND table_catalog = current_database() "
+            "ORDER BY ordinal_position").fetchall())
+
+    def _create_records(self, types: dict[str, str]) -> None:
+        _run(self._con, "CREATE TABLE records(" + ", ".join(
+            f"{_quote(c)} {t}" for c, t in types.items()) + ")")
+
+    def _insert_records(self, records: pd.DataFrame, table: str,
+                        columns: list[str] | None = None) -> None:
+        columns = columns or self._record_columns()
+        cols = ", ".join(_quote(c) for c in columns)
+        # In slices: the lists DuckDB reads multi-valued cells from exist for one slice at a time.
+        for begin in range(0, len(records), _INSERT_ROWS):
+            incoming = records.iloc[begin:begin + _INSERT_ROWS].reindex(columns=columns)
+            for name in self.schema.multi_valued:
+                incoming[name] = list(map(list, incoming[name]))
+            with _registered(self._con, "incoming_records", incoming):
+                _run(self._con, f"INSERT INTO {table} ({cols}) SELECT {cols} FROM incoming_records")
+            del incoming
+
+    def _period_row(self, fact: "_PeriodFacts", replacing: bool, summary: IngestSummary) -> None:
+        values = [parse_period(fact.period).ordinal, fact.source, fact.era,
+                  datetime.now(timezone.utc).isoformat(timespec="seconds"), fact.n_reports,
+                  fact.n_cases, fact.report]
+        if replacing:
+            # UPDATE, not DELETE + INSERT: older DuckDB rejects re-inserting a deleted
+            # primary key within one transaction.
+            _run(self._con, "UPDATE periods SET ordinal = ?, source = ?, era = ?, ingested_at = ?, "
+                 "n_reports = ?, n_cases = ?, report = ? WHERE period = ?", values + [fact.period])
+            summary.replaced.append(fact.period)
+        else:
+            _run(self._con, "INSERT INTO periods VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                 [fact.period] + values)
+            summary.added.append(fact.period)
+
+    def _apply_deletions(self, deleted: list[str], published: set[str],
+                         summary: IngestSummary) -> None:
+        """FDA's DELETE list: out of every unpublished period; the published hits reported."""
+        if not deleted or not self._has_records_table():
+            return
+        case, per = _quote(self.schema.case_id), _quote(self.schema.period)
+        with _registered(self._con, "deleted_cases", pd.DataFrame({"case_id": deleted})):
+            hits = self._con.execute(f"""
+                SELECT {per}, count(DISTINCT {case}) FROM records
+                WHERE {case} IN (SELECT case_id FROM deleted_cases) GROUP BY {per}""").fetchall()
+            for period, count in hits:
+                if period in published:
+                    summary.deleted_but_published[period] = int(count)
+                else:
+                    summary.deleted_from_unpublished[period] = int(count)
+            for period, case_id in self._con.execute(f"""
+                    SELECT DISTINCT {per}, {case} FROM records
+                    WHERE {case} IN (SELECT case_id FROM deleted_cases)
+                    AND {per} IN (SELECT period FROM releases)
+                    ORDER BY {per}, {case}""").fetchall():
+                summary.deleted_but_published_cases.setdefault(period, []).append(str(case_id))
+            _run(self._con, f"""
+                DELETE FROM records WHERE {case} IN (SELECT case_id FROM deleted_cases)
+                AND {per} NOT IN (SELECT period FROM releases)""")
+            _run(self._con, f"""
+                UPDATE periods SET
+                  n_reports = (SELECT count(*) FROM records r WHERE r.{per} = periods.period),
+                  n_cases = (SELECT count(DISTINCT {case}) FROM records r
+                             WHERE r.{per} = periods.period)
+                WHERE period NOT IN (SELECT period FROM releases)""")
+
+    def _check_ingestible(self, period: str, published: set[str], latest) -> None:
+        if period in published:
+            raise StoreError(f"Period {period} is already published in {str(self.path)!r}; a "
+                             "published period cannot be re-ingested.")
+        if latest is not None and parse_period(period) < latest:
+            raise StoreError(f"Period {period} is earlier than the latest published period "
+                             f"{latest}: releases must be published in time order.")
 
     @_translated
     def publish(self, period, rows: pd.DataFrame | None = None, manifest: dict | None = None,
@@ -664,6 +785,41 @@ class ReleaseStore:
 
 _CREATE_PRIVATE = """CREATE TABLE release_private(
     period VARCHAR PRIMARY KEY, input_sha256 VARCHAR, details VARCHAR NOT NULL DEFAULT '{}')"""
+
+
+@dataclass(frozen=True)
+class _PeriodFacts:
+    """What the store keeps of an ingested period beside its records (its ``periods`` row)."""
+
+    period: str
+    source: str
+    era: str
+    n_reports: int
+    n_cases: int
+    report: str  # JSON
+
+    @classmethod
+    def of(cls, item: FaersQuarter, schema: Schema) -> "_PeriodFacts":
+        records = item.records
+        return cls(item.label, item.source, item.era, len(records),
+                   int(records[schema.case_id].nunique()),
+                   json.dumps(item.report_dict(), default=_json_default))
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+#: records written per INSERT: bounds the Python lists built for the multi-valued columns
+_INSERT_ROWS = 100_000
+
+
+def _check_quarter(item: object) -> None:
+    if not isinstance(item, FaersQuarter):
+        raise ValidationError(f"The 'quarters' parameter of ReleaseStore.ingest must be what the "
+                              f"loader returns (read_faers' FaersIngest, a medanon.Dataset, or "
+                              f"FaersQuarter objects); it holds a {type(item).__name__}.")
 
 
 def _operator_fields(manifest: dict) -> list[str]:

@@ -14,6 +14,11 @@ are repaired and counted: a ``$`` embedded in a free-text field (the line has to
 the surplus is merged back into that table's free-text column) and records split across lines
 by a stray line break inside a field (rejoined with a single space).
 
+Tables are read a chunk at a time (zip members too, decompressed as they are read): only the
+columns the records need are kept, and of DRUG, REAC and INDI only the rows of kept reports, so
+memory grows with the records, not with the size of the files. :func:`open_faers` reads the
+quarters of a source one at a time.
+
 Per quarter the reader applies the DELETE list (case ids FDA withdrew: dropped from every
 quarter of the same ingest), keeps only the latest ``caseversion`` of each case (FAERS eras;
 ties broken by FDA date, then primaryid), converts age to years (``age_cod`` YR, DEC, MON, WK,
@@ -28,12 +33,15 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import re
 import zipfile
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pandas as pd
@@ -153,12 +161,18 @@ class FaersIngest:
 # -- locating files -----------------------------------------------------------------------------
 @dataclass(frozen=True)
 class _Member:
-    """A table file, on disk or inside a zip."""
+    """A table file, on disk or inside a zip. ``open`` gives a binary file object that is read
+    a chunk at a time (a zip member decompresses as it is read)."""
 
     table: str
     tag: str
     name: str
-    read: Callable[[], bytes]
+    open: Callable[[], BinaryIO]
+
+    def read(self) -> bytes:
+        """The whole file: only for the small DELETE lists."""
+        with self.open() as fh:
+            return fh.read()
 
 
 _ZIP_SIGNATURE = b"PK\x03\x04"
@@ -185,21 +199,46 @@ def _members_of_zip(path: Path) -> list[_Member]:
         if match and not info.is_dir():
             members.append(_Member(match.group(1).upper(), match.group(2).upper(),
                                    f"{path.name}:{info.filename}",
-                                   functools.partial(_read_member, archive, path, info.filename)))
+                                   functools.partial(_ZipMember, archive, path, info.filename)))
     return members
 
 
-def _read_member(archive: zipfile.ZipFile, path: Path, name: str) -> bytes:
-    """One member's bytes; a damaged member is named with the archive, not left to surface as
-    a decompressor's error."""
-    try:
-        return archive.read(name)
-    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
-        raise CorruptInputError(f"Member {name!r} of {str(path)!r} is corrupt ({exc}): the "
-                                f"archive was damaged in transfer or on disk. {_REFETCH}") from None
-    except NotImplementedError as exc:  # e.g. Deflate64, which zipfile cannot decompress
-        raise InputFormatError(f"Member {name!r} of {str(path)!r} cannot be read: {exc}. Unpack "
-                               f"the archive with another tool and ingest the folder.") from None
+class _ZipMember:
+    """One zip member opened for reading. A damaged member is named with the archive, not left
+    to surface as a decompressor's error; streamed, that error may come with any read (zipfile
+    checks the CRC only when the member's last bytes are read)."""
+
+    def __init__(self, archive: zipfile.ZipFile, path: Path, name: str):
+        self._path, self._name = path, name
+        with self._named_errors():
+            self._fh = archive.open(name)
+
+    @contextmanager
+    def _named_errors(self) -> Iterator[None]:
+        name, path = self._name, self._path
+        try:
+            yield
+        except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+            raise CorruptInputError(f"Member {name!r} of {str(path)!r} is corrupt ({exc}): the "
+                                    f"archive was damaged in transfer or on disk. {_REFETCH}"
+                                    ) from None
+        except NotImplementedError as exc:  # e.g. Deflate64, which zipfile cannot decompress
+            raise InputFormatError(f"Member {name!r} of {str(path)!r} cannot be read: {exc}. "
+                                   f"Unpack the archive with another tool and ingest the "
+                                   f"folder.") from None
+
+    def read(self, size: int = -1) -> bytes:
+        with self._named_errors():
+            return self._fh.read(size)
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def __enter__(self) -> "_ZipMember":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _locate(source: Path) -> dict[str, dict[str, list[_Member]]]:
@@ -216,14 +255,292 @@ def _locate(source: Path) -> dict[str, dict[str, list[_Member]]]:
                 match = _FILE_NAME.match(path.name)
                 if match:
                     members.append(_Member(match.group(1).upper(), match.group(2).upper(),
-                                           str(path), path.read_bytes))
+                                           str(path), functools.partial(path.open, "rb")))
     quarters: dict[str, dict[str, list[_Member]]] = {}
     for member in members:
         quarters.setdefault(member.tag, {}).setdefault(member.table, []).append(member)
     return quarters
 
 
-# -- parsing one '$'-separated table ------------------------------------------------------------
+# -- parsing one '$'-separated table, a chunk at a time -----------------------------------------
+#: bytes read from a table file at a time: large enough that the per-chunk costs (a CSV parse,
+#: a few numpy scans) do not count, small enough that a quarter is never held as text (FDA's
+#: DRUG file alone is 200+ MB).
+_CHUNK_BYTES = 8 << 20
+_BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark left by an editor
+_LF, _CR, _SEP = 10, 13, 36  # the bytes b"\n", b"\r" and b"$"
+
+
+def _blocks(fh: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
+    """The file's bytes in blocks of whole lines, the BOM dropped. A line ends in LF or CRLF (a
+    bare CR is made LF; a last line without any end is given LF). A block holds at least one
+    line; a line longer than a chunk makes its block longer. CRLF stays: the CSV parser reads
+    it as a line end, and rewriting every line would cost more than the parsing."""
+    pending, started = b"", False
+    while True:
+        raw = fh.read(chunk_bytes)
+        data = pending + raw if pending else raw
+        if not started:
+            if raw and len(data) < len(_BOM):  # too short yet to tell a BOM
+                pending = data
+                continue
+            if data.startswith(_BOM):
+                data = data[len(_BOM):]
+            started = True
+        if not raw:  # end of file: what is left is the last line(s)
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if data:
+                yield data if data.endswith(b"\n") else data + b"\n"
+            return
+        held = data.endswith(b"\r")  # the LF of a CRLF may come with the next read
+        if held:
+            data = data[:-1]
+        data = _bare_cr_as_lf(data)
+        cut = data.rfind(b"\n") + 1
+        pending = data[cut:] + (b"\r" if held else b"")
+        if cut:
+            yield data if cut == len(data) else data[:cut]
+
+
+def _bare_cr_as_lf(data: bytes) -> bytes:
+    """``data`` with every CR that no LF follows made LF (a CR that ends ``data`` is followed
+    by the CR held back for the next read)."""
+    text = np.frombuffer(data, dtype=np.uint8)
+    cr = np.flatnonzero(text == _CR)
+    last = len(text) - 1
+    bare = cr[(cr == last) | (text[np.minimum(cr + 1, last)] != _LF)]
+    if not len(bare):
+        return data
+    text = text.copy()
+    text[bare] = _LF
+    return text.tobytes()
+
+
+def _scan(block: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per line of a block: where it starts, where its text stops (before CR LF or LF), where
+    its LF is, and how many '$' it holds."""
+    text = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(text == _LF)
+    starts = np.empty_like(ends)
+    starts[0] = 0
+    starts[1:] = ends[:-1] + 1
+    # text[ends - 1] of an empty first line is the block's last byte, an LF: no CR to drop
+    stops = ends - (text[ends - 1] == _CR)
+    counts = np.add.reduceat((text == _SEP).view(np.uint8), starts, dtype=np.int64)
+    return starts, stops, ends, counts
+
+
+def _ends_with_separator(block: bytes, starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    return (stops > starts) & (np.frombuffer(block, dtype=np.uint8)[stops - 1] == _SEP)
+
+
+class _TableStream:
+    """One '$'-separated table, read a chunk at a time with its known defects repaired.
+
+    Gives what reading the whole file at once gave: the same rows, repairs, counts and errors,
+    in the same order. A line scanner repairs the rows; it carries across chunks the record
+    being glued together from a split line and the last record (a stray tail on a later line
+    may still extend it). Lines that need no repair (nearly all) go to the CSV parser as they
+    are, found with numpy rather than looked at one by one in Python.
+
+    The header is read on construction (:attr:`names`); :meth:`frames` then reads the rows.
+    """
+
+    def __init__(self, member: _Member, table: str, *, chunk_bytes: int | None = None):
+        self.member = member
+        self.chunk_bytes = chunk_bytes or _CHUNK_BYTES  # tests read with a tiny chunk
+        with member.open() as fh:
+            first = next(_blocks(fh, self.chunk_bytes), None)
+        if first is None:
+            raise InputFormatError(f"{member.name} is empty: a FAERS table needs a header line.")
+        header = first[:first.index(b"\n")].decode("latin-1")
+        if "$" not in header:
+            found = next((s for s in (",", "\t", ";", "|") if s in header), None)
+            hint = f" (it looks {found!r}-separated)" if found else ""
+            raise InputFormatError(f"{member.name} is not '$'-separated{hint}: FAERS files use "
+                                   "'$' between fields.")
+        columns = [c.strip().lower() for c in header.split("$")]
+        self.trailing = columns[-1] == ""
+        if self.trailing:
+            columns.pop()
+        self.columns = columns
+        self.expected = len(columns) - 1 + int(self.trailing)  # separators in a whole row
+        text_col = _TEXT_COLUMN.get(table)
+        self.text_col = text_col
+        self.text_pos = columns.index(text_col) if text_col in columns else len(columns) - 1
+        #: the table's columns: every header field with a name, and its field position
+        self.positions = [p for p, c in enumerate(columns) if c]
+        self.names = [columns[p] for p in self.positions]
+        self.split_lines = self.embedded = 0
+
+    # -- reading -------------------------------------------------------------------------------
+    def frames(self, names: list[str]) -> Iterator[tuple[pd.DataFrame, np.ndarray]]:
+        """The rows, a chunk at a time: the named columns (as text, as in the file; an embedded
+        '$' still the placeholder) and the physical line (1-based) where each row starts. The
+        repair counts are complete once the last chunk has been taken."""
+        position = {}
+        for name, pos in zip(self.names, self.positions):
+            position.setdefault(name, pos)
+        return self._frames(names, [position[n] for n in names])
+
+    def _frames(self, names: list[str], positions: list[int]
+                ) -> Iterator[tuple[pd.DataFrame, np.ndarray]]:
+        # Some files end data rows with '$' under a header that does not: decided per file (most
+        # rows), so that one row with an embedded '$' and an empty last field is not mistaken
+        # for it. That takes a first pass over the file (only for such headers).
+        self._data_trailing = not self.trailing and self._rows_end_in_separator()
+        self._target = self.expected + int(self._data_trailing)  # separators a whole line has
+        self._building: tuple[str, int, int] | None = None  # a record being glued together
+        self._last: tuple[str, int] | None = None  # the last record, while a tail may extend it
+        self._any_rows = False
+        self.split_lines = self.embedded = 0
+        with self.member.open() as fh:
+            for block, starts, stops, ends, counts, following, first in self._scanned(fh):
+                pieces, numbers = self._repair(block, starts, stops, ends, counts, following,
+                                               first)
+                if pieces:
+                    yield self._parse(pieces, numbers, names, positions)
+
+    def _scanned(self, fh: BinaryIO) -> Iterator[tuple]:
+        """Each block of data lines with its scan, the '$' count of the line that follows it
+        (None at the end of the file) and the physical number of its first line."""
+        blocks = _blocks(fh, self.chunk_bytes)
+        first = next(blocks, b"\n")
+        previous, number = None, 2  # line 1 is the header
+        for block in itertools.chain([first[first.index(b"\n") + 1:]], blocks):
+            if not block:
+                continue
+            scan = _scan(block)
+            if previous is not None:
+                yield *previous[:5], int(scan[3][0]), previous[5]
+            previous = (block, *scan, number)
+            number += len(scan[0])
+        if previous is not None:
+            yield *previous[:5], None, previous[5]
+
+    def _rows_end_in_separator(self) -> bool:
+        whole = ending = 0
+        with self.member.open() as fh:
+            for block, starts, stops, _, counts, _, _ in self._scanned(fh):
+                whole += int(np.count_nonzero(counts >= self.expected))
+                ending += int(np.count_nonzero((counts == self.expected + 1)
+                                               & _ends_with_separator(block, starts, stops)))
+        return 2 * ending > whole
+
+    # -- repairing -----------------------------------------------------------------------------
+    def _repair(self, block: bytes, starts: np.ndarray, stops: np.ndarray, ends: np.ndarray,
+                counts: np.ndarray, following: int | None, first: int) -> tuple[list, list]:
+        """The repaired rows of one block (as byte strings for the parser) and their lines."""
+        target, n = self._target, len(counts)
+        after = np.empty_like(counts)
+        after[:-1] = counts[1:]
+        after[-1] = -1 if following is None else following
+        # A whole line that no stray tail follows (a tail has no '$') is a row as it stands.
+        plain = (counts == target) & (after != 0)
+        if self._data_trailing:  # ... and, here, ends in the '$' the parser will read as a field
+            plain &= _ends_with_separator(block, starts, stops)
+        if target == 0:  # a one-column table without trailing '$': every line is a tail or a row
+            plain[:] = False
+        pieces: list = []
+        numbers: list[np.ndarray] = []
+        view = memoryview(block)
+        done = 0
+        for j in np.flatnonzero(~plain).tolist():
+            if j > done:
+                self._plain(view[starts[done]:ends[j - 1] + 1], first + done, first + j,
+                            pieces, numbers)
+            nxt = None if (j == n - 1 and following is None) else int(after[j])
+            self._line(block[starts[j]:stops[j]].decode("latin-1"), int(counts[j]), first + j,
+                       nxt, pieces, numbers)
+            done = j + 1
+        if done < n:
+            self._plain(view[starts[done]:], first + done, first + n, pieces, numbers)
+        if following is None:  # end of file
+            self._flush(pieces, numbers)
+        return pieces, numbers
+
+    def _plain(self, lines: memoryview, first: int, stop: int, pieces: list,
+               numbers: list) -> None:
+        self._flush(pieces, numbers)
+        pieces.append(lines)
+        numbers.append(np.arange(first, stop, dtype=np.int64))
+        self._any_rows = True
+
+    def _line(self, line: str, count: int, number: int, following: int | None, pieces: list,
+              numbers: list) -> None:
+        """One line that may need a repair (``following``: the next line's '$' count, None at
+        the end of the file)."""
+        target = self._target
+        if self._building is not None:
+            text, total, start = self._building
+            if total < target and count < target and total + count <= target:
+                # A record broken by a stray line break: glue the fragments until it is whole.
+                self._building = (text + " " + line, total + count, start)
+                self.split_lines += 1
+                return
+            self._finish_record()
+        if not line.strip():
+            return
+        if count == 0 and self._any_rows and (following is None or following >= target):
+            # The tail of the previous record's last field, cut off by a stray line break
+            # (the previous line already had all its separators). That record is still held:
+            # a row the parser has taken is always followed by a line with a '$'.
+            text, start = self._last
+            self._last = (text + " " + line, start)
+            self.split_lines += 1
+            return
+        self._flush(pieces, numbers)
+        self._building = (line, count, number)
+
+    def _finish_record(self) -> None:
+        line, count, start = self._building
+        self._building = None
+        expected = self.expected
+        if self._data_trailing and count > expected and line.endswith("$"):
+            line, count = line[:-1], count - 1
+        if count > expected:
+            # An embedded '$': merge the surplus fields into the table's free-text column.
+            parts = line.split("$")
+            surplus, at = count - expected, self.text_pos
+            merged = _PLACEHOLDER.join(parts[at:at + surplus + 1])
+            line = "$".join(parts[:at] + [merged] + parts[at + surplus + 1:])
+            self.embedded += 1
+        elif count < expected:
+            raise InputFormatError(
+                f"{self.member.name} line {start}: {count + 1 - int(self.trailing)} field(s) "
+                f"where the header has {len(self.columns)}, and the following line does not "
+                f"complete it.")
+        self._last = (line, start)
+        self._any_rows = True
+
+    def _flush(self, pieces: list, numbers: list) -> None:
+        """Hand the held records to the parser: no later line can change them any more."""
+        if self._building is not None:
+            self._finish_record()
+        if self._last is not None:
+            line, start = self._last
+            # with rows ending in '$', the parser reads that '$' as one more (empty) field
+            pieces.append(line.encode("latin-1") + (b"$\n" if self._data_trailing else b"\n"))
+            numbers.append(np.array([start], dtype=np.int64))
+            self._last = None
+
+    # -- parsing -------------------------------------------------------------------------------
+    @staticmethod
+    def _parse(pieces: list, numbers: list[np.ndarray], names: list[str],
+               positions: list[int]) -> tuple[pd.DataFrame, np.ndarray]:
+        lines = np.concatenate(numbers)
+        if not positions:
+            return pd.DataFrame(index=pd.RangeIndex(len(lines))), lines
+        # pandas reads UTF-8 fastest: Latin-1 is recoded (every byte is a character in it)
+        body = b"".join(pieces).decode("latin-1").encode("utf-8")
+        frame = pd.read_csv(io.BytesIO(body), sep="$", header=None, usecols=sorted(set(positions)),
+                            dtype=str, keep_default_na=False, na_filter=False, quoting=3,
+                            engine="c", index_col=False)
+        frame = frame[positions]
+        frame.columns = names
+        return frame, lines
+
+
 @dataclass
 class _Table:
     frame: pd.DataFrame
@@ -232,86 +549,32 @@ class _Table:
     embedded: int
 
 
-def _parse_table(member: _Member, table: str) -> _Table:
-    raw = member.read()
-    if raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark left by an editor
-        raw = raw[3:]
-    text = raw.decode("latin-1")
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    lines = text.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    if not lines:
-        raise InputFormatError(f"{member.name} is empty: a FAERS table needs a header line.")
-    header = lines[0]
-    if "$" not in header:
-        found = next((s for s in (",", "\t", ";", "|") if s in header), None)
-        hint = f" (it looks {found!r}-separated)" if found else ""
-        raise InputFormatError(f"{member.name} is not '$'-separated{hint}: FAERS files use '$' "
-                               "between fields.")
-    columns = [c.strip().lower() for c in header.split("$")]
-    trailing = columns[-1] == ""
-    if trailing:
-        columns.pop()
-    expected = len(columns) - 1 + int(trailing)
-    text_col = _TEXT_COLUMN.get(table)
-    text_pos = columns.index(text_col) if text_col in columns else len(columns) - 1
+def _collect(stream: _TableStream, names: list[str] | None = None) -> _Table:
+    """The whole table (or the named columns of it that exist), every embedded '$' restored."""
+    if names is None:
+        names, positions = stream.names, stream.positions
+        chunks = stream._frames(names, positions)
+    else:
+        names = [n for n in names if n in stream.names]
+        chunks = stream.frames(names)
+    frames, lines = [], []
+    for frame, numbers in chunks:
+        frames.append(frame)
+        lines.append(numbers)
+    if frames:
+        frame = pd.concat(frames, ignore_index=True)
+    else:
+        frame = pd.DataFrame({i: pd.Series([], dtype=str) for i in range(len(names))})
+        frame.columns = names
+    if stream.embedded and stream.text_col in frame.columns:
+        frame[stream.text_col] = frame[stream.text_col].str.replace(_PLACEHOLDER, "$", regex=False)
+    line_numbers = np.concatenate(lines) if lines else np.zeros(0, dtype=np.int64)
+    return _Table(frame, line_numbers, stream.split_lines, stream.embedded)
 
-    rows: list[str] = []
-    starts: list[int] = []
-    split = embedded = 0
-    i, n = 1, len(lines)
-    counts = [line.count("$") for line in lines]
-    # Some files end data rows with '$' under a header that does not: decided per file (most
-    # rows), so that one row with an embedded '$' and an empty last field is not mistaken for it.
-    whole = [(c, ln) for c, ln in zip(counts[1:], lines[1:]) if c >= expected]
-    ends = sum(1 for c, ln in whole if c == expected + 1 and ln.endswith("$"))
-    data_trailing = not trailing and 2 * ends > len(whole)
-    target = expected + int(data_trailing)  # separators a whole data row has in this file
-    while i < n:
-        line, count, start = lines[i], counts[i], i + 1
-        if not line.strip():
-            i += 1
-            continue
-        if count == 0 and rows and (i + 1 >= n or counts[i + 1] >= target):
-            # The tail of the previous record's last field, cut off by a stray line break
-            # (the previous line already had all its separators).
-            rows[-1] = rows[-1] + " " + line
-            split += 1
-            i += 1
-            continue
-        # A record broken by a stray line break: glue the following fragments until it is whole.
-        while (count < target and i + 1 < n and counts[i + 1] < target
-               and count + counts[i + 1] <= target):
-            i += 1
-            line = line + " " + lines[i]
-            count += counts[i]
-            split += 1
-        if data_trailing and count > expected and line.endswith("$"):
-            line, count = line[:-1], count - 1
-        if count > expected:
-            # An embedded '$': merge the surplus fields into the table's free-text column.
-            parts = line.split("$")
-            surplus = count - expected
-            merged = _PLACEHOLDER.join(parts[text_pos:text_pos + surplus + 1])
-            line = "$".join(parts[:text_pos] + [merged] + parts[text_pos + surplus + 1:])
-            embedded += 1
-        elif count < expected:
-            raise InputFormatError(
-                f"{member.name} line {start}: {count + 1 - int(trailing)} field(s) where the header "
-                f"has {len(columns)}, and the following line does not complete it.")
-        rows.append(line)
-        starts.append(start)
-        i += 1
 
-    body = "\n".join(["$".join(columns) + ("$" if trailing else "")] + rows) + "\n"
-    frame = pd.read_csv(io.StringIO(body), sep="$", dtype=str, keep_default_na=False,
-                        na_filter=False, quoting=3, engine="c", index_col=False)
-    frame = frame.loc[:, [c for c in frame.columns if not str(c).startswith("Unnamed")]]
-    frame.columns = columns[: frame.shape[1]]
-    if embedded and text_col in frame.columns:
-        frame[text_col] = frame[text_col].str.replace(_PLACEHOLDER, "$", regex=False)
-    return _Table(frame, np.asarray(starts, dtype=np.int64), split, embedded)
+def _parse_table(member: _Member, table: str, *, chunk_bytes: int | None = None) -> _Table:
+    """One table whole (every column), read a chunk at a time."""
+    return _collect(_TableStream(member, table, chunk_bytes=chunk_bytes))
 
 
 def read_faers_table(path: str | Path, table: str | None = None) -> pd.DataFrame:
@@ -328,7 +591,8 @@ def read_faers_table(path: str | Path, table: str | None = None) -> pd.DataFrame
         table = match.group(1).upper()
     if not path.is_file():
         raise InputFormatError(f"FAERS table {str(path)!r} does not exist.")
-    return _parse_table(_Member(table, "", str(path), path.read_bytes), table).frame
+    member = _Member(table, "", str(path), functools.partial(path.open, "rb"))
+    return _parse_table(member, table).frame
 
 
 def _era_of(columns: list[str], name: str) -> str:
@@ -347,8 +611,23 @@ def _select(table: _Table, mapping: dict[str, str], name: str) -> pd.DataFrame:
     frame = table.frame[list(mapping.values())].copy()
     frame.columns = list(mapping.keys())
     for col in frame.columns:
-        frame[col] = frame[col].str.strip()
+        frame[col] = _stripped(frame[col])
     return frame
+
+
+def _stripped(values: pd.Series) -> pd.Series:
+    """``values.str.strip()``"""
+    return _per_value(values, "strip")
+
+
+def _per_value(values: pd.Series, method: str) -> pd.Series:
+    """``values.str.<method>()``; a column of few distinct values (codes, dates) calls it once
+    per distinct value."""
+    which, distinct = pd.factorize(values.to_numpy(dtype=object))
+    if 4 * len(distinct) > len(values):
+        return getattr(values.str, method)()
+    done = getattr(pd.Series(distinct, dtype=str).str, method)().to_numpy(dtype=object)
+    return pd.Series(done[which], index=values.index, dtype=str)
 
 
 # -- conversions ---------------------------------------------------------------------------------
@@ -363,14 +642,15 @@ def _to_number(values: pd.Series, lines: np.ndarray, what: str, name: str) -> np
 
 def _convert_units(values: np.ndarray, units: pd.Series, table: dict[str, float],
                    lines: np.ndarray, what: str, name: str) -> np.ndarray:
-    codes = units.str.upper().to_numpy(dtype=object)
+    codes = _per_value(units, "upper").to_numpy(dtype=object)
     unknown = ~np.isin(codes, list(table) + [""])
     if unknown.any():
         first = np.flatnonzero(unknown)[0]
         raise InputFormatError(
             f"{name} line {lines[first]}: unknown {what} {codes[first]!r} ({int(unknown.sum())} such "
             f"row(s)); known codes: {', '.join(table)}.")
-    factor = np.array([table.get(c, np.nan) for c in codes], dtype=float)
+    which, distinct = pd.factorize(codes)  # a few distinct codes: looked up once each
+    factor = np.array([table.get(c, np.nan) for c in distinct], dtype=float)[which]
     return values * factor  # an empty unit gives NaN: a value without its unit is unusable
 
 
@@ -380,24 +660,73 @@ def _none_for_missing(values: np.ndarray) -> np.ndarray:
     return values
 
 
-def _value_sets(frame: pd.DataFrame, key: str, value: str) -> pd.Series:
-    """Sorted unique values per report id, as tuples."""
-    sub = frame.loc[frame[value] != "", [key, value]].drop_duplicates()
-    sub = sub.sort_values([key, value], kind="stable")
-    keys = sub[key].to_numpy()
-    vals = sub[value].to_numpy()
-    if len(keys) == 0:
-        return pd.Series(dtype=object)
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    bounds = np.r_[starts, len(keys)]
-    sets = [tuple(vals[bounds[j]:bounds[j + 1]]) for j in range(len(starts))]
-    return pd.Series(sets, index=keys[starts], dtype=object)
+def _term_sets(member: _Member, table: str, mapping: dict[str, str], column: str,
+               kept: pd.Index) -> tuple[list[tuple[str, ...]], int, int]:
+    """Per report of ``kept`` (in its order), the sorted distinct non-empty values of one
+    column of a DRUG, REAC or INDI table, as tuples; and the table's repair counts.
+
+    Read a chunk at a time: only the rows of kept reports are held (their position and value).
+    """
+    stream = _TableStream(member, table)
+    id_col, value_col = mapping["report_id"], mapping[column]
+    present = [c for c in (id_col, value_col) if c in stream.names]
+    rows, values = [], []
+    for frame, _ in stream.frames(present):
+        if len(present) < 2:  # a column is missing: told below, after any bad line
+            continue
+        ids = frame[id_col].to_numpy(dtype=object)
+        where = kept.get_indexer(ids)
+        # Ids are compared stripped. One found as it stands had nothing to strip (the kept ids
+        # are stripped): only the others are stripped and looked up again.
+        missed = np.flatnonzero(where < 0)
+        if len(missed):
+            where[missed] = kept.get_indexer([ids[i].strip() for i in missed.tolist()])
+        hit = where >= 0
+        rows.append(where[hit])
+        values.append(frame[value_col].to_numpy(dtype=object)[hit])
+    missing = [c for c in mapping.values() if c not in stream.names]
+    if missing:
+        raise InputFormatError(f"{member.name} lacks required column(s): {', '.join(missing)}.")
+    if not rows:
+        return [()] * len(kept), stream.split_lines, stream.embedded
+    # Each distinct value is restored (an embedded '$') and stripped once, not once per row.
+    codes, uniques = pd.factorize(np.concatenate(values))
+    terms = pd.Series(uniques, dtype=str)
+    if stream.embedded and value_col == stream.text_col:
+        terms = terms.str.replace(_PLACEHOLDER, "$", regex=False)
+    terms = terms.str.strip().to_numpy(dtype=object)
+    sets = _sets_by_row(np.concatenate(rows), codes, terms, len(kept))
+    return sets, stream.split_lines, stream.embedded
+
+
+def _sets_by_row(rows: np.ndarray, codes: np.ndarray, terms: np.ndarray,
+                 n: int) -> list[tuple[str, ...]]:
+    """For rows 0..n-1, the sorted distinct non-empty terms given for each (``rows[i]`` holds
+    ``terms[codes[i]]``), as tuples; ``()`` for a row without any."""
+    sets: list[tuple[str, ...]] = [()] * n
+    # Sort integer codes, not strings: each distinct term once, ranked in string order (two
+    # codes may name one term, e.g. 'A' and 'A ' once stripped).
+    same, distinct = pd.factorize(terms)
+    order = np.argsort(distinct, kind="stable")
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[order] = np.arange(len(distinct))
+    present = (distinct != "")[same][codes]
+    width = len(distinct)
+    pairs = np.sort(rows[present].astype(np.int64) * width + rank[same][codes[present]])
+    if not len(pairs):
+        return sets
+    pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]]
+    owners = pairs // width
+    words = distinct[order][pairs % width].tolist()
+    firsts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]])
+    bounds = np.r_[firsts, len(owners)].tolist()
+    for j, owner in enumerate(owners[firsts].tolist()):
+        sets[owner] = tuple(words[bounds[j]:bounds[j + 1]])
+    return sets
 
 
 # -- one quarter ---------------------------------------------------------------------------------
-def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
-                  ) -> tuple[Period, str, pd.DataFrame, IngestReport, set[str]]:
-    period = period_from_faers_tag(tag)
+def _check_files(period: Period, files: dict[str, list[_Member]]) -> None:
     for table, members in files.items():
         if len(members) > 1:
             names = ", ".join(m.name for m in members)
@@ -407,10 +736,24 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
         where = ", ".join(sorted({m[0].name.split(':')[0] for m in files.values()}))
         raise InputFormatError(f"Quarter {period} has no {', '.join(missing)} file (found only: "
                                f"{', '.join(sorted(files)) or 'nothing'} in {where}).")
+
+
+def _deleted_cases(files: dict[str, list[_Member]]) -> set[str]:
+    """The case ids of a quarter's DELETE list (a small file, read whole)."""
+    if "DELETE" not in files:
+        return set()
+    raw = files["DELETE"][0].read().decode("latin-1")
+    return {tok for tok in (ln.strip().rstrip("$").strip() for ln in raw.splitlines()) if tok}
+
+
+def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
+                  ) -> tuple[Period, str, pd.DataFrame, IngestReport]:
+    period = period_from_faers_tag(tag)
     demo_member = files["DEMO"][0]
-    demo_table = _parse_table(demo_member, "DEMO")
-    era = _era_of(list(demo_table.frame.columns), demo_member.name)
+    demo_stream = _TableStream(demo_member, "DEMO")
+    era = _era_of(demo_stream.names, demo_member.name)
     spec = _ERA_COLUMNS[era]
+    demo_table = _collect(demo_stream, list(spec["DEMO"].values()))
     report = IngestReport(period=period.label, era=era, source=source)
     demo = _select(demo_table, spec["DEMO"], demo_member.name)
     lines = demo_table.line_numbers
@@ -432,7 +775,7 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
     weight = _to_number(demo["wt"], lines, "weight", demo_member.name)
     age_years = _convert_units(age, demo["age_cod"], AGE_UNITS, lines, "age_cod", demo_member.name)
     weight_kg = _convert_units(weight, demo["wt_cod"], WEIGHT_UNITS, lines, "wt_cod", demo_member.name)
-    sex = demo["sex"].str.upper()
+    sex = _per_value(demo["sex"], "upper")
     unknown_sex = ~sex.isin(list(SEX_VALUES) + list(SEX_MISSING))
     if unknown_sex.any():
         first = int(np.flatnonzero(unknown_sex.to_numpy())[0])
@@ -458,11 +801,6 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
     duplicated = records["report_id"].duplicated(keep="last")
     records = records.loc[~duplicated]  # FDA files occasionally repeat a DEMO row verbatim
 
-    deleted: set[str] = set()
-    if "DELETE" in files:
-        raw = files["DELETE"][0].read().decode("latin-1")
-        deleted = {tok for tok in (ln.strip().rstrip("$").strip() for ln in raw.splitlines()) if tok}
-
     if era != "legacy":
         # Ties on caseversion: the later FDA date, then the larger primaryid (as a number).
         records["_rid"] = pd.to_numeric(records["report_id"], errors="coerce")
@@ -473,22 +811,17 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
         records = records.loc[latest]
     report.reports_read = len(records)
 
-    kept_ids = set(records["report_id"])
-    for table, column in (("DRUG", "drugname"), ("REAC", "pt"), ("INDI", "indi_pt")):
-        member = files[table][0]
-        parsed = _parse_table(member, table)
-        report.repaired_split_lines[table] = parsed.split_lines
-        report.repaired_embedded_separators[table] = parsed.embedded
-        frame = _select(parsed, spec[table], member.name)
-        frame = frame.loc[frame["report_id"].isin(kept_ids)]
-        target = {"DRUG": "drugs", "REAC": "reactions", "INDI": "indications"}[table]
-        sets = _value_sets(frame, "report_id", column)
-        records[target] = records["report_id"].map(sets)
-        records[target] = [v if isinstance(v, tuple) else () for v in records[target]]
+    kept = pd.Index(records["report_id"])  # unique: one row per report id by now
+    for table, column, target in (("DRUG", "drugname", "drugs"), ("REAC", "pt", "reactions"),
+                                  ("INDI", "indi_pt", "indications")):
+        sets, split, embedded = _term_sets(files[table][0], table, spec[table], column, kept)
+        report.repaired_split_lines[table] = split
+        report.repaired_embedded_separators[table] = embedded
+        records[target] = sets
     records["age"] = _none_for_missing(np.asarray(age_to_mesh(records["age_years"].to_numpy(dtype=float)),
                                                   dtype=object))
     records = records.sort_values(["case_id", "version", "report_id"], kind="stable").reset_index(drop=True)
-    return period, era, records, report, deleted
+    return period, era, records, report
 
 
 #: the columns a report needs unless a schema says otherwise: the papers' QIDs and sensitive
@@ -525,6 +858,9 @@ def read_faers(source: str | Path, *, keep_missing: bool = False,
                progress: Callable[[str], None] | None = None, schema=None) -> FaersIngest:
     """Read every FAERS/AERS quarter found in ``source``.
 
+    Every quarter's records are held at once; :func:`open_faers` reads the same quarters one at
+    a time (for sources too large to hold whole).
+
     Args:
         source: a quarterly zip, an unpacked quarter folder, or a folder of several quarters.
         keep_missing: keep reports that lack a QID or a sensitive value (missing cells stay
@@ -544,26 +880,86 @@ def read_faers(source: str | Path, *, keep_missing: bool = False,
             without its required columns, a wrong separator, a non-numeric age or weight, an
             unknown age, weight or sex code, or an unrepairable line.
     """
+    found = open_faers(source, keep_missing=keep_missing, progress=progress, schema=schema)
+    return FaersIngest(list(found), found.deleted_case_ids)
+
+
+def open_faers(source: str | Path, *, keep_missing: bool = False,
+               progress: Callable[[str], None] | None = None, schema=None,
+               check: Callable[[FaersQuarter], None] | None = None) -> "FaersQuarters":
+    """Find the quarters in ``source`` and read their DELETE lists; the quarters themselves are
+    read one at a time, as the result is iterated (what
+    :meth:`~medanon.store.ReleaseStore.ingest` takes).
+
+    Takes the arguments of :func:`read_faers`, and ``check``: called with each quarter before it
+    is handed out (e.g. to check its values against a schema's hierarchies).
+
+    Raises:
+        InputFormatError: at once for a missing source, not a zip, a quarter without its DEMO
+            (or DRUG/REAC/INDI) file; while iterating, as :func:`read_faers` does for a table.
+    """
     required = (REQUIRED_VALUES if schema is None
                 else tuple(dict.fromkeys([q.name for q in schema.qids] + list(schema.sensitive))))
     source = Path(source)
     located = _locate(source)
     if not located:
         raise InputFormatError(f"No FAERS tables (DEMOyyQq.txt, ...) found in {str(source)!r}.")
-    parsed = []
-    all_deleted: set[str] = set()
-    for tag in sorted(located, key=lambda t: period_from_faers_tag(t)):
-        period, era, records, report, deleted = _read_quarter(tag, located[tag], str(source))
-        parsed.append((period, era, records, report))
-        all_deleted |= deleted
-        if progress:
-            progress(period.label)
-    quarters = []
-    for period, era, records, report in parsed:
-        gone = records["case_id"].isin(all_deleted)
-        report.deleted_cases = int(records.loc[gone, "case_id"].nunique())
-        report.deleted_reports = int(gone.sum())
-        records = _finish(records.loc[~gone].reset_index(drop=True), report, keep_missing,
-                          required)
-        quarters.append(FaersQuarter(period, era, str(source), records, report))
-    return FaersIngest(quarters, frozenset(all_deleted))
+    tags = sorted(located, key=lambda t: period_from_faers_tag(t))
+    deleted: set[str] = set()
+    for tag in tags:
+        _check_files(period_from_faers_tag(tag), located[tag])
+        deleted |= _deleted_cases(located[tag])
+    return FaersQuarters(str(source), [(tag, located[tag]) for tag in tags], frozenset(deleted),
+                         keep_missing=keep_missing, required=required, progress=progress,
+                         check=check)
+
+
+class FaersQuarters:
+    """The quarters of a FAERS source, read from their files one at a time as they are iterated
+    (each time anew): what :func:`open_faers` returns.
+
+    The DELETE lists of every quarter are read first: a case FDA withdrew is dropped from every
+    quarter of the same ingest. A consumer that lets go of each quarter before it asks for the
+    next (as :meth:`~medanon.store.ReleaseStore.ingest` does) holds one quarter at a time.
+
+    Attributes:
+        source: The path the quarters were found in.
+        periods: The quarters' periods, oldest first.
+        deleted_case_ids: The union of the quarters' DELETE lists.
+        reports: The ingest reports (:meth:`FaersQuarter.report_dict`) of the quarters handed
+            out so far.
+    """
+
+    def __init__(self, source: str, files: list[tuple[str, dict[str, list[_Member]]]],
+                 deleted_case_ids: frozenset[str], *, keep_missing: bool,
+                 required: tuple[str, ...], progress: Callable[[str], None] | None,
+                 check: Callable[[FaersQuarter], None] | None):
+        self.source = source
+        self._files = files
+        self.periods = [period_from_faers_tag(tag) for tag, _ in files]
+        self.deleted_case_ids = deleted_case_ids
+        self.reports: list[dict[str, object]] = []
+        self._keep_missing, self._required = keep_missing, required
+        self._progress, self._check = progress, check
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def __iter__(self) -> Iterator[FaersQuarter]:
+        self.reports = []
+        for tag, files in self._files:
+            period, era, records, report = _read_quarter(tag, files, self.source)
+            gone = records["case_id"].isin(self.deleted_case_ids)
+            report.deleted_cases = int(records.loc[gone, "case_id"].nunique())
+            report.deleted_reports = int(gone.sum())
+            records = _finish(records.loc[~gone].reset_index(drop=True), report,
+                              self._keep_missing, self._required)
+            quarter = FaersQuarter(period, era, self.source, records, report)
+            del records, gone  # this generator must not keep a quarter alive while it reads the next
+            if self._check is not None:
+                self._check(quarter)
+            if self._progress:
+                self._progress(period.label)
+            self.reports.append(quarter.report_dict())
+            yield quarter
+            del quarter
