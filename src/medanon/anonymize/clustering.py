@@ -37,7 +37,8 @@ but reproducibly. :func:`group_reference` is the slow, obviously-correct transcr
   keeps the grouping near-linear in the number of records (``benchmarks/bench_faers_scale.py``);
 * when leftovers are placed, the PR of the most frequent terms is computed exactly for every
   candidate group at once (a dense count table), the others are bounded by 1/η, so the bound is
-  exact unless a rare term is shared (then the key is taken without a probe).
+  exact unless a rare term is shared; when every term of the record is frequent (and there
+  is no α) the key is exact and taken without a probe.
 
 Deviations from the papers (all documented in ``docs/algorithms/``):
 
@@ -79,6 +80,8 @@ class Attribute:
 
     name: str
     taxonomy: Taxonomy | None = None
+    #: max − min of the present values of the whole (covered) data set: every numeric term is
+    #: then at most 1, which the grouping's block bounds rely on (``common._with_ranges``)
     value_range: float = 0.0
     #: numeric QIDs with missing values as their own value: missing is encoded as the point
     #: interval [m, m] at this sentinel above every real value (see ``common._encode_qids``)
@@ -580,8 +583,8 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
     Args:
         probe_budget: most exact PR evaluations per growth step (default
             :data:`PROBE_BUDGET`). A step that reaches it takes the best candidate evaluated so
-            far (candidates are evaluated in lower-bound order) and is counted in
-            ``budget_stops``; with no budget stop the groups are exactly the reference's.
+            far (candidates are evaluated block by block, each block in lower-bound order) and
+            is counted in ``budget_stops``; with no budget stop the groups are exactly the reference's.
     """
     probe_budget = PROBE_BUDGET if probe_budget is None else probe_budget
     n = data.n
@@ -973,9 +976,10 @@ class _GroupBlocks(_Blocks):
 
     because the other terms of the loss never shrink when a group grows. The block's smallest
     |g| and L(g), and a lower bound of ΔW from the block's extreme bounds, make this a lower
-    bound of ΔIL·PR (PR >= 1) for every group of the block. A group whose categorical value or
-    missing-value status changes leaves its block (it is then always evaluated) until the
-    index is rebuilt; a group that only widens its interval widens its block's bounds.
+    bound of ΔIL·PR (PR >= 1) for every group of the block. A group whose categorical value
+    changes, or that starts or stops holding the missing value, leaves its block (it is then
+    always evaluated) until the index is rebuilt; a group that only widens its interval (or,
+    holding only missing values, takes a present one) widens its block's bounds.
     """
 
     def __init__(self, space: QidSpace, gcat, glo, ghi, gsize, gloss):
