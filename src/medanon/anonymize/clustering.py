@@ -566,10 +566,6 @@ class _Cells:
         has = self.seed_head < self.seed_start[1:]
         self.head_rank[has] = data.rank[self.seeds[self.seed_head[has]]]
 
-    def distance_from(self, data: GroupingInput, r: int, cells: np.ndarray) -> np.ndarray:
-        """Byun distance from record r to each of ``cells``."""
-        return self.loss_after(data.space, _Group(data, r), cells)
-
     def loss_after(self, space: QidSpace, g: _Group, cells: np.ndarray) -> np.ndarray:
         """L(g ∪ {t}) for a record t of each of ``cells``."""
         def pick(arrays):
@@ -654,13 +650,14 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
     def farthest_seed(last: int) -> int | None:
         if not blocks.seeds.any():
             return None
-        low, high = blocks.distance_bounds(_Group(data, last))
+        alone = _Group(data, last)  # the distance to a cell is the loss of {last} ∪ cell
+        low, high = blocks.distance_bounds(alone)
         has = blocks.seeds > 0
         # every block whose upper bound reaches the largest lower bound may hold the farthest
         near = np.flatnonzero(has & (high >= low[has].max()))
-        live = blocks.cells_of(near)
+        live = blocks.items_of(near)
         live = live[seed_count[live] > 0]
-        d = cells.distance_from(data, last, live)
+        d = cells.loss_after(data.space, alone, live)
         tied = live[d == d.max()]
         c = int(tied[np.argmin(cells.head_rank[tied])])
         return int(cells.seeds[cells.seed_head[c]])
@@ -681,7 +678,7 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
             if limit <= done:
                 break
             upto = min(limit, max(2 * done, _FIRST_BLOCKS))
-            cand = blocks.cells_of(order[done:upto])
+            cand = blocks.items_of(order[done:upto])
             best, stopped = search_cells(g, cand[alive_count[cand] > 0], best, probes)
             if stopped:
                 return best
@@ -952,6 +949,11 @@ class _Blocks:
         self.btag = tag[first]
         return starts
 
+    def items_of(self, blocks: np.ndarray) -> np.ndarray:
+        """The items of ``blocks``, block after block."""
+        parts = [self.members[self.start[b]:self.start[b + 1]] for b in blocks.tolist()]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
     def _reduce(self, op, values: np.ndarray, starts: np.ndarray) -> np.ndarray:
         return op.reduceat(values[self.members], starts) if len(starts) else np.zeros(0)
 
@@ -1007,8 +1009,8 @@ class _GroupBlocks(_Blocks):
         return np.asarray(self.loose_ids, dtype=np.int64)
 
     def members_of(self, blocks: np.ndarray) -> np.ndarray:
-        parts = [self.members[self.start[b]:self.start[b + 1]] for b in blocks.tolist()]
-        ids = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        """The groups of ``blocks`` that are still in them."""
+        ids = self.items_of(blocks)
         return ids[~self.out[ids]]
 
     def lower_bounds(self, value: list) -> np.ndarray:
@@ -1082,10 +1084,6 @@ class _CellBlocks(_Blocks):
         # alive pool records and usable seeds per block (kept current by the grouping)
         self.alive = np.bincount(self.block_of[alive_cells], minlength=len(starts))
         self.seeds = np.bincount(self.block_of[seed_cells], minlength=len(starts))
-
-    def cells_of(self, blocks: np.ndarray) -> np.ndarray:
-        parts = [self.members[self.start[b]:self.start[b + 1]] for b in blocks.tolist()]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     def growth_bounds(self, g: "_Group") -> np.ndarray:
         """A lower bound of ΔIL(g, t)·PR(g, t) for every alive record t of each block."""
