@@ -150,7 +150,7 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
         "columns": {"qids": [{"name": q.name, "kind": q.kind, "hierarchy": q.hierarchy}
                              for q in schema.qids],
                     "sensitive": list(schema.sensitive), "multi": list(schema.multi),
-                    "insensitive": list(schema.insensitive),
+                    "insensitive": list(schema.insensitive), "dates": dict(schema.dates),
                     "withheld": list(schema.identifiers + schema.private)},
         "hierarchies": {name: {"layout": "arx", "text": write_arx(tax)}
                         for name, tax in hierarchies.items()},
