@@ -154,6 +154,16 @@ class Dataset:
                                   f"which the dataset does not hold ({', '.join(self.periods)}).")
         return self._quarters[label].records
 
+    def ingest_report(self, period: str) -> dict:
+        """What happened to one period on the way in (the loader's ingest report as plain
+        data; empty for records given without one). Private: its counts describe the input.
+
+        Raises:
+            ValidationError: the dataset has no such period.
+        """
+        self.records(period)  # the period check
+        return self._quarters[parse_period(period).label].report_dict()
+
     def safety_facts(self) -> tuple[set[str], dict[str, int], int]:
         """What the publisher's safety checks read (:func:`~medanon.pipeline.checks.data_facts`:
         the sensitive vocabulary, reports per period, the longest case span), computed once:
@@ -779,7 +789,7 @@ class Publisher:
         for prepared in release_steps(data.schema, self.method, wanted, data.records, self.rng,
                                       series=series, available=data.periods, before=verdict,
                                       publish_despite_violations=allow_violations,
-                                      acknowledged=acknowledged):
+                                      acknowledged=acknowledged, ingest=data.ingest_report):
             made.append(Release(prepared.period, prepared.rows, prepared.manifest,
                                 prepared.ledger, prepared.operator, prepared.seconds))
             series, verdict = prepared.series, prepared.verdict

@@ -20,7 +20,7 @@ from typing import Annotated, Optional, TypeVar
 import typer
 
 from .. import __version__
-from ..errors import MedanonError
+from ..errors import MedanonError, ValidationError
 from ..store import DEFAULT_STORE
 
 # The command modules (and through them pandas, DuckDB, SciPy, matplotlib, ...) are imported
@@ -301,9 +301,14 @@ def ingest(
     store: StoreOpt = DEFAULT_STORE_PATH,
     schema: Annotated[Optional[Path], typer.Option(
         help="Schema TOML (default: the FAERS schema of the papers).")] = None,
+    drop_missing: Annotated[bool, typer.Option(
+        "--drop-missing",
+        help="Drop reports lacking a QID or sensitive value, as papers 000-002 do (counted per "
+             "quarter, in the manifests and the report). By default every report is kept and "
+             "a missing value is published as missing.")] = False,
     keep_missing: Annotated[bool, typer.Option(
-        "--keep-missing",
-        help="Keep reports lacking a QID or sensitive value (dropped by default).")] = False,
+        "--keep-missing", hidden=True,
+        help="The default (kept for scripts written when dropping was).")] = False,
     allow_empty: Annotated[bool, typer.Option(
         "--allow-empty", help="Accept a quarter with no reports (refused by default: an empty "
                               "period would be published as an empty release).")] = False,
@@ -311,7 +316,10 @@ def ingest(
 ) -> None:
     """Read FAERS extracts into the store (private; nothing is published)."""
     from . import commands
-    commands.ingest(source, store=store, schema_path=schema, keep_missing=keep_missing,
+    if drop_missing and keep_missing:
+        raise ValidationError("--drop-missing and --keep-missing contradict each other; give one "
+                              "(keeping is the default).")
+    commands.ingest(source, store=store, schema_path=schema, keep_missing=not drop_missing,
                     as_json=as_json, allow_empty=allow_empty)
 
 

@@ -24,7 +24,7 @@ from ..attacks.worst_case import attack_series
 from ..errors import PrivacyViolation
 from ..metrics.evaluation import evaluate_series
 from ..metrics.signals import format_ratio, read_rules
-from ..report.collect import store_originals
+from ..report.collect import missing_sentence, store_originals
 from ..published.series import load_series
 from ..verify import SeriesVerdict, is_release_folder, verify_release_folder, verify_series
 from ..random import randomness
@@ -70,8 +70,16 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
            as_json: bool, allow_empty: bool = False) -> None:
     from ..api import Dataset
 
-    schema = Schema.from_toml(schema_path) if schema_path else Schema.default()
     started = time.perf_counter()
+    if schema_path:
+        schema = Schema.from_toml(schema_path)
+    elif store.exists():
+        # Without --schema a store keeps its own: one created before the default FAERS schema
+        # had drug roles, outcomes and dates goes on ingesting (and publishing) what it held.
+        with ReleaseStore.open(store) as db:
+            schema = db.schema
+    else:
+        schema = Schema.default()
     if store.exists():
         ReleaseStore.create_or_open(store, schema).close()  # fail fast on a bad --store
     with progress_bar("ingesting FAERS", None) as step:
@@ -100,16 +108,16 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
                      "seconds": seconds})
         return
     table = Table("period", "era", "DEMO rows", "deleted", "superseded", "dropped (missing)",
-                  "repaired lines", "reports", "cases", title=f"Ingested into {store}")
+                  "repaired lines", "reports", "cases", "notes", title=f"Ingested into {store}")
     for r in reports:
         missing = ", ".join(f"{k} {v}" for k, v in r["missing"].items() if v)
         repaired = sum(r["repaired_split_lines"].values()) + sum(r["repaired_embedded_separators"].values())
-        dropped = "kept (--keep-missing)" if r["kept_missing"] else f"{r['dropped_reports']}"
+        dropped = "none (kept)" if r["kept_missing"] else f"{r['dropped_reports']}"
         if missing:
             dropped += f" [{missing}]"
         table.add_row(r["period"], r["era"], str(r["demo_rows"]), str(r["deleted_reports"]),
                       str(r["superseded_reports"]), dropped, str(repaired), str(r["reports"]),
-                      str(r["cases"]))
+                      str(r["cases"]), _ingest_notes(r))
     ui.out.print(table)
     if summary.replaced:
         ui.out.print(f"replaced unpublished period(s): {', '.join(summary.replaced)}")
@@ -121,6 +129,24 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
                      + ". Published releases are immutable: those cases stay in them; tell the "
                        "recipients of those releases if your policy requires it.", soft_wrap=True)
     ui.out.print(f"{seconds} s")
+
+
+def _ingest_notes(report: dict) -> str:
+    """What a quarter's files lacked or held that the loader could not use (roles, outcome
+    codes, dates), in a few words."""
+    notes = []
+    if report.get("absent"):
+        notes.append("no " + ", ".join(report["absent"]))
+    roles = sum((report.get("unknown_roles") or {}).values())
+    if roles:
+        notes.append(f"{roles} drug row(s) of unknown role")
+    outcomes = sum((report.get("unknown_outcomes") or {}).values())
+    if outcomes:
+        notes.append(f"{outcomes} unknown outcome code(s)")
+    dates = {k: v for k, v in (report.get("invalid_dates") or {}).items() if v}
+    if dates:
+        notes.append("invalid dates: " + ", ".join(f"{k} {v}" for k, v in dates.items()))
+    return "; ".join(notes)
 
 
 def _some(items: list[str], shown: int = 20) -> str:
@@ -644,7 +670,7 @@ def _print_card(card) -> None:
     if demo:
         ui.out.print(f"  ingest: {demo} DEMO rows -> {demo - dropped} released cases; {dropped} "
                      f"({dropped / demo:.0%}) deleted, superseded, dropped for missing values or "
-                     "withheld")
+                     f"withheld; {missing_sentence(card.missing_dropped)}")
     for m in card.models:
         if m.model is None:
             ui.out.print(f"  {m.periods[0]}-{m.periods[-1]} {m.method}: no privacy model; "
@@ -774,7 +800,7 @@ def _demo_steps(out: Path, seed: int) -> None:
     summary = write_faers_series(out_series, periods=8, cases=600, seed=seed)
     ui.err.print("2/5 ingesting it into two release stores ...")
     for target in (store, contrast):
-        ingest(out_series, store=target, schema_path=None, keep_missing=False, as_json=False)
+        ingest(out_series, store=target, schema_path=None, keep_missing=True, as_json=False)
     ui.err.print("3/5 publishing every period with PPMS++ (k=5, frequency-based theta), and with "
                  "MS-Anonymization for contrast ...")
     for method, target in (("ppms++", store), ("ms", contrast)):

@@ -28,8 +28,8 @@ from .. import __version__
 from ..errors import ValidationError
 from ..metrics.signals import format_ratio
 from . import plots
-from .collect import (ModelCard, SeriesReport, check_report_names, rule_name, rule_tally,
-                      signal_tally)
+from .collect import (ModelCard, SeriesReport, check_report_names, missing_sentence, rule_name,
+                      rule_tally, signal_tally)
 
 __all__ = ["render_report", "write_report"]
 
@@ -308,7 +308,8 @@ def _card(r: SeriesReport) -> str:
     numbers = [
         ("ingest", (f"{demo:,} DEMO rows → {demo - dropped:,} released cases; {dropped:,} "
                     f"({_share(dropped, demo)}) deleted, superseded, dropped for missing values "
-                    "or withheld" if demo else "no ingest report")),
+                    "or withheld" if demo else "no ingest report")
+                   + (f"; {missing_sentence(card.missing_dropped)}" if demo else "")),
         ("after the attacks", (f"max DIR {_fmt(_max([x['dir'] for x in filled]), 2)}, "
                                f"max DSR {_fmt(_max([x['dsr'] for x in filled]), 2)}, "
                                f"{sum(x['reidentified'] for x in filled)} case(s) re-identified"
@@ -421,7 +422,8 @@ def _accounting(r: SeriesReport) -> str:
         return ""
     body = []
     for row in rows:
-        dropped = ("kept (--keep-missing)" if row["kept_missing"] else _count(row["dropped"]))
+        dropped = ("none: kept" if row["kept_missing"]
+                   else f"{_count(row['dropped'])} (--drop-missing)")
         body.append([escape(row["period"]), _count(row["demo_rows"]), _count(row["superseded"]),
                      _count(row["duplicates"]), _count(row["deleted"]), dropped,
                      escape(_missing_text(row["missing"])), _count(row["reports"]),

@@ -128,6 +128,9 @@ class IngestReport:
     deleted_cases: int = 0
     deleted_reports: int = 0
     superseded_reports: int = 0
+    #: the columns whose missing value drops a report unless ``kept_missing`` (the schema's
+    #: QIDs and sensitive columns)
+    required: list[str] = field(default_factory=list)
     missing: dict[str, int] = field(default_factory=dict)
     implausible: dict[str, int] = field(default_factory=dict)
     dropped_reports: int = 0
@@ -980,6 +983,7 @@ def _is_missing(values: pd.Series) -> np.ndarray:
 def _finish(records: pd.DataFrame, report: IngestReport, keep_missing: bool,
             required: tuple[str, ...]) -> pd.DataFrame:
     missing = {name: _is_missing(records[name]) for name in required if name in records.columns}
+    report.required = list(missing)
     report.missing = {k: int(v.sum()) for k, v in missing.items()}
     report.kept_missing = keep_missing
     incomplete = np.logical_or.reduce(list(missing.values())) if len(records) else np.zeros(0, bool)
