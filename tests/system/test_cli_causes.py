@@ -599,7 +599,7 @@ def test_a_schema_without_weight_keeps_reports_missing_a_weight(tmp_path) -> Non
     reports = {}
     for name, extra in (("default", ()), ("no-weight", ("--schema", schema))):
         result = invoke_cli("ingest", FAERS_FIXTURES / "legacy_2011Q2", "--store",
-                            tmp_path / f"{name}.duckdb", "--json", *extra)
+                            tmp_path / f"{name}.duckdb", "--json", "--drop-missing", *extra)
         assert result.returncode == 0, result.stderr
         (reports[name],) = json.loads(result.stdout)["quarters"]
     default, no_weight = reports["default"], reports["no-weight"]

@@ -51,7 +51,7 @@ class SuperRecords:
         schema: the column roles.
         frame: columns ``period, case_id, n_reports, report_ids`` then the QIDs (categorical
             labels; numeric ``IntervalArray``), the multi-valued columns (tuples), then the
-            insensitive, date (FAERS date strings, None when missing) and private columns
+            insensitive, date (FAERS date strings; a missing one is NA) and private columns
             taken from the case's latest report.
     """
 
