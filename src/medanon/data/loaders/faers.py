@@ -968,7 +968,7 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
 
 #: the columns a report needs unless a schema says otherwise: the papers' QIDs and sensitive
 #: attributes (the default schema's).
-REQUIRED_VALUES = ("age", "sex", "weight", "reactions", "indications")
+REQUIRED_VALUES = ("age", "sex", "weight", "indications", "reactions")
 
 
 def _is_missing(values: pd.Series) -> np.ndarray:
