@@ -68,6 +68,7 @@ def test_papers_schema_and_the_default_faers_schema() -> None:
     assert schema.published[-2:] == ("init_fda_dt", "fda_dt")
     for one in (papers, schema):
         assert Schema.from_mapping(__import__("tomllib").loads(one.to_toml())["schema"]) == one
+    assert len({Schema.default(), schema, papers}) == 2  # hashable, as before dates existed
 
 
 def test_schema_from_toml_and_its_errors(tmp_path) -> None:

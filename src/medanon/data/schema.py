@@ -103,6 +103,10 @@ class Schema(BaseModel):
     #: column -> ``day``, ``month`` or ``year``
     dates: dict[str, Granularity] = Field(default_factory=dict)
 
+    def __hash__(self) -> int:
+        # frozen, but ``dates`` is a dict: hashed through the TOML text, which holds every field
+        return hash(self.to_toml())
+
     @model_validator(mode="after")
     def _names_unique(self) -> "Schema":
         names = self.all_columns
