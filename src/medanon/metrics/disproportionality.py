@@ -98,7 +98,9 @@ Choices and deviations:
    signals.contingency` counts every row of a rule's population. Terms are matched
    case-insensitively (``str.casefold``) with surrounding spaces ignored; a report counts once
    per pair however often and in however many drug columns a term is listed. The suppression
-   mark ``*`` and empty cells are no term.
+   mark ``*`` and empty cells are no term. A term is shown with its spelling first seen in the
+   rows (row order, then column and cell order), a drug upper-cased (FAERS writes drug names in
+   capitals; MedDRA reaction terms keep their case).
 
 References:
     DuMouchel W. Bayesian data mining in large frequency tables, with an application to the FDA
