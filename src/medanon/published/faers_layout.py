@@ -124,7 +124,7 @@ def case_versions(case_ids: Mapping[str, Sequence[str] | np.ndarray]) -> dict[st
     seen: dict[str, int] = {}
     out: dict[str, np.ndarray] = {}
     for period in sorted(case_ids, key=parse_period):
-        ids = [str(c) for c in case_ids[period]]
+        ids = [str(c).strip() for c in case_ids[period]]
         versions = np.fromiter((seen.get(c, 0) + 1 for c in ids), dtype=np.int64, count=len(ids))
         seen.update(zip(ids, versions.tolist()))
         out[period] = versions
