@@ -423,7 +423,11 @@ def export(
     store: StoreOpt = DEFAULT_STORE_PATH,
     fmt: Annotated[str, typer.Option("--format", help="csv | parquet | faers")] = "csv",
 ) -> None:
-    """Export the published series (never the private records) in the release format."""
+    """Export the published series (never the private records) in the release format.
+
+    --format faers also writes FAERS DEMO/DRUG/REAC/INDI/OUTC files beside each release
+    (conventions: docs/faers-export.md).
+    """
     from . import commands
     commands.export(store=store, out=out, fmt=fmt)
 

@@ -317,8 +317,9 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
     exported = export_releases(releases, out, fmt)
     print(f"exported {len(exported.folders)} release(s) as {fmt} to {out}: {', '.join(periods)}")
     if exported.replaced_dollars:
-        ui.err.print(f"note: {exported.replaced_dollars} value(s) contained '$', which the FAERS "
-                     "layout cannot carry; they were written with a space instead.")
+        ui.err.print(f"note: {exported.replaced_dollars} value(s) contained '$' or a line break, "
+                     "which the FAERS layout cannot carry; they were written with a space instead "
+                     "(release.csv beside them has them as published).")
 
 
 # -- inspect --------------------------------------------------------------------------------------
