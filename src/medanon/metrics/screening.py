@@ -242,7 +242,7 @@ def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, 
     stats: dict[str, Any] = {}
     spurious: dict[str, list] = {}
     lost: dict[str, list] = {}
-    for name, (flag, score, columns) in STATISTICS.items():
+    for name, (_flag, score, columns) in STATISTICS.items():
         so, sr = original.signals(name), release.signals(name)
         common = so.intersection(sr)
         entry: dict[str, Any] = {
