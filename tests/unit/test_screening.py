@@ -34,8 +34,9 @@ def _rows(n: int, seed: int, *, flip: float = 0.0) -> pd.DataFrame:
 
 def _series(rows: pd.DataFrame, parts: int = 2) -> dict[str, pd.DataFrame]:
     labels = [f"2020Q{i + 1}" for i in range(parts)]
-    return {p: chunk.reset_index(drop=True)
-            for p, chunk in zip(labels, np.array_split(rows, parts))}
+    bounds = np.linspace(0, len(rows), parts + 1).astype(int)
+    return {p: rows.iloc[lo:hi].reset_index(drop=True)
+            for p, lo, hi in zip(labels, bounds[:-1], bounds[1:])}
 
 
 OPTIONS = ScreeningOptions(strata=("age <= 18", "age > 18", "sex = F"))

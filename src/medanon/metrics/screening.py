@@ -110,8 +110,8 @@ class ScreeningOptions:
         if not isinstance(self.reaction_column, str) or not self.reaction_column:
             raise ValidationError(f"The 'reaction_column' parameter of ScreeningOptions must be a "
                                   f"column name; got {self.reaction_column!r}.")
-        check_int(self.min_count, "min_count", "ScreeningOptions", minimum=1)
-        check_int(self.listed, "listed", "ScreeningOptions", minimum=0)
+        check_int(self.min_count, name="min_count", owner="ScreeningOptions", minimum=1)
+        check_int(self.listed, name="listed", owner="ScreeningOptions", minimum=0)
 
     def to_dict(self) -> dict[str, Any]:
         return {"strata": list(self.strata), "drug_columns": list(self.drug_columns),
@@ -261,7 +261,7 @@ def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, 
 def _spearman(t_o: pd.DataFrame, t_r: pd.DataFrame, score: str) -> dict[str, Any]:
     if not len(t_o) or not len(t_r):
         return {"spearman": None, "pairs_compared": 0}
-    both = t_o[[score]].join(t_r[[score]], how="inner", lsuffix="_o", rsuffix="_r")
+    both = t_o[[score]].add_suffix("_o").join(t_r[[score]].add_suffix("_r"), how="inner")
     x, y = both[f"{score}_o"].to_numpy(float), both[f"{score}_r"].to_numpy(float)
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
