@@ -431,7 +431,11 @@ def export(
     store: StoreOpt = DEFAULT_STORE_PATH,
     fmt: Annotated[str, typer.Option("--format", help="csv | parquet | faers")] = "csv",
 ) -> None:
-    """Export the published series (never the private records) in the release format."""
+    """Export the published series (never the private records) in the release format.
+
+    --format faers also writes FAERS DEMO/DRUG/REAC/INDI/OUTC files beside each release
+    (conventions: docs/faers-export.md).
+    """
     from . import commands
     commands.export(store=store, out=out, fmt=fmt)
 
@@ -532,12 +536,24 @@ def evaluate(
     md: Annotated[bool, typer.Option("--md", help="Add the MD-attack to RR and AR_rev.")] = False,
     period: Annotated[Optional[list[str]], typer.Option(
         "--period", help="Only these periods (repeatable; default all published).")] = None,
+    screening: Annotated[bool, typer.Option(
+        "--screening/--no-screening",
+        help="Screen every drug-reaction pair (MGPS EB05, BCPNN IC025, PRR) of the original and "
+             "the release, pooled, per quarter and per stratum.")] = True,
+    stratum: Annotated[Optional[list[str]], typer.Option(
+        "--stratum", help="A stratum condition such as 'age <= 18' (repeatable; default: "
+                          "age <= 18, age in [19-64], age >= 65, sex = F, sex = M).")] = None,
+    drug_column: Annotated[Optional[list[str]], typer.Option(
+        "--drug-column", help="Column(s) whose terms are the drugs (repeatable; default drugs, "
+                              "every role; e.g. drugs_primary_suspect and "
+                              "drugs_secondary_suspect for suspect-only).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Information loss, disclosure risk after the attacks, and signal bias of each release."""
     from . import commands
     commands.evaluate(store=store, rules=rules, background=background, md=md,
-                      periods=period or [], as_json=as_json)
+                      periods=period or [], as_json=as_json, screening=screening,
+                      strata=stratum or [], drug_columns=drug_column or [])
 
 
 @app.command()

@@ -23,9 +23,10 @@ from ..attacks.ss import parse_ss_rule
 from ..attacks.worst_case import attack_series
 from ..errors import PrivacyViolation
 from ..metrics.evaluation import evaluate_series
+from ..metrics.screening import screening_for
 from ..metrics.signals import format_ratio, read_rules
 from ..report.collect import missing_sentence, store_originals
-from ..published.series import load_series
+from ..published.series import load_series, published_columns
 from ..verify import SeriesVerdict, is_release_folder, verify_release_folder, verify_series
 from ..random import randomness
 from ..pipeline.export import EXPORT_FORMATS, export_releases
@@ -343,8 +344,9 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
     exported = export_releases(releases, out, fmt)
     print(f"exported {len(exported.folders)} release(s) as {fmt} to {out}: {', '.join(periods)}")
     if exported.replaced_dollars:
-        ui.err.print(f"note: {exported.replaced_dollars} value(s) contained '$', which the FAERS "
-                     "layout cannot carry; they were written with a space instead.")
+        ui.err.print(f"note: {exported.replaced_dollars} value(s) contained '$' or a line break, "
+                     "which the FAERS layout cannot carry; they were written with a space instead "
+                     "(release.csv beside them has them as published).")
 
 
 # -- inspect --------------------------------------------------------------------------------------
@@ -514,7 +516,8 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
 
 
 def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bool,
-             periods: list[str], as_json: bool) -> None:
+             periods: list[str], as_json: bool, screening: bool = True,
+             strata: list[str] | None = None, drug_columns: list[str] | None = None) -> None:
     signal_rules = read_rules(rules) if rules else []
     knowledge = read_background(background) if background else None
     with ReleaseStore.open(store, read_only=True) as db:
@@ -522,15 +525,44 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         if knowledge is not None:
             knowledge.check(series.qids)
         labels = [series.label(p) for p in periods] if periods else series.periods
+        options = (screening_for(published_columns(series), strata=strata or [],
+                                 drug_columns=drug_columns or []) if screening else None)
         # one period's original records at a time, read while the store is open
         frames, rows = store_originals(db, labels, lazy=True)
         with progress_bar("evaluating", None):
             result = evaluate_series(series, frames, rows, rules=signal_rules,
-                                     background=knowledge, md=md, periods=labels)
+                                     background=knowledge, md=md, periods=labels,
+                                     screening=options)
     if as_json:
         print_json(result)
         return
     _evaluation_tables(result, title=f"Evaluation of {store}")
+    if "screening" in result:
+        _screening_tables(result["screening"])
+
+
+def _screening_tables(screening: dict) -> None:
+    table = Table("scope", "reports orig/rel", "undecided rel", "MGPS recall", "MGPS precision",
+                  "EBGM Spearman", "BCPNN recall", "BCPNN precision", "PRR recall",
+                  "PRR precision", "spurious (MGPS)",
+                  title="Signal screening: original versus release (EB05 >= 2, IC025 > 0, Evans PRR)")
+    for e in screening["scopes"]:
+        st = e["statistics"]
+        table.add_row(e["scope"], f"{e['reports']['original']}/{e['reports']['release']}",
+                      str(e["undecided"]["release"]), _fmt(st["mgps"]["recall"]),
+                      _fmt(st["mgps"]["precision"]), _fmt(st["mgps"]["spearman"]),
+                      _fmt(st["bcpnn"]["recall"]), _fmt(st["bcpnn"]["precision"]),
+                      _fmt(st["prr"]["recall"]), _fmt(st["prr"]["precision"]),
+                      str(st["mgps"]["signals_release"] - st["mgps"]["common"]))
+    ui.out.print(table)
+    planted = screening.get("planted_summary")
+    if planted:
+        pt = Table("statistic", "planted signals (original)", "kept", "recall",
+                   "manufactured in the opposite stratum", title="Rules inside their condition")
+        for name, s in planted.items():
+            pt.add_row(name, str(s["signals_original"]), str(s["kept"]), _fmt(s["recall"]),
+                       str(s["manufactured_opposite"]))
+        ui.out.print(pt)
 
 
 def _evaluation_tables(result: dict, *, title: str) -> None:

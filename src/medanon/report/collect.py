@@ -29,11 +29,12 @@ from ..data.records import combine_super_records
 from ..errors import InputFormatError, StoreError, ValidationError
 from ..hierarchies import Interval
 from ..metrics.evaluation import evaluate_series
+from ..metrics.screening import screening_for
 from ..metrics.signals import SignalRule
 from ..models.base import PrivacyModel, SeriesVerdict, model_from_manifest
 from ..published.cells import SUPPRESSED
 from ..published.format import original_as_published
-from ..published.series import PublishedSeries, load_series
+from ..published.series import PublishedSeries, load_series, published_columns
 from ..store import ReleaseStore
 from ..verify import verify_series
 
@@ -594,7 +595,8 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
         step(f"{path.name}: read")
         originals, original_rows = store_originals(db, series.periods, lazy=True)
         evaluation = evaluate_series(series, originals, original_rows, rules=list(rules),
-                                     background=background, md=md)
+                                     background=background, md=md,
+                                     screening=screening_for(published_columns(series)))
     # the gate's verdict now, over the whole series: a later release can break an earlier one,
     # which the verdict recorded at publication cannot show
     try:

@@ -57,6 +57,7 @@ import pandas as pd
 
 from ...errors import CorruptInputError, InputFormatError
 from ...hierarchies import age_to_mesh
+from ...hierarchies.builtin import mesh_leaf_of_faers_age_group
 from ..dates import valid_dates
 from ...periods import Period, period_from_faers_tag
 
@@ -694,6 +695,20 @@ def _convert_units(values: np.ndarray, units: pd.Series, table: dict[str, float]
     return values * factor  # an empty unit gives NaN: a value without its unit is unusable
 
 
+def _mesh_age(years: np.ndarray, age_grp: pd.Series) -> np.ndarray:
+    """The MeSH age group of each report: from its age in years; for a report without a usable
+    age, from its FAERS ``age_grp`` when that code stands for one MeSH leaf (N Newborn, I Infant
+    (1-23 months), T Adolescent: :func:`~medanon.hierarchies.builtin.mesh_leaf_of_faers_age_group`);
+    else None. C, A and E span several leaves and raw records hold leaves, so they stay missing;
+    an unknown code is no age either (the column is only a fallback)."""
+    labels = np.asarray(age_to_mesh(years), dtype=object)
+    gap = np.flatnonzero(pd.isna(labels))
+    if len(gap):
+        codes = age_grp.to_numpy(dtype=object)[gap]
+        labels[gap] = [mesh_leaf_of_faers_age_group(c) for c in codes]
+    return _none_for_missing(labels)
+
+
 def _none_for_missing(values: np.ndarray) -> np.ndarray:
     values = values.copy()
     values[pd.isna(values)] = None
@@ -880,7 +895,7 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
     demo_stream = _TableStream(demo_member, "DEMO")
     era = _era_of(demo_stream.names, demo_member.name)
     spec = _ERA_COLUMNS[era]
-    demo_table = _collect(demo_stream, list(spec["DEMO"].values()))
+    demo_table = _collect(demo_stream, [*spec["DEMO"].values(), "age_grp"])  # age_grp if present
     report = IngestReport(period=period.label, era=era, source=source)
     optional = _OPTIONAL_COLUMNS["DEMO"]
     demo = _select(demo_table, spec["DEMO"], demo_member.name, optional)
@@ -929,6 +944,7 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
         "fda_dt": demo["fda_dt"].to_numpy(),
         "init_fda_dt": (demo["init_fda_dt"].to_numpy() if "init_fda_dt" in demo.columns
                         else np.full(len(demo), "", dtype=object)),
+        "_age_grp": demo_table.frame.get("age_grp", pd.Series("", index=demo.index)).to_numpy(),
     })
     duplicated = records["report_id"].duplicated(keep="last")
     records = records.loc[~duplicated]  # FDA files occasionally repeat a DEMO row verbatim
@@ -960,8 +976,7 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
         report.repaired_embedded_separators[table] = embedded
         records[target] = sets
     records["outcomes"] = _outcome_sets(files.get("OUTC"), spec["OUTC"], kept, report)
-    records["age"] = _none_for_missing(np.asarray(age_to_mesh(records["age_years"].to_numpy(dtype=float)),
-                                                  dtype=object))
+    records["age"] = _mesh_age(records["age_years"].to_numpy(dtype=float), records.pop("_age_grp"))
     records = records.sort_values(["case_id", "version", "report_id"], kind="stable").reset_index(drop=True)
     return period, era, records, report
 
