@@ -62,7 +62,8 @@ def none_store(tmp_path_factory) -> tuple[Path, Path]:
     write_faers_series(folder / "in", periods=3, cases=500, seed=11)
     store = folder / "s.duckdb"
     for args in (("ingest", folder / "in", "--store", store),
-                 ("release", "--store", store, "--method", "none", "--seed", "1")):
+                 ("release", "--store", store, "--method", "none", "--seed", "1",
+                  "--allow-seeded", "--allow-unprotected")):
         result = invoke_cli(*args)
         assert result.returncode == 0, result.stderr
     return folder / "in", store
