@@ -5,7 +5,7 @@ figure is that command's own: wall time, CPU time (user + system) and peak resid
 from the child's rusage (``os.wait4``) and never mixed with another stage's. The stages:
 
 * synth     ``medanon synth faers`` writes P quarters of N cases (follow-up rate 0.1)
-* ingest    ``medanon ingest --keep-missing`` reads them into a release store
+* ingest    ``medanon ingest`` reads them into a release store (every report kept)
 * release   ``medanon release`` once per method, each into its own copy of the ingested store
             (k, frequency-based theta, suppress-terms, seeded; HA with --alpha, the PPMS-DP
             methods with --epsilon). The gate runs as always; a release it finds violating is
@@ -253,7 +253,7 @@ def pipeline(args, work: Path, measures: list[Measure], sizes: dict, rules: list
         m.note = (f"{size_mb(series)} of FAERS text, "
                   f"{m.wall_s / max(len(summary['periods']), 1):.1f} s per quarter")
     if "ingest" in stages:
-        m, out = stage("ingest", ["ingest", series, "--store", ingested, "--keep-missing", "--json"])
+        m, out = stage("ingest", ["ingest", series, "--store", ingested, "--json"])
         sizes.update({q["period"]: {"reports": q["reports"], "cases": q["cases"],
                                     "demo_rows": q["demo_rows"]}
                       for q in json.loads(out)["quarters"]})

@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--periods", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--source", type=Path, help="an existing FAERS folder (no generation)")
-    parser.add_argument("--keep-missing", action="store_true", help="as the CLI's flag")
+    parser.add_argument("--drop-missing", action="store_true", help="as the CLI's flag")
     args = parser.parse_args()
     rss = _PeakRss()
     with tempfile.TemporaryDirectory() as tmp:
@@ -93,7 +93,7 @@ def main() -> None:
         rows: list = []
         started = time.perf_counter()
         schema = Schema.default()
-        quarters = Dataset.stream_faers(source, schema=schema, keep_missing=args.keep_missing)
+        quarters = Dataset.stream_faers(source, schema=schema, keep_missing=not args.drop_missing)
         with ReleaseStore.create_or_open(tmp / "bench.duckdb", schema) as store:
             store.ingest(_timed(quarters, rss, rows), quarters.deleted_case_ids)
         total = time.perf_counter() - started

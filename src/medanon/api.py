@@ -84,7 +84,10 @@ class Dataset:
         records: One frame per period label, in the schema's layout (one row per report:
             case id, period, version, QIDs, multi-valued columns as tuples); or the loader's
             quarters (:func:`~medanon.data.loaders.faers.read_faers`' ``quarters``).
-        schema: The schema (default: the papers' FAERS schema).
+        schema: The schema. Default: the FAERS schema (:meth:`Schema.default`: the papers'
+            QIDs and sensitive attributes, drugs per role, outcomes and receipt dates, which
+            the FAERS loader reads); for records that lack any of its columns, the papers' own
+            schema (:meth:`Schema.papers`: no column beyond the papers' drugs).
         deleted_case_ids: Case ids FDA withdrew (its DELETE lists): removed from every period
             here, and from earlier unpublished periods of a store this dataset is ingested into.
 
@@ -95,7 +98,6 @@ class Dataset:
 
     def __init__(self, records: Mapping[str, pd.DataFrame] | Sequence[FaersQuarter],
                  schema: Schema | None = None, *, deleted_case_ids: Iterable[str] = ()):
-        self.schema = schema or Schema.default()
         if isinstance(records, Mapping):
             # records without a FAERS source: no era, no ingest report
             quarters = [FaersQuarter(parse_period(p), "unknown", "in-memory records", frame, {})
@@ -110,6 +112,7 @@ class Dataset:
         if not quarters:
             raise ValidationError("The 'records' parameter of Dataset must hold at least one "
                                   "period.")
+        self.schema = schema or _default_schema(q.records for q in quarters)
         self.deleted_case_ids = frozenset(str(c) for c in deleted_case_ids)
         hierarchies = self.schema.load_hierarchies()
         ordered: dict[str, FaersQuarter] = {}
@@ -151,6 +154,16 @@ class Dataset:
                                   f"which the dataset does not hold ({', '.join(self.periods)}).")
         return self._quarters[label].records
 
+    def ingest_report(self, period: str) -> dict:
+        """What happened to one period on the way in (the loader's ingest report as plain
+        data; empty for records given without one). Private: its counts describe the input.
+
+        Raises:
+            ValidationError: the dataset has no such period.
+        """
+        self.records(period)  # the period check
+        return self._quarters[parse_period(period).label].report_dict()
+
     def safety_facts(self) -> tuple[set[str], dict[str, int], int]:
         """What the publisher's safety checks read (:func:`~medanon.pipeline.checks.data_facts`:
         the sensitive vocabulary, reports per period, the longest case span), computed once:
@@ -172,7 +185,7 @@ class Dataset:
 
     @classmethod
     def from_faers(cls, source: str | Path, *, schema: Schema | None = None,
-                   keep_missing: bool = False,
+                   keep_missing: bool = True,
                    progress: Callable[[str], None] | None = None) -> "Dataset":
         """Read FAERS quarterly extracts (a zip, a quarter folder or a folder of quarters).
 
@@ -180,7 +193,9 @@ class Dataset:
         ``store.ingest(dataset)``, from a store's earlier unpublished periods).
 
         Args:
-            keep_missing: Keep reports that lack a QID or a sensitive value.
+            keep_missing: Keep reports that lack a QID or a sensitive value (the default;
+                a missing value is published as missing). False drops them, as papers
+                000-002 do (each quarter's ingest report counts them per reason).
             progress: Called with each quarter's label as it is read.
         """
         from .data.loaders.faers import read_faers
@@ -190,7 +205,7 @@ class Dataset:
 
     @staticmethod
     def stream_faers(source: str | Path, *, schema: Schema | None = None,
-                     keep_missing: bool = False,
+                     keep_missing: bool = True,
                      progress: Callable[[str], None] | None = None) -> FaersQuarters:
         """Read FAERS quarterly extracts as :meth:`from_faers` does, one quarter at a time:
         for ``store.ingest``, which writes each quarter before the next is read, so that a
@@ -219,8 +234,9 @@ class Dataset:
 
     @classmethod
     def from_dataframe(cls, frame: pd.DataFrame, schema: Schema | None = None) -> "Dataset":
-        """Split one frame of report-level records by its period column."""
-        schema = schema or Schema.default()
+        """Split one frame of report-level records by its period column (``schema``: as for
+        :class:`Dataset`)."""
+        schema = schema or _default_schema([frame])
         if schema.period not in frame.columns:
             raise ValidationError(f"The 'frame' parameter of Dataset.from_dataframe lacks the "
                                   f"period column {schema.period!r}.")
@@ -235,6 +251,14 @@ class Dataset:
 
         write_faers_series(folder, periods=periods, cases=cases, seed=seed)
         return cls.from_faers(folder)
+
+
+def _default_schema(frames: Iterable[pd.DataFrame]) -> Schema:
+    """The FAERS schema when every frame holds its columns, else the papers' schema (records
+    built by hand, or read from a store made before the FAERS schema had its other fields)."""
+    schema = Schema.default()
+    needed = set(schema.all_columns)
+    return schema if all(needed <= set(f.columns) for f in frames) else Schema.papers()
 
 
 class Table:
@@ -765,7 +789,7 @@ class Publisher:
         for prepared in release_steps(data.schema, self.method, wanted, data.records, self.rng,
                                       series=series, available=data.periods, before=verdict,
                                       publish_despite_violations=allow_violations,
-                                      acknowledged=acknowledged):
+                                      acknowledged=acknowledged, ingest=data.ingest_report):
             made.append(Release(prepared.period, prepared.rows, prepared.manifest,
                                 prepared.ledger, prepared.operator, prepared.seconds))
             series, verdict = prepared.series, prepared.verdict

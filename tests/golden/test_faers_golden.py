@@ -62,11 +62,21 @@ def test_reports_match_hand_derived_oracle(key: str) -> None:
 
 
 @pytest.mark.parametrize("key", sorted(SOURCES))
-def test_incomplete_reports_are_dropped_and_counted(key: str) -> None:
+def test_every_report_is_kept_by_default(key: str) -> None:
     expected = EXPECTED[key]
     quarter = read_faers(FAERS_FIXTURES / SOURCES[key]).quarters[0]
+    assert sorted(quarter.records["report_id"]) == sorted(r["report_id"] for r in expected["reports"])
+    assert quarter.report.kept_missing and quarter.report.dropped_reports == 0
+    assert quarter.report.missing["age"] == sum(r["age_years"] is None for r in expected["reports"])
+
+
+@pytest.mark.parametrize("key", sorted(SOURCES))
+def test_incomplete_reports_are_dropped_and_counted(key: str) -> None:
+    expected = EXPECTED[key]
+    quarter = read_faers(FAERS_FIXTURES / SOURCES[key], keep_missing=False).quarters[0]
     assert sorted(quarter.records["report_id"]) == sorted(expected["complete_reports"])
     report = quarter.report
+    assert not report.kept_missing
     assert report.dropped_reports == len(expected["reports"]) - len(expected["complete_reports"])
     by_id = {r["report_id"]: r for r in expected["reports"]}
     assert report.missing["age"] == sum(r["age_years"] is None for r in by_id.values())

@@ -129,7 +129,7 @@ def test_002_table_2_style_ppms_release_is_open_to_the_md_attack_that_ha_closes(
 def test_001_example_5_covered_candidates_tie_on_information_loss():
     """001 Example 5: a group {1, 2, 3} generalized to (ANY, Nonadult) covers 4, 5 and 6, so
     adding any of them changes IL(g) by the same amount; only PR can tell them apart."""
-    schema = Schema.default()
+    schema = Schema.papers()
     tax = schema.load_hierarchies()
     space = QidSpace([Attribute("age", tax["age"]), Attribute("sex", tax["sex"])])
     root_sex = tax["sex"].code_of["*"]
@@ -161,7 +161,7 @@ def _example_5_series():
 
 
 def test_001_example_5_ppms_plus_plus_groups_new_cases_first():
-    schema = Schema.default()
+    schema = Schema.papers()
     records = _example_5_series()
     for method in (PPMSPlus(k=3, theta=1.0), PPMSPlusPlus(k=3, theta=1.0)):
         series = publish_series(method, records, schema, seed=1)
@@ -178,7 +178,7 @@ def test_001_example_5_ppms_plus_plus_groups_new_cases_first():
 
 def test_001_2007q1_infeasible_term_is_refused_with_the_smallest_workable_theta():
     """001: 3877 of 18,462 new cases hold one term, so theta = 0.2 cannot be met (needs 21.00%)."""
-    schema = Schema.default()
+    schema = Schema.papers()
     n_new, holders = 18, 5                          # 5/18 = 27.8% > 20%
     rows = pd.DataFrame({"case_id": [str(i) for i in range(n_new)], "period": "2007Q1",
                          "age": "Adult", "sex": "F", "weight": 70.0,

@@ -44,7 +44,7 @@ from medanon.published.series import empty_series
 from tests.neighbours import (bin_number, deterministic_fields, json_leaves, neighbour_leaks,
                               ratio_violations, reproducibility_differences, row_leaves)
 
-SCHEMA = Schema.default()
+SCHEMA = Schema.papers()
 HIERARCHIES = SCHEMA.load_hierarchies()
 AGES = list(HIERARCHIES["age"].values)   # every value a record may hold (leaves and some inner)
 SEXES = list(HIERARCHIES["sex"].values)

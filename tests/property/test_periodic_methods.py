@@ -19,7 +19,7 @@ from medanon.models.names import PPMS_MODEL
 from medanon.hierarchies import Interval
 from tests.series_helpers import check, publish_series
 
-SCHEMA = Schema.default()
+SCHEMA = Schema.papers()
 LEAVES = ["Newborn", "Infant (1-23 months)", "Preschool", "In-school", "Adolescent",
           "Young Adult", "Adult (25-44)", "Middle Aged", "Aged (65-79)", "Aged, 80 and over"]
 TERMS = [f"T{i}" for i in range(14)]

@@ -11,7 +11,7 @@ from medanon.data.records import combine_super_records
 from medanon.data.schema import Schema
 from medanon.hierarchies import mesh_age_tree
 
-SCHEMA = Schema.default()
+SCHEMA = Schema.papers()
 HIERARCHIES = SCHEMA.load_hierarchies()
 AGES = list(mesh_age_tree().values)
 TERMS = ["Nausea", "Headache", "Fatigue", "Death", "Rash", "Pain"]

@@ -571,7 +571,7 @@ def test_verify_refuses_a_series_missing_a_middle_period(store, tmp_path) -> Non
     assert snapshot(series) == before
 
 
-def test_verify_reads_parquet_exports_and_refuses_the_faers_layout(store, tmp_path) -> None:
+def test_verify_reads_parquet_exports_and_refuses_the_faers_layout_alone(store, tmp_path) -> None:
     verdicts = {}
     for fmt in ("csv", "parquet"):
         out = tmp_path / fmt
@@ -583,6 +583,11 @@ def test_verify_reads_parquet_exports_and_refuses_the_faers_layout(store, tmp_pa
     assert not list((tmp_path / "parquet").rglob("release.csv"))  # it really read the Parquet
     out = tmp_path / "faers"
     assert invoke_cli("export", "--store", store, "--out", out, "--format", "faers").returncode == 0
+    result = invoke_cli("verify", out, "--json")  # the release.csv written beside the FAERS files
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == verdicts["csv"]
+    for written in out.rglob("release.csv"):  # the FAERS files alone cannot be verified
+        written.unlink()
     result = invoke_cli("verify", out)
     assert_user_error(result, "InputFormatError", "holds a release in the FAERS ASCII layout, "
                                                   "which cannot be verified")
@@ -599,7 +604,7 @@ def test_a_schema_without_weight_keeps_reports_missing_a_weight(tmp_path) -> Non
     reports = {}
     for name, extra in (("default", ()), ("no-weight", ("--schema", schema))):
         result = invoke_cli("ingest", FAERS_FIXTURES / "legacy_2011Q2", "--store",
-                            tmp_path / f"{name}.duckdb", "--json", *extra)
+                            tmp_path / f"{name}.duckdb", "--json", "--drop-missing", *extra)
         assert result.returncode == 0, result.stderr
         (reports[name],) = json.loads(result.stdout)["quarters"]
     default, no_weight = reports["default"], reports["no-weight"]

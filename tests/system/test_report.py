@@ -103,6 +103,8 @@ def test_summary_cards_show_the_models_own_promises_and_reconcile_verify_with_th
         line = f"{demo_rows:,} DEMO rows → {released:,} released cases"
         assert line in card
         assert f"ingest: {demo_rows} DEMO rows -> {released} released cases" in terminal
+        assert "reports lacking a value were kept (published as missing)" in card
+        assert "reports lacking a value were kept" in terminal
         assert f"published 8: {periods[0]}–{periods[-1]} held back none" in card
     evaluation = json.loads(invoke_cli("evaluate", "--store", out / "ms.duckdb", "--json").stdout)
     worst = max(r["dir"] for r in evaluation["releases"])
@@ -139,6 +141,9 @@ def test_ingest_accounting_follows_every_demo_row(demo):
     assert [r[0] for r in rows] == [*reports, "published"]
     for row in rows[:-1]:
         rep = reports[row[0]]
+        # the demo keeps reports lacking a value (the default): none dropped, said so
+        assert rep["kept_missing"] and row[5] == "none: kept"
+        row = [*row[:5], "0", *row[6:]]
         number = [int(c.replace(",", "")) if c.replace(",", "").isdigit() else c for c in row]
         # period, DEMO rows, superseded, duplicate, deleted, dropped, missing by field,
         # reports in, cases in, withheld, released, lost

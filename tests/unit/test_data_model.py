@@ -51,14 +51,24 @@ def test_random_sources_are_secure_unless_seeded() -> None:
         randomness(-1)
 
 
-def test_default_schema_is_the_papers() -> None:
-    schema = Schema.default()
-    assert schema.qid_names == ("age", "sex", "weight")
-    assert schema.categorical_qids == ("age", "sex") and schema.numeric_qids == ("weight",)
-    assert schema.sensitive == ("indications", "reactions") and schema.multi == ("drugs",)
-    assert Schema.from_mapping(__import__("tomllib").loads(schema.to_toml())["schema"]) == schema
-    hierarchies = schema.load_hierarchies()
+def test_papers_schema_and_the_default_faers_schema() -> None:
+    papers = Schema.papers()
+    assert papers.qid_names == ("age", "sex", "weight")
+    assert papers.categorical_qids == ("age", "sex") and papers.numeric_qids == ("weight",)
+    assert papers.sensitive == ("indications", "reactions") and papers.multi == ("drugs",)
+    assert papers.dates == {}
+    hierarchies = papers.load_hierarchies()
     assert hierarchies["age"].height == 3 and hierarchies["sex"].height == 1
+    # the default: the papers' QIDs and sensitive columns, the FAERS fields published as they are
+    schema = Schema.default()
+    assert (schema.qids, schema.sensitive) == (papers.qids, papers.sensitive)
+    assert schema.multi == ("drugs", "drugs_primary_suspect", "drugs_secondary_suspect",
+                            "drugs_concomitant", "drugs_interacting", "outcomes")
+    assert schema.dates == {"init_fda_dt": "year", "fda_dt": "year"}
+    assert schema.published[-2:] == ("init_fda_dt", "fda_dt")
+    for one in (papers, schema):
+        assert Schema.from_mapping(__import__("tomllib").loads(one.to_toml())["schema"]) == one
+    assert len({Schema.default(), schema, papers}) == 2  # hashable, as before dates existed
 
 
 def test_schema_from_toml_and_its_errors(tmp_path) -> None:
@@ -107,7 +117,7 @@ def _records(**columns) -> pd.DataFrame:
 
 
 def test_super_record_of_a_followup_takes_the_lub() -> None:
-    schema = Schema.default()
+    schema = Schema.papers()
     supers = combine_super_records(_records(), schema, schema.load_hierarchies())
     first = supers.frame.iloc[0]
     assert first["case_id"] == "1" and first["n_reports"] == 2
@@ -124,7 +134,7 @@ def test_super_record_of_a_followup_takes_the_lub() -> None:
 
 
 def test_old_band_labels_are_their_leaves_before_the_lub() -> None:
-    schema = Schema.default()
+    schema = Schema.papers()
     ages = ["Adult", "Adult (25-44)", "Aged"]
     frame = _records(age=ages, case_id=["1", "1", "2"])
     supers = combine_super_records(frame, schema, schema.load_hierarchies()).frame
@@ -136,7 +146,7 @@ def test_old_band_labels_are_their_leaves_before_the_lub() -> None:
 
 
 def test_super_records_reject_values_outside_the_hierarchy() -> None:
-    schema = Schema.default()
+    schema = Schema.papers()
     with pytest.raises(HierarchyError, match="Teen"):
         combine_super_records(_records(age=["Teen", "Aged", "Aged"]), schema, schema.load_hierarchies())
     with pytest.raises(SchemaError, match="non-numeric"):

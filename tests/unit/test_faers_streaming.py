@@ -14,8 +14,9 @@ import pandas as pd
 import pytest
 
 from medanon.data.loaders import faers
-from medanon.data.loaders.faers import (_PLACEHOLDER, _TEXT_COLUMN, _Member, _parse_table,
-                                        _term_sets, read_faers)
+from medanon.data.loaders.faers import (_PLACEHOLDER, _TEXT_COLUMN, DRUG_ROLES, IngestReport,
+                                        _drug_sets, _Member, _parse_table, _term_sets,
+                                        read_faers)
 from medanon.errors import CorruptInputError, InputFormatError
 from tests.conftest import FAERS_FIXTURES
 
@@ -289,6 +290,48 @@ def test_term_sets_match_the_sorted_distinct_values_of_the_whole_file_reader() -
                 got = _term_sets(_member(raw, "DRUG", "DRUG.txt"), "DRUG", mapping, "drugname",
                                  kept)
             assert got == (want, split, embedded), raw
+
+
+def _random_role_table(rng: random.Random) -> tuple[bytes, list[str]]:
+    ids = [str(100 + i) for i in range(12)]
+    words = ["ASPIRIN", " ASPIRIN", "aspirin", "Ibuprofène", "", " ", "VIT B", "\x1f"]
+    roles = ["PS", "SS", "C", "I", "ps", " c ", "", "X", "SS "]
+    lines = ["primaryid$caseid$role_cod$drugname$prod_ai$"]
+    for _ in range(rng.randint(0, 40)):
+        report = rng.choice(ids + [" 101", "999"])
+        name = rng.choice(words)
+        if rng.random() < 0.1:
+            name += "$" + rng.choice(["12", "", " "])  # an embedded '$' (drugname absorbs it)
+        lines.append(f"{report}$1${rng.choice(roles)}${name}$X$")
+    return ("\r\n".join(lines) + "\r\n").encode("latin-1"), ids
+
+
+def test_drug_sets_per_role_match_the_whole_file_reader() -> None:
+    rng = random.Random(11)
+    mapping = {"report_id": "primaryid", "drugname": "drugname", "role_cod": "role_cod"}
+    for _ in range(100):
+        raw, ids = _random_role_table(rng)
+        kept = pd.Index(rng.sample(ids, rng.randint(0, len(ids))), dtype=str)
+        frame, _, split, embedded = _reference_table(raw, "DRUG", "DRUG.txt")
+        frame = frame[["primaryid", "role_cod", "drugname"]].copy()
+        frame.columns = ["report_id", "role", "drugname"]
+        for col in frame.columns:
+            frame[col] = frame[col].str.strip()
+        frame["role"] = frame["role"].str.upper()
+        frame = frame.loc[frame["report_id"].isin(set(kept))]
+        want = {"drugs": frame}
+        want.update({column: frame[frame["role"] == code] for code, column in DRUG_ROLES.items()})
+        want = {column: [v if isinstance(v, tuple) else () for v in pd.Series(kept).map(
+                    _reference_value_sets(rows, "report_id", "drugname"))]
+                for column, rows in want.items()}
+        unknown = frame.loc[~frame["role"].isin(list(DRUG_ROLES)), "role"].value_counts()
+        for chunk in (16, 1 << 20):
+            report = IngestReport("2020Q1", "faers-2014", "x")
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(faers, "_CHUNK_BYTES", chunk)
+                got = _drug_sets(_member(raw, "DRUG", "DRUG.txt"), mapping, kept, report)
+            assert got == (want, split, embedded), raw
+            assert report.unknown_roles == {k: int(v) for k, v in sorted(unknown.items())}, raw
 
 
 # -- whole quarters -----------------------------------------------------------------------------

@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_ppms_dp import records
 from test_tabular_methods import small_data
 
-SCHEMA = Schema.default()
+SCHEMA = Schema.papers()
 
 
 def every_mechanism() -> list[Mechanism]:

@@ -13,7 +13,7 @@ from medanon.published.format import to_published_rows
 
 
 def test_groups_are_equivalence_classes_including_missing_cells() -> None:
-    schema = Schema.default()
+    schema = Schema.papers()
     records = pd.DataFrame({
         "case_id": ["1", "2", "3", "4", "5"], "period": ["2020Q1"] * 5,
         "report_id": ["a", "b", "c", "d", "e"], "version": [1] * 5,

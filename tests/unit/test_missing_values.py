@@ -25,7 +25,7 @@ def _period(label: str, ids: list[str], *, weight, age) -> pd.DataFrame:
 
 
 def _publish(records: dict[str, pd.DataFrame], method: str = "ppms++", k: int = 5):
-    data = medanon.Dataset(records, Schema.default())
+    data = medanon.Dataset(records, Schema.papers())
     return medanon.Publisher(method, k=k, theta=1.0, seed=3).publish(data)
 
 
@@ -86,7 +86,7 @@ def test_missing_leaf_is_its_own_lowest_common_value():
 
 def test_nil_charges_an_empty_cell_nothing_and_star_everything():
     from medanon.metrics import normalized_information_loss
-    schema = Schema.default()
+    schema = Schema.papers()
     tax = schema.load_hierarchies()
     qids = [(q.name, q.kind) for q in schema.qids]
     rows = pd.DataFrame({"group": ["1", "1", "2", "2"], "age": ["", "", "Newborn", "Newborn"],
@@ -110,7 +110,7 @@ def test_a_star_published_earlier_is_covered_by_star(method):
     # case "4" comes back with a present weight inside the new period's range
     q2 = _period("2020Q2", ["4", *later], weight=[80.0] + [75.0] * 5 + [85.0] * 5,
                  age=["Middle Aged"] * 11)
-    data = medanon.Dataset({"2020Q1": q1, "2020Q2": q2}, Schema.default())
+    data = medanon.Dataset({"2020Q1": q1, "2020Q2": q2}, Schema.papers())
     series = medanon.Publisher(method, k=5, theta=1.0, seed=3).publish(data,
                                                                        allow_violations=True)
     first = series.releases_published[0].rows.set_index("case_id")

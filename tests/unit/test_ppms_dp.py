@@ -32,7 +32,7 @@ def records(n: int, *, period: str = "2020Q1", weight=None, seed: int = 0, start
 
 
 def run(method, frame, previous=(), seed=1, schema=None):
-    schema = schema or Schema.default()
+    schema = schema or Schema.papers()
     supers = combine_super_records(frame, schema, schema.load_hierarchies())
     return method.anonymize(supers, list(previous), rng=randomness(seed))
 
@@ -59,7 +59,7 @@ def test_strict_values_stay_in_the_public_domain_and_are_clipped_first():
 
 
 def test_strict_needs_a_public_domain():
-    schema = Schema.from_mapping({**Schema.default().model_dump(by_alias=True),
+    schema = Schema.from_mapping({**Schema.papers().model_dump(by_alias=True),
                                   "qid": [{"name": "age", "kind": "categorical",
                                            "hierarchy": "mesh-age"},
                                           {"name": "sex", "kind": "categorical", "hierarchy": "sex"},
@@ -88,7 +88,7 @@ def test_paper_variant_names_exactly_the_groups_whose_scale_is_below_the_precisi
     frame = records(60, seed=4)
     frame.loc[:29, "weight"] = 80.0
     method = PPMSDPNum(k=5, theta=1.0, epsilon=1, variant="paper")
-    supers = combine_super_records(frame, Schema.default(), Schema.default().load_hierarchies())
+    supers = combine_super_records(frame, Schema.papers(), Schema.papers().load_hierarchies())
     result = method.anonymize(supers, [], rng=randomness(3))
     true = frame.set_index("case_id")["weight"]
     table = result.table.assign(true=result.table["case_id"].map(true))
@@ -142,7 +142,7 @@ def test_dp_all_strict_perturbs_categoricals_per_case():
 
 
 def test_privacy_losses_and_statement_per_variant():
-    schema = Schema.default()
+    schema = Schema.papers()
     num = PPMSDPNum(k=5, theta=0.5, epsilon="0.1")
     assert [(loss.mechanism, loss.target, loss.epsilon) for loss in num.planned_losses(schema)] == [
         ("laplace", "weight", Fraction(1, 10))]
@@ -176,7 +176,7 @@ def test_dp_num_covers_old_cases_categoricals_only():
     method = PPMSDPNum(k=5, theta=1.0, epsilon=1)
     published = run(method, first)
     from medanon.published.format import to_published_rows
-    rows = to_published_rows(published.table, Schema.default())
+    rows = to_published_rows(published.table, Schema.papers())
     follow = records(100, period="2020Q2", start=50, seed=3)  # cases 50..99 are old
     result = run(method, follow, previous=[rows], seed=2)
     assert result.details["new_cases"] == 50

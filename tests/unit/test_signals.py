@@ -342,7 +342,7 @@ def _original_rows(ages: list[str], drugs: list[str], reactions: list[str],
         "indications": [("Diabetes",)] * n, "reactions": [(r,) for r in reactions],
         "drugs": [(d,) for d in drugs],
     })
-    return to_published_rows(table, Schema.default())
+    return to_published_rows(table, Schema.papers())
 
 
 def test_generalization_lowers_the_count_and_the_prr() -> None:

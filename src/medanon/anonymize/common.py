@@ -588,7 +588,8 @@ def case_columns(data: SuperRecords, placed: np.ndarray, group_labels: np.ndarra
 
 def add_published_columns(table: pd.DataFrame, data: SuperRecords, placed: np.ndarray,
                           suppressed_terms: TermSuppression) -> None:
-    """Add the sensitive (minus suppressed terms), multi and insensitive columns, in place."""
+    """Add the sensitive (minus suppressed terms), multi, insensitive and date columns, in
+    place."""
     schema, frame = data.schema, data.frame
     for name in schema.sensitive:
         cells = frame[name].to_numpy()[placed]
@@ -596,7 +597,7 @@ def add_published_columns(table: pd.DataFrame, data: SuperRecords, placed: np.nd
             cells = [tuple(t for t in v if t not in suppressed_terms.of(r))
                      for r, v in zip(placed.tolist(), cells)]
         table[name] = pd.Series(list(cells), dtype=object)
-    for name in schema.multi + schema.insensitive:
+    for name in schema.multi + schema.insensitive + schema.date_columns:
         table[name] = frame[name].to_numpy()[placed]
 
 

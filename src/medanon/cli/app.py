@@ -20,7 +20,7 @@ from typing import Annotated, Optional, TypeVar
 import typer
 
 from .. import __version__
-from ..errors import MedanonError
+from ..errors import MedanonError, ValidationError
 from ..store import DEFAULT_STORE
 
 # The command modules (and through them pandas, DuckDB, SciPy, matplotlib, ...) are imported
@@ -301,9 +301,14 @@ def ingest(
     store: StoreOpt = DEFAULT_STORE_PATH,
     schema: Annotated[Optional[Path], typer.Option(
         help="Schema TOML (default: the FAERS schema of the papers).")] = None,
+    drop_missing: Annotated[bool, typer.Option(
+        "--drop-missing",
+        help="Drop reports lacking a QID or sensitive value, as papers 000-002 do (counted per "
+             "quarter, in the manifests and the report). By default every report is kept and "
+             "a missing value is published as missing.")] = False,
     keep_missing: Annotated[bool, typer.Option(
-        "--keep-missing",
-        help="Keep reports lacking a QID or sensitive value (dropped by default).")] = False,
+        "--keep-missing", hidden=True,
+        help="The default (kept for scripts written when dropping was).")] = False,
     allow_empty: Annotated[bool, typer.Option(
         "--allow-empty", help="Accept a quarter with no reports (refused by default: an empty "
                               "period would be published as an empty release).")] = False,
@@ -311,7 +316,10 @@ def ingest(
 ) -> None:
     """Read FAERS extracts into the store (private; nothing is published)."""
     from . import commands
-    commands.ingest(source, store=store, schema_path=schema, keep_missing=keep_missing,
+    if drop_missing and keep_missing:
+        raise ValidationError("--drop-missing and --keep-missing contradict each other; give one "
+                              "(keeping is the default).")
+    commands.ingest(source, store=store, schema_path=schema, keep_missing=not drop_missing,
                     as_json=as_json, allow_empty=allow_empty)
 
 
@@ -437,7 +445,11 @@ def export(
     store: StoreOpt = DEFAULT_STORE_PATH,
     fmt: Annotated[str, typer.Option("--format", help="csv | parquet | faers")] = "csv",
 ) -> None:
-    """Export the published series (never the private records) in the release format."""
+    """Export the published series (never the private records) in the release format.
+
+    --format faers also writes FAERS DEMO/DRUG/REAC/INDI/OUTC files beside each release
+    (conventions: docs/faers-export.md).
+    """
     from . import commands
     commands.export(store=store, out=out, fmt=fmt)
 
@@ -538,12 +550,24 @@ def evaluate(
     md: Annotated[bool, typer.Option("--md", help="Add the MD-attack to RR and AR_rev.")] = False,
     period: Annotated[Optional[list[str]], typer.Option(
         "--period", help="Only these periods (repeatable; default all published).")] = None,
+    screening: Annotated[bool, typer.Option(
+        "--screening/--no-screening",
+        help="Screen every drug-reaction pair (MGPS EB05, BCPNN IC025, PRR) of the original and "
+             "the release, pooled, per quarter and per stratum.")] = True,
+    stratum: Annotated[Optional[list[str]], typer.Option(
+        "--stratum", help="A stratum condition such as 'age <= 18' (repeatable; default: "
+                          "age <= 18, age in [19-64], age >= 65, sex = F, sex = M).")] = None,
+    drug_column: Annotated[Optional[list[str]], typer.Option(
+        "--drug-column", help="Column(s) whose terms are the drugs (repeatable; default drugs, "
+                              "every role; e.g. drugs_primary_suspect and "
+                              "drugs_secondary_suspect for suspect-only).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Information loss, disclosure risk after the attacks, and signal bias of each release."""
     from . import commands
     commands.evaluate(store=store, rules=rules, background=background, md=md,
-                      periods=period or [], as_json=as_json)
+                      periods=period or [], as_json=as_json, screening=screening,
+                      strata=stratum or [], drug_columns=drug_column or [])
 
 
 @app.command()

@@ -23,9 +23,10 @@ from ..attacks.ss import parse_ss_rule
 from ..attacks.worst_case import attack_series
 from ..errors import PrivacyViolation
 from ..metrics.evaluation import evaluate_series
+from ..metrics.screening import screening_for
 from ..metrics.signals import format_ratio, read_rules
-from ..report.collect import store_originals
-from ..published.series import load_series
+from ..report.collect import missing_sentence, store_originals
+from ..published.series import load_series, published_columns
 from ..verify import SeriesVerdict, is_release_folder, verify_release_folder, verify_series
 from ..random import randomness
 from ..pipeline.export import EXPORT_FORMATS, export_releases
@@ -70,8 +71,16 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
            as_json: bool, allow_empty: bool = False) -> None:
     from ..api import Dataset
 
-    schema = Schema.from_toml(schema_path) if schema_path else Schema.default()
     started = time.perf_counter()
+    if schema_path:
+        schema = Schema.from_toml(schema_path)
+    elif store.exists():
+        # Without --schema a store keeps its own: one created before the default FAERS schema
+        # had drug roles, outcomes and dates goes on ingesting (and publishing) what it held.
+        with ReleaseStore.open(store) as db:
+            schema = db.schema
+    else:
+        schema = Schema.default()
     if store.exists():
         ReleaseStore.create_or_open(store, schema).close()  # fail fast on a bad --store
     with progress_bar("ingesting FAERS", None) as step:
@@ -100,16 +109,16 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
                      "seconds": seconds})
         return
     table = Table("period", "era", "DEMO rows", "deleted", "superseded", "dropped (missing)",
-                  "repaired lines", "reports", "cases", title=f"Ingested into {store}")
+                  "repaired lines", "reports", "cases", "notes", title=f"Ingested into {store}")
     for r in reports:
         missing = ", ".join(f"{k} {v}" for k, v in r["missing"].items() if v)
         repaired = sum(r["repaired_split_lines"].values()) + sum(r["repaired_embedded_separators"].values())
-        dropped = "kept (--keep-missing)" if r["kept_missing"] else f"{r['dropped_reports']}"
+        dropped = "none (kept)" if r["kept_missing"] else f"{r['dropped_reports']}"
         if missing:
             dropped += f" [{missing}]"
         table.add_row(r["period"], r["era"], str(r["demo_rows"]), str(r["deleted_reports"]),
                       str(r["superseded_reports"]), dropped, str(repaired), str(r["reports"]),
-                      str(r["cases"]))
+                      str(r["cases"]), _ingest_notes(r))
     ui.out.print(table)
     if summary.replaced:
         ui.out.print(f"replaced unpublished period(s): {', '.join(summary.replaced)}")
@@ -121,6 +130,24 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
                      + ". Published releases are immutable: those cases stay in them; tell the "
                        "recipients of those releases if your policy requires it.", soft_wrap=True)
     ui.out.print(f"{seconds} s")
+
+
+def _ingest_notes(report: dict) -> str:
+    """What a quarter's files lacked or held that the loader could not use (roles, outcome
+    codes, dates), in a few words."""
+    notes = []
+    if report.get("absent"):
+        notes.append("no " + ", ".join(report["absent"]))
+    roles = sum((report.get("unknown_roles") or {}).values())
+    if roles:
+        notes.append(f"{roles} drug row(s) of unknown role")
+    outcomes = sum((report.get("unknown_outcomes") or {}).values())
+    if outcomes:
+        notes.append(f"{outcomes} unknown outcome code(s)")
+    dates = {k: v for k, v in (report.get("invalid_dates") or {}).items() if v}
+    if dates:
+        notes.append("invalid dates: " + ", ".join(f"{k} {v}" for k, v in dates.items()))
+    return "; ".join(notes)
 
 
 def _some(items: list[str], shown: int = 20) -> str:
@@ -323,8 +350,9 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
     exported = export_releases(releases, out, fmt)
     print(f"exported {len(exported.folders)} release(s) as {fmt} to {out}: {', '.join(periods)}")
     if exported.replaced_dollars:
-        ui.err.print(f"note: {exported.replaced_dollars} value(s) contained '$', which the FAERS "
-                     "layout cannot carry; they were written with a space instead.")
+        ui.err.print(f"note: {exported.replaced_dollars} value(s) contained '$' or a line break, "
+                     "which the FAERS layout cannot carry; they were written with a space instead "
+                     "(release.csv beside them has them as published).")
 
 
 # -- inspect --------------------------------------------------------------------------------------
@@ -494,7 +522,8 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
 
 
 def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bool,
-             periods: list[str], as_json: bool) -> None:
+             periods: list[str], as_json: bool, screening: bool = True,
+             strata: list[str] | None = None, drug_columns: list[str] | None = None) -> None:
     signal_rules = read_rules(rules) if rules else []
     knowledge = read_background(background) if background else None
     with ReleaseStore.open(store, read_only=True) as db:
@@ -502,15 +531,44 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         if knowledge is not None:
             knowledge.check(series.qids)
         labels = [series.label(p) for p in periods] if periods else series.periods
+        options = (screening_for(published_columns(series), strata=strata or [],
+                                 drug_columns=drug_columns or []) if screening else None)
         # one period's original records at a time, read while the store is open
         frames, rows = store_originals(db, labels, lazy=True)
         with progress_bar("evaluating", None):
             result = evaluate_series(series, frames, rows, rules=signal_rules,
-                                     background=knowledge, md=md, periods=labels)
+                                     background=knowledge, md=md, periods=labels,
+                                     screening=options)
     if as_json:
         print_json(result)
         return
     _evaluation_tables(result, title=f"Evaluation of {store}")
+    if "screening" in result:
+        _screening_tables(result["screening"])
+
+
+def _screening_tables(screening: dict) -> None:
+    table = Table("scope", "reports orig/rel", "undecided rel", "MGPS recall", "MGPS precision",
+                  "EBGM Spearman", "BCPNN recall", "BCPNN precision", "PRR recall",
+                  "PRR precision", "spurious (MGPS)",
+                  title="Signal screening: original versus release (EB05 >= 2, IC025 > 0, Evans PRR)")
+    for e in screening["scopes"]:
+        st = e["statistics"]
+        table.add_row(e["scope"], f"{e['reports']['original']}/{e['reports']['release']}",
+                      str(e["undecided"]["release"]), _fmt(st["mgps"]["recall"]),
+                      _fmt(st["mgps"]["precision"]), _fmt(st["mgps"]["spearman"]),
+                      _fmt(st["bcpnn"]["recall"]), _fmt(st["bcpnn"]["precision"]),
+                      _fmt(st["prr"]["recall"]), _fmt(st["prr"]["precision"]),
+                      str(st["mgps"]["signals_release"] - st["mgps"]["common"]))
+    ui.out.print(table)
+    planted = screening.get("planted_summary")
+    if planted:
+        pt = Table("statistic", "planted signals (original)", "kept", "recall",
+                   "manufactured in the opposite stratum", title="Rules inside their condition")
+        for name, s in planted.items():
+            pt.add_row(name, str(s["signals_original"]), str(s["kept"]), _fmt(s["recall"]),
+                       str(s["manufactured_opposite"]))
+        ui.out.print(pt)
 
 
 def _evaluation_tables(result: dict, *, title: str) -> None:
@@ -650,7 +708,7 @@ def _print_card(card) -> None:
     if demo:
         ui.out.print(f"  ingest: {demo} DEMO rows -> {demo - dropped} released cases; {dropped} "
                      f"({dropped / demo:.0%}) deleted, superseded, dropped for missing values or "
-                     "withheld")
+                     f"withheld; {missing_sentence(card.missing_dropped)}")
     for m in card.models:
         if m.model is None:
             ui.out.print(f"  {m.periods[0]}-{m.periods[-1]} {m.method}: no privacy model; "
@@ -780,7 +838,7 @@ def _demo_steps(out: Path, seed: int) -> None:
     summary = write_faers_series(out_series, periods=8, cases=600, seed=seed)
     ui.err.print("2/5 ingesting it into two release stores ...")
     for target in (store, contrast):
-        ingest(out_series, store=target, schema_path=None, keep_missing=False, as_json=False)
+        ingest(out_series, store=target, schema_path=None, keep_missing=True, as_json=False)
     ui.err.print("3/5 publishing every period with PPMS++ (k=5, frequency-based theta), and with "
                  "MS-Anonymization for contrast ...")
     for method, target in (("ppms++", store), ("ms", contrast)):

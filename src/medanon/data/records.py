@@ -24,6 +24,7 @@ import pandas as pd
 
 from ..errors import SchemaError
 from ..hierarchies import Taxonomy
+from .dates import as_faers_date
 from .schema import Schema
 
 
@@ -50,7 +51,8 @@ class SuperRecords:
         schema: the column roles.
         frame: columns ``period, case_id, n_reports, report_ids`` then the QIDs (categorical
             labels; numeric ``IntervalArray``), the multi-valued columns (tuples), then the
-            insensitive and private columns taken from the case's latest report.
+            insensitive, date (FAERS date strings; a missing one is NA) and private columns
+            taken from the case's latest report.
     """
 
     schema: Schema
@@ -87,6 +89,27 @@ def check_record_values(records: pd.DataFrame, schema: Schema,
             bad = column[converted.isna() & column.notna()]
             if len(bad):
                 raise SchemaError(f"Numeric QID {name!r} has non-numeric value(s), e.g. {bad.iloc[0]!r}.")
+    for name in schema.date_columns:
+        date_cells(records[name], name)
+
+
+def date_cells(values: pd.Series, name: str) -> np.ndarray:
+    """A date column's cells as FAERS date strings (None when missing), each distinct value
+    checked once.
+
+    Raises:
+        SchemaError: a value that is not a FAERS date (``YYYYMMDD``, ``YYYYMM``, ``YYYY``), a
+            date or a timestamp, naming the column.
+    """
+    which, distinct = pd.factorize(values.to_numpy(dtype=object))
+    converted = []
+    for value in distinct:
+        try:
+            converted.append(as_faers_date(value))
+        except ValueError as exc:
+            raise SchemaError(f"Date column {name!r} has a value that is not a date: {exc}.") from None
+    cells = np.array(converted + [None], dtype=object)  # factorize: -1 for a missing value
+    return cells[which]
 
 
 def combine_super_records(records: pd.DataFrame, schema: Schema,
@@ -146,6 +169,8 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
         out[name] = merged
     for name in schema.insensitive + schema.private:
         out[name] = recs[name].to_numpy()[last_index]
+    for name in schema.date_columns:
+        out[name] = date_cells(recs[name], name)[last_index]
     frame = pd.DataFrame(out)
     for name in schema.multi_valued + ("report_ids",):
         if name in frame.columns:

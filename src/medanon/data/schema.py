@@ -12,6 +12,7 @@ gives one clear :class:`~medanon.errors.SchemaError` instead of a crash later)::
     insensitive = []                            # single-valued, published as is
     identifiers = ["report_id"]                 # kept in the store, never published
     private = ["age_years"]                     # kept for evaluation, never published
+    dates = { fda_dt = "year" }                 # FAERS dates, published at day/month/year
 
     [[schema.qid]]
     name = "age"
@@ -23,8 +24,16 @@ gives one clear :class:`~medanon.errors.SchemaError` instead of a crash later)::
     kind = "numeric"
     domain = [0, 300]           # optional public bounds (the strict DP variant needs them)
 
-The default schema is the one of papers 000-002: QID = {age (MeSH age tree), sex, weight (kg)},
-sensitive = {indications, reactions}, drugs published alongside.
+The default schema (:meth:`Schema.default`) is the one of papers 000-002 over the FAERS loader's
+records: QID = {age (MeSH age tree), sex, weight (kg)}, sensitive = {indications, reactions},
+with the pharmacovigilance fields published alongside as they are: drugs (every role) and per
+role (primary suspect, secondary suspect, concomitant, interacting), outcomes (OUTC codes), and
+the receipt dates ``init_fda_dt`` and ``fda_dt`` at year granularity. :meth:`Schema.papers` is
+the papers' own schema (drugs only), for records without the other FAERS fields.
+
+Publication order after ``period, case_id, group``: QIDs, sensitive, multi, insensitive, dates.
+A date column is neither QID nor sensitive: attacks and verification ignore it, as they ignore
+the multi and insensitive columns.
 """
 
 from __future__ import annotations
@@ -40,6 +49,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticVa
 from .._validation import pydantic_problems
 from ..errors import SchemaError
 from ..hierarchies import BUILTIN_HIERARCHIES, Taxonomy, read_arx
+
+#: how finely a date column is published (:mod:`medanon.data.dates`)
+Granularity = Literal["day", "month", "year"]
+#: the FAERS loader's columns beyond the papers' (``multi`` and ``dates`` of the default schema)
+FAERS_ROLE_COLUMNS = ("drugs_primary_suspect", "drugs_secondary_suspect", "drugs_concomitant",
+                      "drugs_interacting")
+FAERS_DEFAULT_DATES = {"init_fda_dt": "year", "fda_dt": "year"}
 
 
 class QIDSpec(BaseModel):
@@ -83,6 +99,13 @@ class Schema(BaseModel):
     insensitive: tuple[str, ...] = ()
     identifiers: tuple[str, ...] = ()
     private: tuple[str, ...] = ()
+    #: single-valued FAERS dates (``YYYYMMDD``, or partial) published at a granularity:
+    #: column -> ``day``, ``month`` or ``year``
+    dates: dict[str, Granularity] = Field(default_factory=dict)
+
+    def __hash__(self) -> int:
+        # frozen, but ``dates`` is a dict: hashed through the TOML text, which holds every field
+        return hash(self.to_toml())
 
     @model_validator(mode="after")
     def _names_unique(self) -> "Schema":
@@ -95,8 +118,25 @@ class Schema(BaseModel):
     # -- construction ---------------------------------------------------------------------
     @classmethod
     def default(cls) -> "Schema":
-        """The schema of papers 000-002 over FAERS case records."""
+        """The FAERS schema: the papers' QIDs and sensitive attributes (:meth:`papers`), with
+        the loader's pharmacovigilance fields published as they are (drugs per role, outcomes)
+        and its receipt dates at year granularity."""
         return cls.model_validate({
+            **cls._papers_mapping(),
+            "multi": ["drugs", *FAERS_ROLE_COLUMNS, "outcomes"],
+            "dates": dict(FAERS_DEFAULT_DATES),
+        })
+
+    @classmethod
+    def papers(cls) -> "Schema":
+        """The schema of papers 000-002 over FAERS case records: drugs (every role) published
+        alongside, no other FAERS field. For records that hold only the papers' columns (and
+        for stores created before the default schema had the other fields)."""
+        return cls.model_validate(cls._papers_mapping())
+
+    @staticmethod
+    def _papers_mapping() -> dict:
+        return {
             "name": "faers",
             "qid": [
                 {"name": "age", "kind": "categorical", "hierarchy": "mesh-age"},
@@ -107,7 +147,7 @@ class Schema(BaseModel):
             "multi": ["drugs"],
             "identifiers": ["report_id"],
             "private": ["age_years"],
-        })
+        }
 
     @classmethod
     def from_mapping(cls, data: dict, *, source: str = "schema") -> "Schema":
@@ -156,6 +196,9 @@ class Schema(BaseModel):
                  f"period = {quote(self.period)}", f"sensitive = {array(self.sensitive)}",
                  f"multi = {array(self.multi)}", f"insensitive = {array(self.insensitive)}",
                  f"identifiers = {array(self.identifiers)}", f"private = {array(self.private)}"]
+        if self.dates:  # a schema without dates writes the TOML it wrote before they existed
+            lines.append("dates = {" + ", ".join(f"{quote(c)} = {quote(g)}"
+                                                 for c, g in self.dates.items()) + "}")
         for qid in self.qids:
             lines += ["", "[[schema.qid]]", f"name = {quote(qid.name)}", f"kind = {quote(qid.kind)}"]
             if qid.hierarchy:
@@ -183,14 +226,19 @@ class Schema(BaseModel):
         return self.sensitive + self.multi
 
     @property
+    def date_columns(self) -> tuple[str, ...]:
+        """The date columns, in declaration order."""
+        return tuple(self.dates)
+
+    @property
     def published(self) -> tuple[str, ...]:
         """Columns a release publishes after ``period, case_id, group`` (the release format order)."""
-        return self.qid_names + self.sensitive + self.multi + self.insensitive
+        return self.qid_names + self.sensitive + self.multi + self.insensitive + self.date_columns
 
     @property
     def all_columns(self) -> list[str]:
         return [self.case_id, self.period, *self.qid_names, *self.sensitive, *self.multi,
-                *self.insensitive, *self.identifiers, *self.private]
+                *self.insensitive, *self.date_columns, *self.identifiers, *self.private]
 
     def qid(self, name: str) -> QIDSpec:
         for q in self.qids:

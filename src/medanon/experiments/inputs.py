@@ -266,7 +266,8 @@ def _read(kind: str, paths: dict[str, Path]) -> tuple[Any, dict]:
                 if _is_store_file(handle.read(16)):
                     dataset, fmt = _dataset_from_store(source)
                     return dataset, {"format": fmt}
-        return Dataset.from_faers(source), {"format": "FAERS extracts"}
+        # the papers' filter, as for the synthetic input (experiments.periodic.load_periodic_data)
+        return Dataset.from_faers(source, keep_missing=False), {"format": "FAERS extracts"}
     from . import single  # the single-release loaders, with the grids' checks
 
     if kind == "table":

@@ -33,7 +33,7 @@ from ..errors import HierarchyError, InternalError, ValidationError
 from .taxonomy import Taxonomy
 
 __all__ = ["mesh_age_tree", "age_to_mesh", "mesh_age_band", "sex_tree", "BUILTIN_HIERARCHIES",
-           "MAX_AGE_YEARS"]
+           "MAX_AGE_YEARS", "FAERS_AGE_GROUP_LEAVES", "faers_age_group", "mesh_leaf_of_faers_age_group"]
 
 # Ages above this are data errors, not very old patients (the oldest verified human: 122 y).
 MAX_AGE_YEARS = 150.0
@@ -81,6 +81,60 @@ def mesh_age_tree() -> Taxonomy:
     (:meth:`Taxonomy.record_labels`). Height 3. The tree is immutable, so one instance is shared.
     """
     return Taxonomy(_MESH_AGE_PARENTS, name="mesh-age", self_leaves=_MESH_SELF_LEAVES)
+
+
+#: The FAERS DEMO ``age_grp`` codes (N neonate, I infant, C child, T adolescent, A adult,
+#: E elderly) and the leaves of the MeSH age tree each one stands for. FDA's notes on the FAERS
+#: files give the codes no age limits; they are read as the MeSH descriptors they are named after:
+#: N = Newborn (< 1 month), I = 1-23 months, C = 2-12 years, T = 13-18, A = 19-64, E = 65 and
+#: over. FDA's pediatric cohorts (and its own coders) put the edges one year lower at C/T (12 is
+#: an adolescent) and T/A (18 is an adult), and end the neonate at 28 days: a report read back
+#: from a FAERS file is exact only to those edges (``docs/faers-export.md``).
+FAERS_AGE_GROUP_LEAVES: dict[str, tuple[str, ...]] = {
+    "N": ("Newborn",),
+    "I": ("Infant (1-23 months)",),
+    "C": ("Preschool", "In-school"),
+    "T": ("Adolescent",),
+    "A": ("Young Adult", "Adult (25-44)", "Middle Aged"),
+    "E": ("Aged (65-79)", "Aged, 80 and over"),
+}
+
+
+def faers_age_group(label: str) -> str | None:
+    """The FAERS ``age_grp`` code of a node of :func:`mesh_age_tree`, or None when the node's
+    leaves fall in several groups (``*``, ``Nonadult``, ``Infant`` = N + I, ``Adult`` = A + E).
+
+    A raw alias (``Child``, ``Aged``) is read as the node, whose leaves all fall in one group
+    either way. See :data:`FAERS_AGE_GROUP_LEAVES`.
+
+    Raises:
+        HierarchyError: ``label`` is not a node of the MeSH age tree.
+    """
+    try:
+        return _faers_age_groups()[label]
+    except (KeyError, TypeError):
+        raise HierarchyError(f"{label!r} is not a node of hierarchy 'mesh-age'.") from None
+
+
+def mesh_leaf_of_faers_age_group(code: str) -> str | None:
+    """The MeSH age leaf a FAERS ``age_grp`` code stands for, when it stands for exactly one
+    (N, I, T); None for C, A, E (several leaves each: raw records hold leaves only) and for any
+    other code. Case and surrounding spaces are ignored."""
+    leaves = FAERS_AGE_GROUP_LEAVES.get(code.strip().upper(), ()) if isinstance(code, str) else ()
+    return leaves[0] if len(leaves) == 1 else None
+
+
+@cache
+def _faers_age_groups() -> dict[str, str | None]:
+    tree = mesh_age_tree()
+    group_of_leaf = {leaf: code for code, leaves in FAERS_AGE_GROUP_LEAVES.items() for leaf in leaves}
+    if set(group_of_leaf) != set(tree.leaves):  # pragma: no cover - the table covers the tree
+        raise InternalError("FAERS_AGE_GROUP_LEAVES must name every leaf of the MeSH age tree once")
+    out: dict[str, str | None] = {}
+    for node in tree.nodes:
+        groups = {group_of_leaf[leaf] for leaf in tree.leaves if tree.covers(node, leaf)}
+        out[node] = groups.pop() if len(groups) == 1 else None
+    return out
 
 
 @cache

@@ -38,6 +38,7 @@ from ..attacks.worst_case import attack_series
 from ..published.series import PublishedSeries
 from .disclosure import linkage_risk
 from .information_loss import information_loss_star, normalized_information_loss
+from .screening import ScreeningOptions, screen_series
 from .signals import SignalRule, compare_signals
 
 __all__ = ["evaluate_series"]
@@ -46,7 +47,8 @@ __all__ = ["evaluate_series"]
 def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFrame],
                     original_rows: Mapping[str, pd.DataFrame], *,
                     rules: Sequence[SignalRule] = (), background: BackgroundKnowledge | None = None,
-                    md: bool = False, periods: Sequence[str] | None = None) -> dict:
+                    md: bool = False, periods: Sequence[str] | None = None,
+                    screening: ScreeningOptions | None = None) -> dict:
     """The metrics of each release, as a JSON-ready dict.
 
     Args:
@@ -63,6 +65,9 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
         md: Add 002's MD-attack to every measure (by default DIR/DSR apply it only to releases
             declaring 002's model, as the papers' protocols do).
         periods: The releases to evaluate (default all).
+        screening: Screen every drug–reaction pair of the original and of the series (MGPS,
+            BCPNN, PRR; pooled, per quarter, per stratum: :mod:`.screening`) and compare them;
+            the result's ``"screening"``. None skips it.
     """
     labels = [series.label(p) for p in periods] if periods else series.periods
     qid_kinds = [(q.name, q.kind) for q in series.qids]
@@ -70,6 +75,9 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
     # every release is parsed once, for all the measures below
     attacker = LikelihoodAttacker(series)
     out = []
+    # the screening needs every period at once: only the columns it reads are kept
+    slim_original: dict[str, pd.DataFrame] = {}
+    slim_release: dict[str, pd.DataFrame] = {}
     # one release at a time: its original records and attack results are dropped before the
     # next release is read (linking still reads every release, parsed once in the attacker)
     for label in labels:
@@ -113,4 +121,22 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
             entry["signals"] = [c.to_dict() for c in compare_signals(
                 original_rows[label], rows, list(rules), hierarchies=hierarchies)]
         out.append(entry)
-    return {"releases": out}
+        if screening is not None:
+            wanted = _screened_columns(screening)
+            slim_original[label] = _columns(original_rows[label], wanted)
+            slim_release[label] = _columns(rows, wanted)
+    result: dict = {"releases": out}
+    if screening is not None:
+        result["screening"] = screen_series(slim_original, slim_release, hierarchies=hierarchies,
+                                            periods=labels, rules=rules, options=screening)
+    return result
+
+
+def _screened_columns(options: ScreeningOptions) -> list[str]:
+    return [*options.drug_columns, options.reaction_column,
+            *(c.attribute for c in options.conditions)]
+
+
+def _columns(rows: pd.DataFrame, wanted: Sequence[str]) -> pd.DataFrame:
+    """The wanted columns the rows have (a missing one is reported by the screening)."""
+    return rows[[c for c in dict.fromkeys(wanted) if c in rows.columns]].copy()

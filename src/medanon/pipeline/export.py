@@ -1,7 +1,9 @@
 """Write a published series out of the store: the release format, Parquet, or the FAERS layout.
 
 Only published rows and manifests are written (never the store's operator-only facts), all
-periods or none (:func:`~medanon.published.format.write_series_atomically`).
+periods or none (:func:`~medanon.published.format.write_series_atomically`). The FAERS layout
+is written beside the release format (``release.csv`` + ``manifest.json``), which keeps the cells
+FAERS columns cannot carry (:mod:`medanon.published.faers_layout`).
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from pathlib import Path
 import pandas as pd
 
 from .._validation import check_choice
-from ..published.faers_layout import write_faers_release
+from ..published.faers_layout import case_versions, write_faers_release
 from ..published.format import write_manifest, write_release, write_series_atomically
 
 __all__ = ["EXPORT_FORMATS", "Exported", "export_releases"]
 
 #: ``csv``: the release format of ``design.md`` (``PERIOD/release.csv`` + ``manifest.json``);
-#: ``parquet``: the same rows as ``release.parquet``; ``faers``: FAERS ASCII files per period.
+#: ``parquet``: the same rows as ``release.parquet``; ``faers``: FAERS ASCII files per period
+#: (DEMO, DRUG, REAC, INDI, OUTC and their notes), beside ``release.csv`` and ``manifest.json``.
 EXPORT_FORMATS = ("csv", "parquet", "faers")
 
 
@@ -29,7 +32,8 @@ class Exported:
 
     Attributes:
         folders: One folder per period, in time order.
-        replaced_dollars: Cells whose ``$`` the FAERS layout could not carry (written as a space).
+        replaced_dollars: Cells whose ``$`` or line break the FAERS layout could not carry
+            (written as a space).
     """
 
     folders: list[Path]
@@ -54,23 +58,27 @@ def export_releases(releases: Mapping[str, tuple[pd.DataFrame, dict]], out: str 
 
     Raises:
         ValidationError: an unknown ``fmt``.
-        StoreError: ``out`` exists (nothing is written then).
+        StoreError: ``out`` exists, or (``faers``) a release the FAERS layout cannot carry
+            (:func:`~medanon.published.faers_layout.write_faers_release`); nothing is written then.
     """
     check_choice(fmt, name="fmt", owner="export_releases", choices=EXPORT_FORMATS)
     replaced = 0
+    # caseversion counts a case's releases over the whole exported series, so it is known first
+    versions = (case_versions({p: rows["case_id"].astype(str).to_numpy()
+                               for p, (rows, _) in releases.items()}) if fmt == "faers" else {})
 
     def writer(folder: Path, period: str) -> None:
         nonlocal replaced
         rows, manifest = releases[period]
-        if fmt == "csv":
-            write_release(folder, rows, manifest)
-            return
-        folder.mkdir(parents=True)
         if fmt == "parquet":
+            folder.mkdir(parents=True)
             _write_parquet(rows, folder / "release.parquet")
-        else:
-            replaced += write_faers_release(folder, rows, period)
-        write_manifest(folder, manifest)
+            write_manifest(folder, manifest)
+            return
+        write_release(folder, rows, manifest)
+        if fmt == "faers":
+            replaced += write_faers_release(folder, rows, period, versions=versions[period],
+                                            manifest=manifest)
 
     written = write_series_atomically(Path(out), list(releases), writer)
     return Exported(written, replaced)

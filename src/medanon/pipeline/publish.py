@@ -150,7 +150,7 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
         "columns": {"qids": [{"name": q.name, "kind": q.kind, "hierarchy": q.hierarchy}
                              for q in schema.qids],
                     "sensitive": list(schema.sensitive), "multi": list(schema.multi),
-                    "insensitive": list(schema.insensitive),
+                    "insensitive": list(schema.insensitive), "dates": dict(schema.dates),
                     "withheld": list(schema.identifiers + schema.private)},
         "hierarchies": {name: {"layout": "arx", "text": write_arx(tax)}
                         for name, tax in hierarchies.items()},
@@ -173,6 +173,41 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
             manifest["privacy_spent"].update(guarantee=model.guarantee,
                                              does_not_guarantee=model.does_not_guarantee)
     return manifest
+
+
+def ingest_entry(report: Mapping | None, *, dp: bool) -> tuple[dict, dict]:
+    """What a manifest says about the period's ingest (``manifest["ingest"]``), and what only
+    the operator keeps of it.
+
+    Every manifest says whether reports lacking a value were kept (``kept_missing``) and which
+    columns that filter reads (``required``: the schema's QIDs and sensitive columns). A release
+    without an ε also counts what ingest took out before the method ran: reports dropped for
+    missing values (in total and per column; a report may lack several), cases FDA withdrew
+    (its DELETE list) and superseded case versions, as it counts cases and groups. A DP release
+    publishes no count: they are functions of the private records no mechanism accounts for
+    (the rule that keeps PPMS-DP's clipped counts operator-only), so they go to the
+    operator-only facts (``ingest``) instead.
+
+    Args:
+        report: The period's ingest report (:meth:`FaersQuarter.report_dict`, as the store keeps
+            it); empty or None for records given without one (no FAERS source).
+        dp: Whether the release spends ε.
+    """
+    report = dict(report or {})
+    if "kept_missing" not in report:
+        return {"kept_missing": None, "note": "records given without a FAERS ingest report"}, {}
+    missing = dict(report.get("missing") or {})
+    public: dict = {"kept_missing": bool(report["kept_missing"]),
+                    "required": list(report.get("required") or missing)}
+    counts = {"dropped_reports": int(report.get("dropped_reports") or 0),
+              "dropped_by_column": ({} if report["kept_missing"]
+                                    else {k: int(v) for k, v in missing.items()}),
+              "deleted_reports": int(report.get("deleted_reports") or 0),
+              "superseded_reports": int(report.get("superseded_reports") or 0)}
+    if dp:
+        public["counts"] = "operator-only: a release with an epsilon publishes no count of its input"
+        return public, {"ingest": counts}
+    return {**public, **counts}, {}
 
 
 def _privacy_spent(method: Anonymizer, schema: Schema, rng: Randomness,
@@ -290,7 +325,8 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
                     ledger: pd.DataFrame | None = None, case_budget: Budget | None = None,
                     on_case_budget: str = "refuse", next_cases: Collection[str] | None = None,
                     before: SeriesVerdict | None = None,
-                    publish_despite_violations: bool = False) -> PreparedRelease:
+                    publish_despite_violations: bool = False,
+                    ingest_report: Mapping | None = None) -> PreparedRelease:
     """Anonymize one period's records and build what is published, without a store.
 
     This is the flow :func:`publish_periods` (and so ``medanon release``) runs for every period:
@@ -309,6 +345,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
         next_cases: The next period's case ids, for methods that need them (HA).
         before: The gate's verdict on ``series``, when known.
         publish_despite_violations: Keep a release the gate finds violating (recorded).
+        ingest_report: The period's ingest report, told in the manifest (:func:`ingest_entry`).
 
     Raises:
         ValidationError: a case budget for a method without an ε-DP claim.
@@ -340,6 +377,8 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
     if budget_entry is not None:
         manifest["privacy_spent"]["case_budget"] = budget_entry
         manifest["counts"]["suppressed"] += budget_entry.get("withheld_cases", 0)
+    manifest["ingest"], ingest_private = ingest_entry(
+        ingest_report, dp=manifest["privacy_spent"].get("epsilon") is not None)
     try:
         checked = gate(series, label, rows, manifest, before=before)
         manifest["verification"], verdict = checked.verification, checked.verdict
@@ -353,7 +392,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
     entries = ledger_entries(supers.frame[schema.case_id], result.privacy_charges,
                              dp=method.claims_dp)
     operator = {"input_sha256": input_digest(records),
-                "private_details": dict(result.private_details)}
+                "private_details": {**result.private_details, **ingest_private}}
     return PreparedRelease(label, rows, manifest, entries, operator, result, verdict, seconds)
 
 
@@ -365,7 +404,8 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
                   case_budget: Budget | None = None, on_case_budget: str = "refuse",
                   before: SeriesVerdict | None = None,
                   publish_despite_violations: bool = False,
-                  acknowledged: Sequence[str] = ()) -> Iterator[PreparedRelease]:
+                  acknowledged: Sequence[str] = (),
+                  ingest: Callable[[str], Mapping] | None = None) -> Iterator[PreparedRelease]:
     """The publish loop: :func:`prepare_release` for each period in time order, each against
     the series with every release before it (the one loop behind the store and the
     store-free ``medanon.Publisher``).
@@ -392,6 +432,8 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
         before: The gate's verdict on ``series``, when known (else the gate computes it).
         acknowledged: The safety overrides the operator gave (:mod:`.checks`), recorded in each
             manifest's ``method.acknowledged``.
+        ingest: Returns a period's ingest report (what the store keeps), told in its manifest
+            (:func:`ingest_entry`); None: the manifests say there was none.
 
     Raises:
         As :func:`prepare_release`, for the period being prepared.
@@ -409,7 +451,8 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
             schema, method, label, records(label), rng, series=series, hierarchies=hierarchies,
             ledger=ledger() if ledger is not None and case_budget is not None else None,
             case_budget=case_budget, on_case_budget=on_case_budget, next_cases=next_cases,
-            before=before, publish_despite_violations=publish_despite_violations)
+            before=before, publish_despite_violations=publish_despite_violations,
+            ingest_report=ingest(label) if ingest is not None else None)
         if acknowledged:  # operator choices, not facts of the data (pipeline.checks)
             prepared.manifest["method"]["acknowledged"] = list(acknowledged)
         series = series.with_release(label, prepared.rows, prepared.manifest)
@@ -467,7 +510,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         store.schema, method, labels, store.records, rng,
         series=load_series(store=store, allow_empty=True), available=store.ingested_periods(),
         ledger=store.ledger, case_budget=case_budget, on_case_budget=on_case_budget,
-        publish_despite_violations=publish_despite_violations, acknowledged=acknowledged)
+        publish_despite_violations=publish_despite_violations, acknowledged=acknowledged,
+        ingest=store.ingest_report)
     summaries = []
     # one transaction for all periods (a failure or Ctrl-C rolls every one back), unless asked
     with contextlib.nullcontext() if per_period_commit else store.batch():

@@ -8,7 +8,9 @@ attacks, the metrics) parses cells the same way, so the rules live here once:
 * a numeric QID cell is a number (``58.05``) or an inclusive interval (``[45-60]``); an empty
   cell and ``*`` stand for (-inf, inf);
 * a multi-valued cell holds terms joined with ``|``; spaces around a term are ignored and an
-  empty cell has no term.
+  empty cell has no term; nor has ``*``, a suppressed cell (medanon marks suppressed terms for a
+  release as a whole, never in a cell: ``published/faers_layout.py``), so a release from another
+  tool that writes ``*`` in such a cell is counted as publishing no term there.
 
 These functions read strings only. They never look at how an algorithm built the release.
 """
@@ -122,7 +124,7 @@ def numeric_bounds(values: np.ndarray, *, where: str) -> tuple[np.ndarray, np.nd
 
 
 def term_pairs(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Distinct non-empty terms of each multi-valued cell.
+    """Distinct published terms of each multi-valued cell (neither empty nor ``*``).
 
     Returns:
         ``(rows, codes, names)``: one entry per distinct (row, term) pair, the term as a code
@@ -136,9 +138,9 @@ def term_pairs(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     codes, names = pd.factorize(np.array([str(t).strip() for t in raw_names], dtype=object))
     codes = codes.astype(np.int64)[raw_codes]
     names = np.asarray(names, dtype=object)
-    blank = np.flatnonzero(names == "")  # an empty cell, or "a||b"
-    if blank.size:
-        keep = codes != blank[0]
+    blank = (names == "") | (names == SUPPRESSED)  # an empty cell, "a||b", or a suppressed cell
+    if blank.any():
+        keep = ~blank[codes]
         rows, codes = rows[keep], codes[keep]
     width = max(len(names), 1)
     key = np.unique(rows * width + codes)  # distinct (row, term) pairs

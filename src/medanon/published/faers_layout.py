@@ -1,33 +1,107 @@
-"""Write a published release in the FAERS 2014Q3+ ASCII layout.
+"""Write a published release in the FAERS 2014Q3+ ASCII layout (``medanon export --format faers``).
 
-Existing pharmacovigilance pipelines read ``DEMOyyQq.txt``, ``DRUGyyQq.txt``, ``REACyyQq.txt`` and
-``INDIyyQq.txt`` unchanged. A release holds one super record per case, so ``primaryid`` equals
-``caseid`` and ``caseversion`` is left empty. Generalized values go where the raw ones were: the
-``age`` field carries the MeSH age label (``age_cod`` empty, since the label is not a number),
-``sex`` the sex label (``*`` when generalized), ``wt`` the weight number or ``[lo-hi]`` interval
-with ``wt_cod`` = KG. A ``$`` inside a value (FAERS has drug names such as
-``VITAMIN B$12``) is written as a space, so the files stay parseable. Files are ``$``-separated,
-Latin-1, CRLF, with the trailing ``$`` FDA writes.
+Each period folder gets ``DEMOyyQq.txt``, ``DRUGyyQq.txt``, ``REACyyQq.txt``, ``INDIyyQq.txt`` and
+``OUTCyyQq.txt`` (``$``-separated, Latin-1, CRLF, with the trailing ``$`` FDA writes), which FAERS
+tools and ``medanon ingest`` read; the export writes them beside the release itself
+(``release.csv`` + ``manifest.json``: the exact published cells, which the FAERS columns cannot
+all carry) and :data:`NOTES_FILE`, which states the conventions below for that release.
+
+The conventions (``docs/faers-export.md``), each a function of the published series only:
+
+* **One report per case.** A release holds one super record per case and period, written as one
+  DEMO row. ``caseversion`` is how many releases of the exported series, up to and including
+  this one, publish the case (1 the first time; a follow-up published in a later quarter gets 2,
+  ...), so FAERS's own rule (keep the highest caseversion of a case) keeps the latest release's
+  row; ``i_f_code`` is ``I`` for version 1 and ``F`` after. ``primaryid`` is the ``caseid``
+  followed by the caseversion digits, as FDA forms it. A case id must therefore be a FAERS
+  caseid, a positive integer written without leading zeros; a release of other data (case ids
+  such as ``C001``) is refused, not renumbered: a renumbering would have to be published to be
+  of use, and the release format (csv, parquet) carries those ids as they are.
+* **Age.** A MeSH age label goes to ``age_grp`` when all the ages it stands for fall in one FAERS
+  group (:data:`~medanon.hierarchies.builtin.FAERS_AGE_GROUP_LEAVES`: ``Child`` -> C, ``Aged``
+  -> E, ``Young Adult`` -> A); a node spanning several groups (``*``, ``Nonadult``, ``Infant``,
+  ``Adult``) leaves it empty. ``age`` with ``age_cod`` ``YR`` is written only for a cell that is
+  one exact age (a numeric age QID); a generalized age leaves them empty, since FAERS has no
+  column for a band and its ``age`` must be a number.
+* **Weight.** A number goes to ``wt`` with ``wt_cod`` ``KG``. An interval ``[lo-hi]`` (or the
+  suppressed ``*``) leaves ``wt``/``wt_cod`` empty and is written as it is in ``wt_bin``, a column
+  appended after FAERS's own DEMO columns: readers that select columns by header name (as
+  medanon does) are unaffected; a midpoint would have invented a precision the release lacks.
+* **Sex.** ``F`` and ``M`` as they are; ``*`` (generalized) and missing are written empty.
+* **Drugs.** One DRUG row per drug and role: ``role_cod`` PS, SS, C, I from the release's
+  ``drugs_primary_suspect``, ``drugs_secondary_suspect``, ``drugs_concomitant`` and
+  ``drugs_interacting`` columns, then the drugs of ``drugs`` found in no role column with
+  ``role_cod`` empty (no role is invented); ``drug_seq`` counts 1, 2, ... per case. A release
+  without role columns (an older store) gets every drug with an empty role.
+* **Outcomes and dates.** One OUTC row per code of ``outcomes`` (the file holds only its header
+  when the release has no such column); ``init_fda_dt`` and ``fda_dt`` are written as published
+  (a date at month or year granularity is the partial date FAERS allows: ``YYYYMM``, ``YYYY``).
+* **Text.** A ``$`` or a line break inside a value cannot be carried (FAERS has drug names such as
+  ``VITAMIN B$12``) and is written as a space; characters outside Latin-1 as ``?``. INDI rows
+  have no ``indi_drug_seq``: the release does not say which drug an indication was given for.
+
+**Suppressed terms are marked per release, never per case.** The methods remove sensitive terms
+in two ways (``anonymize/common.py``, ``TermSuppression``): ``--on-infeasible suppress-terms``
+removes a term whose θ no group can meet from every case of the period, and the manifest names
+those terms (``details.suppressed_terms``, with their counts); HA removes, from the few cases that
+fit no group with all their terms, the terms that block them, and the manifest counts them
+(``counts.suppressed_terms``, ``details.cases_with_suppressed_terms``) while which cases and which
+terms stay operator-only. A per-case marker (``*`` in the cell, or ``*`` for a cell all of whose
+terms were removed) would disclose what the suppression exists to hide: with one release-wide
+suppressed term t, the cases carrying the marker are exactly the cases that had t, which the
+privacy model could not protect (that is why t was removed); with HA, a marker names the case
+whose terms broke θ or α in its group, and the group's published counts often leave one
+candidate term (the one at its cap). Publishing an empty cell as ``*`` only when all its terms
+were removed leaks the same way whenever an empty cell can also mean "none reported", which it
+can for indications and, since missing values are kept, for reactions too. So the release rows
+keep no marker; :data:`NOTES_FILE` names the release-wide suppressed terms and counts the
+per-case ones from the manifest, and says that an empty reactions or indications cell means "no
+published term" (none reported, or every term suppressed). The readers of published cells treat
+a multi-valued ``*``, should another tool publish one, as a cell with no published term
+(:func:`medanon.published.cells.term_pairs`).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from ..errors import HierarchyError, StoreError, ValidationError
+from ..hierarchies import Interval, format_number
+from ..hierarchies.builtin import FAERS_AGE_GROUP_LEAVES, age_to_mesh, faers_age_group
 from ..periods import parse_period
-from ..errors import StoreError
+from .cells import SUPPRESSED, cell_strings
 
+__all__ = ["DEMO_COLUMNS", "DRUG_COLUMNS", "INDI_COLUMNS", "NOTES_FILE", "OUTC_COLUMNS",
+           "REAC_COLUMNS", "ROLE_CODES", "WEIGHT_BIN_COLUMN", "case_versions", "faers_notes",
+           "write_faers_release"]
+
+#: FAERS 2014Q3+ DEMO columns, then the weight bin (see the module docstring).
+WEIGHT_BIN_COLUMN = "wt_bin"
 DEMO_COLUMNS = ("primaryid caseid caseversion i_f_code event_dt mfr_dt init_fda_dt fda_dt rept_cod "
                 "auth_num mfr_num mfr_sndr lit_ref age age_cod age_grp sex e_sub wt wt_cod rept_dt "
-                "to_mfr occp_cod reporter_country occr_country").split()
+                "to_mfr occp_cod reporter_country occr_country").split() + [WEIGHT_BIN_COLUMN]
 DRUG_COLUMNS = ("primaryid caseid drug_seq role_cod drugname prod_ai val_vbm route dose_vbm "
                 "cum_dose_chr cum_dose_unit dechal rechal lot_num exp_dt nda_num dose_amt dose_unit "
                 "dose_form dose_freq").split()
 REAC_COLUMNS = ["primaryid", "caseid", "pt", "drug_rec_act"]
 INDI_COLUMNS = ["primaryid", "caseid", "indi_drug_seq", "indi_pt"]
+OUTC_COLUMNS = ["primaryid", "caseid", "outc_cod"]
+#: release column -> FAERS DRUG ``role_cod``, in the order a case's DRUG rows are written.
+ROLE_CODES = {"drugs_primary_suspect": "PS", "drugs_secondary_suspect": "SS",
+              "drugs_concomitant": "C", "drugs_interacting": "I"}
+OUTCOME_COLUMN = "outcomes"
+DATE_COLUMNS = ("init_fda_dt", "fda_dt")
+#: the notes written beside the FAERS files of each period.
+NOTES_FILE = "FAERS_NOTES.txt"
 _NEEDED = {"qids": ("age", "sex", "weight"), "multi": ("reactions", "indications", "drugs")}
+_CASEID = re.compile(r"[1-9][0-9]*")
+_SEX = {"F": "F", "M": "M"}
+_UNCARRIED = re.compile(r"[$\r\n]")
 
 
 def _check_schema(columns: pd.Index) -> None:
@@ -37,47 +111,287 @@ def _check_schema(columns: pd.Index) -> None:
                          f"{', '.join(missing)}. Export it with --format csv or parquet.")
 
 
-def _write(path: Path, columns: list[str], rows: list[list[str]]) -> int:
-    """Write one table; return how many cells had a '$' replaced by a space.
+def case_versions(case_ids: Mapping[str, Sequence[str] | np.ndarray]) -> dict[str, np.ndarray]:
+    """The ``caseversion`` of every row of a series: per period (``period -> the release's case
+    ids``), how many releases up to and including that period publish the row's case.
 
-    FAERS itself carries values such as ``VITAMIN B$12`` that break its own layout (the
-    embedded-separator defect our reader repairs); we do not reproduce that defect.
+    Periods are counted in time order whatever the mapping's order; only the published case ids
+    are read.
+
+    Raises:
+        ValidationError: a period label that is not one.
     """
-    lines = ["$".join(columns) + "$"]
+    seen: dict[str, int] = {}
+    out: dict[str, np.ndarray] = {}
+    for period in sorted(case_ids, key=parse_period):
+        ids = [str(c).strip() for c in case_ids[period]]
+        versions = np.fromiter((seen.get(c, 0) + 1 for c in ids), dtype=np.int64, count=len(ids))
+        seen.update(zip(ids, versions.tolist()))
+        out[period] = versions
+    return out
+
+
+# -- cells --------------------------------------------------------------------------------------
+def _exact(text: str) -> float | None:
+    """The value of a numeric cell that is one number (``58`` or ``[58-58]``), else None."""
+    try:
+        iv = Interval.parse(text)
+    except ValidationError:
+        return None
+    return iv.lo if iv.lo == iv.hi else None
+
+
+def _age_group_of_years(lo: float, hi: float) -> str:
+    """The FAERS group holding every age from ``lo`` to ``hi`` years, or ''."""
+    try:
+        ends = age_to_mesh([lo, hi])
+    except ValidationError:  # outside 0-150 years: no group
+        return ""
+    groups = {faers_age_group(str(e)) for e in ends}
+    return (groups.pop() or "") if len(groups) == 1 else ""
+
+
+def _age_fields(cell: str, mesh: bool) -> tuple[str, str, str]:
+    """``(age, age_cod, age_grp)`` of one published age cell (``mesh``: labels are MeSH nodes)."""
+    cell = cell.strip()
+    if cell in ("", SUPPRESSED):
+        return "", "", ""
+    value = _exact(cell)
+    if value is not None:
+        return format_number(value), "YR", _age_group_of_years(value, value)
+    try:
+        iv = Interval.parse(cell)
+    except ValidationError:
+        iv = None
+    if iv is not None:
+        return "", "", _age_group_of_years(iv.lo, iv.hi)
+    if not mesh:
+        return "", "", ""
+    try:
+        return "", "", faers_age_group(cell) or ""
+    except HierarchyError:  # a label of another hierarchy: no FAERS group to give
+        return "", "", ""
+
+
+def _weight_fields(cell: str) -> tuple[str, str, str]:
+    """``(wt, wt_cod, wt_bin)`` of one published weight cell."""
+    cell = cell.strip()
+    if cell == "":
+        return "", "", ""
+    value = _exact(cell)
+    if value is not None:
+        return format_number(value), "KG", ""
+    return "", "", cell  # an interval, or the suppressed '*': the bin as published
+
+
+def _per_distinct(cells: np.ndarray, convert, width: int) -> list[np.ndarray]:
+    """The ``width`` output columns of ``convert`` applied once per distinct cell."""
+    codes, uniques = pd.factorize(cells)
+    if not len(uniques):
+        return [np.zeros(len(cells), dtype=object) for _ in range(width)]
+    table = np.array([convert(str(u)) for u in uniques], dtype=object).reshape(len(uniques), width)
+    return [table[codes, i] for i in range(width)]
+
+
+def _terms(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(row, term)`` of every distinct published term of multi-valued cells, rows in order and
+    each row's terms in cell order. ``*`` is no term (a suppressed cell)."""
+    split = pd.Series(cells, dtype=object).str.split("|").explode()
+    codes, uniques = pd.factorize(split.to_numpy(dtype=object))  # each distinct term stripped once
+    names = pd.Series(uniques, dtype=object).str.strip().to_numpy(dtype=object)
+    keep = codes >= 0
+    keep[keep] = ~np.isin(names[codes[keep]], ["", SUPPRESSED])
+    pairs = pd.DataFrame({"row": split.index.to_numpy()[keep],
+                          "term": names[codes[keep]]}).drop_duplicates()
+    return pairs["row"].to_numpy(dtype=np.int64), pairs["term"].to_numpy(dtype=object)
+
+
+def _drug_rows(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(row, role_cod, drugname)`` of the DRUG table, in the order written."""
+    parts = []
+    for rank, (column, code) in enumerate(ROLE_CODES.items()):
+        if column in rows.columns:
+            r, t = _terms(cell_strings(rows[column]))
+            parts.append(pd.DataFrame({"row": r, "rank": rank, "role": code, "name": t}))
+    roled = (pd.concat(parts, ignore_index=True) if parts
+             else pd.DataFrame({"row": np.zeros(0, np.int64), "rank": 0, "role": "", "name": ""}))
+    r, t = _terms(cell_strings(rows["drugs"]))
+    every = pd.DataFrame({"row": r, "name": t})
+    known = every.merge(roled[["row", "name"]].drop_duplicates(), how="left", indicator=True)
+    unroled = known.loc[known["_merge"] == "left_only", ["row", "name"]].assign(
+        rank=len(ROLE_CODES), role="")
+    drugs = pd.concat([roled, unroled], ignore_index=True).sort_values(["row", "rank"],
+                                                                        kind="stable")
+    return (drugs["row"].to_numpy(dtype=np.int64), drugs["role"].to_numpy(dtype=object),
+            drugs["name"].to_numpy(dtype=object))
+
+
+# -- files --------------------------------------------------------------------------------------
+def _write(path: Path, columns: Sequence[str], data: Mapping[str, np.ndarray], n: int) -> int:
+    """Write one table (``data``: the columns that are not empty); return how many cells had a
+    ``$`` or a line break replaced by a space."""
     replaced = 0
-    for row in rows:
-        if any("$" in cell for cell in row):
-            replaced += sum("$" in cell for cell in row)
-            row = [cell.replace("$", " ") for cell in row]
-        lines.append("$".join(row) + "$")
+    line = np.full(n, "", dtype=object)
+    pending = ""  # the separators (and empty cells) since the last column with data
+    for name in columns:
+        if name not in data:
+            pending += "$"
+            continue
+        # checked and repaired once per distinct value (terms repeat across rows)
+        codes, uniques = pd.factorize(np.asarray(data[name], dtype=object))
+        uniques = np.asarray(uniques, dtype=object)
+        bad = np.fromiter((_UNCARRIED.search(u) is not None for u in uniques), dtype=bool,
+                          count=len(uniques))
+        if bad.any():
+            replaced += int(bad[codes].sum())
+            uniques[bad] = [_UNCARRIED.sub(" ", u) for u in uniques[bad]]
+        line = line + pending + uniques[codes] if pending else line + uniques[codes]
+        pending = "$"
+    lines = ["$".join(columns) + "$", *((line + pending).tolist() if n else [])]
     path.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1", errors="replace"))
     return replaced
 
 
-def write_faers_release(folder: Path, rows: pd.DataFrame, period: str) -> int:
-    """Write one release's rows (release-format strings) as FAERS ASCII files into ``folder``.
+def _primary_ids(case_id: np.ndarray, versions: np.ndarray, period: str) -> np.ndarray:
+    bad = [c for c in pd.unique(case_id) if not _CASEID.fullmatch(c)]
+    if bad:
+        shown = ", ".join(repr(b) for b in bad[:5])
+        raise StoreError(f"Release {period}: the FAERS layout needs case ids that are FAERS caseids "
+                         f"(positive integers without leading zeros), but {len(bad)} are not: "
+                         f"{shown}. Export it with --format csv or parquet.")
+    primary = case_id + versions.astype(str).astype(object)
+    twice = pd.Series(primary).duplicated(keep=False).to_numpy()
+    if twice.any():
+        clash = ", ".join(f"case {c} version {v}" for c, v in
+                          zip(case_id[twice][:4].tolist(), versions[twice][:4].tolist()))
+        raise StoreError(f"Release {period}: FAERS primaryid (caseid followed by caseversion) is "
+                         f"not unique: {clash} give the same primaryid. Export it with --format "
+                         "csv or parquet.")
+    return primary
+
+
+def _age_is_mesh(manifest: Mapping | None) -> bool:
+    """Whether the release's age labels are nodes of the MeSH age tree (the FAERS schema's)."""
+    for qid in ((manifest or {}).get("columns") or {}).get("qids") or ():
+        if isinstance(qid, Mapping) and qid.get("name") == "age":
+            return qid.get("kind") != "categorical" or qid.get("hierarchy") == "mesh-age"
+    return True
+
+
+def write_faers_release(folder: Path, rows: pd.DataFrame, period: str, *,
+                        versions: Sequence[int] | np.ndarray | None = None,
+                        manifest: Mapping | None = None) -> int:
+    """Write one release's rows (release-format strings) as FAERS ASCII files into ``folder``,
+    with :data:`NOTES_FILE` (the conventions of the module docstring, for this release).
+
+    Args:
+        folder: The period folder (created if missing).
+        rows: The release's rows, as :meth:`~medanon.store.ReleaseStore.release_rows` gives them.
+        period: The release's period (a quarter).
+        versions: Each row's ``caseversion`` (:func:`case_versions`); default 1 for every row.
+        manifest: The release's manifest: its suppressed terms go into the notes, and its age
+            QID's hierarchy decides whether ages are MeSH labels (default: they are).
 
     Returns:
-        The number of cells whose ``$`` had to be replaced by a space. Characters outside
-        Latin-1 are written as ``?``.
+        The number of cells whose ``$`` or line break had to be replaced by a space. Characters
+        outside Latin-1 are written as ``?``.
+
+    Raises:
+        StoreError: the release lacks a column of the FAERS schema, a case id is not a FAERS
+            caseid, or two rows would share a primaryid.
     """
     _check_schema(rows.columns)
     tag = parse_period(period).faers_tag
+    n = len(rows)
+    versions = (np.ones(n, dtype=np.int64) if versions is None
+                else np.asarray(versions, dtype=np.int64))
+    if versions.shape != (n,) or (versions < 1).any():
+        raise ValidationError(f"The 'versions' parameter of write_faers_release must hold one "
+                              f"integer >= 1 per row ({n}); got shape {versions.shape}.")
+    case = np.array([c.strip() for c in cell_strings(rows["case_id"])], dtype=object)
+    primary = _primary_ids(case, versions, period)
+    ids = {"primaryid": primary, "caseid": case}
+
+    demo = dict(ids, caseversion=versions.astype(str).astype(object),
+                i_f_code=np.where(versions == 1, "I", "F").astype(object))
+    mesh = _age_is_mesh(manifest)
+    demo["age"], demo["age_cod"], demo["age_grp"] = _per_distinct(
+        cell_strings(rows["age"]), lambda c: _age_fields(c, mesh), 3)
+    demo["wt"], demo["wt_cod"], demo[WEIGHT_BIN_COLUMN] = _per_distinct(
+        cell_strings(rows["weight"]), _weight_fields, 3)
+    demo["sex"] = np.array([_SEX.get(s.strip(), "") for s in cell_strings(rows["sex"])], dtype=object)
+    for column in DATE_COLUMNS:
+        if column in rows.columns:
+            demo[column] = np.array([d.strip() for d in cell_strings(rows[column])], dtype=object)
+
     folder.mkdir(parents=True, exist_ok=True)
-    demo, drug, reac, indi = [], [], [], []
-    for rec in rows.itertuples(index=False):
-        case = str(rec.case_id)
-        weight = str(rec.weight)
-        values = {"primaryid": case, "caseid": case, "age": str(rec.age), "sex": str(rec.sex),
-                  "wt": weight, "wt_cod": "KG" if weight not in ("", "*") else ""}
-        demo.append([values.get(c, "") for c in DEMO_COLUMNS])
-        for seq, name in enumerate(filter(None, str(rec.drugs).split("|")), start=1):
-            drug.append([case, case, str(seq), "", name] + [""] * (len(DRUG_COLUMNS) - 5))
-        for pt in filter(None, str(rec.reactions).split("|")):
-            reac.append([case, case, pt, ""])
-        for pt in filter(None, str(rec.indications).split("|")):
-            indi.append([case, case, "", pt])
-    return (_write(folder / f"DEMO{tag}.txt", DEMO_COLUMNS, demo)
-            + _write(folder / f"DRUG{tag}.txt", DRUG_COLUMNS, drug)
-            + _write(folder / f"REAC{tag}.txt", REAC_COLUMNS, reac)
-            + _write(folder / f"INDI{tag}.txt", INDI_COLUMNS, indi))
+    replaced = _write(folder / f"DEMO{tag}.txt", DEMO_COLUMNS, demo, n)
+    at, role, name = _drug_rows(rows)
+    seq = pd.Series(at).groupby(at).cumcount().to_numpy() + 1
+    replaced += _write(folder / f"DRUG{tag}.txt", DRUG_COLUMNS,
+                       {"primaryid": primary[at], "caseid": case[at], "role_cod": role,
+                        "drugname": name, "drug_seq": seq.astype(str).astype(object)}, len(at))
+    for column, target, columns, file in (("reactions", "pt", REAC_COLUMNS, "REAC"),
+                                          ("indications", "indi_pt", INDI_COLUMNS, "INDI"),
+                                          (OUTCOME_COLUMN, "outc_cod", OUTC_COLUMNS, "OUTC")):
+        at, terms = (_terms(cell_strings(rows[column])) if column in rows.columns
+                     else (np.zeros(0, np.int64), np.zeros(0, dtype=object)))
+        replaced += _write(folder / f"{file}{tag}.txt", columns,
+                           {"primaryid": primary[at], "caseid": case[at], target: terms}, len(at))
+    (folder / NOTES_FILE).write_text(faers_notes(period, manifest, rows.columns, replaced),
+                                     encoding="utf-8")
+    return replaced
+
+
+def faers_notes(period: str, manifest: Mapping | None, columns: Sequence[str],
+                replaced: int = 0) -> str:
+    """The text of :data:`NOTES_FILE` for one release: how its FAERS files carry it."""
+    manifest = manifest or {}
+    details = manifest.get("details") or {}
+    counts = manifest.get("counts") or {}
+    release_wide = details.get("suppressed_terms") or {}
+    groups = "; ".join(f"{code} = {', '.join(leaves)}" for code, leaves in FAERS_AGE_GROUP_LEAVES.items())
+    roles = [c for c in ROLE_CODES if c in columns]
+    lines = [
+        f"medanon release {period}, method {(manifest.get('method') or {}).get('name', '?')}: "
+        "the FAERS files of this folder, and how they carry the release.",
+        "The exact published cells are in release.csv; manifest.json states the method, its "
+        "parameters and guarantee. See docs/faers-export.md.",
+        "",
+        "- One DEMO row per published case. caseversion = how many releases of this series, up to "
+        "and including this one, publish the case (1 = first); i_f_code I for 1, F after; "
+        "primaryid = caseid followed by caseversion.",
+        "- age_grp from the published MeSH age label, when every age it stands for falls in one "
+        f"FAERS group ({groups}); empty for a label spanning several (*, Nonadult, Infant, Adult). "
+        "age/age_cod (YR) only for a cell that is one exact age. FDA's own coders put 12-year-olds "
+        "in T and 18-year-olds in A.",
+        f"- wt with wt_cod KG for a published number; an interval or * is in {WEIGHT_BIN_COLUMN} "
+        "(the last DEMO column, not a FAERS column), wt and wt_cod then empty.",
+        "- sex F or M; empty for * (generalized) or missing.",
+        ("- DRUG: one row per drug and role, role_cod from " + ", ".join(
+            f"{c} ({ROLE_CODES[c]})" for c in roles) + "; drugs in no role column have role_cod "
+         "empty." if roles else "- DRUG: this release has no drug-role columns: role_cod is empty "
+         "on every row."),
+        ("- OUTC: one row per published outcome code." if OUTCOME_COLUMN in columns
+         else "- OUTC: this release has no outcomes column: the file holds only its header."),
+        "- INDI: indi_drug_seq is empty (the release does not link indications to drugs).",
+        "",
+        "Suppressed terms (marked here, for the release as a whole, never per case: a per-case "
+        "mark would disclose the terms the suppression hides):",
+        ("- removed from every case of this release (their theta could not be met): "
+         + ", ".join(sorted(release_wide)) if release_wide
+         else "- no term was removed from every case of this release."),
+    ]
+    per_case = details.get("cases_with_suppressed_terms")
+    if per_case:
+        lines.append(f"- {per_case} case(s) were published with some of their terms removed so that "
+                     "they fit a group (which cases and terms is not published).")
+    if counts.get("suppressed_terms"):
+        lines.append(f"- {counts['suppressed_terms']} (case, term) pair(s) removed in all "
+                     "(manifest counts.suppressed_terms).")
+    lines += ["- so an empty reactions or indications cell means no published term: none "
+              "reported, or every term suppressed."]
+    if replaced:
+        lines.append(f"- {replaced} value(s) held '$' or a line break, written as a space here "
+                     "(release.csv has them as published).")
+    return "\r\n".join(lines) + "\r\n"

@@ -2,11 +2,13 @@
 
 A release of period P is a folder ``P/`` with ``release.csv`` and ``manifest.json``; a series is
 a folder of such period folders. ``release.csv`` is UTF-8, comma-separated, one row per case
-(super record), header ``period,case_id,group,<qids...>,<sensitive...>,<other published...>``:
+(super record), header ``period,case_id,group,<qids...>,<sensitive...>,<multi...>,<insensitive...>,
+<dates...>``:
 
 * numeric QID: a number, or an inclusive interval ``[lo-hi]``;
 * categorical QID: a label of the attribute's hierarchy, the root is ``*``;
 * multi-valued columns: values joined with ``|``, sorted;
+* date columns: FAERS dates at the schema's granularity (``YYYYMMDD``, ``YYYYMM`` or ``YYYY``);
 * a suppressed cell is ``*``; a missing cell is empty.
 
 This module turns an algorithm's table into those strings, writes and reads series, so that the
@@ -28,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..data.dates import publish_dates
 from ..periods import parse_period
 from ..errors import InputFormatError, StoreError
 from ..hierarchies import Interval
@@ -86,6 +89,8 @@ def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
         out[name] = [format_multi(v) for v in table[name].to_numpy(dtype=object)]
     for name in schema.insensitive:
         out[name] = [format_label(v) for v in table[name].to_numpy(dtype=object)]
+    for name, granularity in schema.dates.items():
+        out[name] = publish_dates(table[name].to_numpy(dtype=object), granularity)
     return out
 
 

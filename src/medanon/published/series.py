@@ -23,7 +23,7 @@ from ..hierarchies import Taxonomy, read_arx
 from .cells import QidInfo
 from .format import read_series
 
-__all__ = ["PublishedSeries", "empty_series", "load_series", "qids_of_schema"]
+__all__ = ["PublishedSeries", "empty_series", "load_series", "published_columns", "qids_of_schema"]
 
 
 @dataclass(frozen=True)
@@ -225,3 +225,8 @@ def _reads_through(old: tuple[tuple[QidInfo, ...], tuple[str, ...]],
             if any(x not in n.taxonomy for x in published.unique() if x != ""):
                 return False
     return True
+
+
+def published_columns(series: PublishedSeries) -> set[str]:
+    """Every column some release of the series publishes."""
+    return set().union(*(rows.columns for rows in series.releases.values()))

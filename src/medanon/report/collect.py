@@ -29,11 +29,12 @@ from ..data.records import combine_super_records
 from ..errors import InputFormatError, StoreError, ValidationError
 from ..hierarchies import Interval
 from ..metrics.evaluation import evaluate_series
+from ..metrics.screening import screening_for
 from ..metrics.signals import SignalRule
 from ..models.base import PrivacyModel, SeriesVerdict, model_from_manifest
 from ..published.cells import SUPPRESSED
 from ..published.format import original_as_published
-from ..published.series import PublishedSeries, load_series
+from ..published.series import PublishedSeries, load_series, published_columns
 from ..store import ReleaseStore
 from ..verify import verify_series
 
@@ -191,6 +192,9 @@ class SeriesCard:
             published periods.
         suppressed_terms: Sensitive terms removed from published cases over the published
             periods (the manifests' ``counts.suppressed_terms``: one per case and term).
+        missing_dropped: Reports dropped at ingest for a missing value over the published
+            periods (``--drop-missing``), and whether the published periods kept such reports:
+            True (every one), False (none), None (some did, or no ingest report says).
     """
 
     models: tuple[ModelCard, ...]
@@ -205,6 +209,7 @@ class SeriesCard:
     max_epsilon: str | None
     ingest_dropped: tuple[int, int]
     suppressed_terms: int = 0
+    missing_dropped: tuple[int, bool | None] = (0, None)
 
     @property
     def passed(self) -> int:
@@ -472,7 +477,28 @@ def series_card(manifests: dict[str, dict], releases: Sequence[dict], ingested: 
         max_epsilon=ledger.max_epsilon if ledger is not None else None,
         ingest_dropped=(sum(row["lost"] for row in lost), sum(row["demo_rows"] for row in lost)),
         suppressed_terms=sum(int(((manifests.get(p) or {}).get("counts") or {})
-                                 .get("suppressed_terms") or 0) for p in published))
+                                 .get("suppressed_terms") or 0) for p in published),
+        missing_dropped=_missing_dropped([row for row in accounting if row["published"]]))
+
+
+def _missing_dropped(rows: Sequence[dict]) -> tuple[int, bool | None]:
+    """Reports dropped for missing values over ``rows`` (accounting rows) and whether they all
+    kept such reports (True), none did (False), or it is mixed or unknown (None)."""
+    flags = {row["kept_missing"] for row in rows if row["demo_rows"] is not None}
+    kept = flags.pop() if len(flags) == 1 else None
+    return sum(int(row["dropped"] or 0) for row in rows), kept
+
+
+def missing_sentence(missing: tuple[int, bool | None]) -> str:
+    """What ingest did with reports lacking a QID or sensitive value, in the summary card's
+    words (``SeriesCard.missing_dropped``)."""
+    dropped, kept = missing
+    if kept is True:
+        return "reports lacking a value were kept (published as missing)"
+    if kept is False:
+        return f"{dropped:,} report(s) lacking a value dropped at ingest (--drop-missing)"
+    return (f"{dropped:,} report(s) lacking a value dropped at ingest in some periods "
+            "(--drop-missing), kept in others")
 
 
 def store_originals(db: ReleaseStore, periods: Sequence[str], *, lazy: bool = False,
@@ -569,7 +595,8 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
         step(f"{path.name}: read")
         originals, original_rows = store_originals(db, series.periods, lazy=True)
         evaluation = evaluate_series(series, originals, original_rows, rules=list(rules),
-                                     background=background, md=md)
+                                     background=background, md=md,
+                                     screening=screening_for(published_columns(series)))
     # the gate's verdict now, over the whole series: a later release can break an earlier one,
     # which the verdict recorded at publication cannot show
     try:

@@ -28,8 +28,8 @@ from .. import __version__
 from ..errors import ValidationError
 from ..metrics.signals import format_ratio
 from . import plots
-from .collect import (ModelCard, SeriesReport, check_report_names, rule_name, rule_tally,
-                      signal_tally)
+from .collect import (ModelCard, SeriesReport, check_report_names, missing_sentence, rule_name,
+                      rule_tally, signal_tally)
 
 __all__ = ["render_report", "write_report"]
 
@@ -308,7 +308,8 @@ def _card(r: SeriesReport) -> str:
     numbers = [
         ("ingest", (f"{demo:,} DEMO rows → {demo - dropped:,} released cases; {dropped:,} "
                     f"({_share(dropped, demo)}) deleted, superseded, dropped for missing values "
-                    "or withheld" if demo else "no ingest report")),
+                    "or withheld" if demo else "no ingest report")
+                   + (f"; {missing_sentence(card.missing_dropped)}" if demo else "")),
         ("after the attacks", (f"max DIR {_fmt(_max([x['dir'] for x in filled]), 2)}, "
                                f"max DSR {_fmt(_max([x['dsr'] for x in filled]), 2)}, "
                                f"{sum(x['reidentified'] for x in filled)} case(s) re-identified"
@@ -421,7 +422,8 @@ def _accounting(r: SeriesReport) -> str:
         return ""
     body = []
     for row in rows:
-        dropped = ("kept (--keep-missing)" if row["kept_missing"] else _count(row["dropped"]))
+        dropped = ("none: kept" if row["kept_missing"]
+                   else f"{_count(row['dropped'])} (--drop-missing)")
         body.append([escape(row["period"]), _count(row["demo_rows"]), _count(row["superseded"]),
                      _count(row["duplicates"]), _count(row["deleted"]), dropped,
                      escape(_missing_text(row["missing"])), _count(row["reports"]),
@@ -530,6 +532,53 @@ def _signal_table(r: SeriesReport) -> str:
               "and (PRR = ∞ or PRR ≥ 2 and χ² ≥ 4).</p>")
 
 
+def _screening_table(r: SeriesReport) -> str:
+    screening = r.evaluation.get("screening")
+    if not screening:
+        return ""
+    rows = []
+    for e in screening["scopes"]:
+        st = e["statistics"]
+        spurious = st["mgps"]["signals_release"] - st["mgps"]["common"]
+        rows.append([escape(e["scope"]),
+                     f'{e["reports"]["original"]} / {e["reports"]["release"]}',
+                     str(e["undecided"]["release"]),
+                     *(_fmt(st[s][k]) for s in ("mgps", "bcpnn", "prr")
+                       for k in ("recall", "precision")),
+                     _fmt(st["mgps"]["spearman"]), _fmt(st["bcpnn"]["spearman"]),
+                     f'<span class="bad">{spurious}</span>' if spurious else "0"])
+    listed = []
+    for e in screening["scopes"]:
+        if e["kind"] != "stratum":
+            continue
+        for s in e["spurious"]["mgps"]:
+            listed.append([escape(e["scope"]), escape(s["drug"]), escape(s["reaction"]),
+                           str(s["release"]["n"]), _fmt(s["release"]["eb05"]),
+                           str(s["original"]["n"]), _fmt(s["original"].get("eb05"))])
+    planted = ""
+    if screening.get("planted_summary"):
+        planted = ("<h4>Rules inside their own condition, and manufactured in the opposite "
+                   "stratum</h4>"
+                   + _table(["statistic", "signals (original)", "kept", "recall",
+                             "manufactured (opposite stratum)"],
+                            [[name, str(s["signals_original"]), str(s["kept"]),
+                              _fmt(s["recall"]), str(s["manufactured_opposite"])]
+                             for name, s in screening["planted_summary"].items()]))
+    return ("<h3>Signal screening: every drug–reaction pair, original versus release</h3>"
+            + _table(["scope", "reports orig / rel", "undecided (rel)", "MGPS recall",
+                      "MGPS precision", "BCPNN recall", "BCPNN precision", "PRR recall",
+                      "PRR precision", "Spearman EBGM", "Spearman IC", "spurious (MGPS)"], rows)
+            + planted
+            + (("<h4>Spurious stratum signals (MGPS EB05 ≥ 2 in the release, not in the "
+                "original)</h4>" + _table(["stratum", "drug", "reaction", "n rel", "EB05 rel",
+                                           "n orig", "EB05 orig"], listed, left=3))
+               if listed else "")
+            + '<p class="note">Signals: MGPS EB05 ≥ 2 (DuMouchel 1999, FDA), BCPNN IC025 &gt; 0 '
+              "(WHO-UMC), PRR by Evans 2001. A report is one case of one quarter. A stratum "
+              "holds the reports whose published cell lies wholly inside it; undecided reports "
+              "(generalized across the stratum's edge) are left out.</p>")
+
+
 def _ledger(r: SeriesReport) -> str:
     if r.ledger is None:
         return ('<h3>Privacy ledger</h3><p class="note">No differentially private release in '
@@ -634,7 +683,7 @@ def _manifests(r: SeriesReport) -> str:
 def _series_section(r: SeriesReport) -> str:
     return (f"<section><h2>Series {escape(r.name)}</h2>"
             f'<p class="note">store {escape(r.store)}, schema {escape(r.schema)}</p>'
-            + _accounting(r) + _period_table(r) + _signal_table(r)
+            + _accounting(r) + _period_table(r) + _signal_table(r) + _screening_table(r)
             + _img(plots.generalization_figure(r), f"generalization profile of {r.name}",
                    "generalization")
             + _ledger(r) + _manifests(r) + "</section>")
@@ -679,6 +728,15 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
      "closer to the original is better"),
     ("signal", "a ≥ 3 and (PRR = ∞ or PRR ≥ 2 and χ² ≥ 4) (Evans 2001 / MHRA)",
      "kept: yes; lost or spurious: no"),
+    ("EBGM, EB05", "MGPS empirical-Bayes geometric mean of the observed/expected ratio and the "
+     "5th percentile of its posterior (DuMouchel 1999); FDA screens with EB05 ≥ 2",
+     "closer to the original is better"),
+    ("IC, IC025", "BCPNN information component log2((n+½)/(E+½)) and the 2.5th percentile of "
+     "its posterior (WHO-UMC); a signal when IC025 > 0", "closer to the original is better"),
+    ("recall, precision", "share of the original's signals the release keeps; share of the "
+     "release's signals the original has (1 − precision: spurious)", "higher is better"),
+    ("Spearman", "rank correlation of the pairs' signal scores, original versus release",
+     "closer to 1 is better"),
     ("count bias, PRR bias", "release − original for the count a and the PRR",
      "closer to 0 is better"),
     ("perturbed", "a value published with DP noise: specific-looking but not the original",

@@ -50,6 +50,7 @@ import pandas as pd
 from .. import __version__
 from ..periods import parse_period
 from ..data.loaders.faers import FaersIngest, FaersQuarter
+from ..data.records import date_cells
 from ..data.schema import Schema
 from ..errors import (DiskFullError, StoreError, StoreLockedError, StorePermissionError,
                       ValidationError)
@@ -650,6 +651,8 @@ class ReleaseStore:
             incoming = records.iloc[begin:begin + _INSERT_ROWS].reindex(columns=columns)
             for name in self.schema.multi_valued:
                 incoming[name] = list(map(list, incoming[name]))
+            for name in self.schema.date_columns:  # a date or timestamp as its FAERS string
+                incoming[name] = date_cells(incoming[name], name)
             with _registered(self._con, "incoming_records", incoming):
                 _run(self._con, f"INSERT INTO {table} ({cols}) SELECT {cols} FROM incoming_records")
             del incoming
@@ -899,6 +902,8 @@ def _record_types(schema: Schema, sample: pd.DataFrame) -> dict[str, str]:
     for name in schema.insensitive + schema.private:
         numeric = pd.api.types.is_numeric_dtype(sample[name]) and not pd.api.types.is_bool_dtype(sample[name])
         types[name] = "DOUBLE" if numeric else "VARCHAR"
+    for name in schema.date_columns:
+        types[name] = "VARCHAR"  # FAERS date strings: partial dates (YYYYMM, YYYY) are valid
     return types
 
 

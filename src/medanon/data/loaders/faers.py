@@ -22,11 +22,20 @@ quarters of a source one at a time.
 Per quarter the reader applies the DELETE list (case ids FDA withdrew: dropped from every
 quarter of the same ingest), keeps only the latest ``caseversion`` of each case (FAERS eras;
 ties broken by FDA date, then primaryid), converts age to years (``age_cod`` YR, DEC, MON, WK,
-DY, HR) and its MeSH age group, weight to kg (``wt_cod`` KG, LBS, GMS), and joins DRUG, REAC and
-INDI into one record per report with set-valued ``drugs``, ``reactions`` and ``indications``.
-Reports lacking a value of one of the schema's quasi-identifiers or sensitive attributes (the
-papers' age, sex, weight, reactions and indications by default) are dropped by default, as the
-papers do, with the counts per reason in the quarter's :class:`IngestReport`.
+DY, HR) and its MeSH age group, weight to kg (``wt_cod`` KG, LBS, GMS), and joins DRUG, REAC,
+INDI and OUTC into one record per report with set-valued ``drugs`` (every role),
+``drugs_primary_suspect``, ``drugs_secondary_suspect``, ``drugs_concomitant``,
+``drugs_interacting`` (DRUG ``role_cod`` PS, SS, C, I), ``reactions``, ``indications`` and
+``outcomes`` (OUTC ``outc_cod``: DE, LT, HO, DS, CA, RI, OT), and the receipt dates
+``init_fda_dt`` and ``fda_dt`` (FAERS date strings, partial ones included; legacy AERS has no
+``init_fda_dt``). A drug whose role code is none of the four stays in ``drugs`` only; a quarter
+without an OUTC file has empty outcomes; invalid dates are missing; each is counted in the
+quarter's :class:`IngestReport`.
+
+Every report is kept by default: a missing value stays missing (published as missing). With
+``keep_missing=False`` reports lacking a value of one of the schema's quasi-identifiers or
+sensitive attributes (the papers' age, sex, weight, reactions and indications by default) are
+dropped, as the papers do, with the counts per reason in the quarter's :class:`IngestReport`.
 """
 
 from __future__ import annotations
@@ -48,6 +57,8 @@ import pandas as pd
 
 from ...errors import CorruptInputError, InputFormatError
 from ...hierarchies import age_to_mesh
+from ...hierarchies.builtin import mesh_leaf_of_faers_age_group
+from ..dates import valid_dates
 from ...periods import Period, period_from_faers_tag
 
 REQUIRED_TABLES = ("DEMO", "DRUG", "REAC", "INDI")
@@ -63,6 +74,14 @@ SEX_MISSING = {"", "UNK", "NS", "U"}
 #: ages and weights outside these are data-entry errors: treated as missing and counted.
 PLAUSIBLE_AGE_YEARS = (0.0, 120.0)
 PLAUSIBLE_WEIGHT_KG = (0.2, 650.0)
+#: DRUG ``role_cod`` -> the record column listing the report's drugs of that role
+DRUG_ROLES = {"PS": "drugs_primary_suspect", "SS": "drugs_secondary_suspect",
+              "C": "drugs_concomitant", "I": "drugs_interacting"}
+#: OUTC ``outc_cod`` values FDA documents (death, life-threatening, hospitalization,
+#: disability, congenital anomaly, required intervention, other serious)
+OUTCOME_CODES = ("DE", "LT", "HO", "DS", "CA", "RI", "OT")
+#: the DEMO date columns kept as FAERS date strings (legacy AERS has no init_fda_dt)
+DATE_COLUMNS = ("init_fda_dt", "fda_dt")
 
 # Per era and table: our column name -> the file's column name (lower case).
 _ERA_COLUMNS = {
@@ -70,19 +89,25 @@ _ERA_COLUMNS = {
         "DEMO": {"report_id": "isr", "case_id": "case", "version": "foll_seq", "age": "age",
                  "age_cod": "age_cod", "sex": "gndr_cod", "wt": "wt", "wt_cod": "wt_cod",
                  "fda_dt": "fda_dt"},
-        "DRUG": {"report_id": "isr", "drugname": "drugname"},
+        "DRUG": {"report_id": "isr", "drugname": "drugname", "role_cod": "role_cod"},
         "REAC": {"report_id": "isr", "pt": "pt"},
         "INDI": {"report_id": "isr", "indi_pt": "indi_pt"},
+        "OUTC": {"report_id": "isr", "outc_cod": "outc_cod"},
     },
     "faers-2012": {
         "DEMO": {"report_id": "primaryid", "case_id": "caseid", "version": "caseversion",
                  "age": "age", "age_cod": "age_cod", "sex": "gndr_cod", "wt": "wt",
-                 "wt_cod": "wt_cod", "fda_dt": "fda_dt"},
-        "DRUG": {"report_id": "primaryid", "drugname": "drugname"},
+                 "wt_cod": "wt_cod", "fda_dt": "fda_dt", "init_fda_dt": "init_fda_dt"},
+        "DRUG": {"report_id": "primaryid", "drugname": "drugname", "role_cod": "role_cod"},
         "REAC": {"report_id": "primaryid", "pt": "pt"},
         "INDI": {"report_id": "primaryid", "indi_pt": "indi_pt"},
+        "OUTC": {"report_id": "primaryid", "outc_cod": "outc_cod"},
     },
 }
+#: columns a table may lack (older layouts, hand-made extracts): read as empty, and counted
+_OPTIONAL_COLUMNS = {"DEMO": ("init_fda_dt",), "DRUG": ("role_cod",)}
+#: other names FDA used for a column in some quarters (OUTC of 2012Q4-2014Q2: outc_code)
+_ALIASES = {"outc_cod": ("outc_code",)}
 _ERA_COLUMNS["faers-2014"] = {**_ERA_COLUMNS["faers-2012"],
                               "DEMO": {**_ERA_COLUMNS["faers-2012"]["DEMO"], "sex": "sex"}}
 #: the free-text column of each table that absorbs an embedded '$'.
@@ -104,12 +129,25 @@ class IngestReport:
     deleted_cases: int = 0
     deleted_reports: int = 0
     superseded_reports: int = 0
+    #: the columns whose missing value drops a report unless ``kept_missing`` (the schema's
+    #: QIDs and sensitive columns)
+    required: list[str] = field(default_factory=list)
     missing: dict[str, int] = field(default_factory=dict)
     implausible: dict[str, int] = field(default_factory=dict)
     dropped_reports: int = 0
-    kept_missing: bool = False
+    kept_missing: bool = True
     reports: int = 0
     cases: int = 0
+    #: what the quarter's files lack, read as empty: ``OUTC`` (no outcomes), ``DRUG.role_cod``
+    #: (no drug roles), ``DEMO.init_fda_dt`` (legacy AERS never has it)
+    absent: list[str] = field(default_factory=list)
+    #: DRUG rows of kept reports whose role code is not PS, SS, C or I, per code as given
+    #: (upper case; ``""`` for an empty one): the drug is in ``drugs`` only
+    unknown_roles: dict[str, int] = field(default_factory=dict)
+    #: OUTC rows of kept reports whose code FDA does not document (kept in ``outcomes``)
+    unknown_outcomes: dict[str, int] = field(default_factory=dict)
+    #: per date column, non-empty values of kept reports that are not a date (made missing)
+    invalid_dates: dict[str, int] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -604,14 +642,17 @@ def _era_of(columns: list[str], name: str) -> str:
                            "header: it is not a FAERS DEMO file.")
 
 
-def _select(table: _Table, mapping: dict[str, str], name: str) -> pd.DataFrame:
+def _select(table: _Table, mapping: dict[str, str], name: str,
+            optional: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The mapped columns, stripped, under our names; an ``optional`` file column the table
+    lacks is read as empty."""
     missing = [col for col in mapping.values() if col not in table.frame.columns]
-    if missing:
-        raise InputFormatError(f"{name} lacks required column(s): {', '.join(missing)}.")
-    frame = table.frame[list(mapping.values())].copy()
-    frame.columns = list(mapping.keys())
-    for col in frame.columns:
-        frame[col] = _stripped(frame[col])
+    required = [col for col in missing if col not in optional]
+    if required:
+        raise InputFormatError(f"{name} lacks required column(s): {', '.join(required)}.")
+    frame = pd.DataFrame({ours: _stripped(table.frame[theirs]) if theirs not in missing
+                          else pd.Series("", index=table.frame.index, dtype=str)
+                          for ours, theirs in mapping.items()})
     return frame
 
 
@@ -654,6 +695,20 @@ def _convert_units(values: np.ndarray, units: pd.Series, table: dict[str, float]
     return values * factor  # an empty unit gives NaN: a value without its unit is unusable
 
 
+def _mesh_age(years: np.ndarray, age_grp: pd.Series) -> np.ndarray:
+    """The MeSH age group of each report: from its age in years; for a report without a usable
+    age, from its FAERS ``age_grp`` when that code stands for one MeSH leaf (N Newborn, I Infant
+    (1-23 months), T Adolescent: :func:`~medanon.hierarchies.builtin.mesh_leaf_of_faers_age_group`);
+    else None. C, A and E span several leaves and raw records hold leaves, so they stay missing;
+    an unknown code is no age either (the column is only a fallback)."""
+    labels = np.asarray(age_to_mesh(years), dtype=object)
+    gap = np.flatnonzero(pd.isna(labels))
+    if len(gap):
+        codes = age_grp.to_numpy(dtype=object)[gap]
+        labels[gap] = [mesh_leaf_of_faers_age_group(c) for c in codes]
+    return _none_for_missing(labels)
+
+
 def _none_for_missing(values: np.ndarray) -> np.ndarray:
     values = values.copy()
     values[pd.isna(values)] = None
@@ -668,12 +723,31 @@ def _term_sets(member: _Member, table: str, mapping: dict[str, str], column: str
     Read a chunk at a time: only the rows of kept reports are held (their position and value).
     """
     stream = _TableStream(member, table)
+    rows, values, _ = _kept_rows(stream, mapping, column, kept)
+    if not len(rows):
+        return [()] * len(kept), stream.split_lines, stream.embedded
+    codes, terms = _distinct_terms(stream, mapping[column], values)
+    return _sets_by_row(rows, codes, terms, len(kept)), stream.split_lines, stream.embedded
+
+
+def _kept_rows(stream: _TableStream, mapping: dict[str, str], column: str, kept: pd.Index,
+               extra: str | None = None, optional: tuple[str, ...] = ()
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """The rows of a table that belong to a report of ``kept``: each one's position in
+    ``kept``, its value of ``column`` (as in the file) and, when asked, of the column ``extra``
+    (None when the table lacks it and it is ``optional``: our names, e.g. ``role_cod``).
+
+    Raises:
+        InputFormatError: the table lacks a column of ``mapping`` that is not optional.
+    """
     id_col, value_col = mapping["report_id"], mapping[column]
-    present = [c for c in (id_col, value_col) if c in stream.names]
-    rows, values = [], []
+    extra_col = mapping[extra] if extra is not None else None
+    wanted = [id_col, value_col] + ([extra_col] if extra_col else [])
+    present = [c for c in wanted if c in stream.names]
+    rows, values, extras = [], [], []
     for frame, _ in stream.frames(present):
-        if len(present) < 2:  # a column is missing: told below, after any bad line
-            continue
+        if id_col not in present or value_col not in present:
+            continue  # a required column is missing: told below, after any bad line
         ids = frame[id_col].to_numpy(dtype=object)
         where = kept.get_indexer(ids)
         # Ids are compared stripped. One found as it stands had nothing to strip (the kept ids
@@ -684,19 +758,87 @@ def _term_sets(member: _Member, table: str, mapping: dict[str, str], column: str
         hit = where >= 0
         rows.append(where[hit])
         values.append(frame[value_col].to_numpy(dtype=object)[hit])
-    missing = [c for c in mapping.values() if c not in stream.names]
+        if extra_col in present:
+            extras.append(frame[extra_col].to_numpy(dtype=object)[hit])
+    optional_cols = {mapping[c] for c in optional}
+    missing = [c for c in mapping.values() if c not in stream.names and c not in optional_cols]
     if missing:
-        raise InputFormatError(f"{member.name} lacks required column(s): {', '.join(missing)}.")
+        raise InputFormatError(f"{stream.member.name} lacks required column(s): "
+                               f"{', '.join(missing)}.")
     if not rows:
-        return [()] * len(kept), stream.split_lines, stream.embedded
-    # Each distinct value is restored (an embedded '$') and stripped once, not once per row.
-    codes, uniques = pd.factorize(np.concatenate(values))
+        empty = np.zeros(0, dtype=object)
+        return np.zeros(0, dtype=np.int64), empty, (empty if extra_col in present else None)
+    return (np.concatenate(rows), np.concatenate(values),
+            np.concatenate(extras) if extra_col in present else None)
+
+
+def _distinct_terms(stream: _TableStream, value_col: str,
+                    values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes of ``values`` and their distinct terms: each distinct value is restored (an
+    embedded '$') and stripped once, not once per row."""
+    codes, uniques = pd.factorize(values)
     terms = pd.Series(uniques, dtype=str)
     if stream.embedded and value_col == stream.text_col:
         terms = terms.str.replace(_PLACEHOLDER, "$", regex=False)
-    terms = terms.str.strip().to_numpy(dtype=object)
-    sets = _sets_by_row(np.concatenate(rows), codes, terms, len(kept))
-    return sets, stream.split_lines, stream.embedded
+    return codes, terms.str.strip().to_numpy(dtype=object)
+
+
+def _drug_sets(member: _Member, mapping: dict[str, str], kept: pd.Index, report: IngestReport
+               ) -> tuple[dict[str, list[tuple[str, ...]]], int, int]:
+    """Per report of ``kept``: its drugs of every role (``drugs``) and of each role
+    (:data:`DRUG_ROLES`), from one chunked read of DRUG; and the table's repair counts.
+
+    A role code is compared stripped and in upper case; a drug with another (or no) role code,
+    or of a DRUG table without ``role_cod``, is in ``drugs`` only, counted in
+    ``report.unknown_roles``.
+    """
+    stream = _TableStream(member, "DRUG")
+    rows, values, roles = _kept_rows(stream, mapping, "drugname", kept, "role_cod",
+                                     optional=_OPTIONAL_COLUMNS["DRUG"])
+    if roles is None:
+        report.absent.append("DRUG.role_cod")
+        roles = np.full(len(rows), "", dtype=object)
+    out = {"drugs": [()] * len(kept), **{target: [()] * len(kept) for target in DRUG_ROLES.values()}}
+    if not len(rows):
+        return out, stream.split_lines, stream.embedded
+    codes, terms = _distinct_terms(stream, mapping["drugname"], values)
+    out["drugs"] = _sets_by_row(rows, codes, terms, len(kept))
+    which, role_codes = pd.factorize(roles)
+    role_codes = pd.Series(role_codes, dtype=str).str.strip().str.upper().to_numpy(dtype=object)
+    role = role_codes[which]
+    for code, target in DRUG_ROLES.items():
+        mine = role == code
+        out[target] = _sets_by_row(rows[mine], codes[mine], terms, len(kept))
+    unknown = pd.Series(role[~np.isin(role, list(DRUG_ROLES))]).value_counts()
+    report.unknown_roles = {str(k): int(v) for k, v in sorted(unknown.items())}
+    return out, stream.split_lines, stream.embedded
+
+
+def _outcome_sets(members: list[_Member] | None, mapping: dict[str, str], kept: pd.Index,
+                  report: IngestReport) -> list[tuple[str, ...]]:
+    """Per report of ``kept``, its OUTC codes (stripped, upper case): empty for every report
+    of a quarter without an OUTC file (``report.absent`` says so). Codes FDA does not document
+    are kept and counted in ``report.unknown_outcomes``."""
+    if not members:
+        report.absent.append("OUTC")
+        return [()] * len(kept)
+    member = members[0]
+    stream = _TableStream(member, "OUTC")
+    if mapping["outc_cod"] not in stream.names:
+        alias = next((a for a in _ALIASES["outc_cod"] if a in stream.names), None)
+        if alias is not None:
+            mapping = {**mapping, "outc_cod": alias}
+    rows, values, _ = _kept_rows(stream, mapping, "outc_cod", kept)
+    report.repaired_split_lines["OUTC"] = stream.split_lines
+    report.repaired_embedded_separators["OUTC"] = stream.embedded
+    if not len(rows):
+        return [()] * len(kept)
+    codes, terms = _distinct_terms(stream, mapping["outc_cod"], values)
+    terms = pd.Series(terms, dtype=str).str.upper().to_numpy(dtype=object)
+    given = terms[codes]
+    unknown = pd.Series(given[(given != "") & ~np.isin(given, OUTCOME_CODES)]).value_counts()
+    report.unknown_outcomes = {str(k): int(v) for k, v in sorted(unknown.items())}
+    return _sets_by_row(rows, codes, terms, len(kept))
 
 
 def _sets_by_row(rows: np.ndarray, codes: np.ndarray, terms: np.ndarray,
@@ -753,9 +895,12 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
     demo_stream = _TableStream(demo_member, "DEMO")
     era = _era_of(demo_stream.names, demo_member.name)
     spec = _ERA_COLUMNS[era]
-    demo_table = _collect(demo_stream, list(spec["DEMO"].values()))
+    demo_table = _collect(demo_stream, [*spec["DEMO"].values(), "age_grp"])  # age_grp if present
     report = IngestReport(period=period.label, era=era, source=source)
-    demo = _select(demo_table, spec["DEMO"], demo_member.name)
+    optional = _OPTIONAL_COLUMNS["DEMO"]
+    demo = _select(demo_table, spec["DEMO"], demo_member.name, optional)
+    report.absent += [f"DEMO.{c}" for c in DATE_COLUMNS
+                      if spec["DEMO"].get(c) not in demo_table.frame.columns]
     lines = demo_table.line_numbers
     report.demo_rows = len(demo)
     report.repaired_split_lines["DEMO"] = demo_table.split_lines
@@ -797,6 +942,9 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
         "sex": _none_for_missing(sex.map(SEX_VALUES).to_numpy(dtype=object)),
         "weight": weight_kg,
         "fda_dt": demo["fda_dt"].to_numpy(),
+        "init_fda_dt": (demo["init_fda_dt"].to_numpy() if "init_fda_dt" in demo.columns
+                        else np.full(len(demo), "", dtype=object)),
+        "_age_grp": demo_table.frame.get("age_grp", pd.Series("", index=demo.index)).to_numpy(),
     })
     duplicated = records["report_id"].duplicated(keep="last")
     records = records.loc[~duplicated]  # FDA files occasionally repeat a DEMO row verbatim
@@ -811,22 +959,31 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
         records = records.loc[latest]
     report.reports_read = len(records)
 
+    # Dates are checked after the version selection, which orders on fda_dt as FDA wrote it.
+    for column in DATE_COLUMNS:
+        records[column], invalid = valid_dates(records[column].to_numpy(dtype=object))
+        report.invalid_dates[column] = invalid
+
     kept = pd.Index(records["report_id"])  # unique: one row per report id by now
-    for table, column, target in (("DRUG", "drugname", "drugs"), ("REAC", "pt", "reactions"),
-                                  ("INDI", "indi_pt", "indications")):
+    drugs, split, embedded = _drug_sets(files["DRUG"][0], spec["DRUG"], kept, report)
+    report.repaired_split_lines["DRUG"] = split
+    report.repaired_embedded_separators["DRUG"] = embedded
+    for target, sets in drugs.items():
+        records[target] = sets
+    for table, column, target in (("REAC", "pt", "reactions"), ("INDI", "indi_pt", "indications")):
         sets, split, embedded = _term_sets(files[table][0], table, spec[table], column, kept)
         report.repaired_split_lines[table] = split
         report.repaired_embedded_separators[table] = embedded
         records[target] = sets
-    records["age"] = _none_for_missing(np.asarray(age_to_mesh(records["age_years"].to_numpy(dtype=float)),
-                                                  dtype=object))
+    records["outcomes"] = _outcome_sets(files.get("OUTC"), spec["OUTC"], kept, report)
+    records["age"] = _mesh_age(records["age_years"].to_numpy(dtype=float), records.pop("_age_grp"))
     records = records.sort_values(["case_id", "version", "report_id"], kind="stable").reset_index(drop=True)
     return period, era, records, report
 
 
 #: the columns a report needs unless a schema says otherwise: the papers' QIDs and sensitive
 #: attributes (the default schema's).
-REQUIRED_VALUES = ("age", "sex", "weight", "reactions", "indications")
+REQUIRED_VALUES = ("age", "sex", "weight", "indications", "reactions")
 
 
 def _is_missing(values: pd.Series) -> np.ndarray:
@@ -841,6 +998,7 @@ def _is_missing(values: pd.Series) -> np.ndarray:
 def _finish(records: pd.DataFrame, report: IngestReport, keep_missing: bool,
             required: tuple[str, ...]) -> pd.DataFrame:
     missing = {name: _is_missing(records[name]) for name in required if name in records.columns}
+    report.required = list(missing)
     report.missing = {k: int(v.sum()) for k, v in missing.items()}
     report.kept_missing = keep_missing
     incomplete = np.logical_or.reduce(list(missing.values())) if len(records) else np.zeros(0, bool)
@@ -849,12 +1007,16 @@ def _finish(records: pd.DataFrame, report: IngestReport, keep_missing: bool,
         records = records.loc[~incomplete].reset_index(drop=True)
     report.reports = len(records)
     report.cases = int(records["case_id"].nunique())
-    columns = ["case_id", "period", "report_id", "version", "age", "sex", "weight",
-               "indications", "reactions", "drugs", "age_years", "fda_dt"]
-    return records[columns]
+    return records[list(RECORD_COLUMNS)]
 
 
-def read_faers(source: str | Path, *, keep_missing: bool = False,
+#: the columns of the loader's records, in order
+RECORD_COLUMNS = ("case_id", "period", "report_id", "version", "age", "sex", "weight",
+                  "indications", "reactions", "drugs", *DRUG_ROLES.values(), "outcomes",
+                  "age_years", "init_fda_dt", "fda_dt")
+
+
+def read_faers(source: str | Path, *, keep_missing: bool = True,
                progress: Callable[[str], None] | None = None, schema=None) -> FaersIngest:
     """Read every FAERS/AERS quarter found in ``source``.
 
@@ -864,7 +1026,8 @@ def read_faers(source: str | Path, *, keep_missing: bool = False,
     Args:
         source: a quarterly zip, an unpacked quarter folder, or a folder of several quarters.
         keep_missing: keep reports that lack a QID or a sensitive value (missing cells stay
-            empty); by default they are dropped and counted, as in papers 000-002.
+            empty, and are published as missing), the default; False drops them, counted per
+            reason in each quarter's report, as papers 000-002 do.
         progress: called with the period label as each quarter is read.
         schema: the :class:`~medanon.data.schema.Schema` the records are read for: a report is
             dropped only for a missing value of one of its QIDs or sensitive columns (a schema
@@ -872,19 +1035,21 @@ def read_faers(source: str | Path, *, keep_missing: bool = False,
             :data:`REQUIRED_VALUES`.
 
     Returns:
-        The quarters in time order, with one record per report (columns ``case_id, period,
-        report_id, version, age, sex, weight, indications, reactions, drugs, age_years, fda_dt``).
+        The quarters in time order, with one record per report (the columns of
+        :data:`RECORD_COLUMNS`: ``case_id, period, report_id, version, age, sex, weight,
+        indications, reactions, drugs, drugs_primary_suspect, drugs_secondary_suspect,
+        drugs_concomitant, drugs_interacting, outcomes, age_years, init_fda_dt, fda_dt``).
 
     Raises:
-        InputFormatError: missing source, not a zip, no DEMO (or DRUG/REAC/INDI) file, a table
-            without its required columns, a wrong separator, a non-numeric age or weight, an
-            unknown age, weight or sex code, or an unrepairable line.
+        InputFormatError: missing source, not a zip, no DEMO (or DRUG/REAC/INDI) file (OUTC is
+            optional), a table without its required columns, a wrong separator, a non-numeric
+            age or weight, an unknown age, weight or sex code, or an unrepairable line.
     """
     found = open_faers(source, keep_missing=keep_missing, progress=progress, schema=schema)
     return FaersIngest(list(found), found.deleted_case_ids)
 
 
-def open_faers(source: str | Path, *, keep_missing: bool = False,
+def open_faers(source: str | Path, *, keep_missing: bool = True,
                progress: Callable[[str], None] | None = None, schema=None,
                check: Callable[[FaersQuarter], None] | None = None) -> "FaersQuarters":
     """Find the quarters in ``source`` and read their DELETE lists; the quarters themselves are

@@ -1,0 +1,875 @@
+"""Disproportionality screening of every drug–reaction pair, as FDA (MGPS) and WHO-UMC (BCPNN) do.
+
+:mod:`medanon.metrics.signals` counts a few named rules; this module screens *all* pairs of a
+release, as the pharmacovigilance centres screen their databases: the FDA with the Multi-item
+Gamma Poisson Shrinker (MGPS: EBGM and its 5th percentile EB05), the Uppsala Monitoring Centre
+with the Bayesian Confidence Propagation Neural Network (BCPNN: the information component IC and
+its 2.5th percentile IC025), both beside the PRR/ROR of Evans et al. 2001. Pure statistics on
+count arrays, plus the counting of pairs on published rows (:func:`pair_counts`).
+
+**Counts.** One published row is one report. For a drug D and a reaction R, over the reports
+that list at least one drug and at least one reaction (``n_total`` of them)::
+
+    n          reports listing D and R                 (a of the 2×2 table)
+    n_drug     reports listing D (and some reaction)   (a + b)
+    n_reaction reports listing R (and some drug)       (a + c)
+    E = n_drug · n_reaction / n_total                  (expected n under independence)
+
+**MGPS** (DuMouchel 1999). Each pair's count is Poisson with mean λ·E, and the relative
+reporting ratios λ of all pairs are drawn from one prior, a mixture of two gammas (rate form)::
+
+    λ ~ p · Gamma(α1, β1) + (1 − p) · Gamma(α2, β2)
+
+so that the count is a mixture of two negative binomials::
+
+    f(n; α, β, E) = Γ(α + n) / (Γ(α) n!) · (β / (β + E))^α · (E / (β + E))^n
+    P(N = n) = p · f(n; α1, β1, E) + (1 − p) · f(n; α2, β2, E)
+
+The prior θ = (α1, β1, α2, β2, p) is estimated by maximum marginal likelihood over the pairs
+(:func:`fit_gps_prior`). Given N = n, the posterior of λ is again a two-gamma mixture::
+
+    λ | n ~ Qn · Gamma(α1 + n, β1 + E) + (1 − Qn) · Gamma(α2 + n, β2 + E)
+    Qn = p f(n; α1, β1, E) / [p f(n; α1, β1, E) + (1 − p) f(n; α2, β2, E)]
+
+and the screening statistics are (DuMouchel 1999, eq. for EBGM and the EB05 percentile)::
+
+    E[log λ | n] = Qn [ψ(α1 + n) − log(β1 + E)] + (1 − Qn) [ψ(α2 + n) − log(β2 + E)]
+    EBGM = exp(E[log λ | n])                    (ψ: digamma; the same as 2^E[log2 λ | n])
+    EB05, EB95: the 5th and 95th percentiles of λ | n
+    signal (FDA practice, Szarfman et al. 2002):  EB05 >= 2
+
+**BCPNN** (Bate et al. 1998) with the shrinkage of Norén et al. 2006: the information component
+and its lower 95% credibility bound from the gamma approximation of its posterior (Norén,
+Hopstadius & Bate 2013)::
+
+    IC    = log2((n + ½) / (E + ½))
+    IC025 = log2(G⁻¹(0.025; shape n + ½, rate E + ½))
+    signal (WHO-UMC practice):  IC025 > 0
+
+**PRR, ROR, χ²** of the pair's 2×2 table (a = n, b = n_drug − n, c = n_reaction − n,
+d = n_total − n_drug − n_reaction + n) with exactly the conventions of
+:mod:`medanon.metrics.signals` (0 when a < 3, ∞ and undefined cases, Yates χ²), and the
+Evans/MHRA signal rule of :func:`medanon.metrics.signals.is_signal`: a ≥ 3 and (PRR = ∞ or
+(PRR ≥ 2 and χ² ≥ 4)).
+
+Choices and deviations:
+
+1. **Which likelihood.** :func:`fit_gps_prior` maximizes DuMouchel's likelihood over the pairs
+   with n ≥ ``min_count``, each term divided by P(N ≥ min_count) (the truncated likelihood of
+   DuMouchel & Pregibon 2001). The default ``min_count=1`` is the zero-truncated likelihood over
+   the observed pairs, the FDA/openEBGM convention (Canida & Ihrie 2017), and what a table of
+   observed pairs allows: the zero cells of the drug × reaction table are never listed.
+   ``min_count=0`` uses the plain likelihood of the pairs given, which is DuMouchel's only if the
+   caller lists the zero cells too. Pairs below ``min_count`` are still scored.
+2. **Exact squashing.** The likelihood is summed over distinct (n, E) pairs weighted by their
+   multiplicity: the same value as over all pairs, faster. No approximate squashing
+   (DuMouchel & Pregibon's binning of E) is done.
+3. **Optimizer.** L-BFGS-B with the analytic gradient, on (log α1, log β1, log α2, log β2,
+   logit p), bounded to α, β ∈ [1e-6, ``param_limit``] (default 100, openEBGM's
+   ``param_limit``) and p ∈ [1e-6, 1 − 1e-6]; the objective is the mean negative
+   log-likelihood per pair (tolerances do not depend on the table's size). The upper bound
+   matters: without it the likelihood of some tables keeps rising as one component becomes a
+   point mass (α and β → ∞ at a fixed ratio) that carries a handful of extreme pairs, a fit that
+   screens nothing like DuMouchel's smooth prior. Such a fit ends at the bound, and says so.
+   Several starts: DuMouchel's published start (α1, β1, α2, β2, p) = (0.2, 0.1, 2, 4, 1/3) first,
+   then starts spread log-uniformly (α1, β1 in [0.02, 2], α2, β2 in [0.5, 20], p in [0.05, 0.95])
+   from ``seed`` (it only spreads starts). The fit with the highest log-likelihood is kept.
+4. **Convergence.** :attr:`GpsPrior.converged` holds when the best start's optimizer did not
+   stop at its iteration limit (``maxiter``) and the largest component of its projected
+   gradient (of the mean log-likelihood, in the transformed coordinates; a component pushing
+   against an active bound counts as 0) is at most :data:`GRADIENT_TOLERANCE`. (L-BFGS-B may
+   end on a failed line search once it is at the optimum to machine precision: that counts as
+   converged when the gradient says so.) :attr:`GpsPrior.agreeing`
+   counts the starts whose log-likelihood is within :data:`AGREEMENT_TOLERANCE` of the best
+   (starts that found the same optimum, or an equally good one). A parameter at a bound is named
+   in :attr:`GpsPrior.message` (a component with p at its bound is effectively absent).
+5. **Labels.** The two components are exchangeable; the fitted prior is written with component 1
+   the minority one (p ≤ ½), as DuMouchel's published FDA fit (p = 0.097) is.
+6. **Quantiles** (EB05, EB95, any q) solve F(x) = q for the posterior mixture CDF
+   F(x) = Qn·P(a1, b1·x) + (1 − Qn)·P(a2, b2·x) (P: regularized lower incomplete gamma),
+   vectorized: the root lies between the two components' own q-quantiles (F is between their
+   CDFs), and a Newton iteration on log x, safeguarded by bisection of that bracket, runs until
+   the step on log x is below :data:`QUANTILE_TOLERANCE` (1e-10: a relative error of about 1e-10
+   on x). A one-component posterior (Qn = 0 or 1) returns that gamma's quantile directly.
+7. **E for BCPNN** is the same E as MGPS (the WHO-UMC's expected count); its credibility bound
+   is the gamma approximation of Norén et al. 2013, not the exact BCPNN posterior.
+8. **Which reports count.** :func:`pair_counts` keeps only the reports that list at least one
+   drug and at least one reaction (the database of the screening); :func:`medanon.metrics.
+   signals.contingency` counts every row of a rule's population. Terms are matched
+   case-insensitively (``str.casefold``) with surrounding spaces ignored; a report counts once
+   per pair however often and in however many drug columns a term is listed. The suppression
+   mark ``*`` and empty cells are no term. A term is shown with its spelling first seen in the
+   rows (row order, then column and cell order), a drug upper-cased (FAERS writes drug names in
+   capitals; MedDRA reaction terms keep their case).
+
+References:
+    DuMouchel W. Bayesian data mining in large frequency tables, with an application to the FDA
+    spontaneous reporting system. Am Stat 1999;53(3):177-190.
+    DuMouchel W, Pregibon D. Empirical Bayes screening for multi-item associations. Proc. 7th
+    ACM SIGKDD 2001:67-76.
+    Szarfman A, Machado SG, O'Neill RT. Use of screening algorithms and computer systems to
+    efficiently signal higher-than-expected combinations of drugs and events in the US FDA's
+    spontaneous reports database. Drug Saf 2002;25(6):381-392.
+    Bate A, Lindquist M, Edwards IR, et al. A Bayesian neural network method for adverse drug
+    reaction signal generation. Eur J Clin Pharmacol 1998;54(4):315-321.
+    Norén GN, Bate A, Orre R, Edwards IR. Extending the methods used to screen the WHO drug
+    safety database towards analysis of complex associations and improved accuracy for rare
+    events. Stat Med 2006;25(21):3740-3757.
+    Norén GN, Hopstadius J, Bate A. Shrinkage observed-to-expected ratios for robust and
+    transparent large-scale pattern discovery. Stat Methods Med Res 2013;22(1):57-69.
+    Evans SJW, Waller PC, Davis S. Use of proportional reporting ratios (PRRs) for signal
+    generation from spontaneous adverse drug reaction reports. Pharmacoepidemiol Drug Saf
+    2001;10(6):483-486.
+    Canida T, Ihrie J. openEBGM: an R implementation of the Gamma-Poisson Shrinker data mining
+    model. R Journal 2017;9(2):499-519.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize
+from scipy.special import betainc, digamma, expit, gammainc, gammaincinv, gammaln
+from threadpoolctl import threadpool_limits
+
+from .._validation import check_int
+from ..errors import SchemaError, ValidationError
+from ..published.cells import SUPPRESSED, cell_strings, joined_terms, term_pairs
+from .signals import MIN_CASES, MIN_CHI_SQUARE, MIN_PRR
+
+__all__ = [
+    "AGREEMENT_TOLERANCE",
+    "BCPNN_IC025_THRESHOLD",
+    "BCPNN_QUANTILE",
+    "DUMOUCHEL_START",
+    "GRADIENT_TOLERANCE",
+    "MGPS_EB05_THRESHOLD",
+    "MGPS_LOWER_QUANTILE",
+    "MGPS_UPPER_QUANTILE",
+    "PAIR_COLUMNS",
+    "PARAM_LIMIT",
+    "PRR_MIN_CASES",
+    "PRR_MIN_CHI_SQUARE",
+    "PRR_MIN_RATIO",
+    "QUANTILE_TOLERANCE",
+    "SCREEN_COLUMNS",
+    "GpsPrior",
+    "eb_quantile",
+    "ebgm",
+    "fit_gps_prior",
+    "ic_quantile",
+    "information_component",
+    "pair_counts",
+    "posterior_weight",
+    "screen",
+]
+
+#: FDA signal threshold on EB05 (Szarfman et al. 2002).
+MGPS_EB05_THRESHOLD = 2.0
+#: Percentiles of the MGPS credibility interval: EB05 and EB95.
+MGPS_LOWER_QUANTILE = 0.05
+MGPS_UPPER_QUANTILE = 0.95
+#: WHO-UMC signal threshold: IC025 > 0.
+BCPNN_IC025_THRESHOLD = 0.0
+#: Lower percentile of the IC credibility interval (IC025).
+BCPNN_QUANTILE = 0.025
+#: Evans et al. 2001 / MHRA criteria, as in :mod:`medanon.metrics.signals`.
+PRR_MIN_CASES = MIN_CASES
+PRR_MIN_RATIO = MIN_PRR
+PRR_MIN_CHI_SQUARE = MIN_CHI_SQUARE
+
+#: DuMouchel's (1999) published starting prior (α1, β1, α2, β2, p).
+DUMOUCHEL_START = (0.2, 0.1, 2.0, 4.0, 1.0 / 3.0)
+#: Convergence: largest projected-gradient component of the mean log-likelihood (choice 4).
+GRADIENT_TOLERANCE = 1e-5
+#: Starts agree when their log-likelihoods (total, not mean) differ by at most this.
+AGREEMENT_TOLERANCE = 1e-3
+#: Quantile root finding stops when the Newton step on log x is below this (choice 6).
+QUANTILE_TOLERANCE = 1e-10
+
+#: Columns of :func:`pair_counts`.
+PAIR_COLUMNS = ("drug", "reaction", "n", "n_drug", "n_reaction", "n_total", "e", "a", "b", "c", "d")
+#: Columns :func:`screen` adds.
+SCREEN_COLUMNS = ("ebgm", "eb05", "eb95", "ic", "ic025", "prr", "ror", "chi2", "signal_mgps",
+                  "signal_bcpnn", "signal_prr")
+
+#: Default upper bound of the fitted shapes and rates (choice 3; openEBGM's ``param_limit``).
+PARAM_LIMIT = 100.0
+
+# Bounds of the fit (choice 3), and the box of the spread-out starts.
+_SHAPE_FLOOR = 1e-6
+_WEIGHT_BOUNDS = (1e-6, 1.0 - 1e-6)
+_START_BOX = ((0.02, 2.0), (0.02, 2.0), (0.5, 20.0), (0.5, 20.0), (0.05, 0.95))
+_MAXITER_QUANTILE = 200
+_LOG_TINY = math.log(np.finfo(np.float64).tiny)
+
+
+# ------------------------------------------------------------------------------- validation
+def _counts(values: Any, name: str, owner: str) -> np.ndarray:
+    """A 1-d array of whole counts >= 0 (ints, or floats holding whole numbers)."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        arr = np.asarray([], dtype=object)
+    if arr.ndim != 1 or arr.dtype.kind not in "iuf" or arr.dtype == bool:
+        raise ValidationError(f"The {name!r} parameter of {owner} must be a 1-d array of whole "
+                              f"counts >= 0; got {_describe(values)}.")
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.floor(arr))
+        if bad.any():
+            raise ValidationError(f"The {name!r} parameter of {owner} must hold whole counts "
+                                  f">= 0; got {arr[bad][0]!r}.")
+    if arr.size and arr.min() < 0:
+        raise ValidationError(f"The {name!r} parameter of {owner} must hold counts >= 0; got "
+                              f"{arr.min()!r}.")
+    return arr.astype(np.int64)
+
+
+def _expected(values: Any, name: str, owner: str) -> np.ndarray:
+    """A 1-d array of finite expected counts > 0."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        arr = np.asarray([], dtype=object)
+    if arr.ndim != 1 or arr.dtype.kind not in "iuf" or arr.dtype == bool:
+        raise ValidationError(f"The {name!r} parameter of {owner} must be a 1-d array of "
+                              f"expected counts > 0; got {_describe(values)}.")
+    arr = arr.astype(np.float64)
+    bad = ~np.isfinite(arr) | (arr <= 0)
+    if bad.any():
+        raise ValidationError(f"The {name!r} parameter of {owner} must hold finite expected "
+                              f"counts > 0; got {arr[bad][0]!r}.")
+    return arr
+
+
+def _describe(values: Any) -> str:
+    arr = np.asarray(values, dtype=object) if not isinstance(values, np.ndarray) else values
+    return f"{type(values).__name__} of shape {np.shape(arr)} and dtype {arr.dtype}"
+
+
+def _pair(n: Any, e: Any, owner: str) -> tuple[np.ndarray, np.ndarray]:
+    n_arr, e_arr = _counts(n, "n", owner), _expected(e, "e", owner)
+    if n_arr.shape != e_arr.shape:
+        raise ValidationError(f"The 'n' and 'e' parameters of {owner} must have the same length; "
+                              f"got {n_arr.size} and {e_arr.size}.")
+    return n_arr, e_arr
+
+
+def _probability(q: Any, owner: str) -> float:
+    if isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0.0 < float(q) < 1.0:
+        raise ValidationError(f"The 'q' parameter of {owner} must be a number in (0, 1); got "
+                              f"{q!r}.")
+    return float(q)
+
+
+def _prior(prior: Any, owner: str) -> GpsPrior:
+    if not isinstance(prior, GpsPrior):
+        raise ValidationError(f"The 'prior' parameter of {owner} must be a GpsPrior (from "
+                              f"fit_gps_prior); got {type(prior).__name__}.")
+    return prior
+
+
+# ------------------------------------------------------------------------------------ prior
+@dataclass(frozen=True)
+class GpsPrior:
+    """The two-gamma prior of DuMouchel's model, with how its fit went.
+
+    Build one with :func:`fit_gps_prior`, or directly for a fixed prior (e.g. a published one):
+    then only the five parameters matter, and ``p = 1`` (or 0) gives a single gamma.
+
+    Attributes:
+        alpha1, beta1: Shape and rate of component 1.
+        alpha2, beta2: Shape and rate of component 2.
+        p: Weight of component 1.
+        loglik: Marginal log-likelihood at the fit (the truncated one when ``min_count`` > 0,
+            module docstring, choice 1); NaN for a prior given by hand.
+        converged: The best start converged (choice 4).
+        starts: Starts tried.
+        agreeing: Starts whose log-likelihood is within :data:`AGREEMENT_TOLERANCE` of the best.
+        message: The optimizer's message for the best start, and any parameter at a bound.
+
+    Raises:
+        ValidationError: a shape or rate not finite and > 0, or p outside [0, 1].
+    """
+
+    alpha1: float
+    beta1: float
+    alpha2: float
+    beta2: float
+    p: float
+    loglik: float = math.nan
+    converged: bool = False
+    starts: int = 0
+    agreeing: int = 0
+    message: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("alpha1", "beta1", "alpha2", "beta2"):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                    or not math.isfinite(value) or value <= 0):
+                raise ValidationError(f"The {name!r} parameter of GpsPrior must be a finite "
+                                      f"number > 0; got {value!r}.")
+            object.__setattr__(self, name, float(value))
+        if (isinstance(self.p, bool) or not isinstance(self.p, numbers.Real)
+                or not 0.0 <= float(self.p) <= 1.0):
+            raise ValidationError(f"The 'p' parameter of GpsPrior must be a number in [0, 1]; "
+                                  f"got {self.p!r}.")
+        object.__setattr__(self, "p", float(self.p))
+
+    @property
+    def parameters(self) -> tuple[float, float, float, float, float]:
+        """(α1, β1, α2, β2, p)."""
+        return (self.alpha1, self.beta1, self.alpha2, self.beta2, self.p)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values (an undefined log-likelihood is None)."""
+        return {"alpha1": self.alpha1, "beta1": self.beta1, "alpha2": self.alpha2,
+                "beta2": self.beta2, "p": self.p,
+                "loglik": self.loglik if math.isfinite(self.loglik) else None,
+                "converged": bool(self.converged), "starts": int(self.starts),
+                "agreeing": int(self.agreeing), "message": self.message}
+
+
+class _Likelihood:
+    """The (truncated) marginal log-likelihood over distinct (n, E) pairs and its gradient, in
+    the coordinates x = (log α1, log β1, log α2, log β2, logit p)."""
+
+    def __init__(self, n: np.ndarray, e: np.ndarray, min_count: int):
+        order = np.lexsort((e, n))
+        n, e = n[order], e[order]
+        new = np.ones(n.size, dtype=bool)
+        new[1:] = (n[1:] != n[:-1]) | (e[1:] != e[:-1])
+        starts = np.flatnonzero(new)
+        self.weight = np.diff(np.append(starts, n.size)).astype(np.float64)
+        self.n = n[starts].astype(np.float64)
+        self.e = e[starts]
+        self.total = float(self.weight.sum())
+        # lgamma(α + n) − lgamma(α) and its derivative depend on n only: computed per distinct n
+        self.distinct_n, self.n_index = np.unique(self.n, return_inverse=True)
+        self.constant = self.n * np.log(self.e) - gammaln(self.n + 1.0)
+        self.min_count = min_count
+        self.below = np.arange(min_count, dtype=np.float64)  # the truncated counts 0..n*-1
+
+    def _component(self, alpha: float, beta: float) -> tuple[np.ndarray, ...]:
+        """log f(n), d log f/dα, d log f/dβ for each distinct pair."""
+        log_be = np.log(beta + self.e)
+        rise = gammaln(alpha + self.distinct_n) - gammaln(alpha)
+        d_rise = digamma(alpha + self.distinct_n) - digamma(alpha)
+        log_f = rise[self.n_index] + alpha * math.log(beta) - (alpha + self.n) * log_be + self.constant
+        d_alpha = d_rise[self.n_index] + math.log(beta) - log_be
+        d_beta = alpha / beta - (alpha + self.n) / (beta + self.e)
+        return log_f, d_alpha, d_beta
+
+    def _tail(self, alpha: float, beta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """S = P(N >= n*), dS/dα, dS/dβ for each distinct pair (n* = min_count >= 1)."""
+        e = self.e
+        ratio = np.log1p(e / beta)  # log((β + E) / β)
+        if self.min_count == 1:
+            # P(N = 0) = (β/(β+E))^α; 1 − that through expm1, exact for tiny E
+            zero = np.exp(-alpha * ratio)
+            tail = -np.expm1(-alpha * ratio)
+            return tail, ratio * zero, -zero * alpha * e / (beta * (beta + e))
+        tail = betainc(float(self.min_count), alpha, e / (beta + e))
+        d_alpha = np.zeros_like(e)
+        d_beta = np.zeros_like(e)
+        log_be = np.log(beta + e)
+        for j in self.below:  # dS = −Σ_{j < n*} f(j) · d log f(j)
+            log_f = (gammaln(alpha + j) - gammaln(alpha) - gammaln(j + 1.0) - alpha * ratio
+                     + j * (np.log(e) - log_be))
+            f = np.exp(log_f)
+            d_alpha -= f * (digamma(alpha + j) - digamma(alpha) - ratio)
+            d_beta -= f * (alpha / beta - (alpha + j) / (beta + e))
+        return tail, d_alpha, d_beta
+
+    def loglik(self, theta: tuple[float, ...]) -> float:
+        """Total log-likelihood at θ = (α1, β1, α2, β2, p), p in [0, 1]."""
+        return float(self._value_and_gradient(theta, gradient=False)[0] * self.total)
+
+    def _value_and_gradient(self, theta: tuple[float, ...],
+                            gradient: bool = True) -> tuple[float, np.ndarray]:
+        """Mean log-likelihood and its gradient in (α1, β1, α2, β2, p)."""
+        a1, b1, a2, b2, p = theta
+        lf1, da1, db1 = self._component(a1, b1)
+        lf2, da2, db2 = self._component(a2, b2)
+        with np.errstate(divide="ignore"):
+            lp, lq = math.log(p) if p > 0 else -np.inf, math.log1p(-p) if p < 1 else -np.inf
+        log_f = np.logaddexp(lp + lf1, lq + lf2)
+        w = self.weight
+        # weighted sums as multiply-and-add, not np.dot: OpenBLAS's threaded dot product is
+        # many times slower on a loaded machine, and this is the fit's inner loop
+        value = float(np.sum(w * log_f))
+        grad = np.zeros(5)
+        if gradient:
+            q1 = np.exp(lp + lf1 - log_f)  # posterior weight of component 1 (Qn)
+            q2 = 1.0 - q1
+            grad[:] = [np.sum(w * t) for t in (q1 * da1, q1 * db1, q2 * da2, q2 * db2,
+                                                 np.exp(lf1 - log_f) - np.exp(lf2 - log_f))]
+        if self.min_count > 0:
+            s1, ds1a, ds1b = self._tail(a1, b1)
+            s2, ds2a, ds2b = self._tail(a2, b2)
+            tail = p * s1 + (1.0 - p) * s2
+            value -= float(np.sum(w * np.log(tail)))
+            if gradient:
+                ws = w / tail
+                grad -= [p * np.sum(ws * ds1a), p * np.sum(ws * ds1b), (1 - p) * np.sum(ws * ds2a),
+                         (1 - p) * np.sum(ws * ds2b), np.sum(ws * (s1 - s2))]
+        return value / self.total, grad / self.total
+
+    def objective(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        """Mean negative log-likelihood and its gradient in the transformed coordinates."""
+        a1, b1, a2, b2 = np.exp(x[:4])
+        p = float(expit(x[4]))
+        value, grad = self._value_and_gradient((a1, b1, a2, b2, p))
+        chain = np.array([a1, b1, a2, b2, p * (1.0 - p)])
+        if not math.isfinite(value):
+            return math.inf, np.zeros(5)
+        return -value, -grad * chain
+
+
+def _to_x(theta: Sequence[float]) -> np.ndarray:
+    a1, b1, a2, b2, p = theta
+    return np.array([math.log(a1), math.log(b1), math.log(a2), math.log(b2),
+                     math.log(p) - math.log1p(-p)])
+
+
+def _from_x(x: np.ndarray) -> tuple[float, float, float, float, float]:
+    a1, b1, a2, b2 = (float(v) for v in np.exp(x[:4]))
+    return a1, b1, a2, b2, float(expit(x[4]))
+
+
+_NAMES = ("alpha1", "beta1", "alpha2", "beta2", "p")
+
+
+def _x_bounds(limit: float) -> list[tuple[float, float]]:
+    """Bounds of x = (log α1, log β1, log α2, log β2, logit p)."""
+    lo, hi = _WEIGHT_BOUNDS
+    return [(math.log(_SHAPE_FLOOR), math.log(limit))] * 4 + [
+        (math.log(lo / (1 - lo)), math.log(hi / (1 - hi)))]
+
+
+def _starts(count: int, seed: int) -> list[tuple[float, ...]]:
+    """DuMouchel's start, then starts spread log-uniformly over the start box (logit-uniform
+    for p) from ``seed``."""
+    rng = np.random.default_rng(seed)
+    out: list[tuple[float, ...]] = [DUMOUCHEL_START]
+    for _ in range(count - 1):
+        theta = [math.exp(rng.uniform(math.log(lo), math.log(hi))) for lo, hi in _START_BOX[:4]]
+        lo, hi = _START_BOX[4]
+        theta.append(float(expit(rng.uniform(math.log(lo / (1 - lo)), math.log(hi / (1 - hi))))))
+        out.append(tuple(theta))
+    return out
+
+
+def _at_bound(x: float, bound: tuple[float, float]) -> tuple[bool, bool]:
+    lo, hi = bound
+    return x <= lo + 1e-9, x >= hi - 1e-9
+
+
+def _projected_gradient(x: np.ndarray, grad: np.ndarray,
+                        bounds: list[tuple[float, float]]) -> np.ndarray:
+    """The gradient with the components that push against an active bound set to 0."""
+    out = grad.copy()
+    for i, bound in enumerate(bounds):
+        at_lo, at_hi = _at_bound(x[i], bound)
+        if (at_lo and out[i] > 0) or (at_hi and out[i] < 0):  # minimizing: −grad points inward
+            out[i] = 0.0
+    return out
+
+
+def fit_gps_prior(n: Any, e: Any, *, starts: int = 8, min_count: int = 1, seed: int = 0,
+                  maxiter: int = 500, param_limit: float = PARAM_LIMIT) -> GpsPrior:
+    """Fit DuMouchel's two-gamma prior by maximum marginal likelihood.
+
+    Args:
+        n: Observed counts of the pairs (whole numbers >= 0).
+        e: Expected counts of the same pairs (> 0).
+        starts: Optimizer starts: DuMouchel's published start, then ``starts - 1`` spread-out
+            ones (module docstring, choice 3).
+        min_count: The likelihood is over the pairs with n >= ``min_count``, truncated at it
+            (choice 1): 1 (default) is the zero-truncated likelihood of the observed pairs, as
+            FDA/openEBGM; 0 the plain likelihood of every pair given.
+        seed: Spreads the starts (the fit is deterministic given it; it is no privacy RNG).
+        maxiter: Iteration limit of each start's optimizer.
+        param_limit: Upper bound of α1, β1, α2 and β2 (choice 3; openEBGM's default 100).
+
+    Returns:
+        The best start's prior, component 1 the minority one (p <= 1/2), with its
+        log-likelihood, convergence flag and how many starts agree (choice 4).
+
+    Raises:
+        ValidationError: n or e malformed (negative or non-whole counts, e <= 0, not finite,
+            lengths differ), no pair with n >= ``min_count``, or a bad ``starts``, ``min_count``,
+            ``seed``, ``maxiter`` or ``param_limit``.
+    """
+    owner = "fit_gps_prior"
+    n_arr, e_arr = _pair(n, e, owner)
+    starts = check_int(starts, name="starts", owner=owner, minimum=1)
+    min_count = check_int(min_count, name="min_count", owner=owner, minimum=0)
+    seed = check_int(seed, name="seed", owner=owner, minimum=0)
+    maxiter = check_int(maxiter, name="maxiter", owner=owner, minimum=1)
+    if (isinstance(param_limit, bool) or not isinstance(param_limit, numbers.Real)
+            or not math.isfinite(param_limit) or param_limit < 1):
+        raise ValidationError(f"The 'param_limit' parameter of {owner} must be a finite number "
+                              f">= 1; got {param_limit!r}.")
+    bounds = _x_bounds(float(param_limit))
+    keep = n_arr >= min_count
+    if not keep.any():
+        raise ValidationError(f"The 'n' parameter of {owner} has no pair with n >= min_count "
+                              f"({min_count}); got {n_arr.size} pair(s).")
+    model = _Likelihood(n_arr[keep], e_arr[keep], min_count)
+    results = []
+    # L-BFGS-B calls BLAS on 5-vectors: with OpenBLAS's thread pool those calls cost more in
+    # synchronisation than in arithmetic (8x slower fits measured on a busy 2-core machine)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for theta in _starts(starts, seed):
+            with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+                x0 = np.clip(_to_x(theta), [b[0] for b in bounds], [b[1] for b in bounds])
+                res = minimize(model.objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                               options={"maxiter": maxiter, "ftol": 1e-14, "gtol": 1e-9,
+                                        "maxcor": 20})
+            results.append(res)
+    finite = [r for r in results if np.all(np.isfinite(r.x)) and math.isfinite(r.fun)]
+    if not finite:
+        return GpsPrior(*DUMOUCHEL_START, loglik=math.nan, converged=False, starts=starts,
+                        agreeing=0, message="no start reached a finite likelihood")
+    best = min(finite, key=lambda r: r.fun)
+    loglik = -best.fun * model.total
+    agreeing = sum(1 for r in finite if abs(-r.fun * model.total - loglik) <= AGREEMENT_TOLERANCE)
+    _, grad = model.objective(best.x)
+    gradient = float(np.max(np.abs(_projected_gradient(best.x, grad, bounds))))
+    # status 1 is the iteration or evaluation limit; a failed line search (status 2) at a point
+    # whose projected gradient is already ~0 is the optimum reached at machine precision
+    converged = best.status != 1 and gradient <= GRADIENT_TOLERANCE
+    theta = _from_x(best.x)
+    at_bounds = [_NAMES[i] for i, bound in enumerate(bounds) if any(_at_bound(best.x[i], bound))]
+    if theta[4] > 0.5:  # choice 5: component 1 is the minority one
+        theta = (theta[2], theta[3], theta[0], theta[1], 1.0 - theta[4])
+        swap = {"alpha1": "alpha2", "beta1": "beta2", "alpha2": "alpha1", "beta2": "beta1"}
+        at_bounds = [swap.get(name, name) for name in at_bounds]
+    message = str(best.message)
+    message += f"; largest projected gradient {gradient:.2e}"
+    if at_bounds:
+        message += f"; at a bound: {', '.join(sorted(at_bounds))}"
+    # the log-likelihood recomputed at the reported parameters (not the optimizer's value)
+    loglik = model.loglik(theta)
+    return GpsPrior(*theta, loglik=loglik, converged=converged, starts=starts, agreeing=agreeing,
+                    message=message)
+
+
+# -------------------------------------------------------------------------------- posterior
+def _log_nb(n: np.ndarray, e: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    """log f(n; α, β, E): the negative binomial marginal of one gamma component."""
+    return (gammaln(alpha + n) - gammaln(alpha) - gammaln(n + 1.0) + alpha * np.log(beta / (beta + e))
+            + n * np.log(e / (beta + e)))
+
+
+def _qn(n: np.ndarray, e: np.ndarray, prior: GpsPrior) -> np.ndarray:
+    if prior.p in (0.0, 1.0):
+        return np.full(n.shape, prior.p)
+    l1 = math.log(prior.p) + _log_nb(n, e, prior.alpha1, prior.beta1)
+    l2 = math.log1p(-prior.p) + _log_nb(n, e, prior.alpha2, prior.beta2)
+    return np.exp(l1 - np.logaddexp(l1, l2))
+
+
+def posterior_weight(n: Any, e: Any, prior: GpsPrior) -> np.ndarray:
+    """Qn: the posterior probability that a pair's λ comes from component 1 (DuMouchel eq. 6).
+
+    Raises:
+        ValidationError: n, e or prior malformed (see :func:`fit_gps_prior`).
+    """
+    n_arr, e_arr = _pair(n, e, "posterior_weight")
+    return _qn(n_arr.astype(np.float64), e_arr, _prior(prior, "posterior_weight"))
+
+
+def ebgm(n: Any, e: Any, prior: GpsPrior) -> np.ndarray:
+    """Empirical Bayes geometric mean exp(E[log λ | n]) of each pair (module docstring).
+
+    Raises:
+        ValidationError: n, e or prior malformed (see :func:`fit_gps_prior`).
+    """
+    n_arr, e_arr = _pair(n, e, "ebgm")
+    prior = _prior(prior, "ebgm")
+    nf = n_arr.astype(np.float64)
+    q = _qn(nf, e_arr, prior)
+    log1 = digamma(prior.alpha1 + nf) - np.log(prior.beta1 + e_arr)
+    log2 = digamma(prior.alpha2 + nf) - np.log(prior.beta2 + e_arr)
+    return np.exp(q * log1 + (1.0 - q) * log2)
+
+
+def _mixture_quantile(q: float, w: np.ndarray, a1: np.ndarray, b1: np.ndarray, a2: np.ndarray,
+                      b2: np.ndarray) -> np.ndarray:
+    """The q-quantile of w·Gamma(a1, b1) + (1 − w)·Gamma(a2, b2) (rates), elementwise.
+
+    Safeguarded Newton on u = log x inside the bracket of the two components' q-quantiles
+    (module docstring, choice 6).
+    """
+    x1 = gammaincinv(a1, q) / b1
+    x2 = gammaincinv(a2, q) / b2
+    with np.errstate(divide="ignore"):
+        # a quantile below the smallest normal float is returned as that float (about 2e-308)
+        u1, u2 = (np.maximum(np.log(x), _LOG_TINY) for x in (x1, x2))
+    lo, hi = np.minimum(u1, u2), np.maximum(u1, u2)
+    u = np.clip(w * u1 + (1.0 - w) * u2, lo, hi)
+    single = (w <= 0.0) | (w >= 1.0)
+    u[single] = np.where(w[single] >= 1.0, u1[single], u2[single])
+    active = ~single & (hi - lo > QUANTILE_TOLERANCE) & np.isfinite(lo) & np.isfinite(hi)
+    u[~single & (hi - lo <= QUANTILE_TOLERANCE)] = lo[~single & (hi - lo <= QUANTILE_TOLERANCE)]
+    idx = np.flatnonzero(active)
+    for _ in range(_MAXITER_QUANTILE):
+        if idx.size == 0:
+            break
+        ui, wi = u[idx], w[idx]
+        a1i, b1i, a2i, b2i = a1[idx], b1[idx], a2[idx], b2[idx]
+        x = np.exp(ui)
+        gap = wi * gammainc(a1i, b1i * x) + (1.0 - wi) * gammainc(a2i, b2i * x) - q
+        lo_i, hi_i = lo[idx], hi[idx]
+        lo_i = np.where(gap < 0, ui, lo_i)
+        hi_i = np.where(gap > 0, ui, hi_i)
+        # dF/du = x·pdf(x); each term exp(a log(bx) − bx − lgamma(a))
+        with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+            slope = (wi * np.exp(a1i * np.log(b1i * x) - b1i * x - gammaln(a1i))
+                     + (1.0 - wi) * np.exp(a2i * np.log(b2i * x) - b2i * x - gammaln(a2i)))
+            step = gap / slope
+            new = ui - step
+        outside = ~np.isfinite(new) | (new <= lo_i) | (new >= hi_i)
+        new = np.where(outside, 0.5 * (lo_i + hi_i), new)
+        done = (gap == 0) | (np.abs(new - ui) <= QUANTILE_TOLERANCE) | (hi_i - lo_i <= QUANTILE_TOLERANCE)
+        u[idx] = np.where(gap == 0, ui, new)
+        lo[idx], hi[idx] = lo_i, hi_i
+        idx = idx[~done]
+    return np.exp(u)
+
+
+def eb_quantile(n: Any, e: Any, prior: GpsPrior, q: float) -> np.ndarray:
+    """The q-quantile of each pair's posterior λ | n: EB05 with q = 0.05, EB95 with q = 0.95.
+
+    Raises:
+        ValidationError: q outside (0, 1); n, e or prior malformed (see :func:`fit_gps_prior`).
+    """
+    owner = "eb_quantile"
+    n_arr, e_arr = _pair(n, e, owner)
+    prior = _prior(prior, owner)
+    q = _probability(q, owner)
+    nf = n_arr.astype(np.float64)
+    w = _qn(nf, e_arr, prior)
+    return _mixture_quantile(q, w, prior.alpha1 + nf, prior.beta1 + e_arr, prior.alpha2 + nf,
+                             prior.beta2 + e_arr)
+
+
+def information_component(n: Any, e: Any) -> np.ndarray:
+    """BCPNN information component with Norén et al.'s shrinkage: log2((n + ½) / (e + ½)).
+
+    Raises:
+        ValidationError: n or e malformed (see :func:`fit_gps_prior`).
+    """
+    n_arr, e_arr = _pair(n, e, "information_component")
+    return np.log2((n_arr + 0.5) / (e_arr + 0.5))
+
+
+def ic_quantile(n: Any, e: Any, q: float) -> np.ndarray:
+    """log2 of the q-quantile of Gamma(shape n + ½, rate e + ½): IC025 with q = 0.025.
+
+    Raises:
+        ValidationError: q outside (0, 1); n or e malformed (see :func:`fit_gps_prior`).
+    """
+    n_arr, e_arr = _pair(n, e, "ic_quantile")
+    q = _probability(q, "ic_quantile")
+    return np.log2(gammaincinv(n_arr + 0.5, q) / (e_arr + 0.5))
+
+
+# ----------------------------------------------------------------------------- 2×2 statistics
+def _prr_ror_chi2(a: np.ndarray, b: np.ndarray, c: np.ndarray,
+                  d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """PRR, ROR, Yates χ² and the Evans signal of each 2×2 table, with the conventions (and the
+    operation order, so the same floats) of :mod:`medanon.metrics.signals`."""
+    af, bf, cf, df = (x.astype(np.float64) for x in (a, b, c, d))
+    enough = a >= MIN_CASES
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = (af / (af + bf)) / (cf / (cf + df))
+        prr = np.where(c + d == 0, np.nan, np.where(c == 0, np.inf, ratio))
+        prr = np.where(enough, prr, 0.0)
+        bc = b * c
+        ror = np.where(bc == 0, np.where(d > 0, np.inf, np.nan), (a * d) / bc)
+        ror = np.where(enough, ror, 0.0)
+    total = a + b + c + d
+    # each factor pair multiplied in integers, then one float product: the single rounding of
+    # signals.chi_square's exact integer product whenever it is below 2^53
+    denominator = ((a + b) * (c + d)).astype(np.float64) * ((a + c) * (b + d)).astype(np.float64)
+    excess = np.maximum(0.0, np.abs(a * d - b * c).astype(np.float64) - total / 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        chi2 = np.where(denominator == 0, 0.0, total * excess * excess / denominator)
+    signal = enough & (np.isinf(prr) | ((prr >= MIN_PRR) & (chi2 >= MIN_CHI_SQUARE)))
+    return prr, ror, chi2, signal
+
+
+# ----------------------------------------------------------------------------- pair counting
+def _column(rows: pd.DataFrame, name: Any, what: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise ValidationError(f"The {what!r} parameter of pair_counts must name columns; got "
+                              f"{name!r}.")
+    if name not in rows.columns:
+        shown = ", ".join(repr(c) for c in list(rows.columns)[:20])
+        raise SchemaError(f"The rows have no column {name!r} ({what} of pair_counts); their "
+                          f"columns: {shown}.")
+    return name
+
+
+def _report_terms(cells: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct (row, term) pairs of multi-valued cells, terms matched case-insensitively.
+
+    Returns ``(rows, codes, names)`` sorted by row then code; codes follow the casefolded
+    terms' sort order, and ``names[code]`` is the term's spelling first seen (row order, then
+    order within the cell), upper-cased when ``upper``. The suppression mark is no term.
+    """
+    rows, codes, names = term_pairs(cells)
+    folded = np.array([str(t).casefold() for t in names], dtype=object)
+    key_codes, keys = pd.factorize(folded, sort=True)
+    key_codes = key_codes.astype(np.int64)
+    # term_pairs numbers terms in order of first appearance: the smallest raw code of a key is
+    # its first-seen spelling
+    first = np.full(len(keys), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, key_codes, np.arange(len(names), dtype=np.int64))
+    shown = np.array([str(names[i]).upper() if upper else str(names[i]) for i in first],
+                     dtype=object)
+    codes = key_codes[codes] if codes.size else codes
+    star = np.flatnonzero(np.asarray(keys, dtype=object) == SUPPRESSED)
+    if star.size:
+        keep = codes != star[0]
+        rows, codes = rows[keep], codes[keep]
+    width = max(len(keys), 1)
+    pair = np.unique(rows * width + codes)  # a term spelled two ways in one report counts once
+    return pair // width, pair % width, shown
+
+
+def pair_counts(rows: pd.DataFrame, *, drug_columns: Sequence[str] | str = ("drugs",),
+                reaction_column: str = "reactions") -> pd.DataFrame:
+    """Count every drug–reaction pair over published rows (one row = one report).
+
+    Args:
+        rows: Published rows (strings as in ``release.csv``; multi-valued cells ``|``-joined,
+            an empty cell missing, ``*`` suppressed).
+        drug_columns: The drug columns; a report's drugs are the union of their terms (a bare
+            string is one column).
+        reaction_column: The reaction column.
+
+    Returns:
+        One row per pair listed together in at least one report, sorted by the casefolded drug
+        then reaction, with the columns of :data:`PAIR_COLUMNS`: ``drug`` (first-seen spelling,
+        upper-cased), ``reaction`` (first-seen spelling), ``n``, ``n_drug``, ``n_reaction``,
+        ``n_total`` (reports listing at least one drug and one reaction), ``e`` =
+        n_drug·n_reaction/n_total and the 2×2 table ``a``, ``b``, ``c``, ``d`` (module
+        docstring; choice 8).
+
+    Raises:
+        ValidationError: ``rows`` is not a DataFrame, or a column name is not a string.
+        SchemaError: a named column is absent.
+    """
+    if not isinstance(rows, pd.DataFrame):
+        raise ValidationError(f"The 'rows' parameter of pair_counts must be a pandas DataFrame of "
+                              f"published rows; got {type(rows).__name__}.")
+    if isinstance(drug_columns, str):
+        drug_columns = (drug_columns,)
+    if not isinstance(drug_columns, Sequence) or not drug_columns:
+        raise ValidationError(f"The 'drug_columns' parameter of pair_counts must be a non-empty "
+                              f"list of column names; got {drug_columns!r}.")
+    drug_cols = [_column(rows, c, "drug_columns") for c in drug_columns]
+    reaction_col = _column(rows, reaction_column, "reaction_column")
+    drug_cells = (cell_strings(rows[drug_cols[0]]) if len(drug_cols) == 1
+                  else joined_terms(rows, drug_cols))
+    d_rows, d_codes, drugs = _report_terms(drug_cells, upper=True)
+    r_rows, r_codes, reactions = _report_terms(cell_strings(rows[reaction_col]), upper=False)
+    # the screened database: reports with at least one drug and at least one reaction
+    eligible = np.zeros(len(rows), dtype=bool)
+    eligible[d_rows] = True
+    has_reaction = np.zeros(len(rows), dtype=bool)
+    has_reaction[r_rows] = True
+    eligible &= has_reaction
+    keep_d, keep_r = eligible[d_rows], eligible[r_rows]
+    d_rows, d_codes = d_rows[keep_d], d_codes[keep_d]
+    r_rows, r_codes = r_rows[keep_r], r_codes[keep_r]
+    n_total = int(eligible.sum())
+    n_drug = np.bincount(d_codes, minlength=len(drugs))
+    n_reaction = np.bincount(r_codes, minlength=len(reactions))
+    # every (report, drug, reaction): each drug entry repeated once per reaction of its report
+    per_row = np.bincount(r_rows, minlength=len(rows))
+    first = np.concatenate(([0], np.cumsum(per_row)[:-1]))
+    reps = per_row[d_rows]
+    drug_of = np.repeat(d_codes, reps)
+    within = np.arange(int(reps.sum()), dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
+    reaction_of = r_codes[np.repeat(first[d_rows], reps) + within]
+    width = max(len(reactions), 1)
+    pair, n = np.unique(drug_of * width + reaction_of, return_counts=True)
+    drug, reaction = pair // width, pair % width
+    nd, nr, n = n_drug[drug].astype(np.int64), n_reaction[reaction].astype(np.int64), n.astype(np.int64)
+    out = pd.DataFrame({
+        "drug": pd.Series(drugs[drug], dtype=object),
+        "reaction": pd.Series(reactions[reaction], dtype=object),
+        "n": n, "n_drug": nd, "n_reaction": nr,
+        "n_total": np.full(n.size, n_total, dtype=np.int64),
+        "e": nd * nr / n_total if n_total else np.zeros(0),
+        "a": n, "b": nd - n, "c": nr - n, "d": n_total - nd - nr + n,
+    })
+    return out
+
+
+# ------------------------------------------------------------------------------------ screen
+def _table_column(table: pd.DataFrame, name: str) -> pd.Series:
+    if name not in table.columns:
+        raise SchemaError(f"The 'table' parameter of screen has no column {name!r} (it needs "
+                          f"n, e, a, b, c, d as pair_counts returns them).")
+    return table[name]
+
+
+def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int = 1,
+           seed: int = 0, starts: int = 8) -> tuple[pd.DataFrame, GpsPrior]:
+    """Screen every pair of a :func:`pair_counts` table with MGPS, BCPNN and PRR.
+
+    Args:
+        table: Pair counts with at least the columns n, e, a, b, c, d.
+        prior: A fixed GPS prior; None fits one on the table (:func:`fit_gps_prior`).
+        min_count, seed, starts: Passed to :func:`fit_gps_prior` when ``prior`` is None.
+
+    Returns:
+        A copy of ``table`` with the columns of :data:`SCREEN_COLUMNS` added (``ebgm``,
+        ``eb05``, ``eb95``, ``ic``, ``ic025``, ``prr``, ``ror``, ``chi2`` and the flags
+        ``signal_mgps`` = EB05 >= 2, ``signal_bcpnn`` = IC025 > 0, ``signal_prr`` = the
+        Evans/MHRA rule), and the prior used.
+
+    Raises:
+        ValidationError: ``table`` is not a DataFrame, its counts are malformed, it is empty
+            and no prior is given, or ``prior`` is not a GpsPrior.
+        SchemaError: a needed column is absent.
+    """
+    owner = "screen"
+    if not isinstance(table, pd.DataFrame):
+        raise ValidationError(f"The 'table' parameter of {owner} must be a pandas DataFrame from "
+                              f"pair_counts; got {type(table).__name__}.")
+    n = _counts(_table_column(table, "n").to_numpy(), "table.n", owner)
+    e = _expected(_table_column(table, "e").to_numpy(), "table.e", owner)
+    a, b, c, d = (_counts(_table_column(table, k).to_numpy(), f"table.{k}", owner)
+                  for k in ("a", "b", "c", "d"))
+    if prior is None:
+        if n.size == 0:
+            raise ValidationError(f"The 'table' parameter of {owner} has no pair: there is no "
+                                  f"prior to fit (pass one as 'prior').")
+        prior = fit_gps_prior(n, e, starts=starts, min_count=min_count, seed=seed)
+    prior = _prior(prior, owner)
+    out = table.copy()
+    out["ebgm"] = ebgm(n, e, prior)
+    out["eb05"] = eb_quantile(n, e, prior, MGPS_LOWER_QUANTILE)
+    out["eb95"] = eb_quantile(n, e, prior, MGPS_UPPER_QUANTILE)
+    out["ic"] = information_component(n, e)
+    out["ic025"] = ic_quantile(n, e, BCPNN_QUANTILE)
+    prr, ror, chi2, prr_signal = _prr_ror_chi2(a, b, c, d)
+    out["prr"], out["ror"], out["chi2"] = prr, ror, chi2
+    out["signal_mgps"] = out["eb05"].to_numpy() >= MGPS_EB05_THRESHOLD
+    out["signal_bcpnn"] = out["ic025"].to_numpy() > BCPNN_IC025_THRESHOLD
+    out["signal_prr"] = prr_signal
+    return out, prior

@@ -1,0 +1,217 @@
+"""The FAERS layout writer (published/faers_layout.py), its age table, and the loader's age_grp."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from medanon.data.loaders.faers import read_faers
+from medanon.errors import HierarchyError, StoreError
+from medanon.hierarchies.builtin import (FAERS_AGE_GROUP_LEAVES, faers_age_group, mesh_age_band,
+                                         mesh_age_tree, mesh_leaf_of_faers_age_group)
+from medanon.published.cells import term_pairs
+from medanon.published.faers_layout import (NOTES_FILE, case_versions, write_faers_release)
+
+# The documented table (docs/faers-export.md): every node of the MeSH age tree.
+AGE_GROUP_OF_NODE = {
+    "*": None, "Nonadult": None, "Infant": None, "Newborn": "N", "Infant (1-23 months)": "I",
+    "Child": "C", "Preschool": "C", "In-school": "C", "Adolescent": "T", "Adult": None,
+    "Young Adult": "A", "Adult (25-44)": "A", "Middle Aged": "A", "Aged": "E",
+    "Aged (65-79)": "E", "Aged, 80 and over": "E",
+}
+
+
+def _table(path) -> pd.DataFrame:
+    frame = pd.read_csv(path, sep="$", dtype=str, keep_default_na=False, encoding="latin-1")
+    return frame.iloc[:, :-1]  # the trailing '$' of every line
+
+
+def _rows(**extra) -> pd.DataFrame:
+    base = {
+        "period": ["2021Q3"] * 4,
+        "case_id": ["1001", "1002", "1003", "1004"],
+        "group": ["1", "1", "2", "2"],
+        "age": ["Adolescent", "Adult", "*", ""],
+        "sex": ["F", "*", "M", ""],
+        "weight": ["72.5", "[60-80]", "*", ""],
+        "indications": ["Diabetes", "", "Pain|Fever", ""],
+        "reactions": ["Nausea|Rash", "Headache", "", "Death"],
+        "drugs": ["ASPIRIN|METFORMIN|ZOCOR", "HUMIRA", "", "X"],
+    }
+    base.update(extra)
+    return pd.DataFrame(base)
+
+
+def test_every_mesh_node_has_its_documented_faers_age_group() -> None:
+    tree = mesh_age_tree()
+    assert set(AGE_GROUP_OF_NODE) == set(tree.nodes)
+    assert {n: faers_age_group(n) for n in tree.nodes} == AGE_GROUP_OF_NODE
+    # each group is a contiguous age range, and the groups follow one another
+    previous_end = 0.0
+    for code, leaves in FAERS_AGE_GROUP_LEAVES.items():
+        bands = sorted(mesh_age_band(leaf) for leaf in leaves)
+        assert bands[0][0] == previous_end, code
+        assert all(a[1] == b[0] for a, b in zip(bands, bands[1:])), code
+        previous_end = bands[-1][1]
+    assert previous_end == 150.0
+    # back from FAERS: only the groups of one leaf
+    assert {c: mesh_leaf_of_faers_age_group(c) for c in "NICTAE"} == {
+        "N": "Newborn", "I": "Infant (1-23 months)", "C": None, "T": "Adolescent", "A": None,
+        "E": None}
+    assert mesh_leaf_of_faers_age_group(" t ") == "Adolescent"
+    assert mesh_leaf_of_faers_age_group("X") is None and mesh_leaf_of_faers_age_group(None) is None
+    with pytest.raises(HierarchyError, match="'Teen' is not a node"):
+        faers_age_group("Teen")
+
+
+def test_case_versions_count_each_case_s_releases_in_time_order() -> None:
+    got = case_versions({"2020Q2": ["b", "c"], "2020Q1": ["a", "b"], "2020Q3": ["b", "a", "d"]})
+    assert {p: v.tolist() for p, v in got.items()} == {
+        "2020Q1": [1, 1], "2020Q2": [2, 1], "2020Q3": [3, 2, 1]}
+
+
+def test_the_writer_carries_each_cell_as_the_conventions_say(tmp_path) -> None:
+    rows = _rows(
+        drugs_primary_suspect=["ASPIRIN", "HUMIRA", "", ""],
+        drugs_secondary_suspect=["", "", "", ""],
+        drugs_concomitant=["ASPIRIN|ZOCOR", "", "", ""],
+        drugs_interacting=["", "", "", "X"],
+        outcomes=["HO|LT", "", "DE", ""],
+        init_fda_dt=["2021", "2020", "2021", ""],
+        fda_dt=["202108", "2021", "2021", "2021"],
+    )
+    replaced = write_faers_release(tmp_path, rows, "2021Q3", versions=[1, 2, 1, 12])
+    assert replaced == 0
+    demo = _table(tmp_path / "DEMO21Q3.txt")
+    assert list(demo["primaryid"]) == ["10011", "10022", "10031", "100412"]
+    assert list(demo["caseversion"]) == ["1", "2", "1", "12"]
+    assert list(demo["i_f_code"]) == ["I", "F", "I", "F"]
+    assert list(demo["age"]) == ["", "", "", ""] and list(demo["age_cod"]) == ["", "", "", ""]
+    assert list(demo["age_grp"]) == ["T", "", "", ""]  # Adult = A + E: no one group
+    assert list(demo["sex"]) == ["F", "", "M", ""]
+    assert list(demo["wt"]) == ["72.5", "", "", ""]
+    assert list(demo["wt_cod"]) == ["KG", "", "", ""]
+    assert list(demo["wt_bin"]) == ["", "[60-80]", "*", ""]
+    assert demo.columns[-1] == "wt_bin"
+    assert list(demo["init_fda_dt"]) == ["2021", "2020", "2021", ""]
+    assert list(demo["fda_dt"]) == ["202108", "2021", "2021", "2021"]
+
+    drug = _table(tmp_path / "DRUG21Q3.txt")
+    assert drug[["primaryid", "drug_seq", "role_cod", "drugname"]].values.tolist() == [
+        ["10011", "1", "PS", "ASPIRIN"], ["10011", "2", "C", "ASPIRIN"],
+        ["10011", "3", "C", "ZOCOR"], ["10011", "4", "", "METFORMIN"],  # in no role column
+        ["10022", "1", "PS", "HUMIRA"], ["100412", "1", "I", "X"]]
+    reac = _table(tmp_path / "REAC21Q3.txt")
+    assert reac[["caseid", "pt"]].values.tolist() == [
+        ["1001", "Nausea"], ["1001", "Rash"], ["1002", "Headache"], ["1004", "Death"]]
+    indi = _table(tmp_path / "INDI21Q3.txt")
+    assert indi[["caseid", "indi_pt", "indi_drug_seq"]].values.tolist() == [
+        ["1001", "Diabetes", ""], ["1003", "Pain", ""], ["1003", "Fever", ""]]
+    outc = _table(tmp_path / "OUTC21Q3.txt")
+    assert list(outc.columns) == ["primaryid", "caseid", "outc_cod"]
+    assert outc.values.tolist() == [["10011", "1001", "HO"], ["10011", "1001", "LT"],
+                                    ["10031", "1003", "DE"]]
+    raw = (tmp_path / "DEMO21Q3.txt").read_bytes()
+    assert raw.count(b"\r\n") == 5 and all(line.endswith(b"$") for line in raw.split(b"\r\n")[:-1])
+
+
+def test_a_release_without_the_pv_columns_still_exports(tmp_path) -> None:
+    write_faers_release(tmp_path, _rows(), "2021Q3")
+    drug = _table(tmp_path / "DRUG21Q3.txt")
+    assert set(drug["role_cod"]) == {""} and len(drug) == 5
+    assert list(drug.loc[drug["caseid"] == "1001", "drug_seq"]) == ["1", "2", "3"]
+    assert (tmp_path / "OUTC21Q3.txt").read_bytes() == b"primaryid$caseid$outc_cod$\r\n"
+    demo = _table(tmp_path / "DEMO21Q3.txt")
+    assert list(demo["caseversion"]) == ["1"] * 4 and list(demo["init_fda_dt"]) == [""] * 4
+    notes = (tmp_path / NOTES_FILE).read_text(encoding="utf-8")
+    assert "no drug-role columns" in notes and "only its header" in notes
+
+
+def test_numeric_ages_get_a_number_and_a_group(tmp_path) -> None:
+    """A schema with a numeric age: an exact age is written with age_cod YR."""
+    rows = _rows(age=["34", "[13-18]", "[12-13]", "[70-70]"])
+    manifest = {"columns": {"qids": [{"name": "age", "kind": "numeric", "hierarchy": None}]}}
+    write_faers_release(tmp_path, rows, "2021Q3", manifest=manifest)
+    demo = _table(tmp_path / "DEMO21Q3.txt")
+    assert list(demo["age"]) == ["34", "", "", "70"]
+    assert list(demo["age_cod"]) == ["YR", "", "", "YR"]
+    assert list(demo["age_grp"]) == ["A", "T", "", "E"]
+
+
+def test_labels_of_another_age_hierarchy_get_no_group(tmp_path) -> None:
+    manifest = {"columns": {"qids": [{"name": "age", "kind": "categorical",
+                                      "hierarchy": "my-ages.csv"}]}}
+    write_faers_release(tmp_path, _rows(age=["Child"] * 4), "2021Q3", manifest=manifest)
+    assert set(_table(tmp_path / "DEMO21Q3.txt")["age_grp"]) == {""}
+
+
+def test_values_the_layout_cannot_carry_are_replaced_and_counted(tmp_path) -> None:
+    rows = _rows(drugs=["VITAMIN B$12", "A\nB", "", "X"], reactions=["Rash", "", "", "Zoé"])
+    assert write_faers_release(tmp_path, rows, "2021Q3") == 2
+    drug = _table(tmp_path / "DRUG21Q3.txt")
+    assert list(drug["drugname"]) == ["VITAMIN B 12", "A B", "X"]
+    assert list(_table(tmp_path / "REAC21Q3.txt")["pt"]) == ["Rash", "Zoé"]  # Latin-1 as is
+    assert "2 value(s) held '$' or a line break" in (tmp_path / NOTES_FILE).read_text("utf-8")
+
+
+@pytest.mark.parametrize("case_ids, message", [
+    (["1001", "C002", "1003", "1004"], "'C002'"),
+    (["1001", "0102", "1003", "1004"], "'0102'"),
+    (["1001", "1001", "1003", "1004"], "case 1001 version 1"),
+])
+def test_case_ids_that_are_not_faers_caseids_are_refused(tmp_path, case_ids, message) -> None:
+    with pytest.raises(StoreError, match=message) as caught:
+        write_faers_release(tmp_path / "out", _rows(case_id=case_ids), "2021Q3")
+    assert "--format csv or parquet" in str(caught.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_primaryids_that_would_collide_are_refused(tmp_path) -> None:
+    # caseid 12 version 11 and caseid 121 version 1 are both primaryid 1211
+    with pytest.raises(StoreError, match="not unique"):
+        write_faers_release(tmp_path, _rows(case_id=["12", "121", "3", "4"]), "2021Q3",
+                            versions=[11, 1, 1, 1])
+
+
+def test_suppressed_terms_are_named_for_the_release_never_marked_in_a_case(tmp_path) -> None:
+    manifest = {"method": {"name": "ha"},
+                "counts": {"suppressed_terms": 9},
+                "details": {"suppressed_terms": {"Rare event": {"count": 2, "theta": 0.1},
+                                                 "Alopecia": {"count": 3, "theta": 0.1}},
+                            "cases_with_suppressed_terms": 4}}
+    write_faers_release(tmp_path, _rows(), "2021Q3", manifest=manifest)
+    notes = (tmp_path / NOTES_FILE).read_text(encoding="utf-8")
+    assert "removed from every case of this release (their theta could not be met): Alopecia, " \
+           "Rare event" in notes
+    assert "4 case(s) were published with some of their terms removed" in notes
+    assert "9 (case, term) pair(s)" in notes and "none reported, or every term suppressed" in notes
+    for table in ("REAC", "INDI"):
+        assert "*" not in set(_table(tmp_path / f"{table}21Q3.txt").iloc[:, -1])
+
+
+def test_a_multi_valued_star_is_no_published_term() -> None:
+    rows, codes, names = term_pairs(np.array(["a|b", "*", " * |c", "", "a"], dtype=object))
+    assert [(int(r), str(names[c])) for r, c in zip(rows, codes)] == [
+        (0, "a"), (0, "b"), (2, "c"), (4, "a")]
+
+
+def test_the_loader_reads_age_grp_when_age_is_missing(tmp_path) -> None:
+    folder = tmp_path / "q"
+    folder.mkdir()
+    header = ("primaryid$caseid$caseversion$age$age_cod$age_grp$sex$wt$wt_cod$fda_dt$\n")
+    demo = [("11", "1", "1", "", "", "N"), ("21", "2", "1", "", "", "I"), ("31", "3", "1", "", "", "t"),
+            ("41", "4", "1", "", "", "C"), ("51", "5", "1", "", "", "A"), ("61", "6", "1", "", "", "E"),
+            ("71", "7", "1", "", "", "Z"), ("81", "8", "1", "40", "YR", "T"),
+            ("91", "9", "1", "200", "YR", "T")]  # 200 years: implausible, so age_grp is used
+    (folder / "DEMO21Q3.txt").write_text(header + "".join(
+        f"{p}${c}${v}${a}${ac}${g}$F$70$KG$20210801$\n" for p, c, v, a, ac, g in demo))
+    for table, columns in (("DRUG", "primaryid$drugname$"), ("REAC", "primaryid$pt$"),
+                           ("INDI", "primaryid$indi_pt$")):
+        (folder / f"{table}21Q3.txt").write_text(columns + "\n")
+    (quarter,) = read_faers(folder, keep_missing=True).quarters
+    ages = {c: None if pd.isna(a) else a
+            for c, a in zip(quarter.records["case_id"], quarter.records["age"])}
+    assert ages == {"1": "Newborn", "2": "Infant (1-23 months)", "3": "Adolescent", "4": None,
+                    "5": None, "6": None, "7": None, "8": "Adult (25-44)", "9": "Adolescent"}
+    assert quarter.report.missing["age"] == 4 and quarter.report.implausible["age"] == 1

@@ -1,0 +1,149 @@
+"""Signal screening of a series against the original (metrics/screening.py): scopes, strata,
+comparison figures, planted rules and their opposite strata."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from medanon.errors import ValidationError
+from medanon.hierarchies.builtin import mesh_age_tree, sex_tree
+from medanon.metrics.screening import (ScreeningOptions, opposite_condition, screen_series,
+                                       screening_for)
+from medanon.metrics.signals import Condition, SignalRule
+
+HIER = {"age": mesh_age_tree(), "sex": sex_tree()}
+
+
+def _rows(n: int, seed: int, *, flip: float = 0.0) -> pd.DataFrame:
+    """Reports with a signal AVANDIA -> Myocardial infarction among adults only; with ``flip``,
+    that share of the adults' age labels is published as Child (a perturbed release)."""
+    rng = np.random.default_rng(seed)
+    adult = rng.random(n) < 0.7
+    drugs = rng.choice(["ASPIRIN", "METFORMIN", "LIPITOR", "AVANDIA", "ZOLOFT"], size=n)
+    reactions = rng.choice(["Nausea", "Headache", "Rash", "Dizziness", "Fatigue"], size=n)
+    mi = adult & (drugs == "AVANDIA") & (rng.random(n) < 0.8)
+    reactions = np.where(mi, "Myocardial infarction", reactions)
+    age = np.where(adult, "Adult", "Child")
+    if flip:
+        age = np.where(adult & (rng.random(n) < flip), "Child", age)
+    return pd.DataFrame({"age": age, "sex": rng.choice(["F", "M"], size=n),
+                         "drugs": drugs, "reactions": reactions})
+
+
+def _series(rows: pd.DataFrame, parts: int = 2) -> dict[str, pd.DataFrame]:
+    labels = [f"2020Q{i + 1}" for i in range(parts)]
+    bounds = np.linspace(0, len(rows), parts + 1).astype(int)
+    return {p: rows.iloc[lo:hi].reset_index(drop=True)
+            for p, lo, hi in zip(labels, bounds[:-1], bounds[1:])}
+
+
+OPTIONS = ScreeningOptions(strata=("age <= 18", "age > 18", "sex = F"))
+RULE = SignalRule("AVANDIA", "Myocardial infarction", "age > 18")
+
+
+def test_a_release_equal_to_the_original_keeps_every_signal_in_every_scope():
+    original = _series(_rows(600, 1))
+    result = screen_series(original, {p: r.copy() for p, r in original.items()},
+                           hierarchies=HIER, periods=list(original), rules=[RULE],
+                           options=OPTIONS)
+    kinds = [e["kind"] for e in result["scopes"]]
+    assert kinds == ["pooled", "quarter", "quarter", "stratum", "stratum", "stratum"]
+    for entry in result["scopes"]:
+        for name, st in entry["statistics"].items():
+            assert st["signals_original"] == st["signals_release"] == st["common"], (entry, name)
+            if st["signals_original"]:
+                assert st["recall"] == st["precision"] == 1.0
+            assert entry["spurious"][name] == [] and entry["lost"][name] == []
+        assert entry["statistics"]["mgps"]["spearman"] in (None, 1.0)
+    pooled = result["scopes"][0]["statistics"]
+    assert pooled["mgps"]["signals_original"] >= 1   # the planted pair is found at all
+    own = result["planted"][0]["own"]
+    assert own["scope"] == "age > 18" and own["original"]["signal"]["mgps"]
+    assert result["planted_summary"]["mgps"]["recall"] == 1.0
+    assert result["planted_summary"]["mgps"]["manufactured_opposite"] == 0
+
+
+def test_perturbed_age_labels_manufacture_a_signal_in_the_opposite_stratum():
+    original = _series(_rows(1500, 2))
+    perturbed = _series(_rows(1500, 2, flip=0.5))
+    result = screen_series(original, perturbed, hierarchies=HIER, periods=list(original),
+                           rules=[RULE], options=OPTIONS)
+    children = next(e for e in result["scopes"] if e["scope"] == "age <= 18")
+    listed = {(s["drug"], s["reaction"]) for s in children["spurious"]["mgps"]}
+    assert ("AVANDIA", "Myocardial infarction") in {(d.upper(), r.capitalize())
+                                                     for d, r in listed}
+    assert children["statistics"]["mgps"]["precision"] < 1.0
+    opposite = result["planted"][0]["opposite"]
+    assert opposite["scope"] == "age <= 18"
+    assert not opposite["original"]["signal"]["mgps"] and opposite["release"]["signal"]["mgps"]
+    assert result["planted_summary"]["mgps"]["manufactured_opposite"] == 1
+    # pooled, the labels do not matter: the pooled scope is unchanged
+    pooled = result["scopes"][0]["statistics"]["mgps"]
+    assert pooled["recall"] == pooled["precision"] == 1.0
+
+
+def test_generalized_cells_are_undecided_not_guessed():
+    original = _series(_rows(400, 3))
+    release = {p: r.assign(age=np.where(np.arange(len(r)) % 2 == 0, "*", r["age"]))
+               for p, r in original.items()}
+    result = screen_series(original, release, hierarchies=HIER, periods=list(original),
+                           options=OPTIONS)
+    adults = next(e for e in result["scopes"] if e["scope"] == "age > 18")
+    assert adults["undecided"]["original"] == 0
+    expected = sum(int((r["age"] == "*").sum()) for r in release.values())
+    assert adults["undecided"]["release"] == expected
+    assert adults["reports"]["release"] < adults["reports"]["original"]
+    # a report leaves the stratum; none enters it: every release signal there has its pair in
+    # the original stratum
+    assert all(s["original"]["n"] > 0 for s in adults["spurious"]["bcpnn"])
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("age > 18", "age <= 18"), ("age <= 18", "age > 18"), ("age >= 65", "age < 65"),
+    ("sex = F", "sex != F"), ("age in Adult", "age != Adult"), ("sex != M", "sex = M"),
+])
+def test_opposite_condition(text, expected):
+    assert opposite_condition(Condition.parse(text)).text == expected
+
+
+def test_opposite_of_a_categorical_condition_leaves_generalized_cells_undecided():
+    cond = Condition.parse("sex = F")
+    cells = ["F", "M", "*"]
+    assert cond.classify(cells, HIER["sex"]).tolist() == [1, 0, -1]
+    assert opposite_condition(cond).classify(cells, HIER["sex"]).tolist() == [0, 1, -1]
+
+
+def test_options_and_inputs_are_checked():
+    with pytest.raises(ValidationError, match="strata"):
+        ScreeningOptions(strata="age > 18")
+    with pytest.raises(ValidationError, match="condition"):
+        ScreeningOptions(strata=("age >> 18",))
+    with pytest.raises(ValidationError, match="drug_columns"):
+        ScreeningOptions(drug_columns=())
+    with pytest.raises(ValidationError, match="min_count"):
+        ScreeningOptions(min_count=0)
+    original = _series(_rows(100, 4))
+    with pytest.raises(ValidationError, match="release_rows"):
+        screen_series(original, {}, hierarchies=HIER, periods=list(original))
+    with pytest.raises(ValidationError, match="drugs_primary_suspect"):
+        screen_series(original, original, hierarchies=HIER, periods=list(original),
+                      options=ScreeningOptions(drug_columns=("drugs_primary_suspect",)))
+
+
+def test_screening_for_a_series_without_drugs_is_none_unless_asked_for():
+    assert screening_for({"age", "reactions"}) is None
+    assert screening_for({"drugs", "reactions"}).drug_columns == ("drugs",)
+    with pytest.raises(ValidationError, match="drug_columns"):
+        screening_for({"drugs", "reactions"}, drug_columns=["drugs_suspect"])
+    chosen = screening_for({"drugs", "reactions", "sex"}, strata=["sex = F"])
+    assert chosen.strata == ("sex = F",)
+
+
+def test_strata_on_columns_the_release_lacks_are_skipped_and_said():
+    original = _series(_rows(200, 5))
+    result = screen_series(original, original, hierarchies=HIER, periods=list(original),
+                           options=ScreeningOptions(strata=("weight > 80", "sex = F")))
+    assert result["strata_skipped"] == ["weight > 80"]
+    assert [e["scope"] for e in result["scopes"] if e["kind"] == "stratum"] == ["sex = F"]
