@@ -29,7 +29,7 @@ from medanon.pipeline.methods import periodic_method
 from medanon.published.series import empty_series
 from medanon.random import randomness
 
-SCHEMA = Schema.default()
+SCHEMA = Schema.papers()  # the records below hold only the papers' columns
 HIERARCHIES = SCHEMA.load_hierarchies()
 AGE, SEX = mesh_age_tree(), sex_tree()
 AGES = ["Young Adult", "Middle Aged", "Aged (65-79)", "Adolescent", "In-school", "Newborn"]
