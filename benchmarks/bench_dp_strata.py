@@ -3,7 +3,7 @@ label remedy (``--dp-label-confidence``, ``--dp-label-mechanism``; issue 22, ite
 
 Rows: PPMS++ (no noise), then per ε PPMS-DP_num, PPMS-DP_all as in 000, and PPMS-DP_all with
 each confidence ``c`` for 000's draw cut to the level (``exp``, shown without a tag) and for
-randomized response (``rr``). The default grid (25 releases) takes about 9 minutes on 2 cores.
+randomized response (``rr``). The default grid (25 releases) takes about 13 minutes on 2 cores.
 
 The flow is the one a steward runs, through the CLI: ``medanon synth faers`` (the default
 8 quarters × 3,000 cases, seeded, six planted signals) → ``medanon ingest`` (every report kept)
