@@ -29,6 +29,16 @@ EXAMPLES = {
                                                  perturbations=(_WEIGHT,))),
     "ppms-dp-aware": ("ppms-dp.md", PPMSDPModel(k=5, theta=_THETA, epsilon="1",
                                                 perturbations=(_WEIGHT,), dp_aware_grouping=True)),
+    "ppms-dp-all-cut": ("ppms-dp.md", PPMSDPModel(
+        k=5, theta=_THETA, epsilon="10", perturbations=(
+            Perturbation("age", "exponential", Fraction(10), level=1),
+            Perturbation("sex", "exponential", Fraction(10), level=1),
+            Perturbation("weight", "laplace", Fraction(10), (0.0, 300.0), 2)))),
+    "ppms-dp-all-rr": ("ppms-dp.md", PPMSDPModel(
+        k=5, theta=_THETA, epsilon="5", perturbations=(
+            Perturbation("age", "randomized-response", Fraction(5), level=1),
+            Perturbation("sex", "randomized-response", Fraction(5), level=1),
+            Perturbation("weight", "laplace", Fraction(5), (0.0, 300.0), 2)))),
     "ppms-dp-paper": ("ppms-dp.md", PPMSDPModel(
         k=5, theta=_THETA, epsilon="1", variant="paper",
         perturbations=(Perturbation("weight", "laplace", Fraction(1), None, 2),))),

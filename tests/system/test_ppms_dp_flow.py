@@ -236,3 +236,50 @@ def test_bad_dp_options_are_clear_errors(source):
                                  "--epsilon", "1", "--dp-variant", "loose", *COMMON),
                       "ValidationError", "variant")
     assert snapshot(source) == before
+
+
+def test_label_remedy_flow_release_verify_evaluate(source, tmp_path):
+    # issue 22: --dp-label-confidence / --dp-label-mechanism through the whole flow
+    store = ingested(source, "labels")
+    assert main(["release", "--store", str(store), "--method", "ppms-dp-all", "--epsilon", "5",
+                 "--dp-label-confidence", "0.99", "--dp-label-mechanism", "randomized-response",
+                 *COMMON]) == 0
+    rows, manifests, ledger = published(store)
+    for period, manifest in manifests.items():
+        assert manifest["method"]["parameters"]["label_confidence"] == 0.99
+        assert manifest["method"]["parameters"]["label_mechanism"] == "randomized-response"
+        assert manifest["details"]["label_levels"] == {"age": 1, "sex": 1}
+        assert "randomized response" in manifest["method"]["guarantee"]
+        assert set(rows[period]["age"].fillna("*")) <= {"Adult", "Nonadult", "*"}
+    assert set(ledger["mechanism"]) == {"randomized-response:age", "randomized-response:sex",
+                                        "laplace:weight"}
+    assert run_cli("verify", "--store", store).returncode == 0
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[rule]]\ndrug = "AVANDIA"\nreaction = "Myocardial infarction"\n'
+                     'condition = "age <= 18"\n')
+    result = invoke_cli("evaluate", "--store", store, "--rules", rules, "--json")
+    assert result.returncode == 0, result.stderr
+    releases = json.loads(result.stdout)["releases"]
+    assert all(r["attacker"] == "likelihood-weighted" and 0 < r["nil"] for r in releases)
+
+
+def test_bad_label_options_are_clear_errors(source):
+    store = ingested(source, "label-errors")
+    before = snapshot(source)
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms-dp-all",
+                                 "--epsilon", "1", "--dp-label-confidence", "1.5", *COMMON),
+                      "ValidationError", "--dp-label-confidence must be a number in (0, 1]")
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms-dp-num",
+                                 "--epsilon", "1", "--dp-label-confidence", "0.9", *COMMON),
+                      "ValidationError", "--dp-label-confidence applies to perturbed categorical")
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms++",
+                                 "--dp-label-mechanism", "randomized-response", *COMMON),
+                      "ValidationError", "--dp-label-mechanism applies to methods ppms-dp-num")
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms-dp-all",
+                                 "--epsilon", "1", "--dp-label-mechanism", "rr", *COMMON),
+                      "ValidationError", "--dp-label-mechanism must be one of 'exponential'")
+    assert_user_error(invoke_cli("release", "--store", store, "--method", "ppms-dp-all",
+                                 "--epsilon", "1", "--dp-variant", "paper",
+                                 "--dp-label-confidence", "0.9", *COMMON),
+                      "ValidationError", "needs the strict variant")
+    assert snapshot(source) == before

@@ -60,6 +60,29 @@ store's ``--case-budget``, which makes the bound hold across releases — else t
 gate then refuses that release). A θ raised for feasibility (``raise-theta``) is raised in the
 grouping and declared as the θ that inflates to it.
 
+``label_confidence`` and ``label_mechanism`` (beyond the paper; issue 22). The strict
+exponential perturbation of a categorical QID is close to uniform over the hierarchy at small ε
+(76% of MeSH age labels contradict the truth at ε = 1), so a stratified signal analysis reads
+one stratum's reports in another and finds the majority stratum's signals in the minority one
+(docs/algorithms/ppms-dp.md, "Stratified signals"). With ``label_confidence=c`` each perturbed
+categorical QID is published at the finest level of its hierarchy at which the published label
+is consistent with the true value (itself, an ancestor or a descendant) with probability >= c
+for every true value (:func:`label_level`, :mod:`medanon.mechanisms.coarsening`): a function of
+ε, the hierarchy, the mechanism and c only.
+
+* ``label_mechanism="exponential"`` (default, 000's draw): the drawn label is cut to its
+  ancestor at that level, after the grouping. Post-processing: the release is the unremedied
+  one with those labels replaced by their ancestors, and its ε is unchanged.
+* ``label_mechanism="randomized-response"``: the label is drawn, before grouping, by k-ary
+  randomized response over the root and the level's labels (a data-independent output domain;
+  ε-DP per case as well; a missing value mostly stays missing). It spends ε on the labels
+  published, so it reaches a finer level at the same ε (MeSH age at ε = 5, c = 0.99:
+  Nonadult/Adult instead of the root). Without a confidence it draws over the leaves.
+
+``details.label_levels`` records the levels (the attacks read the published labels'
+likelihoods from them and ``privacy_spent.mechanisms``), ``details.label_consistency`` the
+worst-case probability each level achieves.
+
 What is published and what is not: facts that are deterministic functions of the private
 values and that no mechanism accounts for go to ``AnonymizationResult.private_details`` (the
 store keeps them operator-only): ``clipped_to_domain`` (strict; how many true values fell
@@ -93,7 +116,10 @@ from ..accounting import Accountant, PrivacyLoss, format_epsilon, to_exact
 from ..data.records import SuperRecords
 from ..errors import InfeasibleError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
-from ..mechanisms import ExponentialMechanism, LaplaceMechanism, NoiseSource
+from ..mechanisms import ExponentialMechanism, LaplaceMechanism, NoiseSource, RandomizedResponse
+from ..mechanisms.coarsening import (LABEL_MECHANISMS, ancestor_at_level, check_confidence,
+                                     finest_level, label_consistency, published_log_table,
+                                     rr_domain)
 from ..models.dp_bound import inflated_k, inflated_theta
 from ..models.names import PPMS_DP_MODEL
 from ..models.theta import ThetaSpec, ThetaTable
@@ -201,6 +227,14 @@ class _PPMSDP(ClusteringMethod):
             (strict variant only; see the module docstring).
         dp_aware_epsilon: the per-case ε the dp-aware grouping designs for (default: this
             release's ε_case).
+        label_confidence: PPMS-DP_all, strict variant: publish each perturbed categorical QID
+            at the finest level of its hierarchy at which the published label is consistent
+            with the true value (the value, an ancestor or a descendant) with at least this
+            probability, for every true value (:func:`label_level`). None: the labels as drawn.
+        label_mechanism: PPMS-DP_all, strict variant: ``"exponential"`` (000's draw over the
+            whole hierarchy, cut to the level by post-processing) or ``"randomized-response"``
+            (k-ary randomized response over the level's labels; the leaves without a
+            confidence).
     """
 
     privacy_model = PPMS_DP_MODEL
@@ -216,7 +250,8 @@ class _PPMSDP(ClusteringMethod):
                  variant: str = "strict", lifespan: int | None = None,
                  on_infeasible: str = "refuse",
                  domains: Mapping[str, tuple[float, float]] | None = None,
-                 dp_aware_grouping: bool = False, dp_aware_epsilon: object = None):
+                 dp_aware_grouping: bool = False, dp_aware_epsilon: object = None,
+                 label_confidence: float | None = None, label_mechanism: str = "exponential"):
         super().__init__(k=k, theta=theta, lifespan=lifespan, on_infeasible=on_infeasible)
         owner = type(self).__name__
         self.epsilon = to_exact(epsilon, name="epsilon", owner=owner)
@@ -234,6 +269,26 @@ class _PPMSDP(ClusteringMethod):
         self.dp_aware_grouping = dp_aware_grouping
         self.dp_aware_epsilon = (None if dp_aware_epsilon is None else
                                  to_exact(dp_aware_epsilon, name="dp_aware_epsilon", owner=owner))
+        label_mechanism = check_choice(label_mechanism, name="label_mechanism", owner=owner,
+                                       choices=LABEL_MECHANISMS)
+        if label_confidence is not None:
+            label_confidence = check_confidence(label_confidence, owner=owner,
+                                                name="label_confidence")
+        for name, given in (("label_confidence", label_confidence is not None),
+                            ("label_mechanism", label_mechanism != "exponential")):
+            if given and not self.perturb_categorical:
+                raise ValidationError(
+                    f"The '{name}' parameter of {owner} applies to perturbed categorical QIDs, "
+                    f"which only ppms-dp-all perturbs: {self.name} publishes them generalized "
+                    f"(an ancestor of the true value, never a contradicting one).")
+            if given and self.variant != "strict":
+                raise ValidationError(
+                    f"The '{name}' parameter of {owner} needs the strict variant: the paper "
+                    f"variant draws over each group's own candidates, so the probability of a "
+                    f"consistent label depends on the data and no level can be chosen from "
+                    f"epsilon and the hierarchy alone.")
+        self.label_confidence = label_confidence
+        self.label_mechanism = label_mechanism
         self.domains = {}
         for name, bounds in (domains or {}).items():
             try:
@@ -281,7 +336,9 @@ class _PPMSDP(ClusteringMethod):
                 "domains": {n: list(b) for n, b in sorted(self.domains.items())} or None,
                 "dp_aware_grouping": self.dp_aware_grouping,
                 "dp_aware_epsilon": (None if self.dp_aware_epsilon is None
-                                     else format_epsilon(self.dp_aware_epsilon))}
+                                     else format_epsilon(self.dp_aware_epsilon)),
+                "label_confidence": self.label_confidence,
+                "label_mechanism": self.label_mechanism}
 
     @property
     def claims_dp(self) -> bool:  # type: ignore[override]
@@ -303,6 +360,15 @@ class _PPMSDP(ClusteringMethod):
                               f"schema, or pass --domain {name}=LO:HI (bounds known without "
                               f"looking at the data).")
         return spec.domain
+
+    def label_level(self, taxonomy: Taxonomy) -> tuple[int | None, float | None]:
+        """The level a perturbed categorical QID with hierarchy ``taxonomy`` is published at,
+        and the worst-case probability that its label is consistent with the truth there
+        (None, None: 000's draw published as it is). See :func:`label_level`."""
+        if self.label_confidence is None and self.label_mechanism == "exponential":
+            return None, None
+        return label_level(taxonomy, self.epsilon, self.label_confidence,
+                           mechanism=self.label_mechanism)
 
     def _design_epsilon(self, schema) -> Fraction:
         """The per-case ε the dp-aware grouping designs for."""
@@ -375,6 +441,11 @@ class _PPMSDP(ClusteringMethod):
                             lo, hi) if n else x
                 values["lo"][j][:] = y
                 values["hi"][j][:] = y
+            elif self.perturb_categorical and self.label_mechanism == "randomized-response":
+                codes = values["cat"][j]
+                codes[:] = _randomized_labels(a.taxonomy, codes, self.epsilon,
+                                              self.label_level(a.taxonomy)[0], noise,
+                                              accountant=accountant, target=qid.name)
             elif self.perturb_categorical:
                 tax = a.taxonomy
                 mech = ExponentialMechanism(epsilon=self.epsilon, sensitivity=1.0)
@@ -405,6 +476,7 @@ class _PPMSDP(ClusteringMethod):
         noise = NoiseSource(rng) if self.variant == "paper" else None
         smallest_scale = None
         exact_groups: dict[str, list[str]] = {}
+        details: dict[str, object] = {}
         for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
             if a.numeric:
                 x = values["lo"][j][placed]
@@ -429,12 +501,22 @@ class _PPMSDP(ClusteringMethod):
                 table[qid.name] = _exponential_per_group(a.taxonomy, codes[j], merged,
                                                          self.epsilon, noise, accountant=accountant,
                                                          target=qid.name, cases=placed)
-            else:  # PPMS-DP_all, strict: the per-case privatized values
-                table[qid.name] = a.taxonomy.decode(codes[j])
+            else:  # PPMS-DP_all, strict: the privatized values ...
+                tax = a.taxonomy
+                level, worst = self.label_level(tax)
+                if level is None:
+                    table[qid.name] = tax.decode(codes[j])
+                    continue
+                # ... at the chosen level (post-processing: each label's own ancestor)
+                up = ancestor_at_level(tax.parent_array, tax.depth_array, level)
+                table[qid.name] = tax.decode(up[codes[j]])
+                # public: functions of epsilon, the hierarchy, the mechanism and the confidence
+                details.setdefault("label_levels", {})[qid.name] = level
+                details.setdefault("label_consistency", {})[qid.name] = round(worst, 6)
         add_published_columns(table, data, placed, suppressed_terms)
         n_groups = int(merged.max()) + 1 if len(merged) else 0
-        details: dict[str, object] = {"groups_before_merging": n_before,
-                                      "groups_merged_away": n_before - n_groups}
+        details.update({"groups_before_merging": n_before,
+                        "groups_merged_away": n_before - n_groups})
         if self.variant == "paper":
             # Values of these groups are published (nearly always) exact: their spread gives it
             # away anyway, and a verifier must count them as exact, not as perturbed.
@@ -453,9 +535,11 @@ class _PPMSDP(ClusteringMethod):
         pre-check; the ledger is written from what the mechanisms report). The strict variant
         charges every case exactly this (``pipeline.publish`` checks it); the paper variant
         charges a case only where a group's mechanism drew noise for it, never more."""
+        labels = (RandomizedResponse.name if self.label_mechanism == "randomized-response"
+                  else ExponentialMechanism.name)
         return tuple(PrivacyLoss(epsilon=self.epsilon, target=name, scope="case",
                                  mechanism=(LaplaceMechanism.name if kind == "numeric"
-                                            else ExponentialMechanism.name))
+                                            else labels))
                      for name, kind in self._qids_perturbed(schema))
 
     def privacy_statement(self, schema, losses: Sequence[PrivacyLoss]) -> dict:
@@ -494,6 +578,45 @@ class PPMSDPAll(_PPMSDP):
 
 
 # ---------------------------------------------------------------------------------- helpers
+def label_level(taxonomy: Taxonomy, epsilon: object, confidence: float | None, *,
+                mechanism: str = "exponential") -> tuple[int, float]:
+    """The level a perturbed categorical QID is published at: the finest depth L of
+    ``taxonomy`` at which the label ``mechanism`` publishes is consistent with the true value
+    (the value, an ancestor or a descendant) with probability at least ``confidence`` for every
+    true value; and that worst-case probability (:mod:`medanon.mechanisms.coarsening`).
+    Without a confidence, the leaves (the tree's height). A function of ε, the hierarchy, the
+    mechanism and the confidence only: neighbouring inputs get the same level."""
+    parent, depth = taxonomy.parent_array, taxonomy.depth_array
+    if confidence is not None:
+        return finest_level(parent, depth, epsilon, confidence, mechanism=mechanism)
+    level = int(depth.max())
+    table = published_log_table(parent, depth, epsilon, mechanism=mechanism, level=level)
+    return level, float(label_consistency(table, parent, depth)[depth > 0].min())
+
+
+def _randomized_labels(taxonomy: Taxonomy, codes: np.ndarray, epsilon: Fraction, level: int,
+                       noise: NoiseSource, *, accountant: Accountant, target: str) -> np.ndarray:
+    """Each case's label drawn by k-ary randomized response over the root and the labels of
+    ``level`` (the first level with two labels when ``level`` is 0; the caller publishes the
+    root then): :func:`medanon.mechanisms.coarsening.rr_domain`.
+
+    A value is first put on that domain: a missing value (the root) stays the root, a value on
+    or below the level is its ancestor there, a value between them one of the level's labels
+    under it, uniformly. Both steps read the case's own value only; the mixture of
+    randomized-response rows is within e^ε of any other row.
+    """
+    domain, weights = rr_domain(taxonomy.parent_array, taxonomy.depth_array, level)
+    inputs = np.empty(len(codes), dtype=np.int64)
+    for case, u in enumerate(codes.tolist()):
+        choices = domain[weights[u] > 0]   # uniform weights: one choice, or a uniform pick
+        inputs[case] = choices[0] if choices.size == 1 else choices[noise.uniform_int(choices.size)]
+    mech = RandomizedResponse(epsilon=epsilon, categories=domain.tolist())
+    if not len(codes):
+        return codes
+    return np.asarray(mech.randomise(inputs, noise, accountant=accountant, target=target),
+                      dtype=np.int64)
+
+
 def _rows_by_group(groups: np.ndarray) -> list[np.ndarray]:
     """The record indices of each group (groups in increasing order)."""
     if not len(groups):

@@ -37,7 +37,10 @@ what the combined bound of :mod:`medanon.models.dp_bound` assumes. A perturbed Q
 does not know for the target contributes the same factor to every candidate and is left out. A
 numeric target known only as an interval uses the mean probability over it; a categorical target
 that is not a record value of its hierarchy (e.g. an inner node) the mean over the record values
-it covers.
+it covers. A release that publishes its perturbed labels coarsened to a declared level
+(``details.label_levels``, PPMS-DP_all's ``label_confidence``) is weighed with the coarsened
+table of :mod:`medanon.mechanisms.coarsening`: a published ancestor w has the summed probability
+of every perturbed label under it, so the ε-DP bound on each factor still holds.
 
 Releases whose noise scale is not published — PPMS-DP's ``paper`` variant, where each group's
 scale is its own (local) spread — give no likelihood evidence here: the attacker would have to
@@ -57,13 +60,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import numpy as np
 
 from ..errors import InputFormatError
-from ..mechanisms.likelihood import (exponential_log_table, hierarchy_information_loss,
-                                     laplace_log_likelihood)
+from ..mechanisms.coarsening import published_log_table
+from ..mechanisms.likelihood import laplace_log_likelihood
 from ..models.periodic import dp_models, hard_series
 from ..published.cells import QidInfo
 from ..published.links import ReleaseView, read_view
@@ -191,13 +193,16 @@ class LikelihoodAttacker:
     def _qid(self, name: str) -> QidInfo | None:
         return next((q for q in self.series.qids if q.name == name), None)
 
-    def _categorical_tables(self, q: QidInfo, epsilon: Fraction) -> tuple[np.ndarray, np.ndarray]:
-        """(rows_table, log_prior per published node) of the strict exponential perturbation."""
-        key = (q.name, epsilon)
+    def _categorical_tables(self, q: QidInfo, p) -> tuple[np.ndarray, np.ndarray]:
+        """(rows_table, log_prior per published node) of the strict categorical perturbation
+        ``p`` (000's exponential draw, or randomized response over a level's labels), its labels
+        published at the level the release declares (a published ancestor has the summed
+        probability of the drawn labels under it)."""
+        key = (q.name, p.mechanism, p.epsilon, p.level)
         if key not in self._tables:
             tax = q.taxonomy
-            utility = -hierarchy_information_loss(tax.parent_array, tax.depth_array)
-            table = exponential_log_table(utility, epsilon=epsilon, sensitivity=1)
+            table = published_log_table(tax.parent_array, tax.depth_array, p.epsilon,
+                                        mechanism=p.mechanism, level=p.level)
             values = np.flatnonzero(tax.value_mask)
             # A target that is a record value is exact; any other node stands for the record
             # values it covers (mean probability over them).
@@ -244,10 +249,19 @@ class LikelihoodAttacker:
                         prior[present] = laplace_log_likelihood(
                             values[present], params["lo"], params["hi"], **params)
                     out.append(_Evidence(q.name, present, values, prior, True, laplace=params))
-                elif p.mechanism == "exponential" and q.kind == "categorical":
+                elif (p.mechanism in ("exponential", "randomized-response")
+                      and q.kind == "categorical"):
                     codes = np.where(hit, other.region.cat[q.name][np.maximum(pos, 0)], -1)
                     present = codes >= 0
-                    rows_table, node_prior = self._categorical_tables(q, p.epsilon)
+                    if p.level is not None and (q.taxonomy.depth_array[codes[present]]
+                                                > p.level).any():
+                        # the coarsened table gives such a label probability 0: it would
+                        # exclude candidates for sure on the strength of a false declaration
+                        raise InputFormatError(
+                            f"Release {other_label} publishes {q.name!r} labels below the level "
+                            f"its manifest declares ('details.label_levels.{q.name}' = "
+                            f"{p.level}).")
+                    rows_table, node_prior = self._categorical_tables(q, p)
                     prior = np.where(present, node_prior[np.maximum(codes, 0)], 0.0)
                     out.append(_Evidence(q.name, present, np.maximum(codes, 0), prior, False,
                                          rows_table=rows_table))
@@ -255,7 +269,8 @@ class LikelihoodAttacker:
                     raise InputFormatError(
                         f"The manifest of {other_label} declares the {p.mechanism} mechanism for "
                         f"the {q.kind} QID {q.name!r}; the attacks know the Laplace mechanism for "
-                        f"numeric and the exponential mechanism for categorical QIDs.")
+                        f"numeric and the exponential mechanism and randomized response for "
+                        f"categorical QIDs.")
         self._evidence[label] = out
         return out
 
@@ -322,5 +337,6 @@ def posterior(log_w: np.ndarray, candidate: np.ndarray | None = None) -> np.ndar
 def _log_mean_exp(a: np.ndarray, axis: int) -> np.ndarray:
     top = a.max(axis=axis, keepdims=True)
     safe = np.where(np.isfinite(top), top, 0.0)
-    out = safe + np.log(np.exp(a - safe).mean(axis=axis, keepdims=True))
+    with np.errstate(divide="ignore"):  # a label never published (coarsened tables): −inf
+        out = safe + np.log(np.exp(a - safe).mean(axis=axis, keepdims=True))
     return np.squeeze(out, axis=axis)

@@ -370,6 +370,19 @@ def release(
                                     "and theta to theta' so that even an attacker weighting "
                                     "candidates by their noisy QIDs stays within 1/k and theta "
                                     "(epsilon: --case-budget if given, else per release).")] = False,
+    dp_label_confidence: Annotated[Optional[float], typer.Option(
+        "--dp-label-confidence",
+        help="PPMS-DP_all strict: publish each perturbed categorical QID (age, sex) at the finest "
+             "level of its hierarchy whose label is consistent with the true value with at "
+             "least this probability, e.g. 0.99 (chosen from epsilon and the hierarchy only: "
+             "post-processing, epsilon unchanged; recorded in the manifest). Stops noisy labels "
+             "from moving reports into the wrong stratum of a signal analysis.")] = None,
+    dp_label_mechanism: Annotated[Optional[str], typer.Option(
+        "--dp-label-mechanism",
+        help="PPMS-DP_all strict: how categorical QIDs are perturbed: 'exponential' (paper 000's "
+             "draw over the whole hierarchy, cut to the --dp-label-confidence level; default) or "
+             "'randomized-response' (k-ary randomized response over that level's labels, or the "
+             "leaves: finer labels at the same epsilon).")] = None,
     seed: SeedOpt = None,
     allow_seeded: Annotated[bool, typer.Option(
         "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
@@ -404,7 +417,8 @@ def release(
                      on_case_budget=on_case_budget, dp_aware_grouping=dp_aware_grouping,
                      allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
                      allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
-                     per_period_commit=per_period_commit)
+                     per_period_commit=per_period_commit, label_confidence=dp_label_confidence,
+                     label_mechanism=dp_label_mechanism)
 
 
 @app.command()

@@ -161,14 +161,18 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                 ss_rule: str | None = None, lifespan: int | None = None,
                 on_infeasible: str = "refuse", epsilon: str | float | None = None,
                 dp_variant: str = "strict", domains: list[str] | None = None,
-                dp_aware_grouping: bool = False, case_budget: str | None = None) -> Anonymizer:
+                dp_aware_grouping: bool = False, case_budget: str | None = None,
+                label_confidence: float | None = None,
+                label_mechanism: str | None = None) -> Anonymizer:
     """The library's :func:`~medanon.pipeline.methods.periodic_method`, its errors told in
     flags (``'dp_aware_grouping' parameter`` -> ``--dp-aware-grouping``)."""
     with ui.errors_as_flags():
         return periodic_method(method, k=k, theta=theta, alpha=alpha, ss_rule=ss_rule,
                                lifespan=lifespan, on_infeasible=on_infeasible, epsilon=epsilon,
                                dp_variant=dp_variant, domains=domains,
-                               dp_aware_grouping=dp_aware_grouping, case_budget=case_budget)
+                               dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
+                               label_confidence=label_confidence,
+                               label_mechanism=label_mechanism)
 
 
 def release(*, store: Path, periods: list[str], method: str | None, k: int | None,
@@ -180,14 +184,16 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
             on_case_budget: str = "refuse", dp_aware_grouping: bool = False,
             allow_unprotected: bool = False, allow_unknown_terms: bool = False,
             allow_gap: bool = False, allow_short_lifespan: bool = False,
-            per_period_commit: bool = False) -> None:
+            per_period_commit: bool = False, label_confidence: float | None = None,
+            label_mechanism: str | None = None) -> None:
     if method is None:  # no default: a forgotten --method must not publish raw records
         raise ValidationError("--method is required: ms, ppms, ppms+, ppms++, ha, ppms-dp-num, "
                               "ppms-dp-all, or none with --allow-unprotected.")
     anonymizer = make_method(method, k=k, theta=theta, alpha=alpha, ss_rule=ss_rule,
                              lifespan=lifespan, on_infeasible=on_infeasible, epsilon=epsilon,
                              dp_variant=dp_variant, domains=domains,
-                             dp_aware_grouping=dp_aware_grouping, case_budget=case_budget)
+                             dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
+                             label_confidence=label_confidence, label_mechanism=label_mechanism)
     budget = None if case_budget is None else Budget.of(case_budget)
     rng = randomness(seed)
     with ReleaseStore.open(store) as db:

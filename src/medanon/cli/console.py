@@ -53,14 +53,15 @@ def print_json(data: object) -> None:
 
 #: library parameter names whose flag is not ``--`` + the name with dashes
 _FLAG_NAMES = {"domains": "--domain", "followup_rate": "--follow-up-rate",
-               "stop_rate_new": "--stop-rate"}
+               "stop_rate_new": "--stop-rate", "label_confidence": "--dp-label-confidence",
+               "label_mechanism": "--dp-label-mechanism"}
 #: parameters with an underscore that are command-line flags (told as flags wherever they
 #: appear in a library message)
 _FLAGGED = frozenset({
     "allow_unprotected", "allow_unknown_terms", "allow_gap", "allow_short_lifespan",
     "allow_empty", "allow_seeded", "on_infeasible", "on_case_budget", "dp_variant",
-    "dp_aware_grouping", "case_budget", "ss_rule", "b_max", "max_suppression", "budget_split",
-    "min_records",
+    "dp_aware_grouping", "case_budget", "label_confidence", "label_mechanism", "ss_rule", "b_max",
+    "max_suppression", "budget_split", "min_records",
     "per_period_commit", "publish_despite_violations", "max_path_length", "delta_t_days",
     "min_predictions", "aux_fraction", "code_level", "min_admissions", "pseudonym_key",
     "keep_ids", "keep_missing", "followup_rate", "missing_age", "missing_weight", "no_indication",

@@ -17,6 +17,9 @@
 - :mod:`.likelihood`: the other direction, for attackers: the probability of a published value
   given a true value under the strict PPMS-DP Laplace and exponential perturbations (pure
   functions; the samplers are unchanged).
+- :mod:`.coarsening`: hierarchy labels published at a level chosen from ε (PPMS-DP_all's
+  ``label_confidence``): the published label's distribution under 000's exponential draw cut to
+  a level or randomized response over a level's labels, and the level rule (issue 22).
 """
 
 from .base import Mechanism

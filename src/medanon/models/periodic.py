@@ -301,12 +301,17 @@ class Perturbation:
 
     Attributes:
         qid: The QID's name.
-        mechanism: ``"laplace"`` (numeric) or ``"exponential"`` (categorical).
+        mechanism: ``"laplace"`` (numeric), ``"exponential"`` or ``"randomized-response"``
+            (categorical; the latter over the labels of ``level``).
         epsilon: ε of the mechanism for one case in one release.
         domain: Laplace, strict variant: the public bounds the value was clipped to (before and
             after the noise; its scale is (hi − lo)/ε). None for the paper variant (local
             sensitivity per group, not published) and for the exponential mechanism.
         decimals: Published numbers are rounded to this many decimals (Laplace).
+        level: Categorical, strict variant: the depth of the hierarchy the labels are published
+            at (``details.label_levels``; :mod:`medanon.mechanisms.coarsening`): the drawn
+            label's ancestor there (exponential), or the output domain of randomized response.
+            None: 000's exponential draw published as drawn.
     """
 
     qid: str
@@ -314,6 +319,7 @@ class Perturbation:
     epsilon: Fraction
     domain: tuple[float, float] | None = None
     decimals: int | None = None
+    level: int | None = None
 
     @property
     def scale(self) -> float | None:
@@ -323,7 +329,8 @@ class Perturbation:
         return (self.domain[1] - self.domain[0]) / float(self.epsilon)
 
 
-_MECHANISMS = {"laplace": "numeric", "exponential": "categorical"}
+_MECHANISMS = {"laplace": "numeric", "exponential": "categorical",
+               "randomized-response": "categorical"}
 #: the published precision of PPMS-DP's noisy numbers when a manifest does not say.
 _DEFAULT_DECIMALS = 2
 
@@ -369,7 +376,9 @@ class PPMSDPModel(PPMSModel):
 
         return {**super().parameters(), "epsilon": format_epsilon(self.epsilon),
                 "variant": self.variant, "perturbed_qids": list(self.perturbed),
-                "dp_aware_grouping": self.dp_aware_grouping}
+                "dp_aware_grouping": self.dp_aware_grouping,
+                "label_levels": {p.qid: p.level for p in self.perturbations
+                                 if p.level is not None} or None}
 
     def setting(self) -> tuple:
         return (*super().setting(), self.perturbed, self.variant)
@@ -395,6 +404,20 @@ class PPMSDPModel(PPMSModel):
                 f"{format_epsilon(self.epsilon_per_case)}-DP per release (epsilon "
                 f"{format_epsilon(self.epsilon)} per QID, summed over its QIDs); a case in several "
                 f"linked releases spends the sum.")
+        cut = [p for p in self.perturbations if p.level is not None
+               and p.mechanism == "exponential"]
+        if cut:
+            levels = ", ".join(f"{p.qid} at level {p.level}" for p in cut)
+            text += (f" Perturbed labels are published cut to their ancestor ({levels} of its "
+                     f"hierarchy; 0 is the root), a level chosen from epsilon and the hierarchy "
+                     f"alone: post-processing, under the same epsilon.")
+        rr = [p for p in self.perturbations if p.mechanism == "randomized-response"]
+        if rr:
+            levels = ", ".join(f"{p.qid} at level {p.level}" for p in rr)
+            text += (f" Categorical labels are drawn by randomized response over the root and "
+                     f"the labels of one level of their hierarchy ({levels}; at level 0 only "
+                     f"the root is published), an output domain chosen from epsilon and the "
+                     f"hierarchy alone.")
         if self.dp_aware_grouping:
             text += (f" Groups are grown so that, even weighting candidates by the likelihood of "
                      f"their perturbed values, no candidate's posterior exceeds 1/{self.k} and no "
@@ -432,6 +455,14 @@ class PPMSDPModel(PPMSModel):
                                    f"'privacy_spent.mechanisms'; got {mechanisms!r}.")
         by_target = {str(m.get("target")): m for m in mechanisms}
         domains = manifest_field(manifest, "details.domains", label, required=False, default={})
+        levels = manifest_field(manifest, "details.label_levels", label, required=False,
+                                default={}) or {}
+        if not isinstance(levels, Mapping) or not all(
+                q in perturbed and isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                for q, v in levels.items()):
+            raise InputFormatError(f"The manifest of {label} has a malformed "
+                                   f"'details.label_levels' (perturbed QID -> level >= 0): "
+                                   f"{levels!r}.")
         from ..accounting import to_exact
 
         perturbations = []
@@ -464,9 +495,17 @@ class PPMSDPModel(PPMSModel):
                 domain = (lo, hi)
             decimals = manifest_field(manifest, "details.decimals", label, required=False,
                                       default=_DEFAULT_DECIMALS)
+            if qid in levels and _MECHANISMS[entry["mechanism"]] != "categorical":
+                raise InputFormatError(f"The manifest of {label} declares a label level for "
+                                       f"{qid!r}, which the {entry['mechanism']} mechanism "
+                                       f"perturbs: only categorical labels have levels.")
+            if entry["mechanism"] == "randomized-response" and qid not in levels:
+                raise InputFormatError(f"The manifest of {label} declares randomized response "
+                                       f"for {qid!r} without its level "
+                                       f"('details.label_levels.{qid}'), its output domain.")
             perturbations.append(Perturbation(qid, str(entry["mechanism"]), eps, domain,
                                               int(decimals) if entry["mechanism"] == "laplace"
-                                              else None))
+                                              else None, levels.get(qid)))
         if not isinstance(spent, Mapping) or per_case in (None, "", 0, "0"):
             raise InputFormatError(f"The manifest of {label} declares {cls.name} without the "
                                    f"epsilon it spends per case ('privacy_spent.epsilon_per_case').")

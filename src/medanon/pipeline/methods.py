@@ -90,7 +90,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
                     epsilon: str | float | None = None, dp_variant: str = "strict",
                     domains: list[str] | Mapping[str, tuple[float, float]] | None = None,
                     dp_aware_grouping: bool = False, case_budget: str | float | None = None,
-                    ) -> Anonymizer:
+                    label_confidence: float | None = None,
+                    label_mechanism: str | None = None) -> Anonymizer:
     """A periodic anonymization method, configured.
 
     Args:
@@ -102,6 +103,11 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
         epsilon, dp_variant, domains, dp_aware_grouping: PPMS-DP only.
         case_budget: With ``dp_aware_grouping``: design the groups for this ε per case over the
             whole series (else for one release's ε per case).
+        label_confidence: PPMS-DP_all, strict: publish each perturbed categorical QID at the
+            finest hierarchy level whose labels are consistent with the truth with at least
+            this probability (a function of ε and the hierarchy; post-processing).
+        label_mechanism: PPMS-DP_all, strict: ``"exponential"`` (000's draw; default) or
+            ``"randomized-response"`` over the chosen level's labels.
 
     Raises:
         ValidationError: an unknown method, or a parameter the method needs, lacks or cannot
@@ -114,7 +120,9 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
     if not dp:
         for name, given in (("epsilon", epsilon is not None), ("domains", bool(domains)),
                             ("dp_variant", dp_variant != "strict"),
-                            ("dp_aware_grouping", dp_aware_grouping)):
+                            ("dp_aware_grouping", dp_aware_grouping),
+                            ("label_confidence", label_confidence is not None),
+                            ("label_mechanism", label_mechanism is not None)):
             if given:
                 raise _refuse(name, f"applies to methods ppms-dp-num and ppms-dp-all, not "
                                     f"{method!r}")
@@ -160,6 +168,10 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
         kwargs.update(epsilon=epsilon, variant=dp_variant, domains=parse_domains(domains))
         if dp_aware_grouping:
             kwargs.update(dp_aware_grouping=True, dp_aware_epsilon=case_budget)
+        if label_confidence is not None:
+            kwargs.update(label_confidence=label_confidence)
+        if label_mechanism is not None:
+            kwargs.update(label_mechanism=label_mechanism)
     return methods[method](**kwargs)
 
 
