@@ -147,3 +147,15 @@ def test_strata_on_columns_the_release_lacks_are_skipped_and_said():
                            options=ScreeningOptions(strata=("weight > 80", "sex = F")))
     assert result["strata_skipped"] == ["weight > 80"]
     assert [e["scope"] for e in result["scopes"] if e["kind"] == "stratum"] == ["sex = F"]
+
+
+def test_pairs_match_across_sides_whatever_the_first_spelling():
+    original = _series(_rows(600, 6))
+    respelled = {p: r.assign(drugs=r["drugs"].str.lower(), reactions=r["reactions"].str.upper())
+                 for p, r in original.items()}
+    result = screen_series(original, respelled, hierarchies=HIER, periods=list(original),
+                           rules=[RULE], options=OPTIONS)
+    for entry in result["scopes"]:
+        for name, st in entry["statistics"].items():
+            assert st["signals_original"] == st["common"] == st["signals_release"], (entry, name)
+    assert result["planted"][0]["own"]["release"]["signal"]["mgps"]

@@ -68,7 +68,9 @@ STATISTICS = {
     "bcpnn": ("signal_bcpnn", "ic", ("ic", "ic025")),
     "prr": ("signal_prr", "prr_corrected", ("prr", "prr_corrected", "chi2")),
 }
-_KEY = ["drug", "reaction"]
+# pairs are matched across sides on folded terms (as pair_counts matches them within a side):
+# the display spelling is the first one seen, which may differ between original and release
+_KEY = ["drug_key", "reaction_key"]
 _OPPOSITE = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "=": "!=", "in": "!=", "!=": "="}
 
 
@@ -204,7 +206,9 @@ class _Screened:
             table = table[table["n"] >= options.min_count]
         if len(table):
             table, self.prior = screen(table, min_count=options.min_count)
-            table = table.assign(prr_corrected=_prr_haldane(table))
+            table = table.assign(prr_corrected=_prr_haldane(table),
+                                 drug_key=_fold(table["drug"]),
+                                 reaction_key=_fold(table["reaction"]))
         self.table = table.set_index(_KEY) if len(table) else table
 
     def signals(self, statistic: str) -> pd.Index:
@@ -214,8 +218,8 @@ class _Screened:
 
     def pair(self, drug: str, reaction: str) -> dict[str, Any]:
         """One pair's statistics (n = 0 and no signal when it was never reported here)."""
-        key = (drug.strip().upper(), reaction.strip().casefold())
-        found = self._lookup(key)
+        key = (drug.strip().casefold(), reaction.strip().casefold())
+        found = self.table.loc[key] if len(self.table) and key in self.table.index else None
         if found is None:
             return {"n": 0, "signal": {s: False for s in STATISTICS}}
         out = {"n": int(found["n"])}
@@ -224,13 +228,10 @@ class _Screened:
         out["signal"] = {s: bool(found[v[0]]) for s, v in STATISTICS.items()}
         return out
 
-    def _lookup(self, key: tuple[str, str]) -> pd.Series | None:
-        if not len(self.table):
-            return None
-        drugs = self.table.index.get_level_values(0).astype(str).str.strip().str.upper()
-        reactions = self.table.index.get_level_values(1).astype(str).str.strip().str.casefold()
-        hit = np.flatnonzero((drugs == key[0]) & (reactions == key[1]))
-        return self.table.iloc[hit[0]] if hit.size else None
+
+
+def _fold(terms: pd.Series) -> pd.Series:
+    return terms.astype(str).str.strip().str.casefold()
 
 
 def _prr_haldane(t: pd.DataFrame) -> np.ndarray:
@@ -278,11 +279,10 @@ def _listed(pairs: pd.Index, shown: _Screened, other: _Screened, score: str,
     order = np.argsort(-mine[score].to_numpy(float), kind="stable")[:limit]
     other_side = "original" if listed_side == "release" else "release"
     out = []
-    for (drug, reaction), row in mine.iloc[order].iterrows():
-        there = other.table.loc[(drug, reaction)] if (
-            len(other.table) and (drug, reaction) in other.table.index) else None
+    for key, row in mine.iloc[order].iterrows():
+        there = other.table.loc[key] if len(other.table) and key in other.table.index else None
         out.append({
-            "drug": drug, "reaction": reaction,
+            "drug": row["drug"], "reaction": row["reaction"],
             listed_side: {"n": int(row["n"]), **{c: _rounded(row[c]) for c in columns}},
             other_side: ({"n": 0} if there is None
                          else {"n": int(there["n"]), **{c: _rounded(there[c]) for c in columns}}),
