@@ -176,7 +176,8 @@ def test_report_numbers_match_evaluate(demo):
         result = invoke_cli("evaluate", "--store", out / store, "--rules", out / "signal-rules.toml",
                             "--json")
         assert result.returncode == 0, result.stderr
-        releases = json.loads(result.stdout)["releases"]
+        evaluation = json.loads(result.stdout)
+        releases = evaluation["releases"]
         cells = _summary_row(page, name)
         assert cells[2] == str(len(releases))
         assert cells[3] == str(sum(r["cases"] for r in releases))
@@ -186,6 +187,13 @@ def test_report_numbers_match_evaluate(demo):
         kept = sum(s["original"]["signal"] and s["release"]["signal"]
                    for r in releases for s in r["signals"])
         assert cells[9].startswith(f"{kept} kept")
+        # the card's screening line is evaluate's screening summary
+        strata = evaluation["screening"]["summary"]["stratum"]["mgps"]
+        pooled = evaluation["screening"]["summary"]["pooled"]["mgps"]
+        card = _words(_card(page, dict((n, c) for n, _, c in STORES)[name]))
+        assert (f"pooled {pooled['recall']:.2f} / {pooled['precision']:.2f}, strata "
+                f"{strata['recall']:.2f} / {strata['precision']:.2f}; {strata['spurious']} "
+                f"spurious stratum signal(s)") in card
     # the contrast the demo exists to show: MS leaves groups an attacker narrows below k
     assert float(_summary_row(page, "PPMS++")[5]) == 0.0
     assert float(_summary_row(page, "MS-Anonymization")[5]) > 0.3

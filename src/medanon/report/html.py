@@ -294,6 +294,21 @@ _OVERRIDE_TEXT = {
 }
 
 
+def _screening_line(screening: dict | None) -> str:
+    """The card's one line on the screening: pooled and stratified MGPS recall and precision,
+    and the stratum signals the original does not have."""
+    if not screening:
+        return "not run (the series publishes no drug or reaction column)"
+    summary = screening["summary"]
+    pooled, strata = summary["pooled"]["mgps"], summary["stratum"]["mgps"]
+    text = (f"MGPS (EB05 ≥ 2) recall / precision: pooled {_fmt(pooled['recall'], 2)} / "
+            f"{_fmt(pooled['precision'], 2)}")
+    if strata["scopes"]:
+        text += (f", strata {_fmt(strata['recall'], 2)} / {_fmt(strata['precision'], 2)}; "
+                 f"{strata['spurious']} spurious stratum signal(s)")
+    return text
+
+
 def _card(r: SeriesReport) -> str:
     card = r.card
     filled = _filled(r)
@@ -321,6 +336,7 @@ def _card(r: SeriesReport) -> str:
                               if card.suppressed_terms else "none")),
         ("signals", (f"{kept} kept, {lost} lost, {spurious} spurious" if r.rules
                      else "no rules given")),
+        ("signal screening", _screening_line(r.evaluation.get("screening"))),
         ("max ε per case", escape(card.max_epsilon) if card.max_epsilon else "not DP"),
     ]
     findings = "".join(f'<li class="{kind}">{escape(text)}</li>' for kind, text in card.findings)
