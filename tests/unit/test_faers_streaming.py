@@ -324,7 +324,8 @@ def test_drug_sets_per_role_match_the_whole_file_reader() -> None:
         want = {column: [v if isinstance(v, tuple) else () for v in pd.Series(kept).map(
                     _reference_value_sets(rows, "report_id", "drugname"))]
                 for column, rows in want.items()}
-        unknown = frame.loc[~frame["role"].isin(list(DRUG_ROLES)), "role"].value_counts()
+        other = frame.loc[~frame["role"].isin(list(DRUG_ROLES)), "role"]
+        unknown = other[other != ""].value_counts()
         for chunk in (16, 1 << 20):
             report = IngestReport("2020Q1", "faers-2014", "x")
             with pytest.MonkeyPatch.context() as patch:
@@ -332,6 +333,7 @@ def test_drug_sets_per_role_match_the_whole_file_reader() -> None:
                 got = _drug_sets(_member(raw, "DRUG", "DRUG.txt"), mapping, kept, report)
             assert got == (want, split, embedded), raw
             assert report.unknown_roles == {k: int(v) for k, v in sorted(unknown.items())}, raw
+            assert report.drugs_without_role == int((other == "").sum()), raw
 
 
 # -- whole quarters -----------------------------------------------------------------------------

@@ -141,6 +141,8 @@ def _ingest_notes(report: dict) -> str:
     roles = sum((report.get("unknown_roles") or {}).values())
     if roles:
         notes.append(f"{roles} drug row(s) of unknown role")
+    if report.get("drugs_without_role") and "DRUG.role_cod" not in (report.get("absent") or ()):
+        notes.append(f"{report['drugs_without_role']} drug row(s) without a role")
     outcomes = sum((report.get("unknown_outcomes") or {}).values())
     if outcomes:
         notes.append(f"{outcomes} unknown outcome code(s)")

@@ -142,8 +142,11 @@ class IngestReport:
     #: (no drug roles), ``DEMO.init_fda_dt`` (legacy AERS never has it)
     absent: list[str] = field(default_factory=list)
     #: DRUG rows of kept reports whose role code is not PS, SS, C or I, per code as given
-    #: (upper case; ``""`` for an empty one): the drug is in ``drugs`` only
+    #: (upper case): the drug is in ``drugs`` only
     unknown_roles: dict[str, int] = field(default_factory=dict)
+    #: DRUG rows of kept reports with no role code (an empty one, or a table without
+    #: ``role_cod``): the drug is in ``drugs`` only
+    drugs_without_role: int = 0
     #: OUTC rows of kept reports whose code FDA does not document (kept in ``outcomes``)
     unknown_outcomes: dict[str, int] = field(default_factory=dict)
     #: per date column, non-empty values of kept reports that are not a date (made missing)
@@ -788,9 +791,9 @@ def _drug_sets(member: _Member, mapping: dict[str, str], kept: pd.Index, report:
     """Per report of ``kept``: its drugs of every role (``drugs``) and of each role
     (:data:`DRUG_ROLES`), from one chunked read of DRUG; and the table's repair counts.
 
-    A role code is compared stripped and in upper case; a drug with another (or no) role code,
-    or of a DRUG table without ``role_cod``, is in ``drugs`` only, counted in
-    ``report.unknown_roles``.
+    A role code is compared stripped and in upper case; a drug with another role code is in
+    ``drugs`` only, counted in ``report.unknown_roles``; one with no role code (or of a DRUG
+    table without ``role_cod``) too, counted in ``report.drugs_without_role``.
     """
     stream = _TableStream(member, "DRUG")
     rows, values, roles = _kept_rows(stream, mapping, "drugname", kept, "role_cod",
@@ -809,7 +812,9 @@ def _drug_sets(member: _Member, mapping: dict[str, str], kept: pd.Index, report:
     for code, target in DRUG_ROLES.items():
         mine = role == code
         out[target] = _sets_by_row(rows[mine], codes[mine], terms, len(kept))
-    unknown = pd.Series(role[~np.isin(role, list(DRUG_ROLES))]).value_counts()
+    other = role[~np.isin(role, list(DRUG_ROLES))]
+    report.drugs_without_role = int((other == "").sum())
+    unknown = pd.Series(other[other != ""]).value_counts()
     report.unknown_roles = {str(k): int(v) for k, v in sorted(unknown.items())}
     return out, stream.split_lines, stream.embedded
 
