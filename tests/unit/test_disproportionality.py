@@ -35,7 +35,7 @@ from medanon.metrics.disproportionality import (
     posterior_weight,
     screen,
 )
-from medanon.metrics.signals import Contingency, chi_square, is_signal, prr, ror
+from medanon.metrics.signals import Contingency, chi_square, is_signal, prr, prr_haldane, ror
 
 #: DuMouchel's (1999) prior fitted on the FDA SRS database (α1, β1, α2, β2, p).
 DUMOUCHEL_FDA = GpsPrior(0.204, 0.058, 1.415, 1.838, 0.097)
@@ -322,6 +322,9 @@ def test_prr_ror_chi2_and_signal_equal_the_signals_module():
                           (got_chi2[i], chi_square(table))):
             assert got == want or (math.isnan(got) and math.isnan(want)), (row, got, want)
         assert got_signal[i] == is_signal(table)
+    got_corrected = dp._prr_haldane(a, b, c, d)
+    for i, row in enumerate(cells):
+        assert got_corrected[i] == prr_haldane(Contingency(*map(int, row))), row
 
 
 # ------------------------------------------------------------------------------ pair counting

@@ -110,10 +110,7 @@ def faers_age_group(label: str) -> str | None:
     Raises:
         HierarchyError: ``label`` is not a node of the MeSH age tree.
     """
-    try:
-        return _faers_age_groups()[label]
-    except (KeyError, TypeError):
-        raise HierarchyError(f"{label!r} is not a node of hierarchy 'mesh-age'.") from None
+    return _per_mesh_node(_faers_age_groups(), label)
 
 
 def mesh_leaf_of_faers_age_group(code: str) -> str | None:
@@ -215,9 +212,14 @@ def mesh_age_band(label: str) -> tuple[float, float]:
     Raises:
         HierarchyError: ``label`` is not a node of the MeSH age tree.
     """
+    return _per_mesh_node(_mesh_age_bands(), label)
+
+
+def _per_mesh_node(table: dict[str, Any], label: str) -> Any:
+    """``table[label]`` for a node of the MeSH age tree, else HierarchyError naming it."""
     try:
-        return _mesh_age_bands()[label]
-    except (KeyError, TypeError):
+        return table[label]
+    except (KeyError, TypeError):  # TypeError: an unhashable label
         raise HierarchyError(f"{label!r} is not a node of hierarchy 'mesh-age'.") from None
 
 

@@ -196,8 +196,8 @@ QUANTILE_TOLERANCE = 1e-10
 #: Columns of :func:`pair_counts`.
 PAIR_COLUMNS = ("drug", "reaction", "n", "n_drug", "n_reaction", "n_total", "e", "a", "b", "c", "d")
 #: Columns :func:`screen` adds.
-SCREEN_COLUMNS = ("ebgm", "eb05", "eb95", "ic", "ic025", "prr", "ror", "chi2", "signal_mgps",
-                  "signal_bcpnn", "signal_prr")
+SCREEN_COLUMNS = ("ebgm", "eb05", "eb95", "ic", "ic025", "prr", "ror", "chi2", "prr_corrected",
+                  "signal_mgps", "signal_bcpnn", "signal_prr")
 
 #: Default upper bound of the fitted shapes and rates (choice 3; openEBGM's ``param_limit``).
 PARAM_LIMIT = 100.0
@@ -709,6 +709,13 @@ def _prr_ror_chi2(a: np.ndarray, b: np.ndarray, c: np.ndarray,
     return prr, ror, chi2, signal
 
 
+def _prr_haldane(a: np.ndarray, b: np.ndarray, c: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """:func:`medanon.metrics.signals.prr_haldane` of each 2×2 table (+½ in every cell):
+    finite for every table, so a score every pair can be ranked by."""
+    af, bf, cf, df = (x.astype(np.float64) for x in (a, b, c, d))
+    return ((af + 0.5) / (af + bf + 1)) / ((cf + 0.5) / (cf + df + 1))
+
+
 # ----------------------------------------------------------------------------- pair counting
 def _column(rows: pd.DataFrame, name: Any, what: str) -> str:
     if not isinstance(name, str) or not name:
@@ -838,7 +845,8 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
 
     Returns:
         A copy of ``table`` with the columns of :data:`SCREEN_COLUMNS` added (``ebgm``,
-        ``eb05``, ``eb95``, ``ic``, ``ic025``, ``prr``, ``ror``, ``chi2`` and the flags
+        ``eb05``, ``eb95``, ``ic``, ``ic025``, ``prr``, ``ror``, ``chi2``, ``prr_corrected``
+        (the Haldane–Anscombe PRR, always finite) and the flags
         ``signal_mgps`` = EB05 >= 2, ``signal_bcpnn`` = IC025 > 0, ``signal_prr`` = the
         Evans/MHRA rule), and the prior used.
 
@@ -869,6 +877,7 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
     out["ic025"] = ic_quantile(n, e, BCPNN_QUANTILE)
     prr, ror, chi2, prr_signal = _prr_ror_chi2(a, b, c, d)
     out["prr"], out["ror"], out["chi2"] = prr, ror, chi2
+    out["prr_corrected"] = _prr_haldane(a, b, c, d)
     out["signal_mgps"] = out["eb05"].to_numpy() >= MGPS_EB05_THRESHOLD
     out["signal_bcpnn"] = out["ic025"].to_numpy() > BCPNN_IC025_THRESHOLD
     out["signal_prr"] = prr_signal

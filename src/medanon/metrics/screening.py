@@ -206,8 +206,7 @@ class _Screened:
             table = table[table["n"] >= options.min_count]
         if len(table):
             table, self.prior = screen(table, min_count=options.min_count)
-            table = table.assign(prr_corrected=_prr_haldane(table),
-                                 drug_key=_fold(table["drug"]),
+            table = table.assign(drug_key=_fold(table["drug"]),
                                  reaction_key=_fold(table["reaction"]))
         self.table = table.set_index(_KEY) if len(table) else table
 
@@ -229,14 +228,8 @@ class _Screened:
         return out
 
 
-
 def _fold(terms: pd.Series) -> pd.Series:
     return terms.astype(str).str.strip().str.casefold()
-
-
-def _prr_haldane(t: pd.DataFrame) -> np.ndarray:
-    a, b, c, d = (t[x].to_numpy(dtype=np.float64) for x in "abcd")
-    return ((a + 0.5) / (a + b + 1.0)) / ((c + 0.5) / (c + d + 1.0))
 
 
 def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, Any]:
