@@ -249,3 +249,36 @@ def test_the_report_card_shows_the_overrides_given(series, tmp_path) -> None:
     page = out.read_text(encoding="utf-8")
     assert "overrides given" in page
     assert "--allow-short-lifespan: the life span is shorter than the data" in page
+
+
+# -- no empty success (issue 29, item 3) -----------------------------------------------------------
+def test_a_theta_below_one_over_k_for_common_terms_is_refused_before_grouping(series, tmp_path) -> None:
+    """k 3 / θ 0.3: a group of 3 anchors can hold no term at all (floor(0.3·3) = 0) and every
+    case has a reaction, so no group forms; raising θ to each term's share cannot help. It used
+    to publish nothing, spend the periods and pass."""
+    store = tmp_path / "s.duckdb"
+    _ingest(series, store)
+    stderr = _refused(store, ("--method", "ppms++", "--k", "3", "--theta", "0.3", "--on-infeasible",
+                              "raise-theta", "--seed", "5", "--allow-seeded"),
+                      "InfeasibleError", "have theta below 1/k = 0.3333")
+    assert "no group can form" in stderr and "workable with theta >= 0.3334 or k >= 4" in stderr
+    assert "nothing was published" in stderr
+
+
+def test_withholding_more_than_max_withheld_is_refused_and_the_bound_is_recorded(series,
+                                                                                tmp_path) -> None:
+    store = tmp_path / "s.duckdb"
+    _ingest(series, store)
+    tight = ("--method", "ppms", "--k", "5", "--theta", "0.35", "--on-infeasible", "raise-theta",
+             "--seed", "5", "--allow-seeded")
+    stderr = _refused(store, (*tight, "--max-withheld", "0"), "InfeasibleError",
+                      "more than max_withheld 0%")
+    assert "their most common terms" in stderr
+    result = invoke_cli("release", *tight, "--max-withheld", "1", "--store", store, "--json")
+    assert result.returncode == 0, result.stderr
+    with ReleaseStore.open(store, read_only=True) as opened:
+        manifests = [opened.manifest(p) for p in opened.published_periods()]
+    assert any(m["details"]["withheld_cases"] > 0 for m in manifests)
+    assert all(m["method"]["parameters"]["max_withheld"] == 1.0 for m in manifests)
+    _refused(store, ("--method", "ppms", "--k", "5", "--theta", "0.35", "--max-withheld", "1.5"),
+             "ValidationError", "--max-withheld")

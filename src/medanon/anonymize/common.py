@@ -45,6 +45,8 @@ from .base import AnonymizationResult, Anonymizer
 from .clustering import Attribute, GroupingInput, QidSpace, eta, etas_of, group_records
 
 ON_INFEASIBLE = ("refuse", "raise-theta", "suppress-terms")
+#: default largest share of a period's cases a release may withhold (``max_withheld``)
+MAX_WITHHELD = 0.1
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,10 @@ class ClusteringMethod(Anonymizer):
             the greedy grouping cannot place are withheld from the release, or, for a method
             that may not withhold cases (HA), kept with the terms that block them suppressed
             (:class:`TermSuppression`). Every action is recorded in the manifest.
+        max_withheld: the largest share of a period's cases that may be withheld (default
+            :data:`MAX_WITHHELD`): a release that would withhold more is refused, naming the
+            terms that block the cases and the θ or k that would place them. A release that
+            publishes almost nothing is no success, though every group in it meets the model.
     """
 
     periodic: ClassVar[bool] = True
@@ -108,7 +114,7 @@ class ClusteringMethod(Anonymizer):
     may_withhold: ClassVar[bool] = True
 
     def __init__(self, *, k: int, theta: float | str | ThetaSpec, lifespan: int | None = None,
-                 on_infeasible: str = "refuse"):
+                 on_infeasible: str = "refuse", max_withheld: float | None = None):
         owner = type(self).__name__
         self.k = check_int(k, name="k", owner=owner, minimum=2)
         if isinstance(theta, ThetaSpec):
@@ -124,10 +130,12 @@ class ClusteringMethod(Anonymizer):
                                                                 owner=owner, minimum=1)
         self.on_infeasible = check_choice(on_infeasible, name="on_infeasible", owner=owner,
                                           choices=ON_INFEASIBLE)
+        self.max_withheld = MAX_WITHHELD if max_withheld is None else check_fraction(
+            max_withheld, name="max_withheld", owner=owner, low_open=False)
 
     def parameters(self) -> dict[str, object]:
         return {"k": self.k, "theta": self.theta.describe(), "lifespan": self.lifespan,
-                "on_infeasible": self.on_infeasible}
+                "on_infeasible": self.on_infeasible, "max_withheld": self.max_withheld}
 
     # ------------------------------------------------------------------ hooks for subclasses
     def anchors_and_pool(self, new: np.ndarray, md: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -240,6 +248,9 @@ class ClusteringMethod(Anonymizer):
                                 for ts in record_terms]
                 for t in suppressed_terms:
                     counts.pop(t)
+        if self.may_withhold and n:
+            _refuse_unplaceable(period, record_terms, counts, anchor, grouping, k_group,
+                                self.max_withheld)
         vocabulary = sorted(counts)
         term_id = {t: i for i, t in enumerate(vocabulary)}
         ptr = np.zeros(n + 1, dtype=np.int64)
@@ -266,6 +277,9 @@ class ClusteringMethod(Anonymizer):
             raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
                                                     grouping, may_withhold=self.may_withhold,
                                                     groups=result.n_groups))
+        if withheld and len(withheld) > self.max_withheld * n:
+            raise InfeasibleError(_too_many_withheld_message(
+                period, withheld, n, record_terms, counts, grouping, k_group, self.max_withheld))
         self._check_own_bounds(grouping_input, result.group_of, k_group, result.suppressed)
         suppression = TermSuppression(
             frozenset(suppressed_terms),
@@ -508,6 +522,69 @@ def _infeasible_message(period: str, blocked: list[tuple[str, int, float]], n_an
             f"{anchor_name}: {shown}{more}. Raise those thresholds (--on-infeasible raise-theta) "
             "or suppress those terms in this release (--on-infeasible suppress-terms); the "
             "manifest records either choice.")
+
+
+def _smallest_workable(theta: float, k: int) -> str:
+    """What lets one case holding a term of threshold ``theta`` into a group of ``k`` anchors."""
+    return f"theta >= {_ceil4(1 / k):.4f} or k >= {math.ceil(1 / theta - 1e-9)}"
+
+
+def _refuse_unplaceable(period: str, record_terms: Sequence[Sequence[str]],
+                        counts: Mapping[str, int], anchor: np.ndarray, table: ThetaTable, k: int,
+                        max_withheld: float) -> None:
+    """Refuse, before grouping, a period where no raise of θ to its feasible share can help.
+
+    A group grows until it holds k anchors, and while it grows a term s may appear at most
+    floor(θ_s·k) times (``clustering.py``): a term with θ_s < 1/k can enter no growing group,
+    so a case holding one is at best a leftover. When the anchors free of such terms are fewer
+    than k no group forms at all, and when the cases holding them are more than
+    ``max_withheld`` of the period, they cannot all be placed as leftovers either
+    (001's 'raise-theta' raises θ only to the term's share, which can stay below 1/k).
+
+    Raises:
+        InfeasibleError: naming the blocking terms and the smallest workable θ or k.
+    """
+    blocking = {t for t in counts if eta(table.get(t), k) == 0}
+    if not blocking:
+        return
+    held = np.array([any(t in blocking for t in ts) for ts in record_terms], dtype=bool)
+    free_anchors = int((anchor & ~held).sum())
+    if free_anchors >= k and held.mean() <= max_withheld:
+        return
+    tally: dict[str, int] = {}
+    for ts in record_terms:
+        for t in ts:
+            if t in blocking:
+                tally[t] = tally.get(t, 0) + 1
+    top = sorted(tally.items(), key=lambda x: (-x[1], x[0]))[:5]
+    shown = "; ".join(f"{t!r}: {c} cases, theta {table.get(t):g}, workable with "
+                      f"{_smallest_workable(table.get(t), k)}" for t, c in top)
+    more = f" (and {len(tally) - 5} more)" if len(tally) > 5 else ""
+    why = (f"only {free_anchors} anchor(s) hold none of them, fewer than k = {k}, so no group "
+           f"can form" if free_anchors < k else
+           f"{int(held.sum())} of {len(held)} cases ({held.mean():.0%}) hold one, more than "
+           f"max_withheld {max_withheld:.0%}")
+    raise InfeasibleError(
+        f"Period {period}: {len(tally)} term(s) have theta below 1/k = {1 / k:.4g}, so a group "
+        f"of k = {k} can hold none of them, and {why}: {shown}{more}. Raise those thresholds or "
+        f"lower k; nothing was published.")
+
+
+def _too_many_withheld_message(period: str, withheld: list[int], n: int, record_terms,
+                               counts: Mapping[str, int], table: ThetaTable, k: int,
+                               max_withheld: float) -> str:
+    tally: dict[str, int] = {}
+    for r in withheld:
+        for t in record_terms[r]:
+            tally[t] = tally.get(t, 0) + 1
+    top = sorted(tally.items(), key=lambda x: (-x[1], x[0]))[:5]
+    shown = "; ".join(f"{t!r}: {c} of them ({counts.get(t, 0)} cases in all, theta "
+                      f"{table.get(t):g})" for t, c in top)
+    return (f"Period {period}: the grouping would withhold {len(withheld)} of {n} cases "
+            f"({len(withheld) / n:.1%}), more than max_withheld {max_withheld:.0%} "
+            f"(--max-withheld); their most common terms: {shown or 'none'}. Raise theta for "
+            f"those terms, lower k (now {k}), or allow withholding more (the manifest records "
+            f"the count); nothing was published.")
 
 
 def _csr(cells: Sequence[Sequence[str]], term_id: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:

@@ -251,8 +251,10 @@ class _PPMSDP(ClusteringMethod):
                  on_infeasible: str = "refuse",
                  domains: Mapping[str, tuple[float, float]] | None = None,
                  dp_aware_grouping: bool = False, dp_aware_epsilon: object = None,
-                 label_confidence: float | None = None, label_mechanism: str = "exponential"):
-        super().__init__(k=k, theta=theta, lifespan=lifespan, on_infeasible=on_infeasible)
+                 label_confidence: float | None = None, label_mechanism: str = "exponential",
+                 max_withheld: float | None = None):
+        super().__init__(k=k, theta=theta, lifespan=lifespan, on_infeasible=on_infeasible,
+                         max_withheld=max_withheld)
         owner = type(self).__name__
         self.epsilon = to_exact(epsilon, name="epsilon", owner=owner)
         self.variant = check_choice(variant, name="variant", owner=owner, choices=VARIANTS)

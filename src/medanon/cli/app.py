@@ -349,6 +349,10 @@ def release(
                                 "cannot meet its theta or a case fits no group (the latter is "
                                 "withheld; HA keeps it with its blocking terms suppressed); "
                                 "recorded in the manifest.")] = "refuse",
+    max_withheld: Annotated[Optional[float], typer.Option(
+        "--max-withheld", help="Largest share of a period's cases the release may withhold "
+                               "(default 0.1): a release that would withhold more is refused, "
+                               "naming the terms that block them.")] = None,
     epsilon: Annotated[Optional[str], typer.Option(
         help="PPMS-DP: epsilon per perturbed QID (e.g. 1 or 0.1); a case spends it once per "
              "perturbed QID in every release it appears in.")] = None,
@@ -418,6 +422,7 @@ def release(
                      allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
                      allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
                      per_period_commit=per_period_commit, label_confidence=dp_label_confidence,
+                     max_withheld=max_withheld,
                      label_mechanism=dp_label_mechanism)
 
 

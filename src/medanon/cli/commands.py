@@ -165,7 +165,8 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                 dp_variant: str = "strict", domains: list[str] | None = None,
                 dp_aware_grouping: bool = False, case_budget: str | None = None,
                 label_confidence: float | None = None,
-                label_mechanism: str | None = None) -> Anonymizer:
+                label_mechanism: str | None = None,
+                max_withheld: float | None = None) -> Anonymizer:
     """The library's :func:`~medanon.pipeline.methods.periodic_method`, its errors told in
     flags (``'dp_aware_grouping' parameter`` -> ``--dp-aware-grouping``)."""
     with ui.errors_as_flags():
@@ -174,7 +175,7 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                                dp_variant=dp_variant, domains=domains,
                                dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
                                label_confidence=label_confidence,
-                               label_mechanism=label_mechanism)
+                               label_mechanism=label_mechanism, max_withheld=max_withheld)
 
 
 def release(*, store: Path, periods: list[str], method: str | None, k: int | None,
@@ -187,7 +188,7 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
             allow_unprotected: bool = False, allow_unknown_terms: bool = False,
             allow_gap: bool = False, allow_short_lifespan: bool = False,
             per_period_commit: bool = False, label_confidence: float | None = None,
-            label_mechanism: str | None = None) -> None:
+            label_mechanism: str | None = None, max_withheld: float | None = None) -> None:
     if method is None:  # no default: a forgotten --method must not publish raw records
         raise ValidationError("--method is required: ms, ppms, ppms+, ppms++, ha, ppms-dp-num, "
                               "ppms-dp-all, or none with --allow-unprotected.")
@@ -195,7 +196,8 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                              lifespan=lifespan, on_infeasible=on_infeasible, epsilon=epsilon,
                              dp_variant=dp_variant, domains=domains,
                              dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
-                             label_confidence=label_confidence, label_mechanism=label_mechanism)
+                             label_confidence=label_confidence, label_mechanism=label_mechanism,
+                             max_withheld=max_withheld)
     budget = None if case_budget is None else Budget.of(case_budget)
     rng = randomness(seed)
     with ReleaseStore.open(store) as db:

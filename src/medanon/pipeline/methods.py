@@ -91,7 +91,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
                     domains: list[str] | Mapping[str, tuple[float, float]] | None = None,
                     dp_aware_grouping: bool = False, case_budget: str | float | None = None,
                     label_confidence: float | None = None,
-                    label_mechanism: str | None = None) -> Anonymizer:
+                    label_mechanism: str | None = None,
+                    max_withheld: float | None = None) -> Anonymizer:
     """A periodic anonymization method, configured.
 
     Args:
@@ -100,6 +101,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
         alpha, ss_rule: HA only (002's α and the ss-record rule).
         lifespan: CaseID life span in periods (not for ``ms``).
         on_infeasible: ``refuse``, ``raise-theta`` or ``suppress-terms``.
+        max_withheld: The largest share of a period's cases the release may withhold (default
+            10%); more refuses the period (not for ``none``).
         epsilon, dp_variant, domains, dp_aware_grouping: PPMS-DP only.
         case_budget: With ``dp_aware_grouping``: design the groups for this ε per case over the
             whole series (else for one release's ε per case).
@@ -131,7 +134,7 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
                                            "epsilon-DP, so no posterior bound holds for it")
     if method == "none":
         for name, value in (("k", k), ("theta", theta), ("alpha", alpha), ("ss_rule", ss_rule),
-                            ("lifespan", lifespan)):
+                            ("lifespan", lifespan), ("max_withheld", max_withheld)):
             if value is not None:
                 raise _refuse(name, "does not apply to method 'none', which gives no privacy "
                                     "guarantee")
@@ -141,7 +144,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
     if theta is None:
         raise _refuse("theta", f"is required by method {method!r} (e.g. theta=0.2)")
     check_int(k, name="k", owner=_OWNER, minimum=2)
-    kwargs: dict[str, Any] = {"k": k, "theta": theta, "on_infeasible": on_infeasible}
+    kwargs: dict[str, Any] = {"k": k, "theta": theta, "on_infeasible": on_infeasible,
+                              "max_withheld": max_withheld}
     if method != "ms":
         kwargs["lifespan"] = lifespan
     elif lifespan is not None:
