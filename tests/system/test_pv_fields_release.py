@@ -4,6 +4,7 @@ receipt dates) through every method's release; what ingest dropped in each manif
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import shutil
 
 import pandas as pd
@@ -119,7 +120,8 @@ def test_every_method_publishes_the_pv_fields_as_they_are_on_kept_missing_data(s
 
 def test_verdict_and_attacks_ignore_the_pv_fields(synthetic):
     """The same releases with and without the new columns: the same verdict and attack results
-    (attacks and verify read only the QID and sensitive columns)."""
+    (attacks read only the QID and sensitive columns; verify also checks that the dates are
+    the ones the series derives)."""
     data = medanon.Dataset.from_faers(synthetic)
     for method in ("ms", "ppms++"):
         series = medanon.Publisher(method, k=3, theta=1.0, seed=1).publish(data)
@@ -133,7 +135,13 @@ def test_verdict_and_attacks_ignore_the_pv_fields(synthetic):
             columns["dates"] = {}
             bare = bare.with_release(release.period, release.rows.drop(columns=list(NEW_COLUMNS)),
                                      manifest)
-        assert verify_series(full) == verify_series(bare)
+        checked, without = verify_series(full), verify_series(bare)
+        # the verdicts agree; the full one also says it checked that the dates are derived
+        # from the series (issue 29: a reported date lets the L-attack exclude cases)
+        assert [replace(r, checked=r.checked.split("; dates ")[0]) for r in checked.releases] \
+            == list(without.releases)
+        assert all(r.checked.endswith("; dates init_fda_dt, fda_dt derived from the series (no "
+                                      "reported date)") for r in checked.releases)
         assert attack_series(full).to_dict(all_groups=True) == \
             attack_series(bare).to_dict(all_groups=True)
         # the new columns are there, with terms, in the full series

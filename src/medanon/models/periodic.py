@@ -31,7 +31,9 @@ import pandas as pd
 
 from .._validation import check_fraction, check_int
 from ..errors import InputFormatError, ValidationError
+from ..periods import parse_period
 from ..published.links import ReleaseView, read_view
+from ..published.roles import date_mismatches
 from ..published.series import PublishedSeries
 from .base import (PrivacyModel, ReleaseVerdict, manifest_field, manifest_int, names_list,
                    register)
@@ -105,9 +107,25 @@ class _Grouped(PrivacyModel):
                                          required=False)}
 
 
+def _dates_checked(series: PublishedSeries, label: str, lifespan: int | None) -> tuple[str, tuple]:
+    """The date columns of a release and whether they are the ones the series derives
+    (``published.roles``): the words for the verdict, and the violations."""
+    dates = list(((series.manifests.get(label) or {}).get("columns") or {}).get("dates") or {})
+    if not dates:
+        return "", ()
+    here = parse_period(label).ordinal
+    earlier = {p: rows for p, rows in series.releases.items() if parse_period(p).ordinal < here}
+    found = date_mismatches(series.releases[label], dates, label, earlier, lifespan)
+    return f"; dates {', '.join(dates)} derived from the series (no reported date)", found
+
+
 def _verdict(label: str, model: PrivacyModel, check: PeriodCheck, checked: str, attacks: str,
              *, md_pending: bool = False, ssgr: bool = False, bound: dict | None = None,
-             extra: tuple[str, ...] = ()) -> ReleaseVerdict:
+             extra: tuple[str, ...] = (), series: PublishedSeries | None = None,
+             lifespan: int | None = None) -> ReleaseVerdict:
+    if series is not None:
+        words, dated = _dates_checked(series, label, lifespan)
+        checked, extra = checked + words, extra + dated
     violations = tuple(check.violations) + extra
     return ReleaseVerdict(label, model.name, "violated" if violations else "passed", checked,
                           attacks, md_pending, violations, check.dir, check.dsr,
@@ -160,7 +178,7 @@ class MSModel(_Grouped):
                                     md=False, alpha=None, ss_table={}, uniform=True).periods[0]
             checked = (f"k={model.k} and theta* per group within the release alone, over the "
                        f"QIDs {_qid_names(series.qids)}")
-            out.append(_verdict(label, model, check, checked, ""))
+            out.append(_verdict(label, model, check, checked, "", series=series))
         return out
 
 
@@ -212,7 +230,8 @@ class PPMSModel(_Grouped):
         return [_verdict(c.period, declared[c.period], c,
                          f"k={first.k} and theta* per group after the B/F/L-attacks "
                          f"({_lifespan_text(first.lifespan)}) over the QIDs "
-                         f"{_qid_names(series.qids)}", "B/F/L") for c in checks]
+                         f"{_qid_names(series.qids)}", "B/F/L", series=series,
+                         lifespan=first.lifespan) for c in checks]
 
 
 @register
@@ -290,7 +309,8 @@ class PPMSAlphaModel(PPMSModel):
                        f"({_lifespan_text(first.lifespan)}) over the QIDs "
                        f"{_qid_names(series.qids)}{pending}")
             out.append(_verdict(c.period, declared[c.period], c, checked, attacks,
-                                md_pending=not c.md_checked, ssgr=True))
+                                md_pending=not c.md_checked, ssgr=True, series=series,
+                                lifespan=first.lifespan))
         return out
 
 
@@ -546,7 +566,8 @@ class PPMSDPModel(PPMSModel):
             else:
                 checked += ("; paper variant (not epsilon-DP): no posterior bound; values whose "
                             "noise scale is below the published precision checked as exact")
-            out.append(_verdict(c.period, model, c, checked, "B/F/L", bound=bound, extra=extra))
+            out.append(_verdict(c.period, model, c, checked, "B/F/L", bound=bound, extra=extra,
+                                series=series, lifespan=model.lifespan))
         return out
 
 

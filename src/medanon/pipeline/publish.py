@@ -41,6 +41,7 @@ from ..random import Randomness, refuse_seeded_release
 from ..store import ReleaseStore
 from ..verify import SeriesVerdict, gate
 from ..published.format import to_published_rows
+from ..published.roles import check_roles, column_roles, derive_dates
 from . import checks
 from ..published.series import PublishedSeries, load_series
 
@@ -164,6 +165,10 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
         # filled in by the verify gate before the release is published
         "verification": {"verdict": "not-run"},
     }
+    manifest["columns"]["roles"] = column_roles(
+        manifest["columns"], perturbed=(result.details or {}).get("perturbed_qids") or (),
+        protected=method.name != "none")
+    check_roles(list(rows.columns), manifest["columns"]["roles"], where=f"Release {period}")
     model = model_from_manifest(manifest, period)
     if model is not None:
         manifest["method"].update(guarantee=model.guarantee,
@@ -372,6 +377,12 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
     check_plan(method.planned_losses(schema), result.privacy_charges, units=len(supers.frame),
                exact=method.claims_dp, owner=f"{method.name} on period {label}")
     rows = to_published_rows(result.table, schema)
+    if method.name != "none" and schema.dates:  # dates derived from the series (published.roles)
+        earlier = {p: r for p, r in series.releases.items()
+                   if parse_period(p).ordinal < parse_period(label).ordinal}
+        for name, values in derive_dates(rows["case_id"].to_numpy(), schema.dates, label, earlier,
+                                         getattr(method, "lifespan", None)).items():
+            rows[name] = values
     manifest = build_manifest(schema, hierarchies, method, label, rng, result=result, rows=rows,
                               n_reports=len(records))
     if budget_entry is not None:

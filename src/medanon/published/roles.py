@@ -1,0 +1,178 @@
+"""The role of every published column (``design.md``: "Every published column has a role").
+
+A column of a release is one of:
+
+* ``covered``: protected by the release's privacy model: the generalized (or perturbed) QIDs,
+  the sensitive columns under θ, and ``group``, the model's equivalence class;
+* ``adversary-knowledge``: what the attacks and the gate read as the adversary does
+  (``case_id``: the B-, F-, L- and MD-attacks link releases by it);
+* ``derived``: a function of values already published or covered, so it tells nothing more
+  (``period``, the release's label; the receipt dates of a protected release, below);
+* ``clear``: published as it is and protected by nothing; the model's "does not guarantee"
+  text names it (drugs, drug roles, outcomes and other ``multi``/``insensitive`` columns).
+
+A column without a role is never written: :func:`check_roles` refuses it.
+
+Receipt dates (issue 29). The true dates tell when a case was first reported, which the
+L-attack's adversary uses: a case withheld in its first quarter and published in a later one
+carries an earlier ``init_fda_dt``, so the adversary who knows the target is first reported
+this quarter excludes it, and the group keeps fewer than k candidates; a follow-up of a case
+reported before the series began is excluded the same way. So a protected release publishes
+the dates *derived from the series*: ``init_fda_dt`` (:data:`FIRST_RECEIPT_DATES`) is the year of
+the case's first release within the life span (the period's own year for a case new to the
+series; the adversary links CaseIDs within the life span anyway), and every other date column
+is the year of the release's period. Neither is a function of private values, so the B-, F-,
+L- and MD-attacks learn nothing from them that the CaseID linkage does not already give, and
+the gate checks that the published dates are exactly these (a release whose dates differ is
+violating). Method ``none`` publishes the true dates at the schema's granularity (it protects
+nothing). The choice against reading true dates as adversary knowledge: then every follow-up
+of a case older than the series (all 258 cases of the real 2022Q4 subset) could never be an
+anchor, and no group could form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputFormatError
+from ..periods import parse_period
+
+__all__ = ["FIRST_RECEIPT_DATES", "ROLES", "check_roles", "column_roles", "date_mismatches",
+           "derive_dates", "refuse_unknown_role"]
+
+ROLES = ("covered", "adversary-knowledge", "derived", "clear")
+#: date columns that hold the first receipt of a case (FAERS ``init_fda_dt``)
+FIRST_RECEIPT_DATES = frozenset({"init_fda_dt"})
+_SHOWN = 5
+
+
+def column_roles(columns: Mapping, *, perturbed: Iterable[str] = (), protected: bool = True,
+                 ) -> dict[str, dict[str, str]]:
+    """Every column of a series release with its role and what it holds.
+
+    Args:
+        columns: The manifest's ``columns`` entry (``qids``, ``sensitive``, ``multi``,
+            ``insensitive``, ``dates``).
+        perturbed: QIDs the release perturbs (DP) instead of generalizing.
+        protected: False for method ``none`` (nothing is covered; dates are the true ones).
+    """
+    perturbed = set(perturbed)
+    out: dict[str, dict[str, str]] = {
+        "period": {"role": "derived", "holds": "the release's period label"},
+        "case_id": {"role": "adversary-knowledge",
+                    "holds": "FDA's CaseID, which the B-, F-, L- and MD-attacks link across releases"},
+        "group": {"role": "covered" if protected else "clear",
+                  "holds": "the QID group (equivalence class) of the model"},
+    }
+    for q in columns.get("qids", ()):
+        name = q["name"] if isinstance(q, Mapping) else str(q)
+        how = "perturbed (differential privacy)" if name in perturbed else "generalized"
+        out[name] = ({"role": "covered", "holds": f"quasi-identifier, {how}"} if protected else
+                     {"role": "clear", "holds": "quasi-identifier as reported"})
+    for name in columns.get("sensitive", ()):
+        out[name] = ({"role": "covered", "holds": "sensitive terms, bounded by theta"} if protected
+                     else {"role": "clear", "holds": "sensitive terms as reported"})
+    for name in (*columns.get("multi", ()), *columns.get("insensitive", ())):
+        out[name] = {"role": "clear", "holds": "published as reported; no model covers it"}
+    for name in dict(columns.get("dates") or {}):
+        if not protected:
+            out[name] = {"role": "clear", "holds": "the reported date at the schema's granularity"}
+        elif name in FIRST_RECEIPT_DATES:
+            out[name] = {"role": "derived", "holds": "year of the case's first release in the "
+                                                     "series within the life span"}
+        else:
+            out[name] = {"role": "derived", "holds": "year of the release's period"}
+    return out
+
+
+def check_roles(header: Sequence[str], roles: Mapping[str, object], *, where: str) -> None:
+    """Refuse to write a column without a role.
+
+    Raises:
+        InputFormatError: naming the columns without one.
+    """
+    missing = [c for c in header if c not in roles]
+    if missing:
+        raise InputFormatError(f"{where}: column(s) {', '.join(map(repr, missing))} have no role "
+                               f"in the release's privacy model (covered, adversary-knowledge, "
+                               f"derived or clear); a column without one is never published.")
+
+
+def derive_dates(case_ids: Sequence[str], dates: Iterable[str], label: str,
+                 earlier: Mapping[str, pd.DataFrame], lifespan: int | None) -> dict[str, np.ndarray]:
+    """The published value of each date column of a protected release (module docstring).
+
+    Args:
+        case_ids: The release's CaseIDs, in row order.
+        dates: The date columns.
+        label: The release's period.
+        earlier: Period label -> the rows of every release published before (``case_id``).
+        lifespan: The model's CaseID life span (None: every earlier release links).
+    """
+    cases = np.asarray([str(c) for c in case_ids], dtype=object)
+    here = parse_period(label)
+    out: dict[str, np.ndarray] = {}
+    first_year = None
+    for name in dates:
+        if name in FIRST_RECEIPT_DATES:
+            if first_year is None:
+                first_year = _first_release_years(cases, here, earlier, lifespan)
+            out[name] = first_year
+        else:
+            out[name] = np.full(len(cases), str(here.year), dtype=object)
+    return out
+
+
+def _first_release_years(cases: np.ndarray, here, earlier: Mapping[str, pd.DataFrame],
+                         lifespan: int | None) -> np.ndarray:
+    year = np.full(len(cases), here.year, dtype=np.int64)
+    index = pd.Index(cases)
+    for p, rows in earlier.items():
+        period = parse_period(p)
+        gap = here.ordinal - period.ordinal
+        if gap <= 0 or (lifespan is not None and gap > lifespan) or not len(rows):
+            continue
+        hit = index.isin(rows["case_id"].astype(str).to_numpy())
+        year[hit] = np.minimum(year[hit], period.year)
+    return year.astype(str).astype(object)
+
+
+def date_mismatches(rows: pd.DataFrame, dates: Iterable[str], label: str,
+                    earlier: Mapping[str, pd.DataFrame], lifespan: int | None) -> tuple[str, ...]:
+    """Violations where a protected release's date cells are not the derived ones.
+
+    A date the series does not derive is a function of the private record, read by the
+    adversary (an ``init_fda_dt`` before the period excludes the case under the L-attack).
+    """
+    dates = [d for d in dates if d in rows.columns]
+    if not dates:
+        return ()
+    cases = rows["case_id"].astype(str).to_numpy()
+    expected = derive_dates(cases, dates, label, earlier, lifespan)
+    found = []
+    for name in dates:
+        cells = rows[name].fillna("").astype(str).str.strip().to_numpy()
+        bad = np.flatnonzero(cells != expected[name])
+        if bad.size:
+            shown = ", ".join(f"case {cases[i]} has {cells[i]!r}, derived {expected[name][i]!r}"
+                              for i in bad[:_SHOWN])
+            more = f" (and {bad.size - _SHOWN} more)" if bad.size > _SHOWN else ""
+            found.append(f"{label} column {name!r}: {bad.size} date(s) are not derived from the "
+                         f"series ({shown}{more}); a reported date lets the L-attack exclude a "
+                         f"case first reported earlier")
+    return tuple(found)
+
+
+def refuse_unknown_role(roles: object, where: str) -> dict:
+    """The manifest's ``columns.roles``, checked to give each column a known role."""
+    if not isinstance(roles, Mapping):
+        raise InputFormatError(f"{where}: 'columns.roles' must map each column to its role.")
+    for name, entry in roles.items():
+        role = entry.get("role") if isinstance(entry, Mapping) else None
+        if role not in ROLES:
+            raise InputFormatError(f"{where}: column {name!r} has role {role!r}; roles are "
+                                   f"{', '.join(ROLES)}.")
+    return dict(roles)
