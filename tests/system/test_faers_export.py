@@ -6,20 +6,29 @@ the way ``medanon ingest`` does it (``Dataset.stream_faers`` + ``ReleaseStore.in
 values kept: most generalized ages and weights have no FAERS number and come back missing, and
 the papers' drop would empty the quarters). The checks that need the loader to read DRUG
 ``role_cod`` and OUTC (branch ``pvfields``) skip while the ingested records lack those columns.
+
+issue 29, item 4: a QID the manifest declares perturbed (PPMS-DP) leaves FDA's measured columns
+empty, so ingest reads it back missing; its published cells are in the perturbed columns, and
+the notes name them with the mechanism and epsilon each manifest declares. Which QIDs are
+perturbed, and how, is read here by the privacy model (``medanon.models``), not by the writer.
 """
 
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from medanon.accounting import format_epsilon
 from medanon.api import Dataset
 from medanon.data.schema import Schema
 from medanon.data.synth.faers import write_faers_series
-from medanon.published.format import read_series
+from medanon.models import model_from_manifest
+from medanon.published.faers_layout import PERTURBED_COLUMNS, perturbed_qids
+from medanon.published.format import read_manifest, read_series
 from medanon.store import ReleaseStore
 from tests.conftest import invoke_cli
 
@@ -39,6 +48,10 @@ FAERS_DEMO = ("primaryid caseid caseversion i_f_code event_dt mfr_dt init_fda_dt
               "to_mfr occp_cod reporter_country occr_country").split()
 # The MeSH age labels a FAERS age_grp gives back exactly: N, I and T stand for one leaf each.
 ONE_LEAF_GROUPS = {"Newborn", "Infant (1-23 months)", "Adolescent"}
+# FDA's measured DEMO columns of each QID, which stay empty when the QID is perturbed
+MEASURED = {"age": ("age", "age_cod", "age_grp"), "sex": ("sex",), "weight": ("wt", "wt_cod", "wt_bin")}
+PERTURBED = {"age": ("age_perturbed", "age_grp_perturbed"), "sex": ("sex_perturbed",),
+             "weight": ("wt_perturbed_kg",)}
 
 
 @pytest.fixture(scope="module")
@@ -76,6 +89,12 @@ def exported(request, source):
     return method, published, ingested, out
 
 
+def _perturbations(out, period: str) -> dict:
+    """QID -> (mechanism, epsilon) of each QID the exported manifest's model declares perturbed."""
+    model = model_from_manifest(read_manifest(out / period), period)
+    return {p.qid: (p.mechanism, p.epsilon) for p in getattr(model, "perturbations", ())}
+
+
 def _terms(cell: str) -> set[str]:
     return {t.strip() for t in str(cell).split("|") if t.strip()}
 
@@ -95,7 +114,19 @@ def test_the_export_holds_faers_files_and_the_release_itself(exported) -> None:
                                       rows.astype(str).reset_index(drop=True))
         tag = period[2:4] + period[4:]
         demo = _faers_table(out / period / f"DEMO{tag}.txt")
-        assert list(demo.columns) == [*FAERS_DEMO, "wt_bin"]
+        perturbed = _perturbations(out, period)
+        assert bool(perturbed) == method.startswith("ppms-dp"), (method, perturbed)
+        assert list(demo.columns) == [*FAERS_DEMO, "wt_bin",
+                                      *(c for q in PERTURBED if q in perturbed for c in PERTURBED[q])]
+        assert PERTURBED_COLUMNS == PERTURBED  # the documented names
+        # the writer's reading of the manifest is the model's
+        assert {q: (p.mechanism, float(Fraction(p.epsilon))) for q, p in
+                perturbed_qids(read_manifest(out / period), period).items()} == {
+            q: (m, float(e)) for q, (m, e) in perturbed.items()}
+        for qid in perturbed:  # never in FDA's measured columns; as published in their own
+            for column in MEASURED[qid]:
+                assert set(demo[column]) == {""}, (method, column)
+            assert list(demo[PERTURBED[qid][0]]) == [c.strip() for c in rows[qid]], (method, qid)
         assert list(demo["caseid"]) == list(rows["case_id"])
         # caseversion: the case's releases so far, from the published series only
         expected = [seen.get(c, 0) + 1 for c in rows["case_id"]]
@@ -119,12 +150,23 @@ def test_the_export_holds_faers_files_and_the_release_itself(exported) -> None:
             assert list(seqs) == [str(i) for i in range(1, len(seqs) + 1)]
         notes = (out / period / "FAERS_NOTES.txt").read_text(encoding="utf-8")
         assert "caseversion" in notes and "never per case" in notes
+        assert "the rule silently returns its older published version" in notes
+        manifest = read_manifest(out / period)
+        withheld = manifest["counts"]["suppressed"]  # published by every method here
+        assert (f"This release withheld {withheld} case(s) (manifest counts.suppressed)" if withheld
+                else "This release withheld no case (manifest counts.suppressed = 0).") in notes
+        assert ("RANDOMIZED VALUES" in notes) == bool(perturbed)
+        for qid, (mechanism, epsilon) in perturbed.items():
+            named = {"laplace": "Laplace mechanism", "exponential": "exponential mechanism"}
+            line = next(x for x in notes.splitlines() if x.startswith(f"  - {PERTURBED[qid][0]} "))
+            assert f": {named[mechanism]}, epsilon = {format_epsilon(epsilon)}" in line, line
         if method == "none":  # exact weights: every published one is a FAERS number
             assert list(numbers) == list(rows["weight"] != "")
 
 
 def test_ingest_reads_back_terms_ages_sexes_weights_and_versions(exported) -> None:
-    method, published, ingested, _ = exported
+    method, published, ingested, out = exported
+    perturbed = {p: _perturbations(out, p) for p in published}
     seen: dict[str, int] = {}
     exact_ages = 0
     for period, rows in published.items():
@@ -137,11 +179,15 @@ def test_ingest_reads_back_terms_ages_sexes_weights_and_versions(exported) -> No
             assert int(got["version"]) == version
             for column in ("reactions", "indications", "drugs"):
                 assert set(got[column]) == _terms(getattr(row, column)), (method, period, column)
-            if row.sex in ("F", "M"):
+            if "sex" in perturbed[period]:  # FDA's column empty: unknown, not randomized
+                assert pd.isna(got["sex"]), (method, row.sex, got["sex"])
+            elif row.sex in ("F", "M"):
                 assert got["sex"] == row.sex
             else:
                 assert pd.isna(got["sex"]), (method, row.sex, got["sex"])
-            if row.age in ONE_LEAF_GROUPS:
+            if "age" in perturbed[period]:
+                assert pd.isna(got["age"]), (method, row.age, got["age"])
+            elif row.age in ONE_LEAF_GROUPS:
                 assert got["age"] == row.age
                 exact_ages += 1
             else:  # no FAERS field holds it: C, A, E and the wider labels come back missing
@@ -150,8 +196,8 @@ def test_ingest_reads_back_terms_ages_sexes_weights_and_versions(exported) -> No
                 weight = float(row.weight)
             except ValueError:
                 weight = math.nan  # an interval, '*' or empty: no FAERS number
-            if not 0.2 <= weight <= 650:  # the loader's plausible weights
-                weight = math.nan
+            if not 0.2 <= weight <= 650 or "weight" in perturbed[period]:
+                weight = math.nan  # implausible for the loader, or not in FDA's wt
             assert (math.isnan(got["weight"]) if math.isnan(weight)
                     else got["weight"] == pytest.approx(round(weight, 2)))
     if method == "none":  # ungeneralized leaves: the one-leaf groups do come back
@@ -193,12 +239,17 @@ def test_drug_rows_carry_each_role_column_of_the_release(exported) -> None:
 
 
 def test_the_age_mapping_loses_no_one_leaf_group(exported) -> None:
-    """Some published ages are generalized; each FAERS row's age_grp is the label's group."""
+    """Some published ages are generalized; each FAERS row's age_grp is the label's group (in
+    age_grp_perturbed when age is perturbed, age_grp then empty)."""
     _, published, _, out = exported
     from medanon.hierarchies.builtin import faers_age_group
 
     for period, rows in published.items():
         demo = _faers_table(out / period / f"DEMO{period[2:4]}{period[4:]}.txt")
         expected = [(faers_age_group(a) or "") if a not in ("", "*") else "" for a in rows["age"]]
-        assert list(demo["age_grp"]) == expected
+        if "age" in _perturbations(out, period):
+            assert list(demo["age_grp_perturbed"]) == expected
+            assert set(demo["age_grp"]) == {""}
+        else:
+            assert list(demo["age_grp"]) == expected
         assert np.all(demo["age"] == "")

@@ -1,17 +1,22 @@
-"""The FAERS layout writer (published/faers_layout.py), its age table, and the loader's age_grp."""
+"""The FAERS layout writer (published/faers_layout.py), its age table, and the loader's age_grp;
+perturbed QIDs in their own columns and the notes' caveats (issue 29, item 4)."""
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from medanon.data.loaders.faers import read_faers
-from medanon.errors import HierarchyError, StoreError
+from medanon.errors import HierarchyError, InputFormatError, StoreError
+from medanon.hierarchies import format_number
 from medanon.hierarchies.builtin import (FAERS_AGE_GROUP_LEAVES, faers_age_group, mesh_age_band,
                                          mesh_age_tree, mesh_leaf_of_faers_age_group)
 from medanon.published.cells import term_pairs
-from medanon.published.faers_layout import (NOTES_FILE, case_versions, write_faers_release)
+from medanon.published.faers_layout import (DEMO_COLUMNS, MEASURED_COLUMNS, NOTES_FILE, case_versions,
+                                            perturbed_qids, write_faers_release)
 
 # The documented table (docs/faers-export.md): every node of the MeSH age tree.
 AGE_GROUP_OF_NODE = {
@@ -215,3 +220,139 @@ def test_the_loader_reads_age_grp_when_age_is_missing(tmp_path) -> None:
     assert ages == {"1": "Newborn", "2": "Infant (1-23 months)", "3": "Adolescent", "4": None,
                     "5": None, "6": None, "7": None, "8": "Adult (25-44)", "9": "Adolescent"}
     assert quarter.report.missing["age"] == 4 and quarter.report.implausible["age"] == 1
+
+
+# -- perturbed QIDs and the notes' caveats (issue 29, item 4) ------------------------------------
+def _dp_manifest(epsilon: str = "1/2", domain=(0.0, 250.0), **details) -> dict:
+    """A PPMS-DP_all manifest as pipeline/publish.py writes it (the fields the export reads)."""
+    mechanisms = [{"target": "age", "mechanism": "exponential", "epsilon": float(Fraction(epsilon)),
+                   "epsilon_exact": epsilon, "scope": "case"},
+                  {"target": "sex", "mechanism": "exponential", "epsilon": float(Fraction(epsilon)),
+                   "epsilon_exact": epsilon, "scope": "case"},
+                  {"target": "weight", "mechanism": "laplace", "epsilon": float(Fraction(epsilon)),
+                   "epsilon_exact": epsilon, "scope": "case"}]
+    return {"method": {"name": "ppms-dp-all"},
+            "counts": {"cases": 4, "suppressed": 0},
+            "details": {"perturbed_qids": ["age", "sex", "weight"], "dp_variant": "strict",
+                        "domains": {"weight": list(domain)}, **details},
+            "privacy_spent": {"variant": "strict", "epsilon_per_case": "3/2",
+                              "perturbed_qids": ["age", "sex", "weight"],
+                              "mechanisms": mechanisms}}
+
+
+def _dp_rows() -> pd.DataFrame:
+    return _rows(age=["Adolescent", "Adult", "*", "Aged (65-79)"], sex=["F", "*", "M", "M"],
+                 weight=["72.5", "0", "250", "133.07"])
+
+
+def test_perturbed_values_never_go_into_fda_measured_columns(tmp_path) -> None:
+    rows = _dp_rows()
+    write_faers_release(tmp_path, rows, "2021Q3", manifest=_dp_manifest())
+    demo = _table(tmp_path / "DEMO21Q3.txt")
+    assert list(demo.columns) == [*DEMO_COLUMNS, "age_perturbed", "age_grp_perturbed",
+                                  "sex_perturbed", "wt_perturbed_kg"]
+    for qid, columns in MEASURED_COLUMNS.items():
+        for column in columns:
+            assert set(demo[column]) == {""}, (qid, column)
+    assert set(demo["wt_bin"]) == {""}
+    # the perturbed cells as published (release.csv keeps them as they are)
+    assert list(demo["age_perturbed"]) == list(rows["age"])
+    assert list(demo["age_grp_perturbed"]) == ["T", "", "", "E"]
+    assert list(demo["sex_perturbed"]) == list(rows["sex"])
+    assert list(demo["wt_perturbed_kg"]) == list(rows["weight"])
+
+
+def test_the_loader_ignores_the_perturbed_columns(tmp_path) -> None:
+    write_faers_release(tmp_path, _dp_rows(), "2021Q3", manifest=_dp_manifest())
+    (quarter,) = read_faers(tmp_path, keep_missing=True).quarters
+    records = quarter.records.set_index("case_id")
+    assert sorted(records.index) == ["1001", "1002", "1003", "1004"]
+    assert records[["age", "sex", "weight"]].isna().all().all()  # unknown, not randomized
+    assert sorted(records.loc["1001", "reactions"]) == ["Nausea", "Rash"]
+
+
+@pytest.mark.parametrize("epsilon, domain, scale", [("1/2", (0.0, 250.0), "500"),
+                                                    ("2", (10.0, 310.0), "150")])
+def test_the_notes_name_each_perturbed_column_its_mechanism_and_epsilon(tmp_path, epsilon, domain,
+                                                                         scale) -> None:
+    """Every number in the notes is the manifest's: change the manifest, the notes follow."""
+    manifest = _dp_manifest(epsilon, domain)
+    manifest["privacy_spent"]["epsilon_per_case"] = "7/3"  # deliberately not 3 x epsilon
+    write_faers_release(tmp_path, _dp_rows(), "2021Q3", manifest=manifest)
+    notes = (tmp_path / NOTES_FILE).read_text(encoding="utf-8")
+    assert "RANDOMIZED VALUES" in notes
+    assert "age, age_cod, age_grp, sex, wt, wt_cod are therefore EMPTY on every row" in notes
+    lo, hi = (format_number(b) for b in domain)
+    assert (f"age_perturbed (the published age label, or number of years) and age_grp_perturbed "
+            f"(its FAERS group, see below): exponential mechanism, epsilon = {epsilon}.") in notes
+    assert (f"sex_perturbed (F, M, or * where the mechanism drew the root: no sex): exponential "
+            f"mechanism, epsilon = {epsilon}.") in notes
+    assert (f"wt_perturbed_kg (kg): Laplace mechanism, epsilon = {epsilon} (noise scale ({hi} - "
+            f"{lo}) / epsilon = {scale}, values clipped to the public domain [{lo}, {hi}]") in notes
+    assert "Each case spends epsilon 7/3 in this release" in notes
+    assert "finds signals the data does not have" in notes
+    assert "- age, age_cod, age_grp: empty on every row" in notes
+    assert "- wt, wt_cod, wt_bin: empty on every row" in notes
+    assert "- sex: empty on every row" in notes
+
+
+def test_the_notes_give_label_levels_and_the_paper_variant_as_declared(tmp_path) -> None:
+    manifest = _dp_manifest("1", label_levels={"age": 1}, label_consistency={"age": 0.61},
+                            exact_groups={"weight": ["3"]})
+    manifest["privacy_spent"]["variant"] = "paper"
+    write_faers_release(tmp_path, _dp_rows(), "2021Q3", manifest=manifest)
+    notes = (tmp_path / NOTES_FILE).read_text(encoding="utf-8")
+    assert "cut to its ancestor at level 1 of the hierarchy" in notes
+    assert "consistent with the case's own with probability at least 0.61" in notes
+    assert "Paper variant" in notes and "details.exact_groups carry no noise" in notes
+
+
+def test_a_release_perturbing_weight_only_keeps_age_and_sex_in_fda_columns(tmp_path) -> None:
+    manifest = _dp_manifest()
+    manifest["details"]["perturbed_qids"] = ["weight"]
+    manifest["privacy_spent"]["perturbed_qids"] = ["weight"]
+    manifest["privacy_spent"]["mechanisms"] = manifest["privacy_spent"]["mechanisms"][2:]
+    write_faers_release(tmp_path, _dp_rows(), "2021Q3", manifest=manifest)
+    demo = _table(tmp_path / "DEMO21Q3.txt")
+    assert list(demo.columns) == [*DEMO_COLUMNS, "wt_perturbed_kg"]
+    assert list(demo["sex"]) == ["F", "", "M", "M"] and list(demo["age_grp"]) == ["T", "", "", "E"]
+    assert set(demo["wt"]) == {""} and list(demo["wt_perturbed_kg"]) == ["72.5", "0", "250", "133.07"]
+    notes = (tmp_path / NOTES_FILE).read_text(encoding="utf-8")
+    assert "read this before any analysis by weight." in notes
+    assert "sex_perturbed" not in notes and "- sex F or M" in notes
+
+
+def test_a_perturbed_qid_without_its_mechanism_is_refused(tmp_path) -> None:
+    manifest = _dp_manifest()
+    del manifest["privacy_spent"]["mechanisms"][1]
+    with pytest.raises(InputFormatError, match="perturbed QID 'sex' without its mechanism"):
+        write_faers_release(tmp_path / "out", _dp_rows(), "2021Q3", manifest=manifest)
+    # a QID named perturbed in either list counts (never written as measured)
+    manifest = _dp_manifest()
+    manifest["details"]["perturbed_qids"] = ["weight"]
+    assert list(perturbed_qids(manifest)) == ["weight", "age", "sex"]
+
+
+@pytest.mark.parametrize("counts, expected", [
+    ({"suppressed": 13}, "This release withheld 13 case(s) (manifest counts.suppressed)"),
+    ({"suppressed": 0}, "This release withheld no case (manifest counts.suppressed = 0)."),
+    ({}, "This release's manifest publishes no count of withheld cases."),
+])
+def test_every_release_states_the_dedup_caveat(tmp_path, counts, expected) -> None:
+    manifest = {"method": {"name": "ppms++"}, "counts": counts}
+    write_faers_release(tmp_path, _rows(), "2021Q3", manifest=manifest)
+    notes = (tmp_path / NOTES_FILE).read_text(encoding="utf-8")
+    assert "rule silently returns its older published version" in notes
+    assert expected in notes
+
+
+def test_a_release_without_perturbed_qids_keeps_its_fda_columns(tmp_path) -> None:
+    """Non-DP: the DEMO header and the age, weight and sex notes as before this change."""
+    write_faers_release(tmp_path, _rows(), "2021Q3", manifest={"method": {"name": "ms"},
+                                                               "counts": {"suppressed": 2}})
+    assert list(_table(tmp_path / "DEMO21Q3.txt").columns) == DEMO_COLUMNS
+    notes = (tmp_path / NOTES_FILE).read_text(encoding="utf-8")
+    assert "RANDOMIZED" not in notes and "perturbed" not in notes
+    assert ("- wt with wt_cod KG for a published number; an interval or * is in wt_bin (the last "
+            "DEMO column, not a FAERS column), wt and wt_cod then empty.") in notes
+    assert "- sex F or M; empty for * (generalized) or missing." in notes

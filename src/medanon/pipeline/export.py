@@ -60,6 +60,8 @@ def export_releases(releases: Mapping[str, tuple[pd.DataFrame, dict]], out: str 
         ValidationError: an unknown ``fmt``.
         StoreError: ``out`` exists, or (``faers``) a release the FAERS layout cannot carry
             (:func:`~medanon.published.faers_layout.write_faers_release`); nothing is written then.
+        InputFormatError: (``faers``) a manifest declares a perturbed QID without its mechanism
+            and ε, which the FAERS notes must state; nothing is written then.
     """
     check_choice(fmt, name="fmt", owner="export_releases", choices=EXPORT_FORMATS)
     replaced = 0

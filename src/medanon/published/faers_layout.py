@@ -28,6 +28,24 @@ The conventions (``docs/faers-export.md``), each a function of the published ser
   appended after FAERS's own DEMO columns: readers that select columns by header name (as
   medanon does) are unaffected; a midpoint would have invented a precision the release lacks.
 * **Sex.** ``F`` and ``M`` as they are; ``*`` (generalized) and missing are written empty.
+* **Perturbed QIDs.** A value a mechanism randomized never goes into a column FDA defines as a
+  measured value (``design.md``). When the manifest declares a QID perturbed
+  (``details.perturbed_qids``, PPMS-DP; the csv keeps such values as published), its FDA columns
+  (:data:`MEASURED_COLUMNS`: ``age``/``age_cod``/``age_grp``, ``sex``, ``wt``/``wt_cod``; and
+  ``wt_bin`` for weight) are left empty on every row, and the published cell goes, as it is,
+  into the columns of :data:`PERTURBED_COLUMNS`, appended after ``wt_bin`` for that QID only:
+  ``age_perturbed`` (the label, or the number of years) with ``age_grp_perturbed`` (its FAERS
+  group, by the rule of ``age_grp``), ``sex_perturbed`` (``F``, ``M``, or ``*`` when the
+  mechanism drew the root), ``wt_perturbed_kg``. A FAERS tool that stratifies by ``age_grp`` or
+  ``sex`` then finds these reports unknown instead of randomized (at ε = 1 a large share of the
+  labels is not the case's own, and a signal of adults shows up "in children").
+  :data:`NOTES_FILE` names the columns with each one's mechanism and ε, read from the manifest
+  (``privacy_spent.mechanisms``), never typed here.
+* **Deduplication.** ``caseversion`` counts only published releases, so a case whose report of a
+  quarter was withheld leaves no gap: FAERS's latest-caseversion rule silently returns the
+  case's older published version. :data:`NOTES_FILE` says so for every release and gives the
+  number of withheld cases where the manifest publishes it (``counts.suppressed``); the export
+  reads published rows and manifests only and derives no count of its own.
 * **Drugs.** One DRUG row per drug and role: ``role_cod`` PS, SS, C, I from the release's
   ``drugs_primary_suspect``, ``drugs_secondary_suspect``, ``drugs_concomitant`` and
   ``drugs_interacting`` columns, then the drugs of ``drugs`` found in no role column with
@@ -65,19 +83,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..errors import HierarchyError, StoreError, ValidationError
+from ..errors import HierarchyError, InputFormatError, StoreError, ValidationError
 from ..hierarchies import Interval, format_number
 from ..hierarchies.builtin import FAERS_AGE_GROUP_LEAVES, age_to_mesh, faers_age_group
 from ..periods import parse_period
 from .cells import SUPPRESSED, cell_strings
 
-__all__ = ["DEMO_COLUMNS", "DRUG_COLUMNS", "INDI_COLUMNS", "NOTES_FILE", "OUTC_COLUMNS",
-           "REAC_COLUMNS", "ROLE_CODES", "WEIGHT_BIN_COLUMN", "case_versions", "faers_notes",
+__all__ = ["DEMO_COLUMNS", "DRUG_COLUMNS", "INDI_COLUMNS", "MEASURED_COLUMNS", "NOTES_FILE",
+           "OUTC_COLUMNS", "PERTURBED_COLUMNS", "REAC_COLUMNS", "ROLE_CODES", "WEIGHT_BIN_COLUMN",
+           "PerturbedQid", "case_versions", "demo_columns", "faers_notes", "perturbed_qids",
            "write_faers_release"]
 
 #: FAERS 2014Q3+ DEMO columns, then the weight bin (see the module docstring).
@@ -91,6 +112,12 @@ DRUG_COLUMNS = ("primaryid caseid drug_seq role_cod drugname prod_ai val_vbm rou
 REAC_COLUMNS = ["primaryid", "caseid", "pt", "drug_rec_act"]
 INDI_COLUMNS = ["primaryid", "caseid", "indi_drug_seq", "indi_pt"]
 OUTC_COLUMNS = ["primaryid", "caseid", "outc_cod"]
+#: perturbed QID -> the DEMO columns its published cells go to instead of FDA's (appended after
+#: ``wt_bin`` in this order, only for the QIDs a release perturbs; module docstring).
+PERTURBED_COLUMNS = {"age": ("age_perturbed", "age_grp_perturbed"), "sex": ("sex_perturbed",),
+                     "weight": ("wt_perturbed_kg",)}
+#: perturbed QID -> FDA's measured DEMO columns left empty on every row when it is perturbed.
+MEASURED_COLUMNS = {"age": ("age", "age_cod", "age_grp"), "sex": ("sex",), "weight": ("wt", "wt_cod")}
 #: release column -> FAERS DRUG ``role_cod``, in the order a case's DRUG rows are written.
 ROLE_CODES = {"drugs_primary_suspect": "PS", "drugs_secondary_suspect": "SS",
               "drugs_concomitant": "C", "drugs_interacting": "I"}
@@ -129,6 +156,114 @@ def case_versions(case_ids: Mapping[str, Sequence[str] | np.ndarray]) -> dict[st
         seen.update(zip(ids, versions.tolist()))
         out[period] = versions
     return out
+
+
+# -- perturbed QIDs -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PerturbedQid:
+    """How a release's manifest declares one QID perturbed: what the notes say of its columns.
+
+    Attributes:
+        qid: The QID's name.
+        mechanism: The mechanism as the manifest names it (``laplace``, ``exponential``,
+            ``randomized-response``).
+        epsilon: ε of the mechanism for one case in one release, as the manifest writes it
+            (its exact text where it gives one).
+        domain: The public bounds a Laplace-perturbed value was clipped to
+            (``details.domains``), or None.
+        level: The hierarchy level labels are published at (``details.label_levels``), or None.
+        consistency: The worst-case probability that a published label is consistent with the
+            case's own (``details.label_consistency``), or None.
+    """
+
+    qid: str
+    mechanism: str
+    epsilon: str
+    domain: tuple[float, float] | None = None
+    level: int | None = None
+    consistency: float | None = None
+
+
+def _mapping(value: object) -> Mapping:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _declared_names(value: object, path: str, period: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str) or not isinstance(value, Sequence) or not all(
+            isinstance(v, str) and v for v in value):
+        raise InputFormatError(f"The manifest of {period} must give {path!r} as a list of QID "
+                               f"names; got {value!r}.")
+    return list(value)
+
+
+def _epsilon_text(value: object) -> str | None:
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value):
+        return format_number(value)
+    return None
+
+
+def _bounds(value: object) -> tuple[float, float] | None:
+    try:
+        lo, hi = (float(b) for b in value)  # type: ignore[union-attr]
+    except (TypeError, ValueError):
+        return None
+    return (lo, hi) if np.isfinite(lo) and np.isfinite(hi) and lo < hi else None
+
+
+def perturbed_qids(manifest: Mapping | None, period: str = "this release") -> dict[str, PerturbedQid]:
+    """The QIDs a release's manifest declares perturbed, with their mechanism and ε, in the
+    manifest's order (empty for a release that perturbs none).
+
+    A QID named in ``details.perturbed_qids`` or ``privacy_spent.perturbed_qids`` (the union: a
+    QID either one names is never written as measured) takes its mechanism and ε from its entry
+    of ``privacy_spent.mechanisms`` (the fields ``medanon.models.PPMSDPModel`` reads).
+
+    Raises:
+        InputFormatError: a perturbed QID without a mechanism entry naming its mechanism and ε,
+            or a malformed list of perturbed QIDs: the notes could not say how it was randomized.
+    """
+    manifest = _mapping(manifest)
+    details, spent = _mapping(manifest.get("details")), _mapping(manifest.get("privacy_spent"))
+    names: list[str] = []
+    for path, value in (("details.perturbed_qids", details.get("perturbed_qids")),
+                        ("privacy_spent.perturbed_qids", spent.get("perturbed_qids"))):
+        names += [n for n in _declared_names(value, path, period) if n not in names]
+    mechanisms = spent.get("mechanisms")
+    entries = mechanisms if isinstance(mechanisms, list) else []
+    by_target = {str(m.get("target")): m for m in entries if isinstance(m, Mapping)}
+    domains = _mapping(details.get("domains"))
+    levels = _mapping(details.get("label_levels"))
+    consistency = _mapping(details.get("label_consistency"))
+    out: dict[str, PerturbedQid] = {}
+    for name in names:
+        entry = _mapping(by_target.get(name))
+        mechanism = entry.get("mechanism")
+        epsilon = _epsilon_text(entry.get("epsilon_exact", entry.get("epsilon")))
+        if not isinstance(mechanism, str) or not mechanism or epsilon is None:
+            raise InputFormatError(
+                f"The manifest of {period} declares the perturbed QID {name!r} without its "
+                f"mechanism parameters: 'privacy_spent.mechanisms' needs an entry with target "
+                f"{name!r}, 'mechanism' and 'epsilon', which the FAERS notes state.")
+        level = levels.get(name)
+        share = consistency.get(name)
+        out[name] = PerturbedQid(
+            name, mechanism, epsilon,
+            _bounds(domains.get(name)) if mechanism == "laplace" else None,
+            level if isinstance(level, int) and not isinstance(level, bool) else None,
+            float(share) if isinstance(share, (int, float)) and not isinstance(share, bool)
+            else None)
+    return out
+
+
+def demo_columns(perturbed: Mapping[str, object] | Sequence[str] = ()) -> list[str]:
+    """The DEMO header of a release whose perturbed QIDs are ``perturbed``: FAERS's columns,
+    ``wt_bin``, then the :data:`PERTURBED_COLUMNS` of each perturbed QID."""
+    return [*DEMO_COLUMNS, *(c for qid, columns in PERTURBED_COLUMNS.items() if qid in perturbed
+                             for c in columns)]
 
 
 # -- cells --------------------------------------------------------------------------------------
@@ -289,8 +424,10 @@ def write_faers_release(folder: Path, rows: pd.DataFrame, period: str, *,
         rows: The release's rows, as :meth:`~medanon.store.ReleaseStore.release_rows` gives them.
         period: The release's period (a quarter).
         versions: Each row's ``caseversion`` (:func:`case_versions`); default 1 for every row.
-        manifest: The release's manifest: its suppressed terms go into the notes, and its age
-            QID's hierarchy decides whether ages are MeSH labels (default: they are).
+        manifest: The release's manifest: its perturbed QIDs (:func:`perturbed_qids`) go to
+            the :data:`PERTURBED_COLUMNS`, never to FDA's; its suppressed terms, mechanisms and
+            withheld count go into the notes; its age QID's hierarchy decides whether ages are
+            MeSH labels (default: they are).
 
     Returns:
         The number of cells whose ``$`` or line break had to be replaced by a space. Characters
@@ -299,6 +436,7 @@ def write_faers_release(folder: Path, rows: pd.DataFrame, period: str, *,
     Raises:
         StoreError: the release lacks a column of the FAERS schema, a case id is not a FAERS
             caseid, or two rows would share a primaryid.
+        InputFormatError: the manifest declares a perturbed QID without its mechanism and ε.
     """
     _check_schema(rows.columns)
     tag = parse_period(period).faers_tag
@@ -315,17 +453,37 @@ def write_faers_release(folder: Path, rows: pd.DataFrame, period: str, *,
     demo = dict(ids, caseversion=versions.astype(str).astype(object),
                 i_f_code=np.where(versions == 1, "I", "F").astype(object))
     mesh = _age_is_mesh(manifest)
-    demo["age"], demo["age_cod"], demo["age_grp"] = _per_distinct(
-        cell_strings(rows["age"]), lambda c: _age_fields(c, mesh), 3)
-    demo["wt"], demo["wt_cod"], demo[WEIGHT_BIN_COLUMN] = _per_distinct(
-        cell_strings(rows["weight"]), _weight_fields, 3)
-    demo["sex"] = np.array([_SEX.get(s.strip(), "") for s in cell_strings(rows["sex"])], dtype=object)
+    perturbed = perturbed_qids(manifest, period)
+    ages = cell_strings(rows["age"])
+    weights = cell_strings(rows["weight"])
+    sexes = cell_strings(rows["sex"])
+    # A perturbed value in FDA's measured columns would be read as the case's own (a FAERS tool
+    # stratifying by age_grp finds adults' signals "in children"): those columns stay empty
+    # (absent from ``demo``) and the cell goes, as published, to a column named perturbed.
+    if "age" in perturbed:
+        age_label, age_group = PERTURBED_COLUMNS["age"]
+        demo[age_label] = np.array([a.strip() for a in ages], dtype=object)
+        (demo[age_group],) = _per_distinct(ages, lambda c: (_age_fields(c, mesh)[2],), 1)
+    else:
+        demo["age"], demo["age_cod"], demo["age_grp"] = _per_distinct(
+            ages, lambda c: _age_fields(c, mesh), 3)
+    if "weight" in perturbed:
+        (weight,) = PERTURBED_COLUMNS["weight"]
+        demo[weight] = np.array([w.strip() for w in weights], dtype=object)
+    else:
+        demo["wt"], demo["wt_cod"], demo[WEIGHT_BIN_COLUMN] = _per_distinct(
+            weights, _weight_fields, 3)
+    if "sex" in perturbed:
+        (sex,) = PERTURBED_COLUMNS["sex"]
+        demo[sex] = np.array([s.strip() for s in sexes], dtype=object)
+    else:
+        demo["sex"] = np.array([_SEX.get(s.strip(), "") for s in sexes], dtype=object)
     for column in DATE_COLUMNS:
         if column in rows.columns:
             demo[column] = np.array([d.strip() for d in cell_strings(rows[column])], dtype=object)
 
     folder.mkdir(parents=True, exist_ok=True)
-    replaced = _write(folder / f"DEMO{tag}.txt", DEMO_COLUMNS, demo, n)
+    replaced = _write(folder / f"DEMO{tag}.txt", demo_columns(perturbed), demo, n)
     at, role, name = _drug_rows(rows)
     seq = pd.Series(at).groupby(at).cumcount().to_numpy() + 1
     replaced += _write(folder / f"DRUG{tag}.txt", DRUG_COLUMNS,
@@ -343,31 +501,151 @@ def write_faers_release(folder: Path, rows: pd.DataFrame, period: str, *,
     return replaced
 
 
+_MECHANISM_TEXT = {"laplace": "Laplace mechanism", "exponential": "exponential mechanism",
+                   "randomized-response": "randomized response"}
+#: what each perturbed QID's columns hold, for the notes.
+_PERTURBED_TEXT = {
+    "age": "age_perturbed (the published age label, or number of years) and age_grp_perturbed "
+           "(its FAERS group, see below)",
+    "sex": "sex_perturbed (F, M, or * where the mechanism drew the root: no sex)",
+    "weight": "wt_perturbed_kg (kg)",
+}
+
+
+def _mechanism_text(p: PerturbedQid) -> str:
+    """One perturbed QID's mechanism and ε in words, every number from the manifest."""
+    text = f"{_MECHANISM_TEXT.get(p.mechanism, p.mechanism)}, epsilon = {p.epsilon}"
+    if p.mechanism == "laplace" and p.domain is not None:
+        lo, hi = p.domain
+        try:
+            scale = f"noise scale ({format_number(hi)} - {format_number(lo)}) / epsilon = " \
+                    f"{format_number(round((hi - lo) / float(Fraction(p.epsilon)), 4))}, "
+        except (ValueError, ZeroDivisionError):
+            scale = ""
+        text += (f" ({scale}values clipped to the public domain [{format_number(lo)}, "
+                 f"{format_number(hi)}]: a value at either bound is mostly noise)")
+    elif p.mechanism == "randomized-response" and p.level is not None:
+        text += f" (over the root and the labels of level {p.level} of the hierarchy)"
+    elif p.level is not None:
+        text += f" (the drawn label cut to its ancestor at level {p.level} of the hierarchy, 0 = root)"
+    if p.consistency is not None:
+        text += (f"; a published label is consistent with the case's own with probability at "
+                 f"least {p.consistency:g} (details.label_consistency)")
+    return text
+
+
+def _perturbed_lines(perturbed: Mapping[str, PerturbedQid], manifest: Mapping) -> list[str]:
+    """The notes' warning on the perturbed columns (empty when the release perturbs none)."""
+    written = [q for q in PERTURBED_COLUMNS if q in perturbed]
+    if not written:
+        return []
+    spent = _mapping(manifest.get("privacy_spent"))
+    details = _mapping(manifest.get("details"))
+    emptied = ", ".join(c for q in written for c in MEASURED_COLUMNS[q])
+    lines = [
+        f"RANDOMIZED VALUES: read this before any analysis by {' or '.join(written)}.",
+        f"- This release perturbs {', '.join(written)} (manifest details.perturbed_qids): each "
+        "case's value was randomized by the mechanism named below (manifest "
+        "privacy_spent.mechanisms). FDA's measured columns "
+        f"{emptied} are therefore EMPTY on every row (a FAERS tool reads these cases as "
+        "unknown there, not as measured), and the randomized values are in columns appended "
+        "after the FAERS DEMO columns and wt_bin:",
+    ]
+    lines += [f"  - {_PERTURBED_TEXT[q]}: {_mechanism_text(perturbed[q])}." for q in written]
+    per_case = spent.get("epsilon_per_case")
+    if per_case not in (None, ""):
+        lines.append(f"- Each case spends epsilon {per_case} in this release over its perturbed "
+                     "values (manifest privacy_spent.epsilon_per_case).")
+    if (spent.get("variant") or details.get("dp_variant")) == "paper":
+        exact = any(_mapping(details.get("exact_groups")).values())
+        lines.append("- Paper variant: epsilon only sets the noise scale (calibrated to each "
+                     "group's own spread), so these values are not epsilon-DP"
+                     + ("; the groups listed in details.exact_groups carry no noise." if exact
+                        else "."))
+    lines += [
+        "- Many of these values are not the case's own, and a case whose value was not reported "
+        "is given one too (from the middle of the domain, or from the hierarchy's root). "
+        "Stratifying by these columns (a disproportionality analysis per age group or sex, for "
+        "instance) finds signals the data does not have, such as an adults' signal 'in "
+        "children', and blurs those it has: use them only with a method that accounts for the "
+        "mechanism above, never as measured values.",
+        "",
+    ]
+    return lines
+
+
+def _dedup_lines(manifest: Mapping) -> list[str]:
+    """The notes' caveat on FDA's deduplication rule, with the withheld count only where the
+    manifest publishes one (no count is derived here: the export reads published data only)."""
+    counts = _mapping(manifest.get("counts"))
+    ingest = _mapping(manifest.get("ingest"))
+    lines = [
+        "Deduplication (FDA's rule: keep each caseid's row with the highest caseversion):",
+        "- caseversion counts the releases of this series that publish the case, so a case's "
+        "report withheld from a release leaves no gap and nothing marks it. A case published in "
+        "an earlier quarter whose later report was withheld from this release is absent from "
+        "this DEMO file: over the quarters read together, the rule silently returns its older "
+        "published version, not the case's latest report.",
+    ]
+    withheld = counts.get("suppressed")
+    if isinstance(withheld, int) and not isinstance(withheld, bool) and withheld >= 0:
+        lines.append(
+            f"- This release withheld {withheld} case(s) (manifest counts.suppressed); which "
+            "ones, and how many of them an earlier release published, is not published."
+            if withheld else "- This release withheld no case (manifest counts.suppressed = 0).")
+    else:
+        lines.append("- This release's manifest publishes no count of withheld cases.")
+    dropped = ingest.get("dropped_reports")
+    if isinstance(dropped, int) and not isinstance(dropped, bool) and dropped > 0:
+        lines.append(f"- {dropped} report(s) of this quarter were dropped at ingest for a missing "
+                     "value (manifest ingest.dropped_reports): a case all of whose reports were "
+                     "dropped falls back the same way.")
+    return [*lines, ""]
+
+
 def faers_notes(period: str, manifest: Mapping | None, columns: Sequence[str],
                 replaced: int = 0) -> str:
-    """The text of :data:`NOTES_FILE` for one release: how its FAERS files carry it."""
-    manifest = manifest or {}
-    details = manifest.get("details") or {}
-    counts = manifest.get("counts") or {}
+    """The text of :data:`NOTES_FILE` for one release: how its FAERS files carry it.
+
+    Every number in it is read from ``manifest`` (mechanisms, ε, counts), never typed here.
+
+    Raises:
+        InputFormatError: the manifest declares a perturbed QID without its mechanism and ε.
+    """
+    manifest = _mapping(manifest)
+    details = _mapping(manifest.get("details"))
+    counts = _mapping(manifest.get("counts"))
     release_wide = details.get("suppressed_terms") or {}
+    perturbed = perturbed_qids(manifest, period)
     groups = "; ".join(f"{code} = {', '.join(leaves)}" for code, leaves in FAERS_AGE_GROUP_LEAVES.items())
     roles = [c for c in ROLE_CODES if c in columns]
+    spans = (f"FAERS group ({groups}); empty for a label spanning several (*, Nonadult, Infant, "
+             "Adult).")
+    age = ("- age, age_cod, age_grp: empty on every row (age is perturbed in this release, see "
+           "above). age_grp_perturbed is the group of the perturbed label when every age it stands "
+           f"for falls in one {spans}" if "age" in perturbed
+           else "- age_grp from the published MeSH age label, when every age it stands for falls "
+           f"in one {spans} age/age_cod (YR) only for a cell that is one exact age. FDA's own "
+           "coders put 12-year-olds in T and 18-year-olds in A.")
+    last = ("the last DEMO column" if not perturbed
+            else "appended after the FAERS DEMO columns")
     lines = [
-        f"medanon release {period}, method {(manifest.get('method') or {}).get('name', '?')}: "
+        f"medanon release {period}, method {_mapping(manifest.get('method')).get('name', '?')}: "
         "the FAERS files of this folder, and how they carry the release.",
         "The exact published cells are in release.csv; manifest.json states the method, its "
         "parameters and guarantee. See docs/faers-export.md.",
         "",
+        *_perturbed_lines(perturbed, manifest),
         "- One DEMO row per published case. caseversion = how many releases of this series, up to "
         "and including this one, publish the case (1 = first); i_f_code I for 1, F after; "
         "primaryid = caseid followed by caseversion.",
-        "- age_grp from the published MeSH age label, when every age it stands for falls in one "
-        f"FAERS group ({groups}); empty for a label spanning several (*, Nonadult, Infant, Adult). "
-        "age/age_cod (YR) only for a cell that is one exact age. FDA's own coders put 12-year-olds "
-        "in T and 18-year-olds in A.",
-        f"- wt with wt_cod KG for a published number; an interval or * is in {WEIGHT_BIN_COLUMN} "
-        "(the last DEMO column, not a FAERS column), wt and wt_cod then empty.",
-        "- sex F or M; empty for * (generalized) or missing.",
+        age,
+        ("- wt, wt_cod, wt_bin: empty on every row (weight is perturbed in this release, see "
+         "above)." if "weight" in perturbed else
+         f"- wt with wt_cod KG for a published number; an interval or * is in {WEIGHT_BIN_COLUMN} "
+         f"({last}, not a FAERS column), wt and wt_cod then empty."),
+        ("- sex: empty on every row (sex is perturbed in this release, see above)."
+         if "sex" in perturbed else "- sex F or M; empty for * (generalized) or missing."),
         ("- DRUG: one row per drug and role, role_cod from " + ", ".join(
             f"{c} ({ROLE_CODES[c]})" for c in roles) + "; drugs in no role column have role_cod "
          "empty." if roles else "- DRUG: this release has no drug-role columns: role_cod is empty "
@@ -376,6 +654,7 @@ def faers_notes(period: str, manifest: Mapping | None, columns: Sequence[str],
          else "- OUTC: this release has no outcomes column: the file holds only its header."),
         "- INDI: indi_drug_seq is empty (the release does not link indications to drugs).",
         "",
+        *_dedup_lines(manifest),
         "Suppressed terms (marked here, for the release as a whole, never per case: a per-case "
         "mark would disclose the terms the suppression hides):",
         ("- removed from every case of this release (their theta could not be met): "
