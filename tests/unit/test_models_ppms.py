@@ -302,7 +302,12 @@ def test_missing_values_read_as_nan_are_empty_cells() -> None:
     r2["sex"] = np.nan
     r2["indications"] = None
     result = check([r1, r2], k=3)
-    assert result.period("2020Q1").ok  # the root covers F
+    # NaN is read as an empty cell, i.e. missing (not the root): a case published F in Q1 and
+    # missing in Q2 is excluded by the F-attack for a target known to be F (issue 29)
+    group = result.period("2020Q1").groups[0]
+    assert (group.excluded_forward, group.kept) == (1, 2)
+    r2["sex"] = "*"  # the root covers F
+    assert check([r1, r2], k=3).period("2020Q1").ok
 
 
 def test_a_term_in_two_columns_of_one_case_counts_once() -> None:
@@ -387,3 +392,34 @@ def test_qids_from_a_schema() -> None:
     assert [(q.name, q.kind) for q in qids] == [("age", "categorical"), ("sex", "categorical"),
                                                 ("weight", "numeric")]
     assert qids[0].taxonomy == mesh_age_tree() and qids[2].taxonomy is None
+
+
+# ------------------------------------------------------- an empty cell is missing (issue 29)
+def test_a_blank_cell_in_a_suppressed_group_is_malformed() -> None:
+    """An empty cell means *missing*, ``*`` means any value: a group of ``*`` ages with one
+    blanked row tells that this case has no age, so the group no longer shares its value."""
+    q1 = release("2020Q1", same_group(range(1, 6), age="*"))
+    q1.loc[2, "age"] = ""
+    with pytest.raises(InputFormatError, match=r"group 1 publishes age as '', '\*'"):
+        check([q1], k=3)
+    assert check([release("2020Q1", same_group(range(1, 6), age="*"))], k=3).ok
+    assert check([release("2020Q1", same_group(range(1, 6), age=""))], k=3).ok
+
+
+def test_a_later_missing_value_excludes_the_case_for_a_target_that_has_one() -> None:
+    """Seven cases published an age interval in Q1; Q2 publishes them (a whole, uniform group)
+    with the age blank. The F-adversary who knows the target has an age excludes the seven from
+    the Q1 group: 2 < k = 3 remain. Read as "any age" (before), the blank excluded nobody."""
+    q1 = release("2020Q1", same_group(range(1, 10), age="[30-35]"))
+    q2 = release("2020Q2", same_group(range(1, 8), age="") + same_group(range(20, 23), group="2"))
+    result = check([q1, q2], k=3, periods=["2020Q1"])
+    group = result.period("2020Q1").groups[0]
+    assert (group.size, group.excluded_forward, group.kept) == (9, 7, 2) and group.dig
+    # the neighbour that publishes the seven as "*" (any age, missing included) excludes nobody
+    q2_star = release("2020Q2", same_group(range(1, 8), age="*")
+                      + same_group(range(20, 23), group="2"))
+    assert check([q1, q2_star], k=3, periods=["2020Q1"]).ok
+    # and a case missing in both releases is consistent: not excluded
+    both = check([release("2020Q1", same_group(range(1, 10), age="")), q2], k=3,
+                 periods=["2020Q1"])
+    assert both.ok

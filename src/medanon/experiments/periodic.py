@@ -99,7 +99,9 @@ def _method(setting: Setting):
     if theta == "level-wise":
         theta = level_wise(list(LEVEL_WISE_HIGH), list(LEVEL_WISE_NONE),
                            source="medanon experiments (LEVEL_WISE_HIGH / LEVEL_WISE_NONE)")
-    kwargs = {"k": params["k"], "theta": theta, "on_infeasible": "raise-theta"}
+    # The grids measure what each setting withholds (the manifests count it) rather than
+    # refuse a period: no bound on the withheld share (issue 31 reports it per row).
+    kwargs = {"k": params["k"], "theta": theta, "on_infeasible": "raise-theta", "max_withheld": 1.0}
     for name in ("alpha", "epsilon"):
         if name in params:
             kwargs[name] = params[name]

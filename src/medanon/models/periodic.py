@@ -590,7 +590,7 @@ def hard_series(series: PublishedSeries, models: Mapping[str, PPMSDPModel] | Non
                 ) -> PublishedSeries:
     """The series as every hard exclusion reads it (the gate's and the attacks').
 
-    In each PPMS-DP release the perturbed cells are blanked: an empty cell allows the whole
+    In each PPMS-DP release the perturbed cells are suppressed (``*``): ``*`` allows the whole
     domain, so a perturbed value never excludes a candidate for sure (every output of the
     Laplace and exponential mechanisms is possible under every input), while a generalized value
     of another release still does. Paper-variant values the manifest declares exact
@@ -614,7 +614,8 @@ def hard_series(series: PublishedSeries, models: Mapping[str, PPMSDPModel] | Non
             exact = set(model.exact_groups.get(qid, ())) if not model.is_dp else set()
             keep = (groups.isin(exact) if groups is not None and exact
                     else pd.Series(False, index=rows.index))
-            rows[qid] = rows[qid].astype(object).where(keep.to_numpy(), "")
+            # "*", not empty: an empty cell means missing, which would exclude for sure
+            rows[qid] = rows[qid].astype(object).where(keep.to_numpy(), "*")
         releases[label] = rows
     return PublishedSeries(releases, series.manifests, series.qids, series.sensitive,
                            series.source)

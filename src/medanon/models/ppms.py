@@ -251,6 +251,11 @@ def _links(series: PublishedSeries, label: str, lifespan: int | None,
     # record's region exactly when each later region does).
     inside = covers(found.later_region, own.region, series.qids)
     forward = found.later & ~np.broadcast_to(inside, (own.n,))
+    # An empty cell is missing (the release format), not "anything": a later release that
+    # publishes the case's value missing excludes it for a target that has the value, which
+    # every record whose own cell is not empty may be.
+    for name, later_blank in found.later_blank.items():
+        forward |= later_blank & ~own.blank.get(name, np.zeros(own.n, dtype=bool))
     return own, _Links(found.old, forward, found.in_next)
 
 

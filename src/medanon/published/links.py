@@ -131,6 +131,9 @@ class ReleaseView:
         region: The published QID regions.
         term_row, term_code, term_names: distinct (row, sensitive term) pairs.
         terms_by_column: per multi-valued column, the number of distinct terms of each row.
+        blank: per QID, whether each row's cell is empty (*missing* in the release format;
+            its region is still the whole domain, as for ``*``, but a reader that knows the
+            cell was blank knows the value is missing, see :class:`Links`).
     """
 
     label: str
@@ -144,6 +147,7 @@ class ReleaseView:
     term_code: np.ndarray
     term_names: np.ndarray
     index: pd.Index = field(repr=False, default=None)
+    blank: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -206,9 +210,10 @@ def read_view(series: PublishedSeries, label: str) -> ReleaseView:
         raise InputFormatError(f"{where} holds {len(ids)} case_id(s) on several rows ({shown}); "
                                f"a release has one row per case.")
     gcode, glabels = pd.factorize(cell_strings(rows["group"]))
-    cat, lo, hi = {}, {}, {}
+    cat, lo, hi, blank = {}, {}, {}, {}
     for q in series.qids:
         values = cell_strings(rows[q.name])
+        blank[q.name] = np.array([v.strip() == "" for v in values], dtype=bool)
         if q.kind == "categorical":
             cat[q.name] = categorical_codes(values, q.taxonomy,
                                             where=f"{where}, column {q.name!r}").astype(np.int64)
@@ -217,7 +222,7 @@ def read_view(series: PublishedSeries, label: str) -> ReleaseView:
     term_row, term_code, term_names = term_pairs(joined_terms(rows, series.sensitive))
     return ReleaseView(label, parse_period(label).ordinal, rows, case, gcode.astype(np.int64),
                        np.asarray(glabels, dtype=object), Region(cat, lo, hi), term_row,
-                       term_code, term_names, pd.Index(case))
+                       term_code, term_names, pd.Index(case), blank)
 
 
 def group_conflicts(view: ReleaseView, names: Sequence[str]) -> list[tuple[str, str, list[str]]]:
@@ -237,6 +242,8 @@ def group_conflicts(view: ReleaseView, names: Sequence[str]) -> list[tuple[str, 
             keys = [view.region.cat[name]]
         else:
             keys = [view.region.lo[name], view.region.hi[name]]
+        if name in view.blank:  # an empty cell (missing) and "*" share a region, not a meaning
+            keys.append(view.blank[name])
         frame = pd.DataFrame({"g": view.group, **{f"k{i}": k for i, k in enumerate(keys)}})
         distinct = frame.drop_duplicates().groupby("g").size()
         for g in distinct.index[distinct.to_numpy() > 1]:
@@ -256,6 +263,8 @@ class Links:
     later_region: Region
     in_next: np.ndarray
     next_known: bool
+    #: per QID, whether a later linked release published the case's cell empty (missing)
+    later_blank: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
@@ -283,6 +292,7 @@ def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
     in_next = np.zeros(n, dtype=bool)
     earlier_region = whole_domain(n, qids)
     later_region = whole_domain(n, qids)
+    later_blank = {q.name: np.zeros(n, dtype=bool) for q in qids}
     next_known = False
     for p in series.periods:
         other = view(p)
@@ -305,9 +315,13 @@ def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
             target.lo[k][rows] = merged.lo[k]
             target.hi[k][rows] = merged.hi[k]
         (old if gap < 0 else later)[rows] = True
+        if gap > 0:
+            for name, flags in later_blank.items():
+                if name in other.blank:
+                    flags[rows] |= other.blank[name][pos[hit]]
         if gap == 1:
             in_next[rows] = True
-    return Links(own, old, earlier_region, later, later_region, in_next, next_known)
+    return Links(own, old, earlier_region, later, later_region, in_next, next_known, later_blank)
 
 
 def longest_case_span(case_ids: Mapping[str, Iterable]) -> int:
