@@ -253,3 +253,44 @@ def test_the_age_mapping_loses_no_one_leaf_group(exported) -> None:
         else:
             assert list(demo["age_grp"]) == expected
         assert np.all(demo["age"] == "")
+
+
+# -- the column contract (issue 29) ----------------------------------------------------------------
+def test_every_exported_column_has_a_role_in_the_model(exported) -> None:
+    """Every column of every export (csv, parquet, FAERS files) of every method has a role in
+    the manifest's ``columns.roles`` (covered, adversary-knowledge, derived, clear); a FAERS
+    column carries the roles of the release columns it is computed from, or is empty."""
+    import duckdb
+
+    from medanon.published.faers_layout import FAERS_SOURCES
+    from medanon.published.roles import ROLES
+
+    method, published, _, out = exported
+    parquet = out.parent / "parquet"
+    done = invoke_cli("export", "--store", out.parent / "s.duckdb", "--out", parquet, "--format",
+                      "parquet")
+    assert done.returncode == 0, done.stderr
+    for period in published:
+        roles = read_manifest(out / period)["columns"]["roles"]
+        assert {entry["role"] for entry in roles.values()} <= set(ROLES)
+        csv_header = list(pd.read_csv(out / period / "release.csv", nrows=0).columns)
+        parquet_file = parquet / period / "release.parquet"
+        parquet_header = duckdb.sql(f"SELECT * FROM read_parquet('{parquet_file}') LIMIT 0").columns
+        for header in (csv_header, parquet_header):
+            assert [c for c in header if c not in roles] == []
+        if method == "none":
+            assert {roles[c]["role"] for c in csv_header} <= {"clear", "derived",
+                                                              "adversary-knowledge"}
+        else:  # a protected release publishes its dates derived, and covers QIDs and terms
+            assert roles["init_fda_dt"]["role"] == roles["fda_dt"]["role"] == "derived"
+            assert roles["age"]["role"] == roles["reactions"]["role"] == "covered"
+        for path in sorted((out / period).glob("*.txt")):
+            if path.name.startswith("FAERS_NOTES"):
+                continue
+            table = _faers_table(path)
+            for column in table.columns:
+                sources = FAERS_SOURCES.get(column)
+                if sources is None:
+                    assert (table[column] == "").all(), f"{path.name}: {column} has no source"
+                else:
+                    assert any(s in roles for s in sources), f"{path.name}: {column}"

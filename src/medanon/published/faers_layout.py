@@ -96,8 +96,8 @@ from ..hierarchies.builtin import FAERS_AGE_GROUP_LEAVES, age_to_mesh, faers_age
 from ..periods import parse_period
 from .cells import SUPPRESSED, cell_strings
 
-__all__ = ["DEMO_COLUMNS", "DRUG_COLUMNS", "INDI_COLUMNS", "MEASURED_COLUMNS", "NOTES_FILE",
-           "OUTC_COLUMNS", "PERTURBED_COLUMNS", "REAC_COLUMNS", "ROLE_CODES", "WEIGHT_BIN_COLUMN",
+__all__ = ["DEMO_COLUMNS", "DRUG_COLUMNS", "FAERS_SOURCES", "INDI_COLUMNS", "MEASURED_COLUMNS",
+           "NOTES_FILE", "OUTC_COLUMNS", "PERTURBED_COLUMNS", "REAC_COLUMNS", "ROLE_CODES", "WEIGHT_BIN_COLUMN",
            "PerturbedQid", "case_versions", "demo_columns", "faers_notes", "perturbed_qids",
            "write_faers_release"]
 
@@ -121,6 +121,22 @@ MEASURED_COLUMNS = {"age": ("age", "age_cod", "age_grp"), "sex": ("sex",), "weig
 #: release column -> FAERS DRUG ``role_cod``, in the order a case's DRUG rows are written.
 ROLE_CODES = {"drugs_primary_suspect": "PS", "drugs_secondary_suspect": "SS",
               "drugs_concomitant": "C", "drugs_interacting": "I"}
+#: FAERS column -> the release columns its cells are computed from (the column contract of
+#: issue 29: a FAERS column carries the roles of its sources, ``published.roles``); every FAERS
+#: column not named here is written empty. ``caseversion`` and ``i_f_code`` count the case's
+#: releases in the series (:func:`case_versions`): derived from CaseIDs and periods.
+FAERS_SOURCES = {
+    "primaryid": ("case_id", "period"), "caseid": ("case_id",),
+    "caseversion": ("case_id", "period"), "i_f_code": ("case_id", "period"),
+    "init_fda_dt": ("init_fda_dt",), "fda_dt": ("fda_dt",),
+    "age": ("age",), "age_cod": ("age",), "age_grp": ("age",), "sex": ("sex",),
+    "wt": ("weight",), "wt_cod": ("weight",), "wt_bin": ("weight",),
+    "age_perturbed": ("age",), "age_grp_perturbed": ("age",), "sex_perturbed": ("sex",),
+    "wt_perturbed_kg": ("weight",),
+    "drug_seq": ("drugs", *ROLE_CODES), "role_cod": tuple(ROLE_CODES),
+    "drugname": ("drugs", *ROLE_CODES),
+    "pt": ("reactions",), "indi_pt": ("indications",), "outc_cod": ("outcomes",),
+}
 OUTCOME_COLUMN = "outcomes"
 DATE_COLUMNS = ("init_fda_dt", "fda_dt")
 #: the notes written beside the FAERS files of each period.
