@@ -722,7 +722,8 @@ class Publisher:
                 the manifest lists the violations); by default it is refused.
             identifiers: EHR only: how SUBJECT_ID and HADM_ID are published, a
                 :class:`~medanon.pipeline.ehr.Pseudonyms` (default: keyed pseudonyms under a
-                fresh key per release; derived from the seed when seeded).
+                fresh key per release, drawn from OS entropy even when the publisher is seeded:
+                the seed is published, so a key derived from it would hide nothing).
             progress: Table and EHR only: called as the method advances (table: with
                 ``(done, total)`` lattice nodes; EHR: with each finished stage's name).
             allow_unprotected, allow_unknown_terms, allow_gap, allow_short_lifespan: Periodic
@@ -832,8 +833,8 @@ class Publisher:
         from .pipeline.ehr import Pseudonyms, ehr_csv
 
         if identifiers is None:
-            identifiers = (Pseudonyms.from_seed(self.rng.seed) if self.rng.seeded
-                           else Pseudonyms.fresh())
+            # never from self.rng: its seed is in the manifest
+            identifiers = Pseudonyms.fresh()
         elif not isinstance(identifiers, Pseudonyms):
             raise ValidationError(f"The 'identifiers' parameter of Publisher.publish must be a "
                                   f"Pseudonyms; got {type(identifiers).__name__}.")

@@ -279,7 +279,8 @@ def clinsim(
     pseudonym_key: Annotated[Optional[Path], typer.Option(
         "--pseudonym-key", help="Operator-held key file for the SUBJECT_ID/HADM_ID pseudonyms "
         "(created with mode 0600 if missing; never inside --out): releases made with it are "
-        "linkable. Default: a fresh key per release, never stored.")] = None,
+        "linkable. Default: a fresh key per release from OS entropy (with --seed too), never "
+        "stored.")] = None,
     keep_ids: Annotated[bool, typer.Option(
         "--keep-ids", help="Publish the raw SUBJECT_ID and HADM_ID (the manifest says so).")] = False,
     as_json: JsonOpt = False,

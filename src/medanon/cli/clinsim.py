@@ -48,9 +48,12 @@ def resolve_sensitive(level: str, *, sensitive_file: Path | None,
     return name
 
 
-def resolve_identifiers(*, pseudonym_key: Path | None, keep_ids: bool, seed: int | None,
+def resolve_identifiers(*, pseudonym_key: Path | None, keep_ids: bool,
                         out: Path) -> tuple[Pseudonyms, bool]:
     """How the identifiers are published: ``(pseudonyms, key file to create)``.
+
+    Without ``--pseudonym-key`` or ``--keep-ids`` the key is fresh from OS entropy, also in a
+    seeded run: the seed is in the manifest, so a key derived from it would hide nothing.
 
     Raises:
         ValidationError: ``--keep-ids`` with ``--pseudonym-key``, a key file inside ``--out``, or
@@ -66,8 +69,6 @@ def resolve_identifiers(*, pseudonym_key: Path | None, keep_ids: bool, seed: int
             raise ValidationError(f"The --pseudonym-key file {str(pseudonym_key)!r} must not be in "
                                   f"the output folder {str(out)!r}: the key never leaves the operator.")
         return Pseudonyms.from_key_file(pseudonym_key)
-    if seed is not None:
-        return Pseudonyms.from_seed(seed), False
     return Pseudonyms.fresh(), False
 
 
@@ -87,7 +88,7 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
     refuse_seeded_release(seed is not None and method != "suppression", allow_seeded)
     check_new_folder(out)
     identifiers, new_key = resolve_identifiers(pseudonym_key=pseudonym_key, keep_ids=keep_ids,
-                                               seed=seed, out=out)
+                                               out=out)
     sensitive = resolve_sensitive(code_level, sensitive_file=sensitive_file, preset=preset)
     with ui.errors_as_flags():
         publisher = Publisher(method, epsilon=epsilon, gamma=gamma, b_max=b_max, alpha=alpha,

@@ -58,8 +58,7 @@ PSEUDONYM_METHOD = (f"HMAC-SHA256 (RFC 2104) with a {8 * KEY_BYTES}-bit secret k
                     f"the first {_HEX_DIGITS} hex digits of HMAC(key, 'patient' NUL SUBJECT_ID), "
                     f"admission = 'a' + the first {_HEX_DIGITS} hex digits of HMAC(key, 'admission' "
                     "NUL SUBJECT_ID NUL HADM_ID)")
-_SEED_CONTEXT = b"medanon/ehr-pseudonym-key/v1\x00"
-_KEY_MODES = ("fresh", "key-file", "seed", "raw")
+_KEY_MODES = ("fresh", "key-file", "raw")
 
 
 def _package_version(name: str) -> str | None:
@@ -75,11 +74,15 @@ class Pseudonyms:
 
     Build one with :meth:`fresh` (the default: a new key from OS entropy, held in memory only, so
     pseudonyms are unlinkable across releases), :meth:`from_key_file` (an operator-held key file:
-    linkable across the releases made with it), :meth:`from_seed` (research mode: the key is
-    derived from the seed, so a seeded run reproduces, and anyone who knows the seed can recompute
-    the pseudonyms) or :meth:`raw` (``--keep-ids``: the source IDs are published).
+    linkable across the releases made with it) or :meth:`raw` (``--keep-ids``: the source IDs are
+    published).
 
-    The key never appears in ``repr``, in the manifest or in the output folder.
+    The key is never derived from a published value. In particular a seeded run (``--seed``,
+    which the manifest records) still draws a fresh key: a key computed from the seed would let
+    anyone who reads the manifest recompute every pseudonym from the source IDs. A seeded run
+    therefore reproduces the released codes, times and structure, not the pseudonyms (nor the
+    row order, which follows them). The key never appears in ``repr``, in the manifest or in the
+    output folder.
     """
 
     mode: str
@@ -100,17 +103,6 @@ class Pseudonyms:
     def fresh(cls) -> Pseudonyms:
         """A new 256-bit key from the operating system's entropy pool, kept in memory only."""
         return cls("fresh", secrets.token_bytes(KEY_BYTES))
-
-    @classmethod
-    def from_seed(cls, seed: int | Sequence[int]) -> Pseudonyms:
-        """The key derived from a research seed (SHA-256 of a fixed context and the seed; a
-        sequence of ints, as :func:`medanon.random.randomness` takes, joined by commas)."""
-        parts = seed if isinstance(seed, (tuple, list)) and seed else (seed,)
-        if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0 for x in parts):
-            raise ValidationError(f"The 'seed' parameter of Pseudonyms.from_seed must be an "
-                                  f"integer >= 0 (or a sequence of them); got {seed!r}.")
-        text = ",".join(str(int(x)) for x in parts)
-        return cls("seed", hashlib.sha256(_SEED_CONTEXT + text.encode()).digest())
 
     @classmethod
     def raw(cls) -> Pseudonyms:
@@ -213,9 +205,9 @@ class Pseudonyms:
         if not self.pseudonymized:
             return {"pseudonymized": False, "patient": "raw SUBJECT_ID", "admission": "raw HADM_ID",
                     "row_order": "source order (patient, admission_rank, position)"}
-        key = {"fresh": "fresh per release, from OS entropy, held in memory only and discarded",
-               "key-file": "operator-held key file (not published)",
-               "seed": "derived from the recorded seed (research mode)"}[self.mode]
+        key = {"fresh": "fresh per release, from OS entropy (never derived from the seed or any "
+                        "other published value), held in memory only and discarded",
+               "key-file": "operator-held key file (not published)"}[self.mode]
         return {"pseudonymized": True, "patient": "pseudonym of SUBJECT_ID",
                 "admission": "pseudonym of HADM_ID", "method": PSEUDONYM_METHOD,
                 "key": key, "linkable_across_releases": self.mode != "fresh",
@@ -224,9 +216,9 @@ class Pseudonyms:
     def guarantee(self) -> list[str]:
         if not self.pseudonymized:
             return []
-        where = {"fresh": "a fresh key drawn from OS entropy for this release and never stored",
-                 "key-file": "an operator-held key that is not published",
-                 "seed": "a key derived from the recorded seed"}[self.mode]
+        where = {"fresh": "a fresh key drawn from OS entropy for this release (never derived from "
+                          "the seed or any other published value) and never stored",
+                 "key-file": "an operator-held key that is not published"}[self.mode]
         return [f"SUBJECT_ID and HADM_ID are replaced by keyed HMAC-SHA256 pseudonyms under {where}; "
                 "rows are sorted by pseudonym, so their order carries nothing of the source IDs"]
 
@@ -237,10 +229,6 @@ class Pseudonyms:
             return ["releases made with the same key give a patient the same pseudonym: they are "
                     "linkable across releases (by design); whoever holds the key can recompute the "
                     "pseudonyms from the source IDs"]
-        if self.mode == "seed":
-            return ["the pseudonym key is derived from the recorded seed: anyone who knows the seed "
-                    "can recompute the pseudonyms from the source IDs (research mode; they hide "
-                    "nothing)"]
         return ["pseudonyms are not linkable across releases (a new key each time)"]
 
 
