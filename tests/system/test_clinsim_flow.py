@@ -13,6 +13,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -74,9 +75,10 @@ def joined(released: pd.DataFrame, data, pseudonyms: Pseudonyms = TEST_PSEUDONYM
     release's pseudonyms are recomputed from the key the test holds)."""
     events = pseudonymized(data, pseudonyms)
     original = events.assign(position=events["position"].astype(str))
-    original = original.rename(columns={"code": "original", "admission_rank": "original_rank"})
-    merged = released.merge(original[[*KEYS, "original", "original_rank"]], on=KEYS, how="left",
-                            validate="one_to_one")
+    original = original.rename(columns={"code": "original", "admission_rank": "original_rank",
+                                        "time": "original_time"})
+    merged = released.merge(original[[*KEYS, "original", "original_rank", "original_time"]],
+                            on=KEYS, how="left", validate="one_to_one")
     assert merged["original"].notna().all(), "a released row has no input row"
     return merged
 
@@ -197,6 +199,7 @@ def test_release_folder_json_and_manifest(runs, data, method):
     assert manifest["rng"]["seed"] == 1
     assert manifest["identifiers"]["pseudonymized"] is True
     assert manifest["identifiers"]["key"] == "operator-held key file (not published)"
+    assert manifest["time"]["resolution"] == "day" and summary["time_resolution"] == "day"
     assert manifest["codes"]["tree"]["extended_with"] == "codes of the auxiliary split only"
     assert manifest["privacy"]["guarantee"] == summary["guarantee"]
     if method != "suppression":
@@ -213,6 +216,8 @@ def test_release_folder_json_and_manifest(runs, data, method):
     # only by the utility-optimized mechanisms (p_S > 0); rr and suppression keep them.
     merged = joined(released, data)
     assert (merged["admission_rank"] == merged["original_rank"].astype(str)).all()
+    # time: whole days since the patient's first admission, the input's time floored
+    np.testing.assert_array_equal(merged["time"].astype(float), np.floor(merged["original_time"]))
     codes = manifest["protected"]["codes"]
     out_of_protected = ~merged["code"].isin([*codes, "*"])
     assert (merged.loc[out_of_protected, "code"] == merged.loc[out_of_protected, "original"]).all()
@@ -309,7 +314,7 @@ def test_mimic_demo(tmp_path):
         assert released["patient"].nunique() == summary["patients"]["evaluation"]
         assert (released["time"] == "").all()  # unusable dates are not published
         manifest = json.loads((out / "manifest.json").read_text())
-        assert manifest["dates_reliable"] is False
+        assert manifest["dates_reliable"] is False and manifest["time"]["empty"] is True
         # Issue 29: the manifest publishes the seed; the key it once derived from it mapped every
         # released demo patient back to its SUBJECT_ID. The key is fresh now: it maps none.
         assert manifest["rng"]["seed"] == 1
@@ -363,6 +368,8 @@ def bad_inputs(inputs, tmp_path_factory):
     (["--method", "magic", "--epsilon", "1"], "ValidationError", "--method"),
     (["--method", "clinsimrr", "--epsilon", "1", "--sensitive-preset", "nope"], "ValidationError",
      "'nope'"),
+    (["--method", "clinsimrr", "--epsilon", "1", "--time-resolution", "second"], "ValidationError",
+     "--time-resolution must be one of 'day', 'hour', 'minute'; got 'second'."),
     (["--method", "clinsimrr", "--epsilon", "1", "--sensitive", "{sensitive}"], "HierarchyError",
      "'000'"),
     (["--method", "clinsimrr", "--epsilon", "1", "--diagnoses", "{no_code}"], "InputFormatError",
@@ -465,6 +472,26 @@ def test_a_seeded_release_draws_a_fresh_pseudonym_key(inputs, data, tmp_path):
         assert manifest["identifiers"]["key"].startswith("fresh per release, from OS entropy")
         manifest.pop("published_at")
     assert manifests[0] == manifests[1]
+
+
+def test_time_resolution_minute_publishes_the_input_times(inputs, data, key_file, tmp_path):
+    diagnoses, admissions = inputs
+    folders = {}
+    for resolution in ("minute", "hour"):
+        folders[resolution] = tmp_path / resolution
+        summary = run_json("clinsim", diagnoses, "--admissions", admissions, *method_args("rr"),
+                           "--pseudonym-key", key_file, "--time-resolution", resolution,
+                           "--out", folders[resolution], runner=invoke_cli)
+        assert summary["time_resolution"] == resolution
+        manifest = json.loads((folders[resolution] / "manifest.json").read_text())
+        assert manifest["time"]["resolution"] == resolution
+        assert any(f"time_resolution = {resolution}" in s
+                   for s in manifest["privacy"]["does_not_guarantee"])
+    minute = joined(read_release(folders["minute"]), data)
+    assert (minute["time"] == minute["original_time"].map("{:.10g}".format)).all()
+    assert (minute["original_time"] != np.floor(minute["original_time"])).any()
+    hours = joined(read_release(folders["hour"]), data)["time"].astype(float) * 24
+    np.testing.assert_allclose(hours, np.round(hours), atol=1e-6)
 
 
 def published_ids(folder):

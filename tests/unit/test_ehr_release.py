@@ -1,4 +1,5 @@
-"""The published form of an EHR release: keyed pseudonyms of SUBJECT_ID/HADM_ID and their key."""
+"""The published form of an EHR release: keyed pseudonyms of SUBJECT_ID/HADM_ID and their key, and
+the published time's resolution."""
 
 from __future__ import annotations
 
@@ -6,12 +7,13 @@ import hashlib
 import hmac
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
 import medanon.pipeline.ehr as ehr_release
 from medanon.errors import InternalError, ValidationError
-from medanon.pipeline.ehr import EHR_COLUMNS, Pseudonyms
+from medanon.pipeline.ehr import EHR_COLUMNS, TIME_RESOLUTIONS, Pseudonyms, ehr_csv, published_times
 
 
 def events() -> pd.DataFrame:
@@ -166,3 +168,121 @@ def test_a_given_key_still_wins_over_the_fresh_key_in_a_seeded_run(ehr):
     source = release.run.released["patient"]
     assert set(release.rows["patient"]) == set(key.patients(source))
     assert release.manifest["identifiers"]["key"] == "operator-held key file (not published)"
+
+
+# -- issue 29: the published time is floored to whole days by default ---------------------------
+
+def test_published_times_are_floored_to_the_resolution():
+    days = np.array([0.0, 9.5, 40.99, 3 + 59 / 1440 + 30 / 86400, np.nan])
+    day, hour, minute = (published_times(days, r) for r in ("day", "hour", "minute"))
+    np.testing.assert_array_equal(day, [0, 9, 40, 3, np.nan])
+    np.testing.assert_array_equal(hour, [0, 9.5, 983 / 24, 3, np.nan])
+    np.testing.assert_array_equal(minute, [0, 9.5, 59025 / 1440, 3 + 59 / 1440, np.nan])
+    # A time read from a whole-minute timestamp (seconds / 86400, as the loaders compute it) is
+    # kept bit for bit at minute resolution, never floored to the minute before.
+    minutes = np.random.default_rng(0).integers(0, 100 * 366 * 1440, 200_000)
+    exact = (minutes * 60) / 86400
+    np.testing.assert_array_equal(published_times(exact, "minute"), exact)
+    np.testing.assert_array_equal(published_times(exact, "day"), minutes // 1440)
+    with pytest.raises(ValidationError, match=r"^The 'time_resolution' parameter of published_times "
+                                              r"must be one of 'day', 'hour', 'minute'; got 'second'\.$"):
+        published_times(days, "second")
+
+
+@pytest.fixture(scope="module")
+def mimic_layout_run(tmp_path_factory):
+    """A ClinSimRR run on MIMIC-layout files (ADMITTIME to the minute, read by the loader)."""
+    from medanon.data.ehr import load_mimic
+    from medanon.data.synth.ehr import write_synth_ehr
+    from medanon.pipeline.clinsim import run_clinsim
+    from medanon.random import randomness
+
+    paths = write_synth_ehr(tmp_path_factory.mktemp("ehr") / "ehr", patients=300, seed=6)
+    data = load_mimic(paths["diagnoses"], paths["admissions"])
+    assert data.dates_reliable
+    return run_clinsim(data, method="clinsimrr", epsilon=1, rng=randomness(1))
+
+
+def test_time_is_published_in_whole_days_by_default(mimic_layout_run):
+    from medanon.pipeline.clinsim import build_release
+
+    run = mimic_layout_run
+    key = Pseudonyms("key-file", bytes(range(32)))
+    table, manifest = build_release(run, identifiers=key)
+    private = key.table(run.released)["time"].to_numpy(dtype=float)
+    assert (private != np.floor(private)).any()        # the source has times within a day
+    published = table["time"].to_numpy(dtype=float)
+    np.testing.assert_array_equal(published, np.floor(private))
+    times = ehr_csv(table).splitlines()[1:]
+    assert all("." not in line.split(",")[3] for line in times)   # whole numbers in release.csv
+    assert manifest["time"] == {**manifest["time"], "resolution": "day",
+                                "rounding": "floored to whole days", "randomized": False,
+                                "empty": False}
+    statements = manifest["privacy"]["does_not_guarantee"]
+    assert any("floored to whole days: time_resolution = day) is not randomized" in s
+               for s in statements)
+    # The run itself (the dependence graph of the auxiliary split, the metrics) used the exact
+    # times: ΔT was checked on them, and the released frame still holds them.
+    assert run.graph.delta_t_checked and (run.released["time"] != np.floor(run.released["time"])).any()
+
+
+def test_minute_resolution_reproduces_the_old_output(mimic_layout_run):
+    """Before issue 29 the published table was the pseudonymized run with its exact times."""
+    from medanon.pipeline.clinsim import build_release
+
+    run = mimic_layout_run
+    key = Pseudonyms("key-file", bytes(range(32)))
+    old = ehr_csv(key.table(run.released))
+    minute, manifest = build_release(run, identifiers=key, time_resolution="minute")
+    assert ehr_csv(minute) == old
+    hour, _ = build_release(run, identifiers=key, time_resolution="hour")
+    hours = hour["time"].to_numpy(dtype=float) * 24
+    np.testing.assert_array_equal(hours, np.floor(hours))
+    assert ehr_csv(hour) != old
+    assert manifest["time"]["resolution"] == "minute"
+    with pytest.raises(ValidationError, match=r"^The 'time_resolution' parameter of build_release "
+                                              r"must be one of 'day', 'hour', 'minute'; got 'week'\.$"):
+        build_release(run, identifiers=key, time_resolution="week")
+
+
+def test_the_publisher_takes_the_time_resolution(ehr):
+    import medanon
+
+    day = medanon.Publisher("umaxrr", epsilon=1, seed=3).publish(ehr)
+    minute = medanon.Publisher("umaxrr", epsilon=1, seed=3, time_resolution="minute").publish(ehr)
+    assert day.manifest["time"]["resolution"] == "day" == day.summary["time_resolution"]
+    assert minute.manifest["time"]["resolution"] == "minute"
+    # the same run (graph, plan, noise); only the published column differs
+    assert day.summary["protected_size"] == minute.summary["protected_size"]
+    assert day.summary["cil"] == minute.summary["cil"]
+    pd.testing.assert_frame_equal(day.run.released, minute.run.released)
+    floored = np.floor(minute.rows["time"].astype(float)).astype(int).astype(str)
+    assert canonical(minute.rows.assign(time=floored)) == canonical(day.rows)
+    with pytest.raises(ValidationError, match=r"^The 'time_resolution' parameter of Publisher must be "
+                                              r"one of 'day', 'hour', 'minute'; got 'seconds'\.$"):
+        medanon.Publisher("clinsimrr", epsilon=1, time_resolution="seconds")
+
+
+def test_whole_days_make_time_patterns_less_unique_but_do_not_stop_linking():
+    """What the column does not protect: an adversary who knows every patient's admission dates
+    singles out a released patient by the pattern of offsets between admissions. Coarser times
+    single out fewer, whole days still many (the manifest says so)."""
+    import medanon
+
+    ehr = medanon.EhrRecords.synthetic(2000, seed=2023)
+    admissions = ehr.data.events.drop_duplicates(["patient", "admission"])
+    linked = {}
+    for resolution, units in TIME_RESOLUTIONS.items():
+        release = medanon.Publisher("umaxrr", epsilon=1, seed=1,
+                                    time_resolution=resolution).publish(ehr)
+        rows = release.rows.drop_duplicates(["patient", "admission"])
+        published = rows.groupby("patient")["time"].agg(
+            lambda s, units=units: tuple(round(float(t) * units) for t in s))
+        known = admissions.assign(t=np.round(published_times(admissions["time"], resolution) * units))
+        patterns = known.groupby("patient")["t"].agg(lambda s: tuple(int(t) for t in s))
+        counts = patterns.value_counts()
+        several = published[published.map(len) > 1]
+        linked[resolution] = sum(counts[p] == 1 for p in several) / len(several)
+    # 2,000 patients: 361 of the released ones have several admissions; minute 361, hour 352,
+    # day 274 of them are singled out (docs/algorithms/clinsim.md gives the same at 5,000)
+    assert linked["minute"] > 0.99 and linked["minute"] > linked["hour"] > linked["day"] > 0.5

@@ -77,7 +77,7 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
             preset: str | None, code_level: str, min_admissions: int, aux_fraction: float,
             delta_t_days: float, max_path_length: int, min_predictions: int, seed: int | None,
             allow_seeded: bool, out: Path, as_json: bool, pseudonym_key: Path | None = None,
-            keep_ids: bool = False) -> None:
+            keep_ids: bool = False, time_resolution: str = "day") -> None:
     from ..api import EhrRecords, Publisher
 
     with ui.errors_as_flags():  # the library's checks, told in flags
@@ -94,7 +94,8 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
         publisher = Publisher(method, epsilon=epsilon, gamma=gamma, b_max=b_max, alpha=alpha,
                               max_path_length=max_path_length, sensitive=sensitive,
                               delta_t_days=delta_t_days, aux_fraction=aux_fraction,
-                              min_predictions=min_predictions, compare=True, seed=seed)
+                              min_predictions=min_predictions, compare=True, seed=seed,
+                              time_resolution=time_resolution)
     data = EhrRecords.read(diagnoses, admissions, code_level=code_level,
                            min_admissions=min_admissions)
     with progress_bar(f"{method}: graph, plan, obfuscate, evaluate", 4) as step:
@@ -141,5 +142,8 @@ def _print_summary(s: dict[str, Any]) -> None:
     ids = s["identifiers"]
     ui.out.print("Identifiers: " + (f"pseudonymized ({ids['key']})" if ids["pseudonymized"]
                                     else "raw SUBJECT_ID and HADM_ID (--keep-ids)"))
+    ui.out.print(f"Time: days since each patient's first admission, floored to whole "
+                 f"{s['time_resolution']}s (--time-resolution {s['time_resolution']})."
+                 if s["dates_reliable"] else "Time: empty (the input's dates were unusable).")
     ui.out.print(f"Guarantee: {s['guarantee']}")
     ui.out.print(f"Not guaranteed: {s['does_not_guarantee']}")

@@ -8,7 +8,8 @@ A folder holding:
   ``--keep-ids``; rows are sorted by (patient, admission_rank, position), so with pseudonyms the
   row order carries nothing of the source IDs. ``code`` is the released code; ``*`` (the root of the
   ICD-9 tree) is a suppressed element, or a code the tree cannot place. ``time`` is days since the
-  patient's first admission, empty when the input's dates were unusable.
+  patient's first admission, floored to the release's time resolution (:data:`TIME_RESOLUTIONS`;
+  whole days by default: :func:`published_times`), empty when the input's dates were unusable.
 - ``manifest.json``: method and parameters, the sensitive codes, the protected set Y_P with its
   blocks, p_T and p_S (an analyst needs them to estimate code frequencies, 003 §4.2; they are
   computed from the auxiliary split only, which is not published), the code tree used (its level
@@ -20,7 +21,8 @@ A folder holding:
 Nothing in the manifest is a function of the released patients' codes: no input hash, no count of
 sensitive or changed elements, no code that only a released patient holds (the neighbour tests in
 ``tests/property/test_neighbour_ehr.py`` check this). The record structure (patients, admissions,
-times, number of codes) is published as is and says so.
+times, number of codes) is published as is and says so; the times only floored to the release's
+resolution (``manifest["time"]``), not randomized, which the statements say too.
 """
 
 from __future__ import annotations
@@ -44,10 +46,12 @@ import pandas as pd
 from .. import __version__
 from ..accounting import PrivacyLoss, compose, format_epsilon
 from ..anonymize.clinsim import ProtectionPlan
+from .._validation import check_choice
 from ..errors import InternalError, ValidationError
 from ..published.format import write_release_text
 
-__all__ = ["EHR_FORMAT", "EHR_COLUMNS", "PSEUDONYM_METHOD", "Pseudonyms", "ehr_csv", "ehr_manifest",
+__all__ = ["EHR_FORMAT", "EHR_COLUMNS", "PSEUDONYM_METHOD", "Pseudonyms", "TIME_RESOLUTIONS",
+           "check_time_resolution", "ehr_csv", "ehr_manifest", "published_times",
            "write_ehr_release"]
 
 EHR_FORMAT = "medanon-ehr-release/1"
@@ -59,6 +63,8 @@ PSEUDONYM_METHOD = (f"HMAC-SHA256 (RFC 2104) with a {8 * KEY_BYTES}-bit secret k
                     f"admission = 'a' + the first {_HEX_DIGITS} hex digits of HMAC(key, 'admission' "
                     "NUL SUBJECT_ID NUL HADM_ID)")
 _KEY_MODES = ("fresh", "key-file", "raw")
+#: the resolutions of the published ``time`` column, with the number of units in a day
+TIME_RESOLUTIONS = {"day": 1, "hour": 24, "minute": 24 * 60}
 
 
 def _package_version(name: str) -> str | None:
@@ -232,15 +238,71 @@ class Pseudonyms:
         return ["pseudonyms are not linkable across releases (a new key each time)"]
 
 
-def _structure_statement(level: str) -> str:
+_UNIT_NAMES = {"day": "days", "hour": "hours", "minute": "minutes"}
+
+
+def check_time_resolution(value: Any, *, owner: str) -> str:
+    """``value`` if it is one of :data:`TIME_RESOLUTIONS`.
+
+    Raises:
+        ValidationError: any other value, naming the ``time_resolution`` parameter of ``owner``.
+    """
+    return check_choice(value, name="time_resolution", owner=owner, choices=tuple(TIME_RESOLUTIONS))
+
+
+def published_times(times: Any, resolution: str = "day") -> np.ndarray:
+    """The published ``time`` column: ``times`` (float days since the patient's first admission,
+    NaN when unusable) floored to whole days, hours or minutes (NaN stays NaN).
+
+    ``minute`` keeps times read from minute timestamps exactly as they are (MIMIC's ADMITTIME, the
+    synthetic data).
+
+    Raises:
+        ValidationError: ``resolution`` is not one of :data:`TIME_RESOLUTIONS`.
+    """
+    units = TIME_RESOLUTIONS[check_time_resolution(resolution, owner="published_times")]
+    scaled = np.asarray(times, dtype=np.float64) * units
+    # A time is seconds / 86400 in floating point, so a whole minute can come out a hair below
+    # its value: round away the last bits before flooring (a second is 1/60 of a minute, far
+    # above the 1e-6 kept).
+    return np.floor(np.round(scaled, 6)) / units
+
+
+def _time_entry(resolution: str, dates_reliable: bool) -> dict[str, Any]:
+    """The manifest's ``time`` entry: what the column is and how coarse it is."""
+    return {"column": "time",
+            "meaning": "the admission's time in days since the patient's first admission (every "
+                       "element of an admission carries it)",
+            "resolution": resolution,
+            "rounding": f"floored to whole {_UNIT_NAMES[resolution]}",
+            "randomized": False,
+            "empty": not dates_reliable}
+
+
+def _structure_statement(level: str, time_resolution: str, dates_reliable: bool) -> str:
+    when = (f"days since the patient's first, floored to whole {_UNIT_NAMES[time_resolution]}"
+            if dates_reliable else "empty here: the input's dates were unusable")
     text = ("the record structure is published as is: which released patients exist, their "
-            "admissions, the order and time of each admission (days since the patient's first), "
-            "and the number and positions of codes per admission; only the code values are "
-            "randomized")
+            f"admissions, the order and time of each admission ({when}), and the number and "
+            "positions of codes per admission; only the code values are randomized")
     if level == "category":
         text += ("; with category-level codes an admission's number of codes is its number of "
                  "distinct categories, so it shows when two of its source codes share a category")
     return text
+
+
+def _time_statement(time_resolution: str, dates_reliable: bool) -> str:
+    if not dates_reliable:
+        return ("time is published empty (the input's dates were unusable), but the order of each "
+                "patient's admissions (admission_rank) is published as is")
+    unit = _UNIT_NAMES[time_resolution]
+    return (f"time (days since the patient's first admission, floored to whole {unit}: "
+            f"time_resolution = {time_resolution}) is not randomized and the privacy guarantee "
+            "does not cover it: whoever knows when a person was admitted (the dates of two or more "
+            "of their admissions) can look for the released patient with the same pattern of "
+            "offsets, find the person's pseudonym and read all of their released codes; whole "
+            "days make such patterns less distinctive than hours or minutes, they do not prevent "
+            "the match")
 
 
 def _tree_statement(level: str) -> str:
@@ -254,8 +316,9 @@ def _tree_statement(level: str) -> str:
 def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
                  released: pd.DataFrame, code_level: str, tree_leaves: int, dates_reliable: bool,
                  split: dict[str, Any], graph: dict[str, Any] | None, randomness: dict[str, Any],
-                 identifiers: Pseudonyms) -> dict[str, Any]:
-    """The manifest of an EHR release (``randomness``: the run's ``Randomness.describe()``).
+                 identifiers: Pseudonyms, time_resolution: str = "day") -> dict[str, Any]:
+    """The manifest of an EHR release (``randomness``: the run's ``Randomness.describe()``;
+    ``time_resolution``: how the published ``time`` was floored, :func:`published_times`).
 
     ``privacy_losses`` is what the mechanism that ran reported per element (the run's
     accountant, :func:`~medanon.accounting.losses_per_unit`); ``privacy.epsilon_per_element`` and
@@ -266,6 +329,7 @@ def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
     of the released codes (sensitive, changed or placed elements): those are functions of the
     released patients' codes, which only the mechanism may touch.
     """
+    time_resolution = check_time_resolution(time_resolution, owner="ehr_manifest")
     mechanism = plan.mechanism
     protected: dict[str, Any] = {"codes": list(plan.protected), "size": len(plan.protected),
                                  "added_for_leakage": list(plan.added_for_leakage),
@@ -294,6 +358,7 @@ def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
         "sensitive": list(plan.sensitive),
         "protected": protected,
         "dates_reliable": dates_reliable,
+        "time": _time_entry(time_resolution, dates_reliable),
         "split": split,
         "dependence_graph": graph,
         "counts": {"patients": int(released["patient"].nunique()),
@@ -305,7 +370,10 @@ def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
                     "mechanisms": [loss.to_dict() for loss in privacy_losses],
                     "guarantee": [*plan.guarantee(), _tree_statement(code_level),
                                   *identifiers.guarantee()],
-                    "does_not_guarantee": [*plan.does_not_guarantee(), _structure_statement(code_level),
+                    "does_not_guarantee": [*plan.does_not_guarantee(),
+                                           _structure_statement(code_level, time_resolution,
+                                                                dates_reliable),
+                                           _time_statement(time_resolution, dates_reliable),
                                            *identifiers.does_not_guarantee()]},
         "rng": dict(randomness),   # Randomness.describe(): kind, seed, generator, ...
         "library": {"name": "medanon", "version": __version__},
