@@ -4,7 +4,8 @@ The LDP neighbour of an input A is A' where *one released patient's diagnosis co
 same admissions, the same number of codes; only their values). The patient split is part of the
 input: the guarantee is per released element given Y_P, which the auxiliary split determines, so
 the split is fixed (``SPLIT_SEED``) and "the seed" below is everything else that is random (the
-mechanism's noise and the pseudonym key).
+mechanism's noise). The pseudonym key is fresh in every release, seeded or not (issue 29), so the
+identifiers and the row order never count as deterministic.
 
 1. Deterministic fields: every published value — each JSON leaf of ``manifest.json`` and a few
    properties of ``release.csv`` — that comes out the same under two different seeds on A is a
@@ -104,7 +105,7 @@ def release(data: EhrData, folder: Path, *, seed: int, method: str, epsilon: Any
     run = ehr_pipeline.run_clinsim(data, method=method, epsilon=epsilon, aux_fraction=AUX_FRACTION,
                                   rng=randomness(seed), split_rng=randomness(SPLIT_SEED),
                                   **options)
-    table, manifest = ehr_pipeline.build_release(run, identifiers=Pseudonyms.from_seed(seed))
+    table, manifest = ehr_pipeline.build_release(run, identifiers=Pseudonyms.fresh())
     write_ehr_release(folder, table, manifest)
     return published(folder)
 

@@ -586,6 +586,9 @@ class EhrRelease(_OneOffRelease):
 #: :func:`medanon.pipeline.clinsim.run_clinsim`), with their defaults.
 _EHR_RUN = {"sensitive": "va-7332", "delta_t_days": 300.0, "aux_fraction": 0.8,
             "min_predictions": 10, "compare": False}
+#: the parameters of an EHR publisher that shape the published form only (see
+#: :func:`medanon.pipeline.clinsim.build_release`), with their defaults.
+_EHR_PUBLISH = {"time_resolution": "day"}
 
 
 def _names(factory: Callable) -> tuple[str, ...]:
@@ -620,7 +623,9 @@ class Publisher:
             ``gamma``, ``b_max``, ``alpha``, ``max_path_length``) plus the run's
             ``sensitive`` (a preset name, default ``va-7332``, or the codes), ``delta_t_days``
             (300), ``aux_fraction`` (0.8), ``min_predictions`` (10) and ``compare`` (False:
-            also evaluate UMAXRR beside ClinSimRR, for the summary only).
+            also evaluate UMAXRR beside ClinSimRR, for the summary only), and the published
+            form's ``time_resolution`` (``"day"``, the default, ``"hour"`` or ``"minute"``: the
+            published ``time`` is floored to it; the run itself uses the exact times).
 
     Raises:
         ValidationError: an unknown method, or a parameter it needs, lacks or cannot take
@@ -661,7 +666,8 @@ class Publisher:
     def _configure(self, name: str, parameters: dict[str, Any]) -> Any:
         factory = {"periodic": periodic_method, "table": table_method,
                    "ehr": ehr_method}[self.family]
-        known = _names(factory) + (tuple(_EHR_RUN) if self.family == "ehr" else ())
+        known = _names(factory) + (tuple(_EHR_RUN) + tuple(_EHR_PUBLISH)
+                                   if self.family == "ehr" else ())
         unknown = [p for p in parameters if p not in known]
         if unknown:
             raise ValidationError(f"The {unknown[0]!r} parameter of Publisher does not apply to "
@@ -669,10 +675,15 @@ class Publisher:
                                   f"{', '.join(known)}.")
         if self.family != "ehr":
             return factory(name, **parameters)
-        mechanism = {p: v for p, v in parameters.items() if p not in _EHR_RUN}
+        from .pipeline.ehr import check_time_resolution
+
+        mechanism = {p: v for p, v in parameters.items()
+                     if p not in _EHR_RUN and p not in _EHR_PUBLISH}
         configured = ehr_method(name, **mechanism)
         run = {**_EHR_RUN, **{p: v for p, v in parameters.items() if p in _EHR_RUN}}
         owner = "Publisher"
+        self._publish_form = {"time_resolution": check_time_resolution(
+            parameters.get("time_resolution", _EHR_PUBLISH["time_resolution"]), owner=owner)}
         sensitive = run["sensitive"]
         if isinstance(sensitive, str):
             from .hierarchies.icd9 import SENSITIVE_PRESETS
@@ -722,7 +733,8 @@ class Publisher:
                 the manifest lists the violations); by default it is refused.
             identifiers: EHR only: how SUBJECT_ID and HADM_ID are published, a
                 :class:`~medanon.pipeline.ehr.Pseudonyms` (default: keyed pseudonyms under a
-                fresh key per release; derived from the seed when seeded).
+                fresh key per release, drawn from OS entropy even when the publisher is seeded:
+                the seed is published, so a key derived from it would hide nothing).
             progress: Table and EHR only: called as the method advances (table: with
                 ``(done, total)`` lattice nodes; EHR: with each finished stage's name).
             allow_unprotected, allow_unknown_terms, allow_gap, allow_short_lifespan: Periodic
@@ -832,8 +844,8 @@ class Publisher:
         from .pipeline.ehr import Pseudonyms, ehr_csv
 
         if identifiers is None:
-            identifiers = (Pseudonyms.from_seed(self.rng.seed) if self.rng.seeded
-                           else Pseudonyms.fresh())
+            # never from self.rng: its seed is in the manifest
+            identifiers = Pseudonyms.fresh()
         elif not isinstance(identifiers, Pseudonyms):
             raise ValidationError(f"The 'identifiers' parameter of Publisher.publish must be a "
                                   f"Pseudonyms; got {type(identifiers).__name__}.")
@@ -842,13 +854,14 @@ class Publisher:
                                        progress=progress)
         table, manifest = ehr_pipeline.build_release(
             run, identifiers=identifiers, min_admissions=data.min_admissions,
-            dates_reliable=data.dates_reliable)
+            dates_reliable=data.dates_reliable, **self._publish_form)
         text = ehr_csv(table)
         rows, manifest = self._gate(text, manifest, allow_violations)
         # Operator only: the input's digest lets the operator check which data was released;
         # the manifest holds no function of the input.
         summary = {**run.summary(), "input_sha256": data.digest(),
                    "dates_reliable": data.dates_reliable, "identifiers": identifiers.describe(),
+                   "time_resolution": self._publish_form["time_resolution"],
                    "guarantee": manifest["privacy"]["guarantee"],
                    "does_not_guarantee": manifest["privacy"]["does_not_guarantee"]}
         return EhrRelease(rows, manifest, text, summary, run=run)

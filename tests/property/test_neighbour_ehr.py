@@ -285,19 +285,23 @@ def test_every_random_neighbour_exposes_a_published_digest(digest_leak, data):
 def test_the_command_publishes_the_same_manifest_for_a_neighbour(tmp_path):
     """``medanon clinsim --seed 1`` on MIMIC-layout files A and A' (one released patient's code
     changed in DIAGNOSES_ICD.csv): the same seed gives the same split, so the manifests must be
-    identical but for the time of publication, and the release's identifiers and structure too."""
+    identical but for the time of publication, and — with one operator key file for both, as a
+    seeded run's own key is fresh each time — the release's identifiers and structure too."""
     source = tmp_path / "a"
     assert invoke_cli("synth", "ehr", source, "--patients", 300, "--seed", 2).returncode == 0
+    key_file = tmp_path / "keys" / "ehr.key"
+    key_file.parent.mkdir()
     args = ["--admissions", source / "ADMISSIONS.csv", "--method", "clinsimrr", "--epsilon", "1",
-            "--seed", "1", "--allow-seeded", "--json"]
+            "--seed", "1", "--allow-seeded", "--pseudonym-key", key_file, "--json"]
     first = run_cli("clinsim", source / "DIAGNOSES_ICD.csv", *args, "--out", tmp_path / "rel-a")
     assert first.returncode == 0, first.stderr
 
-    # A released patient (found through its pseudonym, which the seed lets us recompute).
+    # A released patient (found through its pseudonym, which the key file lets us recompute).
     diagnoses = pd.read_csv(source / "DIAGNOSES_ICD.csv", dtype=str, keep_default_na=False)
     released = pd.read_csv(tmp_path / "rel-a" / "release.csv", dtype=str, keep_default_na=False)
     subjects = diagnoses["SUBJECT_ID"].unique()
-    by_pseudonym = dict(zip(Pseudonyms.from_seed(1).patients(subjects), subjects))
+    pseudonyms = Pseudonyms("key-file", bytes.fromhex(key_file.read_text().strip()))
+    by_pseudonym = dict(zip(pseudonyms.patients(subjects), subjects))
     subject = by_pseudonym[released["patient"].iloc[0]]
     rows = diagnoses.index[diagnoses["SUBJECT_ID"] == subject]
     admission = diagnoses.loc[rows[0], "HADM_ID"]

@@ -7,10 +7,13 @@ MIMIC-III demo in ``../shared`` is used when present and skipped otherwise.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -28,8 +31,10 @@ SEEDED = ["--seed", "1", "--allow-seeded"]
 METHODS = ("clinsimrr", "umaxrr", "umaxrr-yp", "rr", "suppression")
 RELEASE_HEADER = "patient,admission,admission_rank,time,position,code"
 KEYS = ["patient", "admission", "position"]
-#: the identifiers a release made with SEEDED publishes (derived from the seed)
-SEEDED_PSEUDONYMS = Pseudonyms.from_seed(1)
+#: the operator key the test holds (``--pseudonym-key``), so that it can join released rows to
+#: their input rows; a seeded run's own key is fresh each time and nobody can recompute it
+TEST_KEY = bytes(range(32))
+TEST_PSEUDONYMS = Pseudonyms("key-file", TEST_KEY)
 
 
 def run_json(*args, runner=run_cli):
@@ -65,14 +70,15 @@ def pseudonymized(data, pseudonyms: Pseudonyms):
         patient=pseudonyms.patients(events["patient"]))
 
 
-def joined(released: pd.DataFrame, data, pseudonyms: Pseudonyms = SEEDED_PSEUDONYMS) -> pd.DataFrame:
+def joined(released: pd.DataFrame, data, pseudonyms: Pseudonyms = TEST_PSEUDONYMS) -> pd.DataFrame:
     """Each released row next to its input row (matched on patient, admission, position; the
-    release's pseudonyms are recomputed from the seed, as the manifest says anyone can)."""
+    release's pseudonyms are recomputed from the key the test holds)."""
     events = pseudonymized(data, pseudonyms)
     original = events.assign(position=events["position"].astype(str))
-    original = original.rename(columns={"code": "original", "admission_rank": "original_rank"})
-    merged = released.merge(original[[*KEYS, "original", "original_rank"]], on=KEYS, how="left",
-                            validate="one_to_one")
+    original = original.rename(columns={"code": "original", "admission_rank": "original_rank",
+                                        "time": "original_time"})
+    merged = released.merge(original[[*KEYS, "original", "original_rank", "original_time"]],
+                            on=KEYS, how="left", validate="one_to_one")
     assert merged["original"].notna().all(), "a released row has no input row"
     return merged
 
@@ -98,11 +104,20 @@ def data(inputs):
 
 
 @pytest.fixture(scope="module")
-def runs(inputs, tmp_path_factory):
+def key_file(tmp_path_factory):
+    """:data:`TEST_KEY` in an operator key file (mode 0600, outside every release folder)."""
+    path = tmp_path_factory.mktemp("keys") / "ehr.key"
+    path.write_text(TEST_KEY.hex() + "\n")
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture(scope="module")
+def runs(inputs, key_file, tmp_path_factory):
     diagnoses, admissions = inputs
     out = tmp_path_factory.mktemp("clinsim")
     return {m: (run_json("clinsim", diagnoses, "--admissions", admissions, *method_args(m),
-                         "--out", out / m), out / m)
+                         "--pseudonym-key", key_file, "--out", out / m), out / m)
             for m in METHODS}
 
 
@@ -155,12 +170,12 @@ def test_release_folder_json_and_manifest(runs, data, method):
     assert len(released) == summary["elements_released"]
 
     # Only the evaluation patients (about 20%) are published, each with all of its elements, under
-    # pseudonyms (here derived from the seed), rows sorted by pseudonym.
+    # pseudonyms (here under the test's key file), rows sorted by pseudonym.
     patients = released["patient"].unique()
     assert len(patients) == summary["patients"]["evaluation"]
     assert summary["patients"]["evaluation"] + summary["patients"]["auxiliary"] == PATIENTS
     assert abs(len(patients) - 0.2 * PATIENTS) <= 0.01 * PATIENTS
-    events = pseudonymized(data, Pseudonyms.from_seed(1))
+    events = pseudonymized(data, TEST_PSEUDONYMS)
     assert set(patients) <= set(events["patient"])
     assert not set(patients) & set(data.events["patient"])        # no source ID is published
     assert not set(released["admission"]) & set(data.events["admission"])
@@ -183,7 +198,8 @@ def test_release_folder_json_and_manifest(runs, data, method):
     assert manifest["split"]["evaluation_patients"] == len(patients)
     assert manifest["rng"]["seed"] == 1
     assert manifest["identifiers"]["pseudonymized"] is True
-    assert manifest["identifiers"]["key"].startswith("derived from the recorded seed")
+    assert manifest["identifiers"]["key"] == "operator-held key file (not published)"
+    assert manifest["time"]["resolution"] == "day" and summary["time_resolution"] == "day"
     assert manifest["codes"]["tree"]["extended_with"] == "codes of the auxiliary split only"
     assert manifest["privacy"]["guarantee"] == summary["guarantee"]
     if method != "suppression":
@@ -200,6 +216,8 @@ def test_release_folder_json_and_manifest(runs, data, method):
     # only by the utility-optimized mechanisms (p_S > 0); rr and suppression keep them.
     merged = joined(released, data)
     assert (merged["admission_rank"] == merged["original_rank"].astype(str)).all()
+    # time: whole days since the patient's first admission, the input's time floored
+    np.testing.assert_array_equal(merged["time"].astype(float), np.floor(merged["original_time"]))
     codes = manifest["protected"]["codes"]
     out_of_protected = ~merged["code"].isin([*codes, "*"])
     assert (merged.loc[out_of_protected, "code"] == merged.loc[out_of_protected, "original"]).all()
@@ -296,7 +314,13 @@ def test_mimic_demo(tmp_path):
         assert released["patient"].nunique() == summary["patients"]["evaluation"]
         assert (released["time"] == "").all()  # unusable dates are not published
         manifest = json.loads((out / "manifest.json").read_text())
-        assert manifest["dates_reliable"] is False
+        assert manifest["dates_reliable"] is False and manifest["time"]["empty"] is True
+        # Issue 29: the manifest publishes the seed; the key it once derived from it mapped every
+        # released demo patient back to its SUBJECT_ID. The key is fresh now: it maps none.
+        assert manifest["rng"]["seed"] == 1
+        subjects = pd.read_csv(diagnoses, dtype=str)["SUBJECT_ID"].unique()
+        assert seed_derived_pseudonyms(1, subjects).isdisjoint(released["patient"])
+        assert not set(released["patient"]) & set(subjects)
         summaries[method] = summary
     assert summaries["clinsimrr"]["cil"] < summaries["umaxrr"]["cil"]
     assert snapshot(MIMIC_DEMO) == before
@@ -344,6 +368,8 @@ def bad_inputs(inputs, tmp_path_factory):
     (["--method", "magic", "--epsilon", "1"], "ValidationError", "--method"),
     (["--method", "clinsimrr", "--epsilon", "1", "--sensitive-preset", "nope"], "ValidationError",
      "'nope'"),
+    (["--method", "clinsimrr", "--epsilon", "1", "--time-resolution", "second"], "ValidationError",
+     "--time-resolution must be one of 'day', 'hour', 'minute'; got 'second'."),
     (["--method", "clinsimrr", "--epsilon", "1", "--sensitive", "{sensitive}"], "HierarchyError",
      "'000'"),
     (["--method", "clinsimrr", "--epsilon", "1", "--diagnoses", "{no_code}"], "InputFormatError",
@@ -380,12 +406,13 @@ def test_non_empty_out_is_never_overwritten(inputs, tmp_path):
 
 # -- 7. long-format input --------------------------------------------------------------------------
 
-def test_long_format_csv_with_umaxrr(inputs, tmp_path):
+def test_long_format_csv_with_umaxrr(inputs, key_file, tmp_path):
     full = load_mimic(*inputs, code_level="full").events
     long_csv = tmp_path / "events.csv"
     full[["patient", "admission", "time", "code"]].to_csv(long_csv, index=False)
     out = tmp_path / "release"
-    summary = run_json("clinsim", long_csv, *method_args("umaxrr"), "--out", out, runner=invoke_cli)
+    summary = run_json("clinsim", long_csv, *method_args("umaxrr"), "--pseudonym-key", key_file,
+                       "--out", out, runner=invoke_cli)
     expected = load_ehr_csv(long_csv, code_level="category")
     assert summary["dates_reliable"] is True
     # The digest of the whole input is operator-facing (stdout) only: it identifies the file that
@@ -410,6 +437,62 @@ def test_long_format_csv_with_umaxrr(inputs, tmp_path):
 
 
 # -- 8. identifiers: keyed pseudonyms by default, an operator key file, or raw IDs ---------------
+
+def seed_derived_pseudonyms(seed: int, subjects) -> set[str]:
+    """The patient pseudonyms an adversary computes from the manifest's ``rng.seed`` with the key
+    derivation medanon used before issue 29 (SHA-256 of a fixed context and the seed)."""
+    key = hashlib.sha256(b"medanon/ehr-pseudonym-key/v1\x00" + str(seed).encode()).digest()
+    return {"p" + hmac.new(key, b"patient\x00" + str(s).encode(), hashlib.sha256).hexdigest()[:16]
+            for s in subjects}
+
+
+def records(released: pd.DataFrame) -> list[tuple]:
+    """Each patient's rows without the identifiers, the patients sorted."""
+    columns = ["admission_rank", "time", "position", "code"]
+    return sorted(tuple(map(tuple, group[columns].to_numpy().tolist()))
+                  for _, group in released.groupby("patient", sort=False))
+
+
+def test_a_seeded_release_draws_a_fresh_pseudonym_key(inputs, data, tmp_path):
+    """``--seed`` (published in the manifest) reproduces the released records, not the pseudonyms:
+    two runs with the same seed share no pseudonym, and the key once derived from the seed
+    recovers none (issue 29: it re-identified every released patient)."""
+    diagnoses, admissions = inputs
+    for i in range(2):
+        run_json("clinsim", diagnoses, "--admissions", admissions, *method_args("umaxrr"),
+                 "--out", tmp_path / f"r{i}", runner=invoke_cli)
+    first, second = (read_release(tmp_path / f"r{i}") for i in range(2))
+    assert records(first) == records(second)
+    for column in ("patient", "admission"):
+        assert set(first[column]).isdisjoint(second[column])
+    assert seed_derived_pseudonyms(1, data.events["patient"].unique()).isdisjoint(first["patient"])
+    manifests = [json.loads((tmp_path / f"r{i}" / "manifest.json").read_text()) for i in range(2)]
+    for manifest in manifests:
+        assert manifest["rng"]["seed"] == 1
+        assert manifest["identifiers"]["key"].startswith("fresh per release, from OS entropy")
+        manifest.pop("published_at")
+    assert manifests[0] == manifests[1]
+
+
+def test_time_resolution_minute_publishes_the_input_times(inputs, data, key_file, tmp_path):
+    diagnoses, admissions = inputs
+    folders = {}
+    for resolution in ("minute", "hour"):
+        folders[resolution] = tmp_path / resolution
+        summary = run_json("clinsim", diagnoses, "--admissions", admissions, *method_args("rr"),
+                           "--pseudonym-key", key_file, "--time-resolution", resolution,
+                           "--out", folders[resolution], runner=invoke_cli)
+        assert summary["time_resolution"] == resolution
+        manifest = json.loads((folders[resolution] / "manifest.json").read_text())
+        assert manifest["time"]["resolution"] == resolution
+        assert any(f"time_resolution = {resolution}" in s
+                   for s in manifest["privacy"]["does_not_guarantee"])
+    minute = joined(read_release(folders["minute"]), data)
+    assert (minute["time"] == minute["original_time"].map("{:.10g}".format)).all()
+    assert (minute["original_time"] != np.floor(minute["original_time"])).any()
+    hours = joined(read_release(folders["hour"]), data)["time"].astype(float) * 24
+    np.testing.assert_allclose(hours, np.round(hours), atol=1e-6)
+
 
 def published_ids(folder):
     released = read_release(folder)

@@ -279,9 +279,14 @@ def clinsim(
     pseudonym_key: Annotated[Optional[Path], typer.Option(
         "--pseudonym-key", help="Operator-held key file for the SUBJECT_ID/HADM_ID pseudonyms "
         "(created with mode 0600 if missing; never inside --out): releases made with it are "
-        "linkable. Default: a fresh key per release, never stored.")] = None,
+        "linkable. Default: a fresh key per release from OS entropy (with --seed too), never "
+        "stored.")] = None,
     keep_ids: Annotated[bool, typer.Option(
         "--keep-ids", help="Publish the raw SUBJECT_ID and HADM_ID (the manifest says so).")] = False,
+    time_resolution: Annotated[str, typer.Option(
+        "--time-resolution", help="day, hour or minute: the published time (days since the "
+        "patient's first admission) is floored to it. Default day; finer times make a patient "
+        "easier to find from known admission dates.")] = "day",
     as_json: JsonOpt = False,
 ) -> None:
     """Release diagnosis sequences with ClinSimRR or a baseline; report CIL, KL and the attack's MAP."""
@@ -291,7 +296,8 @@ def clinsim(
                         code_level=code_level, min_admissions=min_admissions, aux_fraction=aux_fraction,
                         delta_t_days=delta_t, max_path_length=max_path_length,
                         min_predictions=map_min_predictions, seed=seed, allow_seeded=allow_seeded, out=out,
-                        as_json=as_json, pseudonym_key=pseudonym_key, keep_ids=keep_ids)
+                        as_json=as_json, pseudonym_key=pseudonym_key, keep_ids=keep_ids,
+                        time_resolution=time_resolution)
 
 
 @app.command()

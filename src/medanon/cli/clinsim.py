@@ -48,9 +48,12 @@ def resolve_sensitive(level: str, *, sensitive_file: Path | None,
     return name
 
 
-def resolve_identifiers(*, pseudonym_key: Path | None, keep_ids: bool, seed: int | None,
+def resolve_identifiers(*, pseudonym_key: Path | None, keep_ids: bool,
                         out: Path) -> tuple[Pseudonyms, bool]:
     """How the identifiers are published: ``(pseudonyms, key file to create)``.
+
+    Without ``--pseudonym-key`` or ``--keep-ids`` the key is fresh from OS entropy, also in a
+    seeded run: the seed is in the manifest, so a key derived from it would hide nothing.
 
     Raises:
         ValidationError: ``--keep-ids`` with ``--pseudonym-key``, a key file inside ``--out``, or
@@ -66,8 +69,6 @@ def resolve_identifiers(*, pseudonym_key: Path | None, keep_ids: bool, seed: int
             raise ValidationError(f"The --pseudonym-key file {str(pseudonym_key)!r} must not be in "
                                   f"the output folder {str(out)!r}: the key never leaves the operator.")
         return Pseudonyms.from_key_file(pseudonym_key)
-    if seed is not None:
-        return Pseudonyms.from_seed(seed), False
     return Pseudonyms.fresh(), False
 
 
@@ -76,7 +77,7 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
             preset: str | None, code_level: str, min_admissions: int, aux_fraction: float,
             delta_t_days: float, max_path_length: int, min_predictions: int, seed: int | None,
             allow_seeded: bool, out: Path, as_json: bool, pseudonym_key: Path | None = None,
-            keep_ids: bool = False) -> None:
+            keep_ids: bool = False, time_resolution: str = "day") -> None:
     from ..api import EhrRecords, Publisher
 
     with ui.errors_as_flags():  # the library's checks, told in flags
@@ -87,13 +88,14 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
     refuse_seeded_release(seed is not None and method != "suppression", allow_seeded)
     check_new_folder(out)
     identifiers, new_key = resolve_identifiers(pseudonym_key=pseudonym_key, keep_ids=keep_ids,
-                                               seed=seed, out=out)
+                                               out=out)
     sensitive = resolve_sensitive(code_level, sensitive_file=sensitive_file, preset=preset)
     with ui.errors_as_flags():
         publisher = Publisher(method, epsilon=epsilon, gamma=gamma, b_max=b_max, alpha=alpha,
                               max_path_length=max_path_length, sensitive=sensitive,
                               delta_t_days=delta_t_days, aux_fraction=aux_fraction,
-                              min_predictions=min_predictions, compare=True, seed=seed)
+                              min_predictions=min_predictions, compare=True, seed=seed,
+                              time_resolution=time_resolution)
     data = EhrRecords.read(diagnoses, admissions, code_level=code_level,
                            min_admissions=min_admissions)
     with progress_bar(f"{method}: graph, plan, obfuscate, evaluate", 4) as step:
@@ -140,5 +142,8 @@ def _print_summary(s: dict[str, Any]) -> None:
     ids = s["identifiers"]
     ui.out.print("Identifiers: " + (f"pseudonymized ({ids['key']})" if ids["pseudonymized"]
                                     else "raw SUBJECT_ID and HADM_ID (--keep-ids)"))
+    ui.out.print(f"Time: days since each patient's first admission, floored to whole "
+                 f"{s['time_resolution']}s (--time-resolution {s['time_resolution']})."
+                 if s["dates_reliable"] else "Time: empty (the input's dates were unusable).")
     ui.out.print(f"Guarantee: {s['guarantee']}")
     ui.out.print(f"Not guaranteed: {s['does_not_guarantee']}")

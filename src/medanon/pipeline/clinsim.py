@@ -41,7 +41,7 @@ from ..hierarchies.icd9 import CodeTree, icd9_tree, known_category_codes, place_
 from ..mechanisms.noise import NoiseSource
 from ..random import Randomness, check_rng
 from ..metrics.clinical import clinical_information_loss, kl_divergence, kl_divergence_to_estimate
-from .ehr import Pseudonyms, ehr_manifest
+from .ehr import Pseudonyms, check_time_resolution, ehr_manifest, published_times
 from .methods import ehr_method
 
 __all__ = ["COMPARISONS", "ClinSimRun", "build_release", "load_ehr", "placed_codes", "release_codes",
@@ -295,9 +295,19 @@ def _evaluate(plan: ProtectionPlan, released: np.ndarray, *, graph: DependenceGr
 
 
 def build_release(run: ClinSimRun, *, identifiers: Pseudonyms, min_admissions: int = 1,
-                  dates_reliable: bool | None = None) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """The published table (identifiers pseudonymized, rows sorted) and the manifest of a run
-    (its ``rng`` entry is the run's own randomness, :attr:`ClinSimRun.randomness`)."""
+                  dates_reliable: bool | None = None, time_resolution: str = "day"
+                  ) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """The published table (identifiers pseudonymized, rows sorted, ``time`` floored to
+    ``time_resolution``) and the manifest of a run (its ``rng`` entry is the run's own randomness,
+    :attr:`ClinSimRun.randomness`).
+
+    Only the published column is coarsened: the run (the dependence graph, learned on the
+    auxiliary split, and the metrics) used the exact times.
+
+    Raises:
+        ValidationError: ``time_resolution`` is not ``day``, ``hour`` or ``minute``.
+    """
+    time_resolution = check_time_resolution(time_resolution, owner="build_release")
     split = {"auxiliary_fraction": run.settings.get("aux_fraction"), "by": "patient",
              "auxiliary_patients": run.auxiliary.n_patients,
              "evaluation_patients": run.evaluation.n_patients,
@@ -310,5 +320,8 @@ def build_release(run: ClinSimRun, *, identifiers: Pseudonyms, min_admissions: i
     manifest = ehr_manifest(run.plan, privacy_losses=run.privacy_losses,
                             released=run.released, code_level=run.tree.level,
                             tree_leaves=run.tree.n_leaves, dates_reliable=reliable, split=split,
-                            graph=graph, randomness=run.randomness, identifiers=identifiers)
-    return identifiers.table(run.released), manifest
+                            graph=graph, randomness=run.randomness, identifiers=identifiers,
+                            time_resolution=time_resolution)
+    table = identifiers.table(run.released)
+    table["time"] = published_times(table["time"].to_numpy(dtype=np.float64), time_resolution)
+    return table, manifest

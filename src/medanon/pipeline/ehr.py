@@ -8,7 +8,8 @@ A folder holding:
   ``--keep-ids``; rows are sorted by (patient, admission_rank, position), so with pseudonyms the
   row order carries nothing of the source IDs. ``code`` is the released code; ``*`` (the root of the
   ICD-9 tree) is a suppressed element, or a code the tree cannot place. ``time`` is days since the
-  patient's first admission, empty when the input's dates were unusable.
+  patient's first admission, floored to the release's time resolution (:data:`TIME_RESOLUTIONS`;
+  whole days by default: :func:`published_times`), empty when the input's dates were unusable.
 - ``manifest.json``: method and parameters, the sensitive codes, the protected set Y_P with its
   blocks, p_T and p_S (an analyst needs them to estimate code frequencies, 003 §4.2; they are
   computed from the auxiliary split only, which is not published), the code tree used (its level
@@ -20,7 +21,8 @@ A folder holding:
 Nothing in the manifest is a function of the released patients' codes: no input hash, no count of
 sensitive or changed elements, no code that only a released patient holds (the neighbour tests in
 ``tests/property/test_neighbour_ehr.py`` check this). The record structure (patients, admissions,
-times, number of codes) is published as is and says so.
+times, number of codes) is published as is and says so; the times only floored to the release's
+resolution (``manifest["time"]``), not randomized, which the statements say too.
 """
 
 from __future__ import annotations
@@ -44,10 +46,12 @@ import pandas as pd
 from .. import __version__
 from ..accounting import PrivacyLoss, compose, format_epsilon
 from ..anonymize.clinsim import ProtectionPlan
+from .._validation import check_choice
 from ..errors import InternalError, ValidationError
 from ..published.format import write_release_text
 
-__all__ = ["EHR_FORMAT", "EHR_COLUMNS", "PSEUDONYM_METHOD", "Pseudonyms", "ehr_csv", "ehr_manifest",
+__all__ = ["EHR_FORMAT", "EHR_COLUMNS", "PSEUDONYM_METHOD", "Pseudonyms", "TIME_RESOLUTIONS",
+           "check_time_resolution", "ehr_csv", "ehr_manifest", "published_times",
            "write_ehr_release"]
 
 EHR_FORMAT = "medanon-ehr-release/1"
@@ -58,8 +62,9 @@ PSEUDONYM_METHOD = (f"HMAC-SHA256 (RFC 2104) with a {8 * KEY_BYTES}-bit secret k
                     f"the first {_HEX_DIGITS} hex digits of HMAC(key, 'patient' NUL SUBJECT_ID), "
                     f"admission = 'a' + the first {_HEX_DIGITS} hex digits of HMAC(key, 'admission' "
                     "NUL SUBJECT_ID NUL HADM_ID)")
-_SEED_CONTEXT = b"medanon/ehr-pseudonym-key/v1\x00"
-_KEY_MODES = ("fresh", "key-file", "seed", "raw")
+_KEY_MODES = ("fresh", "key-file", "raw")
+#: the resolutions of the published ``time`` column, with the number of units in a day
+TIME_RESOLUTIONS = {"day": 1, "hour": 24, "minute": 24 * 60}
 
 
 def _package_version(name: str) -> str | None:
@@ -75,11 +80,15 @@ class Pseudonyms:
 
     Build one with :meth:`fresh` (the default: a new key from OS entropy, held in memory only, so
     pseudonyms are unlinkable across releases), :meth:`from_key_file` (an operator-held key file:
-    linkable across the releases made with it), :meth:`from_seed` (research mode: the key is
-    derived from the seed, so a seeded run reproduces, and anyone who knows the seed can recompute
-    the pseudonyms) or :meth:`raw` (``--keep-ids``: the source IDs are published).
+    linkable across the releases made with it) or :meth:`raw` (``--keep-ids``: the source IDs are
+    published).
 
-    The key never appears in ``repr``, in the manifest or in the output folder.
+    The key is never derived from a published value. In particular a seeded run (``--seed``,
+    which the manifest records) still draws a fresh key: a key computed from the seed would let
+    anyone who reads the manifest recompute every pseudonym from the source IDs. A seeded run
+    therefore reproduces the released codes, times and structure, not the pseudonyms (nor the
+    row order, which follows them). The key never appears in ``repr``, in the manifest or in the
+    output folder.
     """
 
     mode: str
@@ -100,17 +109,6 @@ class Pseudonyms:
     def fresh(cls) -> Pseudonyms:
         """A new 256-bit key from the operating system's entropy pool, kept in memory only."""
         return cls("fresh", secrets.token_bytes(KEY_BYTES))
-
-    @classmethod
-    def from_seed(cls, seed: int | Sequence[int]) -> Pseudonyms:
-        """The key derived from a research seed (SHA-256 of a fixed context and the seed; a
-        sequence of ints, as :func:`medanon.random.randomness` takes, joined by commas)."""
-        parts = seed if isinstance(seed, (tuple, list)) and seed else (seed,)
-        if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < 0 for x in parts):
-            raise ValidationError(f"The 'seed' parameter of Pseudonyms.from_seed must be an "
-                                  f"integer >= 0 (or a sequence of them); got {seed!r}.")
-        text = ",".join(str(int(x)) for x in parts)
-        return cls("seed", hashlib.sha256(_SEED_CONTEXT + text.encode()).digest())
 
     @classmethod
     def raw(cls) -> Pseudonyms:
@@ -213,9 +211,9 @@ class Pseudonyms:
         if not self.pseudonymized:
             return {"pseudonymized": False, "patient": "raw SUBJECT_ID", "admission": "raw HADM_ID",
                     "row_order": "source order (patient, admission_rank, position)"}
-        key = {"fresh": "fresh per release, from OS entropy, held in memory only and discarded",
-               "key-file": "operator-held key file (not published)",
-               "seed": "derived from the recorded seed (research mode)"}[self.mode]
+        key = {"fresh": "fresh per release, from OS entropy (never derived from the seed or any "
+                        "other published value), held in memory only and discarded",
+               "key-file": "operator-held key file (not published)"}[self.mode]
         return {"pseudonymized": True, "patient": "pseudonym of SUBJECT_ID",
                 "admission": "pseudonym of HADM_ID", "method": PSEUDONYM_METHOD,
                 "key": key, "linkable_across_releases": self.mode != "fresh",
@@ -224,9 +222,9 @@ class Pseudonyms:
     def guarantee(self) -> list[str]:
         if not self.pseudonymized:
             return []
-        where = {"fresh": "a fresh key drawn from OS entropy for this release and never stored",
-                 "key-file": "an operator-held key that is not published",
-                 "seed": "a key derived from the recorded seed"}[self.mode]
+        where = {"fresh": "a fresh key drawn from OS entropy for this release (never derived from "
+                          "the seed or any other published value) and never stored",
+                 "key-file": "an operator-held key that is not published"}[self.mode]
         return [f"SUBJECT_ID and HADM_ID are replaced by keyed HMAC-SHA256 pseudonyms under {where}; "
                 "rows are sorted by pseudonym, so their order carries nothing of the source IDs"]
 
@@ -237,22 +235,74 @@ class Pseudonyms:
             return ["releases made with the same key give a patient the same pseudonym: they are "
                     "linkable across releases (by design); whoever holds the key can recompute the "
                     "pseudonyms from the source IDs"]
-        if self.mode == "seed":
-            return ["the pseudonym key is derived from the recorded seed: anyone who knows the seed "
-                    "can recompute the pseudonyms from the source IDs (research mode; they hide "
-                    "nothing)"]
         return ["pseudonyms are not linkable across releases (a new key each time)"]
 
 
-def _structure_statement(level: str) -> str:
+_UNIT_NAMES = {"day": "days", "hour": "hours", "minute": "minutes"}
+
+
+def check_time_resolution(value: Any, *, owner: str) -> str:
+    """``value`` if it is one of :data:`TIME_RESOLUTIONS`.
+
+    Raises:
+        ValidationError: any other value, naming the ``time_resolution`` parameter of ``owner``.
+    """
+    return check_choice(value, name="time_resolution", owner=owner, choices=tuple(TIME_RESOLUTIONS))
+
+
+def published_times(times: Any, resolution: str = "day") -> np.ndarray:
+    """The published ``time`` column: ``times`` (float days since the patient's first admission,
+    NaN when unusable) floored to whole days, hours or minutes (NaN stays NaN).
+
+    ``minute`` keeps times read from minute timestamps exactly as they are (MIMIC's ADMITTIME, the
+    synthetic data).
+
+    Raises:
+        ValidationError: ``resolution`` is not one of :data:`TIME_RESOLUTIONS`.
+    """
+    units = TIME_RESOLUTIONS[check_time_resolution(resolution, owner="published_times")]
+    scaled = np.asarray(times, dtype=np.float64) * units
+    # A time is seconds / 86400 in floating point, so a whole minute can come out a hair below
+    # its value: round away the last bits before flooring (a second is 1/60 of a minute, far
+    # above the 1e-6 kept).
+    return np.floor(np.round(scaled, 6)) / units
+
+
+def _time_entry(resolution: str, dates_reliable: bool) -> dict[str, Any]:
+    """The manifest's ``time`` entry: what the column is and how coarse it is."""
+    return {"column": "time",
+            "meaning": "the admission's time in days since the patient's first admission (every "
+                       "element of an admission carries it)",
+            "resolution": resolution,
+            "rounding": f"floored to whole {_UNIT_NAMES[resolution]}",
+            "randomized": False,
+            "empty": not dates_reliable}
+
+
+def _structure_statement(level: str, time_resolution: str, dates_reliable: bool) -> str:
+    when = (f"days since the patient's first, floored to whole {_UNIT_NAMES[time_resolution]}"
+            if dates_reliable else "empty here: the input's dates were unusable")
     text = ("the record structure is published as is: which released patients exist, their "
-            "admissions, the order and time of each admission (days since the patient's first), "
-            "and the number and positions of codes per admission; only the code values are "
-            "randomized")
+            f"admissions, the order and time of each admission ({when}), and the number and "
+            "positions of codes per admission; only the code values are randomized")
     if level == "category":
         text += ("; with category-level codes an admission's number of codes is its number of "
                  "distinct categories, so it shows when two of its source codes share a category")
     return text
+
+
+def _time_statement(time_resolution: str, dates_reliable: bool) -> str:
+    if not dates_reliable:
+        return ("time is published empty (the input's dates were unusable), but the order of each "
+                "patient's admissions (admission_rank) is published as is")
+    unit = _UNIT_NAMES[time_resolution]
+    return (f"time (days since the patient's first admission, floored to whole {unit}: "
+            f"time_resolution = {time_resolution}) is not randomized and the privacy guarantee "
+            "does not cover it: whoever knows when a person was admitted (the dates of two or more "
+            "of their admissions) can look for the released patient with the same pattern of "
+            "offsets, find the person's pseudonym and read all of their released codes; whole "
+            "days make such patterns less distinctive than hours or minutes, they do not prevent "
+            "the match")
 
 
 def _tree_statement(level: str) -> str:
@@ -266,8 +316,9 @@ def _tree_statement(level: str) -> str:
 def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
                  released: pd.DataFrame, code_level: str, tree_leaves: int, dates_reliable: bool,
                  split: dict[str, Any], graph: dict[str, Any] | None, randomness: dict[str, Any],
-                 identifiers: Pseudonyms) -> dict[str, Any]:
-    """The manifest of an EHR release (``randomness``: the run's ``Randomness.describe()``).
+                 identifiers: Pseudonyms, time_resolution: str = "day") -> dict[str, Any]:
+    """The manifest of an EHR release (``randomness``: the run's ``Randomness.describe()``;
+    ``time_resolution``: how the published ``time`` was floored, :func:`published_times`).
 
     ``privacy_losses`` is what the mechanism that ran reported per element (the run's
     accountant, :func:`~medanon.accounting.losses_per_unit`); ``privacy.epsilon_per_element`` and
@@ -278,6 +329,7 @@ def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
     of the released codes (sensitive, changed or placed elements): those are functions of the
     released patients' codes, which only the mechanism may touch.
     """
+    time_resolution = check_time_resolution(time_resolution, owner="ehr_manifest")
     mechanism = plan.mechanism
     protected: dict[str, Any] = {"codes": list(plan.protected), "size": len(plan.protected),
                                  "added_for_leakage": list(plan.added_for_leakage),
@@ -306,6 +358,7 @@ def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
         "sensitive": list(plan.sensitive),
         "protected": protected,
         "dates_reliable": dates_reliable,
+        "time": _time_entry(time_resolution, dates_reliable),
         "split": split,
         "dependence_graph": graph,
         "counts": {"patients": int(released["patient"].nunique()),
@@ -317,7 +370,10 @@ def ehr_manifest(plan: ProtectionPlan, *, privacy_losses: Sequence[PrivacyLoss],
                     "mechanisms": [loss.to_dict() for loss in privacy_losses],
                     "guarantee": [*plan.guarantee(), _tree_statement(code_level),
                                   *identifiers.guarantee()],
-                    "does_not_guarantee": [*plan.does_not_guarantee(), _structure_statement(code_level),
+                    "does_not_guarantee": [*plan.does_not_guarantee(),
+                                           _structure_statement(code_level, time_resolution,
+                                                                dates_reliable),
+                                           _time_statement(time_resolution, dates_reliable),
                                            *identifiers.does_not_guarantee()]},
         "rng": dict(randomness),   # Randomness.describe(): kind, seed, generator, ...
         "library": {"name": "medanon", "version": __version__},
