@@ -97,7 +97,8 @@ from ..periods import parse_period
 from .cells import SUPPRESSED, cell_strings
 
 __all__ = ["DEMO_COLUMNS", "DRUG_COLUMNS", "FAERS_SOURCES", "INDI_COLUMNS", "MEASURED_COLUMNS",
-           "NOTES_FILE", "OUTC_COLUMNS", "PERTURBED_COLUMNS", "REAC_COLUMNS", "ROLE_CODES", "WEIGHT_BIN_COLUMN",
+           "NOTES_FILE", "OUTC_COLUMNS", "PERTURBED_COLUMNS", "REAC_COLUMNS", "ROLE_CODES",
+           "WEIGHT_BIN_COLUMN",
            "PerturbedQid", "case_versions", "demo_columns", "faers_notes", "perturbed_qids",
            "write_faers_release"]
 
