@@ -183,24 +183,38 @@ def test_001_2007q1_infeasible_term_is_refused_with_the_smallest_workable_theta(
     rows = pd.DataFrame({"case_id": [str(i) for i in range(n_new)], "period": "2007Q1",
                          "age": "Adult", "sex": "F", "weight": 70.0,
                          "indications": [("Diabetes mellitus non-insulin-dependent",) if i < holders
-                                         else ("Pain",) for i in range(n_new)],
+                                         else (f"I{i}",) for i in range(n_new)],
                          "reactions": [(f"R{i}",) for i in range(n_new)], "drugs": [()] * n_new,
                          "report_id": [str(i) for i in range(n_new)], "age_years": 30.0})
     supers = combine_super_records(rows, schema, schema.load_hierarchies())
+    # k = 5: with k = 3 a group could hold no term of theta 0.2 at all (floor(0.2 * 3) = 0), which
+    # is refused before grouping (issue 29); the old test passed with every case withheld
     with pytest.raises(InfeasibleError) as err:
-        PPMSPlusPlus(k=3, theta=0.2).anonymize(supers, [], rng=randomness(0))
+        PPMSPlusPlus(k=5, theta=0.2).anonymize(supers, [], rng=randomness(0))
     text = str(err.value)
     assert "'Diabetes mellitus non-insulin-dependent': 5 cases" in text
     assert "smallest workable theta 0.2778" in text and "18 new cases" in text
-    result = PPMSPlusPlus(k=3, theta=0.2, on_infeasible="raise-theta").anonymize(
+    result = PPMSPlusPlus(k=5, theta=0.2, on_infeasible="raise-theta", max_withheld=1.0).anonymize(
         supers, [], rng=randomness(0))
     raised = result.details["raised_theta"]["Diabetes mellitus non-insulin-dependent"]
     assert raised == {"count": 5, "theta": 0.2, "raised_to": 0.2778}
-    suppressed = PPMSPlusPlus(k=3, theta=0.2, on_infeasible="suppress-terms").anonymize(
-        supers, [], rng=randomness(0))
+    suppressed = PPMSPlusPlus(k=5, theta=0.2, on_infeasible="suppress-terms",
+                              max_withheld=1.0).anonymize(supers, [], rng=randomness(0))
     assert "Diabetes mellitus non-insulin-dependent" in suppressed.details["suppressed_terms"]
     published_terms = {t for cell in suppressed.table["indications"] for t in cell}
     assert "Diabetes mellitus non-insulin-dependent" not in published_terms
+    assert len(result.table) and len(suppressed.table)  # both publish cases
+    # every case holds Diabetes (5) or Pain (13): a group of 5 can hold 1 and 3 of them after
+    # raising, so no group forms; a release of no case is refused whatever max_withheld says
+    crowded = rows.assign(indications=[("Diabetes mellitus non-insulin-dependent",) if i < holders
+                                       else ("Pain",) for i in range(n_new)])
+    crowded = combine_super_records(crowded, schema, schema.load_hierarchies())
+    with pytest.raises(InfeasibleError, match="publishes no case is refused"):
+        PPMSPlusPlus(k=5, theta=0.2, on_infeasible="raise-theta", max_withheld=1.0).anonymize(
+            crowded, [], rng=randomness(0))
+    with pytest.raises(InfeasibleError, match="theta below 1/k = 0.3333"):
+        PPMSPlusPlus(k=3, theta=0.2, on_infeasible="raise-theta").anonymize(
+            supers, [], rng=randomness(0))
 
 
 def test_ms_anonymization_ignores_earlier_releases():

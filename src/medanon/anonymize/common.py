@@ -277,6 +277,10 @@ class ClusteringMethod(Anonymizer):
             raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
                                                     grouping, may_withhold=self.may_withhold,
                                                     groups=result.n_groups))
+        if withheld and len(withheld) == n:  # publishing nothing is no success (issue 29)
+            raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
+                                                    grouping, may_withhold=False, groups=0,
+                                                    nothing=True))
         if withheld and len(withheld) > self.max_withheld * n:
             raise InfeasibleError(_too_many_withheld_message(
                 period, withheld, n, record_terms, counts, grouping, k_group, self.max_withheld))
@@ -596,7 +600,7 @@ def _csr(cells: Sequence[Sequence[str]], term_id: Mapping[str, int]) -> tuple[np
 
 
 def _unplaced_message(period: str, withheld: list[int], record_terms, counts, table: ThetaTable,
-                      *, may_withhold: bool, groups: int) -> str:
+                      *, may_withhold: bool, groups: int, nothing: bool = False) -> str:
     tally: dict[str, int] = {}
     for r in withheld:
         for t in record_terms[r]:
@@ -612,6 +616,9 @@ def _unplaced_message(period: str, withheld: list[int], record_terms, counts, ta
                   "with --on-infeasible raise-theta or suppress-terms (the manifest counts them): "
                   "HA never withholds cases, because a withheld case would change which cases of "
                   "the previous release stop (md).")
+    elif nothing:
+        remedy = ("No group could be formed at all: lower k or raise theta. A release that "
+                  "publishes no case is refused whatever max_withheld allows.")
     else:
         remedy = ("No group could be formed at all, so suppressing terms cannot help: lower k, or "
                   "raise theta or alpha. HA never withholds cases, because a withheld case would "
