@@ -82,7 +82,8 @@ def _period(label: str, ids: list[str], seed: int) -> pd.DataFrame:
 
 
 def _method(name: str):
-    return METHODS[name](k=3, theta=0.6, epsilon=EPSILON, on_infeasible="raise-theta")
+    return METHODS[name](k=3, theta=0.6, epsilon=EPSILON, on_infeasible="raise-theta",
+                         max_withheld=1.0)
 
 
 _PREPARE = publish.prepare_release
