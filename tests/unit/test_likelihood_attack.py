@@ -107,13 +107,14 @@ def test_an_impossible_value_is_the_one_perturbed_exclusion():
 
 
 def test_hard_series_blanks_perturbed_cells_and_keeps_declared_exact_groups():
+    # "blanked" with "*" (any value): an empty cell would say the value is missing (issue 29)
     strict = hard_series(dp_series())
-    assert (strict.releases["2020Q2"]["weight"] == "").all()
+    assert (strict.releases["2020Q2"]["weight"] == "*").all()
     assert strict.releases["2020Q2"]["sex"].tolist() == ["*"] * 4 + ["M"] * 3
     paper = series(TABLES, {p: dp_manifest(1, variant="paper", exact={"weight": ["2"]})
                             for p in TABLES})
     blanked = hard_series(paper).releases["2020Q2"]
-    assert blanked["weight"].tolist() == ["", "", "", "", "65.00", "20.10", "110.00"]
+    assert blanked["weight"].tolist() == ["*", "*", "*", "*", "65.00", "20.10", "110.00"]
     # the paper variant's scale is not published: hard exclusions only, where the declared
     # exact values of group 2 exclude 7 and 8 for sure
     out = attack_target(paper, "2020Q2", "sex=M,weight=65")

@@ -423,3 +423,24 @@ def test_a_later_missing_value_excludes_the_case_for_a_target_that_has_one() -> 
     both = check([release("2020Q1", same_group(range(1, 10), age="")), q2], k=3,
                  periods=["2020Q1"])
     assert both.ok
+
+
+def test_the_attacks_read_an_empty_cell_as_missing_as_the_checker_does() -> None:
+    """``medanon attack`` on one target and its worst case over every target agree with verify:
+    the seven cases that Q2 publishes with no age are excluded from Q1's group for a target that
+    has an age, and a record whose own age is empty is no candidate for such a target."""
+    from medanon.attacks import attack_target
+    from medanon.attacks.worst_case import attack_series
+    from medanon.published.series import PublishedSeries
+
+    q1 = release("2020Q1", same_group(range(1, 10), age="[30-35]"))
+    q2 = release("2020Q2", same_group(range(1, 8), age="") + same_group(range(20, 23), group="2"))
+    series = PublishedSeries({"2020Q1": q1, "2020Q2": q2}, {"2020Q1": {}, "2020Q2": {}}, QIDS,
+                             SENSITIVE, "test series")
+    out = attack_target(series, "2020Q1", "age=32,sex=F")
+    assert out.remaining == ("8", "9") and len(out.excluded["F"]) == 7
+    # the same target in Q2: the seven blank ages cannot be hers
+    assert attack_target(series, "2020Q2", "age=32,sex=F").candidates == ("20", "21", "22")
+    worst = attack_series(series, periods=["2020Q1"], k=3, theta=ThetaTable(1.0))
+    assert worst.releases[0].dir_hard == 1.0
+    assert worst.releases[0].groups[0].remaining == 2

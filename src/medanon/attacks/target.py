@@ -284,9 +284,15 @@ def attack_target(series: PublishedSeries, period: str, target: str | Mapping[st
     view, qids, known = links.view, series.qids, tgt.known
     candidate = covers(view.region, tgt.region, qids, known)
     candidate = np.broadcast_to(candidate, (view.n,)).copy()
+    # a target has a value of each attribute it names; an empty cell means missing
+    present = {q.name: True for q in qids if known is None or q.name in known}
+    for name in present:
+        candidate &= ~view.blank.get(name, np.zeros(view.n, dtype=bool))
     masks = {
-        "B": links.old & ~covers(links.earlier_region, tgt.region, qids, known),
-        "F": links.later & ~covers(links.later_region, tgt.region, qids, known),
+        "B": links.old & (~covers(links.earlier_region, tgt.region, qids, known)
+                          | links.missing_elsewhere(False, present)),
+        "F": links.later & (~covers(links.later_region, tgt.region, qids, known)
+                            | links.missing_elsewhere(True, present)),
         "L": links.old if first_appearance else np.zeros(view.n, dtype=bool),
         "MD": links.in_next if discontinued else np.zeros(view.n, dtype=bool),
     }

@@ -254,8 +254,8 @@ def _links(series: PublishedSeries, label: str, lifespan: int | None,
     # An empty cell is missing (the release format), not "anything": a later release that
     # publishes the case's value missing excludes it for a target that has the value, which
     # every record whose own cell is not empty may be.
-    for name, later_blank in found.later_blank.items():
-        forward |= later_blank & ~own.blank.get(name, np.zeros(own.n, dtype=bool))
+    forward |= found.later & found.missing_elsewhere(
+        True, {name: ~flags for name, flags in own.blank.items()})
     return own, _Links(found.old, forward, found.in_next)
 
 

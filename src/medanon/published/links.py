@@ -265,6 +265,27 @@ class Links:
     next_known: bool
     #: per QID, whether a later linked release published the case's cell empty (missing)
     later_blank: dict[str, np.ndarray] = field(default_factory=dict)
+    #: per QID, whether an earlier linked release published the case's cell empty (missing)
+    earlier_blank: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def missing_elsewhere(self, later: bool, present: Mapping[str, np.ndarray | bool]) -> np.ndarray:
+        """Records another release shows *missing* on a QID where the target has a value.
+
+        An empty cell means missing (the release format), so a later (``later``) or earlier
+        release that publishes a case's QID empty excludes the case for a target with a value.
+
+        Args:
+            later: Read the later releases (F-attack) or the earlier ones (B-attack).
+            present: Per QID, whether the target has a value there (an array per record for
+                the worst case over each record's own region, or one flag for one target);
+                QIDs absent from it are unknown to the adversary.
+        """
+        blank = self.later_blank if later else self.earlier_blank
+        out = np.zeros(self.view.n, dtype=bool)
+        for name, flags in blank.items():
+            if name in present:
+                out |= flags & present[name]
+        return out
 
 
 def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
@@ -293,6 +314,7 @@ def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
     earlier_region = whole_domain(n, qids)
     later_region = whole_domain(n, qids)
     later_blank = {q.name: np.zeros(n, dtype=bool) for q in qids}
+    earlier_blank = {q.name: np.zeros(n, dtype=bool) for q in qids}
     next_known = False
     for p in series.periods:
         other = view(p)
@@ -315,13 +337,13 @@ def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
             target.lo[k][rows] = merged.lo[k]
             target.hi[k][rows] = merged.hi[k]
         (old if gap < 0 else later)[rows] = True
-        if gap > 0:
-            for name, flags in later_blank.items():
-                if name in other.blank:
-                    flags[rows] |= other.blank[name][pos[hit]]
+        for name, flags in (later_blank if gap > 0 else earlier_blank).items():
+            if name in other.blank:
+                flags[rows] |= other.blank[name][pos[hit]]
         if gap == 1:
             in_next[rows] = True
-    return Links(own, old, earlier_region, later, later_region, in_next, next_known, later_blank)
+    return Links(own, old, earlier_region, later, later_region, in_next, next_known, later_blank,
+                 earlier_blank)
 
 
 def longest_case_span(case_ids: Mapping[str, Iterable]) -> int:
