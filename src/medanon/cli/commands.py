@@ -152,9 +152,9 @@ def _ingest_notes(report: dict) -> str:
     return "; ".join(notes)
 
 
-def _some(items: list[str], shown: int = 20) -> str:
-    """Up to ``shown`` items, and how many more (``--json`` lists all)."""
-    more = f" and {len(items) - shown} more (--json lists all)" if len(items) > shown else ""
+def _some(items: list[str], shown: int = 20, complete: str = "--json lists all") -> str:
+    """Up to ``shown`` items, and how many more (``complete`` says where all are listed)."""
+    more = f" and {len(items) - shown} more ({complete})" if len(items) > shown else ""
     return ", ".join(items[:shown]) + more
 
 
@@ -165,7 +165,8 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                 dp_variant: str = "strict", domains: list[str] | None = None,
                 dp_aware_grouping: bool = False, case_budget: str | None = None,
                 label_confidence: float | None = None,
-                label_mechanism: str | None = None) -> Anonymizer:
+                label_mechanism: str | None = None,
+                protect: list[str] | None = None) -> Anonymizer:
     """The library's :func:`~medanon.pipeline.methods.periodic_method`, its errors told in
     flags (``'dp_aware_grouping' parameter`` -> ``--dp-aware-grouping``)."""
     with ui.errors_as_flags():
@@ -174,7 +175,7 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                                dp_variant=dp_variant, domains=domains,
                                dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
                                label_confidence=label_confidence,
-                               label_mechanism=label_mechanism)
+                               label_mechanism=label_mechanism, protect=protect)
 
 
 def release(*, store: Path, periods: list[str], method: str | None, k: int | None,
@@ -187,7 +188,7 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
             allow_unprotected: bool = False, allow_unknown_terms: bool = False,
             allow_gap: bool = False, allow_short_lifespan: bool = False,
             per_period_commit: bool = False, label_confidence: float | None = None,
-            label_mechanism: str | None = None) -> None:
+            label_mechanism: str | None = None, protect: list[str] | None = None) -> None:
     if method is None:  # no default: a forgotten --method must not publish raw records
         raise ValidationError("--method is required: ms, ppms, ppms+, ppms++, ha, ppms-dp-num, "
                               "ppms-dp-all, or none with --allow-unprotected.")
@@ -195,7 +196,8 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                              lifespan=lifespan, on_infeasible=on_infeasible, epsilon=epsilon,
                              dp_variant=dp_variant, domains=domains,
                              dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
-                             label_confidence=label_confidence, label_mechanism=label_mechanism)
+                             label_confidence=label_confidence, label_mechanism=label_mechanism,
+                             protect=protect)
     budget = None if case_budget is None else Budget.of(case_budget)
     rng = randomness(seed)
     with ReleaseStore.open(store) as db:
@@ -253,6 +255,60 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                      "and details.")
     for line in clipping:
         ui.err.print(line, soft_wrap=True)
+    for line in unbounded_warning(summaries) + _caps_raised_warnings(summaries):
+        ui.err.print(line, soft_wrap=True, markup=False, highlight=False)
+
+
+#: how many unbounded terms a warning names per release (``--json`` lists all)
+UNBOUNDED_SHOWN = 10
+
+
+def unbounded_warning(summaries: list) -> list[str]:
+    """The terms each release leaves at θ = 1 (no limit), as warning lines for stderr: a head
+    line, then one line per run of consecutive releases with the same terms.
+
+    Operator output: the terms are those of each release's θ table, which its manifest
+    already publishes (``details.theta_table``); this says nothing the manifest does not.
+    """
+    runs: list[tuple[list[str], tuple[str, ...], bool]] = []
+    for s in summaries:
+        key = (tuple(s.unbounded_terms), bool(s.default_unbounded))
+        if not key[0] and not key[1]:
+            continue
+        if runs and runs[-1][1:] == key:
+            runs[-1][0].append(s.period)
+        else:
+            runs.append(([s.period], *key))
+    if not runs:
+        return []
+    lines = ["warning: theta = 1 (no limit) leaves sensitive terms unbounded: a group may "
+             "consist only of cases holding such a term, and publishing the group discloses it "
+             "for every one of them."]
+    for periods, terms, default in runs:
+        span = periods[0] if len(periods) == 1 else f"{periods[0]}-{periods[-1]}"
+        parts = []
+        if terms:
+            parts.append(f"{len(terms)} term(s) at theta 1: "
+                         + _some([repr(t) for t in terms], UNBOUNDED_SHOWN))
+        if default:
+            parts.append("every term not listed in the theta table (its default theta is 1)")
+        lines.append(f"  {span}: " + "; ".join(parts))
+    lines.append("  Cap such terms with --protect TERM=CAP (e.g. --protect \"Death=0.3\"), a theta "
+                 "file's caps, or the schema's protected_terms (docs/theta.md).")
+    return lines
+
+
+def _caps_raised_warnings(summaries: list) -> list[str]:
+    """Protected terms whose cap ``--on-infeasible raise-theta`` overrode, per release."""
+    lines = []
+    for s in summaries:
+        if s.caps_raised:
+            shown = ", ".join(f"{t!r} (cap {e['cap']:g}, raised to {e['raised_to']:g})"
+                              for t, e in sorted(s.caps_raised.items()))
+            lines.append(f"warning: in {s.period}, --on-infeasible raise-theta raised protected "
+                         f"term(s) above their cap, as too many cases hold them for it: {shown}; "
+                         f"recorded in the manifest's raised_theta.")
+    return lines
 
 
 #: a public domain that clips at least this share of a QID's true values draws a warning
