@@ -738,7 +738,11 @@ def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | No
 
 # -- demo -----------------------------------------------------------------------------------------
 DEMO_MARKER = ".medanon-demo"
-DEMO_PARAMETERS = {"k": 5, "theta": "frequency", "on_infeasible": "raise-theta"}
+#: the frequency rule gives θ = 1 (no limit) to the most frequent terms; the demo caps four
+#: that no steward would leave unbounded (the issue's examples), and its summary names the rest
+DEMO_PARAMETERS = {"k": 5, "theta": "frequency", "on_infeasible": "raise-theta",
+                   "protect": ["Death=0.3", "Depression=0.3", "Schizophrenia=0.3",
+                               "Myocardial infarction=0.3"]}
 
 
 def _demo_summary(reports: list) -> None:
@@ -762,6 +766,17 @@ def _demo_summary(reports: list) -> None:
 def _print_card(card) -> None:
     """The report's summary card in the terminal: what was promised, at which k, θ and ε, what
     the ingest lost, and what the model does not protect (the model object's own text)."""
+    # first: the terms no θ bounds (the frequency rule's most frequent ones, unless capped)
+    unbounded, n = card.unbounded, len(card.published)
+    if unbounded:
+        named = [t + ("" if len(p) == n else f" ({len(p)}/{n})") for t, p in unbounded.items()]
+        ui.out.print(f"  ! theta = 1 (no limit) for {len(unbounded)} sensitive term(s): "
+                     f"{_some(named, 12, 'the report lists all')}"
+                     f"; a group may consist only of cases holding one. Cap terms with --protect.",
+                     markup=False)
+    if card.default_unbounded:
+        ui.out.print(f"  ! theta = 1 by default in {', '.join(card.default_unbounded)}: every "
+                     "term those releases do not list is unbounded.", markup=False)
     dropped, demo = card.ingest_dropped
     if demo:
         ui.out.print(f"  ingest: {demo} DEMO rows -> {demo - dropped} released cases; {dropped} "
@@ -787,6 +802,10 @@ def _print_card(card) -> None:
                 terms.setdefault(value, []).append(term + where)
         ui.out.print(f"  theta: default {defaults}; {len(m.theta_overrides)} term(s) with their "
                      "own theta")
+        if m.theta_caps:
+            ui.out.print("  protected (theta capped): "
+                         + ", ".join(f"{t} <= {c:g}" for t, c in m.theta_caps.items()),
+                         markup=False)
         for value in sorted(terms):
             ui.out.print(f"    theta {value:g}: {', '.join(terms[value])}")
         if m.epsilon_per_case is not None:
@@ -897,12 +916,12 @@ def _demo_steps(out: Path, seed: int) -> None:
     ui.err.print("2/5 ingesting it into two release stores ...")
     for target in (store, contrast):
         ingest(out_series, store=target, schema_path=None, keep_missing=True, as_json=False)
-    ui.err.print("3/5 publishing every period with PPMS++ (k=5, frequency-based theta), and with "
-                 "MS-Anonymization for contrast ...")
+    ui.err.print("3/5 publishing every period with PPMS++ (k=5, frequency-based theta, four "
+                 "protected terms capped at 0.3), and with MS-Anonymization for contrast ...")
     for method, target in (("ppms++", store), ("ms", contrast)):
         release(store=target, periods=[], method=method, k=DEMO_PARAMETERS["k"],
                 theta=DEMO_PARAMETERS["theta"], on_infeasible=DEMO_PARAMETERS["on_infeasible"],
-                seed=None, allow_seeded=False, as_json=False)
+                protect=DEMO_PARAMETERS["protect"], seed=None, allow_seeded=False, as_json=False)
     ui.err.print("4/5 exporting the PPMS++ series ...")
     export(store=store, out=out / "published", fmt="csv")
     ui.err.print("5/5 attacking and evaluating both series, and writing the HTML report ...")
