@@ -224,7 +224,10 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                      f"only when the next one is ingested (an md-record is a case absent from "
                      f"the next period). Ingest {parse_period(waiting[-1]).shift(1).label} and "
                      f"release again.")
+    # on stderr also with --json (whose stdout lists every term): no θ = 1 goes unsaid
+    unbounded = unbounded_warning(summaries) + _caps_raised_warnings(summaries)
     if as_json:
+        _print_warnings(unbounded)
         print_json([s.__dict__ for s in summaries])
         return
     table = Table("period", "method", "cases", "groups", "withheld", "verify gate",
@@ -255,7 +258,11 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                      "and details.")
     for line in clipping:
         ui.err.print(line, soft_wrap=True)
-    for line in unbounded_warning(summaries) + _caps_raised_warnings(summaries):
+    _print_warnings(unbounded)
+
+
+def _print_warnings(lines: list[str]) -> None:
+    for line in lines:  # terms are data: never read as rich markup
         ui.err.print(line, soft_wrap=True, markup=False, highlight=False)
 
 
