@@ -641,7 +641,7 @@ class Publisher:
             (exact bits for DP noise, a generator for the other choices).
         **parameters: The method's parameters: periodic ones as
             :func:`~medanon.pipeline.methods.periodic_method` takes them (``k``, ``theta``,
-            ``lifespan``, ``alpha``, ``epsilon``, ...), table ones as
+            ``protect``, ``lifespan``, ``alpha``, ``epsilon``, ...), table ones as
             :func:`~medanon.pipeline.methods.table_method` (``epsilon``, ``k``, ``threshold``,
             ...), EHR ones as :func:`~medanon.pipeline.methods.ehr_method` (``epsilon``,
             ``gamma``, ``b_max``, ``alpha``, ``max_path_length``) plus the run's
