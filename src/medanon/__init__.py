@@ -5,8 +5,10 @@ command line's ``--version`` stay cheap::
 
     import medanon
     data = medanon.Dataset.from_faers("faers_ascii_2022Q4.zip")
-    series = medanon.Publisher("ppms++", k=5, theta="frequency").publish(data)
-    series.verify().ok
+    # theta = 1 (no limit) for the most frequent terms, unless capped: protect the sensitive ones
+    series = medanon.Publisher("ppms++", k=5, theta="frequency",
+                               protect={"Death": 0.3, "Depression": 0.3}).publish(data)
+    series.verify().ok, series.unbounded_terms()
 """
 
 # Keep this module light: every ``medanon`` command imports it, ``--version`` included. Public

@@ -59,6 +59,7 @@ from .data.records import SuperRecords, check_record_values, combine_super_recor
 from .data.schema import Schema
 from .data.tabular import TableSchema, TabularData
 from .errors import PrivacyViolation, ValidationError
+from .models.theta import ThetaTable, theta_table_of
 from .periods import parse_period
 from .pipeline.checks import data_facts, run_checks
 from .pipeline.methods import (EHR_METHODS, PERIODIC_METHODS, TABLE_METHODS, ehr_method,
@@ -479,6 +480,23 @@ class Release(_Gated):
     operator: dict = field(repr=False, default_factory=dict)
     seconds: float = field(repr=False, default=0.0)
 
+    @property
+    def theta_table(self) -> ThetaTable | None:
+        """The θ table the release used (``manifest["details"]["theta_table"]``): the default,
+        every per-term θ and the protected terms' caps; None for a method without θ."""
+        return theta_table_of(self.manifest)
+
+    @property
+    def unbounded_terms(self) -> tuple[str, ...]:
+        """The sensitive terms this release gives θ = 1, no limit: a group may consist only
+        of cases holding one, so publishing the group discloses it. The frequency rule gives
+        it to the most frequent terms; cap a term with ``protect`` (or a θ file's caps, or the
+        schema's ``protected_terms``). Read from the published θ table: nothing new is
+        derived from the private data. (A default θ of 1 is ``theta_table.default_unbounded``.)
+        """
+        table = self.theta_table
+        return table.unbounded_terms if table is not None else ()
+
 
 
 @dataclass(frozen=True)
@@ -513,6 +531,15 @@ class Series(PublishedSeries):
     def verify(self, periods: list[str] | None = None) -> SeriesVerdict:
         """Check each release against the model its manifest declares (:mod:`medanon.verify`)."""
         return verify_series(self, periods)
+
+    def unbounded_terms(self) -> dict[str, tuple[str, ...]]:
+        """Period -> the terms its release gives θ = 1 (see :attr:`Release.unbounded_terms`),
+        for every release of the series, also one read from a folder."""
+        out = {}
+        for period in self.periods:
+            table = theta_table_of(self.manifests[period])
+            out[period] = table.unbounded_terms if table is not None else ()
+        return out
 
     def export(self, folder: str | Path, fmt: str = "csv") -> list[Path]:
         """Write the series into the new ``folder``, all or nothing: ``fmt`` ``csv`` is the
@@ -617,7 +644,7 @@ class Publisher:
             (exact bits for DP noise, a generator for the other choices).
         **parameters: The method's parameters: periodic ones as
             :func:`~medanon.pipeline.methods.periodic_method` takes them (``k``, ``theta``,
-            ``lifespan``, ``alpha``, ``epsilon``, ...), table ones as
+            ``protect``, ``lifespan``, ``alpha``, ``epsilon``, ...), table ones as
             :func:`~medanon.pipeline.methods.table_method` (``epsilon``, ``k``, ``threshold``,
             ...), EHR ones as :func:`~medanon.pipeline.methods.ehr_method` (``epsilon``,
             ``gamma``, ``b_max``, ``alpha``, ``max_path_length``) plus the run's
@@ -796,7 +823,8 @@ class Publisher:
             self.method, sorted(wanted, key=parse_period), published=series.manifests,
             vocabulary=vocabulary, reports=reports, longest_span=span,
             allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
-            allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan)
+            allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
+            schema=data.schema)
         made = []
         for prepared in release_steps(data.schema, self.method, wanted, data.records, self.rng,
                                       series=series, available=data.periods, before=verdict,

@@ -69,6 +69,15 @@ def _words(text: str) -> str:
     return " ".join(text.split())
 
 
+def _alert(page: str, card_id: str) -> str:
+    """The card's lead alert (its text), which must come before the card's first facts."""
+    start = page.index(f'id="{card_id}"')
+    card = page[start:page.index("</article>", start)]
+    at = card.index('<div class="alert unbounded">')
+    assert at < card.index("<dl>"), "the θ = 1 line must lead the card"
+    return unescape(re.sub(r"<[^>]+>", " ", card[at:card.index("</div>", at)]))
+
+
 def test_summary_cards_show_the_models_own_promises_and_reconcile_verify_with_the_attacks(demo):
     out, result = demo
     page = (out / "report.html").read_text(encoding="utf-8")
@@ -96,6 +105,15 @@ def test_summary_cards_show_the_models_own_promises_and_reconcile_verify_with_th
             assert term in shown, term
             assert term in terminal, term
         assert "θ = 1 — no limit" in shown
+        # ... and the card leads with them (issue 29, item 5): every θ = 1 term, by name, in the
+        # alert above the card's facts; the terminal summary opens with the same line
+        unbounded = sorted({t for m in models.values() for t in m.theta.unbounded_terms})
+        alert = _words(_alert(page, card_id))
+        assert f"θ = 1 — no limit — for {len(unbounded)} sensitive term(s)" in alert
+        assert all(term in alert for term in unbounded)
+        assert "Death" not in unbounded  # the demo protects it
+        assert f"! theta = 1 (no limit) for {len(unbounded)} sensitive term(s)" in terminal
+        assert "Death ≤ 0.3" in card and "protected (theta capped): Death <= 0.3" in terminal
         assert "not differentially private" in card and "epsilon: not DP" in terminal
         # ingest losses: DEMO rows against the cases released
         demo_rows = sum(r["demo_rows"] for r in accounting)
@@ -221,6 +239,40 @@ def test_report_shows_the_epsilon_ledger_of_a_dp_store(tmp_path):
     assert 'alt="epsilon ledger"' in page
     assert "also appear in release(s) without an ε-DP claim (2020Q1;" in page
     assert "No signal rules were given" in page
+
+
+def test_the_card_leads_with_the_terms_left_at_theta_one(tmp_path):
+    write_faers_series(tmp_path / "in", periods=2, cases=200, seed=3)
+    stores = {}
+    for name, extra in (("Frequency", []), ("Protected", ["--protect", "Death=0.3"])):
+        stores[name] = tmp_path / f"{name}.duckdb"
+        assert main(["ingest", str(tmp_path / "in"), "--store", str(stores[name])]) == 0
+        assert main(["release", "--store", str(stores[name]), "--method", "ppms++", "--k", "3",
+                     "--theta", "frequency", "--on-infeasible", "raise-theta", "--seed", "1",
+                     "--allow-seeded", *extra]) == 0
+    result = invoke_cli("report", "--store", stores["Frequency"], "--store", stores["Protected"],
+                        "--name", "Frequency", "--name", "Protected", "--out", tmp_path / "r.html")
+    assert result.returncode == 0, result.stderr
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    for name, store in stores.items():
+        with ReleaseStore.open(store) as db:
+            tables = {p: model_from_manifest(db.manifest(p), p).theta
+                      for p in db.published_periods()}
+        per_term: dict[str, int] = {}
+        for table in tables.values():
+            for term in table.unbounded_terms:
+                per_term[term] = per_term.get(term, 0) + 1
+        alert = _words(_alert(page, f"card-{name.lower()}"))
+        assert f"θ = 1 — no limit — for {len(per_term)} sensitive term(s)" in alert
+        for term, n in per_term.items():  # each named, with n/N when not in every release
+            assert (f"{term} ({n}/2)" if n < 2 else term) in alert, term
+        assert "discloses the term for every one of them" in alert
+        assert f'class="card state-warn" id="card-{name.lower()}"' in page
+        card = _words(_card(page, f"card-{name.lower()}"))
+        if name == "Protected":
+            assert "Death" not in per_term and "protected terms (θ capped) Death ≤ 0.3" in card
+        else:
+            assert "Death" in per_term and "protected terms (θ capped) none" in card
 
 
 def test_report_errors_write_nothing(demo, tmp_path):

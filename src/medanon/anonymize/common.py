@@ -38,7 +38,8 @@ from ..periods import parse_period
 from ..data.records import SuperRecords
 from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
 from ..hierarchies import Interval, Taxonomy
-from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_theta
+from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_protect, parse_theta
+from ..models.theta import protect as with_caps
 from ..published.cells import SUPPRESSED
 from ..random import Randomness
 from .base import AnonymizationResult, Anonymizer
@@ -89,6 +90,10 @@ class ClusteringMethod(Anonymizer):
     Args:
         k: minimum number of anchor records per group (>= 2).
         theta: θ* as a number in (0, 1], ``"frequency"``, a file path, or a :class:`ThetaSpec`.
+        protect: Protected terms and their caps (``{"Death": 0.3}`` or ``["Death=0.3"]``):
+            each one's θ is at most its cap, whatever ``theta`` gives it (the frequency rule
+            gives θ = 1, no limit, to the most frequent terms). Added to the caps of a θ file
+            and of the schema (``protected_terms``); a term capped twice keeps the smaller cap.
         lifespan: periods within which a follow-up links to an earlier release (None: all).
         on_infeasible: ``refuse`` (default) when a term cannot meet its θ or a case fits no
             group; ``raise-theta`` raises those terms' θ to the smallest feasible value;
@@ -114,7 +119,9 @@ class ClusteringMethod(Anonymizer):
     may_withhold: ClassVar[bool] = True
 
     def __init__(self, *, k: int, theta: float | str | ThetaSpec, lifespan: int | None = None,
-                 on_infeasible: str = "refuse", max_withheld: float | None = None):
+                 on_infeasible: str = "refuse",
+                 protect: Mapping[str, float] | Sequence[str] | None = None,
+                 max_withheld: float | None = None):
         owner = type(self).__name__
         self.k = check_int(k, name="k", owner=owner, minimum=2)
         if isinstance(theta, ThetaSpec):
@@ -126,6 +133,7 @@ class ClusteringMethod(Anonymizer):
         else:
             raise ValidationError(f"The 'theta' parameter of {owner} must be a number in (0, 1], "
                                   f"'frequency', a file path or a ThetaSpec; got {theta!r}.")
+        self.theta = with_caps(self.theta, parse_protect(protect, owner=owner))
         self.lifespan = None if lifespan is None else check_int(lifespan, name="lifespan",
                                                                 owner=owner, minimum=1)
         self.on_infeasible = check_choice(on_infeasible, name="on_infeasible", owner=owner,
@@ -136,6 +144,12 @@ class ClusteringMethod(Anonymizer):
     def parameters(self) -> dict[str, object]:
         return {"k": self.k, "theta": self.theta.describe(), "lifespan": self.lifespan,
                 "on_infeasible": self.on_infeasible, "max_withheld": self.max_withheld}
+
+    def theta_spec(self, schema) -> ThetaSpec:
+        """The θ spec a period of data under ``schema`` is resolved with: the method's own,
+        with the schema's protected terms (``Schema.protected_terms``) capped as well."""
+        return with_caps(self.theta, dict(getattr(schema, "protected_terms", None) or {}),
+                         source="the schema's protected_terms")
 
     # ------------------------------------------------------------------ hooks for subclasses
     def anchors_and_pool(self, new: np.ndarray, md: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
@@ -221,7 +235,7 @@ class ClusteringMethod(Anonymizer):
             for t in ts:
                 counts[t] = counts.get(t, 0) + 1
         all_terms = record_terms
-        table = self.theta.resolve(counts)
+        table = self.theta_spec(schema).resolve(counts)
         k_group, grouping, note = self.grouping_thresholds(table, schema)
         n_anchor = int(anchor.sum())
         actions = {}
@@ -234,13 +248,17 @@ class ClusteringMethod(Anonymizer):
         if blocked:
             if self.on_infeasible == "refuse":
                 raise InfeasibleError(_infeasible_message(period, blocked, n_anchor,
-                                                          self.anchor_name()))
+                                                          self.anchor_name(), table.caps))
             if self.on_infeasible == "raise-theta":
                 raised = {t: _ceil4(c / n_anchor) for t, c, _ in blocked}
                 grouping = grouping.with_overrides(raised)
-                table = table.with_overrides(self.declared_theta(raised))
-                actions["raised_theta"] = {t: {"count": c, "theta": th, "raised_to": raised[t]}
-                                           for t, c, th in blocked}
+                declared = self.declared_theta(raised)
+                table = table.with_overrides(declared)
+                # a protected term raised past its cap says so: the operator's cap gave way
+                actions["raised_theta"] = {
+                    t: {"count": c, "theta": th, "raised_to": raised[t],
+                        **({"cap": table.caps[t]} if declared[t] > table.caps.get(t, 1.0) else {})}
+                    for t, c, th in blocked}
             else:
                 suppressed_terms = {t for t, _, _ in blocked}
                 actions["suppressed_terms"] = {t: {"count": c, "theta": th} for t, c, th in blocked}
@@ -518,8 +536,11 @@ def _ceil4(x: float) -> float:
 
 
 def _infeasible_message(period: str, blocked: list[tuple[str, int, float]], n_anchor: int,
-                        anchor_name: str) -> str:
-    shown = "; ".join(f"{t!r}: {c} cases, theta {th:g}, smallest workable theta {_ceil4(c / n_anchor):.4f}"
+                        anchor_name: str, caps: Mapping[str, float] | None = None) -> str:
+    caps = caps or {}
+    shown = "; ".join(f"{t!r}: {c} cases, theta {th:g}"
+                      + (f" (protected, cap {caps[t]:g})" if t in caps else "")
+                      + f", smallest workable theta {_ceil4(c / n_anchor):.4f}"
                       for t, c, th in blocked[:_SHOWN])
     more = f" (and {len(blocked) - _SHOWN} more)" if len(blocked) > _SHOWN else ""
     return (f"Period {period} cannot meet theta for {len(blocked)} term(s) with {n_anchor} "

@@ -217,7 +217,7 @@ class _PPMSDP(ClusteringMethod):
     """Shared pipeline of PPMS-DP_num and PPMS-DP_all (see the module docstring).
 
     Args:
-        k, theta, lifespan, on_infeasible: as for PPMS++.
+        k, theta, lifespan, on_infeasible, protect: as for PPMS++.
         epsilon: ε per perturbed attribute (> 0).
         variant: ``"strict"`` (default, ε-DP per case end to end) or ``"paper"`` (000 as
             written, local sensitivity: not ε-DP end to end).
@@ -252,9 +252,10 @@ class _PPMSDP(ClusteringMethod):
                  domains: Mapping[str, tuple[float, float]] | None = None,
                  dp_aware_grouping: bool = False, dp_aware_epsilon: object = None,
                  label_confidence: float | None = None, label_mechanism: str = "exponential",
+                 protect: Mapping[str, float] | Sequence[str] | None = None,
                  max_withheld: float | None = None):
         super().__init__(k=k, theta=theta, lifespan=lifespan, on_infeasible=on_infeasible,
-                         max_withheld=max_withheld)
+                         protect=protect, max_withheld=max_withheld)
         owner = type(self).__name__
         self.epsilon = to_exact(epsilon, name="epsilon", owner=owner)
         self.variant = check_choice(variant, name="variant", owner=owner, choices=VARIANTS)

@@ -342,7 +342,13 @@ def release(
     k: Annotated[Optional[int], typer.Option("--k", help="Minimum group size (k >= 2).")] = None,
     theta: Annotated[Optional[str], typer.Option(
         help="Sensitive-value thresholds: a number in (0, 1] (uniform), 'frequency', or a "
-             ".csv/.toml file of per-term thresholds (level-wise or explicit).")] = None,
+             ".csv/.toml file of per-term thresholds (level-wise or explicit, with optional "
+             "caps). 'frequency' gives theta 1 (no limit) to the most frequent terms: cap the "
+             "ones to protect with --protect.")] = None,
+    protect: Annotated[Optional[list[str]], typer.Option(
+        "--protect", help="A protected term and its cap, TERM=CAP (repeatable, e.g. --protect "
+                          "\"Death=0.3\"): its theta never exceeds the cap, whatever --theta "
+                          "gives it; recorded in the manifest's theta table.")] = None,
     alpha: Annotated[Optional[float], typer.Option(
         help="HA: largest share of ss-records in each attacker view, in (0, 1].")] = None,
     ss_rule: Annotated[Optional[str], typer.Option(
@@ -403,8 +409,8 @@ def release(
         "--allow-unprotected", help="Allow --method none (no privacy guarantee); never after a "
                                     "protected release of the store.")] = False,
     allow_unknown_terms: Annotated[bool, typer.Option(
-        "--allow-unknown-terms", help="Accept theta-file terms that no ingested period holds "
-                                      "(a vocabulary that arrives later).")] = False,
+        "--allow-unknown-terms", help="Accept theta-file or protected terms that no ingested "
+                                      "period holds (a vocabulary that arrives later).")] = False,
     allow_gap: Annotated[bool, typer.Option(
         "--allow-gap", help="Publish past a missing or empty period, which can then never be "
                             "published (recorded in the manifest).")] = False,
@@ -429,7 +435,7 @@ def release(
                      allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
                      per_period_commit=per_period_commit, label_confidence=dp_label_confidence,
                      max_withheld=max_withheld,
-                     label_mechanism=dp_label_mechanism)
+                     label_mechanism=dp_label_mechanism, protect=protect or None)
 
 
 @app.command()

@@ -152,9 +152,9 @@ def _ingest_notes(report: dict) -> str:
     return "; ".join(notes)
 
 
-def _some(items: list[str], shown: int = 20) -> str:
-    """Up to ``shown`` items, and how many more (``--json`` lists all)."""
-    more = f" and {len(items) - shown} more (--json lists all)" if len(items) > shown else ""
+def _some(items: list[str], shown: int = 20, complete: str = "--json lists all") -> str:
+    """Up to ``shown`` items, and how many more (``complete`` says where all are listed)."""
+    more = f" and {len(items) - shown} more ({complete})" if len(items) > shown else ""
     return ", ".join(items[:shown]) + more
 
 
@@ -166,6 +166,7 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                 dp_aware_grouping: bool = False, case_budget: str | None = None,
                 label_confidence: float | None = None,
                 label_mechanism: str | None = None,
+                protect: list[str] | None = None,
                 max_withheld: float | None = None) -> Anonymizer:
     """The library's :func:`~medanon.pipeline.methods.periodic_method`, its errors told in
     flags (``'dp_aware_grouping' parameter`` -> ``--dp-aware-grouping``)."""
@@ -175,7 +176,8 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                                dp_variant=dp_variant, domains=domains,
                                dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
                                label_confidence=label_confidence,
-                               label_mechanism=label_mechanism, max_withheld=max_withheld)
+                               label_mechanism=label_mechanism, protect=protect,
+                               max_withheld=max_withheld)
 
 
 def release(*, store: Path, periods: list[str], method: str | None, k: int | None,
@@ -188,7 +190,8 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
             allow_unprotected: bool = False, allow_unknown_terms: bool = False,
             allow_gap: bool = False, allow_short_lifespan: bool = False,
             per_period_commit: bool = False, label_confidence: float | None = None,
-            label_mechanism: str | None = None, max_withheld: float | None = None) -> None:
+            label_mechanism: str | None = None, protect: list[str] | None = None,
+            max_withheld: float | None = None) -> None:
     if method is None:  # no default: a forgotten --method must not publish raw records
         raise ValidationError("--method is required: ms, ppms, ppms+, ppms++, ha, ppms-dp-num, "
                               "ppms-dp-all, or none with --allow-unprotected.")
@@ -197,7 +200,7 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                              dp_variant=dp_variant, domains=domains,
                              dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
                              label_confidence=label_confidence, label_mechanism=label_mechanism,
-                             max_withheld=max_withheld)
+                             protect=protect, max_withheld=max_withheld)
     budget = None if case_budget is None else Budget.of(case_budget)
     rng = randomness(seed)
     with ReleaseStore.open(store) as db:
@@ -224,7 +227,10 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                      f"only when the next one is ingested (an md-record is a case absent from "
                      f"the next period). Ingest {parse_period(waiting[-1]).shift(1).label} and "
                      f"release again.")
+    # on stderr also with --json (whose stdout lists every term): no θ = 1 goes unsaid
+    unbounded = unbounded_warning(summaries) + _caps_raised_warnings(summaries)
     if as_json:
+        _print_warnings(unbounded)
         print_json([s.__dict__ for s in summaries])
         return
     table = Table("period", "method", "cases", "groups", "withheld", "verify gate",
@@ -255,6 +261,64 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                      "and details.")
     for line in clipping:
         ui.err.print(line, soft_wrap=True)
+    _print_warnings(unbounded)
+
+
+def _print_warnings(lines: list[str]) -> None:
+    for line in lines:  # terms are data: never read as rich markup
+        ui.err.print(line, soft_wrap=True, markup=False, highlight=False)
+
+
+#: how many unbounded terms a warning names per release (``--json`` lists all)
+UNBOUNDED_SHOWN = 10
+
+
+def unbounded_warning(summaries: list) -> list[str]:
+    """The terms each release leaves at θ = 1 (no limit), as warning lines for stderr: a head
+    line, then one line per run of consecutive releases with the same terms.
+
+    Operator output: the terms are those of each release's θ table, which its manifest
+    already publishes (``details.theta_table``); this says nothing the manifest does not.
+    """
+    runs: list[tuple[list[str], tuple[str, ...], bool]] = []
+    for s in summaries:
+        key = (tuple(s.unbounded_terms), bool(s.default_unbounded))
+        if not key[0] and not key[1]:
+            continue
+        if runs and runs[-1][1:] == key:
+            runs[-1][0].append(s.period)
+        else:
+            runs.append(([s.period], *key))
+    if not runs:
+        return []
+    lines = ["warning: theta = 1 (no limit) leaves sensitive terms unbounded: a group may "
+             "consist only of cases holding such a term, and publishing the group discloses it "
+             "for every one of them."]
+    for periods, terms, default in runs:
+        span = periods[0] if len(periods) == 1 else f"{periods[0]}-{periods[-1]}"
+        parts = []
+        if terms:
+            parts.append(f"{len(terms)} term(s) at theta 1: "
+                         + _some([repr(t) for t in terms], UNBOUNDED_SHOWN))
+        if default:
+            parts.append("every term not listed in the theta table (its default theta is 1)")
+        lines.append(f"  {span}: " + "; ".join(parts))
+    lines.append("  Cap such terms with --protect TERM=CAP (e.g. --protect \"Death=0.3\"), a theta "
+                 "file's caps, or the schema's protected_terms (docs/theta.md).")
+    return lines
+
+
+def _caps_raised_warnings(summaries: list) -> list[str]:
+    """Protected terms whose cap ``--on-infeasible raise-theta`` overrode, per release."""
+    lines = []
+    for s in summaries:
+        if s.caps_raised:
+            shown = ", ".join(f"{t!r} (cap {e['cap']:g}, raised to {e['raised_to']:g})"
+                              for t, e in sorted(s.caps_raised.items()))
+            lines.append(f"warning: in {s.period}, --on-infeasible raise-theta raised protected "
+                         f"term(s) above their cap, as too many cases hold them for it: {shown}; "
+                         f"recorded in the manifest's raised_theta.")
+    return lines
 
 
 #: a public domain that clips at least this share of a QID's true values draws a warning
@@ -684,7 +748,11 @@ def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | No
 
 # -- demo -----------------------------------------------------------------------------------------
 DEMO_MARKER = ".medanon-demo"
-DEMO_PARAMETERS = {"k": 5, "theta": "frequency", "on_infeasible": "raise-theta"}
+#: the frequency rule gives θ = 1 (no limit) to the most frequent terms; the demo caps four
+#: that no steward would leave unbounded (the issue's examples), and its summary names the rest
+DEMO_PARAMETERS = {"k": 5, "theta": "frequency", "on_infeasible": "raise-theta",
+                   "protect": ["Death=0.3", "Depression=0.3", "Schizophrenia=0.3",
+                               "Myocardial infarction=0.3"]}
 
 
 def _demo_summary(reports: list) -> None:
@@ -708,6 +776,17 @@ def _demo_summary(reports: list) -> None:
 def _print_card(card) -> None:
     """The report's summary card in the terminal: what was promised, at which k, θ and ε, what
     the ingest lost, and what the model does not protect (the model object's own text)."""
+    # first: the terms no θ bounds (the frequency rule's most frequent ones, unless capped)
+    unbounded, n = card.unbounded, len(card.published)
+    if unbounded:
+        named = [t + ("" if len(p) == n else f" ({len(p)}/{n})") for t, p in unbounded.items()]
+        ui.out.print(f"  ! theta = 1 (no limit) for {len(unbounded)} sensitive term(s): "
+                     f"{_some(named, 12, 'the report lists all')}"
+                     f"; a group may consist only of cases holding one. Cap terms with --protect.",
+                     markup=False)
+    if card.default_unbounded:
+        ui.out.print(f"  ! theta = 1 by default in {', '.join(card.default_unbounded)}: every "
+                     "term those releases do not list is unbounded.", markup=False)
     dropped, demo = card.ingest_dropped
     if demo:
         ui.out.print(f"  ingest: {demo} DEMO rows -> {demo - dropped} released cases; {dropped} "
@@ -733,6 +812,10 @@ def _print_card(card) -> None:
                 terms.setdefault(value, []).append(term + where)
         ui.out.print(f"  theta: default {defaults}; {len(m.theta_overrides)} term(s) with their "
                      "own theta")
+        if m.theta_caps:
+            ui.out.print("  protected (theta capped): "
+                         + ", ".join(f"{t} <= {c:g}" for t, c in m.theta_caps.items()),
+                         markup=False)
         for value in sorted(terms):
             ui.out.print(f"    theta {value:g}: {', '.join(terms[value])}")
         if m.epsilon_per_case is not None:
@@ -843,12 +926,12 @@ def _demo_steps(out: Path, seed: int) -> None:
     ui.err.print("2/5 ingesting it into two release stores ...")
     for target in (store, contrast):
         ingest(out_series, store=target, schema_path=None, keep_missing=True, as_json=False)
-    ui.err.print("3/5 publishing every period with PPMS++ (k=5, frequency-based theta), and with "
-                 "MS-Anonymization for contrast ...")
+    ui.err.print("3/5 publishing every period with PPMS++ (k=5, frequency-based theta, four "
+                 "protected terms capped at 0.3), and with MS-Anonymization for contrast ...")
     for method, target in (("ppms++", store), ("ms", contrast)):
         release(store=target, periods=[], method=method, k=DEMO_PARAMETERS["k"],
                 theta=DEMO_PARAMETERS["theta"], on_infeasible=DEMO_PARAMETERS["on_infeasible"],
-                seed=None, allow_seeded=False, as_json=False)
+                protect=DEMO_PARAMETERS["protect"], seed=None, allow_seeded=False, as_json=False)
     ui.err.print("4/5 exporting the PPMS++ series ...")
     export(store=store, out=out / "published", fmt="csv")
     ui.err.print("5/5 attacking and evaluating both series, and writing the HTML report ...")

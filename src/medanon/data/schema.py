@@ -13,6 +13,7 @@ gives one clear :class:`~medanon.errors.SchemaError` instead of a crash later)::
     identifiers = ["report_id"]                 # kept in the store, never published
     private = ["age_years"]                     # kept for evaluation, never published
     dates = { fda_dt = "year" }                 # FAERS dates, published at day/month/year
+    protected_terms = { "Death" = 0.3 }         # sensitive terms whose theta never exceeds a cap
 
     [[schema.qid]]
     name = "age"
@@ -102,6 +103,10 @@ class Schema(BaseModel):
     #: single-valued FAERS dates (``YYYYMMDD``, or partial) published at a granularity:
     #: column -> ``day``, ``month`` or ``year``
     dates: dict[str, Granularity] = Field(default_factory=dict)
+    #: sensitive terms (of any sensitive column) whose θ may not exceed a cap in (0, 1],
+    #: whatever θ rule a release uses (``models.theta.protect``): a data holder's standing
+    #: policy, applied to every release of a store created with this schema
+    protected_terms: dict[str, float] = Field(default_factory=dict)
 
     def __hash__(self) -> int:
         # frozen, but ``dates`` is a dict: hashed through the TOML text, which holds every field
@@ -113,6 +118,12 @@ class Schema(BaseModel):
         duplicated = sorted({n for n in names if names.count(n) > 1})
         if duplicated:
             raise ValueError(f"column(s) given more than one role: {', '.join(duplicated)}")
+        for term, cap in self.protected_terms.items():
+            if not term.strip():
+                raise ValueError("protected_terms: a term is empty")
+            if not (math.isfinite(cap) and 0 < cap <= 1):
+                raise ValueError(f"protected_terms: the cap of {term!r} must be in (0, 1]; "
+                                 f"got {cap!r}")
         return self
 
     # -- construction ---------------------------------------------------------------------
@@ -199,6 +210,9 @@ class Schema(BaseModel):
         if self.dates:  # a schema without dates writes the TOML it wrote before they existed
             lines.append("dates = {" + ", ".join(f"{quote(c)} = {quote(g)}"
                                                  for c, g in self.dates.items()) + "}")
+        if self.protected_terms:  # likewise: absent when there are none
+            lines.append("protected_terms = {" + ", ".join(
+                f"{quote(t)} = {c!r}" for t, c in self.protected_terms.items()) + "}")
         for qid in self.qids:
             lines += ["", "[[schema.qid]]", f"name = {quote(qid.name)}", f"kind = {quote(qid.kind)}"]
             if qid.hierarchy:

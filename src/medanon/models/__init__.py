@@ -11,14 +11,14 @@ from .periodic import MSModel, Perturbation, PPMSAlphaModel, PPMSDPModel, PPMSMo
 from .single import (DPHistogramModel, IPAModel, KAnonymityModel, LocalDPModel, OneOffRelease,
                      PlainLDPModel)
 from .ppms import (GroupCheck, PeriodCheck, QidInfo, SeriesCheck, check_series, qids_from_schema)
-from .theta import (FrequencyTheta, TableTheta, ThetaSpec, ThetaTable, UniformTheta, level_wise,
-                    parse_theta)
+from .theta import (FrequencyTheta, ProtectedTheta, TableTheta, ThetaSpec, ThetaTable,
+                    UniformTheta, level_wise, parse_protect, parse_theta, protect)
 
 __all__ = ["DPHistogramModel", "IPAModel", "KAnonymityModel", "LocalDPModel", "OneOffRelease",
            "PlainLDPModel", "FrequencyTheta", "GroupCheck", "MSModel", "PPMSAlphaModel", "PPMSDPModel",
            "PPMSModel",
-           "PeriodCheck", "Perturbation", "PrivacyModel", "QidInfo", "ReleaseVerdict",
+           "PeriodCheck", "Perturbation", "PrivacyModel", "ProtectedTheta", "QidInfo", "ReleaseVerdict",
            "SeriesCheck", "SeriesVerdict", "TableTheta", "ThetaSpec", "ThetaTable", "UniformTheta",
            "check_series", "inflated_k", "inflated_theta", "level_wise", "model_class",
-           "model_from_manifest", "parse_theta", "posterior_bounds", "qids_from_schema",
-           "registered_models", "term_share_bound"]
+           "model_from_manifest", "parse_protect", "parse_theta", "posterior_bounds", "protect",
+           "qids_from_schema", "registered_models", "term_share_bound"]

@@ -54,8 +54,11 @@ def _theta_summary(theta: ThetaTable | None) -> str:
     if not theta.overrides:
         return f"theta = {theta.default:g}"
     values = sorted(set(theta.overrides.values()) | {theta.default})
+    # a theta of 1 bounds nothing: the promise says how many terms it leaves out
+    unbounded = len(theta.unbounded_terms)
     return (f"its theta (default {theta.default:g}; {len(theta.overrides)} term(s) with their own "
-            f"theta, from {values[0]:g} to {values[-1]:g})")
+            f"theta, from {values[0]:g} to {values[-1]:g}"
+            + (f"; {unbounded} term(s) at theta 1 have no limit" if unbounded else "") + ")")
 
 
 def _lifespan_text(lifespan: int | None) -> str:

@@ -7,8 +7,9 @@ that cannot be taken back once published:
 * :func:`check_unprotected` — method ``none`` publishes raw data: only with
   ``allow_unprotected``, and never after a protected release of the same series (its CaseIDs
   would link straight into the protected releases and undo them);
-* :func:`check_theta_terms` — a θ table naming terms the data does not hold (``Deaht``, a
-  lower-case ``suicidal ideation``) silently protects the real term at the default θ instead;
+* :func:`check_theta_terms` — a θ table or a protected term naming terms the data does not hold
+  (``Deaht``, a lower-case ``suicidal ideation``) silently leaves the real term at the default
+  θ, or the frequency rule's θ = 1, instead;
 * :func:`check_gaps` — publishing past a missing or empty period locks that period out for ever
   (releases are published in time order);
 * :func:`check_lifespan` — a CaseID life span shorter than the follow-up spans in the data leaves
@@ -29,7 +30,7 @@ import pandas as pd
 
 from ..anonymize.base import Anonymizer
 from ..errors import StoreError, ValidationError
-from ..models.theta import TableTheta
+from ..models.theta import TableTheta, base_of, caps_of
 from ..periods import parse_period
 from ..published.links import longest_case_span
 
@@ -88,26 +89,33 @@ def _close_matches(term: str, vocabulary: Sequence[str], folded: Mapping[str, li
 
 
 def check_theta_terms(method: Anonymizer, vocabulary: Iterable[str], *,
-                      allow_unknown_terms: bool) -> list[str]:
-    """Refuse a θ table whose terms are not in the data's vocabulary (every ingested period).
+                      allow_unknown_terms: bool, schema=None) -> list[str]:
+    """Refuse a θ table or protected terms naming terms not in the data's vocabulary (every
+    ingested period).
 
     Args:
-        method: The configured method (only a θ table from a file or level lists is checked).
+        method: The configured method (its θ table from a file or level lists, and its
+            protected terms, are checked).
         vocabulary: The sensitive terms of the ingested records (private; operator only).
         allow_unknown_terms: Accept them (a vocabulary that arrives in later quarters).
+        schema: The data's schema, whose ``protected_terms`` are checked too (when the method
+            has a θ at all).
 
     Returns:
-        The unknown terms (empty when none, or when the method has no θ table).
+        The unknown terms (empty when none, or when the method has no θ).
 
     Raises:
         ValidationError: unknown terms without ``allow_unknown_terms``; the message lists each
             with its close matches (a different case, a typo).
     """
     spec = getattr(method, "theta", None)
-    if not isinstance(spec, TableTheta):
+    if spec is None:
         return []
+    base = base_of(spec)
+    listed = set(base.table.overrides) if isinstance(base, TableTheta) else set()
+    protected = {*caps_of(spec), *(getattr(schema, "protected_terms", None) or {})}
     known = set(vocabulary)
-    unknown = sorted(t for t in spec.table.overrides if t not in known)
+    unknown = sorted(t for t in listed | protected if t not in known)
     if not unknown or allow_unknown_terms:
         return unknown
     ordered = sorted(known)
@@ -120,12 +128,20 @@ def check_theta_terms(method: Anonymizer, vocabulary: Iterable[str], *,
         shown.append(f"{term!r}" + (f" (did you mean {' or '.join(map(repr, matches))}?)"
                                     if matches else " (no close match)"))
     more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
-    source = f" in {spec.source}" if spec.source else ""
+    source = f" in {base.source}" if isinstance(base, TableTheta) and base.source else ""
+    in_table, in_caps = bool(set(unknown) & listed), bool(set(unknown) & protected)
+    subject = " and the protected terms name" if in_table and in_caps else (
+        " names" if in_table else "")
+    subject = f"The theta table{source}{subject}" if in_table else "The protected terms name"
+    consequence = "; ".join(
+        text for given, text in (
+            (in_table, "an unmatched term leaves the real one at the default theta"),
+            (in_caps, "an unmatched protected term leaves the real one uncapped (theta = 1, no "
+                      "limit, for a frequent term under the frequency rule)")) if given)
     raise ValidationError(
-        f"The theta table{source} names {len(unknown)} term(s) that no ingested period holds: "
-        f"{'; '.join(shown)}{more}. Terms are matched exactly (case included); an unmatched "
-        f"term leaves the real one at the default theta. Fix the file, or give the "
-        f"'allow_unknown_terms' parameter for terms that arrive in later quarters.")
+        f"{subject} {len(unknown)} term(s) that no ingested period holds: {'; '.join(shown)}"
+        f"{more}. Terms are matched exactly (case included); {consequence}. Fix the terms, or "
+        f"give the 'allow_unknown_terms' parameter for terms that arrive in later quarters.")
 
 
 def check_gaps(labels: Sequence[str], reports: Mapping[str, int], published: Iterable[str], *,
@@ -191,18 +207,20 @@ def check_lifespan(method: Anonymizer, longest_span: int, *, allow_short_lifespa
 def run_checks(method: Anonymizer, labels: Sequence[str], *, published: Mapping[str, Mapping],
                vocabulary: Iterable[str], reports: Mapping[str, int], longest_span: int,
                allow_unprotected: bool = False, allow_unknown_terms: bool = False,
-               allow_gap: bool = False, allow_short_lifespan: bool = False) -> list[str]:
+               allow_gap: bool = False, allow_short_lifespan: bool = False,
+               schema=None) -> list[str]:
     """Every check above, in order; returns the overrides given (:func:`acknowledgements`).
 
     Args:
         method: The configured method.
+        schema: The data's schema (its ``protected_terms`` are checked with the θ table).
         labels: The periods about to be published, in time order.
         published: The manifests already published, by period.
         vocabulary, reports, longest_span: Facts of the private data (:func:`data_facts`, or
             the store's own queries).
     """
     check_unprotected(method, published, allow_unprotected=allow_unprotected)
-    check_theta_terms(method, vocabulary, allow_unknown_terms=allow_unknown_terms)
+    check_theta_terms(method, vocabulary, allow_unknown_terms=allow_unknown_terms, schema=schema)
     check_gaps(labels, reports, published, allow_gap=allow_gap)
     check_lifespan(method, longest_span, allow_short_lifespan=allow_short_lifespan)
     return acknowledgements(allow_unprotected=allow_unprotected,

@@ -14,12 +14,13 @@ its flags (``alpha`` -> ``--alpha``) when it prints them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._validation import check_int
 from ..errors import ValidationError
 from ..anonymize.base import Anonymizer
+from ..models.theta import parse_protect
 from ..anonymize.clinsim import METHODS as EHR_METHODS  # the diagnosis-sequence methods (003)
 
 __all__ = ["EHR_METHODS", "PERIODIC_METHODS", "TABLE_METHODS", "ehr_method", "family_of",
@@ -92,12 +93,15 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
                     dp_aware_grouping: bool = False, case_budget: str | float | None = None,
                     label_confidence: float | None = None,
                     label_mechanism: str | None = None,
+                    protect: Sequence[str] | Mapping[str, float] | None = None,
                     max_withheld: float | None = None) -> Anonymizer:
     """A periodic anonymization method, configured.
 
     Args:
         method: One of :data:`PERIODIC_METHODS`.
         k, theta: The k and θ* of the model (``theta``: a number, ``"frequency"``, or a file).
+        protect: Protected terms whose θ never exceeds a cap, whatever ``theta`` gives them:
+            ``{"Death": 0.3}`` or ``["Death=0.3", ...]`` (``medanon release --protect``).
         alpha, ss_rule: HA only (002's α and the ss-record rule).
         lifespan: CaseID life span in periods (not for ``ms``).
         on_infeasible: ``refuse``, ``raise-theta`` or ``suppress-terms``.
@@ -134,7 +138,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
                                            "epsilon-DP, so no posterior bound holds for it")
     if method == "none":
         for name, value in (("k", k), ("theta", theta), ("alpha", alpha), ("ss_rule", ss_rule),
-                            ("lifespan", lifespan), ("max_withheld", max_withheld)):
+                            ("lifespan", lifespan), ("protect", protect or None),
+                            ("max_withheld", max_withheld)):
             if value is not None:
                 raise _refuse(name, "does not apply to method 'none', which gives no privacy "
                                     "guarantee")
@@ -146,6 +151,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
     check_int(k, name="k", owner=_OWNER, minimum=2)
     kwargs: dict[str, Any] = {"k": k, "theta": theta, "on_infeasible": on_infeasible,
                               "max_withheld": max_withheld}
+    if protect:
+        kwargs["protect"] = parse_protect(protect, owner=_OWNER)
     if method != "ms":
         kwargs["lifespan"] = lifespan
     elif lifespan is not None:

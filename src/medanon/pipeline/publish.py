@@ -37,6 +37,7 @@ from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationErr
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
 from ..models import model_from_manifest
+from ..models.theta import caps_raised, theta_table_of
 from ..random import Randomness, refuse_seeded_release
 from ..store import ReleaseStore
 from ..verify import SeriesVerdict, gate
@@ -62,6 +63,14 @@ class PublishedSummary:
     verdict: str = "not-run"
     #: sensitive terms suppressed from single cases (HA keeps a case that fits no group)
     suppressed_terms: int = 0
+    #: the terms the release's θ table gives θ = 1: no limit on their share of a group
+    #: (``ThetaTable.unbounded_terms``; the frequency rule's most frequent terms)
+    unbounded_terms: tuple[str, ...] = ()
+    #: whether every term the table does not list has θ = 1 (a default of 1)
+    default_unbounded: bool = False
+    #: protected terms whose θ ``raise-theta`` raised above their cap: term -> its
+    #: ``details.raised_theta`` entry (``cap``, ``raised_to``; see ``caps_raised``)
+    caps_raised: dict[str, dict] = field(default_factory=dict)
 
 
 def plan_periods(store: ReleaseStore, requested: Sequence[str]) -> list[str]:
@@ -516,7 +525,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         vocabulary=store.sensitive_vocabulary(), longest_span=store.longest_case_span(),
         reports={r["period"]: int(r["n_reports"]) for r in store.periods().to_dict("records")},
         allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
-        allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan)
+        allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
+        schema=store.schema)
     steps = release_steps(
         store.schema, method, labels, store.records, rng,
         series=load_series(store=store, allow_empty=True), available=store.ingested_periods(),
@@ -529,12 +539,16 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         for prepared in steps:
             store.publish(prepared)
             result = prepared.result
+            table = theta_table_of(prepared.manifest)
             # counts.suppressed also holds the cases a case budget withheld
-            summaries.append(PublishedSummary(prepared.period, len(prepared.rows), result.n_groups,
-                                              prepared.manifest["counts"]["suppressed"],
-                                              method.name,
-                                              prepared.manifest["verification"]["verdict"],
-                                              prepared.manifest["counts"].get("suppressed_terms", 0)))
+            summaries.append(PublishedSummary(
+                prepared.period, len(prepared.rows), result.n_groups,
+                prepared.manifest["counts"]["suppressed"], method.name,
+                prepared.manifest["verification"]["verdict"],
+                prepared.manifest["counts"].get("suppressed_terms", 0),
+                unbounded_terms=table.unbounded_terms if table is not None else (),
+                default_unbounded=table is not None and table.default_unbounded,
+                caps_raised=caps_raised(prepared.manifest)))
             if progress:
                 progress(prepared.period)
     return summaries

@@ -139,6 +139,9 @@ class ModelCard:
         theta_overrides: term -> θ -> the releases that gave the term that θ.
         theta_rule: The θ specification as the method declares it (``{"kind": "frequency",
             ...}``), or None.
+        theta_caps: The protected terms and their caps (the θ tables' ``caps``; a term whose
+            cap changed between releases shows the largest, the weakest protection given).
+        default_unbounded: The releases whose default θ is 1 (every term not listed unbounded).
         epsilon_per_case: ε one case spends in one release (exact text) for ε-DP models; None
             otherwise.
         epsilon_nominal: The declared ε of a perturbing model that is not ε-DP (paper
@@ -161,6 +164,8 @@ class ModelCard:
     theta_defaults: tuple[float, ...] = ()
     theta_overrides: dict[str, dict[float, tuple[str, ...]]] = field(default_factory=dict)
     theta_rule: dict | None = None
+    theta_caps: dict[str, float] = field(default_factory=dict)
+    default_unbounded: tuple[str, ...] = ()
     epsilon_per_case: str | None = None
     epsilon_nominal: str | None = None
     lifespan: int | None = None
@@ -168,6 +173,16 @@ class ModelCard:
     guarantee: str | None = None
     does_not_guarantee: str | None = None
     acknowledged: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def unbounded(self) -> dict[str, tuple[str, ...]]:
+        """Term -> the releases that gave it θ = 1 (no limit on its share of a group)."""
+        out: dict[str, list[str]] = {}
+        for term, values in self.theta_overrides.items():
+            for value, periods in values.items():
+                if value >= 1.0:
+                    out.setdefault(term, []).extend(periods)
+        return {t: tuple(sorted(set(p), key=self.periods.index)) for t, p in out.items()}
 
 
 @dataclass(frozen=True)
@@ -216,6 +231,22 @@ class SeriesCard:
         return sum(v == "passed" for v in self.verdicts.values())
 
     @property
+    def unbounded(self) -> dict[str, tuple[str, ...]]:
+        """Term -> the published releases that gave it θ = 1, over every model run; most
+        releases first, then by name (:attr:`ModelCard.unbounded`)."""
+        out: dict[str, list[str]] = {}
+        for m in self.models:
+            for term, periods in m.unbounded.items():
+                out.setdefault(term, []).extend(periods)
+        return dict(sorted(((t, tuple(p)) for t, p in out.items()),
+                           key=lambda kv: (-len(kv[1]), kv[0].casefold())))
+
+    @property
+    def default_unbounded(self) -> tuple[str, ...]:
+        """The releases whose default θ is 1 (every term they do not list is unbounded)."""
+        return tuple(p for m in self.models for p in m.default_unbounded)
+
+    @property
     def failed(self) -> int:
         return sum(v != "passed" for v in self.verdicts.values())
 
@@ -262,14 +293,20 @@ def _model_cards(manifests: dict[str, dict], periods: Sequence[str]) -> tuple[Mo
             continue
         defaults: list[float] = []
         overrides: dict[str, dict[float, list[str]]] = {}
+        caps: dict[str, float] = {}
+        default_unbounded: list[str] = []
         for label, model in zip(labels, models):
             theta = getattr(model, "theta", None)
             if theta is None:
                 continue
             if theta.default not in defaults:
                 defaults.append(theta.default)
+            if theta.default_unbounded:
+                default_unbounded.append(label)
             for term, value in theta.overrides.items():
                 overrides.setdefault(term, {}).setdefault(value, []).append(label)
+            for term, cap in theta.caps.items():
+                caps[term] = max(cap, caps.get(term, cap))
         is_dp = getattr(latest, "is_dp", False)
         epsilon = getattr(latest, "epsilon_per_case", None)
         cards.append(ModelCard(
@@ -279,6 +316,8 @@ def _model_cards(manifests: dict[str, dict], periods: Sequence[str]) -> tuple[Mo
             theta_overrides={t: {v: tuple(p) for v, p in sorted(by.items())}
                              for t, by in sorted(overrides.items(), key=lambda kv: kv[0].lower())},
             theta_rule=dict(theta_rule) if isinstance(theta_rule, dict) else None,
+            theta_caps=dict(sorted(caps.items(), key=lambda kv: kv[0].casefold())),
+            default_unbounded=tuple(default_unbounded),
             epsilon_per_case=format_epsilon(epsilon) if is_dp and epsilon is not None else None,
             epsilon_nominal=(format_epsilon(latest.epsilon)
                              if epsilon is not None and not is_dp else None),

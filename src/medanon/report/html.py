@@ -82,6 +82,9 @@ ul.findings li.warn::marker, ul.findings li.bad::marker { content: "⚠ "; }
 ul.findings { margin: .4rem 0; padding-left: 1.2rem; font-size: .88rem; }
 ul.findings li { margin: .2rem 0; }
 .terms { font-size: .85rem; }
+.alert { background: #fbe3e1; border-left: 4px solid #b3261e; border-radius: 4px;
+         padding: .5rem .8rem; margin: .3rem 0 .7rem 0; font-size: .95rem; }
+.alert b { color: #b3261e; }
 """
 
 _ATTACKERS = {"likelihood-weighted": "likelihood", "hard-exclusion": "hard"}
@@ -171,7 +174,7 @@ def _card_state(r: SeriesReport) -> str:
     kinds = {kind for kind, _ in card.findings}
     if card.failed or card.verify_error or "bad" in kinds:
         return "bad"
-    if card.empty or card.held_back or "warn" in kinds:
+    if card.empty or card.held_back or "warn" in kinds or card.unbounded or card.default_unbounded:
         return "warn"
     return "ok"
 
@@ -228,7 +231,8 @@ def _theta_terms(m: ModelCard) -> str:
 
 
 def _theta_rule(m: ModelCard) -> str:
-    rule = m.theta_rule or {}
+    rule = dict(m.theta_rule or {})
+    rule.pop("protected", None)  # the caps have their own line (the θ tables record them)
     kind = rule.get("kind")
     if kind == "frequency":
         return (f"the frequency rule (001): θ {rule.get('low')} for rare terms, "
@@ -237,6 +241,36 @@ def _theta_rule(m: ModelCard) -> str:
         details = ", ".join(f"{k} {v}" for k, v in rule.items() if k != "kind")
         return f"{kind}" + (f" ({details})" if details else "")
     return "as declared per release"
+
+
+def _caps(m: ModelCard) -> str:
+    if not m.theta_caps:
+        return ("none: no term is held below what the θ rule gives it (protect terms with "
+                "--protect TERM=CAP, a θ file's caps or the schema's protected_terms)")
+    return ", ".join(f"{escape(t)} ≤ {c:g}" for t, c in m.theta_caps.items())
+
+
+def _unbounded_alert(card) -> str:
+    """The card's lead line: the terms some release left at θ = 1, all of them by name."""
+    terms, default = card.unbounded, card.default_unbounded
+    if not terms and not default:
+        return ""
+    n = len(card.published)
+    parts = []
+    if terms:
+        named = ", ".join(escape(t) + ("" if len(p) == n else f" ({len(p)}/{n})")
+                          for t, p in terms.items())
+        parts.append(f"<b>θ = 1 — no limit — for {len(terms)} sensitive term(s)</b>: {named}.")
+    if default:
+        parts.append(f"<b>θ = 1 by default</b> in {escape(_span(default))}: every term those "
+                     "releases do not list is unbounded.")
+    return ('<div class="alert unbounded">' + " ".join(parts)
+            + " A group may consist only of cases holding such a term, so publishing the group "
+              "discloses the term for every one of them. Cap the terms to protect (--protect "
+              "TERM=CAP, a θ file's caps or the schema's protected_terms)."
+            + (f' <span class="note">(n/{n}: unbounded in n of the {n} releases)</span>'
+               if any(len(p) != n for p in terms.values()) else "")
+            + "</div>")
 
 
 def _model_block(m: ModelCard) -> str:
@@ -269,6 +303,7 @@ def _model_block(m: ModelCard) -> str:
              ("θ", f"default {escape(defaults)}; {n_terms} term(s) with their own θ, from "
                    f"{escape(_theta_rule(m))}"),
              ("θ per term", f'<span class="terms">{_theta_terms(m)}</span>'),
+             ("protected terms (θ capped)", _caps(m)),
              ("ε", epsilon), ("life span", escape(lifespan))]
     if m.acknowledged:  # the checks the publisher overrode on purpose (medanon release --allow-*)
         facts.append(("overrides given", "; ".join(
@@ -352,6 +387,7 @@ def _card(r: SeriesReport) -> str:
     return (f'<article class="card state-{_card_state(r)}" id="card-{_slug(r.name)}" '
             f'data-series="{escape(r.name, quote=True)}">'
             f"<h3>{escape(r.name)}{_verify_badge(r)}{_attack_badge(r)}</h3>"
+            + _unbounded_alert(card)
             + "<dl>" + "".join(f"<dt>{escape(k)}</dt><dd>{v}</dd>" for k, v in periods + numbers)
             + "</dl>" + "".join(_model_block(m) for m in card.models)
             + (f'<h4>Verify and the attacks</h4><ul class="findings">{findings}</ul>'
@@ -645,6 +681,9 @@ def _why(manifest: dict) -> tuple[str, dict]:
                      f"{len(overrides)} term(s) with their own θ"
                      + (f" ({', '.join(f'{k} {v}' for k, v in overrides.items())})"
                         if overrides else ""))
+        if theta.get("caps"):
+            lines.append("Protected terms, θ capped: "
+                         + ", ".join(f"{k} ≤ {v}" for k, v in theta["caps"].items()) + ".")
     counts = manifest.get("counts") or {}
     if counts.get("suppressed"):
         lines.append(f"{counts['suppressed']} case(s) withheld from the release.")
