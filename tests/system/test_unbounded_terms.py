@@ -130,8 +130,10 @@ def test_an_infeasible_cap_is_refused_unless_raise_theta_which_warns(series, tmp
                          "--store", store)
     assert_user_error(refused, "InfeasibleError", "theta 0.01 (protected, cap 0.01)")
     assert invoke_cli("inspect", "--store", store, "--json").stdout == before
+    # every Death case is withheld at the raised theta (0.12 < 1/k), 12% of the quarter: over
+    # the default --max-withheld, which is not what this test is about
     raised = invoke_cli("release", "2020Q1", *FREQUENCY, "--protect", "Death=0.01",
-                        "--on-infeasible", "raise-theta", "--store", store)
+                        "--on-infeasible", "raise-theta", "--max-withheld", "0.5", "--store", store)
     assert raised.returncode == 0, raised.stderr
     with ReleaseStore.open(store) as db:
         entry = db.manifest("2020Q1")["details"]["raised_theta"]["Death"]

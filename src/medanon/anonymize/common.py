@@ -267,8 +267,7 @@ class ClusteringMethod(Anonymizer):
                 for t in suppressed_terms:
                     counts.pop(t)
         if self.may_withhold and n:
-            _refuse_unplaceable(period, record_terms, counts, anchor, grouping, k_group,
-                                self.max_withheld)
+            _refuse_unplaceable(period, record_terms, counts, anchor, grouping, k_group)
         vocabulary = sorted(counts)
         term_id = {t: i for i, t in enumerate(vocabulary)}
         ptr = np.zeros(n + 1, dtype=np.int64)
@@ -555,16 +554,16 @@ def _smallest_workable(theta: float, k: int) -> str:
 
 
 def _refuse_unplaceable(period: str, record_terms: Sequence[Sequence[str]],
-                        counts: Mapping[str, int], anchor: np.ndarray, table: ThetaTable, k: int,
-                        max_withheld: float) -> None:
-    """Refuse, before grouping, a period where no raise of θ to its feasible share can help.
+                        counts: Mapping[str, int], anchor: np.ndarray, table: ThetaTable,
+                        k: int) -> None:
+    """Refuse, before grouping, a period where no group can form at all.
 
     A group grows until it holds k anchors, and while it grows a term s may appear at most
-    floor(θ_s·k) times (``clustering.py``): a term with θ_s < 1/k can enter no growing group,
-    so a case holding one is at best a leftover. When the anchors free of such terms are fewer
-    than k no group forms at all, and when the cases holding them are more than
-    ``max_withheld`` of the period, they cannot all be placed as leftovers either
-    (001's 'raise-theta' raises θ only to the term's share, which can stay below 1/k).
+    floor(θ_s·k) times (``clustering.py``): a term with θ_s < 1/k can enter no growing group.
+    When the anchors free of such terms are fewer than k, no group forms and the release would
+    publish nothing, whatever 'raise-theta' does (it raises θ only to the term's share, which
+    can stay below 1/k). Fewer blocked cases can still join groups that grew past k anchors as
+    leftovers; the withheld share after grouping decides those (``max_withheld``).
 
     Raises:
         InfeasibleError: naming the blocking terms and the smallest workable θ or k.
@@ -574,7 +573,7 @@ def _refuse_unplaceable(period: str, record_terms: Sequence[Sequence[str]],
         return
     held = np.array([any(t in blocking for t in ts) for ts in record_terms], dtype=bool)
     free_anchors = int((anchor & ~held).sum())
-    if free_anchors >= k and held.mean() <= max_withheld:
+    if free_anchors >= k:
         return
     tally: dict[str, int] = {}
     for ts in record_terms:
@@ -585,13 +584,10 @@ def _refuse_unplaceable(period: str, record_terms: Sequence[Sequence[str]],
     shown = "; ".join(f"{t!r}: {c} cases, theta {table.get(t):g}, workable with "
                       f"{_smallest_workable(table.get(t), k)}" for t, c in top)
     more = f" (and {len(tally) - 5} more)" if len(tally) > 5 else ""
-    why = (f"only {free_anchors} anchor(s) hold none of them, fewer than k = {k}, so no group "
-           f"can form" if free_anchors < k else
-           f"{int(held.sum())} of {len(held)} cases ({held.mean():.0%}) hold one, more than "
-           f"max_withheld {max_withheld:.0%}")
     raise InfeasibleError(
         f"Period {period}: {len(tally)} term(s) have theta below 1/k = {1 / k:.4g}, so a group "
-        f"of k = {k} can hold none of them, and {why}: {shown}{more}. Raise those thresholds or "
+        f"of k = {k} can hold none of them, and only {free_anchors} anchor(s) hold none of them, "
+        f"fewer than k = {k}, so no group can form: {shown}{more}. Raise those thresholds or "
         f"lower k; nothing was published.")
 
 
