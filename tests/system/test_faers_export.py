@@ -284,6 +284,10 @@ def test_every_exported_column_has_a_role_in_the_model(exported) -> None:
         else:  # a protected release publishes its dates derived, and covers QIDs and terms
             assert roles["init_fda_dt"]["role"] == roles["fda_dt"]["role"] == "derived"
             assert roles["age"]["role"] == roles["reactions"]["role"] == "covered"
+            # every clear column is named where the model says what it does not protect
+            manifest = read_manifest(out / period)
+            clear = [c for c, entry in roles.items() if entry["role"] == "clear"]
+            assert clear and all(c in manifest["method"]["does_not_guarantee"] for c in clear)
         for path in sorted((out / period).glob("*.txt")):
             if path.name.startswith("FAERS_NOTES"):
                 continue

@@ -139,6 +139,20 @@ class PrivacyModel(ABC):
     def does_not_guarantee(self) -> str:
         """What such a release does not guarantee, from the parameters."""
 
+    #: the published columns no model covers (role ``clear`` in the manifest's
+    #: ``columns.roles``, ``published.roles``); :func:`model_from_manifest` reads them
+    clear_columns: tuple[str, ...] = ()
+
+    @property
+    def not_protected(self) -> str:
+        """:attr:`does_not_guarantee` and the columns published in clear: the text manifests
+        and reports carry, so that every clear column is named where the model says what it
+        does not protect (issue 29's column contract)."""
+        if not self.clear_columns:
+            return self.does_not_guarantee
+        return (f"{self.does_not_guarantee} Published as reported, covered by no model: "
+                f"{', '.join(self.clear_columns)}.")
+
     @classmethod
     @abstractmethod
     def from_manifest(cls, manifest: Mapping, label: str) -> "PrivacyModel":
@@ -152,7 +166,7 @@ class PrivacyModel(ABC):
     def to_manifest(self) -> dict[str, object]:
         """The manifest's declaration of the model (``method.model``)."""
         return {"name": self.name, "parameters": self.parameters(), "attacks": list(self.attacks),
-                "guarantee": self.guarantee, "does_not_guarantee": self.does_not_guarantee}
+                "guarantee": self.guarantee, "does_not_guarantee": self.not_protected}
 
     def setting(self) -> tuple:
         """Releases whose models share this key are checked together (default: the class and
@@ -206,7 +220,12 @@ def model_from_manifest(manifest: Mapping, label: str) -> PrivacyModel | None:
     name = method.get("privacy_model")
     if name is None:
         return None
-    return model_class(name, label).from_manifest(manifest, label)
+    model = model_class(name, label).from_manifest(manifest, label)
+    roles = (manifest.get("columns") or {}).get("roles")
+    if isinstance(roles, Mapping):
+        model.clear_columns = tuple(c for c, entry in roles.items()
+                                    if isinstance(entry, Mapping) and entry.get("role") == "clear")
+    return model
 
 
 # ------------------------------------------------------------------------ manifest field access

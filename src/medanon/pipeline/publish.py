@@ -181,11 +181,11 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
     model = model_from_manifest(manifest, period)
     if model is not None:
         manifest["method"].update(guarantee=model.guarantee,
-                                  does_not_guarantee=model.does_not_guarantee,
+                                  does_not_guarantee=model.not_protected,
                                   model=model.to_manifest())
         if manifest["privacy_spent"].get("epsilon") is not None:
             manifest["privacy_spent"].update(guarantee=model.guarantee,
-                                             does_not_guarantee=model.does_not_guarantee)
+                                             does_not_guarantee=model.not_protected)
     return manifest
 
 

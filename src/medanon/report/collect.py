@@ -323,7 +323,7 @@ def _model_cards(manifests: dict[str, dict], periods: Sequence[str]) -> tuple[Mo
                              if epsilon is not None and not is_dp else None),
             lifespan=getattr(latest, "lifespan", None),
             perturbed=tuple(getattr(latest, "perturbed", ())),
-            guarantee=latest.guarantee, does_not_guarantee=latest.does_not_guarantee,
+            guarantee=latest.guarantee, does_not_guarantee=latest.not_protected,
             acknowledged=_acknowledged(manifests, labels)))
     return tuple(cards)
 
