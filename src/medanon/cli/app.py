@@ -312,6 +312,11 @@ def ingest(
     allow_empty: Annotated[bool, typer.Option(
         "--allow-empty", help="Accept a quarter with no reports (refused by default: an empty "
                               "period would be published as an empty release).")] = False,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="Refuse the source (nothing written) when reading it repaired or "
+                         "dropped what its files say: duplicate DEMO rows that conflict, "
+                         "implausible or unitless ages and weights, invalid dates, rows of no "
+                         "report. By default they are repaired and counted.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Read FAERS extracts into the store (private; nothing is published)."""
@@ -320,7 +325,7 @@ def ingest(
         raise ValidationError("--drop-missing and --keep-missing contradict each other; give one "
                               "(keeping is the default).")
     commands.ingest(source, store=store, schema_path=schema, keep_missing=not drop_missing,
-                    as_json=as_json, allow_empty=allow_empty)
+                    as_json=as_json, allow_empty=allow_empty, strict=strict)
 
 
 @app.command()

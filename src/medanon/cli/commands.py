@@ -68,8 +68,9 @@ def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str, lifespan
 
 # -- ingest ---------------------------------------------------------------------------------------
 def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing: bool,
-           as_json: bool, allow_empty: bool = False) -> None:
+           as_json: bool, allow_empty: bool = False, strict: bool = False) -> None:
     from ..api import Dataset
+    from ..data.loaders.faers import strict_repairs
 
     started = time.perf_counter()
     if schema_path:
@@ -88,7 +89,7 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
         # store is touched; then each quarter is read, checked and written in turn, all in one
         # transaction: bad input anywhere writes nothing, and only one quarter is in memory.
         quarters = Dataset.stream_faers(source, schema=schema, keep_missing=keep_missing,
-                                        progress=step)
+                                        progress=step, strict=strict)
         created = not store.exists()
         try:
             with ReleaseStore.create_or_open(store, schema) as db, ui.errors_as_flags():
@@ -100,26 +101,34 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
             raise
     seconds = round(time.perf_counter() - started, 2)
     reports = quarters.reports
+    repairs = {r["period"]: strict_repairs(r) for r in reports}
     if as_json:
         print_json({"store": str(store), "quarters": reports, "added": summary.added,
                      "replaced": summary.replaced,
                      "deleted_from_unpublished": summary.deleted_from_unpublished,
                      "deleted_but_published": summary.deleted_but_published,
                      "deleted_but_published_cases": summary.deleted_but_published_cases,
+                     "strict": strict,
+                     "repairs": {p: found for p, found in repairs.items() if found},
                      "seconds": seconds})
         return
-    table = Table("period", "era", "DEMO rows", "deleted", "superseded", "dropped (missing)",
-                  "repaired lines", "reports", "cases", "notes", title=f"Ingested into {store}")
+    table = Table("period", "era", "DEMO rows", "duplicates", "deleted", "superseded",
+                  "dropped (missing)", "repaired lines", "reports", "cases", "notes",
+                  title=f"Ingested into {store}")
     for r in reports:
         missing = ", ".join(f"{k} {v}" for k, v in r["missing"].items() if v)
         repaired = sum(r["repaired_split_lines"].values()) + sum(r["repaired_embedded_separators"].values())
         dropped = "none (kept)" if r["kept_missing"] else f"{r['dropped_reports']}"
         if missing:
             dropped += f" [{missing}]"
-        table.add_row(r["period"], r["era"], str(r["demo_rows"]), str(r["deleted_reports"]),
-                      str(r["superseded_reports"]), dropped, str(repaired), str(r["reports"]),
-                      str(r["cases"]), _ingest_notes(r))
+        table.add_row(r["period"], r["era"], str(r["demo_rows"]), _duplicates_cell(r),
+                      str(r["deleted_reports"]), str(r["superseded_reports"]), dropped,
+                      str(repaired), str(r["reports"]), str(r["cases"]), _ingest_notes(r))
     ui.out.print(table)
+    for period, found in repairs.items():
+        if found:  # operator output: what the source said that the store does not hold as said
+            ui.err.print(f"note: {period}: {'; '.join(found)}. --strict refuses such a source "
+                         f"(docs/ingestion.md).", soft_wrap=True)
     if summary.replaced:
         ui.out.print(f"replaced unpublished period(s): {', '.join(summary.replaced)}")
     if summary.deleted_but_published:
@@ -132,9 +141,21 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
     ui.out.print(f"{seconds} s")
 
 
+def _duplicates_cell(report: dict) -> str:
+    """DEMO rows dropped as a repeat of a report kept (same report id, or FAERS: same case and
+    caseversion under another primaryid), with those that conflict told apart."""
+    rows = int(report.get("duplicate_rows") or 0)
+    conflicting = int(report.get("conflicting_duplicates") or 0)
+    ties = int(report.get("same_version_reports") or 0)
+    parts = ([f"{conflicting} conflicting"] if conflicting else []) + (
+        [f"{ties} same version"] if ties else [])
+    return str(rows + ties) + (f" [{', '.join(parts)}]" if parts else "")
+
+
 def _ingest_notes(report: dict) -> str:
     """What a quarter's files lacked or held that the loader could not use (roles, outcome
-    codes, dates), in a few words."""
+    codes, dates, implausible or unitless ages and weights, rows of no report), in a few
+    words."""
     notes = []
     if report.get("absent"):
         notes.append("no " + ", ".join(report["absent"]))
@@ -149,6 +170,11 @@ def _ingest_notes(report: dict) -> str:
     dates = {k: v for k, v in (report.get("invalid_dates") or {}).items() if v}
     if dates:
         notes.append("invalid dates: " + ", ".join(f"{k} {v}" for k, v in dates.items()))
+    for key, label in (("implausible", "implausible"), ("without_unit", "without a unit"),
+                       ("orphan_rows", "rows of no report")):
+        found = {k: v for k, v in (report.get(key) or {}).items() if v}
+        if found:
+            notes.append(f"{label}: " + ", ".join(f"{k} {v}" for k, v in found.items()))
     return "; ".join(notes)
 
 

@@ -86,12 +86,12 @@ def as_flags(message: str) -> str:
 
 @contextmanager
 def errors_as_flags() -> Iterator[None]:
-    """Re-raise a library :class:`~medanon.errors.ValidationError` or
-    :class:`~medanon.errors.SchemaError` or :class:`~medanon.errors.StoreError` told in flags
-    (same type)."""
-    from ..errors import SchemaError, StoreError, ValidationError
+    """Re-raise a library :class:`~medanon.errors.ValidationError`,
+    :class:`~medanon.errors.SchemaError`, :class:`~medanon.errors.StoreError` or
+    :class:`~medanon.errors.InputQualityError` told in flags (same type)."""
+    from ..errors import InputQualityError, SchemaError, StoreError, ValidationError
 
     try:
         yield
-    except (ValidationError, SchemaError, StoreError) as exc:
+    except (ValidationError, SchemaError, StoreError, InputQualityError) as exc:
         raise type(exc)(as_flags(str(exc))) from None
