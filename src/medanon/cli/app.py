@@ -216,6 +216,10 @@ def ipa(
     seed: SeedOpt = None,
     allow_seeded: Annotated[bool, typer.Option(
         "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
+    allow_tiny_epsilon: Annotated[bool, typer.Option(
+        "--allow-tiny-epsilon", help="ipa, dphist: accept an epsilon (ipa: a step's share of it) "
+                                     "below 0.01, where the made-up rows grow as 1/epsilon "
+                                     "(recorded in the manifest).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Release a table with IPA or a baseline; report information loss and query errors."""
@@ -223,7 +227,8 @@ def ipa(
     tabular.ipa(input_path, schema=schema, method=method, epsilon=epsilon, k=k,
                 max_suppression=max_suppression, threshold=threshold, budget_split=budget_split,
                 node=node, seed=seed, allow_seeded=allow_seeded, out=out, as_json=as_json,
-                selection=selection, min_records=min_records)
+                selection=selection, min_records=min_records,
+                allow_tiny_epsilon=allow_tiny_epsilon)
 
 
 @synth_app.command("ehr")
@@ -406,6 +411,9 @@ def release(
     allow_short_lifespan: Annotated[bool, typer.Option(
         "--allow-short-lifespan", help="Accept a --lifespan shorter than the data's longest "
                                        "follow-up span (recorded in the manifest).")] = False,
+    allow_tiny_epsilon: Annotated[bool, typer.Option(
+        "--allow-tiny-epsilon", help="PPMS-DP: accept an --epsilon below 0.01 per QID, where the "
+                                     "noise swamps the domain (recorded in the manifest).")] = False,
     per_period_commit: Annotated[bool, typer.Option(
         "--per-period-commit", help="Commit each period on its own (default: all requested "
                                     "periods land together or none does).")] = False,
@@ -423,7 +431,7 @@ def release(
                      allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
                      allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
                      per_period_commit=per_period_commit, label_confidence=dp_label_confidence,
-                     label_mechanism=dp_label_mechanism)
+                     label_mechanism=dp_label_mechanism, allow_tiny_epsilon=allow_tiny_epsilon)
 
 
 @app.command()

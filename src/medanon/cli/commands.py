@@ -191,7 +191,8 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                 dp_variant: str = "strict", domains: list[str] | None = None,
                 dp_aware_grouping: bool = False, case_budget: str | None = None,
                 label_confidence: float | None = None,
-                label_mechanism: str | None = None) -> Anonymizer:
+                label_mechanism: str | None = None,
+                allow_tiny_epsilon: bool = False) -> Anonymizer:
     """The library's :func:`~medanon.pipeline.methods.periodic_method`, its errors told in
     flags (``'dp_aware_grouping' parameter`` -> ``--dp-aware-grouping``)."""
     with ui.errors_as_flags():
@@ -200,7 +201,8 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                                dp_variant=dp_variant, domains=domains,
                                dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
                                label_confidence=label_confidence,
-                               label_mechanism=label_mechanism)
+                               label_mechanism=label_mechanism,
+                               allow_tiny_epsilon=allow_tiny_epsilon)
 
 
 def release(*, store: Path, periods: list[str], method: str | None, k: int | None,
@@ -213,7 +215,7 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
             allow_unprotected: bool = False, allow_unknown_terms: bool = False,
             allow_gap: bool = False, allow_short_lifespan: bool = False,
             per_period_commit: bool = False, label_confidence: float | None = None,
-            label_mechanism: str | None = None) -> None:
+            label_mechanism: str | None = None, allow_tiny_epsilon: bool = False) -> None:
     if method is None:  # no default: a forgotten --method must not publish raw records
         raise ValidationError("--method is required: ms, ppms, ppms+, ppms++, ha, ppms-dp-num, "
                               "ppms-dp-all, or none with --allow-unprotected.")
@@ -221,7 +223,8 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                              lifespan=lifespan, on_infeasible=on_infeasible, epsilon=epsilon,
                              dp_variant=dp_variant, domains=domains,
                              dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
-                             label_confidence=label_confidence, label_mechanism=label_mechanism)
+                             label_confidence=label_confidence, label_mechanism=label_mechanism,
+                             allow_tiny_epsilon=allow_tiny_epsilon)
     budget = None if case_budget is None else Budget.of(case_budget)
     rng = randomness(seed)
     with ReleaseStore.open(store) as db:
@@ -243,19 +246,21 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
             raise
         clipping = _clipping_warnings(db, [s.period for s in summaries])
         waiting = [p for p in db.ingested_periods() if p not in db.published_periods()]
+        spent = _epsilon_spent(db, [s.period for s in summaries])
     if anonymizer.needs_next_period and waiting and not periods:
         ui.err.print(f"note: {', '.join(waiting)} wait(s): method '{method}' publishes a period "
                      f"only when the next one is ingested (an md-record is a case absent from "
                      f"the next period). Ingest {parse_period(waiting[-1]).shift(1).label} and "
                      f"release again.")
     if as_json:
-        print_json([s.__dict__ for s in summaries])
+        print_json([{**s.__dict__, **spent.get(s.period, {})} for s in summaries])
         return
     table = Table("period", "method", "cases", "groups", "withheld", "verify gate",
                   title=f"Published in {store}")
     for s in summaries:
         table.add_row(s.period, s.method, str(s.cases), str(s.groups), str(s.suppressed), s.verdict)
     ui.out.print(table)
+    _print_epsilon_spent(spent)
     if anonymizer.privacy_model is None:
         ui.err.print(f"note: method '{method}' gives no privacy guarantee; it only drops identifiers.")
     if any(s.verdict == "violated" for s in summaries):
@@ -279,6 +284,40 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                      "and details.")
     for line in clipping:
         ui.err.print(line, soft_wrap=True)
+
+
+def _epsilon_spent(db: ReleaseStore, periods: list[str]) -> dict[str, dict[str, str | None]]:
+    """Per period just published that charged the ledger: the ε per case it spent
+    (``epsilon_per_case``; for a release without an ε-DP claim, ``nominal_epsilon_per_case``
+    instead) and the series maximum per case after it (``series_max_epsilon_per_case``: the
+    largest total of a case over every ε-DP release), from the ledger's own summary."""
+    ledger = summarize_ledger(db.ledger())
+    series_max = ledger.max_epsilon if ledger.cases else None
+    dp = {row["period"]: row["epsilon_per_case"] for row in ledger.per_period}
+    nominal = {row["period"]: row["nominal_epsilon_per_case"]
+               for row in ledger.non_dp["per_period"]}
+    return {p: {"epsilon_per_case": dp.get(p), "nominal_epsilon_per_case": nominal.get(p),
+                "series_max_epsilon_per_case": series_max}
+            for p in periods if p in dp or p in nominal}
+
+
+def _print_epsilon_spent(spent: dict[str, dict[str, str | None]]) -> None:
+    """After a DP release: ε per case of each new release and the series maximum per case."""
+    if not spent:
+        return
+    dp = {p: v["epsilon_per_case"] for p, v in spent.items() if v["epsilon_per_case"]}
+    nominal = {p: v["nominal_epsilon_per_case"] for p, v in spent.items()
+               if v["nominal_epsilon_per_case"]}
+    if dp:
+        ui.out.print("epsilon per case in this release: "
+                     + ", ".join(f"{p} {e}" for p, e in dp.items()))
+    if nominal:
+        ui.out.print("nominal epsilon per case (NOT epsilon-DP, never summed): "
+                     + ", ".join(f"{p} {e}" for p, e in nominal.items()))
+    series_max = next(iter(spent.values()))["series_max_epsilon_per_case"]
+    if series_max is not None:
+        ui.out.print(f"series maximum epsilon per case (summed over every epsilon-DP release "
+                     f"of the store): {series_max}; `medanon ledger` gives the distribution.")
 
 
 #: a public domain that clips at least this share of a QID's true values draws a warning

@@ -59,6 +59,7 @@ _FLAG_NAMES = {"domains": "--domain", "followup_rate": "--follow-up-rate",
 #: appear in a library message)
 _FLAGGED = frozenset({
     "allow_unprotected", "allow_unknown_terms", "allow_gap", "allow_short_lifespan",
+    "allow_tiny_epsilon",
     "allow_empty", "allow_seeded", "on_infeasible", "on_case_budget", "dp_variant",
     "dp_aware_grouping", "case_budget", "label_confidence", "label_mechanism", "ss_rule", "b_max",
     "max_suppression", "budget_split", "min_records",

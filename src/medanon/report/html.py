@@ -291,6 +291,8 @@ _OVERRIDE_TEXT = {
     "allow_gap": "--allow-gap: published past a missing or empty period",
     "allow_short_lifespan": "--allow-short-lifespan: the life span is shorter than the data's "
                             "follow-ups",
+    "allow_tiny_epsilon": "--allow-tiny-epsilon: an ε below 0.01 per QID, where the noise "
+                          "swamps the domain, was accepted",
 }
 
 
