@@ -187,7 +187,8 @@ class Dataset:
     @classmethod
     def from_faers(cls, source: str | Path, *, schema: Schema | None = None,
                    keep_missing: bool = True,
-                   progress: Callable[[str], None] | None = None) -> "Dataset":
+                   progress: Callable[[str], None] | None = None,
+                   strict: bool = False) -> "Dataset":
         """Read FAERS quarterly extracts (a zip, a quarter folder or a folder of quarters).
 
         Cases on FDA's DELETE lists are removed from every period (and, through
@@ -198,16 +199,23 @@ class Dataset:
                 a missing value is published as missing). False drops them, as papers
                 000-002 do (each quarter's ingest report counts them per reason).
             progress: Called with each quarter's label as it is read.
+            strict: Refuse (``InputQualityError``) a quarter whose reading had to repair or drop
+                what its files say: duplicate DEMO rows that conflict, implausible or unitless
+                ages and weights, invalid dates, rows of no report
+                (:func:`~medanon.data.loaders.faers.strict_repairs`). By default they are
+                repaired and counted in each quarter's ingest report.
         """
         from .data.loaders.faers import read_faers
 
-        found = read_faers(source, keep_missing=keep_missing, progress=progress, schema=schema)
+        found = read_faers(source, keep_missing=keep_missing, progress=progress, schema=schema,
+                           strict=strict)
         return cls(found.quarters, schema, deleted_case_ids=found.deleted_case_ids)
 
     @staticmethod
     def stream_faers(source: str | Path, *, schema: Schema | None = None,
                      keep_missing: bool = True,
-                     progress: Callable[[str], None] | None = None) -> FaersQuarters:
+                     progress: Callable[[str], None] | None = None,
+                     strict: bool = False) -> FaersQuarters:
         """Read FAERS quarterly extracts as :meth:`from_faers` does, one quarter at a time:
         for ``store.ingest``, which writes each quarter before the next is read, so that a
         source of many large quarters is never held at once.
@@ -216,7 +224,8 @@ class Dataset:
         once; each quarter is read, and its values checked against the hierarchies (as a
         Dataset checks them), when the result is iterated. Cases on the DELETE lists are
         removed from every quarter (and, through ``store.ingest``, from a store's earlier
-        unpublished periods).
+        unpublished periods). ``strict`` refuses a quarter as :meth:`from_faers` does, when
+        it is read (a store's ingest then writes nothing).
 
         Returns:
             The quarters (:class:`~medanon.data.loaders.faers.FaersQuarters`: ``periods``,
@@ -231,7 +240,7 @@ class Dataset:
             check_record_values(quarter.records, schema, hierarchies)
 
         return open_faers(source, keep_missing=keep_missing, progress=progress, schema=schema,
-                          check=check)
+                          check=check, strict=strict)
 
     @classmethod
     def from_dataframe(cls, frame: pd.DataFrame, schema: Schema | None = None) -> "Dataset":

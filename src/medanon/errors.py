@@ -40,6 +40,12 @@ class CorruptInputError(InputFormatError):
     exit_code = 65  # EX_DATAERR
 
 
+class InputQualityError(InputFormatError):
+    """An input file is in its format, but reading it would repair or drop some of what it
+    says (duplicate rows that conflict, implausible values, rows of no report, ...): refused by
+    a strict ingest (``medanon ingest --strict``), which names the counts."""
+
+
 class HierarchyError(MedanonError, ValueError):
     """A generalization hierarchy is invalid, or a value is missing from it."""
 

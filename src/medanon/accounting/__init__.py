@@ -10,9 +10,10 @@ and becomes the release store's per-case ledger across releases, summarized by
 """
 
 from .accountant import Accountant, Charge, check_plan, losses_per_unit, unit_counts
-from .budget import Budget, PrivacyLoss, compose, format_epsilon, parse_epsilon, to_exact
+from .budget import (EPSILON_FLOOR, Budget, PrivacyLoss, check_epsilon_floor, compose,
+                     format_epsilon, parse_epsilon, to_exact)
 from .ledger import LedgerSummary, case_totals, cases_over_budget, dp_rows, summarize_ledger
 
-__all__ = ["Accountant", "Budget", "Charge", "LedgerSummary", "PrivacyLoss", "case_totals",
-           "cases_over_budget", "check_plan", "compose", "dp_rows", "format_epsilon",
+__all__ = ["EPSILON_FLOOR", "Accountant", "Budget", "Charge", "LedgerSummary", "PrivacyLoss", "case_totals",
+           "cases_over_budget", "check_epsilon_floor", "check_plan", "compose", "dp_rows", "format_epsilon",
            "losses_per_unit", "parse_epsilon", "summarize_ledger", "to_exact", "unit_counts"]

@@ -35,7 +35,17 @@ import numpy as np
 
 from ..errors import BudgetExceeded, ValidationError
 
-__all__ = ["Budget", "PrivacyLoss", "compose", "format_epsilon", "parse_epsilon", "to_exact"]
+__all__ = ["EPSILON_FLOOR", "Budget", "PrivacyLoss", "check_epsilon_floor", "compose",
+           "format_epsilon", "parse_epsilon", "to_exact"]
+
+#: the smallest ε one mechanism of a method may get without an acknowledgement
+#: (``allow_tiny_epsilon``): below it every output distribution is within a factor e^ε < 1.01 of
+#: the same for any two inputs, so what is published about one unit (a case's value, a class's
+#: counts) is, to within 1%, drawn without looking at it. Where that makes a release degenerate
+#: whatever the data (PPMS-DP's clamped values become domain bounds; IPA's counterfeit rows and
+#: the DP histogram's rows grow as 1/ε) the methods refuse it unless acknowledged.
+EPSILON_FLOOR = Fraction(1, 100)
+ACKNOWLEDGE_TINY_EPSILON = "allow_tiny_epsilon"
 
 #: numbers written with a larger decimal exponent than this are refused (``"1e999999999"``
 #: would make an integer with a billion digits).
@@ -117,6 +127,39 @@ def to_exact(value: Any, *, name: str, owner: str, allow_zero: bool = False) -> 
     if exact < 0 or (exact == 0 and not allow_zero):
         raise _fail(name, owner, requirement, value)
     return exact
+
+
+def check_epsilon_floor(epsilon: Fraction, *, owner: str, allow_tiny_epsilon: bool,
+                        what: str, consequence: str, name: str = "epsilon") -> tuple[str, ...]:
+    """Refuse an ε below :data:`EPSILON_FLOOR` unless acknowledged.
+
+    Args:
+        epsilon: The ε one mechanism gets (exact, as :func:`to_exact` gives it).
+        owner: The class or function whose parameter it is (for the message).
+        allow_tiny_epsilon: The acknowledgement (must be a bool).
+        what: What the ε is of, e.g. ``"per perturbed QID"``, or ``"for its insertion step
+            (0.3 of epsilon)"``.
+        consequence: What such an ε does to the release, a sentence for the message.
+        name: The parameter that carries ε.
+
+    Returns:
+        The acknowledgement to record in the manifest's ``method.acknowledged``: the name
+        ``allow_tiny_epsilon`` when given (needed or not, as every override is recorded), else
+        nothing.
+
+    Raises:
+        ValidationError: ``allow_tiny_epsilon`` is not a bool, or ε is below the floor without it.
+    """
+    if not isinstance(allow_tiny_epsilon, (bool, np.bool_)):
+        raise ValidationError(f"The 'allow_tiny_epsilon' parameter of {owner} must be True or "
+                              f"False; got {allow_tiny_epsilon!r}.")
+    if epsilon < EPSILON_FLOOR and not allow_tiny_epsilon:
+        raise ValidationError(
+            f"The {name!r} parameter of {owner} gives {format_epsilon(epsilon)} {what}, below "
+            f"the floor of {format_epsilon(EPSILON_FLOOR)}: {consequence} Give a larger epsilon, "
+            f"or the 'allow_tiny_epsilon' parameter to publish it anyway (recorded in the "
+            f"manifest).")
+    return (ACKNOWLEDGE_TINY_EPSILON,) if allow_tiny_epsilon else ()
 
 
 def _parse_text(text: str, *, name: str, owner: str, requirement: str) -> Fraction:

@@ -72,6 +72,9 @@ class Anonymizer(ABC):
     periodic: ClassVar[bool] = False
     #: whether the method needs the case ids of the next period (HA's md-records).
     needs_next_period: ClassVar[bool] = False
+    #: the overrides of the method's own checks that were given to it (e.g. PPMS-DP's
+    #: ``allow_tiny_epsilon``), recorded in each manifest's ``method.acknowledged``.
+    acknowledged: tuple[str, ...] = ()
 
     def planned_losses(self, schema) -> tuple[PrivacyLoss, ...]:
         """The privacy loss each case given to the method is planned to incur in one release of

@@ -38,7 +38,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .._validation import _fail, check_int
-from ..accounting import Accountant, PrivacyLoss, check_plan, format_epsilon, losses_per_unit, to_exact
+from ..accounting import (Accountant, PrivacyLoss, check_epsilon_floor, check_plan, format_epsilon,
+                          losses_per_unit, to_exact)
 from ..data.tabular import TabularData
 from ..data.tabular import TableSchema
 from ..errors import InfeasibleError, SchemaError
@@ -53,6 +54,13 @@ __all__ = ["DPHistogram", "default_histogram_node", "require_public_domain"]
 
 #: the largest number of cells (classes × informative values) materialized
 MAX_CELLS = 50_000_000
+#: what an ε below :data:`~medanon.accounting.EPSILON_FLOOR` (0.01) does to the histogram: every
+#: cell, empty ones included, gets about 1/(2ε) made-up rows on average whatever the data, so the
+#: release is mostly made up and its size grows as 1/ε (a 2,000-row table at ε = 0.001 took 13 GB
+#: of memory before it was stopped; at ε = 1e-6 it fails to allocate).
+TINY_EPSILON = ("every cell of the histogram, empty ones included, gets about 1/(2 epsilon) "
+                "made-up rows whatever the data, so the release is mostly made up and its size "
+                "grows as 1/epsilon until it exhausts memory.")
 #: what the noise is applied to, and the unit it protects
 TARGET, SCOPE = "histogram", "record"
 
@@ -86,6 +94,8 @@ class DPHistogram:
         epsilon: ε of the histogram.
         node: The lattice node (one level per dimension), or None for
             :func:`default_histogram_node`.
+        allow_tiny_epsilon: Accept an ε below :data:`~medanon.accounting.EPSILON_FLOOR`
+            (:data:`TINY_EPSILON`); recorded in the manifest's ``method.acknowledged``.
 
     Raises:
         ValidationError: on a bad parameter.
@@ -93,8 +103,13 @@ class DPHistogram:
 
     name = "dphist"
 
-    def __init__(self, *, epsilon: Any, node: Sequence[int] | None = None) -> None:
+    def __init__(self, *, epsilon: Any, node: Sequence[int] | None = None,
+                 allow_tiny_epsilon: bool = False) -> None:
         self.epsilon = to_exact(epsilon, name="epsilon", owner="DPHistogram")
+        #: the acknowledgements given to the method (the manifest's ``method.acknowledged``)
+        self.acknowledged = check_epsilon_floor(
+            self.epsilon, owner="DPHistogram", allow_tiny_epsilon=allow_tiny_epsilon,
+            what="to its histogram", consequence=TINY_EPSILON)
         #: the privacy model the method satisfies: it writes the guarantee texts
         self.model = DPHistogramModel(epsilon=self.epsilon)
         #: the cells' noise: a record lies in one cell, so a count moves by at most 1
@@ -177,7 +192,8 @@ class DPHistogram:
             counterfeit=int(fake.sum()), classes=len(classes), parameters=self.parameters(),
             privacy_losses=losses_per_unit(accountant.charges), privacy_model=self.model,
             details={"cells": n_classes * m,
-                     "records_lost": int((true - real_rows).sum())})
+                     "records_lost": int((true - real_rows).sum())},
+            acknowledged=self.acknowledged)
 
 
 def _unpack(keys: np.ndarray, sizes: list[int]) -> list[np.ndarray]:

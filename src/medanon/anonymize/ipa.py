@@ -87,7 +87,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .._validation import _fail, check_choice, check_int
-from ..accounting import Accountant, PrivacyLoss, check_plan, format_epsilon, losses_per_unit, to_exact
+from ..accounting import (Accountant, PrivacyLoss, check_epsilon_floor, check_plan, format_epsilon,
+                          losses_per_unit, to_exact)
 from ..data.tabular import TabularData
 from ..errors import InternalError, ValidationError
 from ..mechanisms import DiscreteLaplaceMechanism, ExponentialMechanism, Mechanism
@@ -107,6 +108,13 @@ SELECTIONS = ("utility", "paper")
 #: public lower bound (``min_records``) is given
 RECORDS_SHARE = Fraction(1, 10)
 DEFAULT_BUDGET_SPLIT = (Fraction(1, 10), Fraction(3, 10), Fraction(3, 10), Fraction(3, 10))
+#: what a step's ε below :data:`~medanon.accounting.EPSILON_FLOOR` (0.01) does to an IPA release:
+#: its output size grows as 1/ε whatever the data (about 1/(2ε) counterfeit rows per released
+#: class), so the release is mostly made up (a 2,000-row table at ε = 0.001 got 24,581 counterfeit
+#: rows; at ε = 1e-6 it ran out of memory), and its choices are within 1% of uniform.
+TINY_EPSILON = ("the counterfeit rows grow as 1/epsilon whatever the data (about 1/(2 epsilon) "
+                "per released class), so the release is mostly made up and can exhaust memory, "
+                "and the noisy threshold, values and choice are all but uniform.")
 #: ΔIL: NCP, EMD and Rate each lie in [0, 1]
 IL_SENSITIVITY = 3
 #: ΔS of the counterfeit values' score (Eq. 3)
@@ -170,6 +178,9 @@ class IPA:
             default (None) spends :data:`RECORDS_SHARE` of the candidates' share of ε on a noisy
             count ``N = max(1, n + DLap)``. Either way the guarantee holds for every n; N only
             sets how sharp the choice is.
+        allow_tiny_epsilon: Accept a step's ε (ε times its share) below
+            :data:`~medanon.accounting.EPSILON_FLOOR` (:data:`TINY_EPSILON`); recorded in the
+            manifest's ``method.acknowledged``.
 
     Raises:
         ValidationError: on a bad parameter.
@@ -179,10 +190,17 @@ class IPA:
 
     def __init__(self, *, epsilon: Any, threshold: int = 2,
                  budget_split: Any = DEFAULT_BUDGET_SPLIT, selection: str = "utility",
-                 min_records: int | None = None) -> None:
+                 min_records: int | None = None, allow_tiny_epsilon: bool = False) -> None:
         self.epsilon = to_exact(epsilon, name="epsilon", owner="IPA")
         self.threshold = check_int(threshold, name="threshold", owner="IPA", minimum=2)
         self.budget_split = parse_budget_split(budget_split)
+        #: the acknowledgements given to the method (the manifest's ``method.acknowledged``)
+        self.acknowledged: tuple[str, ...] = ()
+        for step, share in zip(STEPS, self.budget_split):
+            self.acknowledged = check_epsilon_floor(
+                self.epsilon * share, owner="IPA", allow_tiny_epsilon=allow_tiny_epsilon,
+                what=f"to its {step} step ({format_epsilon(share)} of "
+                     f"{format_epsilon(self.epsilon)})", consequence=TINY_EPSILON)
         self.selection = check_choice(selection, name="selection", owner="IPA", choices=SELECTIONS)
         if min_records is not None:
             if self.selection != "utility":
@@ -293,7 +311,7 @@ class IPA:
             suppressed=int((~release.row_fake & release.starred[release.row_class]).sum()),
             counterfeit=int(fake_mask.sum()), classes=len(release.starred),
             parameters=self.parameters(), privacy_losses=losses, privacy_model=self.model,
-            details={"selection": self.selection, **details})
+            details={"selection": self.selection, **details}, acknowledged=self.acknowledged)
 
     def _choose_paper(self, data: TabularData, lattice: Lattice, noise: NoiseSource,
                       accountant: Accountant, progress: Callable[[int, int], None] | None

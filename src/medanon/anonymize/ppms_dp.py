@@ -112,7 +112,8 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_choice
-from ..accounting import Accountant, PrivacyLoss, format_epsilon, to_exact
+from ..accounting import (Accountant, PrivacyLoss, check_epsilon_floor, format_epsilon,
+                          to_exact)
 from ..data.records import SuperRecords
 from ..errors import InfeasibleError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
@@ -129,6 +130,18 @@ from .common import (OPERATOR_ONLY, ClusteringMethod, TermSuppression, add_publi
                      case_columns, group_lub)
 
 VARIANTS = ("strict", "paper")
+#: what an ε below :data:`~medanon.accounting.EPSILON_FLOOR` (0.01) per perturbed QID does to a
+#: PPMS-DP release: any two true values give output distributions within a factor e^ε < 1.01;
+#: strict Laplace noise, of scale at least 100 domain widths, lands inside the public domain with
+#: probability at most 1 - e^(-ε/2) < 0.5%, so more than 99.5% of the published numbers are a
+#: domain bound (at ε = 1e-300 every one is), and the exponential mechanism's label is within 1%
+#: of uniform over the hierarchy. The gate still passes such a release, which looks like data and
+#: carries none; an ε that small (10 times below the smallest of paper 000's grid, 0.1) is more
+#: often a slip (1e-3 for 1e3, a budget split too thin) than a choice.
+TINY_EPSILON = ("the noise swamps the domain: more than 99.5% of the perturbed numbers are "
+                "published as a bound of the public domain and the labels are all but uniform, "
+                "so the release looks like data and carries none (the verify gate still passes "
+                "it).")
 #: published noisy numbers are rounded to this many decimals (post-processing).
 DECIMALS = 2
 #: a Laplace scale below half the last published digit leaves the rounded value (nearly
@@ -227,6 +240,9 @@ class _PPMSDP(ClusteringMethod):
             (strict variant only; see the module docstring).
         dp_aware_epsilon: the per-case ε the dp-aware grouping designs for (default: this
             release's ε_case).
+        allow_tiny_epsilon: accept an ``epsilon`` below
+            :data:`~medanon.accounting.EPSILON_FLOOR` (:data:`TINY_EPSILON`; recorded in
+            each manifest's ``method.acknowledged``).
         label_confidence: PPMS-DP_all, strict variant: publish each perturbed categorical QID
             at the finest level of its hierarchy at which the published label is consistent
             with the true value (the value, an ancestor or a descendant) with at least this
@@ -253,11 +269,15 @@ class _PPMSDP(ClusteringMethod):
                  dp_aware_grouping: bool = False, dp_aware_epsilon: object = None,
                  label_confidence: float | None = None, label_mechanism: str = "exponential",
                  protect: Mapping[str, float] | Sequence[str] | None = None,
-                 max_withheld: float | None = None):
+                 max_withheld: float | None = None, allow_tiny_epsilon: bool = False):
         super().__init__(k=k, theta=theta, lifespan=lifespan, on_infeasible=on_infeasible,
                          protect=protect, max_withheld=max_withheld)
         owner = type(self).__name__
         self.epsilon = to_exact(epsilon, name="epsilon", owner=owner)
+        #: the acknowledgements given to the method itself (``method.acknowledged``)
+        self.acknowledged: tuple[str, ...] = check_epsilon_floor(
+            self.epsilon, owner=owner, allow_tiny_epsilon=allow_tiny_epsilon,
+            what="per perturbed QID", consequence=TINY_EPSILON)
         self.variant = check_choice(variant, name="variant", owner=owner, choices=VARIANTS)
         if not isinstance(dp_aware_grouping, bool):
             raise ValidationError(f"The 'dp_aware_grouping' parameter of {owner} must be True or "

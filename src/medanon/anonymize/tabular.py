@@ -73,6 +73,9 @@ class TabularResult:
     #: the privacy model the release satisfies (``medanon.models.single``)
     privacy_model: Any
     details: dict[str, Any] = field(default_factory=dict)
+    #: the overrides given to the method (``allow_tiny_epsilon``): the manifest's
+    #: ``method.acknowledged``
+    acknowledged: tuple[str, ...] = ()
 
     @property
     def guarantee(self) -> str:

@@ -216,6 +216,10 @@ def ipa(
     seed: SeedOpt = None,
     allow_seeded: Annotated[bool, typer.Option(
         "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
+    allow_tiny_epsilon: Annotated[bool, typer.Option(
+        "--allow-tiny-epsilon", help="ipa, dphist: accept an epsilon (ipa: a step's share of it) "
+                                     "below 0.01, where the made-up rows grow as 1/epsilon "
+                                     "(recorded in the manifest).")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Release a table with IPA or a baseline; report information loss and query errors."""
@@ -223,7 +227,8 @@ def ipa(
     tabular.ipa(input_path, schema=schema, method=method, epsilon=epsilon, k=k,
                 max_suppression=max_suppression, threshold=threshold, budget_split=budget_split,
                 node=node, seed=seed, allow_seeded=allow_seeded, out=out, as_json=as_json,
-                selection=selection, min_records=min_records)
+                selection=selection, min_records=min_records,
+                allow_tiny_epsilon=allow_tiny_epsilon)
 
 
 @synth_app.command("ehr")
@@ -318,6 +323,11 @@ def ingest(
     allow_empty: Annotated[bool, typer.Option(
         "--allow-empty", help="Accept a quarter with no reports (refused by default: an empty "
                               "period would be published as an empty release).")] = False,
+    strict: Annotated[bool, typer.Option(
+        "--strict", help="Refuse the source (nothing written) when reading it repaired or "
+                         "dropped what its files say: duplicate DEMO rows that conflict, "
+                         "implausible or unitless ages and weights, invalid dates, rows of no "
+                         "report. By default they are repaired and counted.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Read FAERS extracts into the store (private; nothing is published)."""
@@ -326,7 +336,7 @@ def ingest(
         raise ValidationError("--drop-missing and --keep-missing contradict each other; give one "
                               "(keeping is the default).")
     commands.ingest(source, store=store, schema_path=schema, keep_missing=not drop_missing,
-                    as_json=as_json, allow_empty=allow_empty)
+                    as_json=as_json, allow_empty=allow_empty, strict=strict)
 
 
 @app.command()
@@ -417,6 +427,9 @@ def release(
     allow_short_lifespan: Annotated[bool, typer.Option(
         "--allow-short-lifespan", help="Accept a --lifespan shorter than the data's longest "
                                        "follow-up span (recorded in the manifest).")] = False,
+    allow_tiny_epsilon: Annotated[bool, typer.Option(
+        "--allow-tiny-epsilon", help="PPMS-DP: accept an --epsilon below 0.01 per QID, where the "
+                                     "noise swamps the domain (recorded in the manifest).")] = False,
     per_period_commit: Annotated[bool, typer.Option(
         "--per-period-commit", help="Commit each period on its own (default: all requested "
                                     "periods land together or none does).")] = False,
@@ -435,7 +448,8 @@ def release(
                      allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
                      per_period_commit=per_period_commit, label_confidence=dp_label_confidence,
                      max_withheld=max_withheld,
-                     label_mechanism=dp_label_mechanism, protect=protect or None)
+                     label_mechanism=dp_label_mechanism, protect=protect or None,
+                     allow_tiny_epsilon=allow_tiny_epsilon)
 
 
 @app.command()

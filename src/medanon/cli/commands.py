@@ -68,8 +68,9 @@ def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str, lifespan
 
 # -- ingest ---------------------------------------------------------------------------------------
 def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing: bool,
-           as_json: bool, allow_empty: bool = False) -> None:
+           as_json: bool, allow_empty: bool = False, strict: bool = False) -> None:
     from ..api import Dataset
+    from ..data.loaders.faers import strict_repairs
 
     started = time.perf_counter()
     if schema_path:
@@ -88,7 +89,7 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
         # store is touched; then each quarter is read, checked and written in turn, all in one
         # transaction: bad input anywhere writes nothing, and only one quarter is in memory.
         quarters = Dataset.stream_faers(source, schema=schema, keep_missing=keep_missing,
-                                        progress=step)
+                                        progress=step, strict=strict)
         created = not store.exists()
         try:
             with ReleaseStore.create_or_open(store, schema) as db, ui.errors_as_flags():
@@ -100,26 +101,34 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
             raise
     seconds = round(time.perf_counter() - started, 2)
     reports = quarters.reports
+    repairs = {r["period"]: strict_repairs(r) for r in reports}
     if as_json:
         print_json({"store": str(store), "quarters": reports, "added": summary.added,
                      "replaced": summary.replaced,
                      "deleted_from_unpublished": summary.deleted_from_unpublished,
                      "deleted_but_published": summary.deleted_but_published,
                      "deleted_but_published_cases": summary.deleted_but_published_cases,
+                     "strict": strict,
+                     "repairs": {p: found for p, found in repairs.items() if found},
                      "seconds": seconds})
         return
-    table = Table("period", "era", "DEMO rows", "deleted", "superseded", "dropped (missing)",
-                  "repaired lines", "reports", "cases", "notes", title=f"Ingested into {store}")
+    table = Table("period", "era", "DEMO rows", "duplicates", "deleted", "superseded",
+                  "dropped (missing)", "repaired lines", "reports", "cases", "notes",
+                  title=f"Ingested into {store}")
     for r in reports:
         missing = ", ".join(f"{k} {v}" for k, v in r["missing"].items() if v)
         repaired = sum(r["repaired_split_lines"].values()) + sum(r["repaired_embedded_separators"].values())
         dropped = "none (kept)" if r["kept_missing"] else f"{r['dropped_reports']}"
         if missing:
             dropped += f" [{missing}]"
-        table.add_row(r["period"], r["era"], str(r["demo_rows"]), str(r["deleted_reports"]),
-                      str(r["superseded_reports"]), dropped, str(repaired), str(r["reports"]),
-                      str(r["cases"]), _ingest_notes(r))
+        table.add_row(r["period"], r["era"], str(r["demo_rows"]), _duplicates_cell(r),
+                      str(r["deleted_reports"]), str(r["superseded_reports"]), dropped,
+                      str(repaired), str(r["reports"]), str(r["cases"]), _ingest_notes(r))
     ui.out.print(table)
+    for period, found in repairs.items():
+        if found:  # operator output: what the source said that the store does not hold as said
+            ui.err.print(f"note: {period}: {'; '.join(found)}. --strict refuses such a source "
+                         f"(docs/ingestion.md).", soft_wrap=True)
     if summary.replaced:
         ui.out.print(f"replaced unpublished period(s): {', '.join(summary.replaced)}")
     if summary.deleted_but_published:
@@ -132,9 +141,21 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
     ui.out.print(f"{seconds} s")
 
 
+def _duplicates_cell(report: dict) -> str:
+    """DEMO rows dropped as a repeat of a report kept (same report id, or FAERS: same case and
+    caseversion under another primaryid), with those that conflict told apart."""
+    rows = int(report.get("duplicate_rows") or 0)
+    conflicting = int(report.get("conflicting_duplicates") or 0)
+    ties = int(report.get("same_version_reports") or 0)
+    parts = ([f"{conflicting} conflicting"] if conflicting else []) + (
+        [f"{ties} same version"] if ties else [])
+    return str(rows + ties) + (f" [{', '.join(parts)}]" if parts else "")
+
+
 def _ingest_notes(report: dict) -> str:
     """What a quarter's files lacked or held that the loader could not use (roles, outcome
-    codes, dates), in a few words."""
+    codes, dates, implausible or unitless ages and weights, rows of no report), in a few
+    words."""
     notes = []
     if report.get("absent"):
         notes.append("no " + ", ".join(report["absent"]))
@@ -149,6 +170,11 @@ def _ingest_notes(report: dict) -> str:
     dates = {k: v for k, v in (report.get("invalid_dates") or {}).items() if v}
     if dates:
         notes.append("invalid dates: " + ", ".join(f"{k} {v}" for k, v in dates.items()))
+    for key, label in (("implausible", "implausible"), ("without_unit", "without a unit"),
+                       ("orphan_rows", "rows of no report")):
+        found = {k: v for k, v in (report.get(key) or {}).items() if v}
+        if found:
+            notes.append(f"{label}: " + ", ".join(f"{k} {v}" for k, v in found.items()))
     return "; ".join(notes)
 
 
@@ -167,7 +193,8 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                 label_confidence: float | None = None,
                 label_mechanism: str | None = None,
                 protect: list[str] | None = None,
-                max_withheld: float | None = None) -> Anonymizer:
+                max_withheld: float | None = None,
+                allow_tiny_epsilon: bool = False) -> Anonymizer:
     """The library's :func:`~medanon.pipeline.methods.periodic_method`, its errors told in
     flags (``'dp_aware_grouping' parameter`` -> ``--dp-aware-grouping``)."""
     with ui.errors_as_flags():
@@ -177,7 +204,8 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                                dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
                                label_confidence=label_confidence,
                                label_mechanism=label_mechanism, protect=protect,
-                               max_withheld=max_withheld)
+                               max_withheld=max_withheld,
+                               allow_tiny_epsilon=allow_tiny_epsilon)
 
 
 def release(*, store: Path, periods: list[str], method: str | None, k: int | None,
@@ -191,7 +219,7 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
             allow_gap: bool = False, allow_short_lifespan: bool = False,
             per_period_commit: bool = False, label_confidence: float | None = None,
             label_mechanism: str | None = None, protect: list[str] | None = None,
-            max_withheld: float | None = None) -> None:
+            max_withheld: float | None = None, allow_tiny_epsilon: bool = False) -> None:
     if method is None:  # no default: a forgotten --method must not publish raw records
         raise ValidationError("--method is required: ms, ppms, ppms+, ppms++, ha, ppms-dp-num, "
                               "ppms-dp-all, or none with --allow-unprotected.")
@@ -200,7 +228,8 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                              dp_variant=dp_variant, domains=domains,
                              dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
                              label_confidence=label_confidence, label_mechanism=label_mechanism,
-                             protect=protect, max_withheld=max_withheld)
+                             protect=protect, max_withheld=max_withheld,
+                             allow_tiny_epsilon=allow_tiny_epsilon)
     budget = None if case_budget is None else Budget.of(case_budget)
     rng = randomness(seed)
     with ReleaseStore.open(store) as db:
@@ -222,6 +251,7 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
             raise
         clipping = _clipping_warnings(db, [s.period for s in summaries])
         waiting = [p for p in db.ingested_periods() if p not in db.published_periods()]
+        spent = _epsilon_spent(db, [s.period for s in summaries])
     if anonymizer.needs_next_period and waiting and not periods:
         ui.err.print(f"note: {', '.join(waiting)} wait(s): method '{method}' publishes a period "
                      f"only when the next one is ingested (an md-record is a case absent from "
@@ -231,13 +261,14 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
     unbounded = unbounded_warning(summaries) + _caps_raised_warnings(summaries)
     if as_json:
         _print_warnings(unbounded)
-        print_json([s.__dict__ for s in summaries])
+        print_json([{**s.__dict__, **spent.get(s.period, {})} for s in summaries])
         return
     table = Table("period", "method", "cases", "groups", "withheld", "verify gate",
                   title=f"Published in {store}")
     for s in summaries:
         table.add_row(s.period, s.method, str(s.cases), str(s.groups), str(s.suppressed), s.verdict)
     ui.out.print(table)
+    _print_epsilon_spent(spent)
     if anonymizer.privacy_model is None:
         ui.err.print(f"note: method '{method}' gives no privacy guarantee; it only drops identifiers.")
     if any(s.verdict == "violated" for s in summaries):
@@ -319,6 +350,40 @@ def _caps_raised_warnings(summaries: list) -> list[str]:
                          f"term(s) above their cap, as too many cases hold them for it: {shown}; "
                          f"recorded in the manifest's raised_theta.")
     return lines
+
+
+def _epsilon_spent(db: ReleaseStore, periods: list[str]) -> dict[str, dict[str, str | None]]:
+    """Per period just published that charged the ledger: the ε per case it spent
+    (``epsilon_per_case``; for a release without an ε-DP claim, ``nominal_epsilon_per_case``
+    instead) and the series maximum per case after it (``series_max_epsilon_per_case``: the
+    largest total of a case over every ε-DP release), from the ledger's own summary."""
+    ledger = summarize_ledger(db.ledger())
+    series_max = ledger.max_epsilon if ledger.cases else None
+    dp = {row["period"]: row["epsilon_per_case"] for row in ledger.per_period}
+    nominal = {row["period"]: row["nominal_epsilon_per_case"]
+               for row in ledger.non_dp["per_period"]}
+    return {p: {"epsilon_per_case": dp.get(p), "nominal_epsilon_per_case": nominal.get(p),
+                "series_max_epsilon_per_case": series_max}
+            for p in periods if p in dp or p in nominal}
+
+
+def _print_epsilon_spent(spent: dict[str, dict[str, str | None]]) -> None:
+    """After a DP release: ε per case of each new release and the series maximum per case."""
+    if not spent:
+        return
+    dp = {p: v["epsilon_per_case"] for p, v in spent.items() if v["epsilon_per_case"]}
+    nominal = {p: v["nominal_epsilon_per_case"] for p, v in spent.items()
+               if v["nominal_epsilon_per_case"]}
+    if dp:
+        ui.out.print("epsilon per case in this release: "
+                     + ", ".join(f"{p} {e}" for p, e in dp.items()))
+    if nominal:
+        ui.out.print("nominal epsilon per case (NOT epsilon-DP, never summed): "
+                     + ", ".join(f"{p} {e}" for p, e in nominal.items()))
+    series_max = next(iter(spent.values()))["series_max_epsilon_per_case"]
+    if series_max is not None:
+        ui.out.print(f"series maximum epsilon per case (summed over every epsilon-DP release "
+                     f"of the store): {series_max}; `medanon ledger` gives the distribution.")
 
 
 #: a public domain that clips at least this share of a QID's true values draws a warning

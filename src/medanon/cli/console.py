@@ -59,6 +59,7 @@ _FLAG_NAMES = {"domains": "--domain", "followup_rate": "--follow-up-rate",
 #: appear in a library message)
 _FLAGGED = frozenset({
     "allow_unprotected", "allow_unknown_terms", "allow_gap", "allow_short_lifespan",
+    "allow_tiny_epsilon",
     "allow_empty", "allow_seeded", "on_infeasible", "on_case_budget", "dp_variant",
     "dp_aware_grouping", "case_budget", "label_confidence", "label_mechanism", "ss_rule", "b_max",
     "max_suppression", "budget_split", "min_records",
@@ -86,12 +87,12 @@ def as_flags(message: str) -> str:
 
 @contextmanager
 def errors_as_flags() -> Iterator[None]:
-    """Re-raise a library :class:`~medanon.errors.ValidationError` or
-    :class:`~medanon.errors.SchemaError` or :class:`~medanon.errors.StoreError` told in flags
-    (same type)."""
-    from ..errors import SchemaError, StoreError, ValidationError
+    """Re-raise a library :class:`~medanon.errors.ValidationError`,
+    :class:`~medanon.errors.SchemaError`, :class:`~medanon.errors.StoreError` or
+    :class:`~medanon.errors.InputQualityError` told in flags (same type)."""
+    from ..errors import InputQualityError, SchemaError, StoreError, ValidationError
 
     try:
         yield
-    except (ValidationError, SchemaError, StoreError) as exc:
+    except (ValidationError, SchemaError, StoreError, InputQualityError) as exc:
         raise type(exc)(as_flags(str(exc))) from None

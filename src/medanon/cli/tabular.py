@@ -32,13 +32,15 @@ def synth_table(out: Path, *, rows: int, seed: int, as_json: bool) -> None:
 def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | None, k: int | None,
         max_suppression: float | None, threshold: int | None, budget_split: str | None,
         node: str | None, seed: int | None, allow_seeded: bool, out: Path, as_json: bool,
-        selection: str | None = None, min_records: int | None = None) -> None:
+        selection: str | None = None, min_records: int | None = None,
+        allow_tiny_epsilon: bool = False) -> None:
     from ..api import Publisher, Table
 
     with ui.errors_as_flags():  # table_method: only the table methods, their parameters as flags
         algorithm = table_method(method, epsilon=epsilon, k=k, max_suppression=max_suppression,
                                  threshold=threshold, budget_split=budget_split, node=node,
-                                 selection=selection, min_records=min_records)
+                                 selection=selection, min_records=min_records,
+                                 allow_tiny_epsilon=allow_tiny_epsilon)
         publisher = Publisher(algorithm, seed=seed)
         schema_path = table_schema_path(input_path, schema)
     refuse_seeded_release(seed is not None and method != "kanon", allow_seeded)

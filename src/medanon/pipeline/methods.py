@@ -94,7 +94,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
                     label_confidence: float | None = None,
                     label_mechanism: str | None = None,
                     protect: Sequence[str] | Mapping[str, float] | None = None,
-                    max_withheld: float | None = None) -> Anonymizer:
+                    max_withheld: float | None = None,
+                    allow_tiny_epsilon: bool = False) -> Anonymizer:
     """A periodic anonymization method, configured.
 
     Args:
@@ -115,6 +116,9 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
             this probability (a function of ε and the hierarchy; post-processing).
         label_mechanism: PPMS-DP_all, strict: ``"exponential"`` (000's draw; default) or
             ``"randomized-response"`` over the chosen level's labels.
+        allow_tiny_epsilon: PPMS-DP: accept an ``epsilon`` below
+            :data:`~medanon.anonymize.ppms_dp.EPSILON_FLOOR` (0.01 per perturbed QID), where
+            the noise swamps the domain; recorded in each manifest's ``method.acknowledged``.
 
     Raises:
         ValidationError: an unknown method, or a parameter the method needs, lacks or cannot
@@ -129,7 +133,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
                             ("dp_variant", dp_variant != "strict"),
                             ("dp_aware_grouping", dp_aware_grouping),
                             ("label_confidence", label_confidence is not None),
-                            ("label_mechanism", label_mechanism is not None)):
+                            ("label_mechanism", label_mechanism is not None),
+                            ("allow_tiny_epsilon", allow_tiny_epsilon)):
             if given:
                 raise _refuse(name, f"applies to methods ppms-dp-num and ppms-dp-all, not "
                                     f"{method!r}")
@@ -176,7 +181,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
         if epsilon is None:
             raise _refuse("epsilon", f"is required by method {method!r} (per perturbed QID, "
                                      f"e.g. epsilon=1)")
-        kwargs.update(epsilon=epsilon, variant=dp_variant, domains=parse_domains(domains))
+        kwargs.update(epsilon=epsilon, variant=dp_variant, domains=parse_domains(domains),
+                      allow_tiny_epsilon=allow_tiny_epsilon)
         if dp_aware_grouping:
             kwargs.update(dp_aware_grouping=True, dp_aware_epsilon=case_budget)
         if label_confidence is not None:
@@ -189,7 +195,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
 def table_method(method: str, *, epsilon: str | float | None = None, k: int | None = None,
                  max_suppression: float | None = None, threshold: int | None = None,
                  budget_split: str | None = None, node: str | list[int] | None = None,
-                 selection: str | None = None, min_records: int | None = None):
+                 selection: str | None = None, min_records: int | None = None,
+                 allow_tiny_epsilon: bool = False):
     """A one-off table method (paper 004 and its baselines), configured.
 
     Args:
@@ -202,6 +209,9 @@ def table_method(method: str, *, epsilon: str | float | None = None, k: int | No
             Eq. 12); with ``"utility"``, a public lower bound on the number of records (default:
             a noisy count paid from the choice's share of ε).
         node: ``dphist`` only: the generalization levels (``"1,0,1"`` or a list).
+        allow_tiny_epsilon: ``ipa``, ``dphist``: accept an ε (IPA: a step's) below
+            :data:`~medanon.accounting.EPSILON_FLOOR` (0.01), where the release's made-up rows
+            grow as 1/ε; recorded in the manifest's ``method.acknowledged``.
 
     Raises:
         ValidationError: an unknown method, or a parameter it needs, lacks or cannot take.
@@ -224,9 +234,11 @@ def table_method(method: str, *, epsilon: str | float | None = None, k: int | No
             raise _refuse(name, f"does not apply to method {method!r}: it takes "
                                 f"{', '.join(allowed)}", owner)
     if method == "kanon":
-        if epsilon is not None:
-            raise _refuse("epsilon", "does not apply to method 'kanon': k-anonymity is not "
-                                     "differentially private", owner)
+        for name, given in (("epsilon", epsilon is not None),
+                            ("allow_tiny_epsilon", allow_tiny_epsilon)):
+            if given:
+                raise _refuse(name, "does not apply to method 'kanon': k-anonymity is not "
+                                    "differentially private", owner)
         return FullDomainKAnonymity(k=10 if k is None else k,
                                     max_suppression=0.0 if max_suppression is None else max_suppression)
     if epsilon is None:
@@ -236,7 +248,7 @@ def table_method(method: str, *, epsilon: str | float | None = None, k: int | No
         return IPA(epsilon=epsilon, threshold=2 if threshold is None else threshold,
                    budget_split=DEFAULT_BUDGET_SPLIT if budget_split is None else budget_split,
                    selection="utility" if selection is None else selection,
-                   min_records=min_records)
+                   min_records=min_records, allow_tiny_epsilon=allow_tiny_epsilon)
     levels = None
     if isinstance(node, str):
         try:
@@ -246,7 +258,7 @@ def table_method(method: str, *, epsilon: str | float | None = None, k: int | No
                           owner) from None
     elif node is not None:
         levels = list(node)
-    return DPHistogram(epsilon=epsilon, node=levels)
+    return DPHistogram(epsilon=epsilon, node=levels, allow_tiny_epsilon=allow_tiny_epsilon)
 
 
 def ehr_method(method: str, *, epsilon: str | float | None = None, gamma: float | None = None,

@@ -451,7 +451,8 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
             :func:`prepare_release`.
         before: The gate's verdict on ``series``, when known (else the gate computes it).
         acknowledged: The safety overrides the operator gave (:mod:`.checks`), recorded in each
-            manifest's ``method.acknowledged``.
+            manifest's ``method.acknowledged`` with those given to the method itself
+            (:attr:`Anonymizer.acknowledged`, e.g. PPMS-DP's ``allow_tiny_epsilon``).
         ingest: Returns a period's ingest report (what the store keeps), told in its manifest
             (:func:`ingest_entry`); None: the manifests say there was none.
 
@@ -460,6 +461,7 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
     """
     hierarchies = schema.load_hierarchies() if hierarchies is None else hierarchies
     known = set(available)
+    acknowledged = list(dict.fromkeys([*acknowledged, *method.acknowledged]))
     for label in sorted(periods, key=parse_period):
         next_cases = None
         if method.needs_next_period:

@@ -51,12 +51,15 @@ def tabular_manifest(result: TabularResult, data: TabularData, *,
         counts.update(records=_WITHHELD, suppressed=_WITHHELD, counterfeit=_WITHHELD)
     else:
         counts.update(records=result.records, suppressed=result.suppressed, counterfeit=0)
+    method: dict[str, Any] = {"name": result.method, "parameters": result.parameters,
+                              "privacy_model": result.privacy_model.name,
+                              "model": result.privacy_model.to_manifest()}
+    if result.acknowledged:  # operator choices, as a periodic release records them
+        method["acknowledged"] = list(result.acknowledged)
     return {
         "format": TABULAR_FORMAT,
         "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "method": {"name": result.method, "parameters": result.parameters,
-                   "privacy_model": result.privacy_model.name,
-                   "model": result.privacy_model.to_manifest()},
+        "method": method,
         "node": {name: level for name, level in zip(schema.dimension_names, result.node)},
         "columns": {"group": "equivalence class within this release",
                     "dimensions": [{"name": d.name, "kind": d.kind} for d in schema.dimensions],

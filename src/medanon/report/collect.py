@@ -462,7 +462,10 @@ def ingest_accounting(ingested: Sequence[dict], reports: dict[str, dict],
 
     Returns:
         One dict per period: ``period``, ``demo_rows``, ``superseded``, ``duplicates`` (DEMO rows
-        FDA repeated verbatim), ``deleted``, ``dropped``, ``kept_missing``, ``missing`` (field ->
+        dropped as a repeat of a kept report: the same report id, or the same case and
+        caseversion under another id), ``conflicting`` (those whose content differs from the
+        kept report's: conflicting repeats of a report id and every same-version report),
+        ``deleted``, ``dropped``, ``kept_missing``, ``missing`` (field ->
         reports missing it, implausible values included; a report may miss several),
         ``reports``, ``cases``, ``published``, ``released`` and ``withheld`` (None when not
         published), ``lost`` (DEMO rows that reached no release; None when unknown).
@@ -475,9 +478,15 @@ def ingest_accounting(ingested: Sequence[dict], reports: dict[str, dict],
         demo = rep.get("demo_rows")
         superseded = rep.get("superseded_reports")
         read = rep.get("reports_read")
-        duplicates = (demo - superseded - read
-                      if None not in (demo, superseded, read) and demo - superseded - read >= 0
-                      else None)
+        if "duplicate_rows" in rep:  # counted by name since the ingest report has them
+            ties = int(rep.get("same_version_reports") or 0)
+            duplicates = int(rep["duplicate_rows"]) + ties
+            conflicting = int(rep.get("conflicting_duplicates") or 0) + ties
+        else:  # an older ingest report: what the other counts leave
+            duplicates = (demo - superseded - read
+                          if None not in (demo, superseded, read) and demo - superseded - read >= 0
+                          else None)
+            conflicting = None
         manifest = manifests.get(period)
         counts = (manifest or {}).get("counts") or {}
         released = counts.get("cases") if manifest is not None else None
@@ -485,7 +494,8 @@ def ingest_accounting(ingested: Sequence[dict], reports: dict[str, dict],
         missing = rep.get("missing") or {}
         out.append({
             "period": period, "demo_rows": demo, "superseded": superseded,
-            "duplicates": duplicates, "deleted": rep.get("deleted_reports"),
+            "duplicates": duplicates, "conflicting": conflicting,
+            "deleted": rep.get("deleted_reports"),
             "dropped": rep.get("dropped_reports"), "kept_missing": bool(rep.get("kept_missing")),
             "missing": {f: missing.get(f) for f in MISSING_FIELDS if f in missing},
             "reports": rep.get("reports", row.get("n_reports")),

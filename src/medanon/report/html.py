@@ -326,6 +326,8 @@ _OVERRIDE_TEXT = {
     "allow_gap": "--allow-gap: published past a missing or empty period",
     "allow_short_lifespan": "--allow-short-lifespan: the life span is shorter than the data's "
                             "follow-ups",
+    "allow_tiny_epsilon": "--allow-tiny-epsilon: an ε below 0.01 per QID, where the noise "
+                          "swamps the domain, was accepted",
 }
 
 
@@ -468,6 +470,12 @@ def _missing_text(missing: dict[str, int | None]) -> str:
     return ", ".join(f"{f} {n:,}" for f, n in missing.items() if n) or "–"
 
 
+def _duplicates(row: dict) -> str:
+    conflicting = row.get("conflicting")
+    return _count(row["duplicates"]) + (f" ({_count(conflicting)} conflicting)"
+                                        if conflicting else "")
+
+
 def _accounting(r: SeriesReport) -> str:
     rows = r.accounting
     if not rows:
@@ -477,7 +485,7 @@ def _accounting(r: SeriesReport) -> str:
         dropped = ("none: kept" if row["kept_missing"]
                    else f"{_count(row['dropped'])} (--drop-missing)")
         body.append([escape(row["period"]), _count(row["demo_rows"]), _count(row["superseded"]),
-                     _count(row["duplicates"]), _count(row["deleted"]), dropped,
+                     _duplicates(row), _count(row["deleted"]), dropped,
                      escape(_missing_text(row["missing"])), _count(row["reports"]),
                      _count(row["cases"]),
                      _count(row["withheld"]) if row["published"] else "–",
@@ -504,7 +512,8 @@ def _accounting(r: SeriesReport) -> str:
                       "dropped: missing values", "missing, by field", "reports in", "cases in",
                       "withheld", "released", "lost"], body, left=1, total=total_row)
             + '<p class="note">DEMO rows → superseded (an older version of a case in the same '
-              "quarter) → duplicate (rows FDA repeated verbatim) → deleted (on an FDA DELETE "
+              "quarter) → duplicate (a row repeating a report kept: its report id, or its case "
+              "and version under another id; conflicting: with other content) → deleted (on an FDA DELETE "
               "list) → dropped for missing values (a report may miss several fields, so the "
               "by-field counts overlap; implausible ages and weights count as missing) → "
               "reports in → cases in (follow-ups of a quarter combined) → withheld by the method "

@@ -19,18 +19,22 @@ columns the records need are kept, and of DRUG, REAC and INDI only the rows of k
 memory grows with the records, not with the size of the files. :func:`open_faers` reads the
 quarters of a source one at a time.
 
-Per quarter the reader applies the DELETE list (case ids FDA withdrew: dropped from every
-quarter of the same ingest), keeps only the latest ``caseversion`` of each case (FAERS eras;
-ties broken by FDA date, then primaryid), converts age to years (``age_cod`` YR, DEC, MON, WK,
-DY, HR) and its MeSH age group, weight to kg (``wt_cod`` KG, LBS, GMS), and joins DRUG, REAC,
-INDI and OUTC into one record per report with set-valued ``drugs`` (every role),
-``drugs_primary_suspect``, ``drugs_secondary_suspect``, ``drugs_concomitant``,
+Per quarter the reader drops repeated DEMO rows of one report id (the last one kept; counted,
+and those whose content conflicts counted apart), applies the DELETE list (case ids FDA
+withdrew: dropped from every quarter of the same ingest), keeps only the latest ``caseversion``
+of each case (FAERS eras; a report of the same case and caseversion under another primaryid is
+dropped and counted: the later FDA date, then the larger primaryid, is kept), converts age to
+years (``age_cod`` YR, DEC, MON, WK, DY, HR) and its MeSH age group, weight to kg (``wt_cod``
+KG, LBS, GMS), and joins DRUG, REAC, INDI and OUTC into one record per report with set-valued
+``drugs`` (every role), ``drugs_primary_suspect``, ``drugs_secondary_suspect``, ``drugs_concomitant``,
 ``drugs_interacting`` (DRUG ``role_cod`` PS, SS, C, I), ``reactions``, ``indications`` and
 ``outcomes`` (OUTC ``outc_cod``: DE, LT, HO, DS, CA, RI, OT), and the receipt dates
 ``init_fda_dt`` and ``fda_dt`` (FAERS date strings, partial ones included; legacy AERS has no
 ``init_fda_dt``). A drug whose role code is none of the four stays in ``drugs`` only; a quarter
-without an OUTC file has empty outcomes; invalid dates are missing; each is counted in the
-quarter's :class:`IngestReport`.
+without an OUTC file has empty outcomes; invalid dates, implausible ages and weights and values
+without their unit are missing; DRUG, REAC, INDI and OUTC rows of no DEMO row are read by no
+report; each is counted in the quarter's :class:`IngestReport`, and ``strict`` refuses a
+quarter that needed any of these repairs (:func:`strict_repairs`).
 
 Every report is kept by default: a missing value stays missing (published as missing). With
 ``keep_missing=False`` reports lacking a value of one of the schema's quasi-identifiers or
@@ -55,7 +59,7 @@ from typing import BinaryIO
 import numpy as np
 import pandas as pd
 
-from ...errors import CorruptInputError, InputFormatError
+from ...errors import CorruptInputError, InputFormatError, InputQualityError, ValidationError
 from ...hierarchies import age_to_mesh
 from ...hierarchies.builtin import mesh_leaf_of_faers_age_group
 from ..dates import valid_dates
@@ -71,7 +75,11 @@ AGE_UNITS = {"YR": 1.0, "DEC": 10.0, "MON": 1 / 12, "WK": 7 / 365.2425, "DY": 1 
 WEIGHT_UNITS = {"KG": 1.0, "LBS": 0.45359237, "LB": 0.45359237, "GMS": 0.001, "G": 0.001}
 SEX_VALUES = {"F": "F", "M": "M"}
 SEX_MISSING = {"", "UNK", "NS", "U"}
-#: ages and weights outside these are data-entry errors: treated as missing and counted.
+#: ages and weights outside these are data-entry errors: treated as missing and counted
+#: (``implausible``). The bounds apply after the unit conversion, so they hold in every unit
+#: alike: an age is implausible below 0 or above 120 years (1,440 MON, 6,261 WK, 43,829 DY,
+#: 1,051,898 HR; the oldest verified human lived 122 years), a weight below 0.2 kg
+#: (zero and negative weights included) or above 650 kg.
 PLAUSIBLE_AGE_YEARS = (0.0, 120.0)
 PLAUSIBLE_WEIGHT_KG = (0.2, 650.0)
 #: DRUG ``role_cod`` -> the record column listing the report's drugs of that role
@@ -129,11 +137,26 @@ class IngestReport:
     deleted_cases: int = 0
     deleted_reports: int = 0
     superseded_reports: int = 0
+    #: DEMO rows dropped because a later row of the file has the same report id (primaryid;
+    #: legacy ISR): the last one is kept
+    duplicate_rows: int = 0
+    #: of ``duplicate_rows``, those whose content differs from the kept row's in a column the
+    #: loader reads (case id, version, age, age unit, age group, sex, weight, weight unit, dates)
+    conflicting_duplicates: int = 0
+    #: FAERS eras: reports dropped because another report of the same case has the same
+    #: caseversion under another primaryid (the later fda_dt, then the larger primaryid kept)
+    same_version_reports: int = 0
     #: the columns whose missing value drops a report unless ``kept_missing`` (the schema's
     #: QIDs and sensitive columns)
     required: list[str] = field(default_factory=list)
     missing: dict[str, int] = field(default_factory=dict)
+    #: ages and weights of the reports read outside :data:`PLAUSIBLE_AGE_YEARS` and
+    #: :data:`PLAUSIBLE_WEIGHT_KG` (made missing)
     implausible: dict[str, int] = field(default_factory=dict)
+    #: ages and weights of the reports read given without their unit code (made missing)
+    without_unit: dict[str, int] = field(default_factory=dict)
+    #: per table, rows whose report id is in no DEMO row of the quarter (read by no report)
+    orphan_rows: dict[str, int] = field(default_factory=dict)
     dropped_reports: int = 0
     kept_missing: bool = True
     reports: int = 0
@@ -154,6 +177,50 @@ class IngestReport:
 
     def as_dict(self) -> dict[str, object]:
         return dict(self.__dict__)
+
+    def repairs(self) -> list[str]:
+        """What ``strict`` refuses (:func:`strict_repairs` of this report)."""
+        return strict_repairs(self.as_dict())
+
+
+def strict_repairs(report: Mapping[str, object]) -> list[str]:
+    """The repairs an ingest report (:meth:`IngestReport.as_dict`, or what the store keeps)
+    counts that a strict ingest refuses, in words with their counts; empty when none.
+
+    Refused: DEMO rows dropped as duplicates whose content conflicts with the kept row's, reports
+    dropped for another of the same case version, implausible ages and weights and values
+    without their unit (made missing), dates that are no date (made missing), and DRUG, REAC,
+    INDI or OUTC rows that belong to no DEMO row. Accepted, because nothing the file says is
+    lost or changed: repaired embedded ``$`` and split lines (the record as FDA wrote it),
+    verbatim duplicate rows, older case versions, FDA's DELETE lists, missing-value codes,
+    role and outcome codes kept as given, and missing values (kept, or dropped on request).
+    """
+    out = []
+    conflicting = int(report.get("conflicting_duplicates") or 0)
+    if conflicting:
+        out.append(f"{conflicting} duplicate DEMO row(s) whose content conflicts with the kept "
+                   f"row of the same report id (the last one in the file was kept)")
+    ties = int(report.get("same_version_reports") or 0)
+    if ties:
+        out.append(f"{ties} report(s) dropped for another report of the same case and "
+                   f"caseversion (the later fda_dt, then the larger primaryid, was kept)")
+    bounds = {"age": f"outside {PLAUSIBLE_AGE_YEARS[0]:g}-{PLAUSIBLE_AGE_YEARS[1]:g} years",
+              "weight": f"outside {PLAUSIBLE_WEIGHT_KG[0]:g}-{PLAUSIBLE_WEIGHT_KG[1]:g} kg"}
+    for name, count in (report.get("implausible") or {}).items():
+        if count:
+            out.append(f"{count} implausible {name}(s) ({bounds.get(name, 'out of bounds')}; "
+                       f"made missing)")
+    for name, count in (report.get("without_unit") or {}).items():
+        if count:
+            out.append(f"{count} {name}(s) without a unit code (made missing)")
+    for name, count in (report.get("invalid_dates") or {}).items():
+        if count:
+            out.append(f"{count} {name} value(s) that are no date (made missing)")
+    for table, count in (report.get("orphan_rows") or {}).items():
+        if count:
+            out.append(f"{count} {table} row(s) whose report id is in no DEMO row (read by no "
+                       f"report)")
+    return out
 
 
 @dataclass
@@ -413,6 +480,8 @@ class _TableStream:
         self.positions = [p for p, c in enumerate(columns) if c]
         self.names = [columns[p] for p in self.positions]
         self.split_lines = self.embedded = 0
+        #: rows of no known report (counted by :func:`_kept_rows` when it is given the ids)
+        self.orphans = 0
 
     # -- reading -------------------------------------------------------------------------------
     def frames(self, names: list[str]) -> Iterator[tuple[pd.DataFrame, np.ndarray]]:
@@ -719,14 +788,19 @@ def _none_for_missing(values: np.ndarray) -> np.ndarray:
 
 
 def _term_sets(member: _Member, table: str, mapping: dict[str, str], column: str,
-               kept: pd.Index) -> tuple[list[tuple[str, ...]], int, int]:
+               kept: pd.Index, *, report: IngestReport | None = None,
+               known: pd.Index | None = None) -> tuple[list[tuple[str, ...]], int, int]:
     """Per report of ``kept`` (in its order), the sorted distinct non-empty values of one
     column of a DRUG, REAC or INDI table, as tuples; and the table's repair counts.
 
     Read a chunk at a time: only the rows of kept reports are held (their position and value).
+    With ``known`` (every report id of DEMO) the rows of no DEMO row are counted in
+    ``report.orphan_rows``.
     """
     stream = _TableStream(member, table)
-    rows, values, _ = _kept_rows(stream, mapping, column, kept)
+    rows, values, _ = _kept_rows(stream, mapping, column, kept, known=known)
+    if report is not None and known is not None:
+        report.orphan_rows[table] = stream.orphans
     if not len(rows):
         return [()] * len(kept), stream.split_lines, stream.embedded
     codes, terms = _distinct_terms(stream, mapping[column], values)
@@ -734,11 +808,14 @@ def _term_sets(member: _Member, table: str, mapping: dict[str, str], column: str
 
 
 def _kept_rows(stream: _TableStream, mapping: dict[str, str], column: str, kept: pd.Index,
-               extra: str | None = None, optional: tuple[str, ...] = ()
+               extra: str | None = None, optional: tuple[str, ...] = (),
+               known: pd.Index | None = None
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """The rows of a table that belong to a report of ``kept``: each one's position in
     ``kept``, its value of ``column`` (as in the file) and, when asked, of the column ``extra``
     (None when the table lacks it and it is ``optional``: our names, e.g. ``role_cod``).
+    With ``known`` (unique, stripped ids), the rows whose id is not in it are counted in
+    ``stream.orphans``.
 
     Raises:
         InputFormatError: the table lacks a column of ``mapping`` that is not optional.
@@ -748,6 +825,7 @@ def _kept_rows(stream: _TableStream, mapping: dict[str, str], column: str, kept:
     wanted = [id_col, value_col] + ([extra_col] if extra_col else [])
     present = [c for c in wanted if c in stream.names]
     rows, values, extras = [], [], []
+    stream.orphans = 0
     for frame, _ in stream.frames(present):
         if id_col not in present or value_col not in present:
             continue  # a required column is missing: told below, after any bad line
@@ -757,7 +835,10 @@ def _kept_rows(stream: _TableStream, mapping: dict[str, str], column: str, kept:
         # are stripped): only the others are stripped and looked up again.
         missed = np.flatnonzero(where < 0)
         if len(missed):
-            where[missed] = kept.get_indexer([ids[i].strip() for i in missed.tolist()])
+            stripped = [ids[i].strip() for i in missed.tolist()]
+            where[missed] = kept.get_indexer(stripped)
+            if known is not None:  # a row of a dropped report, or of none at all
+                stream.orphans += int((known.get_indexer(stripped) < 0).sum())
         hit = where >= 0
         rows.append(where[hit])
         values.append(frame[value_col].to_numpy(dtype=object)[hit])
@@ -786,7 +867,8 @@ def _distinct_terms(stream: _TableStream, value_col: str,
     return codes, terms.str.strip().to_numpy(dtype=object)
 
 
-def _drug_sets(member: _Member, mapping: dict[str, str], kept: pd.Index, report: IngestReport
+def _drug_sets(member: _Member, mapping: dict[str, str], kept: pd.Index, report: IngestReport,
+               *, known: pd.Index | None = None
                ) -> tuple[dict[str, list[tuple[str, ...]]], int, int]:
     """Per report of ``kept``: its drugs of every role (``drugs``) and of each role
     (:data:`DRUG_ROLES`), from one chunked read of DRUG; and the table's repair counts.
@@ -797,7 +879,9 @@ def _drug_sets(member: _Member, mapping: dict[str, str], kept: pd.Index, report:
     """
     stream = _TableStream(member, "DRUG")
     rows, values, roles = _kept_rows(stream, mapping, "drugname", kept, "role_cod",
-                                     optional=_OPTIONAL_COLUMNS["DRUG"])
+                                     optional=_OPTIONAL_COLUMNS["DRUG"], known=known)
+    if known is not None:
+        report.orphan_rows["DRUG"] = stream.orphans
     if roles is None:
         report.absent.append("DRUG.role_cod")
         roles = np.full(len(rows), "", dtype=object)
@@ -820,7 +904,8 @@ def _drug_sets(member: _Member, mapping: dict[str, str], kept: pd.Index, report:
 
 
 def _outcome_sets(members: list[_Member] | None, mapping: dict[str, str], kept: pd.Index,
-                  report: IngestReport) -> list[tuple[str, ...]]:
+                  report: IngestReport, *, known: pd.Index | None = None
+                  ) -> list[tuple[str, ...]]:
     """Per report of ``kept``, its OUTC codes (stripped, upper case): empty for every report
     of a quarter without an OUTC file (``report.absent`` says so). Codes FDA does not document
     are kept and counted in ``report.unknown_outcomes``."""
@@ -833,7 +918,9 @@ def _outcome_sets(members: list[_Member] | None, mapping: dict[str, str], kept: 
         alias = next((a for a in _ALIASES["outc_cod"] if a in stream.names), None)
         if alias is not None:
             mapping = {**mapping, "outc_cod": alias}
-    rows, values, _ = _kept_rows(stream, mapping, "outc_cod", kept)
+    rows, values, _ = _kept_rows(stream, mapping, "outc_cod", kept, known=known)
+    if known is not None:
+        report.orphan_rows["OUTC"] = stream.orphans
     report.repaired_split_lines["OUTC"] = stream.split_lines
     report.repaired_embedded_separators["OUTC"] = stream.embedded
     if not len(rows):
@@ -920,6 +1007,9 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
         first = int(np.flatnonzero(version.isna().to_numpy())[0])
         raise InputFormatError(f"{demo_member.name} line {lines[first]}: caseversion "
                                f"{demo['version'].iloc[first]!r} is not an integer.")
+    # what a duplicate row is compared on: every column read, as written (stripped)
+    content = demo.assign(age_grp=_stripped(demo_table.frame["age_grp"])
+                          if "age_grp" in demo_table.frame.columns else "")
     demo["version"] = version.astype("Int64")
     age = _to_number(demo["age"], lines, "age", demo_member.name)
     weight = _to_number(demo["wt"], lines, "weight", demo_member.name)
@@ -934,7 +1024,9 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
 
     implausible_age = (age_years < PLAUSIBLE_AGE_YEARS[0]) | (age_years > PLAUSIBLE_AGE_YEARS[1])
     implausible_weight = (weight_kg < PLAUSIBLE_WEIGHT_KG[0]) | (weight_kg > PLAUSIBLE_WEIGHT_KG[1])
-    report.implausible = {"age": int(implausible_age.sum()), "weight": int(implausible_weight.sum())}
+    # a value without its unit converts to NaN: unusable, made missing (counted)
+    unitless_age = ~np.isnan(age) & np.isnan(age_years)
+    unitless_weight = ~np.isnan(weight) & np.isnan(weight_kg)
     age_years = np.where(implausible_age, np.nan, age_years)
     weight_kg = np.where(implausible_weight, np.nan, np.round(weight_kg, 2))
 
@@ -950,19 +1042,33 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
         "init_fda_dt": (demo["init_fda_dt"].to_numpy() if "init_fda_dt" in demo.columns
                         else np.full(len(demo), "", dtype=object)),
         "_age_grp": demo_table.frame.get("age_grp", pd.Series("", index=demo.index)).to_numpy(),
+        "_implausible_age": implausible_age, "_implausible_weight": implausible_weight,
+        "_unitless_age": unitless_age, "_unitless_weight": unitless_weight,
     })
-    duplicated = records["report_id"].duplicated(keep="last")
-    records = records.loc[~duplicated]  # FDA files occasionally repeat a DEMO row verbatim
+    # FDA files occasionally repeat a DEMO row, verbatim or not: the last one is kept
+    duplicated = records["report_id"].duplicated(keep="last").to_numpy()
+    report.duplicate_rows = int(duplicated.sum())
+    if duplicated.any():
+        report.conflicting_duplicates = _conflicting(content, duplicated, ["report_id"])
+    records = records.loc[~duplicated]
 
     if era != "legacy":
         # Ties on caseversion: the later FDA date, then the larger primaryid (as a number).
         records["_rid"] = pd.to_numeric(records["report_id"], errors="coerce")
         records = records.sort_values(["case_id", "version", "fda_dt", "_rid", "report_id"],
                                       kind="stable").drop(columns="_rid")
+        tie = records.duplicated(["case_id", "version"], keep="last").to_numpy()
+        report.same_version_reports = int(tie.sum())
+        records = records.loc[~tie]
         latest = ~records["case_id"].duplicated(keep="last")
         report.superseded_reports = int((~latest).sum())
         records = records.loc[latest]
     report.reports_read = len(records)
+    # counted over the reports read, as the dates are (not over rows dropped above)
+    report.implausible = {"age": int(records.pop("_implausible_age").sum()),
+                          "weight": int(records.pop("_implausible_weight").sum())}
+    report.without_unit = {"age": int(records.pop("_unitless_age").sum()),
+                           "weight": int(records.pop("_unitless_weight").sum())}
 
     # Dates are checked after the version selection, which orders on fda_dt as FDA wrote it.
     for column in DATE_COLUMNS:
@@ -970,20 +1076,35 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
         report.invalid_dates[column] = invalid
 
     kept = pd.Index(records["report_id"])  # unique: one row per report id by now
-    drugs, split, embedded = _drug_sets(files["DRUG"][0], spec["DRUG"], kept, report)
+    known = pd.Index(pd.unique(demo["report_id"].to_numpy(dtype=object)))  # every DEMO row's
+    drugs, split, embedded = _drug_sets(files["DRUG"][0], spec["DRUG"], kept, report,
+                                        known=known)
     report.repaired_split_lines["DRUG"] = split
     report.repaired_embedded_separators["DRUG"] = embedded
     for target, sets in drugs.items():
         records[target] = sets
     for table, column, target in (("REAC", "pt", "reactions"), ("INDI", "indi_pt", "indications")):
-        sets, split, embedded = _term_sets(files[table][0], table, spec[table], column, kept)
+        sets, split, embedded = _term_sets(files[table][0], table, spec[table], column, kept,
+                                           report=report, known=known)
         report.repaired_split_lines[table] = split
         report.repaired_embedded_separators[table] = embedded
         records[target] = sets
-    records["outcomes"] = _outcome_sets(files.get("OUTC"), spec["OUTC"], kept, report)
+    records["outcomes"] = _outcome_sets(files.get("OUTC"), spec["OUTC"], kept, report,
+                                        known=known)
     records["age"] = _mesh_age(records["age_years"].to_numpy(dtype=float), records.pop("_age_grp"))
     records = records.sort_values(["case_id", "version", "report_id"], kind="stable").reset_index(drop=True)
     return period, era, records, report
+
+
+def _conflicting(content: pd.DataFrame, dropped: np.ndarray, keys: list[str]) -> int:
+    """How many ``dropped`` rows of ``content`` differ, in a column other than ``keys``, from
+    the row kept for the same ``keys`` (the last one)."""
+    same = content.duplicated(keys, keep=False).to_numpy()
+    rows = content.loc[same]
+    others = [c for c in content.columns if c not in keys]
+    kept = rows.groupby(keys, sort=False)[others].transform("last")
+    differs = (rows[others] != kept).any(axis=1).to_numpy()
+    return int((differs & dropped[same]).sum())
 
 
 #: the columns a report needs unless a schema says otherwise: the papers' QIDs and sensitive
@@ -1022,7 +1143,8 @@ RECORD_COLUMNS = ("case_id", "period", "report_id", "version", "age", "sex", "we
 
 
 def read_faers(source: str | Path, *, keep_missing: bool = True,
-               progress: Callable[[str], None] | None = None, schema=None) -> FaersIngest:
+               progress: Callable[[str], None] | None = None, schema=None,
+               strict: bool = False) -> FaersIngest:
     """Read every FAERS/AERS quarter found in ``source``.
 
     Every quarter's records are held at once; :func:`open_faers` reads the same quarters one at
@@ -1038,6 +1160,10 @@ def read_faers(source: str | Path, *, keep_missing: bool = True,
             dropped only for a missing value of one of its QIDs or sensitive columns (a schema
             without weight keeps reports that lack a weight). Default: the papers' columns,
             :data:`REQUIRED_VALUES`.
+        strict: Refuse a quarter whose reading repaired or dropped what the file says
+            (:func:`strict_repairs`: conflicting duplicate rows, implausible or unitless ages and
+            weights, invalid dates, rows of no report); by default they are repaired and
+            counted in the quarter's report.
 
     Returns:
         The quarters in time order, with one record per report (the columns of
@@ -1049,14 +1175,18 @@ def read_faers(source: str | Path, *, keep_missing: bool = True,
         InputFormatError: missing source, not a zip, no DEMO (or DRUG/REAC/INDI) file (OUTC is
             optional), a table without its required columns, a wrong separator, a non-numeric
             age or weight, an unknown age, weight or sex code, or an unrepairable line.
+        InputQualityError: with ``strict``, a quarter that needed a repair it refuses (the
+            message names the quarter and each repair with its count).
     """
-    found = open_faers(source, keep_missing=keep_missing, progress=progress, schema=schema)
+    found = open_faers(source, keep_missing=keep_missing, progress=progress, schema=schema,
+                       strict=strict)
     return FaersIngest(list(found), found.deleted_case_ids)
 
 
 def open_faers(source: str | Path, *, keep_missing: bool = True,
                progress: Callable[[str], None] | None = None, schema=None,
-               check: Callable[[FaersQuarter], None] | None = None) -> "FaersQuarters":
+               check: Callable[[FaersQuarter], None] | None = None,
+               strict: bool = False) -> "FaersQuarters":
     """Find the quarters in ``source`` and read their DELETE lists; the quarters themselves are
     read one at a time, as the result is iterated (what
     :meth:`~medanon.store.ReleaseStore.ingest` takes).
@@ -1067,7 +1197,11 @@ def open_faers(source: str | Path, *, keep_missing: bool = True,
     Raises:
         InputFormatError: at once for a missing source, not a zip, a quarter without its DEMO
             (or DRUG/REAC/INDI) file; while iterating, as :func:`read_faers` does for a table.
+        InputQualityError: while iterating, with ``strict``, as :func:`read_faers`.
     """
+    if not isinstance(strict, bool):
+        raise ValidationError(f"The 'strict' parameter of open_faers must be True or False; got "
+                              f"{strict!r}.")
     required = (REQUIRED_VALUES if schema is None
                 else tuple(dict.fromkeys([q.name for q in schema.qids] + list(schema.sensitive))))
     source = Path(source)
@@ -1081,7 +1215,7 @@ def open_faers(source: str | Path, *, keep_missing: bool = True,
         deleted |= _deleted_cases(located[tag])
     return FaersQuarters(str(source), [(tag, located[tag]) for tag in tags], frozenset(deleted),
                          keep_missing=keep_missing, required=required, progress=progress,
-                         check=check)
+                         check=check, strict=strict)
 
 
 class FaersQuarters:
@@ -1103,7 +1237,7 @@ class FaersQuarters:
     def __init__(self, source: str, files: list[tuple[str, dict[str, list[_Member]]]],
                  deleted_case_ids: frozenset[str], *, keep_missing: bool,
                  required: tuple[str, ...], progress: Callable[[str], None] | None,
-                 check: Callable[[FaersQuarter], None] | None):
+                 check: Callable[[FaersQuarter], None] | None, strict: bool = False):
         self.source = source
         self._files = files
         self.periods = [period_from_faers_tag(tag) for tag, _ in files]
@@ -1111,6 +1245,7 @@ class FaersQuarters:
         self.reports: list[dict[str, object]] = []
         self._keep_missing, self._required = keep_missing, required
         self._progress, self._check = progress, check
+        self.strict = strict
 
     def __len__(self) -> int:
         return len(self._files)
@@ -1124,6 +1259,8 @@ class FaersQuarters:
             report.deleted_reports = int(gone.sum())
             records = _finish(records.loc[~gone].reset_index(drop=True), report,
                               self._keep_missing, self._required)
+            if self.strict:
+                _refuse_repairs(report)
             quarter = FaersQuarter(period, era, self.source, records, report)
             del records, gone  # this generator must not keep a quarter alive while it reads the next
             if self._check is not None:
@@ -1133,3 +1270,14 @@ class FaersQuarters:
             self.reports.append(quarter.report_dict())
             yield quarter
             del quarter
+
+
+def _refuse_repairs(report: IngestReport) -> None:
+    """Raise :class:`InputQualityError` when ``report`` counts a repair a strict ingest refuses."""
+    found = report.repairs()
+    if found:
+        raise InputQualityError(
+            f"Quarter {report.period} of {report.source!r} needed repairs that the 'strict' "
+            f"parameter of open_faers refuses: {'; '.join(found)}. Nothing was ingested. Fix "
+            f"the extract, or accept the repairs by leaving out the 'strict' parameter (each "
+            f"is counted in the ingest report; docs/ingestion.md).")
