@@ -221,7 +221,8 @@ def model_from_manifest(manifest: Mapping, label: str) -> PrivacyModel | None:
     if name is None:
         return None
     model = model_class(name, label).from_manifest(manifest, label)
-    roles = (manifest.get("columns") or {}).get("roles")
+    columns = manifest.get("columns")  # a one-off release's manifest lists its columns
+    roles = columns.get("roles") if isinstance(columns, Mapping) else None
     if isinstance(roles, Mapping):
         model.clear_columns = tuple(c for c, entry in roles.items()
                                     if isinstance(entry, Mapping) and entry.get("role") == "clear")
