@@ -288,7 +288,7 @@ def test_the_notes_name_each_perturbed_column_its_mechanism_and_epsilon(tmp_path
     assert (f"sex_perturbed (F, M, or * where the mechanism drew the root: no sex): exponential "
             f"mechanism, epsilon = {epsilon}.") in notes
     assert (f"wt_perturbed_kg (kg): Laplace mechanism, epsilon = {epsilon} (noise scale ({hi} - "
-            f"{lo}) / epsilon = {scale}, values clipped to the public domain [{lo}, {hi}]") in notes
+            f"{lo}) / epsilon = {scale}, values kept within the public domain [{lo}, {hi}]") in notes
     assert "Each case spends epsilon 7/3 in this release" in notes
     assert "finds signals the data does not have" in notes
     assert "- age, age_cod, age_grp: empty on every row" in notes

@@ -539,7 +539,8 @@ def _mechanism_text(p: PerturbedQid) -> str:
                     f"{format_number(round((hi - lo) / float(Fraction(p.epsilon)), 4))}, "
         except (ValueError, ZeroDivisionError):
             scale = ""
-        text += (f" ({scale}values clipped to the public domain [{format_number(lo)}, "
+        # worded without "clipped": the operator-only clip counts must not be confused with it
+        text += (f" ({scale}values kept within the public domain [{format_number(lo)}, "
                  f"{format_number(hi)}]: a value at either bound is mostly noise)")
     elif p.mechanism == "randomized-response" and p.level is not None:
         text += f" (over the root and the labels of level {p.level} of the hierarchy)"
