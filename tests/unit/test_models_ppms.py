@@ -444,3 +444,18 @@ def test_the_attacks_read_an_empty_cell_as_missing_as_the_checker_does() -> None
     worst = attack_series(series, periods=["2020Q1"], k=3, theta=ThetaTable(1.0))
     assert worst.releases[0].dir_hard == 1.0
     assert worst.releases[0].groups[0].remaining == 2
+
+
+def test_a_manifest_with_an_unknown_column_role_is_refused_naming_it() -> None:
+    from medanon.models import model_from_manifest
+
+    manifest = {"method": {"privacy_model": "PPMS(k, theta*)-bounding",
+                           "parameters": {"k": 3, "lifespan": None}},
+                "details": {"theta_table": ThetaTable(0.5).to_manifest()},
+                "columns": {"roles": {"drugs": {"role": "clear"}, "age": {"role": "hidden"}}}}
+    with pytest.raises(InputFormatError, match="column 'age' has role 'hidden'"):
+        model_from_manifest(manifest, "2020Q1")
+    manifest["columns"]["roles"]["age"]["role"] = "covered"
+    model = model_from_manifest(manifest, "2020Q1")
+    assert model.clear_columns == ("drugs",)
+    assert model.not_protected.endswith("Published as reported, covered by no model: drugs.")

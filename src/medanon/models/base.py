@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..errors import InputFormatError
+from ..published.roles import refuse_unknown_role
 
 __all__ = ["PrivacyModel", "ReleaseVerdict", "SeriesVerdict", "model_class", "model_from_manifest",
            "register", "registered_models"]
@@ -223,7 +224,8 @@ def model_from_manifest(manifest: Mapping, label: str) -> PrivacyModel | None:
     model = model_class(name, label).from_manifest(manifest, label)
     columns = manifest.get("columns")  # a one-off release's manifest lists its columns
     roles = columns.get("roles") if isinstance(columns, Mapping) else None
-    if isinstance(roles, Mapping):
+    if roles is not None:
+        roles = refuse_unknown_role(roles, f"The manifest of {label}")
         model.clear_columns = tuple(c for c, entry in roles.items()
                                     if isinstance(entry, Mapping) and entry.get("role") == "clear")
     return model

@@ -167,7 +167,11 @@ def date_mismatches(rows: pd.DataFrame, dates: Iterable[str], label: str,
 
 
 def refuse_unknown_role(roles: object, where: str) -> dict:
-    """The manifest's ``columns.roles``, checked to give each column a known role."""
+    """The manifest's ``columns.roles``, checked to give each column a known role.
+
+    Raises:
+        InputFormatError: not a mapping, or a column whose role is not one of :data:`ROLES`.
+    """
     if not isinstance(roles, Mapping):
         raise InputFormatError(f"{where}: 'columns.roles' must map each column to its role.")
     for name, entry in roles.items():
