@@ -38,7 +38,8 @@ def stores(tmp_path_factory):
         assert main(["ingest", str(folder / "in"), "--store", str(store)]) == 0
         assert main(["release", "--store", str(store), "--method", "ppms-dp-all", "--epsilon", eps,
                      "--k", "5", "--theta", "0.4", "--on-infeasible", "raise-theta", "--seed", "7",
-                     "--allow-seeded"]) == 0
+                     # θ 0.4 withholds 11% of a quarter here; these tests attack what is published
+                     "--max-withheld", "0.5", "--allow-seeded"]) == 0
         out[eps] = store
     return out
 
@@ -150,7 +151,7 @@ def test_dp_aware_grouping_keeps_the_likelihood_attacker_within_1_over_k(tmp_pat
     write_faers_series(tmp_path / "in", periods=3, cases=200, seed=11)
     plain, aware = tmp_path / "plain.duckdb", tmp_path / "aware.duckdb"
     common = ["--method", "ppms-dp-num", "--epsilon", "0.5", "--k", "5", "--theta", "0.4",
-              "--on-infeasible", "raise-theta", "--case-budget", "1",
+              "--on-infeasible", "raise-theta", "--max-withheld", "0.5", "--case-budget", "1",
               "--on-case-budget", "suppress", "--seed", "7", "--allow-seeded"]
     for store, extra in ((plain, []), (aware, ["--dp-aware-grouping"])):
         assert main(["ingest", str(tmp_path / "in"), "--store", str(store)]) == 0
