@@ -61,10 +61,15 @@ def test_a_period_too_small_for_k_prime_is_refused_with_the_reason():
 
 def test_a_raised_theta_is_declared_as_the_theta_that_inflates_to_it():
     frame = records(300)
-    frame["indications"] = [("Common",) if i % 2 else (f"I{i % 7}",) for i in range(300)]
+    # Half the cases hold "Common", the others no term: any other term's θ' (0.136 < 1/k' = 1/4)
+    # would keep its cases out of every group, and with rare indications and reactions on every
+    # case no group formed at all: a release of nothing this test used to pass on (issue 29)
+    frame["indications"] = [("Common",) if i % 2 else () for i in range(300)]
+    frame["reactions"] = [()] * 300
     method = PPMSDPNum(k=2, theta=0.3, epsilon=0.5, dp_aware_grouping=True,
-                       on_infeasible="raise-theta")
+                       on_infeasible="raise-theta", max_withheld=1.0)
     result = run(method, frame)
+    assert len(result.table) > 0
     raised = result.details["raised_theta"]["Common"]["raised_to"]  # θ' of the grouping
     declared = result.details["theta_table"]["overrides"]["Common"]
     assert declared > 0.3 and inflated_theta(declared, 0.5) >= raised - 1e-12
