@@ -56,9 +56,11 @@ DIR, DSR and SSGR of a release are the numbers of DIGs, DSGs and SSGs over the n
 release is.
 
 Published cells: a categorical QID holds a node label of its hierarchy (root ``*``); a numeric
-QID holds a number (``58.05``) or an inclusive interval (``[45-60]``). An empty cell (or a missing
-value) and the suppression mark ``*`` stand for the whole domain (categorical root; numeric
-(-inf, inf)). Multi-valued columns hold terms joined with ``|``; surrounding spaces are ignored
+QID holds a number (``58.05``) or an inclusive interval (``[45-60]``). The suppression mark ``*``
+stands for the whole domain (categorical root; numeric (-inf, inf)), missing included; an empty
+cell (or a missing value) says the value is *missing*: a group whose records mix it with another
+value is malformed, and a later release that publishes a case's cell empty F-excludes the case
+from an earlier group whose cell is not empty (issue 29). Multi-valued columns hold terms joined with ``|``; surrounding spaces are ignored
 and an empty cell has no term.
 
 Deviations and choices (neither paper gives a published-data checker):

@@ -4,9 +4,14 @@ Every reader of published rows (the independent checker in :mod:`medanon.models.
 attacks, the metrics) parses cells the same way, so the rules live here once:
 
 * a categorical QID cell is a node label of the attribute's hierarchy; an empty cell (missing)
-  and the suppression mark ``*`` (the root) stand for the whole domain;
+  and the suppression mark ``*`` (the root) both get the whole domain as their region;
 * a numeric QID cell is a number (``58.05``) or an inclusive interval (``[45-60]``); an empty
-  cell and ``*`` stand for (-inf, inf);
+  cell and ``*`` get (-inf, inf);
+* the two are not the same statement, though: ``*`` allows any value, missing included, while
+  an empty cell says the value is *missing*. The one reader (``links.read_view``) keeps which
+  cells were empty (``ReleaseView.blank``), and verify and the attacks exclude on it (a group
+  mixing an empty cell with another value is malformed; a case published missing elsewhere is
+  no candidate for a target that has the value; issue 29);
 * a multi-valued cell holds terms joined with ``|``; spaces around a term are ignored and an
   empty cell has no term; nor has ``*``, a suppressed cell (medanon marks suppressed terms for a
   release as a whole, never in a cell: ``published/faers_layout.py``), so a release from another
