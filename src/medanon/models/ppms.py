@@ -60,8 +60,8 @@ QID holds a number (``58.05``) or an inclusive interval (``[45-60]``). The suppr
 stands for the whole domain (categorical root; numeric (-inf, inf)), missing included; an empty
 cell (or a missing value) says the value is *missing*: a group whose records mix it with another
 value is malformed, and a later release that publishes a case's cell empty F-excludes the case
-from an earlier group whose cell is not empty (issue 29). Multi-valued columns hold terms joined with ``|``; surrounding spaces are ignored
-and an empty cell has no term.
+from an earlier group whose cell is not empty (issue 29). Multi-valued columns hold terms joined
+with ``|``; surrounding spaces are ignored and an empty cell has no term.
 
 Deviations and choices (neither paper gives a published-data checker):
 
