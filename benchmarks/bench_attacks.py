@@ -46,7 +46,8 @@ METHODS = ("ms", "ppms++", "ppms-dp-all")
 def publish(method_name: str, data):
     extra = {"epsilon": 1} if method_name.startswith("ppms-dp") else {}
     publisher = medanon.Publisher(method_name, k=5, theta="frequency",
-                                  on_infeasible="raise-theta", seed=1, **extra)
+                                  on_infeasible="raise-theta", max_withheld=1.0, seed=1,
+                                  **extra)
     # MS's releases break the periodic model (the attacks bite): keep them to time the attacks
     return publisher.publish(data, allow_violations=True)
 

@@ -96,7 +96,8 @@ def main() -> None:
         for name in ("ppms-dp-num", "ppms-dp-all"):
             for aware in (False, True):
                 method = METHODS[name](k=args.k, theta=args.theta, epsilon=eps,
-                                       on_infeasible="raise-theta", dp_aware_grouping=aware)
+                                       on_infeasible="raise-theta", dp_aware_grouping=aware,
+                                       max_withheld=1.0)
                 per_case = eps * (1 if name == "ppms-dp-num" else 3)
                 k_group = (1 + (args.k - 1) * np.exp(2 * per_case)) if aware else args.k
                 t0 = time.perf_counter()

@@ -142,7 +142,8 @@ def release(base: Path, work: Path, setting: Setting, *, k: int, theta: str, see
     store = work / f"{setting.name.replace(' ', '-')}.duckdb"
     shutil.copyfile(base, store)
     medanon("release", "-s", str(store), *setting.release_args(), "--k", str(k), "--theta",
-            theta, "--on-infeasible", "raise-theta", "--seed", str(seed), "--allow-seeded")
+            theta, "--on-infeasible", "raise-theta", "--max-withheld", "1", "--seed", str(seed),
+            "--allow-seeded")
     return store
 
 

@@ -186,7 +186,7 @@ def peers(kept_cases: int, k: int, seed: int) -> None:
     line = f"{len(supers):>7,} cases  k={k:<3} k-member NCP {km:.4f} ({km_seconds:6.1f} s)"
     for theta in ("1.0", "frequency"):
         publisher = medanon.Publisher("ms", k=k, theta=float(theta) if theta != "frequency" else theta,
-                                      on_infeasible="raise-theta", seed=seed)
+                                      on_infeasible="raise-theta", max_withheld=1.0, seed=seed)
         # MS's releases are not PPMS-bounded across periods (one period here): keep them
         release = publisher.publish(data, allow_violations=True).releases_published[0]
         ms = published_ncp(release.rows, qids, hierarchies, ranges)
@@ -204,7 +204,7 @@ def series_nil(k: int, seed: int) -> None:
     nil = {}
     for method in ("ppms", "ppms+", "ppms++"):
         series = medanon.Publisher(method, k=k, theta="frequency", on_infeasible="raise-theta",
-                                   seed=seed).publish(data)
+                                   max_withheld=1.0, seed=seed).publish(data)
         nil[method] = float(np.mean([normalized_information_loss(r.rows, qids, hierarchies)
                                      for r in series.releases_published]))
     best = min(nil["ppms"], nil["ppms+"])
@@ -222,7 +222,7 @@ def missing_spread(k: int, seed: int) -> None:
     for method in ("ms", "ppms", "ppms+", "ppms++", "ha"):
         options = {"alpha": 0.5} if method == "ha" else {}
         series = medanon.Publisher(method, k=k, theta="frequency", on_infeasible="raise-theta",
-                                   seed=seed, **options).publish(data, allow_violations=True)
+                                   max_withheld=1.0, seed=seed, **options).publish(data, allow_violations=True)
         shares = {"weight": [0, 0, 0, 0], "age": [0, 0, 0, 0]}  # missing, empty, *, full range
         for release in series.releases_published:
             supers = data.super_records(release.period).frame

@@ -62,7 +62,7 @@ def main() -> None:
     data = medanon.Dataset.synthetic_faers(folder / "faers", periods=args.periods,
                                            cases=args.cases, seed=args.seed)
     common = {"k": args.k, "theta": float(args.theta) if args.theta[0].isdigit() else args.theta,
-              "on_infeasible": "raise-theta"}
+              "on_infeasible": "raise-theta", "max_withheld": 1.0}
     runs = [("ppms++", None, None)]
     for eps in args.epsilons:
         for variant in ("paper", "strict"):

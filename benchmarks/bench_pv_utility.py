@@ -43,7 +43,7 @@ DEFAULT_CONFIGS = {
     "PPMS k=5": "--method ppms --k 5 --theta frequency",
     "PPMS+ k=5": "--method ppms+ --k 5 --theta frequency",
     "PPMS++ k=5 θ*=freq": "--method ppms++ --k 5 --theta frequency",
-    "PPMS++ k=5 θ*=0.4": "--method ppms++ --k 5 --theta 0.4 --on-infeasible raise-theta",
+    "PPMS++ k=5 θ*=0.4": "--method ppms++ --k 5 --theta 0.4 --on-infeasible raise-theta --max-withheld 1",
     "HA k=5": "--method ha --k 5 --theta frequency --alpha 0.5",
     "DP_num ε=1": "--method ppms-dp-num --k 5 --theta frequency --epsilon 1",
     **{f"DP_all ε={e}": f"--method ppms-dp-all --k 5 --theta frequency --epsilon {e}"
