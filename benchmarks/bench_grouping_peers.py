@@ -222,7 +222,8 @@ def missing_spread(k: int, seed: int) -> None:
     for method in ("ms", "ppms", "ppms+", "ppms++", "ha"):
         options = {"alpha": 0.5} if method == "ha" else {}
         series = medanon.Publisher(method, k=k, theta="frequency", on_infeasible="raise-theta",
-                                   max_withheld=1.0, seed=seed, **options).publish(data, allow_violations=True)
+                                   max_withheld=1.0, seed=seed, **options).publish(
+                                       data, allow_violations=True)
         shares = {"weight": [0, 0, 0, 0], "age": [0, 0, 0, 0]}  # missing, empty, *, full range
         for release in series.releases_published:
             supers = data.super_records(release.period).frame
