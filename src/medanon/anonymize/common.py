@@ -25,7 +25,8 @@ One period is anonymized in six steps (001's PPMS-Anonymization; ``algorithms.md
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -296,8 +297,8 @@ class ClusteringMethod(Anonymizer):
                                                     groups=result.n_groups))
         if withheld and len(withheld) == n:  # publishing nothing is no success (issue 29)
             raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
-                                                    grouping, may_withhold=False, groups=0,
-                                                    nothing=True))
+                                                    grouping, may_withhold=self.may_withhold,
+                                                    groups=0, nothing=True))
         if withheld and len(withheld) > self.max_withheld * n:
             raise InfeasibleError(_too_many_withheld_message(
                 period, withheld, n, record_terms, counts, grouping, k_group, self.max_withheld))
@@ -548,6 +549,13 @@ def _infeasible_message(period: str, blocked: list[tuple[str, int, float]], n_an
             "manifest records either choice.")
 
 
+def _term_counts(term_lists: Iterable[Sequence[str]], only: Collection[str] | None = None,
+                 ) -> Counter:
+    """How many of the records hold each term (of ``only``, when given), in order of first
+    appearance: what the refusal messages name."""
+    return Counter(t for ts in term_lists for t in ts if only is None or t in only)
+
+
 def _smallest_workable(theta: float, k: int) -> str:
     """What lets one case holding a term of threshold ``theta`` into a group of ``k`` anchors."""
     return f"theta >= {_ceil4(1 / k):.4f} or k >= {math.ceil(1 / theta - 1e-9)}"
@@ -575,11 +583,7 @@ def _refuse_unplaceable(period: str, record_terms: Sequence[Sequence[str]],
     free_anchors = int((anchor & ~held).sum())
     if free_anchors >= k:
         return
-    tally: dict[str, int] = {}
-    for ts in record_terms:
-        for t in ts:
-            if t in blocking:
-                tally[t] = tally.get(t, 0) + 1
+    tally = _term_counts(record_terms, only=blocking)
     top = sorted(tally.items(), key=lambda x: (-x[1], x[0]))[:5]
     shown = "; ".join(f"{t!r}: {c} cases, theta {table.get(t):g}, workable with "
                       f"{_smallest_workable(table.get(t), k)}" for t, c in top)
@@ -594,10 +598,7 @@ def _refuse_unplaceable(period: str, record_terms: Sequence[Sequence[str]],
 def _too_many_withheld_message(period: str, withheld: list[int], n: int, record_terms,
                                counts: Mapping[str, int], table: ThetaTable, k: int,
                                max_withheld: float) -> str:
-    tally: dict[str, int] = {}
-    for r in withheld:
-        for t in record_terms[r]:
-            tally[t] = tally.get(t, 0) + 1
+    tally = _term_counts(record_terms[r] for r in withheld)
     top = sorted(tally.items(), key=lambda x: (-x[1], x[0]))[:5]
     shown = "; ".join(f"{t!r}: {c} of them ({counts.get(t, 0)} cases in all, theta "
                       f"{table.get(t):g})" for t, c in top)
@@ -618,14 +619,14 @@ def _csr(cells: Sequence[Sequence[str]], term_id: Mapping[str, int]) -> tuple[np
 
 def _unplaced_message(period: str, withheld: list[int], record_terms, counts, table: ThetaTable,
                       *, may_withhold: bool, groups: int, nothing: bool = False) -> str:
-    tally: dict[str, int] = {}
-    for r in withheld:
-        for t in record_terms[r]:
-            tally[t] = tally.get(t, 0) + 1
+    tally = _term_counts(record_terms[r] for r in withheld)
     top = sorted(tally.items(), key=lambda x: -x[1])[:5]
     shown = ", ".join(f"{t!r} ({c} of them; {counts.get(t, 0)} cases in all, theta {table.get(t):g})"
                       for t, c in top)
-    if may_withhold:
+    if nothing:
+        remedy = ("No group could be formed at all: lower k or raise theta. A release that "
+                  "publishes no case is refused whatever max_withheld allows.")
+    elif may_withhold:
         remedy = ("Lower k, raise theta, or allow withholding them with --on-infeasible "
                   "raise-theta or suppress-terms (the manifest records the withheld count).")
     elif groups:
@@ -633,9 +634,6 @@ def _unplaced_message(period: str, withheld: list[int], record_terms, counts, ta
                   "with --on-infeasible raise-theta or suppress-terms (the manifest counts them): "
                   "HA never withholds cases, because a withheld case would change which cases of "
                   "the previous release stop (md).")
-    elif nothing:
-        remedy = ("No group could be formed at all: lower k or raise theta. A release that "
-                  "publishes no case is refused whatever max_withheld allows.")
     else:
         remedy = ("No group could be formed at all, so suppressing terms cannot help: lower k, or "
                   "raise theta or alpha. HA never withholds cases, because a withheld case would "

@@ -300,10 +300,7 @@ def _attack_series(series: PublishedSeries, *, periods, lifespan, k, theta, alph
         al = alpha if alpha is not None else m_alpha
         likelihood = attacker.applies(label)
         masks = {"B/L": links.old,
-                 # an empty cell later (missing) excludes a record whose own cell is not empty
-                 "F": links.later & (~covers(links.later_region, view.region, qids)
-                                     | links.missing_elsewhere(
-                                         True, {n: ~b for n, b in view.blank.items()})),
+                 "F": links.forward_excludable(qids),
                  "MD": links.in_next if use_md else np.zeros(view.n, dtype=bool)}
         fixed = masks["B/L"] | masks["F"] | masks["MD"]
         ss = None

@@ -84,7 +84,7 @@ from ..periods import parse_period
 from ..errors import InputFormatError, PrivacyViolation, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import QidInfo, cell_strings, term_pairs
-from ..published.links import ReleaseView, covers, group_conflicts, link, read_view, row_periods
+from ..published.links import ReleaseView, group_conflicts, link, read_view, row_periods
 from ..published.series import PublishedSeries
 from .theta import ThetaTable
 
@@ -247,18 +247,9 @@ def _links(series: PublishedSeries, label: str, lifespan: int | None,
            views: dict[str, ReleaseView]) -> tuple[ReleaseView, _Links]:
     """What the checker needs from the one linker of published releases (:mod:`medanon.published.links`)."""
     found = link(series, label, lifespan=lifespan, views=views)
-    own = found.view
-    # F: a later value that does not contain the record's whole published region excludes it
-    # for some target in that region (the intersection of the later regions contains the
-    # record's region exactly when each later region does).
-    inside = covers(found.later_region, own.region, series.qids)
-    forward = found.later & ~np.broadcast_to(inside, (own.n,))
-    # An empty cell is missing (the release format), not "anything": a later release that
-    # publishes the case's value missing excludes it for a target that has the value, which
-    # every record whose own cell is not empty may be.
-    forward |= found.later & found.missing_elsewhere(
-        True, {name: ~flags for name, flags in own.blank.items()})
-    return own, _Links(found.old, forward, found.in_next)
+    # F: excluded for some target in the record's published region (an empty cell later is
+    # missing, not "anything": issue 29)
+    return found.view, _Links(found.old, found.forward_excludable(series.qids), found.in_next)
 
 
 def refuse_malformed_groups(view: ReleaseView, names: Sequence[str]) -> None:

@@ -287,6 +287,17 @@ class Links:
                 out |= flags & present[name]
         return out
 
+    def forward_excludable(self, qids: tuple[QidInfo, ...]) -> np.ndarray:
+        """Records the F-attack excludes for some target of their own published region (the
+        worst case the checker and the worst-case attack both take): a later value that does
+        not contain the whole region (the intersection of the later regions contains it exactly
+        when each later region does), or a later empty cell (missing) where the record's own
+        cell is not empty."""
+        own = self.view
+        inside = np.broadcast_to(covers(self.later_region, own.region, qids), (own.n,))
+        present = {name: ~flags for name, flags in own.blank.items()}
+        return self.later & (~inside | self.missing_elsewhere(True, present))
+
 
 def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
          views: dict[str, ReleaseView] | None = None) -> Links:
