@@ -516,11 +516,10 @@ class Series(PublishedSeries):
     Attributes:
         releases_published: The :class:`Release` objects a :class:`Publisher` just made (empty
             for a series read from a folder).
-        gate_verdict: The verify gate's verdict on the whole series as its last release was
-            gated (None for a series read from a folder, or when the gate had no model to
-            check). :meth:`Publisher.publish` starts from it when this series is its
-            ``previous``, instead of verifying these releases again; :meth:`verify` always
-            checks afresh.
+        gate_verdict: The verify gate's verdict as the last release was gated, over the
+            releases that release links to (``PublishedSeries.linked``; None for a series read
+            from a folder, or when the gate had no model to check). :meth:`verify` checks the
+            whole series afresh.
     """
 
     releases_published: tuple[Release, ...] = ()
@@ -826,7 +825,7 @@ class Publisher:
         series = previous if previous is not None else empty_series(data.schema)
         wanted = [parse_period(p).label for p in periods] if periods else [
             p for p in data.periods if p not in series.releases]
-        verdict = getattr(previous, "gate_verdict", None)
+        verdict = None
         vocabulary, reports, span = data.safety_facts()
         acknowledged = run_checks(
             self.method, sorted(wanted, key=parse_period), published=series.manifests,
@@ -836,7 +835,7 @@ class Publisher:
             schema=data.schema)
         made = []
         for prepared in release_steps(data.schema, self.method, wanted, data.records, self.rng,
-                                      series=series, available=data.periods, before=verdict,
+                                      series=series, available=data.periods,
                                       publish_despite_violations=allow_violations,
                                       acknowledged=acknowledged, ingest=data.ingest_report):
             made.append(Release(prepared.period, prepared.rows, prepared.manifest,

@@ -24,7 +24,7 @@ violations in its manifest when the user explicitly publishes despite them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pandas as pd
@@ -190,8 +190,9 @@ class GateResult:
 
     Attributes:
         verification: The manifest's ``verification`` entry.
-        verdict: The verdict on the whole series with the candidate (None when the candidate
-            declares no model); pass it as ``before`` when gating the next candidate.
+        verdict: What the gate found (None when the candidate declares no model): the
+            candidate's verdict, and each earlier release the candidate breaks with the
+            violations it causes.
     """
 
     verification: dict
@@ -207,11 +208,17 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
     earlier one through the F- and MD-attacks). Violations that the published releases already
     had are not blamed on the candidate.
 
+    ``published`` may be the whole series or only what the candidate links to
+    (:meth:`PublishedSeries.linked` of the candidate's cases, as ``medanon release`` reads it
+    from the store): the verdict on the candidate and the violations it causes are the same
+    (``tests/property/test_incremental_gate.py``), at a cost that does not grow with the number
+    of releases. ``medanon verify`` still reads every release.
+
     Args:
-        published: The releases already published.
+        published: The releases already published (all, or those the candidate links to).
         period, rows, manifest: The candidate release.
-        before: The verdict on ``published`` when already known (the previous candidate's
-            :attr:`GateResult.verdict`); computed here otherwise.
+        before: The verdict of :func:`verify_series` on ``published``, when already known;
+            computed here otherwise.
 
     Returns:
         A :class:`GateResult`; its ``verification`` is ``not-applicable`` when the candidate
@@ -229,14 +236,19 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
     if published is None:
         raise InputFormatError("The gate needs the series read through the store's schema.")
     series = published.with_release(period, rows, manifest)
-    after = verify_series(series)
+    # A release without rows has no group to break, nor one to be broken (an incremental
+    # gate's series holds many: ``PublishedSeries.linked``)
+    reported = [p for p in series.periods if p == period or len(series.releases[p])]
+    after = verify_series(series, reported)
     if before is None:
-        before = verify_series(published) if published.periods else SeriesVerdict(())
+        earlier = [p for p in reported if p != period]
+        before = verify_series(published, earlier) if earlier else SeriesVerdict(())
     known = {v for r in before.releases for v in r.violations}
     own = after.release(period)
     caused = [v for r in after.releases if r.period != period for v in r.violations
               if v not in known]
     problems = list(own.violations) + caused
+    found = _gate_findings(after, period, known)
     entry = {"verdict": "passed" if not problems else "violated", "model": own.model,
              "checked": own.checked, "attacks": own.attacks, "md_pending": own.md_pending,
              "dir": own.dir, "dsr": own.dsr, "ssgr": own.ssgr, "checker": "medanon.models"}
@@ -251,6 +263,24 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
             f"violation(s) of {model}: {shown}{more}. Publish anyway only with "
             f"--publish-despite-violations (recorded in the manifest).")
         error.verification = entry
-        error.verdict = after
+        error.verdict = found
         raise error
-    return GateResult(entry, after)
+    return GateResult(entry, found)
+
+
+def _gate_findings(after: SeriesVerdict, period: str, known: set[str]) -> SeriesVerdict:
+    """What the gate found: the candidate's verdict, and each earlier release the candidate
+    breaks with only the violations it causes (an earlier release's own, older violations, and
+    in an incremental gate the groups it holds only in part, are not the candidate's)."""
+    out = []
+    for r in after.releases:
+        if r.period == period:
+            out.append(r)
+            continue
+        caused = tuple(v for v in r.violations if v not in known)
+        if caused:
+            # the release's ratios are not what the gate measured (in an incremental gate the
+            # release is held only in part), so the findings carry none
+            out.append(replace(r, verdict="violated", violations=caused, dir=None, dsr=None,
+                               ssgr=None, bound=None))
+    return SeriesVerdict(tuple(out), None, ())

@@ -113,20 +113,33 @@ def test_store_and_store_free_publish_the_same_releases(data, tmp_path):
 
 
 def test_one_period_at_a_time_continues_the_series_and_its_gate(data, monkeypatch):
-    import medanon.verify as gate_module
+    import medanon.pipeline.publish as publish_module
 
     whole = medanon.Publisher("ppms++", k=5, theta=1.0, seed=5).publish(data)
     publisher = medanon.Publisher("ppms++", k=5, theta=1.0, seed=5)
     series = None
     calls = []
-    real = gate_module.verify_series
-    monkeypatch.setattr(gate_module, "verify_series",
-                        lambda s, periods=None: calls.append(s.periods) or real(s, periods))
+    real = publish_module.gate
+    monkeypatch.setattr(publish_module, "gate", lambda published, period, rows, *a, **k: calls.append(
+        (period, dict(published.releases), set(rows["case_id"])))
+        or real(published, period, rows, *a, **k))
     for period in data.periods:
         series = publisher.publish(data, [period], previous=series)
         assert series.gate_verdict is not None and series.gate_verdict.ok
-    # the gate verified each grown series once: never the earlier releases alone again
-    assert calls == [data.periods[:i] for i in range(1, len(data.periods) + 1)]
+        assert [r.period for r in series.gate_verdict.releases] == [period]
+    # each period was gated against what it links to (issue 30): every earlier release, each
+    # holding the rows of the candidate's cases and of their groups, never the whole history
+    assert [c[0] for c in calls] == data.periods
+    for i, (_, linked, cases) in enumerate(calls):
+        assert list(linked) == data.periods[:i]
+        for earlier, rows in linked.items():
+            full = series.releases[earlier]
+            assert set(full.loc[full["case_id"].isin(cases), "case_id"]) <= set(rows["case_id"])
+            hit = set(full.loc[full["case_id"].isin(cases), "group"])
+            assert set(full.loc[full["group"].isin(hit), "case_id"]) <= set(rows["case_id"])
+        if i:
+            assert sum(map(len, linked.values())) < sum(len(series.releases[p])
+                                                        for p in data.periods[:i])
     assert series.periods == whole.periods
     for period in data.periods:
         assert series.releases[period].equals(whole.releases[period])

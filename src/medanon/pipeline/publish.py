@@ -37,6 +37,7 @@ from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationErr
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
 from ..models import model_from_manifest
+from ..models.names import HA_MODEL
 from ..models.theta import caps_raised, theta_table_of
 from ..random import Randomness, refuse_seeded_release
 from ..store import ReleaseStore
@@ -44,7 +45,7 @@ from ..verify import SeriesVerdict, gate
 from ..published.format import to_published_rows
 from ..published.roles import check_roles, column_roles, derive_dates
 from . import checks
-from ..published.series import PublishedSeries, load_series
+from ..published.series import PublishedSeries, empty_series, qids_of_schema
 
 MANIFEST_FORMAT = "medanon-release/1"
 ON_CASE_BUDGET = ("refuse", "suppress")
@@ -316,10 +317,12 @@ class PreparedRelease:
         operator: Operator-only facts for the store's ``release_private`` (never published):
             ``input_sha256`` and ``private_details``.
         result: The method's result (operator only).
-        verdict: The gate's verdict on the series with this release, to reuse for the next one.
+        verdict: The gate's verdict on the series it was gated against with this release
+            (all of it, or what the release links to: :meth:`PublishedSeries.linked`).
         seconds: Wall-clock seconds the method's ``anonymize`` took (not the super records, the
             manifest or the gate): what benchmarks and experiments time. Never published.
-        series: The series with this release added (set by :func:`release_steps`).
+        series: The series with this release added (set by :func:`release_steps` when it
+            holds the series in memory).
     """
 
     period: str
@@ -419,10 +422,10 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
 def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
                   records: Callable[[str], pd.DataFrame], rng: Randomness, *,
                   series: PublishedSeries, available: Collection[str],
+                  linked: LinkedHistory | None = None,
                   hierarchies: Mapping[str, Taxonomy] | None = None,
                   ledger: Callable[[], pd.DataFrame] | None = None,
                   case_budget: Budget | None = None, on_case_budget: str = "refuse",
-                  before: SeriesVerdict | None = None,
                   publish_despite_violations: bool = False,
                   acknowledged: Sequence[str] = (),
                   ingest: Callable[[str], Mapping] | None = None) -> Iterator[PreparedRelease]:
@@ -433,15 +436,23 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
     A release is yielded before the next period is prepared, so a caller that writes it (the
     store, one transaction per period) has written it when the loop resumes: ``ledger`` is read
     again for every period and sees the charges just stored, and a failure leaves the earlier
-    releases written. Each yielded release carries the series with it (``series``) and the
-    gate's verdict on that series (``verdict``), which the next period's gate starts from.
+    releases written.
+
+    Each period is anonymized and gated against what it links to, never the whole history
+    (issue 30): the earlier rows of its cases, the groups those sit in and, under 002's
+    MD-attack, the whole previous release (:meth:`PublishedSeries.linked`). Its cost grows with
+    the cases the period shares with the history, not with the number of releases.
 
     Args:
         schema, method, rng: As for :func:`prepare_release`.
         periods: The periods to publish (put in time order here).
         records: The report-level records of a period (also read for the next period's case ids
             when the method needs them).
-        series: The releases published before ``periods``.
+        series: The releases published before ``periods``. Each release is added to it and
+            yielded with it (``PreparedRelease.series``) unless ``linked`` is given.
+        linked: Where the releases published so far are read from, when not from ``series``
+            (a store: :func:`store_history`): called with a period's case ids and its label,
+            it returns what the period links to. The yielded releases then carry no series.
         available: Every period ``records`` can give. A method that needs the next period
             (HA: an md-record is a case absent from it) stops before the first period whose
             next one is not available: that release waits for the next quarter.
@@ -449,7 +460,6 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
         ledger: Returns the privacy ledger so far; read per period, only with ``case_budget``.
         case_budget, on_case_budget, publish_despite_violations: As for
             :func:`prepare_release`.
-        before: The gate's verdict on ``series``, when known (else the gate computes it).
         acknowledged: The safety overrides the operator gave (:mod:`.checks`), recorded in each
             manifest's ``method.acknowledged`` with those given to the method itself
             (:attr:`Anonymizer.acknowledged`, e.g. PPMS-DP's ``allow_tiny_epsilon``).
@@ -469,17 +479,52 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
             if following not in known:
                 return
             next_cases = set(records(following)[schema.case_id].astype(str))
+        period_records = records(label)
+        cases = period_records[schema.case_id].astype(str).unique()
+        history = (series.linked(cases, whole=md_whole(label, series.manifests)) if linked is None
+                   else linked(cases, label))
         prepared = prepare_release(
-            schema, method, label, records(label), rng, series=series, hierarchies=hierarchies,
+            schema, method, label, period_records, rng, series=history, hierarchies=hierarchies,
             ledger=ledger() if ledger is not None and case_budget is not None else None,
             case_budget=case_budget, on_case_budget=on_case_budget, next_cases=next_cases,
-            before=before, publish_despite_violations=publish_despite_violations,
+            publish_despite_violations=publish_despite_violations,
             ingest_report=ingest(label) if ingest is not None else None)
         if acknowledged:  # operator choices, not facts of the data (pipeline.checks)
             prepared.manifest["method"]["acknowledged"] = list(acknowledged)
-        series = series.with_release(label, prepared.rows, prepared.manifest)
-        before = prepared.verdict
-        yield replace(prepared, series=series)
+        if linked is None:
+            series = series.with_release(label, prepared.rows, prepared.manifest)
+        yield replace(prepared, series=series if linked is None else None)
+
+
+#: what a period links to in the releases published so far: (its case ids, its label) ->
+#: the restricted series (:meth:`PublishedSeries.linked`).
+LinkedHistory = Callable[[Collection[str], str], PublishedSeries]
+
+
+def md_whole(label: str, manifests: Mapping[str, dict]) -> list[str]:
+    """The earlier releases a release of ``label`` changes in every group: the previous
+    period's, when it declares 002's model (its MD part, over all its groups, is checked once
+    the next period's release exists)."""
+    previous = parse_period(label).shift(-1).label
+    declared = ((manifests.get(previous) or {}).get("method") or {}).get("privacy_model")
+    return [previous] if declared == HA_MODEL else []
+
+
+def store_history(store: ReleaseStore) -> LinkedHistory:
+    """What a period links to, read from ``store`` (:meth:`ReleaseStore.linked_rows`): only
+    the linked rows, with every published manifest (read once; releases are immutable)."""
+    qids, sensitive = qids_of_schema(store.schema)
+    manifests: dict[str, dict] = {}
+
+    def linked(cases: Collection[str], label: str) -> PublishedSeries:
+        for period in store.published_periods():
+            if period not in manifests:
+                manifests[period] = store.manifest(period)
+        rows = store.linked_rows(cases, whole=md_whole(label, manifests))
+        return PublishedSeries(rows, {p: manifests[p] for p in rows}, qids, sensitive,
+                               f"Store {str(store.path)!r}")
+
+    return linked
 
 
 def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[str], rng: Randomness,
@@ -531,7 +576,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         schema=store.schema)
     steps = release_steps(
         store.schema, method, labels, store.records, rng,
-        series=load_series(store=store, allow_empty=True), available=store.ingested_periods(),
+        series=empty_series(store.schema), linked=store_history(store),
+        available=store.ingested_periods(),
         ledger=store.ledger, case_budget=case_budget, on_case_budget=on_case_budget,
         publish_despite_violations=publish_despite_violations, acknowledged=acknowledged,
         ingest=store.ingest_report)

@@ -10,7 +10,7 @@ A schema can be given instead when the manifests lack that description.
 from __future__ import annotations
 
 import io
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +97,42 @@ class PublishedSeries:
         keep = [p for p in self.periods if p in set(periods)]
         return PublishedSeries({p: self.releases[p] for p in keep},
                                {p: self.manifests[p] for p in keep}, self.qids, self.sensitive,
+                               self.source)
+
+    def linked(self, cases: Iterable[str], *, whole: Iterable[str] = ()) -> "PublishedSeries":
+        """What a release of ``cases`` can link to: the series restricted to the cases it can
+        concern (every release and manifest kept, each release with only those rows).
+
+        A candidate release changes the verdict of an earlier group only through the cases the
+        two share (the F- and L-attacks link by CaseID), and the verdict of a group depends on
+        its own rows and on its cases' rows in the other releases. So the rows kept are those
+        of the cases of ``cases``, of every case in a group that holds one of them, and of
+        every case of the releases in ``whole`` (002's MD-attack: a release gains its MD part,
+        over all its groups, once the next period's release exists). Checking the candidate
+        against this series gives the candidate's own verdict and the change it makes to every
+        earlier group exactly as the whole series would (:func:`medanon.verify.gate`; the
+        property tests of ``tests/property/test_incremental_gate.py`` compare the two).
+        ``linked_rows`` of the store runs the same selection in SQL.
+
+        Args:
+            cases: The candidate's case ids (a superset is fine: more rows, the same verdict).
+            whole: Labels of releases to keep whole.
+        """
+        seed = {str(c) for c in cases}
+        whole = set(whole)
+        members = set(seed)
+        for label, rows in self.releases.items():
+            ids = rows["case_id"].astype(str)
+            if label in whole:
+                members.update(ids)
+                continue
+            hit = ids.isin(seed).to_numpy()
+            if hit.any():
+                groups = rows["group"].astype(str)
+                members.update(ids[groups.isin(set(groups[hit])).to_numpy()])
+        releases = {label: rows[rows["case_id"].astype(str).isin(members).to_numpy()]
+                    .reset_index(drop=True) for label, rows in self.releases.items()}
+        return PublishedSeries(releases, dict(self.manifests), self.qids, self.sensitive,
                                self.source)
 
     def with_release(self, period: str, rows: pd.DataFrame, manifest: dict) -> "PublishedSeries":

@@ -447,6 +447,38 @@ class ReleaseStore:
             [period]).df()
         return frame.astype(object).where(frame.notna(), "")
 
+    def linked_rows(self, cases: Iterable[str], *, whole: Iterable[str] = ()) -> dict[str, pd.DataFrame]:
+        """The published rows a release of ``cases`` can link to, per published period (oldest
+        first; a period with none gives an empty frame): the rows of those cases, of every case
+        in a group that holds one of them, and of every case of the periods in ``whole``.
+
+        The selection of :meth:`medanon.published.series.PublishedSeries.linked`, run in SQL:
+        what a release reads of the history grows with the cases it shares with it, not with
+        the number of releases (issue 30).
+        """
+        seed = pd.DataFrame({"case_id": pd.Series(sorted({str(c) for c in cases}), dtype=object)})
+        periods = pd.DataFrame({"period": pd.Series(sorted(set(whole)), dtype=object)})
+        columns = _release_columns(self.schema)
+        with _registered(self._con, "linked_seed", seed), \
+                _registered(self._con, "linked_whole", periods):
+            frame = self._con.execute("""
+                WITH hit AS (
+                  SELECT DISTINCT r.period, r."group" FROM release_rows r
+                  WHERE r.case_id IN (SELECT case_id FROM linked_seed)),
+                members AS (
+                  SELECT r.case_id FROM release_rows r JOIN hit USING (period, "group")
+                  UNION SELECT case_id FROM linked_seed
+                  UNION SELECT case_id FROM release_rows
+                        WHERE period IN (SELECT period FROM linked_whole))
+                SELECT r.* FROM release_rows r
+                WHERE r.case_id IN (SELECT case_id FROM members)
+                ORDER BY r.period, r.row_no""").df()
+        frame = frame.astype(object).where(frame.notna(), "")
+        by_period = dict(iter(frame.groupby("period", sort=False))) if len(frame) else {}
+        return {label: (by_period[label][columns].reset_index(drop=True) if label in by_period
+                        else pd.DataFrame({c: pd.Series(dtype=object) for c in columns}))
+                for label in self.published_periods()}
+
     def manifest(self, period: str) -> dict:
         self._require_published(period)
         row = _one(self._con, "SELECT manifest FROM releases WHERE period = ?", [period])
