@@ -31,6 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from ..data.dates import publish_dates
+from ..data.records import map_cells
 from ..periods import parse_period
 from ..errors import InputFormatError, StoreError
 from ..hierarchies import Interval
@@ -83,12 +84,13 @@ def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
     """Format an algorithm's table as release rows (all strings, in the format's column order)."""
     out = pd.DataFrame({c: table[c].astype(str).to_numpy() for c in FIXED_COLUMNS})
     for qid in schema.qids:
-        fmt = format_numeric if qid.kind == "numeric" else format_label
-        out[qid.name] = [fmt(v) for v in table[qid.name].to_numpy(dtype=object)]
+        cells = table[qid.name].to_numpy(dtype=object)
+        out[qid.name] = ([format_numeric(v) for v in cells] if qid.kind == "numeric"
+                         else map_cells(cells, format_label))
     for name in schema.sensitive + schema.multi:
-        out[name] = [format_multi(v) for v in table[name].to_numpy(dtype=object)]
+        out[name] = map_cells(table[name].to_numpy(dtype=object), format_multi)
     for name in schema.insensitive:
-        out[name] = [format_label(v) for v in table[name].to_numpy(dtype=object)]
+        out[name] = map_cells(table[name].to_numpy(dtype=object), format_label)
     for name, granularity in schema.dates.items():
         out[name] = publish_dates(table[name].to_numpy(dtype=object), granularity)
     return out
