@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -229,19 +230,30 @@ def verify_note(stdout: str) -> str:
     return "all releases hold their model" if data["ok"] else f"violated: {', '.join(bad) or '-'}"
 
 
+def medanon_runner(work: Path) -> Callable[..., tuple[Measure, str]]:
+    """A function ``(label, medanon's arguments, accept=...)`` that runs ``python -m medanon``
+    with them as a stage (:func:`run_stage`, its output in ``work``/logs) and says so on
+    stderr."""
+    logs = work / "logs"
+    logs.mkdir()
+    medanon = [sys.executable, "-m", "medanon"]
+
+    def stage(label: str, argv: list, **kw) -> tuple[Measure, str]:
+        print(f"... {label}", file=sys.stderr, flush=True)
+        return run_stage(label, [*medanon, *argv], logs, **kw)
+    return stage
+
+
 def pipeline(args, work: Path, measures: list[Measure], sizes: dict, rules: list) -> None:
     """Run the planned stages into ``work``, appending each figure to ``measures``, and the
     reports and cases of each ingested quarter to ``sizes`` (filled as soon as known, so that a
     later stage's failure still shows them)."""
     stages, released, downstream = plan(args.stages, args.methods, args.downstream)
-    medanon = [sys.executable, "-m", "medanon"]
-    logs = work / "logs"
-    logs.mkdir()
+    run_medanon = medanon_runner(work)
     series, ingested = work / "faers", work / "ingested.duckdb"
 
     def stage(label: str, argv: list[str], **kw) -> tuple[Measure, str]:
-        print(f"... {label}", file=sys.stderr, flush=True)
-        measure, stdout = run_stage(label, [*medanon, *argv], logs, **kw)
+        measure, stdout = run_medanon(label, argv, **kw)
         measures.append(measure)
         return measure, stdout
 
@@ -300,6 +312,59 @@ def describe_sizes(sizes: dict) -> str:
         for p, s in sizes.items())
 
 
+def check_workdir(parser: argparse.ArgumentParser, workdir: Path | None) -> None:
+    """Stops with a usage error unless --workdir is absent, new or an empty folder (whatever
+    it holds at the end is removed unless --keep)."""
+    if workdir is not None and workdir.exists() and (
+            not workdir.is_dir() or any(workdir.iterdir())):
+        parser.error(f"--workdir {str(workdir)!r} is not an empty folder")
+
+
+def make_work(workdir: Path | None, prefix: str) -> Path:
+    """The folder to work in: ``workdir`` (created if new; parse_args checked that it is empty)
+    or a new temporary folder."""
+    if workdir is None:
+        return Path(tempfile.mkdtemp(prefix=prefix))
+    workdir.mkdir(parents=True, exist_ok=True)
+    return workdir
+
+
+def remove_work(work: Path, *, given: bool) -> None:
+    """Remove what this run wrote into ``work``, and ``work`` itself unless it was given
+    (a given --workdir was new or empty, so all it holds is this run's)."""
+    for child in list(work.iterdir()) if work.exists() else []:
+        if child.is_dir():
+            shutil.rmtree(child)
+        else:
+            child.unlink()
+    if not given:
+        work.rmdir()
+
+
+def describe_machine(host: dict) -> str:
+    """Adds the load average at the end and this script's own peak RSS to ``host`` (from
+    :func:`machine`) and says them all in one line."""
+    host["load_average_end"] = round(os.getloadavg()[0], 2)
+    # every child's peak RSS includes at least this (see medanon_info)
+    host["bench_rss_mb"] = round(peak_rss_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
+    return (f"\nmachine: {host['cores']} cores, {host['memory_gb']} GB memory, load average "
+            f"{host['load_average']} at start / {host['load_average_end']} at end; this script's "
+            f"own peak RSS {host['bench_rss_mb']} MB (a floor under each figure)")
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every whole-pipeline benchmark takes: the release's k, HA's alpha and
+    PPMS-DP's epsilon, the seed, the work folder and the output."""
+    parser.add_argument("--k", type=int, default=5)
+    parser.add_argument("--alpha", type=float, default=0.5, help="HA's alpha")
+    parser.add_argument("--epsilon", default="1", help="PPMS-DP's epsilon per perturbed QID")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--workdir", type=Path,
+                        help="folder to work in: new or empty (default: a temporary folder)")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder at the end")
+    parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -313,14 +378,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--stages", default=",".join(STAGES),
                         help="stages to run, comma list (the ones they need run too)")
     parser.add_argument("--export-formats", default=",".join(EXPORT_FORMATS))
-    parser.add_argument("--k", type=int, default=5)
-    parser.add_argument("--alpha", type=float, default=0.5, help="HA's alpha")
-    parser.add_argument("--epsilon", default="1", help="PPMS-DP's epsilon per perturbed QID")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--workdir", type=Path,
-                        help="folder to work in: new or empty (default: a temporary folder)")
-    parser.add_argument("--keep", action="store_true", help="keep the work folder at the end")
-    parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    add_run_arguments(parser)
     args = parser.parse_args(argv)
     if args.cases < 1 or args.periods < 1:
         parser.error("--cases and --periods must be at least 1")
@@ -331,63 +389,63 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.export_formats = split_list(args.export_formats, EXPORT_FORMATS, "--export-formats")
     except ValueError as exc:
         parser.error(str(exc))
-    if args.workdir is not None and args.workdir.exists() and (
-            not args.workdir.is_dir() or any(args.workdir.iterdir())):
-        parser.error(f"--workdir {str(args.workdir)!r} is not an empty folder")
+    check_workdir(parser, args.workdir)
     return args
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def run_in_work(args, prefix: str, what: str,
+                run: Callable[[Path, list], None]) -> tuple[Path, dict, StageFailed | None]:
+    """Run ``run(work folder, the planted signals' rules)`` and print the machine's figures;
+    (the work folder, those figures, the stage that failed or None).
+
+    The folder is --workdir or a new temporary one named ``prefix...``, emptied at the end
+    unless --keep. ``what`` says the series's size in the first line (on stderr)."""
     info = medanon_info()
-    if args.workdir is None:
-        work = Path(tempfile.mkdtemp(prefix="bench-faers-scale-"))
-    else:
-        work = args.workdir
-        work.mkdir(parents=True, exist_ok=True)
+    work = make_work(args.workdir, prefix)
     host = machine()
-    print(f"medanon {info['version']} ({info['path']}), Python "
-          f"{host['python']}; {args.periods} quarter(s) x {args.cases:,} cases, seed {args.seed}; "
-          f"work folder {work}", file=sys.stderr)
-    measures: list[Measure] = []
-    sizes: dict = {}
+    print(f"medanon {info['version']} ({info['path']}), Python {host['python']}; {what}, "
+          f"seed {args.seed}; work folder {work}", file=sys.stderr)
     failed: StageFailed | None = None
     try:
-        pipeline(args, work, measures, sizes, info["rules"])
+        run(work, info["rules"])
     except StageFailed as exc:
         failed = exc
     finally:
         if not args.keep:
-            # only what this run wrote: a given --workdir was new or empty
-            for child in list(work.iterdir()) if work.exists() else []:
-                if child.is_dir():
-                    shutil.rmtree(child)
-                else:
-                    child.unlink()
-            if args.workdir is None:
-                work.rmdir()
-    host["load_average_end"] = round(os.getloadavg()[0], 2)
-    # every child's peak RSS includes at least this (see medanon_info)
-    host["bench_rss_mb"] = round(peak_rss_mb(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss))
-    print(f"\nmachine: {host['cores']} cores, {host['memory_gb']} GB memory, load average "
-          f"{host['load_average']} at start / {host['load_average_end']} at end; this script's "
-          f"own peak RSS {host['bench_rss_mb']} MB (a floor under each figure)")
+            remove_work(work, given=args.workdir is not None)
+    print(describe_machine(host))
+    return work, host, failed
+
+
+def finish(args, work: Path, failed: StageFailed | None, hint: str = "") -> int:
+    """Say where the kept work folder is and which stage failed (with ``hint`` and its stderr's
+    tail); the exit code."""
+    if args.keep:
+        print(f"\nwork folder kept: {work} (stage logs in {work / 'logs'})")
+    if failed is None:
+        return 0
+    print(f"\nFAILED: {failed}{hint}; its stderr (last {STDERR_TAIL} lines):\n"
+          f"{failed.stderr_tail}", file=sys.stderr)
+    return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    measures: list[Measure] = []
+    sizes: dict = {}
+    work, host, failed = run_in_work(
+        args, "bench-faers-scale-", f"{args.periods} quarter(s) x {args.cases:,} cases",
+        lambda work, rules: pipeline(args, work, measures, sizes, rules))
     print(describe_sizes(sizes))
     print(f"k {args.k}, theta frequency, HA alpha {args.alpha}, PPMS-DP epsilon {args.epsilon}\n")
     print(format_table(measures))
-    if args.keep:
-        print(f"\nwork folder kept: {work} (stage logs in {work / 'logs'})")
     if args.json:
         print(json.dumps({"machine": host, "cases": args.cases, "periods": args.periods,
                           "seed": args.seed, "sizes": sizes,
                           "stages": [asdict(m) for m in measures],
                           "failed": failed and {"stage": failed.label, "exit": failed.code}},
                          indent=1))
-    if failed is not None:
-        print(f"\nFAILED: {failed}; its stderr (last {STDERR_TAIL} lines):\n{failed.stderr_tail}",
-              file=sys.stderr)
-        return 1
-    return 0
+    return finish(args, work, failed)
 
 
 if __name__ == "__main__":
