@@ -24,6 +24,7 @@ violations in its manifest when the user explicitly publishes despite them.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -37,7 +38,8 @@ from .published.links import longest_case_span
 from .published.series import PublishedSeries
 
 __all__ = ["GATE_MODELS", "GateResult", "ReleaseVerdict", "SeriesVerdict", "gate", "gate_one_off",
-           "is_release_folder", "verify_one_off", "verify_release_folder", "verify_series"]
+           "is_release_folder", "verify_linked", "verify_one_off", "verify_release_folder",
+           "verify_series"]
 
 #: the models the gate can check (every registered model).
 GATE_MODELS = registered_models()
@@ -80,12 +82,44 @@ def verify_series(series: PublishedSeries, periods: list[str] | None = None) -> 
             if getattr(model, "lifespan", None) is not None:
                 lifespans.setdefault(model.lifespan, []).append(label)
     span = observed_case_span(series)
-    notes = tuple(
+    return SeriesVerdict(tuple(verdicts[p] for p in labels), span, _span_notes(span, lifespans))
+
+
+def _span_notes(span: int, lifespans: Mapping[int, list[str]]) -> tuple[str, ...]:
+    return tuple(
         f"CaseIDs of this series recur up to {span} period(s) apart, beyond the life span of "
         f"{lifespan} declared by {', '.join(shown)}: the model does not cover links between "
         f"releases more than {lifespan} period(s) apart, which an adversary can make (FAERS "
         f"CaseIDs never expire)." for lifespan, shown in sorted(lifespans.items()) if span > lifespan)
-    return SeriesVerdict(tuple(verdicts[p] for p in labels), span, notes)
+
+
+def verify_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedSeries], *,
+                  observed_span: int) -> SeriesVerdict:
+    """:func:`verify_series` one release at a time, in memory bounded by one release and what
+    it links to (issue 30).
+
+    A release's verdict depends on its own rows and on its cases' rows in the other releases,
+    nothing else: ``linked_of(label)`` returns a series holding at least those (every release
+    and manifest, e.g. :meth:`PublishedSeries.linked` of the release's cases), and the verdict
+    is the one :func:`verify_series` gives over the whole series
+    (``tests/property/test_incremental_gate.py`` compares the two).
+
+    Args:
+        labels: The releases to check, oldest first.
+        linked_of: What each release links to.
+        observed_span: The most periods between a CaseID's first and last release in the whole
+            series (:func:`observed_case_span`), for the life-span notes.
+    """
+    verdicts = []
+    lifespans: dict[int, list[str]] = {}
+    for label in labels:
+        series = linked_of(label)
+        verdicts.append(verify_series(series, [label]).releases[0])
+        lifespan = getattr(model_from_manifest(series.manifests.get(label) or {"method": {}},
+                                               label), "lifespan", None)
+        if lifespan is not None:
+            lifespans.setdefault(lifespan, []).append(label)
+    return SeriesVerdict(tuple(verdicts), observed_span, _span_notes(observed_span, lifespans))
 
 
 def observed_case_span(series: PublishedSeries) -> int:

@@ -7,7 +7,9 @@ missing values, life spans) published by each periodic method, and with declared
 the releases break on purpose (so that both a candidate's own violations and violations it
 causes in earlier groups occur), every candidate gets the same manifest entry and the same
 findings from both gates, and the store's SQL selection (``ReleaseStore.linked_rows``) holds
-the same rows as the in-memory one.
+the same rows as the in-memory one. Verifying a series one release at a time, each against
+what it links to (``verify_linked``, ``medanon verify --store``), gives the whole series'
+verdict.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from medanon.data.loaders.faers import read_faers
 from medanon.data.schema import Schema
 from medanon.errors import InfeasibleError, PrivacyViolation
 from medanon.models.names import PPMS_MODEL
-from medanon.pipeline.publish import md_whole, publish_periods
+from medanon.pipeline.history import md_whole, verify_store
+from medanon.pipeline.publish import publish_periods
 from medanon.published.series import PublishedSeries, load_series
 from medanon.random import randomness
 from medanon.store import ReleaseStore
-from medanon.verify import gate, verify_series
+from medanon.verify import gate, observed_case_span, verify_linked, verify_series
 from tests.property.test_periodic_methods import random_series
 from tests.series_helpers import publish_series
 
@@ -73,6 +76,9 @@ def assert_incremental_equals_full(series: PublishedSeries) -> int:
     exercised the comparison)."""
     seen = 0
     labels = series.periods
+    # the streamed verification (medanon verify --store) gives the whole series' verdict
+    assert verify_linked(labels, lambda label: series.linked(series.releases[label]["case_id"]),
+                         observed_span=observed_case_span(series)) == verify_series(series)
     for i, label in enumerate(labels):
         history = series.restricted_to(labels[:i])
         rows, manifest = series.releases[label], series.manifests[label]
@@ -167,3 +173,5 @@ def test_the_store_selects_the_rows_the_series_selects(tmp_path) -> None:
                 assert got[label].equals(expected[label].astype(object)), label
             if 0 < size < len(everyone):
                 assert sum(map(len, got.values())) < sum(map(len, series.releases.values()))
+        assert verify_store(store) == verify_series(series)
+        assert verify_store(store, ["2020Q3", "2020Q1"]) == verify_series(series, ["2020Q3", "2020Q1"])

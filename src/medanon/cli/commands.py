@@ -542,8 +542,19 @@ def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
         if not one.ok:
             raise PrivacyViolation(f"{one.period} does not hold its declared privacy model.")
         return
-    series = _series(series_dir, store, schema_path)
-    verdict = verify_series(series, periods or None)
+    if store is not None and series_dir is None:
+        # release by release, in memory bounded by one release and what it links to
+        from ..pipeline.history import store_manifests, verify_store
+
+        schema = Schema.from_toml(schema_path) if schema_path else None
+        with ReleaseStore.open(store, read_only=True) as db:
+            if not db.published_periods():
+                load_series(store=db)  # the error for a store with nothing published
+            verdict = verify_store(db, periods or None, schema=schema)
+            series = store_manifests(db, schema)
+    else:
+        series = _series(series_dir, store, schema_path)
+        verdict = verify_series(series, periods or None)
     everything_missing = series.missing_periods()
     missing = series.undeclared_missing_periods()  # a gap the publisher declared is no surprise
     declared = [p for p in everything_missing if p not in missing]

@@ -37,7 +37,6 @@ from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationErr
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
 from ..models import model_from_manifest
-from ..models.names import HA_MODEL
 from ..models.theta import caps_raised, theta_table_of
 from ..random import Randomness, refuse_seeded_release
 from ..store import ReleaseStore
@@ -45,7 +44,8 @@ from ..verify import SeriesVerdict, gate
 from ..published.format import to_published_rows
 from ..published.roles import check_roles, column_roles, derive_dates
 from . import checks
-from ..published.series import PublishedSeries, empty_series, qids_of_schema
+from ..published.series import PublishedSeries, empty_series
+from .history import LinkedHistory, md_whole, store_history
 
 MANIFEST_FORMAT = "medanon-release/1"
 ON_CASE_BUDGET = ("refuse", "suppress")
@@ -494,37 +494,6 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
         if linked is None:
             series = series.with_release(label, prepared.rows, prepared.manifest)
         yield replace(prepared, series=series if linked is None else None)
-
-
-#: what a period links to in the releases published so far: (its case ids, its label) ->
-#: the restricted series (:meth:`PublishedSeries.linked`).
-LinkedHistory = Callable[[Collection[str], str], PublishedSeries]
-
-
-def md_whole(label: str, manifests: Mapping[str, dict]) -> list[str]:
-    """The earlier releases a release of ``label`` changes in every group: the previous
-    period's, when it declares 002's model (its MD part, over all its groups, is checked once
-    the next period's release exists)."""
-    previous = parse_period(label).shift(-1).label
-    declared = ((manifests.get(previous) or {}).get("method") or {}).get("privacy_model")
-    return [previous] if declared == HA_MODEL else []
-
-
-def store_history(store: ReleaseStore) -> LinkedHistory:
-    """What a period links to, read from ``store`` (:meth:`ReleaseStore.linked_rows`): only
-    the linked rows, with every published manifest (read once; releases are immutable)."""
-    qids, sensitive = qids_of_schema(store.schema)
-    manifests: dict[str, dict] = {}
-
-    def linked(cases: Collection[str], label: str) -> PublishedSeries:
-        for period in store.published_periods():
-            if period not in manifests:
-                manifests[period] = store.manifest(period)
-        rows = store.linked_rows(cases, whole=md_whole(label, manifests))
-        return PublishedSeries(rows, {p: manifests[p] for p in rows}, qids, sensitive,
-                               f"Store {str(store.path)!r}")
-
-    return linked
 
 
 def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[str], rng: Randomness,

@@ -447,6 +447,21 @@ class ReleaseStore:
             [period]).df()
         return frame.astype(object).where(frame.notna(), "")
 
+    def release_cases(self, period: str) -> list[str]:
+        """The case ids a published period holds, in release order."""
+        self._require_published(period)
+        return [r[0] for r in self._con.execute(
+            "SELECT case_id FROM release_rows WHERE period = ? ORDER BY row_no", [period]).fetchall()]
+
+    def published_case_span(self) -> int:
+        """The most periods between a CaseID's first and last published release (0 when no
+        case reappears): :func:`medanon.verify.observed_case_span` in SQL."""
+        row = _one(self._con, """
+            SELECT max(span) FROM (
+              SELECT max(p.ordinal) - min(p.ordinal) AS span
+              FROM release_rows r JOIN releases p USING (period) GROUP BY r.case_id)""")
+        return int(row[0] or 0) if row else 0
+
     def linked_rows(self, cases: Iterable[str], *, whole: Iterable[str] = ()) -> dict[str, pd.DataFrame]:
         """The published rows a release of ``cases`` can link to, per published period (oldest
         first; a period with none gives an empty frame): the rows of those cases, of every case

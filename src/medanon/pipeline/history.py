@@ -1,0 +1,108 @@
+"""A store's published series read release by release: what one release links to (issue 30).
+
+A release's verdict depends on its own rows and on its cases' rows in the other releases; what a
+new release changes in the earlier ones goes through the cases they share (the F- and L-attacks
+link by CaseID) and, under 002's MD-attack, the whole previous release. So neither the release
+of a new period nor the verification of a series needs the whole history in memory:
+
+* :func:`store_history` gives :func:`medanon.pipeline.publish.release_steps` what a period
+  links to (:meth:`ReleaseStore.linked_rows`), so a release and its gate cost what the period
+  shares with the history, not the number of releases;
+* :func:`verify_store` checks every release of a store against what it links to
+  (:func:`medanon.verify.verify_linked`), with the verdict of :func:`medanon.verify.verify_series`
+  over the whole series.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+
+import pandas as pd
+
+from ..data.schema import Schema
+from ..models.names import HA_MODEL
+from ..periods import parse_period
+from ..published.series import PublishedSeries, qids_of_schema
+from ..store import ReleaseStore
+from ..verify import SeriesVerdict, verify_linked
+
+__all__ = ["LinkedHistory", "md_whole", "store_history", "store_manifests", "verify_store"]
+
+#: what a period links to in the releases published so far: (its case ids, its label) ->
+#: the restricted series (:meth:`PublishedSeries.linked`).
+LinkedHistory = Callable[[Collection[str], str], PublishedSeries]
+
+
+def md_whole(label: str, manifests: Mapping[str, dict]) -> list[str]:
+    """The earlier releases a release of ``label`` changes in every group: the previous
+    period's, when it declares 002's model (its MD part, over all its groups, is checked once
+    the next period's release exists)."""
+    previous = parse_period(label).shift(-1).label
+    declared = ((manifests.get(previous) or {}).get("method") or {}).get("privacy_model")
+    return [previous] if declared == HA_MODEL else []
+
+
+class _StoreSeries:
+    """The published manifests of a store (read once: releases are immutable) and the series
+    of the rows linked to some cases."""
+
+    def __init__(self, store: ReleaseStore, schema: Schema | None = None):
+        self.store = store
+        self.qids, self.sensitive = qids_of_schema(schema or store.schema)
+        self.manifests: dict[str, dict] = {}
+        self.source = f"Store {str(store.path)!r}"
+
+    def refresh(self) -> dict[str, dict]:
+        for period in self.store.published_periods():
+            if period not in self.manifests:
+                self.manifests[period] = self.store.manifest(period)
+        return self.manifests
+
+    def skeleton(self) -> PublishedSeries:
+        """Every release with its manifest and no rows: what the checks of gaps and
+        declarations (``PublishedSeries.missing_periods``) read."""
+        manifests = self.refresh()
+        return PublishedSeries({p: pd.DataFrame() for p in manifests}, dict(manifests), self.qids,
+                               self.sensitive, self.source)
+
+    def linked(self, cases: Collection[str], whole: Sequence[str] = ()) -> PublishedSeries:
+        rows = self.store.linked_rows(cases, whole=whole)
+        return PublishedSeries(rows, {p: self.manifests[p] for p in rows}, self.qids,
+                               self.sensitive, self.source)
+
+
+def store_history(store: ReleaseStore) -> LinkedHistory:
+    """What a period links to, read from ``store`` (:meth:`ReleaseStore.linked_rows`): only
+    the linked rows, with every published manifest."""
+    series = _StoreSeries(store)
+
+    def linked(cases: Collection[str], label: str) -> PublishedSeries:
+        return series.linked(cases, md_whole(label, series.refresh()))
+
+    return linked
+
+
+def store_manifests(store: ReleaseStore, schema: Schema | None = None) -> PublishedSeries:
+    """A store's series with every manifest and no rows (see ``_StoreSeries.skeleton``)."""
+    return _StoreSeries(store, schema).skeleton()
+
+
+def verify_store(store: ReleaseStore, periods: Sequence[str] | None = None, *,
+                 schema: Schema | None = None) -> SeriesVerdict:
+    """:func:`medanon.verify.verify_series` over a store's series, one release at a time:
+    memory bounded by one release and what it links to.
+
+    Args:
+        store: An open store with published releases.
+        periods: The releases to check (default: all).
+        schema: How to read the columns (default: the store's schema).
+
+    Raises:
+        ValidationError: a period is not published.
+        InputFormatError: as :func:`medanon.verify.verify_series`.
+    """
+    series = _StoreSeries(store, schema)
+    skeleton = series.skeleton()
+    labels = [skeleton.label(p) for p in periods] if periods else skeleton.periods
+    return verify_linked(labels, lambda label: series.linked(store.release_cases(label)),
+                         observed_span=store.published_case_span())
