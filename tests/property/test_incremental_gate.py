@@ -32,6 +32,8 @@ from medanon.published.series import PublishedSeries, load_series
 from medanon.random import randomness
 from medanon.store import ReleaseStore
 from medanon.verify import gate, observed_case_span, verify_linked, verify_series
+from tests.property.test_gate_brute_force import SCHEMA as DATED
+from tests.property.test_gate_brute_force import with_dates
 from tests.property.test_periodic_methods import random_series
 from tests.series_helpers import publish_series
 
@@ -95,22 +97,26 @@ def assert_incremental_equals_full(series: PublishedSeries) -> int:
     return seen
 
 
-def _publish(method, records):
+def _publish(method, records, schema=SCHEMA):
     try:
-        return publish_series(method, records, SCHEMA, seed=1)
+        return publish_series(method, records, schema, seed=1)
     except InfeasibleError:
         assume(False)
 
 
 @pytest.mark.parametrize("method_class", [PPMSPlus, PPMSPlusPlus])
 @given(seed=st.integers(0, 2**31), k=st.integers(2, 3), missing=st.sampled_from([0.0, 0.3]),
-       lifespan=st.sampled_from([None, 1, 2]), declared_k=st.sampled_from([None, 4, 6]))
+       lifespan=st.sampled_from([None, 1, 2]), declared_k=st.sampled_from([None, 4, 6]),
+       dated=st.booleans())
 @SETTINGS
 def test_the_ppms_gate_reads_only_what_a_release_links_to(method_class, seed, k, missing,
-                                                          lifespan, declared_k):
+                                                          lifespan, declared_k, dated):
     records = random_series(seed, periods=5, missing=missing)
+    if dated:  # receipt dates derived from the series, checked by the gate (issue 29)
+        records = with_dates(records, seed)
     series = _publish(method_class(k=k, theta=1.0, lifespan=lifespan,
-                                   on_infeasible="suppress-terms", max_withheld=1.0), records)
+                                   on_infeasible="suppress-terms", max_withheld=1.0), records,
+                      DATED if dated else SCHEMA)
     assert_incremental_equals_full(_declared(series, k=declared_k, lifespan=lifespan, alpha=None,
                                              as_ppms=False))
 
@@ -175,3 +181,21 @@ def test_the_store_selects_the_rows_the_series_selects(tmp_path) -> None:
                 assert sum(map(len, got.values())) < sum(map(len, series.releases.values()))
         assert verify_store(store) == verify_series(series)
         assert verify_store(store, ["2020Q3", "2020Q1"]) == verify_series(series, ["2020Q3", "2020Q1"])
+
+
+def test_the_comparison_catches_a_gate_that_reads_too_little() -> None:
+    """Without the previous release held whole, the HA gate misses the violations the MD part
+    causes in groups that hold none of the candidate's cases: the comparison above sees it."""
+    records = random_series(3, periods=4, size=(40, 70), vocabulary=60,
+                            reaction_counts=(0.5, 0.35, 0.15))
+    series = _declared(publish_series(HA(k=2, theta=1.0, alpha=0.5, on_infeasible="suppress-terms",
+                                         ss_rule={"reactions": 3}, max_withheld=1.0),
+                                      records, SCHEMA, seed=1),
+                       k=None, lifespan=None, alpha=0.2, as_ppms=False)
+    differ = 0
+    for i, label in enumerate(series.periods):
+        history = series.restricted_to(series.periods[:i])
+        rows, manifest = series.releases[label], series.manifests[label]
+        too_little = history.linked(rows["case_id"])  # no whole previous release
+        differ += _gated(too_little, label, rows, manifest) != _gated(history, label, rows, manifest)
+    assert differ > 0
