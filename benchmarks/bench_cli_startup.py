@@ -1,11 +1,13 @@
 """Benchmark: start-up cost of the ``medanon`` command (CPU time and peak memory), and the import
 cost of the commands that do the publishing work (``ingest``, ``release``, ``export``).
 
-Start-up: runs each command N times in a fresh process and prints the median CPU time (user +
-sys, from ``wait4``), the median wall time and the peak resident set size of the process. The
-goal of issue 18: ``medanon --version`` and ``medanon --help`` cost at most 0.3 s CPU. A second
-table lists which heavy libraries each command loads (one extra run with ``-X importtime``): a
-command other than ``report``, ``demo`` and ``experiment`` must not load matplotlib.
+Every figure is of this checkout's ``src`` (put first on ``PYTHONPATH``), also when the console
+script belongs to an install of another checkout. Start-up: runs each command N times in a fresh
+process and prints the median CPU time (user + sys, from ``wait4``), the median wall time and
+the peak resident set size of the process. The goal of issue 18: ``medanon --version`` and
+``medanon --help`` cost at most 0.3 s CPU. A second table lists which heavy libraries each
+command loads (one extra run with ``-X importtime``): a command other than ``report``, ``demo``
+and ``experiment`` must not load matplotlib.
 
 Work (issue 30): a tiny synthetic series (``--periods`` quarters of ``--cases`` cases) is
 ingested, released with PPMS++ and exported, each command in a fresh process, ``--work-runs``
@@ -13,8 +15,8 @@ times. Per command: the median CPU and wall time of the whole process, the CPU a
 spent importing (every top-level ``import`` of the run, timed in the process itself), the number
 of modules loaded, and which modules of the evaluation stack it loaded (matplotlib, Dask,
 SciPy's stats, ``medanon.metrics``, ``.attacks``, ``.report``, ``.experiments``): none is the
-goal. The work commands run this checkout's ``src``; ``--baseline REF`` runs the same on the
-``src`` of a git revision (``git archive``) and prints both, before and after:
+goal. ``--baseline REF`` runs the same on the ``src`` of a git revision (``git archive``) and
+prints both, before and after:
 
     python benchmarks/bench_cli_startup.py [--runs 7] [--work-runs 3] [--baseline HEAD~1]
     python benchmarks/bench_cli_startup.py --skip-startup --baseline main
@@ -118,7 +120,7 @@ def heavy_modules(tail: list[str], env: dict[str, str]) -> list[str]:
 def startup(runs: int, env: dict[str, str]) -> None:
     """The start-up table (issue 18) and the heavy libraries each command loads."""
     base = medanon_command()
-    print(f"{' '.join(base)}; median of {runs} fresh processes\n")
+    print(f"{' '.join(base)} (medanon from {ROOT / 'src'}); median of {runs} fresh processes\n")
     print(f"{'command':<28} {'CPU s':>6} {'min':>6} {'max':>6} {'wall s':>7} {'peak RSS MB':>12}")
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -271,7 +273,9 @@ def main() -> None:
                         help="also measure the work commands on git revision REF (before/after)")
     parser.add_argument("--skip-startup", action="store_true", help="only the work commands")
     args = parser.parse_args()
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    # this checkout's medanon, also where the console script belongs to an install of another
+    paths = [str(ROOT / "src"), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+    env = {**os.environ, "PYTHONWARNINGS": "ignore", "PYTHONPATH": os.pathsep.join(paths)}
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
     if not args.skip_startup:
         startup(args.runs, env)
