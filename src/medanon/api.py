@@ -47,28 +47,29 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from ._validation import check_fraction, check_int
-from .anonymize.base import Anonymizer
 from .data.ehr import EhrData
 from .data.loaders.faers import FaersQuarter, FaersQuarters
 from .data.records import SuperRecords, check_record_values, combine_super_records
 from .data.schema import Schema
 from .data.tabular import TableSchema, TabularData
 from .errors import PrivacyViolation, ValidationError
-from .models.theta import ThetaTable, theta_table_of
 from .periods import parse_period
-from .pipeline.checks import data_facts, run_checks
-from .pipeline.methods import (EHR_METHODS, PERIODIC_METHODS, TABLE_METHODS, ehr_method,
-                               family_of, periodic_method, table_method)
-from .pipeline.publish import release_steps
 from .published.format import read_release_text, write_release_text
 from .published.series import PublishedSeries, empty_series, load_series
 from .random import Randomness, check_rng, randomness
-from .verify import SeriesVerdict, gate_one_off, verify_series
+
+# The methods, the pipelines and the verify gate are imported where they are used (issue 30):
+# reading data (`medanon ingest` streams FAERS through Dataset) must not load the algorithms,
+# the privacy models or SciPy.
+if TYPE_CHECKING:
+    from .anonymize.base import Anonymizer
+    from .models.theta import ThetaTable
+    from .verify import SeriesVerdict
 
 __all__ = ["Dataset", "EhrRecords", "EhrRelease", "Publisher", "Release", "Series", "Table",
            "TableRelease"]
@@ -169,6 +170,8 @@ class Dataset:
         """What the publisher's safety checks read (:func:`~medanon.pipeline.checks.data_facts`:
         the sensitive vocabulary, reports per period, the longest case span), computed once:
         publishing one period at a time must not re-read every period per call. Private."""
+        from .pipeline.checks import data_facts
+
         if self._facts is None:
             self._facts = data_facts({p: self.records(p) for p in self.periods}, self.schema)
         return self._facts
@@ -493,6 +496,8 @@ class Release(_Gated):
     def theta_table(self) -> ThetaTable | None:
         """The θ table the release used (``manifest["details"]["theta_table"]``): the default,
         every per-term θ and the protected terms' caps; None for a method without θ."""
+        from .models.theta import theta_table_of
+
         return theta_table_of(self.manifest)
 
     @property
@@ -538,11 +543,15 @@ class Series(PublishedSeries):
 
     def verify(self, periods: list[str] | None = None) -> SeriesVerdict:
         """Check each release against the model its manifest declares (:mod:`medanon.verify`)."""
+        from .verify import verify_series
+
         return verify_series(self, periods)
 
     def unbounded_terms(self) -> dict[str, tuple[str, ...]]:
         """Period -> the terms its release gives θ = 1 (see :attr:`Release.unbounded_terms`),
         for every release of the series, also one read from a folder."""
+        from .models.theta import theta_table_of
+
         out = {}
         for period in self.periods:
             table = theta_table_of(self.manifests[period])
@@ -669,6 +678,9 @@ class Publisher:
 
     def __init__(self, method: str | Anonymizer | Any, *, seed: int | None = None,
                  rng: Randomness | None = None, **parameters: Any):
+        from .anonymize.base import Anonymizer
+        from .pipeline.methods import EHR_METHODS, PERIODIC_METHODS, TABLE_METHODS, family_of
+
         if rng is not None and seed is not None:
             raise ValidationError("Give the 'seed' or the 'rng' parameter of Publisher, not both.")
         self.rng = check_rng(rng, owner="Publisher") if rng is not None else randomness(seed)
@@ -699,6 +711,8 @@ class Publisher:
         self.name = str(self.method.name)
 
     def _configure(self, name: str, parameters: dict[str, Any]) -> Any:
+        from .pipeline.methods import ehr_method, periodic_method, table_method
+
         factory = {"periodic": periodic_method, "table": table_method,
                    "ehr": ehr_method}[self.family]
         known = _names(factory) + (tuple(_EHR_RUN) + tuple(_EHR_PUBLISH)
@@ -822,6 +836,9 @@ class Publisher:
                         previous: PublishedSeries | None, allow_violations: bool,
                         allow_unprotected: bool, allow_unknown_terms: bool, allow_gap: bool,
                         allow_short_lifespan: bool) -> "Series":
+        from .pipeline.checks import run_checks
+        from .pipeline.publish import release_steps
+
         series = previous if previous is not None else empty_series(data.schema)
         wanted = [parse_period(p).label for p in periods] if periods else [
             p for p in data.periods if p not in series.releases]
@@ -846,6 +863,8 @@ class Publisher:
     def _gate(self, csv_text: str, manifest: dict,
               allow_violations: bool) -> tuple[pd.DataFrame, dict]:
         """The rows as a reader of ``release.csv`` sees them, and the gate's manifest entry."""
+        from .verify import gate_one_off
+
         rows = read_release_text(csv_text)
         try:
             manifest["verification"] = gate_one_off(f"{self.name} release", rows, manifest)

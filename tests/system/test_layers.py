@@ -64,6 +64,10 @@ def test_the_package_keeps_every_import_contract():
                  "medanon.api is not allowed to import typer", id="api->typer"),
     pytest.param("pipeline/export.py", "import matplotlib", "heavy-libraries",
                  "medanon.pipeline is not allowed to import matplotlib", id="pipeline->matplotlib"),
+    # allowed by the layers (metrics sit below the pipeline), refused on the release path
+    pytest.param("pipeline/export.py", "from medanon.metrics import screening", "release-path",
+                 "medanon.pipeline.export is not allowed to import medanon.metrics",
+                 id="release-path->metrics"),
 ])
 def test_a_deliberate_back_edge_breaks_its_contract(tmp_path, module, line, contract, reported):
     src = tmp_path / "src"

@@ -12,9 +12,35 @@
 Attacks read published strings only; they never import an algorithm (``design.md``).
 """
 
-from .background import BackgroundKnowledge, KnowledgeRule, read_background
-from .likelihood import LikelihoodAttacker, hard_series
-from .target import Target, TargetAttack, attack_target, parse_target
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .background import BackgroundKnowledge, KnowledgeRule, read_background
+    from .likelihood import LikelihoodAttacker, hard_series
+    from .target import Target, TargetAttack, attack_target, parse_target
+
+# The names below are loaded on first use (PEP 562): importing one attack module, such as
+# :mod:`.ss` for HA's ss-rule when a release is configured, must not load the others (issue 30).
+_LAZY = {"BackgroundKnowledge": "background", "KnowledgeRule": "background",
+         "read_background": "background", "LikelihoodAttacker": "likelihood",
+         "hard_series": "likelihood", "Target": "target", "TargetAttack": "target",
+         "attack_target": "target", "parse_target": "target"}
 
 __all__ = ["BackgroundKnowledge", "KnowledgeRule", "LikelihoodAttacker", "Target", "TargetAttack",
            "attack_target", "hard_series", "parse_target", "read_background"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -7,35 +7,24 @@ import json
 import shutil
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 from rich.table import Table
 
 from .._validation import check_choice, check_int
-from ..accounting import Budget, summarize_ledger
-from ..anonymize import Anonymizer
-from ..data.schema import Schema
-from ..errors import InputFormatError, StoreError, ValidationError
-from ..attacks import attack_target, read_background
+from ..errors import InputFormatError, PrivacyViolation, StoreError, ValidationError
 from ..periods import parse_period
-from ..pipeline.methods import periodic_method
-from ..attacks.ss import parse_ss_rule
-from ..attacks.worst_case import attack_series
-from ..errors import PrivacyViolation
-from ..metrics.evaluation import evaluate_series
-from ..metrics.screening import screening_for
-from ..metrics.signals import format_ratio, read_rules
-from ..report.collect import missing_sentence, store_originals
-from ..published.series import load_series, published_columns
-from ..verify import SeriesVerdict, is_release_folder, verify_release_folder, verify_series
-from ..random import randomness
-from ..pipeline.export import EXPORT_FORMATS, export_releases
-from ..pipeline.publish import publish_periods
-from ..store import ReleaseStore
 from . import console as ui
 from .console import print_json, progress_bar
 
+if TYPE_CHECKING:
+    from ..anonymize import Anonymizer
+    from ..store import ReleaseStore
 
+# Each command imports what it needs in its own body (issue 30): `medanon release`, `ingest` and
+# `export` must not pay for the evaluation, screening, attack and report stacks (SciPy's stats,
+# the signal metrics, ...) that `evaluate`, `attack`, `verify` and `report` use.
+# tests/system/test_cli_startup.py checks the modules each command loads.
 
 
 # -- synth ----------------------------------------------------------------------------------------
@@ -71,6 +60,8 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
            as_json: bool, allow_empty: bool = False, strict: bool = False) -> None:
     from ..api import Dataset
     from ..data.loaders.faers import strict_repairs
+    from ..data.schema import Schema
+    from ..store import ReleaseStore
 
     started = time.perf_counter()
     if schema_path:
@@ -197,6 +188,8 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                 allow_tiny_epsilon: bool = False) -> Anonymizer:
     """The library's :func:`~medanon.pipeline.methods.periodic_method`, its errors told in
     flags (``'dp_aware_grouping' parameter`` -> ``--dp-aware-grouping``)."""
+    from ..pipeline.methods import periodic_method
+
     with ui.errors_as_flags():
         return periodic_method(method, k=k, theta=theta, alpha=alpha, ss_rule=ss_rule,
                                lifespan=lifespan, on_infeasible=on_infeasible, epsilon=epsilon,
@@ -220,6 +213,11 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
             per_period_commit: bool = False, label_confidence: float | None = None,
             label_mechanism: str | None = None, protect: list[str] | None = None,
             max_withheld: float | None = None, allow_tiny_epsilon: bool = False) -> None:
+    from ..accounting import Budget
+    from ..pipeline.publish import publish_periods
+    from ..random import randomness
+    from ..store import ReleaseStore
+
     if method is None:  # no default: a forgotten --method must not publish raw records
         raise ValidationError("--method is required: ms, ppms, ppms+, ppms++, ha, ppms-dp-num, "
                               "ppms-dp-all, or none with --allow-unprotected.")
@@ -357,6 +355,8 @@ def _epsilon_spent(db: ReleaseStore, periods: list[str]) -> dict[str, dict[str, 
     (``epsilon_per_case``; for a release without an ε-DP claim, ``nominal_epsilon_per_case``
     instead) and the series maximum per case after it (``series_max_epsilon_per_case``: the
     largest total of a case over every ε-DP release), from the ledger's own summary."""
+    from ..accounting import summarize_ledger
+
     ledger = summarize_ledger(db.ledger())
     series_max = ledger.max_epsilon if ledger.cases else None
     dp = {row["period"]: row["epsilon_per_case"] for row in ledger.per_period}
@@ -433,6 +433,9 @@ def _say_what_committed(db: ReleaseStore, before: list[str]) -> None:
 
 # -- ledger ---------------------------------------------------------------------------------------
 def ledger(*, store: Path, case_budget: str | None, as_json: bool) -> None:
+    from ..accounting import Budget, summarize_ledger
+    from ..store import ReleaseStore
+
     budget = None if case_budget is None else Budget.of(case_budget)
     with ReleaseStore.open(store, read_only=True) as db:
         entries = db.ledger()
@@ -473,6 +476,9 @@ def ledger(*, store: Path, case_budget: str | None, as_json: bool) -> None:
 
 # -- export ---------------------------------------------------------------------------------------
 def export(*, store: Path, out: Path, fmt: str) -> None:
+    from ..pipeline.export import EXPORT_FORMATS, export_releases
+    from ..store import ReleaseStore
+
     with ui.errors_as_flags():
         check_choice(fmt, name="format", owner="export", choices=EXPORT_FORMATS)
     with ReleaseStore.open(store, read_only=True) as db:
@@ -490,6 +496,8 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
 
 # -- inspect --------------------------------------------------------------------------------------
 def inspect(*, store: Path, as_json: bool) -> None:
+    from ..store import ReleaseStore
+
     with ReleaseStore.open(store, read_only=True) as db:
         frame = db.periods()
         schema = db.schema
@@ -514,6 +522,10 @@ def inspect(*, store: Path, as_json: bool) -> None:
 # -- verify / attack / evaluate -------------------------------------------------------------------
 def _series(series_dir: Path | None, store: Path | None, schema_path: Path | None):
     """The series of a folder (audit mode) or of a store."""
+    from ..data.schema import Schema
+    from ..published.series import load_series
+    from ..store import ReleaseStore
+
     if (series_dir is None) == (store is None):
         raise ValidationError("Give a SERIES folder or --store (exactly one).")
     schema = Schema.from_toml(schema_path) if schema_path else None
@@ -529,6 +541,8 @@ def _fmt(value: float | None) -> str:
 
 def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | None,
            periods: list[str], as_json: bool, allow_gap: bool = False) -> None:
+    from ..verify import SeriesVerdict, is_release_folder, verify_release_folder, verify_series
+
     if series_dir is not None and store is None and is_release_folder(series_dir):
         # a one-off (table or EHR) release folder, not a series of periods
         one = verify_release_folder(series_dir)
@@ -608,6 +622,10 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
            period: str | None, target: str | None, first_appearance: bool, discontinued: bool,
            background: Path | None, lifespan: int | None, k: int | None, alpha: float | None,
            ss_rule: str | None, all_groups: bool, as_json: bool, md: bool | None = None) -> None:
+    from ..attacks import attack_target, read_background
+    from ..attacks.ss import parse_ss_rule
+    from ..attacks.worst_case import attack_series
+
     series = _series(series_dir, store, schema_path)
     knowledge = read_background(background) if background else None
     if knowledge is not None:
@@ -668,6 +686,14 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
 def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bool,
              periods: list[str], as_json: bool, screening: bool = True,
              strata: list[str] | None = None, drug_columns: list[str] | None = None) -> None:
+    from ..attacks import read_background
+    from ..metrics.evaluation import evaluate_series
+    from ..metrics.screening import screening_for
+    from ..metrics.signals import read_rules
+    from ..published.series import load_series, published_columns
+    from ..report.collect import store_originals
+    from ..store import ReleaseStore
+
     signal_rules = read_rules(rules) if rules else []
     knowledge = read_background(background) if background else None
     with ReleaseStore.open(store, read_only=True) as db:
@@ -716,6 +742,8 @@ def _screening_tables(screening: dict) -> None:
 
 
 def _evaluation_tables(result: dict, *, title: str) -> None:
+    from ..metrics.signals import format_ratio
+
     table = Table("period", "method", "cases", "groups", "NIL", "NIL*", "attacker", "DIR", "DSR",
                   "SSGR", "RR", "AR_rev", "DIR hard", "RR hard", title=title)
     for r in result["releases"]:
@@ -754,6 +782,8 @@ def report(*, stores: list[Path], names: list[str], rules: Path | None, backgrou
            md: bool, out: Path, title: str) -> list:
     """Write the report; returns the :class:`SeriesReport` of each store."""
     from ..report import collect_series_report, render_report, write_report
+    from ..attacks import read_background
+    from ..metrics.signals import read_rules
 
     if not stores:
         raise ValidationError("Give at least one --store.")
@@ -783,6 +813,8 @@ def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | No
                runs: int, periods: int, cases: int, rows: int, patients: int,
                input_path: str | None, admissions: str | None, schema: str | None,
                rules: Path | None, seed: int | None) -> None:
+    import pandas as pd
+
     from ..experiments import ExperimentConfig, run_experiment
     from ..experiments.outputs import METRICS
 
@@ -852,6 +884,8 @@ def _demo_summary(reports: list) -> None:
 def _print_card(card) -> None:
     """The report's summary card in the terminal: what was promised, at which k, θ and ε, what
     the ingest lost, and what the model does not protect (the model object's own text)."""
+    from ..report.collect import missing_sentence
+
     # first: the terms no θ bounds (the frequency rule's most frequent ones, unless capped)
     unbounded, n = card.unbounded, len(card.published)
     if unbounded:

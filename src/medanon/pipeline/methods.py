@@ -15,13 +15,15 @@ its flags (``alpha`` -> ``--alpha``) when it prints them.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._validation import check_int
 from ..errors import ValidationError
 from ..anonymize.base import Anonymizer
 from ..models.theta import parse_protect
-from ..anonymize.clinsim import METHODS as EHR_METHODS  # the diagnosis-sequence methods (003)
+
+if TYPE_CHECKING:
+    from ..anonymize.clinsim import METHODS as EHR_METHODS  # the diagnosis-sequence methods (003)
 
 __all__ = ["EHR_METHODS", "PERIODIC_METHODS", "TABLE_METHODS", "ehr_method", "family_of",
            "parse_domains", "periodic_method", "table_method"]
@@ -33,6 +35,20 @@ def _methods() -> dict[str, type[Anonymizer]]:
     from ..anonymize import METHODS
 
     return METHODS
+
+
+def _ehr_methods() -> tuple[str, ...]:
+    """The diagnosis-sequence methods (003), defined with them: imported on use, as they load
+    SciPy, which a periodic release does not need (issue 30)."""
+    from ..anonymize.clinsim import METHODS
+
+    return METHODS
+
+
+def __getattr__(name: str) -> Any:  # EHR_METHODS, loaded on first use (PEP 562)
+    if name == "EHR_METHODS":
+        return _ehr_methods()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: the names of the periodic methods (``--method`` of ``medanon release``).
@@ -47,11 +63,12 @@ def family_of(method: str) -> str:
     Raises:
         ValidationError: an unknown name (the message lists every known one).
     """
-    for family, names in (("periodic", PERIODIC_METHODS), ("table", TABLE_METHODS),
-                          ("ehr", EHR_METHODS)):
+    for family, names in (("periodic", PERIODIC_METHODS), ("table", TABLE_METHODS)):
         if method in names:
             return family
-    known = ", ".join((*PERIODIC_METHODS, *TABLE_METHODS, *EHR_METHODS))
+    if method in _ehr_methods():
+        return "ehr"
+    known = ", ".join((*PERIODIC_METHODS, *TABLE_METHODS, *_ehr_methods()))
     raise ValidationError(f"The 'method' parameter must be one of {known}; got {method!r}.")
 
 
@@ -274,11 +291,11 @@ def ehr_method(method: str, *, epsilon: str | float | None = None, gamma: float 
     Raises:
         ValidationError: an unknown method, or a parameter it needs, lacks or cannot take.
     """
-    from ..anonymize.clinsim import EXTENDING, make_method
+    from ..anonymize.clinsim import EXTENDING, METHODS, make_method
 
     owner = "ehr_method"
-    if method not in EHR_METHODS:
-        raise _refuse("method", f"must be one of {', '.join(EHR_METHODS)}; got {method!r}", owner)
+    if method not in METHODS:
+        raise _refuse("method", f"must be one of {', '.join(METHODS)}; got {method!r}", owner)
     if method not in EXTENDING:
         for name, value in (("gamma", gamma), ("b_max", b_max)):
             if value is not None:
