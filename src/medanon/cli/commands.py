@@ -558,7 +558,10 @@ def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
         return
     if store is not None and series_dir is None:
         # release by release, in memory bounded by one release and what it links to
+        from ..data.schema import Schema
         from ..pipeline.history import store_manifests, verify_store
+        from ..published.series import load_series
+        from ..store import ReleaseStore
 
         schema = Schema.from_toml(schema_path) if schema_path else None
         with ReleaseStore.open(store, read_only=True) as db:
