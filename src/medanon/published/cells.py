@@ -148,7 +148,11 @@ def term_pairs(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         keep = ~blank[codes]
         rows, codes = rows[keep], codes[keep]
     width = max(len(names), 1)
-    key = np.unique(rows * width + codes)  # distinct (row, term) pairs
+    # distinct (row, term) pairs, sorted: a sort and a neighbour test, which is what
+    # np.unique returns, at a fraction of its cost on large int arrays (numpy 2's hash path)
+    key = np.sort(rows * width + codes)
+    if len(key):
+        key = key[np.r_[True, key[1:] != key[:-1]]]
     return key // width, key % width, names
 
 
