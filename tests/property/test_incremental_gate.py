@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import medanon
+from medanon.attacks.worst_case import attack_linked, attack_series
 from medanon.anonymize import HA, MSAnonymization, PPMSDPNum, PPMSPlus, PPMSPlusPlus
 from medanon.data.loaders.faers import read_faers
 from medanon.data.schema import Schema
@@ -79,8 +80,13 @@ def assert_incremental_equals_full(series: PublishedSeries) -> int:
     seen = 0
     labels = series.periods
     # the streamed verification (medanon verify --store) gives the whole series' verdict
-    assert verify_linked(labels, lambda label: series.linked(series.releases[label]["case_id"]),
-                         observed_span=observed_case_span(series)) == verify_series(series)
+    def linked_of(label):
+        return series.linked(series.releases[label]["case_id"])
+
+    assert verify_linked(labels, linked_of, observed_span=observed_case_span(series)) == \
+        verify_series(series)
+    # and so does the streamed worst-case attack (medanon attack --store)
+    assert attack_linked(labels, linked_of) == attack_series(series)
     for i, label in enumerate(labels):
         history = series.restricted_to(labels[:i])
         rows, manifest = series.releases[label], series.manifests[label]

@@ -53,11 +53,12 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ValidationError
 from ..models.names import HA_MODEL
 from ..models.theta import ThetaTable
 from ..published.links import Region, covers, link, whole_domain
@@ -66,7 +67,7 @@ from .background import BackgroundKnowledge
 from .likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
 from .ss import MEAN_SD, ss_records, ss_thresholds
 
-__all__ = ["GroupAttack", "ReleaseAttack", "SeriesAttack", "attack_series"]
+__all__ = ["GroupAttack", "ReleaseAttack", "SeriesAttack", "attack_linked", "attack_series"]
 
 _TOL = 1e-12
 
@@ -269,6 +270,33 @@ def attack_series(series: PublishedSeries, *, periods: list[str] | None = None,
     return _attack_series(series, periods=periods, lifespan=lifespan, k=k, theta=theta,
                           alpha=alpha, ss_rule=ss_rule, background=background, md=md,
                           views=views, attacker=attacker, vectorized=True)
+
+
+def attack_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedSeries],
+                  **options) -> SeriesAttack:
+    """:func:`attack_series` one release at a time, in memory bounded by one release and what it
+    links to (issue 30).
+
+    The attacks on a group read its rows and its cases' rows in the other releases, nothing
+    else: ``linked_of(label)`` returns a series holding at least those (every release and
+    manifest, e.g. :meth:`PublishedSeries.linked` of the release's cases), and the result is
+    :func:`attack_series` over the whole series (``tests/property/test_incremental_gate.py``
+    compares the two).
+
+    Args:
+        labels: The releases to attack, in the order reported.
+        linked_of: What each release links to.
+        options: As for :func:`attack_series` (``periods``, ``views`` and ``attacker`` are
+            per release here and cannot be given).
+    """
+    for name in ("periods", "views", "attacker"):
+        if name in options:
+            raise ValidationError(f"The {name!r} parameter of attack_linked is set per release; "
+                                  f"it cannot be given.")
+    out = []
+    for label in labels:
+        out.extend(attack_series(linked_of(label), periods=[label], **options).releases)
+    return SeriesAttack(tuple(out))
 
 
 def _reference_attack_series(series: PublishedSeries, **options) -> SeriesAttack:

@@ -625,11 +625,34 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
            period: str | None, target: str | None, first_appearance: bool, discontinued: bool,
            background: Path | None, lifespan: int | None, k: int | None, alpha: float | None,
            ss_rule: str | None, all_groups: bool, as_json: bool, md: bool | None = None) -> None:
+    options = dict(period=period, target=target, first_appearance=first_appearance,
+                   discontinued=discontinued, background=background, lifespan=lifespan, k=k,
+                   alpha=alpha, ss_rule=ss_rule, all_groups=all_groups, as_json=as_json, md=md)
+    if store is None or series_dir is not None or target is not None:
+        _attack(_series(series_dir, store, schema_path), None, **options)
+        return
+    # the worst case over a store's releases, one release at a time (memory bounded by one
+    # release and what it links to); the same result as over the whole series
+    from ..data.schema import Schema
+    from ..pipeline.history import StoreSeries
+    from ..published.series import load_series
+    from ..store import ReleaseStore
+
+    with ReleaseStore.open(store, read_only=True) as db:
+        if not db.published_periods():
+            load_series(store=db)  # the error for a store with nothing published
+        reader = StoreSeries(db, Schema.from_toml(schema_path) if schema_path else None)
+        _attack(reader.skeleton(), reader, **options)
+
+
+def _attack(series, reader, *, period: str | None, target: str | None, first_appearance: bool,
+            discontinued: bool, background: Path | None, lifespan: int | None, k: int | None,
+            alpha: float | None, ss_rule: str | None, all_groups: bool, as_json: bool,
+            md: bool | None) -> None:
     from ..attacks import attack_target, read_background
     from ..attacks.ss import parse_ss_rule
-    from ..attacks.worst_case import attack_series
+    from ..attacks.worst_case import attack_linked, attack_series
 
-    series = _series(series_dir, store, schema_path)
     knowledge = read_background(background) if background else None
     if knowledge is not None:
         knowledge.check(series.qids)
@@ -667,8 +690,12 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
         raise ValidationError("--first-appearance and --discontinued describe a --target; without "
                               "one the worst case over all targets is reported.")
     rule = parse_ss_rule(ss_rule) if ss_rule else None
-    result = attack_series(series, periods=[period] if period else None, lifespan=lifespan, k=k,
-                           alpha=alpha, ss_rule=rule, background=knowledge, md=md)
+    options = dict(lifespan=lifespan, k=k, alpha=alpha, ss_rule=rule, background=knowledge, md=md)
+    if reader is not None:
+        labels = [series.label(period)] if period else series.periods
+        result = attack_linked(labels, reader.linked_release, **options)
+    else:
+        result = attack_series(series, periods=[period] if period else None, **options)
     if as_json:
         print_json(result.to_dict(all_groups=all_groups))
         return

@@ -26,7 +26,8 @@ from ..published.series import PublishedSeries, qids_of_schema
 from ..store import ReleaseStore
 from ..verify import SeriesVerdict, verify_linked
 
-__all__ = ["LinkedHistory", "md_whole", "store_history", "store_manifests", "verify_store"]
+__all__ = ["LinkedHistory", "StoreSeries", "md_whole", "store_history", "store_manifests",
+           "verify_store"]
 
 #: what a period links to in the releases published so far: (its case ids, its label) ->
 #: the restricted series (:meth:`PublishedSeries.linked`).
@@ -42,9 +43,9 @@ def md_whole(label: str, manifests: Mapping[str, dict]) -> list[str]:
     return [previous] if declared == HA_MODEL else []
 
 
-class _StoreSeries:
-    """The published manifests of a store (read once: releases are immutable) and the series
-    of the rows linked to some cases."""
+class StoreSeries:
+    """A store's published series, read a part at a time: every manifest (read once: releases
+    are immutable), and the rows linked to some cases (:meth:`ReleaseStore.linked_rows`)."""
 
     def __init__(self, store: ReleaseStore, schema: Schema | None = None):
         self.store = store
@@ -71,10 +72,17 @@ class _StoreSeries:
                                self.sensitive, self.source)
 
 
+    def linked_release(self, label: str) -> PublishedSeries:
+        """What release ``label`` links to: every row of it and its cases' rows elsewhere
+        (the series :func:`medanon.verify.verify_linked` and
+        :func:`medanon.attacks.worst_case.attack_linked` read for that release)."""
+        return self.linked(self.store.release_cases(label))
+
+
 def store_history(store: ReleaseStore) -> LinkedHistory:
     """What a period links to, read from ``store`` (:meth:`ReleaseStore.linked_rows`): only
     the linked rows, with every published manifest."""
-    series = _StoreSeries(store)
+    series = StoreSeries(store)
 
     def linked(cases: Collection[str], label: str) -> PublishedSeries:
         return series.linked(cases, md_whole(label, series.refresh()))
@@ -83,8 +91,8 @@ def store_history(store: ReleaseStore) -> LinkedHistory:
 
 
 def store_manifests(store: ReleaseStore, schema: Schema | None = None) -> PublishedSeries:
-    """A store's series with every manifest and no rows (see ``_StoreSeries.skeleton``)."""
-    return _StoreSeries(store, schema).skeleton()
+    """A store's series with every manifest and no rows (see ``StoreSeries.skeleton``)."""
+    return StoreSeries(store, schema).skeleton()
 
 
 def verify_store(store: ReleaseStore, periods: Sequence[str] | None = None, *,
@@ -101,8 +109,7 @@ def verify_store(store: ReleaseStore, periods: Sequence[str] | None = None, *,
         ValidationError: a period is not published.
         InputFormatError: as :func:`medanon.verify.verify_series`.
     """
-    series = _StoreSeries(store, schema)
+    series = StoreSeries(store, schema)
     skeleton = series.skeleton()
     labels = [skeleton.label(p) for p in periods] if periods else skeleton.periods
-    return verify_linked(labels, lambda label: series.linked(store.release_cases(label)),
-                         observed_span=store.published_case_span())
+    return verify_linked(labels, series.linked_release, observed_span=store.published_case_span())
