@@ -32,13 +32,15 @@ import pandas as pd
 
 from .errors import InputFormatError, PrivacyViolation
 from .models import OneOffRelease, registered_models
+from .models.names import HA_MODEL
+from .periods import parse_period
 from .models.base import ReleaseVerdict, SeriesVerdict, model_from_manifest
 from .published.format import MANIFEST_FILE, RELEASE_FILE, read_manifest
 from .published.links import longest_case_span
 from .published.series import PublishedSeries
 
 __all__ = ["GATE_MODELS", "GateResult", "ReleaseVerdict", "SeriesVerdict", "gate", "gate_one_off",
-           "is_release_folder", "verify_linked", "verify_one_off", "verify_release_folder",
+           "is_release_folder", "md_whole", "verify_linked", "verify_one_off", "verify_release_folder",
            "verify_series"]
 
 #: the models the gate can check (every registered model).
@@ -270,9 +272,14 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
     if published is None:
         raise InputFormatError("The gate needs the series read through the store's schema.")
     series = published.with_release(period, rows, manifest)
-    # A release without rows has no group to break, nor one to be broken (an incremental
-    # gate's series holds many: ``PublishedSeries.linked``)
-    reported = [p for p in series.periods if p == period or len(series.releases[p])]
+    # Only the releases the candidate can change are checked: those holding one of its cases
+    # (the F- and L-attacks link by CaseID) and those it gives their MD part (md_whole). The
+    # others' verdicts are the same with and without it, so none of their violations is the
+    # candidate's, and checking them would make the gate cost grow with the series.
+    cases = set(pd.Series(rows["case_id"]).astype(str))
+    whole = set(md_whole(period, published.manifests))
+    reported = [p for p in series.periods if p == period or p in whole or (
+        len(series.releases[p]) and series.releases[p]["case_id"].astype(str).isin(cases).any())]
     after = verify_series(series, reported)
     if before is None:
         earlier = [p for p in reported if p != period]
@@ -300,6 +307,15 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
         error.verdict = found
         raise error
     return GateResult(entry, found)
+
+
+def md_whole(label: str, manifests: Mapping[str, dict]) -> list[str]:
+    """The earlier releases a release of ``label`` changes in every group: the previous
+    period's, when it declares 002's model (its MD part, over all its groups, is checked once
+    the next period's release exists)."""
+    previous = parse_period(label).shift(-1).label
+    declared = ((manifests.get(previous) or {}).get("method") or {}).get("privacy_model")
+    return [previous] if declared == HA_MODEL else []
 
 
 def _gate_findings(after: SeriesVerdict, period: str, known: set[str]) -> SeriesVerdict:

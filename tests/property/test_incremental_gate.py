@@ -27,12 +27,12 @@ from medanon.data.loaders.faers import read_faers
 from medanon.data.schema import Schema
 from medanon.errors import InfeasibleError, PrivacyViolation
 from medanon.models.names import PPMS_MODEL
-from medanon.pipeline.history import md_whole, verify_store
+from medanon.pipeline.history import StoreSeries, verify_store
 from medanon.pipeline.publish import publish_periods
 from medanon.published.series import PublishedSeries, load_series
 from medanon.random import randomness
 from medanon.store import ReleaseStore
-from medanon.verify import gate, observed_case_span, verify_linked, verify_series
+from medanon.verify import gate, md_whole, observed_case_span, verify_linked, verify_series
 from tests.property.test_gate_brute_force import SCHEMA as DATED
 from tests.property.test_gate_brute_force import with_dates
 from tests.property.test_periodic_methods import random_series
@@ -178,13 +178,17 @@ def test_the_store_selects_the_rows_the_series_selects(tmp_path) -> None:
         everyone = sorted(set().union(*(set(r["case_id"]) for r in series.releases.values())))
         for size, whole in [(0, []), (5, []), (40, []), (40, ["2020Q2"]), (len(everyone), [])]:
             cases = list(rng.choice(everyone, size, replace=False)) + ["not-a-case"]
-            expected = series.linked(cases, whole=whole).releases
-            got = store.linked_rows(cases, whole=whole)
-            assert list(got) == list(expected)
-            for label in expected:
-                assert got[label].equals(expected[label].astype(object)), label
+            expected = series.linked(cases, whole=whole)
+            got = StoreSeries(store).linked(cases, whole=whole)
+            assert list(got.releases) == list(expected.releases)
+            assert got.manifests == expected.manifests
+            for label in expected.periods:
+                assert got.releases[label].equals(expected.releases[label].astype(object)), label
+            rows = store.linked_rows(cases, whole=whole)  # every published period
+            assert list(rows) == series.periods
+            assert all(len(rows[p]) == len(got.releases.get(p, ())) for p in rows)
             if 0 < size < len(everyone):
-                assert sum(map(len, got.values())) < sum(map(len, series.releases.values()))
+                assert sum(map(len, rows.values())) < sum(map(len, series.releases.values()))
         assert verify_store(store) == verify_series(series)
         assert verify_store(store, ["2020Q3", "2020Q1"]) == verify_series(series, ["2020Q3", "2020Q1"])
 

@@ -15,32 +15,21 @@ of a new period nor the verification of a series needs the whole history in memo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 import pandas as pd
 
 from ..data.schema import Schema
-from ..models.names import HA_MODEL
-from ..periods import parse_period
-from ..published.series import PublishedSeries, qids_of_schema
+from ..published.series import PublishedSeries, kept_releases, qids_of_schema
 from ..store import ReleaseStore
-from ..verify import SeriesVerdict, verify_linked
+from ..verify import SeriesVerdict, md_whole, verify_linked
 
-__all__ = ["LinkedHistory", "StoreSeries", "md_whole", "store_history", "store_manifests",
+__all__ = ["LinkedHistory", "StoreSeries", "store_history", "store_manifests",
            "verify_store"]
 
 #: what a period links to in the releases published so far: (its case ids, its label) ->
 #: the restricted series (:meth:`PublishedSeries.linked`).
 LinkedHistory = Callable[[Collection[str], str], PublishedSeries]
-
-
-def md_whole(label: str, manifests: Mapping[str, dict]) -> list[str]:
-    """The earlier releases a release of ``label`` changes in every group: the previous
-    period's, when it declares 002's model (its MD part, over all its groups, is checked once
-    the next period's release exists)."""
-    previous = parse_period(label).shift(-1).label
-    declared = ((manifests.get(previous) or {}).get("method") or {}).get("privacy_model")
-    return [previous] if declared == HA_MODEL else []
 
 
 class StoreSeries:
@@ -54,9 +43,8 @@ class StoreSeries:
         self.source = f"Store {str(store.path)!r}"
 
     def refresh(self) -> dict[str, dict]:
-        for period in self.store.published_periods():
-            if period not in self.manifests:
-                self.manifests[period] = self.store.manifest(period)
+        if list(self.manifests) != self.store.published_periods():
+            self.manifests = self.store.manifests()
         return self.manifests
 
     def skeleton(self) -> PublishedSeries:
@@ -67,9 +55,11 @@ class StoreSeries:
                                self.sensitive, self.source)
 
     def linked(self, cases: Collection[str], whole: Sequence[str] = ()) -> PublishedSeries:
+        self.refresh()
         rows = self.store.linked_rows(cases, whole=whole)
-        return PublishedSeries(rows, {p: self.manifests[p] for p in rows}, self.qids,
-                               self.sensitive, self.source)
+        keep = kept_releases(rows, [p for p, r in rows.items() if len(r)] + list(whole))
+        return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
+                               self.qids, self.sensitive, self.source)
 
 
     def linked_release(self, label: str) -> PublishedSeries:

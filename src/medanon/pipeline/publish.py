@@ -40,12 +40,12 @@ from ..models import model_from_manifest
 from ..models.theta import caps_raised, theta_table_of
 from ..random import Randomness, refuse_seeded_release
 from ..store import ReleaseStore
-from ..verify import SeriesVerdict, gate
+from ..verify import SeriesVerdict, gate, md_whole
 from ..published.format import to_published_rows
 from ..published.roles import check_roles, column_roles, derive_dates
 from . import checks
 from ..published.series import PublishedSeries, empty_series
-from .history import LinkedHistory, md_whole, store_history
+from .history import LinkedHistory, store_history
 
 MANIFEST_FORMAT = "medanon-release/1"
 ON_CASE_BUDGET = ("refuse", "suppress")
@@ -537,7 +537,7 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     if method.needs_next_period:
         labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name)
     acknowledged = checks.run_checks(
-        method, labels, published={p: store.manifest(p) for p in store.published_periods()},
+        method, labels, published=store.manifests(),
         vocabulary=store.sensitive_vocabulary(), longest_span=store.longest_case_span(),
         reports={r["period"]: int(r["n_reports"]) for r in store.periods().to_dict("records")},
         allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,

@@ -23,7 +23,8 @@ from ..hierarchies import Taxonomy, read_arx
 from .cells import QidInfo
 from .format import read_series
 
-__all__ = ["PublishedSeries", "empty_series", "load_series", "published_columns", "qids_of_schema"]
+__all__ = ["PublishedSeries", "empty_series", "kept_releases", "load_series", "published_columns",
+           "qids_of_schema"]
 
 
 @dataclass(frozen=True)
@@ -101,7 +102,8 @@ class PublishedSeries:
 
     def linked(self, cases: Iterable[str], *, whole: Iterable[str] = ()) -> "PublishedSeries":
         """What a release of ``cases`` can link to: the series restricted to the cases it can
-        concern (every release and manifest kept, each release with only those rows).
+        concern (each release with only those rows; a release left without rows is dropped
+        unless the release before it holds some, :func:`kept_releases`).
 
         A candidate release changes the verdict of an earlier group only through the cases the
         two share (the F- and L-attacks link by CaseID), and the verdict of a group depends on
@@ -132,7 +134,11 @@ class PublishedSeries:
                 members.update(ids[groups.isin(set(groups[hit])).to_numpy()])
         releases = {label: rows[rows["case_id"].astype(str).isin(members).to_numpy()]
                     .reset_index(drop=True) for label, rows in self.releases.items()}
-        return PublishedSeries(releases, dict(self.manifests), self.qids, self.sensitive,
+        keep = kept_releases(self.periods,
+                             [label for label, rows in releases.items() if len(rows)] + list(whole))
+        return PublishedSeries({label: releases[label] for label in keep},
+                               {label: self.manifests[label] for label in keep
+                                if label in self.manifests}, self.qids, self.sensitive,
                                self.source)
 
     def with_release(self, period: str, rows: pd.DataFrame, manifest: dict) -> "PublishedSeries":
@@ -143,6 +149,20 @@ class PublishedSeries:
         order = sorted(releases, key=lambda p: parse_period(p).ordinal)
         return PublishedSeries({p: releases[p] for p in order}, {p: manifests[p] for p in order},
                                self.qids, self.sensitive, self.source)
+
+
+def kept_releases(periods: Iterable[str], held: Iterable[str]) -> list[str]:
+    """The releases of ``periods`` a series restricted to some rows keeps: those that hold rows
+    (``held``), and the release of the period after each.
+
+    A release without rows has no group to check and links no case; only its presence can
+    matter, to the release of the period before it (002's MD part is checked once the next
+    period's release exists). Dropping the others keeps the cost of a linked series
+    (:meth:`PublishedSeries.linked`) off the number of releases.
+    """
+    held = set(held)
+    after = {parse_period(label).shift(1).label for label in held}
+    return [label for label in periods if label in held or label in after]
 
 
 def _qids_from_manifest(manifest: Mapping, label: str) -> tuple[tuple[QidInfo, ...], tuple[str, ...]]:

@@ -490,9 +490,14 @@ class ReleaseStore:
                 ORDER BY r.period, r.row_no""").df()
         frame = frame.astype(object).where(frame.notna(), "")
         by_period = dict(iter(frame.groupby("period", sort=False))) if len(frame) else {}
+        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
         return {label: (by_period[label][columns].reset_index(drop=True) if label in by_period
-                        else pd.DataFrame({c: pd.Series(dtype=object) for c in columns}))
-                for label in self.published_periods()}
+                        else empty) for label in self.published_periods()}
+
+    def manifests(self) -> dict[str, dict]:
+        """Every published manifest, oldest first (one query)."""
+        return {p: json.loads(m) for p, m in self._con.execute(
+            "SELECT period, manifest FROM releases ORDER BY ordinal").fetchall()}
 
     def manifest(self, period: str) -> dict:
         self._require_published(period)
