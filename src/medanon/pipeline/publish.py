@@ -355,7 +355,10 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
         label: The period.
         records: The period's report-level records (private).
         rng: The run's randomness (:class:`~medanon.random.Randomness`), recorded in the manifest.
-        series: The releases published so far (``published.series.empty_series`` for none).
+        series: The releases published so far (``published.series.empty_series`` for none),
+            or what this period links to of them (:meth:`PublishedSeries.linked`): the method,
+            the derived dates and the gate read only the rows of the period's cases and of
+            their groups.
         hierarchies: The schema's hierarchies (loaded when None).
         ledger: The privacy ledger so far (for ``case_budget``).
         case_budget, on_case_budget: As for :func:`publish_periods`.
