@@ -773,6 +773,84 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
 FREQUENT_TERMS = 64
 
 
+class _GroupTable:
+    """The groups' values, counts and σ as arrays, kept current while records are placed.
+
+    σ_s(g) of the :data:`FREQUENT_TERMS` most frequent terms is a dense (group × term) table, so
+    that their PR is exact for every candidate group at once; the other terms' counts are kept
+    per term as {group: count} (a rare term is in few groups) and read as a column on demand.
+    """
+
+    def __init__(self, data: GroupingInput, groups: list[_Group]):
+        space = data.space
+        self.data, self.groups = data, groups
+        G = len(groups)
+        nattr = len(space.attributes)
+        self.cat = [None if space.attributes[j].numeric else
+                    np.array([g.cat[j] for g in groups], dtype=np.int64) for j in range(nattr)]
+        self.lo = [np.array([g.lo[j] for g in groups]) if space.attributes[j].numeric else None
+                   for j in range(nattr)]
+        self.hi = [np.array([g.hi[j] for g in groups]) if space.attributes[j].numeric else None
+                   for j in range(nattr)]
+        self.size = np.array([g.size for g in groups], dtype=float)
+        self.loss = np.array([g.loss for g in groups])
+        self.anchors = np.array([g.anchors for g in groups], dtype=np.int64)
+        self.ha = np.array([g.ha for g in groups], dtype=np.int64).reshape(G, 8)
+        self.freq = np.bincount(data.term_ids, minlength=len(data.theta))
+        top = np.argsort(-self.freq, kind="stable")[:FREQUENT_TERMS]
+        top = top[self.freq[top] > 0]
+        self.column = np.full(len(data.theta), -1, dtype=np.int64)
+        self.column[top] = np.arange(len(top))
+        self.dense = np.zeros((G, len(top)), dtype=np.int64)
+        self.sparse: dict[int, dict[int, int]] = {}
+        for gi, g in enumerate(groups):
+            self._count(gi, g.sigma.items())
+
+    def _count(self, gi: int, counts) -> None:
+        for term, count in counts:
+            col = self.column[term]
+            if col >= 0:
+                self.dense[gi, col] += count
+            else:
+                held = self.sparse.setdefault(term, {})
+                held[gi] = held.get(gi, 0) + count
+
+    def sigma(self, term: int, cand: np.ndarray | None = None) -> np.ndarray:
+        """σ_term(g) of every group (or of groups ``cand``)."""
+        col = self.column[term]
+        if col >= 0:
+            return self.dense[:, col].copy() if cand is None else self.dense[cand, col]
+        out = np.zeros(len(self.groups), dtype=np.int64)
+        held = self.sparse.get(term)
+        if held:
+            out[np.fromiter(held.keys(), dtype=np.int64, count=len(held))] = \
+                np.fromiter(held.values(), dtype=np.int64, count=len(held))
+        return out if cand is None else out[cand]
+
+    def values_of(self, cand: np.ndarray) -> list:
+        """(cat, lo, hi) of groups ``cand``, in the layout of :meth:`QidSpace.losses_with`."""
+        return [[None if x is None else x[cand] for x in arrays]
+                for arrays in (self.cat, self.lo, self.hi)]
+
+    def delta_il(self, value: list, cand: np.ndarray) -> np.ndarray:
+        """ΔIL(g, r) for groups ``cand`` and a record of generalized value ``value``."""
+        after = self.data.space.losses_with(*value, *self.values_of(cand))
+        return delta_il(self.size[cand], self.loss[cand], after)
+
+    def add(self, gi: int, r: int, *, kept: tuple[list[int], bool] | None = None) -> None:
+        """Place leftover r in group gi (``kept``: see :meth:`_Group.add`)."""
+        data, g = self.data, self.groups[gi]
+        g.add(data, r, remaining=True, kept=kept)
+        for j, a in enumerate(data.space.attributes):
+            if a.numeric:
+                self.lo[j][gi], self.hi[j][gi] = g.lo[j], g.hi[j]
+            else:
+                self.cat[j][gi] = g.cat[j]
+        self.size[gi], self.loss[gi], self.anchors[gi] = g.size, g.loss, g.anchors
+        self.ha[gi] = g.ha
+        self._count(gi, ((s, 1) for s in (data.terms(r) if kept is None else kept[0])))
+
+
 def _place_leftovers(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
                      leftover: np.ndarray) -> None:
     """001's Generalization / 002's lines 25-30: the same order and keys as the reference, with
@@ -786,38 +864,17 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     if not G:
         result.unplaced.extend(leftovers.tolist())
         return
-    nattr = len(space.attributes)
-    gcat = [None if space.attributes[j].numeric else
-            np.array([g.cat[j] for g in groups], dtype=np.int64) for j in range(nattr)]
-    glo = [np.array([g.lo[j] for g in groups]) if space.attributes[j].numeric else None
-           for j in range(nattr)]
-    ghi = [np.array([g.hi[j] for g in groups]) if space.attributes[j].numeric else None
-           for j in range(nattr)]
-    gsize = np.array([g.size for g in groups], dtype=float)
-    gloss = np.array([g.loss for g in groups])
-    ganchors = np.array([g.anchors for g in groups], dtype=np.int64)
-    gha = np.array([g.ha for g in groups], dtype=np.int64)
-    freq = np.bincount(data.term_ids, minlength=len(data.theta))
-    top = np.argsort(-freq, kind="stable")[:FREQUENT_TERMS]
-    top = top[freq[top] > 0]
-    column = np.full(len(data.theta), -1, dtype=np.int64)
-    column[top] = np.arange(len(top))
-    dense = np.zeros((G, len(top)), dtype=np.int64)
-    for gi, g in enumerate(groups):
-        for term, count in g.sigma.items():
-            if column[term] >= 0:
-                dense[gi, column[term]] = count
-    index = _GroupBlocks(space, gcat, glo, ghi, gsize, gloss)
+    table = _GroupTable(data, groups)
+    column, dense = table.column, table.dense
+    index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss)
 
     def evaluate(r: int, value: list, cand: np.ndarray, best: tuple | None) -> tuple | None:
         """Best key over groups ``cand`` (exact), given the best key found so far."""
         if not len(cand):
             return best
-        dil = delta_il(gsize[cand], gloss[cand], space.losses_with(
-            *value, *([None if x is None else x[cand] for x in arrays]
-                      for arrays in (gcat, glo, ghi))))
+        dil = table.delta_il(value, cand)
         # Lower bound of PR(g, r): exact for frequent terms, 1/η for the others (σ >= 0).
-        anchors = ganchors[cand] + int(data.anchor[r])
+        anchors = table.anchors[cand] + int(data.anchor[r])
         pr_lb = np.ones(len(cand))
         for term in data.terms(r):
             e = etas_of(np.full(len(cand), data.theta[term]), anchors)
@@ -828,7 +885,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             step[fits] = c[fits] / (e[fits] - c[fits] + 1)
             pr_lb = pr_lb + step
         if data.alpha is not None and data.ss[r]:
-            after = _ha_update_rows(gha[cand], int(data.ha_class[r]))
+            after = _ha_update_rows(table.ha[cand], int(data.ha_class[r]))
             fits = np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
             pr_lb[~fits] = INF
         lb = np.full(len(cand), INF)
@@ -866,20 +923,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             result.unplaced.append(r)
             continue
         gi = best[2]
-        g = groups[gi]
-        g.add(data, r, remaining=True)
-        for j, a in enumerate(space.attributes):
-            if a.numeric:
-                glo[j][gi], ghi[j][gi] = g.lo[j], g.hi[j]
-            else:
-                gcat[j][gi] = g.cat[j]
-        gsize[gi], gloss[gi], ganchors[gi] = g.size, g.loss, g.anchors
-        gha[gi] = g.ha
-        for term in data.terms(r):
-            if column[term] >= 0:
-                dense[gi, column[term]] += 1
+        table.add(gi, r)
         index.changed(gi)
-    _place_by_suppression(data, groups, result)
+    _place_by_suppression(data, groups, result, table=table)
     for gi, g in enumerate(groups):
         result.group_of[g.members] = gi
     result.n_groups = G
@@ -1140,7 +1186,8 @@ def _ha_update_rows(counters: np.ndarray, cls: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------- unplaceable leftovers (HA)
-def _place_by_suppression(data: GroupingInput, groups: list[_Group], result: GroupingResult) -> None:
+def _place_by_suppression(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
+                          table: _GroupTable | None = None) -> None:
     """Place every unplaceable leftover by suppressing the fewest of its terms (HA).
 
     Only with ``data.suppress_unplaced`` and at least one group (with none, the records stay in
@@ -1148,6 +1195,10 @@ def _place_by_suppression(data: GroupingInput, groups: list[_Group], result: Gro
     order, so that ordinary placements come first and can only lower what must be suppressed.
     A record always fits some group: with all its terms suppressed it holds no term (θ holds)
     and is not an ss-record (α holds: an nss record changes no counter).
+
+    Without ``table`` (the reference grouping) each record is tried in every group one by one
+    (:func:`_fit_by_suppression`); with it, in all groups at once (:func:`_fit_by_suppression_fast`,
+    the same choice).
     """
     if not data.suppress_unplaced or not groups or not result.unplaced:
         return
@@ -1156,8 +1207,12 @@ def _place_by_suppression(data: GroupingInput, groups: list[_Group], result: Gro
                             "the ss flag must be judged again on the terms a record keeps.")
     freq = np.bincount(data.term_ids, minlength=len(data.theta))
     for r in result.unplaced:
-        gi, dropped, kept, ss = _fit_by_suppression(data, groups, r, freq)
-        groups[gi].add(data, r, remaining=True, kept=(kept, ss))
+        if table is None:
+            gi, dropped, kept, ss = _fit_by_suppression(data, groups, r, freq)
+            groups[gi].add(data, r, remaining=True, kept=(kept, ss))
+        else:
+            gi, dropped, kept, ss = _fit_by_suppression_fast(data, table, r, freq)
+            table.add(gi, r, kept=(kept, ss))
         if dropped:
             result.suppressed[r] = tuple(dropped)
     result.unplaced = []
@@ -1196,6 +1251,66 @@ def _fit_by_suppression(data: GroupingInput, groups: list[_Group], r: int, freq:
             best = (key, sorted(dropped), kept, ss)
     key, dropped, kept, ss = best
     return key[3], dropped, kept, ss
+
+
+def _fit_by_suppression_fast(data: GroupingInput, table: _GroupTable, r: int, freq: np.ndarray
+                             ) -> tuple[int, list[int], list[int], bool]:
+    """:func:`_fit_by_suppression` over every group at once: the same keys, floats and choice.
+
+    The terms θ forces out are a (group × term) mask; the α step depends on a group only
+    through that mask and whether α breaks, so :func:`_ss_unflag` runs once per distinct mask.
+    The fewest suppressed terms is found for all groups first; ΔIL and PR (summed in the
+    order of :func:`privacy_risk`, dropped terms adding 0.0) only for the groups that reach it.
+    """
+    terms = data.terms(r)
+    G = len(table.groups)
+    m = len(terms)
+    anchors = table.anchors + int(data.anchor[r])
+    sigma = np.zeros((G, m), dtype=np.int64)
+    etas = np.zeros((G, m), dtype=np.int64)
+    for j, s in enumerate(terms):
+        sigma[:, j] = table.sigma(s)
+        etas[:, j] = etas_of(np.full(G, data.theta[s]), anchors)
+    drop = sigma + 1 > etas
+    if data.alpha is not None:
+        where = {s: j for j, s in enumerate(terms)}
+        columns = _ss_columns_of(data, r)
+        if any(s not in where for col, _ in columns for s in col):
+            # a column term outside the record's terms (never from common.py): no shortcut
+            return _fit_by_suppression(data, table.groups, r, freq)
+        ss = np.zeros(G, dtype=bool)
+        for col, least in columns:
+            kept_in = np.zeros(G, dtype=np.int64)
+            for s in col:
+                kept_in += ~drop[:, where[s]]
+            ss |= kept_in >= least
+        after = _ha_update_rows(table.ha, int(data.ha_class[r]))
+        breaks = ~np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
+        unflag = np.flatnonzero(ss & breaks)
+        if len(unflag):
+            masks, inverse = np.unique(drop[unflag], axis=0, return_inverse=True)
+            extra = np.zeros((len(masks), m), dtype=bool)
+            for i, mask in enumerate(masks):
+                dropped = {s for s, d in zip(terms, mask.tolist()) if d}
+                for s in _ss_unflag(data, r, dropped, freq):
+                    extra[i, where[s]] = True
+            drop[unflag] |= extra[inverse.ravel()]
+            ss[unflag] = False
+    else:
+        ss = np.zeros(G, dtype=bool)
+    count = drop.sum(axis=1)
+    cand = np.flatnonzero(count == count.min())
+    pr = np.ones(len(cand))
+    for j in range(m):
+        c, e, kept = sigma[cand, j] + 1, etas[cand, j], ~drop[cand, j]
+        pr = pr + np.where(kept, c / np.where(kept, e - c + 1, 1), 0.0)
+    value = [[None if x is None else x[r] for x in arrays] for arrays in (data.cat, data.lo, data.hi)]
+    score = table.delta_il(value, cand) * pr
+    i = int(np.lexsort((cand, pr, score))[0])
+    gi = int(cand[i])
+    dropped = [s for j, s in enumerate(terms) if drop[gi, j]]
+    kept = [s for j, s in enumerate(terms) if not drop[gi, j]]
+    return gi, sorted(dropped), kept, bool(ss[gi])
 
 
 def _ss_columns_of(data: GroupingInput, r: int) -> list[tuple[list[int], int]]:
