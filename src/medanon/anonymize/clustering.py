@@ -68,6 +68,8 @@ from ..hierarchies import Taxonomy
 INF = math.inf
 #: exact PR evaluations per growth step before the search settles for the best so far.
 PROBE_BUDGET = 32
+#: the most frequent terms get a bit in each record's term mask (growth search prefilter).
+MASK_TERMS = 256
 #: categorical hierarchies up to this many nodes get a full LCA table.
 LCA_TABLE_MAX = 1024
 _EPS = 1e-9
@@ -685,6 +687,24 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
             done = upto
         return best
 
+    # Probes that cannot succeed are told apart cheaply: bit i of a record's mask says it holds
+    # the i-th most frequent term, so a record holding a term the group blocks (σ_s + 1 > η_s)
+    # has PR ∞ without evaluating it; with α, a record whose (class, ss) breaks α likewise.
+    freq = np.bincount(data.term_ids, minlength=len(data.theta))
+    top = np.argsort(-freq, kind="stable")[:MASK_TERMS]
+    top = top[freq[top] > 0]
+    bit = np.full(len(data.theta), -1, dtype=np.int64)
+    bit[top] = np.arange(len(top))
+    holder = np.repeat(np.arange(n), np.diff(data.term_ptr))
+    masks = [0] * n
+    for r, b in zip(holder.tolist(), bit[data.term_ids].tolist()):
+        if b >= 0:
+            masks[r] |= 1 << b
+    bit_of = bit.tolist()
+    growth_eta_list = growth_etas.tolist()
+    queue_list, p0_list, rank_list = queue.tolist(), p0.tolist(), rank.tolist()
+    kind = ((data.ha_class * 2 + data.ss).tolist() if data.alpha is not None else [0] * n)
+
     def search_cells(g: _Group, cand: np.ndarray, best: tuple | None, probes: list[int]
                      ) -> tuple[tuple | None, bool]:
         """The least key over the alive records of cells ``cand`` and ``best``; True when the
@@ -701,6 +721,14 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
         lb = np.full(len(cand), INF)
         ok = base < INF
         lb[ok] = dil[ok] * base[ok]
+        blocked = 0
+        for s, c in g.sigma.items():
+            if bit_of[s] >= 0 and c + 1 > growth_eta_list[s]:
+                blocked |= 1 << bit_of[s]
+        # α after adding a record of each (class, ss) while growing (remaining = no)
+        alpha_ok = ([ha_ok(ha_update(g.ha, cls, bool(flag), False), data.alpha)
+                     for cls in range(4) for flag in (0, 1)]
+                    if data.alpha is not None else [True])
         chunk = 16
         while True:
             order, outside = _smallest(lb, chunk)
@@ -711,19 +739,21 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
                 c = int(cand[i])
                 d = float(dil[i])
                 for pos in range(int(cells.head[c]), int(queue_end[c])):
-                    r = int(queue[pos])
+                    r = queue_list[pos]
                     if not alive[r]:
                         continue
-                    rb = float(p0[r])
-                    if rb == INF or (best is not None and (d * rb, rb, int(rank[r])) >= best[:3]):
+                    rb = p0_list[r]
+                    if rb == INF or (best is not None and (d * rb, rb, rank_list[r]) >= best[:3]):
                         break
                     if best is not None and probes[0] >= probe_budget:
                         result.budget_stops += 1
                         return best, True
                     probes[0] += 1
+                    if masks[r] & blocked or not alpha_ok[kind[r]]:
+                        continue  # PR ∞ (g.risk would say so)
                     pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
                     if pr < INF:
-                        key = (d * pr, pr, int(rank[r]), r)
+                        key = (d * pr, pr, rank_list[r], r)
                         if best is None or key < best:
                             best = key
                 lb[i] = INF  # opened
