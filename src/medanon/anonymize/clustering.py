@@ -904,16 +904,17 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             return best
         dil = table.delta_il(value, cand)
         # Lower bound of PR(g, r): exact for frequent terms, 1/η for the others (σ >= 0).
+        # (group × term) arrays, then the terms added one by one as privacy_risk adds them
+        terms = np.asarray(data.terms(r), dtype=np.int64)
         anchors = table.anchors[cand] + int(data.anchor[r])
+        e = etas_of(data.theta[terms][None, :], anchors[:, None])
+        cols = column[terms]
+        c = np.where(cols >= 0, dense[cand][:, np.maximum(cols, 0)], 0) + 1
+        fits = c <= e
+        step = np.where(fits, c / np.where(fits, e - c + 1, 1), INF)
         pr_lb = np.ones(len(cand))
-        for term in data.terms(r):
-            e = etas_of(np.full(len(cand), data.theta[term]), anchors)
-            c = (dense[cand, column[term]] + 1 if column[term] >= 0
-                 else np.ones(len(cand), dtype=np.int64))
-            fits = c <= e
-            step = np.full(len(cand), INF)
-            step[fits] = c[fits] / (e[fits] - c[fits] + 1)
-            pr_lb = pr_lb + step
+        for j in range(len(terms)):
+            pr_lb = pr_lb + step[:, j]
         if data.alpha is not None and data.ss[r]:
             after = _ha_update_rows(table.ha[cand], int(data.ha_class[r]))
             fits = np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
