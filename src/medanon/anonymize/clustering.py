@@ -38,7 +38,14 @@ but reproducibly. :func:`group_reference` is the slow, obviously-correct transcr
 * when leftovers are placed, the PR of the most frequent terms is computed exactly for every
   candidate group at once (a dense count table), the others are bounded by 1/η, so the bound is
   exact unless a rare term is shared; when every term of the record is frequent (and there
-  is no α) the key is exact and taken without a probe.
+  is no α) the key is exact and taken without a probe;
+* while a group grows, a probe of a record that holds a term the group already blocks
+  (σ_s + 1 > η_s, known from a bit mask of the most frequent terms) or whose (class, ss) breaks
+  α is counted with PR ∞ without evaluating it: at a small θ most probes are such (issue 30);
+* HA's term-suppression placement (:func:`_fit_by_suppression`) judges a record against every
+  group at once (:func:`_fit_by_suppression_fast`, on the leftover phase's :class:`_GroupTable`)
+  instead of one group after the other: the same keys, floats and choice (issue 30: at θ = 0.2
+  the group-by-group loop made HA quadratic).
 
 Deviations from the papers (all documented in ``docs/algorithms/``):
 
