@@ -903,7 +903,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         return
     table = _GroupTable(data, groups)
     column, dense = table.column, table.dense
-    index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss)
+    index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss, table)
 
     def evaluate(r: int, value: list, cand: np.ndarray, best: tuple | None) -> tuple | None:
         """Best key over groups ``cand`` (exact), given the best key found so far."""
@@ -943,14 +943,15 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     for r in leftovers.tolist():
         value = [[None if x is None else x[r] for x in arrays]
                  for arrays in (data.cat, data.lo, data.hi)]
-        bounds = index.lower_bounds(value)
+        bounds = index.lower_bounds(value, r)
         order = np.argsort(bounds, kind="stable")
         sorted_bounds = bounds[order]
         best = evaluate(r, value, index.loose(), None)
         done = 0
         while done < len(order):
             # blocks in bound order, doubling, while a block may still hold a better group
-            limit = (len(order) if best is None
+            # (with no best yet, every block that may hold a group able to take r)
+            limit = (int(np.searchsorted(sorted_bounds, INF, side="left")) if best is None
                      else int(np.searchsorted(sorted_bounds, best[0], side="right")))
             if limit <= done:
                 break
@@ -1066,11 +1067,18 @@ class _GroupBlocks(_Blocks):
     changes, or that starts or stops holding the missing value, leaves its block (it is then
     always evaluated) until the index is rebuilt; a group that only widens its interval (or,
     holding only missing values, takes a present one) widens its block's bounds.
+
+    With a :class:`_GroupTable`, a block also keeps, per frequent term, the smallest σ_s of its
+    groups (as of the last build: σ only grows) and the most anchors (kept current): when
+    σ_s + 1 > η_s(anchors + r's) for a term of r even so, no group of the block can take r
+    (PR ∞) and the block's bound is ∞. A leftover that fits few groups then skips the others
+    whole instead of evaluating every group (issue 30).
     """
 
-    def __init__(self, space: QidSpace, gcat, glo, ghi, gsize, gloss):
+    def __init__(self, space: QidSpace, gcat, glo, ghi, gsize, gloss,
+                 table: "_GroupTable | None" = None):
         super().__init__(space, gcat, glo, ghi)
-        self.gsize, self.gloss = gsize, gloss
+        self.gsize, self.gloss, self.table = gsize, gloss, table
         self.rebuild_at = max(256, len(gsize) // 64)
         self._build()
 
@@ -1079,6 +1087,11 @@ class _GroupBlocks(_Blocks):
         starts = self._cut(G)
         self.size_min = self._reduce(np.minimum, self.gsize, starts)
         self.loss_min = self._reduce(np.minimum, self.gloss, starts)
+        if self.table is not None:
+            dense = self.table.dense
+            self.sigma_min = (np.minimum.reduceat(dense[self.members], starts, axis=0)
+                              if len(starts) else np.zeros((0, dense.shape[1]), dtype=np.int64))
+            self.anchors_max = self._reduce(np.maximum, self.table.anchors, starts).astype(np.int64)
         if self.j0 is not None:
             self.lo_min = self._reduce(np.minimum, self.lo[self.j0], starts)
             self.hi_max = self._reduce(np.maximum, self.hi[self.j0], starts)
@@ -1097,8 +1110,9 @@ class _GroupBlocks(_Blocks):
         ids = self.items_of(blocks)
         return ids[~self.out[ids]]
 
-    def lower_bounds(self, value: list) -> np.ndarray:
-        """A lower bound of ΔIL(g, r)·PR(g, r) for every group of each block."""
+    def lower_bounds(self, value: list, r: int | None = None) -> np.ndarray:
+        """A lower bound of ΔIL(g, r)·PR(g, r) for every group of each block (∞: no group of
+        the block can take r, judged on r's frequent terms when ``r`` is given)."""
         cat, lo, hi = value
         merged, _ = self._lca_terms(cat)
         own = np.zeros(len(self.btag))
@@ -1119,7 +1133,18 @@ class _GroupBlocks(_Blocks):
                 # groups of missing values only: adding a present value costs 1
                 dw[(self.btag > 0) & (self.lo_min >= m)] = 1.0
         bound = (self.size_min + 1.0) * (dcat + dw) + self.loss_min
-        return bound * (1.0 - 1e-9) - 1e-12  # float slack: never above the exact ΔIL
+        bound = bound * (1.0 - 1e-9) - 1e-12  # float slack: never above the exact ΔIL
+        if r is not None and self.table is not None and len(bound):
+            data = self.table.data
+            terms = np.asarray(data.terms(r), dtype=np.int64)
+            cols = self.table.column[terms]
+            frequent = cols >= 0
+            if frequent.any():
+                e = etas_of(data.theta[terms[frequent]][None, :],
+                            self.anchors_max[:, None] + int(data.anchor[r]))
+                full = (self.sigma_min[:, cols[frequent]] + 1 > e).any(axis=1)
+                bound[full] = INF
+        return bound
 
     def changed(self, gi: int) -> None:
         """Group gi grew: widen its block's bounds, or take it out of its block."""
@@ -1136,6 +1161,8 @@ class _GroupBlocks(_Blocks):
             if len(self.loose_ids) > self.rebuild_at:
                 self._build()
             return
+        if self.table is not None:
+            self.anchors_max[b] = max(self.anchors_max[b], self.table.anchors[gi])
         if self.j0 is not None:
             self.lo_min[b] = min(self.lo_min[b], self.lo[self.j0][gi])
             self.hi_max[b] = max(self.hi_max[b], self.hi[self.j0][gi])
