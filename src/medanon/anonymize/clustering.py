@@ -710,7 +710,51 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
     bit_of = bit.tolist()
     growth_eta_list = growth_etas.tolist()
     queue_list, p0_list, rank_list = queue.tolist(), p0.tolist(), rank.tolist()
-    kind = ((data.ha_class * 2 + data.ss).tolist() if data.alpha is not None else [0] * n)
+    kind_np = ((data.ha_class * 2 + data.ss).astype(np.int64) if data.alpha is not None
+               else np.zeros(n, dtype=np.int64))
+    kind = kind_np.tolist()
+    # the same masks as arrays of 64-bit words, for the walk to the first feasible record
+    words = []
+    term_bit = bit[data.term_ids]
+    for w in range((len(top) + 63) // 64):
+        sel = (term_bit >= 0) & (term_bit // 64 == w)
+        word = np.zeros(n, dtype=np.uint64)
+        np.bitwise_or.at(word, holder[sel], np.left_shift(np.uint64(1),
+                                                          (term_bit[sel] % 64).astype(np.uint64)))
+        words.append(word)
+
+    def first_feasible(g: _Group, cand: np.ndarray, lb: np.ndarray, blocked: int,
+                       alpha_ok: list[bool], probes: list[int]):
+        """With no best key yet, the search's walk over cells ``cand`` (bound order) probes
+        every alive record of finite P0 until one has a finite PR: found here with array
+        operations (the prefilter of the masks), probing exactly the same records.
+
+        Returns (cell index, queue position, PR) of that record, or None (every cell of finite
+        bound walked); ``probes`` counts the records the walk probed.
+        """
+        k = int(np.searchsorted(lb, INF, side="left"))
+        cs = cand[:k]
+        head = cells.head[cs]
+        lengths = queue_end[cs] - head
+        total = int(lengths.sum())
+        offsets = np.cumsum(lengths) - lengths
+        pos = np.repeat(head - offsets, lengths) + np.arange(total)
+        which = np.repeat(np.arange(k), lengths)
+        recs = queue[pos]
+        keep = alive[recs] & (p0[recs] < INF)  # P0 ∞ ends a cell's walk: its queue's tail
+        pos, which, recs = pos[keep], which[keep], recs[keep]
+        hit = np.asarray(alpha_ok)[kind_np[recs]]
+        for w, word in enumerate(words):
+            block = np.uint64((blocked >> (64 * w)) & 0xFFFFFFFFFFFFFFFF)
+            if block:
+                hit &= (word[recs] & block) == 0
+        for j in np.flatnonzero(hit).tolist():
+            pr = g.risk(data, int(recs[j]), growing=True, growth_etas=growth_etas)
+            if pr < INF:
+                probes[0] += j + 1
+                return int(which[j]), int(pos[j]), pr
+        probes[0] += len(recs)
+        return None
 
     def search_cells(g: _Group, cand: np.ndarray, best: tuple | None, probes: list[int]
                      ) -> tuple[tuple | None, bool]:
@@ -739,13 +783,32 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
         chunk = 16
         while True:
             order, outside = _smallest(lb, chunk)
-            for i in order.tolist():
+            walk = order.tolist()
+            resume = None
+            if best is None:
+                found = first_feasible(g, cand[order], lb[order], blocked, alpha_ok, probes)
+                if found is None:
+                    lb[order] = INF  # every cell of finite bound walked, none other opened
+                    if outside == INF:
+                        return best, False
+                    chunk *= 4
+                    continue
+                at, resume, pr = found
+                i = walk[at]
+                d = float(dil[i])
+                r = queue_list[resume]
+                best = (d * pr, pr, rank_list[r], r)
+                lb[order[:at]] = INF  # opened
+                walk = walk[at:]
+            for i in walk:
                 bound = float(lb[i])
                 if bound == INF or (best is not None and bound > best[0]):
                     break
                 c = int(cand[i])
                 d = float(dil[i])
-                for pos in range(int(cells.head[c]), int(queue_end[c])):
+                start = int(cells.head[c]) if resume is None else resume + 1
+                resume = None
+                for pos in range(start, int(queue_end[c])):
                     r = queue_list[pos]
                     if not alive[r]:
                         continue
