@@ -148,3 +148,16 @@ def test_block_index_never_changes_the_groups(monkeypatch, block, mode, seed):
     assert np.array_equal(slow.group_of, fast.group_of)
     assert slow.unplaced == fast.unplaced
     assert slow.n_groups == fast.n_groups > 0
+
+
+@pytest.mark.parametrize("mode", ["ppms", "ppms++", "ha"])
+@pytest.mark.parametrize("seed", range(4))
+def test_term_masks_of_only_some_terms_never_change_the_groups(monkeypatch, mode, seed):
+    """The growth search's term-mask prefilter (a record holding a blocked frequent term has
+    PR ∞) is exact also when only the most frequent terms have a bit."""
+    monkeypatch.setattr(clustering, "MASK_TERMS", 3)
+    data = _random_input(120 + 10 * seed, seed + 40, mode, k=2 + seed % 2,
+                         theta=(0.3, 0.5)[seed % 2], alpha=0.5 if mode == "ha" else None)
+    slow, fast = group_reference(data), group_records(data, probe_budget=10**9)
+    assert np.array_equal(slow.group_of, fast.group_of)
+    assert slow.unplaced == fast.unplaced

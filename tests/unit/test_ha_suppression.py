@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from medanon.anonymize.clustering import (NEW_MD, VIEWS_OF_CLASS, Attribute, GroupingInput,
-                                          QidSpace, _fit_by_suppression, _Group, eta,
-                                          group_records, group_reference)
+                                          QidSpace, _fit_by_suppression, _fit_by_suppression_fast,
+                                          _Group, _GroupTable, eta, group_records,
+                                          group_reference)
 from tests.unit.test_clustering import _random_input
 
 SS_MIN = 3  # one ss column holding every term: a record is ss with 3 terms or more
@@ -114,3 +115,35 @@ def test_alpha_makes_the_record_nss_dropping_the_periods_most_common_terms_first
     data, groups, freq = _tiny(1.0, 0.5)
     _, dropped, kept, ss = _fit_by_suppression(data, groups[:1], 4, freq)
     assert (dropped, kept, ss) == ([], [0, 1, 2], True)
+
+
+def test_the_group_table_fit_equals_the_group_by_group_fit():
+    """_fit_by_suppression_fast (all groups at once) picks the reference's group and terms, with
+    and without α, on groups of every state, for every record as a leftover."""
+    for seed in range(4):
+        for alpha in (None, 0.25):
+            data = _ha_input(80, seed + 20, k=2, theta=(0.3, 0.5)[seed % 2], alpha=alpha or 0.5,
+                             suppress=True)
+            if alpha is None:
+                data = dataclasses.replace(data, alpha=None, ha_class=None, ss=None)
+            groups = []
+            for start in range(0, 60, 4):  # 15 groups of 4, some breaking θ or α on purpose
+                g = _Group(data, start)
+                for r in range(start, start + 4):
+                    g.add(data, r, remaining=False)
+                groups.append(g)
+            table = _GroupTable(data, groups)
+            freq = np.bincount(data.term_ids, minlength=len(data.theta))
+            for r in range(60, 80):
+                slow = _fit_by_suppression(data, groups, r, freq)
+                assert _fit_by_suppression_fast(data, table, r, freq) == slow
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_and_reference_suppress_the_same_terms_on_larger_inputs(seed):
+    data = _ha_input(150 + 20 * seed, seed + 30, k=2 + seed % 2, theta=(0.2, 0.3)[seed % 2],
+                     alpha=(0.25, 0.5)[seed % 2], suppress=True)
+    slow, fast = group_reference(data), group_records(data, probe_budget=10**9)
+    assert slow.suppressed, "the input must need suppressions for the test to mean anything"
+    assert np.array_equal(slow.group_of, fast.group_of)
+    assert slow.suppressed == fast.suppressed

@@ -38,7 +38,14 @@ but reproducibly. :func:`group_reference` is the slow, obviously-correct transcr
 * when leftovers are placed, the PR of the most frequent terms is computed exactly for every
   candidate group at once (a dense count table), the others are bounded by 1/η, so the bound is
   exact unless a rare term is shared; when every term of the record is frequent (and there
-  is no α) the key is exact and taken without a probe.
+  is no α) the key is exact and taken without a probe;
+* while a group grows, a probe of a record that holds a term the group already blocks
+  (σ_s + 1 > η_s, known from a bit mask of the most frequent terms) or whose (class, ss) breaks
+  α is counted with PR ∞ without evaluating it: at a small θ most probes are such (issue 30);
+* HA's term-suppression placement (:func:`_fit_by_suppression`) judges a record against every
+  group at once (:func:`_fit_by_suppression_fast`, on the leftover phase's :class:`_GroupTable`)
+  instead of one group after the other: the same keys, floats and choice (issue 30: at θ = 0.2
+  the group-by-group loop made HA quadratic).
 
 Deviations from the papers (all documented in ``docs/algorithms/``):
 
@@ -68,6 +75,8 @@ from ..hierarchies import Taxonomy
 INF = math.inf
 #: exact PR evaluations per growth step before the search settles for the best so far.
 PROBE_BUDGET = 32
+#: the most frequent terms get a bit in each record's term mask (growth search prefilter).
+MASK_TERMS = 256
 #: categorical hierarchies up to this many nodes get a full LCA table.
 LCA_TABLE_MAX = 1024
 _EPS = 1e-9
@@ -685,6 +694,68 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
             done = upto
         return best
 
+    # Probes that cannot succeed are told apart cheaply: bit i of a record's mask says it holds
+    # the i-th most frequent term, so a record holding a term the group blocks (σ_s + 1 > η_s)
+    # has PR ∞ without evaluating it; with α, a record whose (class, ss) breaks α likewise.
+    freq = np.bincount(data.term_ids, minlength=len(data.theta))
+    top = np.argsort(-freq, kind="stable")[:MASK_TERMS]
+    top = top[freq[top] > 0]
+    bit = np.full(len(data.theta), -1, dtype=np.int64)
+    bit[top] = np.arange(len(top))
+    holder = np.repeat(np.arange(n), np.diff(data.term_ptr))
+    masks = [0] * n
+    for r, b in zip(holder.tolist(), bit[data.term_ids].tolist()):
+        if b >= 0:
+            masks[r] |= 1 << b
+    bit_of = bit.tolist()
+    growth_eta_list = growth_etas.tolist()
+    queue_list, p0_list, rank_list = queue.tolist(), p0.tolist(), rank.tolist()
+    kind_np = ((data.ha_class * 2 + data.ss).astype(np.int64) if data.alpha is not None
+               else np.zeros(n, dtype=np.int64))
+    kind = kind_np.tolist()
+    # the same masks as arrays of 64-bit words, for the walk to the first feasible record
+    words = []
+    term_bit = bit[data.term_ids]
+    for w in range((len(top) + 63) // 64):
+        sel = (term_bit >= 0) & (term_bit // 64 == w)
+        word = np.zeros(n, dtype=np.uint64)
+        np.bitwise_or.at(word, holder[sel], np.left_shift(np.uint64(1),
+                                                          (term_bit[sel] % 64).astype(np.uint64)))
+        words.append(word)
+
+    def first_feasible(g: _Group, cand: np.ndarray, lb: np.ndarray, blocked: int,
+                       alpha_ok: list[bool], probes: list[int]):
+        """With no best key yet, the search's walk over cells ``cand`` (bound order) probes
+        every alive record of finite P0 until one has a finite PR: found here with array
+        operations (the prefilter of the masks), probing exactly the same records.
+
+        Returns (cell index, queue position, PR) of that record, or None (every cell of finite
+        bound walked); ``probes`` counts the records the walk probed.
+        """
+        k = int(np.searchsorted(lb, INF, side="left"))
+        cs = cand[:k]
+        head = cells.head[cs]
+        lengths = queue_end[cs] - head
+        total = int(lengths.sum())
+        offsets = np.cumsum(lengths) - lengths
+        pos = np.repeat(head - offsets, lengths) + np.arange(total)
+        which = np.repeat(np.arange(k), lengths)
+        recs = queue[pos]
+        keep = alive[recs] & (p0[recs] < INF)  # P0 ∞ ends a cell's walk: its queue's tail
+        pos, which, recs = pos[keep], which[keep], recs[keep]
+        hit = np.asarray(alpha_ok)[kind_np[recs]]
+        for w, word in enumerate(words):
+            block = np.uint64((blocked >> (64 * w)) & 0xFFFFFFFFFFFFFFFF)
+            if block:
+                hit &= (word[recs] & block) == 0
+        for j in np.flatnonzero(hit).tolist():
+            pr = g.risk(data, int(recs[j]), growing=True, growth_etas=growth_etas)
+            if pr < INF:
+                probes[0] += j + 1
+                return int(which[j]), int(pos[j]), pr
+        probes[0] += len(recs)
+        return None
+
     def search_cells(g: _Group, cand: np.ndarray, best: tuple | None, probes: list[int]
                      ) -> tuple[tuple | None, bool]:
         """The least key over the alive records of cells ``cand`` and ``best``; True when the
@@ -701,29 +772,58 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
         lb = np.full(len(cand), INF)
         ok = base < INF
         lb[ok] = dil[ok] * base[ok]
+        blocked = 0
+        for s, c in g.sigma.items():
+            if bit_of[s] >= 0 and c + 1 > growth_eta_list[s]:
+                blocked |= 1 << bit_of[s]
+        # α after adding a record of each (class, ss) while growing (remaining = no)
+        alpha_ok = ([ha_ok(ha_update(g.ha, cls, bool(flag), False), data.alpha)
+                     for cls in range(4) for flag in (0, 1)]
+                    if data.alpha is not None else [True])
         chunk = 16
         while True:
             order, outside = _smallest(lb, chunk)
-            for i in order.tolist():
+            walk = order.tolist()
+            resume = None
+            if best is None:
+                found = first_feasible(g, cand[order], lb[order], blocked, alpha_ok, probes)
+                if found is None:
+                    lb[order] = INF  # every cell of finite bound walked, none other opened
+                    if outside == INF:
+                        return best, False
+                    chunk *= 4
+                    continue
+                at, resume, pr = found
+                i = walk[at]
+                d = float(dil[i])
+                r = queue_list[resume]
+                best = (d * pr, pr, rank_list[r], r)
+                lb[order[:at]] = INF  # opened
+                walk = walk[at:]
+            for i in walk:
                 bound = float(lb[i])
                 if bound == INF or (best is not None and bound > best[0]):
                     break
                 c = int(cand[i])
                 d = float(dil[i])
-                for pos in range(int(cells.head[c]), int(queue_end[c])):
-                    r = int(queue[pos])
+                start = int(cells.head[c]) if resume is None else resume + 1
+                resume = None
+                for pos in range(start, int(queue_end[c])):
+                    r = queue_list[pos]
                     if not alive[r]:
                         continue
-                    rb = float(p0[r])
-                    if rb == INF or (best is not None and (d * rb, rb, int(rank[r])) >= best[:3]):
+                    rb = p0_list[r]
+                    if rb == INF or (best is not None and (d * rb, rb, rank_list[r]) >= best[:3]):
                         break
                     if best is not None and probes[0] >= probe_budget:
                         result.budget_stops += 1
                         return best, True
                     probes[0] += 1
+                    if masks[r] & blocked or not alpha_ok[kind[r]]:
+                        continue  # PR ∞ (g.risk would say so)
                     pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
                     if pr < INF:
-                        key = (d * pr, pr, int(rank[r]), r)
+                        key = (d * pr, pr, rank_list[r], r)
                         if best is None or key < best:
                             best = key
                 lb[i] = INF  # opened
@@ -773,6 +873,84 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
 FREQUENT_TERMS = 64
 
 
+class _GroupTable:
+    """The groups' values, counts and σ as arrays, kept current while records are placed.
+
+    σ_s(g) of the :data:`FREQUENT_TERMS` most frequent terms is a dense (group × term) table, so
+    that their PR is exact for every candidate group at once; the other terms' counts are kept
+    per term as {group: count} (a rare term is in few groups) and read as a column on demand.
+    """
+
+    def __init__(self, data: GroupingInput, groups: list[_Group]):
+        space = data.space
+        self.data, self.groups = data, groups
+        G = len(groups)
+        nattr = len(space.attributes)
+        self.cat = [None if space.attributes[j].numeric else
+                    np.array([g.cat[j] for g in groups], dtype=np.int64) for j in range(nattr)]
+        self.lo = [np.array([g.lo[j] for g in groups]) if space.attributes[j].numeric else None
+                   for j in range(nattr)]
+        self.hi = [np.array([g.hi[j] for g in groups]) if space.attributes[j].numeric else None
+                   for j in range(nattr)]
+        self.size = np.array([g.size for g in groups], dtype=float)
+        self.loss = np.array([g.loss for g in groups])
+        self.anchors = np.array([g.anchors for g in groups], dtype=np.int64)
+        self.ha = np.array([g.ha for g in groups], dtype=np.int64).reshape(G, 8)
+        self.freq = np.bincount(data.term_ids, minlength=len(data.theta))
+        top = np.argsort(-self.freq, kind="stable")[:FREQUENT_TERMS]
+        top = top[self.freq[top] > 0]
+        self.column = np.full(len(data.theta), -1, dtype=np.int64)
+        self.column[top] = np.arange(len(top))
+        self.dense = np.zeros((G, len(top)), dtype=np.int64)
+        self.sparse: dict[int, dict[int, int]] = {}
+        for gi, g in enumerate(groups):
+            self._count(gi, g.sigma.items())
+
+    def _count(self, gi: int, counts) -> None:
+        for term, count in counts:
+            col = self.column[term]
+            if col >= 0:
+                self.dense[gi, col] += count
+            else:
+                held = self.sparse.setdefault(term, {})
+                held[gi] = held.get(gi, 0) + count
+
+    def sigma(self, term: int, cand: np.ndarray | None = None) -> np.ndarray:
+        """σ_term(g) of every group (or of groups ``cand``)."""
+        col = self.column[term]
+        if col >= 0:
+            return self.dense[:, col].copy() if cand is None else self.dense[cand, col]
+        out = np.zeros(len(self.groups), dtype=np.int64)
+        held = self.sparse.get(term)
+        if held:
+            out[np.fromiter(held.keys(), dtype=np.int64, count=len(held))] = \
+                np.fromiter(held.values(), dtype=np.int64, count=len(held))
+        return out if cand is None else out[cand]
+
+    def values_of(self, cand: np.ndarray) -> list:
+        """(cat, lo, hi) of groups ``cand``, in the layout of :meth:`QidSpace.losses_with`."""
+        return [[None if x is None else x[cand] for x in arrays]
+                for arrays in (self.cat, self.lo, self.hi)]
+
+    def delta_il(self, value: list, cand: np.ndarray) -> np.ndarray:
+        """ΔIL(g, r) for groups ``cand`` and a record of generalized value ``value``."""
+        after = self.data.space.losses_with(*value, *self.values_of(cand))
+        return delta_il(self.size[cand], self.loss[cand], after)
+
+    def add(self, gi: int, r: int, *, kept: tuple[list[int], bool] | None = None) -> None:
+        """Place leftover r in group gi (``kept``: see :meth:`_Group.add`)."""
+        data, g = self.data, self.groups[gi]
+        g.add(data, r, remaining=True, kept=kept)
+        for j, a in enumerate(data.space.attributes):
+            if a.numeric:
+                self.lo[j][gi], self.hi[j][gi] = g.lo[j], g.hi[j]
+            else:
+                self.cat[j][gi] = g.cat[j]
+        self.size[gi], self.loss[gi], self.anchors[gi] = g.size, g.loss, g.anchors
+        self.ha[gi] = g.ha
+        self._count(gi, ((s, 1) for s in (data.terms(r) if kept is None else kept[0])))
+
+
 def _place_leftovers(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
                      leftover: np.ndarray) -> None:
     """001's Generalization / 002's lines 25-30: the same order and keys as the reference, with
@@ -786,49 +964,29 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     if not G:
         result.unplaced.extend(leftovers.tolist())
         return
-    nattr = len(space.attributes)
-    gcat = [None if space.attributes[j].numeric else
-            np.array([g.cat[j] for g in groups], dtype=np.int64) for j in range(nattr)]
-    glo = [np.array([g.lo[j] for g in groups]) if space.attributes[j].numeric else None
-           for j in range(nattr)]
-    ghi = [np.array([g.hi[j] for g in groups]) if space.attributes[j].numeric else None
-           for j in range(nattr)]
-    gsize = np.array([g.size for g in groups], dtype=float)
-    gloss = np.array([g.loss for g in groups])
-    ganchors = np.array([g.anchors for g in groups], dtype=np.int64)
-    gha = np.array([g.ha for g in groups], dtype=np.int64)
-    freq = np.bincount(data.term_ids, minlength=len(data.theta))
-    top = np.argsort(-freq, kind="stable")[:FREQUENT_TERMS]
-    top = top[freq[top] > 0]
-    column = np.full(len(data.theta), -1, dtype=np.int64)
-    column[top] = np.arange(len(top))
-    dense = np.zeros((G, len(top)), dtype=np.int64)
-    for gi, g in enumerate(groups):
-        for term, count in g.sigma.items():
-            if column[term] >= 0:
-                dense[gi, column[term]] = count
-    index = _GroupBlocks(space, gcat, glo, ghi, gsize, gloss)
+    table = _GroupTable(data, groups)
+    column, dense = table.column, table.dense
+    index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss, table)
 
     def evaluate(r: int, value: list, cand: np.ndarray, best: tuple | None) -> tuple | None:
         """Best key over groups ``cand`` (exact), given the best key found so far."""
         if not len(cand):
             return best
-        dil = delta_il(gsize[cand], gloss[cand], space.losses_with(
-            *value, *([None if x is None else x[cand] for x in arrays]
-                      for arrays in (gcat, glo, ghi))))
+        dil = table.delta_il(value, cand)
         # Lower bound of PR(g, r): exact for frequent terms, 1/η for the others (σ >= 0).
-        anchors = ganchors[cand] + int(data.anchor[r])
+        # (group × term) arrays, then the terms added one by one as privacy_risk adds them
+        terms = np.asarray(data.terms(r), dtype=np.int64)
+        anchors = table.anchors[cand] + int(data.anchor[r])
+        e = etas_of(data.theta[terms][None, :], anchors[:, None])
+        cols = column[terms]
+        c = np.where(cols >= 0, dense[cand][:, np.maximum(cols, 0)], 0) + 1
+        fits = c <= e
+        step = np.where(fits, c / np.where(fits, e - c + 1, 1), INF)
         pr_lb = np.ones(len(cand))
-        for term in data.terms(r):
-            e = etas_of(np.full(len(cand), data.theta[term]), anchors)
-            c = (dense[cand, column[term]] + 1 if column[term] >= 0
-                 else np.ones(len(cand), dtype=np.int64))
-            fits = c <= e
-            step = np.full(len(cand), INF)
-            step[fits] = c[fits] / (e[fits] - c[fits] + 1)
-            pr_lb = pr_lb + step
+        for j in range(len(terms)):
+            pr_lb = pr_lb + step[:, j]
         if data.alpha is not None and data.ss[r]:
-            after = _ha_update_rows(gha[cand], int(data.ha_class[r]))
+            after = _ha_update_rows(table.ha[cand], int(data.ha_class[r]))
             fits = np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
             pr_lb[~fits] = INF
         lb = np.full(len(cand), INF)
@@ -848,14 +1006,15 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     for r in leftovers.tolist():
         value = [[None if x is None else x[r] for x in arrays]
                  for arrays in (data.cat, data.lo, data.hi)]
-        bounds = index.lower_bounds(value)
+        bounds = index.lower_bounds(value, r)
         order = np.argsort(bounds, kind="stable")
         sorted_bounds = bounds[order]
         best = evaluate(r, value, index.loose(), None)
         done = 0
         while done < len(order):
             # blocks in bound order, doubling, while a block may still hold a better group
-            limit = (len(order) if best is None
+            # (with no best yet, every block that may hold a group able to take r)
+            limit = (int(np.searchsorted(sorted_bounds, INF, side="left")) if best is None
                      else int(np.searchsorted(sorted_bounds, best[0], side="right")))
             if limit <= done:
                 break
@@ -866,20 +1025,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             result.unplaced.append(r)
             continue
         gi = best[2]
-        g = groups[gi]
-        g.add(data, r, remaining=True)
-        for j, a in enumerate(space.attributes):
-            if a.numeric:
-                glo[j][gi], ghi[j][gi] = g.lo[j], g.hi[j]
-            else:
-                gcat[j][gi] = g.cat[j]
-        gsize[gi], gloss[gi], ganchors[gi] = g.size, g.loss, g.anchors
-        gha[gi] = g.ha
-        for term in data.terms(r):
-            if column[term] >= 0:
-                dense[gi, column[term]] += 1
+        table.add(gi, r)
         index.changed(gi)
-    _place_by_suppression(data, groups, result)
+    _place_by_suppression(data, groups, result, table=table)
     for gi, g in enumerate(groups):
         result.group_of[g.members] = gi
     result.n_groups = G
@@ -982,11 +1130,18 @@ class _GroupBlocks(_Blocks):
     changes, or that starts or stops holding the missing value, leaves its block (it is then
     always evaluated) until the index is rebuilt; a group that only widens its interval (or,
     holding only missing values, takes a present one) widens its block's bounds.
+
+    With a :class:`_GroupTable`, a block also keeps, per frequent term, the smallest σ_s of its
+    groups (as of the last build: σ only grows) and the most anchors (kept current): when
+    σ_s + 1 > η_s(anchors + r's) for a term of r even so, no group of the block can take r
+    (PR ∞) and the block's bound is ∞. A leftover that fits few groups then skips the others
+    whole instead of evaluating every group (issue 30).
     """
 
-    def __init__(self, space: QidSpace, gcat, glo, ghi, gsize, gloss):
+    def __init__(self, space: QidSpace, gcat, glo, ghi, gsize, gloss,
+                 table: "_GroupTable | None" = None):
         super().__init__(space, gcat, glo, ghi)
-        self.gsize, self.gloss = gsize, gloss
+        self.gsize, self.gloss, self.table = gsize, gloss, table
         self.rebuild_at = max(256, len(gsize) // 64)
         self._build()
 
@@ -995,6 +1150,11 @@ class _GroupBlocks(_Blocks):
         starts = self._cut(G)
         self.size_min = self._reduce(np.minimum, self.gsize, starts)
         self.loss_min = self._reduce(np.minimum, self.gloss, starts)
+        if self.table is not None:
+            dense = self.table.dense
+            self.sigma_min = (np.minimum.reduceat(dense[self.members], starts, axis=0)
+                              if len(starts) else np.zeros((0, dense.shape[1]), dtype=np.int64))
+            self.anchors_max = self._reduce(np.maximum, self.table.anchors, starts).astype(np.int64)
         if self.j0 is not None:
             self.lo_min = self._reduce(np.minimum, self.lo[self.j0], starts)
             self.hi_max = self._reduce(np.maximum, self.hi[self.j0], starts)
@@ -1013,8 +1173,9 @@ class _GroupBlocks(_Blocks):
         ids = self.items_of(blocks)
         return ids[~self.out[ids]]
 
-    def lower_bounds(self, value: list) -> np.ndarray:
-        """A lower bound of ΔIL(g, r)·PR(g, r) for every group of each block."""
+    def lower_bounds(self, value: list, r: int | None = None) -> np.ndarray:
+        """A lower bound of ΔIL(g, r)·PR(g, r) for every group of each block (∞: no group of
+        the block can take r, judged on r's frequent terms when ``r`` is given)."""
         cat, lo, hi = value
         merged, _ = self._lca_terms(cat)
         own = np.zeros(len(self.btag))
@@ -1035,7 +1196,18 @@ class _GroupBlocks(_Blocks):
                 # groups of missing values only: adding a present value costs 1
                 dw[(self.btag > 0) & (self.lo_min >= m)] = 1.0
         bound = (self.size_min + 1.0) * (dcat + dw) + self.loss_min
-        return bound * (1.0 - 1e-9) - 1e-12  # float slack: never above the exact ΔIL
+        bound = bound * (1.0 - 1e-9) - 1e-12  # float slack: never above the exact ΔIL
+        if r is not None and self.table is not None and len(bound):
+            data = self.table.data
+            terms = np.asarray(data.terms(r), dtype=np.int64)
+            cols = self.table.column[terms]
+            frequent = cols >= 0
+            if frequent.any():
+                e = etas_of(data.theta[terms[frequent]][None, :],
+                            self.anchors_max[:, None] + int(data.anchor[r]))
+                full = (self.sigma_min[:, cols[frequent]] + 1 > e).any(axis=1)
+                bound[full] = INF
+        return bound
 
     def changed(self, gi: int) -> None:
         """Group gi grew: widen its block's bounds, or take it out of its block."""
@@ -1052,6 +1224,8 @@ class _GroupBlocks(_Blocks):
             if len(self.loose_ids) > self.rebuild_at:
                 self._build()
             return
+        if self.table is not None:
+            self.anchors_max[b] = max(self.anchors_max[b], self.table.anchors[gi])
         if self.j0 is not None:
             self.lo_min[b] = min(self.lo_min[b], self.lo[self.j0][gi])
             self.hi_max[b] = max(self.hi_max[b], self.hi[self.j0][gi])
@@ -1140,7 +1314,8 @@ def _ha_update_rows(counters: np.ndarray, cls: int) -> np.ndarray:
 
 
 # --------------------------------------------------------------- unplaceable leftovers (HA)
-def _place_by_suppression(data: GroupingInput, groups: list[_Group], result: GroupingResult) -> None:
+def _place_by_suppression(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
+                          table: _GroupTable | None = None) -> None:
     """Place every unplaceable leftover by suppressing the fewest of its terms (HA).
 
     Only with ``data.suppress_unplaced`` and at least one group (with none, the records stay in
@@ -1148,6 +1323,10 @@ def _place_by_suppression(data: GroupingInput, groups: list[_Group], result: Gro
     order, so that ordinary placements come first and can only lower what must be suppressed.
     A record always fits some group: with all its terms suppressed it holds no term (θ holds)
     and is not an ss-record (α holds: an nss record changes no counter).
+
+    Without ``table`` (the reference grouping) each record is tried in every group one by one
+    (:func:`_fit_by_suppression`); with it, in all groups at once (:func:`_fit_by_suppression_fast`,
+    the same choice).
     """
     if not data.suppress_unplaced or not groups or not result.unplaced:
         return
@@ -1156,8 +1335,12 @@ def _place_by_suppression(data: GroupingInput, groups: list[_Group], result: Gro
                             "the ss flag must be judged again on the terms a record keeps.")
     freq = np.bincount(data.term_ids, minlength=len(data.theta))
     for r in result.unplaced:
-        gi, dropped, kept, ss = _fit_by_suppression(data, groups, r, freq)
-        groups[gi].add(data, r, remaining=True, kept=(kept, ss))
+        if table is None:
+            gi, dropped, kept, ss = _fit_by_suppression(data, groups, r, freq)
+            groups[gi].add(data, r, remaining=True, kept=(kept, ss))
+        else:
+            gi, dropped, kept, ss = _fit_by_suppression_fast(data, table, r, freq)
+            table.add(gi, r, kept=(kept, ss))
         if dropped:
             result.suppressed[r] = tuple(dropped)
     result.unplaced = []
@@ -1196,6 +1379,66 @@ def _fit_by_suppression(data: GroupingInput, groups: list[_Group], r: int, freq:
             best = (key, sorted(dropped), kept, ss)
     key, dropped, kept, ss = best
     return key[3], dropped, kept, ss
+
+
+def _fit_by_suppression_fast(data: GroupingInput, table: _GroupTable, r: int, freq: np.ndarray
+                             ) -> tuple[int, list[int], list[int], bool]:
+    """:func:`_fit_by_suppression` over every group at once: the same keys, floats and choice.
+
+    The terms θ forces out are a (group × term) mask; the α step depends on a group only
+    through that mask and whether α breaks, so :func:`_ss_unflag` runs once per distinct mask.
+    The fewest suppressed terms is found for all groups first; ΔIL and PR (summed in the
+    order of :func:`privacy_risk`, dropped terms adding 0.0) only for the groups that reach it.
+    """
+    terms = data.terms(r)
+    G = len(table.groups)
+    m = len(terms)
+    anchors = table.anchors + int(data.anchor[r])
+    sigma = np.zeros((G, m), dtype=np.int64)
+    etas = np.zeros((G, m), dtype=np.int64)
+    for j, s in enumerate(terms):
+        sigma[:, j] = table.sigma(s)
+        etas[:, j] = etas_of(np.full(G, data.theta[s]), anchors)
+    drop = sigma + 1 > etas
+    if data.alpha is not None:
+        where = {s: j for j, s in enumerate(terms)}
+        columns = _ss_columns_of(data, r)
+        if any(s not in where for col, _ in columns for s in col):
+            # a column term outside the record's terms (never from common.py): no shortcut
+            return _fit_by_suppression(data, table.groups, r, freq)
+        ss = np.zeros(G, dtype=bool)
+        for col, least in columns:
+            kept_in = np.zeros(G, dtype=np.int64)
+            for s in col:
+                kept_in += ~drop[:, where[s]]
+            ss |= kept_in >= least
+        after = _ha_update_rows(table.ha, int(data.ha_class[r]))
+        breaks = ~np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
+        unflag = np.flatnonzero(ss & breaks)
+        if len(unflag):
+            masks, inverse = np.unique(drop[unflag], axis=0, return_inverse=True)
+            extra = np.zeros((len(masks), m), dtype=bool)
+            for i, mask in enumerate(masks):
+                dropped = {s for s, d in zip(terms, mask.tolist()) if d}
+                for s in _ss_unflag(data, r, dropped, freq):
+                    extra[i, where[s]] = True
+            drop[unflag] |= extra[inverse.ravel()]
+            ss[unflag] = False
+    else:
+        ss = np.zeros(G, dtype=bool)
+    count = drop.sum(axis=1)
+    cand = np.flatnonzero(count == count.min())
+    pr = np.ones(len(cand))
+    for j in range(m):
+        c, e, kept = sigma[cand, j] + 1, etas[cand, j], ~drop[cand, j]
+        pr = pr + np.where(kept, c / np.where(kept, e - c + 1, 1), 0.0)
+    value = [[None if x is None else x[r] for x in arrays] for arrays in (data.cat, data.lo, data.hi)]
+    score = table.delta_il(value, cand) * pr
+    i = int(np.lexsort((cand, pr, score))[0])
+    gi = int(cand[i])
+    dropped = [s for j, s in enumerate(terms) if drop[gi, j]]
+    kept = [s for j, s in enumerate(terms) if not drop[gi, j]]
+    return gi, sorted(dropped), kept, bool(ss[gi])
 
 
 def _ss_columns_of(data: GroupingInput, r: int) -> list[tuple[list[int], int]]:
