@@ -160,6 +160,7 @@ __all__ = [
     "QUANTILE_TOLERANCE",
     "SCREEN_COLUMNS",
     "GpsPrior",
+    "count_pairs",
     "eb_quantile",
     "ebgm",
     "fit_gps_prior",
@@ -792,10 +793,30 @@ def pair_counts(rows: pd.DataFrame, *, drug_columns: Sequence[str] | str = ("dru
                   else joined_terms(rows, drug_cols))
     d_rows, d_codes, drugs = _report_terms(drug_cells, upper=True)
     r_rows, r_codes, reactions = _report_terms(cell_strings(rows[reaction_col]), upper=False)
+    return count_pairs(len(rows), d_rows, d_codes, drugs, r_rows, r_codes, reactions)
+
+
+def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np.ndarray,
+                r_rows: np.ndarray, r_codes: np.ndarray, reactions: np.ndarray) -> pd.DataFrame:
+    """The :func:`pair_counts` table of reports already read into (report, term) codes.
+
+    :func:`pair_counts` reads published rows into these arrays; the screening of a series
+    (:mod:`.screening`) reads each release once and counts every scope from a subset of them,
+    through this one function so that both give the same table.
+
+    Args:
+        reports: Reports are numbered ``0 .. reports - 1``.
+        d_rows, d_codes: One entry per distinct (report, drug): the report's number and the
+            drug's code. Codes follow the terms' sort order (casefolded), so that the table
+            comes out sorted.
+        drugs: ``drugs[code]`` is the drug's name as shown.
+        r_rows, r_codes: The same for reactions, with ``r_rows`` in ascending order.
+        reactions: ``reactions[code]`` is the reaction's name as shown.
+    """
     # the screened database: reports with at least one drug and at least one reaction
-    eligible = np.zeros(len(rows), dtype=bool)
+    eligible = np.zeros(reports, dtype=bool)
     eligible[d_rows] = True
-    has_reaction = np.zeros(len(rows), dtype=bool)
+    has_reaction = np.zeros(reports, dtype=bool)
     has_reaction[r_rows] = True
     eligible &= has_reaction
     keep_d, keep_r = eligible[d_rows], eligible[r_rows]
@@ -805,7 +826,7 @@ def pair_counts(rows: pd.DataFrame, *, drug_columns: Sequence[str] | str = ("dru
     n_drug = np.bincount(d_codes, minlength=len(drugs))
     n_reaction = np.bincount(r_codes, minlength=len(reactions))
     # every (report, drug, reaction): each drug entry repeated once per reaction of its report
-    per_row = np.bincount(r_rows, minlength=len(rows))
+    per_row = np.bincount(r_rows, minlength=reports)
     first = np.concatenate(([0], np.cumsum(per_row)[:-1]))
     reps = per_row[d_rows]
     drug_of = np.repeat(d_codes, reps)

@@ -42,6 +42,8 @@ the stratum's screening).
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,13 +53,14 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from .._validation import check_int
-from ..errors import ValidationError
+from ..errors import MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
-from .disproportionality import GpsPrior, pair_counts, screen
+from ..published.cells import SUPPRESSED, cell_strings
+from .disproportionality import SCREEN_COLUMNS, GpsPrior, count_pairs, screen
 from .signals import INSIDE, Condition, SignalRule
 
-__all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "opposite_condition",
-           "screen_series", "screening_for"]
+__all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
+           "opposite_condition", "screen_series", "screening_for"]
 
 #: Strata of the default FAERS schema: children, adults, the elderly; each sex.
 DEFAULT_STRATA = ("age <= 18", "age in [19-64]", "age >= 65", "sex = F", "sex = M")
@@ -71,6 +74,7 @@ STATISTICS = {
 # pairs are matched across sides on folded terms (as pair_counts matches them within a side):
 # the display spelling is the first one seen, which may differ between original and release
 _KEY = ["drug_key", "reaction_key"]
+_SEP = "|"
 _OPPOSITE = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "=": "!=", "in": "!=", "!=": "="}
 
 
@@ -162,19 +166,189 @@ def opposite_condition(condition: Condition) -> Condition:
     return Condition(condition.attribute, _OPPOSITE[condition.op], condition.value)
 
 
-@dataclass
-class _Side:
-    """One side's reports, with the strata classes computed once."""
+class _Terms:
+    """The terms of one multi-valued field (the drugs, or the reactions) over the whole series,
+    original and release alike: each distinct spelling is read once and numbered, and so is each
+    term (its casefolded spelling, as :func:`.disproportionality.pair_counts` matches terms).
 
-    rows: pd.DataFrame
-    periods: np.ndarray
+    Every scope is a subset of the reports of the series: reading the ``|``-joined cells once,
+    into integer codes, replaces splitting them again for each of the scopes.
+    """
+
+    def __init__(self, *, upper: bool):
+        self.upper = upper
+        self._spellings: dict[str, int] = {}
+        self._folded: dict[str, int] = {}
+        self._term_of: list[int] = []           # spelling -> term, in order of first appearance
+        self.code_of = np.zeros(0, dtype=np.int64)
+        self.shown = np.zeros(0, dtype=object)
+        self.terms = 0
+
+    def _spelling(self, text: str) -> int:
+        text = text.strip()
+        if text in ("", SUPPRESSED):              # an empty cell, "a||b", or a suppressed cell
+            return -1
+        found = self._spellings.get(text)
+        if found is None:
+            found = self._spellings[text] = len(self._spellings)
+            self._term_of.append(self._folded.setdefault(text.casefold(), len(self._folded)))
+        return found
+
+    def read(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(reports, spellings)``: one entry per report and term listed in its cell, in report
+        order, then the order of the cell; a term listed twice in a report (however spelled) is
+        kept once, with its first spelling there."""
+        parts = [c.split(_SEP) for c in cells.tolist()]
+        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+        reports = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
+        flat = np.fromiter(itertools.chain.from_iterable(parts), dtype=object,
+                           count=int(lengths.sum()))
+        codes, texts = pd.factorize(flat)
+        ids = np.fromiter((self._spelling(str(t)) for t in texts), dtype=np.int64,
+                          count=len(texts))
+        spellings = ids[codes] if codes.size else np.zeros(0, dtype=np.int64)
+        listed = spellings >= 0
+        reports, spellings = reports[listed], spellings[listed]
+        if not spellings.size:
+            return reports, spellings
+        terms = np.asarray(self._term_of, dtype=np.int64)[spellings]
+        # the first entry of each (report, term): a stable sort keeps the cell order
+        pair = reports * len(self._folded) + terms
+        order = np.argsort(pair, kind="stable")
+        lead = np.ones(pair.size, dtype=bool)
+        lead[1:] = pair[order[1:]] != pair[order[:-1]]
+        first = np.zeros(pair.size, dtype=bool)
+        first[order[lead]] = True
+        return reports[first], spellings[first]
+
+    def close(self) -> None:
+        """Code the terms in their sorted order (as :func:`.disproportionality.pair_counts`
+        does, so that a scope's table comes out sorted alike) once every report is read."""
+        folded = np.array(list(self._folded), dtype=object)
+        rank = pd.factorize(folded, sort=True)[0].astype(np.int64) if folded.size else folded
+        self.code_of = (rank[np.asarray(self._term_of, dtype=np.int64)] if self._term_of
+                        else np.zeros(0, dtype=np.int64))
+        self.shown = np.array([t.upper() if self.upper else t for t in self._spellings],
+                              dtype=object)
+        self.terms = len(folded)
+
+    def names(self, spellings: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Term code -> the spelling shown for it in a scope: the one first seen in the scope's
+        entries (which are in report order, then cell order)."""
+        out = np.full(max(self.terms, 1), "", dtype=object)
+        present, first = np.unique(codes, return_index=True)
+        out[present] = self.shown[spellings[first]]
+        return out
 
 
-def _stack(rows: Mapping[str, pd.DataFrame], labels: Sequence[str]) -> _Side:
-    frames = [rows[label] for label in labels]
-    stacked = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    periods = np.repeat(np.asarray(labels, dtype=object), [len(f) for f in frames])
-    return _Side(stacked, periods)
+class _Failed:
+    """A condition that could not be judged on a release's cells: raised when it is used."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+
+class _Reports:
+    """One side's reports (the original, or the release), read release by release: the drug
+    and reaction entries as codes, the period of each report and its class in each condition.
+    Nothing else of a release is kept."""
+
+    def __init__(self, options: ScreeningOptions, drugs: _Terms, reactions: _Terms,
+                 conditions: Sequence[Condition], hierarchies: Mapping[str, Taxonomy]):
+        self.options, self.drugs, self.reactions = options, drugs, reactions
+        self.conditions = {c.text: c for c in conditions}
+        self.hierarchies = hierarchies
+        self.count = 0
+        self.columns: set[str] = set()
+        self.bounds: dict[str, tuple[int, int]] = {}
+        self._entries: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"drug": [], "reaction": []}
+        self._classes: dict[str, list[Any]] = {text: [] for text in self.conditions}
+        self.drug_entries = self.reaction_entries = (np.zeros(0, dtype=np.int64),) * 2
+
+    def add(self, label: str, rows: pd.DataFrame) -> None:
+        start = self.count
+        self.columns.update(rows.columns)
+        drug_cells = _cells(rows, self.options.drug_columns)
+        for name, terms, cells in (
+                ("drug", self.drugs, drug_cells),
+                ("reaction", self.reactions, _cells(rows, (self.options.reaction_column,)))):
+            reports, spellings = terms.read(cells)
+            self._entries[name].append((reports + start, spellings))
+        for text, condition in self.conditions.items():
+            if condition.attribute not in rows.columns:
+                self._classes[text].append(len(rows))   # judged as empty cells if ever used
+                continue
+            try:
+                classes = condition.classify(rows[condition.attribute],
+                                             self.hierarchies.get(condition.attribute))
+            except MedanonError as error:  # raised if the scope is screened, not before
+                classes = _Failed(error)
+            self._classes[text].append(classes)
+        self.count += len(rows)
+        self.bounds[label] = (start, self.count)
+
+    def close(self) -> None:
+        for name in ("drug", "reaction"):
+            chunks = self._entries[name]
+            joined = tuple(np.concatenate([c[i] for c in chunks]) if chunks
+                           else np.zeros(0, dtype=np.int64) for i in (0, 1))
+            setattr(self, f"{name}_entries", joined)
+            self._entries[name] = []
+
+    def publishes(self, condition: Condition) -> bool:
+        return condition.attribute in self.columns
+
+    def classes(self, condition: Condition) -> np.ndarray:
+        chunks = []
+        for chunk in self._classes[condition.text]:
+            if isinstance(chunk, _Failed):
+                raise chunk.error
+            if isinstance(chunk, int):  # a release without the column: its cells are empty
+                chunk = condition.classify(np.full(chunk, "", dtype=object),
+                                           self.hierarchies.get(condition.attribute))
+            chunks.append(chunk)
+        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int8)
+
+    def pairs(self, inside: slice | np.ndarray) -> pd.DataFrame:
+        """The pair table of the reports of a scope (a range of reports or a mask over them).
+
+        Raises:
+            SchemaError: no release of this side has a drug or the reaction column.
+        """
+        wanted = [(c, "drug_columns") for c in self.options.drug_columns]
+        for column, what in [*wanted, (self.options.reaction_column, "reaction_column")]:
+            if column not in self.columns:
+                shown = ", ".join(repr(c) for c in sorted(self.columns)[:20])
+                raise SchemaError(f"The rows have no column {column!r} ({what} of pair_counts); "
+                                  f"their columns: {shown}.")
+        parts = []
+        for terms, (reports, spellings) in ((self.drugs, self.drug_entries),
+                                            (self.reactions, self.reaction_entries)):
+            if isinstance(inside, slice):
+                lo, hi = np.searchsorted(reports, [inside.start, inside.stop])
+                reports, spellings = reports[lo:hi], spellings[lo:hi]
+            else:
+                keep = inside[reports]
+                reports, spellings = reports[keep], spellings[keep]
+            codes = terms.code_of[spellings]
+            parts.append((reports, codes, terms.names(spellings, codes)))
+        (d_rows, d_codes, drugs), (r_rows, r_codes, reactions) = parts
+        return count_pairs(self.count, d_rows, d_codes, drugs, r_rows, r_codes, reactions)
+
+
+def _cells(rows: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """The terms of the columns of each row as one ``|``-joined cell (a column a release lacks
+    reads as empty cells, as it did when the releases were stacked into one frame)."""
+    def one(column: str) -> np.ndarray:
+        if column not in rows.columns:
+            return np.full(len(rows), "", dtype=object)
+        return cell_strings(rows[column])
+    if len(columns) == 1:
+        return one(columns[0])
+    joined = np.full(len(rows), "", dtype=object)
+    for column in columns:
+        joined = joined + _SEP + one(column)
+    return joined
 
 
 def _rounded(value: Any) -> Any:
@@ -195,17 +369,15 @@ def _rounded(value: Any) -> Any:
 class _Screened:
     """The screening of one scope on one side: the pair table with every statistic."""
 
-    def __init__(self, rows: pd.DataFrame, options: ScreeningOptions, *, undecided: int = 0):
-        self.reports = len(rows)
+    def __init__(self, table: pd.DataFrame, reports: int, options: ScreeningOptions, *,
+                 undecided: int = 0, done: dict | None = None):
+        self.reports = reports
         self.undecided = undecided
         self.prior: GpsPrior | None = None
-        table = pd.DataFrame()
-        if len(rows):
-            table = pair_counts(rows, drug_columns=options.drug_columns,
-                                reaction_column=options.reaction_column)
+        if len(table):
             table = table[table["n"] >= options.min_count]
         if len(table):
-            table, self.prior = screen(table, min_count=options.min_count)
+            table, self.prior = _screen(table, options.min_count, {} if done is None else done)
             table = table.assign(drug_key=_fold(table["drug"]),
                                  reaction_key=_fold(table["reaction"]))
         self.table = table.set_index(_KEY) if len(table) else table
@@ -226,6 +398,27 @@ class _Screened:
             out.update({c: _rounded(found[c]) for c in columns})
         out["signal"] = {s: bool(found[v[0]]) for s, v in STATISTICS.items()}
         return out
+
+
+def _screen(table: pd.DataFrame, min_count: int, done: dict) -> tuple[pd.DataFrame, GpsPrior]:
+    """:func:`.disproportionality.screen` of a pair table, computed once per distinct table.
+
+    Every statistic and the fitted prior depend only on the counts (n, e and the 2×2 table) and
+    ``min_count``: a scope whose counts equal those of a scope already screened (the same scope
+    of a release that leaves drugs and reactions as they were, on both sides) takes that
+    screening's numbers, identical to what screening it again would give.
+    """
+    counts = [np.ascontiguousarray(table[c].to_numpy()) for c in ("n", "e", "a", "b", "c", "d")]
+    digest = hashlib.sha256()
+    for column in counts:
+        digest.update(str(column.dtype).encode())
+        digest.update(column.tobytes())
+    key = (min_count, len(table), digest.hexdigest())
+    if key not in done:
+        screened, prior = screen(table, min_count=min_count)
+        done[key] = ({c: screened[c].to_numpy() for c in SCREEN_COLUMNS}, prior)
+    values, prior = done[key]
+    return table.assign(**values), prior
 
 
 def _fold(terms: pd.Series) -> pd.Series:
@@ -299,27 +492,30 @@ def _scope_entry(kind: str, scope: str, original: _Screened, release: _Screened,
 class _Scopes:
     """Screens scopes of one side, caching them (the original side is shared by releases)."""
 
-    def __init__(self, side: _Side, hierarchies: Mapping[str, Taxonomy],
-                 options: ScreeningOptions):
-        self.side, self.hierarchies, self.options = side, hierarchies, options
+    def __init__(self, side: _Reports, options: ScreeningOptions, done: dict):
+        self.side, self.options, self.done = side, options, done
         self._cache: dict[tuple[str, str], _Screened] = {}
 
     def publishes(self, condition: Condition) -> bool:
-        return condition.attribute in self.side.rows.columns
+        return self.side.publishes(condition)
 
     def get(self, kind: str, scope: str, condition: Condition | None = None) -> _Screened:
         key = (kind, scope)
         if key not in self._cache:
-            rows, undecided = self.side.rows, 0
+            inside: slice | np.ndarray = slice(0, self.side.count)
+            undecided = 0
             if kind == "quarter":
-                rows = rows.loc[self.side.periods == scope]
+                inside = slice(*self.side.bounds[scope])
             elif condition is not None:
-                classes = condition.classify(rows[condition.attribute],
-                                             self.hierarchies.get(condition.attribute))
+                classes = self.side.classes(condition)
                 undecided = int((classes < 0).sum())
-                rows = rows.loc[classes == INSIDE]
-            self._cache[key] = _Screened(rows.reset_index(drop=True), self.options,
-                                         undecided=undecided)
+                inside = classes == INSIDE
+            reports = (inside.stop - inside.start if isinstance(inside, slice)
+                       else int(inside.sum()))
+            # a scope of no report has no table (the columns are not even looked for)
+            table = self.side.pairs(inside) if reports else pd.DataFrame()
+            self._cache[key] = _Screened(table, reports, self.options, undecided=undecided,
+                                         done=self.done)
         return self._cache[key]
 
 
@@ -368,6 +564,95 @@ def _planted(rules: Sequence[SignalRule], original: _Scopes, release: _Scopes
     return entries, summary
 
 
+class SeriesScreening:
+    """The screening of a series, fed one release at a time (what :func:`screen_series`
+    computes; ``evaluate`` streams the releases through it).
+
+    Each release is read once when added: its drug and reaction cells become integer codes and
+    each report's class in each condition is judged; the rows themselves are not kept. The
+    scopes are screened by :meth:`result`.
+
+    Args:
+        hierarchies: Taxonomies of the categorical QIDs (to judge strata).
+        rules: Signal rules screened inside their condition and its opposite (``planted``).
+        options: What to screen (:class:`ScreeningOptions`).
+    """
+
+    def __init__(self, *, hierarchies: Mapping[str, Taxonomy], rules: Sequence[SignalRule] = (),
+                 options: ScreeningOptions | None = None):
+        self.options = options or ScreeningOptions()
+        self.rules = list(rules)
+        self.labels: list[str] = []
+        conditions = {c.text: c for c in self.options.conditions}
+        for rule in self.rules:
+            if rule.condition is not None:
+                for c in (rule.condition, opposite_condition(rule.condition)):
+                    conditions.setdefault(c.text, c)
+        # one vocabulary for both sides: a term has the same code in the original and the release
+        drugs, reactions = _Terms(upper=True), _Terms(upper=False)
+        self._sides = {side: _Reports(self.options, drugs, reactions, list(conditions.values()),
+                                      hierarchies) for side in ("original", "release")}
+        self._terms = (drugs, reactions)
+
+    def add(self, label: str, original_rows: pd.DataFrame, release_rows: pd.DataFrame) -> None:
+        """Read one period: its original records as published strings
+        (:func:`medanon.published.format.original_as_published`) and its release rows.
+
+        Raises:
+            ValidationError: the period was added already, or the release lacks a drug or the
+                reaction column.
+        """
+        if label in self.labels:
+            raise ValidationError(f"The period {label} was added to the screening twice.")
+        for column in (*self.options.drug_columns, self.options.reaction_column):
+            if column not in release_rows.columns:
+                raise ValidationError(
+                    f"The release of {label} has no column {column!r} (ScreeningOptions "
+                    f"'drug_columns'/'reaction_column'); it publishes "
+                    f"{', '.join(map(repr, release_rows.columns))}.")
+        self._sides["original"].add(label, original_rows)
+        self._sides["release"].add(label, release_rows)
+        self.labels.append(label)
+
+    def result(self) -> dict[str, Any]:
+        """Screen every scope of the periods added and compare the two sides (the dict
+        :func:`screen_series` returns).
+
+        Raises:
+            SchemaError: the original records lack a drug or the reaction column.
+        """
+        for terms in self._terms:
+            terms.close()
+        for side in self._sides.values():
+            side.close()
+        options, labels = self.options, self.labels
+        done: dict = {}  # screenings by their counts, shared by the two sides
+        original = _Scopes(self._sides["original"], options, done)
+        release = _Scopes(self._sides["release"], options, done)
+        scopes = [_scope_entry("pooled", "pooled", original.get("pooled", "pooled"),
+                               release.get("pooled", "pooled"), options.listed)]
+        if options.quarters:
+            scopes += [_scope_entry("quarter", p, original.get("quarter", p),
+                                    release.get("quarter", p), options.listed) for p in labels]
+        skipped = []
+        for condition in options.conditions:
+            if not release.publishes(condition) or not original.publishes(condition):
+                skipped.append(condition.text)
+                continue
+            scopes.append(_scope_entry("stratum", condition.text,
+                                       original.get("stratum", condition.text, condition),
+                                       release.get("stratum", condition.text, condition),
+                                       options.listed))
+        out: dict[str, Any] = {"options": options.to_dict(), "scopes": scopes,
+                               "summary": {kind: _summary([e for e in scopes if e["kind"] == kind])
+                                           for kind in ("pooled", "quarter", "stratum")}}
+        if skipped:
+            out["strata_skipped"] = skipped
+        if self.rules:
+            out["planted"], out["planted_summary"] = _planted(self.rules, original, release)
+        return out
+
+
 def screen_series(original_rows: Mapping[str, pd.DataFrame],
                   release_rows: Mapping[str, pd.DataFrame], *, hierarchies: Mapping[str, Taxonomy],
                   periods: Sequence[str], rules: Sequence[SignalRule] = (),
@@ -405,27 +690,7 @@ def screen_series(original_rows: Mapping[str, pd.DataFrame],
                     f"The release of {label} has no column {column!r} (ScreeningOptions "
                     f"'drug_columns'/'reaction_column'); it publishes "
                     f"{', '.join(map(repr, release_rows[label].columns))}.")
-    original = _Scopes(_stack(original_rows, labels), hierarchies, options)
-    release = _Scopes(_stack(release_rows, labels), hierarchies, options)
-    scopes = [_scope_entry("pooled", "pooled", original.get("pooled", "pooled"),
-                           release.get("pooled", "pooled"), options.listed)]
-    if options.quarters:
-        scopes += [_scope_entry("quarter", p, original.get("quarter", p),
-                                release.get("quarter", p), options.listed) for p in labels]
-    skipped = []
-    for condition in options.conditions:
-        if not release.publishes(condition) or not original.publishes(condition):
-            skipped.append(condition.text)
-            continue
-        scopes.append(_scope_entry("stratum", condition.text,
-                                   original.get("stratum", condition.text, condition),
-                                   release.get("stratum", condition.text, condition),
-                                   options.listed))
-    out: dict[str, Any] = {"options": options.to_dict(), "scopes": scopes,
-                           "summary": {kind: _summary([e for e in scopes if e["kind"] == kind])
-                                       for kind in ("pooled", "quarter", "stratum")}}
-    if skipped:
-        out["strata_skipped"] = skipped
-    if rules:
-        out["planted"], out["planted_summary"] = _planted(rules, original, release)
-    return out
+    screening = SeriesScreening(hierarchies=hierarchies, rules=rules, options=options)
+    for label in labels:
+        screening.add(label, original_rows[label], release_rows[label])
+    return screening.result()
