@@ -273,7 +273,10 @@ class _Reports:
                 ("drug", self.drugs, drug_cells),
                 ("reaction", self.reactions, _cells(rows, (self.options.reaction_column,)))):
             reports, spellings = terms.read(cells)
-            self._entries[name].append((reports + start, spellings))
+            # kept for the whole series: 4 bytes a number while they fit
+            small = np.int32 if self.count + len(rows) < 2**31 else np.int64
+            self._entries[name].append(((reports + start).astype(small),
+                                        spellings.astype(np.int32)))
         for text, condition in self.conditions.items():
             if condition.attribute not in rows.columns:
                 self._classes[text].append(len(rows))   # judged as empty cells if ever used
