@@ -892,7 +892,7 @@ def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np
 
 #: (report, drug, reaction) triples enumerated at a time by :func:`count_pairs`: a pooled scope
 #: of a long series lists tens of millions, which must not all be held at once.
-_TRIPLES_AT_ONCE = 1 << 21
+_TRIPLES_AT_ONCE = 1 << 20
 #: Drug × reaction tables at most this large are counted in a dense array (8 bytes a cell).
 _DENSE_CELLS = 1 << 22
 
@@ -917,10 +917,12 @@ def _pairs_listed(d_rows: np.ndarray, d_codes: np.ndarray, r_rows: np.ndarray,
         hi = max(int(np.searchsorted(ends, ends[lo] - reps[lo] + _TRIPLES_AT_ONCE, "right")),
                  lo + 1)
         block = reps[lo:hi]
-        drug_of = np.repeat(d_codes[lo:hi], block)
-        start = np.cumsum(block) - block
-        within = np.arange(int(block.sum()), dtype=np.int64) - np.repeat(start, block)
-        code = drug_of * width + r_codes[np.repeat(first[d_rows[lo:hi]], block) + within]
+        # the k-th triple of a drug entry takes the k-th reaction of its report
+        reaction_at = np.repeat(first[d_rows[lo:hi]] - (np.cumsum(block) - block), block)
+        reaction_at += np.arange(reaction_at.size, dtype=np.int64)
+        code = np.repeat(d_codes[lo:hi].astype(np.int64), block)
+        code *= width
+        code += r_codes[reaction_at]
         if dense:
             counts += np.bincount(code, minlength=counts.size)
         else:

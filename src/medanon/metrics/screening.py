@@ -226,8 +226,8 @@ class _Terms:
         does, so that a scope's table comes out sorted alike) once every report is read."""
         folded = np.array(list(self._folded), dtype=object)
         rank = pd.factorize(folded, sort=True)[0].astype(np.int64) if folded.size else folded
-        self.code_of = (rank[np.asarray(self._term_of, dtype=np.int64)] if self._term_of
-                        else np.zeros(0, dtype=np.int64))
+        self.code_of = (rank[np.asarray(self._term_of, dtype=np.int64)].astype(np.int32)
+                        if self._term_of else np.zeros(0, dtype=np.int32))
         self.shown = np.array([t.upper() if self.upper else t for t in self._spellings],
                               dtype=object)
         self.terms = len(folded)
@@ -236,8 +236,13 @@ class _Terms:
         """Term code -> the spelling shown for it in a scope: the one first seen in the scope's
         entries (which are in report order, then cell order)."""
         out = np.full(max(self.terms, 1), "", dtype=object)
-        present, first = np.unique(codes, return_index=True)
-        out[present] = self.shown[spellings[first]]
+        if not codes.size:
+            return out
+        small = np.int32 if codes.size < 2**31 else np.int64
+        first = np.full(out.size, codes.size, dtype=small)
+        np.minimum.at(first, codes, np.arange(codes.size, dtype=small))
+        present = np.flatnonzero(first < codes.size)
+        out[present] = self.shown[spellings[first[present]]]
         return out
 
 
@@ -373,14 +378,14 @@ class _Screened:
     """The screening of one scope on one side: the pair table with every statistic."""
 
     def __init__(self, table: pd.DataFrame, reports: int, options: ScreeningOptions, *,
-                 undecided: int = 0, done: dict | None = None):
+                 undecided: int = 0, done: _Done | None = None):
         self.reports = reports
         self.undecided = undecided
         self.prior: GpsPrior | None = None
         if len(table):
             table = table[table["n"] >= options.min_count]
         if len(table):
-            table, self.prior = _screen(table, options.min_count, {} if done is None else done)
+            table, self.prior = _screen(table, options.min_count, done or _Done())
             table = table.assign(drug_key=_fold(table["drug"]),
                                  reaction_key=_fold(table["reaction"]))
         self.table = table.set_index(_KEY) if len(table) else table
@@ -403,7 +408,25 @@ class _Screened:
         return out
 
 
-def _screen(table: pd.DataFrame, min_count: int, done: dict) -> tuple[pd.DataFrame, GpsPrior]:
+class _Done:
+    """The last few screenings, by their counts: the same scope of the other side is screened
+    right after (a scope's two sides are compared together), so a few suffice."""
+
+    KEPT = 4
+
+    def __init__(self) -> None:
+        self._screenings: dict[tuple, tuple[dict[str, np.ndarray], GpsPrior]] = {}
+
+    def get(self, key: tuple) -> tuple[dict[str, np.ndarray], GpsPrior] | None:
+        return self._screenings.get(key)
+
+    def put(self, key: tuple, value: tuple[dict[str, np.ndarray], GpsPrior]) -> None:
+        self._screenings[key] = value
+        while len(self._screenings) > self.KEPT:
+            del self._screenings[next(iter(self._screenings))]
+
+
+def _screen(table: pd.DataFrame, min_count: int, done: _Done) -> tuple[pd.DataFrame, GpsPrior]:
     """:func:`.disproportionality.screen` of a pair table, computed once per distinct table.
 
     Every statistic and the fitted prior depend only on the counts (n, e and the 2×2 table) and
@@ -417,10 +440,12 @@ def _screen(table: pd.DataFrame, min_count: int, done: dict) -> tuple[pd.DataFra
         digest.update(str(column.dtype).encode())
         digest.update(column.tobytes())
     key = (min_count, len(table), digest.hexdigest())
-    if key not in done:
+    found = done.get(key)
+    if found is None:
         screened, prior = screen(table, min_count=min_count)
-        done[key] = ({c: screened[c].to_numpy() for c in SCREEN_COLUMNS}, prior)
-    values, prior = done[key]
+        found = ({c: screened[c].to_numpy() for c in SCREEN_COLUMNS}, prior)
+        done.put(key, found)
+    values, prior = found
     return table.assign(**values), prior
 
 
@@ -495,12 +520,16 @@ def _scope_entry(kind: str, scope: str, original: _Screened, release: _Screened,
 class _Scopes:
     """Screens scopes of one side, caching them (the original side is shared by releases)."""
 
-    def __init__(self, side: _Reports, options: ScreeningOptions, done: dict):
+    def __init__(self, side: _Reports, options: ScreeningOptions, done: _Done):
         self.side, self.options, self.done = side, options, done
         self._cache: dict[tuple[str, str], _Screened] = {}
 
     def publishes(self, condition: Condition) -> bool:
         return self.side.publishes(condition)
+
+    def forget(self, kind: str, scope: str) -> None:
+        """Drop a scope's screening once compared (a pair table per scope and side adds up)."""
+        self._cache.pop((kind, scope), None)
 
     def get(self, kind: str, scope: str, condition: Condition | None = None) -> _Screened:
         key = (kind, scope)
@@ -629,23 +658,31 @@ class SeriesScreening:
         for side in self._sides.values():
             side.close()
         options, labels = self.options, self.labels
-        done: dict = {}  # screenings by their counts, shared by the two sides
+        done = _Done()  # screenings by their counts, shared by the two sides
         original = _Scopes(self._sides["original"], options, done)
         release = _Scopes(self._sides["release"], options, done)
-        scopes = [_scope_entry("pooled", "pooled", original.get("pooled", "pooled"),
-                               release.get("pooled", "pooled"), options.listed)]
+        # the scopes the planted rules read again; every other one is dropped once compared
+        planted = {("pooled", "pooled")} if any(r.condition is None for r in self.rules) else set()
+        planted |= {("stratum", c.text) for r in self.rules if r.condition is not None
+                    for c in (r.condition, opposite_condition(r.condition))}
+
+        def entry(kind: str, scope: str, condition: Condition | None = None) -> dict[str, Any]:
+            out = _scope_entry(kind, scope, original.get(kind, scope, condition),
+                               release.get(kind, scope, condition), options.listed)
+            if (kind, scope) not in planted:
+                original.forget(kind, scope)
+                release.forget(kind, scope)
+            return out
+
+        scopes = [entry("pooled", "pooled")]
         if options.quarters:
-            scopes += [_scope_entry("quarter", p, original.get("quarter", p),
-                                    release.get("quarter", p), options.listed) for p in labels]
+            scopes += [entry("quarter", p) for p in labels]
         skipped = []
         for condition in options.conditions:
             if not release.publishes(condition) or not original.publishes(condition):
                 skipped.append(condition.text)
                 continue
-            scopes.append(_scope_entry("stratum", condition.text,
-                                       original.get("stratum", condition.text, condition),
-                                       release.get("stratum", condition.text, condition),
-                                       options.listed))
+            scopes.append(entry("stratum", condition.text, condition))
         out: dict[str, Any] = {"options": options.to_dict(), "scopes": scopes,
                                "summary": {kind: _summary([e for e in scopes if e["kind"] == kind])
                                            for kind in ("pooled", "quarter", "stratum")}}
