@@ -646,6 +646,13 @@ class SeriesScreening:
         self._sides["release"].add(label, release_rows)
         self.labels.append(label)
 
+    def _close(self) -> None:
+        """Code the terms of every report read (after the last :meth:`add`)."""
+        for terms in self._terms:
+            terms.close()
+        for side in self._sides.values():
+            side.close()
+
     def result(self) -> dict[str, Any]:
         """Screen every scope of the periods added and compare the two sides (the dict
         :func:`screen_series` returns).
@@ -653,10 +660,7 @@ class SeriesScreening:
         Raises:
             SchemaError: the original records lack a drug or the reaction column.
         """
-        for terms in self._terms:
-            terms.close()
-        for side in self._sides.values():
-            side.close()
+        self._close()
         options, labels = self.options, self.labels
         done = _Done()  # screenings by their counts, shared by the two sides
         original = _Scopes(self._sides["original"], options, done)
