@@ -666,8 +666,12 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         labels = [series.label(p) for p in periods] if periods else series.periods
         options = (screening_for(published_columns(series), strata=strata or [],
                                  drug_columns=drug_columns or []) if screening else None)
-        # one period's original records at a time, read while the store is open
-        frames, rows = store_originals(db, labels, lazy=True)
+        # one period's original records at a time, read while the store is open; as published
+        # strings, only the columns the evaluation reads
+        from ..metrics.evaluation import PublishedOriginals, original_columns
+
+        frames, _ = store_originals(db, labels, lazy=True)
+        rows = PublishedOriginals(frames, db.schema, original_columns(signal_rules, options))
         with progress_bar("evaluating", None):
             result = evaluate_series(series, frames, rows, rules=signal_rules,
                                      background=knowledge, md=md, periods=labels,

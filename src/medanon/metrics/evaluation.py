@@ -35,13 +35,15 @@ import pandas as pd
 from ..attacks.background import BackgroundKnowledge
 from ..attacks.likelihood import LikelihoodAttacker
 from ..attacks.worst_case import attack_series
+from ..data.schema import Schema
+from ..published.format import original_as_published
 from ..published.series import PublishedSeries
 from .disclosure import linkage_risk
 from .information_loss import information_loss_star, normalized_information_loss
-from .screening import ScreeningOptions, screen_series
+from .screening import ScreeningOptions, SeriesScreening
 from .signals import SignalRule, compare_signals
 
-__all__ = ["evaluate_series"]
+__all__ = ["PublishedOriginals", "evaluate_series", "original_columns"]
 
 
 def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFrame],
@@ -75,9 +77,10 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
     # every release is parsed once, for all the measures below
     attacker = LikelihoodAttacker(series)
     out = []
-    # the screening needs every period at once: only the columns it reads are kept
-    slim_original: dict[str, pd.DataFrame] = {}
-    slim_release: dict[str, pd.DataFrame] = {}
+    # the screening reads each release once into term codes and classes (nothing else of the
+    # rows is kept) and screens every scope at the end
+    screener = (SeriesScreening(hierarchies=hierarchies, rules=rules, options=screening)
+                if screening is not None else None)
     # one release at a time: its original records and attack results are dropped before the
     # next release is read (linking still reads every release, parsed once in the attacker)
     for label in labels:
@@ -121,22 +124,70 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
             entry["signals"] = [c.to_dict() for c in compare_signals(
                 original_rows[label], rows, list(rules), hierarchies=hierarchies)]
         out.append(entry)
-        if screening is not None:
-            wanted = _screened_columns(screening)
-            slim_original[label] = _columns(original_rows[label], wanted)
-            slim_release[label] = _columns(rows, wanted)
+        if screener is not None:
+            screener.add(label, original_rows[label], rows)
     result: dict = {"releases": out}
-    if screening is not None:
-        result["screening"] = screen_series(slim_original, slim_release, hierarchies=hierarchies,
-                                            periods=labels, rules=rules, options=screening)
+    if screener is not None:
+        result["screening"] = screener.result()
     return result
+
+
+def original_columns(rules: Sequence[SignalRule] = (),
+                     screening: ScreeningOptions | None = None) -> list[str]:
+    """The columns of ``original_rows`` that :func:`evaluate_series` reads: the drug and
+    reaction columns and the conditions of the rules, and what the screening reads."""
+    wanted = [c for rule in rules
+              for c in ("drugs", "reactions", *([rule.condition.attribute] if rule.condition else []))]
+    if screening is not None:
+        wanted += _screened_columns(screening)
+    return list(dict.fromkeys(wanted))
+
+
+class PublishedOriginals(Mapping):
+    """Period -> original super records as published strings
+    (:func:`medanon.published.format.original_as_published`), only the given columns (beside
+    ``period``, ``case_id`` and ``group``): the other columns of a period's records are never
+    formatted, which the evaluation would not read (:func:`original_columns`).
+
+    Each column is formatted by the very function the full conversion uses. The last period
+    asked for is kept (``evaluate_series`` reads it twice), the others are not.
+
+    Args:
+        originals: Period -> original super records (may read lazily).
+        schema: The records' schema.
+        columns: The columns wanted; those the schema does not publish are left out, as the
+            full conversion leaves them out.
+    """
+
+    def __init__(self, originals: Mapping[str, pd.DataFrame], schema: Schema,
+                 columns: Sequence[str]):
+        wanted = set(columns)
+        self._originals = originals
+        self._schema = schema.model_copy(update={
+            "qids": tuple(q for q in schema.qids if q.name in wanted),
+            "sensitive": tuple(c for c in schema.sensitive if c in wanted),
+            "multi": tuple(c for c in schema.multi if c in wanted),
+            "insensitive": tuple(c for c in schema.insensitive if c in wanted),
+            "dates": {c: g for c, g in schema.dates.items() if c in wanted},
+        })
+        self._label: str | None = None
+        self._rows: pd.DataFrame | None = None
+
+    def __getitem__(self, label: str) -> pd.DataFrame:
+        if label != self._label or self._rows is None:
+            self._label = self._rows = None  # drop the previous period first
+            self._rows = original_as_published(self._originals[label], self._schema)
+            self._label = label
+        return self._rows
+
+    def __iter__(self):
+        return iter(self._originals)
+
+    def __len__(self) -> int:
+        return len(self._originals)
 
 
 def _screened_columns(options: ScreeningOptions) -> list[str]:
     return [*options.drug_columns, options.reaction_column,
             *(c.attribute for c in options.conditions)]
 
-
-def _columns(rows: pd.DataFrame, wanted: Sequence[str]) -> pd.DataFrame:
-    """The wanted columns the rows have (a missing one is reported by the screening)."""
-    return rows[[c for c in dict.fromkeys(wanted) if c in rows.columns]].copy()

@@ -450,7 +450,10 @@ def _screen(table: pd.DataFrame, min_count: int, done: _Done) -> tuple[pd.DataFr
 
 
 def _fold(terms: pd.Series) -> pd.Series:
-    return terms.astype(str).str.strip().str.casefold()
+    # each distinct name folded once: a table lists every pair, a name once per partner
+    codes, names = pd.factorize(terms)
+    folded = pd.Series(names, dtype=object).astype(str).str.strip().str.casefold().to_numpy()
+    return pd.Series(folded[codes], index=terms.index, dtype=object)
 
 
 def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, Any]:
