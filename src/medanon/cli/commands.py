@@ -656,9 +656,12 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
 
 def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bool,
              periods: list[str], as_json: bool, screening: bool = True,
-             strata: list[str] | None = None, drug_columns: list[str] | None = None) -> None:
+             strata: list[str] | None = None, drug_columns: list[str] | None = None,
+             scheduler: str | None = None, workers: int | None = None) -> None:
     signal_rules = read_rules(rules) if rules else []
     knowledge = read_background(background) if background else None
+    if workers is not None:
+        check_int(workers, name="workers", owner="evaluate", minimum=1)
     with ReleaseStore.open(store, read_only=True) as db:
         series = load_series(store=db)
         if knowledge is not None:
@@ -666,6 +669,18 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         labels = [series.label(p) for p in periods] if periods else series.periods
         options = (screening_for(published_columns(series), strata=strata or [],
                                  drug_columns=drug_columns or []) if screening else None)
+        if scheduler is not None or workers is not None:
+            # on Dask: each worker reads the store itself (read-only, alongside this reader)
+            from ..experiments.evaluation import evaluate_store
+
+            hierarchies = series.hierarchies
+            del series  # the workers hold it
+            with progress_bar("evaluating", None):
+                result = evaluate_store(store, labels, rules=signal_rules, background=knowledge,
+                                        md=md, screening=options, hierarchies=hierarchies,
+                                        scheduler=scheduler, workers=workers)
+            _print_evaluation(result, store, as_json)
+            return
         # one period's original records at a time, read while the store is open; as published
         # strings, only the columns the evaluation reads
         from ..metrics.evaluation import PublishedOriginals, original_columns
@@ -676,6 +691,10 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
             result = evaluate_series(series, frames, rows, rules=signal_rules,
                                      background=knowledge, md=md, periods=labels,
                                      screening=options)
+    _print_evaluation(result, store, as_json)
+
+
+def _print_evaluation(result: dict, store: Path, as_json: bool) -> None:
     if as_json:
         print_json(result)
         return

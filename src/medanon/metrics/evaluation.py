@@ -36,6 +36,7 @@ from ..attacks.background import BackgroundKnowledge
 from ..attacks.likelihood import LikelihoodAttacker
 from ..attacks.worst_case import attack_series
 from ..data.schema import Schema
+from ..errors import ValidationError
 from ..published.format import original_as_published
 from ..published.series import PublishedSeries
 from .disclosure import linkage_risk
@@ -43,7 +44,7 @@ from .information_loss import information_loss_star, normalized_information_loss
 from .screening import ScreeningOptions, SeriesScreening
 from .signals import SignalRule, compare_signals
 
-__all__ = ["PublishedOriginals", "evaluate_series", "original_columns"]
+__all__ = ["PublishedOriginals", "evaluate_release", "evaluate_series", "original_columns"]
 
 
 def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFrame],
@@ -72,64 +73,92 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
             the result's ``"screening"``. None skips it.
     """
     labels = [series.label(p) for p in periods] if periods else series.periods
-    qid_kinds = [(q.name, q.kind) for q in series.qids]
-    hierarchies = series.hierarchies
     # every release is parsed once, for all the measures below
     attacker = LikelihoodAttacker(series)
     out = []
     # the screening reads each release once into term codes and classes (nothing else of the
     # rows is kept) and screens every scope at the end
-    screener = (SeriesScreening(hierarchies=hierarchies, rules=rules, options=screening)
+    screener = (SeriesScreening(hierarchies=series.hierarchies, rules=rules, options=screening)
                 if screening is not None else None)
     # one release at a time: its original records and attack results are dropped before the
     # next release is read (linking still reads every release, parsed once in the attacker)
     for label in labels:
-        rows = series.releases[label]
-        manifest = series.manifests.get(label, {})
-        original = originals[label]
-        worst = attack_series(series, periods=[label], md=True if md else None,
-                              attacker=attacker).release(label)
-        risk = linkage_risk(series, label, original, md=md, attacker=attacker)
-        entry = {
-            "period": label,
-            "method": (manifest.get("method") or {}).get("name"),
-            "cases": len(rows), "groups": len(worst.groups),
-            "nil": round(normalized_information_loss(rows, qid_kinds, hierarchies), 6),
-            "nil_star": round(information_loss_star(original, rows, qid_kinds, hierarchies).nil, 6),
-            "attacker": worst.attacker,
-            "dir": worst.dir, "dsr": worst.dsr, "ssgr": worst.ssgr,
-            "attacks": "B/F/L/MD" if worst.md_applied else "B/F/L",
-            "rr": round(risk.rr, 6), "ar_rev": round(risk.ar_rev, 6),
-            "reidentified": risk.reidentified,
-            "dir_hard": worst.dir_hard, "dsr_hard": worst.dsr_hard,
-            "dir_posterior": worst.dir_posterior, "dsr_posterior": worst.dsr_posterior,
-            "rr_hard": round(risk.rr_hard, 6), "ar_rev_hard": round(risk.ar_rev_hard, 6),
-            "reidentified_hard": risk.reidentified_hard,
-        }
-        if background is not None:
-            informed = linkage_risk(series, label, original, md=md, background=background,
-                                    attacker=attacker)
-            worst_bk = attack_series(series, periods=[label], background=background,
-                                     md=True if md else None, attacker=attacker).release(label)
-            entry["background"] = {
-                "rr": round(informed.rr, 6), "ar_rev": round(informed.ar_rev, 6),
-                # biases of the printed (rounded) values, so that they add up as shown
-                "rr_bias": round(round(informed.rr, 6) - round(risk.rr, 6), 6),
-                "ar_bias": round(round(informed.ar_rev, 6) - round(risk.ar_rev, 6), 6),
-                "dir": worst_bk.dir, "dsr": worst_bk.dsr,
-                "dir_bias": (None if worst_bk.dir is None or worst.dir is None
-                             else round(worst_bk.dir - worst.dir, 6)),
-            }
-        if rules:
-            entry["signals"] = [c.to_dict() for c in compare_signals(
-                original_rows[label], rows, list(rules), hierarchies=hierarchies)]
-        out.append(entry)
+        # the published strings are made only if something reads them
+        out.append(evaluate_release(series, label, originals[label],
+                                    original_rows[label] if rules else None,
+                                    attacker=attacker, rules=rules, background=background, md=md))
         if screener is not None:
-            screener.add(label, original_rows[label], rows)
+            screener.add(label, original_rows[label], series.releases[label])
     result: dict = {"releases": out}
     if screener is not None:
         result["screening"] = screener.result()
     return result
+
+
+def evaluate_release(series: PublishedSeries, label: str, original: pd.DataFrame,
+                     original_rows: pd.DataFrame | None, *,
+                     attacker: LikelihoodAttacker | None = None,
+                     rules: Sequence[SignalRule] = (),
+                     background: BackgroundKnowledge | None = None, md: bool = False) -> dict:
+    """The entry of one release in :func:`evaluate_series`'s ``"releases"``.
+
+    Each release's entry depends on the series and on that period's original records only, so
+    the entries of a series can be computed apart (``medanon evaluate --scheduler``) and equal
+    those computed in one pass.
+
+    Args:
+        series, rules, background, md: As for :func:`evaluate_series`.
+        label: The release's period label.
+        original: The period's original super records.
+        original_rows: The same records as published strings (read only with ``rules``).
+        attacker: The series' attacker, shared between the releases (it keeps every release
+            parsed); None makes one.
+    """
+    attacker = attacker if attacker is not None else LikelihoodAttacker(series)
+    qid_kinds = [(q.name, q.kind) for q in series.qids]
+    hierarchies = series.hierarchies
+    rows = series.releases[label]
+    manifest = series.manifests.get(label, {})
+    worst = attack_series(series, periods=[label], md=True if md else None,
+                          attacker=attacker).release(label)
+    risk = linkage_risk(series, label, original, md=md, attacker=attacker)
+    entry = {
+        "period": label,
+        "method": (manifest.get("method") or {}).get("name"),
+        "cases": len(rows), "groups": len(worst.groups),
+        "nil": round(normalized_information_loss(rows, qid_kinds, hierarchies), 6),
+        "nil_star": round(information_loss_star(original, rows, qid_kinds, hierarchies).nil, 6),
+        "attacker": worst.attacker,
+        "dir": worst.dir, "dsr": worst.dsr, "ssgr": worst.ssgr,
+        "attacks": "B/F/L/MD" if worst.md_applied else "B/F/L",
+        "rr": round(risk.rr, 6), "ar_rev": round(risk.ar_rev, 6),
+        "reidentified": risk.reidentified,
+        "dir_hard": worst.dir_hard, "dsr_hard": worst.dsr_hard,
+        "dir_posterior": worst.dir_posterior, "dsr_posterior": worst.dsr_posterior,
+        "rr_hard": round(risk.rr_hard, 6), "ar_rev_hard": round(risk.ar_rev_hard, 6),
+        "reidentified_hard": risk.reidentified_hard,
+    }
+    if background is not None:
+        informed = linkage_risk(series, label, original, md=md, background=background,
+                                attacker=attacker)
+        worst_bk = attack_series(series, periods=[label], background=background,
+                                 md=True if md else None, attacker=attacker).release(label)
+        entry["background"] = {
+            "rr": round(informed.rr, 6), "ar_rev": round(informed.ar_rev, 6),
+            # biases of the printed (rounded) values, so that they add up as shown
+            "rr_bias": round(round(informed.rr, 6) - round(risk.rr, 6), 6),
+            "ar_bias": round(round(informed.ar_rev, 6) - round(risk.ar_rev, 6), 6),
+            "dir": worst_bk.dir, "dsr": worst_bk.dsr,
+            "dir_bias": (None if worst_bk.dir is None or worst.dir is None
+                         else round(worst_bk.dir - worst.dir, 6)),
+        }
+    if rules:
+        if original_rows is None:
+            raise ValidationError("evaluate_release needs 'original_rows' to count the signal "
+                                  "rules on the original records.")
+        entry["signals"] = [c.to_dict() for c in compare_signals(
+            original_rows, rows, list(rules), hierarchies=hierarchies)]
+    return entry
 
 
 def original_columns(rules: Sequence[SignalRule] = (),

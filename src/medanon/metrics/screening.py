@@ -42,9 +42,10 @@ the stratum's screening).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -221,6 +222,18 @@ class _Terms:
         first[order[lead]] = True
         return reports[first], spellings[first]
 
+    @property
+    def spellings(self) -> list[str]:
+        """The distinct spellings read, in order of first appearance (their ids)."""
+        return list(self._spellings)
+
+    def take(self, spellings: np.ndarray, vocabulary: Sequence[str]) -> np.ndarray:
+        """Spelling ids of a read made with another vocabulary (``vocabulary[id]``) in this one:
+        new spellings are numbered in their order there, as reading the cells here would."""
+        ids = np.fromiter((self._spelling(t) for t in vocabulary), dtype=np.int64,
+                          count=len(vocabulary))
+        return ids[spellings] if spellings.size else spellings
+
     def close(self) -> None:
         """Code the terms in their sorted order (as :func:`.disproportionality.pair_counts`
         does, so that a scope's table comes out sorted alike) once every report is read."""
@@ -244,6 +257,16 @@ class _Terms:
         present = np.flatnonzero(first < codes.size)
         out[present] = self.shown[spellings[first[present]]]
         return out
+
+
+@dataclass
+class _Read:
+    """One release of one side as :meth:`_Reports.read` makes it."""
+
+    count: int
+    columns: tuple[str, ...]
+    entries: dict[str, tuple[np.ndarray, np.ndarray, list[str]]]
+    classes: dict[str, Any]
 
 
 class _Failed:
@@ -270,29 +293,41 @@ class _Reports:
         self._classes: dict[str, list[Any]] = {text: [] for text in self.conditions}
         self.drug_entries = self.reaction_entries = (np.zeros(0, dtype=np.int64),) * 2
 
-    def add(self, label: str, rows: pd.DataFrame) -> None:
-        start = self.count
-        self.columns.update(rows.columns)
-        drug_cells = _cells(rows, self.options.drug_columns)
-        for name, terms, cells in (
-                ("drug", self.drugs, drug_cells),
-                ("reaction", self.reactions, _cells(rows, (self.options.reaction_column,)))):
+    def read(self, rows: pd.DataFrame) -> _Read:
+        """One release's reports as codes of their own vocabulary, and their classes: what
+        :meth:`take` adds. Reads nothing of this side's state, so that a worker can do it."""
+        entries = {}
+        for name, cells, upper in (
+                ("drug", _cells(rows, self.options.drug_columns), True),
+                ("reaction", _cells(rows, (self.options.reaction_column,)), False)):
+            terms = _Terms(upper=upper)
             reports, spellings = terms.read(cells)
-            # kept for the whole series: 4 bytes a number while they fit
-            small = np.int32 if self.count + len(rows) < 2**31 else np.int64
-            self._entries[name].append(((reports + start).astype(small),
-                                        spellings.astype(np.int32)))
+            entries[name] = (reports, spellings, terms.spellings)
+        classes: dict[str, Any] = {}
         for text, condition in self.conditions.items():
             if condition.attribute not in rows.columns:
-                self._classes[text].append(len(rows))   # judged as empty cells if ever used
+                classes[text] = len(rows)   # judged as empty cells if ever used
                 continue
             try:
-                classes = condition.classify(rows[condition.attribute],
-                                             self.hierarchies.get(condition.attribute))
+                classes[text] = condition.classify(rows[condition.attribute],
+                                                   self.hierarchies.get(condition.attribute))
             except MedanonError as error:  # raised if the scope is screened, not before
-                classes = _Failed(error)
-            self._classes[text].append(classes)
-        self.count += len(rows)
+                classes[text] = _Failed(error)
+        return _Read(len(rows), tuple(rows.columns), entries, classes)
+
+    def take(self, label: str, read: _Read) -> None:
+        start = self.count
+        self.columns.update(read.columns)
+        for name, terms in (("drug", self.drugs), ("reaction", self.reactions)):
+            reports, spellings, vocabulary = read.entries[name]
+            spellings = terms.take(spellings, vocabulary)
+            # kept for the whole series: 4 bytes a number while they fit
+            small = np.int32 if self.count + read.count < 2**31 else np.int64
+            self._entries[name].append(((reports + start).astype(small),
+                                        spellings.astype(np.int32)))
+        for text in self.conditions:
+            self._classes[text].append(read.classes[text])
+        self.count += read.count
         self.bounds[label] = (start, self.count)
 
     def close(self) -> None:
@@ -409,12 +444,11 @@ class _Screened:
 
 
 class _Done:
-    """The last few screenings, by their counts: the same scope of the other side is screened
-    right after (a scope's two sides are compared together), so a few suffice."""
+    """Screenings by their counts. By default the last few: the same scope of the other side is
+    screened right after (a scope's two sides are compared together), so a few suffice."""
 
-    KEPT = 4
-
-    def __init__(self) -> None:
+    def __init__(self, kept: int | None = 4) -> None:
+        self.kept = kept
         self._screenings: dict[tuple, tuple[dict[str, np.ndarray], GpsPrior]] = {}
 
     def get(self, key: tuple) -> tuple[dict[str, np.ndarray], GpsPrior] | None:
@@ -422,7 +456,7 @@ class _Done:
 
     def put(self, key: tuple, value: tuple[dict[str, np.ndarray], GpsPrior]) -> None:
         self._screenings[key] = value
-        while len(self._screenings) > self.KEPT:
+        while self.kept is not None and len(self._screenings) > self.kept:
             del self._screenings[next(iter(self._screenings))]
 
 
@@ -434,19 +468,34 @@ def _screen(table: pd.DataFrame, min_count: int, done: _Done) -> tuple[pd.DataFr
     of a release that leaves drugs and reactions as they were, on both sides) takes that
     screening's numbers, identical to what screening it again would give.
     """
-    counts = [np.ascontiguousarray(table[c].to_numpy()) for c in ("n", "e", "a", "b", "c", "d")]
-    digest = hashlib.sha256()
-    for column in counts:
-        digest.update(str(column.dtype).encode())
-        digest.update(column.tobytes())
-    key = (min_count, len(table), digest.hexdigest())
+    key = _counts_key(table, min_count)
     found = done.get(key)
     if found is None:
-        screened, prior = screen(table, min_count=min_count)
-        found = ({c: screened[c].to_numpy() for c in SCREEN_COLUMNS}, prior)
+        found = _screen_counts(table, min_count)
         done.put(key, found)
     values, prior = found
     return table.assign(**values), prior
+
+
+#: The columns of a pair table that its screening reads.
+_COUNTS = ("n", "e", "a", "b", "c", "d")
+
+
+def _counts_key(table: pd.DataFrame, min_count: int) -> tuple:
+    digest = hashlib.sha256()
+    for name in _COUNTS:
+        column = np.ascontiguousarray(table[name].to_numpy())
+        digest.update(str(column.dtype).encode())
+        digest.update(column.tobytes())
+    return (min_count, len(table), digest.hexdigest())
+
+
+def _screen_counts(table: pd.DataFrame, min_count: int
+                   ) -> tuple[dict[str, np.ndarray], GpsPrior]:
+    """The statistics :func:`.disproportionality.screen` adds to a pair table, and its prior
+    (what a worker computes for ``result(mapper=...)``)."""
+    screened, prior = screen(table, min_count=min_count)
+    return {c: screened[c].to_numpy() for c in SCREEN_COLUMNS}, prior
 
 
 def _fold(terms: pd.Series) -> pd.Series:
@@ -534,21 +583,26 @@ class _Scopes:
         """Drop a scope's screening once compared (a pair table per scope and side adds up)."""
         self._cache.pop((kind, scope), None)
 
+    def table(self, kind: str, scope: str,
+              condition: Condition | None = None) -> tuple[pd.DataFrame, int, int]:
+        """A scope's pair table, its number of reports and of undecided ones."""
+        inside: slice | np.ndarray = slice(0, self.side.count)
+        undecided = 0
+        if kind == "quarter":
+            inside = slice(*self.side.bounds[scope])
+        elif condition is not None:
+            classes = self.side.classes(condition)
+            undecided = int((classes < 0).sum())
+            inside = classes == INSIDE
+        reports = inside.stop - inside.start if isinstance(inside, slice) else int(inside.sum())
+        # a scope of no report has no table (the columns are not even looked for)
+        table = self.side.pairs(inside) if reports else pd.DataFrame()
+        return table, reports, undecided
+
     def get(self, kind: str, scope: str, condition: Condition | None = None) -> _Screened:
         key = (kind, scope)
         if key not in self._cache:
-            inside: slice | np.ndarray = slice(0, self.side.count)
-            undecided = 0
-            if kind == "quarter":
-                inside = slice(*self.side.bounds[scope])
-            elif condition is not None:
-                classes = self.side.classes(condition)
-                undecided = int((classes < 0).sum())
-                inside = classes == INSIDE
-            reports = (inside.stop - inside.start if isinstance(inside, slice)
-                       else int(inside.sum()))
-            # a scope of no report has no table (the columns are not even looked for)
-            table = self.side.pairs(inside) if reports else pd.DataFrame()
+            table, reports, undecided = self.table(kind, scope, condition)
             self._cache[key] = _Screened(table, reports, self.options, undecided=undecided,
                                          done=self.done)
         return self._cache[key]
@@ -637,16 +691,27 @@ class SeriesScreening:
             ValidationError: the period was added already, or the release lacks a drug or the
                 reaction column.
         """
+        self.take(label, self.read(original_rows, release_rows))
+
+    def read(self, original_rows: pd.DataFrame, release_rows: pd.DataFrame) -> tuple[_Read, _Read]:
+        """The part of :meth:`add` that reads one period's rows: independent of the periods
+        added before, so a worker can read a period for :meth:`take`."""
+        return (self._sides["original"].read(original_rows),
+                self._sides["release"].read(release_rows))
+
+    def take(self, label: str, read: tuple[_Read, _Read]) -> None:
+        """Add a period :meth:`read` read (in the order of the periods, as :meth:`add`)."""
         if label in self.labels:
             raise ValidationError(f"The period {label} was added to the screening twice.")
+        published = read[1].columns
         for column in (*self.options.drug_columns, self.options.reaction_column):
-            if column not in release_rows.columns:
+            if column not in published:
                 raise ValidationError(
                     f"The release of {label} has no column {column!r} (ScreeningOptions "
                     f"'drug_columns'/'reaction_column'); it publishes "
-                    f"{', '.join(map(repr, release_rows.columns))}.")
-        self._sides["original"].add(label, original_rows)
-        self._sides["release"].add(label, release_rows)
+                    f"{', '.join(map(repr, published))}.")
+        self._sides["original"].take(label, read[0])
+        self._sides["release"].take(label, read[1])
         self.labels.append(label)
 
     def _close(self) -> None:
@@ -656,9 +721,35 @@ class SeriesScreening:
         for side in self._sides.values():
             side.close()
 
-    def result(self) -> dict[str, Any]:
+    def _screen_first(self, original: _Scopes, release: _Scopes, done: _Done,
+                      mapper: Callable[[Callable, list], list]) -> None:
+        """Screen the distinct pair tables of every scope through ``mapper`` into ``done``."""
+        min_count = self.options.min_count
+        wanted: dict[tuple, pd.DataFrame] = {}
+        for kind, scope, condition in _scopes_of(self.options, self.labels, self.rules,
+                                                 original, release):
+            for side in (original, release):
+                table = side.table(kind, scope, condition)[0]
+                if len(table):
+                    table = table[table["n"] >= min_count]
+                if len(table):
+                    wanted.setdefault(_counts_key(table, min_count),
+                                      table[list(_COUNTS)].reset_index(drop=True))
+        keys = list(wanted)
+        screened = mapper(functools.partial(_screen_counts, min_count=min_count),
+                          [wanted.pop(k) for k in keys])
+        for key, found in zip(keys, screened):
+            done.put(key, found)
+
+    def result(self, *, mapper: Callable[[Callable, list], list] | None = None
+               ) -> dict[str, Any]:
         """Screen every scope of the periods added and compare the two sides (the dict
         :func:`screen_series` returns).
+
+        Args:
+            mapper: Maps a function over a list, e.g. on the workers of a cluster
+                (``lambda f, xs: client.gather(client.map(f, xs))``): the distinct pair tables
+                of all scopes are then screened through it first, the rest as without it.
 
         Raises:
             SchemaError: the original records lack a drug or the reaction column.
@@ -668,6 +759,9 @@ class SeriesScreening:
         done = _Done()  # screenings by their counts, shared by the two sides
         original = _Scopes(self._sides["original"], options, done)
         release = _Scopes(self._sides["release"], options, done)
+        if mapper is not None:
+            done.kept = None
+            self._screen_first(original, release, done, mapper)
         # the scopes the planted rules read again; every other one is dropped once compared
         planted = {("pooled", "pooled")} if any(r.condition is None for r in self.rules) else set()
         planted |= {("stratum", c.text) for r in self.rules if r.condition is not None
@@ -698,6 +792,24 @@ class SeriesScreening:
         if self.rules:
             out["planted"], out["planted_summary"] = _planted(self.rules, original, release)
         return out
+
+
+def _scopes_of(options: ScreeningOptions, labels: Sequence[str], rules: Sequence[SignalRule],
+               original: _Scopes, release: _Scopes) -> list[tuple[str, str, Condition | None]]:
+    """Every scope :meth:`SeriesScreening.result` screens (on both sides)."""
+    out: list[tuple[str, str, Condition | None]] = [("pooled", "pooled", None)]
+    if options.quarters:
+        out += [("quarter", p, None) for p in labels]
+    out += [("stratum", c.text, c) for c in options.conditions
+            if release.publishes(c) and original.publishes(c)]
+    for rule in rules:
+        if rule.condition is None:
+            out.append(("pooled", "pooled", None))
+            continue
+        out += [("stratum", c.text, c)
+                for c in (rule.condition, opposite_condition(rule.condition))
+                if release.publishes(c)]
+    return list({(kind, scope): (kind, scope, c) for kind, scope, c in out}.values())
 
 
 def screen_series(original_rows: Mapping[str, pd.DataFrame],
