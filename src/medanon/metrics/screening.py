@@ -199,9 +199,23 @@ class _Terms:
         """``(reports, spellings)``: one entry per report and term listed in its cell, in report
         order, then the order of the cell; a term listed twice in a report (however spelled) is
         kept once, with its first spelling there."""
+        # each distinct cell is split once (reports repeat cells: both sides of a period, the
+        # same few drugs): spellings still come in their order of first appearance in the rows
+        cell_of, distinct = pd.factorize(cells)
+        owner, spellings = self._split(np.asarray(distinct, dtype=object))
+        per_cell = np.bincount(owner, minlength=len(distinct))
+        start = np.cumsum(per_cell) - per_cell
+        reps = per_cell[cell_of]
+        reports = np.repeat(np.arange(len(cells), dtype=np.int64), reps)
+        at = np.repeat(start[cell_of] - (np.cumsum(reps) - reps), reps)
+        at += np.arange(at.size, dtype=np.int64)
+        return reports, spellings[at]
+
+    def _split(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`read` of cells that are all distinct: ``(cell, spelling)`` entries."""
         parts = [c.split(_SEP) for c in cells.tolist()]
         lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-        reports = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
+        owner = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
         flat = np.fromiter(itertools.chain.from_iterable(parts), dtype=object,
                            count=int(lengths.sum()))
         codes, texts = pd.factorize(flat)
@@ -209,18 +223,18 @@ class _Terms:
                           count=len(texts))
         spellings = ids[codes] if codes.size else np.zeros(0, dtype=np.int64)
         listed = spellings >= 0
-        reports, spellings = reports[listed], spellings[listed]
+        owner, spellings = owner[listed], spellings[listed]
         if not spellings.size:
-            return reports, spellings
+            return owner, spellings
         terms = np.asarray(self._term_of, dtype=np.int64)[spellings]
-        # the first entry of each (report, term): a stable sort keeps the cell order
-        pair = reports * len(self._folded) + terms
+        # the first entry of each (cell, term): a stable sort keeps the cell order
+        pair = owner * len(self._folded) + terms
         order = np.argsort(pair, kind="stable")
         lead = np.ones(pair.size, dtype=bool)
         lead[1:] = pair[order[1:]] != pair[order[:-1]]
         first = np.zeros(pair.size, dtype=bool)
         first[order[lead]] = True
-        return reports[first], spellings[first]
+        return owner[first], spellings[first]
 
     @property
     def spellings(self) -> list[str]:
@@ -293,16 +307,8 @@ class _Reports:
         self._classes: dict[str, list[Any]] = {text: [] for text in self.conditions}
         self.drug_entries = self.reaction_entries = (np.zeros(0, dtype=np.int64),) * 2
 
-    def read(self, rows: pd.DataFrame) -> _Read:
-        """One release's reports as codes of their own vocabulary, and their classes: what
-        :meth:`take` adds. Reads nothing of this side's state, so that a worker can do it."""
-        entries = {}
-        for name, cells, upper in (
-                ("drug", _cells(rows, self.options.drug_columns), True),
-                ("reaction", _cells(rows, (self.options.reaction_column,)), False)):
-            terms = _Terms(upper=upper)
-            reports, spellings = terms.read(cells)
-            entries[name] = (reports, spellings, terms.spellings)
+    def classes_of(self, rows: pd.DataFrame) -> dict[str, Any]:
+        """Each report's class in each condition (part of a :class:`_Read`)."""
         classes: dict[str, Any] = {}
         for text, condition in self.conditions.items():
             if condition.attribute not in rows.columns:
@@ -313,7 +319,7 @@ class _Reports:
                                                    self.hierarchies.get(condition.attribute))
             except MedanonError as error:  # raised if the scope is screened, not before
                 classes[text] = _Failed(error)
-        return _Read(len(rows), tuple(rows.columns), entries, classes)
+        return classes
 
     def take(self, label: str, read: _Read) -> None:
         start = self.count
@@ -696,8 +702,21 @@ class SeriesScreening:
     def read(self, original_rows: pd.DataFrame, release_rows: pd.DataFrame) -> tuple[_Read, _Read]:
         """The part of :meth:`add` that reads one period's rows: independent of the periods
         added before, so a worker can read a period for :meth:`take`."""
-        return (self._sides["original"].read(original_rows),
-                self._sides["release"].read(release_rows))
+        sides = (original_rows, release_rows)
+        entries: tuple[dict, dict] = ({}, {})
+        for name, columns, upper in (("drug", self.options.drug_columns, True),
+                                     ("reaction", (self.options.reaction_column,), False)):
+            # both sides in one vocabulary of their own, the original's rows first: a release
+            # that keeps a period's cells has each of them split once
+            cells = [_cells(rows, columns) for rows in sides]
+            terms = _Terms(upper=upper)
+            reports, spellings = terms.read(np.concatenate(cells))
+            cut = int(np.searchsorted(reports, len(cells[0])))
+            entries[0][name] = (reports[:cut], spellings[:cut], terms.spellings)
+            entries[1][name] = (reports[cut:] - len(cells[0]), spellings[cut:], terms.spellings)
+        return tuple(_Read(len(rows), tuple(rows.columns), entry, side.classes_of(rows))
+                     for rows, entry, side in zip(sides, entries, (self._sides["original"],
+                                                                  self._sides["release"])))
 
     def take(self, label: str, read: tuple[_Read, _Read]) -> None:
         """Add a period :meth:`read` read (in the order of the periods, as :meth:`add`)."""
