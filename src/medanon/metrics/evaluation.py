@@ -89,6 +89,8 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
                                     attacker=attacker, rules=rules, background=background, md=md))
         if screener is not None:
             screener.add(label, original_rows[label], series.releases[label])
+    # the attacker keeps every release parsed: let that go before the scopes are screened
+    del attacker
     result: dict = {"releases": out}
     if screener is not None:
         result["screening"] = screener.result()
