@@ -275,7 +275,8 @@ class _Terms:
 
 @dataclass
 class _Read:
-    """One release of one side as :meth:`_Reports.read` makes it."""
+    """One period of one side as :meth:`SeriesScreening.read` reads it: the (report, spelling)
+    entries of each field in the read's own vocabulary, and the classes of the reports."""
 
     count: int
     columns: tuple[str, ...]
@@ -506,7 +507,7 @@ def _screen_counts(table: pd.DataFrame, min_count: int
 
 def _fold(terms: pd.Series) -> pd.Series:
     # each distinct name folded once: a table lists every pair, a name once per partner
-    codes, names = pd.factorize(terms)
+    codes, names = pd.factorize(terms, use_na_sentinel=False)
     folded = pd.Series(names, dtype=object).astype(str).str.strip().str.casefold().to_numpy()
     return pd.Series(folded[codes], index=terms.index, dtype=object)
 
