@@ -302,7 +302,7 @@ class _Reports:
         self.conditions = {c.text: c for c in conditions}
         self.hierarchies = hierarchies
         self.count = 0
-        self.columns: set[str] = set()
+        self.columns: dict[str, None] = {}  # in the order the stacked releases had them
         self.bounds: dict[str, tuple[int, int]] = {}
         self._entries: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"drug": [], "reaction": []}
         self._classes: dict[str, list[Any]] = {text: [] for text in self.conditions}
@@ -324,7 +324,7 @@ class _Reports:
 
     def take(self, label: str, read: _Read) -> None:
         start = self.count
-        self.columns.update(read.columns)
+        self.columns.update(dict.fromkeys(read.columns))
         for name, terms in (("drug", self.drugs), ("reaction", self.reactions)):
             reports, spellings, vocabulary = read.entries[name]
             spellings = terms.take(spellings, vocabulary)
@@ -368,7 +368,7 @@ class _Reports:
         wanted = [(c, "drug_columns") for c in self.options.drug_columns]
         for column, what in [*wanted, (self.options.reaction_column, "reaction_column")]:
             if column not in self.columns:
-                shown = ", ".join(repr(c) for c in sorted(self.columns)[:20])
+                shown = ", ".join(repr(c) for c in list(self.columns)[:20])
                 raise SchemaError(f"The rows have no column {column!r} ({what} of pair_counts); "
                                   f"their columns: {shown}.")
         parts = []
