@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import stats
+from scipy import special, stats
 from scipy.optimize import brentq
 from scipy.special import digamma, gammainc
 
@@ -501,3 +501,83 @@ def test_accepts_pandas_series_and_float_counts():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert np.isfinite(eb_quantile([0], [1e-9], DUMOUCHEL_FDA, 0.05)).all()
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(CELLS, CELLS, CELLS), min_size=0, max_size=25))
+def test_pair_counts_block_by_block_and_sparse_equal_the_dense_count(cells):
+    """A pooled scope enumerates its (report, drug, reaction) triples a block at a time and
+    counts a large drug × reaction table by sorting: the table is the same."""
+    rows = pd.DataFrame(cells, columns=["drugs", "drugs_concomitant", "reactions"])
+    want = pair_counts(rows, drug_columns=["drugs", "drugs_concomitant"])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(dp, "_TRIPLES_AT_ONCE", 2)
+        for dense in (1 << 22, 0):
+            patch.setattr(dp, "_DENSE_CELLS", dense)
+            got = pair_counts(rows, drug_columns=["drugs", "drugs_concomitant"])
+            pd.testing.assert_frame_equal(got, want)
+
+
+def plain_objective(n, e, min_count, x):
+    """The MGPS objective written as its formulas, each array a new one (what _Likelihood
+    computes in place)."""
+    n = np.asarray(n, dtype=np.int64)
+    e = np.asarray(e, dtype=np.float64)
+    model = dp._Likelihood(n, e, min_count)  # only for the distinct pairs and their weights
+    nn, ee, w = model.n, model.e, model.weight
+    dn, idx = model.distinct_n, model.n_index
+    constant = nn * np.log(ee) - special.gammaln(nn + 1.0)
+
+    def component(alpha, beta):
+        log_be = np.log(beta + ee)
+        rise = special.gammaln(alpha + dn) - special.gammaln(alpha)
+        d_rise = digamma(alpha + dn) - digamma(alpha)
+        log_f = rise[idx] + alpha * math.log(beta) - (alpha + nn) * log_be + constant
+        return (log_f, d_rise[idx] + math.log(beta) - log_be,
+                alpha / beta - (alpha + nn) / (beta + ee))
+
+    def tail(alpha, beta):
+        ratio = np.log1p(ee / beta)
+        zero = np.exp(-alpha * ratio)
+        return (-np.expm1(-alpha * ratio), ratio * zero,
+                -zero * alpha * ee / (beta * (beta + ee)))
+
+    a1, b1, a2, b2 = np.exp(x[:4])
+    p = float(special.expit(x[4]))
+    lf1, da1, db1 = component(a1, b1)
+    lf2, da2, db2 = component(a2, b2)
+    lp, lq = math.log(p), math.log1p(-p)
+    log_f = np.logaddexp(lp + lf1, lq + lf2)
+    value = float(np.sum(w * log_f))
+    q1 = np.exp(lp + lf1 - log_f)
+    q2 = 1.0 - q1
+    grad = np.array([np.sum(w * t) for t in (q1 * da1, q1 * db1, q2 * da2, q2 * db2,
+                                               np.exp(lf1 - log_f) - np.exp(lf2 - log_f))])
+    if min_count == 1:
+        s1, ds1a, ds1b = tail(a1, b1)
+        s2, ds2a, ds2b = tail(a2, b2)
+        mixed = p * s1 + (1.0 - p) * s2
+        value -= float(np.sum(w * np.log(mixed)))
+        ws = w / mixed
+        grad -= [p * np.sum(ws * ds1a), p * np.sum(ws * ds1b), (1 - p) * np.sum(ws * ds2a),
+                 (1 - p) * np.sum(ws * ds2b), np.sum(ws * (s1 - s2))]
+    value, grad = value / model.total, grad / model.total
+    return -value, -grad * np.array([a1, b1, a2, b2, p * (1.0 - p)])
+
+
+@pytest.mark.parametrize("min_count", [0, 1])
+def test_likelihood_in_place_is_its_formulas_to_the_last_bit(min_count):
+    """The fit follows the optimizer's path, which the objective's last bits steer: combining
+    the arrays in place must not change one bit (pairs repeated, so that weights are not 1)."""
+    n, e = simulate(6, 500, (0.3, 0.1, 2.0, 2.5, 0.1))
+    n, e = np.concatenate([n, n[:40]]), np.concatenate([e, e[:40]])
+    keep = n >= min_count
+    model = dp._Likelihood(n[keep], e[keep], min_count)
+    assert (model.weight > 1).any()
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        x = np.concatenate([rng.uniform(-4, 4.5, 4), rng.uniform(-6, 6, 1)])
+        value, grad = model.objective(x)
+        want_value, want_grad = plain_objective(n[keep], e[keep], min_count, x)
+        assert value == want_value
+        assert np.array_equal(grad, want_grad)

@@ -6,11 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from medanon.errors import ValidationError
 from medanon.hierarchies.builtin import mesh_age_tree, sex_tree
-from medanon.metrics.screening import (ScreeningOptions, opposite_condition, screen_series,
-                                       screening_for)
+from medanon.metrics.disproportionality import pair_counts
+from medanon.metrics.screening import (ScreeningOptions, SeriesScreening, opposite_condition,
+                                       screen_series, screening_for)
 from medanon.metrics.signals import Condition, SignalRule
 
 HIER = {"age": mesh_age_tree(), "sex": sex_tree()}
@@ -159,3 +162,42 @@ def test_pairs_match_across_sides_whatever_the_first_spelling():
         for name, st in entry["statistics"].items():
             assert st["signals_original"] == st["common"] == st["signals_release"], (entry, name)
     assert result["planted"][0]["own"]["release"]["signal"]["mgps"]
+
+
+TERMS = hs.sampled_from(["aspirin", "ASPIRIN", " Aspirin ", "ibuprofen", "Ibuprofen", "*", "",
+                         "Nausea", "nausea", "NAUSEA ", "rash", "Rash", "ß", "SS"])
+CELLS = hs.one_of(hs.none(), hs.just(""), hs.lists(TERMS, min_size=1, max_size=4).map("|".join))
+ROWS = hs.lists(hs.tuples(CELLS, CELLS, CELLS, hs.sampled_from(["F", "M", "*", ""])),
+                min_size=0, max_size=12)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(hs.lists(ROWS, min_size=1, max_size=3), hs.lists(ROWS, min_size=1, max_size=3))
+def test_each_scope_counts_the_pairs_of_its_reports_as_pair_counts_does(original, release):
+    """The series is read once into term codes; each scope's pair table (counts, order and the
+    spelling shown, the first one seen in the scope) is pair_counts of the scope's rows."""
+    columns = ["drugs", "drugs_concomitant", "reactions", "sex"]
+    periods = [f"2020Q{i + 1}" for i in range(min(len(original), len(release)))]
+    sides = {name: {p: pd.DataFrame(rows, columns=columns) for p, rows in zip(periods, frames)}
+             for name, frames in (("original", original), ("release", release))}
+    options = ScreeningOptions(strata=("sex = F",), drug_columns=("drugs", "drugs_concomitant"))
+    screening = SeriesScreening(hierarchies=HIER, options=options)
+    for p in periods:
+        screening.add(p, sides["original"][p], sides["release"][p])
+    screening._close()
+    condition = options.conditions[0]
+    for name, frames in sides.items():
+        stacked = pd.concat([frames[p] for p in periods], ignore_index=True)
+        period_of = np.repeat(periods, [len(frames[p]) for p in periods])
+        side = screening._sides[name]
+        scopes = [(slice(0, len(stacked)), np.ones(len(stacked), dtype=bool))]
+        scopes += [(slice(*side.bounds[p]), period_of == p) for p in periods]
+        inside = condition.classify(stacked["sex"], HIER["sex"]) == 1
+        assert np.array_equal(side.classes(condition) == 1, inside)
+        scopes.append((inside, inside))
+        for scope, rows in scopes:
+            if not rows.any():
+                continue
+            want = pair_counts(stacked[rows].reset_index(drop=True),
+                               drug_columns=options.drug_columns)
+            pd.testing.assert_frame_equal(side.pairs(scope), want)

@@ -593,13 +593,21 @@ def evaluate(
         "--drug-column", help="Column(s) whose terms are the drugs (repeatable; default drugs, "
                               "every role; e.g. drugs_primary_suspect and "
                               "drugs_secondary_suspect for suspect-only).")] = None,
+    scheduler: Annotated[Optional[str], typer.Option(
+        "--scheduler", help="Evaluate on Dask: the address of a running scheduler "
+                            "(tcp://host:8786; its workers must see the store's path), or "
+                            "'local' for a LocalCluster. Same results as without.")] = None,
+    workers: Annotated[Optional[int], typer.Option(
+        "--workers", help="Evaluate on a Dask LocalCluster of this many worker processes "
+                          "(default with --scheduler local: cores, at most 4).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Information loss, disclosure risk after the attacks, and signal bias of each release."""
     from . import commands
     commands.evaluate(store=store, rules=rules, background=background, md=md,
                       periods=period or [], as_json=as_json, screening=screening,
-                      strata=stratum or [], drug_columns=drug_column or [])
+                      strata=stratum or [], drug_columns=drug_column or [],
+                      scheduler=scheduler, workers=workers)
 
 
 @app.command()

@@ -715,7 +715,8 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
 
 def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bool,
              periods: list[str], as_json: bool, screening: bool = True,
-             strata: list[str] | None = None, drug_columns: list[str] | None = None) -> None:
+             strata: list[str] | None = None, drug_columns: list[str] | None = None,
+             scheduler: str | None = None, workers: int | None = None) -> None:
     from ..attacks import read_background
     from ..metrics.evaluation import evaluate_series
     from ..metrics.screening import screening_for
@@ -726,6 +727,8 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
 
     signal_rules = read_rules(rules) if rules else []
     knowledge = read_background(background) if background else None
+    if workers is not None:
+        check_int(workers, name="workers", owner="evaluate", minimum=1)
     with ReleaseStore.open(store, read_only=True) as db:
         series = load_series(store=db)
         if knowledge is not None:
@@ -733,12 +736,32 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         labels = [series.label(p) for p in periods] if periods else series.periods
         options = (screening_for(published_columns(series), strata=strata or [],
                                  drug_columns=drug_columns or []) if screening else None)
-        # one period's original records at a time, read while the store is open
-        frames, rows = store_originals(db, labels, lazy=True)
+        if scheduler is not None or workers is not None:
+            # on Dask: each worker reads the store itself (read-only, alongside this reader)
+            from ..experiments.evaluation import evaluate_store
+
+            hierarchies = series.hierarchies
+            del series  # the workers hold it
+            with progress_bar("evaluating", None):
+                result = evaluate_store(store, labels, rules=signal_rules, background=knowledge,
+                                        md=md, screening=options, hierarchies=hierarchies,
+                                        scheduler=scheduler, workers=workers)
+            _print_evaluation(result, store, as_json)
+            return
+        # one period's original records at a time, read while the store is open; as published
+        # strings, only the columns the evaluation reads
+        from ..metrics.evaluation import PublishedOriginals, original_columns
+
+        frames, _ = store_originals(db, labels, lazy=True)
+        rows = PublishedOriginals(frames, db.schema, original_columns(signal_rules, options))
         with progress_bar("evaluating", None):
             result = evaluate_series(series, frames, rows, rules=signal_rules,
                                      background=knowledge, md=md, periods=labels,
                                      screening=options)
+    _print_evaluation(result, store, as_json)
+
+
+def _print_evaluation(result: dict, store: Path, as_json: bool) -> None:
     if as_json:
         print_json(result)
         return

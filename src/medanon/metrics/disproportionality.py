@@ -160,6 +160,7 @@ __all__ = [
     "QUANTILE_TOLERANCE",
     "SCREEN_COLUMNS",
     "GpsPrior",
+    "count_pairs",
     "eb_quantile",
     "ebgm",
     "fit_gps_prior",
@@ -339,7 +340,13 @@ class GpsPrior:
 
 class _Likelihood:
     """The (truncated) marginal log-likelihood over distinct (n, E) pairs and its gradient, in
-    the coordinates x = (log α1, log β1, log α2, log β2, logit p)."""
+    the coordinates x = (log α1, log β1, log α2, log β2, logit p).
+
+    This is the inner loop of every fit (a screening fits dozens of priors, each from several
+    starts): the arrays are combined in place, in exactly the operations and order of the
+    formulas written out in the comments, so that the values are those of the formulas to the
+    last bit (the optimizer's path, and so the fit, depend on them).
+    """
 
     def __init__(self, n: np.ndarray, e: np.ndarray, min_count: int):
         order = np.lexsort((e, n))
@@ -356,26 +363,55 @@ class _Likelihood:
         self.constant = self.n * np.log(self.e) - gammaln(self.n + 1.0)
         self.min_count = min_count
         self.below = np.arange(min_count, dtype=np.float64)  # the truncated counts 0..n*-1
+        # most distinct pairs occur once: w·t is t there, so only the others are multiplied
+        self._heavy = np.flatnonzero(self.weight != 1.0)
+        self._heavy_weight = self.weight[self._heavy]
+
+    def _weighted_sum(self, t: np.ndarray) -> float:
+        """Σ w·t, overwriting t with w·t (the same products, summed in the same order)."""
+        t[self._heavy] *= self._heavy_weight
+        return float(np.sum(t))
 
     def _component(self, alpha: float, beta: float) -> tuple[np.ndarray, ...]:
-        """log f(n), d log f/dα, d log f/dβ for each distinct pair."""
-        log_be = np.log(beta + self.e)
+        """log f(n), d log f/dα, d log f/dβ for each distinct pair, and β + E."""
+        be = beta + self.e
+        log_be = np.log(be)
         rise = gammaln(alpha + self.distinct_n) - gammaln(alpha)
         d_rise = digamma(alpha + self.distinct_n) - digamma(alpha)
-        log_f = rise[self.n_index] + alpha * math.log(beta) - (alpha + self.n) * log_be + self.constant
-        d_alpha = d_rise[self.n_index] + math.log(beta) - log_be
-        d_beta = alpha / beta - (alpha + self.n) / (beta + self.e)
-        return log_f, d_alpha, d_beta
+        # log_f = rise[i] + α log β − (α + n) log(β + E) + constant
+        a_n = alpha + self.n
+        log_f = rise[self.n_index]
+        log_f += alpha * math.log(beta)
+        log_f -= a_n * log_be
+        log_f += self.constant
+        # d_alpha = d_rise[i] + log β − log(β + E)
+        d_alpha = d_rise[self.n_index]
+        d_alpha += math.log(beta)
+        d_alpha -= log_be
+        # d_beta = α/β − (α + n)/(β + E)
+        d_beta = np.divide(a_n, be, out=a_n)
+        np.subtract(alpha / beta, d_beta, out=d_beta)
+        return log_f, d_alpha, d_beta, be
 
-    def _tail(self, alpha: float, beta: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """S = P(N >= n*), dS/dα, dS/dβ for each distinct pair (n* = min_count >= 1)."""
+    def _tail(self, alpha: float, beta: float,
+              be: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """S = P(N >= n*), dS/dα, dS/dβ for each distinct pair (n* = min_count >= 1), given
+        ``be`` = β + E."""
         e = self.e
         ratio = np.log1p(e / beta)  # log((β + E) / β)
         if self.min_count == 1:
             # P(N = 0) = (β/(β+E))^α; 1 − that through expm1, exact for tiny E
-            zero = np.exp(-alpha * ratio)
-            tail = -np.expm1(-alpha * ratio)
-            return tail, ratio * zero, -zero * alpha * e / (beta * (beta + e))
+            exponent = ratio * -alpha
+            zero = np.exp(exponent)
+            tail = np.expm1(exponent, out=exponent)
+            np.negative(tail, out=tail)
+            # dS/dβ = −P0 · α · E / (β (β + E)); (−P0)·α is P0·(−α) to the bit
+            d_beta = zero * -alpha
+            d_beta *= e
+            d_beta /= beta * be
+            # dS/dα = log((β + E)/β) · P0
+            d_alpha = np.multiply(ratio, zero, out=ratio)
+            return tail, d_alpha, d_beta
         tail = betainc(float(self.min_count), alpha, e / (beta + e))
         d_alpha = np.zeros_like(e)
         d_beta = np.zeros_like(e)
@@ -396,30 +432,45 @@ class _Likelihood:
                             gradient: bool = True) -> tuple[float, np.ndarray]:
         """Mean log-likelihood and its gradient in (α1, β1, α2, β2, p)."""
         a1, b1, a2, b2, p = theta
-        lf1, da1, db1 = self._component(a1, b1)
-        lf2, da2, db2 = self._component(a2, b2)
+        lf1, da1, db1, be1 = self._component(a1, b1)
+        lf2, da2, db2, be2 = self._component(a2, b2)
         with np.errstate(divide="ignore"):
             lp, lq = math.log(p) if p > 0 else -np.inf, math.log1p(-p) if p < 1 else -np.inf
-        log_f = np.logaddexp(lp + lf1, lq + lf2)
-        w = self.weight
+        # log f = logaddexp(log p + lf1, log(1 − p) + lf2)
+        joint1 = lp + lf1
+        log_f = np.logaddexp(joint1, lq + lf2)
         # weighted sums as multiply-and-add, not np.dot: OpenBLAS's threaded dot product is
         # many times slower on a loaded machine, and this is the fit's inner loop
-        value = float(np.sum(w * log_f))
+        value = self._weighted_sum(log_f.copy()) if gradient else self._weighted_sum(log_f)
         grad = np.zeros(5)
         if gradient:
-            q1 = np.exp(lp + lf1 - log_f)  # posterior weight of component 1 (Qn)
+            # q1 = exp(log p + lf1 − log f), the posterior weight of component 1 (Qn); q2 = 1 − q1
+            q1 = np.exp(np.subtract(joint1, log_f, out=joint1), out=joint1)
             q2 = 1.0 - q1
-            grad[:] = [np.sum(w * t) for t in (q1 * da1, q1 * db1, q2 * da2, q2 * db2,
-                                                 np.exp(lf1 - log_f) - np.exp(lf2 - log_f))]
+            # ∂/∂p: exp(lf1 − log f) − exp(lf2 − log f)
+            np.exp(np.subtract(lf1, log_f, out=lf1), out=lf1)
+            np.exp(np.subtract(lf2, log_f, out=lf2), out=lf2)
+            lf1 -= lf2
+            grad[:] = [self._weighted_sum(t) for t in (np.multiply(q1, da1, out=da1),
+                                                       np.multiply(q1, db1, out=db1),
+                                                       np.multiply(q2, da2, out=da2),
+                                                       np.multiply(q2, db2, out=db2), lf1)]
         if self.min_count > 0:
-            s1, ds1a, ds1b = self._tail(a1, b1)
-            s2, ds2a, ds2b = self._tail(a2, b2)
-            tail = p * s1 + (1.0 - p) * s2
-            value -= float(np.sum(w * np.log(tail)))
+            s1, ds1a, ds1b = self._tail(a1, b1, be1)
+            s2, ds2a, ds2b = self._tail(a2, b2, be2)
+            # tail = p·s1 + (1 − p)·s2
+            tail = p * s1
+            tail += (1.0 - p) * s2
             if gradient:
-                ws = w / tail
-                grad -= [p * np.sum(ws * ds1a), p * np.sum(ws * ds1b), (1 - p) * np.sum(ws * ds2a),
-                         (1 - p) * np.sum(ws * ds2b), np.sum(ws * (s1 - s2))]
+                ws = np.divide(self.weight, tail)
+            value -= self._weighted_sum(np.log(tail, out=tail))
+            if gradient:
+                s1 -= s2
+                grad -= [p * float(np.sum(np.multiply(ws, ds1a, out=ds1a))),
+                         p * float(np.sum(np.multiply(ws, ds1b, out=ds1b))),
+                         (1 - p) * float(np.sum(np.multiply(ws, ds2a, out=ds2a))),
+                         (1 - p) * float(np.sum(np.multiply(ws, ds2b, out=ds2b))),
+                         float(np.sum(np.multiply(ws, s1, out=s1)))]
         return value / self.total, grad / self.total
 
     def objective(self, x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -792,10 +843,30 @@ def pair_counts(rows: pd.DataFrame, *, drug_columns: Sequence[str] | str = ("dru
                   else joined_terms(rows, drug_cols))
     d_rows, d_codes, drugs = _report_terms(drug_cells, upper=True)
     r_rows, r_codes, reactions = _report_terms(cell_strings(rows[reaction_col]), upper=False)
+    return count_pairs(len(rows), d_rows, d_codes, drugs, r_rows, r_codes, reactions)
+
+
+def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np.ndarray,
+                r_rows: np.ndarray, r_codes: np.ndarray, reactions: np.ndarray) -> pd.DataFrame:
+    """The :func:`pair_counts` table of reports already read into (report, term) codes.
+
+    :func:`pair_counts` reads published rows into these arrays; the screening of a series
+    (:mod:`.screening`) reads each release once and counts every scope from a subset of them,
+    through this one function so that both give the same table.
+
+    Args:
+        reports: Reports are numbered ``0 .. reports - 1``.
+        d_rows, d_codes: One entry per distinct (report, drug): the report's number and the
+            drug's code. Codes follow the terms' sort order (casefolded), so that the table
+            comes out sorted.
+        drugs: ``drugs[code]`` is the drug's name as shown.
+        r_rows, r_codes: The same for reactions, with ``r_rows`` in ascending order.
+        reactions: ``reactions[code]`` is the reaction's name as shown.
+    """
     # the screened database: reports with at least one drug and at least one reaction
-    eligible = np.zeros(len(rows), dtype=bool)
+    eligible = np.zeros(reports, dtype=bool)
     eligible[d_rows] = True
-    has_reaction = np.zeros(len(rows), dtype=bool)
+    has_reaction = np.zeros(reports, dtype=bool)
     has_reaction[r_rows] = True
     eligible &= has_reaction
     keep_d, keep_r = eligible[d_rows], eligible[r_rows]
@@ -804,15 +875,8 @@ def pair_counts(rows: pd.DataFrame, *, drug_columns: Sequence[str] | str = ("dru
     n_total = int(eligible.sum())
     n_drug = np.bincount(d_codes, minlength=len(drugs))
     n_reaction = np.bincount(r_codes, minlength=len(reactions))
-    # every (report, drug, reaction): each drug entry repeated once per reaction of its report
-    per_row = np.bincount(r_rows, minlength=len(rows))
-    first = np.concatenate(([0], np.cumsum(per_row)[:-1]))
-    reps = per_row[d_rows]
-    drug_of = np.repeat(d_codes, reps)
-    within = np.arange(int(reps.sum()), dtype=np.int64) - np.repeat(np.cumsum(reps) - reps, reps)
-    reaction_of = r_codes[np.repeat(first[d_rows], reps) + within]
     width = max(len(reactions), 1)
-    pair, n = np.unique(drug_of * width + reaction_of, return_counts=True)
+    pair, n = _pairs_listed(d_rows, d_codes, r_rows, r_codes, reports, len(drugs), width)
     drug, reaction = pair // width, pair % width
     nd, nr, n = n_drug[drug].astype(np.int64), n_reaction[reaction].astype(np.int64), n.astype(np.int64)
     out = pd.DataFrame({
@@ -824,6 +888,59 @@ def pair_counts(rows: pd.DataFrame, *, drug_columns: Sequence[str] | str = ("dru
         "a": n, "b": nd - n, "c": nr - n, "d": n_total - nd - nr + n,
     })
     return out
+
+
+#: (report, drug, reaction) triples enumerated at a time by :func:`count_pairs`: a pooled scope
+#: of a long series lists tens of millions, which must not all be held at once.
+_TRIPLES_AT_ONCE = 1 << 20
+#: Drug × reaction tables at most this large are counted in a dense array (8 bytes a cell).
+_DENSE_CELLS = 1 << 22
+
+
+def _pairs_listed(d_rows: np.ndarray, d_codes: np.ndarray, r_rows: np.ndarray,
+                  r_codes: np.ndarray, reports: int, drugs: int,
+                  width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each pair code ``drug · width + reaction`` listed in some report, ascending, and the
+    number of reports listing it (``r_rows`` ascending)."""
+    # every (report, drug, reaction): each drug entry repeated once per reaction of its report,
+    # enumerated for a block of drug entries at a time
+    per_row = np.bincount(r_rows, minlength=reports)
+    first = np.concatenate(([0], np.cumsum(per_row)[:-1]))
+    reps = per_row[d_rows]
+    ends = np.cumsum(reps)
+    dense = drugs * width <= _DENSE_CELLS
+    counts = np.zeros(drugs * width if dense else 0, dtype=np.int64)
+    found: list[tuple[np.ndarray, np.ndarray]] = []
+    lo = 0
+    while lo < len(d_rows):
+        # at least one entry per block, however many reactions its report lists
+        hi = max(int(np.searchsorted(ends, ends[lo] - reps[lo] + _TRIPLES_AT_ONCE, "right")),
+                 lo + 1)
+        block = reps[lo:hi]
+        # the k-th triple of a drug entry takes the k-th reaction of its report
+        reaction_at = np.repeat(first[d_rows[lo:hi]] - (np.cumsum(block) - block), block)
+        reaction_at += np.arange(reaction_at.size, dtype=np.int64)
+        code = np.repeat(d_codes[lo:hi].astype(np.int64), block)
+        code *= width
+        code += r_codes[reaction_at]
+        if dense:
+            counts += np.bincount(code, minlength=counts.size)
+        else:
+            found.append(np.unique(code, return_counts=True))
+        lo = hi
+    if dense:
+        pair = np.flatnonzero(counts)
+        return pair, counts[pair]
+    if not found:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    codes = np.concatenate([f[0] for f in found])
+    n = np.concatenate([f[1] for f in found])
+    order = np.argsort(codes, kind="stable")
+    codes, n = codes[order], n[order]
+    lead = np.ones(codes.size, dtype=bool)
+    lead[1:] = codes[1:] != codes[:-1]
+    starts = np.flatnonzero(lead)
+    return codes[starts], np.add.reduceat(n, starts)
 
 
 # ------------------------------------------------------------------------------------ screen

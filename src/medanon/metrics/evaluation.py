@@ -35,13 +35,16 @@ import pandas as pd
 from ..attacks.background import BackgroundKnowledge
 from ..attacks.likelihood import LikelihoodAttacker
 from ..attacks.worst_case import attack_series
+from ..data.schema import Schema
+from ..errors import ValidationError
+from ..published.format import original_as_published
 from ..published.series import PublishedSeries
 from .disclosure import linkage_risk
 from .information_loss import information_loss_star, normalized_information_loss
-from .screening import ScreeningOptions, screen_series
+from .screening import ScreeningOptions, SeriesScreening
 from .signals import SignalRule, compare_signals
 
-__all__ = ["evaluate_series"]
+__all__ = ["PublishedOriginals", "evaluate_release", "evaluate_series", "original_columns"]
 
 
 def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFrame],
@@ -70,73 +73,152 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
             the result's ``"screening"``. None skips it.
     """
     labels = [series.label(p) for p in periods] if periods else series.periods
-    qid_kinds = [(q.name, q.kind) for q in series.qids]
-    hierarchies = series.hierarchies
     # every release is parsed once, for all the measures below
     attacker = LikelihoodAttacker(series)
     out = []
-    # the screening needs every period at once: only the columns it reads are kept
-    slim_original: dict[str, pd.DataFrame] = {}
-    slim_release: dict[str, pd.DataFrame] = {}
+    # the screening reads each release once into term codes and classes (nothing else of the
+    # rows is kept) and screens every scope at the end
+    screener = (SeriesScreening(hierarchies=series.hierarchies, rules=rules, options=screening)
+                if screening is not None else None)
     # one release at a time: its original records and attack results are dropped before the
     # next release is read (linking still reads every release, parsed once in the attacker)
     for label in labels:
-        rows = series.releases[label]
-        manifest = series.manifests.get(label, {})
-        original = originals[label]
-        worst = attack_series(series, periods=[label], md=True if md else None,
-                              attacker=attacker).release(label)
-        risk = linkage_risk(series, label, original, md=md, attacker=attacker)
-        entry = {
-            "period": label,
-            "method": (manifest.get("method") or {}).get("name"),
-            "cases": len(rows), "groups": len(worst.groups),
-            "nil": round(normalized_information_loss(rows, qid_kinds, hierarchies), 6),
-            "nil_star": round(information_loss_star(original, rows, qid_kinds, hierarchies).nil, 6),
-            "attacker": worst.attacker,
-            "dir": worst.dir, "dsr": worst.dsr, "ssgr": worst.ssgr,
-            "attacks": "B/F/L/MD" if worst.md_applied else "B/F/L",
-            "rr": round(risk.rr, 6), "ar_rev": round(risk.ar_rev, 6),
-            "reidentified": risk.reidentified,
-            "dir_hard": worst.dir_hard, "dsr_hard": worst.dsr_hard,
-            "dir_posterior": worst.dir_posterior, "dsr_posterior": worst.dsr_posterior,
-            "rr_hard": round(risk.rr_hard, 6), "ar_rev_hard": round(risk.ar_rev_hard, 6),
-            "reidentified_hard": risk.reidentified_hard,
-        }
-        if background is not None:
-            informed = linkage_risk(series, label, original, md=md, background=background,
-                                    attacker=attacker)
-            worst_bk = attack_series(series, periods=[label], background=background,
-                                     md=True if md else None, attacker=attacker).release(label)
-            entry["background"] = {
-                "rr": round(informed.rr, 6), "ar_rev": round(informed.ar_rev, 6),
-                # biases of the printed (rounded) values, so that they add up as shown
-                "rr_bias": round(round(informed.rr, 6) - round(risk.rr, 6), 6),
-                "ar_bias": round(round(informed.ar_rev, 6) - round(risk.ar_rev, 6), 6),
-                "dir": worst_bk.dir, "dsr": worst_bk.dsr,
-                "dir_bias": (None if worst_bk.dir is None or worst.dir is None
-                             else round(worst_bk.dir - worst.dir, 6)),
-            }
-        if rules:
-            entry["signals"] = [c.to_dict() for c in compare_signals(
-                original_rows[label], rows, list(rules), hierarchies=hierarchies)]
-        out.append(entry)
-        if screening is not None:
-            wanted = _screened_columns(screening)
-            slim_original[label] = _columns(original_rows[label], wanted)
-            slim_release[label] = _columns(rows, wanted)
+        # the published strings are made only if something reads them
+        out.append(evaluate_release(series, label, originals[label],
+                                    original_rows[label] if rules else None,
+                                    attacker=attacker, rules=rules, background=background, md=md))
+        if screener is not None:
+            screener.add(label, original_rows[label], series.releases[label])
+    # the attacker keeps every release parsed: let that go before the scopes are screened
+    del attacker
     result: dict = {"releases": out}
-    if screening is not None:
-        result["screening"] = screen_series(slim_original, slim_release, hierarchies=hierarchies,
-                                            periods=labels, rules=rules, options=screening)
+    if screener is not None:
+        result["screening"] = screener.result()
     return result
+
+
+def evaluate_release(series: PublishedSeries, label: str, original: pd.DataFrame,
+                     original_rows: pd.DataFrame | None, *,
+                     attacker: LikelihoodAttacker | None = None,
+                     rules: Sequence[SignalRule] = (),
+                     background: BackgroundKnowledge | None = None, md: bool = False) -> dict:
+    """The entry of one release in :func:`evaluate_series`'s ``"releases"``.
+
+    Each release's entry depends on the series and on that period's original records only, so
+    the entries of a series can be computed apart (``medanon evaluate --scheduler``) and equal
+    those computed in one pass.
+
+    Args:
+        series, rules, background, md: As for :func:`evaluate_series`.
+        label: The release's period label.
+        original: The period's original super records.
+        original_rows: The same records as published strings (read only with ``rules``).
+        attacker: The series' attacker, shared between the releases (it keeps every release
+            parsed); None makes one.
+    """
+    attacker = attacker if attacker is not None else LikelihoodAttacker(series)
+    qid_kinds = [(q.name, q.kind) for q in series.qids]
+    hierarchies = series.hierarchies
+    rows = series.releases[label]
+    manifest = series.manifests.get(label, {})
+    worst = attack_series(series, periods=[label], md=True if md else None,
+                          attacker=attacker).release(label)
+    risk = linkage_risk(series, label, original, md=md, attacker=attacker)
+    entry = {
+        "period": label,
+        "method": (manifest.get("method") or {}).get("name"),
+        "cases": len(rows), "groups": len(worst.groups),
+        "nil": round(normalized_information_loss(rows, qid_kinds, hierarchies), 6),
+        "nil_star": round(information_loss_star(original, rows, qid_kinds, hierarchies).nil, 6),
+        "attacker": worst.attacker,
+        "dir": worst.dir, "dsr": worst.dsr, "ssgr": worst.ssgr,
+        "attacks": "B/F/L/MD" if worst.md_applied else "B/F/L",
+        "rr": round(risk.rr, 6), "ar_rev": round(risk.ar_rev, 6),
+        "reidentified": risk.reidentified,
+        "dir_hard": worst.dir_hard, "dsr_hard": worst.dsr_hard,
+        "dir_posterior": worst.dir_posterior, "dsr_posterior": worst.dsr_posterior,
+        "rr_hard": round(risk.rr_hard, 6), "ar_rev_hard": round(risk.ar_rev_hard, 6),
+        "reidentified_hard": risk.reidentified_hard,
+    }
+    if background is not None:
+        informed = linkage_risk(series, label, original, md=md, background=background,
+                                attacker=attacker)
+        worst_bk = attack_series(series, periods=[label], background=background,
+                                 md=True if md else None, attacker=attacker).release(label)
+        entry["background"] = {
+            "rr": round(informed.rr, 6), "ar_rev": round(informed.ar_rev, 6),
+            # biases of the printed (rounded) values, so that they add up as shown
+            "rr_bias": round(round(informed.rr, 6) - round(risk.rr, 6), 6),
+            "ar_bias": round(round(informed.ar_rev, 6) - round(risk.ar_rev, 6), 6),
+            "dir": worst_bk.dir, "dsr": worst_bk.dsr,
+            "dir_bias": (None if worst_bk.dir is None or worst.dir is None
+                         else round(worst_bk.dir - worst.dir, 6)),
+        }
+    if rules:
+        if original_rows is None:
+            raise ValidationError("evaluate_release needs 'original_rows' to count the signal "
+                                  "rules on the original records.")
+        entry["signals"] = [c.to_dict() for c in compare_signals(
+            original_rows, rows, list(rules), hierarchies=hierarchies)]
+    return entry
+
+
+def original_columns(rules: Sequence[SignalRule] = (),
+                     screening: ScreeningOptions | None = None) -> list[str]:
+    """The columns of ``original_rows`` that :func:`evaluate_series` reads: the drug and
+    reaction columns and the conditions of the rules, and what the screening reads."""
+    wanted = [c for rule in rules
+              for c in ("drugs", "reactions", *([rule.condition.attribute] if rule.condition else []))]
+    if screening is not None:
+        wanted += _screened_columns(screening)
+    return list(dict.fromkeys(wanted))
+
+
+class PublishedOriginals(Mapping):
+    """Period -> original super records as published strings
+    (:func:`medanon.published.format.original_as_published`), only the given columns (beside
+    ``period``, ``case_id`` and ``group``): the other columns of a period's records are never
+    formatted, which the evaluation would not read (:func:`original_columns`).
+
+    Each column is formatted by the very function the full conversion uses. The last period
+    asked for is kept (``evaluate_series`` reads it twice), the others are not.
+
+    Args:
+        originals: Period -> original super records (may read lazily).
+        schema: The records' schema.
+        columns: The columns wanted; those the schema does not publish are left out, as the
+            full conversion leaves them out.
+    """
+
+    def __init__(self, originals: Mapping[str, pd.DataFrame], schema: Schema,
+                 columns: Sequence[str]):
+        wanted = set(columns)
+        self._originals = originals
+        self._schema = schema.model_copy(update={
+            "qids": tuple(q for q in schema.qids if q.name in wanted),
+            "sensitive": tuple(c for c in schema.sensitive if c in wanted),
+            "multi": tuple(c for c in schema.multi if c in wanted),
+            "insensitive": tuple(c for c in schema.insensitive if c in wanted),
+            "dates": {c: g for c, g in schema.dates.items() if c in wanted},
+        })
+        self._label: str | None = None
+        self._rows: pd.DataFrame | None = None
+
+    def __getitem__(self, label: str) -> pd.DataFrame:
+        if label != self._label or self._rows is None:
+            self._label = self._rows = None  # drop the previous period first
+            self._rows = original_as_published(self._originals[label], self._schema)
+            self._label = label
+        return self._rows
+
+    def __iter__(self):
+        return iter(self._originals)
+
+    def __len__(self) -> int:
+        return len(self._originals)
 
 
 def _screened_columns(options: ScreeningOptions) -> list[str]:
     return [*options.drug_columns, options.reaction_column,
             *(c.attribute for c in options.conditions)]
 
-
-def _columns(rows: pd.DataFrame, wanted: Sequence[str]) -> pd.DataFrame:
-    """The wanted columns the rows have (a missing one is reported by the screening)."""
-    return rows[[c for c in dict.fromkeys(wanted) if c in rows.columns]].copy()

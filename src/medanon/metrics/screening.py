@@ -42,7 +42,10 @@ the stratum's screening).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+import hashlib
+import itertools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,13 +54,14 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from .._validation import check_int
-from ..errors import ValidationError
+from ..errors import MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
-from .disproportionality import GpsPrior, pair_counts, screen
+from ..published.cells import SUPPRESSED, cell_strings
+from .disproportionality import SCREEN_COLUMNS, GpsPrior, count_pairs, screen
 from .signals import INSIDE, Condition, SignalRule
 
-__all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "opposite_condition",
-           "screen_series", "screening_for"]
+__all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
+           "opposite_condition", "screen_series", "screening_for"]
 
 #: Strata of the default FAERS schema: children, adults, the elderly; each sex.
 DEFAULT_STRATA = ("age <= 18", "age in [19-64]", "age >= 65", "sex = F", "sex = M")
@@ -71,6 +75,7 @@ STATISTICS = {
 # pairs are matched across sides on folded terms (as pair_counts matches them within a side):
 # the display spelling is the first one seen, which may differ between original and release
 _KEY = ["drug_key", "reaction_key"]
+_SEP = "|"
 _OPPOSITE = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "=": "!=", "in": "!=", "!=": "="}
 
 
@@ -162,19 +167,238 @@ def opposite_condition(condition: Condition) -> Condition:
     return Condition(condition.attribute, _OPPOSITE[condition.op], condition.value)
 
 
+class _Terms:
+    """The terms of one multi-valued field (the drugs, or the reactions) over the whole series,
+    original and release alike: each distinct spelling is read once and numbered, and so is each
+    term (its casefolded spelling, as :func:`.disproportionality.pair_counts` matches terms).
+
+    Every scope is a subset of the reports of the series: reading the ``|``-joined cells once,
+    into integer codes, replaces splitting them again for each of the scopes.
+    """
+
+    def __init__(self, *, upper: bool):
+        self.upper = upper
+        self._spellings: dict[str, int] = {}
+        self._folded: dict[str, int] = {}
+        self._term_of: list[int] = []           # spelling -> term, in order of first appearance
+        self.code_of = np.zeros(0, dtype=np.int64)
+        self.shown = np.zeros(0, dtype=object)
+        self.terms = 0
+
+    def _spelling(self, text: str) -> int:
+        text = text.strip()
+        if text in ("", SUPPRESSED):              # an empty cell, "a||b", or a suppressed cell
+            return -1
+        found = self._spellings.get(text)
+        if found is None:
+            found = self._spellings[text] = len(self._spellings)
+            self._term_of.append(self._folded.setdefault(text.casefold(), len(self._folded)))
+        return found
+
+    def read(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(reports, spellings)``: one entry per report and term listed in its cell, in report
+        order, then the order of the cell; a term listed twice in a report (however spelled) is
+        kept once, with its first spelling there."""
+        # each distinct cell is split once (reports repeat cells: both sides of a period, the
+        # same few drugs): spellings still come in their order of first appearance in the rows
+        cell_of, distinct = pd.factorize(cells)
+        owner, spellings = self._split(np.asarray(distinct, dtype=object))
+        per_cell = np.bincount(owner, minlength=len(distinct))
+        start = np.cumsum(per_cell) - per_cell
+        reps = per_cell[cell_of]
+        reports = np.repeat(np.arange(len(cells), dtype=np.int64), reps)
+        at = np.repeat(start[cell_of] - (np.cumsum(reps) - reps), reps)
+        at += np.arange(at.size, dtype=np.int64)
+        return reports, spellings[at]
+
+    def _split(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`read` of cells that are all distinct: ``(cell, spelling)`` entries."""
+        parts = [c.split(_SEP) for c in cells.tolist()]
+        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
+        owner = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
+        flat = np.fromiter(itertools.chain.from_iterable(parts), dtype=object,
+                           count=int(lengths.sum()))
+        codes, texts = pd.factorize(flat)
+        ids = np.fromiter((self._spelling(str(t)) for t in texts), dtype=np.int64,
+                          count=len(texts))
+        spellings = ids[codes] if codes.size else np.zeros(0, dtype=np.int64)
+        listed = spellings >= 0
+        owner, spellings = owner[listed], spellings[listed]
+        if not spellings.size:
+            return owner, spellings
+        terms = np.asarray(self._term_of, dtype=np.int64)[spellings]
+        # the first entry of each (cell, term): a stable sort keeps the cell order
+        pair = owner * len(self._folded) + terms
+        order = np.argsort(pair, kind="stable")
+        lead = np.ones(pair.size, dtype=bool)
+        lead[1:] = pair[order[1:]] != pair[order[:-1]]
+        first = np.zeros(pair.size, dtype=bool)
+        first[order[lead]] = True
+        return owner[first], spellings[first]
+
+    @property
+    def spellings(self) -> list[str]:
+        """The distinct spellings read, in order of first appearance (their ids)."""
+        return list(self._spellings)
+
+    def take(self, spellings: np.ndarray, vocabulary: Sequence[str]) -> np.ndarray:
+        """Spelling ids of a read made with another vocabulary (``vocabulary[id]``) in this one:
+        new spellings are numbered in their order there, as reading the cells here would."""
+        ids = np.fromiter((self._spelling(t) for t in vocabulary), dtype=np.int64,
+                          count=len(vocabulary))
+        return ids[spellings] if spellings.size else spellings
+
+    def close(self) -> None:
+        """Code the terms in their sorted order (as :func:`.disproportionality.pair_counts`
+        does, so that a scope's table comes out sorted alike) once every report is read."""
+        folded = np.array(list(self._folded), dtype=object)
+        rank = pd.factorize(folded, sort=True)[0].astype(np.int64) if folded.size else folded
+        self.code_of = (rank[np.asarray(self._term_of, dtype=np.int64)].astype(np.int32)
+                        if self._term_of else np.zeros(0, dtype=np.int32))
+        self.shown = np.array([t.upper() if self.upper else t for t in self._spellings],
+                              dtype=object)
+        self.terms = len(folded)
+
+    def names(self, spellings: np.ndarray, codes: np.ndarray) -> np.ndarray:
+        """Term code -> the spelling shown for it in a scope: the one first seen in the scope's
+        entries (which are in report order, then cell order)."""
+        out = np.full(max(self.terms, 1), "", dtype=object)
+        if not codes.size:
+            return out
+        small = np.int32 if codes.size < 2**31 else np.int64
+        first = np.full(out.size, codes.size, dtype=small)
+        np.minimum.at(first, codes, np.arange(codes.size, dtype=small))
+        present = np.flatnonzero(first < codes.size)
+        out[present] = self.shown[spellings[first[present]]]
+        return out
+
+
 @dataclass
-class _Side:
-    """One side's reports, with the strata classes computed once."""
+class _Read:
+    """One period of one side as :meth:`SeriesScreening.read` reads it: the (report, spelling)
+    entries of each field in the read's own vocabulary, and the classes of the reports."""
 
-    rows: pd.DataFrame
-    periods: np.ndarray
+    count: int
+    columns: tuple[str, ...]
+    entries: dict[str, tuple[np.ndarray, np.ndarray, list[str]]]
+    classes: dict[str, Any]
 
 
-def _stack(rows: Mapping[str, pd.DataFrame], labels: Sequence[str]) -> _Side:
-    frames = [rows[label] for label in labels]
-    stacked = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    periods = np.repeat(np.asarray(labels, dtype=object), [len(f) for f in frames])
-    return _Side(stacked, periods)
+class _Failed:
+    """A condition that could not be judged on a release's cells: raised when it is used."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+
+class _Reports:
+    """One side's reports (the original, or the release), read release by release: the drug
+    and reaction entries as codes, the period of each report and its class in each condition.
+    Nothing else of a release is kept."""
+
+    def __init__(self, options: ScreeningOptions, drugs: _Terms, reactions: _Terms,
+                 conditions: Sequence[Condition], hierarchies: Mapping[str, Taxonomy]):
+        self.options, self.drugs, self.reactions = options, drugs, reactions
+        self.conditions = {c.text: c for c in conditions}
+        self.hierarchies = hierarchies
+        self.count = 0
+        self.columns: dict[str, None] = {}  # in the order the stacked releases had them
+        self.bounds: dict[str, tuple[int, int]] = {}
+        self._entries: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"drug": [], "reaction": []}
+        self._classes: dict[str, list[Any]] = {text: [] for text in self.conditions}
+        self.drug_entries = self.reaction_entries = (np.zeros(0, dtype=np.int64),) * 2
+
+    def classes_of(self, rows: pd.DataFrame) -> dict[str, Any]:
+        """Each report's class in each condition (part of a :class:`_Read`)."""
+        classes: dict[str, Any] = {}
+        for text, condition in self.conditions.items():
+            if condition.attribute not in rows.columns:
+                classes[text] = len(rows)   # judged as empty cells if ever used
+                continue
+            try:
+                classes[text] = condition.classify(rows[condition.attribute],
+                                                   self.hierarchies.get(condition.attribute))
+            except MedanonError as error:  # raised if the scope is screened, not before
+                classes[text] = _Failed(error)
+        return classes
+
+    def take(self, label: str, read: _Read) -> None:
+        start = self.count
+        self.columns.update(dict.fromkeys(read.columns))
+        for name, terms in (("drug", self.drugs), ("reaction", self.reactions)):
+            reports, spellings, vocabulary = read.entries[name]
+            spellings = terms.take(spellings, vocabulary)
+            # kept for the whole series: 4 bytes a number while they fit
+            small = np.int32 if self.count + read.count < 2**31 else np.int64
+            self._entries[name].append(((reports + start).astype(small),
+                                        spellings.astype(np.int32)))
+        for text in self.conditions:
+            self._classes[text].append(read.classes[text])
+        self.count += read.count
+        self.bounds[label] = (start, self.count)
+
+    def close(self) -> None:
+        for name in ("drug", "reaction"):
+            chunks = self._entries[name]
+            joined = tuple(np.concatenate([c[i] for c in chunks]) if chunks
+                           else np.zeros(0, dtype=np.int64) for i in (0, 1))
+            setattr(self, f"{name}_entries", joined)
+            self._entries[name] = []
+
+    def publishes(self, condition: Condition) -> bool:
+        return condition.attribute in self.columns
+
+    def classes(self, condition: Condition) -> np.ndarray:
+        chunks = []
+        for chunk in self._classes[condition.text]:
+            if isinstance(chunk, _Failed):
+                raise chunk.error
+            if isinstance(chunk, int):  # a release without the column: its cells are empty
+                chunk = condition.classify(np.full(chunk, "", dtype=object),
+                                           self.hierarchies.get(condition.attribute))
+            chunks.append(chunk)
+        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int8)
+
+    def pairs(self, inside: slice | np.ndarray) -> pd.DataFrame:
+        """The pair table of the reports of a scope (a range of reports or a mask over them).
+
+        Raises:
+            SchemaError: no release of this side has a drug or the reaction column.
+        """
+        wanted = [(c, "drug_columns") for c in self.options.drug_columns]
+        for column, what in [*wanted, (self.options.reaction_column, "reaction_column")]:
+            if column not in self.columns:
+                shown = ", ".join(repr(c) for c in list(self.columns)[:20])
+                raise SchemaError(f"The rows have no column {column!r} ({what} of pair_counts); "
+                                  f"their columns: {shown}.")
+        parts = []
+        for terms, (reports, spellings) in ((self.drugs, self.drug_entries),
+                                            (self.reactions, self.reaction_entries)):
+            if isinstance(inside, slice):
+                lo, hi = np.searchsorted(reports, [inside.start, inside.stop])
+                reports, spellings = reports[lo:hi], spellings[lo:hi]
+            else:
+                keep = inside[reports]
+                reports, spellings = reports[keep], spellings[keep]
+            codes = terms.code_of[spellings]
+            parts.append((reports, codes, terms.names(spellings, codes)))
+        (d_rows, d_codes, drugs), (r_rows, r_codes, reactions) = parts
+        return count_pairs(self.count, d_rows, d_codes, drugs, r_rows, r_codes, reactions)
+
+
+def _cells(rows: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """The terms of the columns of each row as one ``|``-joined cell (a column a release lacks
+    reads as empty cells, as it did when the releases were stacked into one frame)."""
+    def one(column: str) -> np.ndarray:
+        if column not in rows.columns:
+            return np.full(len(rows), "", dtype=object)
+        return cell_strings(rows[column])
+    if len(columns) == 1:
+        return one(columns[0])
+    joined = np.full(len(rows), "", dtype=object)
+    for column in columns:
+        joined = joined + _SEP + one(column)
+    return joined
 
 
 def _rounded(value: Any) -> Any:
@@ -195,17 +419,15 @@ def _rounded(value: Any) -> Any:
 class _Screened:
     """The screening of one scope on one side: the pair table with every statistic."""
 
-    def __init__(self, rows: pd.DataFrame, options: ScreeningOptions, *, undecided: int = 0):
-        self.reports = len(rows)
+    def __init__(self, table: pd.DataFrame, reports: int, options: ScreeningOptions, *,
+                 undecided: int = 0, done: _Done | None = None):
+        self.reports = reports
         self.undecided = undecided
         self.prior: GpsPrior | None = None
-        table = pd.DataFrame()
-        if len(rows):
-            table = pair_counts(rows, drug_columns=options.drug_columns,
-                                reaction_column=options.reaction_column)
+        if len(table):
             table = table[table["n"] >= options.min_count]
         if len(table):
-            table, self.prior = screen(table, min_count=options.min_count)
+            table, self.prior = _screen(table, options.min_count, done or _Done())
             table = table.assign(drug_key=_fold(table["drug"]),
                                  reaction_key=_fold(table["reaction"]))
         self.table = table.set_index(_KEY) if len(table) else table
@@ -228,8 +450,66 @@ class _Screened:
         return out
 
 
+class _Done:
+    """Screenings by their counts. By default the last few: the same scope of the other side is
+    screened right after (a scope's two sides are compared together), so a few suffice."""
+
+    def __init__(self, kept: int | None = 4) -> None:
+        self.kept = kept
+        self._screenings: dict[tuple, tuple[dict[str, np.ndarray], GpsPrior]] = {}
+
+    def get(self, key: tuple) -> tuple[dict[str, np.ndarray], GpsPrior] | None:
+        return self._screenings.get(key)
+
+    def put(self, key: tuple, value: tuple[dict[str, np.ndarray], GpsPrior]) -> None:
+        self._screenings[key] = value
+        while self.kept is not None and len(self._screenings) > self.kept:
+            del self._screenings[next(iter(self._screenings))]
+
+
+def _screen(table: pd.DataFrame, min_count: int, done: _Done) -> tuple[pd.DataFrame, GpsPrior]:
+    """:func:`.disproportionality.screen` of a pair table, computed once per distinct table.
+
+    Every statistic and the fitted prior depend only on the counts (n, e and the 2×2 table) and
+    ``min_count``: a scope whose counts equal those of a scope already screened (the same scope
+    of a release that leaves drugs and reactions as they were, on both sides) takes that
+    screening's numbers, identical to what screening it again would give.
+    """
+    key = _counts_key(table, min_count)
+    found = done.get(key)
+    if found is None:
+        found = _screen_counts(table, min_count)
+        done.put(key, found)
+    values, prior = found
+    return table.assign(**values), prior
+
+
+#: The columns of a pair table that its screening reads.
+_COUNTS = ("n", "e", "a", "b", "c", "d")
+
+
+def _counts_key(table: pd.DataFrame, min_count: int) -> tuple:
+    digest = hashlib.sha256()
+    for name in _COUNTS:
+        column = np.ascontiguousarray(table[name].to_numpy())
+        digest.update(str(column.dtype).encode())
+        digest.update(column.tobytes())
+    return (min_count, len(table), digest.hexdigest())
+
+
+def _screen_counts(table: pd.DataFrame, min_count: int
+                   ) -> tuple[dict[str, np.ndarray], GpsPrior]:
+    """The statistics :func:`.disproportionality.screen` adds to a pair table, and its prior
+    (what a worker computes for ``result(mapper=...)``)."""
+    screened, prior = screen(table, min_count=min_count)
+    return {c: screened[c].to_numpy() for c in SCREEN_COLUMNS}, prior
+
+
 def _fold(terms: pd.Series) -> pd.Series:
-    return terms.astype(str).str.strip().str.casefold()
+    # each distinct name folded once: a table lists every pair, a name once per partner
+    codes, names = pd.factorize(terms, use_na_sentinel=False)
+    folded = pd.Series(names, dtype=object).astype(str).str.strip().str.casefold().to_numpy()
+    return pd.Series(folded[codes], index=terms.index, dtype=object)
 
 
 def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, Any]:
@@ -299,27 +579,39 @@ def _scope_entry(kind: str, scope: str, original: _Screened, release: _Screened,
 class _Scopes:
     """Screens scopes of one side, caching them (the original side is shared by releases)."""
 
-    def __init__(self, side: _Side, hierarchies: Mapping[str, Taxonomy],
-                 options: ScreeningOptions):
-        self.side, self.hierarchies, self.options = side, hierarchies, options
+    def __init__(self, side: _Reports, options: ScreeningOptions, done: _Done):
+        self.side, self.options, self.done = side, options, done
         self._cache: dict[tuple[str, str], _Screened] = {}
 
     def publishes(self, condition: Condition) -> bool:
-        return condition.attribute in self.side.rows.columns
+        return self.side.publishes(condition)
+
+    def forget(self, kind: str, scope: str) -> None:
+        """Drop a scope's screening once compared (a pair table per scope and side adds up)."""
+        self._cache.pop((kind, scope), None)
+
+    def table(self, kind: str, scope: str,
+              condition: Condition | None = None) -> tuple[pd.DataFrame, int, int]:
+        """A scope's pair table, its number of reports and of undecided ones."""
+        inside: slice | np.ndarray = slice(0, self.side.count)
+        undecided = 0
+        if kind == "quarter":
+            inside = slice(*self.side.bounds[scope])
+        elif condition is not None:
+            classes = self.side.classes(condition)
+            undecided = int((classes < 0).sum())
+            inside = classes == INSIDE
+        reports = inside.stop - inside.start if isinstance(inside, slice) else int(inside.sum())
+        # a scope of no report has no table (the columns are not even looked for)
+        table = self.side.pairs(inside) if reports else pd.DataFrame()
+        return table, reports, undecided
 
     def get(self, kind: str, scope: str, condition: Condition | None = None) -> _Screened:
         key = (kind, scope)
         if key not in self._cache:
-            rows, undecided = self.side.rows, 0
-            if kind == "quarter":
-                rows = rows.loc[self.side.periods == scope]
-            elif condition is not None:
-                classes = condition.classify(rows[condition.attribute],
-                                             self.hierarchies.get(condition.attribute))
-                undecided = int((classes < 0).sum())
-                rows = rows.loc[classes == INSIDE]
-            self._cache[key] = _Screened(rows.reset_index(drop=True), self.options,
-                                         undecided=undecided)
+            table, reports, undecided = self.table(kind, scope, condition)
+            self._cache[key] = _Screened(table, reports, self.options, undecided=undecided,
+                                         done=self.done)
         return self._cache[key]
 
 
@@ -368,6 +660,178 @@ def _planted(rules: Sequence[SignalRule], original: _Scopes, release: _Scopes
     return entries, summary
 
 
+class SeriesScreening:
+    """The screening of a series, fed one release at a time (what :func:`screen_series`
+    computes; ``evaluate`` streams the releases through it).
+
+    Each release is read once when added: its drug and reaction cells become integer codes and
+    each report's class in each condition is judged; the rows themselves are not kept. The
+    scopes are screened by :meth:`result`.
+
+    Args:
+        hierarchies: Taxonomies of the categorical QIDs (to judge strata).
+        rules: Signal rules screened inside their condition and its opposite (``planted``).
+        options: What to screen (:class:`ScreeningOptions`).
+    """
+
+    def __init__(self, *, hierarchies: Mapping[str, Taxonomy], rules: Sequence[SignalRule] = (),
+                 options: ScreeningOptions | None = None):
+        self.options = options or ScreeningOptions()
+        self.rules = list(rules)
+        self.labels: list[str] = []
+        conditions = {c.text: c for c in self.options.conditions}
+        for rule in self.rules:
+            if rule.condition is not None:
+                for c in (rule.condition, opposite_condition(rule.condition)):
+                    conditions.setdefault(c.text, c)
+        # one vocabulary for both sides: a term has the same code in the original and the release
+        drugs, reactions = _Terms(upper=True), _Terms(upper=False)
+        self._sides = {side: _Reports(self.options, drugs, reactions, list(conditions.values()),
+                                      hierarchies) for side in ("original", "release")}
+        self._terms = (drugs, reactions)
+
+    def add(self, label: str, original_rows: pd.DataFrame, release_rows: pd.DataFrame) -> None:
+        """Read one period: its original records as published strings
+        (:func:`medanon.published.format.original_as_published`) and its release rows.
+
+        Raises:
+            ValidationError: the period was added already, or the release lacks a drug or the
+                reaction column.
+        """
+        self.take(label, self.read(original_rows, release_rows))
+
+    def read(self, original_rows: pd.DataFrame, release_rows: pd.DataFrame) -> tuple[_Read, _Read]:
+        """The part of :meth:`add` that reads one period's rows: independent of the periods
+        added before, so a worker can read a period for :meth:`take`."""
+        sides = (original_rows, release_rows)
+        entries: tuple[dict, dict] = ({}, {})
+        for name, columns, upper in (("drug", self.options.drug_columns, True),
+                                     ("reaction", (self.options.reaction_column,), False)):
+            # both sides in one vocabulary of their own, the original's rows first: a release
+            # that keeps a period's cells has each of them split once
+            cells = [_cells(rows, columns) for rows in sides]
+            terms = _Terms(upper=upper)
+            reports, spellings = terms.read(np.concatenate(cells))
+            cut = int(np.searchsorted(reports, len(cells[0])))
+            entries[0][name] = (reports[:cut], spellings[:cut], terms.spellings)
+            entries[1][name] = (reports[cut:] - len(cells[0]), spellings[cut:], terms.spellings)
+        return tuple(_Read(len(rows), tuple(rows.columns), entry, side.classes_of(rows))
+                     for rows, entry, side in zip(sides, entries, (self._sides["original"],
+                                                                  self._sides["release"])))
+
+    def take(self, label: str, read: tuple[_Read, _Read]) -> None:
+        """Add a period :meth:`read` read (in the order of the periods, as :meth:`add`)."""
+        if label in self.labels:
+            raise ValidationError(f"The period {label} was added to the screening twice.")
+        published = read[1].columns
+        for column in (*self.options.drug_columns, self.options.reaction_column):
+            if column not in published:
+                raise ValidationError(
+                    f"The release of {label} has no column {column!r} (ScreeningOptions "
+                    f"'drug_columns'/'reaction_column'); it publishes "
+                    f"{', '.join(map(repr, published))}.")
+        self._sides["original"].take(label, read[0])
+        self._sides["release"].take(label, read[1])
+        self.labels.append(label)
+
+    def _close(self) -> None:
+        """Code the terms of every report read (after the last :meth:`add`)."""
+        for terms in self._terms:
+            terms.close()
+        for side in self._sides.values():
+            side.close()
+
+    def _screen_first(self, original: _Scopes, release: _Scopes, done: _Done,
+                      mapper: Callable[[Callable, list], list]) -> None:
+        """Screen the distinct pair tables of every scope through ``mapper`` into ``done``."""
+        min_count = self.options.min_count
+        wanted: dict[tuple, pd.DataFrame] = {}
+        for kind, scope, condition in _scopes_of(self.options, self.labels, self.rules,
+                                                 original, release):
+            for side in (original, release):
+                table = side.table(kind, scope, condition)[0]
+                if len(table):
+                    table = table[table["n"] >= min_count]
+                if len(table):
+                    wanted.setdefault(_counts_key(table, min_count),
+                                      table[list(_COUNTS)].reset_index(drop=True))
+        keys = list(wanted)
+        screened = mapper(functools.partial(_screen_counts, min_count=min_count),
+                          [wanted.pop(k) for k in keys])
+        for key, found in zip(keys, screened):
+            done.put(key, found)
+
+    def result(self, *, mapper: Callable[[Callable, list], list] | None = None
+               ) -> dict[str, Any]:
+        """Screen every scope of the periods added and compare the two sides (the dict
+        :func:`screen_series` returns).
+
+        Args:
+            mapper: Maps a function over a list, e.g. on the workers of a cluster
+                (``lambda f, xs: client.gather(client.map(f, xs))``): the distinct pair tables
+                of all scopes are then screened through it first, the rest as without it.
+
+        Raises:
+            SchemaError: the original records lack a drug or the reaction column.
+        """
+        self._close()
+        options, labels = self.options, self.labels
+        done = _Done()  # screenings by their counts, shared by the two sides
+        original = _Scopes(self._sides["original"], options, done)
+        release = _Scopes(self._sides["release"], options, done)
+        if mapper is not None:
+            done.kept = None
+            self._screen_first(original, release, done, mapper)
+        # the scopes the planted rules read again; every other one is dropped once compared
+        planted = {("pooled", "pooled")} if any(r.condition is None for r in self.rules) else set()
+        planted |= {("stratum", c.text) for r in self.rules if r.condition is not None
+                    for c in (r.condition, opposite_condition(r.condition))}
+
+        def entry(kind: str, scope: str, condition: Condition | None = None) -> dict[str, Any]:
+            out = _scope_entry(kind, scope, original.get(kind, scope, condition),
+                               release.get(kind, scope, condition), options.listed)
+            if (kind, scope) not in planted:
+                original.forget(kind, scope)
+                release.forget(kind, scope)
+            return out
+
+        scopes = [entry("pooled", "pooled")]
+        if options.quarters:
+            scopes += [entry("quarter", p) for p in labels]
+        skipped = []
+        for condition in options.conditions:
+            if not release.publishes(condition) or not original.publishes(condition):
+                skipped.append(condition.text)
+                continue
+            scopes.append(entry("stratum", condition.text, condition))
+        out: dict[str, Any] = {"options": options.to_dict(), "scopes": scopes,
+                               "summary": {kind: _summary([e for e in scopes if e["kind"] == kind])
+                                           for kind in ("pooled", "quarter", "stratum")}}
+        if skipped:
+            out["strata_skipped"] = skipped
+        if self.rules:
+            out["planted"], out["planted_summary"] = _planted(self.rules, original, release)
+        return out
+
+
+def _scopes_of(options: ScreeningOptions, labels: Sequence[str], rules: Sequence[SignalRule],
+               original: _Scopes, release: _Scopes) -> list[tuple[str, str, Condition | None]]:
+    """Every scope :meth:`SeriesScreening.result` screens (on both sides)."""
+    out: list[tuple[str, str, Condition | None]] = [("pooled", "pooled", None)]
+    if options.quarters:
+        out += [("quarter", p, None) for p in labels]
+    out += [("stratum", c.text, c) for c in options.conditions
+            if release.publishes(c) and original.publishes(c)]
+    for rule in rules:
+        if rule.condition is None:
+            out.append(("pooled", "pooled", None))
+            continue
+        out += [("stratum", c.text, c)
+                for c in (rule.condition, opposite_condition(rule.condition))
+                if release.publishes(c)]
+    return list({(kind, scope): (kind, scope, c) for kind, scope, c in out}.values())
+
+
 def screen_series(original_rows: Mapping[str, pd.DataFrame],
                   release_rows: Mapping[str, pd.DataFrame], *, hierarchies: Mapping[str, Taxonomy],
                   periods: Sequence[str], rules: Sequence[SignalRule] = (),
@@ -405,27 +869,7 @@ def screen_series(original_rows: Mapping[str, pd.DataFrame],
                     f"The release of {label} has no column {column!r} (ScreeningOptions "
                     f"'drug_columns'/'reaction_column'); it publishes "
                     f"{', '.join(map(repr, release_rows[label].columns))}.")
-    original = _Scopes(_stack(original_rows, labels), hierarchies, options)
-    release = _Scopes(_stack(release_rows, labels), hierarchies, options)
-    scopes = [_scope_entry("pooled", "pooled", original.get("pooled", "pooled"),
-                           release.get("pooled", "pooled"), options.listed)]
-    if options.quarters:
-        scopes += [_scope_entry("quarter", p, original.get("quarter", p),
-                                release.get("quarter", p), options.listed) for p in labels]
-    skipped = []
-    for condition in options.conditions:
-        if not release.publishes(condition) or not original.publishes(condition):
-            skipped.append(condition.text)
-            continue
-        scopes.append(_scope_entry("stratum", condition.text,
-                                   original.get("stratum", condition.text, condition),
-                                   release.get("stratum", condition.text, condition),
-                                   options.listed))
-    out: dict[str, Any] = {"options": options.to_dict(), "scopes": scopes,
-                           "summary": {kind: _summary([e for e in scopes if e["kind"] == kind])
-                                       for kind in ("pooled", "quarter", "stratum")}}
-    if skipped:
-        out["strata_skipped"] = skipped
-    if rules:
-        out["planted"], out["planted_summary"] = _planted(rules, original, release)
-    return out
+    screening = SeriesScreening(hierarchies=hierarchies, rules=rules, options=options)
+    for label in labels:
+        screening.add(label, original_rows[label], release_rows[label])
+    return screening.result()

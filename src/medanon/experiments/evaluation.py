@@ -1,0 +1,114 @@
+"""``medanon evaluate --scheduler``: the evaluation of a stored series on Dask.
+
+:func:`medanon.metrics.evaluation.evaluate_series` measures the releases one after the other in
+one process. Each release's entry depends only on the series and that period's original records
+(:func:`~medanon.metrics.evaluation.evaluate_release`), and the screening reads each period on
+its own (:meth:`~medanon.metrics.screening.SeriesScreening.read`) before its scopes are screened,
+each scope on its own. So here one task per release, on the workers, computes the release's entry
+and reads its period for the screening; the client adds the reads in period order and has the
+workers screen the scopes' distinct pair tables. The result is the one ``evaluate_series`` gives:
+every number comes from the same functions on the same inputs.
+
+Each worker reads the store (a path every worker sees; DuckDB lets any number of processes read
+a file at once) and keeps the published series and its attacker for the tasks that follow: the
+attacker parses the releases it links, once per worker.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..attacks.background import BackgroundKnowledge
+from ..attacks.likelihood import LikelihoodAttacker
+from ..metrics.evaluation import PublishedOriginals, evaluate_release, original_columns
+from ..metrics.screening import ScreeningOptions, SeriesScreening
+from ..metrics.signals import SignalRule
+from ..published.series import PublishedSeries, load_series
+from ..report.collect import store_originals
+from ..store import ReleaseStore
+from .runner import dask_client
+
+__all__ = ["evaluate_store"]
+
+# per worker process: the series of the store last read, keyed by the store's path and version
+# (a worker of a long-running cluster must not measure a store that has changed since)
+_SERIES: dict[tuple, tuple[PublishedSeries, LikelihoodAttacker]] = {}
+
+
+def _store_version(store: str) -> tuple:
+    stat = os.stat(store)
+    return (os.path.realpath(store), stat.st_mtime_ns, stat.st_size)
+
+
+def _series_of(store: str) -> tuple[PublishedSeries, LikelihoodAttacker]:
+    key = _store_version(store)
+    if key not in _SERIES:
+        _SERIES.clear()  # one store at a time: a series is large
+        with ReleaseStore.open(store, read_only=True) as db:
+            series = load_series(store=db)
+        _SERIES[key] = (series, LikelihoodAttacker(series))
+    return _SERIES[key]
+
+
+def _release_task(label: str, *, store: str, rules: Sequence[SignalRule],
+                  background: BackgroundKnowledge | None, md: bool,
+                  screening: ScreeningOptions | None) -> tuple[dict, object]:
+    """One release's entry, and its period read for the screening (None without one)."""
+    series, attacker = _series_of(store)
+    with ReleaseStore.open(store, read_only=True) as db:
+        frames, _ = store_originals(db, [label], lazy=True)
+        rows = PublishedOriginals(frames, db.schema, original_columns(rules, screening))
+        entry = evaluate_release(series, label, frames[label], rows[label] if rules else None,
+                                 attacker=attacker, rules=rules, background=background, md=md)
+        read = None
+        if screening is not None:
+            reader = SeriesScreening(hierarchies=series.hierarchies, rules=rules,
+                                     options=screening)
+            read = reader.read(rows[label], series.releases[label])
+    return entry, read
+
+
+def evaluate_store(store: str | Path, periods: Sequence[str], *, rules: Sequence[SignalRule] = (),
+                   background: BackgroundKnowledge | None = None, md: bool = False,
+                   screening: ScreeningOptions | None = None, hierarchies: dict | None = None,
+                   scheduler: str | None = None, workers: int | None = None) -> dict:
+    """:func:`~medanon.metrics.evaluation.evaluate_series` of a stored series, on Dask.
+
+    Args:
+        store: The release store (a path every worker sees).
+        periods: The period labels to evaluate, in order (as the series labels them).
+        rules, background, md, screening: As for ``evaluate_series``.
+        hierarchies: The series' hierarchies (``PublishedSeries.hierarchies``, to judge strata
+            on the client); read from the store when None.
+        scheduler: Address of a running Dask scheduler; None (or ``"local"``) starts a
+            LocalCluster.
+        workers: Workers of the LocalCluster (default: the machine's cores, at most 4).
+
+    Returns:
+        The dict ``evaluate_series`` returns.
+
+    Raises:
+        ValidationError: an unreachable scheduler; as ``evaluate_series`` otherwise.
+    """
+    path = str(Path(store).resolve())
+    labels = list(periods)
+    if hierarchies is None and screening is not None:
+        hierarchies = _series_of(path)[0].hierarchies
+    screener = (SeriesScreening(hierarchies=hierarchies or {}, rules=rules, options=screening)
+                if screening is not None else None)
+    with dask_client(None if scheduler == "local" else scheduler, workers) as (client, _cluster):
+        futures = client.map(_release_task, labels, store=path, rules=list(rules),
+                             background=background, md=md, screening=screening, pure=False)
+        entries = []
+        # in period order: the screening numbers the terms in the order the periods list them
+        for label, (entry, read) in zip(labels, client.gather(futures)):
+            entries.append(entry)
+            if screener is not None:
+                screener.take(label, read)
+        result: dict = {"releases": entries}
+        if screener is not None:
+            result["screening"] = screener.result(mapper=lambda func, items: client.gather(
+                client.map(func, client.scatter(items), pure=False)))
+    return result
