@@ -101,8 +101,8 @@ def verify_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedSer
     it links to (issue 30).
 
     A release's verdict depends on its own rows and on its cases' rows in the other releases,
-    nothing else: ``linked_of(label)`` returns a series holding at least those (every release
-    and manifest, e.g. :meth:`PublishedSeries.linked` of the release's cases), and the verdict
+    nothing else: ``linked_of(label)`` returns a series holding at least those (e.g.
+    :meth:`PublishedSeries.linked` of the release's cases), and the verdict
     is the one :func:`verify_series` gives over the whole series
     (``tests/property/test_incremental_gate.py`` compares the two).
 

@@ -278,8 +278,8 @@ def attack_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedSer
     links to (issue 30).
 
     The attacks on a group read its rows and its cases' rows in the other releases, nothing
-    else: ``linked_of(label)`` returns a series holding at least those (every release and
-    manifest, e.g. :meth:`PublishedSeries.linked` of the release's cases), and the result is
+    else: ``linked_of(label)`` returns a series holding at least those (e.g.
+    :meth:`PublishedSeries.linked` of the release's cases), and the result is
     :func:`attack_series` over the whole series (``tests/property/test_incremental_gate.py``
     compares the two).
 
