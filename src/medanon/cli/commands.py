@@ -535,6 +535,22 @@ def _series(series_dir: Path | None, store: Path | None, schema_path: Path | Non
         return load_series(store=db, schema=schema)
 
 
+@contextlib.contextmanager
+def _store_series(store: Path, schema_path: Path | None):
+    """A store's published series read a release at a time (``pipeline.history.StoreSeries``),
+    the store open read-only while the block runs."""
+    from ..data.schema import Schema
+    from ..pipeline.history import StoreSeries
+    from ..published.series import load_series
+    from ..store import ReleaseStore
+
+    schema = Schema.from_toml(schema_path) if schema_path else None
+    with ReleaseStore.open(store, read_only=True) as db:
+        if not db.published_periods():
+            load_series(store=db)  # the error for a store with nothing published
+        yield StoreSeries(db, schema)
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
@@ -558,17 +574,9 @@ def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
         return
     if store is not None and series_dir is None:
         # release by release, in memory bounded by one release and what it links to
-        from ..data.schema import Schema
-        from ..pipeline.history import store_manifests, verify_store
-        from ..published.series import load_series
-        from ..store import ReleaseStore
-
-        schema = Schema.from_toml(schema_path) if schema_path else None
-        with ReleaseStore.open(store, read_only=True) as db:
-            if not db.published_periods():
-                load_series(store=db)  # the error for a store with nothing published
-            verdict = verify_store(db, periods or None, schema=schema)
-            series = store_manifests(db, schema)
+        with _store_series(store, schema_path) as reader:
+            verdict = reader.verify(periods or None)
+            series = reader.skeleton()
     else:
         series = _series(series_dir, store, schema_path)
         verdict = verify_series(series, periods or None)
@@ -633,15 +641,7 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
         return
     # the worst case over a store's releases, one release at a time (memory bounded by one
     # release and what it links to); the same result as over the whole series
-    from ..data.schema import Schema
-    from ..pipeline.history import StoreSeries
-    from ..published.series import load_series
-    from ..store import ReleaseStore
-
-    with ReleaseStore.open(store, read_only=True) as db:
-        if not db.published_periods():
-            load_series(store=db)  # the error for a store with nothing published
-        reader = StoreSeries(db, Schema.from_toml(schema_path) if schema_path else None)
+    with _store_series(store, schema_path) as reader:
         _attack(reader.skeleton(), reader, **options)
 
 

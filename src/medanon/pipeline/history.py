@@ -24,8 +24,7 @@ from ..published.series import PublishedSeries, kept_releases, qids_of_schema
 from ..store import ReleaseStore
 from ..verify import SeriesVerdict, md_whole, verify_linked
 
-__all__ = ["LinkedHistory", "StoreSeries", "store_history", "store_manifests",
-           "verify_store"]
+__all__ = ["LinkedHistory", "StoreSeries", "store_history", "verify_store"]
 
 #: what a period links to in the releases published so far: (its case ids, its label) ->
 #: the restricted series (:meth:`PublishedSeries.linked`).
@@ -61,12 +60,27 @@ class StoreSeries:
         return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
                                self.qids, self.sensitive, self.source)
 
-
     def linked_release(self, label: str) -> PublishedSeries:
         """What release ``label`` links to: every row of it and its cases' rows elsewhere
         (the series :func:`medanon.verify.verify_linked` and
         :func:`medanon.attacks.worst_case.attack_linked` read for that release)."""
         return self.linked(self.store.release_cases(label))
+
+    def verify(self, periods: Sequence[str] | None = None) -> SeriesVerdict:
+        """:func:`medanon.verify.verify_series` over the store's series, one release at a time:
+        memory bounded by one release and what it links to.
+
+        Args:
+            periods: The releases to check (default: all).
+
+        Raises:
+            ValidationError: a period is not published.
+            InputFormatError: as :func:`medanon.verify.verify_series`.
+        """
+        skeleton = self.skeleton()
+        labels = [skeleton.label(p) for p in periods] if periods else skeleton.periods
+        return verify_linked(labels, self.linked_release,
+                             observed_span=self.store.published_case_span())
 
 
 def store_history(store: ReleaseStore) -> LinkedHistory:
@@ -80,26 +94,7 @@ def store_history(store: ReleaseStore) -> LinkedHistory:
     return linked
 
 
-def store_manifests(store: ReleaseStore, schema: Schema | None = None) -> PublishedSeries:
-    """A store's series with every manifest and no rows (see ``StoreSeries.skeleton``)."""
-    return StoreSeries(store, schema).skeleton()
-
-
 def verify_store(store: ReleaseStore, periods: Sequence[str] | None = None, *,
                  schema: Schema | None = None) -> SeriesVerdict:
-    """:func:`medanon.verify.verify_series` over a store's series, one release at a time:
-    memory bounded by one release and what it links to.
-
-    Args:
-        store: An open store with published releases.
-        periods: The releases to check (default: all).
-        schema: How to read the columns (default: the store's schema).
-
-    Raises:
-        ValidationError: a period is not published.
-        InputFormatError: as :func:`medanon.verify.verify_series`.
-    """
-    series = StoreSeries(store, schema)
-    skeleton = series.skeleton()
-    labels = [skeleton.label(p) for p in periods] if periods else skeleton.periods
-    return verify_linked(labels, series.linked_release, observed_span=store.published_case_span())
+    """:meth:`StoreSeries.verify` of ``store`` read through ``schema`` (default: its own)."""
+    return StoreSeries(store, schema).verify(periods)
