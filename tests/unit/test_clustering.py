@@ -47,14 +47,15 @@ def test_ha_update_follows_002_procedure_3():
 
 
 def _random_input(n: int, seed: int, mode: str, *, k: int, theta: float, alpha: float | None,
-                  missing: bool = False):
+                  missing: bool = False, values: int | None = None, classes_first: bool = False):
+    """``values``: draw ages and weights from that many values only (large QID classes)."""
     rng = np.random.default_rng(seed)
     age, sex = mesh_age_tree(), sex_tree()
     if missing:  # missing values as their own value (common._encode_qids)
         age = with_missing_leaf(age)
-    ages = age.encode([age.values[i] for i in rng.integers(0, len(age.values), n)])
+    ages = age.encode([age.values[i] for i in rng.integers(0, values or len(age.values), n)])
     sexes = sex.encode([sex.values[i] for i in rng.integers(0, len(sex.values), n)])
-    weight = rng.integers(40, 100, n).astype(float)
+    weight = rng.integers(40, 40 + (values or 60), n).astype(float)
     sentinel = 100.0 + 2 * 60.0 if missing else None
     if missing:
         weight[rng.random(n) < 0.25] = sentinel
@@ -72,7 +73,7 @@ def _random_input(n: int, seed: int, mode: str, *, k: int, theta: float, alpha: 
                          (None, None, weight), (None, None, weight.copy()), np.array(ptr),
                          np.array(ids, dtype=np.int64), np.full(12, theta), anchor, pool,
                          rng.permutation(n), k, alpha, cls if alpha else None,
-                         ss if alpha else None)
+                         ss if alpha else None, classes_first=classes_first)
 
 
 @pytest.mark.parametrize("mode", ["ms", "ppms", "ppms++", "ha"])
@@ -84,6 +85,63 @@ def test_fast_grouping_finds_exactly_the_reference_groups(mode, seed):
     assert np.array_equal(slow.group_of, fast.group_of)
     assert slow.unplaced == fast.unplaced
     assert slow.n_groups == fast.n_groups > 0
+
+
+@pytest.mark.parametrize("mode", ["ms", "ppms", "ppms++", "ha"])
+@pytest.mark.parametrize("seed", range(6))
+def test_classes_first_fast_grouping_finds_exactly_the_reference_groups(mode, seed):
+    data = _random_input(60 + 15 * seed, seed, mode, k=2 + seed % 3, theta=(0.3, 0.5, 1.0)[seed % 3],
+                         alpha=0.5 if mode == "ha" else None, missing=seed % 2 == 1, values=2,
+                         classes_first=True)
+    slow, fast = group_reference(data), group_records(data)
+    assert fast.preformed > 0
+    assert np.array_equal(slow.group_of, fast.group_of)
+    assert slow.unplaced == fast.unplaced and slow.preformed == fast.preformed
+
+
+def _qid_rows(data, members):
+    return {tuple(None if col is None else col[r] for col in (*data.cat, *data.lo, *data.hi))
+            for r in members}
+
+
+@pytest.mark.parametrize("mode", ["ms", "ppms", "ha"])
+@pytest.mark.parametrize("seed", range(4))
+def test_preformed_groups_lose_nothing_and_meet_the_model_at_k(mode, seed):
+    k, theta, alpha = 3, 0.4, 0.5 if mode == "ha" else None
+    data = _random_input(300, seed, mode, k=k, theta=theta, alpha=alpha, values=3,
+                         classes_first=True)
+    groups, taken = clustering.preform_classes(data)
+    assert groups and taken.sum() == k * len(groups)
+    for g in groups:
+        members = g.members
+        assert len(_qid_rows(data, members)) == 1 and g.loss == 0.0     # one QID class
+        assert int(data.anchor[members].sum()) == k and data.pool[members].all()
+        counts: dict[int, int] = {}
+        for r in members:
+            for s in data.terms(r):
+                counts[s] = counts.get(s, 0) + 1
+        assert max(counts.values(), default=0) <= eta(theta, k)
+        if alpha is not None:
+            assert ha_ok(g.ha, alpha)
+    # the grouping keeps them (leftovers may join them later) and numbers them first
+    result = group_records(data)
+    assert result.preformed == len(groups)
+    for i, g in enumerate(groups):
+        assert (result.group_of[g.members] == i).all()
+
+
+def test_a_class_of_unbounded_records_is_grouped_whole_but_its_remainder():
+    # θ = 1: no term bounds a group, so a class of 2k + 1 anchors gives two groups and one
+    # record for the greedy; a class of k - 1 gives none.
+    data = _random_input(40, 0, "ms", k=4, theta=1.0, alpha=None, values=1, classes_first=True)
+    class_of, _ = clustering.qid_classes(data)
+    sizes = np.bincount(class_of)
+    groups, taken = clustering.preform_classes(data)
+    assert len(groups) == int((sizes // 4).sum())
+    assert np.array_equal(np.bincount(class_of[taken], minlength=len(sizes)), sizes // 4 * 4)
+    # the papers' greedy forms none before it starts
+    plain = dataclasses.replace(data, classes_first=False)
+    assert group_records(plain).preformed == 0
 
 
 def test_every_group_meets_its_own_bounds():

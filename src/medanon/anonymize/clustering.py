@@ -317,6 +317,7 @@ class GroupingInput:
     ss: np.ndarray | None = None
     suppress_unplaced: bool = False
     ss_cells: tuple[tuple[np.ndarray, np.ndarray, int], ...] = ()
+    classes_first: bool = False
 
     def __post_init__(self) -> None:
         ids, ptr = self.term_ids.tolist(), self.term_ptr.tolist()
@@ -358,6 +359,8 @@ class GroupingResult:
     leftovers: int = 0
     #: record -> the term ids suppressed so that it fits its group (``suppress_unplaced``).
     suppressed: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    #: groups formed inside exact QID classes before the greedy (``classes_first``).
+    preformed: int = 0
 
 
 class _Group:
@@ -376,6 +379,21 @@ class _Group:
         self.sigma: dict[int, int] = {}
         self.ha = [0, 0, 0, 0, data.k, data.k, data.k, data.k]
         self.members: list[int] = []
+
+    @classmethod
+    def of_class(cls, data: GroupingInput, members: list[int]) -> "_Group":
+        """The group of ``members``, records of identical QID values (nothing to merge),
+        added in this order while growing (``remaining`` no)."""
+        g = cls(data, members[0])
+        g.size = len(members)
+        g.anchors = int(data.anchor[members].sum())
+        for r in members:
+            for s in data.terms(r):
+                g.sigma[s] = g.sigma.get(s, 0) + 1
+            if data.alpha is not None:
+                g.ha = ha_update(g.ha, int(data.ha_class[r]), bool(data.ss[r]), False)
+        g.members = list(members)
+        return g
 
     def _merged(self, data: GroupingInput, r: int) -> tuple[list, list, list]:
         """The generalized value of g ∪ {r}: LCAs and interval hulls."""
@@ -450,6 +468,103 @@ def seed_alpha_ok(data: GroupingInput, r: int) -> bool:
                            bool(data.ss[r]), False), data.alpha)
 
 
+# ------------------------------------------------------------------------- classes first
+def qid_classes(data: GroupingInput) -> tuple[np.ndarray, np.ndarray]:
+    """(class of each record, first record of each class): records with identical QID values.
+
+    A class is what :class:`_Cells` calls a cell; a group inside one class loses nothing.
+    """
+    cols = []
+    for j, a in enumerate(data.space.attributes):
+        if a.numeric:
+            cols += [data.lo[j], data.hi[j]]
+        else:
+            cols.append(data.cat[j].astype(float))
+    keys = np.column_stack(cols) if cols else np.zeros((data.n, 1))
+    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    return inverse.ravel().astype(np.int64), first
+
+
+def preform_classes(data: GroupingInput) -> tuple[list[_Group], np.ndarray]:
+    """Zero-loss groups formed inside the exact QID classes before the greedy runs (issue 30).
+
+    Only anchors of the pool with a finite P0 (and, with α, able to seed) take part. In each
+    class, in rank order, the records some of whose terms are bounded (η_s(k) < ∞, or an
+    ss-record under α) are placed first-fit into at most ⌊members/k⌋ groups under exactly the
+    growth rule of the greedy (PR < ∞: σ_s + 1 <= floor(θ_s·k), α after the record); the other
+    records fit anywhere and fill the groups up to k. A group left short of k is undone. Every
+    group so formed has k anchors, meets θ and α like a grown group, and has loss 0.
+
+    Returns the groups and the mask of the records in them; the rest is the greedy's.
+    """
+    n, k = data.n, data.k
+    taken = np.zeros(n, dtype=bool)
+    if n < k:
+        return [], taken
+    growth_etas = data.growth_etas()
+    eligible = data.pool & data.anchor & (data.base_risk() < INF)
+    if data.alpha is not None:
+        eligible &= np.array([seed_alpha_ok(data, r) for r in range(n)], dtype=bool)
+    holder = np.repeat(np.arange(n), np.diff(data.term_ptr))
+    bounded = np.bincount(holder, weights=growth_etas[data.term_ids] < UNBOUNDED,
+                          minlength=n) > 0
+    if data.alpha is not None:
+        bounded |= data.ss.astype(bool)
+    class_of, _ = qid_classes(data)
+    members = np.flatnonzero(eligible)
+    # by class, bounded records first, each kind in rank order
+    members = members[np.lexsort((data.rank[members], ~bounded[members], class_of[members]))]
+    sizes = np.bincount(class_of[members], minlength=int(class_of.max()) + 1 if n else 0)
+    starts = np.r_[0, np.cumsum(sizes)]
+    groups: list[_Group] = []
+    eta_list = growth_etas.tolist()
+    for c in np.flatnonzero(sizes >= k).tolist():
+        rows = members[starts[c]:starts[c + 1]]
+        m = len(rows) // k
+        slots: list[list[int]] = [[] for _ in range(m)]
+        sigma: list[dict[int, int]] = [{} for _ in range(m)]
+        ha = [[0, 0, 0, 0, k, k, k, k] for _ in range(m)]
+        hard = int(bounded[rows].sum())
+        open_slots = list(range(m))  # slots not yet full, in slot order
+        for r in rows[:hard].tolist():
+            terms = data.terms(r)
+            for at, i in enumerate(open_slots):
+                sig = sigma[i]
+                if any(sig.get(s, 0) + 1 > eta_list[s] for s in terms):
+                    continue
+                if data.alpha is not None:
+                    after = ha_update(ha[i], int(data.ha_class[r]), bool(data.ss[r]), False)
+                    if not ha_ok(after, data.alpha):
+                        continue
+                    ha[i] = after
+                for s in terms:
+                    sig[s] = sig.get(s, 0) + 1
+                slots[i].append(r)
+                if len(slots[i]) == k:
+                    del open_slots[at]
+                break
+            if not open_slots:
+                break
+        free = rows[hard:].tolist()
+        used = 0
+        for i in range(m):
+            need = k - len(slots[i])
+            slots[i] += free[used:used + need]
+            used += need
+            if len(slots[i]) == k:
+                groups.append(_Group.of_class(data, slots[i]))
+                taken[slots[i]] = True
+    return groups, taken
+
+
+def _classes_first(data: GroupingInput) -> tuple[list[_Group], np.ndarray]:
+    """The groups formed before the greedy and the pool it grows from (both implementations)."""
+    if not data.classes_first:
+        return [], data.pool
+    groups, taken = preform_classes(data)
+    return groups, data.pool & ~taken
+
+
 # ----------------------------------------------------------------------------- reference version
 def group_reference(data: GroupingInput) -> GroupingResult:
     """The grouping written as plainly as possible: O(n²) Python, for tiny inputs and tests."""
@@ -457,10 +572,10 @@ def group_reference(data: GroupingInput) -> GroupingResult:
     p0 = data.base_risk()
     growth_etas = data.growth_etas()
     rank = data.rank
-    in_pool = {r for r in range(n) if data.pool[r]}
+    groups, pool = _classes_first(data)
+    in_pool = {r for r in range(n) if pool[r]}
     failed: set[int] = set()
-    groups: list[_Group] = []
-    result = GroupingResult(np.full(n, -1, dtype=np.int64), 0)
+    result = GroupingResult(np.full(n, -1, dtype=np.int64), 0, preformed=len(groups))
 
     def seedable(r: int) -> bool:
         return p0[r] < INF and r not in failed and seed_alpha_ok(data, r)
@@ -537,24 +652,17 @@ def _place_leftovers_reference(data: GroupingInput, groups: list[_Group],
 class _Cells:
     """Records with identical QID values, with per-cell queues of candidates."""
 
-    def __init__(self, data: GroupingInput, p0: np.ndarray, seedable: np.ndarray):
+    def __init__(self, data: GroupingInput, p0: np.ndarray, seedable: np.ndarray,
+                 pool: np.ndarray):
         space = data.space
-        cols = []
-        for j, a in enumerate(space.attributes):
-            if a.numeric:
-                cols += [data.lo[j], data.hi[j]]
-            else:
-                cols.append(data.cat[j].astype(float))
-        keys = np.column_stack(cols) if cols else np.zeros((data.n, 1))
-        _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-        self.cell_of = inverse.ravel().astype(np.int64)
+        self.cell_of, first = qid_classes(data)
         self.count = len(first)
         self.cat = [None if a.numeric else data.cat[j][first].astype(np.int64)
                     for j, a in enumerate(space.attributes)]
         self.lo = [data.lo[j][first] if a.numeric else None for j, a in enumerate(space.attributes)]
         self.hi = [data.hi[j][first] if a.numeric else None for j, a in enumerate(space.attributes)]
         # Growth queue: pool records by (P0, rank) within each cell.
-        pool = np.flatnonzero(data.pool)
+        pool = np.flatnonzero(pool)
         order = np.lexsort((data.rank[pool], p0[pool], self.cell_of[pool]))
         self.queue = pool[order]
         self.queue_start = np.searchsorted(self.cell_of[self.queue], np.arange(self.count + 1))
@@ -599,16 +707,16 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
     alpha_seed = (np.array([seed_alpha_ok(data, r) for r in range(n)], dtype=bool)
                   if data.alpha is not None else np.ones(n, dtype=bool))
     finite = p0 < INF
-    seedable = data.pool & finite & alpha_seed  # any record seeds, as in 001/002 (not only anchors)
-    cells = _Cells(data, p0, seedable)
-    alive = data.pool.copy()               # in the pool and not in a group
+    groups, pool = _classes_first(data)
+    seedable = pool & finite & alpha_seed  # any record seeds, as in 001/002 (not only anchors)
+    cells = _Cells(data, p0, seedable, pool)
+    alive = pool.copy()                    # in the pool and not in a group
     failed = np.zeros(n, dtype=bool)
     cell_of = cells.cell_of
     alive_count = np.bincount(cell_of[alive], minlength=cells.count)
     seed_count = np.bincount(cell_of[seedable], minlength=cells.count)
     anchors_left = int((alive & data.anchor & finite).sum())
-    result = GroupingResult(np.full(n, -1, dtype=np.int64), 0)
-    groups: list[_Group] = []
+    result = GroupingResult(np.full(n, -1, dtype=np.int64), 0, preformed=len(groups))
     queue, queue_end = cells.queue, cells.queue_start[1:]
     blocks = _CellBlocks(data.space, cells, p0, alive_cells=cell_of[alive],
                          seed_cells=cell_of[seedable])
@@ -1001,7 +1109,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             i = at[np.lexsort((cand[at], pr_lb[at], lb[at]))[0]]
             key = (float(lb[i]), float(pr_lb[i]), int(cand[i]))
             return key if best is None or key < best else best
-        return _probe_groups(data, groups, r, cand, dil, lb, best)
+        return _probe_groups(data, groups, r, cand, dil, lb, pr_lb, best)
 
     for r in leftovers.tolist():
         value = [[None if x is None else x[r] for x in arrays]
@@ -1480,31 +1588,28 @@ def _smallest(lb: np.ndarray, chunk: int) -> tuple[np.ndarray, float]:
 
 
 def _probe_groups(data: GroupingInput, groups: list[_Group], r: int, cand: np.ndarray,
-                  dil: np.ndarray, lb: np.ndarray, best: tuple | None = None) -> tuple | None:
-    """Least (ΔIL·PR, PR, group) over groups ``cand`` and ``best``, probing in order of the
-    lower bounds ``lb`` (aligned with ``cand``).
+                  dil: np.ndarray, lb: np.ndarray, pr_lb: np.ndarray,
+                  best: tuple | None = None) -> tuple | None:
+    """Least (ΔIL·PR, PR, group) over groups ``cand`` and ``best``, probing in the order of
+    (``lb``, ``pr_lb``, group), aligned with ``cand``.
 
-    Groups are probed in chunks of the smallest bounds (argpartition), widening the chunk while
-    the best exact key is not below the smallest bound left outside it.
+    PR >= ``pr_lb`` term by term (floats included: the sums run in the same order) and ΔIL >= 0,
+    so (``lb``, ``pr_lb``, group) is a lexicographic lower bound of a group's key: the first
+    group whose bound reaches the best key ends the search. Groups of equal ΔIL·PR (e.g. the
+    many zero-loss groups of one QID class) are then settled by their bound on PR instead of
+    being probed one by one (issue 30).
     """
-    lb = lb.copy()
-    chunk = 16
-    while True:
-        order, outside = _smallest(lb, chunk)
-        for i in order.tolist():
-            bound = float(lb[i])
-            if bound == INF or (best is not None and bound > best[0]):
-                break
-            gi = int(cand[i])
-            pr = groups[gi].risk(data, r, growing=False, growth_etas=None)
-            if pr < INF:
-                key = (float(dil[i]) * pr, pr, gi)
-                if best is None or key < best:
-                    best = key
-            lb[i] = INF  # probed
-        if outside == INF or (best is not None and best[0] < outside):
-            return best
-        chunk *= 4
+    live = np.flatnonzero(lb < INF)
+    for i in live[np.lexsort((cand[live], pr_lb[live], lb[live]))].tolist():
+        gi = int(cand[i])
+        if best is not None and (float(lb[i]), float(pr_lb[i]), gi) >= best:
+            break
+        pr = groups[gi].risk(data, r, growing=False, growth_etas=None)
+        if pr < INF:
+            key = (float(dil[i]) * pr, pr, gi)
+            if best is None or key < best:
+                best = key
+    return best
 
 
 __all__ = ["Attribute", "GroupingInput", "GroupingResult", "QidSpace", "delta_il", "eta",

@@ -269,9 +269,10 @@ class _PPMSDP(ClusteringMethod):
                  dp_aware_grouping: bool = False, dp_aware_epsilon: object = None,
                  label_confidence: float | None = None, label_mechanism: str = "exponential",
                  protect: Mapping[str, float] | Sequence[str] | None = None,
-                 max_withheld: float | None = None, allow_tiny_epsilon: bool = False):
+                 max_withheld: float | None = None, allow_tiny_epsilon: bool = False,
+                 grouping: str = "classes-first"):
         super().__init__(k=k, theta=theta, lifespan=lifespan, on_infeasible=on_infeasible,
-                         protect=protect, max_withheld=max_withheld)
+                         protect=protect, max_withheld=max_withheld, grouping=grouping)
         owner = type(self).__name__
         self.epsilon = to_exact(epsilon, name="epsilon", owner=owner)
         #: the acknowledgements given to the method itself (``method.acknowledged``)

@@ -375,6 +375,11 @@ def release(
         "--max-withheld", help="Largest share of a period's cases the release may withhold "
                                "(default 0.1): a release that would withhold more is refused, "
                                "naming the terms that block them.")] = None,
+    grouping: Annotated[Optional[str], typer.Option(
+        "--grouping", help="classes-first (default: zero-loss groups inside exact QID classes "
+                           "first, then the papers' greedy on the rest; faster and less loss) "
+                           "or greedy (the papers' greedy alone); recorded in the manifest.")
+    ] = None,
     epsilon: Annotated[Optional[str], typer.Option(
         help="PPMS-DP: epsilon per perturbed QID (e.g. 1 or 0.1); a case spends it once per "
              "perturbed QID in every release it appears in.")] = None,
@@ -449,7 +454,7 @@ def release(
                      per_period_commit=per_period_commit, label_confidence=dp_label_confidence,
                      max_withheld=max_withheld,
                      label_mechanism=dp_label_mechanism, protect=protect or None,
-                     allow_tiny_epsilon=allow_tiny_epsilon)
+                     allow_tiny_epsilon=allow_tiny_epsilon, grouping=grouping)
 
 
 @app.command()

@@ -112,7 +112,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
                     label_mechanism: str | None = None,
                     protect: Sequence[str] | Mapping[str, float] | None = None,
                     max_withheld: float | None = None,
-                    allow_tiny_epsilon: bool = False) -> Anonymizer:
+                    allow_tiny_epsilon: bool = False,
+                    grouping: str | None = None) -> Anonymizer:
     """A periodic anonymization method, configured.
 
     Args:
@@ -133,6 +134,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
             this probability (a function of ε and the hierarchy; post-processing).
         label_mechanism: PPMS-DP_all, strict: ``"exponential"`` (000's draw; default) or
             ``"randomized-response"`` over the chosen level's labels.
+        grouping: ``"classes-first"`` (default: zero-loss groups inside exact QID classes
+            first, then the papers' greedy) or ``"greedy"`` (the papers' greedy alone).
         allow_tiny_epsilon: PPMS-DP: accept an ``epsilon`` below
             :data:`~medanon.anonymize.ppms_dp.EPSILON_FLOOR` (0.01 per perturbed QID), where
             the noise swamps the domain; recorded in each manifest's ``method.acknowledged``.
@@ -161,7 +164,7 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
     if method == "none":
         for name, value in (("k", k), ("theta", theta), ("alpha", alpha), ("ss_rule", ss_rule),
                             ("lifespan", lifespan), ("protect", protect or None),
-                            ("max_withheld", max_withheld)):
+                            ("max_withheld", max_withheld), ("grouping", grouping)):
             if value is not None:
                 raise _refuse(name, "does not apply to method 'none', which gives no privacy "
                                     "guarantee")
@@ -175,6 +178,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
                               "max_withheld": max_withheld}
     if protect:
         kwargs["protect"] = parse_protect(protect, owner=_OWNER)
+    if grouping is not None:
+        kwargs["grouping"] = grouping
     if method != "ms":
         kwargs["lifespan"] = lifespan
     elif lifespan is not None:
