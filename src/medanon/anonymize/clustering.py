@@ -380,21 +380,6 @@ class _Group:
         self.ha = [0, 0, 0, 0, data.k, data.k, data.k, data.k]
         self.members: list[int] = []
 
-    @classmethod
-    def of_class(cls, data: GroupingInput, members: list[int]) -> "_Group":
-        """The group of ``members``, records of identical QID values (nothing to merge),
-        added in this order while growing (``remaining`` no)."""
-        g = cls(data, members[0])
-        g.size = len(members)
-        g.anchors = int(data.anchor[members].sum())
-        for r in members:
-            for s in data.terms(r):
-                g.sigma[s] = g.sigma.get(s, 0) + 1
-            if data.alpha is not None:
-                g.ha = ha_update(g.ha, int(data.ha_class[r]), bool(data.ss[r]), False)
-        g.members = list(members)
-        return g
-
     def _merged(self, data: GroupingInput, r: int) -> tuple[list, list, list]:
         """The generalized value of g ∪ {r}: LCAs and interval hulls."""
         space = data.space
@@ -470,7 +455,9 @@ def seed_alpha_ok(data: GroupingInput, r: int) -> bool:
 
 # ------------------------------------------------------------------------- classes first
 def qid_classes(data: GroupingInput) -> tuple[np.ndarray, np.ndarray]:
-    """(class of each record, first record of each class): records with identical QID values.
+    """(class of each record, first record of each class): records with identical QID values,
+    classes numbered in the lexicographic order of their values (as ``np.unique(axis=0)``
+    numbers rows, but with one lexsort: ``unique`` over rows was seconds at 450k).
 
     A class is what :class:`_Cells` calls a cell; a group inside one class loses nothing.
     """
@@ -479,13 +466,24 @@ def qid_classes(data: GroupingInput) -> tuple[np.ndarray, np.ndarray]:
         if a.numeric:
             cols += [data.lo[j], data.hi[j]]
         else:
-            cols.append(data.cat[j].astype(float))
-    keys = np.column_stack(cols) if cols else np.zeros((data.n, 1))
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-    return inverse.ravel().astype(np.int64), first
+            cols.append(data.cat[j])
+    n = data.n
+    if not cols or not n:
+        return np.zeros(n, dtype=np.int64), np.zeros(min(n, 1), dtype=np.int64)
+    order = np.lexsort(cols[::-1])
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for col in cols:
+        sorted_col = col[order]
+        change[1:] |= sorted_col[1:] != sorted_col[:-1]
+    class_sorted = np.cumsum(change) - 1
+    class_of = np.empty(n, dtype=np.int64)
+    class_of[order] = class_sorted
+    return class_of, order[change]
 
 
-def preform_classes(data: GroupingInput) -> tuple[list[_Group], np.ndarray]:
+def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None
+                    ) -> tuple[list[_Group], np.ndarray]:
     """Zero-loss groups formed inside the exact QID classes before the greedy runs (issue 30).
 
     Only anchors of the pool with a finite P0 (and, with α, able to seed) take part. In each
@@ -506,18 +504,24 @@ def preform_classes(data: GroupingInput) -> tuple[list[_Group], np.ndarray]:
     if data.alpha is not None:
         eligible &= np.array([seed_alpha_ok(data, r) for r in range(n)], dtype=bool)
     holder = np.repeat(np.arange(n), np.diff(data.term_ptr))
-    bounded = np.bincount(holder, weights=growth_etas[data.term_ids] < UNBOUNDED,
-                          minlength=n) > 0
+    is_bounded = growth_etas[data.term_ids] < UNBOUNDED
+    bounded = np.bincount(holder, weights=is_bounded, minlength=n) > 0
     if data.alpha is not None:
         bounded |= data.ss.astype(bool)
-    class_of, _ = qid_classes(data)
+    if class_of is None:
+        class_of, _ = qid_classes(data)
     members = np.flatnonzero(eligible)
     # by class, bounded records first, each kind in rank order
     members = members[np.lexsort((data.rank[members], ~bounded[members], class_of[members]))]
-    sizes = np.bincount(class_of[members], minlength=int(class_of.max()) + 1 if n else 0)
+    sizes = np.bincount(class_of[members], minlength=int(class_of.max()) + 1)
     starts = np.r_[0, np.cumsum(sizes)]
-    groups: list[_Group] = []
     eta_list = growth_etas.tolist()
+    # only bounded terms can stop a record from joining a group: the others are not tracked
+    bounded_terms: dict[int, list[int]] = {}
+    for r, s in zip(holder[is_bounded].tolist(), data.term_ids[is_bounded].tolist()):
+        bounded_terms.setdefault(r, []).append(s)
+    alpha = data.alpha
+    formed: list[list[int]] = []   # the groups' members, k each
     for c in np.flatnonzero(sizes >= k).tolist():
         rows = members[starts[c]:starts[c + 1]]
         m = len(rows) // k
@@ -527,14 +531,14 @@ def preform_classes(data: GroupingInput) -> tuple[list[_Group], np.ndarray]:
         hard = int(bounded[rows].sum())
         open_slots = list(range(m))  # slots not yet full, in slot order
         for r in rows[:hard].tolist():
-            terms = data.terms(r)
+            terms = bounded_terms.get(r, ())
             for at, i in enumerate(open_slots):
                 sig = sigma[i]
                 if any(sig.get(s, 0) + 1 > eta_list[s] for s in terms):
                     continue
-                if data.alpha is not None:
+                if alpha is not None:
                     after = ha_update(ha[i], int(data.ha_class[r]), bool(data.ss[r]), False)
-                    if not ha_ok(after, data.alpha):
+                    if not ha_ok(after, alpha):
                         continue
                     ha[i] = after
                 for s in terms:
@@ -552,16 +556,54 @@ def preform_classes(data: GroupingInput) -> tuple[list[_Group], np.ndarray]:
             slots[i] += free[used:used + need]
             used += need
             if len(slots[i]) == k:
-                groups.append(_Group.of_class(data, slots[i]))
-                taken[slots[i]] = True
-    return groups, taken
+                formed.append(slots[i])
+    if not formed:
+        return [], taken
+    flat = np.asarray(formed, dtype=np.int64)
+    taken[flat.ravel()] = True
+    return _class_groups(data, flat), taken
 
 
-def _classes_first(data: GroupingInput) -> tuple[list[_Group], np.ndarray]:
+def _class_groups(data: GroupingInput, flat: np.ndarray) -> list[_Group]:
+    """The :class:`_Group` of each row of ``flat`` (members of one QID class each): one value
+    and loss per class, σ counted for all groups at once."""
+    G, k = flat.shape
+    lengths = np.diff(data.term_ptr)[flat.ravel()]
+    group_of = np.repeat(np.repeat(np.arange(G), k), lengths)
+    starts = data.term_ptr[flat.ravel()]
+    pos = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+    pairs = group_of * len(data.theta) + data.term_ids[pos]
+    keys, counts = np.unique(pairs, return_counts=True)
+    cut = np.searchsorted(keys // max(len(data.theta), 1), np.arange(G + 1))
+    terms = (keys % max(len(data.theta), 1)).tolist()
+    counts = counts.tolist()
+    anchors = data.anchor[flat].sum(axis=1).tolist()
+    groups = []
+    template: dict[tuple, _Group] = {}
+    for gi, row in enumerate(flat.tolist()):
+        first = row[0]
+        key = tuple(None if col is None else col[first] for col in (*data.cat, *data.lo, *data.hi))
+        base = template.get(key)
+        if base is None:
+            base = template[key] = _Group(data, first)
+        g = _Group.__new__(_Group)
+        g.cat, g.lo, g.hi, g.loss = base.cat, base.lo, base.hi, base.loss
+        g.size, g.anchors, g.members = k, anchors[gi], row
+        g.sigma = dict(zip(terms[cut[gi]:cut[gi + 1]], counts[cut[gi]:cut[gi + 1]]))
+        g.ha = list(base.ha)
+        if data.alpha is not None:
+            for r in row:
+                g.ha = ha_update(g.ha, int(data.ha_class[r]), bool(data.ss[r]), False)
+        groups.append(g)
+    return groups
+
+
+def _classes_first(data: GroupingInput, class_of: np.ndarray | None = None
+                   ) -> tuple[list[_Group], np.ndarray]:
     """The groups formed before the greedy and the pool it grows from (both implementations)."""
     if not data.classes_first:
         return [], data.pool
-    groups, taken = preform_classes(data)
+    groups, taken = preform_classes(data, class_of)
     return groups, data.pool & ~taken
 
 
@@ -653,9 +695,9 @@ class _Cells:
     """Records with identical QID values, with per-cell queues of candidates."""
 
     def __init__(self, data: GroupingInput, p0: np.ndarray, seedable: np.ndarray,
-                 pool: np.ndarray):
+                 pool: np.ndarray, classes: tuple[np.ndarray, np.ndarray]):
         space = data.space
-        self.cell_of, first = qid_classes(data)
+        self.cell_of, first = classes
         self.count = len(first)
         self.cat = [None if a.numeric else data.cat[j][first].astype(np.int64)
                     for j, a in enumerate(space.attributes)]
@@ -707,9 +749,10 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
     alpha_seed = (np.array([seed_alpha_ok(data, r) for r in range(n)], dtype=bool)
                   if data.alpha is not None else np.ones(n, dtype=bool))
     finite = p0 < INF
-    groups, pool = _classes_first(data)
+    classes = qid_classes(data)
+    groups, pool = _classes_first(data, classes[0])
     seedable = pool & finite & alpha_seed  # any record seeds, as in 001/002 (not only anchors)
-    cells = _Cells(data, p0, seedable, pool)
+    cells = _Cells(data, p0, seedable, pool, classes)
     alive = pool.copy()                    # in the pool and not in a group
     failed = np.zeros(n, dtype=bool)
     cell_of = cells.cell_of
