@@ -607,6 +607,17 @@ def _classes_first(data: GroupingInput, class_of: np.ndarray | None = None
     return groups, data.pool & ~taken
 
 
+def _record_losses(data: GroupingInput) -> np.ndarray:
+    """L({r}) of every record (:func:`state_loss` of its own value, vectorized)."""
+    total = np.zeros(data.n)
+    for j, a in enumerate(data.space.attributes):
+        if a.numeric:
+            total = total + data.space.num_term(j, data.lo[j], data.hi[j])
+        else:
+            total = total + data.space.cat_term(j, data.cat[j])
+    return total
+
+
 # ----------------------------------------------------------------------------- reference version
 def group_reference(data: GroupingInput) -> GroupingResult:
     """The grouping written as plainly as possible: O(n²) Python, for tiny inputs and tests."""
@@ -1022,6 +1033,9 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
 
 #: terms whose per-group counts are kept in a dense table while leftovers are placed.
 FREQUENT_TERMS = 64
+#: cells of the dense table the leftover phase may use (int32: 64 MB): with few groups, more
+#: terms than :data:`FREQUENT_TERMS` get a column, so that fewer σ are read from dicts.
+DENSE_CELLS = 1 << 24
 
 
 class _GroupTable:
@@ -1048,11 +1062,12 @@ class _GroupTable:
         self.anchors = np.array([g.anchors for g in groups], dtype=np.int64)
         self.ha = np.array([g.ha for g in groups], dtype=np.int64).reshape(G, 8)
         self.freq = np.bincount(data.term_ids, minlength=len(data.theta))
-        top = np.argsort(-self.freq, kind="stable")[:FREQUENT_TERMS]
+        width = max(FREQUENT_TERMS, DENSE_CELLS // max(G, 1))
+        top = np.argsort(-self.freq, kind="stable")[:width]
         top = top[self.freq[top] > 0]
         self.column = np.full(len(data.theta), -1, dtype=np.int64)
         self.column[top] = np.arange(len(top))
-        self.dense = np.zeros((G, len(top)), dtype=np.int64)
+        self.dense = np.zeros((G, len(top)), dtype=np.int32)
         self.sparse: dict[int, dict[int, int]] = {}
         for gi, g in enumerate(groups):
             self._count(gi, g.sigma.items())
@@ -1088,6 +1103,62 @@ class _GroupTable:
         after = self.data.space.losses_with(*value, *self.values_of(cand))
         return delta_il(self.size[cand], self.loss[cand], after)
 
+    def _sparse_sigma(self, term: int, cand: np.ndarray) -> np.ndarray:
+        """σ_term of groups ``cand`` for a term outside the dense table, reading whichever is
+        shorter: the term's {group: count} or the candidates."""
+        held = self.sparse.get(term)
+        if not held:
+            return np.zeros(len(cand), dtype=np.int64)
+        if len(held) > len(cand):
+            return np.fromiter((held.get(g, 0) for g in cand.tolist()), dtype=np.int64,
+                               count=len(cand))
+        keys = np.fromiter(held.keys(), dtype=np.int64, count=len(held))
+        values = np.fromiter(held.values(), dtype=np.int64, count=len(held))
+        order = np.argsort(keys)
+        keys, values = keys[order], values[order]
+        at = np.minimum(np.searchsorted(keys, cand), len(keys) - 1)
+        return np.where(keys[at] == cand, values[at], 0)
+
+    def holds_any(self, terms: Sequence[int], cand: np.ndarray) -> np.ndarray:
+        """Whether each group of ``cand`` holds any of ``terms`` (σ > 0)."""
+        held = np.zeros(len(cand), dtype=bool)
+        cols = [int(self.column[s]) for s in terms if self.column[s] >= 0]
+        if cols:
+            held |= (self.dense[np.ix_(cand, cols)] > 0).any(axis=1)
+        for s in terms:
+            if self.column[s] < 0 and self.sparse.get(s):
+                groups = np.fromiter(self.sparse[s].keys(), dtype=np.int64)
+                held |= np.isin(cand, groups)
+        return held
+
+    def risks(self, r: int, cand: np.ndarray) -> np.ndarray:
+        """PR(g, r) of :meth:`_Group.risk` (leftover phase: η from anchors with r) for groups
+        ``cand`` at once; ∞ where r would break θ or α."""
+        data = self.data
+        terms = data.terms(r)
+        pr = np.ones(len(cand))
+        if terms:
+            anchors = self.anchors[cand] + int(data.anchor[r])
+            ids = np.asarray(terms, dtype=np.int64)
+            e = etas_of(data.theta[ids][None, :], anchors[:, None])
+            cols = self.column[ids]
+            dense = cols >= 0
+            c = np.empty((len(cand), len(terms)), dtype=np.int64)
+            c[:, dense] = self.dense[np.ix_(cand, cols[dense])]
+            for j in np.flatnonzero(~dense).tolist():
+                c[:, j] = self._sparse_sigma(terms[j], cand)
+            c += 1
+            fits = c <= e
+            step = np.where(fits, c / np.where(fits, e - c + 1, 1), INF)
+            # 1 + step 1 + step 2 + ... left to right, as privacy_risk adds: the same floats
+            pr = np.add.accumulate(np.column_stack([pr, step]), axis=1)[:, -1]
+        if data.alpha is not None:
+            after = (_ha_update_rows(self.ha[cand], int(data.ha_class[r])) if data.ss[r]
+                     else self.ha[cand])
+            ok = np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
+            pr[~ok] = INF
+        return pr
+
     def add(self, gi: int, r: int, *, kept: tuple[list[int], bool] | None = None) -> None:
         """Place leftover r in group gi (``kept``: see :meth:`_Group.add`)."""
         data, g = self.data, self.groups[gi]
@@ -1116,72 +1187,96 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         result.unplaced.extend(leftovers.tolist())
         return
     table = _GroupTable(data, groups)
-    column, dense = table.column, table.dense
     index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss, table)
 
     def evaluate(r: int, value: list, cand: np.ndarray, best: tuple | None) -> tuple | None:
-        """Best key over groups ``cand`` (exact), given the best key found so far."""
+        """Best key over groups ``cand`` and ``best``: PR computed exactly for every group at
+        once, as :meth:`_Group.risk` computes it (the terms summed in the same order, so the
+        floats agree), so that no group is probed one by one."""
         if not len(cand):
             return best
         dil = table.delta_il(value, cand)
-        # Lower bound of PR(g, r): exact for frequent terms, 1/η for the others (σ >= 0).
-        # (group × term) arrays, then the terms added one by one as privacy_risk adds them
-        terms = np.asarray(data.terms(r), dtype=np.int64)
-        anchors = table.anchors[cand] + int(data.anchor[r])
-        e = etas_of(data.theta[terms][None, :], anchors[:, None])
-        cols = column[terms]
-        c = np.where(cols >= 0, dense[cand][:, np.maximum(cols, 0)], 0) + 1
-        fits = c <= e
-        step = np.where(fits, c / np.where(fits, e - c + 1, 1), INF)
-        pr_lb = np.ones(len(cand))
-        for j in range(len(terms)):
-            pr_lb = pr_lb + step[:, j]
-        if data.alpha is not None and data.ss[r]:
-            after = _ha_update_rows(table.ha[cand], int(data.ha_class[r]))
-            fits = np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
-            pr_lb[~fits] = INF
-        lb = np.full(len(cand), INF)
-        ok = pr_lb < INF
-        lb[ok] = dil[ok] * pr_lb[ok]
-        if data.alpha is None and (column[data.terms(r)] >= 0).all():
-            # every term of r is in the dense table: PR is exact, summed in the same order as
-            # privacy_risk (same floats), so the least (ΔIL·PR, PR, group) needs no probe
-            at = np.flatnonzero(ok)
-            if not len(at):
-                return best
-            i = at[np.lexsort((cand[at], pr_lb[at], lb[at]))[0]]
-            key = (float(lb[i]), float(pr_lb[i]), int(cand[i]))
-            return key if best is None or key < best else best
-        return _probe_groups(data, groups, r, cand, dil, lb, pr_lb, best)
+        pr = table.risks(r, cand)
+        at = np.flatnonzero(pr < INF)
+        if not len(at):
+            return best
+        key = dil[at] * pr[at]
+        i = np.lexsort((cand[at], pr[at], key))[0]
+        found = (float(key[i]), float(pr[at[i]]), int(cand[at[i]]))
+        return found if best is None or found < best else best
+
+    # A leftover whose own value loses nothing joins, at key 0, any zero-loss group of its QID
+    # class that can take it: no other group has ΔIL 0 (a wider group, or one of another
+    # class, loses more once it holds r), so that search is the whole search (issue 30).
+    class_of, _ = qid_classes(data)
+    point = _record_losses(data) == 0.0
+    same_class: dict[int, list[int]] = {}
+    for gi in np.flatnonzero(table.loss == 0.0).tolist():
+        same_class.setdefault(int(class_of[groups[gi].members[0]]), []).append(gi)
 
     for r in leftovers.tolist():
         value = [[None if x is None else x[r] for x in arrays]
                  for arrays in (data.cat, data.lo, data.hi)]
-        bounds = index.lower_bounds(value, r)
-        order = np.argsort(bounds, kind="stable")
-        sorted_bounds = bounds[order]
-        best = evaluate(r, value, index.loose(), None)
-        done = 0
-        while done < len(order):
-            # blocks in bound order, doubling, while a block may still hold a better group
-            # (with no best yet, every block that may hold a group able to take r)
-            limit = (int(np.searchsorted(sorted_bounds, INF, side="left")) if best is None
-                     else int(np.searchsorted(sorted_bounds, best[0], side="right")))
-            if limit <= done:
-                break
-            upto = min(limit, max(2 * done, _FIRST_BLOCKS))
-            best = evaluate(r, value, index.members_of(order[done:upto]), best)
-            done = upto
+        best = None
+        if point[r] and same_class.get(int(class_of[r])):
+            best = _best_in_class(data, r, np.asarray(same_class[int(class_of[r])]), table,
+                                  lambda cand, known: evaluate(r, value, cand, known))
+        if best is None or best[0] > 0.0:
+            best = evaluate(r, value, index.loose(), best)
+            bounds = index.lower_bounds(value, r)
+            order = np.argsort(bounds, kind="stable")
+            sorted_bounds = bounds[order]
+            done = 0
+            while done < len(order):
+                # blocks in bound order, doubling, while a block may still hold a better
+                # group (with no best yet, every block that may hold a group able to take r)
+                limit = (int(np.searchsorted(sorted_bounds, INF, side="left")) if best is None
+                         else int(np.searchsorted(sorted_bounds, best[0], side="right")))
+                if limit <= done:
+                    break
+                upto = min(limit, max(2 * done, _FIRST_BLOCKS))
+                best = evaluate(r, value, index.members_of(order[done:upto]), best)
+                done = upto
         if best is None:
             result.unplaced.append(r)
             continue
         gi = best[2]
+        was_zero = table.loss[gi] == 0.0
         table.add(gi, r)
         index.changed(gi)
+        if was_zero and table.loss[gi] > 0.0:
+            same_class[int(class_of[groups[gi].members[0]])].remove(gi)
     _place_by_suppression(data, groups, result, table=table)
     for gi, g in enumerate(groups):
         result.group_of[g.members] = gi
     result.n_groups = G
+
+
+def _best_in_class(data: GroupingInput, r: int, same: np.ndarray, table: _GroupTable,
+                   evaluate) -> tuple | None:
+    """The least key (0, PR, group) over the zero-loss groups ``same`` (ascending) of r's QID
+    class, where a class can hold thousands of groups (e.g. cases lacking age and weight).
+
+    No group's PR is below the floor of r's terms alone (σ 0) in a group of the most anchors
+    among them, as η grows with the anchors; a group holding one of r's terms is above it by
+    at least 1/η >= 2^-40 (each term adds (σ+1)/(η−σ) >= 2/η instead of 1/η). So the groups
+    holding none of r's terms are read first, in chunks of ascending number, and once one
+    reaches the floor it wins every tie with the groups after it and nobody else can beat it.
+    The floor test is trusted only where float sums cannot blur a 2^-40 gap (PR < 32 over at
+    most 32 terms: each sum is off by under 32 · 2^-48); else every group is read.
+    """
+    terms = data.terms(r)
+    anchors = int(table.anchors[same].max()) + int(data.anchor[r])
+    floor = privacy_risk(terms, {}, _EtaView(data.theta, anchors))
+    if floor < 32 and len(terms) <= 32:
+        free = same[~table.holds_any(terms, same)]
+        best, start, chunk = None, 0, 64
+        while start < len(free):
+            best = evaluate(free[start:start + chunk], best)
+            if best is not None and best[1] <= floor:
+                return best
+            start, chunk = start + chunk, chunk * 4
+    return evaluate(same, None)
 
 
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
@@ -1628,31 +1723,6 @@ def _smallest(lb: np.ndarray, chunk: int) -> tuple[np.ndarray, float]:
         return np.argsort(lb, kind="stable"), INF
     part = np.argpartition(lb, chunk)
     return part[:chunk][np.argsort(lb[part[:chunk]], kind="stable")], float(lb[part[chunk]])
-
-
-def _probe_groups(data: GroupingInput, groups: list[_Group], r: int, cand: np.ndarray,
-                  dil: np.ndarray, lb: np.ndarray, pr_lb: np.ndarray,
-                  best: tuple | None = None) -> tuple | None:
-    """Least (ΔIL·PR, PR, group) over groups ``cand`` and ``best``, probing in the order of
-    (``lb``, ``pr_lb``, group), aligned with ``cand``.
-
-    PR >= ``pr_lb`` term by term (floats included: the sums run in the same order) and ΔIL >= 0,
-    so (``lb``, ``pr_lb``, group) is a lexicographic lower bound of a group's key: the first
-    group whose bound reaches the best key ends the search. Groups of equal ΔIL·PR (e.g. the
-    many zero-loss groups of one QID class) are then settled by their bound on PR instead of
-    being probed one by one (issue 30).
-    """
-    live = np.flatnonzero(lb < INF)
-    for i in live[np.lexsort((cand[live], pr_lb[live], lb[live]))].tolist():
-        gi = int(cand[i])
-        if best is not None and (float(lb[i]), float(pr_lb[i]), gi) >= best:
-            break
-        pr = groups[gi].risk(data, r, growing=False, growth_etas=None)
-        if pr < INF:
-            key = (float(dil[i]) * pr, pr, gi)
-            if best is None or key < best:
-                best = key
-    return best
 
 
 __all__ = ["Attribute", "GroupingInput", "GroupingResult", "QidSpace", "delta_il", "eta",
