@@ -1219,8 +1219,8 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                  for arrays in (data.cat, data.lo, data.hi)]
         best = None
         if point[r] and same_class.get(int(class_of[r])):
-            best = _best_in_class(data, r, np.asarray(same_class[int(class_of[r])]), table,
-                                  lambda cand, known: evaluate(r, value, cand, known))
+            best = _best_in_class(data, r, value, np.asarray(same_class[int(class_of[r])]),
+                                  table, evaluate)
         if best is None or best[0] > 0.0:
             best = evaluate(r, value, index.loose(), best)
             bounds = index.lower_bounds(value, r)
@@ -1252,8 +1252,8 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     result.n_groups = G
 
 
-def _best_in_class(data: GroupingInput, r: int, same: np.ndarray, table: _GroupTable,
-                   evaluate) -> tuple | None:
+def _best_in_class(data: GroupingInput, r: int, value: list, same: np.ndarray,
+                   table: _GroupTable, evaluate) -> tuple | None:
     """The least key (0, PR, group) over the zero-loss groups ``same`` (ascending) of r's QID
     class, where a class can hold thousands of groups (e.g. cases lacking age and weight).
 
@@ -1272,11 +1272,11 @@ def _best_in_class(data: GroupingInput, r: int, same: np.ndarray, table: _GroupT
         free = same[~table.holds_any(terms, same)]
         best, start, chunk = None, 0, 64
         while start < len(free):
-            best = evaluate(free[start:start + chunk], best)
+            best = evaluate(r, value, free[start:start + chunk], best)
             if best is not None and best[1] <= floor:
                 return best
             start, chunk = start + chunk, chunk * 4
-    return evaluate(same, None)
+    return evaluate(r, value, same, None)
 
 
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
