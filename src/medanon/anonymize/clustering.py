@@ -1140,7 +1140,10 @@ class _GroupTable:
         if terms:
             anchors = self.anchors[cand] + int(data.anchor[r])
             ids = np.asarray(terms, dtype=np.int64)
-            e = etas_of(data.theta[ids][None, :], anchors[:, None])
+            if anchors.min() == anchors.max():  # the usual case: one row of η for all
+                e = etas_of(data.theta[ids], int(anchors[0]))[None, :]
+            else:
+                e = etas_of(data.theta[ids][None, :], anchors[:, None])
             cols = self.column[ids]
             dense = cols >= 0
             c = np.empty((len(cand), len(terms)), dtype=np.int64)
@@ -1152,12 +1155,17 @@ class _GroupTable:
             step = np.where(fits, c / np.where(fits, e - c + 1, 1), INF)
             # 1 + step 1 + step 2 + ... left to right, as privacy_risk adds: the same floats
             pr = np.add.accumulate(np.column_stack([pr, step]), axis=1)[:, -1]
-        if data.alpha is not None:
-            after = (_ha_update_rows(self.ha[cand], int(data.ha_class[r])) if data.ss[r]
-                     else self.ha[cand])
-            ok = np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
-            pr[~ok] = INF
+        pr[~self.alpha_ok(r, cand)] = INF
         return pr
+
+    def alpha_ok(self, r: int, cand: np.ndarray) -> np.ndarray:
+        """Whether each group of ``cand`` still meets α with leftover r (all, without α)."""
+        data = self.data
+        if data.alpha is None:
+            return np.ones(len(cand), dtype=bool)
+        after = (_ha_update_rows(self.ha[cand], int(data.ha_class[r])) if data.ss[r]
+                 else self.ha[cand])
+        return np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
 
     def add(self, gi: int, r: int, *, kept: tuple[list[int], bool] | None = None) -> None:
         """Place leftover r in group gi (``kept``: see :meth:`_Group.add`)."""
@@ -1219,8 +1227,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                  for arrays in (data.cat, data.lo, data.hi)]
         best = None
         if point[r] and same_class.get(int(class_of[r])):
-            best = _best_in_class(data, r, value, np.asarray(same_class[int(class_of[r])]),
-                                  table, evaluate)
+            best = _best_in_class(data, r, np.asarray(same_class[int(class_of[r])]), table)
         if best is None or best[0] > 0.0:
             best = evaluate(r, value, index.loose(), best)
             bounds = index.lower_bounds(value, r)
@@ -1252,31 +1259,39 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     result.n_groups = G
 
 
-def _best_in_class(data: GroupingInput, r: int, value: list, same: np.ndarray,
-                   table: _GroupTable, evaluate) -> tuple | None:
-    """The least key (0, PR, group) over the zero-loss groups ``same`` (ascending) of r's QID
-    class, where a class can hold thousands of groups (e.g. cases lacking age and weight).
+def _best_in_class(data: GroupingInput, r: int, same: np.ndarray,
+                   table: _GroupTable) -> tuple | None:
+    """The least key (0, PR, group) over the zero-loss groups ``same`` of r's QID class, where
+    a class can hold thousands of groups (e.g. cases lacking age and weight).
 
-    No group's PR is below the floor of r's terms alone (σ 0) in a group of the most anchors
-    among them, as η grows with the anchors; a group holding one of r's terms is above it by
-    at least 1/η >= 2^-40 (each term adds (σ+1)/(η−σ) >= 2/η instead of 1/η). So the groups
-    holding none of r's terms are read first, in chunks of ascending number, and once one
-    reaches the floor it wins every tie with the groups after it and nobody else can beat it.
-    The floor test is trusted only where float sums cannot blur a 2^-40 gap (PR < 32 over at
-    most 32 terms: each sum is off by under 32 · 2^-48); else every group is read.
+    A group holding none of r's terms has PR = the floor of r's terms alone (σ 0) at its
+    anchors, read from a table of its few distinct anchor counts; a group holding one of them
+    is above its floor by at least 2^-40 (the term adds (σ+1)/(η−σ) >= 2/η instead of 1/η, and
+    η <= 2^40). So the best group holding none of r's terms is the answer when its PR is at
+    most every other group's floor; the test is trusted only where float sums cannot blur the
+    2^-40 gap (PR < 32 over at most 32 terms: each sum is off by under 32 · 2^-48). Otherwise,
+    and when no such group can take r, the PR of every group is computed (their ΔIL is 0).
     """
     terms = data.terms(r)
-    anchors = int(table.anchors[same].max()) + int(data.anchor[r])
-    floor = privacy_risk(terms, {}, _EtaView(data.theta, anchors))
-    if floor < 32 and len(terms) <= 32:
-        free = same[~table.holds_any(terms, same)]
-        best, start, chunk = None, 0, 64
-        while start < len(free):
-            best = evaluate(r, value, free[start:start + chunk], best)
-            if best is not None and best[1] <= floor:
-                return best
-            start, chunk = start + chunk, chunk * 4
-    return evaluate(r, value, same, None)
+    if len(terms) <= 32:
+        anchors = table.anchors[same] + int(data.anchor[r])
+        distinct, at = np.unique(anchors, return_inverse=True)
+        floors = np.array([privacy_risk(terms, {}, _EtaView(data.theta, int(a)))
+                           for a in distinct.tolist()])[at.ravel()]
+        holds = table.holds_any(terms, same)
+        free = np.flatnonzero(~holds & (floors < INF) & table.alpha_ok(r, same))
+        if len(free):
+            i = free[np.lexsort((same[free], floors[free]))[0]]
+            pr = float(floors[i])
+            if pr < 32 and (not holds.any() or pr <= floors[holds].min()):
+                return (0.0, pr, int(same[i]))
+    # ΔIL is 0 for every group of the class: their PR alone orders them
+    pr = table.risks(r, same)
+    ok = np.flatnonzero(pr < INF)
+    if not len(ok):
+        return None
+    i = ok[np.lexsort((same[ok], pr[ok]))[0]]
+    return (0.0, float(pr[i]), int(same[i]))
 
 
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
