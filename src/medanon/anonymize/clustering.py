@@ -35,10 +35,11 @@ but reproducibly. :func:`group_reference` is the slow, obviously-correct transcr
   hold a better key. The farthest seed is found the same way with upper bounds of the distance.
   Each step then touches the few blocks near the group instead of every cell or group, which
   keeps the grouping near-linear in the number of records (``benchmarks/bench_faers_scale.py``);
-* when leftovers are placed, the PR of the most frequent terms is computed exactly for every
-  candidate group at once (a dense count table), the others are bounded by 1/η, so the bound is
-  exact unless a rare term is shared; when every term of the record is frequent (and there
-  is no α) the key is exact and taken without a probe;
+* when leftovers are placed, PR is computed exactly for every candidate group at once (a dense
+  count table of the frequent terms, {group: count} of the others), so no group is probed one
+  by one; a leftover whose own value loses nothing first looks among the zero-loss groups of
+  its QID class (ΔIL 0, the least key any group can give), ranked by PR alone
+  (:func:`_best_in_class`), and searches the blocks only when none of them can take it;
 * while a group grows, a probe of a record that holds a term the group already blocks
   (σ_s + 1 > η_s, known from a bit mask of the most frequent terms) or whose (class, ss) breaks
   α is counted with PR ∞ without evaluating it: at a small θ most probes are such (issue 30);
@@ -46,6 +47,12 @@ but reproducibly. :func:`group_reference` is the slow, obviously-correct transcr
   group at once (:func:`_fit_by_suppression_fast`, on the leftover phase's :class:`_GroupTable`)
   instead of one group after the other: the same keys, floats and choice (issue 30: at θ = 0.2
   the group-by-group loop made HA quadratic).
+
+Classes first (``GroupingInput.classes_first``, the methods' default ``grouping``; issue 30):
+before the greedy, :func:`preform_classes` cuts each exact QID class into zero-loss groups of k
+anchors under the greedy's own growth rule, and the greedy runs on the rest. This changes which
+records share a group (on purpose: less loss, and the greedy's per-record cost is paid for the
+residue only); ``group_reference`` does the same, so both implementations still agree.
 
 Deviations from the papers (all documented in ``docs/algorithms/``):
 

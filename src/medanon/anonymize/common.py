@@ -50,8 +50,8 @@ ON_INFEASIBLE = ("refuse", "raise-theta", "suppress-terms")
 #: default largest share of a period's cases a release may withhold (``max_withheld``)
 MAX_WITHHELD = 0.1
 #: how groups are formed (``clustering.py``): ``classes-first`` forms zero-loss groups inside
-#: the exact QID classes, then runs the papers' greedy on the rest (issue 30: 4-5x faster on
-#: FAERS-size quarters, and less loss); ``greedy`` runs the papers' greedy on every record.
+#: the exact QID classes, then runs the papers' greedy on the rest (issue 30: several times
+#: faster on FAERS-size quarters, and less loss); ``greedy`` runs the papers' greedy alone.
 GROUPINGS = ("classes-first", "greedy")
 
 
@@ -110,8 +110,10 @@ class ClusteringMethod(Anonymizer):
             :data:`MAX_WITHHELD`): a release that would withhold more is refused, naming the
             terms that block the cases and the θ or k that would place them. A release that
             publishes almost nothing is no success, though every group in it meets the model.
-        grouping: ``"classes-first"`` (default) or ``"greedy"`` (see :data:`GROUPINGS`); both
-            meet the same model, they differ in which records share a group.
+        grouping: ``"classes-first"`` or ``"greedy"`` (see :data:`GROUPINGS`); both meet the
+            same model, they differ in which records share a group. Default: the method's
+            :attr:`default_grouping` (classes-first for PPMS++ and HA, the methods to publish
+            with; the papers' greedy for the baselines MS, PPMS, PPMS+ and for PPMS-DP).
     """
 
     periodic: ClassVar[bool] = True
@@ -124,11 +126,13 @@ class ClusteringMethod(Anonymizer):
     #: not withhold them keeps them with their blocking terms suppressed instead, unless
     #: ``on_infeasible`` is ``refuse``.
     may_withhold: ClassVar[bool] = True
+    #: the grouping when none is given: baselines run as their papers describe them.
+    default_grouping: ClassVar[str] = "greedy"
 
     def __init__(self, *, k: int, theta: float | str | ThetaSpec, lifespan: int | None = None,
                  on_infeasible: str = "refuse",
                  protect: Mapping[str, float] | Sequence[str] | None = None,
-                 max_withheld: float | None = None, grouping: str = "classes-first"):
+                 max_withheld: float | None = None, grouping: str | None = None):
         owner = type(self).__name__
         self.k = check_int(k, name="k", owner=owner, minimum=2)
         if isinstance(theta, ThetaSpec):
@@ -147,7 +151,8 @@ class ClusteringMethod(Anonymizer):
                                           choices=ON_INFEASIBLE)
         self.max_withheld = MAX_WITHHELD if max_withheld is None else check_fraction(
             max_withheld, name="max_withheld", owner=owner, low_open=False)
-        self.grouping = check_choice(grouping, name="grouping", owner=owner, choices=GROUPINGS)
+        self.grouping = check_choice(self.default_grouping if grouping is None else grouping,
+                                     name="grouping", owner=owner, choices=GROUPINGS)
 
     def parameters(self) -> dict[str, object]:
         return {"k": self.k, "theta": self.theta.describe(), "lifespan": self.lifespan,

@@ -69,6 +69,7 @@ class HA(ClusteringMethod):
     """
 
     name = "ha"
+    default_grouping = "classes-first"
     privacy_model = HA_MODEL
     cover = "earliest"
     needs_next_period = True

@@ -54,3 +54,4 @@ class PPMSPlusPlus(ClusteringMethod):
     privacy_model = PPMS_MODEL
     cover = "earliest"
     new_cases_first = True
+    default_grouping = "classes-first"

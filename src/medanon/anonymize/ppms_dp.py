@@ -270,7 +270,7 @@ class _PPMSDP(ClusteringMethod):
                  label_confidence: float | None = None, label_mechanism: str = "exponential",
                  protect: Mapping[str, float] | Sequence[str] | None = None,
                  max_withheld: float | None = None, allow_tiny_epsilon: bool = False,
-                 grouping: str = "classes-first"):
+                 grouping: str | None = None):
         super().__init__(k=k, theta=theta, lifespan=lifespan, on_infeasible=on_infeasible,
                          protect=protect, max_withheld=max_withheld, grouping=grouping)
         owner = type(self).__name__

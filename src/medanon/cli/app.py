@@ -376,9 +376,10 @@ def release(
                                "(default 0.1): a release that would withhold more is refused, "
                                "naming the terms that block them.")] = None,
     grouping: Annotated[Optional[str], typer.Option(
-        "--grouping", help="classes-first (default: zero-loss groups inside exact QID classes "
-                           "first, then the papers' greedy on the rest; faster and less loss) "
-                           "or greedy (the papers' greedy alone); recorded in the manifest.")
+        "--grouping", help="classes-first (zero-loss groups inside exact QID classes first, "
+                           "then the papers' greedy on the rest: faster, less loss; default of "
+                           "ppms++ and ha) or greedy (the papers' greedy alone; default of the "
+                           "baselines ms, ppms, ppms+ and of ppms-dp); recorded in the manifest.")
     ] = None,
     epsilon: Annotated[Optional[str], typer.Option(
         help="PPMS-DP: epsilon per perturbed QID (e.g. 1 or 0.1); a case spends it once per "

@@ -134,8 +134,9 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
             this probability (a function of ε and the hierarchy; post-processing).
         label_mechanism: PPMS-DP_all, strict: ``"exponential"`` (000's draw; default) or
             ``"randomized-response"`` over the chosen level's labels.
-        grouping: ``"classes-first"`` (default: zero-loss groups inside exact QID classes
-            first, then the papers' greedy) or ``"greedy"`` (the papers' greedy alone).
+        grouping: ``"classes-first"`` (zero-loss groups inside exact QID classes first, then
+            the papers' greedy; default of ppms++ and ha) or ``"greedy"`` (the papers' greedy
+            alone; default of the baselines and of PPMS-DP).
         allow_tiny_epsilon: PPMS-DP: accept an ``epsilon`` below
             :data:`~medanon.anonymize.ppms_dp.EPSILON_FLOOR` (0.01 per perturbed QID), where
             the noise swamps the domain; recorded in each manifest's ``method.acknowledged``.
