@@ -1076,8 +1076,20 @@ class _GroupTable:
         self.column[top] = np.arange(len(top))
         self.dense = np.zeros((G, len(top)), dtype=np.int32)
         self.sparse: dict[int, dict[int, int]] = {}
-        for gi, g in enumerate(groups):
-            self._count(gi, g.sigma.items())
+        # σ of every group from its members' terms at once (before the leftover phase a
+        # group's σ counts exactly its members' terms: no term of theirs is suppressed yet)
+        members = np.fromiter((r for g in groups for r in g.members), dtype=np.int64)
+        owner = np.repeat(np.arange(G), [g.size for g in groups])
+        lengths = np.diff(data.term_ptr)[members]
+        pos = (np.repeat(data.term_ptr[members] - np.cumsum(lengths) + lengths, lengths)
+               + np.arange(int(lengths.sum())))
+        term, holder = data.term_ids[pos], np.repeat(owner, lengths)
+        col = self.column[term]
+        np.add.at(self.dense, (holder[col >= 0], col[col >= 0]), 1)
+        rare = col < 0
+        keys, counts = np.unique(term[rare] * max(G, 1) + holder[rare], return_counts=True)
+        for key, count in zip(keys.tolist(), counts.tolist()):
+            self.sparse.setdefault(key // G, {})[key % G] = count
 
     def _count(self, gi: int, counts) -> None:
         for term, count in counts:
