@@ -1150,9 +1150,21 @@ class _GroupTable:
                 held |= np.isin(cand, groups)
         return held
 
-    def risks(self, r: int, cand: np.ndarray) -> np.ndarray:
+    def sigmas(self, terms: Sequence[int], cand: np.ndarray) -> np.ndarray:
+        """σ_s(g) for groups ``cand`` (rows) and ``terms`` (columns)."""
+        ids = np.asarray(terms, dtype=np.int64)
+        cols = self.column[ids]
+        dense = cols >= 0
+        c = np.empty((len(cand), len(terms)), dtype=np.int64)
+        c[:, dense] = self.dense[np.ix_(cand, cols[dense])]
+        for j in np.flatnonzero(~dense).tolist():
+            c[:, j] = self._sparse_sigma(terms[j], cand)
+        return c
+
+    def risks(self, r: int, cand: np.ndarray, sigma: np.ndarray | None = None) -> np.ndarray:
         """PR(g, r) of :meth:`_Group.risk` (leftover phase: η from anchors with r) for groups
-        ``cand`` at once; ∞ where r would break θ or α."""
+        ``cand`` at once; ∞ where r would break θ or α. ``sigma``: their :meth:`sigmas` of
+        r's terms, when known."""
         data = self.data
         terms = data.terms(r)
         pr = np.ones(len(cand))
@@ -1163,13 +1175,7 @@ class _GroupTable:
                 e = etas_of(data.theta[ids], int(anchors[0]))[None, :]
             else:
                 e = etas_of(data.theta[ids][None, :], anchors[:, None])
-            cols = self.column[ids]
-            dense = cols >= 0
-            c = np.empty((len(cand), len(terms)), dtype=np.int64)
-            c[:, dense] = self.dense[np.ix_(cand, cols[dense])]
-            for j in np.flatnonzero(~dense).tolist():
-                c[:, j] = self._sparse_sigma(terms[j], cand)
-            c += 1
+            c = (self.sigmas(terms, cand) if sigma is None else sigma) + 1
             fits = c <= e
             step = np.where(fits, c / np.where(fits, e - c + 1, 1), INF)
             # 1 + step 1 + step 2 + ... left to right, as privacy_risk adds: the same floats
@@ -1304,13 +1310,25 @@ def _best_in_class(data: GroupingInput, r: int, same: np.ndarray,
             pr = float(floors[i])
             if pr < 32 and (not holds.any() or pr <= floors[holds].min()):
                 return (0.0, pr, int(same[i]))
-    # ΔIL is 0 for every group of the class: their PR alone orders them
-    pr = table.risks(r, same)
+    # ΔIL is 0 for every group of the class: their PR alone orders them. Without α and with
+    # one anchor count, PR depends on the row of σ of r's terms only, so it is computed once
+    # per distinct row (a big class repeats a few rows thousands of times); the first group of
+    # each row is its lowest-numbered (``same`` ascends), which wins that row's ties.
+    sigma = table.sigmas(terms, same)
+    rows_of = None
+    if (data.alpha is None and terms and len(terms) * 8 <= 62 and sigma.max() < 255
+            and table.anchors[same].min() == table.anchors[same].max()):
+        packed = np.zeros(len(same), dtype=np.int64)
+        for j in range(len(terms)):
+            packed |= sigma[:, j] << (8 * j)
+        _, rows_of = np.unique(packed, return_index=True)
+    at = np.arange(len(same)) if rows_of is None else rows_of
+    pr = table.risks(r, same[at], sigma[at])
     ok = np.flatnonzero(pr < INF)
     if not len(ok):
         return None
-    i = ok[np.lexsort((same[ok], pr[ok]))[0]]
-    return (0.0, float(pr[i]), int(same[i]))
+    k = ok[np.lexsort((same[at[ok]], pr[ok]))[0]]
+    return (0.0, float(pr[k]), int(same[at[k]]))
 
 
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
