@@ -752,8 +752,9 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         # strings, only the columns the evaluation reads
         from ..metrics.evaluation import PublishedOriginals, original_columns
 
-        frames, _ = store_originals(db, labels, lazy=True)
-        rows = PublishedOriginals(frames, db.schema, original_columns(signal_rules, options))
+        columns = original_columns(signal_rules, options)
+        frames, _ = store_originals(db, labels, lazy=True, columns=columns)
+        rows = PublishedOriginals(frames, db.schema, columns)
         with progress_bar("evaluating", None):
             result = evaluate_series(series, frames, rows, rules=signal_rules,
                                      background=knowledge, md=md, periods=labels,

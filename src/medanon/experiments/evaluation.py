@@ -58,8 +58,9 @@ def _release_task(label: str, *, store: str, rules: Sequence[SignalRule],
     """One release's entry, and its period read for the screening (None without one)."""
     series, attacker = _series_of(store)
     with ReleaseStore.open(store, read_only=True) as db:
-        frames, _ = store_originals(db, [label], lazy=True)
-        rows = PublishedOriginals(frames, db.schema, original_columns(rules, screening))
+        columns = original_columns(rules, screening)
+        frames, _ = store_originals(db, [label], lazy=True, columns=columns)
+        rows = PublishedOriginals(frames, db.schema, columns)
         entry = evaluate_release(series, label, frames[label], rows[label] if rules else None,
                                  attacker=attacker, rules=rules, background=background, md=md)
         read = None
