@@ -523,6 +523,31 @@ class ReleaseStore:
         return {label: (by_period[label][columns].reset_index(drop=True) if label in by_period
                         else empty) for label in self.published_periods()}
 
+    def release_columns(self) -> list[str]:
+        """The columns of every published release (:meth:`release_rows`), in order."""
+        return _release_columns(self.schema)
+
+    def release_case_rows(self, period: str) -> dict[str, pd.DataFrame]:
+        """Every published row of the cases the release of ``period`` holds, per published
+        period (oldest first; a period with none gives an empty frame): the release itself and
+        its cases' rows in the others.
+
+        What the attacks on that release's groups read (:func:`medanon.attacks.worst_case.
+        attack_linked`): :meth:`linked_rows` of its cases without the rows of the other cases
+        in their groups, which only the gate's check of those other releases reads.
+        """
+        self._require_published(period)
+        columns = _release_columns(self.schema)
+        frame = self._con.execute("""
+            SELECT r.* FROM release_rows r
+            WHERE r.case_id IN (SELECT case_id FROM release_rows WHERE period = ?)
+            ORDER BY r.period, r.row_no""", [period]).df()
+        frame = frame.astype(object).where(frame.notna(), "")
+        by_period = dict(iter(frame.groupby("period", sort=False))) if len(frame) else {}
+        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+        return {label: (by_period[label][columns].reset_index(drop=True) if label in by_period
+                        else empty) for label in self.published_periods()}
+
     def manifests(self) -> dict[str, dict]:
         """Every published manifest, oldest first (one query)."""
         return {p: json.loads(m) for p, m in self._con.execute(
