@@ -719,46 +719,47 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
              strata: list[str] | None = None, drug_columns: list[str] | None = None,
              scheduler: str | None = None, workers: int | None = None) -> None:
     from ..attacks import read_background
-    from ..metrics.evaluation import evaluate_series
+    from ..metrics.evaluation import evaluate_linked
     from ..metrics.screening import screening_for
     from ..metrics.signals import read_rules
-    from ..published.series import load_series, published_columns
     from ..report.collect import store_originals
-    from ..store import ReleaseStore
 
     signal_rules = read_rules(rules) if rules else []
     knowledge = read_background(background) if background else None
     if workers is not None:
         check_int(workers, name="workers", owner="evaluate", minimum=1)
-    with ReleaseStore.open(store, read_only=True) as db:
-        series = load_series(store=db)
+    with _store_series(store, None) as reader:
+        db = reader.store
+        # the manifests and no rows: each release is read when it is measured, with what it
+        # links to (StoreSeries.release_with_cases), and let go before the next
+        skeleton = reader.skeleton()
         if knowledge is not None:
-            knowledge.check(series.qids)
-        labels = [series.label(p) for p in periods] if periods else series.periods
-        options = (screening_for(published_columns(series), strata=strata or [],
+            knowledge.check(skeleton.qids)
+        labels = [skeleton.label(p) for p in periods] if periods else skeleton.periods
+        options = (screening_for(set(db.release_columns()), strata=strata or [],
                                  drug_columns=drug_columns or []) if screening else None)
         if scheduler is not None or workers is not None:
             # on Dask: each worker reads the store itself (read-only, alongside this reader)
             from ..experiments.evaluation import evaluate_store
 
-            hierarchies = series.hierarchies
-            del series  # the workers hold it
             with progress_bar("evaluating", None):
                 result = evaluate_store(store, labels, rules=signal_rules, background=knowledge,
-                                        md=md, screening=options, hierarchies=hierarchies,
-                                        scheduler=scheduler, workers=workers)
+                                        md=md, screening=options,
+                                        hierarchies=skeleton.hierarchies, scheduler=scheduler,
+                                        workers=workers)
             _print_evaluation(result, store, as_json)
             return
         # one period's original records at a time, read while the store is open; as published
         # strings, only the columns the evaluation reads
         from ..metrics.evaluation import PublishedOriginals, original_columns
 
-        frames, _ = store_originals(db, labels, lazy=True)
-        rows = PublishedOriginals(frames, db.schema, original_columns(signal_rules, options))
+        columns = original_columns(signal_rules, options)
+        frames, _ = store_originals(db, labels, lazy=True, columns=columns)
+        rows = PublishedOriginals(frames, db.schema, columns)
         with progress_bar("evaluating", None):
-            result = evaluate_series(series, frames, rows, rules=signal_rules,
-                                     background=knowledge, md=md, periods=labels,
-                                     screening=options)
+            result = evaluate_linked(labels, reader.release_with_cases, frames, rows,
+                                     hierarchies=skeleton.hierarchies, rules=signal_rules,
+                                     background=knowledge, md=md, screening=options)
     _print_evaluation(result, store, as_json)
 
 

@@ -10,58 +10,40 @@ workers screen the scopes' distinct pair tables. The result is the one ``evaluat
 every number comes from the same functions on the same inputs.
 
 Each worker reads the store (a path every worker sees; DuckDB lets any number of processes read
-a file at once) and keeps the published series and its attacker for the tasks that follow: the
-attacker parses the releases it links, once per worker.
+a file at once): for each task, the release and its cases' rows in the other releases
+(:meth:`~medanon.pipeline.history.StoreSeries.release_with_cases`), what
+:func:`~medanon.metrics.evaluation.evaluate_linked` measures a release on in one process; a
+worker holds one release and what it links to at a time, not the series.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..attacks.background import BackgroundKnowledge
-from ..attacks.likelihood import LikelihoodAttacker
 from ..metrics.evaluation import PublishedOriginals, evaluate_release, original_columns
 from ..metrics.screening import ScreeningOptions, SeriesScreening
 from ..metrics.signals import SignalRule
-from ..published.series import PublishedSeries, load_series
+from ..pipeline.history import StoreSeries
 from ..report.collect import store_originals
 from ..store import ReleaseStore
 from .runner import dask_client
 
 __all__ = ["evaluate_store"]
 
-# per worker process: the series of the store last read, keyed by the store's path and version
-# (a worker of a long-running cluster must not measure a store that has changed since)
-_SERIES: dict[tuple, tuple[PublishedSeries, LikelihoodAttacker]] = {}
-
-
-def _store_version(store: str) -> tuple:
-    stat = os.stat(store)
-    return (os.path.realpath(store), stat.st_mtime_ns, stat.st_size)
-
-
-def _series_of(store: str) -> tuple[PublishedSeries, LikelihoodAttacker]:
-    key = _store_version(store)
-    if key not in _SERIES:
-        _SERIES.clear()  # one store at a time: a series is large
-        with ReleaseStore.open(store, read_only=True) as db:
-            series = load_series(store=db)
-        _SERIES[key] = (series, LikelihoodAttacker(series))
-    return _SERIES[key]
-
 
 def _release_task(label: str, *, store: str, rules: Sequence[SignalRule],
                   background: BackgroundKnowledge | None, md: bool,
                   screening: ScreeningOptions | None) -> tuple[dict, object]:
     """One release's entry, and its period read for the screening (None without one)."""
-    series, attacker = _series_of(store)
     with ReleaseStore.open(store, read_only=True) as db:
-        frames, _ = store_originals(db, [label], lazy=True)
-        rows = PublishedOriginals(frames, db.schema, original_columns(rules, screening))
+        series = StoreSeries(db).release_with_cases(label)
+        columns = original_columns(rules, screening)
+        frames, _ = store_originals(db, [label], lazy=True, columns=columns)
+        rows = PublishedOriginals(frames, db.schema, columns)
         entry = evaluate_release(series, label, frames[label], rows[label] if rules else None,
-                                 attacker=attacker, rules=rules, background=background, md=md)
+                                 rules=rules, background=background, md=md)
         read = None
         if screening is not None:
             reader = SeriesScreening(hierarchies=series.hierarchies, rules=rules,
@@ -95,7 +77,8 @@ def evaluate_store(store: str | Path, periods: Sequence[str], *, rules: Sequence
     path = str(Path(store).resolve())
     labels = list(periods)
     if hierarchies is None and screening is not None:
-        hierarchies = _series_of(path)[0].hierarchies
+        with ReleaseStore.open(path, read_only=True) as db:
+            hierarchies = StoreSeries(db).skeleton().hierarchies
     screener = (SeriesScreening(hierarchies=hierarchies or {}, rules=rules, options=screening)
                 if screening is not None else None)
     with dask_client(None if scheduler == "local" else scheduler, workers) as (client, _cluster):

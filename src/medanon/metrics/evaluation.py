@@ -28,7 +28,7 @@ variant is also attacked by the likelihood-weighted attacker of
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import pandas as pd
 
@@ -37,6 +37,7 @@ from ..attacks.likelihood import LikelihoodAttacker
 from ..attacks.worst_case import attack_series
 from ..data.schema import Schema
 from ..errors import ValidationError
+from ..hierarchies import Taxonomy
 from ..published.format import original_as_published
 from ..published.series import PublishedSeries
 from .disclosure import linkage_risk
@@ -44,7 +45,8 @@ from .information_loss import information_loss_star, normalized_information_loss
 from .screening import ScreeningOptions, SeriesScreening
 from .signals import SignalRule, compare_signals
 
-__all__ = ["PublishedOriginals", "evaluate_release", "evaluate_series", "original_columns"]
+__all__ = ["PublishedOriginals", "evaluate_linked", "evaluate_release", "evaluate_series",
+           "original_columns"]
 
 
 def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFrame],
@@ -73,24 +75,72 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
             the result's ``"screening"``. None skips it.
     """
     labels = [series.label(p) for p in periods] if periods else series.periods
-    # every release is parsed once, for all the measures below
-    attacker = LikelihoodAttacker(series)
+
+    def releases() -> Iterator[tuple[str, PublishedSeries, LikelihoodAttacker]]:
+        # every release is parsed once, for all the measures below; the attacker keeps every
+        # release parsed, and goes with this generator before the scopes are screened
+        attacker = LikelihoodAttacker(series)
+        for label in labels:
+            yield label, series, attacker
+
+    return _evaluate(releases(), originals, original_rows, hierarchies=series.hierarchies,
+                     rules=rules, background=background, md=md, screening=screening)
+
+
+def evaluate_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedSeries],
+                    originals: Mapping[str, pd.DataFrame],
+                    original_rows: Mapping[str, pd.DataFrame], *,
+                    hierarchies: Mapping[str, Taxonomy], rules: Sequence[SignalRule] = (),
+                    background: BackgroundKnowledge | None = None, md: bool = False,
+                    screening: ScreeningOptions | None = None) -> dict:
+    """:func:`evaluate_series` one release at a time, in memory bounded by one release and what
+    it links to (issue 30): what ``medanon evaluate`` runs on a store.
+
+    Each measure of a release reads that release's rows and its cases' rows in the other
+    releases, nothing else (the attacks and RR/AR_rev link records by CaseID:
+    :func:`medanon.attacks.worst_case.attack_linked`; NIL, IL*, the signals and the screening
+    read the release alone). ``linked_of(label)`` returns a series holding at least those
+    (:meth:`medanon.pipeline.history.StoreSeries.release_with_cases`), and the result is
+    :func:`evaluate_series`'s over the whole series.
+
+    Args:
+        labels: The releases to evaluate, in order (canonical period labels).
+        linked_of: What each release links to.
+        originals, original_rows, rules, background, md, screening: As for
+            :func:`evaluate_series`.
+        hierarchies: The series' hierarchies (``PublishedSeries.hierarchies``), to judge the
+            screening's strata.
+    """
+    releases = ((label, linked_of(label), None) for label in labels)
+    return _evaluate(releases, originals, original_rows, hierarchies=hierarchies, rules=rules,
+                     background=background, md=md, screening=screening)
+
+
+def _evaluate(releases: Iterable[tuple[str, PublishedSeries, LikelihoodAttacker | None]],
+              originals: Mapping[str, pd.DataFrame], original_rows: Mapping[str, pd.DataFrame],
+              *, hierarchies: Mapping[str, Taxonomy], rules: Sequence[SignalRule],
+              background: BackgroundKnowledge | None, md: bool,
+              screening: ScreeningOptions | None) -> dict:
+    """The loop of :func:`evaluate_series` and :func:`evaluate_linked`: ``releases`` yields
+    each label with the series to measure it on and the attacker to share (None: one per
+    release)."""
     out = []
     # the screening reads each release once into term codes and classes (nothing else of the
     # rows is kept) and screens every scope at the end
-    screener = (SeriesScreening(hierarchies=series.hierarchies, rules=rules, options=screening)
+    screener = (SeriesScreening(hierarchies=hierarchies, rules=rules, options=screening)
                 if screening is not None else None)
     # one release at a time: its original records and attack results are dropped before the
-    # next release is read (linking still reads every release, parsed once in the attacker)
-    for label in labels:
+    # next release is read
+    for label, series, attacker in releases:
         # the published strings are made only if something reads them
         out.append(evaluate_release(series, label, originals[label],
                                     original_rows[label] if rules else None,
                                     attacker=attacker, rules=rules, background=background, md=md))
         if screener is not None:
             screener.add(label, original_rows[label], series.releases[label])
-    # the attacker keeps every release parsed: let that go before the scopes are screened
-    del attacker
+        # a linked series (or the whole series' attacker, which keeps every release parsed)
+        # goes before the next release is read, or the scopes are screened
+        del series, attacker
     result: dict = {"releases": out}
     if screener is not None:
         result["screening"] = screener.result()

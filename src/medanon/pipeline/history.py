@@ -66,6 +66,20 @@ class StoreSeries:
         :func:`medanon.attacks.worst_case.attack_linked` read for that release)."""
         return self.linked(self.store.release_cases(label))
 
+    def release_with_cases(self, label: str) -> PublishedSeries:
+        """Release ``label`` whole and its cases' rows in the other releases
+        (:meth:`ReleaseStore.release_case_rows`): what the attacks and the measures of that
+        release read (:func:`medanon.attacks.worst_case.attack_linked`,
+        :func:`medanon.metrics.evaluation.evaluate_linked`), without the other cases of their
+        groups that :meth:`linked_release` adds for the gate. The releases kept are those
+        :func:`~medanon.published.series.kept_releases` keeps, and ``label`` even when empty.
+        """
+        self.refresh()
+        rows = self.store.release_case_rows(label)
+        keep = kept_releases(rows, [p for p, r in rows.items() if len(r)] + [label])
+        return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
+                               self.qids, self.sensitive, self.source)
+
     def verify(self, periods: Sequence[str] | None = None) -> SeriesVerdict:
         """:func:`medanon.verify.verify_series` over the store's series, one release at a time:
         memory bounded by one release and what it links to.

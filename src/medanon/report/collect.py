@@ -26,6 +26,7 @@ from ..accounting import dp_rows, format_epsilon, summarize_ledger
 from ..accounting.ledger import LedgerSummary
 from ..attacks.background import BackgroundKnowledge
 from ..data.records import combine_super_records
+from ..data.schema import Schema
 from ..errors import InputFormatError, StoreError, ValidationError
 from ..hierarchies import Interval
 from ..metrics.evaluation import evaluate_series
@@ -551,6 +552,7 @@ def missing_sentence(missing: tuple[int, bool | None]) -> str:
 
 
 def store_originals(db: ReleaseStore, periods: Sequence[str], *, lazy: bool = False,
+                    columns: Sequence[str] | None = None,
                     ) -> tuple[Mapping[str, pd.DataFrame], Mapping[str, pd.DataFrame]]:
     """The original super records of each period (as the algorithms saw them, and as
     published-format strings for the signal counts), which the metrics compare releases with.
@@ -558,10 +560,18 @@ def store_originals(db: ReleaseStore, periods: Sequence[str], *, lazy: bool = Fa
     With ``lazy``, a period is read from the store (which must stay open) when first asked
     for, and only the last period asked for is kept: what lets ``evaluate`` hold one period's
     records at a time; the published-format strings are made only when asked for.
+
+    With ``columns`` (and ``lazy``), the super records hold the case id, the period, every
+    QID and only those of ``columns`` the schema names: each column of a super record is a
+    function of the same column of the case's reports alone (:func:`combine_super_records`),
+    so these columns are what the full records give, and the others (a dozen multi-valued
+    columns of FAERS, each a tuple per report) are never read (issue 30).
     """
     if lazy:
-        cache = _OnePeriod(db, periods)
+        cache = _OnePeriod(db, periods, columns)
         return _LazyOriginals(cache, published=False), _LazyOriginals(cache, published=True)
+    if columns is not None:
+        raise ValidationError("The 'columns' parameter of store_originals needs lazy=True.")
     hierarchies = db.schema.load_hierarchies()
     frames, rows = {}, {}
     for period in periods:
@@ -574,9 +584,12 @@ def store_originals(db: ReleaseStore, periods: Sequence[str], *, lazy: bool = Fa
 class _OnePeriod:
     """The original records of the last period asked for (see :func:`store_originals`)."""
 
-    def __init__(self, db: ReleaseStore, periods: Sequence[str]):
+    def __init__(self, db: ReleaseStore, periods: Sequence[str],
+                 columns: Sequence[str] | None = None):
         self.db, self.periods = db, tuple(periods)
         self.hierarchies = db.schema.load_hierarchies()
+        self.columns = None if columns is None else list(columns)
+        self.schema = db.schema if columns is None else _narrowed(db.schema, columns)
         self.period: str | None = None
         self.frame: pd.DataFrame | None = None
         self.rows: pd.DataFrame | None = None
@@ -586,12 +599,26 @@ class _OnePeriod:
             raise KeyError(period)
         if period != self.period:
             self.period = self.frame = self.rows = None  # drop the previous period first
-            self.frame = combine_super_records(self.db.records(period), self.db.schema,
-                                               self.hierarchies).frame
+            records = (self.db.records(period) if self.columns is None else
+                       self.db.record_columns(period, self.schema.all_columns))
+            self.frame = combine_super_records(records, self.schema, self.hierarchies).frame
             self.period = period
         if published and self.rows is None:
-            self.rows = original_as_published(self.frame, self.db.schema)
+            self.rows = original_as_published(self.frame, self.schema)
         return self.rows if published else self.frame
+
+
+def _narrowed(schema: Schema, columns: Sequence[str]) -> Schema:
+    """``schema`` with every QID and, of its other columns, only ``columns`` (no identifier
+    or private column: the super records then have no ``report_ids``)."""
+    wanted = set(columns)
+    return schema.model_copy(update={
+        "sensitive": tuple(c for c in schema.sensitive if c in wanted),
+        "multi": tuple(c for c in schema.multi if c in wanted),
+        "insensitive": tuple(c for c in schema.insensitive if c in wanted),
+        "dates": {c: g for c, g in schema.dates.items() if c in wanted},
+        "identifiers": (), "private": (),
+    })
 
 
 class _LazyOriginals(Mapping):

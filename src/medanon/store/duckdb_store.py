@@ -439,6 +439,35 @@ class ReleaseStore:
             frame[name] = [tuple(v) if v is not None else () for v in frame[name]]
         return frame
 
+    def record_columns(self, period: str, columns: Iterable[str]) -> pd.DataFrame:
+        """:meth:`records` of one period with only ``columns`` (and the case id and period
+        columns, and ``version``), the rows in the same order.
+
+        A reader that needs a few columns of each report (``evaluate``: the QIDs, drugs and
+        reactions) skips fetching and converting the others: each multi-valued cell costs a
+        Python list and a tuple (issue 30). A column the records table lacks is left out (the
+        caller's checks name it).
+        """
+        label = parse_period(period).label
+        if label not in self.ingested_periods():
+            raise StoreError(f"Period {label} is not ingested in {str(self.path)!r}; ingested: "
+                             f"{', '.join(self.ingested_periods()) or 'none'}.")
+        s = self.schema
+        wanted = list(dict.fromkeys([s.case_id, s.period, *columns, "version"]))
+        if not self._has_records_table():
+            return pd.DataFrame(columns=[c for c in wanted if c != "version"])
+        present = self._record_columns()
+        kept = [c for c in wanted if c in present]
+        order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version")
+                          if c in present)
+        frame = self._con.execute(
+            f"SELECT {', '.join(_quote(c) for c in kept)} FROM records "
+            f"WHERE {_quote(s.period)} = ? ORDER BY {order}", [label]).df()
+        for name in s.multi_valued:
+            if name in frame.columns:
+                frame[name] = [tuple(v) if v is not None else () for v in frame[name]]
+        return frame
+
     def release_rows(self, period: str) -> pd.DataFrame:
         """The published rows of a period, as strings in the release format."""
         self._require_published(period)
@@ -488,6 +517,31 @@ class ReleaseStore:
                 SELECT r.* FROM release_rows r
                 WHERE r.case_id IN (SELECT case_id FROM members)
                 ORDER BY r.period, r.row_no""").df()
+        frame = frame.astype(object).where(frame.notna(), "")
+        by_period = dict(iter(frame.groupby("period", sort=False))) if len(frame) else {}
+        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
+        return {label: (by_period[label][columns].reset_index(drop=True) if label in by_period
+                        else empty) for label in self.published_periods()}
+
+    def release_columns(self) -> list[str]:
+        """The columns of every published release (:meth:`release_rows`), in order."""
+        return _release_columns(self.schema)
+
+    def release_case_rows(self, period: str) -> dict[str, pd.DataFrame]:
+        """Every published row of the cases the release of ``period`` holds, per published
+        period (oldest first; a period with none gives an empty frame): the release itself and
+        its cases' rows in the others.
+
+        What the attacks on that release's groups read (:func:`medanon.attacks.worst_case.
+        attack_linked`): :meth:`linked_rows` of its cases without the rows of the other cases
+        in their groups, which only the gate's check of those other releases reads.
+        """
+        self._require_published(period)
+        columns = _release_columns(self.schema)
+        frame = self._con.execute("""
+            SELECT r.* FROM release_rows r
+            WHERE r.case_id IN (SELECT case_id FROM release_rows WHERE period = ?)
+            ORDER BY r.period, r.row_no""", [period]).df()
         frame = frame.astype(object).where(frame.notna(), "")
         by_period = dict(iter(frame.groupby("period", sort=False))) if len(frame) else {}
         empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})

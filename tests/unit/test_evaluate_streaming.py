@@ -1,0 +1,105 @@
+"""What ``medanon evaluate`` reads of a store, a part at a time (issue 30): the columns of the
+original records it needs, and each release with its cases' rows elsewhere."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from medanon.attacks import read_background
+from medanon.data.synth.faers import write_faers_series
+from medanon.errors import StoreError, ValidationError
+from medanon.metrics.evaluation import (PublishedOriginals, evaluate_linked, evaluate_series,
+                                        original_columns)
+from medanon.metrics.screening import ScreeningOptions
+from medanon.metrics.signals import read_rules
+from medanon.pipeline.history import StoreSeries
+from medanon.published.series import kept_releases, load_series
+from medanon.report.collect import store_originals
+from medanon.store import ReleaseStore
+from tests.conftest import invoke_cli
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    work = tmp_path_factory.mktemp("evaluate-streaming")
+    write_faers_series(work / "in", periods=3, cases=300, followup_rate=0.3, seed=11)
+    path = work / "s.duckdb"
+    for args in (("ingest", work / "in", "--store", path),
+                 ("release", "--store", path, "--method", "ppms++", "--k", "5", "--theta",
+                  "frequency", "--seed", "1", "--allow-seeded")):
+        result = invoke_cli(*args)
+        assert result.returncode == 0, result.stderr
+    return path
+
+
+def test_record_columns_are_those_columns_of_the_records(store):
+    with ReleaseStore.open(store, read_only=True) as db:
+        for period in db.ingested_periods():
+            full = db.records(period)
+            part = db.record_columns(period, ["age", "reactions", "no such column"])
+            assert list(part.columns) == ["case_id", "period", "age", "reactions", "version"]
+            pd.testing.assert_frame_equal(part, full[list(part.columns)])
+        with pytest.raises(StoreError, match="not ingested"):
+            db.record_columns("1999Q1", ["age"])
+
+
+def test_originals_of_some_columns_equal_those_columns_of_the_whole_originals(store):
+    with ReleaseStore.open(store, read_only=True) as db:
+        periods = db.published_periods()
+        whole, whole_rows = store_originals(db, periods)
+        part, part_rows = store_originals(db, periods, lazy=True,
+                                          columns=["drugs", "reactions"])
+        for period in periods:
+            frame = part[period]
+            qids = [q.name for q in db.schema.qids]
+            assert list(frame.columns) == ["period", "case_id", "n_reports", *qids, "reactions",
+                                           "drugs"]
+            pd.testing.assert_frame_equal(frame, whole[period][list(frame.columns)])
+            rows = part_rows[period]
+            pd.testing.assert_frame_equal(rows, whole_rows[period][list(rows.columns)])
+        with pytest.raises(ValidationError, match="lazy"):
+            store_originals(db, periods, columns=["drugs"])
+
+
+def test_a_release_with_its_cases_holds_its_rows_and_its_cases_rows_elsewhere(store):
+    with ReleaseStore.open(store, read_only=True) as db:
+        whole = load_series(store=db)
+        reader = StoreSeries(db)
+        for label in whole.periods:
+            cases = set(whole.releases[label]["case_id"])
+            linked = reader.release_with_cases(label)
+            held = [p for p, rows in whole.releases.items() if rows["case_id"].isin(cases).any()]
+            assert linked.periods == kept_releases(whole.periods, held)
+            for period, rows in linked.releases.items():
+                expected = whole.releases[period]
+                expected = expected[expected["case_id"].isin(cases)].reset_index(drop=True)
+                pd.testing.assert_frame_equal(rows, expected)
+                assert linked.manifests[period] == whole.manifests[period]
+            assert linked.qids == whole.qids and linked.sensitive == whole.sensitive
+
+
+def test_evaluate_linked_equals_evaluate_series(store, tmp_path):
+    (tmp_path / "rules.csv").write_text("drug,condition,reaction\nAVANDIA,age > 18,Myocardial "
+                                        "infarction\nZELNORM,,Cerebrovascular accident\n")
+    (tmp_path / "bk.csv").write_text("term,attribute,value\nBreast cancer,sex,F\n")
+    rules = read_rules(tmp_path / "rules.csv")
+    background = read_background(tmp_path / "bk.csv")
+    options = ScreeningOptions(strata=("age >= 65", "sex = M"))
+    with ReleaseStore.open(store, read_only=True) as db:
+        whole = load_series(store=db)
+        columns = original_columns(rules, options)
+        got = []
+        for read in ("linked", "whole"):
+            frames, _ = store_originals(db, whole.periods, lazy=True, columns=columns)
+            rows = PublishedOriginals(frames, db.schema, columns)
+            common = dict(rules=rules, background=background, md=True, screening=options)
+            if read == "linked":
+                got.append(evaluate_linked(whole.periods[1:], StoreSeries(db).release_with_cases,
+                                           frames, rows, hierarchies=whole.hierarchies,
+                                           **common))
+            else:
+                got.append(evaluate_series(whole, frames, rows, periods=whole.periods[1:],
+                                           **common))
+    assert got[0] == got[1]
+    assert [e["period"] for e in got[0]["releases"]] == whole.periods[1:]
