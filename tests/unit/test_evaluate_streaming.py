@@ -103,3 +103,26 @@ def test_evaluate_linked_equals_evaluate_series(store, tmp_path):
                                            **common))
     assert got[0] == got[1]
     assert [e["period"] for e in got[0]["releases"]] == whole.periods[1:]
+
+
+def test_the_report_reads_a_release_at_a_time_and_finds_what_the_whole_series_gives(store):
+    """collect_series_report streams (StoreSeries): its evaluation, verdict and profiles equal
+    those of the whole series held at once."""
+    from medanon.metrics.screening import screening_for
+    from medanon.published.series import published_columns
+    from medanon.report.collect import collect_series_report, generalization_profile
+    from medanon.verify import verify_series
+
+    report = collect_series_report(store)
+    with ReleaseStore.open(store, read_only=True) as db:
+        whole = load_series(store=db)
+        frames, rows = store_originals(db, whole.periods, lazy=True)
+        expected = evaluate_series(whole, frames, rows,
+                                   screening=screening_for(published_columns(whole)))
+    assert report.evaluation == expected
+    # the streamed verdict equals verify_series' (tests/property/test_incremental_gate.py);
+    # here both pass every release
+    assert verify_series(whole).ok and report.card.verify_error is None
+    assert report.card.verdicts == {p: "passed" for p in whole.periods}
+    for period in whole.periods:
+        assert report.profiles[period] == generalization_profile(whole, period)

@@ -29,15 +29,15 @@ from ..data.records import combine_super_records
 from ..data.schema import Schema
 from ..errors import InputFormatError, StoreError, ValidationError
 from ..hierarchies import Interval
-from ..metrics.evaluation import evaluate_series
+from ..metrics.evaluation import PublishedOriginals, evaluate_linked, original_columns
 from ..metrics.screening import screening_for
 from ..metrics.signals import SignalRule
 from ..models.base import PrivacyModel, SeriesVerdict, model_from_manifest
 from ..published.cells import SUPPRESSED
 from ..published.format import original_as_published
-from ..published.series import PublishedSeries, load_series, published_columns
+from ..pipeline.history import StoreSeries
+from ..published.series import PublishedSeries
 from ..store import ReleaseStore
-from ..verify import verify_series
 
 __all__ = ["ModelCard", "QidProfile", "SeriesCard", "SeriesReport", "check_report_names",
            "collect_series_report", "generalization_profile", "ingest_accounting", "rule_name",
@@ -663,29 +663,36 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
         frame = db.periods()
         ingested = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
         ingest_reports = {row["period"]: db.ingest_report(row["period"]) for row in ingested}
-        series = load_series(store=db)
+        # read a release at a time, with what it links to, never the whole series at once
+        # (issue 30): the manifests, then each release when it is measured
+        reader = StoreSeries(db)
+        series = reader.skeleton()
         if background is not None:
             background.check(series.qids)
         ledger_rows = db.ledger()
         schema_name = db.schema.name
         step(f"{path.name}: read")
-        originals, original_rows = store_originals(db, series.periods, lazy=True)
-        evaluation = evaluate_series(series, originals, original_rows, rules=list(rules),
-                                     background=background, md=md,
-                                     screening=screening_for(published_columns(series)))
-    # the gate's verdict now, over the whole series: a later release can break an earlier one,
-    # which the verdict recorded at publication cannot show
-    try:
-        verdict, verify_error = verify_series(series), None
-    except InputFormatError as exc:
-        verdict, verify_error = None, str(exc)
+        options = screening_for(set(db.release_columns()))
+        columns = original_columns(list(rules), options)
+        originals, _ = store_originals(db, series.periods, lazy=True, columns=columns)
+        evaluation = evaluate_linked(series.periods, reader.release_with_cases, originals,
+                                     PublishedOriginals(originals, db.schema, columns),
+                                     hierarchies=series.hierarchies, rules=list(rules),
+                                     background=background, md=md, screening=options)
+        # the gate's verdict now, over the whole series: a later release can break an earlier
+        # one, which the verdict recorded at publication cannot show
+        try:
+            verdict, verify_error = reader.verify(), None
+        except InputFormatError as exc:
+            verdict, verify_error = None, str(exc)
+        manifests = {p: dict(series.manifests.get(p, {})) for p in series.periods}
+        perturbed = {p: tuple(getattr(_model(manifests[p], p), "perturbed", ()))
+                     for p in series.periods}
+        profiles = {p: generalization_profile(_one_release(db, series, p), p, perturbed[p])
+                    for p in series.periods}
     step(f"{path.name}: evaluated")
     # a ledger of paper-variant rows only spent no ε (their nominal ε bounds nothing)
     ledger = summarize_ledger(ledger_rows) if len(dp_rows(ledger_rows)) else None
-    manifests = {p: dict(series.manifests.get(p, {})) for p in series.periods}
-    perturbed = {p: tuple(getattr(_model(manifests[p], p), "perturbed", ()))
-                 for p in series.periods}
-    profiles = {p: generalization_profile(series, p, perturbed[p]) for p in series.periods}
     accounting = ingest_accounting(ingested, ingest_reports, manifests)
     card = series_card(manifests, evaluation["releases"], ingested, accounting, verdict,
                        verify_error, ledger)
@@ -693,6 +700,12 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
                         ingested=ingested, evaluation=evaluation, manifests=manifests,
                         profiles=profiles, ledger=ledger, rules=tuple(rules),
                         accounting=accounting, card=card)
+
+
+def _one_release(db: ReleaseStore, series: PublishedSeries, period: str) -> PublishedSeries:
+    """Release ``period`` alone (its rows and manifest), read through ``series``' QIDs."""
+    return PublishedSeries({period: db.release_rows(period)}, {period: series.manifests[period]},
+                           series.qids, series.sensitive, series.source)
 
 
 def signal_tally(report: SeriesReport) -> tuple[int, int, int]:
