@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ..data.dates import publish_dates
@@ -66,6 +67,38 @@ def format_numeric(value: object) -> str:
     raise InputFormatError(f"Cannot publish {value!r} as a numeric QID value.")
 
 
+def format_numeric_cells(column: pd.Series) -> list[str]:
+    """``[format_numeric(v) for v in column]``, formatting each distinct interval once.
+
+    A group's interval repeats in every row of the group, and formatting it per row was a
+    twentieth of a release's CPU at 100k cases (issue 30). Intervals are told apart by the bits
+    of their bounds (so 0.0 and -0.0 are formatted apart, as one by one); other cells (plain
+    numbers, ``*``, missing) are formatted one by one.
+    """
+    values = column.array
+    n = len(values)
+    if isinstance(values, pd.arrays.IntervalArray):
+        cells, at = values, np.arange(n)
+        lo, hi = np.asarray(values.left, dtype=float), np.asarray(values.right, dtype=float)
+        out = np.empty(n, dtype=object)
+    else:
+        cells = column.to_numpy(dtype=object)
+        out = np.empty(n, dtype=object)
+        is_interval = np.fromiter((isinstance(v, pd.Interval) for v in cells), dtype=bool,
+                                  count=n)
+        at = np.flatnonzero(is_interval)
+        for i in np.flatnonzero(~is_interval).tolist():
+            out[i] = format_numeric(cells[i])
+        lo = np.array([float(cells[i].left) for i in at.tolist()], dtype=float)
+        hi = np.array([float(cells[i].right) for i in at.tolist()], dtype=float)
+    if len(at):
+        bits = np.stack([lo.view(np.int64), hi.view(np.int64)], axis=1)
+        _, first, inverse = np.unique(bits, axis=0, return_index=True, return_inverse=True)
+        labels = np.array([format_numeric(cells[i]) for i in at[first].tolist()], dtype=object)
+        out[at] = labels[inverse.ravel()]
+    return out.tolist()
+
+
 def format_label(value: object) -> str:
     if value is None or (not isinstance(value, str) and pd.isna(value)):
         return ""
@@ -85,7 +118,7 @@ def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
     out = pd.DataFrame({c: table[c].astype(str).to_numpy() for c in FIXED_COLUMNS})
     for qid in schema.qids:
         cells = table[qid.name].to_numpy(dtype=object)
-        out[qid.name] = ([format_numeric(v) for v in cells] if qid.kind == "numeric"
+        out[qid.name] = (format_numeric_cells(table[qid.name]) if qid.kind == "numeric"
                          else map_cells(cells, format_label))
     for name in schema.sensitive + schema.multi:
         out[name] = map_cells(table[name].to_numpy(dtype=object), format_multi)
