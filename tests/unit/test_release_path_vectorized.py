@@ -13,7 +13,8 @@ from medanon.anonymize.common import _SensitiveTerms
 from medanon.data.records import _union_of_str_tuples, as_value_set, map_cells
 from medanon.errors import SchemaError
 from medanon.pipeline.publish import input_digest
-from medanon.published.format import format_numeric, format_numeric_cells
+from medanon.published.format import (_format_multi_many, format_multi, format_numeric,
+                                     format_numeric_cells)
 
 
 def test_map_cells_equals_calling_fn_per_cell() -> None:
@@ -34,12 +35,16 @@ def test_union_of_str_tuples_is_the_value_set_of_each_groups_cells() -> None:
     group = np.sort(rng.integers(0, 120, size=300))
     _, group = np.unique(group, return_inverse=True)
     n_groups = int(group.max()) + 1
+    first = np.searchsorted(group, np.arange(n_groups))
     expected = [as_value_set([t for i in np.flatnonzero(group == g) for t in cells[i]])
                 for g in range(n_groups)]
-    assert _union_of_str_tuples(cells, group, n_groups) == expected
-    assert _union_of_str_tuples([("a",), "a|b"], np.array([0, 1]), 2) is None
-    assert _union_of_str_tuples([("a",), (None,)], np.array([0, 1]), 2) is None
-    assert _union_of_str_tuples([(), ("",)], np.array([0, 0]), 1) == [()]
+    assert _union_of_str_tuples(cells, group, first) == expected
+    two = (np.array([0, 1]), np.array([0, 1]))
+    assert _union_of_str_tuples([("a",), "a|b"], *two) is None
+    assert _union_of_str_tuples([("a",), (None,)], *two) is None
+    assert _union_of_str_tuples([(), ("",)], np.array([0, 0]), np.array([0])) == [()]
+    assert _union_of_str_tuples([("a", "b"), ("b", "a"), ("a", "a"), (" a",), ("a", "")],
+                                np.arange(5), np.arange(5)) == [("a", "b")] * 2 + [("a",)] * 3
 
 
 def test_sensitive_terms_pool_count_and_code_as_term_by_term() -> None:
@@ -96,3 +101,12 @@ def test_input_digest_hashes_the_bytes_of_its_definition() -> None:
     records["drugs"] = records["drugs"].astype(object)
     assert input_digest(records) == _digest_by_definition(records)
     assert input_digest(records.iloc[:0]) == _digest_by_definition(records.iloc[:0])
+
+
+def test_multi_cells_format_as_format_multi_per_cell() -> None:
+    cells = [("a", "b"), ("b", "a"), ("a", "a"), (), ("x",), "a|b", ("a", 1), ("é", "z"),
+             ("b", "c"), ("c", "b", "c"), None, float("nan"), ["z", "y"]]
+    assert _format_multi_many(cells) == [format_multi(c) for c in cells]
+    assert map_cells(cells, format_multi, many=_format_multi_many) == [format_multi(c)
+                                                                      for c in cells]
+    assert _format_multi_many([]) == []

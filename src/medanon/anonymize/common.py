@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import chain
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
@@ -37,7 +38,7 @@ import pandas as pd
 from .._validation import check_choice, check_fraction, check_int
 from ..accounting import Accountant
 from ..periods import parse_period
-from ..data.records import SuperRecords
+from ..data.records import SuperRecords, distinct_sorted
 from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_protect, parse_theta
@@ -659,23 +660,24 @@ class _SensitiveTerms:
         return _SensitiveTerms(self.vocabulary, {c: o[keep[c]] for c, o in self.owner.items()},
                                {c: k[keep[c]] for c, k in self.code.items()}, self.n)
 
+    @cached_property
     def _pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Case and code of each distinct (case, term), sorted by case then term."""
         width = max(len(self.vocabulary), 1)
         owners = np.concatenate([np.zeros(0, dtype=np.int64), *self.owner.values()])
         codes = np.concatenate([np.zeros(0, dtype=np.int64), *self.code.values()])
-        pairs = np.unique(owners * width + codes)
+        pairs = distinct_sorted(owners * width + codes)
         return pairs // width, pairs % width
 
     def record_terms(self) -> list[tuple]:
         """Each case's terms pooled over the columns: ``tuple(sorted(set().union(...)))``."""
-        owner, code = self._pairs()
+        owner, code = self._pairs
         return _tuples(self.vocabulary, owner, code, self.n)
 
     def counts(self) -> dict:
         """How many cases hold each term, in order of first appearance when the cases' pooled
         terms are read in order (the order the θ rules read the counts in)."""
-        _, code = self._pairs()
+        _, code = self._pairs
         distinct, first, tally = np.unique(code, return_index=True, return_counts=True)
         order = np.argsort(first, kind="stable")
         return {self.vocabulary[c]: int(k)
@@ -684,7 +686,7 @@ class _SensitiveTerms:
     def csr(self, vocabulary: Sequence) -> tuple[np.ndarray, np.ndarray]:
         """(pointer, ids) of each case's pooled terms, ids indexing ``vocabulary`` (a sorted
         subset of this vocabulary holding every term still present)."""
-        owner, code = self._pairs()
+        owner, code = self._pairs
         position = np.searchsorted(np.array(vocabulary, dtype=object),
                                    np.array(self.vocabulary, dtype=object)) if len(vocabulary) \
             else np.zeros(len(self.vocabulary), dtype=np.int64)

@@ -44,7 +44,8 @@ def as_value_set(values: object) -> tuple[str, ...]:
     return tuple(sorted({str(v).strip() for v in values if v is not None and str(v).strip()}))
 
 
-def map_cells(values: Iterable[object], fn: Callable[[object], object]) -> list:
+def map_cells(values: Iterable[object], fn: Callable[[object], object], *,
+              many: Callable[[list], list] | None = None) -> list:
     """``[fn(v) for v in values]``, calling ``fn`` once per distinct text or tuple cell.
 
     Cells repeat a lot (a group's generalized label in every row, a common indication), and
@@ -53,6 +54,9 @@ def map_cells(values: Iterable[object], fn: Callable[[object], object]) -> list:
     apart, e.g. 0.0 and -0.0), nor are unhashable cells (a list). The distinct cells are found
     by pandas' hash table in one C pass (a Python dict lookup per cell cost as much as ``fn``
     at 100k cases); a str never equals a tuple, so both kinds share one table.
+
+    ``many``, when given, maps the list of distinct shared cells at once (it must return what
+    ``fn`` returns for each): for an ``fn`` that is faster on a batch.
     """
     cells = values if isinstance(values, list) else list(values)
     n = len(cells)
@@ -70,7 +74,8 @@ def map_cells(values: Iterable[object], fn: Callable[[object], object]) -> list:
             at = np.zeros(0, dtype=np.int64)
             shared[:] = False
         else:
-            results = np.fromiter((fn(v) for v in distinct), dtype=object, count=len(distinct))
+            mapped = (fn(v) for v in distinct) if many is None else many(distinct.tolist())
+            results = np.fromiter(mapped, dtype=object, count=len(distinct))
             out[at] = results[codes]
     for i in np.flatnonzero(~shared).tolist():
         out[i] = fn(cells[i])
@@ -197,7 +202,7 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
         out[name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
     for name in schema.multi_valued:
         cells = recs[name].tolist()
-        merged = _union_of_str_tuples(cells, group, n_groups)
+        merged = _union_of_str_tuples(cells, group, first_index)
         if merged is None:  # cells of other kinds (text, lists, missing): one by one
             cells = map_cells(cells, as_value_set)
             merged = [cells[i] for i in first_index]
@@ -215,32 +220,60 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
     return SuperRecords(schema, frame, hierarchies)
 
 
-def _union_of_str_tuples(cells: list, group: np.ndarray, n_groups: int) -> list[tuple] | None:
+def distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of an integer array: a sort and a neighbour test.
+
+    numpy 2's ``np.unique`` hashes integer arrays, several times slower than this at 10^5-10^6
+    values (it was a third of the super-record step at 100k cases, issue 30).
+    """
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
+
+
+def _union_of_str_tuples(cells: list, group: np.ndarray,
+                         first_index: np.ndarray) -> list[tuple] | None:
     """Per group, :func:`as_value_set` of the union of its rows' cells, when every cell is a
     tuple of str (what the store gives); None otherwise.
 
     Terms are coded once (sorted vocabulary, so code order is string order) and the
     (group, term) pairs deduplicated and sorted in one numpy pass: normalizing cell by cell
-    was a tenth of a release's CPU at 100k cases (issue 30).
+    was a tenth of a release's CPU at 100k cases (issue 30). A group of one row whose cell is
+    already normalized (stripped, non-empty terms in strictly increasing order) keeps that
+    tuple, which equals the one built from the pairs.
     """
-    if any(type(c) is not tuple for c in cells):
+    if not set(map(type, cells)) <= {tuple}:
         return None
     lengths = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
     flat = list(chain.from_iterable(cells))
-    if any(type(t) is not str for t in flat):
+    if not set(map(type, flat)) <= {str}:
         return None
     stripped = {t: t.strip() for t in dict.fromkeys(flat)}
     vocabulary = sorted(set(stripped.values()) - {""})
     code_of = {t: i for i, t in enumerate(vocabulary)}
     raw_code = {t: code_of.get(v, -1) for t, v in stripped.items()}  # -1: blank, dropped
     codes = np.fromiter(map(raw_code.__getitem__, flat), dtype=np.int64, count=len(flat))
-    owner = np.repeat(group, lengths)
+    row = np.repeat(np.arange(len(cells), dtype=np.int64), lengths)
+    owner = group[row]
     kept = codes >= 0
+    n_groups = len(first_index)
     width = max(len(vocabulary), 1)
-    pairs = np.unique(owner[kept] * width + codes[kept])  # sorted by group, then term
-    bounds = np.searchsorted(pairs // width, np.arange(n_groups + 1))
+    pairs = distinct_sorted(owner[kept] * width + codes[kept])  # by group, then term
+    bounds = np.searchsorted(pairs // width, np.arange(n_groups + 1)).tolist()
+    # rows whose cell is normalized as it is
+    as_is = np.ones(len(cells), dtype=bool)
+    changed = {t for t, v in stripped.items() if t != v}
+    if changed:
+        as_is[row[np.fromiter((t in changed for t in flat), dtype=bool, count=len(flat))]] = False
+    as_is[row[~kept]] = False
+    step = row[1:] == row[:-1]
+    as_is[row[1:][step & (codes[1:] <= codes[:-1])]] = False
+    single = np.bincount(group, minlength=n_groups) == 1
+    keep_cell = (single & as_is[first_index]).tolist()
     terms = np.array(vocabulary + [""], dtype=object)[pairs % width].tolist()
-    return [tuple(terms[a:b]) for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+    return [cells[first] if same else tuple(terms[bounds[g]:bounds[g + 1]])
+            for g, (first, same) in enumerate(zip(first_index.tolist(), keep_cell))]
 
 
 def _group_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

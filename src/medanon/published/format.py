@@ -18,6 +18,7 @@ store, export and any verifier (ours or someone else's, in audit mode) share one
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 import numbers
@@ -113,6 +114,30 @@ def format_multi(value: object) -> str:
     return MULTI_SEPARATOR.join(sorted({str(v) for v in value}))
 
 
+def _format_multi_many(cells: list) -> list[str]:
+    """:func:`format_multi` of each cell; a tuple of str that is already sorted without
+    repeats (what super records hold) is joined as it is.
+
+    Whether a tuple is sorted is read from its items' codes in a sorted vocabulary, all tuples
+    at once: sorting and deduplicating each cell again was a twentieth of a release's CPU at
+    100k cases (issue 30).
+    """
+    is_tuple = np.fromiter((type(c) is tuple for c in cells), dtype=bool, count=len(cells))
+    tuples = [c for c in cells if type(c) is tuple]
+    flat = list(itertools.chain.from_iterable(tuples))
+    joinable = np.zeros(len(cells), dtype=bool)
+    if set(map(type, flat)) <= {str}:
+        code_of = {t: i for i, t in enumerate(sorted(set(flat)))}
+        codes = np.fromiter(map(code_of.__getitem__, flat), dtype=np.int64, count=len(flat))
+        lengths = np.fromiter(map(len, tuples), dtype=np.int64, count=len(tuples))
+        owner = np.repeat(np.flatnonzero(is_tuple), lengths)
+        same = owner[1:] == owner[:-1]
+        joinable = is_tuple.copy()
+        joinable[owner[1:][same & (codes[1:] <= codes[:-1])]] = False
+    return [MULTI_SEPARATOR.join(c) if ok else format_multi(c)
+            for c, ok in zip(cells, joinable.tolist())]
+
+
 def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
     """Format an algorithm's table as release rows (all strings, in the format's column order)."""
     out = pd.DataFrame({c: table[c].astype(str).to_numpy() for c in FIXED_COLUMNS})
@@ -121,7 +146,8 @@ def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
         out[qid.name] = (format_numeric_cells(table[qid.name]) if qid.kind == "numeric"
                          else map_cells(cells, format_label))
     for name in schema.sensitive + schema.multi:
-        out[name] = map_cells(table[name].to_numpy(dtype=object), format_multi)
+        out[name] = map_cells(table[name].to_numpy(dtype=object), format_multi,
+                              many=_format_multi_many)
     for name in schema.insensitive:
         out[name] = map_cells(table[name].to_numpy(dtype=object), format_label)
     for name, granularity in schema.dates.items():

@@ -431,13 +431,43 @@ class ReleaseStore:
         if not self._has_records_table():
             return pd.DataFrame(columns=self.schema.all_columns)
         s = self.schema
-        present = set(self._record_columns())
-        order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version") if c in present)
-        frame = self._con.execute(
-            f"SELECT * FROM records WHERE {_quote(s.period)} = ? ORDER BY {order}", [label]).df()
-        for name in self.schema.multi_valued:
-            frame[name] = [tuple(v) if v is not None else () for v in frame[name]]
+        types = self._records_table_types()
+        order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version") if c in types)
+        where = f"FROM records WHERE {_quote(s.period)} = ?"
+        multi = [c for c in s.multi_valued if c in types]
+        if not self._lists_join_safely(multi, types, where, label):
+            frame = self._con.execute(f"SELECT * {where} ORDER BY {order}", [label]).df()
+            for name in multi:
+                frame[name] = [tuple(v) if v is not None else () for v in frame[name]]
+            return frame
+        # Lists come as one string per cell, split here: DuckDB hands a list cell to pandas as
+        # a numpy array, and making one per cell cost more than the rest of the read (issue 30).
+        # len() tells an empty list from a list holding one empty string.
+        sizes = {c: f"_medanon_len_{i}" for i, c in enumerate(multi)}
+        columns = [f"array_to_string({_quote(c)}, chr(31)) AS {_quote(c)}" if c in sizes
+                   else _quote(c) for c in types]
+        columns += [f"len({_quote(c)}) AS {n}" for c, n in sizes.items()]
+        frame = self._con.execute(f"SELECT {', '.join(columns)} {where} ORDER BY {order}",
+                                  [label]).df()
+        for name, size in sizes.items():
+            counts = frame.pop(size).fillna(0).tolist()
+            frame[name] = [tuple(text.split(_LIST_SEPARATOR)) if k else ()
+                           for text, k in zip(frame[name].tolist(), counts)]
         return frame
+
+    def _lists_join_safely(self, columns: list[str], types: dict[str, str], where: str,
+                           label: str) -> bool:
+        """Whether every list cell of ``columns`` in the period can be read back from its items
+        joined with :data:`_LIST_SEPARATOR`: lists of text, no missing item, no item holding
+        the separator."""
+        if not columns:
+            return True
+        if any(types[c] != "VARCHAR[]" for c in columns):
+            return False
+        unsafe = " OR ".join(f"list_count({_quote(c)}) < len({_quote(c)}) OR "
+                             f"contains(array_to_string({_quote(c)}, ''), chr(31))"
+                             for c in columns)
+        return _one(self._con, f"SELECT count(*) {where} AND ({unsafe})", [label])[0] == 0
 
     def release_rows(self, period: str) -> pd.DataFrame:
         """The published rows of a period, as strings in the release format."""
@@ -868,6 +898,9 @@ def _literal(text: str) -> str:
 
 #: records written per INSERT: bounds the Python lists built for the multi-valued columns
 _INSERT_ROWS = 100_000
+#: joins the items of a list cell when the records are read (``ReleaseStore.records``): the
+#: unit separator, which no term holds (checked before each read)
+_LIST_SEPARATOR = "\x1f"
 
 
 def _check_quarter(item: object) -> None:
