@@ -110,3 +110,24 @@ def test_multi_cells_format_as_format_multi_per_cell() -> None:
     assert map_cells(cells, format_multi, many=_format_multi_many) == [format_multi(c)
                                                                       for c in cells]
     assert _format_multi_many([]) == []
+
+
+@pytest.mark.parametrize("odd", [(), ("",), ("a", ""), ("x\x1fy",), ("a\x1f", "b")])
+def test_list_cells_round_trip_through_the_store(tmp_path, odd) -> None:
+    """List cells go to and come from DuckDB as joined text when that is lossless (issue 30):
+    an empty list, an empty item and an item holding the separator come back as they were."""
+    from medanon.data.loaders.faers import read_faers
+    from medanon.data.schema import Schema
+    from medanon.store import ReleaseStore
+    from tests.conftest import FAERS_FIXTURES
+
+    ingest = read_faers(FAERS_FIXTURES, keep_missing=False)
+    quarter = ingest.quarters[0]
+    quarter.records.at[quarter.records.index[0], "reactions"] = odd
+    with ReleaseStore.create_or_open(tmp_path / "s.duckdb", Schema.default()) as store:
+        store.ingest([quarter])
+        back = store.records(quarter.period.label).set_index("report_id")
+    original = quarter.records.set_index("report_id")
+    for name in Schema.default().multi_valued:
+        assert {r: back.at[r, name] for r in back.index} \
+            == {r: tuple(original.at[r, name]) for r in back.index}

@@ -34,7 +34,7 @@ from ..accounting import (Budget, Charge, PrivacyLoss, cases_over_budget, check_
                           format_epsilon, unit_counts)
 from ..anonymize.base import AnonymizationResult, Anonymizer
 from ..periods import parse_period
-from ..data.records import combine_super_records, map_cells
+from ..data.records import combine_super_records
 from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
@@ -143,8 +143,9 @@ def input_digest(records: pd.DataFrame) -> str:
     """
     # The bytes hashed are those of ``records.sort_values(first three columns).astype(str)
     # .to_csv(index=False)`` (the digests in existing stores were made so), built faster: a
-    # tuple cell's text is made once per distinct tuple, and the rows go straight to the csv
-    # module that ``to_csv`` uses, a missing cell empty as ``to_csv`` writes it (issue 30).
+    # tuple cell's text is made by one C loop (str of each, as ``astype(str)`` does), and the
+    # rows go straight to the csv module that ``to_csv`` writes through, a missing cell empty
+    # as ``to_csv`` writes it (issue 30).
     canonical = records.sort_values(list(records.columns[:3]))
     columns = []
     for name in canonical.columns:
@@ -153,7 +154,7 @@ def input_digest(records: pd.DataFrame) -> str:
             cells = column.to_numpy(dtype=object).copy()
             tuples = np.fromiter((type(v) is tuple for v in cells), dtype=bool, count=len(cells))
             if tuples.any():
-                cells[tuples] = map_cells(cells[tuples].tolist(), str)
+                cells[tuples] = list(map(str, cells[tuples].tolist()))
                 column = pd.Series(cells, index=column.index, dtype=object)
         column = column.astype(str)
         columns.append(column.where(column.notna(), "").tolist())

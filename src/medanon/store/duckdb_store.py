@@ -731,12 +731,24 @@ class ReleaseStore:
         # In slices: the lists DuckDB reads multi-valued cells from exist for one slice at a time.
         for begin in range(0, len(records), _INSERT_ROWS):
             incoming = records.iloc[begin:begin + _INSERT_ROWS].reindex(columns=columns)
-            for name in self.schema.multi_valued:
-                incoming[name] = list(map(list, incoming[name]))
+            selected = {c: _quote(c) for c in columns}
+            for i, name in enumerate(self.schema.multi_valued):
+                texts, sizes = _joined_items(incoming[name])
+                if texts is None:
+                    incoming[name] = list(map(list, incoming[name]))
+                    continue
+                # A cell goes to DuckDB as its items joined by the unit separator and is split
+                # there: DuckDB converting a Python list per cell was most of an ingest's
+                # CPU (issue 30). The item count tells [] from [''].
+                size = f"_medanon_len_{i}"
+                incoming[name], incoming[size] = texts, sizes
+                selected[name] = (f"CASE WHEN {size} = 0 THEN []::VARCHAR[] ELSE "
+                                  f"string_split({_quote(name)}, chr(31)) END")
             for name in self.schema.date_columns:  # a date or timestamp as its FAERS string
                 incoming[name] = date_cells(incoming[name], name)
             with _registered(self._con, "incoming_records", incoming):
-                _run(self._con, f"INSERT INTO {table} ({cols}) SELECT {cols} FROM incoming_records")
+                _run(self._con, f"INSERT INTO {table} ({cols}) SELECT "
+                                f"{', '.join(selected.values())} FROM incoming_records")
             del incoming
 
     def _period_row(self, fact: "_PeriodFacts", replacing: bool, summary: IngestSummary) -> None:
@@ -971,6 +983,22 @@ def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
                 if digest is not None or private:
                     _run(con, "UPDATE releases SET manifest = ? WHERE period = ?",
                          [json.dumps(manifest, default=_json_default, sort_keys=True), period])
+
+
+def _joined_items(cells: pd.Series) -> tuple[list[str] | None, np.ndarray | None]:
+    """Each list cell's items joined by :data:`_LIST_SEPARATOR`, and its item count; (None,
+    None) when a cell is not a sequence of str or an item holds the separator (the cells are
+    then given to DuckDB as lists)."""
+    values = cells.tolist()
+    try:
+        texts = [_LIST_SEPARATOR.join(v) for v in values]
+    except TypeError:  # a missing cell, or an item that is not str
+        return None, None
+    sizes = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    separators = int(np.maximum(sizes - 1, 0).sum())
+    if "".join(texts).count(_LIST_SEPARATOR) != separators:  # an item holds the separator
+        return None, None
+    return texts, sizes
 
 
 def _record_types(schema: Schema, sample: pd.DataFrame) -> dict[str, str]:
