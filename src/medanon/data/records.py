@@ -187,8 +187,9 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
     }
     if schema.identifiers:
         report_col = schema.identifiers[0]
-        ids = recs[report_col].astype(str).to_numpy()
-        out["report_ids"] = [tuple(ids[first_index[g]:last_index[g] + 1]) for g in range(n_groups)]
+        ids = recs[report_col].astype(str).to_numpy().tolist()
+        out["report_ids"] = [tuple(ids[a:b]) for a, b in zip(first_index.tolist(),
+                                                             (last_index + 1).tolist())]
     for name in schema.categorical_qids:
         out[name] = _lub_categorical(recs[name], hierarchies[name], first_index, last_index,
                                      multi_groups)
@@ -259,8 +260,6 @@ def _union_of_str_tuples(cells: list, group: np.ndarray,
     kept = codes >= 0
     n_groups = len(first_index)
     width = max(len(vocabulary), 1)
-    pairs = distinct_sorted(owner[kept] * width + codes[kept])  # by group, then term
-    bounds = np.searchsorted(pairs // width, np.arange(n_groups + 1)).tolist()
     # rows whose cell is normalized as it is
     as_is = np.ones(len(cells), dtype=bool)
     changed = {t for t, v in stripped.items() if t != v}
@@ -270,10 +269,17 @@ def _union_of_str_tuples(cells: list, group: np.ndarray,
     step = row[1:] == row[:-1]
     as_is[row[1:][step & (codes[1:] <= codes[:-1])]] = False
     single = np.bincount(group, minlength=n_groups) == 1
-    keep_cell = (single & as_is[first_index]).tolist()
-    terms = np.array(vocabulary + [""], dtype=object)[pairs % width].tolist()
-    return [cells[first] if same else tuple(terms[bounds[g]:bounds[g + 1]])
-            for g, (first, same) in enumerate(zip(first_index.tolist(), keep_cell))]
+    rebuilt = ~(single & as_is[first_index])
+    merged = np.fromiter(cells, dtype=object, count=len(cells))[first_index]
+    if rebuilt.any():  # the other groups' union: (group, term) pairs sorted, made distinct
+        items = kept & rebuilt[owner]
+        pairs = distinct_sorted(owner[items] * width + codes[items])  # by group, then term
+        at = np.flatnonzero(rebuilt)
+        bounds = np.searchsorted(pairs // width, np.r_[at, at + 1]).reshape(2, -1)
+        terms = np.array(vocabulary + [""], dtype=object)[pairs % width].tolist()
+        for g, a, b in zip(at.tolist(), bounds[0].tolist(), bounds[1].tolist()):
+            merged[g] = tuple(terms[a:b])
+    return merged.tolist()
 
 
 def _group_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -292,8 +298,16 @@ def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, first_index: np.ndar
     store from before the MeSH age tree had self leaves) is the record value of that leaf, so it
     becomes the leaf here, before any generalization.
     """
+    raw = column.to_numpy(dtype=object)
     values = np.empty(len(column), dtype=object)
-    values[:] = taxonomy.record_labels(column.to_numpy(dtype=object))
+    if set(map(type, raw.tolist())) <= {str, type(None)}:
+        # each distinct label looked up once; a missing cell (-1) stays None
+        codes, distinct = pd.factorize(raw)
+        labels = np.empty(len(distinct) + 1, dtype=object)
+        labels[:-1] = taxonomy.record_labels(distinct.tolist())
+        values[:] = labels[codes]
+    else:
+        values[:] = taxonomy.record_labels(raw)
     result = values[first_index].copy()
     missing = pd.isna(values)
     for g in multi_groups:
