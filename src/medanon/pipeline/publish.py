@@ -142,27 +142,38 @@ def input_digest(records: pd.DataFrame) -> str:
     could test guesses about a target's values against it, so it is never published.
     """
     # The bytes hashed are those of ``records.sort_values(first three columns).astype(str)
-    # .to_csv(index=False)`` (the digests in existing stores were made so), built faster: a
-    # tuple cell's text is made by one C loop (str of each, as ``astype(str)`` does), and the
-    # rows go straight to the csv module that ``to_csv`` writes through, a missing cell empty
-    # as ``to_csv`` writes it (issue 30).
+    # .to_csv(index=False)`` (the digests in existing stores were made so), built faster and
+    # in bounded memory (issue 30): a tuple cell's text is made by one C loop (str of each, as
+    # ``astype(str)`` does), the rows go straight to the csv module that ``to_csv`` writes
+    # through (a missing cell empty, as ``to_csv`` writes it), and the hash is fed a slice of
+    # rows at a time instead of the text of the whole period.
     canonical = records.sort_values(list(records.columns[:3]))
-    columns = []
-    for name in canonical.columns:
-        column = canonical[name]
-        if column.dtype == object:
-            cells = column.to_numpy(dtype=object).copy()
-            tuples = np.fromiter((type(v) is tuple for v in cells), dtype=bool, count=len(cells))
-            if tuples.any():
-                cells[tuples] = list(map(str, cells[tuples].tolist()))
-                column = pd.Series(cells, index=column.index, dtype=object)
-        column = column.astype(str)
-        columns.append(column.where(column.notna(), "").tolist())
+    digest = hashlib.sha256()
     text = io.StringIO()
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow([str(c) for c in canonical.columns])
-    writer.writerows(zip(*columns))
-    return hashlib.sha256(text.getvalue().encode("utf-8")).hexdigest()
+    for begin in range(0, max(len(canonical), 1), _DIGEST_ROWS):
+        columns = []
+        for name in canonical.columns:
+            column = canonical[name].iloc[begin:begin + _DIGEST_ROWS]
+            if column.dtype == object:
+                cells = column.to_numpy(dtype=object).copy()
+                tuples = np.fromiter((type(v) is tuple for v in cells), dtype=bool,
+                                     count=len(cells))
+                if tuples.any():
+                    cells[tuples] = list(map(str, cells[tuples].tolist()))
+                    column = pd.Series(cells, index=column.index, dtype=object)
+            column = column.astype(str)
+            columns.append(column.where(column.notna(), "").tolist())
+        writer.writerows(zip(*columns))
+        digest.update(text.getvalue().encode("utf-8"))
+        text.seek(0)
+        text.truncate()
+    return digest.hexdigest()
+
+
+#: rows written and hashed at a time by :func:`input_digest`
+_DIGEST_ROWS = 50_000
 
 
 def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: Anonymizer,
