@@ -90,7 +90,9 @@ def _digest_by_definition(records: pd.DataFrame) -> str:
     return hashlib.sha256(canonical.to_csv(index=False).encode("utf-8")).hexdigest()
 
 
-def test_input_digest_hashes_the_bytes_of_its_definition() -> None:
+@pytest.mark.parametrize("rows_at_a_time", [1, 3, 10_000])
+def test_input_digest_hashes_the_bytes_of_its_definition(monkeypatch, rows_at_a_time) -> None:
+    monkeypatch.setattr("medanon.pipeline.publish._DIGEST_ROWS", rows_at_a_time)
     records = pd.DataFrame({
         "case_id": ["2", "1", "1", "3"], "period": ["2020Q1"] * 4,
         "report_id": ["21", "12", "11", "31"], "version": [1, 2, 1, 1],

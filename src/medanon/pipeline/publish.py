@@ -173,7 +173,7 @@ def input_digest(records: pd.DataFrame) -> str:
 
 
 #: rows written and hashed at a time by :func:`input_digest`
-_DIGEST_ROWS = 50_000
+_DIGEST_ROWS = 10_000
 
 
 def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: Anonymizer,
