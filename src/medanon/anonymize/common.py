@@ -27,7 +27,9 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from itertools import chain
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import ClassVar
 
 import numpy as np
@@ -36,7 +38,7 @@ import pandas as pd
 from .._validation import check_choice, check_fraction, check_int
 from ..accounting import Accountant
 from ..periods import parse_period
-from ..data.records import SuperRecords
+from ..data.records import SuperRecords, distinct_sorted
 from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_protect, parse_theta
@@ -241,13 +243,11 @@ class ClusteringMethod(Anonymizer):
         anchor, pool = self.anchors_and_pool(new, md)
 
         # Sensitive values: terms pooled over the sensitive columns (001: S_r = INDI_PT ∪ PT).
-        per_column = {c: [tuple(v) for v in frame[c]] for c in schema.sensitive}
-        record_terms = [tuple(sorted(set().union(*(per_column[c][i] for c in schema.sensitive))))
-                        for i in range(n)]
-        counts: dict[str, int] = {}
-        for ts in record_terms:
-            for t in ts:
-                counts[t] = counts.get(t, 0) + 1
+        per_column = {c: [v if type(v) is tuple else tuple(v) for v in frame[c].tolist()]
+                      for c in schema.sensitive}
+        terms = _SensitiveTerms.of(per_column, n)
+        record_terms = terms.record_terms()
+        counts = terms.counts()
         all_terms = record_terms
         table = self.theta_spec(schema).resolve(counts)
         k_group, grouping, note = self.grouping_thresholds(table, schema)
@@ -276,22 +276,18 @@ class ClusteringMethod(Anonymizer):
             else:
                 suppressed_terms = {t for t, _, _ in blocked}
                 actions["suppressed_terms"] = {t: {"count": c, "theta": th} for t, c, th in blocked}
-                record_terms = [tuple(t for t in ts if t not in suppressed_terms)
-                                for ts in record_terms]
+                terms = terms.without(suppressed_terms)
+                record_terms = terms.record_terms()
                 for t in suppressed_terms:
                     counts.pop(t)
         if self.may_withhold and n:
             _refuse_unplaceable(period, record_terms, counts, anchor, grouping, k_group)
         vocabulary = sorted(counts)
         term_id = {t: i for i, t in enumerate(vocabulary)}
-        ptr = np.zeros(n + 1, dtype=np.int64)
-        ptr[1:] = np.cumsum([len(ts) for ts in record_terms])
-        ids = np.fromiter((term_id[t] for ts in record_terms for t in ts), dtype=np.int64,
-                          count=int(ptr[-1]))
+        ptr, ids = terms.csr(vocabulary)
         theta_arr = np.array([grouping.get(t) for t in vocabulary], dtype=float)
         if suppressed_terms:  # ss-records are judged on the terms the release can publish
-            per_column = {c: [tuple(t for t in v if t not in suppressed_terms) for v in cells]
-                          for c, cells in per_column.items()}
+            per_column = terms.columns()
         extra = self.ha_inputs(data, per_column, new, md)
         extra_details = extra.pop("_details", {})
         ss_min = extra.pop("_ss_min_counts", {})
@@ -505,16 +501,19 @@ def _cover_old_cases(space: QidSpace, values: dict, case_ids: np.ndarray, period
                 raise HierarchyError(f"An earlier release's {qid.name!r} value is not in the "
                                      f"hierarchy used now: {exc}") from None
             cur = values["cat"][j]
-            merged = np.array([tax.lca_codes([int(x), int(y)]) for x, y in zip(cur[rows], codes)])
+            merged = _pair_lcas(tax, cur[rows], codes)
             widened |= merged != cur[rows]
             cur[rows] = merged
         else:
             lo, hi = values["lo"][j], values["hi"][j]
-            plo = np.empty(len(rows))
-            phi = np.empty(len(rows))
+            # each distinct published cell (a group's interval, on every row of the group)
+            # is read once
+            which, texts = pd.factorize(published)
+            plo = np.empty(len(texts))
+            phi = np.empty(len(texts))
             ok = _present(a, lo, hi)
             whole = ((float(lo[ok].min()), float(hi[ok].max())) if ok.any() else (0.0, 0.0))
-            for i, text in enumerate(published):
+            for i, text in enumerate(texts.tolist()):
                 if text == "" and a.missing_at is not None:
                     plo[i] = phi[i] = a.missing_at
                 elif text == "*" and a.missing_at is not None:
@@ -529,6 +528,7 @@ def _cover_old_cases(space: QidSpace, values: dict, case_ids: np.ndarray, period
                 else:
                     iv = Interval.parse(text)
                     plo[i], phi[i] = iv.lo, iv.hi
+            plo, phi = plo[which], phi[which]
             nlo, nhi = np.minimum(lo[rows], plo), np.maximum(hi[rows], phi)
             widened |= (nlo != lo[rows]) | (nhi != hi[rows])
             lo[rows], hi[rows] = nlo, nhi
@@ -621,6 +621,95 @@ def _too_many_withheld_message(period: str, withheld: list[int], n: int, record_
             f"(--max-withheld); their most common terms: {shown or 'none'}. Raise theta for "
             f"those terms, lower k (now {k}), or allow withholding more (the manifest records "
             f"the count); nothing was published.")
+
+
+@dataclass(frozen=True)
+class _SensitiveTerms:
+    """The terms of a period's sensitive columns as integer codes, one pass for all cases.
+
+    Building each case's pooled term tuple, the term counts and the grouping's CSR arrays term
+    by term in Python was about a tenth of a release's CPU outside the grouping at 100k cases
+    (issue 30). The codes index a sorted vocabulary, so code order is string order and every
+    tuple built back from codes is sorted as ``sorted(set(...))`` sorts it.
+
+    Attributes:
+        vocabulary: every term of the columns, sorted (terms removed later keep their code).
+        owner, code: per column, the case and term code of each cell item, in cell order.
+        n: the number of cases.
+    """
+
+    vocabulary: list
+    owner: dict[str, np.ndarray]
+    code: dict[str, np.ndarray]
+    n: int
+
+    @classmethod
+    def of(cls, per_column: Mapping[str, Sequence[tuple]], n: int) -> "_SensitiveTerms":
+        flat = {c: list(chain.from_iterable(cells)) for c, cells in per_column.items()}
+        vocabulary = sorted(set(chain.from_iterable(flat.values())))
+        code_of = {t: i for i, t in enumerate(vocabulary)}
+        owner, code = {}, {}
+        for c, cells in per_column.items():
+            lengths = np.fromiter(map(len, cells), dtype=np.int64, count=n)
+            owner[c] = np.repeat(np.arange(n, dtype=np.int64), lengths)
+            code[c] = np.fromiter(map(code_of.__getitem__, flat[c]), dtype=np.int64,
+                                  count=len(flat[c]))
+        return cls(vocabulary, owner, code, n)
+
+    def without(self, removed: Collection[str]) -> "_SensitiveTerms":
+        """The same cells with the terms ``removed`` taken out of every one."""
+        dropped = np.zeros(len(self.vocabulary), dtype=bool)
+        dropped[[i for i, t in enumerate(self.vocabulary) if t in removed]] = True
+        keep = {c: ~dropped[self.code[c]] for c in self.code}
+        return _SensitiveTerms(self.vocabulary, {c: o[keep[c]] for c, o in self.owner.items()},
+                               {c: k[keep[c]] for c, k in self.code.items()}, self.n)
+
+    @cached_property
+    def _pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Case and code of each distinct (case, term), sorted by case then term."""
+        width = max(len(self.vocabulary), 1)
+        owners = np.concatenate([np.zeros(0, dtype=np.int64), *self.owner.values()])
+        codes = np.concatenate([np.zeros(0, dtype=np.int64), *self.code.values()])
+        pairs = distinct_sorted(owners * width + codes)
+        return pairs // width, pairs % width
+
+    def record_terms(self) -> list[tuple]:
+        """Each case's terms pooled over the columns: ``tuple(sorted(set().union(...)))``."""
+        owner, code = self._pairs
+        return _tuples(self.vocabulary, owner, code, self.n)
+
+    def counts(self) -> dict:
+        """How many cases hold each term, in order of first appearance when the cases' pooled
+        terms are read in order (the order the θ rules read the counts in)."""
+        _, code = self._pairs
+        distinct, first, tally = np.unique(code, return_index=True, return_counts=True)
+        order = np.argsort(first, kind="stable")
+        return {self.vocabulary[c]: int(k)
+                for c, k in zip(distinct[order].tolist(), tally[order].tolist())}
+
+    def csr(self, vocabulary: Sequence) -> tuple[np.ndarray, np.ndarray]:
+        """(pointer, ids) of each case's pooled terms, ids indexing ``vocabulary`` (a sorted
+        subset of this vocabulary holding every term still present)."""
+        owner, code = self._pairs
+        position = np.searchsorted(np.array(vocabulary, dtype=object),
+                                   np.array(self.vocabulary, dtype=object)) if len(vocabulary) \
+            else np.zeros(len(self.vocabulary), dtype=np.int64)
+        ptr = np.zeros(self.n + 1, dtype=np.int64)
+        ptr[1:] = np.cumsum(np.bincount(owner, minlength=self.n))
+        return ptr, position[code].astype(np.int64)
+
+    def columns(self) -> dict[str, list[tuple]]:
+        """Each column's cells as tuples (in their order, less any removed term)."""
+        return {c: _tuples(self.vocabulary, self.owner[c], self.code[c], self.n)
+                for c in self.owner}
+
+
+def _tuples(vocabulary: list, owner: np.ndarray, code: np.ndarray, n: int) -> list[tuple]:
+    """One tuple of terms per case from (case, code) items grouped by case, in their order."""
+    bounds = np.zeros(n + 1, dtype=np.int64)
+    bounds[1:] = np.cumsum(np.bincount(owner, minlength=n))
+    terms = np.array(vocabulary + [None], dtype=object)[code].tolist()
+    return [tuple(terms[a:b]) for a, b in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
 
 
 def _csr(cells: Sequence[Sequence[str]], term_id: Mapping[str, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -720,7 +809,18 @@ def group_lub(taxonomy: Taxonomy, codes: np.ndarray, groups: np.ndarray) -> np.n
     s = pd.Series(codes)
     low = s.groupby(groups).transform("min").to_numpy()
     high = s.groupby(groups).transform("max").to_numpy()
-    pairs, inverse = np.unique(np.stack([low, high], axis=1), axis=0, return_inverse=True)
-    lub = np.array([taxonomy.lca_codes([int(a), int(b)]) for a, b in pairs], dtype=np.int64)
-    return lub[inverse.ravel()]
+    return _pair_lcas(taxonomy, low, high)
+
+
+def _pair_lcas(taxonomy: Taxonomy, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per position, the code of the lowest common ancestor of codes ``a`` and ``b``, each
+    distinct pair looked up once (found by hashing one integer key per pair: np.unique over
+    stacked rows sorted them at several times the cost)."""
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    if not len(a):
+        return np.zeros(0, dtype=np.int64)
+    which, keys = pd.factorize((a << 32) | b)
+    lub = np.array([taxonomy.lca_codes([x >> 32, x & 0xFFFFFFFF]) for x in keys.tolist()],
+                   dtype=np.int64)
+    return lub[which]
 

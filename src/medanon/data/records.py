@@ -17,6 +17,7 @@ Numeric QIDs of super records are held as a pandas ``IntervalArray`` closed on b
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from itertools import chain
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,29 +44,42 @@ def as_value_set(values: object) -> tuple[str, ...]:
     return tuple(sorted({str(v).strip() for v in values if v is not None and str(v).strip()}))
 
 
-def map_cells(values: Iterable[object], fn: Callable[[object], object]) -> list:
+def map_cells(values: Iterable[object], fn: Callable[[object], object], *,
+              many: Callable[[list], list] | None = None) -> list:
     """``[fn(v) for v in values]``, calling ``fn`` once per distinct text or tuple cell.
 
     Cells repeat a lot (a group's generalized label in every row, a common indication), and
     per-cell formatting or normalizing was a tenth of a release's time at 50k cases (issue 30).
-    Only ``str`` and ``tuple`` cells are shared, keyed with their type: numbers are not (equal
-    numbers can format apart, e.g. 0.0 and -0.0), nor are unhashable cells (a list).
+    Only ``str`` and ``tuple`` cells are shared: numbers are not (equal numbers can format
+    apart, e.g. 0.0 and -0.0), nor are unhashable cells (a list). The distinct cells are found
+    by pandas' hash table in one C pass (a Python dict lookup per cell cost as much as ``fn``
+    at 100k cases); a str never equals a tuple, so both kinds share one table.
+
+    ``many``, when given, maps the list of distinct shared cells at once (it must return what
+    ``fn`` returns for each): for an ``fn`` that is faster on a batch.
     """
-    memo: dict = {}
-    out = []
-    for v in values:
-        if type(v) is str or type(v) is tuple:
-            key = (type(v), v)
-            try:
-                r = memo[key]
-            except KeyError:
-                r = memo[key] = fn(v)
-            except TypeError:  # a tuple holding an unhashable item
-                r = fn(v)
+    cells = values if isinstance(values, list) else list(values)
+    n = len(cells)
+    if not n:
+        return []
+    shared = np.fromiter((type(v) is str or type(v) is tuple for v in cells), dtype=bool,
+                         count=n)
+    array = np.fromiter(cells, dtype=object, count=n)  # fromiter: a tuple stays one cell
+    out = np.empty(n, dtype=object)
+    at = np.flatnonzero(shared)
+    if len(at):
+        try:
+            codes, distinct = pd.factorize(array[at])
+        except TypeError:  # a tuple holding an unhashable item: no sharing for this column
+            at = np.zeros(0, dtype=np.int64)
+            shared[:] = False
         else:
-            r = fn(v)
-        out.append(r)
-    return out
+            mapped = (fn(v) for v in distinct) if many is None else many(distinct.tolist())
+            results = np.fromiter(mapped, dtype=object, count=len(distinct))
+            out[at] = results[codes]
+    for i in np.flatnonzero(~shared).tolist():
+        out[i] = fn(cells[i])
+    return out.tolist()
 
 
 @dataclass(frozen=True)
@@ -173,8 +187,9 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
     }
     if schema.identifiers:
         report_col = schema.identifiers[0]
-        ids = recs[report_col].astype(str).to_numpy()
-        out["report_ids"] = [tuple(ids[first_index[g]:last_index[g] + 1]) for g in range(n_groups)]
+        ids = recs[report_col].astype(str).to_numpy().tolist()
+        out["report_ids"] = [tuple(ids[a:b]) for a, b in zip(first_index.tolist(),
+                                                             (last_index + 1).tolist())]
     for name in schema.categorical_qids:
         out[name] = _lub_categorical(recs[name], hierarchies[name], first_index, last_index,
                                      multi_groups)
@@ -187,10 +202,13 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
         np.fmax.at(hi, group[finite], values[finite])
         out[name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
     for name in schema.multi_valued:
-        cells = map_cells(recs[name].to_numpy(), as_value_set)
-        merged = [cells[i] for i in first_index]
-        for g in multi_groups:
-            merged[g] = tuple(sorted(set().union(*cells[first_index[g]:last_index[g] + 1])))
+        cells = recs[name].tolist()
+        merged = _union_of_str_tuples(cells, group, first_index)
+        if merged is None:  # cells of other kinds (text, lists, missing): one by one
+            cells = map_cells(cells, as_value_set)
+            merged = [cells[i] for i in first_index]
+            for g in multi_groups:
+                merged[g] = tuple(sorted(set().union(*cells[first_index[g]:last_index[g] + 1])))
         out[name] = merged
     for name in schema.insensitive + schema.private:
         out[name] = recs[name].to_numpy()[last_index]
@@ -201,6 +219,67 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
         if name in frame.columns:
             frame[name] = frame[name].astype(object)
     return SuperRecords(schema, frame, hierarchies)
+
+
+def distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of an integer array: a sort and a neighbour test.
+
+    numpy 2's ``np.unique`` hashes integer arrays, several times slower than this at 10^5-10^6
+    values (it was a third of the super-record step at 100k cases, issue 30).
+    """
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    return ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
+
+
+def _union_of_str_tuples(cells: list, group: np.ndarray,
+                         first_index: np.ndarray) -> list[tuple] | None:
+    """Per group, :func:`as_value_set` of the union of its rows' cells, when every cell is a
+    tuple of str (what the store gives); None otherwise.
+
+    Terms are coded once (sorted vocabulary, so code order is string order) and the
+    (group, term) pairs deduplicated and sorted in one numpy pass: normalizing cell by cell
+    was a tenth of a release's CPU at 100k cases (issue 30). A group of one row whose cell is
+    already normalized (stripped, non-empty terms in strictly increasing order) keeps that
+    tuple, which equals the one built from the pairs.
+    """
+    if not set(map(type, cells)) <= {tuple}:
+        return None
+    lengths = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
+    flat = list(chain.from_iterable(cells))
+    if not set(map(type, flat)) <= {str}:
+        return None
+    stripped = {t: t.strip() for t in dict.fromkeys(flat)}
+    vocabulary = sorted(set(stripped.values()) - {""})
+    code_of = {t: i for i, t in enumerate(vocabulary)}
+    raw_code = {t: code_of.get(v, -1) for t, v in stripped.items()}  # -1: blank, dropped
+    codes = np.fromiter(map(raw_code.__getitem__, flat), dtype=np.int64, count=len(flat))
+    row = np.repeat(np.arange(len(cells), dtype=np.int64), lengths)
+    owner = group[row]
+    kept = codes >= 0
+    n_groups = len(first_index)
+    width = max(len(vocabulary), 1)
+    # rows whose cell is normalized as it is
+    as_is = np.ones(len(cells), dtype=bool)
+    changed = {t for t, v in stripped.items() if t != v}
+    if changed:
+        as_is[row[np.fromiter((t in changed for t in flat), dtype=bool, count=len(flat))]] = False
+    as_is[row[~kept]] = False
+    step = row[1:] == row[:-1]
+    as_is[row[1:][step & (codes[1:] <= codes[:-1])]] = False
+    single = np.bincount(group, minlength=n_groups) == 1
+    rebuilt = ~(single & as_is[first_index])
+    merged = np.fromiter(cells, dtype=object, count=len(cells))[first_index]
+    if rebuilt.any():  # the other groups' union: (group, term) pairs sorted, made distinct
+        items = kept & rebuilt[owner]
+        pairs = distinct_sorted(owner[items] * width + codes[items])  # by group, then term
+        at = np.flatnonzero(rebuilt)
+        bounds = np.searchsorted(pairs // width, np.r_[at, at + 1]).reshape(2, -1)
+        terms = np.array(vocabulary + [""], dtype=object)[pairs % width].tolist()
+        for g, a, b in zip(at.tolist(), bounds[0].tolist(), bounds[1].tolist()):
+            merged[g] = tuple(terms[a:b])
+    return merged.tolist()
 
 
 def _group_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -219,8 +298,16 @@ def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, first_index: np.ndar
     store from before the MeSH age tree had self leaves) is the record value of that leaf, so it
     becomes the leaf here, before any generalization.
     """
+    raw = column.to_numpy(dtype=object)
     values = np.empty(len(column), dtype=object)
-    values[:] = taxonomy.record_labels(column.to_numpy(dtype=object))
+    if set(map(type, raw.tolist())) <= {str, type(None)}:
+        # each distinct label looked up once; a missing cell (-1) stays None
+        codes, distinct = pd.factorize(raw)
+        labels = np.empty(len(distinct) + 1, dtype=object)
+        labels[:-1] = taxonomy.record_labels(distinct.tolist())
+        values[:] = labels[codes]
+    else:
+        values[:] = taxonomy.record_labels(raw)
     result = values[first_index].copy()
     missing = pd.isna(values)
     for g in multi_groups:

@@ -77,7 +77,18 @@ def cell_strings(column: pd.Series | np.ndarray | list) -> np.ndarray:
     """Cells as an object array of str; missing values become ``""``."""
     arr = np.asarray(column, dtype=object).copy()
     arr[pd.isna(arr)] = ""
+    if set(map(type, arr.tolist())) <= {str}:  # release rows: nothing to convert (one C pass)
+        return arr
     return np.array([x if type(x) is str else str(x) for x in arr], dtype=object)
+
+
+def blank_cells(values: np.ndarray) -> np.ndarray:
+    """Which cells of an object array of str are empty once stripped, each distinct cell
+    stripped once (a release repeats a group's value on every row)."""
+    codes, distinct = pd.factorize(np.asarray(values, dtype=object))
+    blank = np.fromiter((v.strip() == "" for v in distinct.tolist()), dtype=bool,
+                        count=len(distinct))
+    return blank[codes] if len(codes) else np.zeros(0, dtype=bool)
 
 
 def categorical_codes(values: np.ndarray, taxonomy: Taxonomy, *, where: str) -> np.ndarray:
@@ -135,10 +146,14 @@ def term_pairs(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         ``(rows, codes, names)``: one entry per distinct (row, term) pair, the term as a code
         into ``names``.
     """
-    parts = [c.split(_SEP) for c in np.asarray(cells, dtype=object).tolist()]
-    lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-    rows = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
-    flat = np.fromiter(itertools.chain.from_iterable(parts), dtype=object, count=int(lengths.sum()))
+    texts = np.asarray(cells, dtype=object).tolist()
+    # One join and one split of the whole column, the cuts between cells read from each cell's
+    # separator count: a split per cell made a list per row (issue 30).
+    lengths = np.fromiter(map(str.count, texts, itertools.repeat(_SEP)), dtype=np.int64,
+                          count=len(texts)) + 1
+    rows = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+    flat = np.fromiter(_SEP.join(texts).split(_SEP) if texts else [], dtype=object,
+                       count=int(lengths.sum()))
     raw_codes, raw_names = pd.factorize(flat)
     codes, names = pd.factorize(np.array([str(t).strip() for t in raw_names], dtype=object))
     codes = codes.astype(np.int64)[raw_codes]

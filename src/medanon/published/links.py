@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..periods import parse_period
 from ..errors import InputFormatError, SchemaError, ValidationError
-from .cells import (QidInfo, categorical_codes, cell_strings, joined_terms,
+from .cells import (QidInfo, blank_cells, categorical_codes, cell_strings, joined_terms,
                              numeric_bounds, term_pairs)
 from .series import PublishedSeries
 
@@ -168,7 +168,7 @@ def row_periods(rows: pd.DataFrame, where: str) -> set[str]:
         InputFormatError: a row has no period, or one that does not parse.
     """
     cells = cell_strings(rows["period"])
-    if any(c.strip() == "" for c in cells):
+    if blank_cells(cells).any():
         raise InputFormatError(f"{where} has rows without a period.")
     try:
         return {parse_period(c).label for c in set(cells)}
@@ -200,7 +200,7 @@ def read_view(series: PublishedSeries, label: str) -> ReleaseView:
         raise InputFormatError(f"{where} holds rows of period(s) {', '.join(sorted(found))}, "
                                f"not {label}.")
     case = cell_strings(rows["case_id"])
-    blank = np.array([c.strip() == "" for c in case], dtype=bool)
+    blank = blank_cells(case)
     if blank.any():
         raise InputFormatError(f"{where} has {int(blank.sum())} row(s) without a case_id.")
     dup = pd.Series(case).duplicated(keep=False).to_numpy()
@@ -213,7 +213,7 @@ def read_view(series: PublishedSeries, label: str) -> ReleaseView:
     cat, lo, hi, blank = {}, {}, {}, {}
     for q in series.qids:
         values = cell_strings(rows[q.name])
-        blank[q.name] = np.array([v.strip() == "" for v in values], dtype=bool)
+        blank[q.name] = blank_cells(values)
         if q.kind == "categorical":
             cat[q.name] = categorical_codes(values, q.taxonomy,
                                             where=f"{where}, column {q.name!r}").astype(np.int64)

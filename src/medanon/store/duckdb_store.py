@@ -431,12 +431,36 @@ class ReleaseStore:
         if not self._has_records_table():
             return pd.DataFrame(columns=self.schema.all_columns)
         s = self.schema
-        present = set(self._record_columns())
-        order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version") if c in present)
-        frame = self._con.execute(
-            f"SELECT * FROM records WHERE {_quote(s.period)} = ? ORDER BY {order}", [label]).df()
-        for name in self.schema.multi_valued:
-            frame[name] = [tuple(v) if v is not None else () for v in frame[name]]
+        types = self._records_table_types()
+        order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version") if c in types)
+        where = f"FROM records WHERE {_quote(s.period)} = ?"
+        multi = [c for c in s.multi_valued if c in types]
+        if not self._lists_join_safely(multi, types, where, label):
+            frame = self._con.execute(f"SELECT * {where} ORDER BY {order}", [label]).df()
+            for name in multi:
+                frame[name] = [tuple(v) if v is not None else () for v in frame[name]]
+            return frame
+        # Lists come as one string per cell, split here: DuckDB hands a list cell to pandas as
+        # a numpy array, and making one per cell cost more than the rest of the read (issue 30).
+        # len() tells an empty list from a list holding one empty string.
+        sizes = {c: f"_medanon_len_{i}" for i, c in enumerate(multi)}
+        columns = [f"array_to_string({_quote(c)}, chr(31)) AS {_quote(c)}" if c in sizes
+                   else _quote(c) for c in types]
+        columns += [f"len({_quote(c)}) AS {n}" for c, n in sizes.items()]
+        frame = self._con.execute(f"SELECT {', '.join(columns)} {where} ORDER BY {order}",
+                                  [label]).df()
+        # Each distinct cell is split once and its items are shared by every cell holding
+        # them: one tuple per cell and one str per item cost a 450k-case quarter more than a
+        # gigabyte (issue 30).
+        terms: dict[str, str] = {}
+        for name, size in sizes.items():
+            counts = frame.pop(size).fillna(0).to_numpy()
+            texts = np.where(counts > 0, frame[name].to_numpy(dtype=object), None)
+            which, distinct = pd.factorize(texts)  # an empty list: -1, the last cell below
+            cells = [tuple(map(terms.setdefault, parts, parts))
+                     for parts in (text.split(_LIST_SEPARATOR) for text in distinct.tolist())]
+            cells.append(())
+            frame[name] = np.fromiter(cells, dtype=object, count=len(cells))[which]
         return frame
 
     def record_columns(self, period: str, columns: Iterable[str]) -> pd.DataFrame:
@@ -467,6 +491,20 @@ class ReleaseStore:
             if name in frame.columns:
                 frame[name] = [tuple(v) if v is not None else () for v in frame[name]]
         return frame
+
+    def _lists_join_safely(self, columns: list[str], types: dict[str, str], where: str,
+                           label: str) -> bool:
+        """Whether every list cell of ``columns`` in the period can be read back from its items
+        joined with :data:`_LIST_SEPARATOR`: lists of text, no missing item, no item holding
+        the separator."""
+        if not columns:
+            return True
+        if any(types[c] != "VARCHAR[]" for c in columns):
+            return False
+        unsafe = " OR ".join(f"list_count({_quote(c)}) < len({_quote(c)}) OR "
+                             f"contains(array_to_string({_quote(c)}, ''), chr(31))"
+                             for c in columns)
+        return _one(self._con, f"SELECT count(*) {where} AND ({unsafe})", [label])[0] == 0
 
     def release_rows(self, period: str) -> pd.DataFrame:
         """The published rows of a period, as strings in the release format."""
@@ -755,12 +793,24 @@ class ReleaseStore:
         # In slices: the lists DuckDB reads multi-valued cells from exist for one slice at a time.
         for begin in range(0, len(records), _INSERT_ROWS):
             incoming = records.iloc[begin:begin + _INSERT_ROWS].reindex(columns=columns)
-            for name in self.schema.multi_valued:
-                incoming[name] = list(map(list, incoming[name]))
+            selected = {c: _quote(c) for c in columns}
+            for i, name in enumerate(self.schema.multi_valued):
+                texts, sizes = _joined_items(incoming[name])
+                if texts is None:
+                    incoming[name] = list(map(list, incoming[name]))
+                    continue
+                # A cell goes to DuckDB as its items joined by the unit separator and is split
+                # there: DuckDB converting a Python list per cell was most of an ingest's
+                # CPU (issue 30). The item count tells [] from [''].
+                size = f"_medanon_len_{i}"
+                incoming[name], incoming[size] = texts, sizes
+                selected[name] = (f"CASE WHEN {size} = 0 THEN []::VARCHAR[] ELSE "
+                                  f"string_split({_quote(name)}, chr(31)) END")
             for name in self.schema.date_columns:  # a date or timestamp as its FAERS string
                 incoming[name] = date_cells(incoming[name], name)
             with _registered(self._con, "incoming_records", incoming):
-                _run(self._con, f"INSERT INTO {table} ({cols}) SELECT {cols} FROM incoming_records")
+                _run(self._con, f"INSERT INTO {table} ({cols}) SELECT "
+                                f"{', '.join(selected.values())} FROM incoming_records")
             del incoming
 
     def _period_row(self, fact: "_PeriodFacts", replacing: bool, summary: IngestSummary) -> None:
@@ -922,6 +972,9 @@ def _literal(text: str) -> str:
 
 #: records written per INSERT: bounds the Python lists built for the multi-valued columns
 _INSERT_ROWS = 100_000
+#: joins the items of a list cell when the records are read (``ReleaseStore.records``): the
+#: unit separator, which no term holds (checked before each read)
+_LIST_SEPARATOR = "\x1f"
 
 
 def _check_quarter(item: object) -> None:
@@ -992,6 +1045,22 @@ def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
                 if digest is not None or private:
                     _run(con, "UPDATE releases SET manifest = ? WHERE period = ?",
                          [json.dumps(manifest, default=_json_default, sort_keys=True), period])
+
+
+def _joined_items(cells: pd.Series) -> tuple[list[str] | None, np.ndarray | None]:
+    """Each list cell's items joined by :data:`_LIST_SEPARATOR`, and its item count; (None,
+    None) when a cell is not a sequence of str or an item holds the separator (the cells are
+    then given to DuckDB as lists)."""
+    values = cells.tolist()
+    try:
+        texts = [_LIST_SEPARATOR.join(v) for v in values]
+    except TypeError:  # a missing cell, or an item that is not str
+        return None, None
+    sizes = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
+    separators = int(np.maximum(sizes - 1, 0).sum())
+    if "".join(texts).count(_LIST_SEPARATOR) != separators:  # an item holds the separator
+        return None, None
+    return texts, sizes
 
 
 def _record_types(schema: Schema, sample: pd.DataFrame) -> dict[str, str]:

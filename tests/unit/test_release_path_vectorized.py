@@ -1,0 +1,135 @@
+"""The vectorized steps of the release path give what their cell-by-cell definitions give
+(issue 30): the same cells, the same term codes and counts, the same input digest bytes."""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from medanon.anonymize.common import _SensitiveTerms
+from medanon.data.records import _union_of_str_tuples, as_value_set, map_cells
+from medanon.errors import SchemaError
+from medanon.pipeline.publish import input_digest
+from medanon.published.format import (_format_multi_many, format_multi, format_numeric,
+                                     format_numeric_cells)
+
+
+def test_map_cells_equals_calling_fn_per_cell() -> None:
+    cells = [("b", "a"), "x|y", None, float("nan"), ("b", "a"), [1, 2], "x|y", (), ("a", ["u"])]
+    assert map_cells(cells, repr) == [repr(v) for v in cells]
+    assert map_cells(cells[:8], as_value_set) == [as_value_set(v) for v in cells[:8]]
+    assert map_cells(iter(["a", "a"]), str.upper) == ["A", "A"]
+    assert map_cells([0.0, -0.0], str) == ["0.0", "-0.0"]  # numbers are never shared
+    assert map_cells([], str) == []
+    with pytest.raises(SchemaError):
+        map_cells([("a",), 3.0], as_value_set)
+
+
+def test_union_of_str_tuples_is_the_value_set_of_each_groups_cells() -> None:
+    rng = np.random.default_rng(3)
+    words = ["b", "a", " a ", "", "  ", "c d", "Z", "é"]
+    cells = [tuple(rng.choice(words, size=rng.integers(0, 4)).tolist()) for _ in range(300)]
+    group = np.sort(rng.integers(0, 120, size=300))
+    _, group = np.unique(group, return_inverse=True)
+    n_groups = int(group.max()) + 1
+    first = np.searchsorted(group, np.arange(n_groups))
+    expected = [as_value_set([t for i in np.flatnonzero(group == g) for t in cells[i]])
+                for g in range(n_groups)]
+    assert _union_of_str_tuples(cells, group, first) == expected
+    two = (np.array([0, 1]), np.array([0, 1]))
+    assert _union_of_str_tuples([("a",), "a|b"], *two) is None
+    assert _union_of_str_tuples([("a",), (None,)], *two) is None
+    assert _union_of_str_tuples([(), ("",)], np.array([0, 0]), np.array([0])) == [()]
+    assert _union_of_str_tuples([("a", "b"), ("b", "a"), ("a", "a"), (" a",), ("a", "")],
+                                np.arange(5), np.arange(5)) == [("a", "b")] * 2 + [("a",)] * 3
+
+
+def test_sensitive_terms_pool_count_and_code_as_term_by_term() -> None:
+    rng = np.random.default_rng(5)
+    words = [f"t{i}" for i in range(12)]
+    n = 200
+    per_column = {c: [tuple(sorted(set(rng.choice(words, size=rng.integers(0, 4)).tolist())))
+                      for _ in range(n)] for c in ("indications", "reactions")}
+    pooled = [tuple(sorted(set(per_column["indications"][i]) | set(per_column["reactions"][i])))
+              for i in range(n)]
+    counts: dict[str, int] = {}
+    for ts in pooled:
+        for t in ts:
+            counts[t] = counts.get(t, 0) + 1
+    terms = _SensitiveTerms.of(per_column, n)
+    assert terms.record_terms() == pooled
+    assert list(terms.counts().items()) == list(counts.items())  # same order: θ rules read it
+    removed = {"t3", "t7"}
+    kept = terms.without(removed)
+    assert kept.record_terms() == [tuple(t for t in ts if t not in removed) for ts in pooled]
+    assert kept.columns() == {c: [tuple(t for t in v if t not in removed) for v in cells]
+                              for c, cells in per_column.items()}
+    vocabulary = sorted(set(words) - removed)
+    ptr, ids = kept.csr(vocabulary)
+    assert [tuple(vocabulary[i] for i in ids[ptr[r]:ptr[r + 1]]) for r in range(n)] \
+        == kept.record_terms()
+    empty = _SensitiveTerms.of({"reactions": []}, 0)
+    assert empty.record_terms() == [] and empty.counts() == {}
+
+
+def test_format_numeric_cells_equals_format_numeric_per_cell() -> None:
+    intervals = pd.Series(pd.arrays.IntervalArray.from_arrays(
+        [1.0, np.nan, 2.5, 1.0, -0.0, 0.0], [1.0, np.nan, 60, 1.0, 3, 3.0], closed="both"))
+    mixed = pd.Series(np.array([pd.Interval(1.0, 2.0, closed="both"), None, "*", 3.25,
+                                pd.Interval(1, 2, closed="both"), float("nan"), -0.0], dtype=object))
+    for column in (intervals, mixed, pd.Series([], dtype=object)):
+        assert format_numeric_cells(column) == [format_numeric(v)
+                                                for v in column.to_numpy(dtype=object)]
+
+
+def _digest_by_definition(records: pd.DataFrame) -> str:
+    canonical = records.sort_values(list(records.columns[:3])).astype(str)
+    return hashlib.sha256(canonical.to_csv(index=False).encode("utf-8")).hexdigest()
+
+
+@pytest.mark.parametrize("rows_at_a_time", [1, 3, 10_000])
+def test_input_digest_hashes_the_bytes_of_its_definition(monkeypatch, rows_at_a_time) -> None:
+    monkeypatch.setattr("medanon.pipeline.publish._DIGEST_ROWS", rows_at_a_time)
+    records = pd.DataFrame({
+        "case_id": ["2", "1", "1", "3"], "period": ["2020Q1"] * 4,
+        "report_id": ["21", "12", "11", "31"], "version": [1, 2, 1, 1],
+        "sex": ["F", None, "M", "F"], "weight": [53.0, np.nan, 1e-7, 80.5],
+        "reactions": [("a,\"b\"", "c\nd"), (), ("x",), ("it's",)],
+        "drugs": [("A",), None, ("B", "C"), ("A",)],
+        "note": ["", "q\"uote", "com,ma", None]})
+    records["drugs"] = records["drugs"].astype(object)
+    assert input_digest(records) == _digest_by_definition(records)
+    assert input_digest(records.iloc[:0]) == _digest_by_definition(records.iloc[:0])
+
+
+def test_multi_cells_format_as_format_multi_per_cell() -> None:
+    cells = [("a", "b"), ("b", "a"), ("a", "a"), (), ("x",), "a|b", ("a", 1), ("é", "z"),
+             ("b", "c"), ("c", "b", "c"), None, float("nan"), ["z", "y"]]
+    assert _format_multi_many(cells) == [format_multi(c) for c in cells]
+    assert map_cells(cells, format_multi, many=_format_multi_many) == [format_multi(c)
+                                                                      for c in cells]
+    assert _format_multi_many([]) == []
+
+
+@pytest.mark.parametrize("odd", [(), ("",), ("a", ""), ("x\x1fy",), ("a\x1f", "b")])
+def test_list_cells_round_trip_through_the_store(tmp_path, odd) -> None:
+    """List cells go to and come from DuckDB as joined text when that is lossless (issue 30):
+    an empty list, an empty item and an item holding the separator come back as they were."""
+    from medanon.data.loaders.faers import read_faers
+    from medanon.data.schema import Schema
+    from medanon.store import ReleaseStore
+    from tests.conftest import FAERS_FIXTURES
+
+    ingest = read_faers(FAERS_FIXTURES, keep_missing=False)
+    quarter = ingest.quarters[0]
+    quarter.records.at[quarter.records.index[0], "reactions"] = odd
+    with ReleaseStore.create_or_open(tmp_path / "s.duckdb", Schema.default()) as store:
+        store.ingest([quarter])
+        back = store.records(quarter.period.label).set_index("report_id")
+    original = quarter.records.set_index("report_id")
+    for name in Schema.default().multi_valued:
+        assert {r: back.at[r, name] for r in back.index} \
+            == {r: tuple(original.at[r, name]) for r in back.index}
