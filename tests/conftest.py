@@ -85,6 +85,17 @@ def assert_user_error(result: subprocess.CompletedProcess | CliResult, error_typ
     assert fragment in result.stderr, result.stderr
 
 
+def ingest_and_release(source: Path, store: Path) -> Path:
+    """Ingest ``source`` into ``store`` and publish every period with PPMS++ (k 5, θ frequency,
+    seeded): a small published store for the readers' tests."""
+    for args in (("ingest", source, "--store", store),
+                 ("release", "--store", store, "--method", "ppms++", "--k", "5", "--theta",
+                  "frequency", "--seed", "1", "--allow-seeded")):
+        result = invoke_cli(*args)
+        assert result.returncode == 0, result.stderr
+    return store
+
+
 def snapshot(folder: Path) -> dict[str, bytes]:
     """Every file under ``folder`` with its bytes: to prove that nothing was written."""
     if not folder.exists():

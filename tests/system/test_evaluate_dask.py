@@ -6,17 +6,12 @@ from __future__ import annotations
 import json
 
 from medanon.data.synth.faers import write_faers_series
-from tests.conftest import invoke_cli
+from tests.conftest import ingest_and_release, invoke_cli
 
 
 def test_evaluate_on_a_local_cluster_equals_the_evaluation_in_one_process(tmp_path):
     write_faers_series(tmp_path / "in", periods=3, cases=400, seed=7)
-    store = tmp_path / "s.duckdb"
-    for args in (("ingest", tmp_path / "in", "--store", store),
-                 ("release", "--store", store, "--method", "ppms++", "--k", "5", "--theta",
-                  "frequency", "--seed", "1", "--allow-seeded")):
-        result = invoke_cli(*args)
-        assert result.returncode == 0, result.stderr
+    store = ingest_and_release(tmp_path / "in", tmp_path / "s.duckdb")
     rules = tmp_path / "rules.csv"
     rules.write_text("drug,condition,reaction\nAVANDIA,age > 18,Myocardial infarction\n"
                      "ZELNORM,,Cerebrovascular accident\n")

@@ -17,20 +17,14 @@ from medanon.pipeline.history import StoreSeries
 from medanon.published.series import kept_releases, load_series
 from medanon.report.collect import store_originals
 from medanon.store import ReleaseStore
-from tests.conftest import invoke_cli
+from tests.conftest import ingest_and_release
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     work = tmp_path_factory.mktemp("evaluate-streaming")
     write_faers_series(work / "in", periods=3, cases=300, followup_rate=0.3, seed=11)
-    path = work / "s.duckdb"
-    for args in (("ingest", work / "in", "--store", path),
-                 ("release", "--store", path, "--method", "ppms++", "--k", "5", "--theta",
-                  "frequency", "--seed", "1", "--allow-seeded")):
-        result = invoke_cli(*args)
-        assert result.returncode == 0, result.stderr
-    return path
+    return ingest_and_release(work / "in", work / "s.duckdb")
 
 
 def test_record_columns_are_those_columns_of_the_records(store):

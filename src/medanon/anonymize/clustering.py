@@ -461,6 +461,19 @@ def seed_alpha_ok(data: GroupingInput, r: int) -> bool:
 
 
 # ------------------------------------------------------------------------- classes first
+def lexsort_runs(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(order, change): the order that sorts the rows of ``columns`` (equal lengths, at least
+    one row) lexicographically, first column first, and where in that order a new distinct row
+    starts (``change[i]``: row ``order[i]`` differs from the one before it)."""
+    order = np.lexsort(columns[::-1])
+    change = np.zeros(len(order), dtype=bool)
+    change[0] = True
+    for col in columns:
+        sorted_col = col[order]
+        change[1:] |= sorted_col[1:] != sorted_col[:-1]
+    return order, change
+
+
 def qid_classes(data: GroupingInput) -> tuple[np.ndarray, np.ndarray]:
     """(class of each record, first record of each class): records with identical QID values,
     classes numbered in the lexicographic order of their values (as ``np.unique(axis=0)``
@@ -477,12 +490,7 @@ def qid_classes(data: GroupingInput) -> tuple[np.ndarray, np.ndarray]:
     n = data.n
     if not cols or not n:
         return np.zeros(n, dtype=np.int64), np.zeros(min(n, 1), dtype=np.int64)
-    order = np.lexsort(cols[::-1])
-    change = np.zeros(n, dtype=bool)
-    change[0] = True
-    for col in cols:
-        sorted_col = col[order]
-        change[1:] |= sorted_col[1:] != sorted_col[:-1]
+    order, change = lexsort_runs(cols)
     class_sorted = np.cumsum(change) - 1
     class_of = np.empty(n, dtype=np.int64)
     class_of[order] = class_sorted

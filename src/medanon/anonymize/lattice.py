@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..data.tabular import TabularData
+from .clustering import lexsort_runs
 
 __all__ = ["GroupTable", "Lattice", "RollUp", "group_sum", "marginals", "node_ncp", "record_classes",
            "record_ncp_bound"]
@@ -70,12 +71,7 @@ def group_sum(columns: list[np.ndarray], sizes: list[int],
         key = key[order]
         start = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     else:
-        order = np.lexsort(columns[::-1])
-        change = np.zeros(n, dtype=bool)
-        change[0] = True
-        for c in columns:
-            sc = c[order]
-            change[1:] |= sc[1:] != sc[:-1]
+        order, change = lexsort_runs(columns)
         start = np.flatnonzero(change)
     sums = np.add.reduceat(weights[order].astype(np.int64), start)
     firsts = order[start]
