@@ -1513,6 +1513,14 @@ class _GroupBlocks(_Blocks):
                             self.anchors_max[:, None] + int(data.anchor[r]))
                 full = (self.sigma_min[:, cols[frequent]] + 1 > e).any(axis=1)
                 bound[full] = INF
+            if len(terms):
+                # PR(g, r) is at least r's terms alone (σ 0) at the block's most anchors (η
+                # grows with them): the bound of ΔIL times that floor bounds ΔIL·PR
+                anchors = self.anchors_max + int(data.anchor[r])
+                distinct, at = np.unique(anchors, return_inverse=True)
+                floors = np.array([privacy_risk(data.terms(r), {}, _EtaView(data.theta, int(a)))
+                                   for a in distinct.tolist()])[at.ravel()]
+                bound = np.where(floors == INF, INF, bound * floors)
         return bound
 
     def changed(self, gi: int) -> None:
