@@ -53,18 +53,23 @@ class StoreSeries:
         return PublishedSeries({p: pd.DataFrame() for p in manifests}, dict(manifests), self.qids,
                                self.sensitive, self.source)
 
-    def linked(self, cases: Collection[str], whole: Sequence[str] = ()) -> PublishedSeries:
+    def linked(self, cases: Collection[str], whole: Sequence[str] = (),
+               also: Sequence[str] = ()) -> PublishedSeries:
+        """The rows ``cases`` link to, the releases of ``whole`` whole, and the releases
+        ``also`` even when they hold none of those rows."""
         self.refresh()
         rows = self.store.linked_rows(cases, whole=whole)
-        keep = kept_releases(rows, [p for p, r in rows.items() if len(r)] + list(whole))
+        keep = kept_releases(rows, [p for p, r in rows.items() if len(r)] + list(whole)
+                             + list(also))
         return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
                                self.qids, self.sensitive, self.source)
 
     def linked_release(self, label: str) -> PublishedSeries:
         """What release ``label`` links to: every row of it and its cases' rows elsewhere
         (the series :func:`medanon.verify.verify_linked` and
-        :func:`medanon.attacks.worst_case.attack_linked` read for that release)."""
-        return self.linked(self.store.release_cases(label))
+        :func:`medanon.attacks.worst_case.attack_linked` read for that release), and the release
+        itself even when it holds no case (an empty release is checked as such)."""
+        return self.linked(self.store.release_cases(label), also=(label,))
 
     def release_with_cases(self, label: str) -> PublishedSeries:
         """Release ``label`` whole and its cases' rows in the other releases
