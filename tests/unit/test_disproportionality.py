@@ -237,6 +237,27 @@ def test_multiple_starts_keep_the_best_likelihood():
     assert agreeing == sorted(agreeing) and all(a <= best.agreeing for a in agreeing)
 
 
+def test_a_warm_start_from_the_pooled_fit_finds_a_subtable_optimum_with_fewer_starts():
+    """A scope of a series (here: half of the simulated pairs) fitted from the pooled prior
+    and DuMouchel's start reaches the likelihood of the 8-start fit, and the warm start is
+    tried first: from the optimum itself one start is enough and nothing moves."""
+    truth = (0.3, 0.1, 2.0, 2.5, 0.1)
+    n, e = simulate(11, 8000, truth)
+    pooled = fit_gps_prior(n, e)
+    half_n, half_e = n[::2], e[::2]
+    full = fit_gps_prior(half_n, half_e)
+    warm = fit_gps_prior(half_n, half_e, starts=2, warm_start=pooled)
+    assert warm.starts == 2 and warm.converged
+    assert warm.loglik == pytest.approx(full.loglik, abs=AGREEMENT_TOLERANCE)
+    again = fit_gps_prior(half_n, half_e, starts=1, warm_start=full)
+    np.testing.assert_allclose(again.parameters, full.parameters, rtol=1e-4)
+    assert again.loglik >= full.loglik - AGREEMENT_TOLERANCE
+    # without a warm start, starts=1 is DuMouchel's start alone: a different path
+    assert fit_gps_prior(half_n, half_e, starts=1).starts == 1
+    with pytest.raises(ValidationError, match="'warm_start'"):
+        fit_gps_prior(half_n, half_e, warm_start=(0.2, 0.1, 2.0, 4.0, 0.3))
+
+
 def test_fit_is_deterministic_and_labels_the_minority_component_first():
     n, e = simulate(5, 2000, (2.0, 2.5, 0.3, 0.1, 0.9))  # the minority component second
     fit = fit_gps_prior(n, e, seed=7)

@@ -461,6 +461,11 @@ def seed_alpha_ok(data: GroupingInput, r: int) -> bool:
 
 
 # ------------------------------------------------------------------------- classes first
+def _alpha_seeds(data: GroupingInput) -> np.ndarray:
+    """The records that meet α alone (:func:`seed_alpha_ok` of each)."""
+    return np.array([seed_alpha_ok(data, r) for r in range(data.n)], dtype=bool)
+
+
 def lexsort_runs(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(order, change): the order that sorts the rows of ``columns`` (equal lengths, at least
     one row) lexicographically, first column first, and where in that order a new distinct row
@@ -497,7 +502,8 @@ def qid_classes(data: GroupingInput) -> tuple[np.ndarray, np.ndarray]:
     return class_of, order[change]
 
 
-def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None
+def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
+                    p0: np.ndarray | None = None, alpha_seed: np.ndarray | None = None
                     ) -> tuple[list[_Group], np.ndarray]:
     """Zero-loss groups formed inside the exact QID classes before the greedy runs (issue 30).
 
@@ -508,6 +514,9 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None
     records fit anywhere and fill the groups up to k. A group left short of k is undone. Every
     group so formed has k anchors, meets θ and α like a grown group, and has loss 0.
 
+    ``class_of``, ``p0`` (:meth:`GroupingInput.base_risk`) and ``alpha_seed`` (the records that
+    meet α alone) may be passed in by a caller that has them; they are computed otherwise.
+
     Returns the groups and the mask of the records in them; the rest is the greedy's.
     """
     n, k = data.n, data.k
@@ -515,9 +524,10 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None
     if n < k:
         return [], taken
     growth_etas = data.growth_etas()
-    eligible = data.pool & data.anchor & (data.base_risk() < INF)
+    p0 = data.base_risk() if p0 is None else p0
+    eligible = data.pool & data.anchor & (p0 < INF)
     if data.alpha is not None:
-        eligible &= np.array([seed_alpha_ok(data, r) for r in range(n)], dtype=bool)
+        eligible &= _alpha_seeds(data) if alpha_seed is None else alpha_seed
     holder = np.repeat(np.arange(n), np.diff(data.term_ptr))
     is_bounded = growth_etas[data.term_ids] < UNBOUNDED
     bounded = np.bincount(holder, weights=is_bounded, minlength=n) > 0
@@ -613,12 +623,13 @@ def _class_groups(data: GroupingInput, flat: np.ndarray) -> list[_Group]:
     return groups
 
 
-def _classes_first(data: GroupingInput, class_of: np.ndarray | None = None
+def _classes_first(data: GroupingInput, class_of: np.ndarray | None = None, **known
                    ) -> tuple[list[_Group], np.ndarray]:
-    """The groups formed before the greedy and the pool it grows from (both implementations)."""
+    """The groups formed before the greedy and the pool it grows from (both implementations);
+    ``known`` as in :func:`preform_classes`."""
     if not data.classes_first:
         return [], data.pool
-    groups, taken = preform_classes(data, class_of)
+    groups, taken = preform_classes(data, class_of, **known)
     return groups, data.pool & ~taken
 
 
@@ -772,11 +783,10 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
     rank = data.rank
     p0 = data.base_risk()
     growth_etas = data.growth_etas()
-    alpha_seed = (np.array([seed_alpha_ok(data, r) for r in range(n)], dtype=bool)
-                  if data.alpha is not None else np.ones(n, dtype=bool))
+    alpha_seed = _alpha_seeds(data) if data.alpha is not None else np.ones(n, dtype=bool)
     finite = p0 < INF
     classes = qid_classes(data)
-    groups, pool = _classes_first(data, classes[0])
+    groups, pool = _classes_first(data, classes[0], p0=p0, alpha_seed=alpha_seed)
     seedable = pool & finite & alpha_seed  # any record seeds, as in 001/002 (not only anchors)
     cells = _Cells(data, p0, seedable, pool, classes)
     alive = pool.copy()                    # in the pool and not in a group
@@ -1042,7 +1052,7 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
     grouped = np.zeros(n, dtype=bool)
     for g in groups:
         grouped[g.members] = True
-    _place_leftovers(data, groups, result, leftover=~grouped)
+    _place_leftovers(data, groups, result, leftover=~grouped, class_of=classes[0])
     return result
 
 
@@ -1215,10 +1225,11 @@ class _GroupTable:
 
 
 def _place_leftovers(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
-                     leftover: np.ndarray) -> None:
+                     leftover: np.ndarray, class_of: np.ndarray) -> None:
     """001's Generalization / 002's lines 25-30: the same order and keys as the reference, with
     the groups searched through a :class:`_GroupBlocks` index (exact: it only skips groups whose
-    key provably exceeds the best found)."""
+    key provably exceeds the best found). ``class_of``: each record's exact QID class
+    (:func:`qid_classes`)."""
     space = data.space
     leftovers = np.flatnonzero(leftover)
     leftovers = leftovers[np.argsort(data.rank[leftovers], kind="stable")]
@@ -1249,7 +1260,6 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     # A leftover whose own value loses nothing joins, at key 0, any zero-loss group of its QID
     # class that can take it: no other group has ΔIL 0 (a wider group, or one of another
     # class, loses more once it holds r), so that search is the whole search (issue 30).
-    class_of, _ = qid_classes(data)
     point = _record_losses(data) == 0.0
     same_class: dict[int, list[int]] = {}
     for gi in np.flatnonzero(table.loss == 0.0).tolist():
@@ -1307,10 +1317,7 @@ def _best_in_class(data: GroupingInput, r: int, same: np.ndarray,
     """
     terms = data.terms(r)
     if len(terms) <= 32:
-        anchors = table.anchors[same] + int(data.anchor[r])
-        distinct, at = np.unique(anchors, return_inverse=True)
-        floors = np.array([privacy_risk(terms, {}, _EtaView(data.theta, int(a)))
-                           for a in distinct.tolist()])[at.ravel()]
+        floors = _risk_floors(data, r, table.anchors[same])
         holds = table.holds_any(terms, same)
         free = np.flatnonzero(~holds & (floors < INF) & table.alpha_ok(r, same))
         if len(free):
@@ -1337,6 +1344,16 @@ def _best_in_class(data: GroupingInput, r: int, same: np.ndarray,
         return None
     k = ok[np.lexsort((same[at[ok]], pr[ok]))[0]]
     return (0.0, float(pr[k]), int(same[at[k]]))
+
+
+def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray:
+    """PR of r's terms alone (every σ 0) in a group of ``anchors`` anchors before r joins, for
+    each entry of ``anchors``: the least PR of r in any such group. Computed once per distinct
+    anchor count (a few, against thousands of groups)."""
+    distinct, at = np.unique(anchors + int(data.anchor[r]), return_inverse=True)
+    terms = data.terms(r)
+    return np.array([privacy_risk(terms, {}, _EtaView(data.theta, int(a)))
+                     for a in distinct.tolist()])[at.ravel()]
 
 
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
@@ -1519,10 +1536,7 @@ class _GroupBlocks(_Blocks):
             if len(terms):
                 # PR(g, r) is at least r's terms alone (σ 0) at the block's most anchors (η
                 # grows with them): the bound of ΔIL times that floor bounds ΔIL·PR
-                anchors = self.anchors_max + int(data.anchor[r])
-                distinct, at = np.unique(anchors, return_inverse=True)
-                floors = np.array([privacy_risk(data.terms(r), {}, _EtaView(data.theta, int(a)))
-                                   for a in distinct.tolist()])[at.ravel()]
+                floors = _risk_floors(data, r, self.anchors_max)
                 bound = np.where(floors == INF, INF, bound * floors)
         return bound
 

@@ -74,6 +74,11 @@ Choices and deviations:
    Several starts: DuMouchel's published start (α1, β1, α2, β2, p) = (0.2, 0.1, 2, 4, 1/3) first,
    then starts spread log-uniformly (α1, β1 in [0.02, 2], α2, β2 in [0.5, 20], p in [0.05, 0.95])
    from ``seed`` (it only spreads starts). The fit with the highest log-likelihood is kept.
+   A ``warm_start`` prior (a fit of a larger table the data belong to, e.g. the pooled series
+   for one of its quarters or strata) is tried first, before DuMouchel's: screening fits each
+   sub-scope from its side's pooled prior and DuMouchel's start only
+   (:class:`medanon.metrics.screening.ScreeningOptions`, ``scope_starts``), a quarter of the
+   work of 8 spread starts (issue 30).
 4. **Convergence.** :attr:`GpsPrior.converged` holds when the best start's optimizer did not
    stop at its iteration limit (``maxiter``) and the largest component of its projected
    gradient (of the mean log-likelihood, in the transformed coordinates; a component pushing
@@ -535,20 +540,24 @@ def _projected_gradient(x: np.ndarray, grad: np.ndarray,
 
 
 def fit_gps_prior(n: Any, e: Any, *, starts: int = 8, min_count: int = 1, seed: int = 0,
-                  maxiter: int = 500, param_limit: float = PARAM_LIMIT) -> GpsPrior:
+                  maxiter: int = 500, param_limit: float = PARAM_LIMIT,
+                  warm_start: GpsPrior | None = None) -> GpsPrior:
     """Fit DuMouchel's two-gamma prior by maximum marginal likelihood.
 
     Args:
         n: Observed counts of the pairs (whole numbers >= 0).
         e: Expected counts of the same pairs (> 0).
         starts: Optimizer starts: DuMouchel's published start, then ``starts - 1`` spread-out
-            ones (module docstring, choice 3).
+            ones (module docstring, choice 3); with ``warm_start``, that prior then
+            DuMouchel's start and ``starts - 2`` spread-out ones.
         min_count: The likelihood is over the pairs with n >= ``min_count``, truncated at it
             (choice 1): 1 (default) is the zero-truncated likelihood of the observed pairs, as
             FDA/openEBGM; 0 the plain likelihood of every pair given.
         seed: Spreads the starts (the fit is deterministic given it; it is no privacy RNG).
         maxiter: Iteration limit of each start's optimizer.
         param_limit: Upper bound of α1, β1, α2 and β2 (choice 3; openEBGM's default 100).
+        warm_start: A prior to start from first (choice 3), e.g. the fit of the pooled table
+            when fitting one of its scopes; clipped into the bounds.
 
     Returns:
         The best start's prior, component 1 the minority one (p <= 1/2), with its
@@ -557,7 +566,7 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = 8, min_count: int = 1, seed: 
     Raises:
         ValidationError: n or e malformed (negative or non-whole counts, e <= 0, not finite,
             lengths differ), no pair with n >= ``min_count``, or a bad ``starts``, ``min_count``,
-            ``seed``, ``maxiter`` or ``param_limit``.
+            ``seed``, ``maxiter``, ``param_limit`` or ``warm_start``.
     """
     owner = "fit_gps_prior"
     n_arr, e_arr = _pair(n, e, owner)
@@ -575,11 +584,20 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = 8, min_count: int = 1, seed: 
         raise ValidationError(f"The 'n' parameter of {owner} has no pair with n >= min_count "
                               f"({min_count}); got {n_arr.size} pair(s).")
     model = _Likelihood(n_arr[keep], e_arr[keep], min_count)
+    if warm_start is None:
+        thetas = _starts(starts, seed)
+    else:
+        if not isinstance(warm_start, GpsPrior):
+            raise ValidationError(f"The 'warm_start' parameter of {owner} must be a GpsPrior "
+                                  f"or None; got {type(warm_start).__name__}.")
+        warm = warm_start
+        thetas = [(warm.alpha1, warm.beta1, warm.alpha2, warm.beta2, warm.p),
+                  *_starts(starts - 1, seed)]
     results = []
     # L-BFGS-B calls BLAS on 5-vectors: with OpenBLAS's thread pool those calls cost more in
     # synchronisation than in arithmetic (8x slower fits measured on a busy 2-core machine)
     with threadpool_limits(limits=1, user_api="blas"):
-        for theta in _starts(starts, seed):
+        for theta in thetas:
             with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
                 x0 = np.clip(_to_x(theta), [b[0] for b in bounds], [b[1] for b in bounds])
                 res = minimize(model.objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
@@ -952,13 +970,15 @@ def _table_column(table: pd.DataFrame, name: str) -> pd.Series:
 
 
 def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int = 1,
-           seed: int = 0, starts: int = 8) -> tuple[pd.DataFrame, GpsPrior]:
+           seed: int = 0, starts: int = 8,
+           warm_start: GpsPrior | None = None) -> tuple[pd.DataFrame, GpsPrior]:
     """Screen every pair of a :func:`pair_counts` table with MGPS, BCPNN and PRR.
 
     Args:
         table: Pair counts with at least the columns n, e, a, b, c, d.
         prior: A fixed GPS prior; None fits one on the table (:func:`fit_gps_prior`).
-        min_count, seed, starts: Passed to :func:`fit_gps_prior` when ``prior`` is None.
+        min_count, seed, starts, warm_start: Passed to :func:`fit_gps_prior` when ``prior``
+            is None.
 
     Returns:
         A copy of ``table`` with the columns of :data:`SCREEN_COLUMNS` added (``ebgm``,
@@ -984,7 +1004,8 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
         if n.size == 0:
             raise ValidationError(f"The 'table' parameter of {owner} has no pair: there is no "
                                   f"prior to fit (pass one as 'prior').")
-        prior = fit_gps_prior(n, e, starts=starts, min_count=min_count, seed=seed)
+        prior = fit_gps_prior(n, e, starts=starts, min_count=min_count, seed=seed,
+                              warm_start=warm_start)
     prior = _prior(prior, owner)
     out = table.copy()
     out["ebgm"] = ebgm(n, e, prior)

@@ -18,8 +18,10 @@ original's signal set the release keeps:
   (counted in ``undecided``), never guessed. Under perturbation (PPMS-DP) a report can land in a
   stratum it does not belong to; the spurious signals of a stratum are how that shows.
 
-Each scope fits its own MGPS prior on each side (as an analyst fitting the stratum's data would)
-and reports, per statistic (``mgps``: EB05 ≥ 2; ``bcpnn``: IC025 > 0; ``prr``: Evans):
+Each scope fits its own MGPS prior on each side (as an analyst fitting the stratum's data would):
+the pooled scope from 8 starts, every other scope from its side's pooled prior and DuMouchel's
+start (``ScreeningOptions.scope_starts``; a quarter of the work, issue 30). It reports, per
+statistic (``mgps``: EB05 ≥ 2; ``bcpnn``: IC025 > 0; ``prr``: Evans):
 
 * ``signals_original``, ``signals_release``, ``common``; ``recall`` = common / original and
   ``precision`` = common / release (None when the denominator is 0);
@@ -42,7 +44,6 @@ the stratum's screening).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import itertools
 from collections.abc import Callable, Mapping, Sequence
@@ -64,6 +65,11 @@ __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening"
            "opposite_condition", "screen_series", "screening_for"]
 
 #: Strata of the default FAERS schema: children, adults, the elderly; each sex.
+#: starts of the pooled prior's fit (:func:`.disproportionality.fit_gps_prior`'s default), and
+#: of every other scope's, warm-started from its side's pooled prior (issue 30: the fits were
+#: 40% of ``evaluate``; from the pooled prior a scope's fit needs a fraction of the iterations)
+POOLED_STARTS = 8
+SCOPE_STARTS = 2
 DEFAULT_STRATA = ("age <= 18", "age in [19-64]", "age >= 65", "sex = F", "sex = M")
 
 #: statistic -> (signal column, score for ranking and Spearman, the columns listed per pair)
@@ -93,6 +99,10 @@ class ScreeningOptions:
         min_count: Pairs reported fewer times are not screened (1: every reported pair).
         listed: At most this many spurious and lost signals listed per scope and statistic.
         quarters: Screen each quarter on its own too.
+        scope_starts: Optimizer starts of the prior of every scope but the pooled one: its
+            side's pooled prior first, then DuMouchel's start and spread ones
+            (:func:`.disproportionality.fit_gps_prior`, ``warm_start``). None: the pooled
+            fit's 8 spread starts, with no warm start.
     """
 
     strata: tuple[str, ...] = DEFAULT_STRATA
@@ -101,6 +111,7 @@ class ScreeningOptions:
     min_count: int = 1
     listed: int = 20
     quarters: bool = True
+    scope_starts: int | None = SCOPE_STARTS
     conditions: tuple[Condition, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -119,12 +130,18 @@ class ScreeningOptions:
                                   f"column name; got {self.reaction_column!r}.")
         check_int(self.min_count, name="min_count", owner="ScreeningOptions", minimum=1)
         check_int(self.listed, name="listed", owner="ScreeningOptions", minimum=0)
+        if self.scope_starts is not None:
+            check_int(self.scope_starts, name="scope_starts", owner="ScreeningOptions", minimum=1)
 
     def to_dict(self) -> dict[str, Any]:
         return {"strata": list(self.strata), "drug_columns": list(self.drug_columns),
                 "reaction_column": self.reaction_column, "min_count": self.min_count,
                 "quarters": self.quarters,
                 "pooling": "one report per case and quarter (a release row)",
+                "prior_starts": {"pooled": POOLED_STARTS,
+                                 "other_scopes": self.scope_starts or POOLED_STARTS,
+                                 "other_scopes_first_start": ("the side's pooled prior"
+                                                              if self.scope_starts else None)},
                 "signal_criteria": {"mgps": "EB05 >= 2", "bcpnn": "IC025 > 0",
                                     "prr": "a >= 3 and (PRR = inf or (PRR >= 2 and chi2 >= 4))"}}
 
@@ -420,14 +437,14 @@ class _Screened:
     """The screening of one scope on one side: the pair table with every statistic."""
 
     def __init__(self, table: pd.DataFrame, reports: int, options: ScreeningOptions, *,
-                 undecided: int = 0, done: _Done | None = None):
+                 undecided: int = 0, done: _Done | None = None, fit: _Fit | None = None):
         self.reports = reports
         self.undecided = undecided
         self.prior: GpsPrior | None = None
         if len(table):
             table = table[table["n"] >= options.min_count]
         if len(table):
-            table, self.prior = _screen(table, options.min_count, done or _Done())
+            table, self.prior = _screen(table, fit or _Fit(options.min_count), done or _Done())
             table = table.assign(drug_key=_fold(table["drug"]),
                                  reaction_key=_fold(table["reaction"]))
         self.table = table.set_index(_KEY) if len(table) else table
@@ -467,18 +484,32 @@ class _Done:
             del self._screenings[next(iter(self._screenings))]
 
 
-def _screen(table: pd.DataFrame, min_count: int, done: _Done) -> tuple[pd.DataFrame, GpsPrior]:
+@dataclass(frozen=True)
+class _Fit:
+    """How a scope's prior is fitted: the pair threshold, the starts and the warm start."""
+
+    min_count: int
+    starts: int = POOLED_STARTS
+    warm_start: GpsPrior | None = None
+
+    def key(self) -> tuple:
+        warm = self.warm_start
+        return (self.min_count, self.starts,
+                None if warm is None else (warm.alpha1, warm.beta1, warm.alpha2, warm.beta2, warm.p))
+
+
+def _screen(table: pd.DataFrame, fit: _Fit, done: _Done) -> tuple[pd.DataFrame, GpsPrior]:
     """:func:`.disproportionality.screen` of a pair table, computed once per distinct table.
 
     Every statistic and the fitted prior depend only on the counts (n, e and the 2×2 table) and
-    ``min_count``: a scope whose counts equal those of a scope already screened (the same scope
-    of a release that leaves drugs and reactions as they were, on both sides) takes that
-    screening's numbers, identical to what screening it again would give.
+    the fit's settings: a scope whose counts equal those of a scope already screened the same
+    way (the same scope of a release that leaves drugs and reactions as they were, on both
+    sides) takes that screening's numbers, identical to what screening it again would give.
     """
-    key = _counts_key(table, min_count)
+    key = _counts_key(table, fit)
     found = done.get(key)
     if found is None:
-        found = _screen_counts(table, min_count)
+        found = _screen_counts(table, fit)
         done.put(key, found)
     values, prior = found
     return table.assign(**values), prior
@@ -488,21 +519,26 @@ def _screen(table: pd.DataFrame, min_count: int, done: _Done) -> tuple[pd.DataFr
 _COUNTS = ("n", "e", "a", "b", "c", "d")
 
 
-def _counts_key(table: pd.DataFrame, min_count: int) -> tuple:
+def _counts_key(table: pd.DataFrame, fit: _Fit) -> tuple:
     digest = hashlib.sha256()
     for name in _COUNTS:
         column = np.ascontiguousarray(table[name].to_numpy())
         digest.update(str(column.dtype).encode())
         digest.update(column.tobytes())
-    return (min_count, len(table), digest.hexdigest())
+    return (fit.key(), len(table), digest.hexdigest())
 
 
-def _screen_counts(table: pd.DataFrame, min_count: int
-                   ) -> tuple[dict[str, np.ndarray], GpsPrior]:
+def _screen_counts(table: pd.DataFrame, fit: _Fit) -> tuple[dict[str, np.ndarray], GpsPrior]:
     """The statistics :func:`.disproportionality.screen` adds to a pair table, and its prior
     (what a worker computes for ``result(mapper=...)``)."""
-    screened, prior = screen(table, min_count=min_count)
+    screened, prior = screen(table, min_count=fit.min_count, starts=fit.starts,
+                             warm_start=fit.warm_start)
     return {c: screened[c].to_numpy() for c in SCREEN_COLUMNS}, prior
+
+
+def _screen_item(item: tuple[pd.DataFrame, _Fit]) -> tuple[dict[str, np.ndarray], GpsPrior]:
+    """:func:`_screen_counts` of a (table, fit) pair (one item of a cluster's map)."""
+    return _screen_counts(*item)
 
 
 def _fold(terms: pd.Series) -> pd.Series:
@@ -582,6 +618,18 @@ class _Scopes:
     def __init__(self, side: _Reports, options: ScreeningOptions, done: _Done):
         self.side, self.options, self.done = side, options, done
         self._cache: dict[tuple[str, str], _Screened] = {}
+        self._pooled_prior: GpsPrior | None = None
+        self._pooled_fitted = False
+
+    def fit(self, kind: str) -> _Fit:
+        """How a scope of this kind is fitted: the pooled scope from the spread starts, the
+        others warm from the pooled prior (screening it first when it is not yet)."""
+        options = self.options
+        if kind == "pooled" or options.scope_starts is None:
+            return _Fit(options.min_count)
+        if not self._pooled_fitted:
+            self.get("pooled", "pooled")
+        return _Fit(options.min_count, options.scope_starts, self._pooled_prior)
 
     def publishes(self, condition: Condition) -> bool:
         return self.side.publishes(condition)
@@ -610,8 +658,11 @@ class _Scopes:
         key = (kind, scope)
         if key not in self._cache:
             table, reports, undecided = self.table(kind, scope, condition)
-            self._cache[key] = _Screened(table, reports, self.options, undecided=undecided,
-                                         done=self.done)
+            screened = _Screened(table, reports, self.options, undecided=undecided,
+                                 done=self.done, fit=self.fit(kind))
+            self._cache[key] = screened
+            if kind == "pooled":
+                self._pooled_prior, self._pooled_fitted = screened.prior, True
         return self._cache[key]
 
 
@@ -743,23 +794,27 @@ class SeriesScreening:
 
     def _screen_first(self, original: _Scopes, release: _Scopes, done: _Done,
                       mapper: Callable[[Callable, list], list]) -> None:
-        """Screen the distinct pair tables of every scope through ``mapper`` into ``done``."""
+        """Screen the distinct pair tables of every scope through ``mapper`` into ``done``: the
+        pooled ones first, since the others start from their side's pooled prior."""
         min_count = self.options.min_count
-        wanted: dict[tuple, pd.DataFrame] = {}
-        for kind, scope, condition in _scopes_of(self.options, self.labels, self.rules,
-                                                 original, release):
-            for side in (original, release):
-                table = side.table(kind, scope, condition)[0]
-                if len(table):
-                    table = table[table["n"] >= min_count]
-                if len(table):
-                    wanted.setdefault(_counts_key(table, min_count),
-                                      table[list(_COUNTS)].reset_index(drop=True))
-        keys = list(wanted)
-        screened = mapper(functools.partial(_screen_counts, min_count=min_count),
-                          [wanted.pop(k) for k in keys])
-        for key, found in zip(keys, screened):
-            done.put(key, found)
+        scopes = _scopes_of(self.options, self.labels, self.rules, original, release)
+        for pooled in (True, False):
+            wanted: dict[tuple, tuple[pd.DataFrame, _Fit]] = {}
+            for kind, scope, condition in scopes:
+                if (kind == "pooled") != pooled:
+                    continue
+                for side in (original, release):
+                    table = side.table(kind, scope, condition)[0]
+                    if len(table):
+                        table = table[table["n"] >= min_count]
+                    if len(table):
+                        fit = side.fit(kind)
+                        wanted.setdefault(_counts_key(table, fit),
+                                          (table[list(_COUNTS)].reset_index(drop=True), fit))
+            keys = list(wanted)
+            screened = mapper(_screen_item, [wanted.pop(k) for k in keys])
+            for key, found in zip(keys, screened):
+                done.put(key, found)
 
     def result(self, *, mapper: Callable[[Callable, list], list] | None = None
                ) -> dict[str, Any]:
