@@ -8,6 +8,8 @@ import hashlib
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as hs
 
 from medanon.anonymize.common import _SensitiveTerms
 from medanon.data.records import _union_of_str_tuples, as_value_set, map_cells
@@ -103,6 +105,25 @@ def test_input_digest_hashes_the_bytes_of_its_definition(monkeypatch, rows_at_a_
     records["drugs"] = records["drugs"].astype(object)
     assert input_digest(records) == _digest_by_definition(records)
     assert input_digest(records.iloc[:0]) == _digest_by_definition(records.iloc[:0])
+
+
+_TEXT = hs.text(alphabet=hs.sampled_from(list('a,"\r\n\' |é')), max_size=4)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(hs.lists(hs.tuples(hs.sampled_from("123"), hs.one_of(hs.none(), _TEXT),
+                          hs.one_of(hs.none(), hs.lists(_TEXT, max_size=3).map(tuple))),
+                max_size=12),
+       hs.booleans())
+def test_input_digest_quotes_every_cell_as_the_csv_module_does(rows, alone) -> None:
+    """Cells holding commas, quotes, CR and LF (quoted or not as the running Python's csv
+    writer decides), empty and missing cells, tuples of such texts; a one-column frame, where
+    an empty cell is written quoted."""
+    records = pd.DataFrame(rows, columns=["case_id", "note", "reactions"], dtype=object)
+    records.insert(1, "period", "2020Q1")
+    records.insert(2, "report_id", records["case_id"])
+    frame = records[["note"]] if alone else records
+    assert input_digest(frame) == _digest_by_definition(frame)
 
 
 def test_multi_cells_format_as_format_multi_per_cell() -> None:

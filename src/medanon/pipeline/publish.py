@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import hashlib
 import io
+import re
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -143,33 +145,71 @@ def input_digest(records: pd.DataFrame) -> str:
     """
     # The bytes hashed are those of ``records.sort_values(first three columns).astype(str)
     # .to_csv(index=False)`` (the digests in existing stores were made so), built faster and
-    # in bounded memory (issue 30): a tuple cell's text is made by one C loop (str of each, as
-    # ``astype(str)`` does), the rows go straight to the csv module that ``to_csv`` writes
-    # through (a missing cell empty, as ``to_csv`` writes it), and the hash is fed a slice of
-    # rows at a time instead of the text of the whole period.
+    # in bounded memory (issue 30): a tuple cell's text is made once per tuple object (str of
+    # each, as ``astype(str)`` does); each column's cells are quoted as the csv module quotes
+    # them (``to_csv`` writes through it), once per distinct text; the lines are one join over
+    # the cells and separators; the hash is fed a slice of rows at a time.
     canonical = records.sort_values(list(records.columns[:3]))
     digest = hashlib.sha256()
-    text = io.StringIO()
-    writer = csv.writer(text, lineterminator="\n")
-    writer.writerow([str(c) for c in canonical.columns])
-    for begin in range(0, max(len(canonical), 1), _DIGEST_ROWS):
-        columns = []
-        for name in canonical.columns:
-            column = canonical[name].iloc[begin:begin + _DIGEST_ROWS]
-            if column.dtype == object:
-                cells = column.to_numpy(dtype=object).copy()
-                tuples = np.fromiter((type(v) is tuple for v in cells), dtype=bool,
-                                     count=len(cells))
-                if tuples.any():
-                    cells[tuples] = _tuple_texts(cells[tuples].tolist())
-                    column = pd.Series(cells, index=column.index, dtype=object)
-            column = column.astype(str)
-            columns.append(column.where(column.notna(), "").tolist())
-        writer.writerows(zip(*columns))
-        digest.update(text.getvalue().encode("utf-8"))
-        text.seek(0)
-        text.truncate()
+    header = io.StringIO()
+    csv.writer(header, lineterminator="\n").writerow([str(c) for c in canonical.columns])
+    digest.update(header.getvalue().encode("utf-8"))
+    width = len(canonical.columns)
+    for begin in range(0, len(canonical), _DIGEST_ROWS):
+        part = canonical.iloc[begin:begin + _DIGEST_ROWS]
+        cells = np.empty((len(part), 2 * width), dtype=object)
+        cells[:, 1::2] = ","
+        cells[:, -1] = "\n"
+        for j, name in enumerate(canonical.columns):
+            cells[:, 2 * j] = _csv_fields(_cell_texts(part[name]), alone=width == 1)
+        digest.update("".join(cells.ravel().tolist()).encode("utf-8"))
     return digest.hexdigest()
+
+
+def _cell_texts(column: pd.Series) -> np.ndarray:
+    """The column's cells as ``astype(str)`` gives them, a missing one (after that) empty."""
+    if column.dtype == object:
+        cells = column.to_numpy(dtype=object).copy()
+        tuples = np.fromiter((type(v) is tuple for v in cells), dtype=bool, count=len(cells))
+        if tuples.any():
+            cells[tuples] = _tuple_texts(cells[tuples].tolist())
+            column = pd.Series(cells, index=column.index, dtype=object)
+    column = column.astype(str)
+    texts = column.to_numpy(dtype=object).copy()
+    texts[column.isna().to_numpy()] = ""
+    return texts
+
+
+def _csv_fields(texts: np.ndarray, *, alone: bool) -> np.ndarray:
+    """Each text as a field the csv module writes it (minimal quoting, ``\\n`` lines): quoted,
+    its quotes doubled, when it holds a character the writer quotes; an empty field is quoted
+    only when it is a row's only one. Decided once per distinct text."""
+    codes, distinct = pd.factorize(texts)
+    fields = pd.Series(np.asarray(distinct, dtype=object))
+    special = _csv_specials()
+    quoted = np.zeros(len(fields), dtype=bool)
+    joined = "".join(fields.tolist())
+    if any(c in joined for c in special):  # most columns hold none: one scan decides
+        pattern = "|".join(re.escape(c) for c in special)
+        quoted = fields.str.contains(pattern).to_numpy(dtype=bool)
+    if alone:
+        quoted = quoted | (fields == "").to_numpy()
+    if quoted.any():
+        fields[quoted] = '"' + fields[quoted].str.replace('"', '""', regex=False) + '"'
+    return fields.to_numpy(dtype=object)[codes]
+
+
+@functools.cache
+def _csv_specials() -> tuple[str, ...]:
+    """The characters that make the csv module quote a field (``\\r`` depends on the Python
+    version): asked of the writer itself."""
+    out = []
+    for c in (",", '"', "\n", "\r"):
+        text = io.StringIO()
+        csv.writer(text, lineterminator="\n").writerow(["a" + c, "b"])
+        if text.getvalue().startswith('"'):
+            out.append(c)
+    return tuple(out)
 
 
 def _tuple_texts(cells: list[tuple]) -> list[str]:
