@@ -1156,18 +1156,6 @@ class _GroupTable:
         at = np.minimum(np.searchsorted(keys, cand), len(keys) - 1)
         return np.where(keys[at] == cand, values[at], 0)
 
-    def holds_any(self, terms: Sequence[int], cand: np.ndarray) -> np.ndarray:
-        """Whether each group of ``cand`` holds any of ``terms`` (σ > 0)."""
-        held = np.zeros(len(cand), dtype=bool)
-        cols = [int(self.column[s]) for s in terms if self.column[s] >= 0]
-        if cols:
-            held |= (self.dense[np.ix_(cand, cols)] > 0).any(axis=1)
-        for s in terms:
-            if self.column[s] < 0 and self.sparse.get(s):
-                groups = np.fromiter(self.sparse[s].keys(), dtype=np.int64)
-                held |= np.isin(cand, groups)
-        return held
-
     def sigmas(self, terms: Sequence[int], cand: np.ndarray) -> np.ndarray:
         """σ_s(g) for groups ``cand`` (rows) and ``terms`` (columns)."""
         ids = np.asarray(terms, dtype=np.int64)
@@ -1316,9 +1304,12 @@ def _best_in_class(data: GroupingInput, r: int, same: np.ndarray,
     and when no such group can take r, the PR of every group is computed (their ΔIL is 0).
     """
     terms = data.terms(r)
+    # σ of r's terms in every group of the class: whether a group holds one of them, and the
+    # PR of every group when the certificate below does not settle it
+    sigma = table.sigmas(terms, same)
     if len(terms) <= 32:
         floors = _risk_floors(data, r, table.anchors[same])
-        holds = table.holds_any(terms, same)
+        holds = (sigma > 0).any(axis=1)
         free = np.flatnonzero(~holds & (floors < INF) & table.alpha_ok(r, same))
         if len(free):
             i = free[np.lexsort((same[free], floors[free]))[0]]
@@ -1329,7 +1320,6 @@ def _best_in_class(data: GroupingInput, r: int, same: np.ndarray,
     # one anchor count, PR depends on the row of σ of r's terms only, so it is computed once
     # per distinct row (a big class repeats a few rows thousands of times); the first group of
     # each row is its lowest-numbered (``same`` ascends), which wins that row's ties.
-    sigma = table.sigmas(terms, same)
     rows_of = None
     if (data.alpha is None and terms and len(terms) * 8 <= 62 and sigma.max() < 255
             and table.anchors[same].min() == table.anchors[same].max()):
