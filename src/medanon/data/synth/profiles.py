@@ -172,19 +172,19 @@ PROFILES: Mapping[str, SynthProfile] = MappingProxyType({p.name: p for p in (
                     for f in fields(SynthShape)}}),
     SynthProfile(
         name="faers-current",
-        summary="today's FAERS (2022Q4 subset): 22% ages and 63% weights missing, 40% of "
-                "indications 'Product used for unknown indication'",
+        summary="today's FAERS (2022Q4 subset): 22% ages and 63% weights missing, 39% of "
+                "reports with an indication say 'Product used for unknown indication'",
         start="2022Q4",
         knobs=SynthKnobs(followup_rate=0.10, missing_age=0.22, missing_weight=0.63),
-        shape=SynthShape(unknown_indication=0.38),
+        shape=SynthShape(unknown_indication=0.14),
         sources={"start": "the real 2022Q4 subset's quarter",
                  "followup_rate": "not measurable on the subset (its head holds only old "
                                   "cases); 001's 9.8%",
                  "missing_age": "2022Q4 subset: 57 of 258 DEMO rows have no age",
                  "missing_weight": "2022Q4 subset: 162 of 258 DEMO rows have no weight",
-                 "unknown_indication": "2022Q4 subset: 244 of 607 INDI rows (40.2%); 0.38 "
-                                       "of the drawn rows plus the generic draw's own give "
-                                       "40%"}),
+                 "unknown_indication": "2022Q4 subset: 38 of the 97 reports in the INDI "
+                                       "head (39.2%) have it; 0.14 of the drawn rows gives "
+                                       "39.7% of reports"}),
 )})
 
 
