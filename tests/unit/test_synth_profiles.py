@@ -96,6 +96,12 @@ def test_profile_sets_start_and_rates_and_explicit_rates_win(tmp_path):
                               profile=own).profile == "mine"
 
 
+def test_dataset_synthetic_faers_takes_a_profile(tmp_path):
+    data = Dataset.synthetic_faers(tmp_path / "f", periods=1, cases=50, seed=1,
+                                   profile="faers-2014")
+    assert data.periods == ["2014Q3"]
+
+
 def test_every_profile_number_has_a_source():
     for profile in PROFILES.values():
         if profile.name == "default":
