@@ -109,7 +109,7 @@ class SynthProfile:
     start: str = "2020Q1"
     knobs: SynthKnobs = SynthKnobs()
     shape: SynthShape = SynthShape()
-    sources: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         owner = f"SynthProfile {self.name!r}"
