@@ -258,11 +258,18 @@ class Dataset:
 
     @classmethod
     def synthetic_faers(cls, folder: str | Path, *, periods: int = 4, cases: int = 500,
-                        seed: int | None = None) -> "Dataset":
-        """Write a synthetic FAERS-like series into the new ``folder`` and read it back."""
+                        seed: int | None = None, profile: str = "default") -> "Dataset":
+        """Write a synthetic FAERS-like series into the new ``folder`` and read it back.
+
+        Args:
+            folder: where to write (see :func:`~medanon.data.synth.faers.write_faers_series`).
+            periods, cases, seed: quarters, cases per quarter, random seed (None: fresh).
+            profile: the generator's calibration: ``default``, ``faers-2004``, ``faers-2014``
+                or ``faers-current`` (``docs/data.md``); a ValidationError names ``profile``.
+        """
         from .data.synth.faers import write_faers_series
 
-        write_faers_series(folder, periods=periods, cases=cases, seed=seed)
+        write_faers_series(folder, periods=periods, cases=cases, seed=seed, profile=profile)
         return cls.from_faers(folder)
 
 

@@ -149,26 +149,35 @@ def synth_faers(
     out: Annotated[Path, typer.Argument(help="Folder to write one sub-folder per period into.")],
     periods: Annotated[int, typer.Option(help="Number of quarterly periods.")] = 8,
     cases: Annotated[int, typer.Option(help="Cases per period (new and follow-up).")] = 1000,
-    start: Annotated[str, typer.Option(help="First period, YYYYQn.")] = "2020Q1",
+    profile: Annotated[str, typer.Option(
+        help="Calibration: default | faers-2004 | faers-2014 | faers-current (docs/data.md); "
+        "it sets the term shares, the first period and the rates an option below leaves "
+        "unset.")] = "default",
+    start: Annotated[Optional[str], typer.Option(
+        help="First period, YYYYQn (default: the profile's; 2020Q1).")] = None,
     lifespan: Annotated[int, typer.Option(help="Periods within which a case may be followed up.")] = 4,
-    follow_up_rate: Annotated[float, typer.Option(
+    follow_up_rate: Annotated[Optional[float], typer.Option(
         "--follow-up-rate", help="Share of a quarter's cases that follow up earlier cases "
-        "(FAERS: about 0.1).")] = 0.18,
-    missing_age: Annotated[float, typer.Option(help="Share of new cases with no age.")] = 0.08,
-    missing_weight: Annotated[float, typer.Option(help="Share of new cases with no weight.")] = 0.20,
-    no_indication: Annotated[float, typer.Option(
-        help="Share of new cases with no indication.")] = 0.03,
-    signal_probability: Annotated[float, typer.Option(
-        help="Extra probability of a planted signal's reaction (0: no signals).")] = 0.4,
-    stop_rate: Annotated[float, typer.Option(
-        help="Share of new cases whose treatment stops (never followed up).")] = 0.5,
+        "(default profile: 0.18; FAERS: about 0.1).")] = None,
+    missing_age: Annotated[Optional[float], typer.Option(
+        help="Share of new cases with no age (default profile: 0.08).")] = None,
+    missing_weight: Annotated[Optional[float], typer.Option(
+        help="Share of new cases with no weight (default profile: 0.20).")] = None,
+    no_indication: Annotated[Optional[float], typer.Option(
+        help="Share of new cases with no indication (default profile: 0.03).")] = None,
+    signal_probability: Annotated[Optional[float], typer.Option(
+        help="Extra probability of a planted signal's reaction (0: no signals; default "
+        "profile: 0.4).")] = None,
+    stop_rate: Annotated[Optional[float], typer.Option(
+        help="Share of new cases whose treatment stops (never followed up; default "
+        "profile: 0.5).")] = None,
     seed: SeedOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Write a synthetic FAERS-like periodic series in the FAERS 2014Q3+ ASCII layout."""
     from . import commands
     commands.synth_faers(out, periods=periods, cases=cases, start=start, lifespan=lifespan,
-                         seed=seed, as_json=as_json,
+                         seed=seed, as_json=as_json, profile=profile,
                          knobs={"followup_rate": follow_up_rate, "missing_age": missing_age,
                                 "missing_weight": missing_weight, "no_indication": no_indication,
                                 "signal_probability": signal_probability,

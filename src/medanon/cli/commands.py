@@ -28,17 +28,19 @@ if TYPE_CHECKING:
 
 
 # -- synth ----------------------------------------------------------------------------------------
-def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str, lifespan: int,
-                seed: int | None, as_json: bool, knobs: dict[str, float] | None = None) -> None:
+def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str | None, lifespan: int,
+                seed: int | None, as_json: bool, knobs: dict[str, float | None] | None = None,
+                profile: str = "default") -> None:
     from ..data.synth.faers import write_faers_series
 
     started = time.perf_counter()
     with progress_bar("synthesizing", periods) as step, ui.errors_as_flags():
         summary = write_faers_series(out_dir, periods=periods, cases=cases, seed=seed, start=start,
-                                     lifespan=lifespan, **(knobs or {}),
+                                     lifespan=lifespan, profile=profile, **(knobs or {}),
                                      progress=lambda done, total: step(f"{done}/{total}"))
     data = {"out": str(summary.out), "periods": list(summary.periods), "seed": summary.seed,
-            "seeded": summary.seeded, "settings": summary.knobs.as_dict(),
+            "seeded": summary.seeded, "profile": summary.profile,
+            "settings": summary.knobs.as_dict(),
             "reports": summary.reports, "cases": summary.cases,
             "followups": summary.followups, "deleted": summary.deleted,
             "seconds": round(time.perf_counter() - started, 2)}
@@ -51,8 +53,8 @@ def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str, lifespan
         table.add_row(p, str(summary.cases[p]), str(summary.reports[p]), str(summary.followups[p]),
                       str(summary.deleted.get(p, 0)))
     ui.out.print(table)
-    ui.out.print(f"seed {summary.seed} ({'given' if summary.seeded else 'drawn from OS entropy'}); "
-              f"{data['seconds']} s")
+    ui.out.print(f"profile {summary.profile}; seed {summary.seed} "
+              f"({'given' if summary.seeded else 'drawn from OS entropy'}); {data['seconds']} s")
 
 
 # -- ingest ---------------------------------------------------------------------------------------

@@ -28,31 +28,27 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from ..._validation import check_fraction, check_int
+from ..._validation import check_int
 from ...errors import ValidationError
 from ...periods import Period, parse_period
 from . import terms
+from .profiles import PROFILES, SynthKnobs, SynthProfile, SynthShape, profile_named
 
-__all__ = ["PLANTED_SIGNALS", "SignalRule", "SynthKnobs", "SynthSummary", "write_faers_series"]
+__all__ = ["PLANTED_SIGNALS", "PROFILES", "SignalRule", "SynthKnobs", "SynthProfile",
+           "SynthShape", "SynthSummary", "write_faers_series"]
 
 _OWNER = "write_faers_series"
 
 
-# -- model constants ----------------------------------------------------------------------------
-FOLLOWUP_RATE = 0.18              # share of a later quarter's cases that follow up earlier ones
-SIGNAL_PROBABILITY = 0.4          # extra P(reaction) for a patient meeting a rule's condition
+# -- model constants (the default profile's rates live in profiles.py) ----------------------------
 DUPLICATE_VERSION_RATE = 0.02     # cases with two versions in one quarter
 DELETE_RATE = 0.002               # cases withdrawn per quarter (Poisson mean rate * cases)
-STOP_RATE_NEW = 0.5               # new cases whose treatment stops (never followed up)
 STOP_RATE_FOLLOWUP = 0.3          # follow-ups after which treatment stops
-MISSING_AGE = 0.08
-MISSING_WEIGHT = 0.20
-NO_INDICATION = 0.03
 
 
 @dataclass(frozen=True)
@@ -80,21 +76,6 @@ class SignalRule:
 
 
 @dataclass(frozen=True)
-class SynthKnobs:
-    """The generator settings a researcher varies (defaults: the module constants)."""
-
-    followup_rate: float = FOLLOWUP_RATE
-    missing_age: float = MISSING_AGE
-    missing_weight: float = MISSING_WEIGHT
-    no_indication: float = NO_INDICATION
-    signal_probability: float = SIGNAL_PROBABILITY
-    stop_rate_new: float = STOP_RATE_NEW
-
-    def as_dict(self) -> dict[str, float]:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
-
-
-@dataclass(frozen=True)
 class SynthSummary:
     """What :func:`write_faers_series` wrote (``knobs``: the generator settings used)."""
 
@@ -108,6 +89,7 @@ class SynthSummary:
     deleted: dict[str, int]
     signals: tuple[SignalRule, ...]
     knobs: SynthKnobs = SynthKnobs()
+    profile: str = "default"
 
 
 PLANTED_SIGNALS: tuple[SignalRule, ...] = (
@@ -118,8 +100,6 @@ PLANTED_SIGNALS: tuple[SignalRule, ...] = (
     SignalRule("ACTOS", "Bladder cancer", "sex = M", "sex", "=", "M"),
     SignalRule("CHANTIX", "Suicidal ideation", "age > 18", "age", ">", 18.0),
 )
-
-DRUG_ZIPF, REACTION_ZIPF, INDICATION_ZIPF = 0.7, 0.9, 1.0
 
 _DEMO_COLUMNS = ("primaryid", "caseid", "caseversion", "i_f_code", "event_dt", "mfr_dt",
                  "init_fda_dt", "fda_dt", "rept_cod", "auth_num", "mfr_num", "mfr_sndr", "lit_ref",
@@ -164,6 +144,7 @@ _DEATH_ID = _REAC_INDEX["Death"]
 _INDI_NAMES = [t for t, _ in terms.INDICATIONS]
 _INDI_RESTR = np.array([_RESTRICTION[r] for _, r in terms.INDICATIONS], dtype=np.int8)
 _INDI_INDEX = {t: i for i, t in enumerate(_INDI_NAMES)}
+_UNKNOWN_INDICATION = _INDI_INDEX["Product used for unknown indication"]
 _DRUG_NAMES = [d[0] for d in terms.DRUGS]
 _DRUG_INDEX = {t: i for i, t in enumerate(_DRUG_NAMES)}
 _DRUG_RESTR = np.array([_RESTRICTION[d[7]] for d in terms.DRUGS], dtype=np.int8)
@@ -319,11 +300,12 @@ class _Series:
     """Case state across quarters plus the tables of the quarters a follow-up may copy from."""
 
     def __init__(self, rng: np.random.Generator, n_periods: int, cases: int, lifespan: int,
-                 knobs: SynthKnobs):
+                 knobs: SynthKnobs, shape: SynthShape):
         self.rng = rng
         self.cases = cases
         self.lifespan = lifespan
         self.knobs = knobs
+        self.shape = shape
         self.followup_rate = knobs.followup_rate
         cap = n_periods * cases
         self.n = 0
@@ -363,9 +345,9 @@ class _Series:
         self.next_caseid = 10_000_000 + int(rng.integers(0, 1_000_000))
         self.caseid_step = int(max(1, min(40, (span - 1_000_000) // max(cap, 1))))
 
-        self.drug_zipf = _Zipf(len(terms.DRUGS), DRUG_ZIPF, _DRUG_RESTR)
-        self.reac_zipf = _Zipf(len(terms.REACTIONS), REACTION_ZIPF, _REAC_RESTR)
-        self.indi_zipf = _Zipf(len(terms.INDICATIONS), INDICATION_ZIPF, _INDI_RESTR)
+        self.drug_zipf = _Zipf(len(terms.DRUGS), shape.drug_zipf, _DRUG_RESTR)
+        self.reac_zipf = _Zipf(len(terms.REACTIONS), shape.reaction_zipf, _REAC_RESTR)
+        self.indi_zipf = _Zipf(len(terms.INDICATIONS), shape.indication_zipf, _INDI_RESTR)
         self.mfr_cdf = _Zipf._cdf(1.0 / np.arange(1, len(terms.MANUFACTURERS) + 1) ** 0.8)
         self.rule_drug = np.array([_DRUG_INDEX[r.drug] for r in PLANTED_SIGNALS], dtype=np.int64)
         self.rule_reac = np.array([_REAC_INDEX[r.reaction] for r in PLANTED_SIGNALS], dtype=np.int64)
@@ -443,13 +425,16 @@ class _Series:
         return idx
 
     # -- table content -----------------------------------------------------------------------
-    def _indi_for(self, rep, seq, drug, sex, age, share=0.66):
+    def _indi_for(self, rep, seq, drug, sex, age):
         rng = self.rng
-        take = rng.random(len(rep)) < share
+        shape = self.shape
+        take = rng.random(len(rep)) < shape.indication_rate
         pt = _DRUG_INDICATION[drug[take]].copy()
-        generic = rng.random(len(pt)) < 0.25
+        generic = rng.random(len(pt)) < shape.generic_indication
         if generic.any():
             pt[generic] = self.indi_zipf.sample(rng, sex[take][generic], age[take][generic])
+        if shape.unknown_indication > 0:  # no draw otherwise: the default profile's stream stays
+            pt[rng.random(len(pt)) < shape.unknown_indication] = _UNKNOWN_INDICATION
         return {"rep": rep[take], "seq": seq[take], "pt": pt}
 
     def _reactions(self, reps: np.ndarray, counts: np.ndarray, cidx: np.ndarray) -> dict[str, np.ndarray]:
@@ -776,11 +761,12 @@ def _write_table(path: Path, header: tuple[str, ...], columns: list) -> None:
 
 
 def write_faers_series(out: str | Path, *, periods: int = 8, cases: int = 1000,
-                       seed: int | None = None, start: str = "2020Q1", lifespan: int = 4,
-                       followup_rate: float = FOLLOWUP_RATE, missing_age: float = MISSING_AGE,
-                       missing_weight: float = MISSING_WEIGHT, no_indication: float = NO_INDICATION,
-                       signal_probability: float = SIGNAL_PROBABILITY,
-                       stop_rate_new: float = STOP_RATE_NEW,
+                       seed: int | None = None, start: str | None = None, lifespan: int = 4,
+                       profile: str | SynthProfile = "default",
+                       followup_rate: float | None = None, missing_age: float | None = None,
+                       missing_weight: float | None = None, no_indication: float | None = None,
+                       signal_probability: float | None = None,
+                       stop_rate_new: float | None = None,
                        progress: Callable[[int, int], None] | None = None) -> SynthSummary:
     """Write a synthetic periodic FAERS series, one folder per quarter, in the 2014Q3+ layout.
 
@@ -790,8 +776,12 @@ def write_faers_series(out: str | Path, *, periods: int = 8, cases: int = 1000,
         periods: number of consecutive quarters.
         cases: distinct case ids per quarter (new cases plus follow-ups).
         seed: random seed; ``None`` draws one from OS entropy (reported in the summary).
-        start: first quarter, e.g. ``"2020Q1"``.
+        start: first quarter, e.g. ``"2020Q1"``; ``None``: the profile's (``default``: 2020Q1).
         lifespan: how many quarters after its first report a case may still get follow-ups.
+        profile: a name in :data:`PROFILES` (``default``, ``faers-2004``, ``faers-2014``,
+            ``faers-current``; calibrations and sources in ``docs/data.md``) or a
+            :class:`SynthProfile`. It sets the term distributions, the first quarter and the
+            rates below; a rate given explicitly overrides the profile's.
         followup_rate: share of a quarter's cases that are follow-ups of earlier cases (from the
             second quarter on; lower only if too few earlier cases are still in their life span).
             FAERS has about 10% follow-ups of earlier quarters; series much heavier than that
@@ -809,21 +799,19 @@ def write_faers_series(out: str | Path, *, periods: int = 8, cases: int = 1000,
         A :class:`SynthSummary` with the counts per quarter and the planted signals.
 
     Raises:
-        ValidationError: a parameter out of range, a bad period label, or an ``out`` folder
-            that is a file or already holds one of the quarters.
+        ValidationError: a parameter out of range, an unknown profile, a bad period label, or
+            an ``out`` folder that is a file or already holds one of the quarters.
     """
     periods = check_int(periods, name="periods", owner=_OWNER, minimum=1)
     cases = check_int(cases, name="cases", owner=_OWNER, minimum=1)
     lifespan = check_int(lifespan, name="lifespan", owner=_OWNER, minimum=1)
-    followup_rate = check_fraction(followup_rate, name="followup_rate", owner=_OWNER,
-                                   low_open=False, high=0.9)
-    knobs = SynthKnobs(
-        followup_rate=followup_rate,
-        **{name: check_fraction(value, name=name, owner=_OWNER, low_open=False)
-           for name, value in (("missing_age", missing_age), ("missing_weight", missing_weight),
-                               ("no_indication", no_indication),
-                               ("signal_probability", signal_probability),
-                               ("stop_rate_new", stop_rate_new))})
+    chosen = profile_named(profile, owner=_OWNER)
+    given = {"followup_rate": followup_rate, "missing_age": missing_age,
+             "missing_weight": missing_weight, "no_indication": no_indication,
+             "signal_probability": signal_probability, "stop_rate_new": stop_rate_new}
+    knobs = replace(chosen.knobs, **{k: v for k, v in given.items() if v is not None}
+                    ).checked(_OWNER)
+    start = chosen.start if start is None else start
     seeded = seed is not None
     seed = check_int(seed, name="seed", owner=_OWNER, minimum=0) if seeded else secrets.randbits(63)
     if progress is not None and not callable(progress):
@@ -844,7 +832,7 @@ def write_faers_series(out: str | Path, *, periods: int = 8, cases: int = 1000,
     out.mkdir(parents=True, exist_ok=True)
 
     rng = np.random.default_rng(seed)
-    series = _Series(rng, periods, cases, lifespan, knobs)
+    series = _Series(rng, periods, cases, lifespan, knobs, chosen.shape)
     reports, case_counts, followups, deleted = {}, {}, {}, {}
     headers = {"DEMO": _DEMO_COLUMNS, "DRUG": _DRUG_COLUMNS, "REAC": _REAC_COLUMNS,
                "INDI": _INDI_COLUMNS, "OUTC": _OUTC_COLUMNS}
@@ -865,4 +853,4 @@ def write_faers_series(out: str | Path, *, periods: int = 8, cases: int = 1000,
             progress(p + 1, periods)
     return SynthSummary(out=out, periods=labels, seed=seed, seeded=seeded, reports=reports,
                         cases=case_counts, followups=followups, deleted=deleted,
-                        signals=PLANTED_SIGNALS, knobs=knobs)
+                        signals=PLANTED_SIGNALS, knobs=knobs, profile=chosen.name)

@@ -1,0 +1,196 @@
+"""Synthetic FAERS profiles (medanon.data.synth.profiles): the default is the generator as it
+was, the calibrated ones have the shape docs/data.md cites, and the CLI takes ``--profile``."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import statistics
+import zipfile
+from collections import Counter
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from medanon.api import Dataset
+from medanon.data.synth.faers import PROFILES, SynthKnobs, SynthProfile, write_faers_series
+from medanon.data.synth.profiles import SynthShape
+from medanon.errors import ValidationError
+from tests.conftest import FAERS_2022Q4_SUBSET, assert_user_error, invoke_cli, needs_shared
+
+UNKNOWN = "Product used for unknown indication"
+#: write_faers_series(periods=3, cases=200, seed=11) as main wrote it before profiles existed
+#: (commit 0b11a82): the default profile must keep writing exactly these bytes.
+DEFAULT_DIGEST = "5b8c7bfe278911ae85ffa5a6d5ef1853a01229e46a47aa04bce013f6523700fa"
+
+
+def _digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for file in sorted(folder.rglob("*.txt")):
+        h.update(file.relative_to(folder).as_posix().encode() + b"\0" + file.read_bytes())
+    return h.hexdigest()
+
+
+def _shape(folder: Path) -> list[dict]:
+    """Per quarter, under the papers' filter: cases, the share of follow-ups (cases seen in an
+    earlier quarter) and the top term's share of cases (INDI_PT and PT pooled, as 001's SA)."""
+    data = Dataset.from_faers(folder, keep_missing=False)
+    seen: set[str] = set()
+    rows = []
+    for period in data.periods:
+        frame = data.super_records(period).frame
+        ids = set(frame["case_id"].astype(str))
+        counts = Counter(t for ind, rea in zip(frame["indications"], frame["reactions"])
+                         for t in set(ind) | set(rea))
+        rows.append({"cases": len(frame), "followups": len(ids & seen) / len(frame),
+                     "top": max(counts.values()) / len(frame)})
+        seen |= ids
+    return rows
+
+
+def test_default_profile_is_the_generator_as_it_was(tmp_path):
+    plain = write_faers_series(tmp_path / "plain", periods=3, cases=200, seed=11)
+    named = write_faers_series(tmp_path / "named", periods=3, cases=200, seed=11,
+                               profile="default")
+    assert _digest(tmp_path / "plain") == _digest(tmp_path / "named") == DEFAULT_DIGEST
+    assert plain.profile == named.profile == "default"
+    assert plain.knobs == SynthKnobs() == PROFILES["default"].knobs
+    assert plain.periods[0] == "2020Q1"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_faers_2004_has_the_term_shares_of_001(tmp_path, seed):
+    """001: the usual largest term share is 8-9% (8.1% in 2006Q4, 9.1% in 2010Q1), the worst
+    quarter 22.5% (2010Q3); about 10% of a filtered quarter's cases are follow-ups."""
+    write_faers_series(tmp_path / "s", periods=8, cases=1500, seed=seed, profile="faers-2004")
+    rows = _shape(tmp_path / "s")
+    tops = [r["top"] for r in rows]
+    assert max(tops) <= 0.225
+    assert 0.075 <= statistics.median(tops) <= 0.10, tops
+    followups = [r["followups"] for r in rows[1:]]
+    assert 0.07 <= statistics.mean(followups) <= 0.13, followups
+    assert rows[0]["followups"] == 0
+    assert all(900 <= r["cases"] <= 1200 for r in rows)  # the filter keeps about 70%
+
+
+def test_default_profile_is_far_more_concentrated(tmp_path):
+    """Why the profiles exist: the default's top term is in about 40% of cases."""
+    write_faers_series(tmp_path / "s", periods=3, cases=1500, seed=1)
+    assert min(r["top"] for r in _shape(tmp_path / "s")) > 0.3
+
+
+def test_profile_sets_start_and_rates_and_explicit_rates_win(tmp_path):
+    summary = write_faers_series(tmp_path / "a", periods=2, cases=60, seed=1, profile="faers-2014")
+    assert summary.periods == ("2014Q3", "2014Q4") and summary.profile == "faers-2014"
+    assert summary.knobs == PROFILES["faers-2014"].knobs
+    mine = write_faers_series(tmp_path / "b", periods=2, cases=60, seed=1, profile="faers-2004",
+                              start="2010Q1", followup_rate=0.3)
+    assert mine.periods == ("2010Q1", "2010Q2")
+    assert mine.knobs == replace(PROFILES["faers-2004"].knobs, followup_rate=0.3)
+    assert mine.followups["2010Q2"] == 18
+    own = SynthProfile(name="mine", summary="flat", shape=SynthShape(reaction_zipf=0.0))
+    assert write_faers_series(tmp_path / "c", periods=1, cases=20, seed=1,
+                              profile=own).profile == "mine"
+
+
+def test_dataset_synthetic_faers_takes_a_profile(tmp_path):
+    data = Dataset.synthetic_faers(tmp_path / "f", periods=1, cases=50, seed=1,
+                                   profile="faers-2014")
+    assert data.periods == ["2014Q3"]
+
+
+def test_every_profile_number_has_a_source():
+    for profile in PROFILES.values():
+        if profile.name == "default":
+            continue
+        changed = {name for name, value in vars(profile.knobs).items()
+                   if value != getattr(SynthKnobs(), name)}
+        changed |= {name for name, value in vars(profile.shape).items()
+                    if value != getattr(SynthShape(), name)}
+        assert changed - set(profile.sources) == set(), profile.name
+        assert "start" in profile.sources
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "data.md").read_text()
+    assert all(f"`{name}`" in doc for name in PROFILES)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: SynthProfile(name="x", summary="", knobs=SynthKnobs(followup_rate=0.95)),
+     "The 'followup_rate' parameter of SynthProfile 'x' must be a number in [0, 0.9]"),
+    (lambda: SynthProfile(name="x", summary="", shape=SynthShape(reaction_zipf=-1)),
+     "The 'shape.reaction_zipf' parameter of SynthProfile 'x' must be a number in [0, 5]"),
+    (lambda: SynthProfile(name="x", summary="", shape=SynthShape(unknown_indication=2)),
+     "The 'shape.unknown_indication' parameter of SynthProfile 'x' must be a number in [0, 1]"),
+    (lambda: SynthProfile(name="x", summary="", sources={"colour": "?"}),
+     "The 'sources' parameter of SynthProfile 'x' names no knob: colour"),
+    (lambda: SynthProfile(name="x", summary="", start="2004Q9"), "Period label '2004Q9'"),
+])
+def test_profiles_are_validated(make, message):
+    with pytest.raises(ValidationError) as err:
+        make()
+    assert str(err.value).startswith(message)
+
+
+def test_unknown_profile_is_refused_and_writes_nothing(tmp_path):
+    with pytest.raises(ValidationError, match=r"^The 'profile' parameter of write_faers_series "
+                       r"must be one of default, faers-2004, faers-2014, faers-current; "
+                       r"got 'faers-2040'\.$"):
+        write_faers_series(tmp_path / "out", profile="faers-2040")
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_profile_option(tmp_path):
+    result = invoke_cli("synth", "faers", tmp_path / "s", "--profile", "faers-2004", "--periods",
+                        "2", "--cases", "50", "--seed", "4", "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["profile"] == "faers-2004" and summary["periods"] == ["2004Q1", "2004Q2"]
+    assert summary["settings"]["followup_rate"] == 0.1
+    # an option still overrides the profile's rate
+    result = invoke_cli("synth", "faers", tmp_path / "t", "--profile", "faers-2004", "--periods",
+                        "1", "--cases", "20", "--seed", "4", "--missing-age", "0.5", "--json")
+    assert json.loads(result.stdout)["settings"]["missing_age"] == 0.5
+    refused = invoke_cli("synth", "faers", tmp_path / "u", "--profile", "faers2004", "--seed", "1")
+    assert_user_error(refused, "ValidationError", "--profile must be one of default, faers-2004")
+    assert not (tmp_path / "u").exists()
+
+
+def test_cli_without_profile_writes_the_default(tmp_path):
+    invoke_cli("synth", "faers", tmp_path / "a", "--periods", "3", "--cases", "200", "--seed", "11")
+    invoke_cli("synth", "faers", tmp_path / "b", "--periods", "3", "--cases", "200", "--seed", "11",
+               "--profile", "default")
+    assert _digest(tmp_path / "a") == _digest(tmp_path / "b") == DEFAULT_DIGEST
+
+
+def _subset_table(name: str) -> pd.DataFrame:
+    with zipfile.ZipFile(FAERS_2022Q4_SUBSET) as z:
+        text = z.read(f"ASCII/{name}22Q4.txt").decode("latin-1")
+    return pd.read_csv(io.StringIO(text), sep="$", dtype=str, keep_default_na=False,
+                       index_col=False)
+
+
+@needs_shared
+def test_faers_current_is_calibrated_on_the_2022Q4_subset(tmp_path):
+    """The figures docs/data.md cites, measured again on the subset, and the profile's series."""
+    demo, indi = _subset_table("DEMO"), _subset_table("INDI")
+    missing_age, missing_weight = (demo["age"] == "").mean(), (demo["wt"] == "").mean()
+    unknown = indi.loc[indi["indi_pt"] == UNKNOWN, "primaryid"].nunique()
+    assert (len(demo), (demo["age"] == "").sum(), (demo["wt"] == "").sum()) == (258, 57, 162)
+    assert (indi["primaryid"].nunique(), unknown) == (97, 38)  # reports with an INDI row
+    profile = PROFILES["faers-current"]
+    assert missing_age == pytest.approx(profile.knobs.missing_age, abs=0.01)
+    assert missing_weight == pytest.approx(profile.knobs.missing_weight, abs=0.01)
+    summary = write_faers_series(tmp_path / "s", periods=2, cases=1500, seed=3,
+                                 profile="faers-current")
+    folder = tmp_path / "s" / summary.periods[0]
+    written = pd.read_csv(folder / "INDI22Q4.txt", sep="$", dtype=str, keep_default_na=False,
+                          index_col=False, encoding="latin-1")
+    share = written.loc[written["indi_pt"] == UNKNOWN, "primaryid"].nunique() \
+        / written["primaryid"].nunique()
+    assert share == pytest.approx(unknown / 97, abs=0.04)
+    written = pd.read_csv(folder / "DEMO22Q4.txt", sep="$", dtype=str, keep_default_na=False,
+                          index_col=False, encoding="latin-1")
+    assert (written["wt"] == "").mean() == pytest.approx(missing_weight, abs=0.04)
+    assert (written["age"] == "").mean() == pytest.approx(missing_age, abs=0.04)
