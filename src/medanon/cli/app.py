@@ -650,7 +650,8 @@ def report(
 @guarded
 def experiment(
     name: Annotated[str, typer.Argument(
-        help="jmir2021 (001), plos2021 (002), ppms-dp (000), ipa (004) or clinsimrr (003).")],
+        help="jmir2021 (001), plos2021 (002), ppms-dp (000), ipa (004) or clinsimrr (003); "
+             "'all': every one at the settings docs/results/ documents, each into OUT/NAME.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="A new folder for tables and figures.")],
     scheduler: Annotated[Optional[str], typer.Option(
         help="Address of a running Dask scheduler (tcp://host:8786); default: a LocalCluster.")] = None,
@@ -660,6 +661,9 @@ def experiment(
     runs: Annotated[int, typer.Option(help="Repetitions of every setting.")] = 3,
     periods: Annotated[int, typer.Option(help="Quarters of the synthetic FAERS-like series.")] = 8,
     cases: Annotated[int, typer.Option(help="Cases per synthetic quarter.")] = 1000,
+    profile: Annotated[str, typer.Option(
+        help="Shape of the synthetic FAERS-like series: default, faers-2004 (001's data), "
+             "faers-2014 (002's) or faers-current (docs/data.md).")] = "default",
     rows: Annotated[int, typer.Option(help="Records of the synthetic patient table (ipa).")] = 50_000,
     patients: Annotated[int, typer.Option(help="Synthetic patients (clinsimrr).")] = 10_000,
     input_path: Annotated[Optional[str], typer.Option(
@@ -674,10 +678,19 @@ def experiment(
 ) -> None:
     """Run a paper's comparison grid on Dask and write tables and figures."""
     from . import commands
+    if name == "all":
+        given = {"--runs": runs != 3, "--periods": periods != 8, "--cases": cases != 1000,
+                 "--profile": profile != "default", "--rows": rows != 50_000,
+                 "--patients": patients != 10_000, "--input": input_path is not None,
+                 "--admissions": admissions is not None, "--schema": schema is not None,
+                 "--rules": rules is not None, "--seed": seed is not None}
+        commands.experiment_all(out=out, quick=quick, scheduler=scheduler, workers=workers,
+                                refused=[flag for flag, on in given.items() if on])
+        return
     commands.experiment(name=name, out=out, scheduler=scheduler, workers=workers, quick=quick,
-                        runs=runs, periods=periods, cases=cases, rows=rows, patients=patients,
-                        input_path=input_path, admissions=admissions, schema=schema, rules=rules,
-                        seed=seed)
+                        runs=runs, periods=periods, cases=cases, profile=profile, rows=rows,
+                        patients=patients, input_path=input_path, admissions=admissions,
+                        schema=schema, rules=rules, seed=seed)
 
 
 @app.command()

@@ -866,10 +866,29 @@ def report(*, stores: list[Path], names: list[str], rules: Path | None, backgrou
 
 
 # -- experiment -----------------------------------------------------------------------------------
+def experiment_all(*, out: Path, quick: bool, scheduler: str | None, workers: int | None,
+                   refused: list[str]) -> None:
+    """``medanon experiment all``: every documented run (:mod:`medanon.experiments.documented`)."""
+    from ..experiments.documented import regenerate_results
+
+    if refused:
+        raise ValidationError(f"'medanon experiment all' runs the documented settings; "
+                              f"{', '.join(refused)} cannot be given with it.")
+    if workers is not None:
+        check_int(workers, name="workers", owner="experiment", minimum=1)
+    results = regenerate_results(
+        out, quick=quick, scheduler=scheduler, workers=workers,
+        on_run=lambda name, config: ui.err.print(f"{name}: the documented "
+                                                 f"{'quick ' if quick else ''}run"))
+    for name, result in results.items():
+        ui.out.print(f"{name}: {result.meta['tasks']} tasks, {result.meta['seconds']} s -> "
+                     f"{result.out}")
+
+
 def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | None, quick: bool,
                runs: int, periods: int, cases: int, rows: int, patients: int,
                input_path: str | None, admissions: str | None, schema: str | None,
-               rules: Path | None, seed: int | None) -> None:
+               rules: Path | None, seed: int | None, profile: str = "default") -> None:
     import pandas as pd
 
     from ..experiments import ExperimentConfig, run_experiment
@@ -878,7 +897,7 @@ def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | No
     if workers is not None:
         check_int(workers, name="workers", owner="experiment", minimum=1)
     config = ExperimentConfig(experiment=name, quick=quick, runs=runs, periods=periods,
-                              cases=cases, rows=rows, patients=patients, seed=seed,
+                              cases=cases, profile=profile, rows=rows, patients=patients, seed=seed,
                               input=input_path, admissions=admissions, schema=schema, rules=rules,
                               scheduler=scheduler, workers=workers)
     bar: dict = {}

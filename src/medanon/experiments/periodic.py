@@ -67,21 +67,23 @@ class PeriodicData:
 
 
 def load_periodic_data(source: Path | None, *, periods: int, cases: int, seed: int,
-                       rules: Sequence[Rule] = ()) -> PeriodicData:
+                       rules: Sequence[Rule] = (), profile: str = "default") -> PeriodicData:
     """FAERS quarters from ``source`` (zip, folder, folder of quarters), or a synthetic series.
 
-    The synthetic series (``periods`` quarters of about ``cases`` cases, seeded) comes with its
-    planted signals as rules unless ``rules`` are given.
+    The synthetic series (``periods`` quarters of about ``cases`` cases, seeded, shaped by the
+    synthetic ``profile``) comes with its planted signals as rules unless ``rules`` are given.
     """
     details: dict = {}
     with tempfile.TemporaryDirectory(prefix="medanon-experiment-") as tmp:
         if source is None:
             from ..data.synth.faers import PLANTED_SIGNALS, write_faers_series
 
-            write_faers_series(Path(tmp) / "faers", periods=periods, cases=cases, seed=seed)
-            source_path, label = Path(tmp) / "faers", f"synthetic FAERS-like series (seed {seed})"
-            details = {"synthetic": True, "periods": periods, "cases_per_period": cases,
-                       "seed": seed}
+            write_faers_series(Path(tmp) / "faers", periods=periods, cases=cases, seed=seed,
+                               profile=profile)
+            source_path = Path(tmp) / "faers"
+            label = f"synthetic FAERS-like series (profile {profile}, seed {seed})"
+            details = {"synthetic": True, "profile": profile, "periods": periods,
+                       "cases_per_period": cases, "seed": seed}
             if not rules:
                 rules = [Rule(s.drug, s.reaction, s.condition) for s in PLANTED_SIGNALS]
         else:

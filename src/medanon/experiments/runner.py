@@ -52,6 +52,8 @@ class ExperimentConfig:
         quick: The smoke grid (one or two values per axis).
         runs: Repetitions of every setting (noise draws, patient splits).
         periods, cases: Size of the synthetic FAERS-like series (periodic experiments).
+        profile: Shape of that synthetic series (:data:`medanon.data.synth.PROFILES`:
+            ``faers-2004`` is 001's data, ``faers-2014`` 002's; ``docs/data.md``).
         rows: Records of the synthetic patient table (``ipa``).
         patients: Patients of the synthetic diagnosis data (``clinsimrr``).
         seed: Base seed; None draws one from OS entropy (recorded).
@@ -71,6 +73,7 @@ class ExperimentConfig:
     runs: int = 3
     periods: int = 8
     cases: int = 1000
+    profile: str = "default"
     rows: int = 50_000
     patients: int = 10_000
     seed: int | None = None
@@ -176,7 +179,8 @@ def _submit_periodic(client, config: ExperimentConfig, settings: list[Setting], 
         rules = tuple(read_rules(config.rules))
     if config.input is None:
         data = periodic.load_periodic_data(None, periods=config.periods, cases=config.cases,
-                                           seed=base % 2**32, rules=rules)
+                                           seed=base % 2**32, rules=rules,
+                                           profile=config.profile)
         shared = client.scatter(data.dataset)  # workers fetch the input once, then keep it
         rules, available = data.rules, list(data.periods)
         data_meta = {"source": data.source, **data.details,
@@ -269,6 +273,9 @@ def run_experiment(config: ExperimentConfig, *, out: Path | None = None,
         raise ValidationError("--admissions applies to the clinsimrr experiment only.")
     if kind != "table" and config.schema is not None:
         raise ValidationError("--schema applies to the ipa experiment only.")
+    if config.profile != "default" and (kind != "faers" or config.input is not None):
+        raise ValidationError("--profile applies to the synthetic series of the periodic "
+                              "experiments (jmir2021, plos2021, ppms-dp) only.")
     if kind != "faers" and config.rules is not None:
         raise ValidationError("--rules applies to the periodic experiments (jmir2021, plos2021, "
                               "ppms-dp) only.")
