@@ -49,7 +49,7 @@ def main() -> None:
           f"({args.level} level, sensitive codes: va-7332): synthesized in "
           f"{time.perf_counter() - started:.1f} s")
     print(f"{'eps':>5} {'method':<18} {'seconds':>7} {'peakMB':>7} {'CIL':>7} {'KL':>7} {'KL_est':>7} "
-          f"{'MAP':>6} {'|Y_P|':>6} {'b':>3}")
+          f"{'MAP':>6} {'MAP003':>6} {'|Y_P|':>6} {'b':>3}")
     runs = [("clinsimrr", args.gamma)] + [("clinsimrr", g) for g in args.gammas] \
         + [("umaxrr-yp", args.gamma), ("umaxrr", None), ("rr", None), ("suppression", None)]
     for epsilon in args.epsilons:
@@ -66,8 +66,10 @@ def main() -> None:
             label = method if gamma is None else f"{method} g={gamma:g}"
             eps = "-" if method == "suppression" else f"{epsilon:g}"
             map_ = "n/a" if s["map"] is None else f"{s['map']:.3f}"
+            map003 = "n/a" if s["map_sensitive_inputs"] is None else f"{s['map_sensitive_inputs']:.3f}"
             print(f"{eps:>5} {label:<18} {seconds:7.2f} {peak_mb():7.0f} {s['cil']:7.4f} {s['kl']:7.4f} "
-                  f"{s['kl_estimated']:7.4f} {map_:>6} {s['protected_size']:6d} {s['block_size']:3d}")
+                  f"{s['kl_estimated']:7.4f} {map_:>6} {map003:>6} {s['protected_size']:6d} "
+                  f"{s['block_size']:3d}")
 
 
 if __name__ == "__main__":

@@ -273,6 +273,17 @@ def test_clinsimrr_summary_shows_umaxrr_on_the_same_and_on_the_preset_protected_
     assert "comparison" not in manifest and "umaxrr-yp" not in json.dumps(manifest)
 
 
+def test_summary_reports_the_map_scored_as_003_states_it(runs):
+    """Issue 31: beside our MAP (every output in Y_P scored) the summary gives 003's reading (only
+    the obfuscated sensitive elements scored); the same for suppression, far higher for ClinSimRR,
+    whose p_S sends most unprotected codes into Y_P."""
+    clinsimrr, suppression = runs["clinsimrr"][0], runs["suppression"][0]
+    assert suppression["map_sensitive_inputs"] == suppression["map"]
+    assert clinsimrr["map_sensitive_inputs"] is not None
+    assert clinsimrr["map"] < clinsimrr["map_sensitive_inputs"] <= 1
+    assert clinsimrr["attack"]["attacked_outputs"] > 10 * clinsimrr["sensitive_elements"]
+
+
 @pytest.mark.parametrize("seed", [2, 3])
 def test_directions_hold_for_other_seeds(data, seed):
     def metrics(method):

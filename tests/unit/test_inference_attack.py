@@ -176,3 +176,28 @@ def test_ten_thousand_patients_scale_smoke():
     assert res.attacked == int((out == "*").sum())
     assert sum(res.predictions.values()) == res.attacked
     assert 0.0 <= res.map <= 1.0
+
+
+def test_scoring_on_sensitive_inputs_drops_the_false_positives_of_randomized_non_sensitive_codes():
+    """003's reading (issue 31): only the obfuscated *sensitive* elements are scored; the guesses
+    themselves do not change."""
+    sens = ["S1", "S2"]
+    lik = table_likelihood({"S1": {"S1": 0.7, "S2": 0.3}, "S2": {"S1": 0.3, "S2": 0.7}})
+    pp = np.zeros((6, 2))
+    freq = np.full(6, 1 / 6)
+    data = released([("p1", "S1", "S1"), ("p2", "N3", "S1"), ("p3", "N1", "S1"),
+                     ("p4", "S2", "S1"), ("p5", "S2", "S2"), ("p6", "N2", "S2")])
+    common = dict(sensitive=sens, likelihood=lik, attacked_outputs=["S1", "S2"], path_prob=pp,
+                  graph_codes=GRAPH, frequency=freq)
+    ours = inference_attack(data, **common)
+    assert ours.predictions == {"S1": 4, "S2": 2}
+    assert ours.precision == {"S1": pytest.approx(1 / 4), "S2": pytest.approx(1 / 2)}
+    assert ours.map == pytest.approx(1 / 2)
+    paper = inference_attack(data, scored="sensitive-inputs", **common)
+    assert paper.attacked == ours.attacked == 6
+    assert paper.predictions == {"S1": 2, "S2": 1}
+    assert paper.correct == {"S1": 1, "S2": 1}
+    assert paper.precision == {"S1": pytest.approx(1 / 2), "S2": 1.0}
+    assert paper.map == 1.0 and paper.map_code == "S2"
+    with pytest.raises(ValidationError, match="scored"):
+        inference_attack(data, scored="everything", **common)

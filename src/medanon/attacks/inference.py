@@ -30,6 +30,12 @@ Reconstructed choices (the paper gives Eq. 3 but not the prior's formula nor the
   attacked outputs whose true input is non-sensitive (or an added protected element) are false
   positives when predicted. ``MAP = max_s prec(s)`` over the s with at least ``min_predictions``
   predictions (003 Table 1 reports MAP = 1.0 for suppression with a strong prior).
+* Which guesses are scored (issue 31): by default every attacked output, so randomized
+  non-sensitive codes that land in Y_P are false positives (spec §4.8; what a reader of the release
+  achieves). 003 §3/§5.1 describe recovering the obfuscated *sensitive* elements;
+  ``scored="sensitive-inputs"`` scores only those (same guesses). With p_S near 1 at small ε the
+  two differ by an order of magnitude (``docs/algorithms/clinsim.md``, "Why our MAP and CIL differ
+  from 003's").
 """
 
 from __future__ import annotations
@@ -41,10 +47,13 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from .._validation import check_int
+from .._validation import check_choice, check_int
 from ..errors import SchemaError, ValidationError
 
-__all__ = ["InferenceResult", "inference_attack"]
+__all__ = ["SCORED", "InferenceResult", "inference_attack"]
+
+#: which guesses enter the precision (see :func:`inference_attack`)
+SCORED = ("attacked-outputs", "sensitive-inputs")
 
 Likelihood = Callable[[np.ndarray, Sequence[str]], np.ndarray]
 
@@ -97,7 +106,8 @@ def _strings(values: pd.Series, name: str) -> np.ndarray:
 def inference_attack(released: pd.DataFrame, *, sensitive: Sequence[str], likelihood: Likelihood,
                      attacked_outputs: Collection[str], path_prob: np.ndarray,
                      graph_codes: Sequence[str], frequency: np.ndarray,
-                     min_predictions: int = 1, weight_neighbours: bool = False) -> InferenceResult:
+                     min_predictions: int = 1, weight_neighbours: bool = False,
+                     scored: str = "attacked-outputs") -> InferenceResult:
     """Run 003's Eq. 3 attack on every protected output and measure its precision.
 
     Args:
@@ -116,6 +126,13 @@ def inference_attack(released: pd.DataFrame, *, sensitive: Sequence[str], likeli
         min_predictions: A code enters the MAP only with at least this many predictions.
         weight_neighbours: True weights each observed neighbour by its frequency ``Pr[e']`` (spec
             §4.8's reading); False (the default) sums ``P(e' ⇝ s)`` over the neighbours alone.
+        scored: Which guesses enter ``prec(s)``. ``"attacked-outputs"`` (the default): every
+            attacked output, so an output in Y_P drawn from a non-sensitive input (probability
+            p_S/|Y_P| each) is a false positive when guessed as s — what an attacker reading the
+            release achieves. ``"sensitive-inputs"``: only the outputs whose true element is in
+            ``sensitive`` (003 §3 and §5.1 speak of inferring the *obfuscated sensitive
+            elements*; an evaluation that knows which positions were sensitive). The attack and
+            its prior are the same; only the denominator of the precision changes.
 
     Raises:
         SchemaError: a required column is missing.
@@ -127,6 +144,7 @@ def inference_attack(released: pd.DataFrame, *, sensitive: Sequence[str], likeli
     if missing:
         raise SchemaError(f"The released table lacks the column(s) {', '.join(missing)}.")
     min_predictions = check_int(min_predictions, name="min_predictions", owner=owner, minimum=1)
+    scored = check_choice(scored, name="scored", owner=owner, choices=SCORED)
     given = [str(s) for s in sensitive]
     if not given:
         raise ValidationError("The sensitive set of inference_attack is empty.")
@@ -199,6 +217,8 @@ def inference_attack(released: pd.DataFrame, *, sensitive: Sequence[str], likeli
         predicted = np.argmax(posterior, axis=1)   # first maximum: sorted-order tie-break
 
     cand_of_true = pd.Index(cands, dtype=object).get_indexer(pd.Index(true[rows], dtype=object))
+    if scored == "sensitive-inputs":
+        predicted, cand_of_true = predicted[cand_of_true >= 0], cand_of_true[cand_of_true >= 0]
     hit = cand_of_true == predicted
     n_pred = np.bincount(predicted, minlength=k)
     n_correct = np.bincount(predicted[hit], minlength=k)
