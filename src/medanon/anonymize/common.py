@@ -106,7 +106,7 @@ class ClusteringMethod(Anonymizer):
             group; ``raise-theta`` raises those terms' θ to the smallest feasible value;
             ``suppress-terms`` removes those terms from this release. With either option, cases
             the greedy grouping cannot place are withheld from the release, or, for a method
-            that may not withhold cases (HA), kept with the terms that block them suppressed
+            that may not withhold cases (HA by default), kept with the terms that block them suppressed
             (:class:`TermSuppression`). Every action is recorded in the manifest.
         max_withheld: the largest share of a period's cases that may be withheld (default
             :data:`MAX_WITHHELD`): a release that would withhold more is refused, naming the
@@ -124,9 +124,9 @@ class ClusteringMethod(Anonymizer):
     cover: ClassVar[str | None] = "earliest"
     #: whether only new cases seed and grow groups (PPMS++).
     new_cases_first: ClassVar[bool] = False
-    #: whether cases that fit no group may be withheld (HA: no, see ha.py); a method that may
-    #: not withhold them keeps them with their blocking terms suppressed instead, unless
-    #: ``on_infeasible`` is ``refuse``.
+    #: whether cases that fit no group may be withheld (HA: only with on_unplaceable="withhold",
+    #: see ha.py); a method that may not withhold them keeps them with their blocking terms
+    #: suppressed instead, unless ``on_infeasible`` is ``refuse``.
     may_withhold: ClassVar[bool] = True
     #: the grouping when none is given: baselines run as their papers describe them.
     default_grouping: ClassVar[str] = "greedy"

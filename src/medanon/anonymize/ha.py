@@ -31,10 +31,14 @@ whose terms are suppressed is judged again on the terms it keeps, so the α coun
 exactly the records the published release shows as ss (what the SS-attack reads, 002 Example 2,
 and what the independent checker counts). The proof is in ``docs/algorithms/ha.md`` §5.
 
+``on_unplaceable="withhold"`` withholds such a case instead (002 as written, like PPMS+), at the
+risk above: the verify gate re-checks release i once release i+1 exists and refuses a release
+that breaks α there.
+
 Deviations (docs/algorithms/ha.md): those of the clustering core (growth uses max(k, |GV1|);
-a failed seed does not end the grouping); a case that fits no group keeps its place with some
-terms suppressed (002 does not say what happens to it); θ may be any θ* table (002 uses one θ
-for all values, as a special case).
+a failed seed does not end the grouping); by default a case that fits no group keeps its place
+with some terms suppressed (002 does not say what happens to it); θ may be any θ* table (002
+uses one θ for all values, as a special case).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from collections.abc import Collection, Mapping
 
 import numpy as np
 
-from .._validation import check_fraction, check_int
+from .._validation import check_choice, check_fraction, check_int
 from ..data.records import SuperRecords
 from ..errors import ValidationError
 from ..models.names import HA_MODEL
@@ -52,6 +56,9 @@ from .clustering import NEW_MD, NEW_NMD, OLD_MD, OLD_NMD
 from .common import ClusteringMethod
 
 SS_MEAN_SD = "mean+sd"
+#: what becomes of a case that fits no group (with ``on_infeasible`` other than ``refuse``):
+#: published with the terms that block it suppressed (the default), or withheld (002 as written)
+ON_UNPLACEABLE = ("suppress-terms", "withhold")
 
 
 def ha_classes(new: np.ndarray, md: np.ndarray) -> np.ndarray:
@@ -65,6 +72,12 @@ class HA(ClusteringMethod):
     Args:
         alpha: the largest share of ss-records allowed in each view, in (0, 1].
         ss_rule: ``"mean+sd"`` or a mapping ``{sensitive column: minimum term count}``.
+        on_unplaceable: what becomes of a case that fits no group when ``on_infeasible`` is
+            not ``refuse``: ``"suppress-terms"`` (default) publishes it with the terms that
+            block it suppressed; ``"withhold"`` withholds it, as PPMS+ does (002 as written;
+            the manifest counts ``withheld_cases`` and ``max_withheld`` bounds them). A case
+            withheld from release i+1 that release i counted as "not md" reads as md there
+            afterwards, which can break α in release i: the gate checks that and refuses.
         (other arguments: see :class:`~medanon.anonymize.common.ClusteringMethod`)
     """
 
@@ -73,15 +86,13 @@ class HA(ClusteringMethod):
     privacy_model = HA_MODEL
     cover = "earliest"
     needs_next_period = True
-    # Release i counts a case present in period i+1 as "not md". Withholding that case from
-    # release i+1 would make it md in the published series after the fact and could break α in
-    # release i's views, so HA keeps a case that fits no group, with its blocking terms
-    # suppressed (or refuses, with on_infeasible="refuse").
-    may_withhold = False
 
-    def __init__(self, *, alpha: float, ss_rule: str | Mapping[str, int] = SS_MEAN_SD, **kwargs):
+    def __init__(self, *, alpha: float, ss_rule: str | Mapping[str, int] = SS_MEAN_SD,
+                 on_unplaceable: str = "suppress-terms", **kwargs):
         super().__init__(**kwargs)
         self.alpha = check_fraction(alpha, name="alpha", owner="HA")
+        self.on_unplaceable = check_choice(on_unplaceable, name="on_unplaceable", owner="HA",
+                                           choices=ON_UNPLACEABLE)
         if isinstance(ss_rule, str):
             if ss_rule != SS_MEAN_SD:
                 raise ValidationError(f"The 'ss_rule' parameter of HA must be {SS_MEAN_SD!r} or a "
@@ -93,8 +104,18 @@ class HA(ClusteringMethod):
             if not self.ss_rule:
                 raise ValidationError("The 'ss_rule' parameter of HA must name at least one column.")
 
+    @property
+    def may_withhold(self) -> bool:  # type: ignore[override]
+        # Release i counts a case present in period i+1 as "not md". Withholding that case
+        # from release i+1 makes it md in the published series after the fact, which can break
+        # α in release i's views (the gate then refuses release i+1): so by default HA keeps a
+        # case that fits no group, with its blocking terms suppressed. "withhold" is 002 as
+        # written (its Procedure 1 does not say what becomes of such a case; PPMS+ withholds).
+        return self.on_unplaceable == "withhold"
+
     def parameters(self) -> dict[str, object]:
-        return {**super().parameters(), "alpha": self.alpha, "ss_rule": self.ss_rule}
+        return {**super().parameters(), "alpha": self.alpha, "ss_rule": self.ss_rule,
+                "on_unplaceable": self.on_unplaceable}
 
     def anchor_name(self) -> str:
         return "new cases that stop in the next period (new & md)"

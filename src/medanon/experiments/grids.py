@@ -10,11 +10,18 @@ Parameter values follow the papers where they state them (``docs/results.md`` li
 * ``plos2021`` (002): PPMS+ against HA. 002's baseline PPMS_EAR covers each old case against
   its earliest release, which is PPMS+ (002 builds HA's grouping from PPMS_EAR with three
   changes). θ ∈ {0.2, 0.4} and α = 0.25, 002's own settings (002 shows θ = 0.2 and α = 1/4 in
-  its example; it does not state k); k ∈ {5, 10}. HA keeps a case that fits no group with the
-  terms that block it suppressed, so it publishes at these settings; the runner reports how
-  many terms each release suppressed. Every release is measured after the MD-attack as well.
-* ``ppms-dp`` (000): PPMS++ against PPMS-DP_num and PPMS-DP_all (strict variant, ε-DP per case);
+  its example; it does not state k); k ∈ {5, 10}. HA runs twice: as 002 states it, a case that
+  fits no group withheld (``on_unplaceable=withhold``, as PPMS+), and as medanon publishes by
+  default, such a case kept with the terms that block it suppressed
+  (``on_unplaceable=suppress-terms``). Every release is measured after the MD-attack as well.
+* ``ppms-dp`` (000): PPMS++ against PPMS-DP_num and PPMS-DP_all, each in its strict variant
+  (ε-DP per case) and in 000's own (``variant=paper``: local sensitivity, not ε-DP end to end);
   k ∈ {5, 10}; θ* ∈ {0.2, 0.4}; ε ∈ {0.1, 1, 10}.
+
+Every periodic method runs with ``on_infeasible="raise-theta"`` (a term θ cannot bound is given
+the smallest feasible θ; a case no group can take is withheld, or for HA with term suppression
+kept): the result rows record every such change (``docs/experiments.md``) and the summary marks
+the settings it changed.
 * ``ipa`` (004): IPA, optimal full-domain k-anonymity and an ε-DP histogram; k = 10; ε ∈
   {0.1, 1, 10}. IPA runs with the paper's node selection and with medanon's (``selection``
   ``utility``: the node scored on the true data with its real sensitivity, ``ipa.md``).
@@ -92,15 +99,16 @@ def grid(experiment: str, *, quick: bool = False) -> list[Setting]:
         alphas = (0.25,)
         thetas = (0.4,) if quick else (0.2, 0.4)
         return ([Setting.of("ppms+", k=k, theta=t) for k, t in product(ks, thetas)]
-                + [Setting.of("ha", k=k, theta=t, alpha=a)
-                   for k, t, a in product(ks, thetas, alphas)])
+                + [Setting.of("ha", k=k, theta=t, alpha=a, on_unplaceable=u)
+                   for k, t, a, u in product(ks, thetas, alphas, ("withhold", "suppress-terms"))])
     if experiment == "ppms-dp":
         ks = (5,) if quick else (5, 10)
         thetas = (0.4,) if quick else (0.2, 0.4)
         epsilons = (1.0,) if quick else (0.1, 1.0, 10.0)
         return ([Setting.of("ppms++", k=k, theta=t) for k, t in product(ks, thetas)]
-                + [Setting.of(m, k=k, theta=t, epsilon=e)
-                   for m, k, t, e in product(("ppms-dp-num", "ppms-dp-all"), ks, thetas, epsilons)])
+                + [Setting.of(m, k=k, theta=t, epsilon=e, variant=v)
+                   for m, v, k, t, e in product(("ppms-dp-num", "ppms-dp-all"),
+                                                ("strict", "paper"), ks, thetas, epsilons)])
     if experiment == "ipa":
         epsilons = (1.0,) if quick else (0.1, 1.0, 10.0)
         return ([Setting.of("ipa", epsilon=e, selection=s)

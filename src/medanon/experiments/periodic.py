@@ -17,6 +17,7 @@ plain Python objects, so they run on any worker of a real cluster.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,15 +28,18 @@ import numpy as np
 from ..anonymize import METHODS
 from ..api import Dataset, Publisher
 from ..errors import InternalError
+from ..attacks.worst_case import attack_series
 from ..metrics.evaluation import evaluate_series
+from ..metrics.information_loss import normalized_information_loss
 from ..metrics.signals import SignalRule as Rule
 from ..metrics.signals import ratio_from_json
 from ..models import level_wise
+from ..models.theta import raised_thetas, requested_theta_table
 from ..published.format import original_as_published
 from .grids import Setting
 
 __all__ = ["PeriodicData", "LEVEL_WISE_HIGH", "LEVEL_WISE_NONE", "load_periodic_data",
-           "measure_period", "release_period"]
+           "measure_period", "nil_all_cases", "release_period", "setting_changes"]
 
 #: 001's level-wise θ* needs lists of highly sensitive and non-sensitive terms, which 001 does
 #: not publish. Ours: stigmatizing conditions (mental health, suicide, HIV and hepatitis,
@@ -106,7 +110,9 @@ def _method(setting: Setting):
     # The papers' own greedy, not the faster classes-first grouping: the grids reproduce them.
     kwargs = {"k": params["k"], "theta": theta, "on_infeasible": "raise-theta", "max_withheld": 1.0,
               "grouping": "greedy"}
-    for name in ("alpha", "epsilon"):
+    # HA's on_unplaceable (suppress terms or withhold, 002 as written) and PPMS-DP's variant
+    # (strict or 000's own) are grid axes of their own
+    for name in ("alpha", "epsilon", "on_unplaceable", "variant"):
         if name in params:
             kwargs[name] = params[name]
     return METHODS[setting.method](**kwargs)
@@ -139,6 +145,30 @@ def _finite_mean(values: list[float]) -> float:
     return float(np.mean(finite)) if finite else float("nan")
 
 
+def setting_changes(series, period: str, *, md: bool, dsr: float | None) -> dict:
+    """What a release changed of its setting, as result-row columns (``docs/experiments.md``):
+    the θ it raised (requested -> effective per term) and the DSR against the requested θ
+    table beside the recorded one (``dsr``, the release's effective table)."""
+    manifest = series.manifests[period]
+    raised = raised_thetas(manifest)
+    dsr_requested = dsr
+    if raised:  # the same attacks, measured against the θ the setting asked for
+        dsr_requested = attack_series(series, periods=[period], md=True if md else None,
+                                      theta=requested_theta_table(manifest)).release(period).dsr
+    return {"raised_terms": len(raised),
+            "theta_raised": json.dumps({t: list(v) for t, v in sorted(raised.items())}),
+            "theta_effective_max": max((e for _, e in raised.values()), default=float("nan")),
+            "dsr_requested": dsr_requested}
+
+
+def nil_all_cases(nil_cases: float, published: int, withheld: int) -> float:
+    """NIL over every case of the period: each published case has its group's NIL, each
+    withheld case the full loss 1.0 (nothing of it is published), so that methods that withhold
+    different cases are compared on the same case set."""
+    total = published + withheld
+    return (nil_cases * published + 1.0 * withheld) / total if total else 0.0
+
+
 def measure_period(data: Dataset, state: dict, setting: Setting, period: str, run: int,
                    rules: Sequence[Rule], md: bool) -> dict:
     """Every metric of one release of a published series, as one flat result row."""
@@ -148,13 +178,28 @@ def measure_period(data: Dataset, state: dict, setting: Setting, period: str, ru
     entry = evaluate_series(series, originals, original_rows, rules=list(rules), md=md,
                             periods=[period])["releases"][0]
     signals = entry.get("signals", [])
+    manifest = series.manifests[period]
+    counts = manifest["counts"]
+    cases_all, withheld = len(originals[period]), int(counts.get("suppressed", 0))
+    if entry["cases"] + withheld != cases_all:
+        raise InternalError(f"{setting.label}, {period}: {entry['cases']} published and "
+                            f"{withheld} withheld cases, but the period holds {cases_all}.")
+    nil_cases = normalized_information_loss(
+        series.releases[period], [(q.name, q.kind) for q in series.qids], series.hierarchies,
+        per="case")
     row = {"method": setting.method, **setting.kwargs, "setting": setting.label,
            "period": period, "run": run, "cases": entry["cases"], "groups": entry["groups"],
-           "nil": entry["nil"], "nil_star": entry["nil_star"], "dir": entry["dir"],
+           "cases_all": cases_all, "withheld_cases": withheld,
+           "withheld_share": withheld / cases_all if cases_all else 0.0,
+           "nil": entry["nil"], "nil_cases": round(nil_cases, 6),
+           "nil_all": round(nil_all_cases(nil_cases, entry["cases"], withheld), 6),
+           "nil_star": entry["nil_star"], "dir": entry["dir"],
            "dsr": entry["dsr"], "ssgr": entry["ssgr"], "rr": entry["rr"],
            "ar_rev": entry["ar_rev"], "reidentified": entry["reidentified"],
            # (case, term) pairs the method removed from this release (manifest counts)
-           "suppressed_terms": int(series.manifests[period]["counts"].get("suppressed_terms", 0)),
+           "suppressed_terms": int(counts.get("suppressed_terms", 0)),
+           **setting_changes(series, period, md=md, dsr=entry["dsr"]),
+           "gate": (manifest.get("verification") or {}).get("verdict"),
            "seconds": round(state["seconds"][period], 4)}
     if signals:
         row.update({

@@ -106,14 +106,21 @@ def _bounds(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 
 def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, str]],
-                                hierarchies: Mapping[str, Taxonomy]) -> float:
+                                hierarchies: Mapping[str, Taxonomy], *,
+                                per: str = "group") -> float:
     """NIL(R) of a release in the published format.
 
     Args:
         rows: release rows (``group`` plus the QID columns, as published strings).
         qids: ``(name, kind)`` pairs, kind ``"numeric"`` or ``"categorical"``.
         hierarchies: taxonomy of each categorical QID.
+        per: ``"group"`` (001's Eq. 9: the mean of NIL(g) over the groups) or ``"case"``
+            (the mean over the published cases of their group's NIL(g), i.e. Eq. 9 weighted by
+            group size: the scale on which withheld cases can be added, one per case).
     """
+    if per not in ("group", "case"):
+        raise ValidationError(f"The 'per' parameter of normalized_information_loss must be "
+                              f"'group' or 'case'; got {per!r}.")
     if not len(rows) or not qids:
         return 0.0
     loss = np.zeros(len(rows))
@@ -137,6 +144,9 @@ def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, st
                 loss += np.where(empty, 0.0,
                                  np.asarray(tax.subtree_height_array, dtype=float)[codes] / tax.height)
     per_group = pd.Series(loss / len(qids)).groupby(rows["group"].to_numpy()).first()
+    if per == "case":  # every case of a group has the group's loss (first() reads it)
+        sizes = rows.groupby(rows["group"].to_numpy()).size().reindex(per_group.index)
+        return float((per_group * sizes).sum() / sizes.sum())
     return float(per_group.mean())
 
 

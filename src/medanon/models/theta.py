@@ -102,6 +102,32 @@ def theta_table_of(manifest: Mapping) -> ThetaTable | None:
     return None if data is None else ThetaTable.from_manifest(data)
 
 
+def raised_thetas(manifest: Mapping) -> dict[str, tuple[float, float]]:
+    """Term -> (requested θ, effective θ) for every term whose θ ``on_infeasible="raise-theta"``
+    raised in a release (``details.raised_theta``); empty when nothing was raised.
+
+    The effective θ is the one the release's θ table declares for the term. (With PPMS-DP's
+    ``dp_aware_grouping`` the recorded requested θ is the grouping's inflated one.)
+    """
+    raised = (manifest.get("details") or {}).get("raised_theta") or {}
+    table = theta_table_of(manifest)
+    return {str(t): (float(e["theta"]),
+                     table.get(str(t)) if table is not None else float(e["raised_to"]))
+            for t, e in raised.items() if isinstance(e, Mapping) and "theta" in e}
+
+
+def requested_theta_table(manifest: Mapping) -> ThetaTable | None:
+    """The θ table a release would have used had no θ been raised: its recorded table
+    (:func:`theta_table_of`) with every raised term back at its requested θ. None for a
+    release without a θ table. Measuring a release against it says what the requested
+    setting protects, where the recorded table says what the release promises."""
+    table = theta_table_of(manifest)
+    if table is None:
+        return None
+    return table.with_overrides({t: requested for t, (requested, _) in
+                                 raised_thetas(manifest).items()})
+
+
 def caps_raised(manifest: Mapping) -> dict[str, dict]:
     """The protected terms whose θ ``on_infeasible="raise-theta"`` raised above their cap in a
     release (``details.raised_theta`` entries that carry a ``cap``)."""
