@@ -892,7 +892,7 @@ def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | No
     import pandas as pd
 
     from ..experiments import ExperimentConfig, run_experiment
-    from ..experiments.outputs import METRICS
+    from ..experiments.outputs import LEGEND, METRICS, PARAMS, setting_marks
 
     if workers is not None:
         check_int(workers, name="workers", owner="experiment", minimum=1)
@@ -912,14 +912,20 @@ def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | No
                                 progress=lambda key: bar["step"](key))
     summary = result.summary
     metrics = [m for m, _ in METRICS[name] if f"{m}_mean" in summary.columns]
-    params = [c for c in ("k", "theta", "alpha", "epsilon", "gamma") if c in summary.columns]
+    params = [c for c in PARAMS if c in summary.columns]
     table = Table("method", *params, *metrics, "tasks",
                   title=f"{result.meta['paper']}: mean over periods and runs")
+    used: set[str] = set()
     for _, row in summary.iterrows():
-        table.add_row(str(row["method"]), *(str(row[p]) for p in params),
+        marks = setting_marks(row)  # a setting the method changed is never shown silently
+        used |= set(marks)
+        table.add_row(str(row["method"]) + (" " + "".join(marks) if marks else ""),
+                      *(str(row[p]) for p in params),
                       *("-" if pd.isna(row[f"{m}_mean"]) else f"{row[f'{m}_mean']:.4f}"
                         for m in metrics), str(row["tasks"]))
     ui.out.print(table)
+    for sign in (s for s in LEGEND if s in used):
+        ui.out.print(f"{sign} {LEGEND[sign]} (summary.md says how much).")
     loads = result.meta["data"].get("input_loads")
     if loads:
         ui.out.print(f"--input read by {len(loads)} worker(s) (SHA-256 "

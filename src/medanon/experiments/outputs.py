@@ -12,22 +12,47 @@ from matplotlib.figure import Figure
 
 from ..report.plots import PALETTE, figure_png
 
-__all__ = ["METRICS", "PARAMS", "summarize", "write_figures", "write_tables"]
+__all__ = ["LEGEND", "METRICS", "PARAMS", "setting_marks", "summarize", "write_figures",
+           "write_tables"]
 
 #: experiment -> the metrics its tables and figures show (column, title)
 METRICS = {
-    "jmir2021": [("nil", "NIL"), ("dir", "DIR after B/F/L"), ("dsr", "DSR after B/F/L"),
+    "jmir2021": [("nil", "NIL (published cases)"), ("nil_cases", "NIL per published case"),
+                 ("nil_all", "NIL on all cases (withheld = 1)"),
+                 ("dir", "DIR after B/F/L"), ("dsr", "DSR after B/F/L (effective θ*)"),
+                 ("dsr_requested", "DSR after B/F/L (requested θ*)"),
+                 ("withheld_share", "share of cases withheld"),
                  ("count_bias_abs", "|count bias| of the signal rules"),
                  ("prr_bias_abs", "|PRR bias| of the signal rules")],
-    "plos2021": [("nil", "NIL"), ("dir", "DIR after B/F/L/MD"), ("dsr", "DSR after B/F/L/MD"),
-                 ("ssgr", "SSGR"), ("suppressed_terms", "terms suppressed per release")],
-    "ppms-dp": [("nil_star", "NIL with IL*"), ("rr", "record-linkage risk RR"),
-                ("ar_rev", "attribute risk AR_rev"), ("prr_bias_abs", "|PRR bias|")],
+    "plos2021": [("nil", "NIL (published cases)"), ("nil_cases", "NIL per published case"),
+                 ("nil_all", "NIL on all cases (withheld = 1)"),
+                 ("dir", "DIR after B/F/L/MD"), ("dsr", "DSR after B/F/L/MD (effective θ)"),
+                 ("dsr_requested", "DSR after B/F/L/MD (requested θ)"), ("ssgr", "SSGR"),
+                 ("withheld_share", "share of cases withheld"),
+                 ("suppressed_terms", "terms suppressed per release")],
+    "ppms-dp": [("nil_star", "NIL with IL* (published cases)"),
+                ("nil_all", "NIL on all cases (withheld = 1)"), ("rr", "record-linkage risk RR"),
+                ("ar_rev", "attribute risk AR_rev"), ("dsr", "DSR (effective θ*)"),
+                ("dsr_requested", "DSR (requested θ*)"), ("prr_bias_abs", "|PRR bias|")],
     "ipa": [("il", "IL = NCP + EMD + Rate"), ("ncp", "NCP"), ("emd", "EMD"), ("rate", "Rate")],
     "clinsimrr": [("cil", "clinical information loss CIL"), ("map", "attack MAP"),
                   ("kl", "KL(original ‖ release)")],
 }
-PARAMS = ("k", "theta", "alpha", "epsilon", "gamma", "selection")
+PARAMS = ("k", "theta", "alpha", "on_unplaceable", "epsilon", "variant", "gamma", "selection")
+
+#: The marks of summary.md: a setting the method had to change, and the cells that measure the
+#: changed release rather than the requested setting (docs/experiments.md).
+RAISED, WITHHELD, SUPPRESSED, VIOLATED = "†", "‡", "§", "!"
+LEGEND = {
+    RAISED: "θ raised: some term's θ was infeasible and was raised for the release (the "
+            "'changes' column gives how many terms and the highest θ given); DSR is measured "
+            "against the raised θ, dsr_requested against the setting's own",
+    WITHHELD: "cases withheld: NIL, NIL per case and NIL* are over the published cases only; "
+              "nil_all counts each withheld case as full loss (1.0)",
+    SUPPRESSED: "terms suppressed from published cases (suppressed_terms counts the (case, term) "
+                "pairs)",
+    VIOLATED: "the verify gate found the release violating its model (kept for measurement)",
+}
 
 
 def _params(frame: pd.DataFrame) -> list[str]:
@@ -49,23 +74,88 @@ def summarize(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
             out[f"{m}_defined"] = grouped[m].count()
     out["tasks"] = grouped.size()
     out["seconds_mean"] = grouped["seconds"].mean()
+    # what the methods changed of the setting (periodic grids): never averaged away
+    if "raised_terms" in frame.columns:
+        out["theta_raised_tasks"] = grouped["raised_terms"].agg(lambda x: int((x > 0).sum()))
+        out["raised_terms_min"] = grouped["raised_terms"].min()
+        out["raised_terms_max"] = grouped["raised_terms"].max()
+        out["theta_effective_max"] = grouped["theta_effective_max"].max()
+    if "withheld_cases" in frame.columns:
+        out["withheld_tasks"] = grouped["withheld_cases"].agg(lambda x: int((x > 0).sum()))
+        out["withheld_share_max"] = grouped["withheld_share"].max()
+    if "suppressed_terms" in frame.columns:
+        out["suppressed_terms_tasks"] = grouped["suppressed_terms"].agg(
+            lambda x: int((x > 0).sum()))
+    if "gate" in frame.columns:
+        out["gate_violated_tasks"] = grouped["gate"].agg(lambda x: int((x == "violated").sum()))
     return out.reset_index()
+
+
+def setting_marks(row: pd.Series) -> dict[str, str]:
+    """The marks of a summary row (:data:`LEGEND`) and the cells each one marks."""
+    def some(column: str) -> bool:
+        return column in row.index and not pd.isna(row[column]) and row[column] > 0
+
+    marks = {}
+    if some("theta_raised_tasks"):
+        marks[RAISED] = "dsr"
+    if some("withheld_tasks"):
+        marks[WITHHELD] = "nil"
+    if some("suppressed_terms_tasks"):
+        marks[SUPPRESSED] = ""
+    if some("gate_violated_tasks"):
+        marks[VIOLATED] = ""
+    return marks
+
+
+def _changes(row: pd.Series) -> str:
+    """What the method changed of the setting, in words (the 'changes' column)."""
+    parts = []
+    tasks = row["tasks"]
+    if "theta_raised_tasks" in row.index and row["theta_raised_tasks"] > 0:
+        low, high = int(row["raised_terms_min"]), int(row["raised_terms_max"])
+        terms = f"{low}–{high}" if low != high else f"{high}"
+        parts.append(f"{RAISED} θ raised in {row['theta_raised_tasks']}/{tasks} tasks "
+                     f"({terms} terms, up to {row['theta_effective_max']:.4g})")
+    if "withheld_tasks" in row.index and row["withheld_tasks"] > 0:
+        parts.append(f"{WITHHELD} cases withheld in {row['withheld_tasks']}/{tasks} tasks "
+                     f"(up to {row['withheld_share_max']:.1%})")
+    if "suppressed_terms_tasks" in row.index and row["suppressed_terms_tasks"] > 0:
+        parts.append(f"{SUPPRESSED} terms suppressed in {row['suppressed_terms_tasks']}/{tasks} "
+                     "tasks")
+    if "gate_violated_tasks" in row.index and row["gate_violated_tasks"] > 0:
+        parts.append(f"{VIOLATED} gate: violated in {row['gate_violated_tasks']}/{tasks} tasks")
+    return "; ".join(parts) or "as requested"
 
 
 def _markdown(summary: pd.DataFrame, experiment: str) -> str:
     metrics = [m for m, _ in METRICS[experiment] if f"{m}_mean" in summary.columns]
     keys = [c for c in ("method", *PARAMS) if c in summary.columns]
-    lines = ["| " + " | ".join(keys + metrics + ["tasks"]) + " |",
-             "|" + "---|" * (len(keys) + len(metrics) + 1)]
+    # the periodic grids say what each setting changed; the other grids change nothing
+    tracked = "theta_raised_tasks" in summary.columns or "withheld_tasks" in summary.columns
+    extra = ["changes"] if tracked else []
+    lines = ["| " + " | ".join(keys + metrics + ["tasks"] + extra) + " |",
+             "|" + "---|" * (len(keys) + len(metrics) + 1 + len(extra))]
+    used: set[str] = set()
     for _, row in summary.iterrows():
-        cells = [str(row[k]) for k in keys]
+        marks = setting_marks(row) if tracked else {}
+        used |= set(marks)
+        # the setting's cell carries every mark, the cells they concern their own
+        cells = [str(row[k]) + (" " + "".join(marks) if k == "method" and marks else "")
+                 for k in keys]
         for m in metrics:
             mean, std = row[f"{m}_mean"], row[f"{m}_std"]
             defined = row.get(f"{m}_defined", row["tasks"])
-            cells.append("n/a" if pd.isna(mean) else
-                         f"{mean:.4f}" + ("" if pd.isna(std) else f" ± {std:.4f}")
-                         + ("" if defined == row["tasks"] else f" ({defined} of {row['tasks']} defined)"))
-        lines.append("| " + " | ".join(cells + [str(row["tasks"])]) + " |")
+            mark = "".join(sign for sign, cell in marks.items()
+                           if cell and m in (cell, f"{cell}_star", f"{cell}_cases"))
+            cells.append(("n/a" if pd.isna(mean) else
+                          f"{mean:.4f}" + ("" if pd.isna(std) else f" ± {std:.4f}")
+                          + ("" if defined == row["tasks"]
+                             else f" ({defined} of {row['tasks']} defined)")) + mark)
+        lines.append("| " + " | ".join(cells + [str(row["tasks"])]
+                                       + ([_changes(row)] if tracked else [])) + " |")
+    if used:
+        lines += ["", *(f"{sign} {LEGEND[sign]}." for sign in LEGEND if sign in used)]
     return "\n".join(lines) + "\n"
 
 
@@ -134,7 +224,8 @@ def _by_epsilon(frame: pd.DataFrame, metric: str, title: str) -> Figure:
             if values is not None:
                 keep &= baselines[p].isna() | (baselines[p].astype(object) == values[p])
         part = pd.concat([with_eps, baselines[keep]])
-        series_keys = ["method"] + [p for p in ("gamma", "alpha", "selection") if p in part.columns]
+        series_keys = ["method"] + [p for p in ("gamma", "alpha", "selection", "variant",
+                                                "on_unplaceable") if p in part.columns]
         for i, (key, line) in enumerate(with_eps.groupby(series_keys, sort=False, dropna=False)):
             key = key if isinstance(key, tuple) else (key,)
             label = " ".join([str(key[0])] + [f"{p}={v}" for p, v in zip(series_keys[1:], key[1:])
