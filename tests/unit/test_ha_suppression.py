@@ -147,3 +147,61 @@ def test_fast_and_reference_suppress_the_same_terms_on_larger_inputs(seed):
     assert slow.suppressed, "the input must need suppressions for the test to mean anything"
     assert np.array_equal(slow.group_of, fast.group_of)
     assert slow.suppressed == fast.suppressed
+
+
+# ------------------------------------------------------- on_unplaceable="withhold" (issue 31)
+@pytest.fixture(scope="module")
+def faers_quarters():
+    from medanon.experiments.periodic import load_periodic_data
+
+    # three quarters: HA releases the first two (each needs the next one's case ids)
+    return load_periodic_data(None, periods=3, cases=300, seed=2026).dataset
+
+
+def _ha(unplaceable: str):
+    from medanon.anonymize.ha import HA
+
+    # θ = 0.2 on this series leaves cases no group can take (002's θ on FAERS-like data)
+    return HA(k=5, theta=0.2, alpha=0.25, on_infeasible="raise-theta", max_withheld=1.0,
+              on_unplaceable=unplaceable)
+
+
+def test_ha_withholds_a_case_that_fits_no_group_and_the_gate_passes(faers_quarters):
+    from medanon.api import Publisher
+
+    data = faers_quarters
+    periods = list(data.periods)[:2]
+    # the gate is enforced (no allow_violations): a violating release would raise here, also
+    # one that broke α in the previous release by withholding a case it counted as "not md"
+    series = Publisher(_ha("withhold"), seed=1).publish(data, periods)
+    for release in series.releases_published:
+        assert release.verdict == "passed"
+        details = release.manifest["details"]
+        assert release.manifest["method"]["parameters"]["on_unplaceable"] == "withhold"
+        original = set(data.super_records(release.period).frame["case_id"].astype(str))
+        published = set(release.rows["case_id"].astype(str))
+        withheld = original - published
+        assert details["withheld_cases"] == len(withheld) > 0
+        assert release.manifest["counts"]["suppressed"] == len(withheld)
+        assert release.manifest["counts"]["suppressed_terms"] == 0
+        assert "cases_with_suppressed_terms" not in details
+    assert series.verify().ok
+
+
+def test_ha_suppresses_terms_by_default_and_withholds_nothing(faers_quarters):
+    from medanon.api import Publisher
+
+    data = faers_quarters
+    series = Publisher(_ha("suppress-terms"), seed=1).publish(data, list(data.periods)[:1])
+    (release,) = series.releases_published
+    assert release.manifest["method"]["parameters"]["on_unplaceable"] == "suppress-terms"
+    assert release.manifest["details"]["withheld_cases"] == 0
+    assert release.manifest["counts"]["suppressed_terms"] > 0
+    assert len(release.rows) == len(data.super_records(release.period).frame)
+
+
+def test_ha_on_unplaceable_is_validated():
+    from medanon.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="on_unplaceable"):
+        _ha("drop")
