@@ -205,3 +205,14 @@ def test_ha_on_unplaceable_is_validated():
 
     with pytest.raises(ValidationError, match="on_unplaceable"):
         _ha("drop")
+
+
+def test_on_unplaceable_reaches_ha_and_only_ha():
+    from medanon.errors import ValidationError
+    from medanon.pipeline.methods import periodic_method
+
+    method = periodic_method("ha", k=5, theta=0.2, alpha=0.25, on_unplaceable="withhold")
+    assert method.on_unplaceable == "withhold" and method.may_withhold
+    assert not periodic_method("ha", k=5, theta=0.2, alpha=0.25).may_withhold
+    with pytest.raises(ValidationError, match="'on_unplaceable' parameter .* 'ha' only"):
+        periodic_method("ppms+", k=5, theta=0.2, on_unplaceable="withhold")

@@ -378,8 +378,14 @@ def release(
     on_infeasible: Annotated[str, typer.Option(
         "--on-infeasible", help="refuse | raise-theta | suppress-terms: what to do when a term "
                                 "cannot meet its theta or a case fits no group (the latter is "
-                                "withheld; HA keeps it with its blocking terms suppressed); "
-                                "recorded in the manifest.")] = "refuse",
+                                "withheld; HA keeps it with its blocking terms suppressed "
+                                "unless --on-unplaceable withhold); recorded in the "
+                                "manifest.")] = "refuse",
+    on_unplaceable: Annotated[Optional[str], typer.Option(
+        "--on-unplaceable", help="HA: suppress-terms (default: a case that fits no group is "
+                                 "published with the terms that block it suppressed) | "
+                                 "withhold (002 as written: it is withheld, like PPMS+); "
+                                 "recorded in the manifest.")] = None,
     max_withheld: Annotated[Optional[float], typer.Option(
         "--max-withheld", help="Largest share of a period's cases the release may withhold "
                                "(default 0.1): a release that would withhold more is refused, "
@@ -455,7 +461,7 @@ def release(
     from . import commands
     commands.release(store=store, periods=periods or [], method=method, k=k, theta=theta,
                      alpha=alpha, ss_rule=ss_rule, lifespan=lifespan, on_infeasible=on_infeasible,
-                     seed=seed, allow_seeded=allow_seeded, as_json=as_json,
+                     on_unplaceable=on_unplaceable, seed=seed, allow_seeded=allow_seeded, as_json=as_json,
                      publish_despite_violations=publish_despite_violations, epsilon=epsilon,
                      dp_variant=dp_variant, domains=domain or [], case_budget=case_budget,
                      on_case_budget=on_case_budget, dp_aware_grouping=dp_aware_grouping,

@@ -187,7 +187,8 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                 label_mechanism: str | None = None,
                 protect: list[str] | None = None,
                 max_withheld: float | None = None,
-                allow_tiny_epsilon: bool = False, grouping: str | None = None) -> Anonymizer:
+                allow_tiny_epsilon: bool = False, grouping: str | None = None,
+                on_unplaceable: str | None = None) -> Anonymizer:
     """The library's :func:`~medanon.pipeline.methods.periodic_method`, its errors told in
     flags (``'dp_aware_grouping' parameter`` -> ``--dp-aware-grouping``)."""
     from ..pipeline.methods import periodic_method
@@ -200,7 +201,8 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                                label_confidence=label_confidence,
                                label_mechanism=label_mechanism, protect=protect,
                                max_withheld=max_withheld,
-                               allow_tiny_epsilon=allow_tiny_epsilon, grouping=grouping)
+                               allow_tiny_epsilon=allow_tiny_epsilon, grouping=grouping,
+                               on_unplaceable=on_unplaceable)
 
 
 def release(*, store: Path, periods: list[str], method: str | None, k: int | None,
@@ -215,7 +217,7 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
             per_period_commit: bool = False, label_confidence: float | None = None,
             label_mechanism: str | None = None, protect: list[str] | None = None,
             max_withheld: float | None = None, allow_tiny_epsilon: bool = False,
-            grouping: str | None = None) -> None:
+            grouping: str | None = None, on_unplaceable: str | None = None) -> None:
     from ..accounting import Budget
     from ..pipeline.publish import publish_periods
     from ..random import randomness
@@ -230,7 +232,8 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
                              dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
                              label_confidence=label_confidence, label_mechanism=label_mechanism,
                              protect=protect, max_withheld=max_withheld,
-                             allow_tiny_epsilon=allow_tiny_epsilon, grouping=grouping)
+                             allow_tiny_epsilon=allow_tiny_epsilon, grouping=grouping,
+                             on_unplaceable=on_unplaceable)
     budget = None if case_budget is None else Budget.of(case_budget)
     rng = randomness(seed)
     with ReleaseStore.open(store) as db:

@@ -113,7 +113,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
                     protect: Sequence[str] | Mapping[str, float] | None = None,
                     max_withheld: float | None = None,
                     allow_tiny_epsilon: bool = False,
-                    grouping: str | None = None) -> Anonymizer:
+                    grouping: str | None = None,
+                    on_unplaceable: str | None = None) -> Anonymizer:
     """A periodic anonymization method, configured.
 
     Args:
@@ -122,6 +123,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
         protect: Protected terms whose θ never exceeds a cap, whatever ``theta`` gives them:
             ``{"Death": 0.3}`` or ``["Death=0.3", ...]`` (``medanon release --protect``).
         alpha, ss_rule: HA only (002's α and the ss-record rule).
+        on_unplaceable: HA only: ``suppress-terms`` (default) or ``withhold`` (002 as
+            written), what becomes of a case that fits no group (:class:`~medanon.anonymize.ha.HA`).
         lifespan: CaseID life span in periods (not for ``ms``).
         on_infeasible: ``refuse``, ``raise-theta`` or ``suppress-terms``.
         max_withheld: The largest share of a period's cases the release may withhold (default
@@ -165,7 +168,8 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
     if method == "none":
         for name, value in (("k", k), ("theta", theta), ("alpha", alpha), ("ss_rule", ss_rule),
                             ("lifespan", lifespan), ("protect", protect or None),
-                            ("max_withheld", max_withheld), ("grouping", grouping)):
+                            ("max_withheld", max_withheld), ("grouping", grouping),
+                            ("on_unplaceable", on_unplaceable)):
             if value is not None:
                 raise _refuse(name, "does not apply to method 'none', which gives no privacy "
                                     "guarantee")
@@ -196,8 +200,11 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
 
                 ss_rule = parse_ss_rule(ss_rule)
             kwargs["ss_rule"] = ss_rule
+        if on_unplaceable is not None:
+            kwargs["on_unplaceable"] = on_unplaceable
     else:
-        for name, value in (("alpha", alpha), ("ss_rule", ss_rule)):
+        for name, value in (("alpha", alpha), ("ss_rule", ss_rule),
+                            ("on_unplaceable", on_unplaceable)):
             if value is not None:
                 raise _refuse(name, f"applies to method 'ha' only, not {method!r}")
     if dp:
