@@ -77,7 +77,9 @@ def summarize(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
     # what the methods changed of the setting (periodic grids): never averaged away
     if "raised_terms" in frame.columns:
         out["theta_raised_tasks"] = grouped["raised_terms"].agg(lambda x: int((x > 0).sum()))
-        out["raised_terms_min"] = grouped["raised_terms"].min()
+        # the fewest terms raised in a task that raised any (0 only when none did)
+        out["raised_terms_min"] = grouped["raised_terms"].agg(
+            lambda x: int(x[x > 0].min()) if (x > 0).any() else 0)
         out["raised_terms_max"] = grouped["raised_terms"].max()
         out["theta_effective_max"] = grouped["theta_effective_max"].max()
     if "withheld_cases" in frame.columns:
