@@ -93,6 +93,27 @@ def test_ha_through_the_real_command_line(series):
     assert again.returncode != 0 and "only when period 2021Q1 is ingested" in again.stderr
 
 
+def test_ha_withholds_through_the_command_line_when_asked(series):
+    """--on-unplaceable withhold (002 as written): a case no group takes is left out, the
+    manifest records the choice and the count, and the gate passes the series."""
+    store = series / "ha-withhold.duckdb"
+    assert main(["ingest", str(series / "in"), "--store", str(store)]) == 0
+    assert main(["release", "2020Q1", "2020Q2", "--store", str(store), "--method", "ha",
+                 "--alpha", "0.25", "--k", "5", "--theta", "0.2", "--on-infeasible",
+                 "raise-theta", "--on-unplaceable", "withhold", "--max-withheld", "1",
+                 "--seed", "7", "--allow-seeded"]) == 0
+    with ReleaseStore.open(store) as db:
+        rows = {p: db.release_rows(p) for p in db.published_periods()}
+        manifests = {p: db.manifest(p) for p in db.published_periods()}
+        schema = db.schema
+    for manifest in manifests.values():
+        assert manifest["method"]["parameters"]["on_unplaceable"] == "withhold"
+        assert manifest["counts"]["suppressed"] == manifest["details"]["withheld_cases"] > 0
+        assert manifest["counts"]["suppressed_terms"] == 0
+    check = check_from_manifests(rows, manifests, schema)
+    assert check.ok, check.violations[:5]
+
+
 @pytest.mark.parametrize("method, extra", [
     ("none", []), ("ms", []), ("ppms", []), ("ppms+", []), ("ppms++", []),
     ("ha", ["--alpha", "0.5", "--ss-rule", "reactions=6"]),
