@@ -80,6 +80,9 @@ def test_nil_on_all_cases_counts_a_withheld_case_as_full_loss(first_quarter):
     expected = (row["nil_cases"] * row["cases"] + row["withheld_cases"]) / row["cases_all"]
     assert row["nil_all"] == pytest.approx(expected, abs=1e-6)
     assert row["withheld_share"] == row["withheld_cases"] / row["cases_all"]
+    star = (row["nil_star_cases"] * row["cases"] + row["withheld_cases"]) / row["cases_all"]
+    assert row["nil_star_all"] == pytest.approx(star, abs=1e-6)
+    assert row["nil_star_all"] > row["nil_star_cases"]
     assert nil_all_cases(0.5, 3, 1) == pytest.approx((0.5 * 3 + 1.0) / 4)
     assert nil_all_cases(0.25, 4, 0) == 0.25
 

@@ -31,7 +31,8 @@ METRICS = {
                  ("withheld_share", "share of cases withheld"),
                  ("suppressed_terms", "terms suppressed per release")],
     "ppms-dp": [("nil_star", "NIL with IL* (published cases)"),
-                ("nil_all", "NIL on all cases (withheld = 1)"), ("rr", "record-linkage risk RR"),
+                ("nil_star_all", "NIL with IL* on all cases (withheld = 1)"),
+                ("rr", "record-linkage risk RR"),
                 ("ar_rev", "attribute risk AR_rev"), ("dsr", "DSR (effective θ*)"),
                 ("dsr_requested", "DSR (requested θ*)"), ("prr_bias_abs", "|PRR bias|")],
     "ipa": [("il", "IL = NCP + EMD + Rate"), ("ncp", "NCP"), ("emd", "EMD"), ("rate", "Rate")],
@@ -47,8 +48,8 @@ LEGEND = {
     RAISED: "θ raised: some term's θ was infeasible and was raised for the release (the "
             "'changes' column gives how many terms and the highest θ given); DSR is measured "
             "against the raised θ, dsr_requested against the setting's own",
-    WITHHELD: "cases withheld: NIL, NIL per case and NIL* are over the published cases only; "
-              "nil_all counts each withheld case as full loss (1.0)",
+    WITHHELD: "cases withheld: NIL, NIL per case and NIL with IL* are over the published "
+              "cases only; nil_all and nil_star_all count each withheld case as full loss (1.0)",
     SUPPRESSED: "terms suppressed from published cases (suppressed_terms counts the (case, term) "
                 "pairs)",
     VIOLATED: "the verify gate found the release violating its model (kept for measurement)",
@@ -149,7 +150,8 @@ def _markdown(summary: pd.DataFrame, experiment: str) -> str:
             mean, std = row[f"{m}_mean"], row[f"{m}_std"]
             defined = row.get(f"{m}_defined", row["tasks"])
             mark = "".join(sign for sign, cell in marks.items()
-                           if cell and m in (cell, f"{cell}_star", f"{cell}_cases"))
+                           if cell and m in (cell, f"{cell}_star", f"{cell}_cases",
+                                             f"{cell}_star_cases"))
             cells.append(("n/a" if pd.isna(mean) else
                           f"{mean:.4f}" + ("" if pd.isna(std) else f" ± {std:.4f}")
                           + ("" if defined == row["tasks"]

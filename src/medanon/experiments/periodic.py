@@ -30,7 +30,7 @@ from ..api import Dataset, Publisher
 from ..errors import InternalError
 from ..attacks.worst_case import attack_series
 from ..metrics.evaluation import evaluate_series
-from ..metrics.information_loss import normalized_information_loss
+from ..metrics.information_loss import information_loss_star, normalized_information_loss
 from ..metrics.signals import SignalRule as Rule
 from ..metrics.signals import ratio_from_json
 from ..models import level_wise
@@ -162,9 +162,10 @@ def setting_changes(series, period: str, *, md: bool, dsr: float | None) -> dict
 
 
 def nil_all_cases(nil_cases: float, published: int, withheld: int) -> float:
-    """NIL over every case of the period: each published case has its group's NIL, each
-    withheld case the full loss 1.0 (nothing of it is published), so that methods that withhold
-    different cases are compared on the same case set."""
+    """NIL (001's, or 000's with IL*) over every case of the period, from its mean per
+    published case: each published case has its own loss, each withheld case the full loss 1.0
+    (nothing of it is published), so that methods that withhold different cases are compared
+    on the same case set."""
     total = published + withheld
     return (nil_cases * published + 1.0 * withheld) / total if total else 0.0
 
@@ -184,16 +185,21 @@ def measure_period(data: Dataset, state: dict, setting: Setting, period: str, ru
     if entry["cases"] + withheld != cases_all:
         raise InternalError(f"{setting.label}, {period}: {entry['cases']} published and "
                             f"{withheld} withheld cases, but the period holds {cases_all}.")
-    nil_cases = normalized_information_loss(
-        series.releases[period], [(q.name, q.kind) for q in series.qids], series.hierarchies,
-        per="case")
+    qid_kinds = [(q.name, q.kind) for q in series.qids]
+    rows = series.releases[period]
+    nil_cases = normalized_information_loss(rows, qid_kinds, series.hierarchies, per="case")
+    # 000's IL* per scored case: the mean of its per-QID losses is Σ_g IL*(g) / (cases·|QID|)
+    star = information_loss_star(originals[period], rows, qid_kinds, series.hierarchies)
+    nil_star_cases = float(star.per_attribute.mean()) if star.n_records else 0.0
     row = {"method": setting.method, **setting.kwargs, "setting": setting.label,
            "period": period, "run": run, "cases": entry["cases"], "groups": entry["groups"],
            "cases_all": cases_all, "withheld_cases": withheld,
            "withheld_share": withheld / cases_all if cases_all else 0.0,
            "nil": entry["nil"], "nil_cases": round(nil_cases, 6),
            "nil_all": round(nil_all_cases(nil_cases, entry["cases"], withheld), 6),
-           "nil_star": entry["nil_star"], "dir": entry["dir"],
+           "nil_star": entry["nil_star"], "nil_star_cases": round(nil_star_cases, 6),
+           "nil_star_all": round(nil_all_cases(nil_star_cases, entry["cases"], withheld), 6),
+           "dir": entry["dir"],
            "dsr": entry["dsr"], "ssgr": entry["ssgr"], "rr": entry["rr"],
            "ar_rev": entry["ar_rev"], "reidentified": entry["reidentified"],
            # (case, term) pairs the method removed from this release (manifest counts)
