@@ -36,6 +36,7 @@ from ..metrics.signals import ratio_from_json
 from ..models import level_wise
 from ..models.theta import raised_thetas, requested_theta_table
 from ..published.format import original_as_published
+from ..published.series import PublishedSeries
 from .grids import Setting
 
 __all__ = ["PeriodicData", "LEVEL_WISE_HIGH", "LEVEL_WISE_NONE", "load_periodic_data",
@@ -106,7 +107,8 @@ def _method(setting: Setting):
         theta = level_wise(list(LEVEL_WISE_HIGH), list(LEVEL_WISE_NONE),
                            source="medanon experiments (LEVEL_WISE_HIGH / LEVEL_WISE_NONE)")
     # The grids measure what each setting withholds (the manifests count it) rather than
-    # refuse a period: no bound on the withheld share (issue 31 reports it per row).
+    # refuse a period: no bound on the withheld share. Every θ raised and every case withheld
+    # is reported per row (measure_period) and marked in the summary (outputs.py).
     # The papers' own greedy, not the faster classes-first grouping: the grids reproduce them.
     kwargs = {"k": params["k"], "theta": theta, "on_infeasible": "raise-theta", "max_withheld": 1.0,
               "grouping": "greedy"}
@@ -145,7 +147,8 @@ def _finite_mean(values: list[float]) -> float:
     return float(np.mean(finite)) if finite else float("nan")
 
 
-def setting_changes(series, period: str, *, md: bool, dsr: float | None) -> dict:
+def setting_changes(series: PublishedSeries, period: str, *, md: bool,
+                    dsr: float | None) -> dict:
     """What a release changed of its setting, as result-row columns (``docs/experiments.md``):
     the θ it raised (requested -> effective per term) and the DSR against the requested θ
     table beside the recorded one (``dsr``, the release's effective table)."""
