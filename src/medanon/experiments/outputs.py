@@ -172,6 +172,18 @@ def write_tables(frame: pd.DataFrame, experiment: str, out: Path) -> pd.DataFram
     return summary
 
 
+def _line_marks(rows: pd.DataFrame) -> str:
+    """The summary's marks for the tasks a figure line draws, so no figure hides a change."""
+    marks = ""
+    if "raised_terms" in rows.columns and (rows["raised_terms"] > 0).any():
+        marks += RAISED
+    if "withheld_cases" in rows.columns and (rows["withheld_cases"] > 0).any():
+        marks += WITHHELD
+    if "suppressed_terms" in rows.columns and (rows["suppressed_terms"] > 0).any():
+        marks += SUPPRESSED
+    return f" {marks}" if marks else ""
+
+
 def _panels(frame: pd.DataFrame, by: list[str]) -> list[tuple[str, pd.DataFrame]]:
     if not by:
         return [("", frame)]
@@ -199,6 +211,7 @@ def _by_period(frame: pd.DataFrame, metric: str, title: str) -> Figure:
         for i, (setting, one) in enumerate(part.groupby("setting", sort=False)):
             means = one.groupby("period")[metric].mean().reindex(periods)
             label = " ".join(w for w in setting.split() if not w.startswith(("k=", "theta=")))
+            label += _line_marks(one)
             ax.plot(range(len(periods)), means.to_numpy(dtype=float), marker="o",
                     color=PALETTE[i % len(PALETTE)], label=label)
         ax.set_title(name or title, fontsize=9)
@@ -234,6 +247,7 @@ def _by_epsilon(frame: pd.DataFrame, metric: str, title: str) -> Figure:
             key = key if isinstance(key, tuple) else (key,)
             label = " ".join([str(key[0])] + [f"{p}={v}" for p, v in zip(series_keys[1:], key[1:])
                                                if not pd.isna(v)])
+            label += _line_marks(line)
             per_run = line.groupby(["epsilon", "run"])[metric].mean().groupby("epsilon")
             means, stds = per_run.mean(), per_run.std().fillna(0.0)
             ax.errorbar(means.index.to_numpy(dtype=float), means.to_numpy(dtype=float),
@@ -244,7 +258,7 @@ def _by_epsilon(frame: pd.DataFrame, metric: str, title: str) -> Figure:
             value = line[metric].mean()
             if not np.isnan(value):
                 ax.axhline(value, linestyle="--", color="black" if j == 0 else "grey",
-                           label=f"{method} (no ε)")
+                           label=f"{method} (no ε){_line_marks(line)}")
         ax.set_xscale("log")
         ax.set_xlabel("ε")
         if name:  # one panel: the figure's title says it all
@@ -265,6 +279,16 @@ def write_figures(frame: pd.DataFrame, experiment: str, out: Path) -> list[Path]
         if metric not in frame.columns or frame[metric].isna().all():
             continue
         fig = (_by_epsilon if against_epsilon else _by_period)(frame, metric, title)
+        used = _line_marks(frame).strip()
+        if used:  # the marks on the lines, explained (summary.md says how much)
+            names = {RAISED: "θ raised", WITHHELD: "withheld", SUPPRESSED: "terms suppressed"}
+            # one more title line: the figure grows by its height, the panels keep theirs
+            height, extra = fig.get_figheight(), 0.3
+            top = 1 - ((1 - fig.subplotpars.top) * height + extra) / (height + extra)
+            fig.set_figheight(height + extra)
+            fig.subplots_adjust(top=top)
+            fig.suptitle(fig.get_suptitle() + "\n" + "  ".join(f"{m} {names[m]}" for m in used),
+                         fontsize=10)
         path = folder / f"{metric}.png"
         path.write_bytes(figure_png(fig))
         written.append(path)
