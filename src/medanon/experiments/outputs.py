@@ -37,6 +37,7 @@ METRICS = {
                 ("dsr_requested", "DSR (requested θ*)"), ("prr_bias_abs", "|PRR bias|")],
     "ipa": [("il", "IL = NCP + EMD + Rate"), ("ncp", "NCP"), ("emd", "EMD"), ("rate", "Rate")],
     "clinsimrr": [("cil", "clinical information loss CIL"), ("map", "attack MAP"),
+                  ("map_sensitive_inputs", "attack MAP, 003's scoring"),
                   ("kl", "KL(original ‖ release)")],
 }
 PARAMS = ("k", "theta", "alpha", "on_unplaceable", "epsilon", "variant", "gamma", "selection")
