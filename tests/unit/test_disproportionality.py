@@ -252,6 +252,12 @@ def test_a_warm_start_from_the_pooled_fit_finds_a_subtable_optimum_with_fewer_st
     again = fit_gps_prior(half_n, half_e, starts=1, warm_start=full)
     np.testing.assert_allclose(again.parameters, full.parameters, rtol=1e-4)
     assert again.loglik >= full.loglik - AGREEMENT_TOLERANCE
+    # starts=1 is the warm start alone: far from the optimum it ends elsewhere than DuMouchel's
+    far = GpsPrior(50.0, 0.5, 0.01, 50.0, 0.5)
+    alone = fit_gps_prior(half_n, half_e, starts=1, warm_start=far, maxiter=3)
+    with_dumouchel = fit_gps_prior(half_n, half_e, starts=2, warm_start=far, maxiter=3)
+    assert alone.starts == 1 and alone.agreeing == 1
+    assert alone.parameters != with_dumouchel.parameters
     # without a warm start, starts=1 is DuMouchel's start alone: a different path
     assert fit_gps_prior(half_n, half_e, starts=1).starts == 1
     with pytest.raises(ValidationError, match="'warm_start'"):

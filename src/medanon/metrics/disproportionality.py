@@ -591,8 +591,9 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = 8, min_count: int = 1, seed: 
             raise ValidationError(f"The 'warm_start' parameter of {owner} must be a GpsPrior "
                                   f"or None; got {type(warm_start).__name__}.")
         warm = warm_start
+        # the warm start, then the first starts - 1 of the usual ones (none when starts is 1)
         thetas = [(warm.alpha1, warm.beta1, warm.alpha2, warm.beta2, warm.p),
-                  *_starts(starts - 1, seed)]
+                  *(_starts(starts - 1, seed) if starts > 1 else [])]
     results = []
     # L-BFGS-B calls BLAS on 5-vectors: with OpenBLAS's thread pool those calls cost more in
     # synchronisation than in arithmetic (8x slower fits measured on a busy 2-core machine)
