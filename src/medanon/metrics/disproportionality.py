@@ -153,6 +153,7 @@ __all__ = [
     "BCPNN_IC025_THRESHOLD",
     "BCPNN_QUANTILE",
     "DUMOUCHEL_START",
+    "GPS_STARTS",
     "GRADIENT_TOLERANCE",
     "MGPS_EB05_THRESHOLD",
     "MGPS_LOWER_QUANTILE",
@@ -204,6 +205,9 @@ PAIR_COLUMNS = ("drug", "reaction", "n", "n_drug", "n_reaction", "n_total", "e",
 #: Columns :func:`screen` adds.
 SCREEN_COLUMNS = ("ebgm", "eb05", "eb95", "ic", "ic025", "prr", "ror", "chi2", "prr_corrected",
                   "signal_mgps", "signal_bcpnn", "signal_prr")
+
+#: Default number of optimizer starts of a prior's fit (choice 3).
+GPS_STARTS = 8
 
 #: Default upper bound of the fitted shapes and rates (choice 3; openEBGM's ``param_limit``).
 PARAM_LIMIT = 100.0
@@ -539,8 +543,8 @@ def _projected_gradient(x: np.ndarray, grad: np.ndarray,
     return out
 
 
-def fit_gps_prior(n: Any, e: Any, *, starts: int = 8, min_count: int = 1, seed: int = 0,
-                  maxiter: int = 500, param_limit: float = PARAM_LIMIT,
+def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 1,
+                  seed: int = 0, maxiter: int = 500, param_limit: float = PARAM_LIMIT,
                   warm_start: GpsPrior | None = None) -> GpsPrior:
     """Fit DuMouchel's two-gamma prior by maximum marginal likelihood.
 
@@ -971,7 +975,7 @@ def _table_column(table: pd.DataFrame, name: str) -> pd.Series:
 
 
 def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int = 1,
-           seed: int = 0, starts: int = 8,
+           seed: int = 0, starts: int = GPS_STARTS,
            warm_start: GpsPrior | None = None) -> tuple[pd.DataFrame, GpsPrior]:
     """Screen every pair of a :func:`pair_counts` table with MGPS, BCPNN and PRR.
 

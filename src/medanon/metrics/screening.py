@@ -58,18 +58,18 @@ from .._validation import check_int
 from ..errors import MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
-from .disproportionality import SCREEN_COLUMNS, GpsPrior, count_pairs, screen
+from .disproportionality import GPS_STARTS, SCREEN_COLUMNS, GpsPrior, count_pairs, screen
 from .signals import INSIDE, Condition, SignalRule
 
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
            "opposite_condition", "screen_series", "screening_for"]
 
-#: Strata of the default FAERS schema: children, adults, the elderly; each sex.
 #: starts of the pooled prior's fit (:func:`.disproportionality.fit_gps_prior`'s default), and
 #: of every other scope's, warm-started from its side's pooled prior (issue 30: the fits were
 #: 40% of ``evaluate``; from the pooled prior a scope's fit needs a fraction of the iterations)
-POOLED_STARTS = 8
+POOLED_STARTS = GPS_STARTS
 SCOPE_STARTS = 2
+#: Strata of the default FAERS schema: children, adults, the elderly; each sex.
 DEFAULT_STRATA = ("age <= 18", "age in [19-64]", "age >= 65", "sex = F", "sex = M")
 
 #: statistic -> (signal column, score for ranking and Spearman, the columns listed per pair)
