@@ -98,6 +98,9 @@ def test_the_documented_runs_refuse_what_they_fix_and_unknown_names(tmp_path):
     assert_user_error(invoke_cli("experiment", "all", "--runs", "2", "--out", tmp_path / "o"),
                       "ValidationError", "--runs")
     assert not (tmp_path / "o").exists()
+    assert_user_error(invoke_cli("experiment", "jmir2021", "--profile", "nope", "--out",
+                                 tmp_path / "o"), "ValidationError", "--profile must be one of")
+    assert not (tmp_path / "o").exists()
     (tmp_path / "file").write_text("x")
     with pytest.raises(StoreError, match="'out' parameter of regenerate_results"):
         regenerate_results(tmp_path / "file", quick=True)

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
+from ..data.synth.profiles import PROFILES
 from ..errors import MedanonError, ValidationError
 from ..published.format import check_new_folder, write_new_folder
 from . import inputs, outputs, periodic, single
@@ -273,6 +274,9 @@ def run_experiment(config: ExperimentConfig, *, out: Path | None = None,
         raise ValidationError("--admissions applies to the clinsimrr experiment only.")
     if kind != "table" and config.schema is not None:
         raise ValidationError("--schema applies to the ipa experiment only.")
+    if config.profile not in PROFILES:
+        raise ValidationError(f"--profile must be one of {', '.join(PROFILES)}; got "
+                              f"{config.profile!r}.")
     if config.profile != "default" and (kind != "faers" or config.input is not None):
         raise ValidationError("--profile applies to the synthetic series of the periodic "
                               "experiments (jmir2021, plos2021, ppms-dp) only.")
