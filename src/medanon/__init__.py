@@ -20,7 +20,8 @@ __version__ = "0.1.0"
 _PUBLIC = {
     "Dataset": "medanon.api", "Publisher": "medanon.api", "Release": "medanon.api",
     "Series": "medanon.api", "Table": "medanon.api", "TableRelease": "medanon.api",
-    "EhrRecords": "medanon.api", "EhrRelease": "medanon.api", "Pseudonyms": "medanon.pipeline.ehr",
+    "EhrRecords": "medanon.api", "EhrRelease": "medanon.api", "signals": "medanon.api",
+    "Pseudonyms": "medanon.pipeline.ehr",
     "TableSchema": "medanon.data.tabular", "Schema": "medanon.data.schema",
     "randomness": "medanon.random", "Randomness": "medanon.random", "ReleaseStore": "medanon.store",
     "verify_series": "medanon.verify", "MedanonError": "medanon.errors",

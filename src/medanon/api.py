@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from .verify import SeriesVerdict
 
 __all__ = ["Dataset", "EhrRecords", "EhrRelease", "Publisher", "Release", "Series", "Table",
-           "TableRelease"]
+           "TableRelease", "signals"]
 
 
 class Dataset:
@@ -565,6 +565,11 @@ class Series(PublishedSeries):
             out[period] = table.unbounded_terms if table is not None else ()
         return out
 
+    def signals(self, **options: Any) -> pd.DataFrame:
+        """Every drug–reaction pair of the series screened per scope, as :func:`signals`
+        screens a folder (the options of :func:`medanon.metrics.signal_table.signal_table`)."""
+        return _signals_of(self, **options)
+
     def export(self, folder: str | Path, fmt: str = "csv") -> list[Path]:
         """Write the series into the new ``folder``, all or nothing: ``fmt`` ``csv`` is the
         published release format (``PERIOD/release.csv`` + ``manifest.json``), ``parquet`` the
@@ -927,3 +932,93 @@ class Publisher:
                    "guarantee": manifest["privacy"]["guarantee"],
                    "does_not_guarantee": manifest["privacy"]["does_not_guarantee"]}
         return EhrRelease(rows, manifest, text, summary, run=run)
+
+
+SIGNAL_SIDES = ("original", "release")
+
+
+def _signals_of(series: PublishedSeries, **options: Any) -> pd.DataFrame:
+    from .published.faers_layout import perturbed_qids
+    from .metrics.signal_table import signal_table
+
+    hierarchies = {q.name: q.taxonomy for q in series.qids if q.taxonomy is not None}
+    perturbed = {p: list(perturbed_qids(m, p)) for p, m in series.manifests.items()}
+    return signal_table(series.releases, hierarchies=hierarchies, perturbed=perturbed,
+                        source=options.pop("source", series.source), **options)
+
+
+def signals(series: str | Path | None = None, *, store: str | Path | None = None,
+            side: str = "original", **options: Any) -> pd.DataFrame:
+    """Screen every drug–reaction pair of a series, one row per pair and scope
+    (:func:`medanon.metrics.signal_table.signal_table`: MGPS, BCPNN, PRR/ROR, FDR decisions;
+    ``attrs["signals"]`` holds the priors and their fit diagnostics).
+
+    Args:
+        series: A published series folder: the release format (csv or parquet), or a series
+            exported in the FAERS ASCII layout (read as FAERS quarters are ingested; a perturbed
+            QID's cells are not FDA's columns there, so they read as missing).
+        store: A release store instead: its ``side`` ``original`` (the ingested records, as the
+            operator sees them; never publish that table) or ``release`` (what it published).
+        side: ``original`` or ``release``, with ``store``.
+        **options: ``scopes``, ``stratify_by``, ``drug_columns``, ``reaction_column``, ``fdr``,
+            ``min_count`` of :func:`~medanon.metrics.signal_table.signal_table`.
+
+    Raises:
+        ValidationError: neither or both of ``series`` and ``store``; a bad ``side``; a bad
+            option (named).
+        InputFormatError: the folder is no series.
+        StoreError: the store cannot be opened.
+    """
+    from .metrics.signal_table import signal_table
+    from .published.format import original_as_published
+
+    if (series is None) == (store is None):
+        raise ValidationError("The signals function needs exactly one of 'series' (a published "
+                              "series folder) and 'store'.")
+    if side not in SIGNAL_SIDES:
+        raise ValidationError(f"The 'side' parameter of signals must be one of "
+                              f"{', '.join(SIGNAL_SIDES)}; got {side!r}.")
+    if series is not None:
+        folder = Path(series)
+        if _faers_layout_series(folder):
+            from .data.loaders.faers import read_faers
+
+            schema = Schema.default()
+            hierarchies = schema.load_hierarchies()
+            rows = {}
+            for quarter in read_faers(folder, schema=schema).quarters:
+                supers = combine_super_records(quarter.records, schema, hierarchies).frame
+                rows[quarter.label] = original_as_published(supers, schema)
+            return signal_table(rows, hierarchies=hierarchies, source=f"FAERS layout {str(folder)!r}",
+                                **options)
+        return _signals_of(load_series(folder=folder), **options)
+    from .store import ReleaseStore
+
+    with ReleaseStore.open(store, read_only=True) as db:
+        if side == "release":
+            return _signals_of(load_series(store=db), **options)
+        periods = db.ingested_periods()
+        if not periods:
+            raise ValidationError(f"Store {str(store)!r} holds no ingested period.")
+        hierarchies = db.schema.load_hierarchies()
+        # each period's super records (a case's reports of the quarter), as the release would
+        # publish them if nothing were anonymized
+        rows = {p: original_as_published(
+            combine_super_records(db.records(p), db.schema, hierarchies).frame, db.schema)
+            for p in periods}
+    return signal_table(rows, hierarchies=hierarchies,
+                        source=f"Store {str(store)!r}, original records", **options)
+
+
+def _faers_layout_series(folder: Path) -> bool:
+    """Whether ``folder`` is a series (or one period) in the FAERS ASCII layout only: with the
+    release format beside it (``export --format faers`` writes both), that is read instead."""
+    from .published.format import RELEASE_FILES
+
+    if not folder.is_dir():
+        return False
+    candidates = [folder, *(c for c in folder.iterdir() if c.is_dir())]
+    if any((c / name).is_file() for c in candidates for name in RELEASE_FILES):
+        return False
+    return any(any(f.is_file() and f.name.upper().startswith("DEMO") and f.suffix.lower() == ".txt"
+                   for f in c.iterdir()) for c in candidates)

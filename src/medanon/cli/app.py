@@ -633,6 +633,42 @@ def evaluate(
 
 @app.command()
 @guarded
+def signals(
+    series: Annotated[Optional[Path], typer.Argument(
+        help="A published series folder (release format csv/parquet, or the FAERS layout).",
+        show_default=False)] = None,
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="The pair table: .csv or .parquet; the sidecar OUT.json beside it "
+                            "holds each scope's prior and its fit diagnostics.")] = Path("pairs.csv"),
+    store: Annotated[Optional[Path], typer.Option(
+        "--store", "-s", help="Screen a release store instead of a folder (see --side).")] = None,
+    side: Annotated[str, typer.Option(
+        "--side", help="With --store: 'original' (the ingested records; operator only, never "
+                       "publish the table) or 'release'.")] = "original",
+    scope: Annotated[Optional[list[str]], typer.Option(
+        "--scope", help="dedup (latest version of each case; default), pooled (every row), "
+                        "quarter, cumulative; repeatable or comma-separated.")] = None,
+    stratify_by: Annotated[Optional[str], typer.Option(
+        "--stratify-by", help="Stratum-adjusted E over these published variables, e.g. "
+                              "'age,sex,year' (year: init_fda_dt).")] = None,
+    drug_column: Annotated[Optional[list[str]], typer.Option(
+        "--drug-column", help="Column(s) whose terms are the drugs (repeatable; default "
+                              "drugs).")] = None,
+    fdr: Annotated[float, typer.Option(
+        "--fdr", help="Level of the false-discovery-rate decisions.")] = 0.05,
+    min_count: Annotated[int, typer.Option(
+        "--min-count", help="Fit the MGPS prior on pairs reported at least this often.")] = 1,
+) -> None:
+    """One row per drug-reaction pair and scope: n, E, EBGM/EB05/EB95, IC/IC025, PRR, ROR, chi2
+    and each rule's decision (docs/metrics.md), as FDA's and WHO's tools list them."""
+    from . import commands
+    commands.signals(series=series, store=store, side=side, out=out, scopes=scope or ["dedup"],
+                     stratify_by=stratify_by or "", drug_columns=drug_column or ["drugs"],
+                     fdr=fdr, min_count=min_count)
+
+
+@app.command()
+@guarded
 def report(
     store: Annotated[list[Path], typer.Option("--store", "-s", help=(
         "Release store (DuckDB file); repeat to compare series side by side."))],

@@ -500,6 +500,44 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
                      "(release.csv beside them has them as published).")
 
 
+# -- signals --------------------------------------------------------------------------------------
+def signals(*, series: Path | None, store: Path | None, side: str, out: Path,
+            scopes: list[str], stratify_by: str, drug_columns: list[str], fdr: float,
+            min_count: int) -> None:
+    from ..api import signals as screen_signals
+    from ..metrics.signal_table import SIGNAL_RULES, write_signal_table
+
+    with ui.errors_as_flags():
+        if out.suffix.lower() not in (".csv", ".parquet"):
+            raise ValidationError(f"The --out option must end in .csv or .parquet; got "
+                                  f"{str(out)!r}.")
+        if series is None and store is None:
+            raise ValidationError("Give a SERIES folder or --store.")
+        if series is not None and store is not None:
+            raise ValidationError("Give a SERIES folder or --store, not both.")
+        if series is not None and side != "original":
+            raise ValidationError("The --side option goes with --store.")
+        with progress_bar("screening pairs", None):
+            table = screen_signals(series, store=store, side=side, scopes=scopes,
+                                   stratify_by=stratify_by, drug_columns=drug_columns, fdr=fdr,
+                                   min_count=min_count)
+    written, sidecar = write_signal_table(table, out)
+    meta = table.attrs["signals"]
+    summary = Table("scope", "period", "reports", "pairs", *SIGNAL_RULES, "prior",
+                    title=f"Signals of {meta['source']}")
+    for entry in meta["scopes"]:
+        rows = table[(table["scope"] == entry["scope"]) & (table["period"] == entry["period"])]
+        prior = entry["prior"]
+        summary.add_row(entry["scope"], entry["period"], str(entry["reports"]), str(entry["pairs"]),
+                        *(str(int(rows[flag].sum())) for flag in SIGNAL_RULES.values()),
+                        "-" if prior is None else ("converged" if prior["converged"]
+                                                   else "NOT converged"))
+    ui.out.print(summary)
+    for line in meta["warnings"]:
+        ui.err.print(f"warning: {line}")
+    print(f"wrote {len(table)} pair row(s) to {written} and the priors to {sidecar}")
+
+
 # -- inspect --------------------------------------------------------------------------------------
 def inspect(*, store: Path, as_json: bool) -> None:
     from ..store import ReleaseStore

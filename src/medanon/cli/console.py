@@ -54,7 +54,8 @@ def print_json(data: object) -> None:
 #: library parameter names whose flag is not ``--`` + the name with dashes
 _FLAG_NAMES = {"domains": "--domain", "followup_rate": "--follow-up-rate",
                "stop_rate_new": "--stop-rate", "label_confidence": "--dp-label-confidence",
-               "label_mechanism": "--dp-label-mechanism"}
+               "label_mechanism": "--dp-label-mechanism", "scopes": "--scope",
+               "drug_columns": "--drug-column"}
 #: parameters with an underscore that are command-line flags (told as flags wherever they
 #: appear in a library message)
 _FLAGGED = frozenset({

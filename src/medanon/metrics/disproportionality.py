@@ -106,6 +106,11 @@ Choices and deviations:
    mark ``*`` and empty cells are no term. A term is shown with its spelling first seen in the
    rows (row order, then column and cell order), a drug upper-cased (FAERS writes drug names in
    capitals; MedDRA reaction terms keep their case).
+10. **Stratum-adjusted E** (``strata`` of :func:`pair_counts` / :func:`count_pairs`): E is
+   DuMouchel's Σ_s n_drug,s·n_reaction,s/n_total,s over the strata of the screened reports
+   (those listing a drug and a reaction), FDA's MGPS adjustment for age, sex and year; the 2×2
+   table (a, b, c, d) stays crude, so PRR, ROR and χ² are crude. Which stratum a published
+   report is in is the caller's reading (:mod:`medanon.metrics.signal_table`).
 
 References:
     DuMouchel W. Bayesian data mining in large frequency tables, with an application to the FDA
@@ -830,7 +835,7 @@ def _report_terms(cells: np.ndarray, upper: bool) -> tuple[np.ndarray, np.ndarra
 
 
 def pair_counts(rows: pd.DataFrame, *, drug_columns: Sequence[str] | str = ("drugs",),
-                reaction_column: str = "reactions") -> pd.DataFrame:
+                reaction_column: str = "reactions", strata: Any = None) -> pd.DataFrame:
     """Count every drug–reaction pair over published rows (one row = one report).
 
     Args:
@@ -839,6 +844,9 @@ def pair_counts(rows: pd.DataFrame, *, drug_columns: Sequence[str] | str = ("dru
         drug_columns: The drug columns; a report's drugs are the union of their terms (a bare
             string is one column).
         reaction_column: The reaction column.
+        strata: None (the crude E), or each row's stratum as a whole number >= 0: ``e`` is
+            then the stratum-adjusted Σ_s n_drug,s·n_reaction,s/n_total,s (DuMouchel 1999)
+            and ``e_crude`` the crude one (choice 10).
 
     Returns:
         One row per pair listed together in at least one report, sorted by the casefolded drug
@@ -866,11 +874,49 @@ def pair_counts(rows: pd.DataFrame, *, drug_columns: Sequence[str] | str = ("dru
                   else joined_terms(rows, drug_cols))
     d_rows, d_codes, drugs = _report_terms(drug_cells, upper=True)
     r_rows, r_codes, reactions = _report_terms(cell_strings(rows[reaction_col]), upper=False)
-    return count_pairs(len(rows), d_rows, d_codes, drugs, r_rows, r_codes, reactions)
+    return count_pairs(len(rows), d_rows, d_codes, drugs, r_rows, r_codes, reactions,
+                       strata=_strata_codes(strata, len(rows), "pair_counts"))
+
+
+def _strata_codes(strata: Any, reports: int, owner: str) -> np.ndarray | None:
+    if strata is None:
+        return None
+    codes = np.asarray(strata)
+    if (codes.ndim != 1 or codes.size != reports or not np.issubdtype(codes.dtype, np.integer)
+            or (codes.size and codes.min() < 0)):
+        raise ValidationError(f"The 'strata' parameter of {owner} must give each of the "
+                              f"{reports} reports a stratum as a whole number >= 0; got "
+                              f"{_describe(strata)}.")
+    return codes.astype(np.int64)
+
+
+#: pairs whose stratified E is summed at a time (a block of pairs × strata floats)
+_STRATIFIED_PAIRS_AT_ONCE = 1 << 16
+
+
+def _stratified_expected(strata: np.ndarray, eligible: np.ndarray, d_rows: np.ndarray,
+                         d_codes: np.ndarray, drugs: int, r_rows: np.ndarray,
+                         r_codes: np.ndarray, reactions: int, drug: np.ndarray,
+                         reaction: np.ndarray) -> np.ndarray:
+    """E = Σ_s n_drug,s · n_reaction,s / n_total,s of each (drug, reaction), over the eligible
+    reports (the entries given are those of eligible reports)."""
+    width = int(strata.max()) + 1 if strata.size else 1
+    per_stratum = np.bincount(strata[eligible], minlength=width).astype(np.float64)
+    inverse = np.divide(1.0, per_stratum, out=np.zeros(width), where=per_stratum > 0)
+    by_drug = np.bincount(d_codes * width + strata[d_rows],
+                          minlength=drugs * width).reshape(drugs, width) * inverse
+    by_reaction = np.bincount(r_codes * width + strata[r_rows],
+                              minlength=reactions * width).reshape(reactions, width)
+    out = np.empty(drug.size)
+    for lo in range(0, drug.size, _STRATIFIED_PAIRS_AT_ONCE):
+        hi = lo + _STRATIFIED_PAIRS_AT_ONCE
+        out[lo:hi] = np.einsum("ij,ij->i", by_drug[drug[lo:hi]], by_reaction[reaction[lo:hi]])
+    return out
 
 
 def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np.ndarray,
-                r_rows: np.ndarray, r_codes: np.ndarray, reactions: np.ndarray) -> pd.DataFrame:
+                r_rows: np.ndarray, r_codes: np.ndarray, reactions: np.ndarray,
+                strata: np.ndarray | None = None) -> pd.DataFrame:
     """The :func:`pair_counts` table of reports already read into (report, term) codes.
 
     :func:`pair_counts` reads published rows into these arrays; the screening of a series
@@ -885,6 +931,7 @@ def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np
         drugs: ``drugs[code]`` is the drug's name as shown.
         r_rows, r_codes: The same for reactions, with ``r_rows`` in ascending order.
         reactions: ``reactions[code]`` is the reaction's name as shown.
+        strata: Each report's stratum (int64 >= 0), or None: see :func:`pair_counts`.
     """
     # the screened database: reports with at least one drug and at least one reaction
     eligible = np.zeros(reports, dtype=bool)
@@ -910,6 +957,10 @@ def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np
         "e": nd * nr / n_total if n_total else np.zeros(0),
         "a": n, "b": nd - n, "c": nr - n, "d": n_total - nd - nr + n,
     })
+    if strata is not None:
+        out.insert(out.columns.get_loc("e") + 1, "e_crude", out["e"])
+        out["e"] = _stratified_expected(strata, eligible, d_rows, d_codes, len(drugs), r_rows,
+                                        r_codes, len(reactions), drug, reaction)
     return out
 
 
