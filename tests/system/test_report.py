@@ -207,9 +207,9 @@ def test_report_numbers_match_evaluate(demo):
         assert cells[9].startswith(f"{kept} kept")
         # the card's screening line is evaluate's screening summary
         strata = evaluation["screening"]["summary"]["stratum"]["mgps"]
-        pooled = evaluation["screening"]["summary"]["pooled"]["mgps"]
+        dedup = evaluation["screening"]["summary"]["dedup"]["mgps"]
         card = _words(_card(page, dict((n, c) for n, _, c in STORES)[name]))
-        assert (f"pooled {pooled['recall']:.2f} / {pooled['precision']:.2f}, strata "
+        assert (f"each case once {dedup['recall']:.2f} / {dedup['precision']:.2f}, strata "
                 f"{strata['recall']:.2f} / {strata['precision']:.2f}; {strata['spurious']} "
                 f"spurious stratum signal(s)") in card
     # the contrast the demo exists to show: MS leaves groups an attacker narrows below k

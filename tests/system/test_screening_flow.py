@@ -9,8 +9,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from medanon.api import signals
 from medanon.data.synth.faers import write_faers_series
 from medanon.metrics.disproportionality import pair_counts, screen
+from medanon.metrics.signal_table import SIGNAL_RULES
 from medanon.store import ReleaseStore
 from medanon.published.series import load_series
 from tests.conftest import assert_user_error, invoke_cli
@@ -91,10 +93,21 @@ def test_evaluate_json_reports_the_screening(none_store, tmp_path):
     assert result.returncode == 0, result.stderr
     screening = json.loads(result.stdout)["screening"]
     kinds = [e["kind"] for e in screening["scopes"]]
-    assert kinds.count("pooled") == 1 and kinds.count("quarter") == 3
+    assert kinds[:2] == ["dedup", "pooled"] and kinds.count("quarter") == 3
     assert kinds.count("stratum") == 5
+    # evaluate's recall and precision count the signals of medanon signals' own table
+    table = signals(store=store, side="release", scopes="dedup,pooled,quarter")
     for entry in screening["scopes"]:
-        for name in ("mgps", "bcpnn", "prr"):
+        if entry["kind"] == "stratum":
+            continue
+        own = table[table["scope"] == entry["kind"]]
+        if entry["kind"] == "quarter":
+            own = own[own["period"] == entry["scope"]]
+        for name, flag in SIGNAL_RULES.items():
+            assert entry["statistics"][name]["signals_release"] == int(own[flag].sum()), (
+                entry["scope"], name)
+    for entry in screening["scopes"]:
+        for name in ("mgps", "bcpnn", "prr", "mgps_fdr", "prr_fdr"):
             st = entry["statistics"][name]
             assert st["signals_release"] == st["signals_original"] == st["common"]
         assert entry["prior"]["original"] == entry["prior"]["release"]

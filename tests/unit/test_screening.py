@@ -53,7 +53,7 @@ def test_a_release_equal_to_the_original_keeps_every_signal_in_every_scope():
                            hierarchies=HIER, periods=list(original), rules=[RULE],
                            options=OPTIONS)
     kinds = [e["kind"] for e in result["scopes"]]
-    assert kinds == ["pooled", "quarter", "quarter", "stratum", "stratum", "stratum"]
+    assert kinds == ["dedup", "pooled", "quarter", "quarter", "stratum", "stratum", "stratum"]
     for entry in result["scopes"]:
         for name, st in entry["statistics"].items():
             assert st["signals_original"] == st["signals_release"] == st["common"], (entry, name)
@@ -83,9 +83,9 @@ def test_perturbed_age_labels_manufacture_a_signal_in_the_opposite_stratum():
     assert opposite["scope"] == "age <= 18"
     assert not opposite["original"]["signal"]["mgps"] and opposite["release"]["signal"]["mgps"]
     assert result["planted_summary"]["mgps"]["manufactured_opposite"] == 1
-    # pooled, the labels do not matter: the pooled scope is unchanged
-    pooled = result["scopes"][0]["statistics"]["mgps"]
-    assert pooled["recall"] == pooled["precision"] == 1.0
+    # pooled, the labels do not matter: the dedup and pooled scopes are unchanged
+    for whole in result["scopes"][:2]:
+        assert whole["statistics"]["mgps"]["recall"] == whole["statistics"]["mgps"]["precision"] == 1.0
 
 
 def test_generalized_cells_are_undecided_not_guessed():
@@ -138,8 +138,9 @@ def test_options_and_inputs_are_checked():
                       options=ScreeningOptions(drug_columns=("drugs_primary_suspect",)))
 
 
-def test_scopes_fit_their_prior_warm_from_their_sides_pooled_prior():
-    """The pooled scope is fitted from 8 starts, every other scope from its side's pooled prior
+def test_scopes_fit_their_prior_warm_from_their_sides_dedup_prior():
+    """The dedup and pooled scopes are fitted from 8 starts, every other scope from its side's
+    dedup prior
     and DuMouchel's start (scope_starts=2): each quarter's prior is exactly that fit of the
     quarter's pair table. scope_starts=None fits every scope from 8 starts; the options say
     which was done. (A warm fit may end at another local optimum than 8 starts: on this tiny
@@ -156,13 +157,14 @@ def test_scopes_fit_their_prior_warm_from_their_sides_pooled_prior():
 
     warm, warm_options = run(OPTIONS)
     cold, cold_options = run(ScreeningOptions(strata=OPTIONS.strata, scope_starts=None))
-    assert warm.keys() == cold.keys() and len(warm) == 2 * 7  # pooled, 3 quarters, 3 strata
+    # dedup, pooled, 3 quarters, 3 strata
+    assert warm.keys() == cold.keys() and len(warm) == 2 * 8
     for key, prior in warm.items():
-        assert prior["starts"] == (8 if key[0] == "pooled" else 2), key
+        assert prior["starts"] == (8 if key[0] in ("dedup", "pooled") else 2), key
         assert cold[key]["starts"] == 8
     for name, frames in sides.items():
-        pooled = GpsPrior(**{k: warm["pooled", "pooled", name][k] for k in GPS_PARAMETERS})
-        assert all(warm["pooled", "pooled", name][k] == cold["pooled", "pooled", name][k]
+        pooled = GpsPrior(**{k: warm["dedup", "dedup", name][k] for k in GPS_PARAMETERS})
+        assert all(warm["dedup", "dedup", name][k] == cold["dedup", "dedup", name][k]
                    for k in GPS_PARAMETERS)
         for period, rows in frames.items():
             table = pair_counts(rows)
@@ -171,8 +173,37 @@ def test_scopes_fit_their_prior_warm_from_their_sides_pooled_prior():
                 assert warm["quarter", period, name][k] == pytest.approx(getattr(own, k),
                                                                          rel=1e-12), (period, k)
     assert warm_options["prior_starts"] == {
-        "pooled": 8, "other_scopes": 2, "other_scopes_first_start": "the side's pooled prior"}
+        "dedup_and_pooled": 8, "other_scopes": 2,
+        "other_scopes_first_start": "the side's dedup prior"}
     assert cold_options["prior_starts"]["other_scopes_first_start"] is None
+
+
+def test_the_dedup_scope_keeps_each_cases_latest_row_and_strata_pool_like_it():
+    """A case published in two quarters counts once in dedup (its latest row: the later
+    quarter's reactions), twice in pooled; a stratum holds only latest rows; rows without a
+    case_id are each their own case."""
+    early = pd.DataFrame({"case_id": ["1", "2"], "age": ["Adult", "Adult"], "sex": ["F", "M"],
+                          "drugs": ["ASPIRIN", "LIPITOR"], "reactions": ["Rash", "Nausea"]})
+    late = pd.DataFrame({"case_id": ["1", "3"], "age": ["Adult", "Child"], "sex": ["F", "F"],
+                         "drugs": ["ASPIRIN", "ZOLOFT"], "reactions": ["Headache", "Rash"]})
+    rows = {"2020Q1": early, "2020Q2": late}
+    screening = SeriesScreening(hierarchies=HIER, options=ScreeningOptions(strata=("sex = F",)))
+    for label, frame in rows.items():
+        screening.add(label, frame, frame)
+    result = screening.result()
+    scopes = {e["scope"]: e for e in result["scopes"]}
+    assert scopes["dedup"]["reports"] == {"original": 3, "release": 3}
+    assert scopes["pooled"]["reports"] == {"original": 4, "release": 4}
+    assert scopes["sex = F"]["reports"] == {"original": 2, "release": 2}  # case 1 once, case 3
+    side = screening._sides["original"]
+    assert side.latest.tolist() == [False, True, True, True]
+    table = side.pairs(side.latest)
+    pairs = set(zip(table["drug"], table["reaction"]))
+    assert ("ASPIRIN", "Headache") in pairs and ("ASPIRIN", "Rash") not in pairs
+    bare = SeriesScreening(hierarchies=HIER, options=ScreeningOptions(strata=()))
+    for label, frame in rows.items():
+        bare.add(label, frame.drop(columns="case_id"), frame.drop(columns="case_id"))
+    assert {e["scope"]: e["reports"]["original"] for e in bare.result()["scopes"]}["dedup"] == 4
 
 
 def test_screening_for_a_series_without_drugs_is_none_unless_asked_for():

@@ -111,6 +111,15 @@ Choices and deviations:
    (those listing a drug and a reaction), FDA's MGPS adjustment for age, sex and year; the 2×2
    table (a, b, c, d) stays crude, so PRR, ROR and χ² are crude. Which stratum a published
    report is in is the caller's reading (:mod:`medanon.metrics.signal_table`).
+11. **Decisions under a false-discovery rate** (``fdr`` of :func:`screen`). MGPS:
+   ``p_h0_mgps`` = P(λ ≤ 1 | n) under the pair's posterior mixture; pairs sorted by it (ties in
+   table order), the Bayesian FDR of the first k is the mean of their ``p_h0_mgps`` (Ahmed et
+   al. 2009, PhViD's GPS); ``fdr_mgps`` is that mean at the pair's rank and
+   ``signal_mgps_fdr`` keeps the longest list whose FDR is at most ``fdr``. PRR: ``p_prr`` is
+   the one-sided p-value of log PRR > 0 (normal approximation, +½ in every cell so that every
+   table has one), ``q_prr`` its Benjamini–Hochberg adjusted value over every pair screened
+   (m = all pairs, the conservative choice: pairs with a < 3 cannot signal but are counted),
+   and ``signal_prr_fdr`` = q_prr ≤ ``fdr`` and a ≥ 3 (Evans' minimum count).
 
 References:
     DuMouchel W. Bayesian data mining in large frequency tables, with an application to the FDA
@@ -127,6 +136,11 @@ References:
     events. Stat Med 2006;25(21):3740-3757.
     Norén GN, Hopstadius J, Bate A. Shrinkage observed-to-expected ratios for robust and
     transparent large-scale pattern discovery. Stat Methods Med Res 2013;22(1):57-69.
+    Ahmed I, Haramburu F, Fourrier-Réglat A, et al. Bayesian pharmacovigilance signal
+    detection methods revisited in a multiple comparison setting. Stat Med
+    2009;28(13):1774-1792.
+    Benjamini Y, Hochberg Y. Controlling the false discovery rate: a practical and powerful
+    approach to multiple testing. J R Stat Soc B 1995;57(1):289-300.
     Evans SJW, Waller PC, Davis S. Use of proportional reporting ratios (PRRs) for signal
     generation from spontaneous adverse drug reaction reports. Pharmacoepidemiol Drug Saf
     2001;10(6):483-486.
@@ -146,6 +160,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import betainc, digamma, expit, gammainc, gammaincinv, gammaln
+from scipy.stats import norm
 from threadpoolctl import threadpool_limits
 
 from .._validation import check_int
@@ -173,15 +188,22 @@ __all__ = [
     "GpsPrior",
     "count_pairs",
     "eb_quantile",
+    "FDR_LEVEL",
+    "bayesian_fdr",
+    "benjamini_hochberg",
     "ebgm",
     "fit_gps_prior",
     "ic_quantile",
     "information_component",
     "pair_counts",
+    "posterior_h0",
     "posterior_weight",
+    "prr_p_value",
     "screen",
 ]
 
+#: Default level of the false-discovery-rate decisions (``signal_mgps_fdr``, ``signal_prr_fdr``).
+FDR_LEVEL = 0.05
 #: FDA signal threshold on EB05 (Szarfman et al. 2002).
 MGPS_EB05_THRESHOLD = 2.0
 #: Percentiles of the MGPS credibility interval: EB05 and EB95.
@@ -209,7 +231,8 @@ QUANTILE_TOLERANCE = 1e-10
 PAIR_COLUMNS = ("drug", "reaction", "n", "n_drug", "n_reaction", "n_total", "e", "a", "b", "c", "d")
 #: Columns :func:`screen` adds.
 SCREEN_COLUMNS = ("ebgm", "eb05", "eb95", "ic", "ic025", "prr", "ror", "chi2", "prr_corrected",
-                  "signal_mgps", "signal_bcpnn", "signal_prr")
+                  "signal_mgps", "signal_bcpnn", "signal_prr", "p_h0_mgps", "fdr_mgps",
+                  "signal_mgps_fdr", "p_prr", "q_prr", "signal_prr_fdr")
 
 #: Default number of optimizer starts of a prior's fit (choice 3).
 GPS_STARTS = 8
@@ -276,10 +299,10 @@ def _pair(n: Any, e: Any, owner: str) -> tuple[np.ndarray, np.ndarray]:
     return n_arr, e_arr
 
 
-def _probability(q: Any, owner: str) -> float:
+def _probability(q: Any, owner: str, name: str = "q") -> float:
     if isinstance(q, bool) or not isinstance(q, numbers.Real) or not 0.0 < float(q) < 1.0:
-        raise ValidationError(f"The 'q' parameter of {owner} must be a number in (0, 1); got "
-                              f"{q!r}.")
+        raise ValidationError(f"The {name!r} parameter of {owner} must be a number in (0, 1); "
+                              f"got {q!r}.")
     return float(q)
 
 
@@ -763,6 +786,60 @@ def ic_quantile(n: Any, e: Any, q: float) -> np.ndarray:
     return np.log2(gammaincinv(n_arr + 0.5, q) / (e_arr + 0.5))
 
 
+# ----------------------------------------------------------------------------- FDR decisions
+def posterior_h0(n: Any, e: Any, prior: GpsPrior) -> np.ndarray:
+    """P(λ ≤ 1 | n) under the MGPS posterior of each pair (the mixture of two gammas)."""
+    n_arr = np.asarray(n, dtype=np.float64)
+    e_arr = np.asarray(e, dtype=np.float64)
+    q = posterior_weight(n_arr, e_arr, prior)
+    # the CDF at 1 of Gamma(shape, rate) is the regularized lower incomplete gamma P(shape, rate)
+    return (q * gammainc(prior.alpha1 + n_arr, prior.beta1 + e_arr)
+            + (1.0 - q) * gammainc(prior.alpha2 + n_arr, prior.beta2 + e_arr))
+
+
+def bayesian_fdr(p_h0: Any, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """The Bayesian FDR of each pair's rank and the decision at level ``q``.
+
+    Pairs sorted by their posterior probability of H0 (stable: ties keep the given order), the
+    FDR of the first k pairs is the mean of their probabilities; the decision keeps the longest
+    such list whose FDR is at most ``q`` (the running mean only grows, so it is a prefix).
+
+    Returns:
+        (fdr at each pair's rank, in the given order; the boolean decisions).
+    """
+    p = np.asarray(p_h0, dtype=np.float64)
+    order = np.argsort(p, kind="stable")
+    running = np.cumsum(p[order]) / np.arange(1, p.size + 1)
+    fdr = np.empty_like(running)
+    fdr[order] = running
+    decided = np.zeros(p.size, dtype=bool)
+    kept = int(np.searchsorted(running, q, side="right"))  # running is non-decreasing
+    decided[order[:kept]] = True
+    return fdr, decided
+
+
+def prr_p_value(a: Any, b: Any, c: Any, d: Any) -> np.ndarray:
+    """One-sided p-value of log PRR > 0, normal approximation on the +½-corrected table."""
+    af, bf, cf, df = (np.asarray(x, dtype=np.float64) + 0.5 for x in (a, b, c, d))
+    log_prr = np.log(af / (af + bf)) - np.log(cf / (cf + df))
+    se = np.sqrt(1.0 / af - 1.0 / (af + bf) + 1.0 / cf - 1.0 / (cf + df))
+    return norm.sf(log_prr / se)
+
+
+def benjamini_hochberg(p: Any) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values (q-values), over every value given."""
+    p_arr = np.asarray(p, dtype=np.float64)
+    m = p_arr.size
+    if not m:
+        return p_arr.copy()
+    order = np.argsort(p_arr, kind="stable")
+    scaled = p_arr[order] * m / np.arange(1, m + 1)
+    adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
+    out = np.empty(m)
+    out[order] = np.minimum(adjusted, 1.0)
+    return out
+
+
 # ----------------------------------------------------------------------------- 2×2 statistics
 def _prr_ror_chi2(a: np.ndarray, b: np.ndarray, c: np.ndarray,
                   d: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -1026,8 +1103,8 @@ def _table_column(table: pd.DataFrame, name: str) -> pd.Series:
 
 
 def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int = 1,
-           seed: int = 0, starts: int = GPS_STARTS,
-           warm_start: GpsPrior | None = None) -> tuple[pd.DataFrame, GpsPrior]:
+           seed: int = 0, starts: int = GPS_STARTS, warm_start: GpsPrior | None = None,
+           fdr: float = FDR_LEVEL) -> tuple[pd.DataFrame, GpsPrior]:
     """Screen every pair of a :func:`pair_counts` table with MGPS, BCPNN and PRR.
 
     Args:
@@ -1035,20 +1112,24 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
         prior: A fixed GPS prior; None fits one on the table (:func:`fit_gps_prior`).
         min_count, seed, starts, warm_start: Passed to :func:`fit_gps_prior` when ``prior``
             is None.
+        fdr: Level of the false-discovery-rate decisions (choice 11).
 
     Returns:
         A copy of ``table`` with the columns of :data:`SCREEN_COLUMNS` added (``ebgm``,
         ``eb05``, ``eb95``, ``ic``, ``ic025``, ``prr``, ``ror``, ``chi2``, ``prr_corrected``
         (the Haldane–Anscombe PRR, always finite) and the flags
         ``signal_mgps`` = EB05 >= 2, ``signal_bcpnn`` = IC025 > 0, ``signal_prr`` = the
-        Evans/MHRA rule), and the prior used.
+        Evans/MHRA rule), the FDR columns ``p_h0_mgps``, ``fdr_mgps``, ``p_prr``, ``q_prr`` and
+        their decisions ``signal_mgps_fdr`` and ``signal_prr_fdr`` (choice 11), and the prior
+        used.
 
     Raises:
         ValidationError: ``table`` is not a DataFrame, its counts are malformed, it is empty
-            and no prior is given, or ``prior`` is not a GpsPrior.
+            and no prior is given, ``prior`` is not a GpsPrior, or ``fdr`` is not in (0, 1).
         SchemaError: a needed column is absent.
     """
     owner = "screen"
+    fdr = _probability(fdr, owner, "fdr")
     if not isinstance(table, pd.DataFrame):
         raise ValidationError(f"The 'table' parameter of {owner} must be a pandas DataFrame from "
                               f"pair_counts; got {type(table).__name__}.")
@@ -1075,4 +1156,9 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
     out["signal_mgps"] = out["eb05"].to_numpy() >= MGPS_EB05_THRESHOLD
     out["signal_bcpnn"] = out["ic025"].to_numpy() > BCPNN_IC025_THRESHOLD
     out["signal_prr"] = prr_signal
+    out["p_h0_mgps"] = posterior_h0(n, e, prior)
+    out["fdr_mgps"], out["signal_mgps_fdr"] = bayesian_fdr(out["p_h0_mgps"].to_numpy(), fdr)
+    out["p_prr"] = prr_p_value(a, b, c, d)
+    out["q_prr"] = benjamini_hochberg(out["p_prr"].to_numpy())
+    out["signal_prr_fdr"] = (out["q_prr"].to_numpy() <= fdr) & (a >= MIN_CASES)
     return out, prior

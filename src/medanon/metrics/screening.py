@@ -1,4 +1,5 @@
-"""Signal screening of a published series against the original: pooled, per quarter, per stratum.
+"""Signal screening of a published series against the original: deduplicated, pooled, per
+quarter, per stratum.
 
 A pharmacovigilance analyst screens every drug–reaction pair of a database for
 disproportionality, not a handful of known rules. This module runs that screening
@@ -6,12 +7,14 @@ disproportionality, not a handful of known rules. This module runs that screenin
 the original data and on a published series, over the same *scopes*, and says how much of the
 original's signal set the release keeps:
 
+* ``dedup`` (the headline scope, issue 32): every case once, by its latest published version
+  (the row of the latest period it appears in), as FDA's pooled analyses of FAERS keep a case's
+  latest version; the release publishes ``case_id``, so an analyst can do the same on it.
 * ``pooled``: every report of the evaluated periods together. A report is one case of one
   quarter (a row of a release): a case followed up in three quarters counts three times, on both
-  sides alike, as a per-quarter FAERS extract does. (FDA's own pooled analyses keep only a
-  case's latest version; the release publishes ``case_id``, so an analyst can do that too.)
+  sides alike, as stacking the per-quarter FAERS extracts does.
 * one scope per quarter (the period's release alone);
-* one scope per *stratum*, pooled over the periods: the reports whose published demographic cell
+* one scope per *stratum*, over the ``dedup`` reports: those whose published demographic cell
   lies wholly inside the stratum's condition (``age <= 18``, ``sex = F``...), judged by
   :meth:`.signals.Condition.classify` exactly as the rule-based signals are: a generalized cell
   that straddles the stratum (``Adult`` for ``age in [19-64]``, ``*``) is *undecided* and left out
@@ -19,9 +22,12 @@ original's signal set the release keeps:
   stratum it does not belong to; the spurious signals of a stratum are how that shows.
 
 Each scope fits its own MGPS prior on each side (as an analyst fitting the stratum's data would):
-the pooled scope from 8 starts, every other scope from its side's pooled prior and DuMouchel's
-start (``ScreeningOptions.scope_starts``; a quarter of the work, issue 30). It reports, per
-statistic (``mgps``: EB05 ≥ 2; ``bcpnn``: IC025 > 0; ``prr``: Evans):
+the dedup and pooled scopes from 8 starts, every other scope from its side's dedup prior and
+DuMouchel's start (``ScreeningOptions.scope_starts``; a quarter of the work, issue 30). The
+pair tables are those of :mod:`.signal_table` (``medanon signals``), computed by the same
+:func:`.disproportionality.screen`. It reports, per statistic (``mgps``: EB05 ≥ 2; ``bcpnn``:
+IC025 > 0; ``prr``: Evans; ``mgps_fdr`` and ``prr_fdr``: the false-discovery-rate decisions of
+:func:`.disproportionality.screen`):
 
 * ``signals_original``, ``signals_release``, ``common``; ``recall`` = common / original and
   ``precision`` = common / release (None when the denominator is 0);
@@ -35,8 +41,9 @@ statistic (``mgps``: EB05 ≥ 2; ``bcpnn``: IC025 > 0; ``prr``: Evans):
 With signal rules (the planted signals of the synthetic generator, or known ADRs), ``planted``
 screens each rule's pair inside its own condition (the rule's stratum) and inside the opposite
 condition: a rule's reaction appearing as a signal in the *opposite* stratum of the release but
-not of the original is a manufactured signal. ``summary`` pools the scopes of each kind
-(``quarter``, ``stratum``): recall and precision over the (scope, pair) signals.
+not of the original is a manufactured signal (a rule without a condition is screened in the
+``dedup`` scope). ``summary`` pools the scopes of each kind (``dedup``, ``pooled``,
+``quarter``, ``stratum``): recall and precision over the (scope, pair) signals.
 
 Every scope is screened once per side and call (a rule whose condition is also a stratum reuses
 the stratum's screening).
@@ -58,15 +65,16 @@ from .._validation import check_int
 from ..errors import MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
-from .disproportionality import GPS_STARTS, SCREEN_COLUMNS, GpsPrior, count_pairs, screen
+from .disproportionality import FDR_LEVEL, GPS_STARTS, SCREEN_COLUMNS, GpsPrior, count_pairs, screen
 from .signals import INSIDE, Condition, SignalRule
 
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
            "opposite_condition", "screen_series", "screening_for"]
 
-#: starts of the pooled prior's fit (:func:`.disproportionality.fit_gps_prior`'s default), and
-#: of every other scope's, warm-started from its side's pooled prior (issue 30: the fits were
-#: 40% of ``evaluate``; from the pooled prior a scope's fit needs a fraction of the iterations)
+#: starts of the dedup and pooled priors' fits (:func:`.disproportionality.fit_gps_prior`'s
+#: default), and of every other scope's, warm-started from its side's dedup prior (issue 30: the
+#: fits were 40% of ``evaluate``; from a prior of the whole series a scope's fit needs a fraction
+#: of the iterations)
 POOLED_STARTS = GPS_STARTS
 SCOPE_STARTS = 2
 #: Strata of the default FAERS schema: children, adults, the elderly; each sex.
@@ -77,7 +85,13 @@ STATISTICS = {
     "mgps": ("signal_mgps", "ebgm", ("ebgm", "eb05", "eb95")),
     "bcpnn": ("signal_bcpnn", "ic", ("ic", "ic025")),
     "prr": ("signal_prr", "prr_corrected", ("prr", "prr_corrected", "chi2")),
+    "mgps_fdr": ("signal_mgps_fdr", "ebgm", ("ebgm", "p_h0_mgps", "fdr_mgps")),
+    "prr_fdr": ("signal_prr_fdr", "prr_corrected", ("prr", "p_prr", "q_prr")),
 }
+#: the kinds of scope, in the order they are reported
+KINDS = ("dedup", "pooled", "quarter", "stratum")
+#: the kinds that pool every period (fitted from spread starts; the others start from dedup's)
+_WHOLE = ("dedup", "pooled")
 # pairs are matched across sides on folded terms (as pair_counts matches them within a side):
 # the display spelling is the first one seen, which may differ between original and release
 _KEY = ["drug_key", "reaction_key"]
@@ -99,9 +113,9 @@ class ScreeningOptions:
         min_count: Pairs reported fewer times are not screened (1: every reported pair).
         listed: At most this many spurious and lost signals listed per scope and statistic.
         quarters: Screen each quarter on its own too.
-        scope_starts: Optimizer starts of the prior of every scope but the pooled one: its
-            side's pooled prior first, then DuMouchel's start and spread ones
-            (:func:`.disproportionality.fit_gps_prior`, ``warm_start``). None: the pooled
+        scope_starts: Optimizer starts of the prior of every scope but the dedup and pooled
+            ones: its side's dedup prior first, then DuMouchel's start and spread ones
+            (:func:`.disproportionality.fit_gps_prior`, ``warm_start``). None: the dedup
             fit's 8 spread starts, with no warm start.
     """
 
@@ -137,13 +151,18 @@ class ScreeningOptions:
         return {"strata": list(self.strata), "drug_columns": list(self.drug_columns),
                 "reaction_column": self.reaction_column, "min_count": self.min_count,
                 "quarters": self.quarters,
-                "pooling": "one report per case and quarter (a release row)",
-                "prior_starts": {"pooled": POOLED_STARTS,
+                "pooling": {"dedup": "the latest period's row of each case (the default)",
+                            "pooled": "one report per case and quarter (a release row)",
+                            "stratum": "the dedup reports whose cell is inside the stratum"},
+                "prior_starts": {"dedup_and_pooled": POOLED_STARTS,
                                  "other_scopes": self.scope_starts or POOLED_STARTS,
-                                 "other_scopes_first_start": ("the side's pooled prior"
+                                 "other_scopes_first_start": ("the side's dedup prior"
                                                               if self.scope_starts else None)},
                 "signal_criteria": {"mgps": "EB05 >= 2", "bcpnn": "IC025 > 0",
-                                    "prr": "a >= 3 and (PRR = inf or (PRR >= 2 and chi2 >= 4))"}}
+                                    "prr": "a >= 3 and (PRR = inf or (PRR >= 2 and chi2 >= 4))",
+                                    "mgps_fdr": f"Bayesian FDR of P(lambda <= 1 | n) <= {FDR_LEVEL}",
+                                    "prr_fdr": f"Benjamini-Hochberg q of log PRR > 0 <= {FDR_LEVEL} "
+                                               f"and a >= 3"}}
 
 
 def screening_for(published_columns: Sequence[str] | set[str], *, strata: Sequence[str] = (),
@@ -299,6 +318,7 @@ class _Read:
     columns: tuple[str, ...]
     entries: dict[str, tuple[np.ndarray, np.ndarray, list[str]]]
     classes: dict[str, Any]
+    cases: np.ndarray | None = None   # each report's case_id (None: the rows have none)
 
 
 class _Failed:
@@ -323,7 +343,9 @@ class _Reports:
         self.bounds: dict[str, tuple[int, int]] = {}
         self._entries: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"drug": [], "reaction": []}
         self._classes: dict[str, list[Any]] = {text: [] for text in self.conditions}
+        self._cases: list[np.ndarray] = []
         self.drug_entries = self.reaction_entries = (np.zeros(0, dtype=np.int64),) * 2
+        self.latest: np.ndarray | None = None   # the dedup scope's reports (set by close)
 
     def classes_of(self, rows: pd.DataFrame) -> dict[str, Any]:
         """Each report's class in each condition (part of a :class:`_Read`)."""
@@ -351,6 +373,9 @@ class _Reports:
                                         spellings.astype(np.int32)))
         for text in self.conditions:
             self._classes[text].append(read.classes[text])
+        # rows without a case_id (a non-FAERS schema) are each their own case
+        self._cases.append(read.cases if read.cases is not None else np.char.add(
+            "\0row", np.arange(start, start + read.count).astype(str)).astype(object))
         self.count += read.count
         self.bounds[label] = (start, self.count)
 
@@ -361,6 +386,8 @@ class _Reports:
                            else np.zeros(0, dtype=np.int64) for i in (0, 1))
             setattr(self, f"{name}_entries", joined)
             self._entries[name] = []
+        self.latest = _latest_of_case(self._cases, self.count)
+        self._cases = []
 
     def publishes(self, condition: Condition) -> bool:
         return condition.attribute in self.columns
@@ -401,6 +428,19 @@ class _Reports:
             parts.append((reports, codes, terms.names(spellings, codes)))
         (d_rows, d_codes, drugs), (r_rows, r_codes, reactions) = parts
         return count_pairs(self.count, d_rows, d_codes, drugs, r_rows, r_codes, reactions)
+
+
+def _latest_of_case(cases: list[np.ndarray], count: int) -> np.ndarray:
+    """The reports that are their case's latest: periods are added oldest first, so the last
+    report of a case is its latest period's row."""
+    latest = np.zeros(count, dtype=bool)
+    if not count:
+        return latest
+    codes, _ = pd.factorize(np.concatenate(cases))
+    # the last occurrence of each case: the first one in the reversed order
+    _, first_reversed = np.unique(codes[::-1], return_index=True)
+    latest[count - 1 - first_reversed] = True
+    return latest
 
 
 def _cells(rows: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
@@ -618,18 +658,18 @@ class _Scopes:
     def __init__(self, side: _Reports, options: ScreeningOptions, done: _Done):
         self.side, self.options, self.done = side, options, done
         self._cache: dict[tuple[str, str], _Screened] = {}
-        self._pooled_prior: GpsPrior | None = None
-        self._pooled_fitted = False
+        self._anchor: GpsPrior | None = None
+        self._anchor_fitted = False
 
     def fit(self, kind: str) -> _Fit:
-        """How a scope of this kind is fitted: the pooled scope from the spread starts, the
-        others warm from the pooled prior (screening it first when it is not yet)."""
+        """How a scope of this kind is fitted: the dedup and pooled scopes from the spread
+        starts, the others warm from the dedup prior (screening it first when it is not yet)."""
         options = self.options
-        if kind == "pooled" or options.scope_starts is None:
+        if kind in _WHOLE or options.scope_starts is None:
             return _Fit(options.min_count)
-        if not self._pooled_fitted:
-            self.get("pooled", "pooled")
-        return _Fit(options.min_count, options.scope_starts, self._pooled_prior)
+        if not self._anchor_fitted:
+            self.get("dedup", "dedup")
+        return _Fit(options.min_count, options.scope_starts, self._anchor)
 
     def publishes(self, condition: Condition) -> bool:
         return self.side.publishes(condition)
@@ -645,10 +685,13 @@ class _Scopes:
         undecided = 0
         if kind == "quarter":
             inside = slice(*self.side.bounds[scope])
+        elif kind == "dedup":
+            inside = self.side.latest
         elif condition is not None:
+            # a stratum pools the periods as the dedup scope does: each case's latest row
             classes = self.side.classes(condition)
-            undecided = int((classes < 0).sum())
-            inside = classes == INSIDE
+            undecided = int(((classes < 0) & self.side.latest).sum())
+            inside = (classes == INSIDE) & self.side.latest
         reports = inside.stop - inside.start if isinstance(inside, slice) else int(inside.sum())
         # a scope of no report has no table (the columns are not even looked for)
         table = self.side.pairs(inside) if reports else pd.DataFrame()
@@ -661,8 +704,8 @@ class _Scopes:
             screened = _Screened(table, reports, self.options, undecided=undecided,
                                  done=self.done, fit=self.fit(kind))
             self._cache[key] = screened
-            if kind == "pooled":
-                self._pooled_prior, self._pooled_fitted = screened.prior, True
+            if kind == "dedup":
+                self._anchor, self._anchor_fitted = screened.prior, True
         return self._cache[key]
 
 
@@ -693,8 +736,8 @@ def _planted(rules: Sequence[SignalRule], original: _Scopes, release: _Scopes
         for where, cond in scopes:
             if cond is not None and not release.publishes(cond):
                 continue
-            text = cond.text if cond is not None else "pooled"
-            kind = "stratum" if cond is not None else "pooled"
+            text = cond.text if cond is not None else "dedup"
+            kind = "stratum" if cond is not None else "dedup"
             o = original.get(kind, text, cond).pair(rule.drug, rule.reaction)
             r = release.get(kind, text, cond).pair(rule.drug, rule.reaction)
             sides[where] = {"scope": text, "original": o, "release": r}
@@ -766,7 +809,8 @@ class SeriesScreening:
             cut = int(np.searchsorted(reports, len(cells[0])))
             entries[0][name] = (reports[:cut], spellings[:cut], terms.spellings)
             entries[1][name] = (reports[cut:] - len(cells[0]), spellings[cut:], terms.spellings)
-        return tuple(_Read(len(rows), tuple(rows.columns), entry, side.classes_of(rows))
+        return tuple(_Read(len(rows), tuple(rows.columns), entry, side.classes_of(rows),
+                           cell_strings(rows["case_id"]) if "case_id" in rows.columns else None)
                      for rows, entry, side in zip(sides, entries, (self._sides["original"],
                                                                   self._sides["release"])))
 
@@ -795,13 +839,13 @@ class SeriesScreening:
     def _screen_first(self, original: _Scopes, release: _Scopes, done: _Done,
                       mapper: Callable[[Callable, list], list]) -> None:
         """Screen the distinct pair tables of every scope through ``mapper`` into ``done``: the
-        pooled ones first, since the others start from their side's pooled prior."""
+        dedup and pooled ones first, since the others start from their side's dedup prior."""
         min_count = self.options.min_count
         scopes = _scopes_of(self.options, self.labels, self.rules, original, release)
-        for pooled in (True, False):
+        for whole in (True, False):
             wanted: dict[tuple, tuple[pd.DataFrame, _Fit]] = {}
             for kind, scope, condition in scopes:
-                if (kind == "pooled") != pooled:
+                if (kind in _WHOLE) != whole:
                     continue
                 for side in (original, release):
                     table = side.table(kind, scope, condition)[0]
@@ -838,7 +882,7 @@ class SeriesScreening:
             done.kept = None
             self._screen_first(original, release, done, mapper)
         # the scopes the planted rules read again; every other one is dropped once compared
-        planted = {("pooled", "pooled")} if any(r.condition is None for r in self.rules) else set()
+        planted = {("dedup", "dedup")} if any(r.condition is None for r in self.rules) else set()
         planted |= {("stratum", c.text) for r in self.rules if r.condition is not None
                     for c in (r.condition, opposite_condition(r.condition))}
 
@@ -850,7 +894,7 @@ class SeriesScreening:
                 release.forget(kind, scope)
             return out
 
-        scopes = [entry("pooled", "pooled")]
+        scopes = [entry("dedup", "dedup"), entry("pooled", "pooled")]
         if options.quarters:
             scopes += [entry("quarter", p) for p in labels]
         skipped = []
@@ -861,7 +905,7 @@ class SeriesScreening:
             scopes.append(entry("stratum", condition.text, condition))
         out: dict[str, Any] = {"options": options.to_dict(), "scopes": scopes,
                                "summary": {kind: _summary([e for e in scopes if e["kind"] == kind])
-                                           for kind in ("pooled", "quarter", "stratum")}}
+                                           for kind in KINDS}}
         if skipped:
             out["strata_skipped"] = skipped
         if self.rules:
@@ -872,15 +916,15 @@ class SeriesScreening:
 def _scopes_of(options: ScreeningOptions, labels: Sequence[str], rules: Sequence[SignalRule],
                original: _Scopes, release: _Scopes) -> list[tuple[str, str, Condition | None]]:
     """Every scope :meth:`SeriesScreening.result` screens (on both sides)."""
-    out: list[tuple[str, str, Condition | None]] = [("pooled", "pooled", None)]
+    out: list[tuple[str, str, Condition | None]] = [("dedup", "dedup", None),
+                                                    ("pooled", "pooled", None)]
     if options.quarters:
         out += [("quarter", p, None) for p in labels]
     out += [("stratum", c.text, c) for c in options.conditions
             if release.publishes(c) and original.publishes(c)]
     for rule in rules:
         if rule.condition is None:
-            out.append(("pooled", "pooled", None))
-            continue
+            continue   # screened in the dedup scope, listed already
         out += [("stratum", c.text, c)
                 for c in (rule.condition, opposite_condition(rule.condition))
                 if release.publishes(c)]
@@ -903,7 +947,7 @@ def screen_series(original_rows: Mapping[str, pd.DataFrame],
         options: What to screen (:class:`ScreeningOptions`).
 
     Returns:
-        A JSON-ready dict: ``options``, ``scopes`` (pooled, each quarter, each stratum),
+        A JSON-ready dict: ``options``, ``scopes`` (dedup, pooled, each quarter, each stratum),
         ``summary`` per kind of scope, and with rules ``planted`` and ``planted_summary``.
 
     Raises:

@@ -82,15 +82,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import gammainc
-from scipy.stats import norm
-
 from .._validation import check_int
 from ..errors import InputFormatError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..periods import parse_period
 from ..published.cells import SUPPRESSED, blank_cells, cell_strings
-from .disproportionality import GPS_STARTS, GpsPrior, pair_counts, posterior_weight, screen
+from .disproportionality import (GPS_STARTS, GpsPrior, bayesian_fdr, benjamini_hochberg,
+                                 pair_counts, posterior_h0, prr_p_value, screen)
 from .screening import DEFAULT_STRATA, SCOPE_STARTS
 from .signals import INSIDE, Condition
 
@@ -114,60 +112,6 @@ _YEAR = re.compile(r"^(\d{4})(?:\d{2}){0,2}$")
 _OUT = ("scope", "period", "drug", "reaction", "n", "e", "e_crude", "n_drug", "n_reaction",
         "n_total", "ebgm", "eb05", "eb95", "ic", "ic025", "prr", "prr_corrected", "ror",
         "chi2_yates", "p_h0_mgps", "fdr_mgps", "p_prr", "q_prr", *SIGNAL_RULES.values())
-
-
-# ----------------------------------------------------------------------------- FDR statistics
-def posterior_h0(n: Any, e: Any, prior: GpsPrior) -> np.ndarray:
-    """P(λ ≤ 1 | n) under the MGPS posterior of each pair (the mixture of two gammas)."""
-    n_arr = np.asarray(n, dtype=np.float64)
-    e_arr = np.asarray(e, dtype=np.float64)
-    q = posterior_weight(n_arr, e_arr, prior)
-    # the CDF at 1 of Gamma(shape, rate) is the regularized lower incomplete gamma P(shape, rate)
-    return (q * gammainc(prior.alpha1 + n_arr, prior.beta1 + e_arr)
-            + (1.0 - q) * gammainc(prior.alpha2 + n_arr, prior.beta2 + e_arr))
-
-
-def bayesian_fdr(p_h0: Any, q: float) -> tuple[np.ndarray, np.ndarray]:
-    """The Bayesian FDR of each pair's rank and the decision at level ``q``.
-
-    Pairs sorted by their posterior probability of H0 (stable: ties keep the given order), the
-    FDR of the first k pairs is the mean of their probabilities; the decision keeps the longest
-    such list whose FDR is at most ``q`` (the running mean only grows, so it is a prefix).
-
-    Returns:
-        (fdr at each pair's rank, in the given order; the boolean decisions).
-    """
-    p = np.asarray(p_h0, dtype=np.float64)
-    order = np.argsort(p, kind="stable")
-    running = np.cumsum(p[order]) / np.arange(1, p.size + 1)
-    fdr = np.empty_like(running)
-    fdr[order] = running
-    decided = np.zeros(p.size, dtype=bool)
-    kept = int(np.searchsorted(running, q, side="right"))  # running is non-decreasing
-    decided[order[:kept]] = True
-    return fdr, decided
-
-
-def prr_p_value(a: Any, b: Any, c: Any, d: Any) -> np.ndarray:
-    """One-sided p-value of log PRR > 0, normal approximation on the +½-corrected table."""
-    af, bf, cf, df = (np.asarray(x, dtype=np.float64) + 0.5 for x in (a, b, c, d))
-    log_prr = np.log(af / (af + bf)) - np.log(cf / (cf + df))
-    se = np.sqrt(1.0 / af - 1.0 / (af + bf) + 1.0 / cf - 1.0 / (cf + df))
-    return norm.sf(log_prr / se)
-
-
-def benjamini_hochberg(p: Any) -> np.ndarray:
-    """Benjamini–Hochberg adjusted p-values (q-values), over every value given."""
-    p_arr = np.asarray(p, dtype=np.float64)
-    m = p_arr.size
-    if not m:
-        return p_arr.copy()
-    order = np.argsort(p_arr, kind="stable")
-    scaled = p_arr[order] * m / np.arange(1, m + 1)
-    adjusted = np.minimum.accumulate(scaled[::-1])[::-1]
-    out = np.empty(m)
-    out[order] = np.minimum(adjusted, 1.0)
-    return out
 
 
 # ----------------------------------------------------------------------------- options
@@ -300,13 +244,7 @@ def _screened(table: pd.DataFrame, *, fdr: float, min_count: int, starts: int,
               warm_start: GpsPrior | None) -> tuple[pd.DataFrame, GpsPrior | None]:
     if not len(table):
         return table, None
-    out, prior = screen(table, min_count=min_count, starts=starts, warm_start=warm_start)
-    n, e = out["n"].to_numpy(), out["e"].to_numpy()
-    out["p_h0_mgps"] = posterior_h0(n, e, prior)
-    out["fdr_mgps"], out["signal_mgps_fdr"] = bayesian_fdr(out["p_h0_mgps"].to_numpy(), fdr)
-    out["p_prr"] = prr_p_value(*(out[k].to_numpy() for k in ("a", "b", "c", "d")))
-    out["q_prr"] = benjamini_hochberg(out["p_prr"].to_numpy())
-    out["signal_prr_fdr"] = (out["q_prr"].to_numpy() <= fdr) & (out["a"].to_numpy() >= 3)
+    out, prior = screen(table, min_count=min_count, starts=starts, warm_start=warm_start, fdr=fdr)
     return out.rename(columns={"chi2": "chi2_yates"}), prior
 
 

@@ -332,14 +332,15 @@ _OVERRIDE_TEXT = {
 
 
 def _screening_line(screening: dict | None) -> str:
-    """The card's one line on the screening: pooled and stratified MGPS recall and precision,
+    """The card's one line on the screening: dedup and stratified MGPS recall and precision,
     and the stratum signals the original does not have."""
     if not screening:
         return "not run (the series publishes no drug or reaction column)"
     summary = screening["summary"]
-    pooled, strata = summary["pooled"]["mgps"], summary["stratum"]["mgps"]
-    text = (f"MGPS (EB05 ≥ 2) recall / precision: pooled {_fmt(pooled['recall'], 2)} / "
-            f"{_fmt(pooled['precision'], 2)}")
+    # the dedup scope (each case's latest version) is the headline, as FDA pools FAERS
+    dedup, strata = summary["dedup"]["mgps"], summary["stratum"]["mgps"]
+    text = (f"MGPS (EB05 ≥ 2) recall / precision: each case once {_fmt(dedup['recall'], 2)} / "
+            f"{_fmt(dedup['precision'], 2)}")
     if strata["scopes"]:
         text += (f", strata {_fmt(strata['recall'], 2)} / {_fmt(strata['precision'], 2)}; "
                  f"{strata['spurious']} spurious stratum signal(s)")
