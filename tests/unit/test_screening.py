@@ -206,6 +206,44 @@ def test_the_dedup_scope_keeps_each_cases_latest_row_and_strata_pool_like_it():
     assert {e["scope"]: e["reports"]["original"] for e in bare.result()["scopes"]}["dedup"] == 4
 
 
+def _quarter(prefix: str, pair: int, hide: bool = False) -> pd.DataFrame:
+    """``pair`` reports of DRUGX with Bleeding (DRUGX suppressed when ``hide``) among 48
+    reports of other drugs and reactions."""
+    # each other drug with each other reaction alike: none of their pairs is disproportionate
+    others = [(d, r) for d in ("ASPIRIN", "LIPITOR", "ZOLOFT", "METFORMIN")
+              for r in ("Rash", "Nausea", "Headache", "Fatigue")] * 3
+    rows = [("*" if hide else "DRUGX", "Bleeding")] * pair + others
+    return pd.DataFrame({"case_id": [f"{prefix}{i}" for i in range(len(rows))],
+                         "sex": "F", "drugs": [d for d, _ in rows],
+                         "reactions": [r for _, r in rows]})
+
+
+def test_cumulative_scopes_tell_when_a_release_delays_a_signal():
+    """The original signals DRUGX-Bleeding (Evans PRR) from the first quarter on; a release
+    that suppresses the drug in the first quarter signals it one quarter later."""
+    original = {"2020Q1": _quarter("a", 6), "2020Q2": _quarter("b", 6)}
+    release = {"2020Q1": _quarter("a", 6, hide=True), "2020Q2": _quarter("b", 6)}
+    options = ScreeningOptions(strata=(), cumulative=True)
+    result = screen_series(original, release, hierarchies=HIER, periods=list(original),
+                           options=options)
+    kinds = [e["kind"] for e in result["scopes"]]
+    assert kinds.count("cumulative") == 2
+    up_to_q1 = next(e for e in result["scopes"] if e["kind"] == "cumulative"
+                    and e["scope"] == "2020Q1")
+    assert up_to_q1["reports"] == {"original": 54, "release": 54}
+    prr = result["first_signal"]["prr"]
+    assert prr["pairs_original"] == 1 and prr["later"] == 1 and prr["same_quarter"] == 0
+    assert prr["mean_delay_quarters"] == 1.0 and prr["never"] == prr["release_only"] == 0
+    assert prr["first_quarters_original"] == {"2020Q1": 1}
+    assert prr["first_quarters_release"] == {"2020Q2": 1}
+    same = screen_series(original, original, hierarchies=HIER, periods=list(original),
+                         options=options)["first_signal"]["prr"]
+    assert same["same_quarter"] == same["pairs_original"] == 1 and same["later"] == 0
+    assert "first_signal" not in screen_series(original, original, hierarchies=HIER,
+                                               periods=list(original),
+                                               options=ScreeningOptions(strata=()))
+
+
 def test_screening_for_a_series_without_drugs_is_none_unless_asked_for():
     assert screening_for({"age", "reactions"}) is None
     assert screening_for({"drugs", "reactions"}).drug_columns == ("drugs",)

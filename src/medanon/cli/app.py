@@ -605,8 +605,12 @@ def evaluate(
         "--period", help="Only these periods (repeatable; default all published).")] = None,
     screening: Annotated[bool, typer.Option(
         "--screening/--no-screening",
-        help="Screen every drug-reaction pair (MGPS EB05, BCPNN IC025, PRR) of the original and "
-             "the release, pooled, per quarter and per stratum.")] = True,
+        help="Screen every drug-reaction pair (MGPS EB05, BCPNN IC025, PRR, FDR decisions) of "
+             "the original and the release: each case once (dedup), pooled, per quarter and "
+             "per stratum.")] = True,
+    cumulative: Annotated[bool, typer.Option(
+        "--cumulative", help="Also screen the database as it stood at each quarter and "
+                             "compare when each pair first signals.")] = False,
     stratum: Annotated[Optional[list[str]], typer.Option(
         "--stratum", help="A stratum condition such as 'age <= 18' (repeatable; default: "
                           "age <= 18, age in [19-64], age >= 65, sex = F, sex = M).")] = None,
@@ -628,7 +632,7 @@ def evaluate(
     commands.evaluate(store=store, rules=rules, background=background, md=md,
                       periods=period or [], as_json=as_json, screening=screening,
                       strata=stratum or [], drug_columns=drug_column or [],
-                      scheduler=scheduler, workers=workers)
+                      cumulative=cumulative, scheduler=scheduler, workers=workers)
 
 
 @app.command()

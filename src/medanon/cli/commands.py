@@ -760,7 +760,8 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
 def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bool,
              periods: list[str], as_json: bool, screening: bool = True,
              strata: list[str] | None = None, drug_columns: list[str] | None = None,
-             scheduler: str | None = None, workers: int | None = None) -> None:
+             cumulative: bool = False, scheduler: str | None = None,
+             workers: int | None = None) -> None:
     from ..attacks import read_background
     from ..metrics.evaluation import evaluate_linked
     from ..metrics.screening import screening_for
@@ -780,7 +781,8 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
             knowledge.check(skeleton.qids)
         labels = [skeleton.label(p) for p in periods] if periods else skeleton.periods
         options = (screening_for(set(db.release_columns()), strata=strata or [],
-                                 drug_columns=drug_columns or []) if screening else None)
+                                 drug_columns=drug_columns or [], cumulative=cumulative)
+                   if screening else None)
         if scheduler is not None or workers is not None:
             # on Dask: each worker reads the store itself (read-only, alongside this reader)
             from ..experiments.evaluation import evaluate_store
@@ -822,13 +824,24 @@ def _screening_tables(screening: dict) -> None:
                   title="Signal screening: original versus release (EB05 >= 2, IC025 > 0, Evans PRR)")
     for e in screening["scopes"]:
         st = e["statistics"]
-        table.add_row(e["scope"], f"{e['reports']['original']}/{e['reports']['release']}",
+        scope = f"up to {e['scope']}" if e["kind"] == "cumulative" else e["scope"]
+        table.add_row(scope, f"{e['reports']['original']}/{e['reports']['release']}",
                       str(e["undecided"]["release"]), _fmt(st["mgps"]["recall"]),
                       _fmt(st["mgps"]["precision"]), _fmt(st["mgps"]["spearman"]),
                       _fmt(st["bcpnn"]["recall"]), _fmt(st["bcpnn"]["precision"]),
                       _fmt(st["prr"]["recall"]), _fmt(st["prr"]["precision"]),
                       str(st["mgps"]["signals_release"] - st["mgps"]["common"]))
     ui.out.print(table)
+    first = screening.get("first_signal")
+    if first:
+        ft = Table("statistic", "pairs (original)", "same quarter", "later", "mean delay (q)",
+                   "earlier", "never", "release only",
+                   title="When each pair first signals (cumulative scopes): release against original")
+        for name, f in first.items():
+            ft.add_row(name, str(f["pairs_original"]), str(f["same_quarter"]), str(f["later"]),
+                       _fmt(f["mean_delay_quarters"]), str(f["earlier"]), str(f["never"]),
+                       str(f["release_only"]))
+        ui.out.print(ft)
     planted = screening.get("planted_summary")
     if planted:
         pt = Table("statistic", "planted signals (original)", "kept", "recall",

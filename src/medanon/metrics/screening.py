@@ -14,6 +14,11 @@ original's signal set the release keeps:
   quarter (a row of a release): a case followed up in three quarters counts three times, on both
   sides alike, as stacking the per-quarter FAERS extracts does.
 * one scope per quarter (the period's release alone);
+* with ``ScreeningOptions.cumulative``, one scope per quarter q, ``cumulative``: the database
+  as it stood at q (the ``dedup`` scope of the periods up to q); ``first_signal`` then compares
+  when each pair first signals on each side (same quarter, later with the mean delay, earlier,
+  never, release only): how much a release delays what a longitudinal analysis would see
+  (vigipy's ``LongitudinalModel`` question).
 * one scope per *stratum*, over the ``dedup`` reports: those whose published demographic cell
   lies wholly inside the stratum's condition (``age <= 18``, ``sex = F``...), judged by
   :meth:`.signals.Condition.classify` exactly as the rule-based signals are: a generalized cell
@@ -53,6 +58,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -89,7 +95,7 @@ STATISTICS = {
     "prr_fdr": ("signal_prr_fdr", "prr_corrected", ("prr", "p_prr", "q_prr")),
 }
 #: the kinds of scope, in the order they are reported
-KINDS = ("dedup", "pooled", "quarter", "stratum")
+KINDS = ("dedup", "pooled", "quarter", "stratum", "cumulative")
 #: the kinds that pool every period (fitted from spread starts; the others start from dedup's)
 _WHOLE = ("dedup", "pooled")
 # pairs are matched across sides on folded terms (as pair_counts matches them within a side):
@@ -113,6 +119,9 @@ class ScreeningOptions:
         min_count: Pairs reported fewer times are not screened (1: every reported pair).
         listed: At most this many spurious and lost signals listed per scope and statistic.
         quarters: Screen each quarter on its own too.
+        cumulative: Screen the database as it stood at each quarter too (the dedup scope of
+            the periods up to it) and compare when each pair first signals on each side
+            (``first_signal``).
         scope_starts: Optimizer starts of the prior of every scope but the dedup and pooled
             ones: its side's dedup prior first, then DuMouchel's start and spread ones
             (:func:`.disproportionality.fit_gps_prior`, ``warm_start``). None: the dedup
@@ -125,6 +134,7 @@ class ScreeningOptions:
     min_count: int = 1
     listed: int = 20
     quarters: bool = True
+    cumulative: bool = False
     scope_starts: int | None = SCOPE_STARTS
     conditions: tuple[Condition, ...] = field(init=False, repr=False)
 
@@ -150,7 +160,7 @@ class ScreeningOptions:
     def to_dict(self) -> dict[str, Any]:
         return {"strata": list(self.strata), "drug_columns": list(self.drug_columns),
                 "reaction_column": self.reaction_column, "min_count": self.min_count,
-                "quarters": self.quarters,
+                "quarters": self.quarters, "cumulative": self.cumulative,
                 "pooling": {"dedup": "the latest period's row of each case (the default)",
                             "pooled": "one report per case and quarter (a release row)",
                             "stratum": "the dedup reports whose cell is inside the stratum"},
@@ -166,17 +176,18 @@ class ScreeningOptions:
 
 
 def screening_for(published_columns: Sequence[str] | set[str], *, strata: Sequence[str] = (),
-                  drug_columns: Sequence[str] = ()) -> ScreeningOptions | None:
+                  drug_columns: Sequence[str] = (),
+                  cumulative: bool = False) -> ScreeningOptions | None:
     """The screening ``evaluate`` and the report run on a series publishing these columns.
 
-    The defaults (:class:`ScreeningOptions`) apply unless ``strata`` or ``drug_columns`` are
-    given. Returns None when the defaults are asked for and the series does not publish the
+    The defaults (:class:`ScreeningOptions`) apply unless ``strata``, ``drug_columns`` or
+    ``cumulative`` are given. Returns None when the defaults are asked for and the series does not publish the
     default drug and reaction columns (a non-FAERS schema).
 
     Raises:
         ValidationError: asked-for drug columns, or the reaction column, are not published.
     """
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = {"cumulative": bool(cumulative)}
     if strata:
         kwargs["strata"] = tuple(strata)
     if drug_columns:
@@ -346,6 +357,7 @@ class _Reports:
         self._cases: list[np.ndarray] = []
         self.drug_entries = self.reaction_entries = (np.zeros(0, dtype=np.int64),) * 2
         self.latest: np.ndarray | None = None   # the dedup scope's reports (set by close)
+        self._next = np.zeros(0, dtype=np.int64)  # each report's next of its case (close)
 
     def classes_of(self, rows: pd.DataFrame) -> dict[str, Any]:
         """Each report's class in each condition (part of a :class:`_Read`)."""
@@ -386,11 +398,18 @@ class _Reports:
                            else np.zeros(0, dtype=np.int64) for i in (0, 1))
             setattr(self, f"{name}_entries", joined)
             self._entries[name] = []
-        self.latest = _latest_of_case(self._cases, self.count)
+        self.latest, self._next = _latest_of_case(self._cases, self.count)
         self._cases = []
 
     def publishes(self, condition: Condition) -> bool:
         return condition.attribute in self.columns
+
+    def latest_up_to(self, label: str) -> np.ndarray:
+        """The reports that are their case's latest among the periods up to ``label``."""
+        end = self.bounds[label][1]
+        inside = np.zeros(self.count, dtype=bool)
+        inside[:end] = self._next[:end] >= end
+        return inside
 
     def classes(self, condition: Condition) -> np.ndarray:
         chunks = []
@@ -430,17 +449,18 @@ class _Reports:
         return count_pairs(self.count, d_rows, d_codes, drugs, r_rows, r_codes, reactions)
 
 
-def _latest_of_case(cases: list[np.ndarray], count: int) -> np.ndarray:
-    """The reports that are their case's latest: periods are added oldest first, so the last
-    report of a case is its latest period's row."""
-    latest = np.zeros(count, dtype=bool)
+def _latest_of_case(cases: list[np.ndarray], count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The reports that are their case's latest, and each report's next report of the same
+    case (``count`` when none). Periods are added oldest first, so the last report of a case
+    is its latest period's row."""
+    following = np.full(count, count, dtype=np.int64)
     if not count:
-        return latest
+        return np.zeros(0, dtype=bool), following
     codes, _ = pd.factorize(np.concatenate(cases))
-    # the last occurrence of each case: the first one in the reversed order
-    _, first_reversed = np.unique(codes[::-1], return_index=True)
-    latest[count - 1 - first_reversed] = True
-    return latest
+    order = np.lexsort((np.arange(count), codes))     # by case, then report
+    same = codes[order[1:]] == codes[order[:-1]]
+    following[order[:-1][same]] = order[1:][same]
+    return following == count, following
 
 
 def _cells(rows: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
@@ -687,6 +707,8 @@ class _Scopes:
             inside = slice(*self.side.bounds[scope])
         elif kind == "dedup":
             inside = self.side.latest
+        elif kind == "cumulative":
+            inside = self.side.latest_up_to(scope)
         elif condition is not None:
             # a stratum pools the periods as the dedup scope does: each case's latest row
             classes = self.side.classes(condition)
@@ -720,6 +742,26 @@ def _summary(entries: list[dict]) -> dict[str, Any]:
                      "recall": round(common / n_o, 6) if n_o else None,
                      "precision": round(common / n_r, 6) if n_r else None}
     return out
+
+
+def _first_signal(original: dict[tuple, int], release: dict[tuple, int],
+                  labels: Sequence[str]) -> dict[str, Any]:
+    """When each pair first signals in the cumulative scopes, original against release: the
+    pairs the original signals, and of them how many the release signals in the same quarter,
+    later (with the mean delay in quarters), earlier, or never; and the pairs only the release
+    signals."""
+    delays = [release[p] - q for p, q in original.items() if p in release]
+    later = [d for d in delays if d > 0]
+    return {"pairs_original": len(original),
+            "same_quarter": sum(d == 0 for d in delays), "later": len(later),
+            "mean_delay_quarters": round(float(np.mean(later)), 6) if later else None,
+            "earlier": sum(d < 0 for d in delays),
+            "never": sum(p not in release for p in original),
+            "release_only": sum(p not in original for p in release),
+            "first_quarters_original": {labels[q]: n for q, n in
+                                        sorted(Counter(original.values()).items())},
+            "first_quarters_release": {labels[q]: n for q, n in
+                                       sorted(Counter(release.values()).items())}}
 
 
 def _planted(rules: Sequence[SignalRule], original: _Scopes, release: _Scopes
@@ -886,9 +928,17 @@ class SeriesScreening:
         planted |= {("stratum", c.text) for r in self.rules if r.condition is not None
                     for c in (r.condition, opposite_condition(r.condition))}
 
+        firsts: dict[str, list[dict[tuple, int]]] = {name: [{}, {}] for name in STATISTICS}
+
         def entry(kind: str, scope: str, condition: Condition | None = None) -> dict[str, Any]:
-            out = _scope_entry(kind, scope, original.get(kind, scope, condition),
-                               release.get(kind, scope, condition), options.listed)
+            sides = (original.get(kind, scope, condition), release.get(kind, scope, condition))
+            if kind == "cumulative":
+                at = labels.index(scope)
+                for name, (first_o, first_r) in firsts.items():
+                    for first, screened in zip((first_o, first_r), sides):
+                        for pair in screened.signals(name):
+                            first.setdefault(pair, at)
+            out = _scope_entry(kind, scope, *sides, options.listed)
             if (kind, scope) not in planted:
                 original.forget(kind, scope)
                 release.forget(kind, scope)
@@ -903,11 +953,16 @@ class SeriesScreening:
                 skipped.append(condition.text)
                 continue
             scopes.append(entry("stratum", condition.text, condition))
+        if options.cumulative:
+            scopes += [entry("cumulative", p) for p in labels]
         out: dict[str, Any] = {"options": options.to_dict(), "scopes": scopes,
                                "summary": {kind: _summary([e for e in scopes if e["kind"] == kind])
                                            for kind in KINDS}}
         if skipped:
             out["strata_skipped"] = skipped
+        if options.cumulative:
+            out["first_signal"] = {name: _first_signal(*pair, labels)
+                                   for name, pair in firsts.items()}
         if self.rules:
             out["planted"], out["planted_summary"] = _planted(self.rules, original, release)
         return out
@@ -922,6 +977,8 @@ def _scopes_of(options: ScreeningOptions, labels: Sequence[str], rules: Sequence
         out += [("quarter", p, None) for p in labels]
     out += [("stratum", c.text, c) for c in options.conditions
             if release.publishes(c) and original.publishes(c)]
+    if options.cumulative:
+        out += [("cumulative", p, None) for p in labels]
     for rule in rules:
         if rule.condition is None:
             continue   # screened in the dedup scope, listed already
