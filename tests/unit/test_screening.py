@@ -139,7 +139,7 @@ def test_options_and_inputs_are_checked():
 
 
 def test_scopes_fit_their_prior_warm_from_their_sides_dedup_prior():
-    """The dedup and pooled scopes are fitted from 8 starts, every other scope from its side's
+    """The dedup scope is fitted from 8 starts, every other scope (pooled too) from its side's
     dedup prior
     and DuMouchel's start (scope_starts=2): each quarter's prior is exactly that fit of the
     quarter's pair table. scope_starts=None fits every scope from 8 starts; the options say
@@ -160,7 +160,7 @@ def test_scopes_fit_their_prior_warm_from_their_sides_dedup_prior():
     # dedup, pooled, 3 quarters, 3 strata
     assert warm.keys() == cold.keys() and len(warm) == 2 * 8
     for key, prior in warm.items():
-        assert prior["starts"] == (8 if key[0] in ("dedup", "pooled") else 2), key
+        assert prior["starts"] == (8 if key[0] == "dedup" else 2), key
         assert cold[key]["starts"] == 8
     for name, frames in sides.items():
         pooled = GpsPrior(**{k: warm["dedup", "dedup", name][k] for k in GPS_PARAMETERS})
@@ -173,7 +173,7 @@ def test_scopes_fit_their_prior_warm_from_their_sides_dedup_prior():
                 assert warm["quarter", period, name][k] == pytest.approx(getattr(own, k),
                                                                          rel=1e-12), (period, k)
     assert warm_options["prior_starts"] == {
-        "dedup_and_pooled": 8, "other_scopes": 2,
+        "dedup": 8, "other_scopes": 2,
         "other_scopes_first_start": "the side's dedup prior"}
     assert cold_options["prior_starts"]["other_scopes_first_start"] is None
 

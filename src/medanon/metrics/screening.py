@@ -27,8 +27,8 @@ original's signal set the release keeps:
   stratum it does not belong to; the spurious signals of a stratum are how that shows.
 
 Each scope fits its own MGPS prior on each side (as an analyst fitting the stratum's data would):
-the dedup and pooled scopes from 8 starts, every other scope from its side's dedup prior and
-DuMouchel's start (``ScreeningOptions.scope_starts``; a quarter of the work, issue 30). The
+the dedup scope from 8 starts, every other scope (the pooled one too) from its side's dedup
+prior and DuMouchel's start (``ScreeningOptions.scope_starts``; a quarter of the work, issue 30). The
 pair tables are those of :mod:`.signal_table` (``medanon signals``), computed by the same
 :func:`.disproportionality.screen`. It reports, per statistic (``mgps``: EB05 ≥ 2; ``bcpnn``:
 IC025 > 0; ``prr``: Evans; ``mgps_fdr`` and ``prr_fdr``: the false-discovery-rate decisions of
@@ -77,8 +77,8 @@ from .signals import INSIDE, Condition, SignalRule
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
            "opposite_condition", "screen_series", "screening_for"]
 
-#: starts of the dedup and pooled priors' fits (:func:`.disproportionality.fit_gps_prior`'s
-#: default), and of every other scope's, warm-started from its side's dedup prior (issue 30: the
+#: starts of the dedup prior's fit (:func:`.disproportionality.fit_gps_prior`'s default), and
+#: of every other scope's, warm-started from its side's dedup prior (issue 30: the
 #: fits were 40% of ``evaluate``; from a prior of the whole series a scope's fit needs a fraction
 #: of the iterations)
 POOLED_STARTS = GPS_STARTS
@@ -96,8 +96,9 @@ STATISTICS = {
 }
 #: the kinds of scope, in the order they are reported
 KINDS = ("dedup", "pooled", "quarter", "stratum", "cumulative")
-#: the kinds that pool every period (fitted from spread starts; the others start from dedup's)
-_WHOLE = ("dedup", "pooled")
+#: the kind fitted from spread starts: every other scope starts from its prior (the pooled
+#: scope too: it holds the same cases, some of them more than once)
+_ANCHOR = "dedup"
 # pairs are matched across sides on folded terms (as pair_counts matches them within a side):
 # the display spelling is the first one seen, which may differ between original and release
 _KEY = ["drug_key", "reaction_key"]
@@ -122,8 +123,8 @@ class ScreeningOptions:
         cumulative: Screen the database as it stood at each quarter too (the dedup scope of
             the periods up to it) and compare when each pair first signals on each side
             (``first_signal``).
-        scope_starts: Optimizer starts of the prior of every scope but the dedup and pooled
-            ones: its side's dedup prior first, then DuMouchel's start and spread ones
+        scope_starts: Optimizer starts of the prior of every scope but the dedup one: its
+            side's dedup prior first, then DuMouchel's start and spread ones
             (:func:`.disproportionality.fit_gps_prior`, ``warm_start``). None: the dedup
             fit's 8 spread starts, with no warm start.
     """
@@ -164,7 +165,7 @@ class ScreeningOptions:
                 "pooling": {"dedup": "the latest period's row of each case (the default)",
                             "pooled": "one report per case and quarter (a release row)",
                             "stratum": "the dedup reports whose cell is inside the stratum"},
-                "prior_starts": {"dedup_and_pooled": POOLED_STARTS,
+                "prior_starts": {"dedup": POOLED_STARTS,
                                  "other_scopes": self.scope_starts or POOLED_STARTS,
                                  "other_scopes_first_start": ("the side's dedup prior"
                                                               if self.scope_starts else None)},
@@ -682,10 +683,10 @@ class _Scopes:
         self._anchor_fitted = False
 
     def fit(self, kind: str) -> _Fit:
-        """How a scope of this kind is fitted: the dedup and pooled scopes from the spread
-        starts, the others warm from the dedup prior (screening it first when it is not yet)."""
+        """How a scope of this kind is fitted: the dedup scope from the spread starts, the
+        others warm from the dedup prior (screening it first when it is not yet)."""
         options = self.options
-        if kind in _WHOLE or options.scope_starts is None:
+        if kind == _ANCHOR or options.scope_starts is None:
             return _Fit(options.min_count)
         if not self._anchor_fitted:
             self.get("dedup", "dedup")
@@ -881,13 +882,13 @@ class SeriesScreening:
     def _screen_first(self, original: _Scopes, release: _Scopes, done: _Done,
                       mapper: Callable[[Callable, list], list]) -> None:
         """Screen the distinct pair tables of every scope through ``mapper`` into ``done``: the
-        dedup and pooled ones first, since the others start from their side's dedup prior."""
+        dedup ones first, since the others start from their side's dedup prior."""
         min_count = self.options.min_count
         scopes = _scopes_of(self.options, self.labels, self.rules, original, release)
-        for whole in (True, False):
+        for anchor in (True, False):
             wanted: dict[tuple, tuple[pd.DataFrame, _Fit]] = {}
             for kind, scope, condition in scopes:
-                if (kind in _WHOLE) != whole:
+                if (kind == _ANCHOR) != anchor:
                     continue
                 for side in (original, release):
                     table = side.table(kind, scope, condition)[0]

@@ -18,9 +18,10 @@ so it screens a published series exactly as the original in a store (the operato
   it stood at q); with the columns ``first_signal_<rule>``, the first period at which the pair
   signals under each rule (vigipy's ``LongitudinalModel`` question: when did it first signal?).
 
-The ``dedup`` and ``pooled`` priors are fitted from the 8 starts of
-:func:`.disproportionality.fit_gps_prior`; a quarter's and a cumulative scope's from the
-pooled-over-everything scope's prior and DuMouchel's start (as :mod:`.screening` does).
+The ``dedup`` prior is fitted from the 8 starts of :func:`.disproportionality.fit_gps_prior`
+(also when that scope is not listed); every other scope's (``pooled`` too) from the dedup
+prior and DuMouchel's start, exactly as ``evaluate`` fits its scopes (:mod:`.screening`), so
+that both give the same table.
 
 **Stratum-adjusted expected counts** (``stratify_by``; DuMouchel 1999 §4, FDA's MGPS and
 openEBGM ``processRaw(stratify = TRUE)``): with reports in strata s (the combinations of the
@@ -354,19 +355,24 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *, scopes: Sequence[str] 
             plan += [("quarter", p, [p], False) for p in labels]
         else:
             plan += [("cumulative", p, labels[:i + 1], True) for i, p in enumerate(labels)]
-    anchor: GpsPrior | None = None   # the prior the sub-scopes start from
+    # every scope but dedup starts from the dedup prior (fitted from spread starts), as
+    # evaluate's screening does: fitted even when the dedup scope is not listed
+    anchor_rows = _scope_rows(releases, labels, dedup=True)
+    anchor_table = _pair_table(anchor_rows, drugs, reaction_column,
+                               _strata(anchor_rows, variables, hierarchies) if variables else None)
+    anchor = _screened(anchor_table, fdr=level, min_count=min_count, starts=GPS_STARTS,
+                       warm_start=None)[1] if len(anchor_table) else None
     frames, entries, cumulative = [], [], []
     warnings: list[str] = []
-    for scope, period, periods, dedup in sorted(plan, key=lambda x: x[0] not in ("dedup", "pooled")):
-        rows = _scope_rows(releases, periods, dedup=dedup)
+    for scope, period, periods, dedup in plan:
+        rows = anchor_rows if scope == "dedup" else _scope_rows(releases, periods, dedup=dedup)
         strata = _strata(rows, variables, hierarchies) if variables else None
-        table = _pair_table(rows, drugs, reaction_column, strata)
-        whole = scope in ("dedup", "pooled")
+        table = anchor_table if scope == "dedup" else _pair_table(rows, drugs, reaction_column,
+                                                                  strata)
         out, prior = _screened(table, fdr=level, min_count=min_count,
-                               starts=GPS_STARTS if whole or anchor is None else SCOPE_STARTS,
-                               warm_start=None if whole else anchor)
-        if whole and anchor is None:
-            anchor = prior
+                               starts=GPS_STARTS if scope == "dedup" or anchor is None
+                               else SCOPE_STARTS,
+                               warm_start=None if scope == "dedup" else anchor)
         out.insert(0, "period", period)
         out.insert(0, "scope", scope)
         entry: dict[str, Any] = {"scope": scope, "period": period, "periods": periods,
@@ -399,7 +405,8 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *, scopes: Sequence[str] 
                     "stratify_columns": {v: STRATIFY_COLUMNS.get(v, v) for v in variables},
                     "drug_columns": list(drugs), "reaction_column": reaction_column,
                     "fdr": level, "min_count": min_count,
-                    "prior_starts": {"dedup_pooled": GPS_STARTS, "other": SCOPE_STARTS}},
+                    "prior_starts": {"dedup": GPS_STARTS, "other_scopes": SCOPE_STARTS,
+                                     "other_scopes_first_start": "the dedup prior"}},
         "rules": {"mgps": "EB05 >= 2", "bcpnn": "IC025 > 0",
                   "prr": "a >= 3 and (PRR = inf or (PRR >= 2 and chi2_yates >= 4))",
                   "mgps_fdr": f"Bayesian FDR of p_h0_mgps <= {level}",
