@@ -2,6 +2,7 @@
 (:mod:`medanon.metrics.disproportionality`).
 
 Run: python benchmarks/bench_screening.py [--cases 100000] [--rows synth|zipf] [--starts 8]
+[--table]
 
 ``--rows synth`` (default) writes one synthetic FAERS quarter of ``--cases`` cases (``medanon
 synth faers``), reads it as ``medanon ingest --keep-missing`` does, and turns its super records
@@ -19,6 +20,19 @@ rows). Then times, each on its own:
 
 and prints the table's size, the prior, whether it converged and how many starts agree, and the
 signal counts. Figures on a shared machine are noisy (the load average is printed). Not a test.
+
+``--table`` times the per-pair signal table of ``medanon signals`` instead
+(:func:`medanon.metrics.signal_table.signal_table`): the rows as one period (``case_id`` one per
+row; zipf rows get random MeSH age and sex labels, a tenth of each blank), stratified by age and
+sex, every pair with its adjusted E and both FDR decisions. CPU seconds (``time.process_time``,
+all threads) of each step:
+
+* strata        each report's age × sex stratum read from its published cells
+* pair_counts   the pair table with the stratum-adjusted E (``pair_counts(strata=...)``)
+* fit           the GPS prior (``--starts`` starts)
+* table         the whole ``signal_table`` call (the steps above, screening, FDR, assembly)
+
+The goal (issue 32) is at most 15 s of CPU for the table of 100k reports.
 """
 
 from __future__ import annotations
@@ -41,6 +55,8 @@ from medanon.metrics.disproportionality import (
     pair_counts,
     screen,
 )
+from medanon.data.schema import Schema
+from medanon.metrics.signal_table import _strata, signal_table
 from medanon.published.format import original_as_published
 
 
@@ -49,6 +65,53 @@ def _timed(label: str, call):
     result = call()
     print(f"{label:<13}{time.perf_counter() - started:8.2f} s")
     return result
+
+
+def _cpu(label: str, call):
+    started = time.process_time()
+    result = call()
+    print(f"{label:<13}{time.process_time() - started:8.2f} s CPU")
+    return result
+
+
+#: MeSH age labels drawn for zipf rows (every band, and labels that straddle bands)
+_AGES = ("Newborn", "Infant (1-23 months)", "Preschool", "In-school", "Adolescent", "Young Adult",
+         "Adult (25-44)", "Middle Aged", "Aged (65-79)", "Aged, 80 and over", "Adult", "Child",
+         "Aged", "*")
+
+
+def _as_period(rows: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """The rows as one published period: a case_id per row, and age/sex labels if absent."""
+    rng = np.random.default_rng(seed)
+    out = rows.copy()
+    out["period"] = "2020Q1"
+    out["case_id"] = [str(i) for i in range(len(out))]
+    if "age" not in out.columns:
+        age = rng.choice(np.array(_AGES, dtype=object), len(out))
+        age[rng.random(len(out)) < 0.1] = ""
+        out["age"] = age
+    if "sex" not in out.columns:
+        out["sex"] = rng.choice(np.array(["F", "M", ""], dtype=object), len(out), p=[0.5, 0.4, 0.1])
+    return out
+
+
+def _table(rows: pd.DataFrame, args: argparse.Namespace) -> None:
+    """Time the per-pair signal table of the rows stratified by age and sex (``--table``)."""
+    rows = _as_period(rows, args.seed)
+    hierarchies = Schema.default().load_hierarchies()
+    strata = _cpu("strata", lambda: _strata(rows, ("age", "sex"), hierarchies))
+    print(f"             {len(strata.labels)} strata; unknown {strata.unknown}")
+    table = _cpu("pair_counts", lambda: pair_counts(rows, strata=strata.codes))
+    print(f"             {len(table)} pairs, n_total {int(table['n_total'].iloc[0])}")
+    n, e = table["n"].to_numpy(), table["e"].to_numpy()
+    prior = _cpu("fit", lambda: fit_gps_prior(n, e, starts=args.starts, seed=args.seed))
+    print(f"             converged {prior.converged}, {prior.agreeing}/{prior.starts} starts agree")
+    whole = _cpu("table", lambda: signal_table({"2020Q1": rows}, stratify_by="age,sex",
+                                               hierarchies=hierarchies, fdr=0.05))
+    print(f"             {len(whole)} rows; signals: "
+          + ", ".join(f"{flag} {int(whole[flag].sum())}" for flag in
+                      ("signal_mgps", "signal_bcpnn", "signal_prr", "signal_mgps_fdr",
+                       "signal_prr_fdr")))
 
 
 def _synth_rows(cases: int, seed: int) -> pd.DataFrame:
@@ -90,12 +153,17 @@ def main() -> None:
     parser.add_argument("--starts", type=int, default=8)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--rows", choices=("synth", "zipf"), default="synth")
+    parser.add_argument("--table", action="store_true",
+                        help="time the per-pair signal table (stratified by age and sex, FDR)")
     args = parser.parse_args()
 
     started = time.perf_counter()
     rows = (_synth_rows if args.rows == "synth" else _zipf_rows)(args.cases, args.seed)
     print(f"{args.rows} rows: {len(rows)} in {time.perf_counter() - started:.1f} s; load average "
           f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
+    if args.table:
+        _table(rows, args)
+        return
 
     table = _timed("pair_counts", lambda: pair_counts(rows))
     entries = int(table["n"].sum())

@@ -1,0 +1,163 @@
+"""``medanon signals`` (issue 32): the per-pair table of a store (original or release side) and of a
+published folder (release format or FAERS layout), written as csv or parquet with its sidecar;
+bad input refused as a clean user error that writes nothing.
+
+One small synthetic series (2 quarters of 150 cases, PPMS++) serves every test.
+"""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from medanon.api import signals
+from medanon.data.synth.faers import write_faers_series
+from medanon.metrics.signal_table import SIGNAL_RULES
+from medanon.published.format import RELEASE_FILES
+from tests.conftest import assert_user_error, ingest_and_release, invoke_cli, snapshot
+
+KEY = ["scope", "period", "drug", "reaction"]
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory):
+    """(store, the release exported in the release format, the same in the FAERS layout only)."""
+    folder = tmp_path_factory.mktemp("signals")
+    write_faers_series(folder / "in", periods=2, cases=150, seed=5)
+    store = ingest_and_release(folder / "in", folder / "s.duckdb")
+    exported, faers = folder / "release", folder / "faers"
+    for out, fmt in ((exported, "csv"), (faers, "faers")):
+        result = invoke_cli("export", "--store", store, "--out", out, "--format", fmt)
+        assert result.returncode == 0, result.stderr
+    for period in faers.iterdir():   # leave only FDA's files
+        for name in (*RELEASE_FILES, "manifest.json"):
+            (period / name).unlink(missing_ok=True)
+    return store, exported, faers
+
+
+def _read(path) -> pd.DataFrame:
+    if path.suffix == ".csv":
+        return pd.read_csv(path, keep_default_na=False, na_values=[""])
+    con = duckdb.connect()
+    try:
+        return con.execute("SELECT * FROM read_parquet(?)", [str(path)]).df()
+    finally:
+        con.close()
+
+
+def _same_pairs(got: pd.DataFrame, want: pd.DataFrame, columns=("n", "e", "ebgm", "eb05",
+                                                                 "p_h0_mgps", "q_prr")) -> None:
+    got = got.sort_values(KEY).reset_index(drop=True)
+    want = want.sort_values(KEY).reset_index(drop=True)
+    assert got[KEY].astype(str).values.tolist() == want[KEY].astype(str).values.tolist()
+    for column in columns:
+        np.testing.assert_allclose(got[column].to_numpy(float), want[column].to_numpy(float),
+                                   rtol=1e-12, err_msg=column)
+    for flag in SIGNAL_RULES.values():
+        assert got[flag].astype(bool).tolist() == want[flag].astype(bool).tolist(), flag
+
+
+def test_store_original_side_writes_the_csv_and_its_sidecar(series, tmp_path):
+    store, _, _ = series
+    out = tmp_path / "pairs.csv"
+    result = invoke_cli("signals", "--store", store, "--out", out)
+    assert result.returncode == 0, result.stderr
+    table = _read(out)
+    sidecar = json.loads((tmp_path / "pairs.csv.json").read_text())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["pairs.csv", "pairs.csv.json"]
+    assert f"wrote {len(table)} pair row(s)" in result.stdout
+    assert set(table["scope"]) == {"dedup"} and "e_crude" not in table.columns
+    assert "original records" in sidecar["source"]
+    assert sidecar["options"]["scopes"] == ["dedup"] and sidecar["options"]["fdr"] == 0.05
+    [entry] = sidecar["scopes"]
+    assert entry["pairs"] == len(table) and entry["reports"] > 0
+    assert {"alpha1", "beta1", "alpha2", "beta2", "p", "loglik", "converged", "starts",
+            "agreeing", "message"} <= set(entry["prior"])
+    assert isinstance(entry["prior"]["converged"], bool)
+    assert set(sidecar["rules"]) == set(SIGNAL_RULES)
+
+
+def test_a_folder_to_parquet_equals_the_api_on_the_same_folder(series, tmp_path):
+    _, exported, _ = series
+    out = tmp_path / "pairs.parquet"
+    options = ["--scope", "dedup,pooled", "--scope", "cumulative", "--stratify-by", "age,sex",
+               "--fdr", "0.1"]
+    result = invoke_cli("signals", exported, "--out", out, *options)
+    assert result.returncode == 0, result.stderr
+    assert "warning: age:" in result.stderr   # generalized ages are unknown strata, told
+    table = _read(out)
+    want = signals(exported, scopes=["dedup", "pooled", "cumulative"], stratify_by="age,sex",
+                   fdr=0.1)
+    assert list(table.columns) == list(want.columns)
+    _same_pairs(table, want, columns=("n", "e", "e_crude", "ebgm", "eb05", "p_h0_mgps",
+                                      "fdr_mgps", "q_prr"))
+    firsts = [f"first_signal_{r}" for r in SIGNAL_RULES]
+    cumulative = table[table["scope"] == "cumulative"]
+    assert cumulative[firsts].notna().all().all()
+    sidecar = json.loads((tmp_path / "pairs.parquet.json").read_text())
+    assert [e["scope"] for e in sidecar["scopes"]] == ["dedup", "pooled", "cumulative",
+                                                       "cumulative"]
+    assert all(set(e["unknown"]) == {"age", "sex"} for e in sidecar["scopes"])
+
+
+def test_the_release_side_of_the_store_equals_the_exported_series(series, tmp_path):
+    store, exported, _ = series
+    out = tmp_path / "release.csv"
+    result = invoke_cli("signals", "--store", store, "--side", "release", "--out", out,
+                        "--scope", "dedup,quarter")
+    assert result.returncode == 0, result.stderr
+    _same_pairs(_read(out), signals(exported, scopes="dedup,quarter"))
+    # the original side is the operator's table, and its sidecar says so
+    original = signals(store=store, side="original", scopes="dedup,quarter")
+    assert "original records" in original.attrs["signals"]["source"]
+    assert "original" not in signals(exported).attrs["signals"]["source"]
+
+
+def test_a_faers_layout_only_folder_counts_the_same_pairs(series):
+    _, exported, faers = series
+    assert not any((p / name).exists() for p in faers.iterdir() for name in RELEASE_FILES)
+    scopes = "dedup,pooled,quarter"
+    got, want = signals(faers, scopes=scopes), signals(exported, scopes=scopes)
+    assert got.attrs["signals"]["source"].startswith("FAERS layout")
+    n_got = dict(zip(map(tuple, got[KEY].values.tolist()), got["n"]))
+    n_want = dict(zip(map(tuple, want[KEY].values.tolist()), want["n"]))
+    assert n_got == n_want
+    # FDA's age groups mostly straddle the bands: read as unknown, never guessed
+    stratified = signals(faers, stratify_by="age")
+    entry = stratified.attrs["signals"]["scopes"][0]
+    assert entry["unknown"]["age"] > entry["reports"] / 2
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--out", "{out}.txt"], "--out"),
+    (["--scope", "bogus"], "--scope"),
+    (["--fdr", "2"], "--fdr"),
+    (["--stratify-by", "weight"], "--stratify-by"),
+    (["--min-count", "0"], "--min-count"),
+    (["--side", "both"], "--side"),
+    (["{series}"], "not both"),
+])
+def test_bad_input_is_a_clean_error_that_writes_nothing(series, tmp_path, args, fragment):
+    store, exported, _ = series
+    out = tmp_path / "pairs"
+    args = [a.format(out=out, series=exported) for a in args]
+    if "--out" not in args:
+        args += ["--out", f"{out}.csv"]
+    before = snapshot(exported)
+    result = invoke_cli("signals", "--store", store, *args)
+    assert_user_error(result, "ValidationError", fragment)
+    assert snapshot(tmp_path) == {}
+    assert snapshot(exported) == before
+
+
+def test_a_folder_with_side_or_neither_input_is_refused(series, tmp_path):
+    _, exported, _ = series
+    result = invoke_cli("signals", exported, "--side", "release", "--out", tmp_path / "x.csv")
+    assert_user_error(result, "ValidationError", "--side")
+    result = invoke_cli("signals", "--out", tmp_path / "x.csv")
+    assert_user_error(result, "ValidationError", "--store")
+    assert snapshot(tmp_path) == {}
