@@ -568,6 +568,7 @@ class Series(PublishedSeries):
     def signals(self, **options: Any) -> pd.DataFrame:
         """Every drug–reaction pair of the series screened per scope, as :func:`signals`
         screens a folder (the options of :func:`medanon.metrics.signal_table.signal_table`)."""
+        _check_signal_options(options)
         return _signals_of(self, **options)
 
     def export(self, folder: str | Path, fmt: str = "csv") -> list[Path]:
@@ -937,6 +938,18 @@ class Publisher:
 SIGNAL_SIDES = ("original", "release")
 
 
+#: the options of signal_table a caller of :func:`signals` may give (the rest come from the data)
+_SIGNAL_OPTIONS = ("scopes", "stratify_by", "drug_columns", "reaction_column", "fdr", "min_count")
+
+
+def _check_signal_options(options: Mapping[str, Any]) -> None:
+    unknown = [k for k in options if k not in _SIGNAL_OPTIONS]
+    if unknown:
+        raise ValidationError(f"The signals function takes the options "
+                              f"{', '.join(_SIGNAL_OPTIONS)}; got {', '.join(map(repr, unknown))} "
+                              f"(hierarchies and perturbed columns are read from the series).")
+
+
 def _signals_of(series: PublishedSeries, **options: Any) -> pd.DataFrame:
     from .published.faers_layout import perturbed_qids
     from .metrics.signal_table import signal_table
@@ -944,7 +957,7 @@ def _signals_of(series: PublishedSeries, **options: Any) -> pd.DataFrame:
     hierarchies = {q.name: q.taxonomy for q in series.qids if q.taxonomy is not None}
     perturbed = {p: list(perturbed_qids(m, p)) for p, m in series.manifests.items()}
     return signal_table(series.releases, hierarchies=hierarchies, perturbed=perturbed,
-                        source=options.pop("source", series.source), **options)
+                        source=series.source, **options)
 
 
 def signals(series: str | Path | None = None, *, store: str | Path | None = None,
@@ -978,6 +991,10 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
     if side not in SIGNAL_SIDES:
         raise ValidationError(f"The 'side' parameter of signals must be one of "
                               f"{', '.join(SIGNAL_SIDES)}; got {side!r}.")
+    if series is not None and side != "original":
+        raise ValidationError("The 'side' parameter of signals goes with 'store'; a series "
+                              "folder is what it publishes.")
+    _check_signal_options(options)
     if series is not None:
         folder = Path(series)
         if _faers_layout_series(folder):

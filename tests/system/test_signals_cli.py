@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from medanon.api import signals
+from medanon.errors import ValidationError
 from medanon.data.synth.faers import write_faers_series
 from medanon.metrics.signal_table import SIGNAL_RULES
 from medanon.published.format import RELEASE_FILES
@@ -161,3 +162,11 @@ def test_a_folder_with_side_or_neither_input_is_refused(series, tmp_path):
     result = invoke_cli("signals", "--out", tmp_path / "x.csv")
     assert_user_error(result, "ValidationError", "--store")
     assert snapshot(tmp_path) == {}
+
+
+def test_the_api_refuses_what_the_series_decides_and_a_side_without_a_store(series):
+    _, exported, _ = series
+    with pytest.raises(ValidationError, match="hierarchies and perturbed columns"):
+        signals(exported, hierarchies={})
+    with pytest.raises(ValidationError, match="'side'"):
+        signals(exported, side="release")

@@ -484,7 +484,12 @@ def test_absent_columns_name_the_parameter():
         signal_table({"2020Q1": HAND}, drug_columns="drugs_primary_suspect")
     with pytest.raises(SchemaError, match="'reaction_column'.*'pt'"):
         signal_table({"2020Q1": HAND}, reaction_column="pt")
-    with pytest.raises(SchemaError, match="case_id"):
-        signal_table({"2020Q1": HAND.drop(columns="case_id")}, scopes="cumulative")
-    # pooled and quarter scopes need no case_id
-    assert len(signal_table({"2020Q1": HAND.drop(columns="case_id")}, scopes="pooled,quarter"))
+    # rows without a case_id are each their own case: dedup is then pooled
+    bare = signal_table({"2020Q1": HAND.drop(columns="case_id")}, scopes="dedup,pooled")
+    dedup, pooled = (bare[bare["scope"] == s].reset_index(drop=True) for s in ("dedup", "pooled"))
+    assert len(dedup) and dedup["n"].tolist() == pooled["n"].tolist()
+
+
+def test_age_bands_without_their_hierarchy_are_refused_naming_it():
+    with pytest.raises(ValidationError, match="'stratify_by'.*hierarchies"):
+        signal_table({"2020Q1": HAND}, stratify_by="age")

@@ -68,7 +68,8 @@ Deviations and choices:
    m of BH is the number of pairs screened, the conservative choice.
 3. The ``dedup`` scope keeps the latest *period's* row of a case: the release format publishes
    one row per case and period (a super record of the case's reports in that quarter), so the
-   latest period is the latest published version.
+   latest period is the latest published version. Rows without a ``case_id`` column are each
+   their own case (``dedup`` is then ``pooled``), as in ``evaluate``.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from .._validation import check_int
-from ..errors import InputFormatError, SchemaError, ValidationError
+from ..errors import InputFormatError, MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..periods import parse_period
 from ..published.cells import SUPPRESSED, blank_cells, cell_strings
@@ -160,7 +161,14 @@ def _variable_values(rows: pd.DataFrame, variable: str, column: str,
     if variable in _BANDS:
         for text in _BANDS[variable]:
             condition = Condition.parse(text)
-            inside = condition.classify(cells, hierarchies.get(column)) == INSIDE
+            try:
+                inside = condition.classify(cells, hierarchies.get(column)) == INSIDE
+            except MedanonError as exc:
+                raise ValidationError(
+                    f"The 'stratify_by' parameter of signal_table names {variable!r}, but column "
+                    f"{column!r} cannot be read into the stratum {text!r}"
+                    f"{'' if column in hierarchies else ' without its hierarchy (hierarchies)'}"
+                    f": {exc}") from None
             out[inside] = text
         return out
     if variable == "year":
@@ -219,11 +227,8 @@ def _scope_rows(releases: Mapping[str, pd.DataFrame], labels: Sequence[str], *,
                 dedup: bool) -> pd.DataFrame:
     frames = [releases[p] for p in labels]
     rows = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    if dedup:
-        if "case_id" not in rows.columns:
-            raise SchemaError("The 'scopes' parameter of signal_table asks for a dedup or "
-                              "cumulative scope, which keeps the latest row of each case, but "
-                              "the rows have no 'case_id' column.")
+    # rows without a case_id (a non-FAERS schema) are each their own case, as in evaluate
+    if dedup and "case_id" in rows.columns:
         rows = rows.drop_duplicates(subset="case_id", keep="last")
     return rows
 
@@ -324,10 +329,12 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *, scopes: Sequence[str] 
             raise ValidationError(f"The 'releases' parameter of signal_table maps {label!r} to a "
                                   f"{type(rows).__name__}, not a DataFrame of published rows.")
     try:
-        labels = sorted(releases, key=lambda p: parse_period(p).ordinal)
+        # canonical labels (2020q1 -> 2020Q1), so that the table sorts in time order
+        releases = {parse_period(p).label: rows for p, rows in releases.items()}
     except (ValidationError, InputFormatError) as exc:
         raise ValidationError(f"The 'releases' parameter of signal_table must be keyed by "
                               f"period labels: {exc}") from None
+    labels = sorted(releases, key=lambda p: parse_period(p).ordinal)
     wanted = _names(scopes, "scopes", SCOPES)
     if not wanted:
         raise ValidationError(f"The 'scopes' parameter of signal_table names no scope; it takes "
