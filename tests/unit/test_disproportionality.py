@@ -220,6 +220,25 @@ def test_fit_recovers_the_prior_it_was_simulated_from():
     assert truncated.loglik >= truncated_loglik(n, e, truth, 1)
 
 
+def test_a_squashed_fit_is_the_exact_fit_and_reports_the_exact_loglik(monkeypatch):
+    """Above SQUASH_ABOVE distinct (n, E) the fit bins E (0.1% wide, within each n): the prior
+    is the exact fit's to a fraction of a percent, its loglik is the exact likelihood at it,
+    and the binned points are far fewer (choice 2)."""
+    truth = (0.3, 0.1, 2.0, 2.5, 0.1)
+    n, e = simulate(3, 40000, truth)
+    exact = fit_gps_prior(n, e, starts=2)
+    monkeypatch.setattr(dp, "SQUASH_ABOVE", 500)
+    model = dp._Likelihood(n[n >= 1], e[n >= 1], 1)
+    assert model.squashed and model.n.size < 0.6 * int((n >= 1).sum())
+    assert model.weight.sum() == int((n >= 1).sum())
+    squashed = fit_gps_prior(n, e, starts=2)
+    assert "E binned for the fit" in squashed.message and "binned" not in exact.message
+    np.testing.assert_allclose(squashed.parameters, exact.parameters, rtol=5e-3)
+    assert squashed.loglik == pytest.approx(truncated_loglik(n, e, squashed.parameters, 1),
+                                            rel=1e-10)
+    assert abs(squashed.loglik - exact.loglik) < 1e-2
+
+
 def test_multiple_starts_keep_the_best_likelihood():
     """The fit keeps the best likelihood of its starts, whichever start reaches it (which one
     does depends on the optimizer's version: with scipy 1.17 the first start already does)."""

@@ -61,9 +61,15 @@ Choices and deviations:
    observed pairs allows: the zero cells of the drug × reaction table are never listed.
    ``min_count=0`` uses the plain likelihood of the pairs given, which is DuMouchel's only if the
    caller lists the zero cells too. Pairs below ``min_count`` are still scored.
-2. **Exact squashing.** The likelihood is summed over distinct (n, E) pairs weighted by their
-   multiplicity: the same value as over all pairs, faster. No approximate squashing
-   (DuMouchel & Pregibon's binning of E) is done.
+2. **Squashing.** The likelihood is summed over distinct (n, E) pairs weighted by their
+   multiplicity: the same value as over all pairs, faster. A table with more than
+   :data:`SQUASH_ABOVE` distinct points (a stratum-adjusted E makes nearly every pair's E its
+   own: 400k points for 100k Zipf reports, against 95k with the crude E) is squashed
+   approximately for the fit, as DuMouchel & Pregibon 2001 and openEBGM's ``autoSquash`` do,
+   but far finer: within each n, the E are binned on a logarithmic grid of relative width
+   :data:`SQUASH_WIDTH` (0.1%), each bin weighted by its pairs and placed at their mean E. The
+   fitted prior is that of the binned likelihood; ``GpsPrior.loglik`` is the exact one at it,
+   and every pair's EBGM, quantiles and posterior use its own E.
 3. **Optimizer.** L-BFGS-B with the analytic gradient, on (log α1, log β1, log α2, log β2,
    logit p), bounded to α, β ∈ [1e-6, ``param_limit``] (default 100, openEBGM's
    ``param_limit``) and p ∈ [1e-6, 1 − 1e-6]; the objective is the mean negative
@@ -234,6 +240,10 @@ SCREEN_COLUMNS = ("ebgm", "eb05", "eb95", "ic", "ic025", "prr", "ror", "chi2", "
                   "signal_mgps", "signal_bcpnn", "signal_prr", "p_h0_mgps", "fdr_mgps",
                   "signal_mgps_fdr", "p_prr", "q_prr", "signal_prr_fdr")
 
+#: Above this many distinct (n, E) points the fit bins E (choice 2).
+SQUASH_ABOVE = 100_000
+#: Relative width of those bins of E (choice 2).
+SQUASH_WIDTH = 1e-3
 #: Default number of optimizer starts of a prior's fit (choice 3).
 GPS_STARTS = 8
 
@@ -385,7 +395,7 @@ class _Likelihood:
     last bit (the optimizer's path, and so the fit, depend on them).
     """
 
-    def __init__(self, n: np.ndarray, e: np.ndarray, min_count: int):
+    def __init__(self, n: np.ndarray, e: np.ndarray, min_count: int, *, squash: bool = True):
         order = np.lexsort((e, n))
         n, e = n[order], e[order]
         new = np.ones(n.size, dtype=bool)
@@ -394,6 +404,15 @@ class _Likelihood:
         self.weight = np.diff(np.append(starts, n.size)).astype(np.float64)
         self.n = n[starts].astype(np.float64)
         self.e = e[starts]
+        self.squashed = squash and starts.size > SQUASH_ABOVE
+        if self.squashed:  # choice 2: bins of E within each n, at their mean E
+            cell = np.floor(np.log(self.e) / math.log1p(SQUASH_WIDTH))
+            new = np.ones(starts.size, dtype=bool)
+            new[1:] = (self.n[1:] != self.n[:-1]) | (cell[1:] != cell[:-1])
+            bins = np.flatnonzero(new)
+            mass = np.add.reduceat(self.weight * self.e, bins)
+            self.weight = np.add.reduceat(self.weight, bins)
+            self.n, self.e = self.n[bins], mass / self.weight
         self.total = float(self.weight.sum())
         # lgamma(α + n) − lgamma(α) and its derivative depend on n only: computed per distinct n
         self.distinct_n, self.n_index = np.unique(self.n, return_inverse=True)
@@ -659,7 +678,11 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 
     message += f"; largest projected gradient {gradient:.2e}"
     if at_bounds:
         message += f"; at a bound: {', '.join(sorted(at_bounds))}"
-    # the log-likelihood recomputed at the reported parameters (not the optimizer's value)
+    # the log-likelihood recomputed at the reported parameters (not the optimizer's value),
+    # over the exact (n, E) when the fit ran on binned ones (choice 2)
+    if model.squashed:
+        model = _Likelihood(n_arr[keep], e_arr[keep], min_count, squash=False)
+        message += f"; E binned for the fit (0.1% wide bins: {SQUASH_ABOVE:,}+ distinct points)"
     loglik = model.loglik(theta)
     return GpsPrior(*theta, loglik=loglik, converged=converged, starts=starts, agreeing=agreeing,
                     message=message)

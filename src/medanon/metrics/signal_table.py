@@ -365,21 +365,23 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *, scopes: Sequence[str] 
     # every scope but dedup starts from the dedup prior (fitted from spread starts), as
     # evaluate's screening does: fitted even when the dedup scope is not listed
     anchor_rows = _scope_rows(releases, labels, dedup=True)
-    anchor_table = _pair_table(anchor_rows, drugs, reaction_column,
-                               _strata(anchor_rows, variables, hierarchies) if variables else None)
-    anchor = _screened(anchor_table, fdr=level, min_count=min_count, starts=GPS_STARTS,
-                       warm_start=None)[1] if len(anchor_table) else None
+    anchor_strata = _strata(anchor_rows, variables, hierarchies) if variables else None
+    anchor_table = _pair_table(anchor_rows, drugs, reaction_column, anchor_strata)
+    anchor_out, anchor = _screened(anchor_table, fdr=level, min_count=min_count,
+                                   starts=GPS_STARTS, warm_start=None)
     frames, entries, cumulative = [], [], []
     warnings: list[str] = []
     for scope, period, periods, dedup in plan:
-        rows = anchor_rows if scope == "dedup" else _scope_rows(releases, periods, dedup=dedup)
-        strata = _strata(rows, variables, hierarchies) if variables else None
-        table = anchor_table if scope == "dedup" else _pair_table(rows, drugs, reaction_column,
-                                                                  strata)
-        out, prior = _screened(table, fdr=level, min_count=min_count,
-                               starts=GPS_STARTS if scope == "dedup" or anchor is None
-                               else SCOPE_STARTS,
-                               warm_start=None if scope == "dedup" else anchor)
+        if scope == "dedup":
+            rows, strata, table = anchor_rows, anchor_strata, anchor_table
+            out, prior = anchor_out.copy(), anchor
+        else:
+            rows = _scope_rows(releases, periods, dedup=dedup)
+            strata = _strata(rows, variables, hierarchies) if variables else None
+            table = _pair_table(rows, drugs, reaction_column, strata)
+            out, prior = _screened(table, fdr=level, min_count=min_count,
+                                   starts=GPS_STARTS if anchor is None else SCOPE_STARTS,
+                                   warm_start=anchor)
         out.insert(0, "period", period)
         out.insert(0, "scope", scope)
         entry: dict[str, Any] = {"scope": scope, "period": period, "periods": periods,
