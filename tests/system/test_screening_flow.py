@@ -89,7 +89,7 @@ def test_evaluate_json_reports_the_screening(none_store, tmp_path):
     rules = tmp_path / "rules.csv"
     rules.write_text("drug,condition,reaction\nAVANDIA,age > 18,Myocardial infarction\n"
                      "ZELNORM,sex = F,Cerebrovascular accident\n")
-    result = invoke_cli("evaluate", "--store", store, "--json", "--rules", rules)
+    result = invoke_cli("evaluate", "--store", store, "--json", "--rules", rules, "--pooled")
     assert result.returncode == 0, result.stderr
     screening = json.loads(result.stdout)["screening"]
     kinds = [e["kind"] for e in screening["scopes"]]

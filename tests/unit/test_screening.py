@@ -43,7 +43,7 @@ def _series(rows: pd.DataFrame, parts: int = 2) -> dict[str, pd.DataFrame]:
             for p, lo, hi in zip(labels, bounds[:-1], bounds[1:])}
 
 
-OPTIONS = ScreeningOptions(strata=("age <= 18", "age > 18", "sex = F"))
+OPTIONS = ScreeningOptions(strata=("age <= 18", "age > 18", "sex = F"), pooled=True)
 RULE = SignalRule("AVANDIA", "Myocardial infarction", "age > 18")
 
 
@@ -156,7 +156,8 @@ def test_scopes_fit_their_prior_warm_from_their_sides_dedup_prior():
                 for side in sides if e["prior"][side]}, result["options"]
 
     warm, warm_options = run(OPTIONS)
-    cold, cold_options = run(ScreeningOptions(strata=OPTIONS.strata, scope_starts=None))
+    cold, cold_options = run(ScreeningOptions(strata=OPTIONS.strata, scope_starts=None,
+                                              pooled=True))
     # dedup, pooled, 3 quarters, 3 strata
     assert warm.keys() == cold.keys() and len(warm) == 2 * 8
     for key, prior in warm.items():
@@ -187,7 +188,8 @@ def test_the_dedup_scope_keeps_each_cases_latest_row_and_strata_pool_like_it():
     late = pd.DataFrame({"case_id": ["1", "3"], "age": ["Adult", "Child"], "sex": ["F", "F"],
                          "drugs": ["ASPIRIN", "ZOLOFT"], "reactions": ["Headache", "Rash"]})
     rows = {"2020Q1": early, "2020Q2": late}
-    screening = SeriesScreening(hierarchies=HIER, options=ScreeningOptions(strata=("sex = F",)))
+    screening = SeriesScreening(hierarchies=HIER,
+                                options=ScreeningOptions(strata=("sex = F",), pooled=True))
     for label, frame in rows.items():
         screening.add(label, frame, frame)
     result = screening.result()
@@ -242,6 +244,15 @@ def test_cumulative_scopes_tell_when_a_release_delays_a_signal():
     assert "first_signal" not in screen_series(original, original, hierarchies=HIER,
                                                periods=list(original),
                                                options=ScreeningOptions(strata=()))
+
+
+def test_the_pooled_scope_is_screened_when_asked_for():
+    original = _series(_rows(300, 5))
+    kinds = [[e["kind"] for e in screen_series(original, original, hierarchies=HIER,
+                                               periods=list(original),
+                                               options=ScreeningOptions(strata=(), pooled=p)
+                                               )["scopes"]] for p in (False, True)]
+    assert kinds == [["dedup", "quarter", "quarter"], ["dedup", "pooled", "quarter", "quarter"]]
 
 
 def test_screening_for_a_series_without_drugs_is_none_unless_asked_for():

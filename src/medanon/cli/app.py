@@ -606,11 +606,14 @@ def evaluate(
     screening: Annotated[bool, typer.Option(
         "--screening/--no-screening",
         help="Screen every drug-reaction pair (MGPS EB05, BCPNN IC025, PRR, FDR decisions) of "
-             "the original and the release: each case once (dedup), pooled, per quarter and "
-             "per stratum.")] = True,
+             "the original and the release: each case once (dedup), per quarter and per "
+             "stratum.")] = True,
     cumulative: Annotated[bool, typer.Option(
         "--cumulative", help="Also screen the database as it stood at each quarter and "
                              "compare when each pair first signals.")] = False,
+    pooled: Annotated[bool, typer.Option(
+        "--pooled", help="Also screen every row of every period together (a case once per "
+                         "quarter), beside each case's latest version.")] = False,
     stratum: Annotated[Optional[list[str]], typer.Option(
         "--stratum", help="A stratum condition such as 'age <= 18' (repeatable; default: "
                           "age <= 18, age in [19-64], age >= 65, sex = F, sex = M).")] = None,
@@ -632,7 +635,8 @@ def evaluate(
     commands.evaluate(store=store, rules=rules, background=background, md=md,
                       periods=period or [], as_json=as_json, screening=screening,
                       strata=stratum or [], drug_columns=drug_column or [],
-                      cumulative=cumulative, scheduler=scheduler, workers=workers)
+                      cumulative=cumulative, pooled=pooled, scheduler=scheduler,
+                      workers=workers)
 
 
 @app.command()

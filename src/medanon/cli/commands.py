@@ -760,7 +760,7 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
 def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bool,
              periods: list[str], as_json: bool, screening: bool = True,
              strata: list[str] | None = None, drug_columns: list[str] | None = None,
-             cumulative: bool = False, scheduler: str | None = None,
+             cumulative: bool = False, pooled: bool = False, scheduler: str | None = None,
              workers: int | None = None) -> None:
     from ..attacks import read_background
     from ..metrics.evaluation import evaluate_linked
@@ -781,7 +781,8 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
             knowledge.check(skeleton.qids)
         labels = [skeleton.label(p) for p in periods] if periods else skeleton.periods
         options = (screening_for(set(db.release_columns()), strata=strata or [],
-                                 drug_columns=drug_columns or [], cumulative=cumulative)
+                                 drug_columns=drug_columns or [], cumulative=cumulative,
+                                 pooled=pooled)
                    if screening else None)
         if scheduler is not None or workers is not None:
             # on Dask: each worker reads the store itself (read-only, alongside this reader)

@@ -10,9 +10,10 @@ original's signal set the release keeps:
 * ``dedup`` (the headline scope, issue 32): every case once, by its latest published version
   (the row of the latest period it appears in), as FDA's pooled analyses of FAERS keep a case's
   latest version; the release publishes ``case_id``, so an analyst can do the same on it.
-* ``pooled``: every report of the evaluated periods together. A report is one case of one
-  quarter (a row of a release): a case followed up in three quarters counts three times, on both
-  sides alike, as stacking the per-quarter FAERS extracts does.
+* with ``ScreeningOptions.pooled``, ``pooled``: every report of the evaluated periods
+  together. A report is one case of one quarter (a row of a release): a case followed up in
+  three quarters counts three times, on both sides alike, as stacking the per-quarter FAERS
+  extracts does (the default before issue 32).
 * one scope per quarter (the period's release alone);
 * with ``ScreeningOptions.cumulative``, one scope per quarter q, ``cumulative``: the database
   as it stood at q (the ``dedup`` scope of the periods up to q); ``first_signal`` then compares
@@ -120,6 +121,8 @@ class ScreeningOptions:
         min_count: Pairs reported fewer times are not screened (1: every reported pair).
         listed: At most this many spurious and lost signals listed per scope and statistic.
         quarters: Screen each quarter on its own too.
+        pooled: Screen every row of every period together too (a case once per quarter it
+            appears in), beside the ``dedup`` scope.
         cumulative: Screen the database as it stood at each quarter too (the dedup scope of
             the periods up to it) and compare when each pair first signals on each side
             (``first_signal``).
@@ -135,6 +138,7 @@ class ScreeningOptions:
     min_count: int = 1
     listed: int = 20
     quarters: bool = True
+    pooled: bool = False
     cumulative: bool = False
     scope_starts: int | None = SCOPE_STARTS
     conditions: tuple[Condition, ...] = field(init=False, repr=False)
@@ -161,7 +165,8 @@ class ScreeningOptions:
     def to_dict(self) -> dict[str, Any]:
         return {"strata": list(self.strata), "drug_columns": list(self.drug_columns),
                 "reaction_column": self.reaction_column, "min_count": self.min_count,
-                "quarters": self.quarters, "cumulative": self.cumulative,
+                "quarters": self.quarters, "pooled": self.pooled,
+                "cumulative": self.cumulative,
                 "pooling": {"dedup": "the latest period's row of each case (the default)",
                             "pooled": "one report per case and quarter (a release row)",
                             "stratum": "the dedup reports whose cell is inside the stratum"},
@@ -177,18 +182,18 @@ class ScreeningOptions:
 
 
 def screening_for(published_columns: Sequence[str] | set[str], *, strata: Sequence[str] = (),
-                  drug_columns: Sequence[str] = (),
-                  cumulative: bool = False) -> ScreeningOptions | None:
+                  drug_columns: Sequence[str] = (), cumulative: bool = False,
+                  pooled: bool = False) -> ScreeningOptions | None:
     """The screening ``evaluate`` and the report run on a series publishing these columns.
 
-    The defaults (:class:`ScreeningOptions`) apply unless ``strata``, ``drug_columns`` or
-    ``cumulative`` are given. Returns None when the defaults are asked for and the series does not publish the
-    default drug and reaction columns (a non-FAERS schema).
+    The defaults (:class:`ScreeningOptions`) apply unless ``strata``, ``drug_columns``,
+    ``cumulative`` or ``pooled`` are given. Returns None when the defaults are asked for and
+    the series does not publish the default drug and reaction columns (a non-FAERS schema).
 
     Raises:
         ValidationError: asked-for drug columns, or the reaction column, are not published.
     """
-    kwargs: dict[str, Any] = {"cumulative": bool(cumulative)}
+    kwargs: dict[str, Any] = {"cumulative": bool(cumulative), "pooled": bool(pooled)}
     if strata:
         kwargs["strata"] = tuple(strata)
     if drug_columns:
@@ -945,7 +950,9 @@ class SeriesScreening:
                 release.forget(kind, scope)
             return out
 
-        scopes = [entry("dedup", "dedup"), entry("pooled", "pooled")]
+        scopes = [entry("dedup", "dedup")]
+        if options.pooled:
+            scopes.append(entry("pooled", "pooled"))
         if options.quarters:
             scopes += [entry("quarter", p) for p in labels]
         skipped = []
@@ -972,8 +979,9 @@ class SeriesScreening:
 def _scopes_of(options: ScreeningOptions, labels: Sequence[str], rules: Sequence[SignalRule],
                original: _Scopes, release: _Scopes) -> list[tuple[str, str, Condition | None]]:
     """Every scope :meth:`SeriesScreening.result` screens (on both sides)."""
-    out: list[tuple[str, str, Condition | None]] = [("dedup", "dedup", None),
-                                                    ("pooled", "pooled", None)]
+    out: list[tuple[str, str, Condition | None]] = [("dedup", "dedup", None)]
+    if options.pooled:
+        out.append(("pooled", "pooled", None))
     if options.quarters:
         out += [("quarter", p, None) for p in labels]
     out += [("stratum", c.text, c) for c in options.conditions
