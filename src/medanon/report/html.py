@@ -602,7 +602,9 @@ def _screening_table(r: SeriesReport) -> str:
     for e in screening["scopes"]:
         st = e["statistics"]
         spurious = st["mgps"]["signals_release"] - st["mgps"]["common"]
-        rows.append([escape(e["scope"]),
+        scope = {"dedup": "each case once (dedup)", "pooled": "every row (pooled)"}.get(
+            e["scope"], f"up to {e['scope']}" if e["kind"] == "cumulative" else e["scope"])
+        rows.append([escape(scope),
                      f'{e["reports"]["original"]} / {e["reports"]["release"]}',
                      str(e["undecided"]["release"]),
                      *(_fmt(st[s][k]) for s in ("mgps", "bcpnn", "prr")
@@ -636,9 +638,11 @@ def _screening_table(r: SeriesReport) -> str:
                                            "n orig", "EB05 orig"], listed, left=3))
                if listed else "")
             + '<p class="note">Signals: MGPS EB05 ≥ 2 (DuMouchel 1999, FDA), BCPNN IC025 &gt; 0 '
-              "(WHO-UMC), PRR by Evans 2001. A report is one case of one quarter. A stratum "
-              "holds the reports whose published cell lies wholly inside it; undecided reports "
-              "(generalized across the stratum's edge) are left out.</p>")
+              "(WHO-UMC), PRR by Evans 2001. Each case once: every case by its latest published "
+              "row, as FDA pools FAERS; a quarter's scope is that quarter's rows. A stratum "
+              "holds the latest rows whose published cell lies wholly inside it; undecided "
+              "reports (generalized across the stratum's edge) are left out. The pair tables "
+              "are those of <code>medanon signals</code>.</p>")
 
 
 def _ledger(r: SeriesReport) -> str:
