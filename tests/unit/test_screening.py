@@ -12,8 +12,8 @@ from hypothesis import strategies as hs
 from medanon.errors import ValidationError
 from medanon.hierarchies.builtin import mesh_age_tree, sex_tree
 from medanon.metrics.disproportionality import GpsPrior, fit_gps_prior, pair_counts
-from medanon.metrics.screening import (ScreeningOptions, SeriesScreening, opposite_condition,
-                                       screen_series, screening_for)
+from medanon.metrics.screening import (ScreeningOptions, SeriesScreening, _latest_of_case,
+                                       opposite_condition, screen_series, screening_for)
 from medanon.metrics.signals import Condition, SignalRule
 
 HIER = {"age": mesh_age_tree(), "sex": sex_tree()}
@@ -206,6 +206,10 @@ def test_the_dedup_scope_keeps_each_cases_latest_row_and_strata_pool_like_it():
     for label, frame in rows.items():
         bare.add(label, frame.drop(columns="case_id"), frame.drop(columns="case_id"))
     assert {e["scope"]: e["reports"]["original"] for e in bare.result()["scopes"]}["dedup"] == 4
+    # a missing case id is no case: each such report is its own
+    latest, following = _latest_of_case([np.array(["a", None, "b"], dtype=object),
+                                         np.array(["a", None], dtype=object)], 5)
+    assert latest.tolist() == [False, True, True, True, True] and following[0] == 3
 
 
 def _quarter(prefix: str, pair: int, hide: bool = False) -> pd.DataFrame:

@@ -463,6 +463,8 @@ def _latest_of_case(cases: list[np.ndarray], count: int) -> tuple[np.ndarray, np
     if not count:
         return np.zeros(0, dtype=bool), following
     codes, _ = pd.factorize(np.concatenate(cases))
+    missing = codes < 0                               # a report without a case id: its own case
+    codes[missing] = codes.max(initial=0) + 1 + np.arange(int(missing.sum()))
     order = np.lexsort((np.arange(count), codes))     # by case, then report
     same = codes[order[1:]] == codes[order[:-1]]
     following[order[:-1][same]] = order[1:][same]
@@ -858,7 +860,9 @@ class SeriesScreening:
             entries[0][name] = (reports[:cut], spellings[:cut], terms.spellings)
             entries[1][name] = (reports[cut:] - len(cells[0]), spellings[cut:], terms.spellings)
         return tuple(_Read(len(rows), tuple(rows.columns), entry, side.classes_of(rows),
-                           cell_strings(rows["case_id"]) if "case_id" in rows.columns else None)
+                           # compared only with the same side's ids: no need to make text
+                           rows["case_id"].to_numpy(dtype=object)
+                           if "case_id" in rows.columns else None)
                      for rows, entry, side in zip(sides, entries, (self._sides["original"],
                                                                   self._sides["release"])))
 
