@@ -70,12 +70,15 @@ Choices and deviations:
    table's size). The default ``param_limit`` is 1e4 (:data:`PARAM_LIMIT`), not openEBGM's
    100: on an 8 × 3,000 synthetic series the pooled maximum-likelihood prior has α2 ≈ 272,
    β2 ≈ 269, the same with bounds 1e3, 1e4, 1e5 and 1e6, and 31 log-likelihood units above the
-   fit cut at 100 (issue 32). The bound is kept as the guard against degenerate fits: the
-   likelihood of some tables (measured: each single quarter of that series, and independent
-   reporting, every λ = 1) keeps rising as one component becomes a point mass (α and β → ∞ at
-   a fixed ratio), and has no maximum. Such a fit runs to the bound, where a gamma of shape
-   1e4 is within 1% of a point mass, and is reported, not accepted: it is not ``converged``,
-   its message names the parameters at the bound, and it has no standard errors (choice 4).
+   fit cut at 100 (issue 32; no EB05 ≥ 2 decision moves there); on the 100,000-report table of
+   ``benchmarks/bench_screening.py --rows zipf`` the optimum has α2 ≈ 222, β2 ≈ 241, 107 units
+   above the cut fit, and 7 pairs more signal (3,535 against 3,528, none fewer). The bound is
+   kept as the guard against degenerate fits: the likelihood of some tables (measured: each
+   single quarter of that series, about 3,000 reports, rising with bounds 1e2, 1e3, 1e4, 1e5)
+   keeps rising as one component becomes a point mass (α and β → ∞ at a fixed ratio), and has
+   no maximum. Such a fit runs to the bound, where a gamma of shape 1e4 is within 1% of a
+   point mass, and is reported, not accepted: it is not ``converged``, its message names the
+   parameters at the bound, and it has no standard errors (choice 4).
    Several starts: DuMouchel's published start (α1, β1, α2, β2, p) = (0.2, 0.1, 2, 4, 1/3) first,
    then starts spread log-uniformly (α1, β1 in [0.02, 2], α2, β2 in [0.5, 20], p in [0.05, 0.95])
    from ``seed`` (it only spreads starts). The fit with the highest log-likelihood is kept.
