@@ -310,25 +310,138 @@ def test_the_default_bound_does_not_cut_a_finite_optimum_beyond_openebgms_100():
     assert wider.loglik == pytest.approx(free.loglik, abs=AGREEMENT_TOLERANCE)
     np.testing.assert_allclose(wider.parameters, free.parameters, rtol=1e-3)
     assert not cut.converged and "param_limit 100" in cut.message
+    assert "point mass" not in free.message + cut.message   # a finite maximum (choice 3a)
     assert all(v is not None and v > 0 for v in free.standard_errors.values())
     # the truth lies within a few standard errors of the fit
     for name, value in zip(dp._NAMES, truth, strict=True):
         assert abs(getattr(free, name) - value) < 4 * free.standard_errors[name], name
 
 
+def _point_mass_table(seed: int, pairs: int = 20000):
+    """Counts whose majority is a point mass: 97% of the pairs have λ = 1 exactly (n Poisson
+    with mean E), 3% a gamma λ (1.5, 0.7). On the seeds used (measured: 3 with 20,000 pairs, 6
+    with 8,000) the limit model fits them best: the likelihood rises on as component 2's shape
+    and rate grow at the ratio 1 (with the bounds 1e3, 1e4, 1e6). A sample of a point mass
+    need not: about half of the seeds tried have a finite maximum at a large shape instead
+    (the score at the limit is as likely positive as negative)."""
+    rng = np.random.default_rng(seed)
+    e = np.exp(rng.normal(1.0, 1.0, pairs))
+    lam = np.where(rng.random(pairs) < 0.03, rng.gamma(1.5, 1 / 0.7, pairs), 1.0)
+    return rng.poisson(lam * e), e
+
+
+def _spy_bounds(monkeypatch) -> list[float]:
+    """The upper bound on log α of every L-BFGS-B run of the full model in a fit."""
+    seen: list[float] = []
+    real = dp._minimize
+
+    def spy(objective, x0, bounds, maxiter):
+        seen.append(math.exp(bounds[0][1]))
+        return real(objective, x0, bounds, maxiter)
+
+    monkeypatch.setattr(dp, "_minimize", spy)
+    return seen
+
+
+def test_no_finite_maximum_is_detected_and_held_at_the_first_stage_bound(monkeypatch):
+    """Choice 3a: a table whose likelihood has no maximum (a point-mass majority) is told
+    apart at the first stage's bound 100 and held there: no run under the bound 1e4 (the cost
+    of openEBGM's fit plus the small limit fit), not converged, the prior the fit at 100 gives,
+    and a message naming the point mass and its λ. The likelihood does rise past the held fit
+    along the component's ray, towards the limit the message gives."""
+    n, e = _point_mass_table(3)
+    seen = _spy_bounds(monkeypatch)
+    fit = fit_gps_prior(n, e, starts=2)
+    assert seen and max(seen) == pytest.approx(dp.STAGE_LIMIT)   # never walked to 1e4
+    assert not fit.converged and fit.param_limit == dp.STAGE_LIMIT
+    assert fit.alpha2 == pytest.approx(dp.STAGE_LIMIT)
+    assert fit.standard_errors == dict.fromkeys(dp._NAMES)
+    assert "at a bound: alpha2 at param_limit 100" in fit.message
+    assert "no finite maximum: component 2 tends to a point mass at λ=" in fit.message
+    assert fit.message.endswith("held at param_limit 100")
+    lam = float(fit.message.split("point mass at λ=")[1].split(" ")[0])
+    assert lam == pytest.approx(1.0, abs=0.02)
+    cut = fit_gps_prior(n, e, starts=2, param_limit=100)
+    assert cut.parameters == fit.parameters and cut.loglik == fit.loglik
+    # the likelihood rises along the ray (α2·c, β2·c), towards the limit named
+    supremum = float(fit.message.split("rises towards ")[1].split(",")[0])
+    model = dp._Likelihood(n[n >= 1], e[n >= 1], 1)
+    a1, b1, a2, b2, p = fit.parameters
+    along = [model.loglik((a1, b1, a2 * c, b2 * c, p)) for c in (1, 10, 100)]
+    assert along[0] < along[1] < along[2] < supremum + 1e-6
+
+
+def test_a_finite_maximum_beyond_the_first_stage_is_continued_to_it(monkeypatch):
+    """The other side of choice 3a: the table of the test of the default bound above (a
+    narrow gamma of shape 300 where the test above has a point mass, and larger E) has a
+    finite maximum beyond 100; the first stage ends at 100, the guard finds a finite maximum
+    (no point-mass message) and continues to it under 1e4: the fit the bound 1e6 gives, and
+    higher than the fit held at 100. (With E near e¹ as in the test above, a sample of that
+    gamma is too close to a point mass to tell: measured, its maximum at α2 ≈ 81,000 is 0.003
+    units above the fit at 1e4.)"""
+    n, e = simulate(21, 20000, (1.5, 0.7, 300.0, 300.0, 0.03), log_e_mean=2.0)
+    seen = _spy_bounds(monkeypatch)
+    fit = fit_gps_prior(n, e, starts=2)
+    assert max(seen) == pytest.approx(dp.PARAM_LIMIT) and min(seen) == pytest.approx(100)
+    assert seen.count(pytest.approx(100)) == 2      # both starts, then the continuation
+    assert fit.converged and "point mass" not in fit.message, fit.message
+    assert 100 < fit.alpha2 < dp.PARAM_LIMIT and fit.param_limit == dp.PARAM_LIMIT
+    wider = fit_gps_prior(n, e, starts=2, param_limit=1e6)
+    assert wider.loglik == pytest.approx(fit.loglik, abs=AGREEMENT_TOLERANCE)
+    assert fit.loglik > fit_gps_prior(n, e, starts=2, param_limit=100).loglik + 1
+
+
+def test_the_point_mass_decision_is_deterministic():
+    """The guard has no random part: the same table gives the same fit and message, and the
+    spread of the starts (seed) does not change the decision."""
+    n, e = _point_mass_table(6, 8000)
+    fits = [fit_gps_prior(n, e, starts=3, seed=seed) for seed in (0, 0, 1, 2)]
+    assert fits[0] == fits[1] and fits[0].message == fits[1].message
+    for fit in fits:
+        assert "no finite maximum: component 2" in fit.message and not fit.converged
+
+
+@pytest.mark.parametrize("min_count", [0, 1, 2])
+def test_point_mass_score_is_the_derivative_at_the_limit(min_count):
+    """The score of τ = 1/α at τ = 0 against the likelihood itself: the gamma of shape 1/τ and
+    mean λ at τ = h and 2h (Richardson's extrapolation of the difference quotients), and the
+    limit model's gradient against central differences."""
+    n, e = simulate(9, 3000, (1.5, 0.7, 50.0, 48.0, 0.1))
+    keep = n >= min_count
+    model = dp._Likelihood(n[keep], e[keep], min_count)
+    y = np.array([math.log(1.3), math.log(0.6), math.log(1.05), math.log(0.1 / 0.9)])
+    a, b, lam = np.exp(y[:3])
+    w = 0.1
+    limit = -model.point_mass_objective(y)[0] * model.total
+    h = 1e-4
+    lh = [model.loglik((a, b, 1 / t, 1 / (t * lam), w)) for t in (h, 2 * h)]
+    d1, d2 = (lh[0] - limit) / h, (lh[1] - limit) / (2 * h)
+    assert model.point_mass_score(y) == pytest.approx(2 * d1 - d2, rel=1e-3, abs=1e-2)
+    grad = model.point_mass_objective(y)[1]
+    for i in range(4):
+        step = np.eye(4)[i] * 1e-6
+        numeric = (model.point_mass_objective(y + step)[0]
+                   - model.point_mass_objective(y - step)[0]) / 2e-6
+        assert grad[i] == pytest.approx(numeric, rel=1e-5, abs=1e-9), i
+
+
 def test_a_fit_at_the_floor_is_not_converged_and_names_each_bound():
     """Every bound counts, the floor of the shapes and rates too. A single gamma fitted as a
     mixture is over-parameterized, and its spare component runs to a bound: on these tables
-    (measured) α1 to the floor 1e-6, and α1 to the floor with β1 at the parameter limit. Each
-    parameter named is at the bound named, after the components are relabelled."""
-    floor, limit = dp._SHAPE_FLOOR, dp.PARAM_LIMIT
-    for seed, named in ((7, {"alpha1": "its floor 1e-06"}),
-                        (5, {"alpha1": "its floor 1e-06", "beta1": "param_limit 10000"})):
+    (measured) α1 to the floor 1e-6, and α1 to the floor with β1 at the parameter limit 100
+    (under the default limit the second stage moves β1 off the bound of the first: a rate at
+    a bound with its shape not there is no point mass, choice 3a). Each parameter named is at
+    the bound named, after the components are relabelled."""
+    floor = dp._SHAPE_FLOOR
+    for seed, limit, named in (
+            (7, dp.PARAM_LIMIT, {"alpha1": "its floor 1e-06"}),
+            (5, 100, {"alpha1": "its floor 1e-06", "beta1": "param_limit 100"})):
         fit = fit_gps_prior(*simulate(seed, 5000, (2.0, 2.0, 2.0, 2.0, 0.5)), min_count=0,
-                            starts=3)
+                            starts=3, param_limit=limit)
         assert not fit.converged and fit.standard_errors == dict.fromkeys(dp._NAMES)
         assert fit.message.endswith("at a bound: " + ", ".join(
             f"{name} at {what}" for name, what in named.items()))
+        assert "point mass" not in fit.message
         for name, what in named.items():
             bound = floor if "floor" in what else limit
             assert getattr(fit, name) == pytest.approx(bound, rel=1e-6), (seed, name)
