@@ -317,7 +317,7 @@ def test_the_default_bound_does_not_cut_a_finite_optimum_beyond_openebgms_100():
         assert abs(getattr(free, name) - value) < 4 * free.standard_errors[name], name
 
 
-def _point_mass_table(seed: int, pairs: int = 20000):
+def _point_mass_table(seed: int, pairs: int = 20000, at: float = 1.0):
     """Counts whose majority is a point mass: 97% of the pairs have λ = 1 exactly (n Poisson
     with mean E), 3% a gamma λ (1.5, 0.7). On the seeds used (measured: 3 with 20,000 pairs, 6
     with 8,000) the limit model fits them best: the likelihood rises on as component 2's shape
@@ -326,7 +326,7 @@ def _point_mass_table(seed: int, pairs: int = 20000):
     (the score at the limit is as likely positive as negative)."""
     rng = np.random.default_rng(seed)
     e = np.exp(rng.normal(1.0, 1.0, pairs))
-    lam = np.where(rng.random(pairs) < 0.03, rng.gamma(1.5, 1 / 0.7, pairs), 1.0)
+    lam = np.where(rng.random(pairs) < 0.03, rng.gamma(1.5, 1 / 0.7, pairs), at)
     return rng.poisson(lam * e), e
 
 
@@ -369,6 +369,19 @@ def test_no_finite_maximum_is_detected_and_held_at_the_first_stage_bound(monkeyp
     a1, b1, a2, b2, p = fit.parameters
     along = [model.loglik((a1, b1, a2 * c, b2 * c, p)) for c in (1, 10, 100)]
     assert along[0] < along[1] < along[2] < supremum + 1e-6
+
+
+def test_a_point_mass_below_one_is_found_from_its_rate_at_the_bound(monkeypatch):
+    """A point mass at λ < 1 is approached with β ahead of α: β2 reaches the bound 100 first,
+    α2 stays below it. It is examined all the same (measured: this table, and 4 of the 8
+    quarters of the 8 × 3,000 series, which the rule on α alone walked to 1e4)."""
+    n, e = _point_mass_table(3, at=0.9)
+    seen = _spy_bounds(monkeypatch)
+    fit = fit_gps_prior(n, e, starts=2)
+    assert max(seen) == pytest.approx(dp.STAGE_LIMIT)
+    assert fit.beta2 == pytest.approx(100) and fit.alpha2 < 99 and not fit.converged
+    assert "at a bound: beta2 at param_limit 100; no finite maximum: component 2 tends to a " \
+           "point mass at λ=0.9" in fit.message
 
 
 def test_a_finite_maximum_beyond_the_first_stage_is_continued_to_it(monkeypatch):
