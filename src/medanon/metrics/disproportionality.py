@@ -116,9 +116,9 @@ Choices and deviations:
    point mass near it; or L∞ below the bounded fit, which rises beyond 100): the best start
    is continued from its bounded fit under ``param_limit``; if that continuation ends below
    L∞ (it found a maximum lower than the limit, which the finite maximum exceeds) a second run
-   starts from the limit's fit with the component's shape at ``param_limit``, and the better
-   is kept (measured: the pooled 24 × 20,000 table, whose continuation stops at α2 ≈ 494,
-   75.7 units below the maximum at α2 ≈ 5,321). *Why this test:* an optimum beyond 100 is
+   starts from the limit's fit with the component's shape (rate if λ < 1) at ``param_limit``,
+   and the better is kept (measured: the pooled 24 × 20,000 table, whose continuation stops at
+   α2 ≈ 494, 75.7 units below the maximum at α2 ≈ 5,321). *Why this test:* an optimum beyond 100 is
    itself close to a point mass (α2 ≈ 272 on the 8 × 3,000 series), and L∞ alone misleads:
    there L∞ is 7.2 units above the fit at 100 while the finite optimum is 31.3 above it; U is
    +2.0e4 there, and −2.3e3 to −2.2e4 on each of the 24 quarters of the 24 × 20,000 store
@@ -803,12 +803,13 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = 8, min_count: int = 1, seed: 
                 if verdict is not None and -best.fun * model.total < verdict[3]:
                     # below the point-mass limit, which a finite maximum exceeds: the
                     # likelihood has another maximum, nearer the point mass; approached from
-                    # the limit's fit with the component's shape at param_limit
+                    # the limit's fit with the component's shape (its rate when λ < 1) at
+                    # param_limit
                     c, lam, y = verdict[1], verdict[2], verdict[4]
                     x0 = np.empty(5)
                     x0[2 * (1 - c):2 * (1 - c) + 2] = y[:2]
-                    x0[2 * c] = math.log(limit)
-                    x0[2 * c + 1] = math.log(limit / lam)
+                    x0[2 * c] = math.log(limit * min(lam, 1.0))
+                    x0[2 * c + 1] = math.log(limit / max(lam, 1.0))
                     x0[4] = y[3] if c == 1 else -y[3]
                     second = _minimize(model.objective, _clipped(x0, bounds), bounds, maxiter)
                     if math.isfinite(second.fun) and second.fun < best.fun:
