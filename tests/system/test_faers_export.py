@@ -101,8 +101,9 @@ def _terms(cell: str) -> set[str]:
 
 def _faers_table(path) -> pd.DataFrame:
     frame = pd.read_csv(path, sep="$", dtype=str, keep_default_na=False, encoding="latin-1")
-    assert frame.columns[-1].startswith("Unnamed"), "every line ends with the '$' FDA writes"
-    return frame.iloc[:, :-1]
+    # FDA's layout (issue 32): no '$' after the last field, so no extra, unnamed column
+    assert not any(str(c).startswith("Unnamed") for c in frame.columns), list(frame.columns)
+    return frame
 
 
 def test_the_export_holds_faers_files_and_the_release_itself(exported) -> None:

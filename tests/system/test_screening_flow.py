@@ -52,7 +52,11 @@ def _raw_reports(folder: Path) -> pd.DataFrame:
 
 def _signal_sets(rows: pd.DataFrame) -> dict[str, set]:
     table, prior = screen(pair_counts(rows))
-    assert prior.converged, prior
+    # the likelihood of this small series (3 × 500) rises without limit towards a point-mass
+    # component (choice 3 of the disproportionality module): the fit ends at the parameter
+    # limit and says so, which is the only way it may fail to converge here
+    assert prior.converged or ("at a bound" in prior.message and "floor" not in prior.message
+                               and "ITERATIONS" not in prior.message.upper()), prior
     key = list(zip(table["drug"].str.upper(), table["reaction"].str.casefold()))
     return {flag: {k for k, s in zip(key, table[flag]) if s}
             for flag in ("signal_prr", "signal_mgps", "signal_bcpnn")}
@@ -111,8 +115,14 @@ def test_evaluate_json_reports_the_screening(none_store, tmp_path):
             st = entry["statistics"][name]
             assert st["signals_release"] == st["signals_original"] == st["common"]
         assert entry["prior"]["original"] == entry["prior"]["release"]
-        for field in ("alpha1", "beta1", "alpha2", "beta2", "p", "converged"):
+        for field in ("alpha1", "beta1", "alpha2", "beta2", "p", "converged", "message",
+                      "param_limit", "standard_errors"):
             assert field in entry["prior"]["release"]
+        prior = entry["prior"]["release"]
+        # a fit at a bound is not converged and names the bound (issue 32)
+        assert prior["converged"] is not ("at a bound" in prior["message"])
+        if not prior["converged"]:
+            assert set(prior["standard_errors"].values()) == {None}
     assert screening["planted_summary"]["mgps"]["manufactured_opposite"] == 0
     own = screening["planted"][0]["own"]["release"]
     for field in ("ebgm", "eb05", "eb95", "ic", "ic025", "prr"):

@@ -3,6 +3,7 @@ perturbed QIDs in their own columns and the notes' caveats (issue 29, item 4).""
 
 from __future__ import annotations
 
+import zipfile
 from fractions import Fraction
 
 import numpy as np
@@ -17,6 +18,7 @@ from medanon.hierarchies.builtin import (FAERS_AGE_GROUP_LEAVES, faers_age_group
 from medanon.published.cells import term_pairs
 from medanon.published.faers_layout import (DEMO_COLUMNS, MEASURED_COLUMNS, NOTES_FILE, case_versions,
                                             perturbed_qids, write_faers_release)
+from tests.conftest import FAERS_2022Q4_SUBSET, needs_shared
 
 # The documented table (docs/faers-export.md): every node of the MeSH age tree.
 AGE_GROUP_OF_NODE = {
@@ -29,7 +31,9 @@ AGE_GROUP_OF_NODE = {
 
 def _table(path) -> pd.DataFrame:
     frame = pd.read_csv(path, sep="$", dtype=str, keep_default_na=False, encoding="latin-1")
-    return frame.iloc[:, :-1]  # the trailing '$' of every line
+    # FDA's layout (issue 32): no '$' after the last field, so no extra, unnamed column
+    assert not any(str(c).startswith("Unnamed") for c in frame.columns), list(frame.columns)
+    return frame
 
 
 def _rows(**extra) -> pd.DataFrame:
@@ -118,7 +122,74 @@ def test_the_writer_carries_each_cell_as_the_conventions_say(tmp_path) -> None:
     assert outc.values.tolist() == [["10011", "1001", "HO"], ["10011", "1001", "LT"],
                                     ["10031", "1003", "DE"]]
     raw = (tmp_path / "DEMO21Q3.txt").read_bytes()
-    assert raw.count(b"\r\n") == 5 and all(line.endswith(b"$") for line in raw.split(b"\r\n")[:-1])
+    assert b"\r" not in raw and raw.count(b"\n") == 5 and raw.endswith(b"\n")
+    lines = raw.split(b"\n")[:-1]
+    columns = lines[0].split(b"$")
+    assert not lines[0].endswith(b"$") and all(c for c in columns)
+    assert all(line.count(b"$") == len(columns) - 1 for line in lines)
+
+
+def _line_layout(raw: bytes) -> dict:
+    """How a FAERS ASCII file ends its lines and separates its fields."""
+    lines = raw.split(b"\n")
+    if lines[-1] == b"":
+        lines = lines[:-1]
+    header = lines[0].split(b"$")
+    return {"cr": b"\r" in raw, "bom": raw.startswith(b"\xef\xbb\xbf"),
+            "header_ends_in_separator": lines[0].endswith(b"$"),
+            "empty_header_names": sum(not c for c in header),
+            # separators on a row minus the header's: 0 means n − 1 separators for n fields
+            "extra_separators": sorted({line.count(b"$") - (len(header) - 1)
+                                        for line in lines[1:]})}
+
+
+@needs_shared
+def test_the_export_ends_lines_and_separates_fields_as_fda_s_files_do(tmp_path) -> None:
+    """Measured on FDA's 2022Q4 files (issue 32): LF lines, no CR, no BOM, no '$' after the
+    last field of the header or of any row (a row ends in '$' only when its last field is
+    empty), the header's fields on every row. The export's five tables have the same layout,
+    with FDA's own headers (DEMO with wt_bin appended)."""
+    rows = _rows(drugs_primary_suspect=["ASPIRIN", "HUMIRA", "", ""], outcomes=["HO", "", "", "DE"])
+    write_faers_release(tmp_path, rows, "2021Q3")
+    with zipfile.ZipFile(FAERS_2022Q4_SUBSET) as archive:
+        real = {name.split("/")[-1][:4]: archive.read(name) for name in archive.namelist()
+                if name.startswith("ASCII/") and name.endswith(".txt")}
+    assert {"DEMO", "DRUG", "REAC", "INDI", "OUTC"} <= set(real)
+    fda = {"cr": False, "bom": False, "header_ends_in_separator": False,
+           "empty_header_names": 0, "extra_separators": [0]}
+    for table, raw in real.items():
+        assert _line_layout(raw) == fda, table
+    for table in ("DEMO", "DRUG", "REAC", "INDI", "OUTC"):
+        ours = (tmp_path / f"{table}21Q3.txt").read_bytes()
+        assert _line_layout(ours) == fda, table
+        assert ours.endswith(b"\n")
+        header = real[table].split(b"\n", 1)[0]
+        assert ours.split(b"\n", 1)[0] == header + (b"$wt_bin" if table == "DEMO" else b""), table
+        # pandas reads exactly the header's columns, as it reads FDA's file
+        frame = pd.read_csv(tmp_path / f"{table}21Q3.txt", sep="$", dtype=str,
+                            keep_default_na=False)
+        assert list(frame.columns) == header.decode().split("$") + (
+            ["wt_bin"] if table == "DEMO" else [])
+    # a REAC row whose last field (drug_rec_act) is empty ends in '$', as FDA's do
+    assert (tmp_path / "REAC21Q3.txt").read_bytes().split(b"\n")[1].endswith(b"$Nausea$")
+
+
+def test_the_loader_reads_the_export_and_its_old_crlf_trailing_separator_form_alike(
+        tmp_path) -> None:
+    """Exports before issue 32 ended every line with '$' and CRLF: the loader reads those
+    files and today's LF files into the same records."""
+    rows = _rows(drugs_primary_suspect=["ASPIRIN", "HUMIRA", "", ""], outcomes=["HO", "", "", "DE"])
+    new, old = tmp_path / "new", tmp_path / "old"
+    write_faers_release(new, rows, "2021Q3")
+    old.mkdir()
+    for path in new.glob("*21Q3.txt"):
+        lines = path.read_bytes().split(b"\n")[:-1]
+        assert not any(line.endswith(b"\r") for line in lines)
+        (old / path.name).write_bytes(b"".join(line + b"$\r\n" for line in lines))
+    (got,), (was,) = read_faers(new, keep_missing=True).quarters, read_faers(
+        old, keep_missing=True).quarters
+    pd.testing.assert_frame_equal(got.records, was.records)
+    assert len(got.records) == 4 and set(got.records["case_id"]) == {"1001", "1002", "1003", "1004"}
 
 
 def test_a_release_without_the_pv_columns_still_exports(tmp_path) -> None:
@@ -126,7 +197,7 @@ def test_a_release_without_the_pv_columns_still_exports(tmp_path) -> None:
     drug = _table(tmp_path / "DRUG21Q3.txt")
     assert set(drug["role_cod"]) == {""} and len(drug) == 5
     assert list(drug.loc[drug["caseid"] == "1001", "drug_seq"]) == ["1", "2", "3"]
-    assert (tmp_path / "OUTC21Q3.txt").read_bytes() == b"primaryid$caseid$outc_cod$\r\n"
+    assert (tmp_path / "OUTC21Q3.txt").read_bytes() == b"primaryid$caseid$outc_cod\n"
     demo = _table(tmp_path / "DEMO21Q3.txt")
     assert list(demo["caseversion"]) == ["1"] * 4 and list(demo["init_fda_dt"]) == [""] * 4
     notes = (tmp_path / NOTES_FILE).read_text(encoding="utf-8")

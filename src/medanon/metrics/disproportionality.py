@@ -71,12 +71,20 @@ Choices and deviations:
    fitted prior is that of the binned likelihood; ``GpsPrior.loglik`` is the exact one at it,
    and every pair's EBGM, quantiles and posterior use its own E.
 3. **Optimizer.** L-BFGS-B with the analytic gradient, on (log α1, log β1, log α2, log β2,
-   logit p), bounded to α, β ∈ [1e-6, ``param_limit``] (default 100, openEBGM's
-   ``param_limit``) and p ∈ [1e-6, 1 − 1e-6]; the objective is the mean negative
-   log-likelihood per pair (tolerances do not depend on the table's size). The upper bound
-   matters: without it the likelihood of some tables keeps rising as one component becomes a
-   point mass (α and β → ∞ at a fixed ratio) that carries a handful of extreme pairs, a fit that
-   screens nothing like DuMouchel's smooth prior. Such a fit ends at the bound, and says so.
+   logit p), bounded to α, β ∈ [1e-6, ``param_limit``] and p ∈ [1e-6, 1 − 1e-6]; the
+   objective is the mean negative log-likelihood per pair (tolerances do not depend on the
+   table's size). The default ``param_limit`` is 1e4 (:data:`PARAM_LIMIT`), not openEBGM's
+   100: on an 8 × 3,000 synthetic series the pooled maximum-likelihood prior has α2 ≈ 272,
+   β2 ≈ 269, the same with bounds 1e3, 1e4, 1e5 and 1e6, and 31 log-likelihood units above the
+   fit cut at 100 (issue 32; no EB05 ≥ 2 decision moves there); on the 100,000-report table of
+   ``benchmarks/bench_screening.py --rows zipf`` the optimum has α2 ≈ 222, β2 ≈ 241, 107 units
+   above the cut fit, and 7 pairs more signal (3,535 against 3,528, none fewer). The likelihood
+   of some tables has no maximum at all (measured: each single quarter of that series, about
+   3,000 reports, and each quarter of a 24 × 20,000 store): it keeps rising as one component
+   becomes a point mass (α and β → ∞ at a fixed ratio); such fits are found and held at 100
+   (choice 3a), and a fit that still ends at ``param_limit`` is reported, not accepted: it is
+   not ``converged``, its message names the parameters at the bound, and it has no standard
+   errors (choice 4).
    Several starts: DuMouchel's published start (α1, β1, α2, β2, p) = (0.2, 0.1, 2, 4, 1/3) first,
    then starts spread log-uniformly (α1, β1 in [0.02, 2], α2, β2 in [0.5, 20], p in [0.05, 0.95])
    from ``seed`` (it only spreads starts). The fit with the highest log-likelihood is kept.
@@ -85,6 +93,52 @@ Choices and deviations:
    sub-scope from its side's pooled prior and DuMouchel's start only
    (:class:`medanon.metrics.screening.ScreeningOptions`, ``scope_starts``), a quarter of the
    work of 8 spread starts (issue 30).
+3a. **Point-mass guard: two stages.** Every start is fitted first under openEBGM's bound 100
+   (:data:`STAGE_LIMIT`, or ``param_limit`` if lower). A best fit inside it is the fit. A best
+   fit with a shape or rate at 100 either has a finite maximum beyond it, or has none: its
+   likelihood rises for ever as a component tends to a point mass. Walking such a fit to 1e4
+   costs many iterations per start (on a 24-quarter × 20,000-report store, every quarter's fit:
+   its 35 fits took 15.9 s CPU with every start walked to 1e4, 8.9 s under the bound 100 alone,
+   measured back to back on a loaded machine), so the two are told apart first (14.0 s: the 24
+   quarters held at 6.5 s against 5.6 s at 100 alone; the pooled table and the 10 strata, whose
+   maxima lie beyond 100, pay for the limit fit and the continuation).
+   *What:* a fit with one component's shape α or rate β at the bound, neither at the floor
+   1e-6, its weight above the floor (on the ray of a point mass at λ the rate reaches the bound
+   first when λ < 1: measured on 4 of the 8 quarters of the 8 × 3,000 series). *How:*
+   that component's limit as α, β → ∞ at the ratio λ = α/β is a point mass at λ, whose count is
+   Poisson(λE); the limit model (the other gamma, the point mass at λ, the weight) is fitted
+   from the bounded fit (L-BFGS-B to a relative change of 1e-10, the other gamma under the same
+   bound), giving the limit's
+   log-likelihood L∞ (the supremum of the likelihood along that component's ray), and at its
+   optimum the score U = d log L/dτ of τ = 1/α at τ = 0 is computed exactly: per pair
+   s(n) = ((n − λE)² − n)/2 weighted by the point mass's posterior weight (the overdispersion
+   score of Dean & Lawless 1989), plus the truncation's term (choice 1). U is the derivative of
+   the profile likelihood at the point mass (the other parameters at their optimum there), so
+   U <= 0 says the likelihood approaches L∞ from below. *Decision:* L∞ above the bounded fit and
+   U <= 0: **no finite maximum**; the bounded fit is kept (held at 100, as openEBGM would have
+   it, at the cost of the fit at 100 plus one small fit), not ``converged``, ``param_limit``
+   100, and its message says ``no finite maximum: component k tends to a point mass at λ=…``
+   with L∞ and the gap. Otherwise a finite maximum lies beyond 100 (U > 0: a gamma of finite shape beats the
+   point mass near it; or L∞ below the bounded fit, which rises beyond 100): the best start
+   is continued from its bounded fit under ``param_limit``; if that continuation ends below
+   L∞ (it found a maximum lower than the limit, which the finite maximum exceeds) a second run
+   starts from the limit's fit with the component's shape (rate if λ < 1) at ``param_limit``,
+   and the better is kept (measured: the pooled 24 × 20,000 table, whose continuation stops at
+   α2 ≈ 494, 75.7 units below the maximum at α2 ≈ 5,321). *Why this test:* an optimum beyond 100 is
+   itself close to a point mass (α2 ≈ 272 on the 8 × 3,000 series), and L∞ alone misleads:
+   there L∞ is 7.2 units above the fit at 100 while the finite optimum is 31.3 above it; U is
+   +2.0e4 there, and −2.3e3 to −2.2e4 on each of the 24 quarters of the 24 × 20,000 store
+   (none with a maximum: their likelihoods rise on with the bounds 1e4 and 1e6), +3.0e4 to
+   +3.5e5 on its pooled table and its 10 strata (all with a finite maximum, α2 from 241 to
+   5,321, the same under the bound 1e6). It is deterministic (no random start), and two facts
+   of one profile do not exclude a profile that rises above L∞ and falls back before rising to
+   it: a finite maximum hidden that way is not looked for. A table drawn from a point mass
+   need not lack a maximum (the score's sign is then about as often positive, measured on
+   simulated tables): such a fit is continued, and its maximum is often at a shape so large
+   that it ends at or near ``param_limit``, not converged (choice 4). On the 8 quarters of the
+   8 × 3,000 series every fit is held. The agreement of the starts
+   (:attr:`GpsPrior.agreeing`) is counted in the first stage; ``starts`` does not count the
+   continuation.
 4. **Convergence.** :attr:`GpsPrior.converged` holds when the best start's optimizer did not
    stop at its iteration limit (``maxiter``) and the largest component of its projected
    gradient (of the mean log-likelihood, in the transformed coordinates; a component pushing
@@ -92,8 +146,13 @@ Choices and deviations:
    end on a failed line search once it is at the optimum to machine precision: that counts as
    converged when the gradient says so.) :attr:`GpsPrior.agreeing`
    counts the starts whose log-likelihood is within :data:`AGREEMENT_TOLERANCE` of the best
-   (starts that found the same optimum, or an equally good one). A parameter at a bound is named
-   in :attr:`GpsPrior.message` (a component with p at its bound is effectively absent).
+   (starts that found the same optimum, or an equally good one). A fit with a parameter at a
+   bound (α or β at ``param_limit`` or at the floor 1e-6, p at 1e-6 or 1 − 1e-6) is a boundary
+   solution, not a maximum of the likelihood, and is not converged either (as openEBGM counts a
+   boundary solution a failure); :attr:`GpsPrior.message` names each such parameter and its
+   bound (a component with p at its bound is effectively absent). Screening still uses such a
+   prior (its EB05 decisions hardly move: measured on the quarters above, none of 6 per
+   quarter between the bounds 100, 1e4 and 1e5) and reports its fit beside it.
 5. **Labels.** The two components are exchangeable; the fitted prior is written with component 1
    the minority one (p ≤ ½), as DuMouchel's published FDA fit (p = 0.097) is.
 6. **Quantiles** (EB05, EB95, any q) solve F(x) = q for the posterior mixture CDF
@@ -112,6 +171,19 @@ Choices and deviations:
    mark ``*`` and empty cells are no term. A term is shown with its spelling first seen in the
    rows (row order, then column and cell order), a drug upper-cased (FAERS writes drug names in
    capitals; MedDRA reaction terms keep their case).
+9. **Standard errors** (:attr:`GpsPrior.standard_errors`, as openEBGM offers with
+   ``exploreHypers(std_errors = TRUE)``)
+   come from the observed information: the Hessian of the total log-likelihood at the optimum
+   in the optimizer's coordinates, by central differences (step 1e-4) of the
+   analytic gradient, symmetrized and inverted, then carried to (α1, β1, α2, β2, p) by the
+   delta method (dα/d log α = α, dp/d logit p = p (1 − p)). They are asymptotic: reliable when
+   the table has many pairs, the components are well apart and the optimum is interior
+   (measured: refits on 40 simulated tables of 20,000 pairs from a DuMouchel-like prior have
+   standardized errors of root mean square 0.86-1.08; with overlapping components the
+   estimator is far from normal). Undefined (None) at a fit that is not converged (at a bound,
+   or stopped early) and when the information is not positive definite. A standard error far
+   above its parameter flags a component the data hardly identify (e.g. independent
+   reporting, every λ = 1: an interior fit with p ≈ 1e-5 and β1's standard error 3e10).
 10. **Stratum-adjusted E** (``strata`` of :func:`pair_counts` / :func:`count_pairs`): E is
    DuMouchel's Σ_s n_drug,s·n_reaction,s/n_total,s over the strata of the screened reports
    (those listing a drug and a reaction), FDA's MGPS adjustment for age, sex and year; the 2×2
@@ -140,6 +212,8 @@ References:
     Norén GN, Bate A, Orre R, Edwards IR. Extending the methods used to screen the WHO drug
     safety database towards analysis of complex associations and improved accuracy for rare
     events. Stat Med 2006;25(21):3740-3757.
+    Dean C, Lawless JF. Tests for detecting overdispersion in Poisson regression models. J Am
+    Stat Assoc 1989;84(406):467-472.
     Norén GN, Hopstadius J, Bate A. Shrinkage observed-to-expected ratios for robust and
     transparent large-scale pattern discovery. Stat Methods Med Res 2013;22(1):57-69.
     Ahmed I, Haramburu F, Fourrier-Réglat A, et al. Bayesian pharmacovigilance signal
@@ -159,7 +233,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -191,6 +265,7 @@ __all__ = [
     "PRR_MIN_RATIO",
     "QUANTILE_TOLERANCE",
     "SCREEN_COLUMNS",
+    "STAGE_LIMIT",
     "GpsPrior",
     "count_pairs",
     "eb_quantile",
@@ -247,8 +322,13 @@ SQUASH_WIDTH = 1e-3
 #: Default number of optimizer starts of a prior's fit (choice 3).
 GPS_STARTS = 8
 
-#: Default upper bound of the fitted shapes and rates (choice 3; openEBGM's ``param_limit``).
-PARAM_LIMIT = 100.0
+#: Default upper bound of the fitted shapes and rates (choice 3; openEBGM's ``param_limit`` is
+#: 100, which cuts finite optima).
+PARAM_LIMIT = 1e4
+#: The bound of the first stage of a fit (openEBGM's ``param_limit``): a fit that reaches it is
+#: continued up to ``param_limit`` only when the likelihood has a finite maximum beyond it
+#: (choice 3a).
+STAGE_LIMIT = 100.0
 
 # Bounds of the fit (choice 3), and the box of the spread-out starts.
 _SHAPE_FLOOR = 1e-6
@@ -256,6 +336,12 @@ _WEIGHT_BOUNDS = (1e-6, 1.0 - 1e-6)
 _START_BOX = ((0.02, 2.0), (0.02, 2.0), (0.5, 20.0), (0.5, 20.0), (0.05, 0.95))
 _MAXITER_QUANTILE = 200
 _LOG_TINY = math.log(np.finfo(np.float64).tiny)
+_NAMES = ("alpha1", "beta1", "alpha2", "beta2", "p")
+# Central-difference step of the observed information, in the optimizer's coordinates (choice 9)
+_HESSIAN_STEP = 1e-4
+# Relative tolerance on the likelihood of the point-mass limit's fit (choice 3a): its value and
+# score decide, to far fewer digits than the fit's own 1e-14
+_POINT_MASS_FTOL = 1e-10
 
 
 # ------------------------------------------------------------------------------- validation
@@ -340,7 +426,16 @@ class GpsPrior:
         converged: The best start converged (choice 4).
         starts: Starts tried.
         agreeing: Starts whose log-likelihood is within :data:`AGREEMENT_TOLERANCE` of the best.
-        message: The optimizer's message for the best start, and any parameter at a bound.
+        message: The optimizer's message for the best start, and any parameter at a bound
+            named with the bound it stopped at (choice 4).
+        param_limit: The upper bound of the shapes and rates the fit ran under (100 for a
+            fit held there because its likelihood has no finite maximum, choice 3a); None for
+            a prior given by hand.
+        standard_errors: Standard errors of ``alpha1``, ``beta1``, ``alpha2``, ``beta2`` and
+            ``p`` from the observed information at the fit (choice 9), each None where it is
+            undefined: a fit that did not converge (at a bound, or stopped early) or whose
+            observed information is not positive definite. None for a prior given by hand.
+            Not compared by ``==`` (two fits are equal when their priors and fit reports are).
 
     Raises:
         ValidationError: a shape or rate not finite and > 0, or p outside [0, 1].
@@ -356,6 +451,8 @@ class GpsPrior:
     starts: int = 0
     agreeing: int = 0
     message: str = ""
+    param_limit: float | None = None
+    standard_errors: dict[str, float | None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("alpha1", "beta1", "alpha2", "beta2"):
@@ -370,6 +467,15 @@ class GpsPrior:
             raise ValidationError(f"The 'p' parameter of GpsPrior must be a number in [0, 1]; "
                                   f"got {self.p!r}.")
         object.__setattr__(self, "p", float(self.p))
+        if self.standard_errors is not None:
+            if (not isinstance(self.standard_errors, dict)
+                    or set(self.standard_errors) != set(_NAMES)):
+                raise ValidationError(f"The 'standard_errors' parameter of GpsPrior must be None "
+                                      f"or a dict with the keys {', '.join(_NAMES)}; got "
+                                      f"{self.standard_errors!r}.")
+            object.__setattr__(self, "standard_errors", {
+                name: None if self.standard_errors[name] is None
+                else float(self.standard_errors[name]) for name in _NAMES})
 
     @property
     def parameters(self) -> tuple[float, float, float, float, float]:
@@ -382,7 +488,10 @@ class GpsPrior:
                 "beta2": self.beta2, "p": self.p,
                 "loglik": self.loglik if math.isfinite(self.loglik) else None,
                 "converged": bool(self.converged), "starts": int(self.starts),
-                "agreeing": int(self.agreeing), "message": self.message}
+                "agreeing": int(self.agreeing), "message": self.message,
+                "param_limit": self.param_limit,
+                "standard_errors": (None if self.standard_errors is None
+                                    else dict(self.standard_errors))}
 
 
 class _Likelihood:
@@ -539,6 +648,75 @@ class _Likelihood:
             return math.inf, np.zeros(5)
         return -value, -grad * chain
 
+    # ------------------------------------------------------ the point-mass limit (choice 3a)
+    def _poisson_tail(self, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """S = P(N >= n*) for N ~ Poisson(μ) (n* = min_count >= 1) and dS/d log λ (μ = λE)."""
+        if self.min_count == 1:
+            return -np.expm1(-mu), mu * np.exp(-mu)
+        m = float(self.min_count)
+        # P(N >= m) = P(m, μ) (regularized lower incomplete gamma); dS/dμ = pmf(m − 1; μ)
+        pmf = np.exp((m - 1.0) * np.log(mu) - mu - math.lgamma(m))
+        return gammainc(m, mu), mu * pmf
+
+    def point_mass_objective(self, y: np.ndarray) -> tuple[float, np.ndarray]:
+        """Mean negative log-likelihood and its gradient of the point-mass limit of the model:
+        a gamma component (α, β) of weight w and a point mass at λ of weight 1 − w (the limit
+        of a gamma of shape and rate → ∞ at the ratio λ: its count is Poisson(λE)), in the
+        coordinates y = (log α, log β, log λ, logit w)."""
+        a, b, lam = (float(v) for v in np.exp(y[:3]))
+        w = float(expit(y[3]))
+        lf1, da1, db1, be1 = self._component(a, b)
+        mu = lam * self.e
+        # log Poisson(n; λE) = n log λ − λE + (n log E − log n!)
+        lf2 = self.n * math.log(lam) - mu + self.constant
+        joint1 = math.log(w) + lf1
+        log_f = np.logaddexp(joint1, math.log1p(-w) + lf2)
+        value = float(np.sum(self.weight * log_f))
+        q1 = np.exp(joint1 - log_f)
+        grad = np.array([
+            float(np.sum(self.weight * q1 * da1)) * a,
+            float(np.sum(self.weight * q1 * db1)) * b,
+            float(np.sum(self.weight * (1.0 - q1) * (self.n - mu))),
+            float(np.sum(self.weight * (np.exp(lf1 - log_f) - np.exp(lf2 - log_f))))
+            * w * (1.0 - w)])
+        if self.min_count > 0:
+            s1, ds1a, ds1b = self._tail(a, b, be1)
+            s2, ds2 = self._poisson_tail(mu)
+            tail = w * s1 + (1.0 - w) * s2
+            value -= float(np.sum(self.weight * np.log(tail)))
+            ws = self.weight / tail
+            grad -= [w * float(np.sum(ws * ds1a)) * a, w * float(np.sum(ws * ds1b)) * b,
+                     (1.0 - w) * float(np.sum(ws * ds2)),
+                     float(np.sum(ws * (s1 - s2))) * w * (1.0 - w)]
+        if not math.isfinite(value):
+            return math.inf, np.zeros(4)
+        return -value / self.total, -grad / self.total
+
+    def point_mass_score(self, y: np.ndarray) -> float:
+        """d log L / dτ at τ = 0, τ = 1/α of the component that is a point mass in the limit
+        model at y (:meth:`point_mass_objective`): a gamma of shape 1/τ and mean λ. Per pair,
+        d log f(n)/dτ at τ = 0 is s(n) = ((n − μ)² − n)/2 (μ = λE), the score of the negative
+        binomial's overdispersion at the Poisson (Dean & Lawless 1989); the truncation adds
+        −d log P(N >= n*)/dτ, with dP(N >= n*)/dτ = −Σ_{j < n*} Poisson(j; μ) s(j)."""
+        a, b, lam = (float(v) for v in np.exp(y[:3]))
+        w = float(expit(y[3]))
+        lf1, _, _, be1 = self._component(a, b)
+        mu = lam * self.e
+        lf2 = self.n * math.log(lam) - mu + self.constant
+        log_f = np.logaddexp(math.log(w) + lf1, math.log1p(-w) + lf2)
+        q2 = np.exp(math.log1p(-w) + lf2 - log_f)
+        score = float(np.sum(self.weight * q2 * 0.5 * ((self.n - mu) ** 2 - self.n)))
+        if self.min_count > 0:
+            s1 = self._tail(a, b, be1)[0]
+            s2 = self._poisson_tail(mu)[0]
+            tail = w * s1 + (1.0 - w) * s2
+            below = np.zeros_like(mu)
+            for j in self.below:  # Σ_{j < n*} Poisson(j; μ) s(j)
+                below += (np.exp(j * np.log(mu) - mu - math.lgamma(j + 1.0))
+                          * 0.5 * ((j - mu) ** 2 - j))
+            score += float(np.sum(self.weight * (1.0 - w) * below / tail))
+        return score
+
 
 def _to_x(theta: Sequence[float]) -> np.ndarray:
     a1, b1, a2, b2, p = theta
@@ -549,9 +727,6 @@ def _to_x(theta: Sequence[float]) -> np.ndarray:
 def _from_x(x: np.ndarray) -> tuple[float, float, float, float, float]:
     a1, b1, a2, b2 = (float(v) for v in np.exp(x[:4]))
     return a1, b1, a2, b2, float(expit(x[4]))
-
-
-_NAMES = ("alpha1", "beta1", "alpha2", "beta2", "p")
 
 
 def _x_bounds(limit: float) -> list[tuple[float, float]]:
@@ -606,13 +781,17 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 
             FDA/openEBGM; 0 the plain likelihood of every pair given.
         seed: Spreads the starts (the fit is deterministic given it; it is no privacy RNG).
         maxiter: Iteration limit of each start's optimizer.
-        param_limit: Upper bound of α1, β1, α2 and β2 (choice 3; openEBGM's default 100).
+        param_limit: Upper bound of α1, β1, α2 and β2 (choice 3; default 1e4, openEBGM's
+            100). The fit runs under min(100, ``param_limit``) first and goes beyond only
+            towards a finite maximum (choice 3a). A fit at a bound is reported as not converged
+            (choice 4).
         warm_start: A prior to start from first (choice 3), e.g. the fit of the pooled table
             when fitting one of its scopes; clipped into the bounds.
 
     Returns:
         The best start's prior, component 1 the minority one (p <= 1/2), with its
-        log-likelihood, convergence flag and how many starts agree (choice 4).
+        log-likelihood, convergence flag, how many starts agree (choice 4), the bound it ran
+        under and the standard errors of its parameters (choice 9).
 
     Raises:
         ValidationError: n or e malformed (negative or non-whole counts, e <= 0, not finite,
@@ -629,7 +808,7 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 
             or not math.isfinite(param_limit) or param_limit < 1):
         raise ValidationError(f"The 'param_limit' parameter of {owner} must be a finite number "
                               f">= 1; got {param_limit!r}.")
-    bounds = _x_bounds(float(param_limit))
+    limit = float(param_limit)
     keep = n_arr >= min_count
     if not keep.any():
         raise ValidationError(f"The 'n' parameter of {owner} has no pair with n >= min_count "
@@ -645,47 +824,184 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 
         # the warm start, then the first starts - 1 of the usual ones (none when starts is 1)
         thetas = [(warm.alpha1, warm.beta1, warm.alpha2, warm.beta2, warm.p),
                   *(_starts(starts - 1, seed) if starts > 1 else [])]
-    results = []
+    # choice 3a: every start is fitted under the first stage's bound (openEBGM's 100)
+    first = min(limit, STAGE_LIMIT)
+    bounds = _x_bounds(first)
     # L-BFGS-B calls BLAS on 5-vectors: with OpenBLAS's thread pool those calls cost more in
     # synchronisation than in arithmetic (8x slower fits measured on a busy 2-core machine)
     with threadpool_limits(limits=1, user_api="blas"):
-        for theta in thetas:
-            with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-                x0 = np.clip(_to_x(theta), [b[0] for b in bounds], [b[1] for b in bounds])
-                res = minimize(model.objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                               options={"maxiter": maxiter, "ftol": 1e-14, "gtol": 1e-9,
-                                        "maxcor": 20})
-            results.append(res)
-    finite = [r for r in results if np.all(np.isfinite(r.x)) and math.isfinite(r.fun)]
-    if not finite:
-        return GpsPrior(*DUMOUCHEL_START, loglik=math.nan, converged=False, starts=starts,
-                        agreeing=0, message="no start reached a finite likelihood")
-    best = min(finite, key=lambda r: r.fun)
-    loglik = -best.fun * model.total
-    agreeing = sum(1 for r in finite if abs(-r.fun * model.total - loglik) <= AGREEMENT_TOLERANCE)
+        results = [_minimize(model.objective, _clipped(_to_x(theta), bounds), bounds, maxiter)
+                   for theta in thetas]
+        finite = [r for r in results if np.all(np.isfinite(r.x)) and math.isfinite(r.fun)]
+        if not finite:
+            return GpsPrior(*DUMOUCHEL_START, loglik=math.nan, converged=False, starts=starts,
+                            agreeing=0, message="no start reached a finite likelihood",
+                            param_limit=limit, standard_errors=dict.fromkeys(_NAMES))
+        best = min(finite, key=lambda r: r.fun)
+        loglik = -best.fun * model.total
+        agreeing = sum(1 for r in finite
+                       if abs(-r.fun * model.total - loglik) <= AGREEMENT_TOLERANCE)
+        point_mass = None
+        if any(_at_bound(best.x[i], bounds[i])[1] for i in range(4)):
+            verdict = _point_mass(model, best, bounds, maxiter)
+            if verdict is not None and verdict[0]:
+                point_mass = verdict[1:4]
+            elif limit > first:
+                # a finite maximum beyond the first bound: the best start continued up to
+                # param_limit (a descent method: never below the first stage's fit)
+                bounds = _x_bounds(limit)
+                best = _minimize(model.objective, best.x, bounds, maxiter)
+                first = limit
+                if verdict is not None and -best.fun * model.total < verdict[3]:
+                    # below the point-mass limit, which a finite maximum exceeds: the
+                    # likelihood has another maximum, nearer the point mass; approached from
+                    # the limit's fit with the component's shape (its rate when λ < 1) at
+                    # param_limit
+                    c, lam, y = verdict[1], verdict[2], verdict[4]
+                    x0 = np.empty(5)
+                    x0[2 * (1 - c):2 * (1 - c) + 2] = y[:2]
+                    x0[2 * c] = math.log(limit * min(lam, 1.0))
+                    x0[2 * c + 1] = math.log(limit / max(lam, 1.0))
+                    x0[4] = y[3] if c == 1 else -y[3]
+                    second = _minimize(model.objective, _clipped(x0, bounds), bounds, maxiter)
+                    if math.isfinite(second.fun) and second.fun < best.fun:
+                        best = second
     _, grad = model.objective(best.x)
     gradient = float(np.max(np.abs(_projected_gradient(best.x, grad, bounds))))
+    # choice 4: a parameter at a bound is a boundary solution, not the maximum of the
+    # likelihood (openEBGM counts it a failure too); named with its bound in the message
+    at_bounds = {}
+    for i, bound in enumerate(bounds):
+        at_lo, at_hi = _at_bound(best.x[i], bound)
+        if i == 4 and (at_lo or at_hi):
+            # after the relabelling below p <= 1/2: at either bound, p is 1e-6
+            at_bounds[_NAMES[i]] = f"its bound {_WEIGHT_BOUNDS[0]:g} (component 1 absent)"
+        elif at_hi:
+            at_bounds[_NAMES[i]] = f"param_limit {first:g}"
+        elif at_lo:
+            at_bounds[_NAMES[i]] = f"its floor {_SHAPE_FLOOR:g}"
     # status 1 is the iteration or evaluation limit; a failed line search (status 2) at a point
     # whose projected gradient is already ~0 is the optimum reached at machine precision
-    converged = best.status != 1 and gradient <= GRADIENT_TOLERANCE
+    converged = best.status != 1 and gradient <= GRADIENT_TOLERANCE and not at_bounds
+    errors = _standard_errors(model, best.x) if converged else (None,) * 5
     theta = _from_x(best.x)
-    at_bounds = [_NAMES[i] for i, bound in enumerate(bounds) if any(_at_bound(best.x[i], bound))]
-    if theta[4] > 0.5:  # choice 5: component 1 is the minority one
+    swapped = theta[4] > 0.5
+    if swapped:  # choice 5: component 1 is the minority one
         theta = (theta[2], theta[3], theta[0], theta[1], 1.0 - theta[4])
+        errors = (errors[2], errors[3], errors[0], errors[1], errors[4])
         swap = {"alpha1": "alpha2", "beta1": "beta2", "alpha2": "alpha1", "beta2": "beta1"}
-        at_bounds = [swap.get(name, name) for name in at_bounds]
+        at_bounds = {swap.get(name, name): what for name, what in at_bounds.items()}
     message = str(best.message)
     message += f"; largest projected gradient {gradient:.2e}"
     if at_bounds:
-        message += f"; at a bound: {', '.join(sorted(at_bounds))}"
+        message += "; at a bound: " + ", ".join(f"{name} at {at_bounds[name]}"
+                                                for name in sorted(at_bounds))
+    elif converged and None in errors:
+        message += "; standard errors undefined: observed information not positive definite"
     # the log-likelihood recomputed at the reported parameters (not the optimizer's value),
     # over the exact (n, E) when the fit ran on binned ones (choice 2)
     if model.squashed:
         model = _Likelihood(n_arr[keep], e_arr[keep], min_count, squash=False)
         message += f"; E binned for the fit (0.1% wide bins: {SQUASH_ABOVE:,}+ distinct points)"
     loglik = model.loglik(theta)
+    if point_mass is not None:
+        component, lam, supremum = point_mass
+        label = 2 - component if swapped else component + 1
+        message += (f"; no finite maximum: component {label} tends to a point mass at "
+                    f"λ={lam:.6g} (the likelihood rises towards {supremum:.6g}, "
+                    f"{supremum - loglik:.3g} above this fit, as its shape and rate grow at "
+                    f"that ratio); held at param_limit {first:g}")
     return GpsPrior(*theta, loglik=loglik, converged=converged, starts=starts, agreeing=agreeing,
-                    message=message)
+                    message=message, param_limit=first if point_mass is not None else limit,
+                    standard_errors=dict(zip(_NAMES, errors, strict=True)))
+
+
+def _clipped(x: np.ndarray, bounds: list[tuple[float, float]]) -> np.ndarray:
+    return np.clip(x, [b[0] for b in bounds], [b[1] for b in bounds])
+
+
+def _minimize(objective: Any, x0: np.ndarray, bounds: list[tuple[float, float]],
+              maxiter: int) -> Any:
+    """One L-BFGS-B run (choice 3)."""
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        return minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                        options={"maxiter": maxiter, "ftol": 1e-14, "gtol": 1e-9,
+                                 "maxcor": 20})
+
+
+def _point_mass(model: _Likelihood, best: Any, bounds: list[tuple[float, float]],
+                maxiter: int) -> tuple[bool, int, float, float, np.ndarray] | None:
+    """Choice 3a: whether a fit whose shape reached the bound is heading to a point mass, a
+    limit the likelihood has no finite maximum before.
+
+    Only a fit with one component's shape or rate at the upper bound (neither at the floor)
+    and its weight above the floor is examined (any other fit at a bound: None). The model
+    with that component replaced by its limit, a point mass at λ (its count Poisson(λE)), is
+    fitted from the bounded fit, the other component held under the same bound; at its optimum
+    the score of τ = 1/α of the point-mass component, d log L/dτ at τ = 0, says from which
+    side the likelihood approaches its limit. The fit has no finite maximum when the limit is
+    above the bounded fit and is approached from below (score <= 0). Otherwise (score > 0: a
+    finite gamma beats the point mass; or the limit below the bounded fit) a finite maximum
+    lies beyond the bound.
+
+    Returns:
+        (no finite maximum, the component's index in x, λ, the limit's log-likelihood, the
+        limit's fit in :meth:`_Likelihood.point_mass_objective`'s coordinates), or None when
+        the fit is not examined or the limit's fit fails.
+    """
+    x = best.x
+    # on the ray of a point mass α and β grow together: the one whose ratio is larger reaches
+    # the bound first (β when λ < 1); a component with either at the floor is no point mass
+    sides = [[_at_bound(x[i], bounds[i]) for i in (2 * c, 2 * c + 1)] for c in (0, 1)]
+    heading = [c for c in (0, 1) if any(hi for _, hi in sides[c])
+               and not any(lo for lo, _ in sides[c])]
+    at_lo, at_hi = _at_bound(x[4], bounds[4])
+    if len(heading) != 1 or (heading[0] == 0 and at_lo) or (heading[0] == 1 and at_hi):
+        return None
+    c = heading[0]
+    other = 1 - c
+    # y = (log α, log β of the other component, log λ of the point mass, logit of the other's
+    # weight), from the bounded fit; λ bounded by the ratios the shapes and rates allow
+    y0 = np.array([x[2 * other], x[2 * other + 1], x[2 * c] - x[2 * c + 1],
+                   x[4] if other == 0 else -x[4]])
+    lo, hi = bounds[0]
+    y_bounds = [bounds[0], bounds[1], (lo - hi, hi - lo), bounds[4]]
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        res = minimize(model.point_mass_objective, _clipped(y0, y_bounds), jac=True,
+                       method="L-BFGS-B", bounds=y_bounds,
+                       options={"maxiter": maxiter, "ftol": _POINT_MASS_FTOL, "gtol": 1e-9,
+                                "maxcor": 20})
+    if res.status == 1 or not math.isfinite(res.fun) or not np.all(np.isfinite(res.x)):
+        return None
+    supremum = -res.fun * model.total
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        score = model.point_mass_score(res.x)
+    none = supremum > -best.fun * model.total and score <= 0
+    return none, c, float(math.exp(res.x[2])), supremum, res.x
+
+
+def _standard_errors(model: _Likelihood, x: np.ndarray) -> tuple[float | None, ...]:
+    """Standard errors of (α1, β1, α2, β2, p) at the optimum x (choice 9): the observed
+    information in x by central differences of the analytic gradient, inverted, and carried to
+    the natural parameters by the delta method; all None when it is not positive definite."""
+    hessian = np.empty((5, 5))
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        for i in range(5):
+            step = np.zeros(5)
+            step[i] = _HESSIAN_STEP
+            hessian[:, i] = (model.objective(x + step)[1] - model.objective(x - step)[1]) / (
+                2.0 * _HESSIAN_STEP)
+    information = (hessian + hessian.T) / 2.0 * model.total  # of the total log-likelihood
+    if not np.all(np.isfinite(information)) or np.linalg.eigvalsh(information)[0] <= 0:
+        return (None,) * 5
+    covariance = np.linalg.inv(information)
+    theta = _from_x(x)
+    # dθ/dx: exp(x) for the shapes and rates, p (1 − p) for the logit of p
+    chain = np.array([*theta[:4], theta[4] * (1.0 - theta[4])])
+    variance = np.diag(covariance) * chain**2
+    if not np.all(np.isfinite(variance)) or np.any(variance <= 0):
+        return (None,) * 5
+    return tuple(float(v) for v in np.sqrt(variance))
 
 
 # -------------------------------------------------------------------------------- posterior

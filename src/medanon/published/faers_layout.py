@@ -1,10 +1,11 @@
 """Write a published release in the FAERS 2014Q3+ ASCII layout (``medanon export --format faers``).
 
 Each period folder gets ``DEMOyyQq.txt``, ``DRUGyyQq.txt``, ``REACyyQq.txt``, ``INDIyyQq.txt`` and
-``OUTCyyQq.txt`` (``$``-separated, Latin-1, CRLF, with the trailing ``$`` FDA writes), which FAERS
-tools and ``medanon ingest`` read; the export writes them beside the release itself
-(``release.csv`` + ``manifest.json``: the exact published cells, which the FAERS columns cannot
-all carry) and :data:`NOTES_FILE`, which states the conventions below for that release.
+``OUTCyyQq.txt`` (``$``-separated, Latin-1, LF line ends, no ``$`` after the last field: FDA's
+layout as measured on its 2022Q4 files, "Lines" below), which FAERS tools and ``medanon ingest``
+read; the export writes them beside the release itself (``release.csv`` + ``manifest.json``:
+the exact published cells, which the FAERS columns cannot all carry) and :data:`NOTES_FILE`,
+which states the conventions below for that release.
 
 The conventions (``docs/faers-export.md``), each a function of the published series only:
 
@@ -57,6 +58,18 @@ The conventions (``docs/faers-export.md``), each a function of the published ser
 * **Text.** A ``$`` or a line break inside a value cannot be carried (FAERS has drug names such as
   ``VITAMIN B$12``) and is written as a space; characters outside Latin-1 as ``?``. INDI rows
   have no ``indi_drug_seq``: the release does not say which drug an indication was given for.
+
+**Lines.** As measured on FDA's 2022Q4 quarterly ASCII files (DEMO, DRUG, REAC, INDI, OUTC,
+RPSR, THER and DELETE of ``faers_ascii_2022Q4_subset.zip``): every line ends in LF, with no CR
+anywhere; the header and every row hold the same number of fields, n − 1 ``$`` for n columns,
+with no ``$`` after the last field (a row whose last field is empty ends in ``$`` only because
+that field is empty: 974 of 974 REAC rows, whose ``drug_rec_act`` is empty); no byte-order mark;
+plain ASCII. pandas' ``read_csv(sep="$")`` then reads exactly the header's columns. The export
+writes the same, and ends its last line with LF too (of the subset's eight files, INDI and
+DELETE do; the other six end without it, which no reader distinguishes). Exports before issue
+32 wrote CRLF and a ``$`` after every line's last field (one more, empty column in pandas);
+``medanon ingest`` reads both forms. The notes file (:data:`NOTES_FILE`) is UTF-8 text with LF
+line ends.
 
 **Suppressed terms are marked per release, never per case.** The methods remove sensitive terms
 in two ways (``anonymize/common.py``, ``TermSuppression``): ``--on-infeasible suppress-terms``
@@ -399,8 +412,10 @@ def _write(path: Path, columns: Sequence[str], data: Mapping[str, np.ndarray], n
             uniques[bad] = [_UNCARRIED.sub(" ", u) for u in uniques[bad]]
         line = line + pending + uniques[codes] if pending else line + uniques[codes]
         pending = "$"
-    lines = ["$".join(columns) + "$", *((line + pending).tolist() if n else [])]
-    path.write_bytes(("\r\n".join(lines) + "\r\n").encode("latin-1", errors="replace"))
+    # as FDA's 2014Q3+ files: n − 1 separators per line (an empty last field leaves the line
+    # ending in '$', as it does there), each line ended by LF (the module docstring, "Lines")
+    lines = ["$".join(columns), *((line + pending[:-1]).tolist() if n else [])]
+    path.write_bytes(("\n".join(lines) + "\n").encode("latin-1", errors="replace"))
     return replaced
 
 
@@ -691,4 +706,4 @@ def faers_notes(period: str, manifest: Mapping | None, columns: Sequence[str],
     if replaced:
         lines.append(f"- {replaced} value(s) held '$' or a line break, written as a space here "
                      "(release.csv has them as published).")
-    return "\r\n".join(lines) + "\r\n"
+    return "\n".join(lines) + "\n"

@@ -619,6 +619,15 @@ def _screening_table(r: SeriesReport) -> str:
             listed.append([escape(e["scope"]), escape(s["drug"]), escape(s["reaction"]),
                            str(s["release"]["n"]), _fmt(s["release"]["eb05"]),
                            str(s["original"]["n"]), _fmt(s["original"].get("eb05"))])
+    unfitted = []
+    for e in screening["scopes"]:
+        for side in ("original", "release"):
+            prior = (e.get("prior") or {}).get(side)
+            if prior and not prior.get("converged", True):
+                message = prior.get("message", "")
+                why = (message[message.index("at a bound"):] if "at a bound" in message
+                       else message)
+                unfitted.append(f"{escape(e['scope'])} ({side}): {escape(why)}")
     planted = ""
     if screening.get("planted_summary"):
         planted = ("<h4>Rules inside their own condition, and manufactured in the opposite "
@@ -637,6 +646,9 @@ def _screening_table(r: SeriesReport) -> str:
                 "original)</h4>" + _table(["stratum", "drug", "reaction", "n rel", "EB05 rel",
                                            "n orig", "EB05 orig"], listed, left=3))
                if listed else "")
+            + (('<p class="note">MGPS prior not converged (used as fitted; a fit at a bound '
+                "has no maximum-likelihood prior inside the bounds): " + "; ".join(unfitted)
+                + "</p>") if unfitted else "")
             + '<p class="note">Signals: MGPS EB05 ≥ 2 (DuMouchel 1999, FDA), BCPNN IC025 &gt; 0 '
               "(WHO-UMC), PRR by Evans 2001. Each case once: every case by its latest published "
               "row, as FDA pools FAERS; a quarter's scope is that quarter's rows. A stratum "
