@@ -226,6 +226,7 @@ def test_a_squashed_fit_is_the_exact_fit_and_reports_the_exact_loglik(monkeypatc
     and the binned points are far fewer (choice 2)."""
     truth = (0.3, 0.1, 2.0, 2.5, 0.1)
     n, e = simulate(3, 40000, truth)
+    monkeypatch.setattr(dp, "SQUASH_ABOVE", 10**9)
     exact = fit_gps_prior(n, e, starts=2)
     monkeypatch.setattr(dp, "SQUASH_ABOVE", 500)
     model = dp._Likelihood(n[n >= 1], e[n >= 1], 1)
@@ -374,6 +375,7 @@ def test_no_finite_maximum_is_detected_and_held_at_the_first_stage_bound(monkeyp
     of openEBGM's fit plus the small limit fit), not converged, the prior the fit at 100 gives,
     and a message naming the point mass and its λ. The likelihood does rise past the held fit
     along the component's ray, towards the limit the message gives."""
+    monkeypatch.setattr(dp, "SQUASH_ABOVE", 10**9)   # the exact likelihood (choice 2)
     n, e = _point_mass_table(3)
     seen = _spy_bounds(monkeypatch)
     fit = fit_gps_prior(n, e, starts=2)
@@ -400,6 +402,7 @@ def test_a_point_mass_below_one_is_found_from_its_rate_at_the_bound(monkeypatch)
     """A point mass at λ < 1 is approached with β ahead of α: β2 reaches the bound 100 first,
     α2 stays below it. It is examined all the same (measured: this table, and 4 of the 8
     quarters of the 8 × 3,000 series, which the rule on α alone walked to 1e4)."""
+    monkeypatch.setattr(dp, "SQUASH_ABOVE", 10**9)   # the exact likelihood (choice 2)
     n, e = _point_mass_table(3, at=0.9)
     seen = _spy_bounds(monkeypatch)
     fit = fit_gps_prior(n, e, starts=2)

@@ -69,7 +69,12 @@ Choices and deviations:
    but far finer: within each n, the E are binned on a logarithmic grid of relative width
    :data:`SQUASH_WIDTH` (0.1%), each bin weighted by its pairs and placed at their mean E. The
    fitted prior is that of the binned likelihood; ``GpsPrior.loglik`` is the exact one at it,
-   and every pair's EBGM, quantiles and posterior use its own E.
+   and every pair's EBGM, quantiles and posterior use its own E. Measured: on that Zipf table
+   the fit takes 2.3 s instead of 47.3 s, the prior agrees to 5 digits, the exact
+   log-likelihoods differ by 1e-8, EBGM by 5e-8 (relative), no EB05 ≥ 2 decision moves; on
+   the 60 scopes of a 24 × 20,000 ``evaluate`` (10,000 is the threshold so that those tables
+   are binned too) every signal count of every scope and statistic is unchanged, the priors'
+   parameters within 2.6e-5 (relative), the log-likelihoods within 0.01.
 3. **Optimizer.** L-BFGS-B with the analytic gradient, on (log α1, log β1, log α2, log β2,
    logit p), bounded to α, β ∈ [1e-6, ``param_limit``] and p ∈ [1e-6, 1 − 1e-6]; the
    objective is the mean negative log-likelihood per pair (tolerances do not depend on the
@@ -316,7 +321,7 @@ SCREEN_COLUMNS = ("ebgm", "eb05", "eb95", "ic", "ic025", "prr", "ror", "chi2", "
                   "signal_mgps_fdr", "p_prr", "q_prr", "signal_prr_fdr")
 
 #: Above this many distinct (n, E) points the fit bins E (choice 2).
-SQUASH_ABOVE = 100_000
+SQUASH_ABOVE = 10_000
 #: Relative width of those bins of E (choice 2).
 SQUASH_WIDTH = 1e-3
 #: Default number of optimizer starts of a prior's fit (choice 3).
@@ -900,9 +905,9 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 
         message += "; standard errors undefined: observed information not positive definite"
     # the log-likelihood recomputed at the reported parameters (not the optimizer's value),
     # over the exact (n, E) when the fit ran on binned ones (choice 2)
-    if model.squashed:
+    squashed = model.squashed
+    if squashed:
         model = _Likelihood(n_arr[keep], e_arr[keep], min_count, squash=False)
-        message += f"; E binned for the fit (0.1% wide bins: {SQUASH_ABOVE:,}+ distinct points)"
     loglik = model.loglik(theta)
     if point_mass is not None:
         component, lam, supremum = point_mass
@@ -911,6 +916,8 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 
                     f"λ={lam:.6g} (the likelihood rises towards {supremum:.6g}, "
                     f"{supremum - loglik:.3g} above this fit, as its shape and rate grow at "
                     f"that ratio); held at param_limit {first:g}")
+    if squashed:
+        message += f"; E binned for the fit (0.1% wide bins: over {SQUASH_ABOVE:,} distinct points)"
     return GpsPrior(*theta, loglik=loglik, converged=converged, starts=starts, agreeing=agreeing,
                     message=message, param_limit=first if point_mass is not None else limit,
                     standard_errors=dict(zip(_NAMES, errors, strict=True)))
