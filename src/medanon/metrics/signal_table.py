@@ -35,8 +35,8 @@ used by EBGM, EB05, EB95, IC and IC025 and the posterior probabilities below. PR
 
 * ``age``: the bands of :data:`.screening.DEFAULT_STRATA` (≤ 18, 19–64, ≥ 65), a cell judged
   by :meth:`.signals.Condition.classify` exactly as the strata of ``evaluate``: a cell wholly
-  inside one band is in it; a generalized cell that straddles bands (``Adult``... for ≤ 18 versus
-  19–64 it does not, ``*`` does), a blank or a suppressed one is ``unknown``;
+  inside one band is in it; a cell that straddles bands (``Adult``, which spans 19–64 and
+  ≥ 65), a blank cell and ``*`` are ``unknown``;
 * ``sex``: ``F`` or ``M`` judged the same way; anything else ``unknown``;
 * ``year``: the year of the initial FDA receipt date (``init_fda_dt``; the first four digits of
   a date published at year, month or day); anything else ``unknown``;
