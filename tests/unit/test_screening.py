@@ -252,11 +252,13 @@ def test_cumulative_scopes_tell_when_a_release_delays_a_signal():
 
 def test_the_pooled_scope_is_screened_when_asked_for():
     original = _series(_rows(300, 5))
-    kinds = [[e["kind"] for e in screen_series(original, original, hierarchies=HIER,
-                                               periods=list(original),
-                                               options=ScreeningOptions(strata=(), pooled=p)
-                                               )["scopes"]] for p in (False, True)]
+    results = [screen_series(original, original, hierarchies=HIER, periods=list(original),
+                             options=ScreeningOptions(strata=(), pooled=p)) for p in (False, True)]
+    kinds = [[e["kind"] for e in r["scopes"]] for r in results]
     assert kinds == [["dedup", "quarter", "quarter"], ["dedup", "pooled", "quarter", "quarter"]]
+    # the summary has a kind asked for, and every kind the report reads
+    assert [list(r["summary"]) for r in results] == [["dedup", "quarter", "stratum"],
+                                                     ["dedup", "pooled", "quarter", "stratum"]]
 
 
 def test_screening_for_a_series_without_drugs_is_none_unless_asked_for():

@@ -97,6 +97,8 @@ STATISTICS = {
 }
 #: the kinds of scope, in the order they are reported
 KINDS = ("dedup", "pooled", "quarter", "stratum", "cumulative")
+#: the kinds every summary has (the pooled and cumulative ones only when asked for)
+_ALWAYS = ("dedup", "quarter", "stratum")
 #: the kind fitted from spread starts: every other scope starts from its prior (the pooled
 #: scope too: it holds the same cases, some of them more than once)
 _ANCHOR = "dedup"
@@ -969,7 +971,8 @@ class SeriesScreening:
             scopes += [entry("cumulative", p) for p in labels]
         out: dict[str, Any] = {"options": options.to_dict(), "scopes": scopes,
                                "summary": {kind: _summary([e for e in scopes if e["kind"] == kind])
-                                           for kind in KINDS}}
+                                           for kind in KINDS if kind in _ALWAYS
+                                           or getattr(options, kind)}}
         if skipped:
             out["strata_skipped"] = skipped
         if options.cumulative:
