@@ -21,10 +21,19 @@ def test_a_prior_at_a_bound_is_named_on_the_page_and_a_converged_one_is_not():
     fine = {"converged": True, "message": "CONVERGENCE: NORM OF PROJECTED GRADIENT <= PGTOL"}
     bound = {"converged": False, "message": "CONVERGENCE: REL; largest projected gradient "
                                             "1e-08; at a bound: alpha2 at param_limit 10000"}
-    screening = {"scopes": [_entry("pooled", fine, fine), _entry("2020Q1", bound, fine)]}
+    held = {"converged": False, "message": "CONVERGENCE: REL; at a bound: alpha2 at param_limit "
+                                           "100; no finite maximum: component 2 tends to a point "
+                                           "mass at λ=1.007 (...); held at param_limit 100; E "
+                                           "binned for the fit (...)"}
+    screening = {"scopes": [_entry("pooled", fine, fine), _entry("2020Q1", bound, fine),
+                            _entry("2020Q2", held, held), _entry("2020Q3", fine, held)]}
     page = _screening_table(SimpleNamespace(evaluation={"screening": screening}))
     assert "MGPS prior not converged" in page
-    assert "2020Q1 (original): at a bound: alpha2 at param_limit 10000" in page
+    assert "at a bound: alpha2 at param_limit 10000: 2020Q1 (original)" in page
+    # the fits held for want of a maximum are listed once, grouped
+    assert page.count("no finite maximum") == 1
+    assert ("point mass), held at openEBGM&#x27;s bound 100: 2020Q2 (original), 2020Q2 (release), "
+            "2020Q3 (release)") in page
     assert "pooled (" not in page and "2020Q1 (release)" not in page
     calm = _screening_table(SimpleNamespace(evaluation={"screening": {
         "scopes": [_entry("pooled", fine, fine)]}}))

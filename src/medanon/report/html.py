@@ -619,15 +619,22 @@ def _screening_table(r: SeriesReport) -> str:
             listed.append([escape(e["scope"]), escape(s["drug"]), escape(s["reaction"]),
                            str(s["release"]["n"]), _fmt(s["release"]["eb05"]),
                            str(s["original"]["n"]), _fmt(s["original"].get("eb05"))])
-    unfitted = []
+    # scopes whose prior did not converge, grouped by why (a long series holds dozens)
+    why_scopes: dict[str, list[str]] = {}
     for e in screening["scopes"]:
         for side in ("original", "release"):
             prior = (e.get("prior") or {}).get(side)
             if prior and not prior.get("converged", True):
                 message = prior.get("message", "")
-                why = (message[message.index("at a bound"):] if "at a bound" in message
-                       else message)
-                unfitted.append(f"{escape(e['scope'])} ({side}): {escape(why)}")
+                if "no finite maximum" in message:
+                    why = ("no finite maximum (the likelihood rises as a component tends to a "
+                           "point mass), held at openEBGM's bound 100")
+                elif "at a bound" in message:
+                    why = message[message.index("at a bound"):].split("; E binned")[0]
+                else:
+                    why = message
+                why_scopes.setdefault(why, []).append(f"{e['scope']} ({side})")
+    unfitted = [f"{escape(why)}: {escape(', '.join(where))}" for why, where in why_scopes.items()]
     planted = ""
     if screening.get("planted_summary"):
         planted = ("<h4>Rules inside their own condition, and manufactured in the opposite "
