@@ -375,12 +375,12 @@ def release(
                           "that make a record an ss-record.")] = None,
     lifespan: Annotated[Optional[int], typer.Option(
         help="Periods within which a follow-up links to an earlier release (default: all).")] = None,
-    on_infeasible: Annotated[str, typer.Option(
-        "--on-infeasible", help="refuse | raise-theta | suppress-terms: what to do when a term "
-                                "cannot meet its theta or a case fits no group (the latter is "
-                                "withheld; HA keeps it with its blocking terms suppressed "
-                                "unless --on-unplaceable withhold); recorded in the "
-                                "manifest.")] = "refuse",
+    on_infeasible: Annotated[Optional[str], typer.Option(
+        "--on-infeasible", help="refuse (default) | raise-theta | suppress-terms: what to do "
+                                "when a term cannot meet its theta or a case fits no group (the "
+                                "latter is withheld; HA keeps it with its blocking terms "
+                                "suppressed unless --on-unplaceable withhold); recorded in the "
+                                "manifest.")] = None,
     on_unplaceable: Annotated[Optional[str], typer.Option(
         "--on-unplaceable", help="HA: suppress-terms (default: a case that fits no group is "
                                  "published with the terms that block it suppressed) | "
@@ -399,9 +399,9 @@ def release(
     epsilon: Annotated[Optional[str], typer.Option(
         help="PPMS-DP: epsilon per perturbed QID (e.g. 1 or 0.1); a case spends it once per "
              "perturbed QID in every release it appears in.")] = None,
-    dp_variant: Annotated[str, typer.Option(
+    dp_variant: Annotated[Optional[str], typer.Option(
         "--dp-variant", help="PPMS-DP: 'strict' (epsilon-DP per case end to end; default) or "
-                             "'paper' (paper 000's local sensitivity: NOT epsilon-DP).")] = "strict",
+                             "'paper' (paper 000's local sensitivity: NOT epsilon-DP).")] = None,
     domain: Annotated[Optional[list[str]], typer.Option(
         "--domain", help="PPMS-DP strict: public bounds of a numeric QID, NAME=LO:HI "
                          "(repeatable; default: the schema's 'domain').")] = None,
@@ -409,9 +409,10 @@ def release(
         "--case-budget", help="epsilon-DP methods: the most epsilon any case may spend over "
                               "all releases (the store's ledger; refused with --dp-variant "
                               "paper, whose epsilon bounds nothing).")] = None,
-    on_case_budget: Annotated[str, typer.Option(
-        "--on-case-budget", help="refuse | suppress: a case that would exceed --case-budget "
-                                 "refuses the release, or is withheld from it.")] = "refuse",
+    on_case_budget: Annotated[Optional[str], typer.Option(
+        "--on-case-budget", help="refuse (default) | suppress: a case that would exceed "
+                                 "--case-budget refuses the release, or is withheld from "
+                                 "it.")] = None,
     dp_aware_grouping: Annotated[bool, typer.Option(
         "--dp-aware-grouping", help="PPMS-DP strict: grow groups to k' = 1 + (k-1)e^(2 epsilon) "
                                     "and theta to theta' so that even an attacker weighting "
@@ -454,23 +455,35 @@ def release(
     per_period_commit: Annotated[bool, typer.Option(
         "--per-period-commit", help="Commit each period on its own (default: all requested "
                                     "periods land together or none does).")] = False,
+    policy: Annotated[Optional[Path], typer.Option(
+        "--policy", help="The series policy as a TOML file ([policy] method, k, theta, ...; "
+                         "docs/api.md) instead of the method flags.")] = None,
+    change_policy: Annotated[bool, typer.Option(
+        "--change-policy", help="Accept a method or parameter that differs from the series "
+                                "policy pinned at the store's first release; the new policy is "
+                                "pinned and the change recorded in the manifests.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Anonymize, verify and publish periods: all of them in one store transaction (or one each
-    with --per-period-commit)."""
+    with --per-period-commit). The first release pins the series policy (the method and its
+    parameters); later releases use it with no method flags."""
     from . import commands
-    commands.release(store=store, periods=periods or [], method=method, k=k, theta=theta,
-                     alpha=alpha, ss_rule=ss_rule, lifespan=lifespan, on_infeasible=on_infeasible,
-                     on_unplaceable=on_unplaceable, seed=seed, allow_seeded=allow_seeded, as_json=as_json,
-                     publish_despite_violations=publish_despite_violations, epsilon=epsilon,
-                     dp_variant=dp_variant, domains=domain or [], case_budget=case_budget,
-                     on_case_budget=on_case_budget, dp_aware_grouping=dp_aware_grouping,
+    # the method flags given (None: not given; the pinned policy or the method's default)
+    flags = {"method": method, "k": k, "theta": theta, "alpha": alpha, "ss_rule": ss_rule,
+             "lifespan": lifespan, "on_infeasible": on_infeasible,
+             "on_unplaceable": on_unplaceable, "epsilon": epsilon, "dp_variant": dp_variant,
+             "domains": domain or None, "case_budget": case_budget,
+             "on_case_budget": on_case_budget, "dp_aware_grouping": dp_aware_grouping or None,
+             "label_confidence": dp_label_confidence, "label_mechanism": dp_label_mechanism,
+             "protect": protect or None, "max_withheld": max_withheld,
+             "allow_tiny_epsilon": allow_tiny_epsilon or None, "grouping": grouping}
+    commands.release(store=store, periods=periods or [], seed=seed, allow_seeded=allow_seeded,
+                     as_json=as_json, flags=flags, policy_file=policy,
+                     change_policy=change_policy,
+                     publish_despite_violations=publish_despite_violations,
                      allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
                      allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
-                     per_period_commit=per_period_commit, label_confidence=dp_label_confidence,
-                     max_withheld=max_withheld,
-                     label_mechanism=dp_label_mechanism, protect=protect or None,
-                     allow_tiny_epsilon=allow_tiny_epsilon, grouping=grouping)
+                     per_period_commit=per_period_commit)
 
 
 @app.command()

@@ -205,50 +205,52 @@ def make_method(method: str, *, k: int | None, theta: str | float | None, alpha:
                                on_unplaceable=on_unplaceable)
 
 
-def release(*, store: Path, periods: list[str], method: str | None, k: int | None,
-            theta: str | None, seed: int | None, allow_seeded: bool, as_json: bool,
-            alpha: float | None = None, ss_rule: str | None = None, lifespan: int | None = None,
-            on_infeasible: str = "refuse", publish_despite_violations: bool = False,
-            epsilon: str | None = None, dp_variant: str = "strict",
-            domains: list[str] | None = None, case_budget: str | None = None,
-            on_case_budget: str = "refuse", dp_aware_grouping: bool = False,
+def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: bool,
+            as_json: bool, flags: dict | None = None, policy_file: Path | None = None,
+            change_policy: bool = False, publish_despite_violations: bool = False,
             allow_unprotected: bool = False, allow_unknown_terms: bool = False,
             allow_gap: bool = False, allow_short_lifespan: bool = False,
-            per_period_commit: bool = False, label_confidence: float | None = None,
-            label_mechanism: str | None = None, protect: list[str] | None = None,
-            max_withheld: float | None = None, allow_tiny_epsilon: bool = False,
-            grouping: str | None = None, on_unplaceable: str | None = None) -> None:
+            per_period_commit: bool = False) -> None:
+    """``medanon release``: ``flags`` are the method flags given (``method`` and the
+    :data:`~medanon.pipeline.policy.POLICY_PARAMETERS`, None when not given); with the store's
+    pinned policy and ``--policy`` they resolve to one :class:`~medanon.pipeline.policy.
+    SeriesPolicy` (:func:`~medanon.pipeline.policy.resolve_policy`)."""
     from ..accounting import Budget
+    from ..pipeline.policy import SeriesPolicy, resolve_policy
     from ..pipeline.publish import publish_periods
     from ..random import randomness
     from ..store import ReleaseStore
 
-    if method is None:  # no default: a forgotten --method must not publish raw records
-        raise ValidationError("--method is required: ms, ppms, ppms+, ppms++, ha, ppms-dp-num, "
-                              "ppms-dp-all, or none with --allow-unprotected.")
-    anonymizer = make_method(method, k=k, theta=theta, alpha=alpha, ss_rule=ss_rule,
-                             lifespan=lifespan, on_infeasible=on_infeasible, epsilon=epsilon,
-                             dp_variant=dp_variant, domains=domains,
-                             dp_aware_grouping=dp_aware_grouping, case_budget=case_budget,
-                             label_confidence=label_confidence, label_mechanism=label_mechanism,
-                             protect=protect, max_withheld=max_withheld,
-                             allow_tiny_epsilon=allow_tiny_epsilon, grouping=grouping,
-                             on_unplaceable=on_unplaceable)
-    budget = None if case_budget is None else Budget.of(case_budget)
     rng = randomness(seed)
     with ReleaseStore.open(store) as db:
-        with ui.errors_as_flags():  # e.g. --domain for a categorical QID, before any work
-            anonymizer.check_schema(db.schema)
+        with ui.errors_as_flags():
+            given = SeriesPolicy.from_toml(policy_file) if policy_file is not None else None
+            published = db.published_periods()
+            legacy = (db.manifest(published[-1]).get("method") if published
+                      and db.series_policy() is None else None)
+            policy, pin = resolve_policy(db.series_policy(), given=given, flags=flags or {},
+                                         change_policy=change_policy, legacy=legacy)
+            anonymizer = policy.anonymizer()
+            anonymizer.check_schema(db.schema)  # e.g. --domain for a categorical QID
+        method = policy.method
+        case_budget = policy.parameters.get("case_budget")
+        budget = None if case_budget is None else Budget.of(str(case_budget))
+        if pin is None:
+            ui.err.print(f"series policy: {policy.describe()} (pinned)")
+        elif pin["history"]:
+            ui.err.print(f"series policy changed (--change-policy): "
+                         f"{'; '.join(pin['history'][-1]['changes'])}")
         before, done = db.published_periods(), []
         try:
             with progress_bar(f"publishing with {method}", None) as step, ui.errors_as_flags():
                 summaries = publish_periods(
                     db, anonymizer, periods, rng, allow_seeded=allow_seeded,
                     publish_despite_violations=publish_despite_violations, case_budget=budget,
-                    on_case_budget=on_case_budget, progress=lambda p: (done.append(p), step(p)),
+                    on_case_budget=policy.on_case_budget,
+                    progress=lambda p: (done.append(p), step(p)),
                     allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
                     allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
-                    per_period_commit=per_period_commit)
+                    per_period_commit=per_period_commit, pin=pin)
         except BaseException as exc:
             if done or isinstance(exc, KeyboardInterrupt):  # a refusal up front needs no account
                 _say_what_committed(db, before)
@@ -278,7 +280,7 @@ def release(*, store: Path, periods: list[str], method: str | None, k: int | Non
     if any(s.verdict == "violated" for s in summaries):
         ui.err.print("warning: published DESPITE violations of the privacy model; they are listed "
                      "in each manifest's 'verification'.")
-    if dp_aware_grouping and case_budget is None:
+    if policy.parameters.get("dp_aware_grouping") and case_budget is None:
         ui.err.print("note: --dp-aware-grouping without --case-budget bounds the posterior per "
                      "release: a later release that links the same cases spends more epsilon, "
                      "and the gate refuses it if the bound then fails. Give --case-budget to "
@@ -547,11 +549,13 @@ def inspect(*, store: Path, as_json: bool) -> None:
         schema = db.schema
         # operator-only (never exported): the hash of each published period's input records
         digests = {p: db.operator_record(p)["input_sha256"] for p in db.published_periods()}
+        policy = db.series_policy()
     records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
     for r in records:
         r["input_sha256"] = digests.get(r["period"])
     if as_json:
-        print_json({"store": str(store), "schema": schema.name, "periods": records})
+        print_json({"store": str(store), "schema": schema.name, "periods": records,
+                    "series_policy": policy})
         return
     table = Table("period", "era", "reports", "cases", "published", "method", "released cases",
                   "groups", "input sha256 (operator only)", title=f"{store} (schema {schema.name!r})")
@@ -561,6 +565,13 @@ def inspect(*, store: Path, as_json: bool) -> None:
                       str(r["released_cases"] or ""), str(r["released_groups"] or ""),
                       (r["input_sha256"] or "")[:16])
     ui.out.print(table)
+    if policy is not None:
+        from ..pipeline.policy import SeriesPolicy
+
+        pinned = SeriesPolicy(policy["policy"]["method"], policy["policy"].get("parameters", {}))
+        ui.out.print(f"series policy (pinned {policy.get('pinned_at')}): {pinned.describe()}"
+                     + (f"; changed {len(policy['history'])} time(s)" if policy.get("history")
+                        else ""), soft_wrap=True)
 
 
 # -- verify / attack / evaluate -------------------------------------------------------------------

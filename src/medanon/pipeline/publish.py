@@ -589,7 +589,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                     progress: Callable[[str], None] | None = None,
                     allow_unprotected: bool = False, allow_unknown_terms: bool = False,
                     allow_gap: bool = False, allow_short_lifespan: bool = False,
-                    per_period_commit: bool = False) -> list[PublishedSummary]:
+                    per_period_commit: bool = False,
+                    pin: Mapping | None = None) -> list[PublishedSummary]:
     """Anonymize and publish each period in order, all in one transaction (every period lands
     or none does) or, with ``per_period_commit``, one transaction per period.
 
@@ -608,7 +609,10 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     With ``case_budget``, a case whose ledger total plus this release's spend would exceed it
     makes the period refused (``on_case_budget="refuse"``) or is withheld (``"suppress"``).
     The input's hash and the method's operator-only details go to the store's
-    ``release_private``, never into the manifest.
+    ``release_private``, never into the manifest. ``pin`` (a series policy record of
+    :func:`medanon.pipeline.policy.resolve_policy`) is pinned in the store with the first
+    release, in its transaction; a record whose ``history`` has a change (``--change-policy``)
+    puts ``change_policy`` in each manifest's ``method.acknowledged``.
 
     Raises:
         ValidationError: a seeded source without ``allow_seeded``; a case budget for a method
@@ -630,6 +634,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
         allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
         schema=store.schema)
+    if pin is not None and pin.get("history") and pin["history"][-1].get("changes"):
+        acknowledged = [*acknowledged, "change_policy"]
     steps = release_steps(
         store.schema, method, labels, store.records, rng,
         series=empty_series(store.schema), linked=store_history(store),
@@ -642,6 +648,9 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     with contextlib.nullcontext() if per_period_commit else store.batch():
         for prepared in steps:
             store.publish(prepared)
+            if pin is not None:   # with the release it governs (its batch, or its own write)
+                store.pin_policy(pin)
+                pin = None
             result = prepared.result
             table = theta_table_of(prepared.manifest)
             # counts.suppressed also holds the cases a case budget withheld

@@ -37,7 +37,7 @@ import json
 import re
 import secrets
 import tomllib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -57,6 +57,9 @@ from ..errors import (DiskFullError, StoreError, StoreLockedError, StorePermissi
 from . import DEFAULT_STORE  # noqa: F401  (re-exported; the package defines it, and loads this module lazily)
 
 FORMAT_VERSION = "1"
+#: the ``meta`` key of the pinned series policy (medanon.pipeline.policy.POLICY_KEY: the store
+#: does not import the pipeline)
+POLICY_META_KEY = "series_policy"
 #: top-level manifest keys and ``details`` keys that are operator-only (never published); a
 #: manifest given to :meth:`ReleaseStore.publish` must not hold them, and stores written before
 #: ``release_private`` existed have them moved there when opened.
@@ -866,6 +869,20 @@ class ReleaseStore:
         if latest is not None and parse_period(period) < latest:
             raise StoreError(f"Period {period} is earlier than the latest published period "
                              f"{latest}: releases must be published in time order.")
+
+    def series_policy(self) -> dict | None:
+        """The pinned series policy record (``policy``, ``pinned_at``, ``history``), or None
+        (:mod:`medanon.pipeline.policy`)."""
+        found = _one(self._con, "SELECT value FROM meta WHERE key = ?", [POLICY_META_KEY])
+        return None if found is None else json.loads(found[0])
+
+    @_translated
+    def pin_policy(self, record: Mapping) -> None:
+        """Pin a series policy record (in the open batch, or in its own transaction)."""
+        text = json.dumps(record, default=_json_default, sort_keys=True)
+        with self._write():
+            _run(self._con, "DELETE FROM meta WHERE key = ?", [POLICY_META_KEY])
+            _run(self._con, "INSERT INTO meta VALUES (?, ?)", [POLICY_META_KEY, text])
 
     @_translated
     def publish(self, period, rows: pd.DataFrame | None = None, manifest: dict | None = None,
