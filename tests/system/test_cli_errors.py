@@ -146,7 +146,9 @@ def test_release_refusals_leave_the_store_as_it_was(ingested_store, tmp_path) ->
     before = _store_state(store)
     assert '"published": true' in before
     cases = [
-        ((), "ValidationError", "--method is required"),
+        # no flags: the series policy pinned by the first release (none), which still needs
+        # its acknowledgement on every release
+        ((), "ValidationError", "--allow-unprotected must be given"),
         (("--method", "none"), "ValidationError", "--allow-unprotected must be given"),
         (("2011Q2", *none), "StoreError", "already published"),
         (("2020Q5", *none), "ValidationError", "does not parse"),
@@ -167,8 +169,10 @@ def test_release_refusals_leave_the_store_as_it_was(ingested_store, tmp_path) ->
          "--alpha applies to method 'ha' only"),
         (("--method", "ha", "--k", "2", "--theta", "0.5"), "ValidationError",
          "--alpha is required by method 'ha'"),
-        (("2013Q1", "--method", "ha", "--k", "2", "--theta", "0.5", "--alpha", "0.5"), "StoreError",
-         "only when period 2013Q2 is ingested"),
+        (("2013Q1", "--method", "ha", "--k", "2", "--theta", "0.5", "--alpha", "0.5"),
+         "ValidationError", "series policy is none(); the release asks for ha("),
+        (("2013Q1", "--method", "ha", "--k", "2", "--theta", "0.5", "--alpha", "0.5",
+          "--change-policy"), "StoreError", "only when period 2013Q2 is ingested"),
         (("--method", "none", "--k", "5"), "ValidationError", "--k does not apply to method 'none'"),
         (("--seed", "3", *none), "ValidationError", "--allow-seeded"),
     ]

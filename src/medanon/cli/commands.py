@@ -1187,9 +1187,11 @@ def _demo_steps(out: Path, seed: int) -> None:
     ui.err.print("3/5 publishing every period with PPMS++ (k=5, frequency-based theta, four "
                  "protected terms capped at 0.3), and with MS-Anonymization for contrast ...")
     for method, target in (("ppms++", store), ("ms", contrast)):
-        release(store=target, periods=[], method=method, k=DEMO_PARAMETERS["k"],
-                theta=DEMO_PARAMETERS["theta"], on_infeasible=DEMO_PARAMETERS["on_infeasible"],
-                protect=DEMO_PARAMETERS["protect"], seed=None, allow_seeded=False, as_json=False)
+        release(store=target, periods=[], seed=None, allow_seeded=False, as_json=False,
+                flags={"method": method, "k": DEMO_PARAMETERS["k"],
+                       "theta": DEMO_PARAMETERS["theta"],
+                       "on_infeasible": DEMO_PARAMETERS["on_infeasible"],
+                       "protect": DEMO_PARAMETERS["protect"]})
     ui.err.print("4/5 exporting the PPMS++ series ...")
     export(store=store, out=out / "published", fmt="csv")
     ui.err.print("5/5 attacking and evaluating both series, and writing the HTML report ...")

@@ -353,10 +353,6 @@ def resolve_policy(pinned: Mapping[str, Any] | None, *, given: SeriesPolicy | No
         wanted = given
     elif flags:
         method = flags.pop("method", None)
-        if (current is not None and method is not None and method != current.method
-                and not change_policy):
-            raise ValidationError(_refusal(current.describe(), f"method {method}",
-                                           [f"method: {current.method} -> {method}"]))
         if current is not None and (method is None or method == current.method):
             # the pinned policy with the flags given over it
             wanted = SeriesPolicy.of(current.method, **{**current.parameters, **flags})
