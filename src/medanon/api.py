@@ -464,12 +464,14 @@ class EhrRecords:
 
     @property
     def code_level(self) -> str:
-        """The ICD-9 code level: ``category`` (three characters) or ``full``."""
+        """The ICD-9 code level: ``category`` (3-character categories, 4 for E codes) or
+        ``full``."""
         return self.data.code_level
 
     @property
     def dates_reliable(self) -> bool:
-        """Whether the admission times are real dates (recorded in the manifest)."""
+        """Whether ``time`` holds real day offsets (False: unusable dates, all NaN; recorded in
+        the manifest)."""
         return self.data.dates_reliable
 
     def digest(self) -> str:
@@ -482,7 +484,7 @@ class EhrRecords:
         return _repr.one_line(
             f"<EhrRecords: {_repr.plural(self.n_patients, 'patient')}, "
             f"{_repr.plural(self.data.n_events, 'element')}, {_repr.clip(self.code_level, 20)} "
-            f"codes{kept}>")
+            f"codes{kept}{'' if self.dates_reliable else ', dates unusable'}>")
 
     def _repr_html_(self) -> str:
         return _repr.html_summary(
@@ -685,6 +687,16 @@ class Series(PublishedSeries):
 
 @dataclass(frozen=True, repr=False)
 class _OneOffRelease(_Gated):
+    """What a table and an EHR release share.
+
+    Attributes:
+        rows: The published rows as ``release.csv`` reads back (strings).
+        manifest: The published manifest; ``manifest["verification"]`` is the gate's entry.
+        csv_text: The text of ``release.csv``, rendered once: checked (as ``rows``) and
+            written byte for byte by :meth:`write`.
+        summary: Operator-only facts (input hash, noisy counts, utility): never publish them.
+    """
+
     rows: pd.DataFrame
     manifest: dict
     #: the text of release.csv, rendered once: checked (as ``rows``) and written byte for byte
@@ -809,6 +821,13 @@ class Publisher:
             also evaluate UMAXRR beside ClinSimRR, for the summary only), and the published
             form's ``time_resolution`` (``"day"``, the default, ``"hour"`` or ``"minute"``: the
             published ``time`` is floored to it; the run itself uses the exact times).
+
+    Attributes:
+        name: The method's name (``ppms++``, ``ipa``, ...).
+        family: ``periodic``, ``table`` or ``ehr``: the data :meth:`publish` takes.
+        method: The configured method object.
+        parameters: The parameters given (each manifest records them).
+        rng: The randomness of every release this publisher makes.
 
     Raises:
         ValidationError: an unknown method, or a parameter it needs, lacks or cannot take

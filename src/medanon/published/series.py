@@ -63,7 +63,8 @@ class PublishedSeries:
                   else f" ({_repr.plural(len(methods), 'method')})" if methods else "")
         rows = sum(len(frame) for frame in self.releases.values())
         verdicts = _repr.tally(_repr.verdict_of(self.manifests.get(p)) for p in periods)
-        return (f"{_repr.plural(len(periods), 'release')} {_repr.span(periods)}{method}, "
+        span = f" {_repr.span(periods)}" if periods else ""
+        return (f"{_repr.plural(len(periods), 'release')}{span}{method}, "
                 f"{rows} published rows, verdicts {verdicts}")
 
     def _repr_source(self) -> str:
@@ -82,8 +83,8 @@ class PublishedSeries:
             rows.append((p, _repr.method_of(manifest), len(frame), groups,
                          _repr.verdict_of(manifest)))
         return _repr.html_summary(
-            f"{type(self).__name__}: {_repr.plural(len(periods), 'release')} "
-            f"{_repr.span(periods)}",
+            f"{type(self).__name__}: {_repr.plural(len(periods), 'release')}"
+            f"{' ' + _repr.span(periods) if periods else ''}",
             [("origin", self._repr_source()),
              ("published rows", sum(len(frame) for frame in self.releases.values())),
              ("QIDs", ", ".join(q.name for q in self.qids)),
