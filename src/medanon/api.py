@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from . import _repr
 from ._validation import check_fraction, check_int
 from .data.ehr import EhrData
 from .data.loaders.faers import FaersQuarter, FaersQuarters
@@ -132,6 +133,40 @@ class Dataset:
             ordered[label] = quarter
         self._quarters = ordered
         self._facts: tuple[set[str], dict[str, int], int] | None = None  # safety_facts()
+        self._sizes: tuple[dict[str, tuple[int, int]], int] | None = None  # _repr_sizes()
+
+    def _repr_sizes(self) -> tuple[dict[str, tuple[int, int]], int]:
+        """Period -> (reports, cases), and the cases over all periods: counted once."""
+        if self._sizes is None:
+            case_id = self.schema.case_id
+            per = {}
+            ids = []
+            for label, quarter in self._quarters.items():
+                frame = quarter.records
+                column = frame[case_id] if case_id in frame.columns else pd.Series([], dtype=str)
+                per[label] = (len(frame), int(column.nunique()))
+                ids.append(column.astype(str))
+            total = int(pd.concat(ids).nunique()) if ids else 0
+            self._sizes = per, total
+        return self._sizes
+
+    def __repr__(self) -> str:
+        per, cases = self._repr_sizes()
+        reports = sum(n for n, _ in per.values())
+        return _repr.one_line(
+            f"<Dataset: {_repr.plural(len(per), 'period')} {_repr.span(self.periods)}, "
+            f"{_repr.plural(reports, 'report')}, {_repr.plural(cases, 'case')}; "
+            f"schema {_repr.clip(self.schema.name, 40)}>")
+
+    def _repr_html_(self) -> str:
+        per, cases = self._repr_sizes()
+        rows = [(q.label, q.era, per[q.label][0], per[q.label][1], q.source)
+                for q in self.quarters[:_repr.MAX_HTML_ROWS]]
+        return _repr.html_summary(
+            f"Dataset: {_repr.plural(len(per), 'period')} {_repr.span(self.periods)}",
+            [("schema", self.schema.name), ("reports", sum(n for n, _ in per.values())),
+             ("cases", cases), ("deleted case ids", len(self.deleted_case_ids))],
+            ("period", "era", "reports", "cases", "source"), rows, total=len(per))
 
     @property
     def periods(self) -> list[str]:
@@ -305,6 +340,7 @@ class Table:
 
     @property
     def schema(self) -> TableSchema:
+        """The table schema: dimensions, informative attribute, queries."""
         return self.data.schema
 
     @property
@@ -321,7 +357,22 @@ class Table:
         return len(self.data)
 
     def __repr__(self) -> str:
-        return f"Table({self.schema.name!r}, {len(self)} records)"
+        schema = self.schema
+        return _repr.one_line(
+            f"<Table {_repr.clip(schema.name, 40)!r}: {_repr.plural(len(self), 'record')}, "
+            f"{_repr.plural(len(schema.dimensions), 'dimension')} "
+            f"({_repr.clip(', '.join(schema.dimension_names), 120)}), "
+            f"informative {_repr.clip(schema.informative, 40)}>")
+
+    def _repr_html_(self) -> str:
+        schema = self.schema
+        dimensions = [(d.name, d.kind) for d in schema.dimensions[:_repr.MAX_HTML_ROWS]]
+        return _repr.html_summary(
+            f"Table {schema.name!r}: {_repr.plural(len(self), 'record')}",
+            [("informative", schema.informative),
+             ("informative domain", "public" if schema.informative_domain else "from the data"),
+             ("queries", ", ".join(q.name for q in schema.queries) or "none")],
+            ("dimension", "kind"), dimensions, total=len(schema.dimensions))
 
     @classmethod
     def read(cls, path: str | Path, schema: str | Path | None = None) -> "Table":
@@ -408,14 +459,19 @@ class EhrRecords:
 
     @property
     def n_patients(self) -> int:
+        """The number of patients."""
         return self.data.n_patients
 
     @property
     def code_level(self) -> str:
+        """The ICD-9 code level: ``category`` (3-character categories, 4 for E codes) or
+        ``full``."""
         return self.data.code_level
 
     @property
     def dates_reliable(self) -> bool:
+        """Whether ``time`` holds real day offsets (False: unusable dates, all NaN; recorded in
+        the manifest)."""
         return self.data.dates_reliable
 
     def digest(self) -> str:
@@ -423,8 +479,19 @@ class EhrRecords:
         return self.data.digest()
 
     def __repr__(self) -> str:
-        return (f"EhrRecords({self.n_patients} patients, {self.data.n_events} elements, "
-                f"{self.code_level} codes)")
+        kept = (f", patients with >= {self.min_admissions} admissions"
+                if self.min_admissions != 1 else "")
+        return _repr.one_line(
+            f"<EhrRecords: {_repr.plural(self.n_patients, 'patient')}, "
+            f"{_repr.plural(self.data.n_events, 'element')}, {_repr.clip(self.code_level, 20)} "
+            f"codes{kept}{'' if self.dates_reliable else ', dates unusable'}>")
+
+    def _repr_html_(self) -> str:
+        return _repr.html_summary(
+            f"EhrRecords: {_repr.plural(self.n_patients, 'patient')}",
+            [("patients", self.n_patients), ("elements", self.data.n_events),
+             ("code level", self.code_level), ("dates reliable", self.dates_reliable),
+             ("min admissions", self.min_admissions)])
 
     def with_min_admissions(self, n: int) -> "EhrRecords":
         """The patients with at least ``n`` admissions (003 keeps those with two or more)."""
@@ -518,9 +585,40 @@ class Release(_Gated):
         table = self.theta_table
         return table.unbounded_terms if table is not None else ()
 
+    def _groups(self) -> int | str:
+        counted = (self.manifest.get("counts") or {}).get("groups")
+        if isinstance(counted, int):
+            return counted
+        return int(self.rows["group"].nunique()) if "group" in self.rows.columns else "?"
+
+    def __repr__(self) -> str:
+        # the published manifest and rows only: never the operator-only facts, the ledger or
+        # the seconds
+        return _repr.one_line(
+            f"<Release {_repr.clip(self.period, 20)}: {_repr.method_of(self.manifest)}, "
+            f"{_repr.plural(len(self.rows), 'row')} in {_repr.plural(self._groups(), 'group')}, "
+            f"verdict {_repr.verdict_of(self.manifest)}>")
+
+    def _repr_html_(self) -> str:
+        return _repr.html_summary(f"Release {self.period}", _release_facts(self.manifest, [
+            ("rows", len(self.rows)), ("groups", self._groups())]))
 
 
-@dataclass(frozen=True)
+
+def _release_facts(manifest: Mapping, sizes: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The facts an HTML summary shows of one release: its published manifest's method,
+    model and verdict, and ``sizes``."""
+    method = manifest.get("method") if isinstance(manifest.get("method"), Mapping) else {}
+    entry = manifest.get("verification")
+    entry = entry if isinstance(entry, Mapping) else {}
+    counts = manifest.get("counts") if isinstance(manifest.get("counts"), Mapping) else {}
+    return [("method", _repr.method_of(manifest)),
+            ("privacy model", method.get("privacy_model", "?")), *sizes,
+            ("verdict", _repr.verdict_of(manifest)), ("checked", entry.get("checked", "?")),
+            *((f"counts: {name}", value) for name, value in list(counts.items())[:10])]
+
+
+@dataclass(frozen=True, repr=False)
 class Series(PublishedSeries):
     """A published series: the releases of each period and their manifests (see
     :class:`~medanon.published.series.PublishedSeries`), with what a user does with one.
@@ -547,6 +645,11 @@ class Series(PublishedSeries):
             verdict: SeriesVerdict | None = None) -> "Series":
         return cls(series.releases, series.manifests, series.qids, series.sensitive,
                    series.source, made, verdict)
+
+    def _repr_source(self) -> str:
+        made = self.releases_published
+        just = f"{len(made)} just published, " if made else ""
+        return just + super()._repr_source()
 
     def verify(self, periods: list[str] | None = None) -> SeriesVerdict:
         """Check each release against the model its manifest declares (:mod:`medanon.verify`)."""
@@ -582,8 +685,18 @@ class Series(PublishedSeries):
 
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class _OneOffRelease(_Gated):
+    """What a table and an EHR release share.
+
+    Attributes:
+        rows: The published rows as ``release.csv`` reads back (strings).
+        manifest: The published manifest; ``manifest["verification"]`` is the gate's entry.
+        csv_text: The text of ``release.csv``, rendered once: checked (as ``rows``) and
+            written byte for byte by :meth:`write`.
+        summary: Operator-only facts (input hash, noisy counts, utility): never publish them.
+    """
+
     rows: pd.DataFrame
     manifest: dict
     #: the text of release.csv, rendered once: checked (as ``rows``) and written byte for byte
@@ -596,6 +709,21 @@ class _OneOffRelease(_Gated):
         """The gate's manifest entry: verdict, model and what was checked (``checked``)."""
         return dict(self.manifest["verification"])
 
+    def _repr_sizes(self) -> list[tuple[str, Any]]:
+        """The sizes a repr shows: published facts only (the rows, the manifest's counts)."""
+        return [("rows", len(self.rows))]
+
+    def __repr__(self) -> str:
+        # the published rows and manifest only: never the summary (operator only)
+        sizes = ", ".join(_repr.plural(n, name[:-1] if name.endswith("s") else name, name)
+                          if isinstance(n, int) else f"{name} {_repr.clip(n, 20)}"
+                          for name, n in self._repr_sizes())
+        return _repr.one_line(f"<{type(self).__name__}: {_repr.method_of(self.manifest)}, "
+                              f"{sizes}, verdict {_repr.verdict_of(self.manifest)}>")
+
+    def _repr_html_(self) -> str:
+        return _repr.html_summary(f"{type(self).__name__}: {_repr.method_of(self.manifest)}",
+                                  _release_facts(self.manifest, self._repr_sizes()))
 
     def write(self, folder: str | Path) -> Path:
         """Write ``release.csv`` and ``manifest.json`` into the new ``folder`` (all or nothing):
@@ -607,7 +735,7 @@ class _OneOffRelease(_Gated):
         return write_release_text(folder, self.csv_text, self.manifest)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TableRelease(_OneOffRelease):
     """A one-off table release (IPA, ``kanon``, ``dphist``), verified in memory.
 
@@ -622,8 +750,13 @@ class TableRelease(_OneOffRelease):
 
     result: Any = field(repr=False, default=None)
 
+    def _repr_sizes(self) -> list[tuple[str, Any]]:
+        classes = (self.manifest.get("counts") or {}).get("classes")
+        return [("rows", len(self.rows))] + ([("classes", classes)]
+                                             if isinstance(classes, int) else [])
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class EhrRelease(_OneOffRelease):
     """A one-off diagnosis-sequence release (ClinSimRR or a baseline), verified in memory.
 
@@ -637,6 +770,11 @@ class EhrRelease(_OneOffRelease):
     """
 
     run: Any = field(repr=False, default=None)
+
+    def _repr_sizes(self) -> list[tuple[str, Any]]:
+        counts = self.manifest.get("counts") or {}
+        return [(name, counts[name]) for name in ("patients", "admissions")
+                if isinstance(counts.get(name), int)] + [("elements", len(self.rows))]
 
 
 #: the parameters of an EHR publisher that configure the run, not the mechanism (see
@@ -684,6 +822,13 @@ class Publisher:
             form's ``time_resolution`` (``"day"``, the default, ``"hour"`` or ``"minute"``: the
             published ``time`` is floored to it; the run itself uses the exact times).
 
+    Attributes:
+        name: The method's name (``ppms++``, ``ipa``, ...).
+        family: ``periodic``, ``table`` or ``ehr``: the data :meth:`publish` takes.
+        method: The configured method object.
+        parameters: The parameters given (each manifest records them).
+        rng: The randomness of every release this publisher makes.
+
     Raises:
         ValidationError: an unknown method, or a parameter it needs, lacks or cannot take
             (named).
@@ -722,6 +867,21 @@ class Publisher:
                                       f"{', '.join(parameters)}).")
             self.method = method
         self.name = str(self.method.name)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={_repr.clip(repr(value), 40)}"
+                          for name, value in self.parameters.items())
+        return _repr.one_line(f"<Publisher: {_repr.clip(self.name, 30)} ({self.family})"
+                              f"{', ' + shown if shown else ''}; randomness {self.rng.kind}>")
+
+    def _repr_html_(self) -> str:
+        names = list(self.parameters)
+        return _repr.html_summary(
+            f"Publisher: {self.name} ({self.family})",
+            [("method", self.name), ("family", self.family), ("randomness", self.rng.kind)],
+            ("parameter", "value"),
+            [(name, repr(self.parameters[name])) for name in names[:_repr.MAX_HTML_ROWS]],
+            total=len(names))
 
     def _configure(self, name: str, parameters: dict[str, Any]) -> Any:
         from .pipeline.methods import ehr_method, periodic_method, table_method

@@ -20,11 +20,16 @@ from ..periods import parse_period
 from ..data.schema import Schema
 from ..errors import InputFormatError, ValidationError
 from ..hierarchies import Taxonomy, read_arx
+from .. import _repr
 from .cells import QidInfo
 from .format import read_series
 
 __all__ = ["PublishedSeries", "empty_series", "kept_releases", "load_series", "published_columns",
            "qids_of_schema"]
+
+
+#: the ``source`` of a series that started empty (:func:`empty_series`): made in memory
+EMPTY_SOURCE = "an empty series"
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,44 @@ class PublishedSeries:
 
     @property
     def periods(self) -> list[str]:
+        """The period labels of the releases, oldest first."""
         return list(self.releases)
+
+    def _repr_head(self) -> str:
+        """What a repr says of the releases: count, span, method(s), rows, verdicts."""
+        periods = self.periods
+        methods = list(dict.fromkeys(_repr.method_of(self.manifests.get(p)) for p in periods))
+        method = (f" ({methods[0]})" if len(methods) == 1
+                  else f" ({_repr.plural(len(methods), 'method')})" if methods else "")
+        rows = sum(len(frame) for frame in self.releases.values())
+        verdicts = _repr.tally(_repr.verdict_of(self.manifests.get(p)) for p in periods)
+        span = f" {_repr.span(periods)}" if periods else ""
+        return (f"{_repr.plural(len(periods), 'release')}{span}{method}, "
+                f"{rows} published rows, verdicts {verdicts}")
+
+    def _repr_source(self) -> str:
+        return "in memory" if self.source == EMPTY_SOURCE else f"from {_repr.clip(self.source, 120)}"
+
+    def __repr__(self) -> str:
+        return _repr.one_line(f"<{type(self).__name__}: {self._repr_head()}; "
+                              f"{self._repr_source()}>")
+
+    def _repr_html_(self) -> str:
+        periods = self.periods
+        rows = []
+        for p in periods[:_repr.MAX_HTML_ROWS]:
+            frame, manifest = self.releases[p], self.manifests.get(p)
+            groups = frame["group"].nunique() if "group" in frame.columns else ""
+            rows.append((p, _repr.method_of(manifest), len(frame), groups,
+                         _repr.verdict_of(manifest)))
+        return _repr.html_summary(
+            f"{type(self).__name__}: {_repr.plural(len(periods), 'release')}"
+            f"{' ' + _repr.span(periods) if periods else ''}",
+            [("origin", self._repr_source()),
+             ("published rows", sum(len(frame) for frame in self.releases.values())),
+             ("QIDs", ", ".join(q.name for q in self.qids)),
+             ("sensitive", ", ".join(self.sensitive))],
+            ("period", "method", "rows", "groups", "verdict"), rows, total=len(periods))
 
     def label(self, period: str) -> str:
         """The canonical label of ``period``, which must be in the series.
@@ -91,6 +133,7 @@ class PublishedSeries:
 
     @property
     def hierarchies(self) -> dict[str, Taxonomy]:
+        """QID name -> its taxonomy, for the categorical QIDs."""
         return {q.name: q.taxonomy for q in self.qids if q.taxonomy is not None}
 
     def restricted_to(self, periods: list[str]) -> "PublishedSeries":
@@ -201,7 +244,7 @@ def empty_series(schema: Schema) -> PublishedSeries:
     """A series with nothing published yet, read through ``schema`` (the first release of a
     store, or a store-free publication: ``pipeline.publish.prepare_release``)."""
     qids, sensitive = qids_of_schema(schema)
-    return PublishedSeries({}, {}, qids, sensitive, "an empty series")
+    return PublishedSeries({}, {}, qids, sensitive, EMPTY_SOURCE)
 
 
 def load_series(*, folder: str | Path | None = None, store=None, schema: Schema | None = None,
