@@ -21,7 +21,7 @@ _PUBLIC = {
     "Dataset": "medanon.api", "Publisher": "medanon.api", "Release": "medanon.api",
     "Series": "medanon.api", "Table": "medanon.api", "TableRelease": "medanon.api",
     "EhrRecords": "medanon.api", "EhrRelease": "medanon.api", "signals": "medanon.api",
-    "Pseudonyms": "medanon.pipeline.ehr",
+    "Pseudonyms": "medanon.pipeline.ehr", "SeriesPolicy": "medanon.pipeline.policy",
     "TableSchema": "medanon.data.tabular", "Schema": "medanon.data.schema",
     "randomness": "medanon.random", "Randomness": "medanon.random", "ReleaseStore": "medanon.store",
     "verify_series": "medanon.verify", "MedanonError": "medanon.errors",

@@ -69,6 +69,7 @@ from .random import Randomness, check_rng, randomness
 # the privacy models or SciPy.
 if TYPE_CHECKING:
     from .anonymize.base import Anonymizer
+    from .pipeline.policy import SeriesPolicy
     from .models.theta import ThetaTable
     from .verify import SeriesVerdict
 
@@ -801,7 +802,9 @@ class Publisher:
     (:func:`~medanon.pipeline.methods.family_of`).
 
     Args:
-        method: A method name — periodic (``ms``, ``ppms``, ``ppms+``, ``ppms++``, ``ha``,
+        method: A :class:`~medanon.pipeline.policy.SeriesPolicy` (a periodic method with its
+            parameters: ``SeriesPolicy.ppms_plus_plus(k=5, theta="frequency")``), or a method
+            name — periodic (``ms``, ``ppms``, ``ppms+``, ``ppms++``, ``ha``,
             ``ppms-dp-num``, ``ppms-dp-all``, ``none``), table (``ipa``, ``kanon``,
             ``dphist``) or EHR (``clinsimrr``, ``umaxrr``, ``umaxrr-yp``, ``rr``,
             ``suppression``) — or a configured periodic :class:`Anonymizer` or table method.
@@ -834,14 +837,27 @@ class Publisher:
             (named).
     """
 
-    def __init__(self, method: str | Anonymizer | Any, *, seed: int | None = None,
+    def __init__(self, method: str | Anonymizer | SeriesPolicy | Any, *, seed: int | None = None,
                  rng: Randomness | None = None, **parameters: Any):
         from .anonymize.base import Anonymizer
         from .pipeline.methods import EHR_METHODS, PERIODIC_METHODS, TABLE_METHODS, family_of
 
+        from .pipeline.policy import SeriesPolicy
+
         if rng is not None and seed is not None:
             raise ValidationError("Give the 'seed' or the 'rng' parameter of Publisher, not both.")
         self.rng = check_rng(rng, owner="Publisher") if rng is not None else randomness(seed)
+        if isinstance(method, SeriesPolicy):
+            if parameters:
+                raise ValidationError(f"A SeriesPolicy holds its parameters: Publisher takes no "
+                                      f"others beside it; got {', '.join(sorted(parameters))}.")
+            #: the series policy this publisher applies (None for one given by name)
+            self.policy: SeriesPolicy | None = method
+            # its method by name and its parameters (on_case_budget is the store's: publish_periods)
+            method, parameters = method.method, {k: v for k, v in method.parameters.items()
+                                                 if k != "on_case_budget"}
+        else:
+            self.policy = None
         self.parameters = dict(parameters)
         if isinstance(method, str):
             try:
