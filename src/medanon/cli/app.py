@@ -690,6 +690,42 @@ def signals(
 
 @app.command()
 @guarded
+def plan(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for plan.csv, plan.json and "
+                                                          "plan.html.")],
+    store: StoreOpt = DEFAULT_STORE_PATH,
+    candidates: Annotated[Optional[Path], typer.Option(
+        "--candidates", help="TOML file of [[candidate]] policies (method, k, theta, ...); "
+                             "default: PPMS++ with k 3/5/10 under frequency and uniform theta, "
+                             "PPMS, MS and PPMS-DP_num.")] = None,
+    protect: Annotated[Optional[list[str]], typer.Option(
+        "--protect", help="A term that must stay bounded, TERM=CAP (repeatable): the default "
+                          "candidates cap it; a candidate leaving it at theta 1 is not "
+                          "recommended.")] = None,
+    max_withheld: Annotated[float, typer.Option(
+        "--max-withheld", help="Largest withheld share of a recommended candidate.")] = 0.1,
+    min_recall: Annotated[float, typer.Option(
+        "--min-recall", help="Smallest MGPS recall (each case once) of a recommended "
+                             "candidate.")] = 0.8,
+    period: Annotated[Optional[list[str]], typer.Option(
+        "--period", help="Plan on these ingested periods (repeatable; default all).")] = None,
+    apply: Annotated[Optional[int], typer.Option(
+        "--apply", help="Pin candidate N of the plan in --out as the store's series policy "
+                        "(the only write; runs nothing).")] = None,
+    change_policy: Annotated[bool, typer.Option(
+        "--change-policy", help="With --apply: replace a policy pinned already.")] = False,
+    seed: SeedOpt = None,
+) -> None:
+    """Compare candidate series policies on the ingested data without publishing anything:
+    withheld share, NIL, signal recall, DIR after the attacks, unbounded terms; recommends one."""
+    from . import commands
+    commands.plan(store=store, out=out, candidates=candidates, protect=protect or [],
+                  max_withheld=max_withheld, min_recall=min_recall, periods=period or [],
+                  apply=apply, change_policy=change_policy, seed=seed)
+
+
+@app.command()
+@guarded
 def report(
     store: Annotated[list[Path], typer.Option("--store", "-s", help=(
         "Release store (DuckDB file); repeat to compare series side by side."))],

@@ -502,6 +502,45 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
                      "(release.csv beside them has them as published).")
 
 
+# -- plan -----------------------------------------------------------------------------------------
+def plan(*, store: Path, out: Path, candidates: Path | None, protect: list[str],
+         max_withheld: float, min_recall: float, periods: list[str], apply: int | None,
+         change_policy: bool, seed: int | None) -> None:
+    import pandas as pd
+
+    from ..experiments.plan import apply_candidate, plan_store, read_candidates, write_plan
+    from ..pipeline.policy import SeriesPolicy
+
+    with ui.errors_as_flags():
+        if apply is not None:
+            pinned = apply_candidate(store, out, apply, change_policy=change_policy)
+            print(f"pinned candidate {apply} as the series policy of {store}: "
+                  f"{pinned.describe()}")
+            return
+        caps = SeriesPolicy.of("ppms", k=2, theta=0.5, protect=protect).parameters.get(
+            "protect", {}) if protect else {}
+        pool = read_candidates(candidates) if candidates is not None else None
+        count = len(pool) if pool is not None else 9
+        with progress_bar("planning", count) as step:
+            result = plan_store(store, candidates=pool, protect=caps,
+                                max_withheld=max_withheld, min_recall=min_recall,
+                                periods=periods, seed=seed, progress=step)
+    paths = write_plan(result, out)
+    table = Table("#", "policy", "status", "withheld", "NIL", "worst DIR", "MGPS recall",
+                  "unbounded", "CPU s", "why not", title=f"Plan for {store} (nothing published)")
+    for _, r in result.rows.iterrows():
+        mark = " *" if r["candidate"] == result.recommended else ""
+        cell = [None if pd.isna(r[c]) else float(r[c]) for c in
+                ("withheld_share", "nil", "dir_max", "mgps_recall", "unbounded_terms", "cpu_s")]
+        table.add_row(f"{r['candidate']}{mark}", str(r["policy"]), str(r["status"]),
+                      *(_fmt(v) for v in cell),
+                      str(r["why_not"] or "") if r["status"] == "published"
+                      else str(r["message"])[:80])
+    ui.out.print(table)
+    ui.out.print(result.recommendation(), soft_wrap=True)
+    print(f"wrote {', '.join(str(p) for p in paths)}")
+
+
 # -- signals --------------------------------------------------------------------------------------
 def signals(*, series: Path | None, store: Path | None, side: str, out: Path,
             scopes: list[str], stratify_by: str, drug_columns: list[str], fdr: float,

@@ -1,0 +1,430 @@
+"""``medanon plan``: choose a series policy before anything is published (issue 33).
+
+A steward who must pick k, θ, the infeasibility policy (and ε for PPMS-DP) learns today what a
+choice costs only by publishing. ``plan`` runs candidate policies
+(:class:`~medanon.pipeline.policy.SeriesPolicy`) on the ingested records of a store, in memory,
+through the same publisher and gate a release uses (:class:`medanon.Publisher`), and measures
+each with the same code as ``medanon evaluate`` (:func:`medanon.metrics.evaluation.
+evaluate_series`): what a candidate withholds and suppresses, its information loss, the
+signals it keeps against the original (each case once, and per stratum), the disclosure risk
+after the attacks, the sensitive terms it leaves unbounded and the θ it had to raise. Nothing is
+written to the store (it is opened read-only); ``--apply N`` pins candidate N as the series
+policy, the only write.
+
+The recommendation is the candidate that meets the steward's constraints (every release
+passes the gate; withheld share at most ``max_withheld``; MGPS recall of the ``dedup`` scope at
+least ``min_recall``; no ``protect``-ed term left unbounded) with the lowest worst-case DIR, then
+DSR, then the highest recall, then the lowest NIL; the sensitive terms it leaves unbounded are
+said with it (DSR does not see them: a term at θ = 1 has no bound to break). Every other
+candidate's reason for not being chosen is in the table.
+
+The candidates are research runs on private data: the plan's files are the operator's, like
+the store (they hold counts of the original records), and must not be published.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import InputFormatError, MedanonError, ValidationError
+from ..pipeline.policy import SeriesPolicy
+
+__all__ = ["PLAN_COLUMNS", "PlanResult", "apply_candidate", "default_candidates", "plan_store",
+           "read_candidates", "write_plan"]
+
+#: the columns of ``plan.csv``, in order
+PLAN_COLUMNS = (
+    "candidate", "policy", "method", "k", "theta", "status", "gate", "cpu_s", "cases",
+    "withheld_share", "suppressed_terms", "theta_raised", "unbounded_terms", "nil", "dir_max",
+    "dsr_max", "reidentified", "mgps_recall", "mgps_precision", "mgps_recall_strata",
+    "prr_recall", "meets", "why_not", "message")
+
+
+def default_candidates(protect: Mapping[str, float] | None = None) -> list[SeriesPolicy]:
+    """The default grid: PPMS++ with k 3, 5, 10 under the frequency rule (with ``protect``'s
+    caps) and under a uniform θ 0.4, PPMS (001's baseline), MS (no protection across
+    releases, for contrast) and PPMS-DP_num at ε 1; every one raising θ where a term cannot
+    meet it (each raise is reported)."""
+    caps = dict(protect or {}) or None
+    out = [SeriesPolicy.ppms_plus_plus(k=k, theta="frequency", protect=caps,
+                                       on_infeasible="raise-theta") for k in (3, 5, 10)]
+    out += [SeriesPolicy.ppms_plus_plus(k=k, theta=0.4, protect=caps,
+                                        on_infeasible="raise-theta") for k in (3, 5, 10)]
+    out.append(SeriesPolicy.ppms(k=5, theta="frequency", protect=caps, on_infeasible="raise-theta"))
+    out.append(SeriesPolicy.ms(k=5, theta="frequency", protect=caps, on_infeasible="raise-theta"))
+    out.append(SeriesPolicy.ppms_dp(k=5, theta="frequency", epsilon=1, protect=caps,
+                                    on_infeasible="raise-theta"))
+    return out
+
+
+def read_candidates(path: str | Path) -> list[SeriesPolicy]:
+    """Candidates from a TOML file of ``[[candidate]]`` tables, each a policy
+    (``method = "ppms++"``, ``k = 5``, ``theta = "frequency"``...).
+
+    Raises:
+        InputFormatError: not TOML, or no ``[[candidate]]`` table with a method.
+        ValidationError: a candidate's parameter the method refuses (named).
+    """
+    import tomllib
+
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputFormatError(f"Candidates file {str(path)!r} does not exist.") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputFormatError(f"Candidates file {str(path)!r} is not valid TOML: {exc}.") from None
+    tables = data.get("candidate")
+    if not isinstance(tables, list) or not tables or not all(
+            isinstance(t, dict) and "method" in t for t in tables):
+        raise InputFormatError(f"Candidates file {str(path)!r} needs [[candidate]] tables, each "
+                               f"with a 'method' (e.g. method = \"ppms++\", k = 5, theta = "
+                               f"\"frequency\").")
+    out = []
+    for number, table in enumerate(tables, 1):
+        table = dict(table)
+        method = table.pop("method")
+        try:
+            out.append(SeriesPolicy.of(method, **table))
+        except ValidationError as exc:
+            raise ValidationError(f"Candidate {number} of {str(path)!r}: {exc}") from None
+    return out
+
+
+@dataclass
+class PlanResult:
+    """The candidates measured, and the recommendation.
+
+    Attributes:
+        rows: One row per candidate (:data:`PLAN_COLUMNS`).
+        policies: Candidate number -> its policy (:meth:`SeriesPolicy.to_dict`).
+        recommended: The recommended candidate's number, or None when none meets the
+            constraints.
+        constraints: The constraints the recommendation met.
+        source: The store planned on.
+    """
+
+    rows: pd.DataFrame
+    policies: dict[int, dict]
+    recommended: int | None
+    constraints: dict[str, Any]
+    source: str
+    periods: list[str] = field(default_factory=list)
+
+    def recommendation(self) -> str:
+        """The recommendation in one sentence (or why there is none)."""
+        if self.recommended is None:
+            return ("No candidate meets the constraints ("
+                    + ", ".join(f"{k} {v}" for k, v in self.constraints.items() if v is not None)
+                    + "); relax them, or add candidates (--candidates).")
+        row = self.rows.set_index("candidate").loc[self.recommended]
+        unbounded = int(row["unbounded_terms"] or 0)
+        return (f"Candidate {self.recommended}: {row['policy']} — withholds "
+                f"{row['withheld_share']:.1%}, NIL {row['nil']:.3f}, worst DIR "
+                f"{_num(row['dir_max'])}, worst DSR {_num(row['dsr_max'])}, MGPS recall "
+                f"{_num(row['mgps_recall'])}; the lowest risk among the candidates that meet "
+                f"the constraints"
+                + (f". It leaves {unbounded} sensitive term(s) unbounded (θ = 1): require a "
+                   f"term bounded with --protect TERM=CAP" if unbounded else "")
+                + f". Pin it with 'medanon plan --apply {self.recommended}'.")
+
+    def to_dict(self) -> dict[str, Any]:
+        """``plan.json``: the rows, the policies, the constraints and the recommendation."""
+        rows = self.rows.astype(object).where(self.rows.notna(), None).to_dict(orient="records")
+        return {"source": self.source, "periods": self.periods, "constraints": self.constraints,
+                "recommended": self.recommended, "recommendation": self.recommendation(),
+                "policies": {str(k): v for k, v in self.policies.items()}, "candidates": rows}
+
+
+def _num(value: Any) -> str:
+    return "n/a" if value is None or pd.isna(value) else f"{float(value):.3f}"
+
+
+def _max(values: Sequence[Any]) -> float | None:
+    known = [float(v) for v in values if v is not None and not pd.isna(v)]
+    return max(known) if known else None
+
+
+def _measure(data, policy: SeriesPolicy, *, seed: int | None, originals, original_rows,
+             screening) -> dict[str, Any]:
+    """Publish ``data`` with ``policy`` in memory and measure it as ``evaluate`` does."""
+    from ..api import Publisher
+    from ..metrics.evaluation import evaluate_series
+    from ..models.theta import raised_thetas
+
+    started = time.process_time()
+    row: dict[str, Any] = {"method": policy.method, "k": policy.parameters.get("k"),
+                           "theta": json.dumps(policy.parameters.get("theta"))}
+    try:
+        series = Publisher(policy, seed=seed).publish(data)
+    except MedanonError as exc:   # a refusal is a result: it names what blocks the policy
+        return {**row, "status": "refused", "message": f"{type(exc).__name__}: {exc}",
+                "cpu_s": round(time.process_time() - started, 2)}
+    manifests = [series.manifests[p] for p in series.periods]
+    cases = sum(int(m["counts"].get("cases", 0)) for m in manifests)
+    withheld = sum(int(m["counts"].get("suppressed", 0)) for m in manifests)
+    evaluation = evaluate_series(series, originals, original_rows, screening=screening)
+    releases = evaluation["releases"]
+    summary = (evaluation.get("screening") or {}).get("summary", {})
+    raised = {t for m in manifests for t in raised_thetas(m)}
+    unbounded = sorted({t for terms in series.unbounded_terms().values() for t in terms})
+    verdicts = [m["verification"]["verdict"] for m in manifests]
+    return {**row, "status": "published",
+            "gate": "passed" if all(v == "passed" for v in verdicts) else ", ".join(verdicts),
+            "cpu_s": round(time.process_time() - started, 2), "cases": cases,
+            "withheld_share": round(withheld / (cases + withheld), 6) if cases + withheld else 0.0,
+            "suppressed_terms": sum(int(m["counts"].get("suppressed_terms", 0)) for m in manifests),
+            "theta_raised": len(raised), "unbounded_terms": len(unbounded),
+            "unbounded": unbounded,
+            "nil": round(sum(r["nil"] for r in releases) / len(releases), 6) if releases else None,
+            "dir_max": _max([r["dir"] for r in releases]),
+            "dsr_max": _max([r["dsr"] for r in releases]),
+            "reidentified": sum(int(r["reidentified"]) for r in releases),
+            "mgps_recall": (summary.get("dedup") or {}).get("mgps", {}).get("recall"),
+            "mgps_precision": (summary.get("dedup") or {}).get("mgps", {}).get("precision"),
+            "mgps_recall_strata": (summary.get("stratum") or {}).get("mgps", {}).get("recall"),
+            "prr_recall": (summary.get("dedup") or {}).get("prr", {}).get("recall"),
+            "message": ""}
+
+
+def _why_not(row: Mapping[str, Any], *, max_withheld: float, min_recall: float,
+             protect: Sequence[str]) -> str:
+    if row["status"] != "published":
+        return "refused"
+    reasons = []
+    if row["gate"] != "passed":
+        reasons.append(f"gate {row['gate']}")
+    if row["withheld_share"] > max_withheld:
+        reasons.append(f"withholds {row['withheld_share']:.1%} > {max_withheld:.0%}")
+    recall = row.get("mgps_recall")
+    if recall is not None and recall < min_recall:
+        reasons.append(f"MGPS recall {recall:.2f} < {min_recall:.2f}")
+    open_terms = [t for t in protect if t in row.get("unbounded", [])]
+    if open_terms:
+        reasons.append(f"protected term(s) unbounded: {', '.join(open_terms)}")
+    return "; ".join(reasons)
+
+
+def plan_store(store: str | Path, *, candidates: Sequence[SeriesPolicy] | None = None,
+               protect: Mapping[str, float] | None = None, max_withheld: float = 0.1,
+               min_recall: float = 0.8, periods: Sequence[str] | None = None,
+               seed: int | None = None,
+               progress: Callable[[str], None] | None = None) -> PlanResult:
+    """Run candidate policies on a store's ingested records without writing to it.
+
+    Args:
+        store: The release store (opened read-only).
+        candidates: The policies to compare (default :func:`default_candidates`).
+        protect: Terms the steward needs bounded, with their caps: the default candidates cap
+            them; a candidate leaving one at θ = 1 does not meet the constraints.
+        max_withheld: The largest withheld share a recommended candidate may have.
+        min_recall: The smallest MGPS recall (``dedup`` scope) a recommended candidate may have.
+        periods: The ingested periods to plan on (default all).
+        seed: For research: a reproducible run (DP noise, random choices); default OS entropy.
+        progress: Called with each candidate's description before it runs.
+
+    Raises:
+        ValidationError: a bad constraint; no ingested period; a period not ingested.
+        StoreError: the store cannot be opened.
+    """
+    from ..api import Dataset
+    from ..metrics.screening import ScreeningOptions, screening_for
+    from ..published.format import original_as_published
+    from ..store import ReleaseStore
+
+    for name, value in (("max_withheld", max_withheld), ("min_recall", min_recall)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ValidationError(f"The {name!r} parameter of plan_store must be a number in "
+                                  f"[0, 1]; got {value!r}.")
+    protect = dict(protect or {})
+    with ReleaseStore.open(store, read_only=True) as db:
+        ingested = db.ingested_periods()
+        wanted = list(periods) if periods else ingested
+        missing = [p for p in wanted if p not in ingested]
+        if not wanted or missing:
+            raise ValidationError(f"The 'periods' parameter of plan_store names period(s) the "
+                                  f"store has not ingested: {', '.join(missing) or 'none'}; it "
+                                  f"holds {', '.join(ingested) or 'none'}.")
+        schema = db.schema
+        data = Dataset({p: db.records(p) for p in wanted}, schema)
+    pool = list(candidates) if candidates is not None else default_candidates(protect)
+    if not pool:
+        raise ValidationError("The 'candidates' parameter of plan_store holds no policy.")
+    originals = {p: data.super_records(p).frame for p in data.periods}
+    original_rows = {p: original_as_published(f, schema) for p, f in originals.items()}
+    options = screening_for(set(next(iter(original_rows.values())).columns))
+    screening = None if options is None else ScreeningOptions(strata=options.strata,
+                                                              quarters=False)
+    rows, policies = [], {}
+    for number, policy in enumerate(pool, 1):
+        if progress:
+            progress(policy.describe())
+        row = _measure(data, policy, seed=seed, originals=originals,
+                       original_rows=original_rows, screening=screening)
+        row.update(candidate=number, policy=policy.describe())
+        row["why_not"] = _why_not(row, max_withheld=max_withheld, min_recall=min_recall,
+                                  protect=list(protect))
+        row["meets"] = row["why_not"] == ""
+        rows.append(row)
+        policies[number] = policy.to_dict()
+    frame = pd.DataFrame(rows).reindex(columns=PLAN_COLUMNS)
+    meeting = [r for r in rows if r["meets"]]
+    best = min(meeting, key=lambda r: (r["dir_max"] if r["dir_max"] is not None else 1.0,
+                                       r["dsr_max"] if r["dsr_max"] is not None else 1.0,
+                                       -(r["mgps_recall"] or 0.0), r["nil"] or 0.0),
+               default=None)
+    return PlanResult(frame, policies, None if best is None else int(best["candidate"]),
+                      {"max_withheld": max_withheld, "min_recall": min_recall,
+                       "protect": sorted(protect) or None, "gate": "passed"},
+                      f"Store {str(store)!r}", list(data.periods))
+
+
+def _frontier_png(result: PlanResult) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result.rows[result.rows["status"] == "published"].copy()
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
+    if len(rows):
+        risk = rows["dir_max"].astype(float).fillna(0.0)
+        utility = 1.0 - rows["nil"].astype(float).fillna(1.0)
+        colours = ["#2a7" if m else "#999" for m in rows["meets"]]
+        ax.scatter(risk, utility, c=colours, s=60, zorder=3)
+        seen: dict[tuple[float, float], int] = {}
+        for (_, r), x, y in zip(rows.iterrows(), risk, utility):
+            # candidates at one point are labelled side by side, not on top of each other
+            place = (round(x, 3), round(y, 3))
+            offset = seen.get(place, 0)
+            seen[place] = offset + 1
+            ax.annotate(str(r["candidate"]), (x, y), textcoords="offset points",
+                        xytext=(6 + 12 * offset, 4))
+        # the risk-utility frontier: no other candidate has less risk and more utility
+        points = sorted(zip(risk, utility), key=lambda p: (p[0], -p[1]))
+        frontier, best = [], -1.0
+        for x, y in points:
+            if y > best:
+                frontier.append((x, y))
+                best = y
+        ax.plot([x for x, _ in frontier], [y for _, y in frontier], "-", color="#2a7",
+                label="frontier: no candidate has less risk and less loss", zorder=2)
+        if result.recommended is not None:
+            r = result.rows.set_index("candidate").loc[result.recommended]
+            ax.scatter([float(r["dir_max"] or 0.0)], [1.0 - float(r["nil"] or 0.0)], s=220,
+                       facecolors="none", edgecolors="#c30", linewidths=2, zorder=4,
+                       label=f"recommended: candidate {result.recommended}")
+        ax.scatter([], [], c="#999", s=60, label="does not meet the constraints")
+        ax.legend(loc="lower right", fontsize=8)
+    ax.set_xlabel("risk: worst DIR after the attacks (lower is better)")
+    ax.set_ylabel("utility: 1 − NIL, information kept (higher is better)")
+    ax.set_ylim(-0.05, 1.05)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def write_plan(result: PlanResult, out: str | Path) -> list[Path]:
+    """Write ``plan.csv``, ``plan.json`` and ``plan.html`` (the table and the risk–utility
+    frontier) into the folder ``out`` (created; files replaced)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    csv_path, json_path, html_path = out / "plan.csv", out / "plan.json", out / "plan.html"
+    result.rows.to_csv(csv_path, index=False, lineterminator="\n")
+    json_path.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n",
+                         encoding="utf-8")
+    image = base64.b64encode(_frontier_png(result)).decode("ascii")
+    shown = ["candidate", "policy", "status", "gate", "withheld_share", "theta_raised",
+             "unbounded_terms", "nil", "dir_max", "mgps_recall", "mgps_recall_strata", "cpu_s",
+             "why_not"]
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in shown)
+    body = "".join(
+        f'<tr class="{"rec" if r["candidate"] == result.recommended else ""}">'
+        + "".join(f"<td>{html.escape(_cell(r[c]))}</td>" for c in shown) + "</tr>"
+        for _, r in result.rows.iterrows())
+    page = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>medanon plan</title><style>"
+        "body{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em}"
+        ".box{overflow-x:auto}table{border-collapse:collapse;font-size:13px}"
+        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}"
+        "tr.rec{background:#efe}img{max-width:100%}</style></head><body>"
+        f"<h1>Series policy plan: {html.escape(result.source)}</h1>"
+        f"<p>Periods {html.escape(', '.join(result.periods))}; nothing was published or written "
+        "to the store. Operator only: these figures come from the original records.</p>"
+        f"<h2>Recommendation</h2><p>{html.escape(result.recommendation())}</p>"
+        f"<h2>Risk against utility</h2><img alt='frontier' src='data:image/png;base64,{image}'>"
+        f"<h2>Candidates</h2><div class='box'><table><tr>{head}</tr>{body}</table></div>"
+        "<p>The plot: each published candidate's worst DIR against the information it keeps "
+        "(1 − NIL); the signal recall is in the table. withheld_share: cases withheld over all "
+        "cases; theta_raised: terms whose θ was "
+        "raised to make the release possible; unbounded_terms: sensitive terms at θ = 1 in "
+        "some release; nil: mean NIL (001); dir_max: worst DIR after the B/F/L attacks; "
+        "mgps_recall: share of the original's EB05 ≥ 2 signals kept, each case once "
+        "(dedup), and per stratum.</p></body></html>")
+    html_path.write_text(page, encoding="utf-8")
+    return [csv_path, json_path, html_path]
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def apply_candidate(store: str | Path, plan_dir: str | Path, number: int, *,
+                    change_policy: bool = False) -> SeriesPolicy:
+    """Pin candidate ``number`` of the plan in ``plan_dir`` (its ``plan.json``) as the store's
+    series policy.
+
+    Raises:
+        InputFormatError: no plan in ``plan_dir``.
+        ValidationError: no such candidate, or a pinned policy it would change without
+            ``change_policy``.
+    """
+    from datetime import datetime, timezone
+
+    from ..store import ReleaseStore
+
+    path = Path(plan_dir) / "plan.json"
+    try:
+        plan = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        raise InputFormatError(f"{str(path)!r} is no plan: run 'medanon plan --out "
+                               f"{plan_dir}' first.") from None
+    policies = plan.get("policies") or {}
+    if str(number) not in policies:
+        raise ValidationError(f"The 'apply' parameter names candidate {number}; the plan has "
+                              f"{', '.join(policies) or 'none'}.")
+    policy = SeriesPolicy.from_dict(policies[str(number)])
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    with ReleaseStore.open(store) as db:
+        pinned = db.series_policy()
+        history = []
+        if pinned is not None:
+            changes = SeriesPolicy.from_dict(pinned["policy"]).differences(policy)
+            if not changes:
+                return policy
+            if not change_policy:
+                raise ValidationError(
+                    f"This store's series policy is pinned already; candidate {number} changes "
+                    f"it ({'; '.join(changes)}): give --change-policy to pin it instead.")
+            history = [*pinned.get("history", []),
+                       {"policy": pinned["policy"], "pinned_at": pinned.get("pinned_at"),
+                        "replaced_at": now, "changes": changes}]
+        db.pin_policy({"policy": policy.to_dict(), "pinned_at": now, "history": history})
+    return policy
