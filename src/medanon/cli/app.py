@@ -139,8 +139,16 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
-                                                 help="Print the version and exit.")] = False) -> None:
+                                                 help="Print the version and exit.")] = False,
+          quiet: Annotated[bool, typer.Option(
+              "--quiet", "-q", help="No progress on stderr (warnings and errors still).")] = False,
+          verbose: Annotated[bool, typer.Option(
+              "--verbose", "-v", help="Every progress step on stderr, with a timestamp.")] = False,
+          ) -> None:
     """Publish medical microdata without giving away the people in it."""
+    from .console import set_verbosity
+
+    set_verbosity(quiet=quiet, verbose=verbose)
 
 
 @synth_app.command("faers")

@@ -6,11 +6,13 @@ import errno
 import json
 import re
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
 
 class _Console(Console):
     """A rich console that leaves a closed pipe to the command's guard (``cli.app.guarded``:
@@ -30,20 +32,81 @@ out = _Console(highlight=False, width=None if sys.stdout.isatty() else 160)
 err = _Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 160)
 
 
+#: how much progress a command tells on stderr: 0 (--quiet: none), 1 (default), 2 (--verbose)
+_VERBOSITY = {"level": 1}
+#: a step or a whole command shorter than this is not worth a line in a log
+_LOG_AFTER_SECONDS = 2.0
+
+
+def set_verbosity(*, quiet: bool = False, verbose: bool = False) -> None:
+    """The root options ``--quiet`` and ``--verbose`` (progress only: warnings, notes and
+    errors are always told)."""
+    _VERBOSITY["level"] = 0 if quiet else 2 if verbose else 1
+
+
+def _stamp() -> str:
+    return time.strftime("%H:%M:%S")
+
+
+class _LogLines:
+    """Progress as plain timestamped lines, for stderr that is a log (cron, CI), not a
+    terminal: each step with its count, the time so far and the estimated time left; the end
+    with the total time. By default a line only once the work has taken 2 s (short commands
+    stay quiet); with ``--verbose`` every line, the start too."""
+
+    def __init__(self, description: str, total: int | None, verbose: bool):
+        self.description, self.total, self.verbose = description, total, verbose
+        self.started = time.monotonic()
+        self.done = 0
+        if verbose:
+            err.print(f"{_stamp()} {description} ...", soft_wrap=True)
+
+    def step(self, step: object = "", *_: object) -> None:
+        self.done += 1
+        elapsed = time.monotonic() - self.started
+        if not self.verbose and elapsed < _LOG_AFTER_SECONDS:
+            return
+        count = f"{self.done}/{self.total}" if self.total else f"{self.done}"
+        left = ""
+        if self.total and self.done < self.total:
+            left = f", about {elapsed / self.done * (self.total - self.done):.0f} s left"
+        err.print(f"{_stamp()} {self.description}: {step} ({count}, {elapsed:.0f} s{left})",
+                  soft_wrap=True)
+
+    def finish(self) -> None:
+        elapsed = time.monotonic() - self.started
+        if self.verbose or elapsed >= _LOG_AFTER_SECONDS:
+            err.print(f"{_stamp()} {self.description}: done in {elapsed:.1f} s", soft_wrap=True)
+
+
 @contextmanager
 def progress_bar(description: str, total: int | None) -> Iterator[callable]:
-    """A rich progress bar on stderr, silent when stderr is not a terminal.
+    """Progress on stderr: a bar with the count, the time so far and the time left when
+    stderr is a terminal; timestamped lines when it is a log (:class:`_LogLines`); nothing
+    with ``--quiet``.
 
     Yields a function to call once per finished step (its argument names the step).
     """
-    if not sys.stderr.isatty():
+    level = _VERBOSITY["level"]
+    if level == 0:
         yield lambda *_: None
         return
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[step]}"), TimeElapsedColumn(), console=err,
+    if not sys.stderr.isatty():
+        lines = _LogLines(description, total, verbose=level == 2)
+        yield lines.step
+        lines.finish()   # not after a failure: the error says what happened
+        return
+    with Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(),
+                  MofNCompleteColumn(), TextColumn("{task.fields[step]}"), TimeElapsedColumn(),
+                  TextColumn("left"), TimeRemainingColumn(), console=err,
                   transient=True) as progress:
         task = progress.add_task(description, total=total, step="")
-        yield lambda step="", *_: progress.update(task, advance=1, step=str(step))
+
+        def advance(step: object = "", *_: object) -> None:
+            progress.update(task, advance=1, step=str(step))
+            if level == 2:
+                progress.console.log(f"{description}: {step}")
+        yield advance
 
 
 def print_json(data: object) -> None:
