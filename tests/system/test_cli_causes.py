@@ -465,8 +465,9 @@ def test_withheld_shows_the_cases_a_case_budget_withholds(dp_source, tmp_path) -
     _ingest(store, dp_source)
     dp = (*DP, "--domain", "weight=0:400")
     assert invoke_cli("release", "2020Q1", "--store", store, *dp).returncode == 0
+    # a case budget from 2020Q2 on is a change of the series policy
     result = invoke_cli("release", "2020Q2", "--store", store, *dp, "--case-budget", "1.5",
-                        "--on-case-budget", "suppress", "--json")
+                        "--on-case-budget", "suppress", "--json", "--change-policy")
     assert result.returncode == 0, result.stderr
     (summary,) = json.loads(result.stdout)
     with ReleaseStore.open(store, read_only=True) as db:
@@ -479,7 +480,7 @@ def test_withheld_shows_the_cases_a_case_budget_withholds(dp_source, tmp_path) -
     _ingest(other, dp_source)
     assert invoke_cli("release", "2020Q1", "--store", other, *dp).returncode == 0
     table = invoke_cli("release", "2020Q2", "--store", other, *dp, "--case-budget", "1.5",
-                       "--on-case-budget", "suppress")
+                       "--on-case-budget", "suppress", "--change-policy")
     assert table.returncode == 0, table.stderr
     row = next(line for line in table.stdout.splitlines() if "2020Q2" in line)
     cells = [c.strip() for c in row.strip().strip("│").split("│")]

@@ -89,12 +89,15 @@ def test_tiny_epsilon_is_refused_unless_acknowledged_and_spent_epsilon_is_printe
     assert "epsilon per case in this release: 2020Q1 0.001" in result.stdout
     assert "series maximum epsilon per case" in result.stdout
 
-    result = invoke_cli("release", "2020Q2", *DP, "--epsilon", "1", "--store", store, "--json")
+    # another ε is another series policy: the change is acknowledged, the tiny ε is not
+    # carried over (it was 2020Q1's acknowledgement)
+    result = invoke_cli("release", "2020Q2", *DP, "--epsilon", "1", "--store", store, "--json",
+                        "--change-policy")
     assert result.returncode == 0, result.stderr
     (summary,) = json.loads(result.stdout)
     with ReleaseStore.open(store, read_only=True) as db:
         assert db.manifest("2020Q1")["method"]["acknowledged"] == ["allow_tiny_epsilon"]
-        assert "acknowledged" not in db.manifest("2020Q2")["method"]
+        assert db.manifest("2020Q2")["method"]["acknowledged"] == ["change_policy"]
         ledger = summarize_ledger(db.ledger())
     assert summary["epsilon_per_case"] == "1" and summary["nominal_epsilon_per_case"] is None
     assert summary["series_max_epsilon_per_case"] == ledger.max_epsilon

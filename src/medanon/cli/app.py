@@ -483,15 +483,14 @@ def release(
              "domains": domain or None, "case_budget": case_budget,
              "on_case_budget": on_case_budget, "dp_aware_grouping": dp_aware_grouping or None,
              "label_confidence": dp_label_confidence, "label_mechanism": dp_label_mechanism,
-             "protect": protect or None, "max_withheld": max_withheld,
-             "allow_tiny_epsilon": allow_tiny_epsilon or None, "grouping": grouping}
+             "protect": protect or None, "max_withheld": max_withheld, "grouping": grouping}
     commands.release(store=store, periods=periods or [], seed=seed, allow_seeded=allow_seeded,
                      as_json=as_json, flags=flags, policy_file=policy,
                      change_policy=change_policy,
                      publish_despite_violations=publish_despite_violations,
                      allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
                      allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
-                     per_period_commit=per_period_commit)
+                     per_period_commit=per_period_commit, allow_tiny_epsilon=allow_tiny_epsilon)
 
 
 @app.command()

@@ -210,7 +210,7 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
             change_policy: bool = False, publish_despite_violations: bool = False,
             allow_unprotected: bool = False, allow_unknown_terms: bool = False,
             allow_gap: bool = False, allow_short_lifespan: bool = False,
-            per_period_commit: bool = False) -> None:
+            per_period_commit: bool = False, allow_tiny_epsilon: bool = False) -> None:
     """``medanon release``: ``flags`` are the method flags given (``method`` and the
     :data:`~medanon.pipeline.policy.POLICY_PARAMETERS`, None when not given); with the store's
     pinned policy and ``--policy`` they resolve to one :class:`~medanon.pipeline.policy.
@@ -230,7 +230,7 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
                       and db.series_policy() is None else None)
             policy, pin = resolve_policy(db.series_policy(), given=given, flags=flags or {},
                                          change_policy=change_policy, legacy=legacy)
-            anonymizer = policy.anonymizer()
+            anonymizer = policy.anonymizer(allow_tiny_epsilon=allow_tiny_epsilon)
             anonymizer.check_schema(db.schema)  # e.g. --domain for a categorical QID
         method = policy.method
         case_budget = policy.parameters.get("case_budget")

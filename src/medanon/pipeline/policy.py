@@ -57,15 +57,14 @@ POLICY_KEY = "series_policy"
 POLICY_PARAMETERS = (
     "k", "theta", "protect", "alpha", "ss_rule", "lifespan", "on_infeasible", "on_unplaceable",
     "max_withheld", "grouping", "epsilon", "dp_variant", "domains", "dp_aware_grouping",
-    "case_budget", "on_case_budget", "label_confidence", "label_mechanism",
-    "allow_tiny_epsilon")
+    "case_budget", "on_case_budget", "label_confidence", "label_mechanism")
 #: the parameters a policy passes to periodic_method (on_case_budget goes to the publisher)
 _METHOD_PARAMETERS = tuple(p for p in POLICY_PARAMETERS if p != "on_case_budget")
 
 
 #: parameters whose default is a value (the others default to None)
 _DEFAULTS = {"on_infeasible": "refuse", "dp_variant": "strict", "on_case_budget": "refuse",
-             "dp_aware_grouping": False, "allow_tiny_epsilon": False}
+             "dp_aware_grouping": False}
 _NO_DEFAULT = object()
 
 
@@ -155,7 +154,8 @@ class SeriesPolicy:
                                       f"does not exist: {theta!r}.")
             digest = _file_digest(path)
         policy = cls(method, given, digest)
-        policy.anonymizer()   # the method checks every value, naming it
+        # the method checks every value, naming it (a tiny ε is the release's to acknowledge)
+        policy.anonymizer(allow_tiny_epsilon=True)
         return policy
 
     @classmethod
@@ -273,12 +273,17 @@ class SeriesPolicy:
         return cls.of(method, **table)
 
     # ------------------------------------------------------------------ use
-    def anonymizer(self) -> Anonymizer:
-        """The configured method (:func:`~medanon.pipeline.methods.periodic_method`)."""
+    def anonymizer(self, *, allow_tiny_epsilon: bool = False) -> Anonymizer:
+        """The configured method (:func:`~medanon.pipeline.methods.periodic_method`).
+
+        ``allow_tiny_epsilon`` is a release's acknowledgement (recorded in its manifest), not
+        part of the policy: it is given again with every release that needs it.
+        """
         from .methods import periodic_method
 
-        return periodic_method(self.method, **{k: v for k, v in self.parameters.items()
-                                               if k in _METHOD_PARAMETERS})
+        return periodic_method(self.method, allow_tiny_epsilon=allow_tiny_epsilon,
+                               **{k: v for k, v in self.parameters.items()
+                                  if k in _METHOD_PARAMETERS})
 
     @property
     def on_case_budget(self) -> str:
