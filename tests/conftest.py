@@ -20,6 +20,14 @@ SHARED = ROOT.parent / "shared"
 FAERS_2022Q4_SUBSET = SHARED / "data" / "faers_ascii_2022Q4_subset.zip"
 MIMIC_DEMO = SHARED / "data" / "mimic3_demo"
 
+# The one-off ledger (ipa, clinsim: epsilon spent per input) is the operator's file in their home;
+# the tests keep theirs in a temporary folder (subprocesses inherit it).
+if "MEDANON_LEDGER" not in os.environ:
+    import tempfile
+
+    os.environ["MEDANON_LEDGER"] = str(Path(tempfile.mkdtemp(prefix="medanon-ledger-"))
+                                       / "one-off-ledger.json")
+
 #: the real data sets in ../shared: mark the tests that read them (see pytest_runtest_setup)
 needs_shared = pytest.mark.shared(str(FAERS_2022Q4_SUBSET.relative_to(SHARED)))
 needs_mimic_demo = pytest.mark.shared(*(str((MIMIC_DEMO / name).relative_to(SHARED))

@@ -266,3 +266,41 @@ def test_verify_refuses_a_tampered_k_anonymous_table(runs, tmp_path, capsys):
     captured = capsys.readouterr()
     assert "holds 1 record(s) < k=10" in captured.out
     assert captured.err.startswith("PrivacyViolation:")
+
+
+def test_a_second_release_of_one_input_spends_epsilon_again_and_a_budget_stops_it(
+        tmp_path, monkeypatch):
+    """The one-off ledger (accounting/oneoff.py): per input, the ε of each DP release; a run
+    past --budget is refused (nothing written) unless --allow-over-budget, which the manifest
+    records; another input, or a k-anonymous release, spends nothing of it."""
+    ledger = tmp_path / "ledger.json"
+    monkeypatch.setenv("MEDANON_LEDGER", str(ledger))
+    small = tmp_path / "small.csv"
+    assert main(["synth", "table", str(small), "--rows", "3000", "--seed", "4"]) == 0
+    dp = ("ipa", small, "--method", "dphist", "--epsilon", "1", *SEEDED)
+    first = invoke_cli(*dp, "--out", tmp_path / "one", "--budget", "1.5")
+    assert first.returncode == 0, first.stderr
+    assert "earlier one-off release" not in first.stderr
+    (entry,) = next(iter(json.loads(ledger.read_text()).values()))
+    assert entry["epsilon"] == 1.0 and entry["method"] == "dphist"
+    # the same input again: past the budget, refused, nothing written
+    refused = invoke_cli(*dp, "--out", tmp_path / "two", "--budget", "1.5")
+    assert_user_error(refused, "BudgetExceeded", "would take it to 2, past the budget 1.5")
+    assert not (tmp_path / "two").exists()
+    assert len(next(iter(json.loads(ledger.read_text()).values()))) == 1
+    # acknowledged: published, recorded in the manifest, the spend told
+    over = invoke_cli(*dp, "--out", tmp_path / "two", "--budget", "1.5", "--allow-over-budget")
+    assert over.returncode == 0, over.stderr
+    assert "had spent epsilon 1 in 1 earlier one-off release(s)" in over.stderr
+    manifest = json.loads((tmp_path / "two" / "manifest.json").read_text())
+    assert "allow_over_budget" in manifest["method"]["acknowledged"]
+    assert "ledger" not in json.dumps(manifest)                   # nothing of it is published
+    # k-anonymity spends no ε; another input has its own account
+    assert invoke_cli("ipa", small, "--method", "kanon", "--k", "5", "--out", tmp_path / "k",
+                      "--budget", "1.5").returncode == 0
+    other = tmp_path / "other.csv"
+    assert main(["synth", "table", str(other), "--rows", "3000", "--seed", "5"]) == 0
+    assert invoke_cli("ipa", other, "--method", "dphist", "--epsilon", "1", *SEEDED, "--out",
+                      tmp_path / "o", "--budget", "1.5").returncode == 0
+    accounts = json.loads(ledger.read_text())
+    assert sorted(len(v) for v in accounts.values()) == [1, 2]

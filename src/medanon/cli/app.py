@@ -38,6 +38,14 @@ StoreOpt = Annotated[Path, typer.Option("--store", "-s", help="Release store (Du
 SeedOpt = Annotated[Optional[int], typer.Option(
     "--seed", help="Fix the random seed (reproducible runs for tests and research; recorded).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+BudgetOpt = Annotated[Optional[float], typer.Option(
+    "--budget", help="The most epsilon this input may spend over all one-off releases (the "
+                     "operator's ledger, --ledger): past it the release is refused.")]
+OverBudgetOpt = Annotated[bool, typer.Option(
+    "--allow-over-budget", help="Publish past --budget anyway (recorded in the manifest).")]
+LedgerOpt = Annotated[Optional[Path], typer.Option(
+    "--ledger", help="The one-off ledger: epsilon spent per input (operator only; default "
+                     "$MEDANON_LEDGER or ~/.medanon/one-off-ledger.json).")]
 DEFAULT_STORE_PATH = Path(DEFAULT_STORE)
 
 
@@ -237,6 +245,9 @@ def ipa(
         "--allow-tiny-epsilon", help="ipa, dphist: accept an epsilon (ipa: a step's share of it) "
                                      "below 0.01, where the made-up rows grow as 1/epsilon "
                                      "(recorded in the manifest).")] = False,
+    budget: BudgetOpt = None,
+    allow_over_budget: OverBudgetOpt = False,
+    ledger: LedgerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Release a table with IPA or a baseline; report information loss and query errors."""
@@ -245,7 +256,8 @@ def ipa(
                 max_suppression=max_suppression, threshold=threshold, budget_split=budget_split,
                 node=node, seed=seed, allow_seeded=allow_seeded, out=out, as_json=as_json,
                 selection=selection, min_records=min_records,
-                allow_tiny_epsilon=allow_tiny_epsilon)
+                allow_tiny_epsilon=allow_tiny_epsilon,
+                one_off=(budget, allow_over_budget, ledger))
 
 
 @synth_app.command("ehr")
@@ -309,6 +321,9 @@ def clinsim(
         "--time-resolution", help="day, hour or minute: the published time (days since the "
         "patient's first admission) is floored to it. Default day; finer times make a patient "
         "easier to find from known admission dates.")] = "day",
+    budget: BudgetOpt = None,
+    allow_over_budget: OverBudgetOpt = False,
+    ledger: LedgerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Release diagnosis sequences with ClinSimRR or a baseline; report CIL, KL and the attack's MAP."""
@@ -319,7 +334,8 @@ def clinsim(
                         delta_t_days=delta_t, max_path_length=max_path_length,
                         min_predictions=map_min_predictions, seed=seed, allow_seeded=allow_seeded, out=out,
                         as_json=as_json, pseudonym_key=pseudonym_key, keep_ids=keep_ids,
-                        time_resolution=time_resolution)
+                        time_resolution=time_resolution,
+                        one_off=(budget, allow_over_budget, ledger))
 
 
 @app.command()

@@ -77,7 +77,8 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
             preset: str | None, code_level: str, min_admissions: int, aux_fraction: float,
             delta_t_days: float, max_path_length: int, min_predictions: int, seed: int | None,
             allow_seeded: bool, out: Path, as_json: bool, pseudonym_key: Path | None = None,
-            keep_ids: bool = False, time_resolution: str = "day") -> None:
+            keep_ids: bool = False, time_resolution: str = "day",
+            one_off: tuple | None = None) -> None:
     from ..api import EhrRecords, Publisher
 
     with ui.errors_as_flags():  # the library's checks, told in flags
@@ -98,16 +99,22 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
                               time_resolution=time_resolution)
     data = EhrRecords.read(diagnoses, admissions, code_level=code_level,
                            min_admissions=min_admissions)
+    with ui.errors_as_flags():   # the ε this input spent in earlier one-off releases
+        ledger, spend, over = ui.one_off_check(
+            one_off, method, None if method == "suppression" else epsilon, data.digest())
     with progress_bar(f"{method}: graph, plan, obfuscate, evaluate", 4) as step:
         release = publisher.publish(data, identifiers=identifiers, progress=step)
     if new_key:
         identifiers.save_key(pseudonym_key)
+    if over:
+        release.manifest["method"].setdefault("acknowledged", []).append("allow_over_budget")
     try:
         release.write(out)
     except BaseException:
         if new_key:                          # the key of a release that was not written
             Path(pseudonym_key).unlink(missing_ok=True)
         raise
+    ui.one_off_record(ledger, spend, data.digest(), method, out)
     # Operator-facing only (stdout, never the published folder): the input's digest lets the
     # operator check which file was released; the manifest holds no function of the input.
     summary = {**release.summary, "out": str(out)}

@@ -161,3 +161,32 @@ def errors_as_flags() -> Iterator[None]:
         yield
     except (ValidationError, SchemaError, StoreError, InputQualityError) as exc:
         raise type(exc)(as_flags(str(exc))) from None
+
+
+def one_off_check(one_off: tuple | None, method: str, epsilon: object,
+                  fingerprint: str) -> tuple[object, float | None, bool]:
+    """The one-off ledger's check before a DP release of an input (``ipa``, ``clinsim``):
+    returns (the ledger, the release's ε or None for a method without one, whether the run
+    goes past the budget acknowledged). Refuses past ``--budget`` (BudgetExceeded)."""
+    from ..accounting import parse_epsilon
+    from ..accounting.oneoff import OneOffLedger
+
+    budget, allow_over_budget, path = one_off or (None, False, None)
+    ledger = OneOffLedger.default(path)
+    if epsilon is None:
+        return ledger, None, False
+    spend = float(parse_epsilon(epsilon, name="epsilon", owner=method))
+    over = ledger.check(fingerprint, spend, budget=budget, allow_over_budget=allow_over_budget)
+    return ledger, spend, over
+
+
+def one_off_record(ledger, spend: float | None, fingerprint: str, method: str, out) -> None:
+    """Record a written DP release in the one-off ledger and say what the input has spent."""
+    if spend is None:
+        return
+    before = ledger.entries(fingerprint)
+    ledger.record(fingerprint, method=method, epsilon=spend, out=out)
+    if before:
+        err.print(f"note: this input had spent epsilon {sum(e['epsilon'] for e in before):g} in "
+                  f"{len(before)} earlier one-off release(s) (ledger {ledger.path}); with this "
+                  f"one, {sum(e['epsilon'] for e in before) + spend:g}.", soft_wrap=True)

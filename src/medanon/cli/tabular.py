@@ -33,7 +33,7 @@ def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | No
         max_suppression: float | None, threshold: int | None, budget_split: str | None,
         node: str | None, seed: int | None, allow_seeded: bool, out: Path, as_json: bool,
         selection: str | None = None, min_records: int | None = None,
-        allow_tiny_epsilon: bool = False) -> None:
+        allow_tiny_epsilon: bool = False, one_off: tuple | None = None) -> None:
     from ..api import Publisher, Table
 
     with ui.errors_as_flags():  # table_method: only the table methods, their parameters as flags
@@ -49,10 +49,17 @@ def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | No
         require_public_domain(TableSchema.from_toml(schema_path),
                               source=f"schema file {str(schema_path)!r}")
     data = Table.read(input_path, schema_path)
+    with ui.errors_as_flags():   # the ε this input spent in earlier one-off releases
+        ledger, spend, over = ui.one_off_check(one_off, method,
+                                               None if method == "kanon" else epsilon,
+                                               data.digest)
     total = 1 if method == "dphist" else len(Lattice(data.data.top_node))
     with progress_bar(f"{method}: lattice nodes", total) as step:
         release = publisher.publish(data, progress=lambda done, _total: step(done))
+    if over:
+        release.manifest["method"].setdefault("acknowledged", []).append("allow_over_budget")
     release.write(out)
+    ui.one_off_record(ledger, spend, data.digest, method, out)
     # input_sha256: operator only (stdout), never in the manifest
     summary: dict[str, Any] = {**release.summary, "out": str(out)}
     if as_json:
