@@ -743,8 +743,8 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
     if as_json:
         print_json(result.to_dict(all_groups=all_groups))
         return
-    table = Table("period", "groups", "attacker", "attacks", "DIR hard", "DSR hard", "DIR post.",
-                  "DSR post.", "SSGR", "re-identified groups",
+    table = Table("period", "groups", "attacker", "attacks", "DIR hard", "DSR hard",
+                  "DIR posterior", "DSR posterior", "SSGR", "re-identified groups",
                   title=f"Worst case over all targets: {series.source}")
     for r in result.releases:
         table.add_row(r.period, str(len(r.groups)), r.attacker,
@@ -753,7 +753,7 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
                       _fmt(r.ssgr), str(r.reidentified))
     ui.out.print(table)
     ui.out.print("hard: exclusions that hold for sure (CaseID links, generalized QIDs), as verify "
-                 "checks them; post.: the likelihood-weighted attacker on perturbed QIDs (strict "
+                 "checks them; posterior: the likelihood-weighted attacker on perturbed QIDs (strict "
                  "PPMS-DP releases), which weighs candidates by their noisy values.")
 
 
@@ -1012,7 +1012,7 @@ def _demo_summary(reports: list) -> None:
     ui.out.print(table)
     for r in reports:
         kept, lost, spurious = signal_tally(r)
-        ui.out.print(f"\n{r.name}: planted signals kept {kept}, lost {lost}, spurious {spurious}; "
+        ui.out.print(f"\n{r.name}: planted signals kept {kept}, lost {lost}, gained {spurious}; "
                      f"{sum(x['reidentified'] for x in r.releases)} case(s) re-identified by "
                      "record linkage (RR).")
         _print_card(r.card)
