@@ -58,10 +58,10 @@ h2 { font-size: 1.25rem; margin-top: .2rem; color: #16324f; }
 h3 { font-size: 1.05rem; margin-bottom: .4rem; }
 table { border-collapse: collapse; margin: .5rem 0 1rem 0; font-size: .85rem; }
 th, td { border-bottom: 1px solid #e3e6ea; padding: .25rem .45rem; text-align: right; }
-th { background: #eef1f5; }
+th { background: #eef1f5; font-size: .8rem; hyphens: manual; }
 td.l, th.l { text-align: left; }
+.nw { white-space: nowrap; }
 div.wide { overflow-x: auto; max-width: 100%; }
-td { overflow-wrap: anywhere; }
 tr.total td { font-weight: 600; border-top: 2px solid #c8ced6; }
 .ok { color: #12723b; font-weight: 600; }
 .bad { color: #b3261e; font-weight: 600; }
@@ -531,7 +531,8 @@ def _accounting(r: SeriesReport) -> str:
                    else f"{_count(row['dropped'])} (--drop-missing)")
         body.append([escape(row["period"]), _count(row["demo_rows"]), _count(row["superseded"]),
                      _duplicates(row), _count(row["deleted"]), dropped,
-                     escape(_missing_text(row["missing"])), _count(row["reports"]),
+                     "<br>".join(map(escape, _missing_text(row["missing"]).split(", "))),
+                     _count(row["reports"]),
                      _count(row["cases"]),
                      _count(row["withheld"]) if row["published"] else "–",
                      _count(row["released"]) if row["published"] else "not published",
@@ -549,13 +550,16 @@ def _accounting(r: SeriesReport) -> str:
                   for f in dict.fromkeys(f for row in pub for f in row["missing"])}
         total_row = ["published", _count(total("demo_rows")), _count(total("superseded")),
                      _count(total("duplicates")), _count(total("deleted")),
-                     _count(total("dropped")), escape(_missing_text(fields)),
+                     _count(total("dropped")),
+                     "<br>".join(map(escape, _missing_text(fields).split(", "))),
                      _count(total("reports")), _count(total("cases")), _count(total("withheld")),
                      _count(total("released")), _share(total("lost"), total("demo_rows"))]
     return ("<h3>Ingest accounting: where the DEMO rows went</h3>"
-            + _table(["period", "DEMO rows", "superseded", "duplicate", "deleted (FDA)",
-                      "dropped: missing values", "missing, by field", "reports in", "cases in",
-                      "withheld", "released", "rows not released"], body, left=1,
+            # soft hyphens (U+00AD) let the one-word headers break: the table fits 1,000 px
+            + _table(["period", "DEMO rows", "super\u00adseded", "dupli\u00adcate",
+                      "deleted (FDA)", "dropped: missing values", "missing, by field",
+                      "reports in", "cases in", "with\u00adheld", "re\u00adleased",
+                      "rows not re\u00adleased"], body, left=1,
                      total=total_row)
             + '<p class="note">DEMO rows → superseded (an older version of a case in the same '
               "quarter) → duplicate (a row repeating a report kept: its report id, or its case "
@@ -598,7 +602,8 @@ def _period_table(r: SeriesReport) -> str:
         source = ingested.get(period, {})
         attacker = _ATTACKERS.get(x.get("attacker"), "hard-exclusion")
         row = [escape(period), escape(str(x["method"])),
-               f'{_fmt(source.get("n_cases"))} → {x["cases"]}', str(x["groups"]),
+               f'<span class="nw">{_fmt(source.get("n_cases"))} → {x["cases"]}</span>',
+               str(x["groups"]),
                _metric(x, "nil"), _metric(x, "nil_star"),
                f'{escape(attacker)} ({escape(x["attacks"])})', _metric(x, "dir"),
                _metric(x, "dir_hard"), _metric(x, "dsr")]
@@ -667,7 +672,7 @@ def _screening_table(r: SeriesReport) -> str:
         scope = {"dedup": "each case once (dedup)", "pooled": "every row (pooled)"}.get(
             e["scope"], f"up to {e['scope']}" if e["kind"] == "cumulative" else e["scope"])
         rows.append([escape(scope),
-                     f'{e["reports"]["original"]} / {e["reports"]["release"]}',
+                     f'<span class="nw">{e["reports"]["original"]} / {e["reports"]["release"]}</span>',
                      str(e["undecided"]["release"]),
                      *(f'{_fmt(st[s]["recall"], 2)} / {_fmt(st[s]["precision"], 2)}'
                        for s in ("mgps", "bcpnn", "prr")),
