@@ -4,10 +4,13 @@ Nothing on the page is fetched from anywhere, so it can be mailed, archived with
 opened on a machine with no network. Every value shown comes from a :class:`SeriesReport`, and
 every guarantee or caveat from the privacy-model objects through it (never typed here).
 
-The page opens with one summary card per series (what was promised, what was not, what verify
-and the attacks say about it), then compares the series in figures, then gives each series in
-detail: ingest accounting, per-period metrics, signals, generalization, ε ledger, manifests. A
-glossary closes it. Each figure's ``<img>`` carries what it shows as data attributes
+The page opens with a table of contents and a decision per series, "What to publish and why"
+(:func:`medanon.report.collect.decision`: read from the verify gate, the attacks and the
+screening, never typed here), then one summary card per series (what was promised, what was not,
+what verify and the attacks say about it), then compares the series in figures, then gives each
+series in detail: ingest accounting, per-period metrics, signals, generalization, ε ledger,
+manifests. A glossary closes it, in the metric names every table uses. Tables fit a 1,000 px
+window; a wider one scrolls inside its own box, never the page. Each figure's ``<img>`` carries what it shows as data attributes
 (``data-axes``: title and axis labels per axes; ``data-texts``: every drawn text with its box in
 image pixels), so a test can check labels and overlaps without reading pixels.
 """
@@ -969,7 +972,8 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
      "its posterior (WHO-UMC); a signal when IC025 > 0", "closer to the original is better"),
     ("kept, lost, gained", "signal rules, counted over rules × releases: the rule signals in "
      "both the original and the release (kept), in the original only (lost), in the release "
-     "only (gained)", "kept high; lost and gained 0"),
+     "only (gained; the JSON and CSV keys keep the older name spurious, signals_spurious)",
+     "kept high; lost and gained 0"),
     ("recall, precision", "screening: share of the original's signals the release keeps; "
      "share of the release's signals the original has", "higher is better"),
     ("spurious", "screening only: a drug–reaction pair that signals (MGPS EB05 ≥ 2) in the "
