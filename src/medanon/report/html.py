@@ -10,8 +10,8 @@ screening, never typed here), then one summary card per series (what was promise
 what verify and the attacks say about it), then compares the series in figures, then gives each
 series in detail: ingest accounting, per-period metrics, signals, generalization, ε ledger,
 manifests. A glossary closes it, in the metric names every table uses. Tables fit a 1,000 px
-window; a wider one scrolls inside its own box, never the page. Each figure's ``<img>`` carries what it shows as data attributes
-(``data-axes``: title and axis labels per axes; ``data-texts``: every drawn text with its box in
+window; a wider one scrolls inside its own box, never the page. Each figure's ``<img>`` carries
+what it shows as data attributes (``data-axes``: title and axis labels per axes; ``data-texts``: every drawn text with its box in
 image pixels), so a test can check labels and overlaps without reading pixels.
 """
 
