@@ -11,8 +11,9 @@ what verify and the attacks say about it), then compares the series in figures, 
 series in detail: ingest accounting, per-period metrics, signals, generalization, ε ledger,
 manifests. A glossary closes it, in the metric names every table uses. Tables fit a 1,000 px
 window; a wider one scrolls inside its own box, never the page. Each figure's ``<img>`` carries
-what it shows as data attributes (``data-axes``: title and axis labels per axes; ``data-texts``: every drawn text with its box in
-image pixels), so a test can check labels and overlaps without reading pixels.
+what it shows as data attributes (``data-axes``: title and axis labels per axes;
+``data-texts``: every drawn text with its box in image pixels), so a test can check labels and
+overlaps without reading pixels.
 """
 
 from __future__ import annotations
