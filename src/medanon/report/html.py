@@ -986,6 +986,18 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
      "closer to 0 is better"),
     ("perturbed", "a value published with DP noise: specific-looking but not the original",
      "–"),
+    ("verify now", "the verify gate's verdict on each release, run over the series as it "
+     "stands (passed, violated, no-model); a later release can break an earlier one", "passed"),
+    ("withheld", "cases the method left out of a release (manifest counts.suppressed)",
+     "fewer is better"),
+    ("rows not released", "share of the DEMO rows (one per report version) that reached no "
+     "release: superseded versions, follow-ups combined into their case, duplicates, FDA "
+     "deletions, reports dropped for missing values, withheld cases", "–"),
+    ("undecided", "screening: reports whose published cell straddles a stratum's edge, left "
+     "out of that stratum", "fewer is better"),
+    ("Publish / with care / do not publish as is", "the first section's decision per series: "
+     "read from verify, the attacks (re-identified, DIR, DSR), the terms at θ = 1, empty, held "
+     "back and withheld releases, and the MGPS recall of the screening (each case once)", "–"),
 )
 
 
