@@ -917,6 +917,10 @@ def report(*, stores: list[Path], names: list[str], rules: Path | None, backgrou
         page = render_report(reports, title=title, progress=step)
     written = write_report(page, out)  # only once everything above succeeded
     ui.err.print(f"report written to {written} ({len(page) / 1e6:.1f} MB)")
+    from ..report.collect import decision
+
+    for r in reports:  # the page's first section, one line per series
+        ui.err.print(f"{r.name}: {decision(r).line}", markup=False)
     return reports
 
 
@@ -1001,7 +1005,7 @@ DEMO_PARAMETERS = {"k": 5, "theta": "frequency", "on_infeasible": "raise-theta",
 
 
 def _demo_summary(reports: list) -> None:
-    from ..report.collect import signal_tally
+    from ..report.collect import decision, signal_tally
 
     safe, naive = reports
     table = Table("period", "PPMS++ NIL", "PPMS++ DIR", "PPMS++ DSR", "MS NIL", "MS DIR", "MS DSR",
@@ -1015,6 +1019,7 @@ def _demo_summary(reports: list) -> None:
         ui.out.print(f"\n{r.name}: planted signals kept {kept}, lost {lost}, gained {spurious}; "
                      f"{sum(x['reidentified'] for x in r.releases)} case(s) re-identified by "
                      "record linkage (RR).")
+        ui.out.print(f"  {decision(r).line}", markup=False)
         _print_card(r.card)
 
 
@@ -1027,7 +1032,10 @@ def _print_card(card) -> None:
     unbounded, n = card.unbounded, len(card.published)
     if unbounded:
         named = [t + ("" if len(p) == n else f" ({len(p)}/{n})") for t, p in unbounded.items()]
-        ui.out.print(f"  ! theta = 1 (no limit) for {len(unbounded)} sensitive term(s): "
+        latest = card.published[-1]
+        now = sum(latest in p for p in unbounded.values())
+        ui.out.print(f"  ! theta = 1 (no limit) for {len(unbounded)} sensitive term(s) in some "
+                     f"release, {now} in the latest ({latest}): "
                      f"{_some(named, 12, 'the report lists all')}"
                      f"; a group may consist only of cases holding one. Cap terms with --protect.",
                      markup=False)
@@ -1037,8 +1045,10 @@ def _print_card(card) -> None:
     dropped, demo = card.ingest_dropped
     if demo:
         ui.out.print(f"  ingest: {demo} DEMO rows -> {demo - dropped} released cases; {dropped} "
-                     f"({dropped / demo:.0%}) deleted, superseded, dropped for missing values or "
-                     f"withheld; {missing_sentence(card.missing_dropped)}")
+                     f"DEMO rows ({dropped / demo:.0%} of the rows, one per report version, not "
+                     "of the cases) reached no release: superseded versions, follow-ups, "
+                     "duplicates, deletions, reports dropped for missing values, withheld "
+                     f"cases; {missing_sentence(card.missing_dropped)}")
     for m in card.models:
         if m.model is None:
             ui.out.print(f"  {m.periods[0]}-{m.periods[-1]} {m.method}: no privacy model; "
