@@ -1067,8 +1067,10 @@ def _print_card(card) -> None:
                 where = ("" if len(periods) == len(m.periods)
                          else f" ({len(periods)}/{len(m.periods)})")
                 terms.setdefault(value, []).append(term + where)
+        latest = sum(any(m.periods[-1] in p for p in values.values())
+                     for values in m.theta_overrides.values())
         ui.out.print(f"  theta: default {defaults}; {len(m.theta_overrides)} term(s) with their "
-                     "own theta")
+                     f"own theta in some release ({latest} in the latest, {m.periods[-1]})")
         if m.theta_caps:
             ui.out.print("  protected (theta capped): "
                          + ", ".join(f"{t} <= {c:g}" for t, c in m.theta_caps.items()),
