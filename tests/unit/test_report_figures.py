@@ -133,6 +133,43 @@ def test_perturbed_values_are_labelled_perturbed_not_exact():
     assert profile.specific_label == "perturbed"
 
 
+def test_the_cases_plot_keeps_its_points_off_the_frame_and_shows_the_ingested_line():
+    # released = ingested in every period (the usual case): the points sat on the top frame
+    # and the ingested line hid under the released one (issue 33)
+    fig = plots.volume_figure([_report(cases=(600, 597, 600, 598))])
+    left = fig.axes[0]
+    bottom, top = left.get_ylim()
+    drawn = [y for line in left.get_lines() for y in np.asarray(line.get_ydata(), float)]
+    assert bottom == 0 and max(drawn) < 0.95 * top
+    ingested = next(line for line in left.get_lines() if line.get_label().startswith("ingested"))
+    released = next(line for line in left.get_lines() if "released" in line.get_label())
+    # drawn on top, in its own marker, so that the legend entry and the line are visible
+    assert ingested.get_zorder() > released.get_zorder()
+    assert ingested.get_marker() != released.get_marker()
+    assert ingested.get_markerfacecolor() == "none"
+
+
+def test_the_field_plot_has_a_missing_category():
+    report = _report()
+    profile = [QidProfile("weight", "numeric", exact=0.3, suppressed=0.1, mean_width=0.2,
+                          missing=0.25)]
+    report = SeriesReport(**{**report.__dict__, "profiles": {p: profile for p in PERIODS}})
+    fig = plots.generalization_figure(report)
+    labels = [t[1] for t in plots.figure_meta(fig)["texts"] if t[0] == "legend"]
+    assert "missing (published empty)" in labels
+    # the bars of a period add up to 1: generalized no longer absorbs the missing share
+    heights = {}
+    for bar in fig.axes[0].patches:
+        x = round(bar.get_x() + bar.get_width() / 2)
+        heights[x] = heights.get(x, 0.0) + bar.get_height()
+    assert all(h == pytest.approx(1.0) for h in heights.values())
+    tops = [bar.get_y() + bar.get_height() for bar in fig.axes[0].patches
+            if bar.get_facecolor()[:3] == pytest.approx((0xBB / 255,) * 3)]
+    assert tops and all(t == pytest.approx(1.0) for t in tops)
+    assert "missing (published empty)" not in [
+        t[1] for t in plots.figure_meta(plots.generalization_figure(_report()))["texts"]]
+
+
 def test_rule_tally_counts_kept_lost_and_infinite():
     [row] = rule_tally(_report())
     # originals signal in periods 1, 2 (∞) and 4 (PRR 3 with a = 4); the release loses period 4

@@ -793,8 +793,8 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
     if as_json:
         print_json(result.to_dict(all_groups=all_groups))
         return
-    table = Table("period", "groups", "attacker", "attacks", "DIR hard", "DSR hard", "DIR post.",
-                  "DSR post.", "SSGR", "re-identified groups",
+    table = Table("period", "groups", "attacker", "attacks", "DIR hard", "DSR hard",
+                  "DIR posterior", "DSR posterior", "SSGR", "re-identified groups",
                   title=f"Worst case over all targets: {series.source}")
     for r in result.releases:
         table.add_row(r.period, str(len(r.groups)), r.attacker,
@@ -803,7 +803,7 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
                       _fmt(r.ssgr), str(r.reidentified))
     ui.out.print(table)
     ui.out.print("hard: exclusions that hold for sure (CaseID links, generalized QIDs), as verify "
-                 "checks them; post.: the likelihood-weighted attacker on perturbed QIDs (strict "
+                 "checks them; posterior: the likelihood-weighted attacker on perturbed QIDs (strict "
                  "PPMS-DP releases), which weighs candidates by their noisy values.")
 
 
@@ -967,6 +967,10 @@ def report(*, stores: list[Path], names: list[str], rules: Path | None, backgrou
         page = render_report(reports, title=title, progress=step)
     written = write_report(page, out)  # only once everything above succeeded
     ui.err.print(f"report written to {written} ({len(page) / 1e6:.1f} MB)")
+    from ..report.collect import decision
+
+    for r in reports:  # the page's first section, one line per series
+        ui.err.print(f"{r.name}: {decision(r).line}", markup=False)
     return reports
 
 
@@ -1051,7 +1055,7 @@ DEMO_PARAMETERS = {"k": 5, "theta": "frequency", "on_infeasible": "raise-theta",
 
 
 def _demo_summary(reports: list) -> None:
-    from ..report.collect import signal_tally
+    from ..report.collect import decision, signal_tally
 
     safe, naive = reports
     table = Table("period", "PPMS++ NIL", "PPMS++ DIR", "PPMS++ DSR", "MS NIL", "MS DIR", "MS DSR",
@@ -1062,9 +1066,10 @@ def _demo_summary(reports: list) -> None:
     ui.out.print(table)
     for r in reports:
         kept, lost, spurious = signal_tally(r)
-        ui.out.print(f"\n{r.name}: planted signals kept {kept}, lost {lost}, spurious {spurious}; "
+        ui.out.print(f"\n{r.name}: planted signals kept {kept}, lost {lost}, gained {spurious}; "
                      f"{sum(x['reidentified'] for x in r.releases)} case(s) re-identified by "
                      "record linkage (RR).")
+        ui.out.print(f"  {decision(r).line}", markup=False)
         _print_card(r.card)
 
 
@@ -1077,7 +1082,10 @@ def _print_card(card) -> None:
     unbounded, n = card.unbounded, len(card.published)
     if unbounded:
         named = [t + ("" if len(p) == n else f" ({len(p)}/{n})") for t, p in unbounded.items()]
-        ui.out.print(f"  ! theta = 1 (no limit) for {len(unbounded)} sensitive term(s): "
+        latest = card.published[-1]
+        now = sum(latest in p for p in unbounded.values())
+        ui.out.print(f"  ! theta = 1 (no limit) for {len(unbounded)} sensitive term(s) in some "
+                     f"release, {now} in the latest ({latest}): "
                      f"{_some(named, 12, 'the report lists all')}"
                      f"; a group may consist only of cases holding one. Cap terms with --protect.",
                      markup=False)
@@ -1087,8 +1095,10 @@ def _print_card(card) -> None:
     dropped, demo = card.ingest_dropped
     if demo:
         ui.out.print(f"  ingest: {demo} DEMO rows -> {demo - dropped} released cases; {dropped} "
-                     f"({dropped / demo:.0%}) deleted, superseded, dropped for missing values or "
-                     f"withheld; {missing_sentence(card.missing_dropped)}")
+                     f"DEMO rows ({dropped / demo:.0%} of the rows, one per report version, not "
+                     "of the cases) reached no release: superseded versions, follow-ups, "
+                     "duplicates, deletions, reports dropped for missing values, withheld "
+                     f"cases; {missing_sentence(card.missing_dropped)}")
     for m in card.models:
         if m.model is None:
             ui.out.print(f"  {m.periods[0]}-{m.periods[-1]} {m.method}: no privacy model; "
@@ -1107,8 +1117,10 @@ def _print_card(card) -> None:
                 where = ("" if len(periods) == len(m.periods)
                          else f" ({len(periods)}/{len(m.periods)})")
                 terms.setdefault(value, []).append(term + where)
+        latest = sum(any(m.periods[-1] in p for p in values.values())
+                     for values in m.theta_overrides.values())
         ui.out.print(f"  theta: default {defaults}; {len(m.theta_overrides)} term(s) with their "
-                     "own theta")
+                     f"own theta in some release ({latest} in the latest, {m.periods[-1]})")
         if m.theta_caps:
             ui.out.print("  protected (theta capped): "
                          + ", ".join(f"{t} <= {c:g}" for t, c in m.theta_caps.items()),

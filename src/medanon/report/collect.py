@@ -39,7 +39,8 @@ from ..pipeline.history import StoreSeries
 from ..published.series import PublishedSeries
 from ..store import ReleaseStore
 
-__all__ = ["ModelCard", "QidProfile", "SeriesCard", "SeriesReport", "check_report_names",
+__all__ = ["Decision", "ModelCard", "QidProfile", "SeriesCard", "SeriesReport",
+           "check_report_names", "comparison", "decision", "dedup_recall",
            "collect_series_report", "generalization_profile", "ingest_accounting", "rule_name",
            "rule_tally", "series_card", "signal_tally", "store_originals"]
 
@@ -751,3 +752,205 @@ def check_report_names(reports: Sequence[SeriesReport]) -> None:
     if len(set(names)) != len(names):
         raise ValidationError(f"Two stores have the same name ({', '.join(names)}); give "
                               "distinct --name values.")
+
+
+# ------------------------------------------------------------------------- what to publish
+#: Below this share of the original's MGPS signals kept (each case once, the ``dedup`` scope),
+#: the decision asks for care: an analyst would miss one signal in five or more.
+RECALL_CARE = 0.8
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What to do with a series, read from its :class:`SeriesCard` and the attacks' numbers.
+
+    Attributes:
+        state: ``"publish"``, ``"care"`` (publish with care) or ``"hold"`` (do not publish as
+            is).
+        line: The decision in one sentence.
+        reasons: Why, one short sentence each: what blocks publication first, then what needs
+            care, then what was checked and found clean.
+        blocking: The reasons that make the state ``hold``.
+        care: The reasons that make the state ``care`` (when nothing blocks).
+    """
+
+    state: str
+    line: str
+    reasons: tuple[str, ...]
+    blocking: tuple[str, ...] = ()
+    care: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return {"publish": "Publish", "care": "Publish with care",
+                "hold": "Do not publish as is"}[self.state]
+
+
+def dedup_recall(report: SeriesReport) -> float | None:
+    """MGPS recall (EB05 ≥ 2) of the screening's ``dedup`` scope (each case once, as FDA pools
+    FAERS), or None when the screening did not run."""
+    screening = report.evaluation.get("screening") or {}
+    try:
+        return screening["summary"]["dedup"]["mgps"]["recall"]
+    except (KeyError, TypeError):
+        return None
+
+
+def decision(report: SeriesReport) -> Decision:
+    """The decision on one series (:class:`Decision`), derived from its card's verdicts and
+    findings and the attacks' numbers; nothing here is a verdict of its own."""
+    card = report.card
+    filled = [r for r in report.releases if r["cases"]]
+    blocking: list[str] = []
+    care: list[str] = []
+    clean: list[str] = []
+    # a release without a model is named below (nothing vouches for it), not as failing it
+    failed = [p for p in card.published if p not in card.empty
+              and card.verdicts.get(p) not in (None, "passed", "no-model")]
+    if card.verify_error:
+        blocking.append(f"verify could not run: {card.verify_error}")
+    elif failed:
+        blocking.append(f"{', '.join(failed)} fail{'s' if len(failed) == 1 else ''} verify: "
+                        f"{len(failed)} of {len(card.published) - len(card.empty)} release(s) "
+                        "do not meet their own privacy model")
+    no_model = [m for m in card.models if m.model is None]
+    if no_model:
+        blocking.append(f"{_periods_text([p for m in no_model for p in m.periods])} declare "
+                        "no privacy model: nothing vouches for them")
+    reidentified = sum(int(r.get("reidentified") or 0) for r in filled)
+    worst_dir = max((r["dir"] for r in filled if r.get("dir") is not None), default=None)
+    worst_dsr = max((r["dsr"] for r in filled if r.get("dsr") is not None), default=None)
+    worst_hard = max((r["dir_hard"] for r in filled if r.get("dir_hard") is not None),
+                     default=None)
+    likelihood = any(r.get("attacker") == "likelihood-weighted" for r in filled)
+    if reidentified:
+        blocking.append(f"the attacks re-identify {reidentified:,} case(s) (a candidate set "
+                        "of one)")
+    if worst_dir:
+        where = [r["period"] for r in filled if r.get("dir")]
+        text = (f"the attacks narrow up to {worst_dir:.0%} of the groups below k candidates "
+                f"(max DIR {worst_dir:.2f}, in {_periods_text(where)})")
+        # a likelihood-weighted attacker alone (no sure exclusion) is a weaker finding
+        (care if likelihood and not worst_hard else blocking).append(text)
+    if worst_dsr:
+        blocking.append(f"the attacks push a sensitive term above its θ in up to "
+                        f"{worst_dsr:.0%} of the groups (max DSR {worst_dsr:.2f})")
+    for kind, text in card.findings:
+        if kind == "warn" and not (worst_dir or worst_dsr or reidentified):
+            care.append(text)  # the gate passes what the model does not cover
+    unbounded = card.unbounded
+    if unbounded:
+        latest = card.published[-1] if card.published else None
+        now = sum(latest in p for p in unbounded.values())
+        care.append(f"{len(unbounded)} sensitive term(s) have no bound (θ = 1) in some release, "
+                    f"{now} in the latest ({latest}): a group may hold only cases with such a "
+                    "term")
+    if card.default_unbounded:
+        care.append(f"θ = 1 by default in {_periods_text(card.default_unbounded)}: every term "
+                    "those releases do not list is unbounded")
+    if card.empty:
+        care.append(f"{_periods_text(card.empty)} published empty (no case): nothing checked "
+                    "there")
+    if card.held_back:
+        care.append(f"{_periods_text(card.held_back)} ingested but not published (held back)")
+    withheld = [(r["period"], r["withheld"]) for r in report.accounting
+                if r["published"] and r.get("withheld")]
+    if withheld:
+        care.append(f"{sum(n for _, n in withheld):,} case(s) withheld by the method in "
+                    f"{_periods_text([p for p, _ in withheld])}")
+    recall = dedup_recall(report)
+    if recall is not None and recall < RECALL_CARE:
+        care.append(f"the release keeps {recall:.0%} of the original's MGPS signals (each case "
+                    f"once); below {RECALL_CARE:.0%}, an analyst misses real signals")
+    if not blocking:
+        if filled and not failed and not card.verify_error:
+            clean.append(f"every release passes its model ({len(filled)} of {len(filled)} "
+                         "verified now)")
+        if filled and not (worst_dir or worst_dsr or reidentified):
+            clean.append("the attacks find nothing more (max DIR 0.00, max DSR 0.00, no case "
+                         "re-identified)")
+    if recall is not None and recall >= RECALL_CARE:
+        clean.append(f"the release keeps {recall:.0%} of the original's MGPS signals (each "
+                     "case once)")
+    if blocking:
+        state = "hold"
+        line = f"Do not publish as is: {blocking[0]}" + (
+            f"; {len(blocking) - 1} more below" if len(blocking) > 1 else "") + "."
+    elif not filled:
+        state, line = "hold", "Do not publish as is: no release holds a case, nothing was checked."
+        blocking.append("no release holds a case")
+    elif care:
+        state = "care"
+        line = f"Publish with care: {care[0]}" + (
+            f"; {len(care) - 1} more below" if len(care) > 1 else "") + "."
+    else:
+        state = "publish"
+        line = ("Publish: every release passes its model and the attacks find nothing more"
+                + (f"; {clean[-1]}" if recall is not None else "") + ".")
+    return Decision(state, line, tuple(blocking + care + clean), tuple(blocking), tuple(care))
+
+
+def _periods_text(periods: Sequence[str]) -> str:
+    periods = list(periods)
+    if len(periods) <= 3:
+        return ", ".join(periods)
+    return f"{len(periods)} releases, {periods[0]}–{periods[-1]}"
+
+
+def comparison(reports: Sequence[SeriesReport]) -> list[str]:
+    """With several series: which is better on risk and which on utility, in words.
+
+    Risk: the decision's state first (hold, care, publish), then cases re-identified, max DIR,
+    max DSR and the terms left at θ = 1. Utility: MGPS recall (each case once), then mean NIL.
+    """
+    if len(reports) < 2:
+        return []
+    order = {"hold": 2, "care": 1, "publish": 0}
+
+    def risk(r: SeriesReport) -> tuple:
+        filled = [x for x in r.releases if x["cases"]]
+        return (order[decision(r).state],
+                sum(int(x.get("reidentified") or 0) for x in filled),
+                max((x["dir"] or 0 for x in filled), default=0),
+                max((x["dsr"] or 0 for x in filled), default=0), len(r.card.unbounded))
+
+    def nil(r: SeriesReport) -> float:
+        values = [x["nil"] for x in r.releases if x["cases"] and x.get("nil") is not None]
+        return sum(values) / len(values) if values else 1.0
+
+    def utility(r: SeriesReport) -> tuple:
+        recall = dedup_recall(r)
+        return (-(recall if recall is not None else 0.0), round(nil(r), 3))
+
+    out = []
+    safest = sorted(reports, key=risk)
+    if risk(safest[0]) == risk(safest[1]):
+        out.append("On risk the series are level: the same decision, re-identifications, max "
+                   "DIR, max DSR and terms at θ = 1.")
+    else:
+        best, rest = safest[0], safest[1:]
+        filled = [x for x in best.releases if x["cases"]]
+        out.append(f"Lower risk: {best.name} (max DIR "
+                   f"{max((x['dir'] or 0 for x in filled), default=0):.2f}, max DSR "
+                   f"{max((x['dsr'] or 0 for x in filled), default=0):.2f}, "
+                   f"{len(best.card.unbounded)} term(s) at θ = 1) against "
+                   + "; ".join(f"{r.name} (max DIR "
+                               f"{max((x['dir'] or 0 for x in r.releases if x['cases']), default=0):.2f}"
+                               f", max DSR "
+                               f"{max((x['dsr'] or 0 for x in r.releases if x['cases']), default=0):.2f}"
+                               f", {len(r.card.unbounded)} term(s) at θ = 1)" for r in rest)
+                   + ".")
+    useful = sorted(reports, key=utility)
+
+    def facts(r: SeriesReport) -> str:
+        recall = dedup_recall(r)
+        return ((f"MGPS recall {recall:.2f}, " if recall is not None else "")
+                + f"mean NIL {nil(r):.3f}")
+
+    if utility(useful[0]) == utility(useful[1]):
+        out.append("On utility the series are level (" + "; ".join(
+            f"{r.name}: {facts(r)}" for r in useful) + ").")
+    else:
+        out.append(f"More utility: {useful[0].name} ({facts(useful[0])}) against "
+                   + "; ".join(f"{r.name} ({facts(r)})" for r in useful[1:]) + ".")
+    return out

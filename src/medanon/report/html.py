@@ -4,12 +4,16 @@ Nothing on the page is fetched from anywhere, so it can be mailed, archived with
 opened on a machine with no network. Every value shown comes from a :class:`SeriesReport`, and
 every guarantee or caveat from the privacy-model objects through it (never typed here).
 
-The page opens with one summary card per series (what was promised, what was not, what verify
-and the attacks say about it), then compares the series in figures, then gives each series in
-detail: ingest accounting, per-period metrics, signals, generalization, ε ledger, manifests. A
-glossary closes it. Each figure's ``<img>`` carries what it shows as data attributes
-(``data-axes``: title and axis labels per axes; ``data-texts``: every drawn text with its box in
-image pixels), so a test can check labels and overlaps without reading pixels.
+The page opens with a table of contents and a decision per series, "What to publish and why"
+(:func:`medanon.report.collect.decision`: read from the verify gate, the attacks and the
+screening, never typed here), then one summary card per series (what was promised, what was not,
+what verify and the attacks say about it), then compares the series in figures, then gives each
+series in detail: ingest accounting, per-period metrics, signals, generalization, ε ledger,
+manifests. A glossary closes it, in the metric names every table uses. Tables fit a 1,000 px
+window; a wider one scrolls inside its own box, never the page. Each figure's ``<img>`` carries
+what it shows as data attributes (``data-axes``: title and axis labels per axes;
+``data-texts``: every drawn text with its box in image pixels), so a test can check labels and
+overlaps without reading pixels.
 """
 
 from __future__ import annotations
@@ -28,8 +32,8 @@ from .. import __version__
 from ..errors import ValidationError
 from ..metrics.signals import format_ratio
 from . import plots
-from .collect import (ModelCard, SeriesReport, check_report_names, missing_sentence, rule_name,
-                      rule_tally, signal_tally)
+from .collect import (RECALL_CARE, ModelCard, SeriesReport, check_report_names, comparison,
+                      decision, missing_sentence, rule_name, rule_tally, signal_tally)
 
 __all__ = ["render_report", "write_report"]
 
@@ -40,14 +44,27 @@ header { background: #16324f; color: #fff; padding: 1.4rem 2rem; }
 header h1 { margin: 0 0 .3rem 0; font-size: 1.6rem; }
 header p { margin: 0; opacity: .85; font-size: .9rem; }
 main { max-width: 1180px; margin: 0 auto; padding: 1rem 2rem 3rem 2rem; }
+nav.toc { font-size: .88rem; }
+nav.toc ol { margin: .2rem 0; padding-left: 1.4rem; }
+nav.toc ol ol { columns: 2; column-gap: 2rem; }
+nav.toc a { color: #16324f; }
+.decision { border-left: 6px solid #16324f; padding: .5rem .9rem; margin: .8rem 0;
+            background: #fff; }
+.decision.state-publish { border-left-color: #12723b; }
+.decision.state-care { border-left-color: #d08a00; }
+.decision.state-hold { border-left-color: #b3261e; }
+.decision p.line { font-size: 1.05rem; margin: .2rem 0 .3rem 0; }
+.decision ul { margin: .2rem 0; padding-left: 1.2rem; font-size: .9rem; }
+a.anchor { display: block; position: relative; top: -.5rem; visibility: hidden; }
 section { background: #fff; border: 1px solid #dde1e7; border-radius: 6px; padding: 1rem 1.4rem;
           margin: 1.2rem 0; }
 h2 { font-size: 1.25rem; margin-top: .2rem; color: #16324f; }
 h3 { font-size: 1.05rem; margin-bottom: .4rem; }
 table { border-collapse: collapse; margin: .5rem 0 1rem 0; font-size: .85rem; }
-th, td { border-bottom: 1px solid #e3e6ea; padding: .25rem .6rem; text-align: right; }
-th { background: #eef1f5; }
+th, td { border-bottom: 1px solid #e3e6ea; padding: .25rem .45rem; text-align: right; }
+th { background: #eef1f5; font-size: .8rem; hyphens: manual; }
 td.l, th.l { text-align: left; }
+.nw { white-space: nowrap; }
 div.wide { overflow-x: auto; max-width: 100%; }
 tr.total td { font-weight: 600; border-top: 2px solid #c8ced6; }
 .ok { color: #12723b; font-weight: 600; }
@@ -59,9 +76,10 @@ img.plot { width: 100%; height: auto; display: block; }
 details { margin: .4rem 0; }
 summary { cursor: pointer; font-weight: 600; }
 pre { background: #f3f4f6; padding: .6rem; overflow-x: auto; font-size: .75rem; }
-dl { display: grid; grid-template-columns: max-content auto; gap: .15rem 1rem; font-size: .85rem; }
+dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .15rem 1rem;
+     font-size: .85rem; }
 dt { font-weight: 600; }
-dd { margin: 0; }
+dd { margin: 0; overflow-wrap: anywhere; }
 .card { border: 1px solid #c8ced6; border-left: 6px solid #16324f; border-radius: 6px;
         padding: .8rem 1.2rem; margin: 1rem 0; background: #fff; }
 .card.state-ok { border-left-color: #12723b; } .card.state-warn { border-left-color: #d08a00; }
@@ -87,7 +105,9 @@ ul.findings li { margin: .2rem 0; }
 .alert b { color: #b3261e; }
 """
 
-_ATTACKERS = {"likelihood-weighted": "likelihood", "hard-exclusion": "hard"}
+#: The attacker names of evaluate's JSON (``attacker``), as every table shows them.
+_ATTACKERS = {"likelihood-weighted": "likelihood-weighted",
+              "hard-exclusion": "hard-exclusion"}
 
 
 def _fmt(value: object, digits: int = 3) -> str:
@@ -260,7 +280,10 @@ def _unbounded_alert(card) -> str:
     if terms:
         named = ", ".join(escape(t) + ("" if len(p) == n else f" ({len(p)}/{n})")
                           for t, p in terms.items())
-        parts.append(f"<b>θ = 1 — no limit — for {len(terms)} sensitive term(s)</b>: {named}.")
+        latest = card.published[-1] if card.published else ""
+        now = sum(latest in p for p in terms.values())
+        parts.append(f"<b>θ = 1 — no limit — for {len(terms)} sensitive term(s) in some "
+                     f"release, {now} in the latest ({escape(latest)})</b>: {named}.")
     if default:
         parts.append(f"<b>θ = 1 by default</b> in {escape(_span(default))}: every term those "
                      "releases do not list is unbounded.")
@@ -282,6 +305,8 @@ def _model_block(m: ModelCard) -> str:
              else f"across the linked releases (answers {', '.join(m.attacks) or 'no attack'})")
     defaults = ", ".join(f"{d:g}" for d in m.theta_defaults) or "–"
     n_terms = len(m.theta_overrides)
+    latest_terms = sum(any(m.periods[-1] in p for p in values.values())
+                       for values in m.theta_overrides.values())
     if m.epsilon_per_case is not None:
         epsilon = (f"{escape(m.epsilon_per_case)} per case per release "
                    f"(perturbed QIDs: {escape(', '.join(m.perturbed) or 'none')})")
@@ -300,7 +325,8 @@ def _model_block(m: ModelCard) -> str:
              ("privacy model", f"{escape(m.model)} — {escape(scope)}"),
              ("releases", f"{escape(_span(m.periods))} ({len(m.periods)})"),
              ("k", _fmt(m.k)),
-             ("θ", f"default {escape(defaults)}; {n_terms} term(s) with their own θ, from "
+             ("θ", f"default {escape(defaults)}; {n_terms} term(s) with their own θ in some "
+                   f"release ({latest_terms} in the latest, {escape(m.periods[-1])}), from "
                    f"{escape(_theta_rule(m))}"),
              ("θ per term", f'<span class="terms">{_theta_terms(m)}</span>'),
              ("protected terms (θ capped)", _caps(m)),
@@ -347,6 +373,28 @@ def _screening_line(screening: dict | None) -> str:
     return text
 
 
+def _ingest_breakdown(r: SeriesReport, dropped: int, demo: int) -> str:
+    """The card's ingest line after the arrow: the cases withheld (the only cases lost on the
+    way), then the DEMO rows (report versions) that reached no release, by cause."""
+    rows = [row for row in r.accounting if row["published"] and row["lost"] is not None]
+
+    def total(key: str) -> int:
+        return sum(int(row.get(key) or 0) for row in rows)
+
+    cases, withheld = total("cases"), total("withheld")
+    followups = total("reports") - cases
+    causes = [(total("superseded"), "superseded versions of a case"),
+              (followups, "follow-up reports combined into their case"),
+              (total("duplicates"), "duplicates"), (total("deleted"), "deleted by FDA"),
+              (total("dropped"), "dropped for missing values"),
+              (withheld, "withheld cases")]
+    named = ", ".join(f"{n:,} {what}" for n, what in causes if n)
+    return (f"cases withheld by the method: {withheld:,} of {cases:,} ({_share(withheld, cases)})"
+            f"; DEMO rows (one per report version) that reached no release: {dropped:,} "
+            f"({_share(dropped, demo)} of the rows, not of the cases)"
+            + (f": {named}" if named else ""))
+
+
 def _card(r: SeriesReport) -> str:
     card = r.card
     filled = _filled(r)
@@ -359,9 +407,8 @@ def _card(r: SeriesReport) -> str:
         periods.append(("empty releases", escape(", ".join(card.empty))
                         + " — published with 0 cases: no metric, nothing checked"))
     numbers = [
-        ("ingest", (f"{demo:,} DEMO rows → {demo - dropped:,} released cases; {dropped:,} "
-                    f"({_share(dropped, demo)}) deleted, superseded, dropped for missing values "
-                    "or withheld" if demo else "no ingest report")
+        ("ingest", (f"{demo:,} DEMO rows → {demo - dropped:,} released cases; "
+                    + _ingest_breakdown(r, dropped, demo) if demo else "no ingest report")
                    + (f"; {missing_sentence(card.missing_dropped)}" if demo else "")),
         ("after the attacks", (f"max DIR {_fmt(_max([x['dir'] for x in filled]), 2)}, "
                                f"max DSR {_fmt(_max([x['dsr'] for x in filled]), 2)}, "
@@ -372,7 +419,8 @@ def _card(r: SeriesReport) -> str:
         ("suppressed terms", (f"{card.suppressed_terms:,} sensitive term(s) removed from "
                               "published cases (see each manifest's counts and details)"
                               if card.suppressed_terms else "none")),
-        ("signals", (f"{kept} kept, {lost} lost, {spurious} spurious" if r.rules
+        ("signal rules", (f"{kept} kept, {lost} lost, {spurious} gained (signal in the "
+                          "release only), over rules × releases" if r.rules
                      else "no rules given")),
         ("signal screening", _screening_line(r.evaluation.get("screening"))),
         ("max ε per case", escape(card.max_epsilon) if card.max_epsilon else "not DP"),
@@ -426,10 +474,10 @@ def _summary(reports: Sequence[SeriesReport]) -> str:
             _fmt(_max([x["dir"] for x in filled])), _fmt(_max([x["dsr"] for x in filled])),
             _fmt(_max([x["ssgr"] for x in filled])),
             str(sum(x["reidentified"] for x in filled)),
-            (f"{kept} kept, {lost} lost, {spurious} spurious" if r.rules else "no rules given"),
+            (f"{kept} kept, {lost} lost, {spurious} gained" if r.rules else "no rules given"),
             (escape(r.ledger.max_epsilon) if r.ledger else "not DP"), gate,
         ])
-    return ("<section><h2>Summary</h2>"
+    return ('<section id="summary"><h2>Summary</h2>'
             + "".join(_card(r) for r in reports)
             + "<h3>The series side by side</h3>"
             + _table(["series", "method", "releases", "cases", "mean NIL", "max DIR", "max DSR",
@@ -444,7 +492,7 @@ def _summary(reports: Sequence[SeriesReport]) -> str:
 
 # ---------------------------------------------------------------------------------- figures
 def _figures(reports: Sequence[SeriesReport]) -> str:
-    parts = ["<section><h2>What was published</h2>",
+    parts = ['<section id="figures"><h2>What was published</h2>',
              _img(plots.volume_figure(reports), "cases and groups per period", "volume"),
              _img(plots.nil_figure(reports), "information loss per period", "nil"),
              "</section><section><h2>What an attacker could do</h2>",
@@ -487,7 +535,8 @@ def _accounting(r: SeriesReport) -> str:
                    else f"{_count(row['dropped'])} (--drop-missing)")
         body.append([escape(row["period"]), _count(row["demo_rows"]), _count(row["superseded"]),
                      _duplicates(row), _count(row["deleted"]), dropped,
-                     escape(_missing_text(row["missing"])), _count(row["reports"]),
+                     "<br>".join(map(escape, _missing_text(row["missing"]).split(", "))),
+                     _count(row["reports"]),
                      _count(row["cases"]),
                      _count(row["withheld"]) if row["published"] else "–",
                      _count(row["released"]) if row["published"] else "not published",
@@ -505,20 +554,26 @@ def _accounting(r: SeriesReport) -> str:
                   for f in dict.fromkeys(f for row in pub for f in row["missing"])}
         total_row = ["published", _count(total("demo_rows")), _count(total("superseded")),
                      _count(total("duplicates")), _count(total("deleted")),
-                     _count(total("dropped")), escape(_missing_text(fields)),
+                     _count(total("dropped")),
+                     "<br>".join(map(escape, _missing_text(fields).split(", "))),
                      _count(total("reports")), _count(total("cases")), _count(total("withheld")),
                      _count(total("released")), _share(total("lost"), total("demo_rows"))]
     return ("<h3>Ingest accounting: where the DEMO rows went</h3>"
-            + _table(["period", "DEMO rows", "superseded", "duplicate", "deleted (FDA)",
-                      "dropped: missing values", "missing, by field", "reports in", "cases in",
-                      "withheld", "released", "lost"], body, left=1, total=total_row)
+            # soft hyphens (U+00AD) let the one-word headers break: the table fits 1,000 px
+            + _table(["period", "DEMO rows", "super\u00adseded", "dupli\u00adcate",
+                      "deleted (FDA)", "dropped: missing values", "missing, by field",
+                      "reports in", "cases in", "with\u00adheld", "re\u00adleased",
+                      "rows not re\u00adleased"], body, left=1,
+                     total=total_row)
             + '<p class="note">DEMO rows → superseded (an older version of a case in the same '
               "quarter) → duplicate (a row repeating a report kept: its report id, or its case "
               "and version under another id; conflicting: with other content) → deleted (on an FDA DELETE "
               "list) → dropped for missing values (a report may miss several fields, so the "
               "by-field counts overlap; implausible ages and weights count as missing) → "
               "reports in → cases in (follow-ups of a quarter combined) → withheld by the method "
-              "→ released. Lost: share of DEMO rows that reached no release.</p>")
+              "→ released. Rows not released: share of DEMO rows (report versions, not cases) that "
+              "reached no release; superseded versions count there though their case is "
+              "released.</p>")
 
 
 def _metric(x: dict, key: str, digits: int = 3) -> str:
@@ -526,7 +581,14 @@ def _metric(x: dict, key: str, digits: int = 3) -> str:
 
 
 def _period_table(r: SeriesReport) -> str:
+    """One row per release, in the glossary's metric names. Columns no release fills (SSGR
+    without α, the posterior bound of non-DP releases) are left out, so that the table fits a
+    1,000 px page; ``reports in`` is in the ingest accounting above."""
     ingested = {row["period"]: row for row in r.ingested}
+    bounds = {p: ((r.manifests[p].get("verification") or {}).get("bound") or {}).get(
+        "max_posterior") for p in r.periods}
+    show_ssgr = any(x.get("ssgr") is not None for x in r.releases)
+    show_bound = any(v is not None for v in bounds.values())
     rows = []
     for x in r.releases:
         period = x["period"]
@@ -542,25 +604,34 @@ def _period_table(r: SeriesReport) -> str:
         else:
             shown = escape(recorded) if recorded else "not checked"
         source = ingested.get(period, {})
-        bound = (r.manifests[period].get("verification") or {}).get("bound") or {}
-        rows.append([escape(period), escape(str(x["method"])),
-                     _fmt(source.get("n_reports")), _fmt(source.get("n_cases")), str(x["cases"]),
-                     str(x["groups"]), _metric(x, "nil"), _metric(x, "nil_star"),
-                     escape(_ATTACKERS.get(x.get("attacker"), "hard")), _metric(x, "dir"),
-                     _metric(x, "dsr"), _metric(x, "ssgr"), escape(x["attacks"]),
-                     _metric(x, "rr", 4), _metric(x, "ar_rev", 4), _metric(x, "dir_hard"),
-                     _fmt(bound.get("max_posterior")), shown])
+        attacker = _ATTACKERS.get(x.get("attacker"), "hard-exclusion")
+        row = [escape(period), escape(str(x["method"])),
+               f'<span class="nw">{_fmt(source.get("n_cases"))} → {x["cases"]}</span>',
+               str(x["groups"]),
+               _metric(x, "nil"), _metric(x, "nil_star"),
+               f'{escape(attacker)} ({escape(x["attacks"])})', _metric(x, "dir"),
+               _metric(x, "dir_hard"), _metric(x, "dsr")]
+        if show_ssgr:
+            row.append(_metric(x, "ssgr"))
+        row += [_metric(x, "rr", 4), _metric(x, "ar_rev", 4)]
+        if show_bound:
+            row.append(_fmt(bounds[period]))
+        rows.append(row + [shown])
+    header = ["period", "method", "cases in → out", "groups", "NIL", "NIL*",
+              "attacker (attacks)", "DIR", "DIR hard", "DSR", *(["SSGR"] if show_ssgr else []),
+              "RR", "AR_rev", *(["posterior bound"] if show_bound else []), "verify now"]
     return ("<h3>Per release</h3>"
-            + _table(["period", "method", "reports in", "cases in", "cases out", "groups", "NIL",
-                      "NIL*", "attacker", "DIR", "DSR", "SSGR", "attacks", "RR", "AR_rev",
-                      "DIR hard", "posterior bound", "verify now"], rows, left=2)
-            + '<p class="note">attacker: "likelihood" on strict PPMS-DP releases (DIR, DSR, RR '
-              "and AR_rev from the posterior over candidates weighted by their noisy QIDs), "
-              '"hard" elsewhere. DIR hard: exclusions that hold for sure, the DIR the gate '
-              "checks. Posterior bound: the largest posterior the gate's combined DP bound "
-              "allows (recorded, and enforced only with dp-aware grouping). verify now: the "
-              "gate run over the series as it stands; a later release can break an earlier "
-              "one.</p>")
+            + _table(header, rows, left=2)
+            + '<p class="note">cases in: after ingest (follow-ups of the quarter combined); '
+              "cases out: published. attacker: the DIR, DSR, RR and AR_rev columns are the "
+              '"likelihood-weighted" attacker\'s on strict PPMS-DP releases (the posterior '
+              'over candidates weighted by their noisy QIDs), the "hard-exclusion" attacker\'s '
+              "elsewhere; attacks: B/F/L (and MD where declared). DIR hard: exclusions that "
+              "hold for sure, the DIR the verify gate checks."
+              + (" Posterior bound: the largest posterior the gate's combined DP bound allows "
+                 "(recorded, and enforced only with dp-aware grouping)." if show_bound else "")
+              + " verify now: the gate run over the series as it stands; a later release can "
+                "break an earlier one. Every column name is in the glossary.</p>")
 
 
 def _signal_table(r: SeriesReport) -> str:
@@ -583,7 +654,7 @@ def _signal_table(r: SeriesReport) -> str:
               f'<span class="bad">{t["spurious"]}</span>' if t["spurious"] else "0",
               str(t["infinite"])] for t in rule_tally(r)]
     return ("<h3>Signals per rule: kept and lost</h3>"
-            + _table(["rule", "releases signalling (original)", "kept", "lost", "spurious",
+            + _table(["rule", "releases signalling (original)", "kept", "lost", "gained",
                       "original PRR ∞"], tally)
             + "<h3>Signals, original versus release</h3>"
             + _table(["period", "rule", "count orig", "count rel", "PRR orig", "PRR rel",
@@ -605,11 +676,11 @@ def _screening_table(r: SeriesReport) -> str:
         scope = {"dedup": "each case once (dedup)", "pooled": "every row (pooled)"}.get(
             e["scope"], f"up to {e['scope']}" if e["kind"] == "cumulative" else e["scope"])
         rows.append([escape(scope),
-                     f'{e["reports"]["original"]} / {e["reports"]["release"]}',
+                     f'<span class="nw">{e["reports"]["original"]} / {e["reports"]["release"]}</span>',
                      str(e["undecided"]["release"]),
-                     *(_fmt(st[s][k]) for s in ("mgps", "bcpnn", "prr")
-                       for k in ("recall", "precision")),
-                     _fmt(st["mgps"]["spearman"]), _fmt(st["bcpnn"]["spearman"]),
+                     *(f'{_fmt(st[s]["recall"], 2)} / {_fmt(st[s]["precision"], 2)}'
+                       for s in ("mgps", "bcpnn", "prr")),
+                     f'{_fmt(st["mgps"]["spearman"], 2)} / {_fmt(st["bcpnn"]["spearman"], 2)}',
                      f'<span class="bad">{spurious}</span>' if spurious else "0"])
     listed = []
     for e in screening["scopes"]:
@@ -645,9 +716,10 @@ def _screening_table(r: SeriesReport) -> str:
                               _fmt(s["recall"]), str(s["manufactured_opposite"])]
                              for name, s in screening["planted_summary"].items()]))
     return ("<h3>Signal screening: every drug–reaction pair, original versus release</h3>"
-            + _table(["scope", "reports orig / rel", "undecided (rel)", "MGPS recall",
-                      "MGPS precision", "BCPNN recall", "BCPNN precision", "PRR recall",
-                      "PRR precision", "Spearman EBGM", "Spearman IC", "spurious (MGPS)"], rows)
+            + _table(["scope", "reports orig / rel", "undecided (rel)",
+                      "MGPS recall / precision", "BCPNN recall / precision",
+                      "PRR recall / precision", "Spearman EBGM / IC",
+                      "spurious (MGPS)"], rows)
             + planted
             + (("<h4>Spurious stratum signals (MGPS EB05 ≥ 2 in the release, not in the "
                 "original)</h4>" + _table(["stratum", "drug", "reaction", "n rel", "EB05 rel",
@@ -768,13 +840,79 @@ def _manifests(r: SeriesReport) -> str:
     return "".join(parts)
 
 
-def _series_section(r: SeriesReport) -> str:
-    return (f"<section><h2>Series {escape(r.name)}</h2>"
+def _anchor(anchor: str) -> str:
+    """An empty link target placed just before a heading (the headings keep their plain
+    ``<h3>`` form, which other tools and tests search for)."""
+    return f'<a class="anchor" id="{escape(anchor, quote=True)}"></a>'
+
+
+def _series_parts(r: SeriesReport) -> list[tuple[str, str, str]]:
+    """The parts of a series' section as ``(anchor, contents entry, html)``; a part with no
+    html (no signal rules, no screening) is left out, and so is its contents entry."""
+    slug = _slug(r.name)
+    parts = [(f"accounting-{slug}", "ingest accounting", _accounting(r)),
+             (f"releases-{slug}", "per-release table", _period_table(r)),
+             (f"signals-{slug}", "signals", _signal_table(r)),
+             (f"screening-{slug}", "screening", _screening_table(r)),
+             (f"generalization-{slug}", "generalization",
+              _img(plots.generalization_figure(r), f"generalization profile of {r.name}",
+                   "generalization")),
+             (f"ledger-{slug}", "ledger", _ledger(r)),
+             (f"manifests-{slug}", "manifests", _manifests(r))]
+    return [part for part in parts if part[2]]
+
+
+def _series_section(r: SeriesReport, parts: list[tuple[str, str, str]]) -> str:
+    return (f'<section id="series-{_slug(r.name)}"><h2>Series {escape(r.name)}</h2>'
             f'<p class="note">store {escape(r.store)}, schema {escape(r.schema)}</p>'
-            + _accounting(r) + _period_table(r) + _signal_table(r) + _screening_table(r)
-            + _img(plots.generalization_figure(r), f"generalization profile of {r.name}",
-                   "generalization")
-            + _ledger(r) + _manifests(r) + "</section>")
+            + "".join(_anchor(anchor) + html for anchor, _, html in parts) + "</section>")
+
+
+def _decisions(reports: Sequence[SeriesReport]) -> str:
+    """The page's first section: per series, what to do and why (:func:`decision`), and with
+    several series, which is better on risk and on utility (:func:`comparison`)."""
+    blocks = []
+    for r in reports:
+        d = decision(r)
+        reasons = "".join(f"<li>{escape(reason)}</li>" for reason in d.reasons)
+        blocks.append(f'<div class="decision state-{d.state}" data-series="'
+                      f'{escape(r.name, quote=True)}" data-decision="{d.state}">'
+                      f'<p class="line"><b>{escape(r.name)}</b> — {escape(d.line)}</p>'
+                      f'<ul>{reasons}</ul>'
+                      f'<p class="note">details: <a href="#card-{_slug(r.name)}">summary card'
+                      f'</a> · <a href="#releases-{_slug(r.name)}">per-release table</a></p>'
+                      "</div>")
+    compared = comparison(reports)
+    return ('<section id="decision"><h2>What to publish and why</h2>'
+            + "".join(blocks)
+            + (('<ul class="findings compare">' + "".join(f"<li>{escape(c)}</li>"
+                                                          for c in compared) + "</ul>")
+               if compared else "")
+            + '<p class="note">Read from the verify gate, the attacks and the screening below: '
+              "<b>Do not publish as is</b> when a release fails verify (or verify cannot run), "
+              "no model is declared, or the attacks re-identify a case, narrow a group below k "
+              "or push a term above its θ; <b>Publish with care</b> when terms are left at "
+              "θ = 1, releases are empty, held back or withhold cases, the gate passes what "
+              "the attacks break, or the release keeps fewer than "
+              f"{RECALL_CARE:.0%} of the original's MGPS signals (each case once); "
+              "<b>Publish</b> otherwise.</p></section>")
+
+
+def _contents(reports: Sequence[SeriesReport],
+              parts: dict[str, list[tuple[str, str, str]]]) -> str:
+    """The table of contents: every entry links to an anchor the page holds."""
+    cards = "".join(f'<li><a href="#card-{_slug(r.name)}">{escape(r.name)}</a></li>'
+                    for r in reports)
+    series = "".join(
+        f'<li><a href="#series-{_slug(r.name)}">Series {escape(r.name)}</a><ol>'
+        + "".join(f'<li><a href="#{anchor}">{escape(entry)}</a></li>'
+                  for anchor, entry, _ in parts[r.name]) + "</ol></li>" for r in reports)
+    return ('<section id="contents"><nav class="toc"><h2>Contents</h2><ol>'
+            '<li><a href="#decision">What to publish and why</a></li>'
+            f'<li><a href="#summary">Summary cards</a><ol>{cards}</ol></li>'
+            '<li><a href="#figures">Figures: what was published, what an attacker could do, '
+            "what an analyst keeps</a></li>"
+            + series + '<li><a href="#glossary">Glossary</a></li></ol></nav></section>')
 
 
 # --------------------------------------------------------------------------------- glossary
@@ -792,11 +930,23 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
     ("NIL*, IL*", "NIL with 000's IL* per value, against the original values (covers perturbed "
      "values too)", "lower is better"),
     ("DIR", "disclosure-identity ratio: share of groups an attacker linking releases (B-, F-, "
-     "L-attacks; MD where declared) narrows to fewer than k candidates", "lower is safer"),
-    ("DIR hard", "DIR from exclusions that hold for sure; what the verify gate checks",
+     "L-attacks; MD where declared) narrows to fewer than k candidates; the headline, as the "
+     "release's attacker measures it (JSON key dir)", "lower is safer"),
+    ("DIR hard", "DIR of the hard-exclusion attacker: exclusions that hold for sure; what the "
+     "verify gate checks (JSON dir_hard; equals DIR on releases without perturbed QIDs)",
      "lower is safer"),
-    ("DSR", "disclosure-sensitive ratio: share of groups where a term's share among the "
-     "remaining candidates exceeds its θ", "lower is safer"),
+    ("DIR posterior", "DIR of the likelihood-weighted attacker on perturbed QIDs (JSON "
+     "dir_posterior; the headline DIR of strict PPMS-DP releases; not measured elsewhere)",
+     "lower is safer"),
+    ("DSR, DSR hard, DSR posterior", "disclosure-sensitive ratio: share of groups where a "
+     "term's share among the remaining candidates exceeds its θ; hard and posterior as for DIR "
+     "(JSON dsr, dsr_hard, dsr_posterior)", "lower is safer"),
+    ("attacker", "hard-exclusion: drops only candidates that cannot be the target (CaseID "
+     "links, generalized QIDs); likelihood-weighted: also weighs candidates by their noisy QID "
+     "values (strict PPMS-DP). JSON key attacker, the same words", "–"),
+    ("attacks", "B/F/L: 001's linking attacks (B: the case's earlier releases, F: its later "
+     "releases, L: its first appearance); MD: 002's medication-discontinuation attack, where "
+     "declared", "–"),
     ("SSGR", "share of groups whose substantial-symptom records exceed α (002's SS-attack)",
      "lower is safer"),
     ("RR", "record-linkage risk of 000: mean probability of linking a known person to their "
@@ -815,20 +965,39 @@ GLOSSARY: tuple[tuple[str, str, str], ...] = (
     ("χ²", "Yates-corrected chi-square of the 2×2 table (signal needs ≥ 4 unless PRR = ∞)",
      "closer to the original is better"),
     ("signal", "a ≥ 3 and (PRR = ∞ or PRR ≥ 2 and χ² ≥ 4) (Evans 2001 / MHRA)",
-     "kept: yes; lost or spurious: no"),
+     "kept: yes; lost or gained: no"),
     ("EBGM, EB05", "MGPS empirical-Bayes geometric mean of the observed/expected ratio and the "
      "5th percentile of its posterior (DuMouchel 1999); FDA screens with EB05 ≥ 2",
      "closer to the original is better"),
     ("IC, IC025", "BCPNN information component log2((n+½)/(E+½)) and the 2.5th percentile of "
      "its posterior (WHO-UMC); a signal when IC025 > 0", "closer to the original is better"),
-    ("recall, precision", "share of the original's signals the release keeps; share of the "
-     "release's signals the original has (1 − precision: spurious)", "higher is better"),
+    ("kept, lost, gained", "signal rules, counted over rules × releases: the rule signals in "
+     "both the original and the release (kept), in the original only (lost), in the release "
+     "only (gained; the JSON and CSV keys keep the older name spurious, signals_spurious)",
+     "kept high; lost and gained 0"),
+    ("recall, precision", "screening: share of the original's signals the release keeps; "
+     "share of the release's signals the original has", "higher is better"),
+    ("spurious", "screening only: a drug–reaction pair that signals (MGPS EB05 ≥ 2) in the "
+     "release but not in the original, in the same scope or stratum (1 − precision as a "
+     "count); for signal rules the word is 'gained'", "0 is best"),
     ("Spearman", "rank correlation of the pairs' signal scores, original versus release",
      "closer to 1 is better"),
     ("count bias, PRR bias", "release − original for the count a and the PRR",
      "closer to 0 is better"),
     ("perturbed", "a value published with DP noise: specific-looking but not the original",
      "–"),
+    ("verify now", "the verify gate's verdict on each release, run over the series as it "
+     "stands (passed, violated, no-model); a later release can break an earlier one", "passed"),
+    ("withheld", "cases the method left out of a release (manifest counts.suppressed)",
+     "fewer is better"),
+    ("rows not released", "share of the DEMO rows (one per report version) that reached no "
+     "release: superseded versions, follow-ups combined into their case, duplicates, FDA "
+     "deletions, reports dropped for missing values, withheld cases", "–"),
+    ("undecided", "screening: reports whose published cell straddles a stratum's edge, left "
+     "out of that stratum", "fewer is better"),
+    ("Publish / with care / do not publish as is", "the first section's decision per series: "
+     "read from verify, the attacks (re-identified, DIR, DSR), the terms at θ = 1, empty, held "
+     "back and withheld releases, and the MGPS recall of the screening (each case once)", "–"),
 )
 
 
@@ -854,14 +1023,15 @@ def render_report(reports: Sequence[SeriesReport], *, title: str = "medanon rele
             f"<header><h1>{escape(title)}</h1><p>medanon {escape(__version__)} · generated "
             f"{now} · {len(reports)} series: {escape(', '.join(r.name for r in reports))}</p>"
             "</header><main>")
-    body = [_summary(reports)]
-    body.append(_figures(reports))
+    body = [_decisions(reports), _summary(reports), _figures(reports)]
     step("figures")
+    parts = {}
     for r in reports:
-        body.append(_series_section(r))
+        parts[r.name] = _series_parts(r)
+        body.append(_series_section(r, parts[r.name]))
         step(r.name)
     body.append(_glossary())
-    return head + "".join(body) + "</main></body></html>\n"
+    return head + _contents(reports, parts) + "".join(body) + "</main></body></html>\n"
 
 def write_report(page: str, out: str | Path) -> Path:
     """Write the page atomically: a temporary file beside ``out``, then a rename.

@@ -237,15 +237,21 @@ def volume_figure(reports: Sequence[SeriesReport]) -> Figure:
     ingested = {}
     for r in reports:
         ingested.update({row["period"]: row["n_cases"] for row in r.ingested})
-    left.plot(range(len(periods)), [ingested.get(p, math.nan) for p in periods], color="grey",
-              linestyle="--", marker=".", label="ingested (after dropping incomplete reports)")
+    # drawn over the released lines (which often equal it), dashed and hollow so that both
+    # stay visible, and a legend entry one can see
+    left.plot(range(len(periods)), [ingested.get(p, math.nan) for p in periods],
+              color="#444444", linestyle=(0, (4, 3)), linewidth=1.4, marker="s", markersize=7,
+              markerfacecolor="none", zorder=3, label="ingested (cases in the store)")
     left.set_title("Cases per period")
     left.set_ylabel("cases")
     right.set_title("Groups (equivalence classes) per period")
     right.set_ylabel("groups")
     for ax in (left, right):
         _period_axis(ax, periods)
-        ax.set_ylim(bottom=0)
+        # from 0 to a tenth above the largest value: no point on the frame
+        top = max((y for line in ax.get_lines() for y in line.get_ydata()
+                   if y is not None and not math.isnan(y)), default=0)
+        ax.set_ylim(0, max(top, 1) * 1.12)
     _legend_below(fig)
     return fig
 
@@ -437,7 +443,8 @@ def ledger_figure(report: SeriesReport) -> Figure | None:
 
 def generalization_figure(report: SeriesReport) -> Figure:
     """Per QID and period: share of cases published with a most specific value (exact, or
-    perturbed for DP-perturbed QIDs), generalized, or suppressed."""
+    perturbed for DP-perturbed QIDs), generalized, suppressed, or missing (published empty: the
+    value was missing in the data)."""
     periods = report.periods
     names = [q.name for q in report.profiles[periods[0]]] if periods else []
     fig = new_figure(3.6)
@@ -447,8 +454,9 @@ def generalization_figure(report: SeriesReport) -> Figure:
         xs = range(len(periods))
         specific = [0.0 if q.perturbed else q.exact for q in profiles]
         noisy = [q.exact if q.perturbed else 0.0 for q in profiles]
-        generalized = [1 - q.exact - q.suppressed for q in profiles]
+        generalized = [q.generalized for q in profiles]
         suppressed = [q.suppressed for q in profiles]
+        missing = [q.missing for q in profiles]
         if any(specific):
             ax.bar(xs, specific, color="#009E73", label="exact (original value)")
         if any(noisy):
@@ -457,6 +465,11 @@ def generalization_figure(report: SeriesReport) -> Figure:
         ax.bar(xs, generalized, bottom=base, color="#E69F00", label="generalized")
         ax.bar(xs, suppressed, bottom=[b + g for b, g in zip(base, generalized)],
                color="#D55E00", label="suppressed (*)")
+        if any(missing):  # published empty: missing in the data, not generalized
+            ax.bar(xs, missing, bottom=[b + g + s for b, g, s in zip(base, generalized,
+                                                                      suppressed)],
+                   color="#BBBBBB", hatch="//", edgecolor="white",
+                   label="missing (published empty)")
         ax.set_title(name)
         _period_axis(ax, periods)
         ax.set_ylim(0, 1)
