@@ -352,6 +352,8 @@ _OVERRIDE_TEXT = {
     "allow_gap": "--allow-gap: published past a missing or empty period",
     "allow_short_lifespan": "--allow-short-lifespan: the life span is shorter than the data's "
                             "follow-ups",
+    "change_policy": "--change-policy: the series policy (method or parameters) was changed "
+                     "from this release on (the store's policy history says from what)",
     "allow_tiny_epsilon": "--allow-tiny-epsilon: an ε below 0.01 per QID, where the noise "
                           "swamps the domain, was accepted",
 }
