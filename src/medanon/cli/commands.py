@@ -242,7 +242,11 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
                          f"{'; '.join(pin['history'][-1]['changes'])}")
         before, done = db.published_periods(), []
         try:
-            with progress_bar(f"publishing with {method}", None) as step, ui.errors_as_flags():
+            # the periods asked for, or every ingested one not yet published (an estimate for
+            # HA, which waits for the next period)
+            total = len(periods) or len([p for p in db.ingested_periods() if p not in before])
+            with progress_bar(f"publishing with {method}", total or None) as step, \
+                    ui.errors_as_flags():
                 summaries = publish_periods(
                     db, anonymizer, periods, rng, allow_seeded=allow_seeded,
                     publish_despite_violations=publish_despite_violations, case_budget=budget,
