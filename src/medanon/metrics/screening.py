@@ -48,8 +48,9 @@ With signal rules (the planted signals of the synthetic generator, or known ADRs
 screens each rule's pair inside its own condition (the rule's stratum) and inside the opposite
 condition: a rule's reaction appearing as a signal in the *opposite* stratum of the release but
 not of the original is a manufactured signal (a rule without a condition is screened in the
-``dedup`` scope). ``summary`` pools the scopes of each kind (``dedup``, ``pooled``,
-``quarter``, ``stratum``): recall and precision over the (scope, pair) signals.
+``dedup`` scope). ``summary`` pools the scopes of each kind (``dedup``, ``quarter``,
+``stratum``, and ``pooled`` and ``cumulative`` when screened): recall and precision over the
+(scope, pair) signals.
 
 Every scope is screened once per side and call (a rule whose condition is also a stratum reuses
 the stratum's screening).
