@@ -131,7 +131,8 @@ def test_paper_variant_ledger_rows_are_not_dp_and_not_budgeted(source):
     # from 2020Q1 would be at 2 > 1.5 if the nominal epsilon counted; none is withheld.
     strict = ["release", "--store", str(store), "--method", "ppms-dp-num", "--epsilon", "1",
               *COMMON]
-    assert main([*strict, "2020Q2", "--case-budget", "1.5"]) == 0
+    # the strict variant after the paper one is a change of the series policy
+    assert main([*strict, "2020Q2", "--case-budget", "1.5", "--change-policy"]) == 0
     rows, manifests, ledger = published(store)
     assert manifests["2020Q2"]["privacy_spent"]["case_budget"]["over_budget"] == 0
     assert set(rows["2020Q1"]["case_id"]) & set(rows["2020Q2"]["case_id"])  # follow-ups exist
@@ -195,12 +196,14 @@ def test_case_budget_refuses_or_withholds(source):
             *COMMON]
     assert main([*base, "2020Q1"]) == 0
     # Cases of 2020Q1 followed up in 2020Q2 would reach 2 > 1.5: refused, store untouched.
-    result = invoke_cli(*base, "2020Q2", "--case-budget", "1.5")
+    # a case budget from 2020Q2 on is a change of the series policy
+    result = invoke_cli(*base, "2020Q2", "--case-budget", "1.5", "--change-policy")
     assert_user_error(result, "BudgetExceeded", "would exceed the per-case budget")
     rows, _, ledger = published(store)
     assert list(rows) == ["2020Q1"] and set(ledger["period"]) == {"2020Q1"}
     # With suppress those cases are withheld, and no case ever exceeds the cap.
-    result = invoke_cli(*base, "2020Q2", "--case-budget", "1.5", "--on-case-budget", "suppress")
+    result = invoke_cli(*base, "2020Q2", "--case-budget", "1.5", "--on-case-budget", "suppress",
+                        "--change-policy")
     assert result.returncode == 0, result.stderr
     rows, manifests, ledger = published(store)
     cap = manifests["2020Q2"]["privacy_spent"]["case_budget"]

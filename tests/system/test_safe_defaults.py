@@ -61,8 +61,10 @@ def test_none_is_refused_after_a_protected_release(series, tmp_path) -> None:
     store = tmp_path / "s.duckdb"
     _ingest(series, store)
     assert invoke_cli("release", "2020Q1", *PPMS, "--store", store).returncode == 0
-    # a forgotten --method used to publish 2020Q2 raw and break 2020Q1 through its CaseIDs
-    stderr = _refused(store, ("2020Q2", *NONE), "StoreError",
+    # a forgotten --method used to publish 2020Q2 raw and break 2020Q1 through its CaseIDs: now
+    # the pinned series policy refuses it first, and even a policy change cannot make it raw
+    _refused(store, ("2020Q2", *NONE), "ValidationError", "method: ppms++ -> none")
+    stderr = _refused(store, ("2020Q2", *NONE, "--change-policy"), "StoreError",
                       "after the protected release(s) 2020Q1 (ppms++)")
     assert "undo them" in stderr
 
@@ -145,11 +147,13 @@ def test_a_lifespan_shorter_than_the_data_is_refused(series, tmp_path) -> None:
     _refused(store, (*PPMS, "--lifespan", str(span - 1)), "ValidationError", "--allow-short-lifespan")
     assert invoke_cli("release", "2020Q1", *PPMS, "--lifespan", str(span),
                       "--store", store).returncode == 0
+    # another life span is another series policy: --change-policy, acknowledged beside it
     assert invoke_cli("release", "2020Q2", *PPMS, "--lifespan", "1", "--allow-short-lifespan",
-                      "--store", store).returncode == 0
+                      "--change-policy", "--store", store).returncode == 0
     with ReleaseStore.open(store) as db:
         assert "acknowledged" not in db.manifest("2020Q1")["method"]
-        assert db.manifest("2020Q2")["method"]["acknowledged"] == ["allow_short_lifespan"]
+        assert db.manifest("2020Q2")["method"]["acknowledged"] == ["allow_short_lifespan",
+                                                                   "change_policy"]
 
 
 def test_ha_says_which_period_waits(series, tmp_path) -> None:

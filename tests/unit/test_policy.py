@@ -63,8 +63,13 @@ def test_the_first_release_pins_and_later_ones_reuse_it():
     # no flags, or flags that agree: the pinned policy, nothing to pin again
     assert resolve_policy(pin, given=None, flags={}, change_policy=False) == (policy, None)
     assert resolve_policy(pin, given=None, flags={"k": 5}, change_policy=False) == (policy, None)
-    assert resolve_policy(pin, given=None, flags={"method": "ppms++", "k": 5},
+    # with --method the flags are the whole policy: the same one is accepted; one that leaves
+    # a parameter out (theta, required) is refused by the method, naming it
+    assert resolve_policy(pin, given=None, flags={"method": "ppms++", "k": 5,
+                                                  "theta": "frequency"},
                           change_policy=False) == (policy, None)
+    with pytest.raises(ValidationError, match="theta"):
+        resolve_policy(pin, given=None, flags={"method": "ppms++", "k": 5}, change_policy=False)
 
 
 def test_a_change_is_refused_unless_asked_for_and_then_recorded():

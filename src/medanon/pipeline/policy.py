@@ -93,10 +93,14 @@ def _normalized(name: str, value: Any) -> Any:
         for item in value:
             key, _, rest = item.rpartition("=")
             if name == "protect":
-                out[key.strip()] = _number(rest.strip())
+                parts = [_number(rest.strip())]
+                out[key.strip()] = parts[0]
             else:
                 lo, sep, hi = rest.partition(":")
-                out[key.strip()] = [_number(lo.strip()), _number(hi.strip())] if sep else rest
+                parts = [_number(lo.strip()), _number(hi.strip())] if sep else [rest]
+                out[key.strip()] = parts
+            if any(isinstance(p, str) for p in parts):
+                return value   # malformed: the method names it (TERM=CAP, NAME=LO:HI)
         return out
     if name in ("theta", "epsilon", "case_budget") and isinstance(value, str):
         return _number(value.strip())
@@ -357,9 +361,10 @@ def resolve_policy(pinned: Mapping[str, Any] | None, *, given: SeriesPolicy | No
     if given is not None:
         wanted = given
     elif flags:
+        # with --method the flags are the whole policy (a parameter left out takes its
+        # default); without it they change the pinned policy (--k 3 --change-policy)
         method = flags.pop("method", None)
-        if current is not None and (method is None or method == current.method):
-            # the pinned policy with the flags given over it
+        if current is not None and method is None:
             wanted = SeriesPolicy.of(current.method, **{**current.parameters, **flags})
         elif method is None:
             if legacy is None:
