@@ -22,8 +22,10 @@ design is an object, :class:`SeriesPolicy`, built
 
 The first release of a store pins its policy in the store (``meta``, key
 :data:`POLICY_KEY`, in the release's own transaction). A later ``medanon release`` with no
-method flag publishes with the pinned policy; flags that agree with it are accepted; flags that
-change it are refused unless ``--change-policy`` is given, which pins the new policy and is
+method flag publishes with the pinned policy. With ``--method`` the flags state the whole
+policy (a parameter left out takes its default); without it, the flags given change the pinned
+policy (``--k 3``). A policy that agrees with the pinned one is accepted; one that changes it is
+refused unless ``--change-policy`` is given, which pins the new policy and is
 recorded in the release's manifest (``method.acknowledged``) and in the pinned policy's
 history. A store published before policies existed has none pinned: its latest manifest's method
 and k stand for it until the next release pins one.
