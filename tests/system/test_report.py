@@ -399,18 +399,28 @@ Array.from(document.querySelectorAll('img.plot')).map(i => {
 """
 
 
-def test_report_renders_in_headless_chromium(demo):
+#: a headless chromium with nothing of its own on the network
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+
+
+def _playwright():
+    """playwright's sync API, or the test skipped (failed under MEDANON_REQUIRE_BROWSER=1)
+    when there is no chromium."""
     if CHROMIUM is None:
         if BROWSER_REQUIRED:
             pytest.fail("MEDANON_REQUIRE_BROWSER=1 but no chromium on PATH")
         pytest.skip("chromium is not installed (Debian package 'chromium')")
-    playwright = pytest.importorskip("playwright.sync_api")
+    return pytest.importorskip("playwright.sync_api")
+
+
+def test_report_renders_in_headless_chromium(demo):
+    playwright = _playwright()
     out, _ = demo
     problems: list[str] = []
     with playwright.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
@@ -478,16 +488,10 @@ def test_report_renders_in_headless_chromium(demo):
 def test_the_report_fits_a_1000_px_window(demo):
     """Issue 33: no horizontal scroll at 1,000 px: wide tables fit (or scroll in their own box),
     the page itself never does; every in-page link lands on an element."""
-    if CHROMIUM is None:
-        if BROWSER_REQUIRED:
-            pytest.fail("MEDANON_REQUIRE_BROWSER=1 but no chromium on PATH")
-        pytest.skip("chromium is not installed (Debian package 'chromium')")
-    playwright = pytest.importorskip("playwright.sync_api")
+    playwright = _playwright()
     out, _ = demo
     with playwright.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-            "--disable-background-networking", "--disable-component-update", "--disable-sync"])
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
             page = browser.new_page(viewport={"width": 1000, "height": 900})
             page.goto((out / "report.html").as_uri())

@@ -37,7 +37,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import InputFormatError, MedanonError, ValidationError
-from ..pipeline.policy import SeriesPolicy
+from ..pipeline.policy import SeriesPolicy, read_toml
 
 __all__ = ["PLAN_COLUMNS", "PlanResult", "apply_candidate", "default_candidates", "plan_store",
            "read_candidates", "write_plan"]
@@ -75,15 +75,8 @@ def read_candidates(path: str | Path) -> list[SeriesPolicy]:
         InputFormatError: not TOML, or no ``[[candidate]]`` table with a method.
         ValidationError: a candidate's parameter the method refuses (named).
     """
-    import tomllib
-
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputFormatError(f"Candidates file {str(path)!r} does not exist.") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputFormatError(f"Candidates file {str(path)!r} is not valid TOML: {exc}.") from None
+    data = read_toml(path, "Candidates file")
     tables = data.get("candidate")
     if not isinstance(tables, list) or not tables or not all(
             isinstance(t, dict) and "method" in t for t in tables):

@@ -50,7 +50,7 @@ from ..errors import InputFormatError, ValidationError
 if TYPE_CHECKING:
     from ..anonymize.base import Anonymizer
 
-__all__ = ["POLICY_KEY", "POLICY_PARAMETERS", "SeriesPolicy", "resolve_policy"]
+__all__ = ["POLICY_KEY", "POLICY_PARAMETERS", "SeriesPolicy", "read_toml", "resolve_policy"]
 
 #: the store's ``meta`` key of the pinned policy (JSON)
 POLICY_KEY = "series_policy"
@@ -107,6 +107,21 @@ def _normalized(name: str, value: Any) -> Any:
     if name in ("theta", "epsilon", "case_budget") and isinstance(value, str):
         return _number(value.strip())
     return value
+
+
+def read_toml(path: str | Path, what: str) -> dict[str, Any]:
+    """A TOML file's tables (a policy file, a plan's candidates).
+
+    Raises:
+        InputFormatError: the file is missing or not TOML (``what`` names it).
+    """
+    path = Path(path)
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputFormatError(f"{what} {str(path)!r} does not exist.") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputFormatError(f"{what} {str(path)!r} is not valid TOML: {exc}.") from None
 
 
 def _file_digest(path: Path) -> str:
@@ -259,12 +274,7 @@ class SeriesPolicy:
             ValidationError: a parameter the method refuses (named).
         """
         path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputFormatError(f"Policy file {str(path)!r} does not exist.") from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise InputFormatError(f"Policy file {str(path)!r} is not valid TOML: {exc}.") from None
+        data = read_toml(path, "Policy file")
         table = data.get("policy")
         if not isinstance(table, dict) or "method" not in table:
             raise InputFormatError(f"Policy file {str(path)!r} needs a [policy] table with a "
