@@ -512,7 +512,8 @@ def plan(*, store: Path, out: Path, candidates: Path | None, protect: list[str],
          change_policy: bool, seed: int | None) -> None:
     import pandas as pd
 
-    from ..experiments.plan import apply_candidate, plan_store, read_candidates, write_plan
+    from ..experiments.plan import (apply_candidate, default_candidates, plan_store,
+                                    read_candidates, write_plan)
     from ..pipeline.policy import SeriesPolicy
 
     with ui.errors_as_flags():
@@ -523,9 +524,9 @@ def plan(*, store: Path, out: Path, candidates: Path | None, protect: list[str],
             return
         caps = SeriesPolicy.of("ppms", k=2, theta=0.5, protect=protect).parameters.get(
             "protect", {}) if protect else {}
-        pool = read_candidates(candidates) if candidates is not None else None
-        count = len(pool) if pool is not None else 9
-        with progress_bar("planning", count) as step:
+        pool = (read_candidates(candidates) if candidates is not None
+                else default_candidates(caps))
+        with progress_bar("planning", len(pool)) as step:
             result = plan_store(store, candidates=pool, protect=caps,
                                 max_withheld=max_withheld, min_recall=min_recall,
                                 periods=periods, seed=seed, progress=step)
