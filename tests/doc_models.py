@@ -25,6 +25,8 @@ EXAMPLES = {
     "ppms": ("ppms.md", PPMSModel(k=5, theta=_THETA, lifespan=4)),
     "ha": ("ha.md", PPMSAlphaModel(k=5, theta=_THETA, alpha=0.5,
                                    ss_min_counts={"reactions": 6})),
+    "ha-final": ("ha.md", PPMSAlphaModel(k=5, theta=_THETA, alpha=0.5,
+                                         ss_min_counts={"reactions": 6}, final=True)),
     "ppms-dp-strict": ("ppms-dp.md", PPMSDPModel(k=5, theta=_THETA, epsilon="1",
                                                  perturbations=(_WEIGHT,))),
     "ppms-dp-aware": ("ppms-dp.md", PPMSDPModel(k=5, theta=_THETA, epsilon="1",

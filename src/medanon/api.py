@@ -957,8 +957,8 @@ class Publisher:
                 *, previous: PublishedSeries | None = None, allow_violations: bool = False,
                 identifiers: Any = None, progress: Callable[..., None] | None = None,
                 allow_unprotected: bool = False, allow_unknown_terms: bool = False,
-                allow_gap: bool = False, allow_short_lifespan: bool = False
-                ) -> "Series | TableRelease | EhrRelease":
+                allow_gap: bool = False, allow_short_lifespan: bool = False,
+                final: bool = False) -> "Series | TableRelease | EhrRelease":
         """Publish ``data`` with the configured method, each release verified by the gate.
 
         Args:
@@ -980,6 +980,10 @@ class Publisher:
                 ``none``; θ-table terms ``data`` does not hold; passing over a missing or empty
                 period; a ``lifespan`` shorter than a case's span in ``data``. Recorded in each
                 manifest's ``method.acknowledged``.
+            final: Periodic methods that wait for the next period (HA) only: publish the latest
+                period of ``data`` too, as the series' final release, grouped as if none of its
+                cases went on. Its MD view holds only while no later release exists: nothing
+                is published after it (``docs/algorithms/ha.md``, "The final release").
 
         Returns:
             Periodic: the series with the new releases (``releases_published`` lists them).
@@ -1007,7 +1011,7 @@ class Publisher:
                                       f"apply to {self.family} method {self.name!r}.")
         overrides = {"allow_unprotected": allow_unprotected,
                       "allow_unknown_terms": allow_unknown_terms, "allow_gap": allow_gap,
-                      "allow_short_lifespan": allow_short_lifespan}
+                      "allow_short_lifespan": allow_short_lifespan, "final": final}
         if self.family != "periodic":
             for name, is_given in overrides.items():
                 if is_given:
@@ -1024,7 +1028,7 @@ class Publisher:
     def _publish_series(self, data: Dataset, periods: Sequence[str] | None, *,
                         previous: PublishedSeries | None, allow_violations: bool,
                         allow_unprotected: bool, allow_unknown_terms: bool, allow_gap: bool,
-                        allow_short_lifespan: bool) -> "Series":
+                        allow_short_lifespan: bool, final: bool) -> "Series":
         from .pipeline.checks import run_checks
         from .pipeline.publish import release_steps
 
@@ -1038,12 +1042,13 @@ class Publisher:
             vocabulary=vocabulary, reports=reports, longest_span=span,
             allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
             allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
-            schema=data.schema)
+            schema=data.schema, final=final)
         made = []
         for prepared in release_steps(data.schema, self.method, wanted, data.records, self.rng,
                                       series=series, available=data.periods,
                                       publish_despite_violations=allow_violations,
-                                      acknowledged=acknowledged, ingest=data.ingest_report):
+                                      acknowledged=acknowledged, ingest=data.ingest_report,
+                                      final=final):
             made.append(Release(prepared.period, prepared.rows, prepared.manifest,
                                 prepared.ledger, prepared.operator, prepared.seconds))
             series, verdict = prepared.series, prepared.verdict

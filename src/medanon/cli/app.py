@@ -479,6 +479,10 @@ def release(
     per_period_commit: Annotated[bool, typer.Option(
         "--per-period-commit", help="Commit each period on its own (default: all requested "
                                     "periods land together or none does).")] = False,
+    final: Annotated[bool, typer.Option(
+        "--final", help="HA: also publish the latest ingested period, as the series' final "
+                        "release (grouped as if no case went on; its MD view holds only while "
+                        "no later release exists, so the store publishes none after it).")] = False,
     policy: Annotated[Optional[Path], typer.Option(
         "--policy", help="The series policy as a TOML file ([policy] method, k, theta, ...; "
                          "docs/api.md) instead of the method flags.")] = None,
@@ -506,7 +510,8 @@ def release(
                      publish_despite_violations=publish_despite_violations,
                      allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
                      allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
-                     per_period_commit=per_period_commit, allow_tiny_epsilon=allow_tiny_epsilon)
+                     per_period_commit=per_period_commit, allow_tiny_epsilon=allow_tiny_epsilon,
+                     final=final)
 
 
 @app.command()

@@ -210,7 +210,8 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
             change_policy: bool = False, publish_despite_violations: bool = False,
             allow_unprotected: bool = False, allow_unknown_terms: bool = False,
             allow_gap: bool = False, allow_short_lifespan: bool = False,
-            per_period_commit: bool = False, allow_tiny_epsilon: bool = False) -> None:
+            per_period_commit: bool = False, allow_tiny_epsilon: bool = False,
+            final: bool = False) -> None:
     """``medanon release``: ``flags`` are the method flags given (``method`` and the
     :data:`~medanon.pipeline.policy.POLICY_PARAMETERS`, None when not given); with the store's
     pinned policy and ``--policy`` they resolve to one :class:`~medanon.pipeline.policy.
@@ -254,7 +255,7 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
                     progress=lambda p: (done.append(p), step(p)),
                     allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
                     allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
-                    per_period_commit=per_period_commit, pin=pin)
+                    per_period_commit=per_period_commit, pin=pin, final=final)
         except BaseException as exc:
             if done or isinstance(exc, KeyboardInterrupt):  # a refusal up front needs no account
                 _say_what_committed(db, before)
@@ -262,11 +263,16 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
         clipping = _clipping_warnings(db, [s.period for s in summaries])
         waiting = [p for p in db.ingested_periods() if p not in db.published_periods()]
         spent = _epsilon_spent(db, [s.period for s in summaries])
+    if final and summaries:
+        ui.err.print(f"note: {summaries[-1].period} is the series' final release: its MD view "
+                     f"holds only while no later release exists, so this store publishes none "
+                     f"after it (see its manifest's does_not_guarantee).")
     if anonymizer.needs_next_period and waiting and not periods:
         ui.err.print(f"note: {', '.join(waiting)} wait(s): method '{method}' publishes a period "
                      f"only when the next one is ingested (an md-record is a case absent from "
                      f"the next period). Ingest {parse_period(waiting[-1]).shift(1).label} and "
-                     f"release again.")
+                     f"release again, or, if the series ends with {waiting[-1]}, release with "
+                     f"--final.")
     # on stderr also with --json (whose stdout lists every term): no θ = 1 goes unsaid
     unbounded = unbounded_warning(summaries) + _caps_raised_warnings(summaries)
     if as_json:
@@ -586,6 +592,7 @@ def signals(*, series: Path | None, store: Path | None, side: str, out: Path,
 
 # -- inspect --------------------------------------------------------------------------------------
 def inspect(*, store: Path, as_json: bool) -> None:
+    from ..pipeline.checks import final_releases
     from ..store import ReleaseStore
 
     with ReleaseStore.open(store, read_only=True) as db:
@@ -594,12 +601,13 @@ def inspect(*, store: Path, as_json: bool) -> None:
         # operator-only (never exported): the hash of each published period's input records
         digests = {p: db.operator_record(p)["input_sha256"] for p in db.published_periods()}
         policy = db.series_policy()
+        ended = final_releases(db.manifests())
     records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
     for r in records:
         r["input_sha256"] = digests.get(r["period"])
     if as_json:
         print_json({"store": str(store), "schema": schema.name, "periods": records,
-                    "series_policy": policy})
+                    "series_policy": policy, "final_release": ended[-1] if ended else None})
         return
     table = Table("period", "era", "reports", "cases", "published", "method", "released cases",
                   "groups", "input sha256 (operator only)", title=f"{store} (schema {schema.name!r})")
@@ -616,6 +624,9 @@ def inspect(*, store: Path, as_json: bool) -> None:
         ui.out.print(f"series policy (pinned {policy.get('pinned_at')}): {pinned.describe()}"
                      + (f"; changed {len(policy['history'])} time(s)" if policy.get("history")
                         else ""), soft_wrap=True)
+    if ended:
+        ui.out.print(f"series ended: {ended[-1]} is its final release (release --final); nothing "
+                     f"is published after it.", soft_wrap=True)
 
 
 # -- verify / attack / evaluate -------------------------------------------------------------------

@@ -216,14 +216,15 @@ class PPMSModel(_Grouped):
     @classmethod
     def _run(cls, series: PublishedSeries, declared: Mapping[str, "_Grouped"], *,
              md: bool = False, alpha: float | None = None,
-             ss: Mapping[str, object] | None = None) -> tuple[dict, list[PeriodCheck]]:
+             ss: Mapping[str, object] | None = None,
+             final: tuple[str, ...] = ()) -> tuple[dict, list[PeriodCheck]]:
         """Check ``declared`` releases of ``series``; the parsed views are returned for reuse."""
         first = next(iter(declared.values()))
         views: dict[str, ReleaseView] = {}
         checks = check_published(series, views, list(declared), k=first.k,
                                  thetas={p: m._require_theta(p) for p, m in declared.items()},
                                  lifespan=first.lifespan, md=md, alpha=alpha,
-                                 ss_table=ss or {}, uniform=True).periods
+                                 ss_table=ss or {}, uniform=True, final=final).periods
         return views, list(checks)
 
     @classmethod
@@ -244,9 +245,15 @@ class PPMSAlphaModel(PPMSModel):
     name = HA_MODEL
 
     def __init__(self, *, k: int, alpha: float, ss_min_counts: Mapping[str, int] | None = None,
-                 theta: ThetaTable | None = None, lifespan: int | None = None):
+                 theta: ThetaTable | None = None, lifespan: int | None = None,
+                 final: bool = False):
         super().__init__(k=k, theta=theta, lifespan=lifespan)
         self.alpha = check_fraction(alpha, name="alpha", owner=type(self).__name__)
+        if not isinstance(final, bool):
+            raise ValidationError(f"The 'final' parameter of {type(self).__name__} must be True "
+                                  f"or False; got {final!r}.")
+        #: the series' final release: grouped as if no case went on (no next period existed)
+        self.final = final
         self.ss_min_counts = None if ss_min_counts is None else {
             str(c): check_int(v, name=f"ss_min_counts[{c!r}]", owner=type(self).__name__, minimum=1)
             for c, v in dict(ss_min_counts).items()}
@@ -256,16 +263,22 @@ class PPMSAlphaModel(PPMSModel):
         return ("B", "F", "L", "MD", "SS")
 
     def parameters(self) -> dict[str, object]:
-        return {**super().parameters(), "alpha": self.alpha, "ss_min_counts": self.ss_min_counts}
+        return {**super().parameters(), "alpha": self.alpha, "ss_min_counts": self.ss_min_counts,
+                **({"final": True} if self.final else {})}
 
     def setting(self) -> tuple:
+        # a final release and the earlier ones of its series are one setting: one model
         return (*super().setting(), self.alpha)
 
     @property
     def guarantee(self) -> str:
+        md = ("and, while no later release is published, the MD-attack (this is the series' "
+              "final release: grouped with every case counted as stopping, since no next period "
+              "exists)" if self.final else
+              "and knows whether the target stopped the medication before the next release "
+              "(MD-attack)")
         return (f"For an adversary who knows a target's exact QID values, links CaseIDs "
-                f"{_lifespan_text(self.lifespan)} (B-, F-, L-attacks) and knows whether the target "
-                f"stopped the medication before the next release (MD-attack), the target's group "
+                f"{_lifespan_text(self.lifespan)} (B-, F-, L-attacks) {md}, the target's group "
                 f"keeps at least {self.k} candidate cases, each sensitive term's share among them "
                 f"is at most {_theta_summary(self.theta)}, and the share of records with "
                 f"substantial symptoms in each of the four attacker views is at most "
@@ -273,8 +286,13 @@ class PPMSAlphaModel(PPMSModel):
 
     @property
     def does_not_guarantee(self) -> str:
-        return ("The MD part of a release holds only once the next period's release exists; "
-                "shares and ss-records are those of the published terms (a case whose terms "
+        md = ("This final release's MD view is not covered once any later release of the series "
+              "exists: a later release shows which of its cases went on, and the MD-attack then "
+              "narrows its groups below what was checked (medanon publishes nothing after it, "
+              "and verify reports a later release as a violation); "
+              if self.final else
+              "The MD part of a release holds only once the next period's release exists; ")
+        return (md + "shares and ss-records are those of the published terms (a case whose terms "
                 "were suppressed counts by the terms it keeps); no protection against "
                 "background knowledge that ties terms to QID values; no differential privacy."
                 + _beyond_text(self.lifespan))
@@ -292,20 +310,34 @@ class PPMSAlphaModel(PPMSModel):
         if not isinstance(ss, Mapping) or not ss:
             raise InputFormatError(f"The manifest of {label} must give 'details.ss_min_counts' as "
                                    f"{{column: minimum term count}}; got {ss!r}.")
+        final = manifest_field(manifest, "method.final", label, required=False)
+        if final is not None and not isinstance(final, bool):
+            raise InputFormatError(f"The manifest of {label} must give 'method.final' as true or "
+                                   f"false; got {final!r}.")
         try:
-            return cls(alpha=alpha, ss_min_counts=ss, **common)
+            return cls(alpha=alpha, ss_min_counts=ss, final=bool(final), **common)
         except ValidationError as exc:
             raise InputFormatError(f"The manifest of {label}: {exc}") from None
 
     @classmethod
     def check(cls, series: PublishedSeries, declared: Mapping[str, "PPMSAlphaModel"]) -> list[ReleaseVerdict]:
         first = next(iter(declared.values()))
+        final = tuple(p for p, m in declared.items() if m.final)
         _, checks = cls._run(series, declared, md=True, alpha=first.alpha,
-                                ss={p: m.ss_min_counts for p, m in declared.items()})
+                             ss={p: m.ss_min_counts for p, m in declared.items()}, final=final)
         out = []
         for c in checks:
             attacks = "B/F/L/MD" if c.md_checked else "B/F/L"
             pending = "" if c.md_checked else " (MD and the views GV1, GV3 pending the next release)"
+            extra: tuple[str, ...] = ()
+            if c.period in final:
+                here = parse_period(c.period)
+                later = [p for p in series.periods if parse_period(p) > here]
+                pending = (" (the series' final release: every record md, no next release)"
+                           if not later else pending)
+                # a later release opens the MD view this release was not grouped for
+                extra = tuple(f"{c.period}: published as the series' final release, but release "
+                              f"{p} follows it (its MD view is not covered)" for p in later)
             checked = (f"k={first.k}, theta* and alpha={first.alpha:g} over the views "
                        f"{'/'.join(c.alpha_views)} (ss-records by their published term counts "
                        f"against details.ss_min_counts) after the {attacks}-attacks "
@@ -313,7 +345,7 @@ class PPMSAlphaModel(PPMSModel):
                        f"{_qid_names(series.qids)}{pending}")
             out.append(_verdict(c.period, declared[c.period], c, checked, attacks,
                                 md_pending=not c.md_checked, ssgr=True, series=series,
-                                lifespan=first.lifespan))
+                                lifespan=first.lifespan, extra=extra))
         return out
 
 

@@ -73,7 +73,7 @@ Deviations and choices (neither paper gives a published-data checker):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -525,11 +525,15 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
 def check_published(series: PublishedSeries, views: dict[str, ReleaseView], reported: list[str],
                     *, k: int, thetas: Mapping[str, ThetaTable], lifespan: int | None, md: bool,
                     alpha: float | None, ss_table: Mapping[str, object],
-                    uniform: bool) -> SeriesCheck:
+                    uniform: bool, final: Collection[str] = ()) -> SeriesCheck:
     """:func:`check_series` on a :class:`PublishedSeries` whose parameters are validated.
 
     ``views`` caches the parsed releases (read with ``series.qids``); ``reported`` are labels of
     the series, oldest first; ``thetas`` and ``ss_table`` have an entry per reported label.
+    ``final`` (with ``md``): releases published as their series' final one (HA's ``final``):
+    their MD part is checked as if the next release existed and held none of their cases,
+    which is what they were grouped for (a later release that does exist is the caller's
+    violation to report, :class:`~medanon.models.periodic.PPMSAlphaModel`).
     """
     ordinals = {parse_period(p).ordinal for p in series.periods}
     checks = []
@@ -540,9 +544,12 @@ def check_published(series: PublishedSeries, views: dict[str, ReleaseView], repo
         ss = None
         if alpha is not None:
             ss = _ss_flags(rel, _ss_columns(ss_table[rel.label], rel))
+        # a final release with no next one: the MD-attack excludes nothing (in_next is empty)
+        # and every record is md, so the views GV1 and GV3 are checked as they were grouped
+        ends = rel.label in final and rel.ordinal + 1 not in ordinals
         checks.append(_check_release(rel, links, k=k, theta=thetas[rel.label],
-                                     md_checked=md and rel.ordinal + 1 in ordinals, alpha=alpha,
-                                     ss=ss))
+                                     md_checked=md and (ends or rel.ordinal + 1 in ordinals),
+                                     alpha=alpha, ss=ss))
     return SeriesCheck(tuple(checks))
 
 

@@ -13,7 +13,11 @@ that cannot be taken back once published:
 * :func:`check_gaps` — publishing past a missing or empty period locks that period out for ever
   (releases are published in time order);
 * :func:`check_lifespan` — a CaseID life span shorter than the follow-up spans in the data leaves
-  exactly the links the adversary makes outside the model.
+  exactly the links the adversary makes outside the model;
+* :func:`check_final` — a release marked final (HA's ``final``: grouped as if no case went on)
+  ends its series; a later release would open its MD view, so none is published (no override),
+  and ``final`` itself must name the latest period the data holds, for a method that waits for
+  the next period.
 
 The facts checked (the data's terms, its case spans, the periods' sizes) are private: they are
 told to the operator and never written into a manifest. A manifest records only which of these
@@ -34,8 +38,8 @@ from ..models.theta import TableTheta, base_of, caps_of
 from ..periods import parse_period
 from ..published.links import longest_case_span
 
-__all__ = ["OVERRIDES", "acknowledgements", "check_gaps", "check_lifespan", "check_theta_terms",
-           "check_unprotected", "data_facts", "run_checks"]
+__all__ = ["OVERRIDES", "acknowledgements", "check_final", "check_gaps", "check_lifespan",
+           "check_theta_terms", "check_unprotected", "data_facts", "final_releases", "run_checks"]
 
 #: the parameters that override a check, in the order :func:`acknowledgements` lists them
 OVERRIDES = ("allow_unprotected", "allow_unknown_terms", "allow_gap", "allow_short_lifespan")
@@ -204,11 +208,61 @@ def check_lifespan(method: Anonymizer, longest_span: int, *, allow_short_lifespa
         f"(or none), or the 'allow_short_lifespan' parameter to accept the gap.")
 
 
+def final_releases(published: Mapping[str, Mapping]) -> list[str]:
+    """The periods whose manifest marks them as their series' final release
+    (``method.final``), oldest first."""
+    return sorted((p for p, m in published.items() if (m.get("method") or {}).get("final") is True),
+                  key=parse_period)
+
+
+def check_final(method: Anonymizer, labels: Sequence[str], published: Mapping[str, Mapping],
+                available: Iterable[str], *, final: bool) -> None:
+    """Refuse any release after a final one, and a ``final`` that would not end the series.
+
+    HA groups a period by which of its cases stop before the next period (md-records). A final
+    release is grouped as if none went on (every case md): with no later release that is the
+    adversary's view too, but a later release shows which cases did go on, and the MD-attack
+    then narrows each group below what was checked. So a final release ends the series.
+
+    Args:
+        method: The configured method.
+        labels: The periods about to be published, in time order.
+        published: The manifests already published, by period.
+        available: Every period the data holds (ingested).
+        final: Whether the last of ``labels`` is to be published as the final release.
+
+    Raises:
+        StoreError: a final release is already published.
+        ValidationError: ``final`` for a method that does not wait for the next period, or for a
+            period that is not the latest the data holds.
+    """
+    ended = final_releases(published)
+    if ended:
+        raise StoreError(
+            f"The series ended with the final release {ended[-1]} (published with 'final': "
+            f"grouped as if no case went on). A later release would show which cases did and "
+            f"open that release's MD view, so nothing more is published in this series; start "
+            f"a new store for later periods.")
+    if not final:
+        return
+    if not method.needs_next_period:
+        raise ValidationError(f"The 'final' parameter applies to a method that waits for the next "
+                              f"period (ha); method {method.name!r} publishes every period as it "
+                              f"comes.")
+    if not labels:
+        return
+    later = [p for p in available if parse_period(p) > parse_period(labels[-1])]
+    if later:
+        raise ValidationError(f"The 'final' parameter ends the series with {labels[-1]}, but the "
+                              f"data holds later period(s) {', '.join(sorted(later, key=parse_period))}: "
+                              f"publish up to the latest period, or leave out 'final'.")
+
+
 def run_checks(method: Anonymizer, labels: Sequence[str], *, published: Mapping[str, Mapping],
                vocabulary: Iterable[str], reports: Mapping[str, int], longest_span: int,
                allow_unprotected: bool = False, allow_unknown_terms: bool = False,
                allow_gap: bool = False, allow_short_lifespan: bool = False,
-               schema=None) -> list[str]:
+               schema=None, final: bool = False) -> list[str]:
     """Every check above, in order; returns the overrides given (:func:`acknowledgements`).
 
     Args:
@@ -217,8 +271,10 @@ def run_checks(method: Anonymizer, labels: Sequence[str], *, published: Mapping[
         labels: The periods about to be published, in time order.
         published: The manifests already published, by period.
         vocabulary, reports, longest_span: Facts of the private data (:func:`data_facts`, or
-            the store's own queries).
+            the store's own queries); ``reports`` lists every period the data holds.
+        final: The last of ``labels`` is to end the series (:func:`check_final`).
     """
+    check_final(method, labels, published, reports, final=final)
     check_unprotected(method, published, allow_unprotected=allow_unprotected)
     check_theta_terms(method, vocabulary, allow_unknown_terms=allow_unknown_terms, schema=schema)
     check_gaps(labels, reports, published, allow_gap=allow_gap)

@@ -115,14 +115,15 @@ def plan_periods(store: ReleaseStore, requested: Sequence[str]) -> list[str]:
 
 
 def _with_next_period(store: ReleaseStore, labels: list[str], *, explicit: bool,
-                      method: str) -> list[str]:
+                      method: str, final: bool = False) -> list[str]:
     """Periods whose next period is ingested (HA: an md-record is a case absent from it).
 
     Requested explicitly, a period without its next one is an error; by default the trailing
-    periods that lack it are left for later.
+    periods that lack it are left for later. With ``final`` the last period needs none.
     """
     ingested = set(store.ingested_periods())
-    missing = [p for p in labels if parse_period(p).shift(1).label not in ingested]
+    missing = [p for p in (labels[:-1] if final else labels)
+               if parse_period(p).shift(1).label not in ingested]
     if missing and (explicit or missing != labels[len(labels) - len(missing):]):
         first = missing[0]
         raise StoreError(f"Method {method!r} releases period {first} only when period "
@@ -229,12 +230,13 @@ _DIGEST_ROWS = 10_000
 
 def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: Anonymizer,
                    period: str, rng: Randomness, *, result: AnonymizationResult, rows: pd.DataFrame,
-                   n_reports: int) -> dict:
+                   n_reports: int, final: bool = False) -> dict:
     """The manifest of one release (``design.md``: method, parameters, hierarchies, counts, ...).
 
     It holds no hash of the input and none of ``result.private_details``. The guarantee texts
     come from the privacy-model object the manifest declares (read back from the manifest
-    itself, as any verifier will read it), never from text typed per method.
+    itself, as any verifier will read it), never from text typed per method. ``final`` marks
+    the series' final release (``method.final``, :func:`prepare_release`).
     """
     manifest = {
         "format": MANIFEST_FORMAT,
@@ -259,6 +261,8 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
         # filled in by the verify gate before the release is published
         "verification": {"verdict": "not-run"},
     }
+    if final:   # before the model is read back: its texts and checks depend on it
+        manifest["method"]["final"] = True
     manifest["columns"]["roles"] = column_roles(
         manifest["columns"], perturbed=(result.details or {}).get("perturbed_qids") or (),
         protected=method.name != "none")
@@ -427,7 +431,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
                     on_case_budget: str = "refuse", next_cases: Collection[str] | None = None,
                     before: SeriesVerdict | None = None,
                     publish_despite_violations: bool = False,
-                    ingest_report: Mapping | None = None) -> PreparedRelease:
+                    ingest_report: Mapping | None = None, final: bool = False) -> PreparedRelease:
     """Anonymize one period's records and build what is published, without a store.
 
     This is the flow :func:`publish_periods` (and so ``medanon release``) runs for every period:
@@ -450,15 +454,29 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
         before: The gate's verdict on ``series``, when known.
         publish_despite_violations: Keep a release the gate finds violating (recorded).
         ingest_report: The period's ingest report, told in the manifest (:func:`ingest_entry`).
+        final: Publish this period as the series' final release (HA): no next period exists,
+            so it is grouped as if none of its cases went on (``next_cases`` empty, every
+            record md) and the manifest says ``method.final``; its model
+            (:class:`~medanon.models.periodic.PPMSAlphaModel`) states that the MD view holds
+            only while no later release exists, and :func:`~medanon.pipeline.checks.check_final`
+            refuses one.
 
     Raises:
-        ValidationError: a case budget for a method without an ε-DP claim.
+        ValidationError: a case budget for a method without an ε-DP claim; ``final`` for a
+            method that does not wait for the next period, or with ``next_cases``.
         BudgetExceeded: a case would exceed ``case_budget`` and ``on_case_budget`` is refuse.
         PrivacyViolation: the gate finds a violation (without ``publish_despite_violations``).
         InternalError: the losses the method's mechanisms reported differ from its plan
             (:meth:`Anonymizer.planned_losses`, the budget pre-check).
     """
     _check_case_budget(method, schema, case_budget)
+    if final:
+        if not method.needs_next_period or next_cases is not None:
+            raise ValidationError(f"The 'final' parameter of prepare_release applies to a method "
+                                  f"that waits for the next period, without 'next_cases'; got "
+                                  f"method {method.name!r}"
+                                  f"{' with next_cases' if next_cases is not None else ''}.")
+        next_cases = frozenset()   # the series ends: no case goes on
     hierarchies = schema.load_hierarchies() if hierarchies is None else hierarchies
     budget_entry = None
     if case_budget is not None:
@@ -483,7 +501,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
                                          getattr(method, "lifespan", None)).items():
             rows[name] = values
     manifest = build_manifest(schema, hierarchies, method, label, rng, result=result, rows=rows,
-                              n_reports=len(records))
+                              n_reports=len(records), final=final)
     if budget_entry is not None:
         manifest["privacy_spent"]["case_budget"] = budget_entry
         manifest["counts"]["suppressed"] += budget_entry.get("withheld_cases", 0)
@@ -515,7 +533,8 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
                   case_budget: Budget | None = None, on_case_budget: str = "refuse",
                   publish_despite_violations: bool = False,
                   acknowledged: Sequence[str] = (),
-                  ingest: Callable[[str], Mapping] | None = None) -> Iterator[PreparedRelease]:
+                  ingest: Callable[[str], Mapping] | None = None,
+                  final: bool = False) -> Iterator[PreparedRelease]:
     """The publish loop: :func:`prepare_release` for each period in time order, each against
     the series with every release before it (the one loop behind the store and the
     store-free ``medanon.Publisher``).
@@ -552,6 +571,9 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
             (:attr:`Anonymizer.acknowledged`, e.g. PPMS-DP's ``allow_tiny_epsilon``).
         ingest: Returns a period's ingest report (what the store keeps), told in its manifest
             (:func:`ingest_entry`); None: the manifests say there was none.
+        final: The last of ``periods`` is the series' final release (HA, :func:`prepare_release`),
+            published although its next period is not available; the callers check first that
+            it is the latest period the data holds (:func:`~medanon.pipeline.checks.check_final`).
 
     Raises:
         As :func:`prepare_release`, for the period being prepared.
@@ -559,9 +581,10 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
     hierarchies = schema.load_hierarchies() if hierarchies is None else hierarchies
     known = set(available)
     acknowledged = list(dict.fromkeys([*acknowledged, *method.acknowledged]))
-    for label in sorted(periods, key=parse_period):
-        next_cases = None
-        if method.needs_next_period:
+    ordered = sorted(periods, key=parse_period)
+    for label in ordered:
+        next_cases, last_final = None, final and label == ordered[-1]
+        if method.needs_next_period and not last_final:
             following = parse_period(label).shift(1).label
             if following not in known:
                 return
@@ -575,7 +598,7 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
             ledger=ledger() if ledger is not None and case_budget is not None else None,
             case_budget=case_budget, on_case_budget=on_case_budget, next_cases=next_cases,
             publish_despite_violations=publish_despite_violations,
-            ingest_report=ingest(label) if ingest is not None else None)
+            ingest_report=ingest(label) if ingest is not None else None, final=last_final)
         if acknowledged:  # operator choices, not facts of the data (pipeline.checks)
             prepared.manifest["method"]["acknowledged"] = list(acknowledged)
         if linked is None:
@@ -590,7 +613,7 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                     allow_unprotected: bool = False, allow_unknown_terms: bool = False,
                     allow_gap: bool = False, allow_short_lifespan: bool = False,
                     per_period_commit: bool = False,
-                    pin: Mapping | None = None) -> list[PublishedSummary]:
+                    pin: Mapping | None = None, final: bool = False) -> list[PublishedSummary]:
     """Anonymize and publish each period in order, all in one transaction (every period lands
     or none does) or, with ``per_period_commit``, one transaction per period.
 
@@ -612,7 +635,10 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     ``release_private``, never into the manifest. ``pin`` (a series policy record of
     :func:`medanon.pipeline.policy.resolve_policy`) is pinned in the store with the first
     release, in its transaction; a record whose ``history`` has a change (``--change-policy``)
-    puts ``change_policy`` in each manifest's ``method.acknowledged``.
+    puts ``change_policy`` in each manifest's ``method.acknowledged``. ``final`` publishes the
+    last period as the series' final release (HA; :func:`prepare_release`): it must be the
+    latest ingested period, and nothing is published after it
+    (:func:`~medanon.pipeline.checks.check_final`).
 
     Raises:
         ValidationError: a seeded source without ``allow_seeded``; a case budget for a method
@@ -625,15 +651,18 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                  choices=ON_CASE_BUDGET)
     _check_case_budget(method, store.schema, case_budget)
     labels = plan_periods(store, periods)
+    # before the wait for the next period: an ended series says so, not "ingest the next one"
+    checks.check_final(method, labels, store.manifests(), store.ingested_periods(), final=final)
     if method.needs_next_period:
-        labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name)
+        labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name,
+                                   final=final)
     acknowledged = checks.run_checks(
         method, labels, published=store.manifests(),
         vocabulary=store.sensitive_vocabulary(), longest_span=store.longest_case_span(),
         reports={r["period"]: int(r["n_reports"]) for r in store.periods().to_dict("records")},
         allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
         allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
-        schema=store.schema)
+        schema=store.schema, final=final)
     if pin is not None and pin.get("history") and pin["history"][-1].get("changes"):
         acknowledged = [*acknowledged, "change_policy"]
     steps = release_steps(
@@ -642,7 +671,7 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         available=store.ingested_periods(),
         ledger=store.ledger, case_budget=case_budget, on_case_budget=on_case_budget,
         publish_despite_violations=publish_despite_violations, acknowledged=acknowledged,
-        ingest=store.ingest_report)
+        ingest=store.ingest_report, final=final)
     summaries = []
     # one transaction for all periods (a failure or Ctrl-C rolls every one back), unless asked
     with contextlib.nullcontext() if per_period_commit else store.batch():
