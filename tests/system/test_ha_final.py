@@ -19,6 +19,7 @@ from medanon.anonymize import HA
 from medanon.data.synth.faers import write_faers_series
 from medanon.errors import StoreError, ValidationError
 from medanon.published.series import PublishedSeries
+from medanon.report.html import _why
 from medanon.store import ReleaseStore
 from medanon.verify import verify_series
 from tests.conftest import assert_user_error, invoke_cli, snapshot
@@ -129,6 +130,9 @@ def test_every_group_of_the_final_release_keeps_k_new_cases(folders, drop):
     assert len(new) == series.manifests["2020Q3"]["counts"]["groups"]
     assert int(new.min()) >= K
     assert verify_series(series).ok
+    why, _ = _why(series.manifests["2020Q3"])
+    assert "final release (release --final)" in why
+    assert "final release" not in _why(series.manifests["2020Q2"])[0]
 
 
 def test_a_release_after_the_final_one_is_refused_and_verify_names_one_that_exists(folders):

@@ -781,6 +781,9 @@ def _why(manifest: dict) -> tuple[str, dict]:
     lines = []
     if method.get("guarantee"):
         lines.append(f"Generalized so that: {method['guarantee']}")
+    if method.get("final") is True:
+        lines.append("The series' final release (release --final): grouped as if none of its "
+                     "cases went on, so nothing may be published after it.")
     theta = details.pop("theta_table", None)
     if isinstance(theta, dict):
         overrides = theta.get("overrides") or {}
