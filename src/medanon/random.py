@@ -115,14 +115,17 @@ class Randomness:
 
     @property
     def seed(self) -> int | tuple[int, ...] | None:
+        """The seed of a seeded run (recorded in the manifest); None when secure."""
         return self._seed
 
     @property
     def bits(self) -> ExactBits:
+        """The source of exact random bits the DP samplers draw from."""
         return self._bits
 
     @property
     def generator(self) -> np.random.Generator:
+        """A NumPy generator for the choices that are not DP noise."""
         return self._generator
 
     @property

@@ -224,14 +224,17 @@ class Schema(BaseModel):
     # -- column groups --------------------------------------------------------------------
     @property
     def qid_names(self) -> tuple[str, ...]:
+        """The quasi-identifiers' column names, in declaration order."""
         return tuple(q.name for q in self.qids)
 
     @property
     def numeric_qids(self) -> tuple[str, ...]:
+        """The numeric quasi-identifiers (generalized to intervals)."""
         return tuple(q.name for q in self.qids if q.kind == "numeric")
 
     @property
     def categorical_qids(self) -> tuple[str, ...]:
+        """The categorical quasi-identifiers (generalized along a hierarchy)."""
         return tuple(q.name for q in self.qids if q.kind == "categorical")
 
     @property
@@ -251,10 +254,16 @@ class Schema(BaseModel):
 
     @property
     def all_columns(self) -> list[str]:
+        """Every column of the report-level records, identifiers and private ones included."""
         return [self.case_id, self.period, *self.qid_names, *self.sensitive, *self.multi,
                 *self.insensitive, *self.date_columns, *self.identifiers, *self.private]
 
     def qid(self, name: str) -> QIDSpec:
+        """The quasi-identifier called ``name``.
+
+        Raises:
+            SchemaError: the schema has none of that name.
+        """
         for q in self.qids:
             if q.name == name:
                 return q

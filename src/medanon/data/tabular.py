@@ -181,10 +181,16 @@ class TableSchema(BaseModel):
 
     @property
     def dimension_names(self) -> tuple[str, ...]:
+        """The dimensions' column names, in declaration order."""
         return tuple(d.name for d in self.dimensions)
 
     @classmethod
     def from_mapping(cls, data: dict, *, source: str = "schema") -> "TableSchema":
+        """The schema of a ``[table]`` mapping.
+
+        Raises:
+            SchemaError: the mapping is invalid (named with ``source``).
+        """
         try:
             return cls.model_validate(data)
         except PydanticValidationError as exc:
@@ -193,6 +199,11 @@ class TableSchema(BaseModel):
 
     @classmethod
     def from_toml_text(cls, text: str, *, source: str = "schema") -> "TableSchema":
+        """The schema of TOML text with a ``[table]`` section.
+
+        Raises:
+            SchemaError: not TOML, no ``[table]`` section, or an invalid one.
+        """
         try:
             data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
@@ -204,6 +215,11 @@ class TableSchema(BaseModel):
 
     @classmethod
     def from_toml(cls, path: str | Path) -> "TableSchema":
+        """The schema of a TOML file with a ``[table]`` section.
+
+        Raises:
+            SchemaError: the file is missing, not TOML, or its schema is invalid.
+        """
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")

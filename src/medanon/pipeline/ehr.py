@@ -161,6 +161,7 @@ class Pseudonyms:
     # -- use ------------------------------------------------------------------------------------
     @property
     def pseudonymized(self) -> bool:
+        """Whether the identifiers are replaced (any mode but ``raw``)."""
         return self.mode != "raw"
 
     def _digest(self, messages: list[bytes], prefix: str) -> np.ndarray:
@@ -220,6 +221,7 @@ class Pseudonyms:
                 "row_order": "sorted by patient pseudonym, admission_rank, position"}
 
     def guarantee(self) -> list[str]:
+        """What the pseudonyms guarantee, for the manifest's ``guarantee`` (none when raw)."""
         if not self.pseudonymized:
             return []
         where = {"fresh": "a fresh key drawn from OS entropy for this release (never derived from "
@@ -229,6 +231,7 @@ class Pseudonyms:
                 "rows are sorted by pseudonym, so their order carries nothing of the source IDs"]
 
     def does_not_guarantee(self) -> list[str]:
+        """What the identifiers' treatment leaves open, for ``does_not_guarantee``."""
         if self.mode == "raw":
             return ["the source SUBJECT_ID and HADM_ID are published unchanged (--keep-ids)"]
         if self.mode == "key-file":

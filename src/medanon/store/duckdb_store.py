@@ -336,6 +336,7 @@ class ReleaseStore:
         _run(con, _CREATE_PRIVATE)
 
     def close(self) -> None:
+        """Close the connection (a ``with`` block does it)."""
         self._con.close()
 
     def __enter__(self) -> "ReleaseStore":
@@ -414,12 +415,19 @@ class ReleaseStore:
         return frame
 
     def ingested_periods(self) -> list[str]:
+        """Every ingested period, in time order."""
         return [r[0] for r in self._con.execute("SELECT period FROM periods ORDER BY ordinal").fetchall()]
 
     def published_periods(self) -> list[str]:
+        """Every published period, in time order."""
         return [r[0] for r in self._con.execute("SELECT period FROM releases ORDER BY ordinal").fetchall()]
 
     def ingest_report(self, period: str) -> dict:
+        """The ingest report of a period (operator only: it counts private records).
+
+        Raises:
+            StoreError: the period is not ingested.
+        """
         row = _one(self._con, "SELECT report FROM periods WHERE period = ?", [period])
         if row is None:
             raise StoreError(f"Period {period} is not ingested in {str(self.path)!r}.")
@@ -595,11 +603,17 @@ class ReleaseStore:
             "SELECT period, manifest FROM releases ORDER BY ordinal").fetchall()}
 
     def manifest(self, period: str) -> dict:
+        """The published manifest of a period.
+
+        Raises:
+            StoreError: the period is not published.
+        """
         self._require_published(period)
         row = _one(self._con, "SELECT manifest FROM releases WHERE period = ?", [period])
         return json.loads(row[0])
 
     def ledger(self) -> pd.DataFrame:
+        """The privacy ledger: one row per case, period and mechanism report (operator only)."""
         return self._con.execute("SELECT * FROM ledger ORDER BY period, case_id").df()
 
     def operator_record(self, period: str) -> dict:
