@@ -113,6 +113,7 @@ def test_evaluate_tells_each_release_then_each_scope_as_many_times_as_announced(
     assert got[0] == got[1] == linked
 
 
+@pytest.mark.slow  # a Dask LocalCluster
 def test_evaluate_on_dask_tells_as_the_evaluation_in_one_process(store):
     options = ScreeningOptions(strata=("sex = F",), cumulative=True)
     calls: list[str] = []
