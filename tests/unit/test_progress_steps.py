@@ -141,9 +141,13 @@ def test_signal_table_tells_the_prior_then_each_scope(scopes):
     assert quiet.attrs == told.attrs
 
 
-def test_signal_table_steps_refuses_a_bad_scope():
+def test_signal_table_steps_refuses_a_bad_scope_or_no_period():
     with pytest.raises(ValidationError, match="'scopes' parameter of signal_table"):
         signal_table_steps(["2020Q1"], scopes="weekly")
+    with pytest.raises(ValidationError, match="'releases' parameter of signal_table_steps"):
+        signal_table_steps([], scopes="quarter")
+    with pytest.raises(ValidationError, match="'releases' parameter of signal_table_steps"):
+        signal_table_steps(["Q1 2020"])
 
 
 def test_signals_of_a_store_announce_their_steps_before_the_first(store):

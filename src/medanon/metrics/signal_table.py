@@ -320,10 +320,14 @@ def signal_table_steps(releases: Mapping[str, Any] | Sequence[str], *,
     fit, then one per scope listed (each quarter of ``quarter`` and of ``cumulative``).
 
     Raises:
-        ValidationError: a bad scope or period label (named as :func:`signal_table` names it).
+        ValidationError: a bad scope or period label (named as :func:`signal_table` names it);
+            no period.
     """
     labels = _labels(releases if isinstance(releases, Mapping) else dict.fromkeys(releases),
                      "signal_table_steps")
+    if not labels:
+        raise ValidationError("The 'releases' parameter of signal_table_steps must name at least "
+                              "one period.")
     return 1 + len(_plan(labels, _names(scopes, "scopes", SCOPES)))
 
 
