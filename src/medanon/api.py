@@ -1131,18 +1131,31 @@ def _check_signal_options(options: Mapping[str, Any]) -> None:
                               f"(hierarchies and perturbed columns are read from the series).")
 
 
-def _signals_of(series: PublishedSeries, **options: Any) -> pd.DataFrame:
+def _signals_of(series: PublishedSeries, *, progress: Callable[[str], None] | None = None,
+                on_start: Callable[[int], None] | None = None, **options: Any) -> pd.DataFrame:
     from .published.faers_layout import perturbed_qids
-    from .metrics.signal_table import signal_table
 
     hierarchies = {q.name: q.taxonomy for q in series.qids if q.taxonomy is not None}
     perturbed = {p: list(perturbed_qids(m, p)) for p, m in series.manifests.items()}
-    return signal_table(series.releases, hierarchies=hierarchies, perturbed=perturbed,
-                        source=series.source, **options)
+    return _signal_table(series.releases, progress=progress, on_start=on_start,
+                         hierarchies=hierarchies, perturbed=perturbed, source=series.source,
+                         **options)
+
+
+def _signal_table(rows: Mapping[str, pd.DataFrame], *, progress: Callable[[str], None] | None,
+                  on_start: Callable[[int], None] | None, **options: Any) -> pd.DataFrame:
+    """:func:`~medanon.metrics.signal_table.signal_table` of rows read, telling ``on_start``
+    its number of progress calls first (the rows had to be read to know their periods)."""
+    from .metrics.signal_table import DEFAULT_SCOPES, signal_table, signal_table_steps
+
+    if on_start is not None:
+        on_start(signal_table_steps(rows, scopes=options.get("scopes", DEFAULT_SCOPES)))
+    return signal_table(rows, progress=progress, **options)
 
 
 def signals(series: str | Path | None = None, *, store: str | Path | None = None,
-            side: str = "original", **options: Any) -> pd.DataFrame:
+            side: str = "original", progress: Callable[[str], None] | None = None,
+            on_start: Callable[[int], None] | None = None, **options: Any) -> pd.DataFrame:
     """Screen every drug–reaction pair of a series, one row per pair and scope
     (:func:`medanon.metrics.signal_table.signal_table`: MGPS, BCPNN, PRR/ROR, FDR decisions;
     ``attrs["signals"]`` holds the priors and their fit diagnostics).
@@ -1154,6 +1167,12 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
         store: A release store instead: its ``side`` ``original`` (the ingested records, as the
             operator sees them; never publish that table) or ``release`` (what it published).
         side: ``original`` or ``release``, with ``store``.
+        progress: Called once per finished step of the screening, with its name
+            (``signal_table``'s ``progress``). It changes no number.
+        on_start: Called once, when the rows are read and before the first pair is counted,
+            with the number of ``progress`` calls to come
+            (:func:`~medanon.metrics.signal_table.signal_table_steps`): what a determinate
+            progress bar needs.
         **options: ``scopes``, ``stratify_by``, ``drug_columns``, ``reaction_column``, ``fdr``,
             ``min_count`` of :func:`~medanon.metrics.signal_table.signal_table`.
 
@@ -1163,7 +1182,6 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
         InputFormatError: the folder is no series.
         StoreError: the store cannot be opened.
     """
-    from .metrics.signal_table import signal_table
     from .published.format import original_as_published
 
     if (series is None) == (store is None):
@@ -1187,14 +1205,17 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
             for quarter in read_faers(folder, schema=schema).quarters:
                 supers = combine_super_records(quarter.records, schema, hierarchies).frame
                 rows[quarter.label] = original_as_published(supers, schema)
-            return signal_table(rows, hierarchies=hierarchies, source=f"FAERS layout {str(folder)!r}",
-                                **options)
-        return _signals_of(load_series(folder=folder), **options)
+            return _signal_table(rows, progress=progress, on_start=on_start,
+                                 hierarchies=hierarchies,
+                                 source=f"FAERS layout {str(folder)!r}", **options)
+        return _signals_of(load_series(folder=folder), progress=progress, on_start=on_start,
+                           **options)
     from .store import ReleaseStore
 
     with ReleaseStore.open(store, read_only=True) as db:
         if side == "release":
-            return _signals_of(load_series(store=db), **options)
+            return _signals_of(load_series(store=db), progress=progress, on_start=on_start,
+                               **options)
         periods = db.ingested_periods()
         if not periods:
             raise ValidationError(f"Store {str(store)!r} holds no ingested period.")
@@ -1204,8 +1225,8 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
         rows = {p: original_as_published(
             combine_super_records(db.records(p), db.schema, hierarchies).frame, db.schema)
             for p in periods}
-    return signal_table(rows, hierarchies=hierarchies,
-                        source=f"Store {str(store)!r}, original records", **options)
+    return _signal_table(rows, progress=progress, on_start=on_start, hierarchies=hierarchies,
+                         source=f"Store {str(store)!r}, original records", **options)
 
 
 def _faers_layout_series(folder: Path) -> bool:

@@ -77,12 +77,14 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
         schema = Schema.default()
     if store.exists():
         ReleaseStore.create_or_open(store, schema).close()  # fail fast on a bad --store
-    with progress_bar("ingesting FAERS", None) as step:
-        # The source is searched, its DELETE lists read and the hierarchies loaded before the
-        # store is touched; then each quarter is read, checked and written in turn, all in one
-        # transaction: bad input anywhere writes nothing, and only one quarter is in memory.
-        quarters = Dataset.stream_faers(source, schema=schema, keep_missing=keep_missing,
-                                        progress=step, strict=strict)
+    # The source is searched, its DELETE lists read and the hierarchies loaded before the
+    # store is touched; then each quarter is read, checked and written in turn, all in one
+    # transaction: bad input anywhere writes nothing, and only one quarter is in memory.
+    # The quarters are listed first, so the bar has their number (``step`` is bound below,
+    # before any quarter is read).
+    quarters = Dataset.stream_faers(source, schema=schema, keep_missing=keep_missing,
+                                    progress=lambda period: step(period), strict=strict)
+    with progress_bar("ingesting FAERS", len(quarters)) as step:
         created = not store.exists()
         try:
             with ReleaseStore.create_or_open(store, schema) as db, ui.errors_as_flags():
@@ -569,10 +571,17 @@ def signals(*, series: Path | None, store: Path | None, side: str, out: Path,
             raise ValidationError("Give a SERIES folder or --store, not both.")
         if series is not None and side != "original":
             raise ValidationError("The --side option goes with --store.")
-        with progress_bar("screening pairs", None):
+        with contextlib.ExitStack() as stack:
+            bar: dict = {}
+
+            def on_start(total: int) -> None:
+                # the bar opens once the rows are read: only then is the number of scopes known
+                bar["step"] = stack.enter_context(progress_bar("screening pairs", total))
+
             table = screen_signals(series, store=store, side=side, scopes=scopes,
                                    stratify_by=stratify_by, drug_columns=drug_columns, fdr=fdr,
-                                   min_count=min_count)
+                                   min_count=min_count, on_start=on_start,
+                                   progress=lambda step: bar["step"](step))
     written, sidecar = write_signal_table(table, out)
     meta = table.attrs["signals"]
     summary = Table("scope", "period", "reports", "pairs", *SIGNAL_RULES, "prior",
@@ -829,7 +838,7 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
              cumulative: bool = False, pooled: bool = False, scheduler: str | None = None,
              workers: int | None = None) -> None:
     from ..attacks import read_background
-    from ..metrics.evaluation import evaluate_linked
+    from ..metrics.evaluation import evaluate_linked, evaluation_steps
     from ..metrics.screening import screening_for
     from ..metrics.signals import read_rules
     from ..report.collect import store_originals
@@ -850,15 +859,16 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
                                  drug_columns=drug_columns or [], cumulative=cumulative,
                                  pooled=pooled)
                    if screening else None)
+        steps = evaluation_steps(labels, rules=signal_rules, screening=options)
         if scheduler is not None or workers is not None:
             # on Dask: each worker reads the store itself (read-only, alongside this reader)
             from ..experiments.evaluation import evaluate_store
 
-            with progress_bar("evaluating", None):
+            with progress_bar("evaluating", steps) as step:
                 result = evaluate_store(store, labels, rules=signal_rules, background=knowledge,
                                         md=md, screening=options,
                                         hierarchies=skeleton.hierarchies, scheduler=scheduler,
-                                        workers=workers)
+                                        workers=workers, progress=step)
             _print_evaluation(result, store, as_json)
             return
         # one period's original records at a time, read while the store is open; as published
@@ -868,10 +878,11 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         columns = original_columns(signal_rules, options)
         frames, _ = store_originals(db, labels, lazy=True, columns=columns)
         rows = PublishedOriginals(frames, db.schema, columns)
-        with progress_bar("evaluating", None):
+        with progress_bar("evaluating", steps) as step:
             result = evaluate_linked(labels, reader.release_with_cases, frames, rows,
                                      hierarchies=skeleton.hierarchies, rules=signal_rules,
-                                     background=knowledge, md=md, screening=options)
+                                     background=knowledge, md=md, screening=options,
+                                     progress=step)
     _print_evaluation(result, store, as_json)
 
 

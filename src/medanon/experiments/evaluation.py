@@ -18,7 +18,7 @@ worker holds one release and what it links to at a time, not the series.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..attacks.background import BackgroundKnowledge
@@ -55,7 +55,8 @@ def _release_task(label: str, *, store: str, rules: Sequence[SignalRule],
 def evaluate_store(store: str | Path, periods: Sequence[str], *, rules: Sequence[SignalRule] = (),
                    background: BackgroundKnowledge | None = None, md: bool = False,
                    screening: ScreeningOptions | None = None, hierarchies: dict | None = None,
-                   scheduler: str | None = None, workers: int | None = None) -> dict:
+                   scheduler: str | None = None, workers: int | None = None,
+                   progress: Callable[[str], None] | None = None) -> dict:
     """:func:`~medanon.metrics.evaluation.evaluate_series` of a stored series, on Dask.
 
     Args:
@@ -67,6 +68,10 @@ def evaluate_store(store: str | Path, periods: Sequence[str], *, rules: Sequence
         scheduler: Address of a running Dask scheduler; None (or ``"local"``) starts a
             LocalCluster.
         workers: Workers of the LocalCluster (default: the machine's cores, at most 4).
+        progress: As for ``evaluate_series`` (the same calls, in the same order: each release
+            as its entry arrives, in period order, then each screening scope;
+            :func:`~medanon.metrics.evaluation.evaluation_steps` in all). The scopes' fits run
+            on the workers before the first scope is told.
 
     Returns:
         The dict ``evaluate_series`` returns.
@@ -85,13 +90,17 @@ def evaluate_store(store: str | Path, periods: Sequence[str], *, rules: Sequence
         futures = client.map(_release_task, labels, store=path, rules=list(rules),
                              background=background, md=md, screening=screening, pure=False)
         entries = []
-        # in period order: the screening numbers the terms in the order the periods list them
-        for label, (entry, read) in zip(labels, client.gather(futures)):
+        # in period order: the screening numbers the terms in the order the periods list them;
+        # each release's result is waited for on its own, so that it is told when it arrives
+        for label, future in zip(labels, futures):
+            entry, read = future.result()
             entries.append(entry)
             if screener is not None:
                 screener.take(label, read)
+            if progress is not None:
+                progress(label)
         result: dict = {"releases": entries}
         if screener is not None:
             result["screening"] = screener.result(mapper=lambda func, items: client.gather(
-                client.map(func, client.scatter(items), pure=False)))
+                client.map(func, client.scatter(items), pure=False)), progress=progress)
     return result

@@ -42,18 +42,19 @@ from ..published.format import original_as_published
 from ..published.series import PublishedSeries
 from .disclosure import linkage_risk
 from .information_loss import information_loss_star, normalized_information_loss
-from .screening import ScreeningOptions, SeriesScreening
+from .screening import ScreeningOptions, SeriesScreening, _period_count, screening_steps
 from .signals import SignalRule, compare_signals
 
 __all__ = ["PublishedOriginals", "evaluate_linked", "evaluate_release", "evaluate_series",
-           "original_columns"]
+           "evaluation_steps", "original_columns"]
 
 
 def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFrame],
                     original_rows: Mapping[str, pd.DataFrame], *,
                     rules: Sequence[SignalRule] = (), background: BackgroundKnowledge | None = None,
                     md: bool = False, periods: Sequence[str] | None = None,
-                    screening: ScreeningOptions | None = None) -> dict:
+                    screening: ScreeningOptions | None = None,
+                    progress: Callable[[str], None] | None = None) -> dict:
     """The metrics of each release, as a JSON-ready dict.
 
     Args:
@@ -73,6 +74,10 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
         screening: Screen every drug–reaction pair of the original and of the series (MGPS,
             BCPNN, PRR; pooled, per quarter, per stratum: :mod:`.screening`) and compare them;
             the result's ``"screening"``. None skips it.
+        progress: Called once per finished step with its name: each release's period label
+            once it is measured, then each screening scope
+            (:meth:`~medanon.metrics.screening.SeriesScreening.result`);
+            :func:`evaluation_steps` calls in all. It changes no number.
     """
     labels = [series.label(p) for p in periods] if periods else series.periods
 
@@ -84,7 +89,22 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
             yield label, series, attacker
 
     return _evaluate(releases(), originals, original_rows, hierarchies=series.hierarchies,
-                     rules=rules, background=background, md=md, screening=screening)
+                     rules=rules, background=background, md=md, screening=screening,
+                     progress=progress)
+
+
+def evaluation_steps(periods: int | Sequence[str], *, rules: Sequence[SignalRule] = (),
+                     screening: ScreeningOptions | None = None) -> int:
+    """The number of ``progress`` calls of :func:`evaluate_series`, :func:`evaluate_linked` and
+    :func:`medanon.experiments.evaluation.evaluate_store` for this many periods (or these
+    labels) and options, known before any release is read: one per release, then
+    :func:`~medanon.metrics.screening.screening_steps` for the screening.
+
+    Raises:
+        ValidationError: ``periods`` is neither a count nor a sequence of labels.
+    """
+    count = _period_count(periods, "evaluation_steps")
+    return count + screening_steps(screening, count, rules)
 
 
 def evaluate_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedSeries],
@@ -92,7 +112,8 @@ def evaluate_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedS
                     original_rows: Mapping[str, pd.DataFrame], *,
                     hierarchies: Mapping[str, Taxonomy], rules: Sequence[SignalRule] = (),
                     background: BackgroundKnowledge | None = None, md: bool = False,
-                    screening: ScreeningOptions | None = None) -> dict:
+                    screening: ScreeningOptions | None = None,
+                    progress: Callable[[str], None] | None = None) -> dict:
     """:func:`evaluate_series` one release at a time, in memory bounded by one release and what
     it links to (issue 30): what ``medanon evaluate`` runs on a store.
 
@@ -106,21 +127,22 @@ def evaluate_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedS
     Args:
         labels: The releases to evaluate, in order (canonical period labels).
         linked_of: What each release links to.
-        originals, original_rows, rules, background, md, screening: As for
+        originals, original_rows, rules, background, md, screening, progress: As for
             :func:`evaluate_series`.
         hierarchies: The series' hierarchies (``PublishedSeries.hierarchies``), to judge the
             screening's strata.
     """
     releases = ((label, linked_of(label), None) for label in labels)
     return _evaluate(releases, originals, original_rows, hierarchies=hierarchies, rules=rules,
-                     background=background, md=md, screening=screening)
+                     background=background, md=md, screening=screening, progress=progress)
 
 
 def _evaluate(releases: Iterable[tuple[str, PublishedSeries, LikelihoodAttacker | None]],
               originals: Mapping[str, pd.DataFrame], original_rows: Mapping[str, pd.DataFrame],
               *, hierarchies: Mapping[str, Taxonomy], rules: Sequence[SignalRule],
               background: BackgroundKnowledge | None, md: bool,
-              screening: ScreeningOptions | None) -> dict:
+              screening: ScreeningOptions | None,
+              progress: Callable[[str], None] | None = None) -> dict:
     """The loop of :func:`evaluate_series` and :func:`evaluate_linked`: ``releases`` yields
     each label with the series to measure it on and the attacker to share (None: one per
     release)."""
@@ -141,9 +163,11 @@ def _evaluate(releases: Iterable[tuple[str, PublishedSeries, LikelihoodAttacker 
         # a linked series (or the whole series' attacker, which keeps every release parsed)
         # goes before the next release is read, or the scopes are screened
         del series, attacker
+        if progress is not None:
+            progress(label)
     result: dict = {"releases": out}
     if screener is not None:
-        result["screening"] = screener.result()
+        result["screening"] = screener.result(progress=progress)
     return result
 
 

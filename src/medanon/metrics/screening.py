@@ -77,7 +77,7 @@ from .disproportionality import FDR_LEVEL, GPS_STARTS, SCREEN_COLUMNS, GpsPrior,
 from .signals import INSIDE, Condition, SignalRule
 
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
-           "opposite_condition", "screen_series", "screening_for"]
+           "opposite_condition", "screen_series", "screening_for", "screening_steps"]
 
 #: starts of the dedup prior's fit (:func:`.disproportionality.fit_gps_prior`'s default), and
 #: of every other scope's, warm-started from its side's dedup prior (issue 30: the
@@ -915,8 +915,8 @@ class SeriesScreening:
             for key, found in zip(keys, screened):
                 done.put(key, found)
 
-    def result(self, *, mapper: Callable[[Callable, list], list] | None = None
-               ) -> dict[str, Any]:
+    def result(self, *, mapper: Callable[[Callable, list], list] | None = None,
+               progress: Callable[[str], None] | None = None) -> dict[str, Any]:
         """Screen every scope of the periods added and compare the two sides (the dict
         :func:`screen_series` returns).
 
@@ -924,6 +924,11 @@ class SeriesScreening:
             mapper: Maps a function over a list, e.g. on the workers of a cluster
                 (``lambda f, xs: client.gather(client.map(f, xs))``): the distinct pair tables
                 of all scopes are then screened through it first, the rest as without it.
+            progress: Called once per scope compared, with the scope's name (``dedup``,
+                ``quarter 2020Q1``, ``stratum age <= 18``, ``up to 2020Q1``...; a stratum
+                the series does not publish is told as skipped), and once more as
+                ``planted rules`` when there are rules: :func:`screening_steps` calls in all.
+                With ``mapper`` the fits run before the first call.
 
         Raises:
             SchemaError: the original records lack a drug or the reaction column.
@@ -943,6 +948,10 @@ class SeriesScreening:
 
         firsts: dict[str, list[dict[tuple, int]]] = {name: [{}, {}] for name in STATISTICS}
 
+        def told(step: str) -> None:
+            if progress is not None:
+                progress(step)
+
         def entry(kind: str, scope: str, condition: Condition | None = None) -> dict[str, Any]:
             sides = (original.get(kind, scope, condition), release.get(kind, scope, condition))
             if kind == "cumulative":
@@ -955,6 +964,7 @@ class SeriesScreening:
             if (kind, scope) not in planted:
                 original.forget(kind, scope)
                 release.forget(kind, scope)
+            told(_step_name(kind, scope))
             return out
 
         scopes = [entry("dedup", "dedup")]
@@ -966,6 +976,8 @@ class SeriesScreening:
         for condition in options.conditions:
             if not release.publishes(condition) or not original.publishes(condition):
                 skipped.append(condition.text)
+                # still a step: the total is known before the columns are (screening_steps)
+                told(f"{_step_name('stratum', condition.text)} (not published, skipped)")
                 continue
             scopes.append(entry("stratum", condition.text, condition))
         if options.cumulative:
@@ -981,7 +993,44 @@ class SeriesScreening:
                                    for name, pair in firsts.items()}
         if self.rules:
             out["planted"], out["planted_summary"] = _planted(self.rules, original, release)
+            told("planted rules")
         return out
+
+
+def _period_count(periods: Any, owner: str) -> int:
+    """A number of periods given as a count or as the labels themselves."""
+    if isinstance(periods, Sequence) and not isinstance(periods, str):
+        return len(periods)
+    return check_int(periods, name="periods", owner=owner, minimum=0)
+
+
+def _step_name(kind: str, scope: str) -> str:
+    """How :meth:`SeriesScreening.result`'s ``progress`` names a scope."""
+    if kind in ("dedup", "pooled"):
+        return kind
+    return f"up to {scope}" if kind == "cumulative" else f"{kind} {scope}"
+
+
+def screening_steps(options: ScreeningOptions | None, periods: int | Sequence[str],
+                    rules: Sequence[SignalRule] = ()) -> int:
+    """The number of ``progress`` calls of :meth:`SeriesScreening.result` for these options,
+    this many periods (or these period labels) and rules: known before any release is read,
+    so that a caller can show a determinate bar.
+
+    One per scope of :meth:`~SeriesScreening.result` in its order: ``dedup``, ``pooled`` (with
+    ``options.pooled``), each quarter (with ``options.quarters``), each stratum of
+    ``options.conditions`` (published or not), each cumulative scope (with
+    ``options.cumulative``); one for the planted rules when there are rules. None (no
+    screening) is 0.
+
+    Raises:
+        ValidationError: ``periods`` is neither a count nor a sequence of labels.
+    """
+    count = _period_count(periods, "screening_steps")
+    if options is None:
+        return 0
+    return (1 + bool(options.pooled) + count * bool(options.quarters) + len(options.conditions)
+            + count * bool(options.cumulative) + bool(list(rules)))
 
 
 def _scopes_of(options: ScreeningOptions, labels: Sequence[str], rules: Sequence[SignalRule],

@@ -77,7 +77,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,11 +94,13 @@ from .disproportionality import (GPS_STARTS, GpsPrior, bayesian_fdr, benjamini_h
 from .screening import DEFAULT_STRATA, SCOPE_STARTS
 from .signals import INSIDE, Condition
 
-__all__ = ["SCOPES", "SIGNAL_RULES", "STRATIFY_COLUMNS", "UNKNOWN_STRATUM", "bayesian_fdr",
-           "benjamini_hochberg", "posterior_h0", "prr_p_value", "signal_table",
-           "write_signal_table"]
+__all__ = ["DEFAULT_SCOPES", "SCOPES", "SIGNAL_RULES", "STRATIFY_COLUMNS", "UNKNOWN_STRATUM",
+           "bayesian_fdr", "benjamini_hochberg", "posterior_h0", "prr_p_value", "signal_table",
+           "signal_table_steps", "write_signal_table"]
 
 SCOPES = ("dedup", "pooled", "quarter", "cumulative")
+#: the scopes :func:`signal_table` screens unless told
+DEFAULT_SCOPES = ("dedup",)
 #: ``stratify_by`` alias -> the column it reads
 STRATIFY_COLUMNS = {"age": "age", "sex": "sex", "year": "init_fda_dt"}
 UNKNOWN_STRATUM = "unknown"
@@ -286,12 +288,57 @@ def _unknown_warnings(entries: list[dict[str, Any]]) -> list[str]:
             for variable, count in widest["unknown"].items() if count]
 
 
-def signal_table(releases: Mapping[str, pd.DataFrame], *, scopes: Sequence[str] | str = ("dedup",),
+def _labels(releases: Mapping[str, Any], owner: str) -> list[str]:
+    """The canonical period labels of ``releases`` in time order (2020q1 -> 2020Q1)."""
+    try:
+        labels = {parse_period(p).label for p in releases}
+    except (ValidationError, InputFormatError) as exc:
+        raise ValidationError(f"The 'releases' parameter of {owner} must be keyed by period "
+                              f"labels: {exc}") from None
+    return sorted(labels, key=lambda p: parse_period(p).ordinal)
+
+
+def _plan(labels: Sequence[str], wanted: Sequence[str]) -> list[tuple[str, str, list[str], bool]]:
+    """The scopes to screen, in order: (scope, period shown, its periods, dedup)."""
+    plan: list[tuple[str, str, list[str], bool]] = []
+    for scope in SCOPES:
+        if scope not in wanted:
+            continue
+        if scope in ("dedup", "pooled"):
+            plan.append((scope, f"{labels[0]}..{labels[-1]}", list(labels), scope == "dedup"))
+        elif scope == "quarter":
+            plan += [("quarter", p, [p], False) for p in labels]
+        else:
+            plan += [("cumulative", p, list(labels[:i + 1]), True) for i, p in enumerate(labels)]
+    return plan
+
+
+def signal_table_steps(releases: Mapping[str, Any] | Sequence[str], *,
+                       scopes: Sequence[str] | str = DEFAULT_SCOPES) -> int:
+    """The number of ``progress`` calls of :func:`signal_table` for these releases (or just
+    their period labels) and ``scopes``, known before any pair is counted: the dedup prior's
+    fit, then one per scope listed (each quarter of ``quarter`` and of ``cumulative``).
+
+    Raises:
+        ValidationError: a bad scope or period label (named as :func:`signal_table` names it);
+            no period.
+    """
+    labels = _labels(releases if isinstance(releases, Mapping) else dict.fromkeys(releases),
+                     "signal_table_steps")
+    if not labels:
+        raise ValidationError("The 'releases' parameter of signal_table_steps must name at least "
+                              "one period.")
+    return 1 + len(_plan(labels, _names(scopes, "scopes", SCOPES)))
+
+
+def signal_table(releases: Mapping[str, pd.DataFrame], *,
+                 scopes: Sequence[str] | str = DEFAULT_SCOPES,
                  stratify_by: Sequence[str] | str = (), drug_columns: Sequence[str] | str = ("drugs",),
                  reaction_column: str = "reactions", fdr: float = 0.05, min_count: int = 1,
                  hierarchies: Mapping[str, Taxonomy] | None = None,
                  perturbed: Mapping[str, Sequence[str]] | None = None,
-                 source: str = "") -> pd.DataFrame:
+                 source: str = "",
+                 progress: Callable[[str], None] | None = None) -> pd.DataFrame:
     """Screen every drug–reaction pair of a series in each scope (module docstring).
 
     Args:
@@ -310,6 +357,10 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *, scopes: Sequence[str] 
         hierarchies: Taxonomies of the categorical QIDs (to read ``age`` and ``sex`` bands).
         perturbed: Period -> the columns its release declares perturbed (refused as strata).
         source: Where the rows came from (recorded in the sidecar).
+        progress: Called once per finished step with its name: ``dedup prior`` once the prior
+            every other scope starts from is fitted, then each scope as ``SCOPE PERIOD``
+            (``quarter 2020Q1``, ``cumulative 2020Q2``...); :func:`signal_table_steps` calls
+            in all. It changes no number.
 
     Returns:
         One row per pair and scope, the columns of the module docstring; ``attrs["signals"]``
@@ -328,13 +379,9 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *, scopes: Sequence[str] 
         if not isinstance(rows, pd.DataFrame):
             raise ValidationError(f"The 'releases' parameter of signal_table maps {label!r} to a "
                                   f"{type(rows).__name__}, not a DataFrame of published rows.")
-    try:
-        # canonical labels (2020q1 -> 2020Q1), so that the table sorts in time order
-        releases = {parse_period(p).label: rows for p, rows in releases.items()}
-    except (ValidationError, InputFormatError) as exc:
-        raise ValidationError(f"The 'releases' parameter of signal_table must be keyed by "
-                              f"period labels: {exc}") from None
-    labels = sorted(releases, key=lambda p: parse_period(p).ordinal)
+    # canonical labels (2020q1 -> 2020Q1), so that the table sorts in time order
+    labels = _labels(releases, "signal_table")
+    releases = {parse_period(p).label: rows for p, rows in releases.items()}
     wanted = _names(scopes, "scopes", SCOPES)
     if not wanted:
         raise ValidationError(f"The 'scopes' parameter of signal_table names no scope; it takes "
@@ -351,17 +398,7 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *, scopes: Sequence[str] 
     hierarchies = dict(hierarchies or {})
     _check_strata_columns(releases, variables, dict(perturbed or {}), hierarchies)
 
-    # the scopes to screen: (scope, period shown, periods, dedup)
-    plan: list[tuple[str, str, list[str], bool]] = []
-    for scope in SCOPES:
-        if scope not in wanted:
-            continue
-        if scope in ("dedup", "pooled"):
-            plan.append((scope, f"{labels[0]}..{labels[-1]}", labels, scope == "dedup"))
-        elif scope == "quarter":
-            plan += [("quarter", p, [p], False) for p in labels]
-        else:
-            plan += [("cumulative", p, labels[:i + 1], True) for i, p in enumerate(labels)]
+    plan = _plan(labels, wanted)
     # every scope but dedup starts from the dedup prior (fitted from spread starts), as
     # evaluate's screening does: fitted even when the dedup scope is not listed
     anchor_rows = _scope_rows(releases, labels, dedup=True)
@@ -369,6 +406,8 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *, scopes: Sequence[str] 
     anchor_table = _pair_table(anchor_rows, drugs, reaction_column, anchor_strata)
     anchor_out, anchor = _screened(anchor_table, fdr=level, min_count=min_count,
                                    starts=GPS_STARTS, warm_start=None)
+    if progress is not None:
+        progress("dedup prior")
     frames, entries, cumulative = [], [], []
     warnings: list[str] = []
     for scope, period, periods, dedup in plan:
@@ -396,6 +435,8 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *, scopes: Sequence[str] 
             warnings.append(f"{scope} {period}: the MGPS prior did not converge ({prior.message}).")
         entries.append(entry)
         (cumulative if scope == "cumulative" else frames).append(out)
+        if progress is not None:
+            progress(f"{scope} {period}")
     warnings[:0] = _unknown_warnings(entries)
     if cumulative:
         _first_signals(cumulative)
