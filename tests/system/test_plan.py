@@ -96,7 +96,8 @@ def test_bad_plan_input_is_refused_and_writes_nothing(store, tmp_path):
             (("--candidates", bad), "InputFormatError", "[[candidate]]"),
             (("--min-recall", "2"), "ValidationError", "--min-recall"),
             (("--apply", "1"), "InputFormatError", "no plan"),
-            (("--period", "2030Q1"), "ValidationError", "2030Q1")):
+            (("--period", "2030Q1"), "ValidationError", "2030Q1"),
+            (("--workers", "0"), "ValidationError", "--workers")):
         assert_user_error(invoke_cli("plan", "--store", store, "--out", out, *args), error,
                           fragment)
     assert snapshot(store.parent) == before and not (out / "plan.csv").exists()
