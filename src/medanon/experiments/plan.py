@@ -7,9 +7,12 @@ through the same publisher and gate a release uses (:class:`medanon.Publisher`),
 each with the same code as ``medanon evaluate`` (:func:`medanon.metrics.evaluation.
 evaluate_series`): what a candidate withholds and suppresses, its information loss, the
 signals it keeps against the original (each case once, and per stratum), the disclosure risk
-after the attacks, the sensitive terms it leaves unbounded and the θ it had to raise. Nothing is
-written to the store (it is opened read-only); ``--apply N`` pins candidate N as the series
-policy, the only write.
+after the attacks, the sensitive terms it leaves unbounded and the θ it had to raise (per term,
+to what: ``theta_raised_to``). Nothing is written to the store (it is opened read-only);
+``--apply N`` pins candidate N as the series policy, the only write. With ``--scheduler`` or
+``--workers`` the candidates run on Dask, one task per candidate, each worker opening the store
+read-only by path; every candidate's publisher is seeded alike, so the rows are the same
+wherever and in whatever order the candidates run (but for their CPU seconds).
 
 The recommendation is the candidate that meets the steward's constraints (every release
 passes the gate; withheld share at most ``max_withheld``; MGPS recall of the ``dedup`` scope at
@@ -190,8 +193,9 @@ def _measure(data, policy: SeriesPolicy, *, seed: int | None, originals, origina
     evaluation = evaluate_series(series, originals, original_rows, screening=screening)
     releases = evaluation["releases"]
     summary = (evaluation.get("screening") or {}).get("summary", {})
-    # per term, the largest θ raise-theta declared for it in any release: a policy that sets
-    # at least this θ for the term would have needed no raise on this data
+    # per term, the largest θ raise-theta declared for it in any release (each the term's share
+    # of that period's anchors, rounded up): the least a policy must allow the term for these
+    # periods to hold it within θ, not a θ known to let the grouping place its cases
     raised: dict[str, float] = {}
     for manifest in manifests:
         for term, (_, effective) in raised_thetas(manifest).items():
