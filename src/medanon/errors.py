@@ -51,7 +51,21 @@ class HierarchyError(MedanonError, ValueError):
 
 
 class InfeasibleError(MedanonError):
-    """The privacy model cannot be satisfied on this data with these parameters."""
+    """The privacy model cannot be satisfied on this data with these parameters.
+
+    Attributes:
+        workable_theta: When the refusal is that some terms cannot meet their θ in a period:
+            term -> the θ ``on_infeasible="raise-theta"`` would declare for it in that period
+            (the smallest θ with which the period holds the term within θ, rounded up to 4
+            decimals; :mod:`medanon.anonymize.common`). Empty for any other refusal. It is a
+            necessary θ, not a sufficient one: cases the grouping cannot place remain.
+    """
+
+    def __init__(self, *args: object, workable_theta: dict[str, float] | None = None) -> None:
+        super().__init__(*args)
+        # kept as an attribute (not in args): pickling restores it from __dict__, so a refusal
+        # raised on a Dask worker arrives whole
+        self.workable_theta = dict(workable_theta or {})
 
 
 class PrivacyViolation(MedanonError):

@@ -96,7 +96,49 @@ def test_bad_plan_input_is_refused_and_writes_nothing(store, tmp_path):
             (("--candidates", bad), "InputFormatError", "[[candidate]]"),
             (("--min-recall", "2"), "ValidationError", "--min-recall"),
             (("--apply", "1"), "InputFormatError", "no plan"),
-            (("--period", "2030Q1"), "ValidationError", "2030Q1")):
+            (("--period", "2030Q1"), "ValidationError", "2030Q1"),
+            (("--workers", "0"), "ValidationError", "--workers")):
         assert_user_error(invoke_cli("plan", "--store", store, "--out", out, *args), error,
                           fragment)
     assert snapshot(store.parent) == before and not (out / "plan.csv").exists()
+
+
+def test_plan_on_a_local_cluster_equals_the_plan_in_one_process(store, tmp_path):
+    # a candidate whose θ raise-theta raises, one refused for a cap the data cannot meet, and
+    # one that draws DP noise (seeded: a stream shared in turn would differ between the runs)
+    candidates = tmp_path / "candidates.toml"
+    candidates.write_text('[[candidate]]\nmethod = "ppms++"\nk = 5\ntheta = 0.4\n'
+                          'on_infeasible = "raise-theta"\n\n'
+                          '[[candidate]]\nmethod = "ppms++"\nk = 5\ntheta = "frequency"\n'
+                          'protect = ["Death=0.05"]\n\n'
+                          '[[candidate]]\nmethod = "ppms-dp-num"\nk = 5\ntheta = "frequency"\n'
+                          'epsilon = 1\non_infeasible = "raise-theta"\n')
+    # two of the three quarters: a θ is still the largest over releases, in less time
+    common = ("plan", "--store", store, "--candidates", candidates, "--min-recall", "0",
+              "--seed", "5", "--period", "2020Q1", "--period", "2020Q2")
+    alone = invoke_cli(*common, "--out", tmp_path / "alone")
+    assert alone.returncode == 0, alone.stderr
+    on_dask = invoke_cli(*common, "--out", tmp_path / "dask", "--workers", "2")
+    assert on_dask.returncode == 0, on_dask.stderr
+    expected = pd.read_csv(tmp_path / "alone" / "plan.csv")
+    got = pd.read_csv(tmp_path / "dask" / "plan.csv")
+    assert list(expected["status"]) == ["published", "refused", "published"]
+    pd.testing.assert_frame_equal(got.drop(columns="cpu_s"), expected.drop(columns="cpu_s"))
+    plans = [json.loads((tmp_path / d / "plan.json").read_text()) for d in ("alone", "dask")]
+    assert plans[0]["recommended"] == plans[1]["recommended"] is not None
+    assert plans[0]["seed"] == 5 and "LocalCluster" in plans[1]["ran_on"]
+    assert [c["theta_raised_to"] for c in plans[0]["candidates"]] == [
+        c["theta_raised_to"] for c in plans[1]["candidates"]]
+    # the θ raise-theta raised, per term, above the requested 0.4; the csv's text says the same
+    raised = plans[0]["candidates"][0]["theta_raised_to"]
+    assert raised and all(v > 0.4 for v in raised.values())
+    assert len(raised) == expected.loc[0, "theta_raised"]
+    assert expected.loc[0, "theta_raised_to"] == "; ".join(f"{t}={v:g}" for t, v in
+                                                           sorted(raised.items()))
+    # the refused candidate: the θ its refusal names for the capped term, above the cap
+    refused = plans[0]["candidates"][1]
+    assert list(refused["theta_raised_to"]) == ["Death"]
+    workable = refused["theta_raised_to"]["Death"]
+    assert workable > 0.05 and f"smallest workable theta {workable:.4f}" in refused["message"]
+    page = (tmp_path / "alone" / "plan.html").read_text()
+    assert f"Death={workable:g}" in page and "smallest workable theta" in page

@@ -75,6 +75,11 @@ def test_a_raised_theta_is_declared_as_the_theta_that_inflates_to_it():
     assert declared > 0.3 and inflated_theta(declared, 0.5) >= raised - 1e-12
     assert inflated_theta(declared - 1e-4, 0.5) < raised  # the smallest such (4 decimals)
     assert raised == pytest.approx(150 / 300, abs=1e-4)
+    # refused instead, the error gives the declared θ (what the steward would set), not θ'
+    refusing = PPMSDPNum(k=2, theta=0.3, epsilon=0.5, dp_aware_grouping=True, max_withheld=1.0)
+    with pytest.raises(InfeasibleError) as refused:
+        run(refusing, frame)
+    assert refused.value.workable_theta == {"Common": declared}
 
 
 @pytest.mark.parametrize("kwargs, fragment", [

@@ -193,7 +193,7 @@ def test_schema_protected_terms_apply_to_every_release(data) -> None:
 
 def test_an_infeasible_cap_is_refused_or_raised_and_recorded(data) -> None:
     with pytest.raises(InfeasibleError, match=r"'Depression': \d+ cases, theta 0.01 \(protected, "
-                                              r"cap 0.01\)"):
+                                              r"cap 0.01\)") as refused:
         medanon.Publisher("ppms++", k=5, theta="frequency", seed=7,
                           protect={"Depression": 0.01}).publish(data, ["2020Q1"])
     raised = medanon.Publisher("ppms++", k=5, theta="frequency", on_infeasible="raise-theta",
@@ -203,3 +203,6 @@ def test_an_infeasible_cap_is_refused_or_raised_and_recorded(data) -> None:
     assert entry["cap"] == 0.01 and entry["raised_to"] > 0.01
     assert release.theta_table.get("Depression") == entry["raised_to"] < 1.0
     assert release.theta_table.caps["Depression"] == 0.01
+    # the refusal carries the θ raise-theta then declares, as the message states it
+    assert refused.value.workable_theta == {"Depression": entry["raised_to"]}
+    assert f"smallest workable theta {entry['raised_to']:.4f}" in str(refused.value)

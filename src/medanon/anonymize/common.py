@@ -261,8 +261,13 @@ class ClusteringMethod(Anonymizer):
         suppressed_terms: set[str] = set()
         if blocked:
             if self.on_infeasible == "refuse":
-                raise InfeasibleError(_infeasible_message(period, blocked, n_anchor,
-                                                          self.anchor_name(), table.caps))
+                raise InfeasibleError(
+                    _infeasible_message(period, blocked, n_anchor, self.anchor_name(),
+                                        table.caps),
+                    # what raise-theta would declare: a caller (medanon plan) can say the θ
+                    # each blocking term needs without parsing the message
+                    workable_theta=self.declared_theta({t: _ceil4(c / n_anchor)
+                                                        for t, c, _ in blocked}))
             if self.on_infeasible == "raise-theta":
                 raised = {t: _ceil4(c / n_anchor) for t, c, _ in blocked}
                 grouping = grouping.with_overrides(raised)

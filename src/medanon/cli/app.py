@@ -743,13 +743,22 @@ def plan(
     change_policy: Annotated[bool, typer.Option(
         "--change-policy", help="With --apply: replace a policy pinned already.")] = False,
     seed: SeedOpt = None,
+    scheduler: Annotated[Optional[str], typer.Option(
+        "--scheduler", help="Run the candidates on Dask, one task per candidate: the address "
+                            "of a running scheduler (tcp://host:8786; its workers must see the "
+                            "store's path), or 'local' for a LocalCluster. Same rows as in one "
+                            "process but for the CPU seconds.")] = None,
+    workers: Annotated[Optional[int], typer.Option(
+        "--workers", help="Run the candidates on a Dask LocalCluster of this many worker "
+                          "processes (default with --scheduler local: cores, at most 4).")] = None,
 ) -> None:
     """Compare candidate series policies on the ingested data without publishing anything:
     withheld share, NIL, signal recall, DIR after the attacks, unbounded terms; recommends one."""
     from . import commands
     commands.plan(store=store, out=out, candidates=candidates, protect=protect or [],
                   max_withheld=max_withheld, min_recall=min_recall, periods=period or [],
-                  apply=apply, change_policy=change_policy, seed=seed)
+                  apply=apply, change_policy=change_policy, seed=seed, scheduler=scheduler,
+                  workers=workers)
 
 
 @app.command()

@@ -517,7 +517,8 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
 # -- plan -----------------------------------------------------------------------------------------
 def plan(*, store: Path, out: Path, candidates: Path | None, protect: list[str],
          max_withheld: float, min_recall: float, periods: list[str], apply: int | None,
-         change_policy: bool, seed: int | None) -> None:
+         change_policy: bool, seed: int | None, scheduler: str | None = None,
+         workers: int | None = None) -> None:
     import pandas as pd
 
     from ..experiments.plan import (apply_candidate, default_candidates, plan_store,
@@ -537,7 +538,8 @@ def plan(*, store: Path, out: Path, candidates: Path | None, protect: list[str],
         with progress_bar("planning", len(pool)) as step:
             result = plan_store(store, candidates=pool, protect=caps,
                                 max_withheld=max_withheld, min_recall=min_recall,
-                                periods=periods, seed=seed, progress=step)
+                                periods=periods, seed=seed, scheduler=scheduler,
+                                workers=workers, progress=step)
     paths = write_plan(result, out)
     table = Table("#", "policy", "status", "withheld", "NIL", "worst DIR", "MGPS recall",
                   "unbounded", "CPU s", "why not", title=f"Plan for {store} (nothing published)")

@@ -7,9 +7,12 @@ through the same publisher and gate a release uses (:class:`medanon.Publisher`),
 each with the same code as ``medanon evaluate`` (:func:`medanon.metrics.evaluation.
 evaluate_series`): what a candidate withholds and suppresses, its information loss, the
 signals it keeps against the original (each case once, and per stratum), the disclosure risk
-after the attacks, the sensitive terms it leaves unbounded and the θ it had to raise. Nothing is
-written to the store (it is opened read-only); ``--apply N`` pins candidate N as the series
-policy, the only write.
+after the attacks, the sensitive terms it leaves unbounded and the θ it had to raise (per term,
+to what: ``theta_raised_to``). Nothing is written to the store (it is opened read-only);
+``--apply N`` pins candidate N as the series policy, the only write. With ``--scheduler`` or
+``--workers`` the candidates run on Dask, one task per candidate, each worker opening the store
+read-only by path; every candidate's publisher is seeded alike, so the rows are the same
+wherever and in whatever order the candidates run (but for their CPU seconds).
 
 The recommendation is the candidate that meets the steward's constraints (every release
 passes the gate; withheld share at most ``max_withheld``; MGPS recall of the ``dedup`` scope at
@@ -36,6 +39,7 @@ from typing import Any
 
 import pandas as pd
 
+from .._validation import check_int
 from ..errors import InputFormatError, MedanonError, ValidationError
 from ..pipeline.policy import SeriesPolicy, read_toml
 
@@ -45,7 +49,8 @@ __all__ = ["PLAN_COLUMNS", "PlanResult", "apply_candidate", "default_candidates"
 #: the columns of ``plan.csv``, in order
 PLAN_COLUMNS = (
     "candidate", "policy", "method", "k", "theta", "status", "gate", "cpu_s", "cases",
-    "withheld_share", "suppressed_terms", "theta_raised", "unbounded_terms", "nil", "dir_max",
+    "withheld_share", "suppressed_terms", "theta_raised", "theta_raised_to", "unbounded_terms",
+    "nil", "dir_max",
     "dsr_max", "reidentified", "mgps_recall", "mgps_precision", "mgps_recall_strata",
     "prr_recall", "meets", "why_not", "message")
 
@@ -105,6 +110,14 @@ class PlanResult:
             constraints.
         constraints: The constraints the recommendation met.
         source: The store planned on.
+        periods: The periods planned on.
+        thetas: Candidate number -> term -> θ: for a published candidate the largest θ
+            ``on_infeasible="raise-theta"`` declared for the term in any release (the
+            ``theta_raised_to`` column); for a candidate refused because terms could not meet
+            their θ, the θ raise-theta would have declared for them in the period that refused
+            (later periods did not run). Empty otherwise.
+        seed: The seed every candidate's publisher used (None: OS entropy).
+        ran_on: Where the candidates ran (this process, or the Dask cluster).
     """
 
     rows: pd.DataFrame
@@ -113,6 +126,9 @@ class PlanResult:
     constraints: dict[str, Any]
     source: str
     periods: list[str] = field(default_factory=list)
+    thetas: dict[int, dict[str, float]] = field(default_factory=dict)
+    seed: int | None = None
+    ran_on: str = "this process"
 
     def recommendation(self) -> str:
         """The recommendation in one sentence (or why there is none)."""
@@ -129,12 +145,17 @@ class PlanResult:
                 f"the constraints"
                 + (f". It leaves {unbounded} sensitive term(s) unbounded (θ = 1): require a "
                    f"term bounded with --protect TERM=CAP" if unbounded else "")
+                + (f". Its θ was raised (on_infeasible raise-theta) for {row['theta_raised_to']}"
+                   if row["theta_raised_to"] else "")
                 + f". Pin it with 'medanon plan --apply {self.recommended}'.")
 
     def to_dict(self) -> dict[str, Any]:
         """``plan.json``: the rows, the policies, the constraints and the recommendation."""
         rows = self.rows.astype(object).where(self.rows.notna(), None).to_dict(orient="records")
+        for row in rows:   # the csv's "Term=θ; ..." text as a term -> θ object
+            row["theta_raised_to"] = dict(sorted(self.thetas.get(row["candidate"], {}).items()))
         return {"source": self.source, "periods": self.periods, "constraints": self.constraints,
+                "seed": self.seed, "ran_on": self.ran_on,
                 "recommended": self.recommended, "recommendation": self.recommendation(),
                 "policies": {str(k): v for k, v in self.policies.items()}, "candidates": rows}
 
@@ -161,7 +182,10 @@ def _measure(data, policy: SeriesPolicy, *, seed: int | None, originals, origina
     try:
         series = Publisher(policy, seed=seed).publish(data)
     except MedanonError as exc:   # a refusal is a result: it names what blocks the policy
+        workable = {str(t): float(v) for t, v in
+                    (getattr(exc, "workable_theta", None) or {}).items()}
         return {**row, "status": "refused", "message": f"{type(exc).__name__}: {exc}",
+                "theta_raised_to": _theta_text(workable), "thetas": workable,
                 "cpu_s": round(time.process_time() - started, 2)}
     manifests = [series.manifests[p] for p in series.periods]
     cases = sum(int(m["counts"].get("cases", 0)) for m in manifests)
@@ -169,7 +193,13 @@ def _measure(data, policy: SeriesPolicy, *, seed: int | None, originals, origina
     evaluation = evaluate_series(series, originals, original_rows, screening=screening)
     releases = evaluation["releases"]
     summary = (evaluation.get("screening") or {}).get("summary", {})
-    raised = {t for m in manifests for t in raised_thetas(m)}
+    # per term, the largest θ raise-theta declared for it in any release (each the term's share
+    # of that period's anchors, rounded up): the least a policy must allow the term for these
+    # periods to hold it within θ, not a θ known to let the grouping place its cases
+    raised: dict[str, float] = {}
+    for manifest in manifests:
+        for term, (_, effective) in raised_thetas(manifest).items():
+            raised[term] = max(raised.get(term, 0.0), float(effective))
     unbounded = sorted({t for terms in series.unbounded_terms().values() for t in terms})
     verdicts = [m["verification"]["verdict"] for m in manifests]
     return {**row, "status": "published",
@@ -177,7 +207,8 @@ def _measure(data, policy: SeriesPolicy, *, seed: int | None, originals, origina
             "cpu_s": round(time.process_time() - started, 2), "cases": cases,
             "withheld_share": round(withheld / (cases + withheld), 6) if cases + withheld else 0.0,
             "suppressed_terms": sum(int(m["counts"].get("suppressed_terms", 0)) for m in manifests),
-            "theta_raised": len(raised), "unbounded_terms": len(unbounded),
+            "theta_raised": len(raised), "theta_raised_to": _theta_text(raised),
+            "thetas": raised, "unbounded_terms": len(unbounded),
             "unbounded": unbounded,
             "nil": round(sum(r["nil"] for r in releases) / len(releases), 6) if releases else None,
             "dir_max": _max([r["dir"] for r in releases]),
@@ -188,6 +219,11 @@ def _measure(data, policy: SeriesPolicy, *, seed: int | None, originals, origina
             "mgps_recall_strata": (summary.get("stratum") or {}).get("mgps", {}).get("recall"),
             "prr_recall": (summary.get("dedup") or {}).get("prr", {}).get("recall"),
             "message": ""}
+
+
+def _theta_text(thetas: Mapping[str, float]) -> str:
+    """``plan.csv``'s compact form of term -> θ: ``"Coma=0.6; Death=0.45"`` (by term)."""
+    return "; ".join(f"{t}={v:g}" for t, v in sorted(thetas.items()))
 
 
 def _why_not(row: Mapping[str, Any], *, max_withheld: float, min_recall: float,
@@ -208,62 +244,174 @@ def _why_not(row: Mapping[str, Any], *, max_withheld: float, min_recall: float,
     return "; ".join(reasons)
 
 
-def plan_store(store: str | Path, *, candidates: Sequence[SeriesPolicy] | None = None,
-               protect: Mapping[str, float] | None = None, max_withheld: float = 0.1,
-               min_recall: float = 0.8, periods: Sequence[str] | None = None,
-               seed: int | None = None,
-               progress: Callable[[str], None] | None = None) -> PlanResult:
-    """Run candidate policies on a store's ingested records without writing to it.
+@dataclass(frozen=True)
+class _Inputs:
+    """What every candidate is measured on: the ingested records of the planned periods, the
+    originals as ``evaluate`` compares them, and the screening options."""
 
-    Args:
-        store: The release store (opened read-only).
-        candidates: The policies to compare (default :func:`default_candidates`).
-        protect: Terms the steward needs bounded, with their caps: the default candidates cap
-            them; a candidate leaving one at θ = 1 does not meet the constraints.
-        max_withheld: The largest withheld share a recommended candidate may have.
-        min_recall: The smallest MGPS recall (``dedup`` scope) a recommended candidate may have.
-        periods: The ingested periods to plan on (default all).
-        seed: For research: a reproducible run (DP noise, random choices); default OS entropy.
-        progress: Called with each candidate's description before it runs.
+    data: Any
+    originals: dict
+    original_rows: dict
+    screening: Any
+
+
+def _wanted(ingested: Sequence[str], periods: Sequence[str] | None) -> list[str]:
+    """The periods to plan on: ``periods``, or every ingested one.
 
     Raises:
-        ValidationError: a bad constraint; no ingested period; a period not ingested.
-        StoreError: the store cannot be opened.
+        ValidationError: no ingested period; a period not ingested.
+    """
+    wanted = list(periods) if periods else list(ingested)
+    missing = [p for p in wanted if p not in ingested]
+    if not wanted or missing:
+        raise ValidationError(f"The 'periods' parameter of plan_store names period(s) the "
+                              f"store has not ingested: {', '.join(missing) or 'none'}; it "
+                              f"holds {', '.join(ingested) or 'none'}.")
+    return wanted
+
+
+def _read_inputs(store: str | Path, periods: Sequence[str] | None) -> _Inputs:
+    """The store's records of ``periods`` (default all ingested), read-only.
+
+    Raises:
+        ValidationError: no ingested period; a period not ingested.
     """
     from ..api import Dataset
     from ..metrics.screening import ScreeningOptions, screening_for
     from ..published.format import original_as_published
     from ..store import ReleaseStore
 
-    for name, value in (("max_withheld", max_withheld), ("min_recall", min_recall)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-            raise ValidationError(f"The {name!r} parameter of plan_store must be a number in "
-                                  f"[0, 1]; got {value!r}.")
-    protect = dict(protect or {})
     with ReleaseStore.open(store, read_only=True) as db:
-        ingested = db.ingested_periods()
-        wanted = list(periods) if periods else ingested
-        missing = [p for p in wanted if p not in ingested]
-        if not wanted or missing:
-            raise ValidationError(f"The 'periods' parameter of plan_store names period(s) the "
-                                  f"store has not ingested: {', '.join(missing) or 'none'}; it "
-                                  f"holds {', '.join(ingested) or 'none'}.")
+        wanted = _wanted(db.ingested_periods(), periods)
         schema = db.schema
         data = Dataset({p: db.records(p) for p in wanted}, schema)
-    pool = list(candidates) if candidates is not None else default_candidates(protect)
-    if not pool:
-        raise ValidationError("The 'candidates' parameter of plan_store holds no policy.")
     originals = {p: data.super_records(p).frame for p in data.periods}
     original_rows = {p: original_as_published(f, schema) for p, f in originals.items()}
     options = screening_for(set(next(iter(original_rows.values())).columns))
     screening = None if options is None else ScreeningOptions(strata=options.strata,
                                                               quarters=False)
-    rows, policies = [], {}
+    return _Inputs(data, originals, original_rows, screening)
+
+
+#: a Dask worker's inputs, kept between its tasks: (store path, periods, file stamp) -> inputs.
+#: One entry: a worker measuring several candidates reads the store once, and a worker of a
+#: long-lived cluster holds at most one plan's records.
+_WORKER_INPUTS: dict[tuple, _Inputs] = {}
+
+
+def _candidate_task(policy: dict, *, store: str, periods: list[str],
+                    seed: int | None) -> dict[str, Any]:
+    """One candidate measured on a worker, which opens the store read-only by path."""
+    stat = Path(store).stat()
+    # the file's stamp in the key: a store changed since (a release) is read again
+    key = (store, tuple(periods), stat.st_mtime_ns, stat.st_size)
+    inputs = _WORKER_INPUTS.get(key)
+    if inputs is None:
+        _WORKER_INPUTS.clear()
+        inputs = _WORKER_INPUTS[key] = _read_inputs(store, periods)
+    return _measure(inputs.data, SeriesPolicy.from_dict(policy), seed=seed,
+                    originals=inputs.originals, original_rows=inputs.original_rows,
+                    screening=inputs.screening)
+
+
+def _measure_on_dask(store: str | Path, pool: Sequence[SeriesPolicy], periods: list[str],
+                     seed: int | None, scheduler: str | None, workers: int | None,
+                     progress: Callable[[str], None] | None) -> tuple[dict[int, dict], str]:
+    """Candidate number -> its measured row, one Dask task per candidate; and where they ran."""
+    from dask.distributed import as_completed
+
+    from .runner import dask_client
+
+    path = str(Path(store).resolve())
+    rows: dict[int, dict] = {}
+    with dask_client(None if scheduler == "local" else scheduler, workers) as (client, cluster):
+        futures = {client.submit(_candidate_task, policy.to_dict(), store=path,
+                                 periods=periods, seed=seed, pure=False,
+                                 key=f"plan-candidate-{number}"): number
+                   for number, policy in enumerate(pool, 1)}
+        # progress as candidates finish, in whatever order the workers finish them
+        for future in as_completed(futures):
+            number = futures[future]
+            rows[number] = future.result()
+            if progress:
+                progress(pool[number - 1].describe())
+    return rows, cluster
+
+
+def plan_store(store: str | Path, *, candidates: Sequence[SeriesPolicy] | None = None,
+               protect: Mapping[str, float] | None = None, max_withheld: float = 0.1,
+               min_recall: float = 0.8, periods: Sequence[str] | None = None,
+               seed: int | None = None, scheduler: str | None = None,
+               workers: int | None = None,
+               progress: Callable[[str], None] | None = None) -> PlanResult:
+    """Run candidate policies on a store's ingested records without writing to it.
+
+    Every candidate publishes with its own publisher seeded with ``seed`` (the same seed for
+    each, not draws from one stream in turn), so a candidate's row does not depend on the
+    other candidates, on their order or on where it runs: the run in one process and the run
+    on Dask give the same rows but for ``cpu_s``.
+
+    Args:
+        store: The release store (opened read-only; with ``scheduler``/``workers``, a path
+            every worker sees).
+        candidates: The policies to compare (default :func:`default_candidates`).
+        protect: Terms the steward needs bounded, with their caps: the default candidates cap
+            them; a candidate leaving one at θ = 1 does not meet the constraints.
+        max_withheld: The largest withheld share a recommended candidate may have.
+        min_recall: The smallest MGPS recall (``dedup`` scope) a recommended candidate may have.
+        periods: The ingested periods to plan on (default all).
+        seed: For research: a reproducible run (DP noise, random choices), recorded in
+            ``plan.json``; default OS entropy (each candidate its own, not reproducible).
+        scheduler: Run the candidates on Dask, one task per candidate: the address of a running
+            scheduler, or ``"local"`` for a LocalCluster. Each worker opens the store
+            read-only by path. None (and no ``workers``): in this process.
+        workers: Workers of the LocalCluster (implies ``scheduler="local"``; default: the
+            machine's cores, at most 4).
+        progress: Called with each candidate's description when it has been measured.
+
+    Raises:
+        ValidationError: a bad constraint; no ingested period; a period not ingested; an
+            unreachable scheduler.
+        StoreError: the store cannot be opened.
+    """
+    for name, value in (("max_withheld", max_withheld), ("min_recall", min_recall)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+            raise ValidationError(f"The {name!r} parameter of plan_store must be a number in "
+                                  f"[0, 1]; got {value!r}.")
+    if workers is not None:
+        check_int(workers, name="workers", owner="plan_store", minimum=1)
+    if scheduler is not None and (not isinstance(scheduler, str) or not scheduler.strip()):
+        raise ValidationError(f"The 'scheduler' parameter of plan_store must be a scheduler's "
+                              f"address (tcp://host:8786) or 'local'; got {scheduler!r}.")
+    protect = dict(protect or {})
+    pool = list(candidates) if candidates is not None else default_candidates(protect)
+    if not pool:
+        raise ValidationError("The 'candidates' parameter of plan_store holds no policy.")
+    on_dask = scheduler is not None or workers is not None
+    if on_dask:
+        # the client checks the periods (a cheap read) so that a bad one fails before any
+        # cluster starts; the workers read the records themselves
+        from ..store import ReleaseStore
+
+        with ReleaseStore.open(store, read_only=True) as db:
+            wanted = _wanted(db.ingested_periods(), periods)
+        measured, ran_on = _measure_on_dask(store, pool, wanted, seed, scheduler, workers,
+                                            progress)
+    else:
+        inputs = _read_inputs(store, periods)
+        wanted = list(inputs.data.periods)
+        measured, ran_on = {}, "this process"
+        for number, policy in enumerate(pool, 1):
+            measured[number] = _measure(inputs.data, policy, seed=seed,
+                                        originals=inputs.originals,
+                                        original_rows=inputs.original_rows,
+                                        screening=inputs.screening)
+            if progress:
+                progress(policy.describe())
+    rows, policies, thetas = [], {}, {}
     for number, policy in enumerate(pool, 1):
-        if progress:
-            progress(policy.describe())
-        row = _measure(data, policy, seed=seed, originals=originals,
-                       original_rows=original_rows, screening=screening)
+        row = measured[number]
+        thetas[number] = row.pop("thetas", {})
         row.update(candidate=number, policy=policy.describe())
         row["why_not"] = _why_not(row, max_withheld=max_withheld, min_recall=min_recall,
                                   protect=list(protect))
@@ -279,7 +427,8 @@ def plan_store(store: str | Path, *, candidates: Sequence[SeriesPolicy] | None =
     return PlanResult(frame, policies, None if best is None else int(best["candidate"]),
                       {"max_withheld": max_withheld, "min_recall": min_recall,
                        "protect": sorted(protect) or None, "gate": "passed"},
-                      f"Store {str(store)!r}", list(data.periods))
+                      f"Store {str(store)!r}", wanted, thetas=thetas, seed=seed,
+                      ran_on=ran_on)
 
 
 def _frontier_png(result: PlanResult) -> bytes:
@@ -340,13 +489,21 @@ def write_plan(result: PlanResult, out: str | Path) -> list[Path]:
     json_path.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n",
                          encoding="utf-8")
     image = base64.b64encode(_frontier_png(result)).decode("ascii")
-    shown = ["candidate", "policy", "status", "gate", "withheld_share", "theta_raised",
+    shown = ["candidate", "policy", "status", "gate", "withheld_share", "theta_raised_to",
              "unbounded_terms", "nil", "dir_max", "mgps_recall", "mgps_recall_strata", "cpu_s",
              "why_not"]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in shown)
+
+    def cell(r: pd.Series, column: str) -> str:
+        # a refusal's own message names what blocks the candidate (the terms, the θ or k that
+        # would do); "refused" alone would hide it
+        if column == "why_not" and r["status"] != "published":
+            return str(r["message"])
+        return _cell(r[column])
+
     body = "".join(
         f'<tr class="{"rec" if r["candidate"] == result.recommended else ""}">'
-        + "".join(f"<td>{html.escape(_cell(r[c]))}</td>" for c in shown) + "</tr>"
+        + "".join(f"<td>{html.escape(cell(r, c))}</td>" for c in shown) + "</tr>"
         for _, r in result.rows.iterrows())
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>medanon plan</title><style>"
@@ -362,8 +519,12 @@ def write_plan(result: PlanResult, out: str | Path) -> list[Path]:
         f"<h2>Candidates</h2><div class='box'><table><tr>{head}</tr>{body}</table></div>"
         "<p>The plot: each published candidate's worst DIR against the information it keeps "
         "(1 − NIL); the signal recall is in the table. withheld_share: cases withheld over all "
-        "cases; theta_raised: terms whose θ was "
-        "raised to make the release possible; unbounded_terms: sensitive terms at θ = 1 in "
+        "cases; theta_raised_to: the terms whose θ on_infeasible raise-theta raised, each "
+        "with the largest θ it was raised to in any release (the term's share of the period's "
+        "anchor cases, rounded up: the smallest θ with which the period can hold the term "
+        "within θ, not a promise that the grouping places every case holding it); for a "
+        "candidate refused because terms cannot meet their θ, the θ raise-theta would give "
+        "them in the period that refused; unbounded_terms: sensitive terms at θ = 1 in "
         "some release; nil: mean NIL (001); dir_max: worst DIR after the B/F/L attacks; "
         "mgps_recall: share of the original's EB05 ≥ 2 signals kept, each case once "
         "(dedup), and per stratum.</p></body></html>")
