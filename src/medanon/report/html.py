@@ -31,6 +31,7 @@ from pathlib import Path
 from .. import __version__
 from ..errors import ValidationError
 from ..metrics.signals import format_ratio
+from ..vocabulary import GLOSSARY
 from . import plots
 from .collect import (RECALL_CARE, ModelCard, SeriesReport, check_report_names, comparison,
                       decision, missing_sentence, rule_name, rule_tally, signal_tally)
@@ -921,96 +922,12 @@ def _contents(reports: Sequence[SeriesReport],
 
 
 # --------------------------------------------------------------------------------- glossary
-#: (term, meaning, better direction) of every metric the page shows.
-GLOSSARY: tuple[tuple[str, str, str], ...] = (
-    ("k", "every QID-group must keep at least k candidate cases", "higher protects more"),
-    ("θ (theta)", "the largest share a sensitive term may have among a group's candidates; "
-     "θ = 1 sets no limit for that term", "lower protects more"),
-    ("ε (epsilon)", "differential-privacy loss of a case, per release and summed over the "
-     "releases it appears in", "lower protects more"),
-    ("life span", "how many periods apart the model assumes releases can be linked through a "
-     "CaseID", "longer covers more"),
-    ("NIL", "normalized information loss of 001, read from the published rows: how far values "
-     "were generalized (0 none, 1 all)", "lower is better"),
-    ("NIL*, IL*", "NIL with 000's IL* per value, against the original values (covers perturbed "
-     "values too)", "lower is better"),
-    ("DIR", "disclosure-identity ratio: share of groups an attacker linking releases (B-, F-, "
-     "L-attacks; MD where declared) narrows to fewer than k candidates; the headline, as the "
-     "release's attacker measures it (JSON key dir)", "lower is safer"),
-    ("DIR hard", "DIR of the hard-exclusion attacker: exclusions that hold for sure; what the "
-     "verify gate checks (JSON dir_hard; equals DIR on releases without perturbed QIDs)",
-     "lower is safer"),
-    ("DIR posterior", "DIR of the likelihood-weighted attacker on perturbed QIDs (JSON "
-     "dir_posterior; the headline DIR of strict PPMS-DP releases; not measured elsewhere)",
-     "lower is safer"),
-    ("DSR, DSR hard, DSR posterior", "disclosure-sensitive ratio: share of groups where a "
-     "term's share among the remaining candidates exceeds its θ; hard and posterior as for DIR "
-     "(JSON dsr, dsr_hard, dsr_posterior)", "lower is safer"),
-    ("attacker", "hard-exclusion: drops only candidates that cannot be the target (CaseID "
-     "links, generalized QIDs); likelihood-weighted: also weighs candidates by their noisy QID "
-     "values (strict PPMS-DP). JSON key attacker, the same words", "–"),
-    ("attacks", "B/F/L: 001's linking attacks (B: the case's earlier releases, F: its later "
-     "releases, L: its first appearance); MD: 002's medication-discontinuation attack, where "
-     "declared", "–"),
-    ("SSGR", "share of groups whose substantial-symptom records exceed α (002's SS-attack)",
-     "lower is safer"),
-    ("RR", "record-linkage risk of 000: mean probability of linking a known person to their "
-     "published record", "lower is safer"),
-    ("AR_rev", "attribute risk of 000 (revised): mean probability of learning a person's "
-     "sensitive term", "lower is safer"),
-    ("re-identified", "cases whose candidate set shrinks to one (DP: own posterior above 1/2)",
-     "lower is safer"),
-    ("posterior bound", "largest posterior the combined DP bound allows an attacker who weighs "
-     "noisy values", "lower is safer"),
-    ("PRR", "proportional reporting ratio [a/(a+b)] / [c/(c+d)]; ∞ when c = 0, n/a when "
-     "undefined, 0 when a < 3 (001)", "closer to the original is better"),
-    ("ROR", "reporting odds ratio (a·d)/(b·c)", "closer to the original is better"),
-    ("HA", "Haldane–Anscombe corrected ratio (+0.5 in every cell), shown beside ∞",
-     "closer to the original is better"),
-    ("χ²", "Yates-corrected chi-square of the 2×2 table (signal needs ≥ 4 unless PRR = ∞)",
-     "closer to the original is better"),
-    ("signal", "a ≥ 3 and (PRR = ∞ or PRR ≥ 2 and χ² ≥ 4) (Evans 2001 / MHRA)",
-     "kept: yes; lost or gained: no"),
-    ("EBGM, EB05", "MGPS empirical-Bayes geometric mean of the observed/expected ratio and the "
-     "5th percentile of its posterior (DuMouchel 1999); FDA screens with EB05 ≥ 2",
-     "closer to the original is better"),
-    ("IC, IC025", "BCPNN information component log2((n+½)/(E+½)) and the 2.5th percentile of "
-     "its posterior (WHO-UMC); a signal when IC025 > 0", "closer to the original is better"),
-    ("kept, lost, gained", "signal rules, counted over rules × releases: the rule signals in "
-     "both the original and the release (kept), in the original only (lost), in the release "
-     "only (gained; the JSON and CSV keys keep the older name spurious, signals_spurious)",
-     "kept high; lost and gained 0"),
-    ("recall, precision", "screening: share of the original's signals the release keeps; "
-     "share of the release's signals the original has", "higher is better"),
-    ("spurious", "screening only: a drug–reaction pair that signals (MGPS EB05 ≥ 2) in the "
-     "release but not in the original, in the same scope or stratum (1 − precision as a "
-     "count); for signal rules the word is 'gained'", "0 is best"),
-    ("Spearman", "rank correlation of the pairs' signal scores, original versus release",
-     "closer to 1 is better"),
-    ("count bias, PRR bias", "release − original for the count a and the PRR",
-     "closer to 0 is better"),
-    ("perturbed", "a value published with DP noise: specific-looking but not the original",
-     "–"),
-    ("verify now", "the verify gate's verdict on each release, run over the series as it "
-     "stands (passed, violated, no-model); a later release can break an earlier one", "passed"),
-    ("withheld", "cases the method left out of a release (manifest counts.suppressed)",
-     "fewer is better"),
-    ("rows not released", "share of the DEMO rows (one per report version) that reached no "
-     "release: superseded versions, follow-ups combined into their case, duplicates, FDA "
-     "deletions, reports dropped for missing values, withheld cases", "–"),
-    ("undecided", "screening: reports whose published cell straddles a stratum's edge, left "
-     "out of that stratum", "fewer is better"),
-    ("Publish / with care / do not publish as is", "the first section's decision per series: "
-     "read from verify, the attacks (re-identified, DIR, DSR), the terms at θ = 1, empty, held "
-     "back and withheld releases, and the MGPS recall of the screening (each case once)", "–"),
-)
-
-
 def _glossary() -> str:
     return ('<section id="glossary"><h2>Glossary</h2>'
-            + _table(["term", "what it means", "better"],
-                     [[f"<b>{escape(t)}</b>", escape(m), escape(b)] for t, m, b in GLOSSARY],
-                     left=3)
+            + _table(["term", "what it means", "JSON key(s)", "better"],
+                     [[f"<b>{escape(t.label)}</b>", escape(t.meaning),
+                       "; ".join(escape(k) for k in t.keys), escape(t.better)]
+                      for t in GLOSSARY], left=4)
             + "</section>")
 
 
