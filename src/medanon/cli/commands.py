@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from .. import vocabulary as V
 from .._validation import check_choice, check_int
 from ..errors import InputFormatError, PrivacyViolation, StoreError, ValidationError
 from ..periods import parse_period
@@ -281,7 +282,7 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
         _print_warnings(unbounded)
         print_json([{**s.__dict__, **spent.get(s.period, {})} for s in summaries])
         return
-    table = Table("period", "method", "cases", "groups", "withheld", "verify gate",
+    table = Table("period", "method", "cases", "groups", V.WITHHELD, V.VERIFY_GATE,
                   title=f"Published in {store}")
     for s in summaries:
         table.add_row(s.period, s.method, str(s.cases), str(s.groups), str(s.suppressed), s.verdict)
@@ -468,7 +469,7 @@ def ledger(*, store: Path, case_budget: str | None, as_json: bool) -> None:
         ui.out.print(f"The ledger of {store} is empty: no differentially private release yet.")
         return
     if summary.cases:
-        table = Table("period", "cases", "epsilon per case (max)",
+        table = Table("period", "cases", V.EPSILON_PER_CASE,
                       title=f"Privacy ledger of {store} (epsilon-DP releases)")
         for row in summary.per_period:
             table.add_row(str(row["period"]), str(row["cases"]), str(row["epsilon_per_case"]))
@@ -483,7 +484,7 @@ def ledger(*, store: Path, case_budget: str | None, as_json: bool) -> None:
         ui.out.print(f"No epsilon-DP release in {store}.")
     if non_dp["entries"]:
         # Shown apart and never summed: a nominal epsilon bounds nothing.
-        table = Table("period", "cases", "nominal epsilon per case", "mechanisms",
+        table = Table("period", "cases", V.NOMINAL_EPSILON_PER_CASE, "mechanisms",
                       title="NOT differentially private (nominal epsilon, not counted)")
         for row in non_dp["per_period"]:
             table.add_row(str(row["period"]), str(row["cases"]),
@@ -541,8 +542,9 @@ def plan(*, store: Path, out: Path, candidates: Path | None, protect: list[str],
                                 periods=periods, seed=seed, scheduler=scheduler,
                                 workers=workers, progress=step)
     paths = write_plan(result, out)
-    table = Table("#", "policy", "status", "withheld", "NIL", "worst DIR", "MGPS recall",
-                  "unbounded", "CPU s", "why not", title=f"Plan for {store} (nothing published)")
+    table = Table("#", "policy", "status", V.WITHHELD_SHARE, V.MEAN_NIL, V.MAX_DIR, V.MGPS_RECALL,
+                  V.UNBOUNDED_TERMS, "CPU s", "why not",
+                  title=f"Plan for {store} (nothing published)")
     for _, r in result.rows.iterrows():
         mark = " *" if r["candidate"] == result.recommended else ""
         cell = [None if pd.isna(r[c]) else float(r[c]) for c in
@@ -586,7 +588,8 @@ def signals(*, series: Path | None, store: Path | None, side: str, out: Path,
                                    progress=lambda step: bar["step"](step))
     written, sidecar = write_signal_table(table, out)
     meta = table.attrs["signals"]
-    summary = Table("scope", "period", "reports", "pairs", *SIGNAL_RULES, "prior",
+    summary = Table("scope", "period", "reports", "pairs",
+                    *(V.signals_of(rule) for rule in SIGNAL_RULES), "prior",
                     title=f"Signals of {meta['source']}")
     for entry in meta["scopes"]:
         rows = table[(table["scope"] == entry["scope"]) & (table["period"] == entry["period"])]
@@ -708,7 +711,8 @@ def verify(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
         print_json({**verdict.to_dict(), "missing_periods": missing,
                     "declared_missing_periods": declared})
     else:
-        table = Table("period", "model", "verdict", "attacks", "DIR", "DSR", "SSGR",
+        # the gate's ratios are the hard-exclusion attacker's: the names `attack` prints for them
+        table = Table("period", "model", V.VERIFY_NOW, V.ATTACKS, V.DIR_HARD, V.DSR_HARD, V.SSGR,
                       title=f"Verify: {series.source}")
         for r in verdict.releases:
             shown = r.verdict + (" (MD pending)" if r.md_pending else "")
@@ -820,8 +824,8 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
     if as_json:
         print_json(result.to_dict(all_groups=all_groups))
         return
-    table = Table("period", "groups", "attacker", "attacks", "DIR hard", "DSR hard",
-                  "DIR posterior", "DSR posterior", "SSGR", "re-identified groups",
+    table = Table("period", "groups", V.ATTACKER, V.ATTACKS, V.DIR_HARD, V.DSR_HARD,
+                  V.DIR_POSTERIOR, V.DSR_POSTERIOR, V.SSGR, V.REIDENTIFIED_GROUPS,
                   title=f"Worst case over all targets: {series.source}")
     for r in result.releases:
         table.add_row(r.period, str(len(r.groups)), r.attacker,
@@ -898,9 +902,9 @@ def _print_evaluation(result: dict, store: Path, as_json: bool) -> None:
 
 
 def _screening_tables(screening: dict) -> None:
-    table = Table("scope", "reports orig/rel", "undecided rel", "MGPS recall", "MGPS precision",
-                  "EBGM Spearman", "BCPNN recall", "BCPNN precision", "PRR recall",
-                  "PRR precision", "spurious (MGPS)",
+    table = Table("scope", "reports orig/rel", f"{V.UNDECIDED} rel", V.MGPS_RECALL,
+                  V.MGPS_PRECISION, V.SPEARMAN_EBGM, V.BCPNN_RECALL, V.BCPNN_PRECISION,
+                  V.PRR_RECALL, V.PRR_PRECISION, V.SPURIOUS_MGPS,
                   title="Signal screening: original versus release (EB05 >= 2, IC025 > 0, Evans PRR)")
     for e in screening["scopes"]:
         st = e["statistics"]
@@ -914,8 +918,8 @@ def _screening_tables(screening: dict) -> None:
     ui.out.print(table)
     first = screening.get("first_signal")
     if first:
-        ft = Table("statistic", "pairs (original)", "same quarter", "later", "mean delay (q)",
-                   "earlier", "never", "release only",
+        ft = Table("statistic", "pairs (original)", V.SAME_QUARTER, V.LATER, V.MEAN_DELAY,
+                   V.EARLIER, V.NEVER, V.RELEASE_ONLY,
                    title="When each pair first signals (cumulative scopes): release against original")
         for name, f in first.items():
             ft.add_row(name, str(f["pairs_original"]), str(f["same_quarter"]), str(f["later"]),
@@ -924,8 +928,8 @@ def _screening_tables(screening: dict) -> None:
         ui.out.print(ft)
     planted = screening.get("planted_summary")
     if planted:
-        pt = Table("statistic", "planted signals (original)", "kept", "recall",
-                   "manufactured in the opposite stratum", title="Rules inside their condition")
+        pt = Table("statistic", f"{V.SIGNALS} (original)", V.KEPT, V.RECALL, V.MANUFACTURED,
+                   title="Planted rules inside their condition")
         for name, s in planted.items():
             pt.add_row(name, str(s["signals_original"]), str(s["kept"]), _fmt(s["recall"]),
                        str(s["manufactured_opposite"]))
@@ -935,8 +939,8 @@ def _screening_tables(screening: dict) -> None:
 def _evaluation_tables(result: dict, *, title: str) -> None:
     from ..metrics.signals import format_ratio
 
-    table = Table("period", "method", "cases", "groups", "NIL", "NIL*", "attacker", "DIR", "DSR",
-                  "SSGR", "RR", "AR_rev", "DIR hard", "RR hard", title=title)
+    table = Table("period", "method", "cases", "groups", V.NIL, V.NIL_STAR, V.ATTACKER, V.DIR,
+                  V.DSR, V.SSGR, V.RR, V.AR_REV, V.DIR_HARD, V.RR_HARD, title=title)
     for r in result["releases"]:
         table.add_row(r["period"], str(r["method"]), str(r["cases"]), str(r["groups"]),
                       _fmt(r["nil"]), _fmt(r["nil_star"]), r.get("attacker", "hard-exclusion"),
@@ -950,8 +954,8 @@ def _evaluation_tables(result: dict, *, title: str) -> None:
                      "exclusions that hold for sure, as verify does.")
     signals = [(r["period"], s) for r in result["releases"] for s in r.get("signals", [])]
     if signals:
-        st = Table("period", "rule", "count orig", "count rel", "PRR orig", "PRR rel",
-                   "signal orig/rel", title="Signals: original versus release")
+        st = Table("period", "rule", f"{V.COUNT} orig", f"{V.COUNT} rel", f"{V.PRR} orig",
+                   f"{V.PRR} rel", f"{V.SIGNAL} orig/rel", title="Signals: original versus release")
         for period, s in signals:
             rule = s["rule"]
             cond = f", {rule['condition']}" if rule["condition"] else ""
@@ -1051,7 +1055,8 @@ def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | No
     summary = result.summary
     metrics = [m for m, _ in METRICS[name] if f"{m}_mean" in summary.columns]
     params = [c for c in PARAMS if c in summary.columns]
-    table = Table("method", *params, *metrics, "tasks",
+    # the CSV's metric keys, shown by their glossary names
+    table = Table("method", *params, *(V.name_for_key(m) for m in metrics), "tasks",
                   title=f"{result.meta['paper']}: mean over periods and runs")
     used: set[str] = set()
     for _, row in summary.iterrows():
@@ -1087,7 +1092,8 @@ def _demo_summary(reports: list) -> None:
     from ..report.collect import decision, signal_tally
 
     safe, naive = reports
-    table = Table("period", "PPMS++ NIL", "PPMS++ DIR", "PPMS++ DSR", "MS NIL", "MS DIR", "MS DSR",
+    table = Table("period", *(f"{series} {metric}" for series in ("PPMS++", "MS")
+                              for metric in (V.NIL, V.DIR, V.DSR)),
                   title="Information loss (NIL), and groups left with < k candidates (DIR) or a "
                         "term above its theta (DSR) after the B-, F- and L-attacks")
     for a, b in zip(safe.releases, naive.releases):

@@ -14,6 +14,7 @@ from ..anonymize.lattice import Lattice
 from ..data.synth.table import write_synth_table
 from ..data.tabular import TableSchema
 from ..random import refuse_seeded_release
+from ..vocabulary import MEAN_RELATIVE_ERROR
 from ..published.format import check_new_folder
 from ..pipeline.methods import table_method
 from ..pipeline.tabular import table_schema_path
@@ -76,13 +77,14 @@ def _print_summary(summary: dict[str, Any]) -> None:
     ui.out.print("Node: " + ", ".join(f"{k}={v}" for k, v in summary["node_levels"].items()))
     ui.out.print(f"Information loss {summary['information_loss']:.4f} = NCP {summary['ncp']:.4f} "
                  f"+ EMD {summary['emd']:.4f} + Rate {summary['rate']:.4f}")
-    ui.out.print(f"Suppressed {summary['suppressed']}, counterfeit {summary['counterfeit']} "
+    # "withheld": the glossary's word for records left out (JSON key "suppressed")
+    ui.out.print(f"Withheld {summary['suppressed']}, counterfeit {summary['counterfeit']} "
                  f"(operator only: not in the manifest of a DP release).")
     if summary["epsilon_per_step"]:
         ui.out.print("ε per step: " + ", ".join(f"{k} {v:g}" for k, v in summary["epsilon_per_step"].items())
                      + f" (total {summary['epsilon']:g})")
     if summary["queries"]:
-        table = Table("query", "aggregate", "mean relative error", title="Analysis queries")
+        table = Table("query", "aggregate", MEAN_RELATIVE_ERROR, title="Analysis queries")
         for q in summary["queries"]:
             table.add_row(q["name"], q["aggregate"], f"{q['mean_relative_error']:.4f}")
         ui.out.print(table)
