@@ -130,7 +130,8 @@ GLOSSARY: tuple[Term, ...] = (
     Term("NIL", "normalized information loss of 001, read from the published rows: how far values "
          "were generalized (0 none, 1 all); 'mean NIL' averages it over the releases",
          ("nil (evaluate --json, plan, experiments)",), "lower is better"),
-    Term("NIL per case", "NIL averaged per published case rather than per value",
+    Term("NIL per case", "NIL weighted by group size: the mean over the published cases of their "
+         "group's NIL",
          ("nil_cases (experiments)",), "lower is better"),
     Term("NIL all cases", "NIL counting each withheld case as full loss (1)",
          ("nil_all (experiments)",), "lower is better"),
@@ -307,17 +308,11 @@ GLOSSARY: tuple[Term, ...] = (
 )
 
 
-def _by_name() -> dict[str, Term]:
-    out: dict[str, Term] = {}
-    for term in GLOSSARY:
-        for name in term.display_names:
-            if name in out:  # one name, one quantity
-                raise AssertionError(f"display name {name!r} is in two glossary terms")
-            out[name] = term
-    return out
-
-
-NAMES: dict[str, Term] = _by_name()
+#: display name -> its term (tests/unit/test_vocabulary.py checks that no name is in two terms)
+NAMES: dict[str, Term] = {}
+for _term in GLOSSARY:
+    for _name in _term.display_names:
+        NAMES.setdefault(_name, _term)
 
 
 def resolve_header(header: str) -> Term | None:
@@ -351,8 +346,14 @@ def glossary_markdown() -> str:
     def cell(text: str) -> str:
         return text.replace("|", "\\|")
 
+    def key(text: str) -> str:  # the key as code, the outputs that carry it as text
+        if text == REPORT_ONLY:
+            return text
+        bare, paren, where = text.partition(" (")
+        return f"`{bare}`" + (f" ({where}" if paren else "")
+
     lines = ["| display name | meaning | JSON key(s) | better |", "|---|---|---|---|"]
     lines += [f"| {cell(t.label)} | {cell(t.meaning)} | "
-              f"{'; '.join(cell(f'`{k}`' if k != REPORT_ONLY else k) for k in t.keys)} | "
-              f"{cell(t.better)} |" for t in GLOSSARY]
+              f"{'; '.join(cell(key(k)) for k in t.keys)} | {cell(t.better)} |"
+              for t in GLOSSARY]
     return "\n".join(lines) + "\n"
