@@ -183,18 +183,22 @@ GLOSSARY: tuple[Term, ...] = (
          ("rr_hard (evaluate --json)", "ar_rev_hard (evaluate --json)"), "lower is safer"),
     Term("re-identified", "cases whose candidate set shrinks to one under record linkage (RR; DP: "
          "own posterior above 1/2)", ("reidentified (evaluate --json, plan)",
-                                      "reidentified_hard (evaluate --json)"), "lower is safer"),
+                                      "reidentified_hard (evaluate --json)"), "lower is safer",
+         names=("re-identified", "re-identified (RR)")),
     Term("re-identified groups", "groups the linking attacks narrow to a single candidate case",
          ("reidentified_groups (attack --json)",), "lower is safer"),
     Term("posterior bound", "largest posterior the combined DP bound allows an attacker who "
          "weighs noisy values", ("bound.max_posterior (verify --json, manifest verification)",),
          "lower is safer"),
-    Term("count", "a: the reports that satisfy a signal rule (001's count)",
-         ("count (evaluate --json signals)", "a (evaluate --json signals)"),
-         "closer to the original is better"),
+    Term("count, n", "the reports with both the drug and the reaction: a, the reports that "
+         "satisfy a signal rule (001's count); n, a screened pair's",
+         ("count (evaluate --json signals)", "a (evaluate --json signals)",
+          "n (signals table, evaluate --json screening)"), "closer to the original is better"),
     Term("PRR", "proportional reporting ratio [a/(a+b)] / [c/(c+d)]; ∞ when c = 0, n/a when "
          "undefined, 0 when a < 3 (001)", ("prr (evaluate --json signals, signals table)",),
          "closer to the original is better"),
+    Term("PRR ∞", "signal rules, counted over rules × releases, whose PRR is infinite (c = 0: "
+         "the reaction is never reported without the drug)", ("infinite (report data)",), "–"),
     Term("ROR", "reporting odds ratio (a·d)/(b·c)", ("ror (evaluate --json signals, signals table)",),
          "closer to the original is better"),
     Term("HA", "Haldane–Anscombe corrected ratio (+0.5 in every cell), shown beside ∞",
@@ -279,6 +283,9 @@ GLOSSARY: tuple[Term, ...] = (
          "case fits a group; the case stays published (not 'withheld')",
          ("suppressed_terms (release --json, plan, experiments)",
           "counts.suppressed_terms (manifest)"), "fewer is better"),
+    Term("suppressed (*)", "QID values published as '*': generalized to the top of their "
+         "hierarchy, saying nothing (not a withheld case, not a suppressed term)", (REPORT_ONLY,),
+         "fewer is better"),
     Term("rows not released", "share of the DEMO rows (one per report version) that reached no "
          "release: superseded versions, follow-ups combined into their case, duplicates, FDA "
          "deletions, reports dropped for missing values, withheld cases", (REPORT_ONLY,), "–"),
@@ -318,6 +325,7 @@ for _term in GLOSSARY:
 def resolve_header(header: str) -> Term | None:
     """The term a table header shows: the header itself, or with a side (" orig", " rel",
     " (original)", ...) and an aggregate ("max ", "mean ") taken off; None if it names none."""
+    header = header.replace("\u00ad", "")  # a soft hyphen only breaks a narrow column
     candidates = [header]
     for suffix in SIDE_SUFFIXES:
         if header.endswith(suffix):

@@ -96,9 +96,68 @@ def test_the_commands_tables_are_all_read():
         assert functions[name] >= 3, name
 
 
+#: the report's headers that name no metric
+REPORT_PLAIN_LABELS = {
+    "series", "method", "releases", "cases", "period", "DEMO rows", "superseded", "duplicate",
+    "deleted (FDA)", "dropped: missing values", "missing, by field", "reports in", "cases in",
+    "released", "cases in → out", "groups", "rule", "statistic", "case", "scope",
+    "reports orig / rel", "stratum", "drug", "reaction", "QID", "kind", "term", "what it means",
+    "JSON key(s)", "better",
+    # the kinds of published value a QID profile counts ("suppressed (*)" is a glossary term)
+    "most specific (exact or perturbed)", "generalized", "missing (empty)", "levels",
+}
+
+
+def _report_headers() -> list[str]:
+    """Every string of every header list the report hands ``_table`` (also the lists it builds
+    in a variable first, with their optional columns)."""
+    import medanon.report.html as html
+
+    tree = ast.parse(Path(html.__file__).read_text(encoding="utf-8"))
+    found = []
+    for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        assigned = {t.id: node.value for node in ast.walk(function) if isinstance(node, ast.Assign)
+                    for t in node.targets if isinstance(t, ast.Name)}
+        for call in ast.walk(function):
+            if (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+                    and call.func.id == "_table"):
+                header = call.args[0]
+                header = assigned.get(header.id, header) if isinstance(header, ast.Name) else header
+                fstrings = {id(c) for j in ast.walk(header) if isinstance(j, ast.JoinedStr)
+                            for c in ast.walk(j)}
+                found += [c.value for c in ast.walk(header) if isinstance(c, ast.Constant)
+                          and isinstance(c.value, str) and id(c) not in fstrings]
+    return found
+
+
+def _report_column(header: str) -> bool:
+    """A glossary name, or two in one column: "MGPS recall / precision" (the first word shared),
+    "attacker (attacks)"."""
+    if V.resolve_header(header):
+        return True
+    if " / " in header:
+        first, second = header.split(" / ", 1)
+        shared = first.rsplit(" ", 1)[0] + " " if " " in first else ""
+        return bool(V.resolve_header(first) and V.resolve_header(shared + second))
+    if header.endswith(")") and " (" in header:
+        outer, inner = header[:-1].split(" (", 1)
+        return bool(V.resolve_header(outer) and V.resolve_header(inner))
+    return False
+
+
+def test_every_report_table_header_is_a_plain_label_or_a_glossary_name():
+    headers = _report_headers()
+    assert {"DIR hard", "verify now", "gained", "max ε per case"} <= set(headers)  # all read
+    unnamed = sorted({h for h in headers
+                      if h.replace("\u00ad", "") not in REPORT_PLAIN_LABELS
+                      and not _report_column(h)})
+    assert unnamed == []
+
+
 def test_a_plain_label_names_no_metric():
     # else a metric could hide in PLAIN_LABELS, away from the glossary
-    assert sorted(h for h in PLAIN_LABELS if V.resolve_header(h) is not None) == []
+    assert sorted(h for h in PLAIN_LABELS | REPORT_PLAIN_LABELS
+                  if V.resolve_header(h) is not None) == []
 
 
 def test_the_old_headers_now_fail_and_the_qualified_names_resolve():
@@ -107,7 +166,7 @@ def test_the_old_headers_now_fail_and_the_qualified_names_resolve():
                 "manufactured in the opposite stratum", "DIR (max)"):
         assert V.resolve_header(old) is None, old
     assert V.resolve_header("max DIR").label == "DIR"
-    assert V.resolve_header("count orig").label == "count"
+    assert V.resolve_header("count orig").label == "count, n"
     assert V.resolve_header("PRR rel").label == "PRR"
     assert V.resolve_header("signal orig/rel").label == "signal"
     assert V.resolve_header("undecided rel").label == "undecided"
@@ -139,7 +198,8 @@ def test_every_glossary_entry_names_json_keys_that_the_code_writes():
     source = _source_text()
     report_only = {t.label for t in V.GLOSSARY if t.keys == (V.REPORT_ONLY,)}
     # the two the report computes for itself, and nothing else
-    assert report_only == {"rows not released", "Publish / with care / do not publish as is"}
+    assert report_only == {"rows not released", "suppressed (*)",
+                           "Publish / with care / do not publish as is"}
     missing = []
     for term in V.GLOSSARY:
         assert term.keys and all(k.strip() for k in term.keys), term.label

@@ -657,8 +657,8 @@ def _signal_table(r: SeriesReport) -> str:
               f'<span class="bad">{t["spurious"]}</span>' if t["spurious"] else "0",
               str(t["infinite"])] for t in rule_tally(r)]
     return ("<h3>Signals per rule: kept and lost</h3>"
-            + _table(["rule", "releases signalling (original)", "kept", "lost", "gained",
-                      "original PRR ∞"], tally)
+            + _table(["rule", "signals (original)", "kept", "lost", "gained",
+                      "PRR ∞ (original)"], tally)
             + "<h3>Signals, original versus release</h3>"
             + _table(["period", "rule", "count orig", "count rel", "PRR orig", "PRR rel",
                       "ROR orig", "ROR rel", "χ² orig", "χ² rel", "signal"], rows, left=2)
@@ -750,7 +750,7 @@ def _ledger(r: SeriesReport) -> str:
               f"{escape(led.max_epsilon)}, mean {led.mean_epsilon:.4g}, median "
               f"{led.median_epsilon:.4g}, p90 {led.quantiles['p90']:.4g}.</p>"
             + (_img(figure, "epsilon ledger", "ledger") if figure is not None else "")
-            + _table(["case", "ε", "releases"],
+            + _table(["case", "ε per case", "releases"],
                      [[escape(str(w["case_id"])), escape(str(w["epsilon"])),
                        escape(str(w["releases"]))] for w in led.worst_cases])
             + (f'<p class="note">{led.non_dp["cases"]} case(s) also appear in release(s) without '
