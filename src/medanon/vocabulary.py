@@ -201,7 +201,7 @@ GLOSSARY: tuple[Term, ...] = (
          "the reaction is never reported without the drug)", ("infinite (report data)",), "–"),
     Term("ROR", "reporting odds ratio (a·d)/(b·c)", ("ror (evaluate --json signals, signals table)",),
          "closer to the original is better"),
-    Term("HA", "Haldane–Anscombe corrected ratio (+0.5 in every cell), shown beside ∞",
+    Term("HA (Haldane–Anscombe)", "corrected ratio (+0.5 in every cell), shown beside ∞",
          ("prr_corrected (evaluate --json signals, signals table)", "ror_corrected"),
          "closer to the original is better"),
     Term("χ²", "Yates-corrected chi-square of the 2×2 table (signal needs ≥ 4 unless PRR = ∞)",

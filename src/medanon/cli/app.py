@@ -753,7 +753,8 @@ def plan(
                           "processes (default with --scheduler local: cores, at most 4).")] = None,
 ) -> None:
     """Compare candidate series policies on the ingested data without publishing anything:
-    withheld share, NIL, signal recall, DIR after the attacks, unbounded terms; recommends one."""
+    withheld share, mean NIL, MGPS recall, max DIR after the attacks, unbounded terms; recommends
+    one."""
     from . import commands
     commands.plan(store=store, out=out, candidates=candidates, protect=protect or [],
                   max_withheld=max_withheld, min_recall=min_recall, periods=period or [],

@@ -16,7 +16,7 @@ wherever and in whatever order the candidates run (but for their CPU seconds).
 
 The recommendation is the candidate that meets the steward's constraints (every release
 passes the gate; withheld share at most ``max_withheld``; MGPS recall of the ``dedup`` scope at
-least ``min_recall``; no ``protect``-ed term left unbounded) with the lowest worst-case DIR, then
+least ``min_recall``; no ``protect``-ed term left unbounded) with the lowest max DIR, then
 DSR, then the highest recall, then the lowest NIL; the sensitive terms it leaves unbounded are
 said with it (DSR does not see them: a term at θ = 1 has no bound to break). Every other
 candidate's reason for not being chosen is in the table.
@@ -139,8 +139,8 @@ class PlanResult:
         row = self.rows.set_index("candidate").loc[self.recommended]
         unbounded = int(row["unbounded_terms"] or 0)
         return (f"Candidate {self.recommended}: {row['policy']} — withholds "
-                f"{row['withheld_share']:.1%}, NIL {row['nil']:.3f}, worst DIR "
-                f"{_num(row['dir_max'])}, worst DSR {_num(row['dsr_max'])}, MGPS recall "
+                f"{row['withheld_share']:.1%}, mean NIL {row['nil']:.3f}, max DIR "
+                f"{_num(row['dir_max'])}, max DSR {_num(row['dsr_max'])}, MGPS recall "
                 f"{_num(row['mgps_recall'])}; the lowest risk among the candidates that meet "
                 f"the constraints"
                 + (f". It leaves {unbounded} sensitive term(s) unbounded (θ = 1): require a "
@@ -468,7 +468,7 @@ def _frontier_png(result: PlanResult) -> bytes:
                        label=f"recommended: candidate {result.recommended}")
         ax.scatter([], [], c="#999", s=60, label="does not meet the constraints")
         ax.legend(loc="lower right", fontsize=8)
-    ax.set_xlabel("risk: worst DIR after the attacks (lower is better)")
+    ax.set_xlabel("risk: max DIR after the attacks (lower is better)")
     ax.set_ylabel("utility: 1 − NIL, information kept (higher is better)")
     ax.set_ylim(-0.05, 1.05)
     ax.grid(alpha=0.3)
@@ -517,7 +517,7 @@ def write_plan(result: PlanResult, out: str | Path) -> list[Path]:
         f"<h2>Recommendation</h2><p>{html.escape(result.recommendation())}</p>"
         f"<h2>Risk against utility</h2><img alt='frontier' src='data:image/png;base64,{image}'>"
         f"<h2>Candidates</h2><div class='box'><table><tr>{head}</tr>{body}</table></div>"
-        "<p>The plot: each published candidate's worst DIR against the information it keeps "
+        "<p>The plot: each published candidate's max DIR against the information it keeps "
         "(1 − NIL); the signal recall is in the table. withheld_share: cases withheld over all "
         "cases; theta_raised_to: the terms whose θ on_infeasible raise-theta raised, each "
         "with the largest θ it was raised to in any release (the term's share of the period's "
@@ -525,7 +525,8 @@ def write_plan(result: PlanResult, out: str | Path) -> list[Path]:
         "within θ, not a promise that the grouping places every case holding it); for a "
         "candidate refused because terms cannot meet their θ, the θ raise-theta would give "
         "them in the period that refused; unbounded_terms: sensitive terms at θ = 1 in "
-        "some release; nil: mean NIL (001); dir_max: worst DIR after the B/F/L attacks; "
+        "some release; nil: mean NIL (001); dir_max: max DIR (the largest of its releases') "
+        "after the B/F/L attacks; "
         "mgps_recall: share of the original's EB05 ≥ 2 signals kept, each case once "
         "(dedup), and per stratum.</p></body></html>")
     html_path.write_text(page, encoding="utf-8")
