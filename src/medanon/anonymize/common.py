@@ -260,16 +260,16 @@ class ClusteringMethod(Anonymizer):
         blocked = _infeasible_terms(counts, grouping, n_anchor)
         suppressed_terms: set[str] = set()
         if blocked:
+            # the θ raise-theta gives each blocking term: its share of the anchors, rounded up
+            raised = {t: _ceil4(c / n_anchor) for t, c, _ in blocked}
             if self.on_infeasible == "refuse":
                 raise InfeasibleError(
                     _infeasible_message(period, blocked, n_anchor, self.anchor_name(),
                                         table.caps),
                     # what raise-theta would declare: a caller (medanon plan) can say the θ
                     # each blocking term needs without parsing the message
-                    workable_theta=self.declared_theta({t: _ceil4(c / n_anchor)
-                                                        for t, c, _ in blocked}))
+                    workable_theta=self.declared_theta(raised))
             if self.on_infeasible == "raise-theta":
-                raised = {t: _ceil4(c / n_anchor) for t, c, _ in blocked}
                 grouping = grouping.with_overrides(raised)
                 declared = self.declared_theta(raised)
                 table = table.with_overrides(declared)
