@@ -858,3 +858,44 @@ def test_likelihood_in_place_is_its_formulas_to_the_last_bit(min_count):
         want_value, want_grad = plain_objective(n[keep], e[keep], min_count, x)
         assert value == want_value
         assert np.array_equal(grad, want_grad)
+
+
+def test_a_point_mass_claim_the_ray_does_not_bear_out_is_not_made(monkeypatch):
+    """Issue 42: "no finite maximum" is claimed only when the likelihood, along the ray of the
+    limit's fit, does rise towards the limit it names. When that check fails, the fit is not
+    held at 100 under that claim: it goes on under param_limit as a finite maximum would."""
+    monkeypatch.setattr(dp, "SQUASH_ABOVE", 10**9)
+    n, e = _point_mass_table(3)
+    checked: list[bool] = []
+    real = dp._rises_to_limit
+
+    def refuse(*args, **kwargs):
+        checked.append(real(*args, **kwargs))
+        return False
+
+    monkeypatch.setattr(dp, "_rises_to_limit", refuse)
+    seen = _spy_bounds(monkeypatch)
+    fit = fit_gps_prior(n, e, starts=2)
+    assert checked == [True]                     # the real check holds on this table ...
+    assert "no finite maximum" not in fit.message  # ... and refusing it withdraws the claim
+    assert max(seen) == pytest.approx(dp.PARAM_LIMIT)
+
+
+def test_the_fit_held_at_the_bound_is_no_worse_than_the_limit_carried_to_it(monkeypatch):
+    """Issue 42: the held fit is the best fit under the bound that the guard knows of, not a
+    start's poorer optimum: on the point-mass table, no point of the limit's ray at the bound
+    (the limit's other parameters, a gamma of mean λ and shape 100) beats it."""
+    monkeypatch.setattr(dp, "SQUASH_ABOVE", 10**9)
+    n, e = _point_mass_table(3)
+    captured: list[tuple] = []
+    real = dp._rises_to_limit
+
+    def spy(model, c, lam, y, supremum, bound):
+        captured.append((model, c, lam, y.copy(), bound))
+        return real(model, c, lam, y, supremum, bound)
+
+    monkeypatch.setattr(dp, "_rises_to_limit", spy)
+    fit = fit_gps_prior(n, e, starts=2)
+    (model, c, lam, y, bound), = captured
+    at_bound = model.loglik(dp._from_x(dp._at_the_bound(c, lam, y, bound)))
+    assert fit.loglik >= at_bound - dp.AGREEMENT_TOLERANCE
