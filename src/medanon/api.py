@@ -1120,7 +1120,8 @@ SIGNAL_SIDES = ("original", "release")
 
 
 #: the options of signal_table a caller of :func:`signals` may give (the rest come from the data)
-_SIGNAL_OPTIONS = ("scopes", "stratify_by", "drug_columns", "reaction_column", "fdr", "min_count")
+_SIGNAL_OPTIONS = ("scopes", "stratify_by", "drug_columns", "reaction_column", "fdr", "rr0",
+                   "min_count")
 
 
 def _check_signal_options(options: Mapping[str, Any]) -> None:
@@ -1174,7 +1175,7 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
             (:func:`~medanon.metrics.signal_table.signal_table_steps`): what a determinate
             progress bar needs.
         **options: ``scopes``, ``stratify_by``, ``drug_columns``, ``reaction_column``, ``fdr``,
-            ``min_count`` of :func:`~medanon.metrics.signal_table.signal_table`.
+            ``rr0``, ``min_count`` of :func:`~medanon.metrics.signal_table.signal_table`.
 
     Raises:
         ValidationError: neither or both of ``series`` and ``store``; a bad ``side``; a bad

@@ -170,3 +170,32 @@ def test_the_api_refuses_what_the_series_decides_and_a_side_without_a_store(seri
         signals(exported, hierarchies={})
     with pytest.raises(ValidationError, match="'side'"):
         signals(exported, side="release")
+
+
+def test_rr0_moves_p_h0_as_the_posterior_says(series, tmp_path):
+    """--rr0 1.5: p_h0_mgps is each pair's posterior P(λ <= 1.5 | n) under the prior the sidecar
+    records (recomputed here from scipy's negative binomial and gamma), the sidecar names RR0, and
+    no pair's P(λ <= 1.5) is below its P(λ <= 1)."""
+    from scipy import stats
+
+    store, _, _ = series
+    base, moved = tmp_path / "base.csv", tmp_path / "rr0.csv"
+    assert invoke_cli("signals", "--store", store, "--out", base).returncode == 0
+    result = invoke_cli("signals", "--store", store, "--out", moved, "--rr0", "1.5")
+    assert result.returncode == 0, result.stderr
+    sidecar = json.loads((tmp_path / "rr0.csv.json").read_text())
+    assert sidecar["options"]["rr0"] == 1.5
+    prior = sidecar["scopes"][0]["prior"]
+    table, before = _read(moved), _read(base)
+    n, e = table["n"].to_numpy(float), table["e"].to_numpy(float)
+    l1 = np.log(prior["p"]) + stats.nbinom.logpmf(n, prior["alpha1"],
+                                                   prior["beta1"] / (prior["beta1"] + e))
+    l2 = np.log1p(-prior["p"]) + stats.nbinom.logpmf(n, prior["alpha2"],
+                                                      prior["beta2"] / (prior["beta2"] + e))
+    w = np.exp(l1 - np.logaddexp(l1, l2))
+    want = (w * stats.gamma.cdf(1.5, prior["alpha1"] + n, scale=1 / (prior["beta1"] + e))
+            + (1 - w) * stats.gamma.cdf(1.5, prior["alpha2"] + n, scale=1 / (prior["beta2"] + e)))
+    np.testing.assert_allclose(table["p_h0_mgps"].to_numpy(float), want, rtol=1e-6, atol=1e-9)
+    merged = table.merge(before, on=KEY, suffixes=("", "_1"))
+    assert len(merged) == len(table)
+    assert (merged["p_h0_mgps"] >= merged["p_h0_mgps_1"] - 1e-12).all()

@@ -539,7 +539,7 @@ def test_gps_prior_to_dict_is_plain_json():
     d = GpsPrior(1, 2, 3, 4, 0.5).to_dict()
     assert d == {"alpha1": 1.0, "beta1": 2.0, "alpha2": 3.0, "beta2": 4.0, "p": 0.5,
                  "loglik": None, "converged": False, "starts": 0, "agreeing": 0, "message": "",
-                 "param_limit": None, "standard_errors": None}
+                 "param_limit": None, "standard_errors": None, "limit": None}
     errors = {"alpha1": 0.1, "beta1": None, "alpha2": 1, "beta2": 2.0, "p": 0.01}
     prior = GpsPrior(1, 2, 3, 4, 0.5, standard_errors=errors)
     assert prior.to_dict()["standard_errors"] == {**errors, "alpha2": 1.0}

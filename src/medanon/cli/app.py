@@ -705,6 +705,9 @@ def signals(
                               "drugs).")] = None,
     fdr: Annotated[float, typer.Option(
         "--fdr", help="Level of the false-discovery-rate decisions.")] = 0.05,
+    rr0: Annotated[float, typer.Option(
+        "--rr0", help="Null hypothesis of the MGPS FDR list: p_h0_mgps = P(RR <= RR0 | n) "
+                      "(PhViD's and vigipy's RR0).")] = 1.0,
     min_count: Annotated[int, typer.Option(
         "--min-count", help="Fit the MGPS prior on pairs reported at least this often.")] = 1,
 ) -> None:
@@ -713,7 +716,7 @@ def signals(
     from . import commands
     commands.signals(series=series, store=store, side=side, out=out, scopes=scope or ["dedup"],
                      stratify_by=stratify_by or "", drug_columns=drug_column or ["drugs"],
-                     fdr=fdr, min_count=min_count)
+                     fdr=fdr, rr0=rr0, min_count=min_count)
 
 
 @app.command()

@@ -561,7 +561,7 @@ def plan(*, store: Path, out: Path, candidates: Path | None, protect: list[str],
 # -- signals --------------------------------------------------------------------------------------
 def signals(*, series: Path | None, store: Path | None, side: str, out: Path,
             scopes: list[str], stratify_by: str, drug_columns: list[str], fdr: float,
-            min_count: int) -> None:
+            min_count: int, rr0: float = 1.0) -> None:
     from ..api import signals as screen_signals
     from ..metrics.signal_table import SIGNAL_RULES, write_signal_table
 
@@ -584,6 +584,7 @@ def signals(*, series: Path | None, store: Path | None, side: str, out: Path,
 
             table = screen_signals(series, store=store, side=side, scopes=scopes,
                                    stratify_by=stratify_by, drug_columns=drug_columns, fdr=fdr,
+                                   rr0=rr0,
                                    min_count=min_count, on_start=on_start,
                                    progress=lambda step: bar["step"](step))
     written, sidecar = write_signal_table(table, out)
@@ -597,10 +598,15 @@ def signals(*, series: Path | None, store: Path | None, side: str, out: Path,
         summary.add_row(entry["scope"], entry["period"], str(entry["reports"]), str(entry["pairs"]),
                         *(str(int(rows[flag].sum())) for flag in SIGNAL_RULES.values()),
                         "-" if prior is None else ("converged" if prior["converged"]
+                                                   else "held at bound" if prior["limit"]
                                                    else "NOT converged"))
     ui.out.print(summary)
     for line in meta["warnings"]:
         ui.err.print(f"warning: {line}")
+    if ui.verbosity() >= 2:  # the optimizer's own words, per scope (the sidecar has them too)
+        for entry in meta["scopes"]:
+            if entry["prior"] is not None and not entry["prior"]["converged"]:
+                ui.err.print(f"{entry['scope']} {entry['period']}: {entry['prior']['message']}")
     print(f"wrote {len(table)} pair row(s) to {written} and the priors to {sidecar}")
 
 

@@ -44,6 +44,11 @@ def set_verbosity(*, quiet: bool = False, verbose: bool = False) -> None:
     _VERBOSITY["level"] = 0 if quiet else 2 if verbose else 1
 
 
+def verbosity() -> int:
+    """The level :func:`set_verbosity` set: 0 (--quiet), 1 (default) or 2 (--verbose)."""
+    return _VERBOSITY["level"]
+
+
 def _stamp() -> str:
     return time.strftime("%H:%M:%S")
 

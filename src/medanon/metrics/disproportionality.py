@@ -212,7 +212,22 @@ Choices and deviations:
    the one-sided p-value of log PRR > 0 (normal approximation, +½ in every cell so that every
    table has one), ``q_prr`` its Benjamini–Hochberg adjusted value over every pair screened
    (m = all pairs, the conservative choice: pairs with a < 3 cannot signal but are counted),
-   and ``signal_prr_fdr`` = q_prr ≤ ``fdr`` and a ≥ 3 (Evans' minimum count).
+   and ``signal_prr_fdr`` = q_prr ≤ ``fdr`` and a ≥ 3 (Evans' minimum count). ``rr0`` (PhViD's
+   and vigipy's ``RR0``) moves the null hypothesis: ``p_h0_mgps`` = P(λ ≤ rr0 | n).
+12. **Decisions that hinge on the bound** (issue 42). A fit held at its bound because its
+   likelihood has no finite maximum (choice 3a) is a boundary solution: the data favour the
+   limit it tends to, a gamma plus a point mass at λ (:class:`LimitPrior`, kept in
+   :attr:`GpsPrior.limit`), over any prior with finite parameters. No tool has a principled
+   single answer there (openEBGM refuses the fit; PhViD and vigipy return an unconverged
+   iterate), so :func:`screen` scores every pair under both and says where it matters:
+   ``limit_prior_flips`` names each decision of the pair that differs between the held prior and
+   the limit — ``eb05`` (EB05 ≥ 2), ``eb95`` (EB95 < 2: the pair is cleared at the same
+   threshold) and ``fdr`` (the Bayesian-FDR list at ``fdr``, against ``rr0``) — and is empty
+   for every pair whose decisions hold under both (and for every pair of a fit that has a
+   maximum). Under the limit a pair's posterior is Qn·Gamma(α + n, β + E) + (1 − Qn)·δ(λ)
+   (:func:`limit_scores`): the point mass stays a point mass whatever the counts, so a pair the
+   data place in it keeps RR λ exactly; that is the limit's claim, and why its decisions are
+   shown beside the held fit's rather than instead of them.
 
 References:
     DuMouchel W. Bayesian data mining in large frequency tables, with an application to the FDA
@@ -282,6 +297,9 @@ __all__ = [
     "SCREEN_COLUMNS",
     "STAGE_LIMIT",
     "GpsPrior",
+    "LimitPrior",
+    "LIMIT_FLIP_COLUMN",
+    "MGPS_EB95_CLEAR",
     "count_pairs",
     "eb_quantile",
     "FDR_LEVEL",
@@ -291,6 +309,7 @@ __all__ = [
     "fit_gps_prior",
     "ic_quantile",
     "information_component",
+    "limit_scores",
     "pair_counts",
     "posterior_h0",
     "posterior_weight",
@@ -328,7 +347,14 @@ PAIR_COLUMNS = ("drug", "reaction", "n", "n_drug", "n_reaction", "n_total", "e",
 #: Columns :func:`screen` adds.
 SCREEN_COLUMNS = ("ebgm", "eb05", "eb95", "ic", "ic025", "prr", "ror", "chi2", "prr_corrected",
                   "signal_mgps", "signal_bcpnn", "signal_prr", "p_h0_mgps", "fdr_mgps",
-                  "signal_mgps_fdr", "p_prr", "q_prr", "signal_prr_fdr")
+                  "signal_mgps_fdr", "p_prr", "q_prr", "signal_prr_fdr", "limit_prior_flips")
+#: The column of :func:`screen` that names the decisions which differ under the limit prior of
+#: a fit held at its bound (choice 12): ``eb05``, ``eb95``, ``fdr``, comma-joined; empty when
+#: none differs or the fit has no limit.
+LIMIT_FLIP_COLUMN = "limit_prior_flips"
+#: EB95 below this says the pair is no signal at the EB05 rule's threshold either (the whole 90%
+#: interval lies below it): the EB95 decision compared under the two priors (choice 12).
+MGPS_EB95_CLEAR = 2.0
 
 #: Above this many distinct (n, E) points the fit bins E (choice 2).
 SQUASH_ABOVE = 10_000
@@ -451,6 +477,9 @@ class GpsPrior:
             undefined: a fit that did not converge (at a bound, or stopped early) or whose
             observed information is not positive definite. None for a prior given by hand.
             Not compared by ``==`` (two fits are equal when their priors and fit reports are).
+        limit: For a fit held at its bound because its likelihood has no finite maximum
+            (choice 3a), the limit it tends to (a :class:`LimitPrior`), under which screening
+            scores every pair too (choice 12); None otherwise. Not compared by ``==``.
 
     Raises:
         ValidationError: a shape or rate not finite and > 0, or p outside [0, 1].
@@ -468,6 +497,7 @@ class GpsPrior:
     message: str = ""
     param_limit: float | None = None
     standard_errors: dict[str, float | None] | None = field(default=None, compare=False)
+    limit: LimitPrior | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for name in ("alpha1", "beta1", "alpha2", "beta2"):
@@ -506,7 +536,54 @@ class GpsPrior:
                 "agreeing": int(self.agreeing), "message": self.message,
                 "param_limit": self.param_limit,
                 "standard_errors": (None if self.standard_errors is None
-                                    else dict(self.standard_errors))}
+                                    else dict(self.standard_errors)),
+                "limit": None if self.limit is None else self.limit.to_dict()}
+
+
+@dataclass(frozen=True)
+class LimitPrior:
+    """The limit a fit held at its bound tends to (choice 3a, choice 12): a gamma component
+    (``alpha``, ``beta``) of weight ``p`` and a point mass at ``lam`` of weight 1 − ``p`` (the
+    other component, whose shape and rate grew without bound at the ratio ``lam``).
+
+    A pair's posterior under it is a gamma (α + n, β + E) of weight Qn and the point mass itself
+    (a point mass stays one whatever the data) of weight 1 − Qn, Qn from the negative binomial
+    and the Poisson(λE) marginals.
+
+    Attributes:
+        alpha, beta: Shape and rate of the gamma component.
+        lam: Where the point mass sits (the RR every pair of it shares).
+        p: Weight of the gamma component.
+        loglik: The limit's marginal log-likelihood (the supremum of the held fit's ray).
+
+    Raises:
+        ValidationError: a shape, rate or λ not finite and > 0, or p outside [0, 1].
+    """
+
+    alpha: float
+    beta: float
+    lam: float
+    p: float
+    loglik: float = math.nan
+
+    def __post_init__(self) -> None:
+        for name in ("alpha", "beta", "lam"):
+            value = getattr(self, name)
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                    or not math.isfinite(value) or value <= 0):
+                raise ValidationError(f"The {name!r} parameter of LimitPrior must be a finite "
+                                      f"number > 0; got {value!r}.")
+            object.__setattr__(self, name, float(value))
+        if (isinstance(self.p, bool) or not isinstance(self.p, numbers.Real)
+                or not 0.0 <= float(self.p) <= 1.0):
+            raise ValidationError(f"The 'p' parameter of LimitPrior must be a number in [0, 1]; "
+                                  f"got {self.p!r}.")
+        object.__setattr__(self, "p", float(self.p))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON values."""
+        return {"alpha": self.alpha, "beta": self.beta, "lam": self.lam, "p": self.p,
+                "loglik": self.loglik if math.isfinite(self.loglik) else None}
 
 
 class _Likelihood:
@@ -857,10 +934,14 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 
         agreeing = sum(1 for r in finite
                        if abs(-r.fun * model.total - loglik) <= AGREEMENT_TOLERANCE)
         point_mass = None
+        limit_prior = None
         if any(_at_bound(best.x[i], bounds[i])[1] for i in range(4)):
             verdict = _point_mass(model, best, bounds, maxiter)
             if verdict is not None and verdict[0]:
                 point_mass = verdict[1:4]
+                y = verdict[4]
+                limit_prior = LimitPrior(float(math.exp(y[0])), float(math.exp(y[1])),
+                                         verdict[2], float(expit(y[3])), loglik=verdict[3])
                 # the fit held at the bound is the best one there: the starts may have stopped
                 # in a poorer optimum than the limit's fit carried back to the bound (measured:
                 # 64 units below it on a 20,000-pair table whose two starts agreed)
@@ -933,7 +1014,7 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 
         message += f"; E binned for the fit (0.1% wide bins: over {SQUASH_ABOVE:,} distinct points)"
     return GpsPrior(*theta, loglik=loglik, converged=converged, starts=starts, agreeing=agreeing,
                     message=message, param_limit=first if point_mass is not None else limit,
-                    standard_errors=dict(zip(_NAMES, errors, strict=True)))
+                    standard_errors=dict(zip(_NAMES, errors, strict=True)), limit=limit_prior)
 
 
 def _clipped(x: np.ndarray, bounds: list[tuple[float, float]]) -> np.ndarray:
@@ -1155,6 +1236,63 @@ def eb_quantile(n: Any, e: Any, prior: GpsPrior, q: float) -> np.ndarray:
                              prior.beta2 + e_arr)
 
 
+def _limit_weight(n: np.ndarray, e: np.ndarray, prior: LimitPrior) -> np.ndarray:
+    """Qn under the limit prior: the posterior probability of its gamma component."""
+    if prior.p in (0.0, 1.0):
+        return np.full(n.shape, prior.p)
+    l1 = math.log(prior.p) + _log_nb(n, e, prior.alpha, prior.beta)
+    mu = prior.lam * e
+    l2 = math.log1p(-prior.p) + n * np.log(mu) - mu - gammaln(n + 1.0)
+    return np.exp(l1 - np.logaddexp(l1, l2))
+
+
+def limit_scores(n: Any, e: Any, prior: LimitPrior, *, rr0: float = 1.0
+                 ) -> dict[str, np.ndarray]:
+    """EBGM, EB05, EB95 and P(λ <= ``rr0`` | n) of each pair under a :class:`LimitPrior`
+    (choice 12).
+
+    The posterior is Qn·Gamma(α + n, β + E) + (1 − Qn)·δ(λ): its CDF jumps by 1 − Qn at λ, so
+    the q-quantile is the gamma's quantile of q/Qn below λ, λ itself while the jump covers q, and
+    the gamma's quantile of (q − 1 + Qn)/Qn above it.
+
+    Raises:
+        ValidationError: n, e, prior or rr0 malformed.
+    """
+    owner = "limit_scores"
+    n_arr, e_arr = _pair(n, e, owner)
+    if not isinstance(prior, LimitPrior):
+        raise ValidationError(f"The 'prior' parameter of {owner} must be a LimitPrior; got "
+                              f"{type(prior).__name__}.")
+    rr0 = _ratio(rr0, owner)
+    nf = n_arr.astype(np.float64)
+    w = _limit_weight(nf, e_arr, prior)
+    a, b = prior.alpha + nf, prior.beta + e_arr
+    below = w * gammainc(a, b * prior.lam)        # F(λ−): the gamma part below the mass
+
+    def quantile(q: float) -> np.ndarray:
+        out = np.full(nf.shape, prior.lam)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            low = below >= q
+            out[low] = gammaincinv(a[low], q / w[low]) / b[low]
+            high = below + (1.0 - w) < q
+            out[high] = gammaincinv(a[high], (q - 1.0 + w[high]) / w[high]) / b[high]
+        return out
+
+    with np.errstate(divide="ignore"):
+        log_gamma = digamma(a) - np.log(b)
+    return {"ebgm": np.exp(w * log_gamma + (1.0 - w) * math.log(prior.lam)),
+            "eb05": quantile(MGPS_LOWER_QUANTILE), "eb95": quantile(MGPS_UPPER_QUANTILE),
+            "p_h0": w * gammainc(a, b * rr0) + (1.0 - w) * float(prior.lam <= rr0)}
+
+
+def _ratio(rr0: Any, owner: str) -> float:
+    if (isinstance(rr0, bool) or not isinstance(rr0, numbers.Real) or not math.isfinite(rr0)
+            or rr0 <= 0):
+        raise ValidationError(f"The 'rr0' parameter of {owner} must be a finite number > 0; "
+                              f"got {rr0!r}.")
+    return float(rr0)
+
+
 def information_component(n: Any, e: Any) -> np.ndarray:
     """BCPNN information component with Norén et al.'s shrinkage: log2((n + ½) / (e + ½)).
 
@@ -1177,14 +1315,21 @@ def ic_quantile(n: Any, e: Any, q: float) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- FDR decisions
-def posterior_h0(n: Any, e: Any, prior: GpsPrior) -> np.ndarray:
-    """P(λ ≤ 1 | n) under the MGPS posterior of each pair (the mixture of two gammas)."""
+def posterior_h0(n: Any, e: Any, prior: GpsPrior, rr0: float = 1.0) -> np.ndarray:
+    """P(λ ≤ ``rr0`` | n) under the MGPS posterior of each pair (the mixture of two gammas):
+    the posterior probability that the pair's relative reporting ratio is at most ``rr0`` (1:
+    reported no more often than expected; PhViD's and vigipy's ``RR0``).
+
+    Raises:
+        ValidationError: ``rr0`` not a finite number > 0; n, e or prior malformed.
+    """
+    rr0 = _ratio(rr0, "posterior_h0")
     n_arr = np.asarray(n, dtype=np.float64)
     e_arr = np.asarray(e, dtype=np.float64)
     q = posterior_weight(n_arr, e_arr, prior)
-    # the CDF at 1 of Gamma(shape, rate) is the regularized lower incomplete gamma P(shape, rate)
-    return (q * gammainc(prior.alpha1 + n_arr, prior.beta1 + e_arr)
-            + (1.0 - q) * gammainc(prior.alpha2 + n_arr, prior.beta2 + e_arr))
+    # the CDF at rr0 of Gamma(shape, rate) is the regularized lower incomplete gamma P(shape, rate·rr0)
+    return (q * gammainc(prior.alpha1 + n_arr, (prior.beta1 + e_arr) * rr0)
+            + (1.0 - q) * gammainc(prior.alpha2 + n_arr, (prior.beta2 + e_arr) * rr0))
 
 
 def bayesian_fdr(p_h0: Any, q: float) -> tuple[np.ndarray, np.ndarray]:
@@ -1494,7 +1639,7 @@ def _table_column(table: pd.DataFrame, name: str) -> pd.Series:
 
 def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int = 1,
            seed: int = 0, starts: int = GPS_STARTS, warm_start: GpsPrior | None = None,
-           fdr: float = FDR_LEVEL) -> tuple[pd.DataFrame, GpsPrior]:
+           fdr: float = FDR_LEVEL, rr0: float = 1.0) -> tuple[pd.DataFrame, GpsPrior]:
     """Screen every pair of a :func:`pair_counts` table with MGPS, BCPNN and PRR.
 
     Args:
@@ -1503,6 +1648,8 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
         min_count, seed, starts, warm_start: Passed to :func:`fit_gps_prior` when ``prior``
             is None.
         fdr: Level of the false-discovery-rate decisions (choice 11).
+        rr0: The relative reporting ratio of the null hypothesis of the MGPS FDR decisions:
+            ``p_h0_mgps`` is P(λ ≤ ``rr0`` | n) (choice 11; default 1).
 
     Returns:
         A copy of ``table`` with the columns of :data:`SCREEN_COLUMNS` added (``ebgm``,
@@ -1510,8 +1657,8 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
         (the Haldane–Anscombe PRR, always finite) and the flags
         ``signal_mgps`` = EB05 >= 2, ``signal_bcpnn`` = IC025 > 0, ``signal_prr`` = the
         Evans/MHRA rule), the FDR columns ``p_h0_mgps``, ``fdr_mgps``, ``p_prr``, ``q_prr`` and
-        their decisions ``signal_mgps_fdr`` and ``signal_prr_fdr`` (choice 11), and the prior
-        used.
+        their decisions ``signal_mgps_fdr`` and ``signal_prr_fdr`` (choice 11),
+        ``limit_prior_flips`` (choice 12), and the prior used.
 
     Raises:
         ValidationError: ``table`` is not a DataFrame, its counts are malformed, it is empty
@@ -1546,9 +1693,30 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
     out["signal_mgps"] = out["eb05"].to_numpy() >= MGPS_EB05_THRESHOLD
     out["signal_bcpnn"] = out["ic025"].to_numpy() > BCPNN_IC025_THRESHOLD
     out["signal_prr"] = prr_signal
-    out["p_h0_mgps"] = posterior_h0(n, e, prior)
+    rr0 = _ratio(rr0, owner)
+    out["p_h0_mgps"] = posterior_h0(n, e, prior, rr0)
     out["fdr_mgps"], out["signal_mgps_fdr"] = bayesian_fdr(out["p_h0_mgps"].to_numpy(), fdr)
     out["p_prr"] = prr_p_value(a, b, c, d)
     out["q_prr"] = benjamini_hochberg(out["p_prr"].to_numpy())
     out["signal_prr_fdr"] = (out["q_prr"].to_numpy() <= fdr) & (a >= MIN_CASES)
+    out[LIMIT_FLIP_COLUMN] = _limit_flips(out, n, e, prior, fdr, rr0)
     return out, prior
+
+
+def _limit_flips(out: pd.DataFrame, n: np.ndarray, e: np.ndarray, prior: GpsPrior, fdr: float,
+                 rr0: float) -> np.ndarray:
+    """Choice 12: for a prior held at its bound (no finite maximum), which of each pair's
+    decisions differ under the limit the fit tends to: EB05 >= 2, EB95 < 2, the FDR list."""
+    flips = np.full(len(out), "", dtype=object)
+    if prior.limit is None or not len(out):
+        return flips
+    held = (out["eb05"].to_numpy() >= MGPS_EB05_THRESHOLD,
+            out["eb95"].to_numpy() < MGPS_EB95_CLEAR, out["signal_mgps_fdr"].to_numpy(bool))
+    scores = limit_scores(n, e, prior.limit, rr0=rr0)
+    at_limit = (scores["eb05"] >= MGPS_EB05_THRESHOLD, scores["eb95"] < MGPS_EB95_CLEAR,
+                bayesian_fdr(scores["p_h0"], fdr)[1])
+    names = [np.where(h != lim, name, "")
+             for name, h, lim in zip(("eb05", "eb95", "fdr"), held, at_limit, strict=True)]
+    for i in np.flatnonzero(np.logical_or.reduce([h != lim for h, lim in zip(held, at_limit)])):
+        flips[i] = ",".join(x[i] for x in names if x[i])
+    return flips

@@ -73,7 +73,8 @@ from .._validation import check_int
 from ..errors import MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
-from .disproportionality import FDR_LEVEL, GPS_STARTS, SCREEN_COLUMNS, GpsPrior, count_pairs, screen
+from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, SCREEN_COLUMNS, GpsPrior,
+                                 count_pairs, screen)
 from .signals import INSIDE, Condition, SignalRule
 
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
@@ -520,6 +521,13 @@ class _Screened:
                                  reaction_key=_fold(table["reaction"]))
         self.table = table.set_index(_KEY) if len(table) else table
 
+    def limit_flips(self) -> int:
+        """How many pairs' decisions differ under the limit of a prior held at its bound
+        (:data:`.disproportionality.LIMIT_FLIP_COLUMN`; 0 for a prior with a maximum)."""
+        if self.prior is None or self.prior.limit is None or not len(self.table):
+            return 0
+        return int((self.table[LIMIT_FLIP_COLUMN] != "").sum())
+
     def signals(self, statistic: str) -> pd.Index:
         if not len(self.table):
             return pd.MultiIndex.from_tuples([], names=_KEY)
@@ -678,6 +686,8 @@ def _scope_entry(kind: str, scope: str, original: _Screened, release: _Screened,
         "undecided": {"original": original.undecided, "release": release.undecided},
         "prior": {"original": original.prior.to_dict() if original.prior else None,
                   "release": release.prior.to_dict() if release.prior else None},
+        # pairs whose decision differs under the limit of a prior held at its bound (issue 42)
+        "limit_prior_flips": {"original": original.limit_flips(), "release": release.limit_flips()},
     }
     entry.update(_compare(original, release, listed))
     return entry

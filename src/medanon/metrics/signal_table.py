@@ -89,8 +89,9 @@ from ..errors import InputFormatError, MedanonError, SchemaError, ValidationErro
 from ..hierarchies import Taxonomy
 from ..periods import parse_period
 from ..published.cells import SUPPRESSED, blank_cells, cell_strings
-from .disproportionality import (GPS_STARTS, GpsPrior, bayesian_fdr, benjamini_hochberg,
-                                 pair_counts, posterior_h0, prr_p_value, screen)
+from .disproportionality import (GPS_STARTS, LIMIT_FLIP_COLUMN, GpsPrior, bayesian_fdr,
+                                 benjamini_hochberg, pair_counts, posterior_h0, prr_p_value,
+                                 screen)
 from .screening import DEFAULT_STRATA, SCOPE_STARTS
 from .signals import INSIDE, Condition
 
@@ -115,7 +116,8 @@ _YEAR = re.compile(r"^(\d{4})(?:\d{2}){0,2}$")
 #: cumulative scopes)
 _OUT = ("scope", "period", "drug", "reaction", "n", "e", "e_crude", "n_drug", "n_reaction",
         "n_total", "ebgm", "eb05", "eb95", "ic", "ic025", "prr", "prr_corrected", "ror",
-        "chi2_yates", "p_h0_mgps", "fdr_mgps", "p_prr", "q_prr", *SIGNAL_RULES.values())
+        "chi2_yates", "p_h0_mgps", "fdr_mgps", "p_prr", "q_prr", *SIGNAL_RULES.values(),
+        LIMIT_FLIP_COLUMN)
 
 
 # ----------------------------------------------------------------------------- options
@@ -249,10 +251,12 @@ def _pair_table(rows: pd.DataFrame, drug_columns: Sequence[str], reaction_column
 
 
 def _screened(table: pd.DataFrame, *, fdr: float, min_count: int, starts: int,
-              warm_start: GpsPrior | None) -> tuple[pd.DataFrame, GpsPrior | None]:
+              warm_start: GpsPrior | None, rr0: float = 1.0
+              ) -> tuple[pd.DataFrame, GpsPrior | None]:
     if not len(table):
         return table, None
-    out, prior = screen(table, min_count=min_count, starts=starts, warm_start=warm_start, fdr=fdr)
+    out, prior = screen(table, min_count=min_count, starts=starts, warm_start=warm_start, fdr=fdr,
+                        rr0=rr0)
     return out.rename(columns={"chi2": "chi2_yates"}), prior
 
 
@@ -286,6 +290,38 @@ def _unknown_warnings(entries: list[dict[str, Any]]) -> list[str]:
             f"is in no {variable} stratum (blank, suppressed or generalized across strata); they "
             f"are counted in the stratum {UNKNOWN_STRATUM!r}, not guessed."
             for variable, count in widest["unknown"].items() if count]
+
+
+def _prior_warnings(entries: list[dict[str, Any]]) -> list[str]:
+    """At most two plain-language warnings for the whole run (the sidecar's scope entries keep
+    each fit's own optimizer text): the scopes whose prior has no finite maximum, with what that
+    means for the decisions, and the scopes whose fit stopped short for another reason."""
+    fitted = [e for e in entries if e["prior"] is not None]
+    held = [e for e in fitted if e["prior"]["limit"] is not None]
+    other = [e for e in fitted if not e["prior"]["converged"] and e["prior"]["limit"] is None]
+    out = []
+    if held:
+        flips = sum(e["limit_prior_flips"] for e in held)
+        names = ", ".join(f"{e['scope']} {e['period']}" for e in held[:4])
+        lams = sorted(e["prior"]["limit"]["lam"] for e in held)
+        out.append(
+            f"The MGPS prior has no finite maximum in {len(held)} of {len(fitted)} scope(s) "
+            f"({names}{', ...' if len(held) > 4 else ''}): the data fit best a prior in which "
+            f"many pairs are reported at one fixed ratio (λ {lams[0]:.3g}"
+            f"{'' if lams[0] == lams[-1] else f' to {lams[-1]:.3g}'}), which no gamma reaches, "
+            f"so the prior is held at its bound. "
+            + (f"{flips} pair decision(s) (EB05 >= 2, EB95 < 2 or the FDR list) differ under "
+               f"that limit: column {LIMIT_FLIP_COLUMN} names them; read those pairs as "
+               f"undecided. Every other decision holds under both priors."
+               if flips else "No pair's decision (EB05 >= 2, EB95 < 2, the FDR list) differs "
+                             "under that limit: the decisions hold under both priors."))
+    if other:
+        names = ", ".join(f"{e['scope']} {e['period']}" for e in other[:4])
+        out.append(f"The MGPS prior's fit stopped before a maximum in {len(other)} of "
+                   f"{len(fitted)} scope(s) ({names}{', ...' if len(other) > 4 else ''}); their "
+                   f"decisions use the fit as it stopped (each scope's prior.message in the "
+                   f"sidecar says why).")
+    return out
 
 
 def _labels(releases: Mapping[str, Any], owner: str) -> list[str]:
@@ -335,6 +371,7 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
                  scopes: Sequence[str] | str = DEFAULT_SCOPES,
                  stratify_by: Sequence[str] | str = (), drug_columns: Sequence[str] | str = ("drugs",),
                  reaction_column: str = "reactions", fdr: float = 0.05, min_count: int = 1,
+                 rr0: float = 1.0,
                  hierarchies: Mapping[str, Taxonomy] | None = None,
                  perturbed: Mapping[str, Sequence[str]] | None = None,
                  source: str = "",
@@ -354,6 +391,8 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
         fdr: The level of the FDR decisions.
         min_count: The prior is fitted on the pairs with n >= ``min_count`` (every pair is
             scored).
+        rr0: The null hypothesis of the MGPS FDR decisions: ``p_h0_mgps`` is P(λ ≤ ``rr0`` | n)
+            (PhViD's and vigipy's RR0; default 1).
         hierarchies: Taxonomies of the categorical QIDs (to read ``age`` and ``sex`` bands).
         perturbed: Period -> the columns its release declares perturbed (refused as strata).
         source: Where the rows came from (recorded in the sidecar).
@@ -394,6 +433,11 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
         raise ValidationError(f"The 'reaction_column' parameter of signal_table must be a column "
                               f"name; got {reaction_column!r}.")
     level = _fdr_level(fdr)
+    if (isinstance(rr0, bool) or not isinstance(rr0, (int, float)) or not math.isfinite(rr0)
+            or rr0 <= 0):
+        raise ValidationError(f"The 'rr0' parameter of signal_table must be a number > 0; "
+                              f"got {rr0!r}.")
+    rr0 = float(rr0)
     min_count = check_int(min_count, name="min_count", owner="signal_table", minimum=1)
     hierarchies = dict(hierarchies or {})
     _check_strata_columns(releases, variables, dict(perturbed or {}), hierarchies)
@@ -405,7 +449,7 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
     anchor_strata = _strata(anchor_rows, variables, hierarchies) if variables else None
     anchor_table = _pair_table(anchor_rows, drugs, reaction_column, anchor_strata)
     anchor_out, anchor = _screened(anchor_table, fdr=level, min_count=min_count,
-                                   starts=GPS_STARTS, warm_start=None)
+                                   starts=GPS_STARTS, warm_start=None, rr0=rr0)
     if progress is not None:
         progress("dedup prior")
     frames, entries, cumulative = [], [], []
@@ -420,7 +464,7 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
             table = _pair_table(rows, drugs, reaction_column, strata)
             out, prior = _screened(table, fdr=level, min_count=min_count,
                                    starts=GPS_STARTS if anchor is None else SCOPE_STARTS,
-                                   warm_start=anchor)
+                                   warm_start=anchor, rr0=rr0)
         out.insert(0, "period", period)
         out.insert(0, "scope", scope)
         entry: dict[str, Any] = {"scope": scope, "period": period, "periods": periods,
@@ -431,13 +475,13 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
         if strata is not None:
             entry["strata"] = len(strata.labels)
             entry["unknown"] = strata.unknown
-        if prior is not None and not prior.converged:
-            warnings.append(f"{scope} {period}: the MGPS prior did not converge ({prior.message}).")
+        if prior is not None and prior.limit is not None:
+            entry["limit_prior_flips"] = int((out[LIMIT_FLIP_COLUMN] != "").sum())
         entries.append(entry)
         (cumulative if scope == "cumulative" else frames).append(out)
         if progress is not None:
             progress(f"{scope} {period}")
-    warnings[:0] = _unknown_warnings(entries)
+    warnings[:0] = [*_unknown_warnings(entries), *_prior_warnings(entries)]
     if cumulative:
         _first_signals(cumulative)
         frames += cumulative
@@ -454,12 +498,12 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
         "options": {"scopes": list(wanted), "stratify_by": list(variables),
                     "stratify_columns": {v: STRATIFY_COLUMNS.get(v, v) for v in variables},
                     "drug_columns": list(drugs), "reaction_column": reaction_column,
-                    "fdr": level, "min_count": min_count,
+                    "fdr": level, "rr0": rr0, "min_count": min_count,
                     "prior_starts": {"dedup": GPS_STARTS, "other_scopes": SCOPE_STARTS,
                                      "other_scopes_first_start": "the dedup prior"}},
         "rules": {"mgps": "EB05 >= 2", "bcpnn": "IC025 > 0",
                   "prr": "a >= 3 and (PRR = inf or (PRR >= 2 and chi2_yates >= 4))",
-                  "mgps_fdr": f"Bayesian FDR of p_h0_mgps <= {level}",
+                  "mgps_fdr": f"Bayesian FDR of p_h0_mgps = P(lambda <= {rr0:g} | n) <= {level}",
                   "prr_fdr": f"Benjamini-Hochberg q_prr <= {level} and a >= 3"},
         "scopes": entries, "warnings": warnings,
     }

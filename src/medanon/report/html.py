@@ -695,6 +695,7 @@ def _screening_table(r: SeriesReport) -> str:
                            str(s["original"]["n"]), _fmt(s["original"].get("eb05"))])
     # scopes whose prior did not converge, grouped by why (a long series holds dozens)
     why_scopes: dict[str, list[str]] = {}
+    held_flips = 0  # pair decisions that differ under the limit of those held fits (issue 42)
     for e in screening["scopes"]:
         for side in ("original", "release"):
             prior = (e.get("prior") or {}).get(side)
@@ -703,12 +704,19 @@ def _screening_table(r: SeriesReport) -> str:
                 if "no finite maximum" in message:
                     why = ("no finite maximum (the likelihood rises as a component tends to a "
                            "point mass), held at openEBGM's bound 100")
+                    held_flips += (e.get("limit_prior_flips") or {}).get(side, 0)
                 elif "at a bound" in message:
                     why = message[message.index("at a bound"):].split("; E binned")[0]
                 else:
                     why = message
                 why_scopes.setdefault(why, []).append(f"{e['scope']} ({side})")
     unfitted = [f"{escape(why)}: {escape(', '.join(where))}" for why, where in why_scopes.items()]
+    if any("no finite maximum" in why for why in why_scopes):
+        unfitted.append(f"{held_flips} pair decision(s) of those held scopes differ under the "
+                        "limit the fit tends to (column limit_prior_flips of medanon signals): "
+                        "read them as undecided" if held_flips else
+                        "every decision of those held scopes holds under the limit the fit "
+                        "tends to as well")
     planted = ""
     if screening.get("planted_summary"):
         planted = ("<h4>Rules inside their own condition, and manufactured in the opposite "
