@@ -1132,6 +1132,21 @@ def _check_signal_options(options: Mapping[str, Any]) -> None:
                               f"(hierarchies and perturbed columns are read from the series).")
 
 
+def _with_age_groups(rows: pd.DataFrame, quarter: Any) -> pd.DataFrame:
+    """The published rows of a FAERS-layout quarter with FDA's ``age_grp`` of each case's latest
+    report beside them (:data:`medanon.metrics.signal_table.AGE_GROUP_COLUMN`): the age stratum
+    when the age itself is blank (docs/metrics.md)."""
+    from .metrics.signal_table import AGE_GROUP_COLUMN
+
+    if quarter.age_groups is None or "case_id" not in rows.columns:
+        return rows
+    # records are sorted by case, version and report: the last row of a case is its latest
+    latest = (pd.Series(quarter.age_groups, index=quarter.records["case_id"].astype(str))
+              .groupby(level=0, sort=False).last())
+    codes = rows["case_id"].astype(str).map(latest)
+    return rows.assign(**{AGE_GROUP_COLUMN: codes.where(codes.notna(), "").astype(str)})
+
+
 def _signals_of(series: PublishedSeries, *, progress: Callable[[str], None] | None = None,
                 on_start: Callable[[int], None] | None = None, **options: Any) -> pd.DataFrame:
     from .published.faers_layout import perturbed_qids
@@ -1205,7 +1220,8 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
             rows = {}
             for quarter in read_faers(folder, schema=schema).quarters:
                 supers = combine_super_records(quarter.records, schema, hierarchies).frame
-                rows[quarter.label] = original_as_published(supers, schema)
+                rows[quarter.label] = _with_age_groups(original_as_published(supers, schema),
+                                                       quarter)
             return _signal_table(rows, progress=progress, on_start=on_start,
                                  hierarchies=hierarchies,
                                  source=f"FAERS layout {str(folder)!r}", **options)

@@ -493,3 +493,17 @@ def test_absent_columns_name_the_parameter():
 def test_age_bands_without_their_hierarchy_are_refused_naming_it():
     with pytest.raises(ValidationError, match="'stratify_by'.*hierarchies"):
         signal_table({"2020Q1": HAND}, stratify_by="age")
+
+
+def test_a_blank_age_is_read_from_fdas_age_group_when_it_lies_in_one_band():
+    """Issue 42: a FAERS-layout input's age_grp decides the band of a report whose age cell
+    does not (N, I, C, T: <= 18; A: 19-64; E: >= 65); a decided age cell wins; blank and
+    unknown codes stay unknown."""
+    from medanon.hierarchies.builtin import mesh_age_tree
+    from medanon.metrics.signal_table import AGE_GROUP_COLUMN, _variable_values
+
+    rows = pd.DataFrame({"age": ["", "", "", "", "", "", "", "", "Aged (65-79)", "*"],
+                         AGE_GROUP_COLUMN: ["N", "i", " C", "T", "A", "E", "", "X", "C", "A"]})
+    got = _variable_values(rows, "age", "age", {"age": mesh_age_tree()})
+    assert got.tolist() == ["age <= 18"] * 4 + ["age in [19-64]", "age >= 65", "unknown",
+                                                "unknown", "age >= 65", "age in [19-64]"]

@@ -87,6 +87,7 @@ import pandas as pd
 from .._validation import check_int
 from ..errors import InputFormatError, MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
+from ..hierarchies.builtin import FAERS_AGE_GROUP_LEAVES, mesh_age_tree
 from ..periods import parse_period
 from ..published.cells import SUPPRESSED, blank_cells, cell_strings
 from .disproportionality import (GPS_STARTS, LIMIT_FLIP_COLUMN, GpsPrior, bayesian_fdr,
@@ -95,7 +96,8 @@ from .disproportionality import (GPS_STARTS, LIMIT_FLIP_COLUMN, GpsPrior, bayesi
 from .screening import DEFAULT_STRATA, SCOPE_STARTS
 from .signals import INSIDE, Condition
 
-__all__ = ["DEFAULT_SCOPES", "SCOPES", "SIGNAL_RULES", "STRATIFY_COLUMNS", "UNKNOWN_STRATUM",
+__all__ = ["AGE_GROUP_COLUMN", "DEFAULT_SCOPES", "SCOPES", "SIGNAL_RULES", "STRATIFY_COLUMNS",
+           "UNKNOWN_STRATUM",
            "bayesian_fdr", "benjamini_hochberg", "posterior_h0", "prr_p_value", "signal_table",
            "signal_table_steps", "write_signal_table"]
 
@@ -105,6 +107,9 @@ DEFAULT_SCOPES = ("dedup",)
 #: ``stratify_by`` alias -> the column it reads
 STRATIFY_COLUMNS = {"age": "age", "sex": "sex", "year": "init_fda_dt"}
 UNKNOWN_STRATUM = "unknown"
+#: FDA's age group code of a report (DEMO ``age_grp``), read for the ``age`` stratum when the age
+#: cell decides none: a FAERS-layout folder carries a generalized age only there
+AGE_GROUP_COLUMN = "age_grp"
 #: rule -> the flag column deciding it (every flag of the table, in this order)
 SIGNAL_RULES = {
     "mgps": "signal_mgps", "bcpnn": "signal_bcpnn", "prr": "signal_prr",
@@ -174,6 +179,11 @@ def _variable_values(rows: pd.DataFrame, variable: str, column: str,
                     f"{'' if column in hierarchies else ' without its hierarchy (hierarchies)'}"
                     f": {exc}") from None
             out[inside] = text
+        if variable == "age" and AGE_GROUP_COLUMN in rows.columns:
+            bands = _age_group_bands(hierarchies.get(column))
+            codes = rows[AGE_GROUP_COLUMN].astype(str).str.strip().str.upper().to_numpy()
+            for code, band in bands.items():
+                out[(out == UNKNOWN_STRATUM) & (codes == code)] = band
         return out
     if variable == "year":
         for value in pd.unique(cells):
@@ -183,6 +193,23 @@ def _variable_values(rows: pd.DataFrame, variable: str, column: str,
         return out
     known = ~blank_cells(cells) & (cells != SUPPRESSED)
     out[known] = cells[known]
+    return out
+
+
+def _age_group_bands(tree: Taxonomy | None) -> dict[str, str]:
+    """Each FAERS ``age_grp`` code whose ages all fall in one age band, and that band: decided by
+    classifying the MeSH leaves the code stands for (:data:`~medanon.hierarchies.builtin.
+    FAERS_AGE_GROUP_LEAVES`) as a published cell is, so the reading cannot drift from the
+    bands (N, I, C, T: age <= 18; A: 19-64; E: >= 65)."""
+    if tree is None:
+        tree = mesh_age_tree()
+    out = {}
+    for code, leaves in FAERS_AGE_GROUP_LEAVES.items():
+        cells = np.array(leaves, dtype=object)
+        for text in _BANDS["age"]:
+            if (Condition.parse(text).classify(cells, tree) == INSIDE).all():
+                out[code] = text
+                break
     return out
 
 

@@ -239,6 +239,10 @@ class FaersQuarter:
         records: One row per report (the columns :func:`read_faers` lists).
         report: What happened on the way in (an :class:`IngestReport`, or a mapping for
             records that did not come from FAERS files).
+        age_groups: Each record's FAERS ``age_grp`` code as the DEMO file gives it (row for row
+            with ``records``; "" where blank), or None for records that did not come from FAERS
+            files. Not a record column: raw records hold MeSH leaves, and C, A and E span
+            several; ``medanon signals`` reads it for the age strata of a FAERS-layout folder.
     """
 
     period: Period
@@ -246,6 +250,7 @@ class FaersQuarter:
     source: str
     records: pd.DataFrame
     report: IngestReport | Mapping[str, object] = field(default_factory=dict)
+    age_groups: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def label(self) -> str:
@@ -1091,7 +1096,8 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
         records[target] = sets
     records["outcomes"] = _outcome_sets(files.get("OUTC"), spec["OUTC"], kept, report,
                                         known=known)
-    records["age"] = _mesh_age(records["age_years"].to_numpy(dtype=float), records.pop("_age_grp"))
+    # _age_grp stays beside the records until _finish: FaersQuarter.age_groups keeps it
+    records["age"] = _mesh_age(records["age_years"].to_numpy(dtype=float), records["_age_grp"])
     records = records.sort_values(["case_id", "version", "report_id"], kind="stable").reset_index(drop=True)
     return period, era, records, report
 
@@ -1133,7 +1139,7 @@ def _finish(records: pd.DataFrame, report: IngestReport, keep_missing: bool,
         records = records.loc[~incomplete].reset_index(drop=True)
     report.reports = len(records)
     report.cases = int(records["case_id"].nunique())
-    return records[list(RECORD_COLUMNS)]
+    return records[[*RECORD_COLUMNS, *(["_age_grp"] if "_age_grp" in records.columns else [])]]
 
 
 #: the columns of the loader's records, in order
@@ -1261,8 +1267,10 @@ class FaersQuarters:
                               self._keep_missing, self._required)
             if self.strict:
                 _refuse_repairs(report)
-            quarter = FaersQuarter(period, era, self.source, records, report)
-            del records, gone  # this generator must not keep a quarter alive while it reads the next
+            age_groups = records.pop("_age_grp").to_numpy(dtype=object)
+            quarter = FaersQuarter(period, era, self.source, records, report, age_groups)
+            # this generator must not keep a quarter alive while it reads the next
+            del records, gone, age_groups
             if self._check is not None:
                 self._check(quarter)
             if self._progress:
