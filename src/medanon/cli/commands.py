@@ -258,7 +258,9 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
                     progress=lambda p: (done.append(p), step(p)),
                     allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
                     allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
-                    per_period_commit=per_period_commit, pin=pin, final=final)
+                    per_period_commit=per_period_commit, pin=pin, final=final,
+                    # None (the default, pseudonyms): as the store's series already does
+                    case_ids=policy.parameters.get("case_ids"))
         except BaseException as exc:
             if done or isinstance(exc, KeyboardInterrupt):  # a refusal up front needs no account
                 _say_what_committed(db, before)
