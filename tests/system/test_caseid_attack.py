@@ -96,7 +96,8 @@ def test_pseudonyms_break_no_group_with_follow_ups_after_gaps(tmp_path, method) 
     """Follow-ups return up to 4 quarters later (``lifespan``), skipping quarters, as in FAERS."""
     source = _source(tmp_path, 6161, periods=6, start="2020Q1", cases=300, followup_rate=0.4,
                      lifespan=4)
-    options = (*DEFAULT_RELEASE, *(("--alpha", "0.5") if method == "ha" else ()))
+    options = (*DEFAULT_RELEASE, *(("--alpha", "0.5", "--on-infeasible", "raise-theta")
+                                   if method == "ha" else ()))
     store, result = _release(tmp_path, source, method, options)
     assert result.returncode == 0, result.stderr
     views, broken = _broken(tmp_path, store, source)
