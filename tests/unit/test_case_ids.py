@@ -113,3 +113,39 @@ def test_the_store_keeps_one_key_and_maps_pseudonyms_back(tmp_path) -> None:
     assert key.hex() not in json.dumps(store.manifests())
     assert "pseudonym" in manifest["columns"]["roles"]["case_id"]["holds"]
     store.close()
+
+
+def test_real_case_ids_are_read_in_order_and_the_declared_highest_is_checked() -> None:
+    from medanon.pipeline.methods import periodic_method
+    from medanon.published.links import link
+    from medanon.published.series import PublishedSeries
+    from medanon.verify import verify_series
+
+    records = random_series(3, periods=3)
+    # a case new in 2020Q2 whose CaseID is below every CaseID of 2020Q1: received before it
+    q2 = records["2020Q2"]
+    late = q2["case_id"].astype(int).max()
+    records["2020Q2"] = q2.assign(case_id=q2["case_id"].replace({str(late): "0"}))
+    method = periodic_method("ppms++", k=3, theta=0.5, on_infeasible="raise-theta",
+                             max_withheld=1.0)
+    series = medanon.Publisher(method, seed=2, case_ids="real").publish(
+        medanon.Dataset(records, Schema.papers()), allow_violations=True,
+        allow_unknown_terms=True)
+    manifest = series.manifests["2020Q2"]
+    assert manifest["case_ids"]["mode"] == "real"
+    assert manifest["case_ids"]["highest_earlier"] == highest_case_id(
+        series.releases["2020Q1"]["case_id"])
+    assert "receipt order" in manifest["columns"]["roles"]["case_id"]["holds"]
+    links = link(series, "2020Q2")
+    assert links.order_old is not None
+    assert "0" in set(links.view.case)
+    assert set(links.view.case[links.order_old]) == {"0"}
+    assert (links.old[links.order_old]).all()
+    # a manifest that declares a lower highest CaseID than the series publishes is a violation
+    tampered = {**series.manifests, "2020Q2": {**manifest, "case_ids": {
+        **manifest["case_ids"], "highest_earlier": "1"}}}
+    found = verify_series(PublishedSeries(series.releases, tampered, series.qids,
+                                          series.sensitive, "tampered"))
+    assert any("highest_earlier" in v for r in found.releases for v in r.violations)
+    honest = verify_series(series)
+    assert not any("highest_earlier" in v for r in honest.releases for v in r.violations)
