@@ -491,8 +491,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
             hold the real ones and the release the published ones, which ``series`` holds too.
             None: the records' CaseIDs are published as they are (``real``).
         highest_earlier: Under ``real`` CaseIDs, the highest CaseID published in the series
-            before this period (recorded in the manifest, ``case_ids.highest_earlier``, for the
-            gate's CaseID-order rule); None when none was.
+            before this period, when ``series`` may not hold it (a linked part of the history);
+            the manifest records the higher of it and the highest CaseID of ``series``' earlier
+            releases (``case_ids.highest_earlier``, read by the gate's CaseID-order rule).
 
     Raises:
         ValidationError: a case budget for a method without an ε-DP claim; ``final`` for a
@@ -541,6 +542,12 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
             rows[name] = values
     manifest = build_manifest(schema, hierarchies, method, label, rng, result=result, rows=rows,
                               n_reports=len(records), final=final)
+    if case_ids.mode == "real":   # what the rule reads: the given value and the series' rows
+        here = parse_period(label).ordinal
+        highest_earlier = highest_case_id([
+            *([highest_earlier] if highest_earlier is not None else []),
+            *(c for p, r in series.releases.items()
+              if parse_period(p).ordinal < here and len(r) for c in r["case_id"].astype(str))])
     manifest["case_ids"] = case_ids_entry(case_ids.mode, highest_earlier)
     manifest["columns"]["roles"]["case_id"] = case_id_role(case_ids.mode)
     if budget_entry is not None:
