@@ -1066,6 +1066,17 @@ class Publisher:
                                   f"keeps one form (give case_ids={before!r}).")
         real = [c for p in data.periods for c in data.records(p)[data.schema.case_id].astype(str)]
         check_injective(real, self.case_ids.of(real), where="Publisher.publish")
+        for label, rows in series.releases.items():
+            # a previous series published under another key would silently not link
+            if before == "pseudonym" and len(rows) and label in data.periods:
+                ours = self.case_ids.of(data.records(label)[data.schema.case_id].astype(str))
+                if not set(ours) & set(rows["case_id"].astype(str)):
+                    raise ValidationError(
+                        f"The 'previous' series of Publisher.publish publishes {label} under "
+                        f"another CaseID key than this publisher's, so its cases would not link: "
+                        f"give the publisher that made it, or its key "
+                        f"(Publisher(..., case_key=that_publisher.case_ids.key)).")
+                break
         highest = (highest_case_id(c for rows in series.releases.values() if len(rows)
                                    for c in rows["case_id"].astype(str))
                    if self.case_ids.mode == "real" else None)

@@ -149,3 +149,24 @@ def test_real_case_ids_are_read_in_order_and_the_declared_highest_is_checked() -
     assert any("highest_earlier" in v for r in found.releases for v in r.violations)
     honest = verify_series(series)
     assert not any("highest_earlier" in v for r in honest.releases for v in r.violations)
+
+
+def test_a_previous_series_under_another_key_is_refused_and_the_key_continues_it() -> None:
+    from medanon.pipeline.methods import periodic_method
+
+    records = random_series(5, periods=3)
+    data = medanon.Dataset(records, Schema.papers())
+    method = periodic_method("ppms++", k=3, theta=0.5, on_infeasible="raise-theta",
+                             max_withheld=1.0)
+    first = medanon.Publisher(method, rng=randomness())
+    done = first.publish(data, ["2020Q1"], allow_unknown_terms=True)
+    with pytest.raises(ValidationError, match="another CaseID key"):
+        medanon.Publisher(method, rng=randomness()).publish(data, ["2020Q2"], previous=done,
+                                                            allow_unknown_terms=True)
+    with pytest.raises(ValidationError, match="publishes pseudonym CaseIDs"):
+        medanon.Publisher(method, case_ids="real").publish(data, ["2020Q2"], previous=done,
+                                                           allow_unknown_terms=True)
+    later = medanon.Publisher(method, rng=randomness(), case_key=first.case_ids.key)
+    both = later.publish(data, ["2020Q2"], previous=done, allow_unknown_terms=True)
+    shared = set(both.releases["2020Q1"]["case_id"]) & set(both.releases["2020Q2"]["case_id"])
+    assert shared   # follow-ups link across the two publishers
