@@ -29,7 +29,15 @@ def publish_series(method: Anonymizer, records: dict[str, pd.DataFrame], schema:
     # to their records, so the rows get the real CaseIDs back (in place: the series and its
     # releases share them). Under pseudonyms the verdicts read CaseIDs only as links, which a
     # one-to-one renaming keeps (tests/property/test_caseid_renumbering.py).
-    real = sorted({str(c) for frame in records.values() for c in frame[schema.case_id]})
+    return with_real_case_ids(series, publisher, [c for frame in records.values()
+                                                  for c in frame[schema.case_id]])
+
+
+def with_real_case_ids(series: medanon.Series, publisher: medanon.Publisher,
+                       real: list) -> medanon.Series:
+    """``series`` with each published pseudonym replaced by the real CaseID behind it, in place
+    (the series and its releases share the rows), for tests that join releases to records."""
+    real = sorted({str(c) for c in real})
     back = dict(zip(publisher.case_ids.of(real), real, strict=True))
     for rows in series.releases.values():
         if len(rows):
