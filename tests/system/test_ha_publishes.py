@@ -17,7 +17,7 @@ from medanon.errors import InfeasibleError
 from medanon.metrics.evaluation import evaluate_series
 from medanon.published.format import original_as_published
 from medanon.report.html import _why
-from tests.series_helpers import check
+from tests.series_helpers import check, with_real_case_ids
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,11 @@ def quarters(tmp_path_factory):
 
 def _publish(data, **kw):
     method = HA(k=5, theta=0.4, alpha=0.25, **kw)
-    return medanon.Publisher(method, seed=1).publish(data, allow_violations=True)
+    publisher = medanon.Publisher(method, seed=1)
+    series = publisher.publish(data, allow_violations=True)
+    # the tests join the releases to the records: the real CaseIDs back (issue 41)
+    return with_real_case_ids(series, publisher, [c for p in data.periods
+                                                  for c in data.records(p)["case_id"]])
 
 
 def _terms(cell) -> set[str]:

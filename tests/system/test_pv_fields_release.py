@@ -99,13 +99,15 @@ def test_every_method_publishes_the_pv_fields_as_they_are_on_kept_missing_data(s
                "ppms-dp-all": {"k": 3, "theta": 1.0, "epsilon": 1}}
     columns = ["period", "case_id", "group", *data.schema.published]
     for method, parameters in methods.items():
-        series = medanon.Publisher(method, seed=1, **parameters).publish(
-            data, allow_unprotected=method == "none")
+        publisher = medanon.Publisher(method, seed=1, **parameters)
+        series = publisher.publish(data, allow_unprotected=method == "none")
         assert series.releases_published, method
         for release in series.releases_published:
             rows = release.rows
             assert list(rows.columns) == columns, method
-            supers = data.super_records(release.period).frame.set_index("case_id")
+            # the original cases under their published CaseIDs (pseudonyms, issue 41)
+            supers = publisher.case_ids.records(data.super_records(release.period).frame,
+                                                "case_id").set_index("case_id")
             truth = supers.loc[rows["case_id"]]
             for column in NEW_MULTI:  # published as they are
                 assert rows[column].tolist() == [format_multi(v) for v in truth[column]], \

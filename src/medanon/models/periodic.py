@@ -32,6 +32,7 @@ import pandas as pd
 from .._validation import check_fraction, check_int
 from ..errors import InputFormatError, ValidationError
 from ..periods import parse_period
+from ..published.case_ids import case_id_mode, highest_case_id
 from ..published.links import ReleaseView, read_view
 from ..published.roles import date_mismatches
 from ..published.series import PublishedSeries
@@ -122,6 +123,27 @@ def _dates_checked(series: PublishedSeries, label: str, lifespan: int | None) ->
     return f"; dates {', '.join(dates)} derived from the series (no reported date)", found
 
 
+def _case_ids_checked(series: PublishedSeries, label: str) -> tuple[str, tuple]:
+    """Under real CaseIDs, the words for the verdict and the violation when the manifest's
+    ``case_ids.highest_earlier`` (what the gate's CaseID-order rule read) is below a CaseID an
+    earlier release of the series publishes (``published.case_ids``)."""
+    manifest = series.manifests.get(label) or {}
+    if case_id_mode(manifest) != "real":
+        return "", ()
+    here = parse_period(label).ordinal
+    observed = highest_case_id(c for p, rows in series.releases.items()
+                               if parse_period(p).ordinal < here and len(rows)
+                               for c in rows["case_id"].astype(str))
+    declared = (manifest.get("case_ids") or {}).get("highest_earlier")
+    words = "; real CaseIDs: their order is read as the L-adversary's knowledge"
+    # a manifest written before CaseID modes declares nothing to check (its rows are read)
+    if "case_ids" not in manifest or observed is None or (declared is not None
+                            and highest_case_id([observed, declared]) == str(declared)):
+        return words, ()
+    return words, (f"case_ids.highest_earlier {declared!r} is below CaseID {observed!r} of an "
+                   f"earlier release: the CaseID-order rule would read too little",)
+
+
 def _verdict(label: str, model: PrivacyModel, check: PeriodCheck, checked: str, attacks: str,
              *, md_pending: bool = False, ssgr: bool = False, bound: dict | None = None,
              extra: tuple[str, ...] = (), series: PublishedSeries | None = None,
@@ -129,6 +151,8 @@ def _verdict(label: str, model: PrivacyModel, check: PeriodCheck, checked: str, 
     if series is not None:
         words, dated = _dates_checked(series, label, lifespan)
         checked, extra = checked + words, extra + dated
+        words, ordered = _case_ids_checked(series, label)
+        checked, extra = checked + words, extra + ordered
     violations = tuple(check.violations) + extra
     return ReleaseVerdict(label, model.name, "violated" if violations else "passed", checked,
                           attacks, md_pending, violations, check.dir, check.dsr,

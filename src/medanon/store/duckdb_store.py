@@ -60,6 +60,9 @@ FORMAT_VERSION = "1"
 #: the ``meta`` key of the pinned series policy (medanon.pipeline.policy.POLICY_KEY: the store
 #: does not import the pipeline)
 POLICY_META_KEY = "series_policy"
+#: the ``meta`` key of the store's CaseID key (hex; operator-only, never exported:
+#: :mod:`medanon.pipeline.case_ids`)
+CASE_KEY_META_KEY = "case_id_key"
 #: top-level manifest keys and ``details`` keys that are operator-only (never published); a
 #: manifest given to :meth:`ReleaseStore.publish` must not hold them, and stores written before
 #: ``release_private`` existed have them moved there when opened.
@@ -517,6 +520,14 @@ class ReleaseStore:
                              for c in columns)
         return _one(self._con, f"SELECT count(*) {where} AND ({unsafe})", [label])[0] == 0
 
+    def ingested_case_ids(self) -> list[str]:
+        """Operator only: every real CaseID the store's records hold (distinct, as text)."""
+        if not self._has_records_table():
+            return []
+        column = _quote(self.schema.case_id)
+        return [str(r[0]) for r in self._con.execute(
+            f"SELECT DISTINCT CAST({column} AS VARCHAR) FROM records ORDER BY 1").fetchall()]
+
     def release_rows(self, period: str) -> pd.DataFrame:
         """The published rows of a period, as strings in the release format."""
         self._require_published(period)
@@ -889,6 +900,26 @@ class ReleaseStore:
         (:mod:`medanon.pipeline.policy`)."""
         found = _one(self._con, "SELECT value FROM meta WHERE key = ?", [POLICY_META_KEY])
         return None if found is None else json.loads(found[0])
+
+    def case_key(self) -> bytes | None:
+        """Operator only: the secret key of the store's CaseID pseudonyms (None before the first
+        pseudonymous release; :mod:`medanon.pipeline.case_ids`). Never exported."""
+        found = _one(self._con, "SELECT value FROM meta WHERE key = ?", [CASE_KEY_META_KEY])
+        return None if found is None else bytes.fromhex(found[0])
+
+    @_translated
+    def keep_case_key(self, key: bytes) -> None:
+        """Keep the CaseID key made at the first release (in the open batch, or in its own
+        transaction); a store keeps one key for its whole series.
+
+        Raises:
+            StoreError: the store holds a key already.
+        """
+        with self._write():
+            if _one(self._con, "SELECT 1 FROM meta WHERE key = ?", [CASE_KEY_META_KEY]):
+                raise StoreError(f"{str(self.path)!r} already holds a CaseID key; a series keeps "
+                                 f"one key, or its releases would not link.")
+            _run(self._con, "INSERT INTO meta VALUES (?, ?)", [CASE_KEY_META_KEY, key.hex()])
 
     @_translated
     def pin_policy(self, record: Mapping) -> None:
