@@ -542,13 +542,14 @@ def plan(*, store: Path, out: Path, candidates: Path | None, protect: list[str],
                                 periods=periods, seed=seed, scheduler=scheduler,
                                 workers=workers, progress=step)
     paths = write_plan(result, out)
-    table = Table("#", "policy", "status", V.WITHHELD_SHARE, V.MEAN_NIL, V.MAX_DIR, V.MGPS_RECALL,
-                  V.UNBOUNDED_TERMS, "CPU s", "why not",
-                  title=f"Plan for {store} (nothing published)")
+    table = Table("#", "policy", "status", V.WITHHELD_SHARE, V.MEAN_NIL, V.DISCLOSING_GROUPS,
+                  V.MAX_DIR, V.MGPS_RECALL, V.UNBOUNDED_TERMS, "CPU s", "why not",
+                  title=f"Plan for {store} (nothing published; operator-only figures)")
     for _, r in result.rows.iterrows():
         mark = " *" if r["candidate"] == result.recommended else ""
         cell = [None if pd.isna(r[c]) else float(r[c]) for c in
-                ("withheld_share", "nil", "dir_max", "mgps_recall", "unbounded_terms", "cpu_s")]
+                ("withheld_share", "nil", "disclosing_groups", "dir_max", "mgps_recall",
+                 "unbounded_terms", "cpu_s")]
         table.add_row(f"{r['candidate']}{mark}", str(r["policy"]), str(r["status"]),
                       *(_fmt(v) for v in cell),
                       str(r["why_not"] or "") if r["status"] == "published"
@@ -826,16 +827,17 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
         return
     table = Table("period", "groups", V.ATTACKER, V.ATTACKS, V.DIR_HARD, V.DSR_HARD,
                   V.DIR_POSTERIOR, V.DSR_POSTERIOR, V.SSGR, V.REIDENTIFIED_GROUPS,
-                  title=f"Worst case over all targets: {series.source}")
+                  V.DISCLOSING_GROUPS, title=f"Worst case over all targets: {series.source}")
     for r in result.releases:
         table.add_row(r.period, str(len(r.groups)), r.attacker,
                       "B/F/L/MD" if r.md_applied else "B/F/L", _fmt(r.dir_hard),
                       _fmt(r.dsr_hard), _fmt(r.dir_posterior), _fmt(r.dsr_posterior),
-                      _fmt(r.ssgr), str(r.reidentified))
+                      _fmt(r.ssgr), str(r.reidentified), str(r.disclosing_groups))
     ui.out.print(table)
     ui.out.print("hard: exclusions that hold for sure (CaseID links, generalized QIDs), as verify "
                  "checks them; posterior: the likelihood-weighted attacker on perturbed QIDs (strict "
-                 "PPMS-DP releases), which weighs candidates by their noisy values.")
+                 "PPMS-DP releases), which weighs candidates by their noisy values; disclosing "
+                 "groups: every candidate left holds one term (disclosed whatever its θ).")
 
 
 def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bool,
