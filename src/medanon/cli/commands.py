@@ -771,6 +771,20 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
         _attack(reader.skeleton(), reader, **options)
 
 
+def _refuse_what_verify_refuses(series, reader, periods: list[str] | None) -> None:
+    """Run verify's checks on the releases about to be attacked or evaluated, and let its
+    refusal stand (``InputFormatError``, verify's own message; the verdict itself is verify's
+    to report). A release verify rejects as malformed (a group whose records publish different
+    QID values, a manifest without what its model needs, ...) has no meaning the attacks could
+    measure: attacking it anyway reported DIR 0 on a release verify refuses (issue 41)."""
+    from ..verify import verify_series
+
+    if reader is not None:
+        reader.verify(periods)
+    else:
+        verify_series(series, periods)
+
+
 def _attack(series, reader, *, period: str | None, target: str | None, first_appearance: bool,
             discontinued: bool, background: Path | None, lifespan: int | None, k: int | None,
             alpha: float | None, ss_rule: str | None, all_groups: bool, as_json: bool,
@@ -782,9 +796,15 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
     knowledge = read_background(background) if background else None
     if knowledge is not None:
         knowledge.check(series.qids)
+    if target is not None and period is None:
+        raise ValidationError("--target needs --period: the release the target is known to be in.")
+    if (first_appearance or discontinued) and target is None:
+        raise ValidationError("--first-appearance and --discontinued describe a --target; without "
+                              "one the worst case over all targets is reported.")
+    rule = parse_ss_rule(ss_rule) if ss_rule else None
+    # the flags first, then verify's checks (they read every release asked for)
+    _refuse_what_verify_refuses(series, reader, [series.label(period)] if period else None)
     if target is not None:
-        if period is None:
-            raise ValidationError("--target needs --period: the release the target is known to be in.")
         out = attack_target(series, period, target, first_appearance=first_appearance,
                             discontinued=discontinued, background=knowledge, lifespan=lifespan)
         if as_json:
@@ -812,10 +832,6 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
             kind = "Posterior share" if out.posterior else "Confidence"
             ui.out.print(f"{kind} of sensitive terms: {top}")
         return
-    if first_appearance or discontinued:
-        raise ValidationError("--first-appearance and --discontinued describe a --target; without "
-                              "one the worst case over all targets is reported.")
-    rule = parse_ss_rule(ss_rule) if ss_rule else None
     options = dict(lifespan=lifespan, k=k, alpha=alpha, ss_rule=rule, background=knowledge, md=md)
     if reader is not None:
         labels = [series.label(period)] if period else series.periods
@@ -863,6 +879,7 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         if knowledge is not None:
             knowledge.check(skeleton.qids)
         labels = [skeleton.label(p) for p in periods] if periods else skeleton.periods
+        _refuse_what_verify_refuses(skeleton, reader, labels)
         options = (screening_for(set(db.release_columns()), strata=strata or [],
                                  drug_columns=drug_columns or [], cumulative=cumulative,
                                  pooled=pooled)
