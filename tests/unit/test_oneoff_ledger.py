@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medanon.accounting.oneoff import SKETCH_SIZE, InputFingerprint, OneOffLedger, overlap
+from medanon.accounting.oneoff import (OVERLAP_THRESHOLD, SKETCH_SIZE, InputFingerprint,
+                                       OneOffLedger, overlap)
 from medanon.errors import BudgetExceeded, InputFormatError, ValidationError
 
 
@@ -113,3 +114,21 @@ def test_a_ledger_written_before_the_fingerprints_is_read(tmp_path):
     assert ledger.spent("abc") == 1.0
     ledger.record(InputFingerprint.of_rows(_table(10, 1)), method="ipa", epsilon=0.5, out="p")
     assert OneOffLedger(path).spent("abc") == 1.0
+
+
+def test_an_ehr_extract_in_another_row_order_is_the_same_input(tmp_path):
+    """clinsim's input: the events as a multiset, whatever the order of the diagnoses file."""
+    from medanon.cli.app import main
+    from medanon.data.ehr import load_mimic
+
+    folder = tmp_path / "ehr"
+    assert main(["synth", "ehr", str(folder), "--patients", "40", "--seed", "2"]) == 0
+    diagnoses = pd.read_csv(folder / "DIAGNOSES_ICD.csv", dtype=str, keep_default_na=False)
+    diagnoses.sample(frac=1, random_state=4).to_csv(tmp_path / "shuffled.csv", index=False)
+    admissions = folder / "ADMISSIONS.csv"
+    mine = load_mimic(folder / "DIAGNOSES_ICD.csv", admissions).fingerprint()
+    shuffled = load_mimic(tmp_path / "shuffled.csv", admissions).fingerprint()
+    assert shuffled.digest == mine.digest and mine.rows > 40
+    diagnoses.iloc[: len(diagnoses) // 3].to_csv(tmp_path / "third.csv", index=False)
+    third = load_mimic(tmp_path / "third.csv", admissions).fingerprint()
+    assert third.digest != mine.digest and overlap(mine, third) >= OVERLAP_THRESHOLD
