@@ -99,7 +99,7 @@ def _column_hashes(values: pd.Series) -> np.ndarray:
     return table[codes]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)   # an array field: compare digests, not objects
 class InputFingerprint:
     """An input's identity for the one-off ledger, independent of its row order (module
     docstring). Operator-only: a function of the private rows.
