@@ -16,8 +16,9 @@ further, in two bounded steps:
    tried in rank order: r takes the place of such a member x when g − x + r still has k anchors
    and meets every σ_s <= floor(θ_s·anchors), and x moves to the group (not g) with the least
    (ΔIL·PR, PR, group) key that takes it, as a leftover would (η counted with x). The first such
-   move is made. At most :data:`REPAIR_SWAPS` swaps are evaluated per case (each costs one pass
-   over the groups), so the stage stays near-linear; a case whose search stopped there says so.
+   move is made. At most :data:`REPAIR_SWAPS` swaps are evaluated per case and
+   :data:`REPAIR_SWAPS_PER_GROUPING` in all (each costs one pass over the groups), so the stage
+   stays near-linear; a refusal whose search stopped there says so.
 2. **Redraws**: while a case is still unplaced, the grouping runs again on the same input with a
    rank permutation drawn from the release's own generator, and is repaired, up to
    :data:`PLACEMENT_ATTEMPTS` groupings in all. The first grouping that places every case is
@@ -62,6 +63,9 @@ from .clustering import (INF, GroupingInput, GroupingResult, _Group, delta_il, e
 PLACEMENT_ATTEMPTS = 4
 #: swaps the repair evaluates at most per unplaced case (each one pass over the groups).
 REPAIR_SWAPS = 512
+#: swaps the repair evaluates at most per grouping, over all its unplaced cases: a period with
+#: many unplaced cases is refused in a bounded time.
+REPAIR_SWAPS_PER_GROUPING = 8 * REPAIR_SWAPS
 
 
 @dataclass(frozen=True)
@@ -72,8 +76,8 @@ class PlacementSearch:
         attempts: groupings run (1: the first one placed every case; no redraw).
         repaired: cases the repair placed in the kept grouping.
         repair: whether the repair ran (not with HA's α: see :func:`repair_unplaced`).
-        budget_stops: unplaced cases whose repair stopped at :data:`REPAIR_SWAPS` swaps, over
-            all groupings.
+        budget_stops: unplaced cases whose repair stopped at its swap budget, over all
+            groupings.
     """
 
     attempts: int
@@ -92,7 +96,8 @@ class PlacementSearch:
                 if self.attempts > 1 else "one grouping")
         if not self.repair:
             return f"no placement was found in {runs} (the swap repair does not run with alpha)"
-        stop = (f", stopping at {REPAIR_SWAPS} swaps for {self.budget_stops} case(s)"
+        stop = (f", stopping at its budget ({REPAIR_SWAPS} swaps per case, "
+                f"{REPAIR_SWAPS_PER_GROUPING} per grouping) for {self.budget_stops} case(s)"
                 if self.budget_stops else "")
         return (f"no placement was found in {runs}, each followed by a repair that tried every "
                 f"group, alone or by swapping the case with one member that moves to another "
@@ -152,9 +157,9 @@ def repair_unplaced(data: GroupingInput, result: GroupingResult, *,
             or not result.n_groups:
         return 0, 0
     state = _Groups(data, result.group_of, result.n_groups)
-    left, placed, stopped = [], 0, 0
+    left, placed, stopped, spent = [], 0, 0, [0]
     for r in sorted(result.unplaced, key=lambda r: int(data.rank[r])):
-        outcome = state.place(int(r), swaps)
+        outcome = state.place(int(r), swaps, spent, REPAIR_SWAPS_PER_GROUPING)
         if outcome is True:
             placed += 1
         else:
@@ -246,27 +251,35 @@ class _Groups:
         key = self.deltas(x)[ok] * pr[ok]
         return int(ok[np.lexsort((ok, pr[ok], key))[0]])
 
-    def place(self, r: int, swaps: int) -> bool | str:
+    def place(self, r: int, swaps: int, spent: list[int], total: int) -> bool | str:
         """Place r (module docstring, step 1): True, False (no group takes it, alone or by a
-        swap), or ``"budget"`` (the search stopped at ``swaps`` swaps)."""
+        swap), or ``"budget"`` (the search stopped at ``swaps`` swaps for r, or at ``total``
+        swaps in all, counted in ``spent[0]``)."""
         data = self.data
         terms = data.terms(r)
-        sigma = self.sigmas(terms) if terms else np.zeros((self.G, 0), dtype=np.int64)
-        theta = data.theta[np.asarray(terms, dtype=np.int64)]
+        order = np.lexsort((np.arange(self.G), self.deltas(r)))
+        if terms:
+            sigma = self.sigmas(terms)
+            theta = data.theta[np.asarray(terms, dtype=np.int64)]
+            e = etas_of(theta[None, :], (self.anchors + int(data.anchor[r]))[:, None])
+            blocked = sigma + 1 > e
+            # a swap can only help where a member holds each blocked term (σ >= 1)
+            order = order[~(blocked & (sigma == 0)).any(axis=1)[order]]
+        else:
+            blocked = np.zeros((self.G, 0), dtype=bool)
         tried = 0
-        for gi in np.lexsort((np.arange(self.G), self.deltas(r))).tolist():
-            e = etas_of(theta, int(self.anchors[gi]) + int(data.anchor[r]))
-            blocked = [s for s, c, bound in zip(terms, sigma[gi].tolist(), e.tolist())
-                       if c + 1 > bound]
-            if not blocked and self.meets(self.members[gi] + [r]):
+        for gi in order.tolist():
+            held = {terms[j] for j in np.flatnonzero(blocked[gi]).tolist()}
+            if not held and self.meets(self.members[gi] + [r]):
                 self._move(r, gi)
                 return True
             for x in sorted(self.members[gi], key=lambda m: int(data.rank[m])):
-                if not set(blocked) <= set(data.terms(x)):
+                if not held <= set(data.terms(x)):
                     continue
-                if tried >= swaps:
+                if tried >= swaps or spent[0] >= total:
                     return "budget"
                 tried += 1
+                spent[0] += 1
                 if not self.meets([m for m in self.members[gi] if m != x] + [r]):
                     continue
                 self.group_of[r], self.group_of[x] = gi, -1   # x's new home is judged without it
