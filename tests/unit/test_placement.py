@@ -107,6 +107,13 @@ def test_a_case_no_group_can_take_is_refused_after_the_whole_search_and_says_so(
     assert "alpha" in PlacementSearch(4, 0, False).describe()
 
 
+class _NoSearch(PlacementSearch):
+    """What main did: no search, and a refusal that names none."""
+
+    def describe(self) -> str:
+        return ""
+
+
 @pytest.fixture(scope="module")
 def unlucky_period(tmp_path_factory):
     """A synthetic quarter (300 cases) where the rank of release seed 13 leaves a case of
@@ -133,8 +140,9 @@ def test_refuse_places_the_case_an_unlucky_tie_break_left_out(unlucky_period, mo
         assert max(np.unique(terms, return_counts=True)[1], default=0) <= 0.2 * len(rows)
     # what main did: the same rank, no search, refused the period ...
     monkeypatch.setattr(common, "search_placement",
-                        lambda data, first, generator: (data, first, PlacementSearch(1, 0, True)))
-    with pytest.raises(InfeasibleError, match=r"could not place 1 case"):
+                        lambda data, first, generator: (data, first, _NoSearch(1, 0, False)))
+    with pytest.raises(InfeasibleError, match=r"could not place 1 case\(s\) in any group without "
+                                              r"breaking the thresholds; their most common"):
         method.anonymize(unlucky_period, [], rng=randomness(13))
     # ... and raise-theta (which raises nothing here) withholds that case: it searches no further
     withheld = PPMSPlusPlus(k=5, theta=0.2, on_infeasible="raise-theta").anonymize(
@@ -147,6 +155,6 @@ def test_a_refusal_after_the_search_says_what_was_searched():
     with pytest.raises(InfeasibleError, match=rf"could not place 2 case\(s\) in any group without "
                                               rf"breaking the thresholds \(no placement was found "
                                               rf"in {PLACEMENT_ATTEMPTS} groupings with different "
-                                              rf"random tie-breaks \(the swap repair does not run "
-                                              rf"with alpha\)\)"):
+                                              rf"random tie-breaks; the swap repair does not run "
+                                              rf"with alpha\)"):
         publish_series(HA(k=3, theta=0.4, alpha=0.25), table_1(), SCHEMA_002)

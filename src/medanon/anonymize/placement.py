@@ -3,9 +3,9 @@
 The grouping (``clustering.py``) places the leftovers one at a time in the order of a random
 rank, each in the group with the least key. A leftover that holds many terms can come last and
 find every group already holding one of them, although another order of the same greedy, or a
-small change to one group, places it: on a synthetic FAERS quarter (``benchmarks/
-bench_refuse_placement.py``) a case of 24 terms was left out of 58 groups of which 11 were
-blocked by a single member. With ``on_infeasible="refuse"`` that made the verdict a coin toss:
+small change to one group, places it: on a synthetic FAERS-like quarter of 300 cases a case of 24
+terms was left out of 58 groups, 11 of which only one member (holding one of its terms) kept it
+from (``benchmarks/bench_refuse_placement.py`` measures the verdict). With ``on_infeasible="refuse"`` that made the verdict a coin toss:
 the release was refused (with the advice to lower k or raise θ) in one run and published at the
 requested θ in the next. Before the refuse path refuses, :func:`search_placement` searches
 further, in two bounded steps:
@@ -95,7 +95,7 @@ class PlacementSearch:
         runs = (f"{self.attempts} groupings with different random tie-breaks"
                 if self.attempts > 1 else "one grouping")
         if not self.repair:
-            return f"no placement was found in {runs} (the swap repair does not run with alpha)"
+            return f"no placement was found in {runs}; the swap repair does not run with alpha"
         stop = (f", stopping at its budget ({REPAIR_SWAPS} swaps per case, "
                 f"{REPAIR_SWAPS_PER_GROUPING} per grouping) for {self.budget_stops} case(s)"
                 if self.budget_stops else "")
