@@ -5,10 +5,10 @@ rank, each in the group with the least key. A leftover that holds many terms can
 find every group already holding one of them, although another order of the same greedy, or a
 small change to one group, places it: on a synthetic FAERS-like quarter of 300 cases a case of 24
 terms was left out of 58 groups, 11 of which only one member (holding one of its terms) kept it
-from (``benchmarks/bench_refuse_placement.py`` measures the verdict). With ``on_infeasible="refuse"`` that made the verdict a coin toss:
-the release was refused (with the advice to lower k or raise θ) in one run and published at the
-requested θ in the next. Before the refuse path refuses, :func:`search_placement` searches
-further, in two bounded steps:
+from (``benchmarks/bench_refuse_placement.py`` measures the verdict). With
+``on_infeasible="refuse"`` that made the verdict a coin toss: the release was refused (with the
+advice to lower k or raise θ) in one run and published at the requested θ in the next. Before
+the refuse path refuses, :func:`search_placement` searches further, in two bounded steps:
 
 1. **Repair** (:func:`repair_unplaced`, not with HA's α): each unplaced case r, in rank order,
    tries every group g, the nearest first (least ΔIL(g, r), then group index). If g takes r as
