@@ -69,6 +69,23 @@ class SynthShape:
             instead of being the drug's own indication.
         unknown_indication: share of indication rows replaced by "Product used for unknown
             indication" (0 leaves the draw as it was: the default profile never draws it).
+        indication_events: probability that a reaction is one of the disease's own events
+            (:data:`~medanon.data.synth.terms.INDICATION_EVENTS` of the primary suspect drug's
+            indication): confounding by indication. 0 with ``class_effects`` and
+            ``drug_spread`` 0 draws reactions independently of drugs, as the ``independent``
+            profile does.
+        class_effects: share of a drug's own reaction draws that are its class's effects
+            (:data:`~medanon.data.synth.terms.DRUG_CLASSES`), shared by the drugs of a class.
+        drug_spread: standard deviation of a log-normal factor on each (drug, reaction) and
+            (indication, event) rate: every drug reports the background terms at its own
+            rates, so relative reporting ratios vary continuously around 1.
+        comedication: probability that a co-reported drug is one given for the primary
+            suspect's indication (instead of a drug drawn from the whole list).
+        surge_rate: expected share of quarters with a surge (stimulated reporting after
+            publicity: one planted signal's drug is the primary suspect of ``surge_share`` of
+            the quarter's cases, each with the drug's indication); surges come in episodes of
+            1-2 quarters, spaced so that a series has about ``surge_rate`` × quarters of them.
+        surge_share: share of a surge quarter's cases given the surge drug (0.5 at most).
     """
 
     drug_zipf: float = 0.7
@@ -77,16 +94,31 @@ class SynthShape:
     indication_rate: float = 0.66
     generic_indication: float = 0.25
     unknown_indication: float = 0.0
+    indication_events: float = 0.0
+    class_effects: float = 0.0
+    drug_spread: float = 0.0
+    comedication: float = 0.0
+    surge_rate: float = 0.0
+    surge_share: float = 0.0
+
+    @property
+    def dependent(self) -> bool:
+        """Whether reactions depend on the drugs and indications (else drawn independently)."""
+        return self.indication_events > 0 or self.class_effects > 0 or self.drug_spread > 0
 
     def checked(self, owner: str) -> "SynthShape":
-        for name in ("drug_zipf", "reaction_zipf", "indication_zipf"):
+        for name in ("drug_zipf", "reaction_zipf", "indication_zipf", "drug_spread"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not math.isfinite(value) or not 0 <= value <= 5:
                 raise ValidationError(f"The 'shape.{name}' parameter of {owner} must be a number "
                                       f"in [0, 5]; got {value!r}.")
-        for name in ("indication_rate", "generic_indication", "unknown_indication"):
+        for name in ("indication_rate", "generic_indication", "unknown_indication",
+                     "indication_events", "class_effects", "comedication", "surge_rate"):
             check_fraction(getattr(self, name), name=f"shape.{name}", owner=owner, low_open=False)
+        # a surge drug in more than half of a quarter's cases would leave no ordinary quarter
+        check_fraction(self.surge_share, name="shape.surge_share", owner=owner, low_open=False,
+                       high=0.5)
         return self
 
 
@@ -139,7 +171,9 @@ _FOLLOWUP_001 = (f"{_PAPER_001}: 2007Q1 has 20,467 filtered cases of which 18,46
 # filtered cases) is about 8.5%: 001 names 8.1% (2006Q4) and 9.1% (2010Q1) as the maxima of
 # quarters without a persistent frequent term. Tuned by measuring (docs/data.md).
 _SHAPE_2004 = SynthShape(drug_zipf=0.0, reaction_zipf=0.3, indication_zipf=0.35,
-                         indication_rate=0.28, generic_indication=0.5)
+                         indication_rate=0.28, generic_indication=0.5,
+                         indication_events=0.6, class_effects=0.4, drug_spread=1.5,
+                         comedication=0.5, surge_rate=0.125, surge_share=0.19)
 _SHAPE_2004_SOURCE = (f"tuned so the usual top term is 8-9% of filtered cases ({_PAPER_001}: "
                       "8.1% in 2006Q4, 9.1% in 2010Q1)")
 
