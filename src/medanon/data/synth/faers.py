@@ -602,7 +602,8 @@ class _Series:
             # drugs given for the primary suspect's indication
             ps = drug[first_row][drep]
             swap = (rng.random(len(drug)) < shape.comedication) & (np.arange(len(drug)) != first_row[drep])
-            pick = _SAME_INDICATION[_SAME_START[ps] + (rng.random(len(drug)) * _SAME_COUNT[ps]).astype(np.int64)]
+            within = (rng.random(len(drug)) * _SAME_COUNT[ps]).astype(np.int64)
+            pick = _SAME_INDICATION[_SAME_START[ps] + within]
             swap &= _allowed(_DRUG_RESTR[pick], dsex, dage)
             drug = np.where(swap, pick, drug)
         keep = _first_unique(drep, drug, len(terms.DRUGS))
