@@ -451,13 +451,16 @@ class _Series:
     def _surge_cases(self, p: int, cases: int) -> int:
         """How many of quarter ``p``'s cases the surge gives its drug: enough for its indication
         to be in a share drawn uniformly in ``surge_share`` ± 1.75 points of all cases, given
-        that term's share b in the previous quarter (f + (1 - f)·b = share)."""
+        that term's share b in the latest ordinary quarter (f + (1 - f)·b = share)."""
         drug = int(self.surge[p])
         if drug < 0:
             return 0
         target = self.shape.surge_share + self.rng.uniform(-SURGE_SPREAD, SURGE_SPREAD)
         base = 0.0
-        previous = self.hist[p - 1] if p > 0 else None
+        # the term's share in the latest ordinary quarter (the first quarter of a two-quarter
+        # episode would count the surge twice)
+        ordinary = [q for q in range(p - 1, -1, -1) if self.surge[q] < 0 and self.hist[q] is not None]
+        previous = self.hist[ordinary[0]] if ordinary else None
         if previous is not None and len(previous["drug_off"]) > 1:
             name = _INDI_NAMES[_DRUG_INDICATION[drug]]
             holding = previous["indi"]["rep"][previous["indi"]["pt"] == _INDI_INDEX[name]]
