@@ -18,6 +18,14 @@ What the data models (the things privacy attacks and signal metrics rely on):
   rare reactions seen in only a handful of cases over the whole series;
 * planted signals (:data:`PLANTED_SIGNALS`): patients who meet the rule's condition and take
   its drug get its reaction with probability 0.4 on top of the background rate;
+* with a profile whose :class:`SynthShape` asks for it (``faers-2004``, ``faers-2014``), FAERS's
+  dependence: co-reported drugs given for the primary suspect's indication, reactions drawn
+  from that indication (its disease's events and its patients' own rates: confounding by
+  indication), from the class effects of the report's drugs and from each drug's own rates
+  (log-normal around the background), so that relative reporting ratios vary continuously;
+  and surge quarters, where one planted signal's drug is the primary suspect of enough new
+  cases for its indication to be in about 20% of the quarter's cases (``docs/data.md``).
+  Otherwise (``default``, ``faers-current``) reactions are drawn independently of drugs;
 * realistic missingness and correlations (weight with age and sex, prostate terms only for
   men, pregnancy terms only for women aged 15-45).
 
@@ -171,7 +179,7 @@ SURGE_TWO_QUARTERS = 0.3
 #: background at its patients' rates)
 DISEASE_EVENT_SHARE = 0.5
 #: half-width of the uniform draw of a surge's target share around ``shape.surge_share``
-#: (0.2075 ± 0.0175 spans 001's 19-22.5%)
+#: (faers-2004: 0.2 ± 0.0175 of all cases, about 19-23% of the filtered ones; 001: 18.9-22.5%)
 SURGE_SPREAD = 0.0175
 #: a reaction drawn from a drug's own rates is the primary suspect's with this probability
 #: (else any drug of the report, the primary suspect included)
