@@ -18,14 +18,15 @@ What the data models (the things privacy attacks and signal metrics rely on):
   rare reactions seen in only a handful of cases over the whole series;
 * planted signals (:data:`PLANTED_SIGNALS`): patients who meet the rule's condition and take
   its drug get its reaction with probability 0.4 on top of the background rate;
-* with a profile whose :class:`SynthShape` asks for it (``faers-2004``, ``faers-2014``), FAERS's
+* with a profile whose :class:`SynthShape` asks for it (``faers-2004``, ``faers-2014``,
+  ``faers-current``), FAERS's
   dependence: co-reported drugs given for the primary suspect's indication, reactions drawn
   from that indication (its disease's events and its patients' own rates: confounding by
   indication), from the class effects of the report's drugs and from each drug's own rates
   (log-normal around the background), so that relative reporting ratios vary continuously;
   and surge quarters, where one planted signal's drug is the primary suspect of enough new
   cases for its indication to be in about 20% of the quarter's cases (``docs/data.md``).
-  Otherwise (``default``, ``faers-current``) reactions are drawn independently of drugs;
+  Otherwise (``default``) reactions are drawn independently of drugs;
 * realistic missingness and correlations (weight with age and sex, prostate terms only for
   men, pregnancy terms only for women aged 15-45).
 

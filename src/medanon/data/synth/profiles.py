@@ -223,15 +223,20 @@ PROFILES: Mapping[str, SynthProfile] = MappingProxyType({p.name: p for p in (
                 "reports with an indication say 'Product used for unknown indication'",
         start="2022Q4",
         knobs=SynthKnobs(followup_rate=0.10, missing_age=0.22, missing_weight=0.63),
-        shape=SynthShape(unknown_indication=0.14),
+        shape=SynthShape(unknown_indication=0.17, indication_events=0.6, class_effects=0.4,
+                         drug_spread=1.5, comedication=0.5),
         sources={"start": "the real 2022Q4 subset's quarter",
                  "followup_rate": "not measurable on the subset (its head holds only old "
                                   "cases); 001's 9.8%",
                  "missing_age": "2022Q4 subset: 57 of 258 DEMO rows have no age",
                  "missing_weight": "2022Q4 subset: 162 of 258 DEMO rows have no weight",
                  "unknown_indication": "2022Q4 subset: 38 of the 97 reports in the INDI "
-                                       "head (39.2%) have it; 0.14 of the drawn rows gives "
-                                       "39.7% of reports"}),
+                                       "head (39.2%) have it; 0.17 of the drawn rows gives "
+                                       "38.0-39.6% of reports",
+                 **dict.fromkeys(("indication_events", "class_effects", "drug_spread",
+                                  "comedication"),
+                                 "not measurable on the subset (its DRUG head covers 16 "
+                                 "reports); faers-2004's: " + _STRUCTURE_SOURCE)}),
 )})
 
 
