@@ -182,7 +182,8 @@ def measure_period(data: Dataset, state: dict, setting: Setting, period: str, ru
     entry = evaluate_series(series, originals, original_rows, rules=list(rules), md=md,
                             periods=[period])["releases"][0]
     signals = entry.get("signals", [])
-    manifest = series.manifests[period]
+    # the operator's view (withheld counts are operator-only facts, not in the manifest)
+    manifest = series.operator_manifests()[period]
     counts = manifest["counts"]
     cases_all, withheld = len(originals[period]), int(counts.get("suppressed", 0))
     if entry["cases"] + withheld != cases_all:

@@ -46,6 +46,7 @@ from ..random import Randomness, refuse_seeded_release
 from ..store import ReleaseStore
 from ..verify import SeriesVerdict, gate, md_whole
 from ..published.format import to_published_rows
+from ..published.manifest_roles import MANIFEST_FACTS, operator_view, split_operator_facts
 from ..published.roles import check_roles, column_roles, derive_dates
 from . import checks
 from ..published.series import PublishedSeries, empty_series
@@ -423,6 +424,14 @@ class PreparedRelease:
     seconds: float = 0.0
     series: PublishedSeries | None = field(default=None, repr=False)
 
+    @property
+    def operator_manifest(self) -> dict:
+        """The manifest with the operator-only facts put back where they were (input and
+        withheld counts, ...; ``published.manifest_roles``): what the operator's summaries and
+        reports read. Never published."""
+        return operator_view(self.manifest,
+                             (self.operator.get("private_details") or {}).get(MANIFEST_FACTS))
+
 
 def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.DataFrame,
                     rng: Randomness, *, series: PublishedSeries,
@@ -507,6 +516,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
         manifest["counts"]["suppressed"] += budget_entry.get("withheld_cases", 0)
     manifest["ingest"], ingest_private = ingest_entry(
         ingest_report, dp=manifest["privacy_spent"].get("epsilon") is not None)
+    # Every leaf without a public role (input and withheld counts, term counts, ...) moves to
+    # the operator-only facts before the gate reads the manifest (issue 41; published.manifest_roles)
+    manifest_facts = split_operator_facts(manifest)
     try:
         checked = gate(series, label, rows, manifest, before=before)
         manifest["verification"], verdict = checked.verification, checked.verdict
@@ -520,7 +532,8 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
     entries = ledger_entries(supers.frame[schema.case_id], result.privacy_charges,
                              dp=method.claims_dp)
     operator = {"input_sha256": input_digest(records),
-                "private_details": {**result.private_details, **ingest_private}}
+                "private_details": {**result.private_details, **ingest_private,
+                                    MANIFEST_FACTS: manifest_facts}}
     return PreparedRelease(label, rows, manifest, entries, operator, result, verdict, seconds)
 
 
@@ -682,12 +695,14 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                 pin = None
             result = prepared.result
             table = theta_table_of(prepared.manifest)
-            # counts.suppressed also holds the cases a case budget withheld
+            # the operator's summary (never published): counts.suppressed also holds the cases
+            # a case budget withheld
+            facts = prepared.operator_manifest
             summaries.append(PublishedSummary(
                 prepared.period, len(prepared.rows), result.n_groups,
-                prepared.manifest["counts"]["suppressed"], method.name,
+                facts["counts"]["suppressed"], method.name,
                 prepared.manifest["verification"]["verdict"],
-                prepared.manifest["counts"].get("suppressed_terms", 0),
+                facts["counts"].get("suppressed_terms", 0),
                 unbounded_terms=table.unbounded_terms if table is not None else (),
                 default_unbounded=table is not None and table.default_unbounded,
                 caps_raised=caps_raised(prepared.manifest)))

@@ -626,6 +626,17 @@ class ReleaseStore:
             return {"input_sha256": None, "private_details": {}}
         return {"input_sha256": row[0], "private_details": json.loads(row[1] or "{}")}
 
+    def operator_manifests(self) -> dict[str, dict]:
+        """Every published manifest with its operator-only facts put back where the method
+        wrote them (input and withheld counts, term counts, ...; issue 41,
+        ``published.manifest_roles``), oldest first: what ``medanon report`` and ``inspect``
+        read. Never exported."""
+        from ..published.manifest_roles import MANIFEST_FACTS, operator_view
+
+        facts = {p: json.loads(d or "{}").get(MANIFEST_FACTS) for p, d in self._con.execute(
+            "SELECT period, details FROM release_private").fetchall()}
+        return {p: operator_view(m, facts.get(p)) for p, m in self.manifests().items()}
+
     # (the store's own tables: an ingest attaches a staging database with a records table too)
     def _record_columns(self) -> list[str]:
         return [r[0] for r in self._con.execute(
