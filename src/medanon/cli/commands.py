@@ -303,12 +303,14 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
                      "is NOT epsilon-DP; see each manifest's 'privacy_spent'.")
     if anonymizer.privacy_model is not None and any(s.suppressed for s in summaries):
         ui.err.print("note: some cases were withheld (they fit no group without breaking theta, "
-                     "or --case-budget withheld them); see each manifest's counts and details.")
+                     "or --case-budget withheld them); the withheld column above and 'medanon "
+                     "inspect' count them for you (operator-only: no manifest publishes the "
+                     "count).")
     if any(s.suppressed_terms for s in summaries):
         terms = sum(s.suppressed_terms for s in summaries)
         ui.err.print(f"note: {terms} sensitive term(s) were suppressed from cases that fit no "
-                     "group otherwise (the cases stay published); see each manifest's counts "
-                     "and details.")
+                     "group otherwise (the cases stay published); operator-only: no manifest "
+                     "publishes the count ('medanon report' shows it).")
     for line in clipping:
         ui.err.print(line, soft_wrap=True)
     _print_warnings(unbounded)

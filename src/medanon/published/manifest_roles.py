@@ -33,7 +33,7 @@ import copy
 from collections.abc import Iterator, Mapping, Sequence
 
 __all__ = ["LEAF_ROLES", "LEAF_ROLE_NAMES", "MANIFEST_FACTS", "ROLE_TABLES", "OPERATOR", "RAISE_THETA_GRID", "leaf_paths",
-           "leaf_role", "operator_view", "split_operator_facts", "unroled_leaves"]
+           "leaf_role", "operator_view", "pattern_matches", "split_operator_facts", "unroled_leaves"]
 
 #: the key of the operator-only facts (``release_private.details``) that holds the leaves
 #: :func:`split_operator_facts` took out of the manifest
@@ -99,6 +99,8 @@ LEAF_ROLES_PERIODIC: tuple[tuple[str, str, str], ...] = (
     ("details.ss_min_counts.*", _DECL, "HA's ss-rule thresholds"),
     ("details.domains.**", _SET, "PPMS-DP's public domains"),
     ("details.dp_variant", _SET, "PPMS-DP's variant"),
+    ("details.dp_aware_grouping.**", _SET, "the ε per case the dp-aware grouping was designed "
+     "for and the k it grows (functions of k and ε)"),
     ("details.noise_source.**", _SET, "the noise's generator"),
     ("details.perturbed_qids.**", _SET, "the QIDs perturbed"),
     ("details.label_levels.*", _SET, "PPMS-DP_all's label levels (functions of ε and the "
@@ -217,6 +219,12 @@ def _match(pattern: tuple[str, ...], path: tuple, *, empty: bool = False) -> boo
         elif seg != key:
             return False
     return len(pattern) == len(path)
+
+
+def pattern_matches(pattern: str, path: Sequence, *, empty: bool = False) -> bool:
+    """Whether the dotted ``pattern`` (``*``, ``[]``, a final ``**``) matches the leaf ``path``
+    (:attr:`medanon.models.base.PrivacyModel.input_dependence` uses the same patterns)."""
+    return _match(tuple(pattern.split(".")), tuple(path), empty=empty)
 
 
 def leaf_paths(manifest: object, path: tuple = ()) -> Iterator[tuple[tuple, bool]]:
