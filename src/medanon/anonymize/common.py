@@ -391,20 +391,23 @@ class ClusteringMethod(Anonymizer):
         """
         published = {t for c in schema.sensitive if c in out.columns
                      for cell in out[c].tolist() for t in (cell or ())}
-        named = set(self.theta_spec(schema).resolve({}).overrides) | set(table.caps)
-        keep = published | named
-        dropped = {t: v for t, v in table.overrides.items() if t not in keep}
-        if not dropped:
+        # a term the settings name (θ file, cap) but no published row holds keeps the θ the
+        # settings alone give it: the rule's band or a raise would tell its input count
+        static = self.theta_spec(schema).resolve({})
+        named = (set(static.overrides) | set(table.caps)) - published
+        overrides = {t: v for t, v in table.overrides.items() if t in published}
+        overrides.update({t: static.get(t) for t in named})
+        dropped = {t: v for t, v in table.overrides.items() if overrides.get(t) != v}
+        raised = dict(actions.get("raised_theta") or {})
+        if not dropped and all(t in published for t in raised):
             return table, actions
         private["theta_table_unpublished"] = dict(sorted(dropped.items()))
-        table = ThetaTable(table.default, {t: v for t, v in table.overrides.items() if t in keep},
-                           table.caps)
         actions = dict(actions)
-        if "raised_theta" in actions:
-            actions["raised_theta"] = {t: e for t, e in actions["raised_theta"].items() if t in keep}
+        if raised:
+            actions["raised_theta"] = {t: e for t, e in raised.items() if t in published}
             if not actions["raised_theta"]:
                 del actions["raised_theta"]
-        return table, actions
+        return ThetaTable(table.default, overrides, table.caps), actions
 
     def _check_own_bounds(self, data: GroupingInput, group_of: np.ndarray, k: int,
                           suppressed: Mapping[int, tuple[int, ...]] | None = None) -> None:
