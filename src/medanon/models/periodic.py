@@ -42,8 +42,8 @@ from .names import HA_MODEL, MS_MODEL, PPMS_DP_MODEL, PPMS_MODEL
 from .ppms import PeriodCheck, check_published
 from .theta import ThetaTable
 
-__all__ = ["GROUPED_DEPENDENCE", "MSModel", "NEIGHBOURS", "PPMSAlphaModel", "PPMSDPModel", "PPMSModel", "Perturbation", "dp_models",
-           "hard_series"]
+__all__ = ["GROUPED_DEPENDENCE", "MSModel", "NEIGHBOURS", "PPMSAlphaModel", "PPMSDPModel",
+           "PPMSModel", "Perturbation", "dp_models", "hard_series"]
 
 _TOL = 1e-12
 

@@ -32,8 +32,9 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator, Mapping, Sequence
 
-__all__ = ["LEAF_ROLES", "LEAF_ROLE_NAMES", "MANIFEST_FACTS", "ROLE_TABLES", "OPERATOR", "RAISE_THETA_GRID", "leaf_paths",
-           "leaf_role", "operator_view", "pattern_matches", "split_operator_facts", "unroled_leaves"]
+__all__ = ["LEAF_ROLES", "LEAF_ROLE_NAMES", "MANIFEST_FACTS", "OPERATOR", "RAISE_THETA_GRID",
+           "ROLE_TABLES", "leaf_paths", "leaf_role", "operator_view", "pattern_matches",
+           "split_operator_facts", "unroled_leaves"]
 
 #: the key of the operator-only facts (``release_private.details``) that holds the leaves
 #: :func:`split_operator_facts` took out of the manifest
