@@ -387,7 +387,8 @@ class ClusteringMethod(Anonymizer):
         A term that only withheld cases hold would otherwise appear in the manifest (the
         frequency rule lists every term of the input; raise-theta every blocking one), telling
         that a withheld case holds it (issue 41). Its θ bounds no published group, so the
-        verifier needs no entry for it; the operator keeps them (``theta_table_unpublished``).
+        verifier needs no entry for it; the operator keeps them (``theta_table_unpublished``,
+        ``raised_theta_unpublished``).
         """
         published = {t for c in schema.sensitive if c in out.columns
                      for cell in out[c].tolist() for t in (cell or ())}
@@ -404,6 +405,9 @@ class ClusteringMethod(Anonymizer):
         private["theta_table_unpublished"] = dict(sorted(dropped.items()))
         actions = dict(actions)
         if raised:
+            hidden = {t: e for t, e in raised.items() if t not in published}
+            if hidden:
+                private["raised_theta_unpublished"] = hidden
             actions["raised_theta"] = {t: e for t, e in raised.items() if t in published}
             if not actions["raised_theta"]:
                 del actions["raised_theta"]

@@ -616,21 +616,28 @@ def inspect(*, store: Path, as_json: bool) -> None:
         schema = db.schema
         # operator-only (never exported): the hash of each published period's input records
         digests = {p: db.operator_record(p)["input_sha256"] for p in db.published_periods()}
+        # operator-only (issue 41): the withheld cases no manifest counts (the whole table is
+        # the operator's: reports and cases are input counts too)
+        withheld = {p: (m.get("counts") or {}).get("suppressed")
+                    for p, m in db.operator_manifests().items()}
         policy = db.series_policy()
         ended = final_releases(db.manifests())
     records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
     for r in records:
         r["input_sha256"] = digests.get(r["period"])
+        r["withheld"] = withheld.get(r["period"])
     if as_json:
         print_json({"store": str(store), "schema": schema.name, "periods": records,
                     "series_policy": policy, "final_release": ended[-1] if ended else None})
         return
     table = Table("period", "era", "reports", "cases", "published", "method", "released cases",
-                  "groups", "input sha256 (operator only)", title=f"{store} (schema {schema.name!r})")
+                  "groups", "withheld", "input sha256 (operator only)",
+                  title=f"{store} (schema {schema.name!r})")
     for r in records:
         table.add_row(r["period"], str(r["era"] or ""), str(r["n_reports"]), str(r["n_cases"]),
                       "yes" if r["published"] else "no", str(r["method"] or ""),
                       str(r["released_cases"] or ""), str(r["released_groups"] or ""),
+                      "" if r["withheld"] is None else str(r["withheld"]),
                       (r["input_sha256"] or "")[:16])
     ui.out.print(table)
     if policy is not None:
