@@ -284,13 +284,12 @@ def ingest_entry(report: Mapping | None, *, dp: bool) -> tuple[dict, dict]:
     the operator keeps of it.
 
     Every manifest says whether reports lacking a value were kept (``kept_missing``) and which
-    columns that filter reads (``required``: the schema's QIDs and sensitive columns). A release
-    without an ε also counts what ingest took out before the method ran: reports dropped for
-    missing values (in total and per column; a report may lack several), cases FDA withdrew
-    (its DELETE list) and superseded case versions, as it counts cases and groups. A DP release
-    publishes no count: they are functions of the private records no mechanism accounts for
-    (the rule that keeps PPMS-DP's clipped counts operator-only), so they go to the
-    operator-only facts (``ingest``) instead.
+    columns that filter reads (``required``: the schema's QIDs and sensitive columns). What
+    ingest took out before the method ran (reports dropped for missing values, in total and per
+    column; cases FDA withdrew, its DELETE list; superseded case versions) is counted in the
+    operator-only facts (``ingest``) only: the counts are functions of the private records that
+    no mechanism accounts for and no published row recomputes (issue 41; before it, a release
+    without an ε published them).
 
     Args:
         report: The period's ingest report (:meth:`FaersQuarter.report_dict`, as the store keeps
@@ -308,10 +307,10 @@ def ingest_entry(report: Mapping | None, *, dp: bool) -> tuple[dict, dict]:
                                     else {k: int(v) for k, v in missing.items()}),
               "deleted_reports": int(report.get("deleted_reports") or 0),
               "superseded_reports": int(report.get("superseded_reports") or 0)}
-    if dp:
-        public["counts"] = "operator-only: a release with an epsilon publishes no count of its input"
-        return public, {"ingest": counts}
-    return {**public, **counts}, {}
+    # issue 41: no release publishes them (before, a release without an ε did); ``dp`` is kept
+    # for callers
+    public["counts"] = "operator-only: no release publishes a count of its input"
+    return public, {"ingest": counts}
 
 
 def _privacy_spent(method: Anonymizer, schema: Schema, rng: Randomness,

@@ -1028,11 +1028,17 @@ def _check_quarter(item: object) -> None:
 
 def _operator_fields(manifest: dict) -> list[str]:
     """The operator-only fields a manifest holds (as dotted paths)."""
+    from ..published.manifest_roles import OPERATOR, leaf_paths, leaf_role
+
     found = [k for k in OPERATOR_ONLY_KEYS if k in manifest]
     details = manifest.get("details")
     if isinstance(details, dict):
         found += [f"details.{k}" for k in OPERATOR_ONLY_DETAILS if k in details]
-    return found
+    # every leaf whose role is operator-only (issue 41, published.manifest_roles)
+    family = str(manifest.get("format") or "medanon-release/1").split("/")[0]
+    found += [".".join(map(str, path)) for path, empty in leaf_paths(manifest)
+              if leaf_role(path, empty=empty, family=family) == OPERATOR]
+    return list(dict.fromkeys(found))
 
 
 def _ledger_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
