@@ -143,6 +143,8 @@ LEAF_ROLES_PERIODIC: tuple[tuple[str, str, str], ...] = (
     ("privacy_spent.case_budget.over_budget", _OP, "input cases over budget"),
     ("privacy_spent.case_budget.withheld_cases", _OP, "cases withheld for the budget"),
     ("privacy_spent.**", _MECH, "the mechanisms that ran and their ε"),
+    ("verification.bound.epsilon_case_max", _MECH, "the largest ε a case of the release has "
+     "spent over the series (the ledger's sum of each release's declared ε per case)"),
     ("verification.**", _REC, "the gate's verdict, ratios and bound, as verify recomputes them"),
 )
 
