@@ -704,7 +704,11 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                 facts["counts"].get("suppressed_terms", 0),
                 unbounded_terms=table.unbounded_terms if table is not None else (),
                 default_unbounded=table is not None and table.default_unbounded,
-                caps_raised=caps_raised(prepared.manifest)))
+                # the operator is warned also of a raise the manifest does not name (a term
+                # that only withheld cases hold, issue 41)
+                caps_raised={**caps_raised(prepared.manifest), **{
+                    t: e for t, e in (prepared.operator.get("private_details") or {}).get(
+                        "raised_theta_unpublished", {}).items() if "cap" in e}}))
             if progress:
                 progress(prepared.period)
     return summaries
