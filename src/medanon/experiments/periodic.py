@@ -128,7 +128,7 @@ def release_period(data: Dataset, previous: dict | None, setting: Setting, perio
     the next period's gate starts from) and the seconds each period's method took. HA takes
     the case ids of the next period from ``data``, which must hold it.
     """
-    state = previous or {"series": None, "seconds": {}}
+    state = previous or {"series": None, "seconds": {}, "operator": {}}
     publisher = Publisher(_method(setting), seed=seed)
     # The level-wise θ* tables are the papers' and name terms a synthetic series may never
     # hold: that is expected here, so the unknown-terms check is acknowledged (the manifest
@@ -139,7 +139,10 @@ def release_period(data: Dataset, previous: dict | None, setting: Setting, perio
         raise InternalError(f"{setting.label} published nothing for {period}: HA needs the next "
                             "period, which the runner always leaves in the data.")
     (release,) = series.releases_published
-    return {"series": series, "seconds": {**state["seconds"], period: release.seconds}}
+    # the operator-only facts of each release (withheld counts, ...: not in the manifests,
+    # issue 41), kept with the state since a later period's series holds only its own
+    return {"series": series, "seconds": {**state["seconds"], period: release.seconds},
+            "operator": {**state.get("operator", {}), period: release.operator_manifest}}
 
 
 def _finite_mean(values: list[float]) -> float:
@@ -183,7 +186,7 @@ def measure_period(data: Dataset, state: dict, setting: Setting, period: str, ru
                             periods=[period])["releases"][0]
     signals = entry.get("signals", [])
     # the operator's view (withheld counts are operator-only facts, not in the manifest)
-    manifest = series.operator_manifests()[period]
+    manifest = state.get("operator", {}).get(period) or series.operator_manifests()[period]
     counts = manifest["counts"]
     cases_all, withheld = len(originals[period]), int(counts.get("suppressed", 0))
     if entry["cases"] + withheld != cases_all:
