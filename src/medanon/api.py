@@ -578,6 +578,16 @@ class Release(_Gated):
     seconds: float = field(repr=False, default=0.0)
 
     @property
+    def operator_manifest(self) -> dict:
+        """The manifest with the operator-only facts put back (input and withheld counts, term
+        counts, ...; ``medanon.published.manifest_roles``): for the operator's own reports,
+        never to publish."""
+        from .published.manifest_roles import MANIFEST_FACTS, operator_view
+
+        return operator_view(self.manifest,
+                             (self.operator.get("private_details") or {}).get(MANIFEST_FACTS))
+
+    @property
     def theta_table(self) -> ThetaTable | None:
         """The θ table the release used (``manifest["details"]["theta_table"]``): the default,
         every per-term θ and the protected terms' caps; None for a method without θ."""
@@ -661,6 +671,13 @@ class Series(PublishedSeries):
         made = self.releases_published
         just = f"{len(made)} just published, " if made else ""
         return just + super()._repr_source()
+
+    def operator_manifests(self) -> dict[str, dict]:
+        """Period -> the manifest with its operator-only facts (:attr:`Release.operator_manifest`)
+        for each release this series just published; the published manifest for the others
+        (read from a folder, they have no operator facts). Never to publish."""
+        made = {r.period: r.operator_manifest for r in self.releases_published}
+        return {p: made.get(p, self.manifests[p]) for p in self.periods}
 
     def verify(self, periods: list[str] | None = None) -> SeriesVerdict:
         """Check each release against the model its manifest declares (:mod:`medanon.verify`)."""

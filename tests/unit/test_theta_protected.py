@@ -4,6 +4,8 @@ schema declare caps with errors that name what is wrong."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -199,10 +201,18 @@ def test_an_infeasible_cap_is_refused_or_raised_and_recorded(data) -> None:
     raised = medanon.Publisher("ppms++", k=5, theta="frequency", on_infeasible="raise-theta",
                                seed=7, protect={"Depression": 0.01}).publish(data, ["2020Q1"])
     release = raised.releases_published[0]
-    entry = release.manifest["details"]["raised_theta"]["Depression"]
-    assert entry["cap"] == 0.01 and entry["raised_to"] > 0.01
-    assert release.theta_table.get("Depression") == entry["raised_to"] < 1.0
+    # θ 0.1 (the grid point) still lets no group of 5 hold a case with Depression: every case
+    # holding it is withheld, so the manifest names neither the term's raise nor a θ past its
+    # cap (issue 41: that would tell withheld cases hold it); the operator keeps the raise
+    assert not release.rows["reactions"].str.contains("Depression").any()
+    assert "Depression" not in (release.manifest["details"].get("raised_theta") or {})
+    assert release.theta_table.get("Depression") == 0.01
     assert release.theta_table.caps["Depression"] == 0.01
-    # the refusal carries the θ raise-theta then declares, as the message states it
+    entry = release.operator["private_details"]["raised_theta_unpublished"]["Depression"]
+    assert entry["cap"] == 0.01 and entry["raised_to"] > 0.01 and entry["grid"] == 0.05
+    assert entry["raised_to"] == pytest.approx(round(entry["raised_to"] / 0.05) * 0.05)
+    # the refusal carries the θ raise-theta then declares (the grid point at or above the
+    # smallest workable θ c/N the operator's message states)
     assert refused.value.workable_theta == {"Depression": entry["raised_to"]}
-    assert f"smallest workable theta {entry['raised_to']:.4f}" in str(refused.value)
+    smallest = float(re.search(r"smallest workable theta ([0-9]+\.[0-9]+)", str(refused.value))[1])
+    assert smallest <= entry["raised_to"] < smallest + 0.05

@@ -44,6 +44,7 @@ from ..hierarchies import Interval, Taxonomy
 from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_protect, parse_theta
 from ..models.theta import protect as with_caps
 from ..published.cells import SUPPRESSED
+from ..published.manifest_roles import RAISE_THETA_GRID
 from ..random import Randomness
 from .base import AnonymizationResult, Anonymizer
 from .clustering import Attribute, GroupingInput, QidSpace, eta, etas_of, group_records
@@ -199,6 +200,25 @@ class ClusteringMethod(Anonymizer):
         """The declared θ of terms whose grouping θ was raised to ``raised`` (the same here)."""
         return raised
 
+    def grouping_theta(self, declared: dict[str, float]) -> dict[str, float]:
+        """The grouping θ of terms whose declared θ is ``declared`` (the same here; PPMS-DP's
+        dp-aware grouping shrinks it)."""
+        return declared
+
+    def raised_on_grid(self, blocked: Sequence[tuple[str, int, float]], n_anchor: int
+                       ) -> tuple[dict[str, float], dict[str, float]]:
+        """The grouping θ and the declared θ ``raise-theta`` gives each blocking term.
+
+        The declared θ is the smallest multiple of :data:`RAISE_THETA_GRID` at or above the θ
+        that would declare the term's share c/N of the anchors (capped at 1); the grouping θ is
+        the one that declared θ gives (:meth:`grouping_theta`). So a raised θ in a manifest
+        says only which grid cell c/N falls in (docs/theta.md, "Raised θ"), never the count
+        c, and the grouping it ran with is a function of that grid point and public settings.
+        """
+        needed = self.declared_theta({t: c / n_anchor for t, c, _ in blocked})
+        declared = {t: on_grid(v) for t, v in needed.items()}
+        return self.grouping_theta(declared), declared
+
     #: whether a missing QID value is a value of its own (see the module docstring); PPMS-DP
     #: perturbs the encoded values and keeps the older reading (missing = the whole domain).
     missing_as_value: ClassVar[bool] = True
@@ -261,22 +281,24 @@ class ClusteringMethod(Anonymizer):
         blocked = _infeasible_terms(counts, grouping, n_anchor)
         suppressed_terms: set[str] = set()
         if blocked:
-            # the θ raise-theta gives each blocking term: its share of the anchors, rounded up
-            raised = {t: _ceil4(c / n_anchor) for t, c, _ in blocked}
+            # the θ raise-theta gives each blocking term: a point of the public grid at or above
+            # its share of the anchors (issue 41: the grid point is all a manifest says of it)
+            raised, declared = self.raised_on_grid(blocked, n_anchor)
             if self.on_infeasible == "refuse":
                 raise InfeasibleError(
                     _infeasible_message(period, blocked, n_anchor, self.anchor_name(),
                                         table.caps),
                     # what raise-theta would declare: a caller (medanon plan) can say the θ
                     # each blocking term needs without parsing the message
-                    workable_theta=self.declared_theta(raised))
+                    workable_theta=declared)
             if self.on_infeasible == "raise-theta":
                 grouping = grouping.with_overrides(raised)
-                declared = self.declared_theta(raised)
                 table = table.with_overrides(declared)
-                # a protected term raised past its cap says so: the operator's cap gave way
+                # a protected term raised past its cap says so: the operator's cap gave way;
+                # the count is operator-only (published.manifest_roles)
                 actions["raised_theta"] = {
-                    t: {"count": c, "theta": th, "raised_to": raised[t],
+                    t: {"count": c, "theta": th, "raised_to": declared[t],
+                        "grid": RAISE_THETA_GRID,
                         **({"cap": table.caps[t]} if declared[t] > table.caps.get(t, 1.0) else {})}
                     for t, c, th in blocked}
             else:
@@ -333,6 +355,7 @@ class ClusteringMethod(Anonymizer):
                                                         suppression, rng, accountant)
         table_details = dict(table_details)
         private.update(table_details.pop(OPERATOR_ONLY, {}))
+        table, actions = self._published_terms_only(table, actions, out, schema, private)
         details = {
             "theta_table": table.to_manifest(),
             "cases": n, "new_cases": int(new.sum()), "old_cases_covered": covered,
@@ -363,6 +386,40 @@ class ClusteringMethod(Anonymizer):
                                    suppressed_terms=suppression.count(all_terms, result.group_of >= 0),
                                    details=details, privacy_charges=accountant.charges,
                                    private_details=private)
+
+    def _published_terms_only(self, table: ThetaTable, actions: dict, out: pd.DataFrame,
+                              schema, private: dict) -> tuple[ThetaTable, dict]:
+        """The θ table and raise-theta record the manifest publishes: per-term entries only for
+        terms a published row holds, or that the settings name (a θ file's terms, caps).
+
+        A term that only withheld cases hold would otherwise appear in the manifest (the
+        frequency rule lists every term of the input; raise-theta every blocking one), telling
+        that a withheld case holds it (issue 41). Its θ bounds no published group, so the
+        verifier needs no entry for it; the operator keeps them (``theta_table_unpublished``,
+        ``raised_theta_unpublished``).
+        """
+        published = {t for c in schema.sensitive if c in out.columns
+                     for cell in out[c].tolist() for t in (cell or ())}
+        # a term the settings name (θ file, cap) but no published row holds keeps the θ the
+        # settings alone give it: the rule's band or a raise would tell its input count
+        static = self.theta_spec(schema).resolve({})
+        named = (set(static.overrides) | set(table.caps)) - published
+        overrides = {t: v for t, v in table.overrides.items() if t in published}
+        overrides.update({t: static.get(t) for t in named})
+        dropped = {t: v for t, v in table.overrides.items() if overrides.get(t) != v}
+        raised = dict(actions.get("raised_theta") or {})
+        if not dropped and all(t in published for t in raised):
+            return table, actions
+        private["theta_table_unpublished"] = dict(sorted(dropped.items()))
+        actions = dict(actions)
+        if raised:
+            hidden = {t: e for t, e in raised.items() if t not in published}
+            if hidden:
+                private["raised_theta_unpublished"] = hidden
+            actions["raised_theta"] = {t: e for t, e in raised.items() if t in published}
+            if not actions["raised_theta"]:
+                del actions["raised_theta"]
+        return ThetaTable(table.default, overrides, table.caps), actions
 
     def _check_own_bounds(self, data: GroupingInput, group_of: np.ndarray, k: int,
                           suppressed: Mapping[int, tuple[int, ...]] | None = None) -> None:
@@ -555,6 +612,13 @@ def _infeasible_terms(counts: Mapping[str, int], table: ThetaTable,
     out = [(t, c, table.get(t)) for t, c in counts.items()
            if c > eta(table.get(t), n_anchor)]
     return sorted(out, key=lambda x: (-x[1] / max(n_anchor, 1) + x[2], x[0]))
+
+
+def on_grid(x: float, grid: float = RAISE_THETA_GRID) -> float:
+    """The smallest multiple of ``grid`` at or above ``x`` (at most 1), rounded to 4 decimals
+    so that the manifest shows the grid point as written (0.35, not 0.35000000000000003)."""
+    steps = math.ceil(x / grid - 1e-9)
+    return min(1.0, round(steps * grid, 4))
 
 
 def _ceil4(x: float) -> float:

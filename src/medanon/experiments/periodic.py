@@ -129,7 +129,7 @@ def release_period(data: Dataset, previous: dict | None, setting: Setting, perio
     the next period's gate starts from) and the seconds each period's method took. HA takes
     the case ids of the next period from ``data``, which must hold it.
     """
-    state = previous or {"series": None, "seconds": {}}
+    state = previous or {"series": None, "seconds": {}, "operator": {}}
     # one CaseID key for the whole series, so that its releases link (issue 41)
     key = state.get("case_key")
     publisher = Publisher(_method(setting), seed=seed, **({"case_key": key} if key else {}))
@@ -142,8 +142,11 @@ def release_period(data: Dataset, previous: dict | None, setting: Setting, perio
         raise InternalError(f"{setting.label} published nothing for {period}: HA needs the next "
                             "period, which the runner always leaves in the data.")
     (release,) = series.releases_published
+    # the operator-only facts of each release (withheld counts, ...: not in the manifests,
+    # issue 41), kept with the state since a later period's series holds only its own
     return {"series": series, "seconds": {**state["seconds"], period: release.seconds},
-            "case_key": publisher.case_ids.key}
+            "case_key": publisher.case_ids.key,
+            "operator": {**state.get("operator", {}), period: release.operator_manifest}}
 
 
 def _finite_mean(values: list[float]) -> float:
@@ -188,7 +191,8 @@ def measure_period(data: Dataset, state: dict, setting: Setting, period: str, ru
     entry = evaluate_series(series, originals, original_rows, rules=list(rules), md=md,
                             periods=[period])["releases"][0]
     signals = entry.get("signals", [])
-    manifest = series.manifests[period]
+    # the operator's view (withheld counts are operator-only facts, not in the manifest)
+    manifest = state.get("operator", {}).get(period) or series.operator_manifests()[period]
     counts = manifest["counts"]
     cases_all, withheld = len(originals[period]), int(counts.get("suppressed", 0))
     if entry["cases"] + withheld != cases_all:

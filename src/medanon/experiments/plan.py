@@ -205,7 +205,8 @@ def _measure(data, policy: SeriesPolicy, *, seed: int | None, originals, origina
         return {**row, "status": "refused", "message": f"{type(exc).__name__}: {exc}",
                 "theta_raised_to": _theta_text(workable), "thetas": workable,
                 "cpu_s": round(time.process_time() - started, 2)}
-    manifests = [series.manifests[p] for p in series.periods]
+    # the operator's view: plan's files are operator-only (withheld counts are not published)
+    manifests = list(series.operator_manifests().values())
     cases = sum(int(m["counts"].get("cases", 0)) for m in manifests)
     withheld = sum(int(m["counts"].get("suppressed", 0)) for m in manifests)
     # the original cases under the CaseIDs the candidate published (keyed pseudonyms, issue 41)

@@ -47,6 +47,7 @@ from ..store import ReleaseStore
 from ..verify import SeriesVerdict, gate, md_whole
 from ..published.case_ids import case_id_role, case_ids_entry, highest_case_id
 from ..published.format import to_published_rows
+from ..published.manifest_roles import MANIFEST_FACTS, operator_view, split_operator_facts
 from ..published.roles import check_roles, column_roles, derive_dates
 from . import checks
 from .case_ids import CaseIds, check_injective, mode_of, resolve
@@ -285,13 +286,12 @@ def ingest_entry(report: Mapping | None, *, dp: bool) -> tuple[dict, dict]:
     the operator keeps of it.
 
     Every manifest says whether reports lacking a value were kept (``kept_missing``) and which
-    columns that filter reads (``required``: the schema's QIDs and sensitive columns). A release
-    without an ε also counts what ingest took out before the method ran: reports dropped for
-    missing values (in total and per column; a report may lack several), cases FDA withdrew
-    (its DELETE list) and superseded case versions, as it counts cases and groups. A DP release
-    publishes no count: they are functions of the private records no mechanism accounts for
-    (the rule that keeps PPMS-DP's clipped counts operator-only), so they go to the
-    operator-only facts (``ingest``) instead.
+    columns that filter reads (``required``: the schema's QIDs and sensitive columns). What
+    ingest took out before the method ran (reports dropped for missing values, in total and per
+    column; cases FDA withdrew, its DELETE list; superseded case versions) is counted in the
+    operator-only facts (``ingest``) only: the counts are functions of the private records that
+    no mechanism accounts for and no published row recomputes (issue 41; before it, a release
+    without an ε published them).
 
     Args:
         report: The period's ingest report (:meth:`FaersQuarter.report_dict`, as the store keeps
@@ -309,10 +309,10 @@ def ingest_entry(report: Mapping | None, *, dp: bool) -> tuple[dict, dict]:
                                     else {k: int(v) for k, v in missing.items()}),
               "deleted_reports": int(report.get("deleted_reports") or 0),
               "superseded_reports": int(report.get("superseded_reports") or 0)}
-    if dp:
-        public["counts"] = "operator-only: a release with an epsilon publishes no count of its input"
-        return public, {"ingest": counts}
-    return {**public, **counts}, {}
+    # issue 41: no release publishes them (before, a release without an ε did); ``dp`` is kept
+    # for callers
+    public["counts"] = "operator-only: no release publishes a count of its input"
+    return public, {"ingest": counts}
 
 
 def _privacy_spent(method: Anonymizer, schema: Schema, rng: Randomness,
@@ -424,6 +424,14 @@ class PreparedRelease:
     verdict: SeriesVerdict | None = None
     seconds: float = 0.0
     series: PublishedSeries | None = field(default=None, repr=False)
+
+    @property
+    def operator_manifest(self) -> dict:
+        """The manifest with the operator-only facts put back where they were (input and
+        withheld counts, ...; ``published.manifest_roles``): what the operator's summaries and
+        reports read. Never published."""
+        return operator_view(self.manifest,
+                             (self.operator.get("private_details") or {}).get(MANIFEST_FACTS))
 
 
 def _unordered(supers, records: pd.DataFrame, schema: Schema, rng: Randomness):
@@ -555,6 +563,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
         manifest["counts"]["suppressed"] += budget_entry.get("withheld_cases", 0)
     manifest["ingest"], ingest_private = ingest_entry(
         ingest_report, dp=manifest["privacy_spent"].get("epsilon") is not None)
+    # Every leaf without a public role (input and withheld counts, term counts, ...) moves to
+    # the operator-only facts before the gate reads the manifest (issue 41; published.manifest_roles)
+    manifest_facts = split_operator_facts(manifest)
     try:
         checked = gate(series, label, rows, manifest, before=before)
         manifest["verification"], verdict = checked.verification, checked.verdict
@@ -579,7 +590,8 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
     entries = ledger_entries(supers.frame[schema.case_id], result.privacy_charges,
                              dp=method.claims_dp)
     operator = {"input_sha256": input_digest(real_records),
-                "private_details": {**result.private_details, **ingest_private}}
+                "private_details": {**result.private_details, **ingest_private,
+                                    MANIFEST_FACTS: manifest_facts}}
     return PreparedRelease(label, rows, manifest, entries, operator, result, verdict, seconds)
 
 
@@ -776,15 +788,21 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                 pin = None
             result = prepared.result
             table = theta_table_of(prepared.manifest)
-            # counts.suppressed also holds the cases a case budget withheld
+            # the operator's summary (never published): counts.suppressed also holds the cases
+            # a case budget withheld
+            facts = prepared.operator_manifest
             summaries.append(PublishedSummary(
                 prepared.period, len(prepared.rows), result.n_groups,
-                prepared.manifest["counts"]["suppressed"], method.name,
+                facts["counts"]["suppressed"], method.name,
                 prepared.manifest["verification"]["verdict"],
-                prepared.manifest["counts"].get("suppressed_terms", 0),
+                facts["counts"].get("suppressed_terms", 0),
                 unbounded_terms=table.unbounded_terms if table is not None else (),
                 default_unbounded=table is not None and table.default_unbounded,
-                caps_raised=caps_raised(prepared.manifest)))
+                # the operator is warned also of a raise the manifest does not name (a term
+                # that only withheld cases hold, issue 41)
+                caps_raised={**caps_raised(prepared.manifest), **{
+                    t: e for t, e in (prepared.operator.get("private_details") or {}).get(
+                        "raised_theta_unpublished", {}).items() if "cap" in e}}))
             if progress:
                 progress(prepared.period)
     return summaries

@@ -707,6 +707,11 @@ def faers_notes(period: str, manifest: Mapping | None, columns: Sequence[str],
         "mark would disclose the terms the suppression hides):",
         ("- removed from every case of this release (their theta could not be met): "
          + ", ".join(sorted(release_wide)) if release_wide
+         # which terms suppress-terms removed is a fact of the input (issue 41): operator-only
+         else "- terms whose theta could not be met may have been removed from every case "
+              "(--on-infeasible suppress-terms); which ones is not published."
+         if _mapping(_mapping(manifest.get("method")).get("parameters")).get("on_infeasible")
+         == "suppress-terms"
          else "- no term was removed from every case of this release."),
     ]
     per_case = details.get("cases_with_suppressed_terms")

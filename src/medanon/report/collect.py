@@ -705,7 +705,11 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
             verdict, verify_error = reader.verify(), None
         except InputFormatError as exc:
             verdict, verify_error = None, str(exc)
-        manifests = {p: dict(series.manifests.get(p, {})) for p in series.periods}
+        # the operator's view: the report is the operator's, and counts of the input and of
+        # the withheld cases are operator-only facts the manifests no longer hold (issue 41)
+        with_facts = db.operator_manifests()
+        manifests = {p: dict(with_facts.get(p) or series.manifests.get(p, {}))
+                     for p in series.periods}
         perturbed = {p: tuple(getattr(_model(manifests[p], p), "perturbed", ()))
                      for p in series.periods}
         profiles = {p: generalization_profile(_one_release(db, series, p), p, perturbed[p])

@@ -637,6 +637,17 @@ class ReleaseStore:
             return {"input_sha256": None, "private_details": {}}
         return {"input_sha256": row[0], "private_details": json.loads(row[1] or "{}")}
 
+    def operator_manifests(self) -> dict[str, dict]:
+        """Every published manifest with its operator-only facts put back where the method
+        wrote them (input and withheld counts, term counts, ...; issue 41,
+        ``published.manifest_roles``), oldest first: what ``medanon report`` and ``inspect``
+        read. Never exported."""
+        from ..published.manifest_roles import MANIFEST_FACTS, operator_view
+
+        facts = {p: json.loads(d or "{}").get(MANIFEST_FACTS) for p, d in self._con.execute(
+            "SELECT period, details FROM release_private").fetchall()}
+        return {p: operator_view(m, facts.get(p)) for p, m in self.manifests().items()}
+
     # (the store's own tables: an ingest attaches a staging database with a records table too)
     def _record_columns(self) -> list[str]:
         return [r[0] for r in self._con.execute(
@@ -1068,11 +1079,17 @@ def _check_quarter(item: object) -> None:
 
 def _operator_fields(manifest: dict) -> list[str]:
     """The operator-only fields a manifest holds (as dotted paths)."""
+    from ..published.manifest_roles import OPERATOR, leaf_paths, leaf_role
+
     found = [k for k in OPERATOR_ONLY_KEYS if k in manifest]
     details = manifest.get("details")
     if isinstance(details, dict):
         found += [f"details.{k}" for k in OPERATOR_ONLY_DETAILS if k in details]
-    return found
+    # every leaf whose role is operator-only (issue 41, published.manifest_roles)
+    family = str(manifest.get("format") or "medanon-release/1").split("/")[0]
+    found += [".".join(map(str, path)) for path, empty in leaf_paths(manifest)
+              if leaf_role(path, empty=empty, family=family) == OPERATOR]
+    return list(dict.fromkeys(found))
 
 
 def _ledger_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
