@@ -67,6 +67,8 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     "details.cases": "issue41-manifest",
     "details.anchors": "issue41-manifest",
     "details.new_cases": "issue41-manifest",
+    # PPMS-DP (one grouping over every case): old cases widened, the withheld ones counted
+    "details.old_cases_covered": "issue41-manifest",
     "details.withheld_cases": "issue41-manifest",
     "details.leftovers_placed": "issue41-manifest",
     "details.failed_seeds": "issue41-manifest",
@@ -500,7 +502,7 @@ def faers_series(seed: int, periods: int = 2, *, cases: tuple[int, int] = (40, 8
         label = str(quarter)
         begin, days = quarter.start_time, (quarter.end_time.normalize() - quarter.start_time).days + 1
 
-        def day() -> str:
+        def day(begin=begin, days=days) -> str:
             return (begin + pd.Timedelta(days=int(rng.integers(days)))).strftime("%Y%m%d")
 
         chosen = [dict(c) for c in known if rng.random() < followups]
