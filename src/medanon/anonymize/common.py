@@ -28,7 +28,7 @@ import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import chain
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import ClassVar
 
@@ -240,9 +240,47 @@ class ClusteringMethod(Anonymizer):
         table = _release_table(data, space, values, group_of, suppressed_terms)
         return table, int(table["group"].nunique()) if len(table) else 0, {}
 
+    #: whether a period that withholds cases is grouped again without them (see
+    #: :meth:`anonymize`); PPMS-DP says no: its mechanisms read and charge every case once.
+    regroup_without_withheld: ClassVar[bool] = True
+
     # -------------------------------------------------------------------------------- run
     def anonymize(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
                   rng: Randomness, next_cases: Collection[str] | None = None) -> AnonymizationResult:
+        """Anonymize one period; a case that fits no group is withheld (when allowed) and the
+        published cases are then grouped again without the withheld ones, until none is left
+        out.
+
+        Why the second grouping (issue 41, non-interference): the first one read every case,
+        the withheld ones too: their numeric QIDs set the ranges that weigh the loss (001
+        Eq. 1), one of them may be the record farthest from the last one grouped (the next
+        seed), may use up a growth step's probe budget, and their terms count towards the θ
+        table (frequency rule, raise-theta). Grouping the published cases alone makes the
+        release a function of their records (and of the seed) only. Which cases are withheld
+        still depends on every case, as the greedy decides it.
+        """
+        n, withheld, reason = len(data.frame), 0, None
+        result = self._anonymize_once(data, previous, rng=rng, next_cases=next_cases)
+        while self.regroup_without_withheld and result.suppressed:
+            reason = reason or result.details.get("withheld_reason")
+            published = set(result.table["case_id"].astype(str))
+            keep = data.frame[data.schema.case_id].astype(str).isin(published).to_numpy()
+            withheld += int((~keep).sum())
+            data = SuperRecords(data.schema, data.frame[keep].reset_index(drop=True),
+                                data.hierarchies)
+            result = self._anonymize_once(data, previous, rng=rng, next_cases=next_cases,
+                                          withheld_before=withheld)
+        if not withheld:
+            return result
+        details = {**result.details, "cases": n, "withheld_cases": withheld,
+                   "withheld_reason": result.details.get("withheld_reason", reason)}
+        return replace(result, suppressed=withheld, details=details)
+
+    def _anonymize_once(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
+                        rng: Randomness, next_cases: Collection[str] | None = None,
+                        withheld_before: int = 0) -> AnonymizationResult:
+        """One grouping of ``data``; ``withheld_before`` cases of the period were withheld
+        already (they count towards ``max_withheld``)."""
         schema = data.schema
         frame = data.frame
         hierarchies = data.hierarchies or schema.load_hierarchies()
@@ -344,7 +382,7 @@ class ClusteringMethod(Anonymizer):
             raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
                                                     grouping, may_withhold=self.may_withhold,
                                                     groups=0, nothing=True))
-        if withheld and len(withheld) > self.max_withheld * n:
+        if withheld and len(withheld) + withheld_before > self.max_withheld * (n + withheld_before):
             raise InfeasibleError(_too_many_withheld_message(
                 period, withheld, n, record_terms, counts, grouping, k_group, self.max_withheld))
         self._check_own_bounds(grouping_input, result.group_of, k_group, result.suppressed)

@@ -256,6 +256,10 @@ class _PPMSDP(ClusteringMethod):
     privacy_model = PPMS_DP_MODEL
     cover = "earliest"
     new_cases_first = True
+    #: No second grouping without the withheld cases (``ClusteringMethod.anonymize``): the
+    #: mechanisms ran on every case and charged it; a second run would spend ε again. A
+    #: withheld case reaches the grouping through its perturbed values, which ε covers.
+    regroup_without_withheld = False
     # The mechanisms perturb encoded values over the hierarchy and the public domain, where a
     # missing value is the root (the whole domain); it is not a value of its own here.
     missing_as_value = False
