@@ -60,55 +60,17 @@ from tests.neighbours import TIME_DEPENDENT, json_leaves
 #: the store, or made functions of published or public data) by another part of issue 41.
 #: ``fnmatch`` patterns over the dotted leaf paths of :func:`tests.neighbours.json_leaves`
 #: (``path.__keys__`` is a mapping's key set, ``path.__len__`` a list's length) -> the part.
-KNOWN_DIFFERENCES: dict[str, str] = {
-    "counts.reports": "issue41-manifest",
-    "counts.suppressed": "issue41-manifest",
-    "counts.suppressed_terms": "issue41-manifest (HA suppressed-term counts)",
-    "details.cases": "issue41-manifest",
-    "details.anchors": "issue41-manifest",
-    "details.new_cases": "issue41-manifest",
-    # PPMS-DP (one grouping over every case): old cases widened, the withheld ones counted
-    "details.old_cases_covered": "issue41-manifest",
-    "details.withheld_cases": "issue41-manifest",
-    "details.leftovers_placed": "issue41-manifest",
-    "details.failed_seeds": "issue41-manifest",
-    "details.search_budget_stops": "issue41-manifest",
-    "details.groups_merged_away": "issue41-manifest",
-    "details.cases_with_suppressed_terms": "issue41-manifest (HA suppressed-term counts)",
-    # which terms raise-theta raised (or suppress-terms suppressed), with their counts: the
-    # counts include the withheld cases' terms until raised θs come from public data
-    "details.raised_theta": "issue41-manifest (raised theta from public data)",
-    "details.raised_theta.*": "issue41-manifest (raised theta from public data)",
-    "details.suppressed_terms": "issue41-manifest (raised theta from public data)",
-    "details.suppressed_terms.*": "issue41-manifest (raised theta from public data)",
-    # θ overrides computed from counts, and every text that quotes them
-    "details.theta_table.*": "issue41-manifest (theta overrides from counts)",
-    "method.guarantee": "issue41-manifest (guarantee texts quoting counts)",
-    "method.does_not_guarantee": "issue41-manifest (guarantee texts quoting counts)",
-    "method.model.*": "issue41-manifest (theta overrides from counts)",
-    "privacy_spent.guarantee": "issue41-manifest (guarantee texts quoting counts)",
-    "privacy_spent.does_not_guarantee": "issue41-manifest (guarantee texts quoting counts)",
-    "privacy_spent.case_budget.over_budget": "issue41-manifest",
-    "privacy_spent.case_budget.withheld_cases": "issue41-manifest",
-    # the ingest counts (a release without an epsilon publishes them)
-    "ingest.dropped_reports": "issue41-manifest (ingest counts)",
-    "ingest.dropped_by_column*": "issue41-manifest (ingest counts)",
-    "ingest.deleted_reports": "issue41-manifest (ingest counts)",
-    "ingest.superseded_reports": "issue41-manifest (ingest counts)",
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 #: The same items where a published text file quotes them: regular expressions over the text
 #: (the match is blanked in both files before they are compared) -> the part.
-KNOWN_TEXT_DIFFERENCES: dict[str, str] = {
-    r"This release withheld \d+ case\(s\)": "issue41-manifest (counts.suppressed, quoted by "
-                                            "the FAERS notes)",
-}
+KNOWN_TEXT_DIFFERENCES: dict[str, str] = {}
 
 #: While the published CaseIDs are keyed pseudonyms under a key the two runs do not share
 #: (part "caseid"), releases are compared up to a renaming of the CaseIDs: the row order and
 #: the group numbering that follow CaseID order are put in a canonical order first. Which records
 #: form a group, and every other cell, is still compared. None compares the ids as they are.
-CASE_IDS_RENAMED: str | None = "issue41-caseid"
+CASE_IDS_RENAMED: str | None = None
 
 #: Differences inherent in an algorithm as the papers define it (see the module docstring):
 #: name -> (patterns, why). Never applied by default: a test that meets one passes it by name.
@@ -123,8 +85,8 @@ def declared_dependences(manifest: Mapping) -> tuple[str, ...]:
 
     The hook for part "manifest" of issue 41, which declares on the model object which settings
     may depend on the input by design (e.g. the frequency rule's θ table): read from the model
-    the manifest declares (``model.input_dependent``, patterns as in
-    :data:`KNOWN_DIFFERENCES`), it is empty until a model declares something.
+    the manifest declares (``model.input_dependence``: its patterns, and the key sets of the
+    mappings they name).
     """
     from medanon.models import model_from_manifest
 
@@ -132,10 +94,18 @@ def declared_dependences(manifest: Mapping) -> tuple[str, ...]:
         model = model_from_manifest(dict(manifest), str(manifest.get("period", "")))
     except Exception:  # a one-off manifest: no periodic model to ask
         return ()
-    declared = getattr(model, "input_dependent", ()) if model is not None else ()
-    if callable(declared):
-        declared = declared()
-    return tuple(declared or ())
+    declared = getattr(model, "input_dependence", {}) if model is not None else {}
+    # the model's patterns (medanon.published.manifest_roles: "*" one key, "[]" a list index,
+    # a final "**" a subtree) as fnmatch patterns over json_leaves' dotted paths; a declared
+    # mapping may also change its key set (a term whose band or grid cell moves)
+    out = []
+    for pattern in declared:
+        glob = pattern.replace("[]", "*").replace("**", "*")
+        out.append(glob)
+        parent = glob.rsplit(".", 1)[0]
+        if parent != glob:
+            out.append(parent + ".__keys__")
+    return tuple(out)
 
 
 # ------------------------------------------------------------------------------ publications
@@ -240,15 +210,25 @@ def _write_one_off(release) -> Publication:
         return read_folder(Path(tmp) / "out")
 
 
-def withheld_cases(series, records: Mapping[str, pd.DataFrame], *,
+def withheld_cases(series, records: Mapping[str, pd.DataFrame], *, seed: int | None = None,
                    case_id: str = "case_id") -> dict[str, list[str]]:
     """Period -> the input's CaseIDs its release does not publish, sorted (a period without a
-    release is left out)."""
+    release is left out). With ``seed``, the series was published seeded under pseudonymous
+    CaseIDs (issue 41): the input's CaseIDs are mapped through the key a seeded publisher derives
+    from that seed, as the library does (``medanon.pipeline.case_ids.new_case_key``)."""
+    from medanon import randomness
+    from medanon.pipeline.case_ids import CaseIds, new_case_key
+
+    ids_of = None
+    if seed is not None:
+        ids = CaseIds("pseudonym", new_case_key(randomness(seed)))
+        ids_of = ids.of
     out = {}
     for period, rows in series.releases.items():
         published = set(rows["case_id"].astype(str))
-        ids = records[period][case_id].astype(str).unique()
-        out[period] = sorted(c for c in ids if c not in published)
+        real = records[period][case_id].astype(str).unique()
+        shown = ids_of(real) if ids_of is not None else real
+        out[period] = sorted(c for c, p in zip(real, shown) if str(p) not in published)
     return out
 
 

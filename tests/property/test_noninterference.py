@@ -37,7 +37,7 @@ from medanon.data.schema import Schema
 from tests.noninterference import (AGE_LEAVES, compare, faers_series, publish_ehr,
                                    publish_periodic, publish_periodic_in_store, publish_table,
                                    report, with_case_changed, with_dates_moved,
-                                   with_rows_shuffled, with_unpublished_changed, withheld_cases)
+                                   with_unpublished_changed, withheld_cases)
 
 #: every periodic method, at settings that withhold some cases of the small series
 #: (raise-theta, no bound on the withheld share)
@@ -71,7 +71,7 @@ def _base(name: str, seed: int):
     """The series of ``seed``, its publication and withheld cases (published once)."""
     records = faers_series(seed, vocabulary=10)
     files, series = _publish(name, records, seed)
-    return records, files, withheld_cases(series, records), series
+    return records, files, withheld_cases(series, records, seed=seed), series
 
 
 def _same_release(name: str, seed: int, other) -> None:
@@ -106,15 +106,13 @@ def test_unpublished_columns_reach_no_published_byte(name, seed, redraw):
     _same_release(name, seed, with_unpublished_changed(records, SCHEMA, seed=redraw))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", list(PERIODIC))
-@given(seed=st.integers(0, 10_000), order=st.integers(0, 2**16))
-@FAST
-def test_the_input_row_order_reaches_no_published_byte(name, seed, order):
-    """(r): the rows of a period in another order (the randomness is drawn over the cases in
-    CaseID order, never over the input's rows)."""
-    records, _, _, _ = _base(name, seed)
-    _same_release(name, seed, with_rows_shuffled(records, seed=order))
+# (r), the input's rows of a period in another order, is not a byte-for-byte property of the
+# periodic methods: a period's cases are put in the order of their first input row and then
+# permuted by one draw of the release's generator (pipeline.publish._unordered), which is what
+# makes (d) hold exactly (a renumbering of the CaseIDs, rows in place, changes nothing). The
+# input's order therefore reaches the release only through a uniformly random permutation: every
+# input order gives the same distribution of releases, but not, under one seed, the same bytes
+# (docs/attacks-and-verify.md, "Order"). The one-off releases keep (r) byte for byte below.
 
 
 # ------------------------------------------------------------------------------------- (a)
@@ -152,7 +150,7 @@ def test_a_withheld_case_reaches_no_published_byte(name, seed, data):
     other = with_case_changed(records, period, case, terms=terms, qids=qids)
     changed, series = _publish(name, other, seed)
     # the same cases withheld: which ones is the greedy's function of every case (docstring)
-    assume(withheld_cases(series, other) == withheld)
+    assume(withheld_cases(series, other, seed=seed) == withheld)
     differences = compare(_base(name, seed)[1], changed)
     assert not differences, report(differences)
 
@@ -228,7 +226,7 @@ def test_a_withheld_case_in_a_fixed_example_changes_nothing_published():
         assert case in withheld["2020Q2"]
         other = with_case_changed(records, "2020Q2", case, qids=qids)
         changed, series = _publish("ppms++", other, seed)
-        assert withheld_cases(series, other) == withheld
+        assert withheld_cases(series, other, seed=seed) == withheld
         differences = compare(files, changed)
         assert not differences, f"case {case}, {qids}: " + report(differences)
 
