@@ -8,9 +8,11 @@ With the same seed, two inputs that differ only in
 (c) columns that are not published (``report_id``, ``age_years``, columns the schema does not
     name, the columns' order),
 
-and, beside them, (r) the input's row order, give the same published files byte for byte
-(timestamps aside, and the items :data:`tests.noninterference.KNOWN_DIFFERENCES` lists for the
-other parts of issue 41).
+give the same published files byte for byte (timestamps aside; the published CaseIDs included:
+a seeded publisher derives its pseudonym key from the seed). Beside them, (r) the input's row
+order, byte for byte for the one-off tables; for the periodic methods it reaches the release
+only through a uniform random permutation (see the note before (a)). (d), the renumbering of the
+CaseIDs, is tests/property/test_caseid_renumbering.py.
 
 (a) holds given the *same withheld set* in both runs: which cases a greedy grouping withholds is
 a function of every case of the period, the withheld ones included (001's and 002's algorithm:
