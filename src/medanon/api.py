@@ -354,6 +354,11 @@ class Table:
         """SHA-256 of the encoded table: operator only, never in a manifest."""
         return self.data.digest
 
+    def fingerprint(self):
+        """The table's identity for the one-off ledger, whatever its row order (an
+        :class:`~medanon.accounting.oneoff.InputFingerprint`): operator only."""
+        return self.data.fingerprint()
+
     def __len__(self) -> int:
         return len(self.data)
 
@@ -478,6 +483,11 @@ class EhrRecords:
     def digest(self) -> str:
         """SHA-256 of the events: operator only, never in a manifest."""
         return self.data.digest()
+
+    def fingerprint(self):
+        """The events' identity for the one-off ledger, whatever their row order (an
+        :class:`~medanon.accounting.oneoff.InputFingerprint`): operator only."""
+        return self.data.fingerprint()
 
     def __repr__(self) -> str:
         kept = (f", patients with >= {self.min_admissions} admissions"

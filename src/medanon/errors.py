@@ -97,6 +97,37 @@ class DiskFullError(StoreError):
     exit_code = 74  # EX_IOERR
 
 
+class SeriesEndedError(StoreError):
+    """A release after the series' final release (HA's ``final``), refused by the store itself.
+
+    A final release is grouped as if none of its cases went on; any later report of those cases
+    shows which did and narrows the final release's groups (the MD view), whichever store or series
+    publishes it. The message says what the holder can still do that keeps the guarantee.
+
+    Attributes:
+        final_period: The period of the final release (None when unknown).
+    """
+
+    def __init__(self, *args: object, final_period: str | None = None) -> None:
+        super().__init__(*args)
+        # an attribute, not an arg: pickling restores it from __dict__ (as InfeasibleError's)
+        self.final_period = final_period
+
+    @classmethod
+    def after(cls, final_period: str, *, refused: str | None = None) -> "SeriesEndedError":
+        """The refusal of publishing ``refused`` (period labels, when known) after the final
+        release ``final_period``."""
+        what = f"Publishing {refused} is refused: the" if refused else "The"
+        return cls(
+            f"{what} series ended with the final release {final_period} (published with "
+            f"'final': grouped as if no case went on). Any later report of its cases, in this "
+            f"store or in another one, shows which cases went on and narrows {final_period}'s "
+            f"groups below what was checked (its MD view), so nothing more is published for "
+            f"the cases of this series. What keeps the guarantee: publish nothing further for "
+            f"them; a new series (a new store) may publish only cases this series never "
+            f"published.", final_period=final_period)
+
+
 class BudgetExceeded(MedanonError):
     """A differential-privacy budget would be exceeded."""
 

@@ -64,7 +64,7 @@ DIR, DIR_HARD, DIR_POSTERIOR, MAX_DIR = "DIR", "DIR hard", "DIR posterior", "max
 DSR, DSR_HARD, DSR_POSTERIOR = "DSR", "DSR hard", "DSR posterior"
 ATTACKER, ATTACKS, SSGR = "attacker", "attacks", "SSGR"
 RR, AR_REV, RR_HARD = "RR", "AR_rev", "RR hard"
-REIDENTIFIED_GROUPS = "re-identified groups"
+REIDENTIFIED_GROUPS, DISCLOSING_GROUPS = "re-identified groups", "disclosing groups"
 COUNT, PRR, SIGNAL = "count", "PRR", "signal"
 MGPS_RECALL, MGPS_PRECISION = "MGPS recall", "MGPS precision"
 BCPNN_RECALL, BCPNN_PRECISION = "BCPNN recall", "BCPNN precision"
@@ -187,6 +187,10 @@ GLOSSARY: tuple[Term, ...] = (
          names=("re-identified", "re-identified (RR)")),
     Term("re-identified groups", "groups the linking attacks narrow to a single candidate case",
          ("reidentified_groups (attack --json)",), "lower is safer"),
+    Term("disclosing groups", "groups in which every candidate the linking attacks leave holds one "
+         "sensitive term (every member, when they leave none): the term is disclosed whatever its "
+         "θ, θ = 1 included, which DSR cannot see; summed over the releases in plan",
+         ("disclosing_groups (evaluate --json, attack --json, plan)",), "lower is safer"),
     Term("posterior bound", "largest posterior the combined DP bound allows an attacker who "
          "weighs noisy values", ("bound.max_posterior (verify --json, manifest verification)",),
          "lower is safer"),

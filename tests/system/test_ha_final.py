@@ -17,7 +17,7 @@ import pytest
 import medanon
 from medanon.anonymize import HA
 from medanon.data.synth.faers import write_faers_series
-from medanon.errors import StoreError, ValidationError
+from medanon.errors import SeriesEndedError, StoreError, ValidationError
 from medanon.published.series import PublishedSeries
 from medanon.report.html import _why
 from medanon.store import ReleaseStore
@@ -91,8 +91,52 @@ def test_the_final_release_publishes_the_latest_quarter_and_ends_the_series(fold
     before = snapshot(store)
     for args in ((), ("--final",), ("2020Q4",)):
         refused = invoke_cli("release", *args, "--store", store)
-        assert_user_error(refused, "StoreError", "ended with the final release 2020Q3")
+        assert_user_error(refused, "SeriesEndedError", "ended with the final release 2020Q3")
+        _says_what_keeps_the_guarantee(refused.stderr)
         assert snapshot(store) == before
+
+    # the store itself refuses, whoever calls it: a later release built from published rows
+    with ReleaseStore.open(store) as db:
+        rows = db.release_rows("2020Q3").assign(period="2020Q4")
+        manifest = json.loads(json.dumps(db.manifest("2020Q3")))
+        manifest["period"] = "2020Q4"
+        del manifest["method"]["final"]
+        with pytest.raises(SeriesEndedError, match="ended with the final release 2020Q3") as err:
+            db.publish("2020Q4", rows, manifest)
+        assert err.value.final_period == "2020Q3"
+        assert isinstance(err.value, StoreError)
+        _says_what_keeps_the_guarantee(str(err.value))
+        # inside a batch too, and the batch rolls back whole
+        with pytest.raises(SeriesEndedError), db.batch():
+            db.publish("2020Q4", rows, manifest)
+        assert db.published_periods() == ["2020Q1", "2020Q2", "2020Q3"]
+    assert snapshot(store) == before
+
+
+def _says_what_keeps_the_guarantee(message: str) -> None:
+    """The refusal recommends no route that breaks the final release: not a new store for the
+    later periods (its later reports of the same cases open the MD view just the same)."""
+    assert "start a new store for later periods" not in message
+    assert "in this store or in another one" in message
+    assert "only cases this series never published" in message
+
+
+def test_the_store_refuses_a_final_release_that_a_later_one_follows(folders, tmp_path):
+    """ReleaseStore.publish keeps the rule without the pipeline: a final release must be the
+    series' last, even when the caller publishes out of time order."""
+    from medanon.store.duckdb_store import _release_columns
+
+    store = tmp_path / "s.duckdb"
+    assert invoke_cli("ingest", folders / "all", "--store", store).returncode == 0
+    with ReleaseStore.open(store) as db:
+        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in _release_columns(db.schema)})
+        db.publish("2020Q2", empty, {"method": {"name": "ha"}, "counts": {}})
+    before = snapshot(store)
+    with ReleaseStore.open(store) as db:
+        with pytest.raises(StoreError, match="later release.s. 2020Q2 are published"):
+            db.publish("2020Q1", empty, {"method": {"name": "ha", "final": True}, "counts": {}})
+        assert db.published_periods() == ["2020Q2"]
+    assert snapshot(store) == before
 
 
 def test_final_is_refused_where_it_would_not_end_the_series(folders, tmp_path):

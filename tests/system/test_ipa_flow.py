@@ -281,13 +281,13 @@ def test_a_second_release_of_one_input_spends_epsilon_again_and_a_budget_stops_i
     first = invoke_cli(*dp, "--out", tmp_path / "one", "--budget", "1.5")
     assert first.returncode == 0, first.stderr
     assert "earlier one-off release" not in first.stderr
-    (entry,) = next(iter(json.loads(ledger.read_text()).values()))
+    (entry,) = next(iter(json.loads(ledger.read_text())["inputs"].values()))["releases"]
     assert entry["epsilon"] == 1.0 and entry["method"] == "dphist"
     # the same input again: past the budget, refused, nothing written
     refused = invoke_cli(*dp, "--out", tmp_path / "two", "--budget", "1.5")
     assert_user_error(refused, "BudgetExceeded", "would take it to 2, past the budget 1.5")
     assert not (tmp_path / "two").exists()
-    assert len(next(iter(json.loads(ledger.read_text()).values()))) == 1
+    assert len(next(iter(json.loads(ledger.read_text())["inputs"].values()))["releases"]) == 1
     # acknowledged: published, recorded in the manifest, the spend told
     over = invoke_cli(*dp, "--out", tmp_path / "two", "--budget", "1.5", "--allow-over-budget")
     assert over.returncode == 0, over.stderr
@@ -302,5 +302,38 @@ def test_a_second_release_of_one_input_spends_epsilon_again_and_a_budget_stops_i
     assert main(["synth", "table", str(other), "--rows", "3000", "--seed", "5"]) == 0
     assert invoke_cli("ipa", other, "--method", "dphist", "--epsilon", "1", *SEEDED, "--out",
                       tmp_path / "o", "--budget", "1.5").returncode == 0
-    accounts = json.loads(ledger.read_text())
-    assert sorted(len(v) for v in accounts.values()) == [1, 2]
+    accounts = json.loads(ledger.read_text())["inputs"]
+    assert sorted(len(v["releases"]) for v in accounts.values()) == [1, 2]
+
+
+def test_the_ledger_knows_the_same_rows_in_another_order_and_a_mostly_shared_table(
+        tmp_path, monkeypatch):
+    """Issue 41: the ledger keys on the rows as a multiset, so a shuffled copy of a table is the
+    same input, and a table sharing 90% of its rows with an earlier one is charged with it
+    (accounting/oneoff.py); each refusal writes nothing."""
+    import shutil
+
+    monkeypatch.setenv("MEDANON_LEDGER", str(tmp_path / "ledger.json"))
+    table = tmp_path / "tb.csv"
+    assert main(["synth", "table", str(table), "--rows", "2000", "--seed", "4"]) == 0
+    rows = pd.read_csv(table, dtype=str, keep_default_na=False)
+    other = tmp_path / "other.csv"
+    assert main(["synth", "table", str(other), "--rows", "2000", "--seed", "5"]) == 0
+    fresh = pd.read_csv(other, dtype=str, keep_default_na=False)
+    variants = {"shuffled": rows.sample(frac=1, random_state=1),
+                "ninety": pd.concat([rows.iloc[:1800], fresh.iloc[1800:]]).sample(
+                    frac=1, random_state=2)}
+    for name, frame in variants.items():
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+        shutil.copy(tmp_path / "tb.schema.toml", tmp_path / f"{name}.schema.toml")
+    dp = ("--method", "dphist", "--epsilon", "1", "--budget", "1.5", *SEEDED)
+    assert invoke_cli("ipa", table, *dp, "--out", tmp_path / "one").returncode == 0
+    for name in variants:
+        refused = invoke_cli("ipa", tmp_path / f"{name}.csv", *dp, "--out", tmp_path / name)
+        assert_user_error(refused, "BudgetExceeded", "would take it to 2, past the budget 1.5")
+        assert not (tmp_path / name).exists()
+    assert "50% or more of them" in refused.stderr       # the 90% table: named as overlapping
+    # the unrelated table has an account of its own
+    assert invoke_cli("ipa", other, *dp, "--out", tmp_path / "o").returncode == 0
+    stored = json.loads((tmp_path / "ledger.json").read_text())["inputs"]
+    assert sorted(len(v["releases"]) for v in stored.values()) == [1, 1]

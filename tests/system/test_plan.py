@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from medanon.data.synth.faers import write_faers_series
-from medanon.experiments.plan import PLAN_COLUMNS
+from medanon.experiments.plan import OPERATOR_ONLY_LINE, PLAN_COLUMNS
 from medanon.store import ReleaseStore
 from tests.conftest import assert_user_error, invoke_cli, snapshot
 
@@ -26,6 +26,13 @@ def store(tmp_path_factory):
     return path
 
 
+def _read_plan_csv(folder) -> pd.DataFrame:
+    """plan.csv after its operator-only first line (which it must have)."""
+    with open(folder / "plan.csv", encoding="utf-8") as handle:
+        assert handle.readline().rstrip("\n") == OPERATOR_ONLY_LINE
+    return pd.read_csv(folder / "plan.csv", skiprows=1)
+
+
 def test_the_default_plan_measures_every_candidate_and_writes_nothing(store, tmp_path):
     before = snapshot(store.parent)
     out = tmp_path / "plan"
@@ -33,7 +40,7 @@ def test_the_default_plan_measures_every_candidate_and_writes_nothing(store, tmp
                         "--seed", "5")
     assert result.returncode == 0, result.stderr
     assert snapshot(store.parent) == before                    # nothing written to the store
-    rows = pd.read_csv(out / "plan.csv")
+    rows = _read_plan_csv(out)
     assert list(rows.columns) == list(PLAN_COLUMNS) and len(rows) >= 6
     published = rows[rows["status"] == "published"]
     assert len(published) >= 6
@@ -49,7 +56,16 @@ def test_the_default_plan_measures_every_candidate_and_writes_nothing(store, tmp
     best = meeting.set_index("candidate").loc[chosen]
     assert best["withheld_share"] <= 0.1 and best["gate"] == "passed"
     assert best["mgps_recall"] >= 0.8
-    assert (meeting["dir_max"] >= best["dir_max"]).all()
+    # risk first: no candidate that meets the constraints discloses in fewer groups, or as few
+    # with a lower max DIR; a tie on both never goes to the candidate with more unbounded terms
+    assert (meeting["disclosing_groups"] >= best["disclosing_groups"]).all()
+    tied = meeting[meeting["disclosing_groups"] == best["disclosing_groups"]]
+    assert (tied["dir_max"] >= best["dir_max"]).all()
+    tied = tied[(tied["dir_max"] == best["dir_max"]) & (tied["dsr_max"] == best["dsr_max"])]
+    assert (tied["unbounded_terms"] >= best["unbounded_terms"]).all()
+    assert f"disclosing groups {int(best['disclosing_groups'])}" in result.stdout
+    # the files say they are the operator's
+    assert plan["operator_only"].startswith("OPERATOR-ONLY") and "OPERATOR-ONLY" in page
     # a candidate that leaves the protected term unbounded is never recommended; MS (no
     # protection across releases) has the attacks find more
     ms = published[published["method"] == "ms"].iloc[0]
@@ -66,7 +82,7 @@ def test_candidates_from_a_file_and_apply_pins_one(store, tmp_path):
     result = invoke_cli("plan", "--store", store, "--out", out, "--candidates", candidates,
                         "--min-recall", "0")
     assert result.returncode == 0, result.stderr
-    assert len(pd.read_csv(out / "plan.csv")) == 2
+    assert len(_read_plan_csv(out)) == 2
     copy = tmp_path / "copy.duckdb"
     copy.write_bytes(store.read_bytes())
     applied = invoke_cli("plan", "--store", copy, "--out", out, "--apply", "2")
@@ -120,8 +136,8 @@ def test_plan_on_a_local_cluster_equals_the_plan_in_one_process(store, tmp_path)
     assert alone.returncode == 0, alone.stderr
     on_dask = invoke_cli(*common, "--out", tmp_path / "dask", "--workers", "2")
     assert on_dask.returncode == 0, on_dask.stderr
-    expected = pd.read_csv(tmp_path / "alone" / "plan.csv")
-    got = pd.read_csv(tmp_path / "dask" / "plan.csv")
+    expected = _read_plan_csv(tmp_path / "alone")
+    got = _read_plan_csv(tmp_path / "dask")
     assert list(expected["status"]) == ["published", "refused", "published"]
     pd.testing.assert_frame_equal(got.drop(columns="cpu_s"), expected.drop(columns="cpu_s"))
     plans = [json.loads((tmp_path / d / "plan.json").read_text()) for d in ("alone", "dask")]
@@ -142,3 +158,38 @@ def test_plan_on_a_local_cluster_equals_the_plan_in_one_process(store, tmp_path)
     assert workable > 0.05 and f"smallest workable theta {workable:.4f}" in refused["message"]
     page = (tmp_path / "alone" / "plan.html").read_text()
     assert f"Death={workable:g}" in page and "smallest workable theta" in page
+
+
+def test_the_disclosure_count_sees_the_groups_that_hold_one_term_in_every_member(store):
+    """A θ = 1 term held by every member of a group is disclosed, though DIR and DSR are 0:
+    ``disclosing_groups`` counts every such published group (after the attacks it can only
+    count more), and the plan ranks by it before utility."""
+    import medanon
+    from medanon.experiments.plan import plan_store
+    from medanon.pipeline.policy import SeriesPolicy
+
+    with ReleaseStore.open(store, read_only=True) as db:
+        data = medanon.Dataset({p: db.records(p) for p in ("2020Q1", "2020Q2")}, db.schema)
+    frequency = SeriesPolicy.ppms_plus_plus(k=3, theta="frequency", on_infeasible="raise-theta")
+    series = medanon.Publisher(frequency, seed=5).publish(data)
+    published = 0   # counted from the published rows alone, independently of the attacks
+    for rows in series.releases.values():
+        def terms(row) -> set:
+            return {(c, t) for c in series.sensitive for t in str(row[c]).split("|") if t}
+
+        for _, members in rows.groupby("group"):
+            held = set.intersection(*(terms(r) for _, r in members.iterrows()))
+            published += bool(held)
+    assert published > 0
+    plan = plan_store(store, candidates=[frequency, SeriesPolicy.ppms_plus_plus(
+        k=10, theta="frequency", on_infeasible="raise-theta")], min_recall=0,
+        periods=["2020Q1", "2020Q2"], seed=5)
+    rows = plan.rows.set_index("candidate")
+    assert rows.loc[1, "disclosing_groups"] >= published
+    assert rows.loc[1, "dsr_max"] == 0                    # DSR cannot see it
+    # k = 10 publishes coarser groups: fewer disclose, and utility (k = 3 loses less) does not
+    # buy back the disclosures
+    assert rows.loc[2, "disclosing_groups"] < rows.loc[1, "disclosing_groups"]
+    assert rows.loc[1, "nil"] < rows.loc[2, "nil"]
+    assert rows.loc[1, "meets"] and rows.loc[2, "meets"]
+    assert plan.recommended == 2

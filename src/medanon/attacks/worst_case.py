@@ -97,6 +97,12 @@ class GroupAttack:
     max_posterior: float | None = None
     top_share_posterior: float | None = None
 
+    @property
+    def discloses(self) -> bool:
+        """Whether every candidate left (every member, when the attacks leave none) holds one
+        term: the adversary learns it for sure, whatever θ declares (θ = 1 included)."""
+        return self.top_term is not None and self.top_confidence >= 1.0 - _TOL
+
     def to_dict(self) -> dict:
         out = {"group": self.group, "size": self.size, "excluded": dict(self.excluded),
                "remaining": self.remaining, "top_term": self.top_term,
@@ -136,9 +142,16 @@ class ReleaseAttack:
     dir_posterior: float | None = None
     dsr_posterior: float | None = None
 
+    @property
+    def disclosing_groups(self) -> int:
+        """The groups in which every candidate left holds some term (:attr:`GroupAttack.
+        discloses`): a disclosure DSR cannot see where that term's θ is 1."""
+        return sum(g.discloses for g in self.groups)
+
     def to_dict(self, *, all_groups: bool = False) -> dict:
         risky = [g for g in self.groups
-                 if g.dig or g.dsg or g.ssg or g.dig_hard or g.dsg_hard or g.remaining <= 1]
+                 if g.dig or g.dsg or g.ssg or g.dig_hard or g.dsg_hard or g.remaining <= 1
+                 or g.discloses]
         shown = self.groups if all_groups else risky
         return {"period": self.period, "groups": len(self.groups), "attacker": self.attacker,
                 "k": self.k, "alpha": self.alpha, "md_applied": self.md_applied,
@@ -147,6 +160,7 @@ class ReleaseAttack:
                 "dir_hard": self.dir_hard, "dsr_hard": self.dsr_hard,
                 "dir_posterior": self.dir_posterior, "dsr_posterior": self.dsr_posterior,
                 "reidentified_groups": self.reidentified,
+                "disclosing_groups": self.disclosing_groups,
                 "group_details": [g.to_dict() for g in shown]}
 
 

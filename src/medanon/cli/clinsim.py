@@ -99,9 +99,10 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
                               time_resolution=time_resolution)
     data = EhrRecords.read(diagnoses, admissions, code_level=code_level,
                            min_admissions=min_admissions)
+    fingerprint = data.fingerprint()   # the events as a multiset: order-free, overlap-aware
     with ui.errors_as_flags():   # the ε this input spent in earlier one-off releases
         ledger, spend, over = ui.one_off_check(
-            one_off, method, None if method == "suppression" else epsilon, data.digest())
+            one_off, method, None if method == "suppression" else epsilon, fingerprint)
     with progress_bar(f"{method}: graph, plan, obfuscate, evaluate", 4) as step:
         release = publisher.publish(data, identifiers=identifiers, progress=step)
     if new_key:
@@ -114,7 +115,7 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
         if new_key:                          # the key of a release that was not written
             Path(pseudonym_key).unlink(missing_ok=True)
         raise
-    ui.one_off_record(ledger, spend, data.digest(), method, out)
+    ui.one_off_record(ledger, spend, fingerprint, method, out)
     # Operator-facing only (stdout, never the published folder): the input's digest lets the
     # operator check which file was released; the manifest holds no function of the input.
     summary = {**release.summary, "out": str(out)}

@@ -542,13 +542,14 @@ def plan(*, store: Path, out: Path, candidates: Path | None, protect: list[str],
                                 periods=periods, seed=seed, scheduler=scheduler,
                                 workers=workers, progress=step)
     paths = write_plan(result, out)
-    table = Table("#", "policy", "status", V.WITHHELD_SHARE, V.MEAN_NIL, V.MAX_DIR, V.MGPS_RECALL,
-                  V.UNBOUNDED_TERMS, "CPU s", "why not",
-                  title=f"Plan for {store} (nothing published)")
+    table = Table("#", "policy", "status", V.WITHHELD_SHARE, V.MEAN_NIL, V.DISCLOSING_GROUPS,
+                  V.MAX_DIR, V.MGPS_RECALL, V.UNBOUNDED_TERMS, "CPU s", "why not",
+                  title=f"Plan for {store} (nothing published; operator-only figures)")
     for _, r in result.rows.iterrows():
         mark = " *" if r["candidate"] == result.recommended else ""
         cell = [None if pd.isna(r[c]) else float(r[c]) for c in
-                ("withheld_share", "nil", "dir_max", "mgps_recall", "unbounded_terms", "cpu_s")]
+                ("withheld_share", "nil", "disclosing_groups", "dir_max", "mgps_recall",
+                 "unbounded_terms", "cpu_s")]
         table.add_row(f"{r['candidate']}{mark}", str(r["policy"]), str(r["status"]),
                       *(_fmt(v) for v in cell),
                       str(r["why_not"] or "") if r["status"] == "published"
@@ -776,6 +777,20 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
         _attack(reader.skeleton(), reader, **options)
 
 
+def _refuse_what_verify_refuses(series, reader, periods: list[str] | None) -> None:
+    """Run verify's checks on the releases about to be attacked or evaluated, and let its
+    refusal stand (``InputFormatError``, verify's own message; the verdict itself is verify's
+    to report). A release verify rejects as malformed (a group whose records publish different
+    QID values, a manifest without what its model needs, ...) has no meaning the attacks could
+    measure: attacking it anyway reported DIR 0 on a release verify refuses (issue 41)."""
+    from ..verify import verify_series
+
+    if reader is not None:
+        reader.verify(periods)
+    else:
+        verify_series(series, periods)
+
+
 def _attack(series, reader, *, period: str | None, target: str | None, first_appearance: bool,
             discontinued: bool, background: Path | None, lifespan: int | None, k: int | None,
             alpha: float | None, ss_rule: str | None, all_groups: bool, as_json: bool,
@@ -787,9 +802,15 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
     knowledge = read_background(background) if background else None
     if knowledge is not None:
         knowledge.check(series.qids)
+    if target is not None and period is None:
+        raise ValidationError("--target needs --period: the release the target is known to be in.")
+    if (first_appearance or discontinued) and target is None:
+        raise ValidationError("--first-appearance and --discontinued describe a --target; without "
+                              "one the worst case over all targets is reported.")
+    rule = parse_ss_rule(ss_rule) if ss_rule else None
+    # the flags first, then verify's checks (they read every release asked for)
+    _refuse_what_verify_refuses(series, reader, [series.label(period)] if period else None)
     if target is not None:
-        if period is None:
-            raise ValidationError("--target needs --period: the release the target is known to be in.")
         out = attack_target(series, period, target, first_appearance=first_appearance,
                             discontinued=discontinued, background=knowledge, lifespan=lifespan)
         if as_json:
@@ -817,10 +838,6 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
             kind = "Posterior share" if out.posterior else "Confidence"
             ui.out.print(f"{kind} of sensitive terms: {top}")
         return
-    if first_appearance or discontinued:
-        raise ValidationError("--first-appearance and --discontinued describe a --target; without "
-                              "one the worst case over all targets is reported.")
-    rule = parse_ss_rule(ss_rule) if ss_rule else None
     options = dict(lifespan=lifespan, k=k, alpha=alpha, ss_rule=rule, background=knowledge, md=md)
     if reader is not None:
         labels = [series.label(period)] if period else series.periods
@@ -832,16 +849,17 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
         return
     table = Table("period", "groups", V.ATTACKER, V.ATTACKS, V.DIR_HARD, V.DSR_HARD,
                   V.DIR_POSTERIOR, V.DSR_POSTERIOR, V.SSGR, V.REIDENTIFIED_GROUPS,
-                  title=f"Worst case over all targets: {series.source}")
+                  V.DISCLOSING_GROUPS, title=f"Worst case over all targets: {series.source}")
     for r in result.releases:
         table.add_row(r.period, str(len(r.groups)), r.attacker,
                       "B/F/L/MD" if r.md_applied else "B/F/L", _fmt(r.dir_hard),
                       _fmt(r.dsr_hard), _fmt(r.dir_posterior), _fmt(r.dsr_posterior),
-                      _fmt(r.ssgr), str(r.reidentified))
+                      _fmt(r.ssgr), str(r.reidentified), str(r.disclosing_groups))
     ui.out.print(table)
     ui.out.print("hard: exclusions that hold for sure (CaseID links, generalized QIDs), as verify "
                  "checks them; posterior: the likelihood-weighted attacker on perturbed QIDs (strict "
-                 "PPMS-DP releases), which weighs candidates by their noisy values.")
+                 "PPMS-DP releases), which weighs candidates by their noisy values; disclosing "
+                 "groups: every candidate left holds one term (disclosed whatever its θ).")
 
 
 def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bool,
@@ -867,6 +885,7 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         if knowledge is not None:
             knowledge.check(skeleton.qids)
         labels = [skeleton.label(p) for p in periods] if periods else skeleton.periods
+        _refuse_what_verify_refuses(skeleton, reader, labels)
         options = (screening_for(set(db.release_columns()), strata=strata or [],
                                  drug_columns=drug_columns or [], cumulative=cumulative,
                                  pooled=pooled)

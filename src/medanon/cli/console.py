@@ -169,7 +169,7 @@ def errors_as_flags() -> Iterator[None]:
 
 
 def one_off_check(one_off: tuple | None, method: str, epsilon: object,
-                  fingerprint: str) -> tuple[object, float | None, bool]:
+                  fingerprint) -> tuple[object, float | None, bool]:
     """The one-off ledger's check before a DP release of an input (``ipa``, ``clinsim``):
     returns (the ledger, the release's ε or None for a method without one, whether the run
     goes past the budget acknowledged). Refuses past ``--budget`` (BudgetExceeded)."""
@@ -185,13 +185,17 @@ def one_off_check(one_off: tuple | None, method: str, epsilon: object,
     return ledger, spend, over
 
 
-def one_off_record(ledger, spend: float | None, fingerprint: str, method: str, out) -> None:
+def one_off_record(ledger, spend: float | None, fingerprint, method: str, out) -> None:
     """Record a written DP release in the one-off ledger and say what the input has spent."""
+    from ..accounting.oneoff import OVERLAP_THRESHOLD
+
     if spend is None:
         return
     before = ledger.entries(fingerprint)
     ledger.record(fingerprint, method=method, epsilon=spend, out=out)
     if before:
-        err.print(f"note: this input had spent epsilon {sum(e['epsilon'] for e in before):g} in "
+        spent = sum(e["epsilon"] for e in before)
+        err.print(f"note: this input (its rows in any order, or an input sharing "
+                  f"{OVERLAP_THRESHOLD:.0%} or more of them) had spent epsilon {spent:g} in "
                   f"{len(before)} earlier one-off release(s) (ledger {ledger.path}); with this "
-                  f"one, {sum(e['epsilon'] for e in before) + spend:g}.", soft_wrap=True)
+                  f"one, {spent + spend:g}.", soft_wrap=True)

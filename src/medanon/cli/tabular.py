@@ -50,17 +50,18 @@ def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | No
         require_public_domain(TableSchema.from_toml(schema_path),
                               source=f"schema file {str(schema_path)!r}")
     data = Table.read(input_path, schema_path)
+    fingerprint = data.fingerprint()   # the rows as a multiset: order-free, overlap-aware
     with ui.errors_as_flags():   # the ε this input spent in earlier one-off releases
         ledger, spend, over = ui.one_off_check(one_off, method,
                                                None if method == "kanon" else epsilon,
-                                               data.digest)
+                                               fingerprint)
     total = 1 if method == "dphist" else len(Lattice(data.data.top_node))
     with progress_bar(f"{method}: lattice nodes", total) as step:
         release = publisher.publish(data, progress=lambda done, _total: step(done))
     if over:
         release.manifest["method"].setdefault("acknowledged", []).append("allow_over_budget")
     release.write(out)
-    ui.one_off_record(ledger, spend, data.digest, method, out)
+    ui.one_off_record(ledger, spend, fingerprint, method, out)
     # input_sha256: operator only (stdout), never in the manifest
     summary: dict[str, Any] = {**release.summary, "out": str(out)}
     if as_json:

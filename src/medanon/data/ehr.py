@@ -49,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_choice, check_fraction, check_int
+from ..accounting.oneoff import InputFingerprint
 from ..errors import InputFormatError, ValidationError
 from ..hierarchies.icd9 import icd9_category, normalize_icd9
 from ..random import Randomness
@@ -193,6 +194,12 @@ class EhrData:
         """SHA-256 of the canonical events CSV (UTF-8, ``\\n`` line ends, no index)."""
         text = self.events.to_csv(index=False, lineterminator="\n")
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def fingerprint(self) -> InputFingerprint:
+        """The events' identity for the one-off ledger: the event rows as a multiset, so another
+        row order is the same input and an extract sharing most events with an earlier one is
+        recognised (:mod:`medanon.accounting.oneoff`). Operator-only."""
+        return InputFingerprint.of_rows(self.events)
 
 
 # -- assembling the events table ---------------------------------------------------------------

@@ -54,6 +54,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError as PydanticValidationError, model_validator
 
 from .._validation import pydantic_problems
+from ..accounting.oneoff import InputFingerprint
 from ..errors import HierarchyError, InputFormatError, SchemaError
 from ..hierarchies.levels import LevelHierarchy, categorical_levels, numeric_levels
 
@@ -260,6 +261,15 @@ class TabularData:
     @property
     def top_node(self) -> tuple[int, ...]:
         return tuple(h.top for h in self.hierarchies)
+
+    def fingerprint(self) -> InputFingerprint:
+        """The table's identity for the one-off ledger: its rows as a multiset (the dimensions'
+        leaf codes, fixed by the schema's hierarchies, and the informative value's text), so the
+        same rows in another order are the same input and a table sharing most rows with an
+        earlier one is recognised (:mod:`medanon.accounting.oneoff`). Operator-only."""
+        columns = {f"d{j}": self.codes[:, j] for j in range(self.codes.shape[1])}
+        columns["informative"] = self.frame[self.schema.informative].to_numpy()
+        return InputFingerprint.of_rows(pd.DataFrame(columns))
 
 
 def read_table(path: str | Path) -> pd.DataFrame:

@@ -16,13 +16,18 @@ wherever and in whatever order the candidates run (but for their CPU seconds).
 
 The recommendation is the candidate that meets the steward's constraints (every release
 passes the gate; withheld share at most ``max_withheld``; MGPS recall of the ``dedup`` scope at
-least ``min_recall``; no ``protect``-ed term left unbounded) with the lowest max DIR, then
-DSR, then the highest recall, then the lowest NIL; the sensitive terms it leaves unbounded are
-said with it (DSR does not see them: a term at θ = 1 has no bound to break). Every other
-candidate's reason for not being chosen is in the table.
+least ``min_recall``; no ``protect``-ed term left unbounded) with the lowest risk, and only
+among equal risk the best utility (:func:`_rank`). Risk is, in this order: the disclosing
+groups (groups in which every candidate the attacks leave holds one term, summed over the
+releases: an exact disclosure whatever θ says, θ = 1 included, which DIR and DSR cannot see),
+max DIR, max DSR, then the sensitive terms left unbounded (θ = 1): a tie on the measured risk is
+never broken towards a policy that bounds less. Utility is the highest recall, then the lowest
+NIL. Every other candidate's reason for not being chosen is in the table.
 
 The candidates are research runs on private data: the plan's files are the operator's, like
-the store (they hold counts of the original records), and must not be published.
+the store (they hold exact counts of the original records), and must not be published. Each
+file says so itself: ``plan.csv``'s first line (:data:`OPERATOR_ONLY_LINE`), ``plan.json``'s
+``operator_only`` field, ``plan.html``'s first paragraph.
 """
 
 from __future__ import annotations
@@ -43,16 +48,21 @@ from .._validation import check_int
 from ..errors import InputFormatError, MedanonError, ValidationError
 from ..pipeline.policy import SeriesPolicy, read_toml
 
-__all__ = ["PLAN_COLUMNS", "PlanResult", "apply_candidate", "default_candidates", "plan_store",
-           "read_candidates", "write_plan"]
+__all__ = ["OPERATOR_ONLY_LINE", "PLAN_COLUMNS", "PlanResult", "apply_candidate",
+           "default_candidates", "plan_store", "read_candidates", "write_plan"]
 
 #: the columns of ``plan.csv``, in order
 PLAN_COLUMNS = (
     "candidate", "policy", "method", "k", "theta", "status", "gate", "cpu_s", "cases",
     "withheld_share", "suppressed_terms", "theta_raised", "theta_raised_to", "unbounded_terms",
-    "nil", "dir_max",
+    "nil", "disclosing_groups", "dir_max",
     "dsr_max", "reidentified", "mgps_recall", "mgps_precision", "mgps_recall_strata",
     "prr_recall", "meets", "why_not", "message")
+#: what the plan's files are, said in each of them (the csv's first line, read back with
+#: ``pd.read_csv(path, skiprows=1)``)
+OPERATOR_ONLY = ("OPERATOR-ONLY: exact counts of the original (private) records from candidate "
+                 "runs; keep with the store, never publish")
+OPERATOR_ONLY_LINE = f"# {OPERATOR_ONLY}"
 
 
 def default_candidates(protect: Mapping[str, float] | None = None) -> list[SeriesPolicy]:
@@ -138,11 +148,17 @@ class PlanResult:
                     + "); relax them, or add candidates (--candidates).")
         row = self.rows.set_index("candidate").loc[self.recommended]
         unbounded = int(row["unbounded_terms"] or 0)
+        disclosing = int(row["disclosing_groups"] or 0)
         return (f"Candidate {self.recommended}: {row['policy']} — withholds "
-                f"{row['withheld_share']:.1%}, mean NIL {row['nil']:.3f}, max DIR "
-                f"{_num(row['dir_max'])}, max DSR {_num(row['dsr_max'])}, MGPS recall "
-                f"{_num(row['mgps_recall'])}; the lowest risk among the candidates that meet "
-                f"the constraints"
+                f"{row['withheld_share']:.1%}, mean NIL {row['nil']:.3f}, disclosing groups "
+                f"{disclosing}, max DIR {_num(row['dir_max'])}, max DSR "
+                f"{_num(row['dsr_max'])}, MGPS recall {_num(row['mgps_recall'])}; the lowest "
+                f"risk (disclosing groups, max DIR, max DSR, unbounded terms) among the "
+                f"candidates that meet the constraints"
+                + (f". In {disclosing} group(s) every candidate the attacks leave holds one "
+                   f"term, which the adversary then learns whatever θ says: no candidate "
+                   f"that meets the constraints avoids it; add candidates with a larger k or "
+                   f"a bounded θ" if disclosing else "")
                 + (f". It leaves {unbounded} sensitive term(s) unbounded (θ = 1): require a "
                    f"term bounded with --protect TERM=CAP" if unbounded else "")
                 + (f". Its θ was raised (on_infeasible raise-theta) for {row['theta_raised_to']}"
@@ -154,7 +170,8 @@ class PlanResult:
         rows = self.rows.astype(object).where(self.rows.notna(), None).to_dict(orient="records")
         for row in rows:   # the csv's "Term=θ; ..." text as a term -> θ object
             row["theta_raised_to"] = dict(sorted(self.thetas.get(row["candidate"], {}).items()))
-        return {"source": self.source, "periods": self.periods, "constraints": self.constraints,
+        return {"operator_only": OPERATOR_ONLY, "source": self.source, "periods": self.periods,
+                "constraints": self.constraints,
                 "seed": self.seed, "ran_on": self.ran_on,
                 "recommended": self.recommended, "recommendation": self.recommendation(),
                 "policies": {str(k): v for k, v in self.policies.items()}, "candidates": rows}
@@ -211,6 +228,7 @@ def _measure(data, policy: SeriesPolicy, *, seed: int | None, originals, origina
             "thetas": raised, "unbounded_terms": len(unbounded),
             "unbounded": unbounded,
             "nil": round(sum(r["nil"] for r in releases) / len(releases), 6) if releases else None,
+            "disclosing_groups": sum(int(r["disclosing_groups"]) for r in releases),
             "dir_max": _max([r["dir"] for r in releases]),
             "dsr_max": _max([r["dsr"] for r in releases]),
             "reidentified": sum(int(r["reidentified"]) for r in releases),
@@ -219,6 +237,22 @@ def _measure(data, policy: SeriesPolicy, *, seed: int | None, originals, origina
             "mgps_recall_strata": (summary.get("stratum") or {}).get("mgps", {}).get("recall"),
             "prr_recall": (summary.get("dedup") or {}).get("prr", {}).get("recall"),
             "message": ""}
+
+
+def _rank(row: Mapping[str, Any]) -> tuple:
+    """The order of the recommendation: risk first, and utility only among equal risk.
+
+    Risk: the disclosing groups (an exact disclosure, seen whatever θ says), max DIR, max
+    DSR, then the unbounded terms (θ = 1: no bound the attacks could break, so DSR is blind to
+    them), so that a tie on the measured risk never goes to the policy that bounds less. An
+    unknown risk counts as the worst. Utility: the highest MGPS recall, then the lowest NIL.
+    """
+    def risk(value: Any, worst: float) -> float:
+        return worst if value is None or pd.isna(value) else float(value)
+
+    return (risk(row.get("disclosing_groups"), float("inf")), risk(row.get("dir_max"), 1.0),
+            risk(row.get("dsr_max"), 1.0), risk(row.get("unbounded_terms"), float("inf")),
+            -(row.get("mgps_recall") or 0.0), row.get("nil") or 0.0)
 
 
 def _theta_text(thetas: Mapping[str, float]) -> str:
@@ -420,10 +454,7 @@ def plan_store(store: str | Path, *, candidates: Sequence[SeriesPolicy] | None =
         policies[number] = policy.to_dict()
     frame = pd.DataFrame(rows).reindex(columns=PLAN_COLUMNS)
     meeting = [r for r in rows if r["meets"]]
-    best = min(meeting, key=lambda r: (r["dir_max"] if r["dir_max"] is not None else 1.0,
-                                       r["dsr_max"] if r["dsr_max"] is not None else 1.0,
-                                       -(r["mgps_recall"] or 0.0), r["nil"] or 0.0),
-               default=None)
+    best = min(meeting, key=_rank, default=None)
     return PlanResult(frame, policies, None if best is None else int(best["candidate"]),
                       {"max_withheld": max_withheld, "min_recall": min_recall,
                        "protect": sorted(protect) or None, "gate": "passed"},
@@ -485,13 +516,15 @@ def write_plan(result: PlanResult, out: str | Path) -> list[Path]:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     csv_path, json_path, html_path = out / "plan.csv", out / "plan.json", out / "plan.html"
-    result.rows.to_csv(csv_path, index=False, lineterminator="\n")
+    with csv_path.open("w", encoding="utf-8", newline="") as handle:
+        handle.write(OPERATOR_ONLY_LINE + "\n")   # the file says what it is, wherever it goes
+        result.rows.to_csv(handle, index=False, lineterminator="\n")
     json_path.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n",
                          encoding="utf-8")
     image = base64.b64encode(_frontier_png(result)).decode("ascii")
     shown = ["candidate", "policy", "status", "gate", "withheld_share", "theta_raised_to",
-             "unbounded_terms", "nil", "dir_max", "mgps_recall", "mgps_recall_strata", "cpu_s",
-             "why_not"]
+             "unbounded_terms", "nil", "disclosing_groups", "dir_max", "mgps_recall",
+             "mgps_recall_strata", "cpu_s", "why_not"]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in shown)
 
     def cell(r: pd.Series, column: str) -> str:
@@ -512,6 +545,7 @@ def write_plan(result: PlanResult, out: str | Path) -> list[Path]:
         "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}"
         "tr.rec{background:#efe}img{max-width:100%}</style></head><body>"
         f"<h1>Series policy plan: {html.escape(result.source)}</h1>"
+        f"<p><strong>{html.escape(OPERATOR_ONLY)}.</strong></p>"
         f"<p>Periods {html.escape(', '.join(result.periods))}; nothing was published or written "
         "to the store. Operator only: these figures come from the original records.</p>"
         f"<h2>Recommendation</h2><p>{html.escape(result.recommendation())}</p>"
@@ -525,8 +559,9 @@ def write_plan(result: PlanResult, out: str | Path) -> list[Path]:
         "within θ, not a promise that the grouping places every case holding it); for a "
         "candidate refused because terms cannot meet their θ, the θ raise-theta would give "
         "them in the period that refused; unbounded_terms: sensitive terms at θ = 1 in "
-        "some release; nil: mean NIL (001); dir_max: max DIR (the largest of its releases') "
-        "after the B/F/L attacks; "
+        "some release; nil: mean NIL (001); disclosing_groups: groups, over the releases, in "
+        "which every candidate the attacks leave holds one term (disclosed whatever θ says); "
+        "dir_max: max DIR (the largest of its releases') after the B/F/L attacks; "
         "mgps_recall: share of the original's EB05 ≥ 2 signals kept, each case once "
         "(dedup), and per stratum.</p></body></html>")
     html_path.write_text(page, encoding="utf-8")

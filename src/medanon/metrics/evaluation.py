@@ -206,6 +206,7 @@ def evaluate_release(series: PublishedSeries, label: str, original: pd.DataFrame
         "nil_star": round(information_loss_star(original, rows, qid_kinds, hierarchies).nil, 6),
         "attacker": worst.attacker,
         "dir": worst.dir, "dsr": worst.dsr, "ssgr": worst.ssgr,
+        "disclosing_groups": worst.disclosing_groups,
         "attacks": "B/F/L/MD" if worst.md_applied else "B/F/L",
         "rr": round(risk.rr, 6), "ar_rev": round(risk.ar_rev, 6),
         "reidentified": risk.reidentified,

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import pandas as pd
 
 from ..anonymize.base import Anonymizer
-from ..errors import StoreError, ValidationError
+from ..errors import SeriesEndedError, StoreError, ValidationError
 from ..models.theta import TableTheta, base_of, caps_of
 from ..periods import parse_period
 from ..published.links import longest_case_span
@@ -232,17 +232,13 @@ def check_final(method: Anonymizer, labels: Sequence[str], published: Mapping[st
         final: Whether the last of ``labels`` is to be published as the final release.
 
     Raises:
-        StoreError: a final release is already published.
+        SeriesEndedError: a final release is already published (a :class:`StoreError`).
         ValidationError: ``final`` for a method that does not wait for the next period, or for a
             period that is not the latest the data holds.
     """
     ended = final_releases(published)
     if ended:
-        raise StoreError(
-            f"The series ended with the final release {ended[-1]} (published with 'final': "
-            f"grouped as if no case went on). A later release would show which cases did and "
-            f"open that release's MD view, so nothing more is published in this series; start "
-            f"a new store for later periods.")
+        raise SeriesEndedError.after(ended[-1], refused=", ".join(labels) or None)
     if not final:
         return
     if not method.needs_next_period:

@@ -52,8 +52,8 @@ from ..periods import parse_period
 from ..data.loaders.faers import FaersIngest, FaersQuarter
 from ..data.records import date_cells
 from ..data.schema import Schema
-from ..errors import (DiskFullError, StoreError, StoreLockedError, StorePermissionError,
-                      ValidationError)
+from ..errors import (DiskFullError, SeriesEndedError, StoreError, StoreLockedError,
+                      StorePermissionError, ValidationError)
 from . import DEFAULT_STORE  # noqa: F401  (re-exported; the package defines it, and loads this module lazily)
 
 FORMAT_VERSION = "1"
@@ -898,6 +898,23 @@ class ReleaseStore:
             _run(self._con, "DELETE FROM meta WHERE key = ?", [POLICY_META_KEY])
             _run(self._con, "INSERT INTO meta VALUES (?, ?)", [POLICY_META_KEY, text])
 
+    def _check_series_open(self, label: str, manifest: Mapping) -> None:
+        """Refuse ``label`` after the series' final release, and a final ``label`` that a
+        published later release would follow: the final release's MD view holds only while
+        nothing follows it (HA; :func:`medanon.pipeline.checks.check_final` refuses the same
+        before any work, this keeps the rule for every caller of :meth:`publish`)."""
+        ordinal = parse_period(label).ordinal
+        rows = self._con.execute("SELECT period, ordinal, manifest FROM releases "
+                                 "ORDER BY ordinal").fetchall()
+        finals = [p for p, _, m in rows if (json.loads(m).get("method") or {}).get("final") is True]
+        if finals:
+            raise SeriesEndedError.after(finals[-1], refused=label)
+        later = [p for p, o, _ in rows if o > ordinal]
+        if (manifest.get("method") or {}).get("final") is True and later:
+            raise StoreError(f"Release {label} is marked final ('final'), but later release(s) "
+                             f"{', '.join(later)} are published in {str(self.path)!r}: a final "
+                             f"release must be the series' last.")
+
     @_translated
     def publish(self, period, rows: pd.DataFrame | None = None, manifest: dict | None = None,
                 ledger: pd.DataFrame | None = None, operator: dict | None = None) -> None:
@@ -921,7 +938,9 @@ class ReleaseStore:
         Raises:
             ValidationError: the manifest holds an operator-only field.
             StoreError: the period is not ingested or already published; rows do not match the
-                release format. Nothing is written in either case.
+                release format; a final release would not be the series' last.
+            SeriesEndedError: the series' final release is published (a :class:`StoreError`):
+                nothing is published after it. Nothing is written in any of these cases.
         """
         if rows is None and hasattr(period, "rows") and hasattr(period, "manifest"):
             release = period
@@ -947,6 +966,7 @@ class ReleaseStore:
             if _one(self._con, "SELECT 1 FROM releases WHERE period = ?", [label]):
                 raise StoreError(f"Period {label} is already published in {str(self.path)!r}; a "
                                  "published release is immutable.")
+            self._check_series_open(label, manifest)
             incoming = rows.astype(str).copy()
             incoming.insert(0, "row_no", np.arange(len(incoming), dtype=np.int64))
             with _registered(self._con, "incoming_release", incoming):
