@@ -47,6 +47,7 @@ from ..published.cells import SUPPRESSED
 from ..random import Randomness
 from .base import AnonymizationResult, Anonymizer
 from .clustering import Attribute, GroupingInput, QidSpace, eta, etas_of, group_records
+from .placement import search_placement
 
 ON_INFEASIBLE = ("refuse", "raise-theta", "suppress-terms")
 #: default largest share of a period's cases a release may withhold (``max_withheld``)
@@ -305,11 +306,18 @@ class ClusteringMethod(Anonymizer):
                                        theta_arr, anchor, pool, rank, k_group,
                                        classes_first=self.grouping == "classes-first", **extra)
         result = group_records(grouping_input)
+        searched = ""
+        if result.unplaced and self.on_infeasible == "refuse":
+            # before refusing, search further: repair and redraw the tie-breaks (placement.py)
+            grouping_input, result, search = search_placement(grouping_input, result,
+                                                              rng.generator)
+            private["placement_search"] = search.as_details()
+            searched = search.describe()
         withheld = sorted(result.unplaced)
         if withheld and (self.on_infeasible == "refuse" or not self.may_withhold):
             raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
                                                     grouping, may_withhold=self.may_withhold,
-                                                    groups=result.n_groups))
+                                                    groups=result.n_groups, searched=searched))
         if withheld and len(withheld) == n:  # publishing nothing is no success (issue 29)
             raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
                                                     grouping, may_withhold=self.may_withhold,
@@ -726,7 +734,11 @@ def _csr(cells: Sequence[Sequence[str]], term_id: Mapping[str, int]) -> tuple[np
 
 
 def _unplaced_message(period: str, withheld: list[int], record_terms, counts, table: ThetaTable,
-                      *, may_withhold: bool, groups: int, nothing: bool = False) -> str:
+                      *, may_withhold: bool, groups: int, nothing: bool = False,
+                      searched: str = "") -> str:
+    """The refusal for cases the grouping left unplaced; ``searched``: what the refuse path's
+    further search tried (:meth:`placement.PlacementSearch.describe`), so that the message
+    claims no more than that search established."""
     tally = _term_counts(record_terms[r] for r in withheld)
     top = sorted(tally.items(), key=lambda x: -x[1])[:5]
     shown = ", ".join(f"{t!r} ({c} of them; {counts.get(t, 0)} cases in all, theta {table.get(t):g})"
@@ -746,8 +758,10 @@ def _unplaced_message(period: str, withheld: list[int], record_terms, counts, ta
         remedy = ("No group could be formed at all, so suppressing terms cannot help: lower k, or "
                   "raise theta or alpha. HA never withholds cases, because a withheld case would "
                   "change which cases of the previous release stop (md).")
+    searched = f" ({searched})" if searched else ""
     return (f"Period {period}: the grouping could not place {len(withheld)} case(s) in any group "
-            f"without breaking the thresholds; their most common terms: {shown or 'none'}. {remedy}")
+            f"without breaking the thresholds{searched}; their most common terms: "
+            f"{shown or 'none'}. {remedy}")
 
 
 # ---------------------------------------------------------------------------------- the table
