@@ -431,3 +431,89 @@ def test_generator_knobs_change_what_they_name(tmp_path):
         _, with_signal = _prr(default[_meets(rule, default)], rule.drug, rule.reaction)
         _, without = _prr(plain[_meets(rule, plain)], rule.drug, rule.reaction)
         assert without < with_signal / 2, (rule, without, with_signal)
+
+
+# -- faers-2004: FAERS's structure (issue 42) -------------------------------------------------
+@pytest.fixture(scope="module")
+def structured(tmp_path_factory):
+    out = tmp_path_factory.mktemp("synth") / "faers-2004"
+    summary = write_faers_series(out, periods=4, cases=2000, seed=5, profile="faers-2004")
+    records = pd.concat([q.records for q in read_faers(summary.out, keep_missing=True).quarters],
+                        ignore_index=True)
+    return summary, records
+
+
+def _contrast_any(records: pd.DataFrame, exposed: pd.Series, reactions) -> tuple[float, float]:
+    """(ratio, z) of the share of reports with any of ``reactions`` among exposed vs other
+    reports (two-proportion z)."""
+    has = records["reactions"].map(lambda r: any(x in r for x in reactions))
+    n1, n0 = int(exposed.sum()), int((~exposed).sum())
+    p1, p0 = has[exposed].mean(), has[~exposed].mean()
+    pooled = has.mean()
+    return p1 / p0, (p1 - p0) / np.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n0))
+
+
+@pytest.mark.parametrize("name", ["anticoagulant", "statin", "TNF inhibitor", "antipsychotic"])
+def test_faers_2004_class_effects_beyond_sampling_error(structured, name):
+    """A class's effects are in a larger share of the reports listing one of its drugs than of
+    the other reports, by far more than sampling error (z > 4: independent draws, as the default
+    profile makes, exceed it once in 30,000 tests)."""
+    _, records = structured
+    drugs, effects = next((d, e) for c, d, e in terms.DRUG_CLASSES if c == name)
+    exposed = records["drugs"].map(lambda d: any(x in d for x in drugs))
+    ratio, z = _contrast_any(records, exposed, effects)
+    assert ratio > 1.5 and z > 4, (ratio, z)
+
+
+@pytest.mark.parametrize("indication", ["Type 2 diabetes mellitus", "Rheumatoid arthritis",
+                                        "Depression", "Multiple sclerosis"])
+def test_faers_2004_confounding_by_indication(structured, indication):
+    """The disease's own events are reported more often by the patients treated for it,
+    beyond sampling error, whatever their drugs."""
+    _, records = structured
+    events = next(e for group, e in terms.INDICATION_EVENTS if indication in group)
+    exposed = records["indications"].map(lambda i: indication in i)
+    ratio, z = _contrast_any(records, exposed, events)
+    assert ratio > 1.5 and z > 4, (ratio, z)
+
+
+@pytest.mark.slow
+def test_faers_2004_relative_reporting_ratios_are_heterogeneous(structured, tmp_path):
+    """Over pairs with E >= 5 (drug × reaction, reports of the series), (n - E)/√E has variance
+    about 1 when every non-planted pair has λ = 1 (Poisson noise only: the default profile) and
+    far more when reporting ratios vary (what gives the MGPS prior a finite maximum)."""
+    from medanon.metrics.disproportionality import pair_counts
+
+    def dispersion(records: pd.DataFrame) -> float:
+        rows = pd.DataFrame({"drugs": records["drugs"].map("|".join),
+                             "reactions": records["reactions"].map("|".join)})
+        table = pair_counts(rows)
+        planted = {(r.drug, r.reaction) for r in PLANTED_SIGNALS}
+        keep = (table["e"] >= 5) & ~pd.Series(list(zip(table["drug"], table["reaction"]))).isin(planted)
+        n, e = table.loc[keep, "n"].to_numpy(float), table.loc[keep, "e"].to_numpy(float)
+        return float(np.var((n - e) / np.sqrt(e)))
+
+    _, records = structured
+    plain = write_faers_series(tmp_path / "plain", periods=4, cases=2000, seed=5)
+    independent = pd.concat([q.records for q in read_faers(plain.out, keep_missing=True).quarters],
+                            ignore_index=True)
+    assert dispersion(independent) < 2 < 5 < dispersion(records)
+
+
+def test_faers_2004_planted_signals_still_stand_out(structured):
+    """Each rule's drug-reaction PRR among the reports meeting its condition stays >= 2 over
+    the classes and indications that now shape every drug's reactions."""
+    summary, records = structured
+    for rule in PLANTED_SIGNALS:
+        prr, a = _prr(records[_meets(rule, records)], rule.drug, rule.reaction)
+        assert prr >= 2 and a >= 3 * len(summary.periods), (rule, prr, a)
+
+
+def test_faers_2004_same_seed_same_files(tmp_path):
+    for name in ("a", "b"):
+        write_faers_series(tmp_path / name, periods=3, cases=300, seed=9, profile="faers-2004")
+    files = sorted(p.relative_to(tmp_path / "a") for p in (tmp_path / "a").rglob("*.txt"))
+    assert files and all((tmp_path / "a" / f).read_bytes() == (tmp_path / "b" / f).read_bytes()
+                         for f in files)
+    write_faers_series(tmp_path / "c", periods=3, cases=300, seed=10, profile="faers-2004")
+    assert any((tmp_path / "a" / f).read_bytes() != (tmp_path / "c" / f).read_bytes() for f in files)

@@ -18,6 +18,15 @@ What the data models (the things privacy attacks and signal metrics rely on):
   rare reactions seen in only a handful of cases over the whole series;
 * planted signals (:data:`PLANTED_SIGNALS`): patients who meet the rule's condition and take
   its drug get its reaction with probability 0.4 on top of the background rate;
+* with a profile whose :class:`SynthShape` asks for it (``faers-2004``, ``faers-2014``,
+  ``faers-current``), FAERS's
+  dependence: co-reported drugs given for the primary suspect's indication, reactions drawn
+  from that indication (its disease's events and its patients' own rates: confounding by
+  indication), from the class effects of the report's drugs and from each drug's own rates
+  (log-normal around the background), so that relative reporting ratios vary continuously;
+  and surge quarters, where one planted signal's drug is the primary suspect of enough new
+  cases for its indication to be in about 20% of the quarter's cases (``docs/data.md``).
+  Otherwise (``default``) reactions are drawn independently of drugs;
 * realistic missingness and correlations (weight with age and sex, prostate terms only for
   men, pregnancy terms only for women aged 15-45).
 
@@ -150,6 +159,32 @@ _DRUG_INDEX = {t: i for i, t in enumerate(_DRUG_NAMES)}
 _DRUG_RESTR = np.array([_RESTRICTION[d[7]] for d in terms.DRUGS], dtype=np.int8)
 _DRUG_INDICATION = np.array([_INDI_INDEX[d[2]] for d in terms.DRUGS], dtype=np.int64)
 _N_FREQ = len(terms.DOSE_FREQUENCIES)
+_N_REAC = len(terms.REACTIONS)    # the ranked reactions (the rare ones are planted apart)
+_DRUG_CLASS = np.zeros(len(_DRUG_NAMES), dtype=np.int64)
+for _c, (_name, _drugs, _effects) in enumerate(terms.DRUG_CLASSES):
+    _DRUG_CLASS[[_DRUG_INDEX[d] for d in _drugs]] = _c
+_CLASS_EFFECTS = [np.array([_REAC_INDEX[t] for t in effects], dtype=np.int64)
+                  for _name, _drugs, effects in terms.DRUG_CLASSES]
+_DISEASE_EVENTS = [np.zeros(0, dtype=np.int64) for _ in _INDI_NAMES]
+for _indications, _events in terms.INDICATION_EVENTS:
+    for _i in _indications:
+        _DISEASE_EVENTS[_INDI_INDEX[_i]] = np.array([_REAC_INDEX[t] for t in _events], dtype=np.int64)
+#: drugs given for the same indication, grouped (for co-medication): members and offsets
+_SAME_INDICATION = np.argsort(_DRUG_INDICATION, kind="stable")
+_SAME_START = np.searchsorted(_DRUG_INDICATION[_SAME_INDICATION], _DRUG_INDICATION, side="left")
+_SAME_COUNT = np.searchsorted(_DRUG_INDICATION[_SAME_INDICATION], _DRUG_INDICATION,
+                              side="right") - _SAME_START
+#: a surge lasts one quarter, or two with this probability (001: 2006Q1 and 2006Q2 in a row)
+SURGE_TWO_QUARTERS = 0.3
+#: share of an indication's reaction draws that are its disease's own events (the rest: the
+#: background at its patients' rates)
+DISEASE_EVENT_SHARE = 0.5
+#: half-width of the uniform draw of a surge's target share around ``shape.surge_share``
+#: (faers-2004: 0.2 ± 0.0175 of all cases, about 19-23% of the filtered ones; 001: 18.9-22.5%)
+SURGE_SPREAD = 0.0175
+#: a reaction drawn from a drug's own rates is the primary suspect's with this probability
+#: (else any drug of the report, the primary suspect included)
+PRIMARY_SUSPECT_REACTIONS = 0.5
 
 
 def _dose_tables() -> dict[str, np.ndarray]:
@@ -357,6 +392,113 @@ class _Series:
         for j in range(len(_RARE_IDS)):
             for p in rng.integers(0, n_periods, size=int(rng.integers(2, 7))):
                 self.rare[p, j] += 1
+        # drawn only when used: a profile without them keeps its random stream (and its files)
+        self.ps_drug = z(np.int64)     # each case's primary suspect drug
+        if shape.dependent:
+            self._rates(rng)
+        self.surge = self._surges(rng, n_periods) if shape.surge_rate > 0 and shape.surge_share > 0 \
+            else np.full(n_periods, -1, dtype=np.int64)
+
+    def _rates(self, rng: np.random.Generator) -> None:
+        """Each drug's and each indication's reaction distribution, as one stacked CDF table.
+
+        A drug's row mixes the background (the Zipf rank weights, times a log-normal factor
+        per reaction: the drug's own reporting rates) with its class's effects (share
+        ``class_effects``); an indication's row mixes its disease's events (share
+        :data:`DISEASE_EVENT_SHARE`, when it has any) with the background at the rates of its
+        patients (another log-normal factor). Rows 0..D-1 are the drugs, D.. the
+        indications."""
+        shape = self.shape
+        spread = shape.drug_spread
+        n_drug, n_indi = len(_DRUG_NAMES), len(_INDI_NAMES)
+        background = 1.0 / np.arange(1, _N_REAC + 1) ** shape.reaction_zipf
+        own = background * np.exp(spread * rng.standard_normal((n_drug, _N_REAC)))
+        own /= own.sum(axis=1, keepdims=True)
+        effects = np.zeros((n_drug, _N_REAC))
+        for d in range(n_drug):
+            effects[d, _CLASS_EFFECTS[_DRUG_CLASS[d]]] = 1.0
+        effects *= np.exp(spread * rng.standard_normal((n_drug, _N_REAC)))
+        effects /= effects.sum(axis=1, keepdims=True)
+        drugs = (1.0 - shape.class_effects) * own + shape.class_effects * effects
+        events = np.zeros((n_indi, _N_REAC))
+        for i, listed in enumerate(_DISEASE_EVENTS):
+            events[i, listed] = 1.0
+        events *= np.exp(spread * rng.standard_normal((n_indi, _N_REAC)))
+        has_events = events.sum(axis=1) > 0
+        events[has_events] /= events[has_events].sum(axis=1, keepdims=True)
+        # the indication's patients report the background at their own rates too; shared by
+        # every drug of a report, so the drugs given for one indication share them (unlike a
+        # drug's own rates, which the other drugs of its reports average out)
+        context = background * np.exp(spread * rng.standard_normal((n_indi, _N_REAC)))
+        context /= context.sum(axis=1, keepdims=True)
+        share = np.where(has_events, DISEASE_EVENT_SHARE, 0.0)[:, None]
+        disease = share * events + (1.0 - share) * context
+        rows = np.vstack([drugs, disease])
+        cdf = np.minimum(np.cumsum(rows, axis=1), 1.0)
+        cdf[:, -1] = 1.0
+        # row r's CDF shifted by r: one sorted array, so one searchsorted samples every row
+        self.rate_cdf = (cdf + np.arange(len(rows))[:, None]).ravel()
+
+    def _surges(self, rng: np.random.Generator, n_periods: int) -> np.ndarray:
+        """Per quarter, the surge drug (-1: an ordinary quarter).
+
+        Episodes of 1-2 quarters start at gaps drawn uniformly around their mean (so a long
+        series has about ``surge_rate`` × quarters surge quarters, never two episodes in a
+        row); the drug is one of the planted signals' (publicity follows a known signal, as
+        Avandia's 2007 and Chantix's 2008-2010 reports did).
+        """
+        mean_gap = (1.0 + SURGE_TWO_QUARTERS) / self.shape.surge_rate
+        low, high = max(3, int(round(0.6 * mean_gap))), max(4, int(round(1.4 * mean_gap)))
+        out = np.full(n_periods, -1, dtype=np.int64)
+        t = int(rng.integers(0, max(1, int(round(mean_gap)))))
+        while t < n_periods:
+            length = 2 if rng.random() < SURGE_TWO_QUARTERS else 1
+            out[t:t + length] = self.rule_drug[int(rng.integers(0, len(self.rule_drug)))]
+            t += int(rng.integers(low, high + 1))
+        return out
+
+    def _surge_cases(self, p: int, cases: int) -> int:
+        """How many of quarter ``p``'s cases the surge gives its drug: enough for its indication
+        to be in a share drawn uniformly in ``surge_share`` ± 1.75 points of all cases, given
+        that term's share b in the latest ordinary quarter (f + (1 - f)·b = share)."""
+        drug = int(self.surge[p])
+        if drug < 0:
+            return 0
+        target = self.shape.surge_share + self.rng.uniform(-SURGE_SPREAD, SURGE_SPREAD)
+        base = 0.0
+        # the term's share in the latest ordinary quarter (the first quarter of a two-quarter
+        # episode would count the surge twice)
+        ordinary = [q for q in range(p - 1, -1, -1) if self.surge[q] < 0 and self.hist[q] is not None]
+        previous = self.hist[ordinary[0]] if ordinary else None
+        if previous is not None and len(previous["drug_off"]) > 1:
+            name = _INDI_NAMES[_DRUG_INDICATION[drug]]
+            holding = previous["indi"]["rep"][previous["indi"]["pt"] == _INDI_INDEX[name]]
+            if name in _REAC_INDEX:
+                holding = np.r_[holding, previous["reac"]["rep"][previous["reac"]["pt"] == _REAC_INDEX[name]]]
+            base = len(np.unique(holding)) / (len(previous["drug_off"]) - 1)
+        share = max(0.0, (target - base) / (1.0 - base)) if base < 1 else 0.0
+        return int(round(share * cases))
+
+    def _rate_sample(self, row: np.ndarray, sex: np.ndarray, age: np.ndarray) -> np.ndarray:
+        """One reaction per entry of ``row`` (a row of the rate table), sex/age restricted."""
+        rng = self.rng
+        ids = np.searchsorted(self.rate_cdf, row + rng.random(len(row)), side="right") - row * _N_REAC
+        ids = np.clip(ids, 0, _N_REAC - 1)
+        bad = ~_allowed(_REAC_RESTR[ids], sex, age)
+        if bad.any():
+            redraw = np.searchsorted(self.reac_zipf.cdf_free, rng.random(int(bad.sum())), side="right")
+            ids[bad] = np.minimum(redraw, _N_REAC - 1)
+        return ids.astype(np.int64)
+
+    def _dependent_reactions(self, rep: np.ndarray, drug: np.ndarray, ps: np.ndarray,
+                             c: np.ndarray) -> np.ndarray:
+        """Reactions of rows ``rep`` given a drug of each row's report and its primary suspect:
+        from the row of the primary suspect's indication with probability
+        ``indication_events``, else from the drug's own row."""
+        indication = _DRUG_INDICATION[ps]
+        disease = self.rng.random(len(rep)) < self.shape.indication_events
+        row = np.where(disease, len(_DRUG_NAMES) + indication, drug)
+        return self._rate_sample(row, self.sex[c], self.age[c])
 
     # -- cases -------------------------------------------------------------------------------
     def _new_cases(self, k: int) -> np.ndarray:
@@ -438,13 +580,21 @@ class _Series:
         return {"rep": rep[take], "seq": seq[take], "pt": pt}
 
     def _reactions(self, reps: np.ndarray, counts: np.ndarray, cidx: np.ndarray) -> dict[str, np.ndarray]:
+        """Reactions added to reports ``reps`` of cases ``cidx`` (follow-ups, second versions):
+        drawn from the primary suspect's rates when reactions depend on drugs."""
         rep = np.repeat(reps, counts)
         c = np.repeat(cidx, counts)
+        if self.shape.dependent:
+            ps = self.ps_drug[c]
+            return {"rep": rep, "pt": self._dependent_reactions(rep, ps, ps, c)}
         return {"rep": rep, "pt": self.reac_zipf.sample(self.rng, self.sex[c], self.age[c])}
 
-    def _fresh(self, first_rep: int, cidx: np.ndarray) -> dict[str, dict[str, np.ndarray]]:
-        """Brand-new content for the reports ``first_rep .. first_rep+len(cidx)-1``."""
+    def _fresh(self, first_rep: int, cidx: np.ndarray, surge_drug: int = -1,
+               surge_cases: int = 0) -> dict[str, dict[str, np.ndarray]]:
+        """Brand-new content for the reports ``first_rep .. first_rep+len(cidx)-1`` (with
+        ``surge_drug`` >= 0, ``surge_cases`` of them take it as primary suspect)."""
         rng = self.rng
+        shape = self.shape
         r = len(cidx)
         local = np.arange(r)
         sex, age = self.sex[cidx], self.age[cidx]
@@ -453,6 +603,21 @@ class _Series:
         drep = np.repeat(local, n_drug)
         dsex, dage = np.repeat(sex, n_drug), np.repeat(age, n_drug)
         drug = self.drug_zipf.sample(rng, dsex, dage)
+        first_row = np.cumsum(n_drug) - n_drug
+        surged = np.zeros(r, dtype=bool)
+        if surge_drug >= 0:
+            want = min(r, surge_cases)
+            fits = np.flatnonzero(_allowed(_DRUG_RESTR[surge_drug], sex, age))
+            surged[rng.choice(fits, size=min(want, len(fits)), replace=False)] = True
+            drug[first_row[surged]] = surge_drug
+        if shape.comedication > 0:
+            # drugs given for the primary suspect's indication
+            ps = drug[first_row][drep]
+            swap = (rng.random(len(drug)) < shape.comedication) & (np.arange(len(drug)) != first_row[drep])
+            within = (rng.random(len(drug)) * _SAME_COUNT[ps]).astype(np.int64)
+            pick = _SAME_INDICATION[_SAME_START[ps] + within]
+            swap &= _allowed(_DRUG_RESTR[pick], dsex, dage)
+            drug = np.where(swap, pick, drug)
         keep = _first_unique(drep, drug, len(terms.DRUGS))
         drep, drug, dsex, dage = drep[keep], drug[keep], dsex[keep], dage[keep]
         seq = _rank_within(drep) + 1
@@ -473,10 +638,27 @@ class _Series:
         first_rows = np.searchsorted(drep, lacking)  # drug_seq 1 of those reports
         indi = {"rep": np.r_[indi["rep"], lacking], "seq": np.r_[indi["seq"], seq[first_rows]],
                 "pt": np.r_[indi["pt"], _DRUG_INDICATION[drug[first_rows]]]}
+        if surged.any():
+            # a surge report names its drug's indication (001's surge terms are indications)
+            s_rep = np.flatnonzero(surged)
+            drop = surged[indi["rep"]] & (indi["seq"] == 1)
+            indi = {k: np.r_[v[~drop], add] for (k, v), add in zip(
+                indi.items(), (s_rep, np.ones(len(s_rep), dtype=np.int64),
+                               np.full(len(s_rep), _DRUG_INDICATION[surge_drug])))}
 
         heavy = rng.random(r) < 0.05
         n_reac = np.where(heavy, rng.integers(10, 21, r), np.minimum(rng.geometric(0.32, r), 9))
-        reac = self._reactions(local, n_reac, cidx)
+        if shape.dependent:
+            starts = _offsets(drep, r)
+            self.ps_drug[cidx] = drug[starts[:-1]]
+            rrep = np.repeat(local, n_reac)
+            count = starts[1:] - starts[:-1]
+            any_drug = starts[rrep] + (rng.random(len(rrep)) * count[rrep]).astype(np.int64)
+            chosen = np.where(rng.random(len(rrep)) < PRIMARY_SUSPECT_REACTIONS, starts[rrep], any_drug)
+            c = cidx[rrep]
+            reac = {"rep": rrep, "pt": self._dependent_reactions(rrep, drug[chosen], self.ps_drug[c], c)}
+        else:
+            reac = self._reactions(local, n_reac, cidx)
 
         n_out = rng.choice(4, size=r, p=[0.30, 0.45, 0.18, 0.07])
         orep = np.repeat(local, n_out)
@@ -567,7 +749,7 @@ class _Series:
 
         # 2. content of one report per case: carried for follow-ups, fresh for new cases.
         carried = self._carry(fu, np.arange(n_follow)) if n_follow else {k: _empty(k) for k in _TABLES}
-        fresh = self._fresh(n_follow, new)
+        fresh = self._fresh(n_follow, new, int(self.surge[p]), self._surge_cases(p, r1))
         tables = {k: [carried[k], fresh[k]] for k in _TABLES}
         if n_follow:
             frep = np.arange(n_follow)

@@ -6,7 +6,9 @@ distributions (:class:`SynthShape`), a first quarter and, per number, where it c
 ``docs/data.md`` explains every calibration; :data:`PROFILES` holds:
 
 * ``default``: the generator as it always was (byte-identical output for a seed);
-* ``faers-2004``: 001's FAERS 2004Q1-2011Q4 under the papers' filter (usual top term 8-9%);
+* ``faers-2004``: 001's FAERS 2004Q1-2011Q4 under the papers' filter: reactions that depend on
+  indications and drug classes, top term 7-12% of an ordinary quarter's cases and about 4
+  surge quarters in 32 with one term in 19-22.5% (001's 2007Q1 and 2010Q3);
 * ``faers-2014``: 002's FAERS 2014Q3-2017Q4 (002 states no shape figure: 001's shape);
 * ``faers-current``: today's FAERS, calibrated on the real 2022Q4 subset in ``../shared``.
 """
@@ -69,6 +71,23 @@ class SynthShape:
             instead of being the drug's own indication.
         unknown_indication: share of indication rows replaced by "Product used for unknown
             indication" (0 leaves the draw as it was: the default profile never draws it).
+        indication_events: probability that a reaction is one of the disease's own events
+            (:data:`~medanon.data.synth.terms.INDICATION_EVENTS` of the primary suspect drug's
+            indication): confounding by indication. 0 with ``class_effects`` and
+            ``drug_spread`` 0 draws reactions independently of drugs, as the ``independent``
+            profile does.
+        class_effects: share of a drug's own reaction draws that are its class's effects
+            (:data:`~medanon.data.synth.terms.DRUG_CLASSES`), shared by the drugs of a class.
+        drug_spread: standard deviation of a log-normal factor on each (drug, reaction) and
+            (indication, event) rate: every drug reports the background terms at its own
+            rates, so relative reporting ratios vary continuously around 1.
+        comedication: probability that a co-reported drug is one given for the primary
+            suspect's indication (instead of a drug drawn from the whole list).
+        surge_rate: expected share of quarters with a surge (stimulated reporting after
+            publicity: one planted signal's drug is the primary suspect of ``surge_share`` of
+            the quarter's cases, each with the drug's indication); surges come in episodes of
+            1-2 quarters, spaced so that a series has about ``surge_rate`` × quarters of them.
+        surge_share: share of a surge quarter's cases given the surge drug (0.5 at most).
     """
 
     drug_zipf: float = 0.7
@@ -77,16 +96,31 @@ class SynthShape:
     indication_rate: float = 0.66
     generic_indication: float = 0.25
     unknown_indication: float = 0.0
+    indication_events: float = 0.0
+    class_effects: float = 0.0
+    drug_spread: float = 0.0
+    comedication: float = 0.0
+    surge_rate: float = 0.0
+    surge_share: float = 0.0
+
+    @property
+    def dependent(self) -> bool:
+        """Whether reactions depend on the drugs and indications (else drawn independently)."""
+        return self.indication_events > 0 or self.class_effects > 0 or self.drug_spread > 0
 
     def checked(self, owner: str) -> "SynthShape":
-        for name in ("drug_zipf", "reaction_zipf", "indication_zipf"):
+        for name in ("drug_zipf", "reaction_zipf", "indication_zipf", "drug_spread"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
                     or not math.isfinite(value) or not 0 <= value <= 5:
                 raise ValidationError(f"The 'shape.{name}' parameter of {owner} must be a number "
                                       f"in [0, 5]; got {value!r}.")
-        for name in ("indication_rate", "generic_indication", "unknown_indication"):
+        for name in ("indication_rate", "generic_indication", "unknown_indication",
+                     "indication_events", "class_effects", "comedication", "surge_rate"):
             check_fraction(getattr(self, name), name=f"shape.{name}", owner=owner, low_open=False)
+        # a surge drug in more than half of a quarter's cases would leave no ordinary quarter
+        check_fraction(self.surge_share, name="shape.surge_share", owner=owner, low_open=False,
+                       high=0.5)
         return self
 
 
@@ -135,13 +169,22 @@ _PAPER_001 = "001 (JMIR 2021), Experiments"
 _FILTER = "the papers drop reports lacking a QID or SA value and state no missing rate; kept default"
 _FOLLOWUP_001 = (f"{_PAPER_001}: 2007Q1 has 20,467 filtered cases of which 18,462 new, "
                  "so 1 - 18,462/20,467 = 9.8% follow-ups")
-# Flat term distributions so that the usual top term (INDI_PT or PT, share of a quarter's
-# filtered cases) is about 8.5%: 001 names 8.1% (2006Q4) and 9.1% (2010Q1) as the maxima of
-# quarters without a persistent frequent term. Tuned by measuring (docs/data.md).
+# Flat term distributions so that an ordinary quarter's top term (INDI_PT or PT, share of its
+# filtered cases) is 7-12%: 001 names 8.1% (2006Q4) and 9.1% (2010Q1) as maxima "relatively
+# smaller" than other releases'; its surge quarters reach 18.94% (2007Q1) and 22.51% (2010Q3).
+# Reactions depend on indications and drug classes so that the MGPS prior of a quarter has a
+# finite maximum (issue 42). Tuned by measuring (docs/data.md, benchmarks/bench_synth_structure.py).
 _SHAPE_2004 = SynthShape(drug_zipf=0.0, reaction_zipf=0.3, indication_zipf=0.35,
-                         indication_rate=0.28, generic_indication=0.5)
-_SHAPE_2004_SOURCE = (f"tuned so the usual top term is 8-9% of filtered cases ({_PAPER_001}: "
-                      "8.1% in 2006Q4, 9.1% in 2010Q1)")
+                         indication_rate=0.28, generic_indication=0.5,
+                         indication_events=0.6, class_effects=0.4, drug_spread=1.5,
+                         comedication=0.5, surge_rate=0.125, surge_share=0.2)
+_SHAPE_2004_SOURCE = (f"tuned so an ordinary quarter's top term is 7-12% of filtered cases "
+                      f"({_PAPER_001}: 8.1% in 2006Q4 and 9.1% in 2010Q1, lower than other "
+                      "releases')")
+_STRUCTURE_SOURCE = ("not stated by 001; chosen so that the MGPS prior of 8 x 3,000 quarters "
+                     "has a finite maximum (issue 42) while the term shares stay 001's")
+_SURGE_SOURCE = (f"{_PAPER_001}: 4 of 32 quarters fail θ*=0.2 on one frequent term (2006Q1, "
+                 "2006Q2, 2007Q1: 18.94% of cases, 21.00% of new cases; 2010Q3: 22.51%)")
 
 PROFILES: Mapping[str, SynthProfile] = MappingProxyType({p.name: p for p in (
     SynthProfile(
@@ -150,14 +193,18 @@ PROFILES: Mapping[str, SynthProfile] = MappingProxyType({p.name: p for p in (
         sources={"followup_rate": "generator default (FAERS has about 0.1)"}),
     SynthProfile(
         name="faers-2004",
-        summary="001's FAERS 2004Q1-2011Q4 under the papers' filter: usual top term 8-9%",
+        summary="001's FAERS 2004Q1-2011Q4 under the papers' filter: drug- and "
+                "indication-dependent reactions, top term 7-12%, ~4 surge quarters in 32 at 19-22.5%",
         start="2004Q1",
         knobs=SynthKnobs(followup_rate=0.10),
         shape=_SHAPE_2004,
         sources={"start": f"{_PAPER_001}: quarters 2004Q1-2011Q4",
                  "followup_rate": _FOLLOWUP_001,
                  "missing_age": _FILTER, "missing_weight": _FILTER,
-                 **{f.name: _SHAPE_2004_SOURCE for f in fields(SynthShape)}}),
+                 **{f.name: _SHAPE_2004_SOURCE for f in fields(SynthShape)},
+                 **dict.fromkeys(("indication_events", "class_effects", "drug_spread",
+                                  "comedication"), _STRUCTURE_SOURCE),
+                 **dict.fromkeys(("surge_rate", "surge_share"), _SURGE_SOURCE)}),
     SynthProfile(
         name="faers-2014",
         summary="002's FAERS 2014Q3-2017Q4 (002 gives no shape figure: 001's shape)",
@@ -176,15 +223,20 @@ PROFILES: Mapping[str, SynthProfile] = MappingProxyType({p.name: p for p in (
                 "reports with an indication say 'Product used for unknown indication'",
         start="2022Q4",
         knobs=SynthKnobs(followup_rate=0.10, missing_age=0.22, missing_weight=0.63),
-        shape=SynthShape(unknown_indication=0.14),
+        shape=SynthShape(unknown_indication=0.17, indication_events=0.6, class_effects=0.4,
+                         drug_spread=1.5, comedication=0.5),
         sources={"start": "the real 2022Q4 subset's quarter",
                  "followup_rate": "not measurable on the subset (its head holds only old "
                                   "cases); 001's 9.8%",
                  "missing_age": "2022Q4 subset: 57 of 258 DEMO rows have no age",
                  "missing_weight": "2022Q4 subset: 162 of 258 DEMO rows have no weight",
                  "unknown_indication": "2022Q4 subset: 38 of the 97 reports in the INDI "
-                                       "head (39.2%) have it; 0.14 of the drawn rows gives "
-                                       "39.7% of reports"}),
+                                       "head (39.2%) have it; 0.17 of the drawn rows gives "
+                                       "38.0-39.6% of reports",
+                 **dict.fromkeys(("indication_events", "class_effects", "drug_spread",
+                                  "comedication"),
+                                 "not measurable on the subset (its DRUG head covers 16 "
+                                 "reports); faers-2004's: " + _STRUCTURE_SOURCE)}),
 )})
 
 
