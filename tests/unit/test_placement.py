@@ -116,37 +116,39 @@ class _NoSearch(PlacementSearch):
 
 @pytest.fixture(scope="module")
 def unlucky_period(tmp_path_factory):
-    """A synthetic quarter (300 cases) where the rank of release seed 13 leaves a case of
-    PPMS++(k 5, θ 0.2) unplaced: the refuse path of main refused it."""
+    """A synthetic quarter (300 cases) where the rank of release seed 6 leaves a case of
+    PPMS++(k 8, θ 0.15) unplaced: the refuse path of main refused it. (Found by a search over
+    data and release seeds with the search switched off; issue 42's generator changed the data,
+    and with it the seeds: before it, data seed 0, release seed 13 at k 5, θ 0.2.)"""
     folder = tmp_path_factory.mktemp("unlucky") / "in"
-    write_faers_series(folder, periods=1, cases=300, seed=0, profile="faers-2004")
+    write_faers_series(folder, periods=1, cases=300, seed=1, profile="faers-2004")
     (quarter,) = read_faers(Path(folder)).quarters
     schema = Schema.default()
     return combine_super_records(quarter.records, schema, schema.load_hierarchies())
 
 
 def test_refuse_places_the_case_an_unlucky_tie_break_left_out(unlucky_period, monkeypatch):
-    method = PPMSPlusPlus(k=5, theta=0.2)
-    result = method.anonymize(unlucky_period, [], rng=randomness(13))
+    method = PPMSPlusPlus(k=8, theta=0.15)
+    result = method.anonymize(unlucky_period, [], rng=randomness(6))
     assert len(result.table) == len(unlucky_period.frame) and result.suppressed == 0
     assert result.private_details["placement_search"] == {
         "groupings": 1, "cases_placed_by_repair": 1, "repair": True, "repair_budget_stops": 0}
     assert "placement_search" not in result.details          # operator-only, not published
     groups = result.table.groupby("group")
-    assert groups.size().min() >= 5                           # one period: every case is new
+    assert groups.size().min() >= 8                           # one period: every case is new
     for _, rows in groups:
         terms = [t for cell in zip(rows["reactions"], rows["indications"])
                  for t in set(cell[0]) | set(cell[1])]
-        assert max(np.unique(terms, return_counts=True)[1], default=0) <= 0.2 * len(rows)
+        assert max(np.unique(terms, return_counts=True)[1], default=0) <= 0.15 * len(rows)
     # what main did: the same rank, no search, refused the period ...
     monkeypatch.setattr(common, "search_placement",
                         lambda data, first, generator: (data, first, _NoSearch(1, 0, False)))
     with pytest.raises(InfeasibleError, match=r"could not place 1 case\(s\) in any group without "
                                               r"breaking the thresholds; their most common"):
-        method.anonymize(unlucky_period, [], rng=randomness(13))
+        method.anonymize(unlucky_period, [], rng=randomness(6))
     # ... and raise-theta (which raises nothing here) withholds that case: it searches no further
-    withheld = PPMSPlusPlus(k=5, theta=0.2, on_infeasible="raise-theta").anonymize(
-        unlucky_period, [], rng=randomness(13))
+    withheld = PPMSPlusPlus(k=8, theta=0.15, on_infeasible="raise-theta").anonymize(
+        unlucky_period, [], rng=randomness(6))
     assert withheld.suppressed == 1 and "raised_theta" not in withheld.details
 
 
