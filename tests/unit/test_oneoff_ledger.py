@@ -132,3 +132,14 @@ def test_an_ehr_extract_in_another_row_order_is_the_same_input(tmp_path):
     diagnoses.iloc[: len(diagnoses) // 3].to_csv(tmp_path / "third.csv", index=False)
     third = load_mimic(tmp_path / "third.csv", admissions).fingerprint()
     assert third.digest != mine.digest and overlap(mine, third) >= OVERLAP_THRESHOLD
+
+
+def test_missing_cells_are_values_of_their_own():
+    """A missing cell (NaN: pandas keeps it missing through astype(str)) hashes like any value:
+    the fingerprint is made, is order-free, and tells a missing cell from a present one."""
+    rows = pd.DataFrame({"a": ["x", None, "y", np.nan], "b": [1.0, np.nan, 2.0, 3.0],
+                         "c": [np.nan] * 4})   # a column with no value at all (MIMIC's demo)
+    mine = InputFingerprint.of_rows(rows)
+    assert mine.digest == InputFingerprint.of_rows(rows.iloc[::-1]).digest
+    filled = InputFingerprint.of_rows(rows.fillna({"a": "y"}))   # missing is not "y"
+    assert filled.digest != mine.digest

@@ -92,7 +92,8 @@ def _mix(x: np.ndarray) -> np.ndarray:
 
 def _column_hashes(values: pd.Series) -> np.ndarray:
     """A 64-bit BLAKE2b hash of each value's text (each distinct value hashed once)."""
-    codes, uniques = pd.factorize(values.astype(str), sort=False)
+    # a missing value is a value of its own (pandas 3 keeps NaN missing through astype(str))
+    codes, uniques = pd.factorize(values.astype(str), sort=False, use_na_sentinel=False)
     table = np.fromiter((int.from_bytes(hashlib.blake2b(str(u).encode("utf-8"),
                                                         digest_size=8).digest(), "little")
                          for u in uniques), dtype=np.uint64, count=len(uniques))

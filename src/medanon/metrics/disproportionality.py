@@ -451,6 +451,23 @@ def _prior(prior: Any, owner: str) -> GpsPrior:
 
 
 # ------------------------------------------------------------------------------------ prior
+def _check_prior_fields(prior: Any, positive: Sequence[str], owner: str) -> None:
+    """Check and store as floats a frozen prior's ``positive`` fields (finite, > 0) and its
+    weight ``p`` (in [0, 1])."""
+    for name in positive:
+        value = getattr(prior, name)
+        if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                or not math.isfinite(value) or value <= 0):
+            raise ValidationError(f"The {name!r} parameter of {owner} must be a finite "
+                                  f"number > 0; got {value!r}.")
+        object.__setattr__(prior, name, float(value))
+    if (isinstance(prior.p, bool) or not isinstance(prior.p, numbers.Real)
+            or not 0.0 <= float(prior.p) <= 1.0):
+        raise ValidationError(f"The 'p' parameter of {owner} must be a number in [0, 1]; "
+                              f"got {prior.p!r}.")
+    object.__setattr__(prior, "p", float(prior.p))
+
+
 @dataclass(frozen=True)
 class GpsPrior:
     """The two-gamma prior of DuMouchel's model, with how its fit went.
@@ -500,18 +517,7 @@ class GpsPrior:
     limit: LimitPrior | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("alpha1", "beta1", "alpha2", "beta2"):
-            value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
-                    or not math.isfinite(value) or value <= 0):
-                raise ValidationError(f"The {name!r} parameter of GpsPrior must be a finite "
-                                      f"number > 0; got {value!r}.")
-            object.__setattr__(self, name, float(value))
-        if (isinstance(self.p, bool) or not isinstance(self.p, numbers.Real)
-                or not 0.0 <= float(self.p) <= 1.0):
-            raise ValidationError(f"The 'p' parameter of GpsPrior must be a number in [0, 1]; "
-                                  f"got {self.p!r}.")
-        object.__setattr__(self, "p", float(self.p))
+        _check_prior_fields(self, ("alpha1", "beta1", "alpha2", "beta2"), "GpsPrior")
         if self.standard_errors is not None:
             if (not isinstance(self.standard_errors, dict)
                     or set(self.standard_errors) != set(_NAMES)):
@@ -567,18 +573,7 @@ class LimitPrior:
     loglik: float = math.nan
 
     def __post_init__(self) -> None:
-        for name in ("alpha", "beta", "lam"):
-            value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
-                    or not math.isfinite(value) or value <= 0):
-                raise ValidationError(f"The {name!r} parameter of LimitPrior must be a finite "
-                                      f"number > 0; got {value!r}.")
-            object.__setattr__(self, name, float(value))
-        if (isinstance(self.p, bool) or not isinstance(self.p, numbers.Real)
-                or not 0.0 <= float(self.p) <= 1.0):
-            raise ValidationError(f"The 'p' parameter of LimitPrior must be a number in [0, 1]; "
-                                  f"got {self.p!r}.")
-        object.__setattr__(self, "p", float(self.p))
+        _check_prior_fields(self, ("alpha", "beta", "lam"), "LimitPrior")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON values."""
