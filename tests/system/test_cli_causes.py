@@ -32,6 +32,7 @@ from medanon.data.loaders.faers import read_faers
 from medanon.data.schema import Schema
 from medanon.data.synth.faers import write_faers_series
 from medanon.errors import DiskFullError, StoreError, StoreLockedError, StorePermissionError
+from medanon.pipeline.case_ids import case_id_map
 from medanon.pipeline.publish import publish_periods
 from medanon.random import randomness
 from medanon.store import ReleaseStore
@@ -630,7 +631,8 @@ def test_the_delete_list_warning_names_the_published_cases(tmp_path) -> None:
     with ReleaseStore.open(store) as db:
         publish_periods(db, DropIdentifiers(), ["2011Q2"], randomness(),
                         allow_unprotected=True)
-        published = sorted(set(db.release_rows("2011Q2")["case_id"]))
+        # FDA's DELETE list names real CaseIDs; the release published pseudonyms of them
+        published = sorted(set(case_id_map(db, ["2011Q2"])["real_case_id"]))
     later = tmp_path / "q"
     shutil.copytree(MODERN, later)
     (later / "Deleted" / "DELETE15Q1.txt").write_text(f"{published[0]}$\r\n{published[-1]}$\r\n")
