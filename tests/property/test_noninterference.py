@@ -19,8 +19,9 @@ a function of every case of the period, the withheld ones included (001's and 00
 a case is withheld when no group can take it, and the groups are grown from all the cases). So
 the tests publish the changed input and keep the example only when it withholds the same cases;
 what the release is then made of is a function of the published cases alone (the second
-grouping of ``ClusteringMethod.anonymize``) and of the θs raise-theta declared, which the model
-declares a function of every case's terms (a grid point of c/N): the examples keep those too.
+grouping of ``ClusteringMethod.anonymize``) and of the settings the model declares functions of
+every case of the period (θ table, raised θs on their grid, HA's ss-thresholds): the examples
+keep those too.
 
 Periodic methods run on two quarters of 40-80 cases (``faers_series``), in memory through
 ``medanon.Publisher``; one example per family runs through two fresh stores.
@@ -158,35 +159,56 @@ def test_a_withheld_case_reaches_no_published_byte(name, seed, data):
     changed, series = _publish(name, other, seed)
     # the same cases withheld: which ones is the greedy's function of every case (docstring)
     assume(withheld_cases(series, other, seed=seed) == withheld)
-    # and the same raised θs: a grid point over every case's terms, the dependence the model
-    # declares (models.periodic.RAISED_DEPENDENCE); given it, nothing else may move
-    assume(_raised(series) == _raised(_base(name, seed)[3]))
+    # and the same declared settings (θ table, raised θs, HA's ss-thresholds): functions of
+    # every case of the period, as the model declares them (input_dependence); given those,
+    # nothing else may move
+    assume(_declared(series) == _declared(_base(name, seed)[3]))
     differences = compare(_base(name, seed)[1], changed)
     assert not differences, report(differences)
 
 
-def _raised(series) -> dict[str, dict[str, float]]:
-    """Period -> term -> the θ raise-theta declared (``details.raised_theta.*.raised_to``)."""
-    return {p: {t: e["raised_to"] for t, e in
-                ((m.get("details") or {}).get("raised_theta") or {}).items()}
-            for p, m in series.manifests.items()}
+def _declared(series) -> dict[str, tuple]:
+    """Period -> the settings the model declares as functions of the period's input: the θ
+    table's per-term θs, the raised θs (``details.raised_theta.*.raised_to``) and HA's
+    ss-thresholds (``details.ss_min_counts``)."""
+    out = {}
+    for p, m in series.manifests.items():
+        details = m.get("details") or {}
+        out[p] = ((details.get("theta_table") or {}).get("overrides"),
+                  {t: e["raised_to"] for t, e in (details.get("raised_theta") or {}).items()},
+                  details.get("ss_min_counts"))
+    return out
 
 
-def _suppressed_terms(records: pd.DataFrame, rows: pd.DataFrame) -> dict[str, set[str]]:
-    """Case -> the input terms its published row does not carry (HA's suppression)."""
+def _suppressed_terms(records: pd.DataFrame, rows: pd.DataFrame, seed: int
+                      ) -> dict[str, set[str]]:
+    """Case -> the input terms its published row does not carry (HA's suppression); the rows
+    were published seeded, under the pseudonyms of that seed's key (``withheld_cases``)."""
+    from medanon import randomness
+    from medanon.pipeline.case_ids import CaseIds, new_case_key
+
     published = rows.set_index("case_id")
+    shown_as = CaseIds("pseudonym", new_case_key(randomness(seed))).of
     out = {}
     for case, frame in records.groupby("case_id"):
-        if case not in published.index:
+        pseudonym = str(shown_as([str(case)])[0])
+        if pseudonym not in published.index:
             continue
         held = set().union(*frame["reactions"], *frame["indications"])
         shown = {t for column in ("reactions", "indications")
-                 for t in str(published.at[case, column]).split("|") if t}
+                 for t in str(published.at[pseudonym, column]).split("|") if t}
         if held - shown:
             out[str(case)] = held - shown
     return out
 
 
+# A known defect, open in issue 41 (strict: the test fails once it is fixed, and the marker must
+# go): HA's default places a case that fits no group in the group where the fewest of its terms
+# must be suppressed, and which group that is reads the suppressed terms too. Found once the
+# test met the published pseudonyms (before, it compared no case and passed by assumption):
+# seed 2048, case 1164 of 2020Q1 moves a group's sex from '*' to 'M'.
+@pytest.mark.xfail(reason="HA's suppress-terms placement reads the suppressed terms (issue 41)",
+                   raises=AssertionError, strict=True)
 @pytest.mark.slow
 @given(seed=st.integers(0, 10_000), data=st.data())
 @WITHHELD
@@ -195,7 +217,7 @@ def test_ha_a_suppressed_term_reaches_no_published_byte(seed, data):
     it suppressed; one of those terms replaced by another that is suppressed as well changes
     nothing published."""
     records, _, _, series = _base("ha", seed)
-    suppressed = {p: _suppressed_terms(records[p], series.releases[p]) for p in series.releases}
+    suppressed = {p: _suppressed_terms(records[p], series.releases[p], seed) for p in series.releases}
     candidates = [(p, c) for p, cases in suppressed.items() for c in cases]
     assume(candidates)
     period, case = data.draw(st.sampled_from(sorted(candidates)))
@@ -207,9 +229,10 @@ def test_ha_a_suppressed_term_reaches_no_published_byte(seed, data):
     assume(reactions is not None)
     other = with_case_changed(records, period, case, terms={"reactions": reactions})
     changed, changed_series = _publish("ha", other, seed)
-    again = {p: _suppressed_terms(other[p], changed_series.releases[p])
+    again = {p: _suppressed_terms(other[p], changed_series.releases[p], seed)
              for p in changed_series.releases}
     assume(again[period].get(case) == (suppressed[period][case] - {old}) | {new})
+    assume(_declared(changed_series) == _declared(_base("ha", seed)[3]))  # as in (a)
     differences = compare(_base("ha", seed)[1], changed)
     assert not differences, report(differences)
 
@@ -233,8 +256,8 @@ def test_two_stores_publish_the_same_bytes_for_inputs_that_differ_in_what_is_not
 @pytest.mark.slow
 def test_a_withheld_case_in_a_fixed_example_changes_nothing_published():
     """(a) on a series where ppms++ withholds cases: a withheld case of 2020Q2 loses its
-    weight; the same cases are withheld at the same raised θs, and every published byte stays
-    as it was."""
+    weight; the same cases are withheld under the same declared settings, and every published
+    byte stays as it was."""
     # Both changes reach a published byte, with the same cases withheld, when the published
     # cases are not grouped again without the withheld ones (regroup_without_withheld False:
     # the first grouping read them; checked when these examples were chosen).
@@ -244,7 +267,7 @@ def test_a_withheld_case_in_a_fixed_example_changes_nothing_published():
         other = with_case_changed(records, "2020Q2", case, qids=qids)
         changed, series = _publish("ppms++", other, seed)
         assert withheld_cases(series, other, seed=seed) == withheld
-        assert _raised(series) == _raised(_base("ppms++", seed)[3])
+        assert _declared(series) == _declared(_base("ppms++", seed)[3])
         differences = compare(files, changed)
         assert not differences, f"case {case}, {qids}: " + report(differences)
 

@@ -93,6 +93,22 @@ OPERATOR_ONLY = "_operator_only"
 _SHOWN = 10
 
 
+@dataclass(frozen=True)
+class _Declared:
+    """The settings of a period the model declares as functions of its input, computed in the
+    first grouping pass over every case and kept by the later ones (``ClusteringMethod.anonymize``).
+
+    Attributes:
+        table: The resolved θ table (before raise-theta).
+        raised: Term -> the grid point raise-theta raised its θ to.
+        ss_min: HA's ss-rule thresholds per sensitive column (None: not HA).
+    """
+
+    table: ThetaTable
+    raised: Mapping[str, float]
+    ss_min: Mapping[str, int] | None
+
+
 class ClusteringMethod(Anonymizer):
     """Base of the greedy-clustering methods (configure in the constructor, keyword-only).
 
@@ -179,7 +195,10 @@ class ClusteringMethod(Anonymizer):
         return "new cases"
 
     def ha_inputs(self, data: SuperRecords, terms_by_column: dict[str, list[tuple[str, ...]]],
-                  new: np.ndarray, md: np.ndarray | None) -> dict:
+                  new: np.ndarray, md: np.ndarray | None,
+                  thresholds: Mapping[str, int] | None = None) -> dict:
+        """HA's grouping inputs (α, classes, ss-records); ``thresholds``: the ss-rule's
+        thresholds when already computed (over the period's input, in a first pass)."""
         return {}
 
     def md_flags(self, data: SuperRecords, next_cases: Collection[str] | None) -> np.ndarray | None:
@@ -268,15 +287,17 @@ class ClusteringMethod(Anonymizer):
         the dates attack's series (k 5, θ 0.3, 4 quarters of about 400 cases) 46-60 per
         quarter where one pass withheld 46-59.
 
-        A θ that raise-theta raised in the first pass stays raised in the later ones (at the
-        larger of its first-pass grid point and the one the published cases need). Raised from
-        the published cases' share alone, a term that the withheld cases held often drops back
-        to the requested θ, the greedy cannot meet it, withholds more of its holders, and so on:
-        on 150 synthetic cases at k 5, θ 0.2 (the periodic grid's first quarter) 28 withheld cases
-        grew to 47 of 111, on the dates attack's series to 67-141. The first-pass grid point is
-        a function of every case's terms, withheld ones included; that is the dependence the
-        model declares for a raised θ (``models.periodic.RAISED_DEPENDENCE``: which 0.05-wide
-        cell of the grid c/N falls in, N and c over the whole input).
+        The settings the model declares as functions of the period's input (:class:`_Declared`:
+        the θ table, a θ raise-theta raised, HA's mean+SD ss-rule thresholds) are computed once,
+        in the first pass, over every case of the period, as the model declares them
+        (``models.periodic``, ``input_dependence``: "withheld cases included"), and hold in the
+        later passes; a later pass raises a θ further when its cases need it. Computed again
+        over the published cases alone they move with the withheld cases taken out: a term the
+        withheld cases held drops back to the requested θ, the greedy cannot meet it and
+        withholds more of its holders, and so on (on 150 synthetic cases at k 5, θ 0.2, the
+        periodic grid's first quarter, 28 withheld cases grew to 47 of 111; on the dates
+        attack's series to 67-141 per quarter), and HA's ss-threshold drops once its many-term
+        cases are withheld, making more cases ss-records (8 withheld grew to 48 of 213).
         """
         n, withheld, reason = len(data.frame), 0, None
         # One tie-breaking rank for every pass: a pass after a withholding keeps the published
@@ -286,10 +307,8 @@ class ClusteringMethod(Anonymizer):
         # here, before the pass, takes the same draws from the generator as drawing it inside:
         # no hook of a regrouping method reads the generator before the rank.
         rank = rng.generator.permutation(n) if self.regroup_without_withheld else None
-        result = self._anonymize_once(data, previous, rng=rng, next_cases=next_cases, rank=rank)
-        # the θs raise-theta gave in the first pass hold in every later one (see the docstring)
-        raised_first = {t: float(e["raised_to"]) for t, e in
-                        (result.details.get("raised_theta") or {}).items()}
+        result, first = self._anonymize_once(data, previous, rng=rng, next_cases=next_cases,
+                                             rank=rank)
         while self.regroup_without_withheld and result.suppressed:
             reason = reason or result.details.get("withheld_reason")
             published = set(result.table["case_id"].astype(str))
@@ -299,9 +318,9 @@ class ClusteringMethod(Anonymizer):
                                 data.hierarchies)
             assert rank is not None
             rank = np.argsort(np.argsort(rank[keep], kind="stable"), kind="stable")
-            result = self._anonymize_once(data, previous, rng=rng, next_cases=next_cases,
-                                          withheld_before=withheld, rank=rank,
-                                          raised_before=raised_first)
+            result, _ = self._anonymize_once(data, previous, rng=rng, next_cases=next_cases,
+                                             withheld_before=withheld, rank=rank,
+                                             carried=first)
         if not withheld:
             return result
         details = {**result.details, "cases": n, "withheld_cases": withheld,
@@ -311,12 +330,12 @@ class ClusteringMethod(Anonymizer):
     def _anonymize_once(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
                         rng: Randomness, next_cases: Collection[str] | None = None,
                         withheld_before: int = 0,
-                        rank: np.ndarray | None = None,
-                        raised_before: Mapping[str, float] | None = None) -> AnonymizationResult:
+                        rank: np.ndarray | None = None, carried: "_Declared | None" = None
+                        ) -> "tuple[AnonymizationResult, _Declared]":
         """One grouping of ``data``; ``withheld_before`` cases of the period were withheld
         already (they count towards ``max_withheld``); ``rank`` breaks the grouping's ties
-        (drawn from ``rng`` when not given); ``raised_before``: term -> the θ an earlier pass
-        raised it to (raise-theta), kept here as the least θ of a term ``data`` still holds."""
+        (drawn from ``rng`` when not given); ``carried``: the first pass's declared settings
+        (computed here over ``data`` when not given), returned beside the result."""
         schema = data.schema
         frame = data.frame
         hierarchies = data.hierarchies or schema.load_hierarchies()
@@ -344,7 +363,9 @@ class ClusteringMethod(Anonymizer):
         record_terms = terms.record_terms()
         counts = terms.counts()
         all_terms = record_terms
-        table = self.theta_spec(schema).resolve(counts)
+        table = carried.table if carried else self.theta_spec(schema).resolve(counts)
+        raised_before = carried.raised if carried else {}
+        resolved = table
         k_group, grouping, note = self.grouping_thresholds(table, schema)
         n_anchor = int(anchor.sum())
         actions = {}
@@ -353,11 +374,12 @@ class ClusteringMethod(Anonymizer):
                 f"Period {period} has {n_anchor} {self.anchor_name()} among {n} cases, fewer than "
                 f"k = {k_group}{note}: no group can satisfy {self.privacy_model}.")
         blocked = _infeasible_terms(counts, grouping, n_anchor)
-        if raised_before and self.on_infeasible == "raise-theta":
+        if raised_before:
             have = {t for t, _, _ in blocked}
             blocked += [(t, counts[t], grouping.get(t)) for t in raised_before
                         if t in counts and t not in have]
         suppressed_terms: set[str] = set()
+        raised_now: dict[str, float] = {}
         if blocked:
             # the θ raise-theta gives each blocking term: a point of the public grid at or above
             # its share of the anchors (issue 41: the grid point is all a manifest says of it)
@@ -365,6 +387,8 @@ class ClusteringMethod(Anonymizer):
             if raised_before:
                 declared = {t: max(v, raised_before.get(t, 0.0)) for t, v in declared.items()}
                 raised = self.grouping_theta(declared)
+            if self.on_infeasible == "raise-theta":
+                raised_now = dict(declared)
             if self.on_infeasible == "refuse":
                 raise InfeasibleError(
                     _infeasible_message(period, blocked, n_anchor, self.anchor_name(),
@@ -397,7 +421,8 @@ class ClusteringMethod(Anonymizer):
         theta_arr = np.array([grouping.get(t) for t in vocabulary], dtype=float)
         if suppressed_terms:  # ss-records are judged on the terms the release can publish
             per_column = terms.columns()
-        extra = self.ha_inputs(data, per_column, new, md)
+        extra = self.ha_inputs(data, per_column, new, md,
+                               thresholds=carried.ss_min if carried else None)
         extra_details = extra.pop("_details", {})
         ss_min = extra.pop("_ss_min_counts", {})
         suppress_unplaced = not self.may_withhold and self.on_infeasible != "refuse"
@@ -468,7 +493,8 @@ class ClusteringMethod(Anonymizer):
         return AnonymizationResult(table=out, n_groups=n_groups, suppressed=len(withheld),
                                    suppressed_terms=suppression.count(all_terms, result.group_of >= 0),
                                    details=details, privacy_charges=accountant.charges,
-                                   private_details=private)
+                                   private_details=private), \
+            carried or _Declared(resolved, raised_now, ss_min or None)
 
     def _published_terms_only(self, table: ThetaTable, actions: dict, out: pd.DataFrame,
                               schema, private: dict) -> tuple[ThetaTable, dict]:
