@@ -578,6 +578,16 @@ class Release(_Gated):
     seconds: float = field(repr=False, default=0.0)
 
     @property
+    def operator_manifest(self) -> dict:
+        """The manifest with the operator-only facts put back (input and withheld counts, term
+        counts, ...; ``medanon.published.manifest_roles``): for the operator's own reports,
+        never to publish."""
+        from .published.manifest_roles import MANIFEST_FACTS, operator_view
+
+        return operator_view(self.manifest,
+                             (self.operator.get("private_details") or {}).get(MANIFEST_FACTS))
+
+    @property
     def theta_table(self) -> ThetaTable | None:
         """The θ table the release used (``manifest["details"]["theta_table"]``): the default,
         every per-term θ and the protected terms' caps; None for a method without θ."""
@@ -661,6 +671,13 @@ class Series(PublishedSeries):
         made = self.releases_published
         just = f"{len(made)} just published, " if made else ""
         return just + super()._repr_source()
+
+    def operator_manifests(self) -> dict[str, dict]:
+        """Period -> the manifest with its operator-only facts (:attr:`Release.operator_manifest`)
+        for each release this series just published; the published manifest for the others
+        (read from a folder, they have no operator facts). Never to publish."""
+        made = {r.period: r.operator_manifest for r in self.releases_published}
+        return {p: made.get(p, self.manifests[p]) for p in self.periods}
 
     def verify(self, periods: list[str] | None = None) -> SeriesVerdict:
         """Check each release against the model its manifest declares (:mod:`medanon.verify`)."""
@@ -841,6 +858,12 @@ class Publisher:
         method: The configured method object.
         parameters: The parameters given (each manifest records them).
         rng: The randomness of every release this publisher makes.
+        case_ids: Periodic only: how CaseIDs are published
+            (:class:`~medanon.pipeline.case_ids.CaseIds`): keyed pseudonyms by default, under
+            a key made here (OS entropy; from the seed when seeded) and kept in ``case_ids.key``
+            (operator only: give it back as ``case_key=`` to a later Publisher that continues the
+            series), or the real CaseIDs with ``case_ids="real"``, whose order the gate then
+            reads as adversary knowledge (``docs/attacks-and-verify.md``).
 
     Raises:
         ValidationError: an unknown method, or a parameter it needs, lacks or cannot take
@@ -868,6 +891,9 @@ class Publisher:
                                                  if k != "on_case_budget"}
         else:
             self.policy = None
+        self._case_ids_given = "case_ids" in parameters or "case_key" in parameters
+        case_ids = parameters.pop("case_ids", None) or "pseudonym"
+        case_key = parameters.pop("case_key", None)
         self.parameters = dict(parameters)
         if isinstance(method, str):
             try:
@@ -893,6 +919,20 @@ class Publisher:
                                       f"{', '.join(parameters)}).")
             self.method = method
         self.name = str(self.method.name)
+        if self._case_ids_given and self.family != "periodic":
+            raise ValidationError(f"The 'case_ids' and 'case_key' parameters of Publisher apply "
+                                  f"to periodic methods; {self.name!r} is a {self.family} method.")
+        if self.family == "periodic":
+            from .pipeline.case_ids import CaseIds, resolve
+
+            if case_key is not None:
+                if not isinstance(case_key, bytes):
+                    raise ValidationError(f"The 'case_key' parameter of Publisher must be bytes "
+                                          f"(a Publisher's case_key); got "
+                                          f"{type(case_key).__name__}.")
+                self.case_ids = CaseIds(case_ids, case_key if case_ids == "pseudonym" else None)
+            else:
+                self.case_ids = resolve(case_ids, self.rng, None)[0]
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={_repr.clip(repr(value), 40)}"
@@ -1042,7 +1082,31 @@ class Publisher:
         from .pipeline.checks import run_checks
         from .pipeline.publish import release_steps
 
+        from .pipeline.case_ids import check_injective, mode_of
+        from .published.case_ids import highest_case_id
+
         series = previous if previous is not None else empty_series(data.schema)
+        before = mode_of(series.manifests)
+        if before is not None and before != self.case_ids.mode:
+            raise ValidationError(f"The 'previous' series of Publisher.publish publishes {before} "
+                                  f"CaseIDs and this publisher {self.case_ids.mode} ones: a series "
+                                  f"keeps one form (give case_ids={before!r}).")
+        real = [c for p in data.periods for c in data.records(p)[data.schema.case_id].astype(str)]
+        check_injective(real, self.case_ids.of(real), where="Publisher.publish")
+        for label, rows in series.releases.items():
+            # a previous series published under another key would silently not link
+            if before == "pseudonym" and len(rows) and label in data.periods:
+                ours = self.case_ids.of(data.records(label)[data.schema.case_id].astype(str))
+                if not set(ours) & set(rows["case_id"].astype(str)):
+                    raise ValidationError(
+                        f"The 'previous' series of Publisher.publish publishes {label} under "
+                        f"another CaseID key than this publisher's, so its cases would not link: "
+                        f"give the publisher that made it, or its key "
+                        f"(Publisher(..., case_key=that_publisher.case_ids.key)).")
+                break
+        highest = (highest_case_id(c for rows in series.releases.values() if len(rows)
+                                   for c in rows["case_id"].astype(str))
+                   if self.case_ids.mode == "real" else None)
         wanted = [parse_period(p).label for p in periods] if periods else [
             p for p in data.periods if p not in series.releases]
         verdict = None
@@ -1058,7 +1122,8 @@ class Publisher:
                                       series=series, available=data.periods,
                                       publish_despite_violations=allow_violations,
                                       acknowledged=acknowledged, ingest=data.ingest_report,
-                                      final=final):
+                                      final=final, case_ids=self.case_ids,
+                                      highest_earlier=highest):
             made.append(Release(prepared.period, prepared.rows, prepared.manifest,
                                 prepared.ledger, prepared.operator, prepared.seconds))
             series, verdict = prepared.series, prepared.verdict

@@ -279,14 +279,15 @@ GLOSSARY: tuple[Term, ...] = (
          "stands (passed, violated, no-model); a later release can break an earlier one",
          ("verdict (verify --json)",), "passed"),
     Term("withheld", "cases (table releases: records) the method left out of a release",
-         ("suppressed (release --json, ipa --json)", "counts.suppressed (manifest)",
-          "withheld_cases (manifest details, experiments)"), "fewer is better"),
+         ("suppressed (release --json, ipa --json)",
+          "counts.suppressed (operator-only manifest facts; table releases: manifest)",
+          "withheld_cases (operator-only details, experiments)"), "fewer is better"),
     Term("withheld share", "withheld cases as a share of the cases a release could have held",
          ("withheld_share (plan, experiments)",), "lower is better"),
     Term("suppressed terms", "(case, term) pairs whose sensitive term was suppressed so that the "
          "case fits a group; the case stays published (not 'withheld')",
          ("suppressed_terms (release --json, plan, experiments)",
-          "counts.suppressed_terms (manifest)"), "fewer is better"),
+          "counts.suppressed_terms (operator-only manifest facts)"), "fewer is better"),
     Term("suppressed (*)", "QID values published as '*': generalized to the top of their "
          "hierarchy, saying nothing (not a withheld case, not a suppressed term)", (REPORT_ONLY,),
          "fewer is better"),

@@ -32,6 +32,7 @@ from medanon.data.loaders.faers import read_faers
 from medanon.data.schema import Schema
 from medanon.data.synth.faers import write_faers_series
 from medanon.errors import DiskFullError, StoreError, StoreLockedError, StorePermissionError
+from medanon.pipeline.case_ids import case_id_map
 from medanon.pipeline.publish import publish_periods
 from medanon.random import randomness
 from medanon.store import ReleaseStore
@@ -470,8 +471,8 @@ def test_withheld_shows_the_cases_a_case_budget_withholds(dp_source, tmp_path) -
                         "--on-case-budget", "suppress", "--json", "--change-policy")
     assert result.returncode == 0, result.stderr
     (summary,) = json.loads(result.stdout)
-    with ReleaseStore.open(store, read_only=True) as db:
-        manifest = db.manifest("2020Q2")
+    with ReleaseStore.open(store, read_only=True) as db:   # operator-only facts (issue 41)
+        manifest = db.operator_manifests()["2020Q2"]
     withheld = manifest["privacy_spent"]["case_budget"]["withheld_cases"]
     assert withheld > 0
     assert summary["suppressed"] == manifest["counts"]["suppressed"] >= withheld
@@ -485,15 +486,16 @@ def test_withheld_shows_the_cases_a_case_budget_withholds(dp_source, tmp_path) -
     row = next(line for line in table.stdout.splitlines() if "2020Q2" in line)
     cells = [c.strip() for c in row.strip().strip("│").split("│")]
     with ReleaseStore.open(other, read_only=True) as db:
-        counts = db.manifest("2020Q2")["counts"]
-        withheld_here = db.manifest("2020Q2")["privacy_spent"]["case_budget"]["withheld_cases"]
+        counts = db.operator_manifests()["2020Q2"]["counts"]
+        withheld_here = db.operator_manifests()["2020Q2"]["privacy_spent"]["case_budget"][
+            "withheld_cases"]
     assert cells[4] == str(counts["suppressed"]), row
     assert int(cells[4]) >= withheld_here > 0
 
 
 def _suppressed(store: Path, period: str) -> int:
     with ReleaseStore.open(store, read_only=True) as db:
-        return db.manifest(period)["counts"]["suppressed"]
+        return db.operator_manifests()[period]["counts"]["suppressed"]
 
 
 # -- the demo's folder ----------------------------------------------------------------------------
@@ -629,7 +631,8 @@ def test_the_delete_list_warning_names_the_published_cases(tmp_path) -> None:
     with ReleaseStore.open(store) as db:
         publish_periods(db, DropIdentifiers(), ["2011Q2"], randomness(),
                         allow_unprotected=True)
-        published = sorted(set(db.release_rows("2011Q2")["case_id"]))
+        # FDA's DELETE list names real CaseIDs; the release published pseudonyms of them
+        published = sorted(set(case_id_map(db, ["2011Q2"])["real_case_id"]))
     later = tmp_path / "q"
     shutil.copytree(MODERN, later)
     (later / "Deleted" / "DELETE15Q1.txt").write_text(f"{published[0]}$\r\n{published[-1]}$\r\n")

@@ -79,7 +79,14 @@ def test_ingest_release_export_round_trip(tmp_path) -> None:
         assert report_id not in csv_text.split(",")
     # A known case, checked against the hand-derived oracle.
     wanted = {r["report_id"]: r for r in EXPECTED["faers_2015Q1"]["reports"]}["109123451"]
-    row = series[2].rows.set_index("case_id").loc[wanted["case_id"]]
+    # released under its keyed pseudonym (issue 41): the store's key maps it
+    from medanon.pipeline.case_ids import pseudonyms
+    from medanon.store import ReleaseStore
+
+    with ReleaseStore.open(store, read_only=True) as db:
+        published = pseudonyms(db.case_key(), [wanted["case_id"]])[0]
+    assert wanted["case_id"] not in set(series[2].rows["case_id"])
+    row = series[2].rows.set_index("case_id").loc[published]
     assert row["reactions"] == "|".join(wanted["reactions"])
     assert row["sex"] == wanted["sex"]
     assert float(row["weight"]) == wanted["weight_kg"]

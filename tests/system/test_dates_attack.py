@@ -21,6 +21,8 @@ import pandas as pd
 import pytest
 
 from medanon.data.synth.faers import write_faers_series
+from medanon.pipeline.case_ids import case_id_map
+from medanon.store import ReleaseStore
 from tests.conftest import invoke_cli
 
 REPRO = dict(periods=4, start="2020Q3", cases=400, followup_rate=0.4, missing_age=0.3,
@@ -101,6 +103,11 @@ def test_reported_dates_break_groups_and_the_gate_refuses_them(tmp_path) -> None
         frame = pd.read_csv(demo, sep="$", dtype=str, keep_default_na=False, index_col=False,
                             encoding="latin-1")
         truth.update(dict(zip(frame["caseid"], frame["init_fda_dt"].str[:4], strict=True)))
+    # published CaseIDs are keyed pseudonyms (issue 41): the operator's map gives the real ones
+    with ReleaseStore.open(tmp_path / "ppms-4242.duckdb", read_only=True) as db:
+        mapping = case_id_map(db)
+    truth = {pub: truth[real] for pub, real in zip(mapping["case_id"], mapping["real_case_id"],
+                                                   strict=True)}
     for period_dir in sorted(folder.iterdir()):
         path = period_dir / "release.csv"
         if not path.exists():

@@ -153,9 +153,9 @@ def test_the_export_holds_faers_files_and_the_release_itself(exported) -> None:
         assert "caseversion" in notes and "never per case" in notes
         assert "the rule silently returns its older published version" in notes
         manifest = read_manifest(out / period)
-        withheld = manifest["counts"]["suppressed"]  # published by every method here
-        assert (f"This release withheld {withheld} case(s) (manifest counts.suppressed)" if withheld
-                else "This release withheld no case (manifest counts.suppressed = 0).") in notes
+        # the withheld count is operator-only (issue 41): no manifest and no note gives it
+        assert "suppressed" not in manifest["counts"]
+        assert "This release's manifest publishes no count of withheld cases." in notes
         assert ("RANDOMIZED VALUES" in notes) == bool(perturbed)
         for qid, (mechanism, epsilon) in perturbed.items():
             named = {"laplace": "Laplace mechanism", "exponential": "exponential mechanism"}

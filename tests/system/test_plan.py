@@ -4,6 +4,7 @@ written to the store; the recommendation meets the constraints; ``--apply`` pins
 from __future__ import annotations
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -155,7 +156,11 @@ def test_plan_on_a_local_cluster_equals_the_plan_in_one_process(store, tmp_path)
     refused = plans[0]["candidates"][1]
     assert list(refused["theta_raised_to"]) == ["Death"]
     workable = refused["theta_raised_to"]["Death"]
-    assert workable > 0.05 and f"smallest workable theta {workable:.4f}" in refused["message"]
+    # the θ raise-theta would declare: the grid point at or above the smallest workable θ the
+    # refusal names (issue 41: a raised θ is a point of the public 0.05 grid)
+    smallest = float(re.search(r"smallest workable theta ([0-9]+\.[0-9]+)", refused["message"])[1])
+    assert workable > 0.05 and smallest <= workable < smallest + 0.05
+    assert workable == pytest.approx(round(workable / 0.05) * 0.05)
     page = (tmp_path / "alone" / "plan.html").read_text()
     assert f"Death={workable:g}" in page and "smallest workable theta" in page
 

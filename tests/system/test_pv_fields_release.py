@@ -77,14 +77,12 @@ def test_manifests_tell_what_ingest_dropped_and_dp_ones_hold_no_count(synthetic,
                 assert entry["kept_missing"] is False
                 assert entry["required"] == ["age", "sex", "weight", "indications", "reactions"]
                 private = db.operator_record(period)["private_details"]
-                if method == "ms":
-                    assert {k: entry[k] for k in counts} == counts
-                    assert "ingest" not in private
-                else:  # a release with an epsilon: the flag and the filter, no count
-                    assert set(entry) == {"kept_missing", "required", "counts"}
-                    assert private["ingest"] == counts
-                    published = json.loads((out / period / "manifest.json").read_text())
-                    assert "dropped_reports" not in json.dumps(published)
+                # every release (issue 41; before, one without an epsilon published them):
+                # the flag and the filter, no count
+                assert set(entry) == {"kept_missing", "required", "counts"}
+                assert private["ingest"] == counts
+                published = json.loads((out / period / "manifest.json").read_text())
+                assert "dropped_reports" not in json.dumps(published)
 
 
 def test_every_method_publishes_the_pv_fields_as_they_are_on_kept_missing_data(synthetic):
@@ -99,13 +97,15 @@ def test_every_method_publishes_the_pv_fields_as_they_are_on_kept_missing_data(s
                "ppms-dp-all": {"k": 3, "theta": 1.0, "epsilon": 1}}
     columns = ["period", "case_id", "group", *data.schema.published]
     for method, parameters in methods.items():
-        series = medanon.Publisher(method, seed=1, **parameters).publish(
-            data, allow_unprotected=method == "none")
+        publisher = medanon.Publisher(method, seed=1, **parameters)
+        series = publisher.publish(data, allow_unprotected=method == "none")
         assert series.releases_published, method
         for release in series.releases_published:
             rows = release.rows
             assert list(rows.columns) == columns, method
-            supers = data.super_records(release.period).frame.set_index("case_id")
+            # the original cases under their published CaseIDs (pseudonyms, issue 41)
+            supers = publisher.case_ids.records(data.super_records(release.period).frame,
+                                                "case_id").set_index("case_id")
             truth = supers.loc[rows["case_id"]]
             for column in NEW_MULTI:  # published as they are
                 assert rows[column].tolist() == [format_multi(v) for v in truth[column]], \

@@ -70,11 +70,13 @@ def test_a_raised_theta_is_declared_as_the_theta_that_inflates_to_it():
                        on_infeasible="raise-theta", max_withheld=1.0)
     result = run(method, frame)
     assert len(result.table) > 0
-    raised = result.details["raised_theta"]["Common"]["raised_to"]  # θ' of the grouping
+    # the declared θ is the smallest point of the public grid whose grouping θ' holds the
+    # term's share 150/300 (issue 41: a grid point, not the share itself)
     declared = result.details["theta_table"]["overrides"]["Common"]
-    assert declared > 0.3 and inflated_theta(declared, 0.5) >= raised - 1e-12
-    assert inflated_theta(declared - 1e-4, 0.5) < raised  # the smallest such (4 decimals)
-    assert raised == pytest.approx(150 / 300, abs=1e-4)
+    assert result.details["raised_theta"]["Common"]["raised_to"] == declared
+    assert declared == pytest.approx(round(declared / 0.05) * 0.05)
+    assert declared > 0.3 and inflated_theta(declared, 0.5) >= 150 / 300 - 1e-12
+    assert inflated_theta(declared - 0.05, 0.5) < 150 / 300  # the smallest such grid point
     # refused instead, the error gives the declared θ (what the steward would set), not θ'
     refusing = PPMSDPNum(k=2, theta=0.3, epsilon=0.5, dp_aware_grouping=True, max_withheld=1.0)
     with pytest.raises(InfeasibleError) as refused:

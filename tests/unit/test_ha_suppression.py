@@ -173,17 +173,21 @@ def test_ha_withholds_a_case_that_fits_no_group_and_the_gate_passes(faers_quarte
     periods = list(data.periods)[:2]
     # the gate is enforced (no allow_violations): a violating release would raise here, also
     # one that broke α in the previous release by withholding a case it counted as "not md"
-    series = Publisher(_ha("withhold"), seed=1).publish(data, periods)
+    publisher = Publisher(_ha("withhold"), seed=1)
+    series = publisher.publish(data, periods)
     for release in series.releases_published:
         assert release.verdict == "passed"
-        details = release.manifest["details"]
+        # withheld and suppressed counts are operator-only facts (issue 41)
+        assert "withheld_cases" not in release.manifest["details"]
+        details = release.operator_manifest["details"]
         assert release.manifest["method"]["parameters"]["on_unplaceable"] == "withhold"
-        original = set(data.super_records(release.period).frame["case_id"].astype(str))
+        # under their published CaseIDs (keyed pseudonyms, issue 41)
+        original = set(publisher.case_ids.of(data.super_records(release.period).frame["case_id"]))
         published = set(release.rows["case_id"].astype(str))
         withheld = original - published
         assert details["withheld_cases"] == len(withheld) > 0
-        assert release.manifest["counts"]["suppressed"] == len(withheld)
-        assert release.manifest["counts"]["suppressed_terms"] == 0
+        assert release.operator_manifest["counts"]["suppressed"] == len(withheld)
+        assert release.operator_manifest["counts"]["suppressed_terms"] == 0
         assert "cases_with_suppressed_terms" not in details
     assert series.verify().ok
 
@@ -195,8 +199,9 @@ def test_ha_suppresses_terms_by_default_and_withholds_nothing(faers_quarters):
     series = Publisher(_ha("suppress-terms"), seed=1).publish(data, list(data.periods)[:1])
     (release,) = series.releases_published
     assert release.manifest["method"]["parameters"]["on_unplaceable"] == "suppress-terms"
-    assert release.manifest["details"]["withheld_cases"] == 0
-    assert release.manifest["counts"]["suppressed_terms"] > 0
+    assert release.operator_manifest["details"]["withheld_cases"] == 0
+    assert release.operator_manifest["counts"]["suppressed_terms"] > 0
+    assert "suppressed_terms" not in release.manifest["counts"]
     assert len(release.rows) == len(data.super_records(release.period).frame)
 
 

@@ -236,9 +236,13 @@ def publish(method, frame):
 
 
 def case_ids(frame) -> pd.Series:
-    """The case ids in the order of the super records the method is given (its units)."""
+    """The case ids in the order of the super records the method is given (its units):
+    prepare_release shuffles them with the first draw of the release's generator (issue 41),
+    here ``randomness(1)`` as in :func:`publish`."""
+    from medanon.pipeline.publish import _unordered
+
     supers = combine_super_records(frame, SCHEMA, SCHEMA.load_hierarchies())
-    return supers.frame[SCHEMA.case_id]
+    return _unordered(supers, frame, SCHEMA, randomness(1)).frame[SCHEMA.case_id]
 
 
 def reported(charges, ids) -> Counter:

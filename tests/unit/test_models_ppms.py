@@ -39,6 +39,8 @@ def check(releases, **kwargs) -> SeriesCheck:
     kwargs.setdefault("qids", QIDS)
     kwargs.setdefault("sensitive", SENSITIVE)
     kwargs.setdefault("theta", LOOSE)
+    # the tiny releases number their cases freely: their CaseIDs are linkage only
+    kwargs.setdefault("case_ids", "pseudonym")
     return check_series(releases, **kwargs)
 
 
@@ -459,3 +461,18 @@ def test_a_manifest_with_an_unknown_column_role_is_refused_naming_it() -> None:
     model = model_from_manifest(manifest, "2020Q1")
     assert model.clear_columns == ("drugs",)
     assert model.not_protected.endswith("Published as reported, covered by no model: drugs.")
+
+
+def test_real_case_ids_carry_their_order_and_pseudonyms_do_not() -> None:
+    """Issue 41: under real CaseIDs (the default for releases that do not say) a case new to
+    the series whose CaseID sorts below one published earlier was received before the period."""
+    q1 = release("2020Q1", same_group([6]))
+    q2 = release("2020Q2", same_group([1, 2, 3, 7, 8]))
+    real = check([q1, q2], k=3, periods=["2020Q2"], case_ids="real").periods[0].groups[0]
+    assert (real.kept, real.excluded_old) == (2, 3)  # 1, 2 and 3 sort below 6
+    assert check_series([q1, q2], qids=QIDS, sensitive=SENSITIVE, theta=LOOSE, k=3,
+                        periods=["2020Q2"]).periods[0].groups[0].kept == 2
+    pseudonym = check([q1, q2], k=3, periods=["2020Q2"]).periods[0].groups[0]
+    assert (pseudonym.kept, pseudonym.excluded_old) == (5, 0)
+    with pytest.raises(ValidationError, match="'case_ids' parameter"):
+        check([q1, q2], k=3, case_ids="hashed")

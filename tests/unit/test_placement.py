@@ -150,6 +150,7 @@ def test_refuse_places_the_case_an_unlucky_tie_break_left_out(unlucky_period, mo
     withheld = PPMSPlusPlus(k=8, theta=0.15, on_infeasible="raise-theta").anonymize(
         unlucky_period, [], rng=randomness(6))
     assert withheld.suppressed == 1 and "raised_theta" not in withheld.details
+    assert "placement_search" not in withheld.private_details
 
 
 def test_a_refusal_after_the_search_says_what_was_searched():

@@ -4,6 +4,8 @@ schema declare caps with errors that name what is wrong."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -197,12 +199,22 @@ def test_an_infeasible_cap_is_refused_or_raised_and_recorded(data) -> None:
         medanon.Publisher("ppms++", k=5, theta="frequency", seed=7,
                           protect={"Depression": 0.01}).publish(data, ["2020Q1"])
     raised = medanon.Publisher("ppms++", k=5, theta="frequency", on_infeasible="raise-theta",
-                               seed=7, protect={"Depression": 0.01}).publish(data, ["2020Q1"])
+                               seed=7, protect={"Depression": 0.01}, max_withheld=0.5
+                               ).publish(data, ["2020Q1"])
     release = raised.releases_published[0]
-    entry = release.manifest["details"]["raised_theta"]["Depression"]
-    assert entry["cap"] == 0.01 and entry["raised_to"] > 0.01
-    assert release.theta_table.get("Depression") == entry["raised_to"] < 1.0
+    # raise-theta raised the cap for the first grouping, which could then place no case holding
+    # the term (its raised theta is below 1/k) and withheld them; the published cases, grouped
+    # again alone (issue 41), hold it nowhere, so the release keeps the cap and records no raise
+    assert "raised_theta" not in release.manifest["details"]
+    assert "withheld_cases" not in release.manifest["details"]   # the operator's (issue 41)
+    assert release.operator_manifest["details"]["withheld_cases"] > 0
+    assert release.theta_table.get("Depression") == 0.01
     assert release.theta_table.caps["Depression"] == 0.01
-    # the refusal carries the θ raise-theta then declares, as the message states it
-    assert refused.value.workable_theta == {"Depression": entry["raised_to"]}
-    assert f"smallest workable theta {entry['raised_to']:.4f}" in str(refused.value)
+    assert not any("Depression" in f"{a}|{b}" for a, b in zip(release.rows["indications"],
+                                                              release.rows["reactions"]))
+    # the refusal carries the θ raise-theta declares for the first grouping: the grid point at
+    # or above the smallest workable θ c/N the operator's message states
+    workable = refused.value.workable_theta["Depression"]
+    assert workable == pytest.approx(round(workable / 0.05) * 0.05)
+    smallest = float(re.search(r"smallest workable theta ([0-9]+\.[0-9]+)", str(refused.value))[1])
+    assert smallest <= workable < smallest + 0.05

@@ -28,7 +28,7 @@ import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import chain
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import ClassVar
 
@@ -44,6 +44,7 @@ from ..hierarchies import Interval, Taxonomy
 from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_protect, parse_theta
 from ..models.theta import protect as with_caps
 from ..published.cells import SUPPRESSED
+from ..published.manifest_roles import RAISE_THETA_GRID
 from ..random import Randomness
 from .base import AnonymizationResult, Anonymizer
 from .clustering import Attribute, GroupingInput, QidSpace, eta, etas_of, group_records
@@ -90,6 +91,22 @@ class TermSuppression:
 #: :attr:`AnonymizationResult.private_details`); popped before the public details are built.
 OPERATOR_ONLY = "_operator_only"
 _SHOWN = 10
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """The settings of a period the model declares as functions of its input, computed in the
+    first grouping pass over every case and kept by the later ones (``ClusteringMethod.anonymize``).
+
+    Attributes:
+        table: The resolved θ table (before raise-theta).
+        raised: Term -> the grid point raise-theta raised its θ to.
+        ss_min: HA's ss-rule thresholds per sensitive column (None: not HA).
+    """
+
+    table: ThetaTable
+    raised: Mapping[str, float]
+    ss_min: Mapping[str, int] | None
 
 
 class ClusteringMethod(Anonymizer):
@@ -178,7 +195,10 @@ class ClusteringMethod(Anonymizer):
         return "new cases"
 
     def ha_inputs(self, data: SuperRecords, terms_by_column: dict[str, list[tuple[str, ...]]],
-                  new: np.ndarray, md: np.ndarray | None) -> dict:
+                  new: np.ndarray, md: np.ndarray | None,
+                  thresholds: Mapping[str, int] | None = None) -> dict:
+        """HA's grouping inputs (α, classes, ss-records); ``thresholds``: the ss-rule's
+        thresholds when already computed (over the period's input, in a first pass)."""
         return {}
 
     def md_flags(self, data: SuperRecords, next_cases: Collection[str] | None) -> np.ndarray | None:
@@ -198,6 +218,25 @@ class ClusteringMethod(Anonymizer):
     def declared_theta(self, raised: dict[str, float]) -> dict[str, float]:
         """The declared θ of terms whose grouping θ was raised to ``raised`` (the same here)."""
         return raised
+
+    def grouping_theta(self, declared: dict[str, float]) -> dict[str, float]:
+        """The grouping θ of terms whose declared θ is ``declared`` (the same here; PPMS-DP's
+        dp-aware grouping shrinks it)."""
+        return declared
+
+    def raised_on_grid(self, blocked: Sequence[tuple[str, int, float]], n_anchor: int
+                       ) -> tuple[dict[str, float], dict[str, float]]:
+        """The grouping θ and the declared θ ``raise-theta`` gives each blocking term.
+
+        The declared θ is the smallest multiple of :data:`RAISE_THETA_GRID` at or above the θ
+        that would declare the term's share c/N of the anchors (capped at 1); the grouping θ is
+        the one that declared θ gives (:meth:`grouping_theta`). So a raised θ in a manifest
+        says only which grid cell c/N falls in (docs/theta.md, "Raised θ"), never the count
+        c, and the grouping it ran with is a function of that grid point and public settings.
+        """
+        needed = self.declared_theta({t: c / n_anchor for t, c, _ in blocked})
+        declared = {t: on_grid(v) for t, v in needed.items()}
+        return self.grouping_theta(declared), declared
 
     #: whether a missing QID value is a value of its own (see the module docstring); PPMS-DP
     #: perturbs the encoded values and keeps the older reading (missing = the whole domain).
@@ -220,9 +259,83 @@ class ClusteringMethod(Anonymizer):
         table = _release_table(data, space, values, group_of, suppressed_terms)
         return table, int(table["group"].nunique()) if len(table) else 0, {}
 
+    #: whether a period that withholds cases is grouped again without them (see
+    #: :meth:`anonymize`); PPMS-DP says no: its mechanisms read and charge every case once.
+    regroup_without_withheld: ClassVar[bool] = True
+
     # -------------------------------------------------------------------------------- run
     def anonymize(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
                   rng: Randomness, next_cases: Collection[str] | None = None) -> AnonymizationResult:
+        """Anonymize one period; a case that fits no group is withheld (when allowed) and the
+        published cases are then grouped again without the withheld ones, until none is left
+        out.
+
+        Why the second grouping (issue 41, non-interference): the first one read every case,
+        the withheld ones too: their numeric QIDs set the ranges that weigh the loss (001
+        Eq. 1), one of them may be the record farthest from the last one grouped (the next
+        seed), may use up a growth step's probe budget, and their terms count towards the θ
+        table (frequency rule, raise-theta). Grouping the published cases alone makes the
+        release a function of their records (and of the seed) only. Which cases are withheld
+        still depends on every case, as the greedy decides it.
+
+        Every pass keeps the first pass's tie-breaking rank (restricted to the cases left), and
+        a pass after a withholding searches as the refuse path does (repair, then redraws:
+        ``placement.py``) before it withholds again: a feasible grouping of the published cases
+        exists (the previous pass's groups), but the greedy alone misses it in about one case
+        in ten. The search reads only the published cases and the generator, so the release
+        stays a function of them. The price is more withheld cases than one pass withholds: on
+        the dates attack's series (k 5, θ 0.3, 4 quarters of about 400 cases) 46-60 per
+        quarter where one pass withheld 46-59.
+
+        The settings the model declares as functions of the period's input (:class:`_Declared`:
+        the θ table, a θ raise-theta raised, HA's mean+SD ss-rule thresholds) are computed once,
+        in the first pass, over every case of the period, as the model declares them
+        (``models.periodic``, ``input_dependence``: "withheld cases included"), and hold in the
+        later passes; a later pass raises a θ further when its cases need it. Computed again
+        over the published cases alone they move with the withheld cases taken out: a term the
+        withheld cases held drops back to the requested θ, the greedy cannot meet it and
+        withholds more of its holders, and so on (on 150 synthetic cases at k 5, θ 0.2, the
+        periodic grid's first quarter, 28 withheld cases grew to 47 of 111; on the dates
+        attack's series to 67-141 per quarter), and HA's ss-threshold drops once its many-term
+        cases are withheld, making more cases ss-records (8 withheld grew to 48 of 213).
+        """
+        n, withheld, reason = len(data.frame), 0, None
+        # One tie-breaking rank for every pass: a pass after a withholding keeps the published
+        # cases' order under the first rank. A fresh draw per pass would make the second
+        # grouping an unrelated coin toss that may withhold other cases, and those yet others
+        # (a cascade seen on the dates attack's series: 1 withheld case grew to 8). Drawing it
+        # here, before the pass, takes the same draws from the generator as drawing it inside:
+        # no hook of a regrouping method reads the generator before the rank.
+        rank = rng.generator.permutation(n) if self.regroup_without_withheld else None
+        result, first = self._anonymize_once(data, previous, rng=rng, next_cases=next_cases,
+                                             rank=rank)
+        while self.regroup_without_withheld and result.suppressed:
+            reason = reason or result.details.get("withheld_reason")
+            published = set(result.table["case_id"].astype(str))
+            keep = data.frame[data.schema.case_id].astype(str).isin(published).to_numpy()
+            withheld += int((~keep).sum())
+            data = SuperRecords(data.schema, data.frame[keep].reset_index(drop=True),
+                                data.hierarchies)
+            assert rank is not None
+            rank = np.argsort(np.argsort(rank[keep], kind="stable"), kind="stable")
+            result, _ = self._anonymize_once(data, previous, rng=rng, next_cases=next_cases,
+                                             withheld_before=withheld, rank=rank,
+                                             carried=first)
+        if not withheld:
+            return result
+        details = {**result.details, "cases": n, "withheld_cases": withheld,
+                   "withheld_reason": result.details.get("withheld_reason", reason)}
+        return replace(result, suppressed=withheld, details=details)
+
+    def _anonymize_once(self, data: SuperRecords, previous: Sequence[pd.DataFrame] = (), *,
+                        rng: Randomness, next_cases: Collection[str] | None = None,
+                        withheld_before: int = 0,
+                        rank: np.ndarray | None = None, carried: "_Declared | None" = None
+                        ) -> "tuple[AnonymizationResult, _Declared]":
+        """One grouping of ``data``; ``withheld_before`` cases of the period were withheld
+        already (they count towards ``max_withheld``); ``rank`` breaks the grouping's ties
+        (drawn from ``rng`` when not given); ``carried``: the first pass's declared settings
+        (computed here over ``data`` when not given), returned beside the result."""
         schema = data.schema
         frame = data.frame
         hierarchies = data.hierarchies or schema.load_hierarchies()
@@ -250,7 +363,9 @@ class ClusteringMethod(Anonymizer):
         record_terms = terms.record_terms()
         counts = terms.counts()
         all_terms = record_terms
-        table = self.theta_spec(schema).resolve(counts)
+        table = carried.table if carried else self.theta_spec(schema).resolve(counts)
+        raised_before = carried.raised if carried else {}
+        resolved = table
         k_group, grouping, note = self.grouping_thresholds(table, schema)
         n_anchor = int(anchor.sum())
         actions = {}
@@ -259,24 +374,36 @@ class ClusteringMethod(Anonymizer):
                 f"Period {period} has {n_anchor} {self.anchor_name()} among {n} cases, fewer than "
                 f"k = {k_group}{note}: no group can satisfy {self.privacy_model}.")
         blocked = _infeasible_terms(counts, grouping, n_anchor)
+        if raised_before:
+            have = {t for t, _, _ in blocked}
+            blocked += [(t, counts[t], grouping.get(t)) for t in raised_before
+                        if t in counts and t not in have]
         suppressed_terms: set[str] = set()
+        raised_now: dict[str, float] = {}
         if blocked:
-            # the θ raise-theta gives each blocking term: its share of the anchors, rounded up
-            raised = {t: _ceil4(c / n_anchor) for t, c, _ in blocked}
+            # the θ raise-theta gives each blocking term: a point of the public grid at or above
+            # its share of the anchors (issue 41: the grid point is all a manifest says of it)
+            raised, declared = self.raised_on_grid(blocked, n_anchor)
+            if raised_before:
+                declared = {t: max(v, raised_before.get(t, 0.0)) for t, v in declared.items()}
+                raised = self.grouping_theta(declared)
+            if self.on_infeasible == "raise-theta":
+                raised_now = dict(declared)
             if self.on_infeasible == "refuse":
                 raise InfeasibleError(
                     _infeasible_message(period, blocked, n_anchor, self.anchor_name(),
                                         table.caps),
                     # what raise-theta would declare: a caller (medanon plan) can say the θ
                     # each blocking term needs without parsing the message
-                    workable_theta=self.declared_theta(raised))
+                    workable_theta=declared)
             if self.on_infeasible == "raise-theta":
                 grouping = grouping.with_overrides(raised)
-                declared = self.declared_theta(raised)
                 table = table.with_overrides(declared)
-                # a protected term raised past its cap says so: the operator's cap gave way
+                # a protected term raised past its cap says so: the operator's cap gave way;
+                # the count is operator-only (published.manifest_roles)
                 actions["raised_theta"] = {
-                    t: {"count": c, "theta": th, "raised_to": raised[t],
+                    t: {"count": c, "theta": th, "raised_to": declared[t],
+                        "grid": RAISE_THETA_GRID,
                         **({"cap": table.caps[t]} if declared[t] > table.caps.get(t, 1.0) else {})}
                     for t, c, th in blocked}
             else:
@@ -294,20 +421,22 @@ class ClusteringMethod(Anonymizer):
         theta_arr = np.array([grouping.get(t) for t in vocabulary], dtype=float)
         if suppressed_terms:  # ss-records are judged on the terms the release can publish
             per_column = terms.columns()
-        extra = self.ha_inputs(data, per_column, new, md)
+        extra = self.ha_inputs(data, per_column, new, md,
+                               thresholds=carried.ss_min if carried else None)
         extra_details = extra.pop("_details", {})
         ss_min = extra.pop("_ss_min_counts", {})
         suppress_unplaced = not self.may_withhold and self.on_infeasible != "refuse"
         if suppress_unplaced:
             extra["suppress_unplaced"] = True
             extra["ss_cells"] = tuple((*_csr(per_column[c], term_id), m) for c, m in ss_min.items())
-        rank = rng.generator.permutation(n)
+        if rank is None:
+            rank = rng.generator.permutation(n)
         grouping_input = GroupingInput(space, values["cat"], values["lo"], values["hi"], ptr, ids,
                                        theta_arr, anchor, pool, rank, k_group,
                                        classes_first=self.grouping == "classes-first", **extra)
         result = group_records(grouping_input)
         searched = ""
-        if result.unplaced and self.on_infeasible == "refuse":
+        if result.unplaced and (self.on_infeasible == "refuse" or withheld_before):
             # before refusing, search further: repair and redraw the tie-breaks (placement.py)
             grouping_input, result, search = search_placement(grouping_input, result,
                                                               rng.generator)
@@ -322,9 +451,10 @@ class ClusteringMethod(Anonymizer):
             raise InfeasibleError(_unplaced_message(period, withheld, record_terms, counts,
                                                     grouping, may_withhold=self.may_withhold,
                                                     groups=0, nothing=True))
-        if withheld and len(withheld) > self.max_withheld * n:
+        if withheld and len(withheld) + withheld_before > self.max_withheld * (n + withheld_before):
             raise InfeasibleError(_too_many_withheld_message(
-                period, withheld, n, record_terms, counts, grouping, k_group, self.max_withheld))
+                period, withheld, n, record_terms, counts, grouping, k_group, self.max_withheld,
+                withheld_before=withheld_before))
         self._check_own_bounds(grouping_input, result.group_of, k_group, result.suppressed)
         suppression = TermSuppression(
             frozenset(suppressed_terms),
@@ -333,6 +463,7 @@ class ClusteringMethod(Anonymizer):
                                                         suppression, rng, accountant)
         table_details = dict(table_details)
         private.update(table_details.pop(OPERATOR_ONLY, {}))
+        table, actions = self._published_terms_only(table, actions, out, schema, private)
         details = {
             "theta_table": table.to_manifest(),
             "cases": n, "new_cases": int(new.sum()), "old_cases_covered": covered,
@@ -362,7 +493,42 @@ class ClusteringMethod(Anonymizer):
         return AnonymizationResult(table=out, n_groups=n_groups, suppressed=len(withheld),
                                    suppressed_terms=suppression.count(all_terms, result.group_of >= 0),
                                    details=details, privacy_charges=accountant.charges,
-                                   private_details=private)
+                                   private_details=private), \
+            carried or _Declared(resolved, raised_now, ss_min or None)
+
+    def _published_terms_only(self, table: ThetaTable, actions: dict, out: pd.DataFrame,
+                              schema, private: dict) -> tuple[ThetaTable, dict]:
+        """The θ table and raise-theta record the manifest publishes: per-term entries only for
+        terms a published row holds, or that the settings name (a θ file's terms, caps).
+
+        A term that only withheld cases hold would otherwise appear in the manifest (the
+        frequency rule lists every term of the input; raise-theta every blocking one), telling
+        that a withheld case holds it (issue 41). Its θ bounds no published group, so the
+        verifier needs no entry for it; the operator keeps them (``theta_table_unpublished``,
+        ``raised_theta_unpublished``).
+        """
+        published = {t for c in schema.sensitive if c in out.columns
+                     for cell in out[c].tolist() for t in (cell or ())}
+        # a term the settings name (θ file, cap) but no published row holds keeps the θ the
+        # settings alone give it: the rule's band or a raise would tell its input count
+        static = self.theta_spec(schema).resolve({})
+        named = (set(static.overrides) | set(table.caps)) - published
+        overrides = {t: v for t, v in table.overrides.items() if t in published}
+        overrides.update({t: static.get(t) for t in named})
+        dropped = {t: v for t, v in table.overrides.items() if overrides.get(t) != v}
+        raised = dict(actions.get("raised_theta") or {})
+        if not dropped and all(t in published for t in raised):
+            return table, actions
+        private["theta_table_unpublished"] = dict(sorted(dropped.items()))
+        actions = dict(actions)
+        if raised:
+            hidden = {t: e for t, e in raised.items() if t not in published}
+            if hidden:
+                private["raised_theta_unpublished"] = hidden
+            actions["raised_theta"] = {t: e for t, e in raised.items() if t in published}
+            if not actions["raised_theta"]:
+                del actions["raised_theta"]
+        return ThetaTable(table.default, overrides, table.caps), actions
 
     def _check_own_bounds(self, data: GroupingInput, group_of: np.ndarray, k: int,
                           suppressed: Mapping[int, tuple[int, ...]] | None = None) -> None:
@@ -557,6 +723,13 @@ def _infeasible_terms(counts: Mapping[str, int], table: ThetaTable,
     return sorted(out, key=lambda x: (-x[1] / max(n_anchor, 1) + x[2], x[0]))
 
 
+def on_grid(x: float, grid: float = RAISE_THETA_GRID) -> float:
+    """The smallest multiple of ``grid`` at or above ``x`` (at most 1), rounded to 4 decimals
+    so that the manifest shows the grid point as written (0.35, not 0.35000000000000003)."""
+    steps = math.ceil(x / grid - 1e-9)
+    return min(1.0, round(steps * grid, 4))
+
+
 def _ceil4(x: float) -> float:
     """Round up to 4 decimals (so that the raised θ is never below the bound)."""
     return min(1.0, math.ceil(x * 10_000 - 1e-9) / 10_000)
@@ -624,13 +797,18 @@ def _refuse_unplaceable(period: str, record_terms: Sequence[Sequence[str]],
 
 def _too_many_withheld_message(period: str, withheld: list[int], n: int, record_terms,
                                counts: Mapping[str, int], table: ThetaTable, k: int,
-                               max_withheld: float) -> str:
+                               max_withheld: float, withheld_before: int = 0) -> str:
+    """``withheld`` index this pass's ``n`` cases; ``withheld_before`` cases were withheld by
+    earlier passes of the period (their terms are not among those shown)."""
     tally = _term_counts(record_terms[r] for r in withheld)
     top = sorted(tally.items(), key=lambda x: (-x[1], x[0]))[:5]
     shown = "; ".join(f"{t!r}: {c} of them ({counts.get(t, 0)} cases in all, theta "
                       f"{table.get(t):g})" for t, c in top)
-    return (f"Period {period}: the grouping would withhold {len(withheld)} of {n} cases "
-            f"({len(withheld) / n:.1%}), more than max_withheld {max_withheld:.0%} "
+    total, cases = len(withheld) + withheld_before, n + withheld_before
+    earlier = (f" ({withheld_before} of them withheld before the published cases were grouped "
+               f"again without them)" if withheld_before else "")
+    return (f"Period {period}: the grouping would withhold {total} of {cases} cases "
+            f"({total / cases:.1%}){earlier}, more than max_withheld {max_withheld:.0%} "
             f"(--max-withheld); their most common terms: {shown or 'none'}. Raise theta for "
             f"those terms, lower k (now {k}), or allow withholding more (the manifest records "
             f"the count); nothing was published.")

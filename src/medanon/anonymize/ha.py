@@ -146,8 +146,9 @@ class HA(ClusteringMethod):
             out[column] = max(1, math.ceil(level - 1e-9))
         return out
 
-    def ha_inputs(self, data, per_column, new, md) -> dict:
-        thresholds = self.ss_thresholds(per_column)
+    def ha_inputs(self, data, per_column, new, md, thresholds=None) -> dict:
+        if thresholds is None:
+            thresholds = self.ss_thresholds(per_column)
         n = len(new)
         ss = np.zeros(n, dtype=bool)
         for column, thr in thresholds.items():

@@ -44,9 +44,11 @@ Why this is safe (the privacy model is unchanged):
 * How many groupings ran and how many cases the repair placed are operator-only facts (the
   store's private details, ``medanon inspect``), not manifest items: they are counts of the
   private records that no published row recomputes.
-* Only the refuse path searches. Under ``raise-theta`` and ``suppress-terms`` a redraw kept
-  because the first grouping withheld a case would make the release depend on the withheld
-  case's values (what the non-interference property (a) forbids), so those paths are unchanged.
+* Under ``raise-theta`` and ``suppress-terms`` the first grouping does not search: a redraw
+  kept because the first grouping withheld a case would make the release depend on the
+  withheld case's values (what the non-interference property (a) forbids). The grouping of
+  the published cases alone that follows a withholding (``ClusteringMethod.anonymize``) does
+  search: it reads no withheld case.
 """
 
 from __future__ import annotations

@@ -256,6 +256,10 @@ class _PPMSDP(ClusteringMethod):
     privacy_model = PPMS_DP_MODEL
     cover = "earliest"
     new_cases_first = True
+    #: No second grouping without the withheld cases (``ClusteringMethod.anonymize``): the
+    #: mechanisms ran on every case and charged it; a second run would spend ε again. A
+    #: withheld case reaches the grouping through its perturbed values, which ε covers.
+    regroup_without_withheld = False
     # The mechanisms perturb encoded values over the hierarchy and the public domain, where a
     # missing value is the root (the whole domain); it is not a value of its own here.
     missing_as_value = False
@@ -423,10 +427,15 @@ class _PPMSDP(ClusteringMethod):
     def declared_theta(self, raised: dict[str, float]) -> dict[str, float]:
         if not self.dp_aware_grouping:
             return raised
-        # the θ that inflates to the raised grouping θ' (rounded up: a larger θ is declared)
+        # the θ that inflates to the raised grouping θ' (common.py puts it on the public grid)
         grow = math.exp(2.0 * float(self._grouping_epsilon))
-        return {t: min(1.0, math.ceil(v * grow / (1.0 - v + v * grow) * 10_000 - 1e-9) / 10_000)
-                for t, v in raised.items()}
+        return {t: min(1.0, v * grow / (1.0 - v + v * grow)) for t, v in raised.items()}
+
+    def grouping_theta(self, declared: dict[str, float]) -> dict[str, float]:
+        if not self.dp_aware_grouping:
+            return declared
+        # θ' of a declared grid θ: a function of the grid point and the public ε only
+        return {t: inflated_theta(v, float(self._grouping_epsilon)) for t, v in declared.items()}
 
     def before_grouping(self, data: SuperRecords, space: QidSpace, values: dict,
                         rng: Randomness, accountant: Accountant) -> dict:

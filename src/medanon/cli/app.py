@@ -455,6 +455,12 @@ def release(
              "draw over the whole hierarchy, cut to the --dp-label-confidence level; default) or "
              "'randomized-response' (k-ary randomized response over that level's labels, or the "
              "leaves: finer labels at the same epsilon).")] = None,
+    case_ids: Annotated[Optional[str], typer.Option(
+        "--case-ids", help="pseudonym (default: keyed pseudonyms under the store's secret key, "
+                           "stable within the series, carrying no order or time) | real (the "
+                           "holder's CaseIDs; the gate then reads their receipt order as "
+                           "adversary knowledge and may refuse a release); recorded in the "
+                           "series policy and every manifest.")] = None,
     seed: SeedOpt = None,
     allow_seeded: Annotated[bool, typer.Option(
         "--allow-seeded", help="Allow publishing a seeded (reproducible, non-secret) run.")] = False,
@@ -503,7 +509,8 @@ def release(
              "domains": domain or None, "case_budget": case_budget,
              "on_case_budget": on_case_budget, "dp_aware_grouping": dp_aware_grouping or None,
              "label_confidence": dp_label_confidence, "label_mechanism": dp_label_mechanism,
-             "protect": protect or None, "max_withheld": max_withheld, "grouping": grouping}
+             "protect": protect or None, "max_withheld": max_withheld, "grouping": grouping,
+             "case_ids": case_ids}
     commands.release(store=store, periods=periods or [], seed=seed, allow_seeded=allow_seeded,
                      as_json=as_json, flags=flags, policy_file=policy,
                      change_policy=change_policy,

@@ -258,7 +258,9 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
                     progress=lambda p: (done.append(p), step(p)),
                     allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
                     allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
-                    per_period_commit=per_period_commit, pin=pin, final=final)
+                    per_period_commit=per_period_commit, pin=pin, final=final,
+                    # None (the default, pseudonyms): as the store's series already does
+                    case_ids=policy.parameters.get("case_ids"))
         except BaseException as exc:
             if done or isinstance(exc, KeyboardInterrupt):  # a refusal up front needs no account
                 _say_what_committed(db, before)
@@ -303,12 +305,14 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
                      "is NOT epsilon-DP; see each manifest's 'privacy_spent'.")
     if anonymizer.privacy_model is not None and any(s.suppressed for s in summaries):
         ui.err.print("note: some cases were withheld (they fit no group without breaking theta, "
-                     "or --case-budget withheld them); see each manifest's counts and details.")
+                     "or --case-budget withheld them); the withheld column above and 'medanon "
+                     "inspect' count them for you (operator-only: no manifest publishes the "
+                     "count).")
     if any(s.suppressed_terms for s in summaries):
         terms = sum(s.suppressed_terms for s in summaries)
         ui.err.print(f"note: {terms} sensitive term(s) were suppressed from cases that fit no "
-                     "group otherwise (the cases stay published); see each manifest's counts "
-                     "and details.")
+                     "group otherwise (the cases stay published); operator-only: no manifest "
+                     "publishes the count ('medanon report' shows it).")
     for line in clipping:
         ui.err.print(line, soft_wrap=True)
     _print_warnings(unbounded)
@@ -621,23 +625,40 @@ def inspect(*, store: Path, as_json: bool) -> None:
         schema = db.schema
         # operator-only (never exported): the hash of each published period's input records
         digests = {p: db.operator_record(p)["input_sha256"] for p in db.published_periods()}
+        # operator-only (issue 41): the withheld cases no manifest counts (the whole table is
+        # the operator's: reports and cases are input counts too)
+        withheld = {p: (m.get("counts") or {}).get("suppressed")
+                    for p, m in db.operator_manifests().items()}
         policy = db.series_policy()
         ended = final_releases(db.manifests())
+        # operator-only: how the series publishes CaseIDs and whether the store holds their key
+        # (never the key itself; medanon.pipeline.case_ids.case_id_map maps them back)
+        from ..pipeline.case_ids import mode_of
+
+        case_ids = {"mode": mode_of(db.manifests()), "key_held": db.case_key() is not None}
     records = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
     for r in records:
         r["input_sha256"] = digests.get(r["period"])
+        r["withheld"] = withheld.get(r["period"])
     if as_json:
         print_json({"store": str(store), "schema": schema.name, "periods": records,
-                    "series_policy": policy, "final_release": ended[-1] if ended else None})
+                    "series_policy": policy, "final_release": ended[-1] if ended else None,
+                    "case_ids": case_ids})
         return
     table = Table("period", "era", "reports", "cases", "published", "method", "released cases",
-                  "groups", "input sha256 (operator only)", title=f"{store} (schema {schema.name!r})")
+                  "groups", "withheld", "input sha256 (operator only)",
+                  title=f"{store} (schema {schema.name!r})")
     for r in records:
         table.add_row(r["period"], str(r["era"] or ""), str(r["n_reports"]), str(r["n_cases"]),
                       "yes" if r["published"] else "no", str(r["method"] or ""),
                       str(r["released_cases"] or ""), str(r["released_groups"] or ""),
+                      "" if r["withheld"] is None else str(r["withheld"]),
                       (r["input_sha256"] or "")[:16])
     ui.out.print(table)
+    if case_ids["mode"] is not None:
+        ui.out.print(f"CaseIDs published as: {case_ids['mode']}"
+                     + ("; the store holds their secret key (operator only, never exported)"
+                        if case_ids["key_held"] else ""), soft_wrap=True)
     if policy is not None:
         from ..pipeline.policy import SeriesPolicy
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..anonymize import METHODS
 from ..api import Dataset, Publisher
+from ..pipeline.case_ids import CaseIds
 from ..errors import InternalError
 from ..attacks.worst_case import attack_series
 from ..metrics.evaluation import evaluate_series
@@ -128,8 +129,10 @@ def release_period(data: Dataset, previous: dict | None, setting: Setting, perio
     the next period's gate starts from) and the seconds each period's method took. HA takes
     the case ids of the next period from ``data``, which must hold it.
     """
-    state = previous or {"series": None, "seconds": {}}
-    publisher = Publisher(_method(setting), seed=seed)
+    state = previous or {"series": None, "seconds": {}, "operator": {}}
+    # one CaseID key for the whole series, so that its releases link (issue 41)
+    key = state.get("case_key")
+    publisher = Publisher(_method(setting), seed=seed, **({"case_key": key} if key else {}))
     # The level-wise θ* tables are the papers' and name terms a synthetic series may never
     # hold: that is expected here, so the unknown-terms check is acknowledged (the manifest
     # records it), as a steward would with --allow-unknown-terms.
@@ -139,7 +142,11 @@ def release_period(data: Dataset, previous: dict | None, setting: Setting, perio
         raise InternalError(f"{setting.label} published nothing for {period}: HA needs the next "
                             "period, which the runner always leaves in the data.")
     (release,) = series.releases_published
-    return {"series": series, "seconds": {**state["seconds"], period: release.seconds}}
+    # the operator-only facts of each release (withheld counts, ...: not in the manifests,
+    # issue 41), kept with the state since a later period's series holds only its own
+    return {"series": series, "seconds": {**state["seconds"], period: release.seconds},
+            "case_key": publisher.case_ids.key,
+            "operator": {**state.get("operator", {}), period: release.operator_manifest}}
 
 
 def _finite_mean(values: list[float]) -> float:
@@ -177,12 +184,15 @@ def measure_period(data: Dataset, state: dict, setting: Setting, period: str, ru
                    rules: Sequence[Rule], md: bool) -> dict:
     """Every metric of one release of a published series, as one flat result row."""
     series = state["series"]
-    originals = {period: data.super_records(period).frame}
+    # the original cases under their published CaseIDs (pseudonyms), to meet their rows
+    originals = {period: CaseIds("pseudonym", state["case_key"]).records(
+        data.super_records(period).frame, data.schema.case_id)}
     original_rows = {period: original_as_published(originals[period], data.schema)}
     entry = evaluate_series(series, originals, original_rows, rules=list(rules), md=md,
                             periods=[period])["releases"][0]
     signals = entry.get("signals", [])
-    manifest = series.manifests[period]
+    # the operator's view (withheld counts are operator-only facts, not in the manifest)
+    manifest = state.get("operator", {}).get(period) or series.operator_manifests()[period]
     counts = manifest["counts"]
     cases_all, withheld = len(originals[period]), int(counts.get("suppressed", 0))
     if entry["cases"] + withheld != cases_all:

@@ -197,16 +197,23 @@ def _measure(data, policy: SeriesPolicy, *, seed: int | None, originals, origina
     row: dict[str, Any] = {"method": policy.method, "k": policy.parameters.get("k"),
                            "theta": json.dumps(policy.parameters.get("theta"))}
     try:
-        series = Publisher(policy, seed=seed).publish(data)
+        publisher = Publisher(policy, seed=seed)
+        series = publisher.publish(data)
     except MedanonError as exc:   # a refusal is a result: it names what blocks the policy
         workable = {str(t): float(v) for t, v in
                     (getattr(exc, "workable_theta", None) or {}).items()}
         return {**row, "status": "refused", "message": f"{type(exc).__name__}: {exc}",
                 "theta_raised_to": _theta_text(workable), "thetas": workable,
                 "cpu_s": round(time.process_time() - started, 2)}
-    manifests = [series.manifests[p] for p in series.periods]
+    # the operator's view: plan's files are operator-only (withheld counts are not published)
+    manifests = list(series.operator_manifests().values())
     cases = sum(int(m["counts"].get("cases", 0)) for m in manifests)
     withheld = sum(int(m["counts"].get("suppressed", 0)) for m in manifests)
+    # the original cases under the CaseIDs the candidate published (keyed pseudonyms, issue 41)
+    column = data.schema.case_id
+    originals = {p: publisher.case_ids.records(f, column) for p, f in originals.items()}
+    original_rows = {p: publisher.case_ids.records(f, "case_id")
+                     for p, f in original_rows.items()}
     evaluation = evaluate_series(series, originals, original_rows, screening=screening)
     releases = evaluation["releases"]
     summary = (evaluation.get("screening") or {}).get("summary", {})

@@ -140,6 +140,12 @@ class PrivacyModel(ABC):
     def does_not_guarantee(self) -> str:
         """What such a release does not guarantee, from the parameters."""
 
+    #: The manifest leaves whose value may depend on the private input beyond the published
+    #: rows, and what each reveals (issue 41): pattern of ``published.manifest_roles`` -> the
+    #: declared, bounded dependence. Every leaf of role ``declared`` must match one; the
+    #: non-interference tests allow exactly these and nothing else. Empty: none may.
+    input_dependence: ClassVar[Mapping[str, str]] = {}
+
     #: the published columns no model covers (role ``clear`` in the manifest's
     #: ``columns.roles``, ``published.roles``); :func:`model_from_manifest` reads them
     clear_columns: tuple[str, ...] = ()

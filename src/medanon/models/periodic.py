@@ -32,6 +32,7 @@ import pandas as pd
 from .._validation import check_fraction, check_int
 from ..errors import InputFormatError, ValidationError
 from ..periods import parse_period
+from ..published.case_ids import case_id_mode, highest_case_id
 from ..published.links import ReleaseView, read_view
 from ..published.roles import date_mismatches
 from ..published.series import PublishedSeries
@@ -42,8 +43,8 @@ from .names import HA_MODEL, MS_MODEL, PPMS_DP_MODEL, PPMS_MODEL
 from .ppms import PeriodCheck, check_published
 from .theta import ThetaTable
 
-__all__ = ["MSModel", "PPMSAlphaModel", "PPMSDPModel", "PPMSModel", "Perturbation", "dp_models",
-           "hard_series"]
+__all__ = ["GROUPED_DEPENDENCE", "MSModel", "NEIGHBOURS", "PPMSAlphaModel", "PPMSDPModel",
+           "PPMSModel", "Perturbation", "dp_models", "hard_series"]
 
 _TOL = 1e-12
 
@@ -76,8 +77,33 @@ def _theta_from(manifest: Mapping, label: str) -> ThetaTable:
     return ThetaTable.from_manifest(manifest_field(manifest, "details.theta_table", label))
 
 
+#: what a θ table's per-term entry may reveal of the input (docs/theta.md)
+THETA_DEPENDENCE = (
+    "A term's θ is a setting when a θ file or a cap gives it. Under the frequency rule it is "
+    "low, mid or high by where the term's count over the period's input (withheld cases "
+    "included) falls against m - SD and m + SD of every term's count: one of three values per "
+    "listed term. A θ raised by raise-theta is a point of the public grid (raised_theta.*.grid, "
+    "0.05): see raised_to. Only terms a published row holds, and terms the settings name, are "
+    "listed, so no entry tells that a withheld case holds a term.")
+#: what a raised θ may reveal of the input (docs/theta.md, "Raised θ")
+RAISED_DEPENDENCE = (
+    "The smallest multiple of the grid at or above the θ that declares the term's share c/N of "
+    "the period's anchors (all input cases, withheld ones included; PPMS-DP's dp-aware grouping "
+    "maps c/N through its public epsilon first). It reveals that c > θ·N and which grid cell "
+    "(width 0.05) c/N falls in: at most log2(20) < 4.4 bits per raised term, never c or N. "
+    "Listed only for terms a published row holds.")
+GROUPED_DEPENDENCE: Mapping[str, str] = {
+    "details.theta_table.overrides.*": THETA_DEPENDENCE,
+    "method.model.parameters.theta_table.overrides.*": THETA_DEPENDENCE,
+    "details.raised_theta.*.raised_to": RAISED_DEPENDENCE,
+    "details.raised_theta.*.theta": "the term's θ before it was raised: " + THETA_DEPENDENCE,
+}
+
+
 class _Grouped(PrivacyModel):
     """Shared parameters and text of the grouping models (k, θ*, life span)."""
+
+    input_dependence = GROUPED_DEPENDENCE
 
     def __init__(self, *, k: int, theta: ThetaTable | None = None, lifespan: int | None = None):
         owner = type(self).__name__
@@ -122,6 +148,27 @@ def _dates_checked(series: PublishedSeries, label: str, lifespan: int | None) ->
     return f"; dates {', '.join(dates)} derived from the series (no reported date)", found
 
 
+def _case_ids_checked(series: PublishedSeries, label: str) -> tuple[str, tuple]:
+    """Under real CaseIDs, the words for the verdict and the violation when the manifest's
+    ``case_ids.highest_earlier`` (what the gate's CaseID-order rule read) is below a CaseID an
+    earlier release of the series publishes (``published.case_ids``)."""
+    manifest = series.manifests.get(label) or {}
+    if case_id_mode(manifest) != "real":
+        return "", ()
+    here = parse_period(label).ordinal
+    observed = highest_case_id(c for p, rows in series.releases.items()
+                               if parse_period(p).ordinal < here and len(rows)
+                               for c in rows["case_id"].astype(str))
+    declared = (manifest.get("case_ids") or {}).get("highest_earlier")
+    words = "; real CaseIDs: their order is read as the L-adversary's knowledge"
+    # a manifest written before CaseID modes declares nothing to check (its rows are read)
+    if "case_ids" not in manifest or observed is None or (declared is not None
+                            and highest_case_id([observed, declared]) == str(declared)):
+        return words, ()
+    return words, (f"case_ids.highest_earlier {declared!r} is below CaseID {observed!r} of an "
+                   f"earlier release: the CaseID-order rule would read too little",)
+
+
 def _verdict(label: str, model: PrivacyModel, check: PeriodCheck, checked: str, attacks: str,
              *, md_pending: bool = False, ssgr: bool = False, bound: dict | None = None,
              extra: tuple[str, ...] = (), series: PublishedSeries | None = None,
@@ -129,6 +176,8 @@ def _verdict(label: str, model: PrivacyModel, check: PeriodCheck, checked: str, 
     if series is not None:
         words, dated = _dates_checked(series, label, lifespan)
         checked, extra = checked + words, extra + dated
+        words, ordered = _case_ids_checked(series, label)
+        checked, extra = checked + words, extra + ordered
     violations = tuple(check.violations) + extra
     return ReleaseVerdict(label, model.name, "violated" if violations else "passed", checked,
                           attacks, md_pending, violations, check.dir, check.dsr,
@@ -243,6 +292,15 @@ class PPMSAlphaModel(PPMSModel):
     """PPMS(k, θ, α)-bounding (002): PPMS plus the MD-attack and α over the views GV1-GV4."""
 
     name = HA_MODEL
+    #: the 'mean+sd' ss-rule reads the period's input (an --ss-rule of counts is a setting)
+    input_dependence = {
+        **GROUPED_DEPENDENCE,
+        **dict.fromkeys(("details.ss_min_counts.*", "method.model.parameters.ss_min_counts.*"),
+                        "HA's ss-record threshold per sensitive column: a setting with --ss-rule "
+                        "column=count; under 'mean+sd' the mean plus SD of the number of terms per "
+                        "case over the period's input cells (withheld cases included), rounded "
+                        "to an integer: one integer per sensitive column."),
+    }
 
     def __init__(self, *, k: int, alpha: float, ss_min_counts: Mapping[str, int] | None = None,
                  theta: ThetaTable | None = None, lifespan: int | None = None,
@@ -390,6 +448,15 @@ _MECHANISMS = {"laplace": "numeric", "exponential": "categorical",
 _DEFAULT_DECIMALS = 2
 
 
+#: the neighbour relation of PPMS-DP's strict epsilon-DP claim: the first sentence of its
+#: guarantee (issue 41). The grouping, merging and withholding read every case that is
+#: present, so adding or removing one case changes the groups deterministically.
+NEIGHBOURS = ("The epsilon-DP claim is for neighbouring inputs that hold the same cases and "
+              "differ in one case's perturbed QID values; adding or removing a case is NOT "
+              "covered (which cases are grouped together, published or withheld depends on "
+              "which cases are present).")
+
+
 @register
 class PPMSDPModel(PPMSModel):
     """PPMS-DP(k, θ*, ε) (000), see the module docstring."""
@@ -455,7 +522,7 @@ class PPMSDPModel(PPMSModel):
             return (f"{syntactic}. The perturbed QIDs ({qids}) carry noise as in paper 000, "
                     f"which is NOT epsilon-DP end to end (epsilon = {format_epsilon(self.epsilon)} "
                     f"only sets the noise scale).")
-        text = (f"{syntactic}. Each case's perturbed QIDs ({qids}) are "
+        text = (f"{NEIGHBOURS} {syntactic}. Each case's perturbed QIDs ({qids}) are "
                 f"{format_epsilon(self.epsilon_per_case)}-DP per release (epsilon "
                 f"{format_epsilon(self.epsilon)} per QID, summed over its QIDs); a case in several "
                 f"linked releases spends the sum.")

@@ -83,6 +83,7 @@ from .._validation import check_fraction, check_int
 from ..periods import parse_period
 from ..errors import InputFormatError, PrivacyViolation, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
+from ..published.case_ids import CASE_ID_MODES, case_ids_entry
 from ..published.cells import QidInfo, cell_strings, term_pairs
 from ..published.links import ReleaseView, group_conflicts, link, read_view, row_periods
 from ..published.series import PublishedSeries
@@ -410,7 +411,8 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
                  theta: ThetaTable | Mapping[str, ThetaTable], lifespan: int | None = None,
                  md: bool = False, alpha: float | None = None,
                  ss_min_counts: Mapping[str, Mapping[str, int]] | None = None,
-                 periods: Sequence[str] | None = None, uniform_groups: bool = True) -> SeriesCheck:
+                 periods: Sequence[str] | None = None, uniform_groups: bool = True,
+                 case_ids: str = "real") -> SeriesCheck:
     """Check a published series against PPMS(k, θ*)-bounding, or PPMS(k, θ, α)-bounding.
 
     The semantics (which records each attack excludes, the worst-case confidence, the α views)
@@ -436,6 +438,11 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
             and later releases.
         uniform_groups: Refuse a reported release whose groups do not share their QID values
             (every QID in ``qids`` is read as generalized; leave perturbed QIDs out of ``qids``).
+        case_ids: How the releases publish CaseIDs (a manifest's ``case_ids.mode``):
+            ``"real"`` (the default, the cautious reading of releases that do not say) applies
+            the CaseID-order rule (a case new to the series whose CaseID sorts below one
+            published earlier is not new, :mod:`medanon.published.case_ids`); ``"pseudonym"``
+            reads CaseIDs as linkage only.
 
     Returns:
         A :class:`SeriesCheck` with one :class:`PeriodCheck` per reported period, oldest first.
@@ -472,6 +479,9 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
                                   f"'alpha': give per period {{column: minimum term count}} "
                                   f"defining an ss-record.")
 
+    if case_ids not in CASE_ID_MODES:
+        raise ValidationError(f"The 'case_ids' parameter of {_OWNER} must be one of "
+                              f"{', '.join(CASE_ID_MODES)}; got {case_ids!r}.")
     if isinstance(releases, Mapping):
         items = [(parse_period(p).label, f) for p, f in releases.items()]
     elif isinstance(releases, Sequence) and not isinstance(releases, (str, pd.DataFrame)):
@@ -486,7 +496,8 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
         raise InputFormatError(f"Several releases hold period(s) {', '.join(twice)}; a series "
                                f"has one release per period.")
     frames = dict(items)
-    series = PublishedSeries({p: frames[p] for p in labels}, {p: {} for p in labels}, qids,
+    series = PublishedSeries({p: frames[p] for p in labels},
+                             {p: {"case_ids": case_ids_entry(case_ids)} for p in labels}, qids,
                              sensitive, "the series")
     views: dict[str, ReleaseView] = {}
     for p in labels:  # parse every release up front: a bad cell anywhere is an error

@@ -296,6 +296,16 @@ class LocalDPModel(_OneOff):
         gamma, max_path_length, alpha, b_max: ClinSimRR's parameters, for the texts.
     """
 
+    #: computed from the auxiliary split (never published) and the sensitive codes: the model's
+    #: does_not_guarantee names them a non-private statistic of the auxiliary patients
+    input_dependence = dict.fromkeys(
+        ("protected.**", "codes.tree.leaves", "dependence_graph.nodes",
+         "split.auxiliary_patients", "method.model.parameters.p_s",
+         "method.model.parameters.protected_codes", "method.model.parameters.block_size"),
+        "a statistic of the auxiliary patients (not published) and the sensitive codes: the "
+        "protected set Y_P, its blocks, p_T and p_S, the code tree's and the dependence graph's "
+        "sizes and the auxiliary split's size; declared non-private by the model")
+
     name = ULDP_MODEL
 
     def __init__(self, *, method: str, epsilon: object, protected: int, sensitive: int,

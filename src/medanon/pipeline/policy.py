@@ -45,6 +45,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._validation import check_choice
 from ..errors import InputFormatError, ValidationError
 
 if TYPE_CHECKING:
@@ -59,14 +60,15 @@ POLICY_KEY = "series_policy"
 POLICY_PARAMETERS = (
     "k", "theta", "protect", "alpha", "ss_rule", "lifespan", "on_infeasible", "on_unplaceable",
     "max_withheld", "grouping", "epsilon", "dp_variant", "domains", "dp_aware_grouping",
-    "case_budget", "on_case_budget", "label_confidence", "label_mechanism")
-#: the parameters a policy passes to periodic_method (on_case_budget goes to the publisher)
-_METHOD_PARAMETERS = tuple(p for p in POLICY_PARAMETERS if p != "on_case_budget")
+    "case_budget", "on_case_budget", "label_confidence", "label_mechanism", "case_ids")
+#: the parameters a policy passes to periodic_method (on_case_budget and case_ids, how CaseIDs
+#: are published, go to the publisher)
+_METHOD_PARAMETERS = tuple(p for p in POLICY_PARAMETERS if p not in ("on_case_budget", "case_ids"))
 
 
 #: parameters whose default is a value (the others default to None)
 _DEFAULTS = {"on_infeasible": "refuse", "dp_variant": "strict", "on_case_budget": "refuse",
-             "dp_aware_grouping": False}
+             "dp_aware_grouping": False, "case_ids": "pseudonym"}
 _NO_DEFAULT = object()
 
 
@@ -174,6 +176,11 @@ class SeriesPolicy:
                 raise ValidationError(f"The 'theta' parameter of SeriesPolicy names a file that "
                                       f"does not exist: {theta!r}.")
             digest = _file_digest(path)
+        if "case_ids" in given:
+            from .case_ids import CASE_ID_MODES
+
+            check_choice(given["case_ids"], name="case_ids", owner="SeriesPolicy",
+                         choices=CASE_ID_MODES)
         policy = cls(method, given, digest)
         # the method checks every value, naming it (a tiny ε is the release's to acknowledge)
         policy.anonymizer(allow_tiny_epsilon=method.startswith("ppms-dp"))
@@ -300,6 +307,12 @@ class SeriesPolicy:
         return periodic_method(self.method, allow_tiny_epsilon=allow_tiny_epsilon,
                                **{k: v for k, v in self.parameters.items()
                                   if k in _METHOD_PARAMETERS})
+
+    @property
+    def case_ids(self) -> str:
+        """``pseudonym`` (the default) or ``real``: how the series publishes CaseIDs
+        (:mod:`medanon.pipeline.case_ids`)."""
+        return str(self.parameters.get("case_ids", "pseudonym"))
 
     @property
     def on_case_budget(self) -> str:

@@ -45,9 +45,12 @@ from ..models.theta import caps_raised, theta_table_of
 from ..random import Randomness, refuse_seeded_release
 from ..store import ReleaseStore
 from ..verify import SeriesVerdict, gate, md_whole
+from ..published.case_ids import case_id_role, case_ids_entry, highest_case_id
 from ..published.format import to_published_rows
+from ..published.manifest_roles import MANIFEST_FACTS, operator_view, split_operator_facts
 from ..published.roles import check_roles, column_roles, derive_dates
 from . import checks
+from .case_ids import CaseIds, check_injective, mode_of, resolve
 from ..published.series import PublishedSeries, empty_series
 from .history import LinkedHistory, store_history
 
@@ -283,13 +286,12 @@ def ingest_entry(report: Mapping | None, *, dp: bool) -> tuple[dict, dict]:
     the operator keeps of it.
 
     Every manifest says whether reports lacking a value were kept (``kept_missing``) and which
-    columns that filter reads (``required``: the schema's QIDs and sensitive columns). A release
-    without an ε also counts what ingest took out before the method ran: reports dropped for
-    missing values (in total and per column; a report may lack several), cases FDA withdrew
-    (its DELETE list) and superseded case versions, as it counts cases and groups. A DP release
-    publishes no count: they are functions of the private records no mechanism accounts for
-    (the rule that keeps PPMS-DP's clipped counts operator-only), so they go to the
-    operator-only facts (``ingest``) instead.
+    columns that filter reads (``required``: the schema's QIDs and sensitive columns). What
+    ingest took out before the method ran (reports dropped for missing values, in total and per
+    column; cases FDA withdrew, its DELETE list; superseded case versions) is counted in the
+    operator-only facts (``ingest``) only: the counts are functions of the private records that
+    no mechanism accounts for and no published row recomputes (issue 41; before it, a release
+    without an ε published them).
 
     Args:
         report: The period's ingest report (:meth:`FaersQuarter.report_dict`, as the store keeps
@@ -307,10 +309,10 @@ def ingest_entry(report: Mapping | None, *, dp: bool) -> tuple[dict, dict]:
                                     else {k: int(v) for k, v in missing.items()}),
               "deleted_reports": int(report.get("deleted_reports") or 0),
               "superseded_reports": int(report.get("superseded_reports") or 0)}
-    if dp:
-        public["counts"] = "operator-only: a release with an epsilon publishes no count of its input"
-        return public, {"ingest": counts}
-    return {**public, **counts}, {}
+    # issue 41: no release publishes them (before, a release without an ε did); ``dp`` is kept
+    # for callers
+    public["counts"] = "operator-only: no release publishes a count of its input"
+    return public, {"ingest": counts}
 
 
 def _privacy_spent(method: Anonymizer, schema: Schema, rng: Randomness,
@@ -423,6 +425,37 @@ class PreparedRelease:
     seconds: float = 0.0
     series: PublishedSeries | None = field(default=None, repr=False)
 
+    @property
+    def operator_manifest(self) -> dict:
+        """The manifest with the operator-only facts put back where they were (input and
+        withheld counts, ...; ``published.manifest_roles``): what the operator's summaries and
+        reports read. Never published."""
+        return operator_view(self.manifest,
+                             (self.operator.get("private_details") or {}).get(MANIFEST_FACTS))
+
+
+def _unordered(supers, records: pd.DataFrame, schema: Schema, rng: Randomness):
+    """The super records in an order that follows neither the CaseIDs nor the input's rows.
+
+    ``combine_super_records`` orders the cases by CaseID, and FAERS numbers cases in order of
+    receipt (so do its files' rows): the published row order, the group numbering (groups are
+    numbered by their first case) and every tie an algorithm breaks by position would follow
+    receipt order (issue 41). The cases are put in the order of their first row in
+    ``records`` (which does not read the CaseID values), then shuffled by one permutation drawn
+    from ``rng``'s generator: a renumbering of the CaseIDs with the rows left in place gives the
+    same order, and no order of the input survives into the release.
+    """
+    frame = supers.frame
+    n = len(frame)
+    if n < 2:
+        return supers
+    first = pd.unique(records[schema.case_id].astype(str).str.strip().to_numpy())
+    position = pd.Series(np.arange(len(first)), index=first)
+    canonical = np.argsort(position.reindex(frame[schema.case_id].astype(str).to_numpy())
+                           .to_numpy(), kind="stable")
+    order = canonical[rng.generator.permutation(n)]
+    return replace(supers, frame=frame.iloc[order].reset_index(drop=True))
+
 
 def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.DataFrame,
                     rng: Randomness, *, series: PublishedSeries,
@@ -431,7 +464,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
                     on_case_budget: str = "refuse", next_cases: Collection[str] | None = None,
                     before: SeriesVerdict | None = None,
                     publish_despite_violations: bool = False,
-                    ingest_report: Mapping | None = None, final: bool = False) -> PreparedRelease:
+                    ingest_report: Mapping | None = None, final: bool = False,
+                    case_ids: CaseIds | None = None,
+                    highest_earlier: str | None = None) -> PreparedRelease:
     """Anonymize one period's records and build what is published, without a store.
 
     This is the flow :func:`publish_periods` (and so ``medanon release``) runs for every period:
@@ -460,6 +495,13 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
             (:class:`~medanon.models.periodic.PPMSAlphaModel`) states that the MD view holds
             only while no later release exists, and :func:`~medanon.pipeline.checks.check_final`
             refuses one.
+        case_ids: How CaseIDs are published (:mod:`.case_ids`): ``records`` and ``next_cases``
+            hold the real ones and the release the published ones, which ``series`` holds too.
+            None: the records' CaseIDs are published as they are (``real``).
+        highest_earlier: Under ``real`` CaseIDs, the highest CaseID published in the series
+            before this period, when ``series`` may not hold it (a linked part of the history);
+            the manifest records the higher of it and the highest CaseID of ``series``' earlier
+            releases (``case_ids.highest_earlier``, read by the gate's CaseID-order rule).
 
     Raises:
         ValidationError: a case budget for a method without an ε-DP claim; ``final`` for a
@@ -478,13 +520,19 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
                                   f"{' with next_cases' if next_cases is not None else ''}.")
         next_cases = frozenset()   # the series ends: no case goes on
     hierarchies = schema.load_hierarchies() if hierarchies is None else hierarchies
+    real_records = records
+    case_ids = CaseIds.real() if case_ids is None else case_ids
+    if case_ids.mode == "pseudonym":   # everything below sees the published CaseIDs only
+        records = case_ids.records(records, schema.case_id)
+        if next_cases is not None:
+            next_cases = set(case_ids.of(sorted(next_cases)))
     budget_entry = None
     if case_budget is not None:
         if ledger is None:
             ledger = pd.DataFrame(columns=["period", *LEDGER_COLUMNS])
         records, budget_entry = _apply_case_budget(schema, ledger, method, label, records,
                                                    case_budget, on_case_budget)
-    supers = combine_super_records(records, schema, hierarchies)
+    supers = _unordered(combine_super_records(records, schema, hierarchies), records, schema, rng)
     previous = list(series.releases.values()) if method.periodic else []
     started = time.perf_counter()
     result = method.anonymize(supers, previous, rng=rng, next_cases=next_cases)
@@ -502,16 +550,38 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
             rows[name] = values
     manifest = build_manifest(schema, hierarchies, method, label, rng, result=result, rows=rows,
                               n_reports=len(records), final=final)
+    if case_ids.mode == "real":   # what the rule reads: the given value and the series' rows
+        here = parse_period(label).ordinal
+        highest_earlier = highest_case_id([
+            *([highest_earlier] if highest_earlier is not None else []),
+            *(c for p, r in series.releases.items()
+              if parse_period(p).ordinal < here and len(r) for c in r["case_id"].astype(str))])
+    manifest["case_ids"] = case_ids_entry(case_ids.mode, highest_earlier)
+    manifest["columns"]["roles"]["case_id"] = case_id_role(case_ids.mode)
     if budget_entry is not None:
         manifest["privacy_spent"]["case_budget"] = budget_entry
         manifest["counts"]["suppressed"] += budget_entry.get("withheld_cases", 0)
     manifest["ingest"], ingest_private = ingest_entry(
         ingest_report, dp=manifest["privacy_spent"].get("epsilon") is not None)
+    # Every leaf without a public role (input and withheld counts, term counts, ...) moves to
+    # the operator-only facts before the gate reads the manifest (issue 41; published.manifest_roles)
+    manifest_facts = split_operator_facts(manifest)
     try:
         checked = gate(series, label, rows, manifest, before=before)
         manifest["verification"], verdict = checked.verification, checked.verdict
     except PrivacyViolation as exc:
         if not publish_despite_violations:
+            if case_ids.mode == "real":
+                error = PrivacyViolation(
+                    f"{exc} This series publishes real CaseIDs (--case-ids real): FAERS numbers "
+                    f"cases in order of receipt, so a case first published in {label} whose "
+                    f"CaseID is below one published earlier was received before {label}, and "
+                    f"the gate excludes it from the L-attack's candidates as the adversary "
+                    f"would (the method groups without that knowledge). Publish with "
+                    f"--case-ids pseudonym (the default, in a new store) to publish linkage "
+                    f"only.")
+                error.verification, error.verdict = exc.verification, exc.verdict
+                raise error from None
             raise
         manifest["verification"] = {**exc.verification, "published_despite_violations": True}
         verdict = exc.verdict
@@ -519,8 +589,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
     # privatized values steered the grouping of the others).
     entries = ledger_entries(supers.frame[schema.case_id], result.privacy_charges,
                              dp=method.claims_dp)
-    operator = {"input_sha256": input_digest(records),
-                "private_details": {**result.private_details, **ingest_private}}
+    operator = {"input_sha256": input_digest(real_records),
+                "private_details": {**result.private_details, **ingest_private,
+                                    MANIFEST_FACTS: manifest_facts}}
     return PreparedRelease(label, rows, manifest, entries, operator, result, verdict, seconds)
 
 
@@ -534,7 +605,8 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
                   publish_despite_violations: bool = False,
                   acknowledged: Sequence[str] = (),
                   ingest: Callable[[str], Mapping] | None = None,
-                  final: bool = False) -> Iterator[PreparedRelease]:
+                  final: bool = False, case_ids: CaseIds | None = None,
+                  highest_earlier: str | None = None) -> Iterator[PreparedRelease]:
     """The publish loop: :func:`prepare_release` for each period in time order, each against
     the series with every release before it (the one loop behind the store and the
     store-free ``medanon.Publisher``).
@@ -574,6 +646,11 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
         final: The last of ``periods`` is the series' final release (HA, :func:`prepare_release`),
             published although its next period is not available; the callers check first that
             it is the latest period the data holds (:func:`~medanon.pipeline.checks.check_final`).
+        case_ids: How CaseIDs are published (:class:`~medanon.pipeline.case_ids.CaseIds`);
+            ``records`` gives the real ones, ``series`` and ``linked`` hold the published ones.
+            None: published as they are.
+        highest_earlier: Under real CaseIDs, the highest CaseID published before ``periods``
+            (for the gate's CaseID-order rule; kept up to date release by release).
 
     Raises:
         As :func:`prepare_release`, for the period being prepared.
@@ -591,6 +668,8 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
             next_cases = set(records(following)[schema.case_id].astype(str))
         period_records = records(label)
         cases = period_records[schema.case_id].astype(str).unique()
+        if case_ids is not None and case_ids.mode == "pseudonym":
+            cases = case_ids.of(cases)
         history = (series.linked(cases, whole=md_whole(label, series.manifests)) if linked is None
                    else linked(cases, label))
         prepared = prepare_release(
@@ -598,7 +677,11 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
             ledger=ledger() if ledger is not None and case_budget is not None else None,
             case_budget=case_budget, on_case_budget=on_case_budget, next_cases=next_cases,
             publish_despite_violations=publish_despite_violations,
-            ingest_report=ingest(label) if ingest is not None else None, final=last_final)
+            ingest_report=ingest(label) if ingest is not None else None, final=last_final,
+            case_ids=case_ids, highest_earlier=highest_earlier)
+        if case_ids is None or case_ids.mode == "real":
+            highest_earlier = highest_case_id([*([highest_earlier] if highest_earlier else []),
+                                               *prepared.rows["case_id"].tolist()])
         if acknowledged:  # operator choices, not facts of the data (pipeline.checks)
             prepared.manifest["method"]["acknowledged"] = list(acknowledged)
         if linked is None:
@@ -613,7 +696,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                     allow_unprotected: bool = False, allow_unknown_terms: bool = False,
                     allow_gap: bool = False, allow_short_lifespan: bool = False,
                     per_period_commit: bool = False,
-                    pin: Mapping | None = None, final: bool = False) -> list[PublishedSummary]:
+                    pin: Mapping | None = None, final: bool = False,
+                    case_ids: str | None = None) -> list[PublishedSummary]:
     """Anonymize and publish each period in order, all in one transaction (every period lands
     or none does) or, with ``per_period_commit``, one transaction per period.
 
@@ -638,12 +722,16 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     puts ``change_policy`` in each manifest's ``method.acknowledged``. ``final`` publishes the
     last period as the series' final release (HA; :func:`prepare_release`): it must be the
     latest ingested period, and nothing is published after it
-    (:func:`~medanon.pipeline.checks.check_final`).
+    (:func:`~medanon.pipeline.checks.check_final`). ``case_ids`` (``pseudonym`` or ``real``,
+    :mod:`medanon.pipeline.case_ids`) says how CaseIDs are published; None: as the store's
+    series does (pseudonyms for a new one). Pseudonyms use the store's key, made and kept with
+    the first pseudonymous release.
 
     Raises:
         ValidationError: a seeded source without ``allow_seeded``; a case budget for a method
             without a DP claim (no ε at all, or the nominal ε of PPMS-DP's paper variant).
-        StoreError: see :func:`plan_periods`.
+        StoreError: see :func:`plan_periods`; ``case_ids`` differs from the series' mode; two
+            CaseIDs share a pseudonym.
         BudgetExceeded: a case would exceed ``case_budget`` and ``on_case_budget`` is refuse.
     """
     refuse_seeded_release(rng.seeded, allow_seeded)
@@ -665,32 +753,56 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         schema=store.schema, final=final)
     if pin is not None and pin.get("history") and pin["history"][-1].get("changes"):
         acknowledged = [*acknowledged, "change_policy"]
+    published_mode = mode_of(store.manifests())
+    mode = case_ids or published_mode or "pseudonym"
+    if published_mode is not None and mode != published_mode:
+        raise StoreError(f"The series in {str(store.path)!r} publishes {published_mode} CaseIDs; "
+                         f"a release with {mode} CaseIDs would not link to it (and would pair "
+                         f"the two forms of each CaseID). A series keeps one form: start a new "
+                         f"store to change it.")
+    chosen, new_key = resolve(mode, rng, store.case_key())
+    highest = None
+    if chosen.mode == "pseudonym":
+        real = store.ingested_case_ids()
+        check_injective(real, chosen.of(real), where=f"Store {str(store.path)!r}")
+    else:
+        highest = highest_case_id(c for p in store.published_periods()
+                                  for c in store.release_cases(p))
     steps = release_steps(
         store.schema, method, labels, store.records, rng,
         series=empty_series(store.schema), linked=store_history(store),
         available=store.ingested_periods(),
         ledger=store.ledger, case_budget=case_budget, on_case_budget=on_case_budget,
         publish_despite_violations=publish_despite_violations, acknowledged=acknowledged,
-        ingest=store.ingest_report, final=final)
+        ingest=store.ingest_report, final=final, case_ids=chosen, highest_earlier=highest)
     summaries = []
     # one transaction for all periods (a failure or Ctrl-C rolls every one back), unless asked
     with contextlib.nullcontext() if per_period_commit else store.batch():
         for prepared in steps:
             store.publish(prepared)
+            if new_key is not None:   # operator-only, with the first release that uses it
+                store.keep_case_key(new_key)
+                new_key = None
             if pin is not None:   # with the release it governs (its batch, or its own write)
                 store.pin_policy(pin)
                 pin = None
             result = prepared.result
             table = theta_table_of(prepared.manifest)
-            # counts.suppressed also holds the cases a case budget withheld
+            # the operator's summary (never published): counts.suppressed also holds the cases
+            # a case budget withheld
+            facts = prepared.operator_manifest
             summaries.append(PublishedSummary(
                 prepared.period, len(prepared.rows), result.n_groups,
-                prepared.manifest["counts"]["suppressed"], method.name,
+                facts["counts"]["suppressed"], method.name,
                 prepared.manifest["verification"]["verdict"],
-                prepared.manifest["counts"].get("suppressed_terms", 0),
+                facts["counts"].get("suppressed_terms", 0),
                 unbounded_terms=table.unbounded_terms if table is not None else (),
                 default_unbounded=table is not None and table.default_unbounded,
-                caps_raised=caps_raised(prepared.manifest)))
+                # the operator is warned also of a raise the manifest does not name (a term
+                # that only withheld cases hold, issue 41)
+                caps_raised={**caps_raised(prepared.manifest), **{
+                    t: e for t, e in (prepared.operator.get("private_details") or {}).get(
+                        "raised_theta_unpublished", {}).items() if "cap" in e}}))
             if progress:
                 progress(prepared.period)
     return summaries

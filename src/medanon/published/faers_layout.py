@@ -17,7 +17,10 @@ The conventions (``docs/faers-export.md``), each a function of the published ser
   followed by the caseversion digits, as FDA forms it. A case id must therefore be a FAERS
   caseid, a positive integer written without leading zeros; a release of other data (case ids
   such as ``C001``) is refused, not renumbered: a renumbering would have to be published to be
-  of use, and the release format (csv, parquet) carries those ids as they are.
+  of use, and the release format (csv, parquet) carries those ids as they are. The ``caseid``
+  is the release's ``case_id``: by default a keyed pseudonym of FDA's caseid (issue 41,
+  :mod:`medanon.published.case_ids`), so none of the four columns tells when a case was
+  received; each is a function of the published linkage.
 * **Age.** A MeSH age label goes to ``age_grp`` when all the ages it stands for fall in one FAERS
   group (:data:`~medanon.hierarchies.builtin.FAERS_AGE_GROUP_LEAVES`: ``Child`` -> C, ``Aged``
   -> E, ``Young Adult`` -> A); a node spanning several groups (``*``, ``Nonadult``, ``Infant``,
@@ -107,6 +110,7 @@ from ..errors import HierarchyError, InputFormatError, StoreError, ValidationErr
 from ..hierarchies import Interval, format_number
 from ..hierarchies.builtin import FAERS_AGE_GROUP_LEAVES, age_to_mesh, faers_age_group
 from ..periods import parse_period
+from .case_ids import case_id_mode
 from .cells import SUPPRESSED, cell_strings
 
 __all__ = ["DEMO_COLUMNS", "DRUG_COLUMNS", "FAERS_SOURCES", "INDI_COLUMNS", "MEASURED_COLUMNS",
@@ -607,6 +611,16 @@ def _perturbed_lines(perturbed: Mapping[str, PerturbedQid], manifest: Mapping) -
     return lines
 
 
+def _caseid_line(manifest: Mapping) -> str:
+    """The notes' line on what ``caseid`` is (``case_ids`` of the manifest, issue 41)."""
+    if case_id_mode(manifest) == "pseudonym":
+        return ("- caseid: a keyed pseudonym of FDA's caseid, the same in every release of this "
+                "series (it links a case's releases and carries no order or receipt time); not "
+                "FDA's caseid.")
+    return ("- caseid: FDA's caseid as received (the holder publishes its real CaseIDs; their "
+            "order tells receipt order, which the verify gate reads as adversary knowledge).")
+
+
 def _dedup_lines(manifest: Mapping) -> list[str]:
     """The notes' caveat on FDA's deduplication rule, with the withheld count only where the
     manifest publishes one (no count is derived here: the export reads published data only)."""
@@ -672,6 +686,7 @@ def faers_notes(period: str, manifest: Mapping | None, columns: Sequence[str],
         "- One DEMO row per published case. caseversion = how many releases of this series, up to "
         "and including this one, publish the case (1 = first); i_f_code I for 1, F after; "
         "primaryid = caseid followed by caseversion.",
+        _caseid_line(manifest),
         age,
         ("- wt, wt_cod, wt_bin: empty on every row (weight is perturbed in this release, see "
          "above)." if "weight" in perturbed else
@@ -692,6 +707,11 @@ def faers_notes(period: str, manifest: Mapping | None, columns: Sequence[str],
         "mark would disclose the terms the suppression hides):",
         ("- removed from every case of this release (their theta could not be met): "
          + ", ".join(sorted(release_wide)) if release_wide
+         # which terms suppress-terms removed is a fact of the input (issue 41): operator-only
+         else "- terms whose theta could not be met may have been removed from every case "
+              "(--on-infeasible suppress-terms); which ones is not published."
+         if _mapping(_mapping(manifest.get("method")).get("parameters")).get("on_infeasible")
+         == "suppress-terms"
          else "- no term was removed from every case of this release."),
     ]
     per_case = details.get("cases_with_suppressed_terms")

@@ -29,6 +29,7 @@ import pandas as pd
 
 from ..periods import parse_period
 from ..errors import InputFormatError, SchemaError, ValidationError
+from .case_ids import case_id_mode, order_excluded
 from .cells import (QidInfo, blank_cells, categorical_codes, cell_strings, joined_terms,
                              numeric_bounds, term_pairs)
 from .series import PublishedSeries
@@ -267,6 +268,10 @@ class Links:
     later_blank: dict[str, np.ndarray] = field(default_factory=dict)
     #: per QID, whether an earlier linked release published the case's cell empty (missing)
     earlier_blank: dict[str, np.ndarray] = field(default_factory=dict)
+    #: records that are in no earlier release but whose real CaseID sorts below one published
+    #: before (``case_ids.mode`` real, :func:`~medanon.published.case_ids.order_excluded`):
+    #: received before the period, so not new; they are also in ``old``
+    order_old: np.ndarray | None = None
 
     def missing_elsewhere(self, later: bool, present: Mapping[str, np.ndarray | bool]) -> np.ndarray:
         """Records another release shows *missing* on a QID where the target has a value.
@@ -353,8 +358,33 @@ def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
                 flags[rows] |= other.blank[name][pos[hit]]
         if gap == 1:
             in_next[rows] = True
-    return Links(own, old, earlier_region, later, later_region, in_next, next_known, later_blank,
-                 earlier_blank)
+    order_old = _order_old(series, own, old)
+    return Links(own, old | order_old, earlier_region, later, later_region, in_next, next_known,
+                 later_blank, earlier_blank, order_old)
+
+
+def _order_old(series: PublishedSeries, own: ReleaseView, old: np.ndarray) -> np.ndarray:
+    """The CaseID-order rule of a release that publishes real CaseIDs (issue 41): a case new
+    to the series whose CaseID is below one published before it was received before the period.
+
+    Every earlier release of the series counts, whatever the life span (the CaseIDs are public
+    and the rule needs no linkage), and so does the manifest's ``case_ids.highest_earlier``,
+    the highest CaseID published before (a series read in part, as the gate reads what a
+    release links to, may lack the release that held it).
+    """
+    manifest = series.manifests.get(own.label) or {}
+    if case_id_mode(manifest) != "real":
+        return np.zeros(own.n, dtype=bool)
+    earlier: list[str] = []
+    declared = (manifest.get("case_ids") or {}).get("highest_earlier")
+    if declared is not None:
+        earlier.append(str(declared))
+    for p in series.periods:
+        if parse_period(p).ordinal < own.ordinal:
+            rows = series.releases[p]
+            if len(rows):
+                earlier.extend(cell_strings(rows["case_id"]).tolist())
+    return order_excluded(own.case, ~old, earlier)
 
 
 def longest_case_span(case_ids: Mapping[str, Iterable]) -> int:

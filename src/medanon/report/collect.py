@@ -34,6 +34,7 @@ from ..metrics.screening import screening_for
 from ..metrics.signals import SignalRule
 from ..models.base import PrivacyModel, SeriesVerdict, model_from_manifest
 from ..published.cells import SUPPRESSED
+from ..pipeline.case_ids import CaseIds, mode_of
 from ..published.format import original_as_published
 from ..pipeline.history import StoreSeries
 from ..published.series import PublishedSeries
@@ -567,6 +568,9 @@ def store_originals(db: ReleaseStore, periods: Sequence[str], *, lazy: bool = Fa
     function of the same column of the case's reports alone (:func:`combine_super_records`),
     so these columns are what the full records give, and the others (a dozen multi-valued
     columns of FAERS, each a tuple per report) are never read (issue 30).
+
+    The super records carry the CaseIDs the series publishes (keyed pseudonyms under the
+    store's key, issue 41; :func:`store_case_ids`), so that they meet their published rows.
     """
     if lazy:
         cache = _OnePeriod(db, periods, columns)
@@ -575,11 +579,23 @@ def store_originals(db: ReleaseStore, periods: Sequence[str], *, lazy: bool = Fa
         raise ValidationError("The 'columns' parameter of store_originals needs lazy=True.")
     hierarchies = db.schema.load_hierarchies()
     frames, rows = {}, {}
+    published = store_case_ids(db)
     for period in periods:
-        supers = combine_super_records(db.records(period), db.schema, hierarchies).frame
+        supers = published.records(
+            combine_super_records(db.records(period), db.schema, hierarchies).frame,
+            db.schema.case_id)
         frames[period] = supers
         rows[period] = original_as_published(supers, db.schema)
     return frames, rows
+
+
+def store_case_ids(db: ReleaseStore) -> CaseIds:
+    """How the store's series publishes CaseIDs (real for a store without releases or
+    without a key: nothing to map)."""
+    key = db.case_key()
+    if mode_of(db.manifests()) == "pseudonym" and key is not None:
+        return CaseIds("pseudonym", key)
+    return CaseIds.real()
 
 
 class _OnePeriod:
@@ -591,6 +607,7 @@ class _OnePeriod:
         self.hierarchies = db.schema.load_hierarchies()
         self.columns = None if columns is None else list(columns)
         self.schema = db.schema if columns is None else _narrowed(db.schema, columns)
+        self.case_ids = store_case_ids(db)
         self.period: str | None = None
         self.frame: pd.DataFrame | None = None
         self.rows: pd.DataFrame | None = None
@@ -602,7 +619,9 @@ class _OnePeriod:
             self.period = self.frame = self.rows = None  # drop the previous period first
             records = (self.db.records(period) if self.columns is None else
                        self.db.record_columns(period, self.schema.all_columns))
-            self.frame = combine_super_records(records, self.schema, self.hierarchies).frame
+            self.frame = self.case_ids.records(
+                combine_super_records(records, self.schema, self.hierarchies).frame,
+                self.schema.case_id)
             self.period = period
         if published and self.rows is None:
             self.rows = original_as_published(self.frame, self.schema)
@@ -686,7 +705,11 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
             verdict, verify_error = reader.verify(), None
         except InputFormatError as exc:
             verdict, verify_error = None, str(exc)
-        manifests = {p: dict(series.manifests.get(p, {})) for p in series.periods}
+        # the operator's view: the report is the operator's, and counts of the input and of
+        # the withheld cases are operator-only facts the manifests no longer hold (issue 41)
+        with_facts = db.operator_manifests()
+        manifests = {p: dict(with_facts.get(p) or series.manifests.get(p, {}))
+                     for p in series.periods}
         perturbed = {p: tuple(getattr(_model(manifests[p], p), "perturbed", ()))
                      for p in series.periods}
         profiles = {p: generalization_profile(_one_release(db, series, p), p, perturbed[p])

@@ -420,7 +420,7 @@ def _card(r: SeriesReport) -> str:
         ("information loss", (f"mean NIL {_fmt(_mean([x['nil'] for x in filled]))}"
                               if filled else "none (no case published)")),
         ("suppressed terms", (f"{card.suppressed_terms:,} sensitive term(s) removed from "
-                              "published cases (see each manifest's counts and details)"
+                              "published cases (operator-only facts kept in the store)"
                               if card.suppressed_terms else "none")),
         ("signal rules", (f"{kept} kept, {lost} lost, {spurious} gained (signal in the "
                           "release only), over rules × releases" if r.rules

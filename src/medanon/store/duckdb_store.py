@@ -60,6 +60,9 @@ FORMAT_VERSION = "1"
 #: the ``meta`` key of the pinned series policy (medanon.pipeline.policy.POLICY_KEY: the store
 #: does not import the pipeline)
 POLICY_META_KEY = "series_policy"
+#: the ``meta`` key of the store's CaseID key (hex; operator-only, never exported:
+#: :mod:`medanon.pipeline.case_ids`)
+CASE_KEY_META_KEY = "case_id_key"
 #: top-level manifest keys and ``details`` keys that are operator-only (never published); a
 #: manifest given to :meth:`ReleaseStore.publish` must not hold them, and stores written before
 #: ``release_private`` existed have them moved there when opened.
@@ -517,6 +520,14 @@ class ReleaseStore:
                              for c in columns)
         return _one(self._con, f"SELECT count(*) {where} AND ({unsafe})", [label])[0] == 0
 
+    def ingested_case_ids(self) -> list[str]:
+        """Operator only: every real CaseID the store's records hold (distinct, as text)."""
+        if not self._has_records_table():
+            return []
+        column = _quote(self.schema.case_id)
+        return [str(r[0]) for r in self._con.execute(
+            f"SELECT DISTINCT CAST({column} AS VARCHAR) FROM records ORDER BY 1").fetchall()]
+
     def release_rows(self, period: str) -> pd.DataFrame:
         """The published rows of a period, as strings in the release format."""
         self._require_published(period)
@@ -625,6 +636,17 @@ class ReleaseStore:
         if row is None:
             return {"input_sha256": None, "private_details": {}}
         return {"input_sha256": row[0], "private_details": json.loads(row[1] or "{}")}
+
+    def operator_manifests(self) -> dict[str, dict]:
+        """Every published manifest with its operator-only facts put back where the method
+        wrote them (input and withheld counts, term counts, ...; issue 41,
+        ``published.manifest_roles``), oldest first: what ``medanon report`` and ``inspect``
+        read. Never exported."""
+        from ..published.manifest_roles import MANIFEST_FACTS, operator_view
+
+        facts = {p: json.loads(d or "{}").get(MANIFEST_FACTS) for p, d in self._con.execute(
+            "SELECT period, details FROM release_private").fetchall()}
+        return {p: operator_view(m, facts.get(p)) for p, m in self.manifests().items()}
 
     # (the store's own tables: an ingest attaches a staging database with a records table too)
     def _record_columns(self) -> list[str]:
@@ -890,6 +912,26 @@ class ReleaseStore:
         found = _one(self._con, "SELECT value FROM meta WHERE key = ?", [POLICY_META_KEY])
         return None if found is None else json.loads(found[0])
 
+    def case_key(self) -> bytes | None:
+        """Operator only: the secret key of the store's CaseID pseudonyms (None before the first
+        pseudonymous release; :mod:`medanon.pipeline.case_ids`). Never exported."""
+        found = _one(self._con, "SELECT value FROM meta WHERE key = ?", [CASE_KEY_META_KEY])
+        return None if found is None else bytes.fromhex(found[0])
+
+    @_translated
+    def keep_case_key(self, key: bytes) -> None:
+        """Keep the CaseID key made at the first release (in the open batch, or in its own
+        transaction); a store keeps one key for its whole series.
+
+        Raises:
+            StoreError: the store holds a key already.
+        """
+        with self._write():
+            if _one(self._con, "SELECT 1 FROM meta WHERE key = ?", [CASE_KEY_META_KEY]):
+                raise StoreError(f"{str(self.path)!r} already holds a CaseID key; a series keeps "
+                                 f"one key, or its releases would not link.")
+            _run(self._con, "INSERT INTO meta VALUES (?, ?)", [CASE_KEY_META_KEY, key.hex()])
+
     @_translated
     def pin_policy(self, record: Mapping) -> None:
         """Pin a series policy record (in the open batch, or in its own transaction)."""
@@ -1037,11 +1079,17 @@ def _check_quarter(item: object) -> None:
 
 def _operator_fields(manifest: dict) -> list[str]:
     """The operator-only fields a manifest holds (as dotted paths)."""
+    from ..published.manifest_roles import OPERATOR, leaf_paths, leaf_role
+
     found = [k for k in OPERATOR_ONLY_KEYS if k in manifest]
     details = manifest.get("details")
     if isinstance(details, dict):
         found += [f"details.{k}" for k in OPERATOR_ONLY_DETAILS if k in details]
-    return found
+    # every leaf whose role is operator-only (issue 41, published.manifest_roles)
+    family = str(manifest.get("format") or "medanon-release/1").split("/")[0]
+    found += [".".join(map(str, path)) for path, empty in leaf_paths(manifest)
+              if leaf_role(path, empty=empty, family=family) == OPERATOR]
+    return list(dict.fromkeys(found))
 
 
 def _ledger_columns(con: duckdb.DuckDBPyConnection) -> set[str]:

@@ -1,0 +1,177 @@
+"""Published CaseIDs: keyed pseudonyms by default, the real ones only when the holder must.
+
+FAERS numbers cases in the order it receives them, so a real CaseID tells when its case was
+first reported, and its order against the CaseIDs of earlier releases lets an L-adversary
+exclude a case first published in period P whose CaseID is below one published before P (it was
+received before P, so it is not the target: issue 41). A published CaseID therefore carries
+linkage and nothing else:
+
+* ``pseudonym`` (the default): the published CaseID is ``HMAC-SHA256(key, real CaseID)`` mapped
+  to a 16-digit decimal integer (:func:`pseudonyms`). The key is 32 bytes per store, made at the
+  store's first release (:func:`new_case_key`) and kept in the store as an operator-only fact
+  (:meth:`~medanon.store.ReleaseStore.case_key`), never exported. The same real CaseID gets the
+  same pseudonym in every release of the store, so the B-, F- and L-linkage, follow-ups and
+  FDA's latest-caseversion rule work on the published pseudonyms as they did on the real ids;
+  without the key the pseudonyms are unordered with respect to receipt (a keyed hash) and say
+  nothing of time. Two real CaseIDs that would share a pseudonym are refused
+  (:func:`check_injective`): at 16 digits that happens with probability about n² / 1.8·10^16
+  for n cases in a store, and the refusal names the two.
+* ``real``: the holder publishes its real CaseIDs (recorded in every manifest, ``case_ids``, and
+  in the ``case_id`` column's role). The gate, ``medanon verify`` and ``medanon attack`` then
+  read CaseID order as adversary knowledge (:mod:`medanon.published.case_ids`).
+
+A seeded release (tests and research only, ``--allow-seeded``) derives its key from the seed so
+that seeded runs stay reproducible byte for byte; the seed is published, so those pseudonyms
+hide nothing from a reader who knows the real CaseIDs' range (it can compute them all).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_choice
+from ..errors import StoreError, ValidationError
+from ..published.case_ids import CASE_ID_MODES, PSEUDONYM_DIGITS, case_ids_entry
+from ..random import Randomness
+
+__all__ = ["CASE_ID_MODES", "CaseIds", "KEY_BYTES", "case_id_map", "check_injective",
+           "new_case_key", "pseudonyms"]
+
+#: bytes of a store's CaseID key
+KEY_BYTES = 32
+_LOW = 10 ** (PSEUDONYM_DIGITS - 1)
+_SPAN = 9 * _LOW
+_SEEDED_LABEL = b"medanon case-id key\x00"
+
+
+def new_case_key(rng: Randomness) -> bytes:
+    """A store's CaseID key, from the release's randomness source: 32 bytes of OS entropy
+    (a secure source), or a function of the seed (a seeded source, so that seeded runs stay
+    reproducible). Nothing is drawn from ``rng``'s streams, so the release's other random
+    choices are what they would be without it."""
+    if rng.seeded:
+        seed = list(rng.seed) if isinstance(rng.seed, tuple) else rng.seed
+        return hashlib.sha256(_SEEDED_LABEL + json.dumps(seed).encode("ascii")).digest()
+    return secrets.token_bytes(KEY_BYTES)
+
+
+def pseudonyms(key: bytes, ids: Iterable[object]) -> np.ndarray:
+    """The published pseudonym of each real CaseID (as text): HMAC-SHA256 under ``key`` of the
+    CaseID's text (stripped), read as an integer and mapped onto the 16-digit decimals
+    [10^15, 10^16). Each distinct CaseID is hashed once."""
+    values = np.asarray([str(c).strip() for c in ids], dtype=object)
+    if not len(values):
+        return np.zeros(0, dtype=object)
+    which, distinct = pd.factorize(values)
+    out = np.array([str(_LOW + int.from_bytes(
+        hmac.new(key, c.encode("utf-8"), hashlib.sha256).digest(), "big") % _SPAN)
+        for c in distinct.tolist()], dtype=object)
+    return out[which]
+
+
+def check_injective(real: Iterable[object], published: np.ndarray, *, where: str) -> None:
+    """Refuse when two real CaseIDs share a pseudonym (published linkage would merge them).
+
+    Raises:
+        StoreError: naming the two CaseIDs.
+    """
+    frame = pd.DataFrame({"real": [str(c).strip() for c in real],
+                          "pseudonym": published}).drop_duplicates()
+    clash = frame[frame["pseudonym"].duplicated(keep=False)]
+    if len(clash):
+        pair = clash.sort_values("pseudonym").head(2)["real"].tolist()
+        raise StoreError(f"{where}: CaseIDs {pair[0]!r} and {pair[1]!r} have the same keyed "
+                         f"pseudonym, so their releases would link as one case. Nothing was "
+                         f"published; start the series in a new store (a new key), or publish "
+                         f"with --case-ids real.")
+
+
+@dataclass(frozen=True)
+class CaseIds:
+    """How a series publishes its CaseIDs: ``pseudonym`` under ``key``, or ``real``."""
+
+    mode: str = "pseudonym"
+    key: bytes | None = None
+
+    def __post_init__(self) -> None:
+        check_choice(self.mode, name="case_ids", owner="CaseIds", choices=CASE_ID_MODES)
+        if self.mode == "pseudonym" and (not isinstance(self.key, bytes)
+                                         or len(self.key) != KEY_BYTES):
+            raise ValidationError(f"CaseIds: pseudonymous CaseIDs need a {KEY_BYTES}-byte key.")
+
+    @classmethod
+    def real(cls) -> CaseIds:
+        return cls("real", None)
+
+    def of(self, ids: Iterable[object]) -> np.ndarray:
+        """The published CaseID of each real one (text)."""
+        if self.mode == "real":
+            return np.asarray([str(c) for c in ids], dtype=object)
+        return pseudonyms(self.key, ids)
+
+    def records(self, records: pd.DataFrame, column: str) -> pd.DataFrame:
+        """``records`` with the CaseID column published (a copy; unchanged under ``real``)."""
+        if self.mode == "real":
+            return records
+        out = records.copy()
+        out[column] = self.of(records[column].to_numpy())
+        return out
+
+    def manifest(self) -> dict:
+        """The manifest's ``case_ids`` entry (:func:`medanon.published.case_ids.case_ids_entry`)."""
+        return case_ids_entry(self.mode)
+
+
+def resolve(mode: str, rng: Randomness, key: bytes | None) -> tuple[CaseIds, bytes | None]:
+    """The CaseIds of a release and the key to keep when it is new (None: ``key`` stands)."""
+    check_choice(mode, name="case_ids", owner="release", choices=CASE_ID_MODES)
+    if mode == "real":
+        return CaseIds.real(), None
+    if key is not None:
+        return CaseIds("pseudonym", key), None
+    fresh = new_case_key(rng)
+    return CaseIds("pseudonym", fresh), fresh
+
+
+def case_id_map(store, periods: Iterable[str] | None = None) -> pd.DataFrame:
+    """Operator only: the real CaseID behind each published one in a store.
+
+    Args:
+        store: An open :class:`~medanon.store.ReleaseStore`.
+        periods: The published periods to cover (default: all).
+
+    Returns:
+        One row per (period, published case): ``period``, ``case_id`` (as published) and
+        ``real_case_id``; under ``real`` CaseIDs the two are equal.
+    """
+    manifests = store.manifests()
+    key = store.case_key()
+    wanted = list(manifests) if periods is None else list(periods)
+    frames = []
+    for label in wanted:
+        published = pd.Index(store.release_cases(label))
+        mode = (manifests[label].get("case_ids") or {}).get("mode", "real")
+        real = pd.Series(store.records(label)[store.schema.case_id].astype(str).unique())
+        shown = real.to_numpy() if mode == "real" else pseudonyms(key, real)
+        lookup = pd.Series(real.to_numpy(), index=shown)
+        lookup = lookup[lookup.index.isin(published)]
+        frames.append(pd.DataFrame({"period": label, "case_id": published.to_numpy(),
+                                    "real_case_id": lookup.reindex(published).to_numpy()}))
+    if not frames:
+        return pd.DataFrame(columns=["period", "case_id", "real_case_id"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def mode_of(manifests: Mapping[str, Mapping]) -> str | None:
+    """The CaseID mode of a published series (None: nothing published). A release written
+    before pseudonyms existed published real CaseIDs."""
+    modes = [(m.get("case_ids") or {}).get("mode", "real") for m in manifests.values()]
+    return modes[-1] if modes else None

@@ -1,0 +1,172 @@
+"""Published CaseIDs (issue 41): keyed pseudonyms, the real-id option and its order rule."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import medanon
+from medanon.data.schema import Schema
+from medanon.errors import StoreError, ValidationError
+from medanon.pipeline.case_ids import (CaseIds, case_id_map, check_injective, new_case_key,
+                                       pseudonyms)
+from medanon.pipeline.policy import SeriesPolicy
+from medanon.published.case_ids import case_id_mode, highest_case_id, order_excluded
+from medanon.random import randomness
+from tests.property.test_periodic_methods import random_series
+
+
+def test_pseudonyms_are_stable_keyed_and_carry_no_order() -> None:
+    key = bytes(range(32))
+    ids = [str(i) for i in range(10_000_000, 10_000_400)]
+    once, again = pseudonyms(key, ids), pseudonyms(key, ids)
+    assert (once == again).all()
+    assert all(len(p) == 16 and p[0] != "0" for p in once)
+    assert len(set(once)) == len(ids)
+    other = pseudonyms(bytes(32), ids)
+    assert not set(once) & set(other)
+    # receipt order (the real ids' order) and pseudonym order: about half the pairs invert
+    ranks = pd.Series(once.astype(np.int64)).rank().to_numpy()
+    pairs = np.subtract.outer(ranks, ranks)[np.triu_indices(len(ids), 1)]
+    inverted = (pairs > 0).mean()
+    assert 0.4 < inverted < 0.6   # sd of the share over 79,800 dependent pairs is about 0.03
+
+
+def test_seeded_keys_follow_the_seed_and_secure_keys_are_fresh() -> None:
+    assert new_case_key(randomness(5)) == new_case_key(randomness(5))
+    assert new_case_key(randomness(5)) != new_case_key(randomness(6))
+    assert new_case_key(randomness()) != new_case_key(randomness())
+    assert len(new_case_key(randomness())) == 32
+
+
+def test_a_shared_pseudonym_is_refused_naming_both_cases() -> None:
+    with pytest.raises(StoreError, match="'1' and '2'"):
+        check_injective(["1", "2", "3"], np.array(["x", "x", "y"], dtype=object), where="here")
+    check_injective(["1", "1", "2"], np.array(["x", "x", "y"], dtype=object), where="here")
+
+
+def test_case_ids_validate_their_mode_and_key() -> None:
+    with pytest.raises(ValidationError, match="case_ids"):
+        CaseIds("hashed", bytes(32))
+    with pytest.raises(ValidationError, match="32-byte key"):
+        CaseIds("pseudonym", b"short")
+    assert list(CaseIds.real().of([7, "8"])) == ["7", "8"]
+
+
+def test_the_order_rule_excludes_new_cases_below_an_earlier_case_id() -> None:
+    case = np.array(["9", "12", "100", "5"], dtype=object)
+    new = np.array([True, True, True, False])
+    # numeric order: 9 < 11 excluded, 12 and 100 above, 5 is old (linked) already
+    assert order_excluded(case, new, ["3", "11"]).tolist() == [True, False, False, False]
+    assert not order_excluded(case, new, []).any()
+    assert highest_case_id(["9", "100", "11"]) == "100"
+    assert highest_case_id(["b", "a10"]) == "b"
+    assert case_id_mode({}) == "real" and case_id_mode({"case_ids": {"mode": "pseudonym"}}) \
+        == "pseudonym"
+
+
+def test_a_series_policy_records_the_case_id_form() -> None:
+    assert SeriesPolicy.of("ppms++", k=3, theta=0.5).case_ids == "pseudonym"
+    real = SeriesPolicy.of("ppms++", k=3, theta=0.5, case_ids="real")
+    assert real.case_ids == "real" and real.to_dict()["parameters"]["case_ids"] == "real"
+    with pytest.raises(ValidationError, match="case_ids"):
+        SeriesPolicy.of("ppms++", k=3, theta=0.5, case_ids="hashed")
+
+
+def _store_series(tmp_path, records):
+    data = medanon.Dataset(records, Schema.papers())
+    store = medanon.ReleaseStore.create_or_open(tmp_path / "s.duckdb", Schema.papers())
+    store.ingest(data)
+    return store
+
+
+def test_the_store_keeps_one_key_and_maps_pseudonyms_back(tmp_path) -> None:
+    from medanon.pipeline.methods import periodic_method
+    from medanon.pipeline.publish import publish_periods
+
+    records = random_series(3, periods=3)
+    store = _store_series(tmp_path, records)
+    method = periodic_method("ppms++", k=3, theta=0.5, on_infeasible="raise-theta",
+                             max_withheld=1.0)
+    publish_periods(store, method, ["2020Q1"], randomness(2), allow_seeded=True)
+    key = store.case_key()
+    assert key is not None and len(key) == 32
+    with pytest.raises(StoreError, match="already holds a CaseID key"):
+        store.keep_case_key(bytes(32))
+    with pytest.raises(StoreError, match="publishes pseudonym CaseIDs"):
+        publish_periods(store, method, ["2020Q2"], randomness(2), allow_seeded=True,
+                        case_ids="real")
+    publish_periods(store, method, ["2020Q2"], randomness(9), allow_seeded=True)
+    assert store.case_key() == key   # the store's key, whatever the later release's seed
+    mapping = case_id_map(store)
+    assert set(mapping["period"]) == {"2020Q1", "2020Q2"}
+    assert (mapping["case_id"] == pseudonyms(key, mapping["real_case_id"])).all()
+    real = {c for frame in records.values() for c in frame["case_id"]}
+    assert set(mapping["real_case_id"]) <= real
+    assert not set(mapping["case_id"]) & real
+    manifest = store.manifest("2020Q2")
+    assert manifest["case_ids"]["mode"] == "pseudonym"
+    # the key is operator-only: in no manifest, in no published row
+    assert key.hex() not in json.dumps(store.manifests())
+    assert "pseudonym" in manifest["columns"]["roles"]["case_id"]["holds"]
+    store.close()
+
+
+def test_real_case_ids_are_read_in_order_and_the_declared_highest_is_checked() -> None:
+    from medanon.pipeline.methods import periodic_method
+    from medanon.published.links import link
+    from medanon.published.series import PublishedSeries
+    from medanon.verify import verify_series
+
+    records = random_series(3, periods=3)
+    # a case new in 2020Q2 whose CaseID is below every CaseID of 2020Q1: received before it
+    q2 = records["2020Q2"]
+    late = q2["case_id"].astype(int).max()
+    records["2020Q2"] = q2.assign(case_id=q2["case_id"].replace({str(late): "0"}))
+    method = periodic_method("ppms++", k=3, theta=0.5, on_infeasible="raise-theta",
+                             max_withheld=1.0)
+    series = medanon.Publisher(method, seed=2, case_ids="real").publish(
+        medanon.Dataset(records, Schema.papers()), allow_violations=True,
+        allow_unknown_terms=True)
+    manifest = series.manifests["2020Q2"]
+    assert manifest["case_ids"]["mode"] == "real"
+    assert manifest["case_ids"]["highest_earlier"] == highest_case_id(
+        series.releases["2020Q1"]["case_id"])
+    assert "receipt order" in manifest["columns"]["roles"]["case_id"]["holds"]
+    links = link(series, "2020Q2")
+    assert links.order_old is not None
+    assert "0" in set(links.view.case)
+    assert set(links.view.case[links.order_old]) == {"0"}
+    assert (links.old[links.order_old]).all()
+    # a manifest that declares a lower highest CaseID than the series publishes is a violation
+    tampered = {**series.manifests, "2020Q2": {**manifest, "case_ids": {
+        **manifest["case_ids"], "highest_earlier": "1"}}}
+    found = verify_series(PublishedSeries(series.releases, tampered, series.qids,
+                                          series.sensitive, "tampered"))
+    assert any("highest_earlier" in v for r in found.releases for v in r.violations)
+    honest = verify_series(series)
+    assert not any("highest_earlier" in v for r in honest.releases for v in r.violations)
+
+
+def test_a_previous_series_under_another_key_is_refused_and_the_key_continues_it() -> None:
+    from medanon.pipeline.methods import periodic_method
+
+    records = random_series(5, periods=3)
+    data = medanon.Dataset(records, Schema.papers())
+    method = periodic_method("ppms++", k=3, theta=0.5, on_infeasible="raise-theta",
+                             max_withheld=1.0)
+    first = medanon.Publisher(method, rng=randomness())
+    done = first.publish(data, ["2020Q1"], allow_unknown_terms=True)
+    with pytest.raises(ValidationError, match="another CaseID key"):
+        medanon.Publisher(method, rng=randomness()).publish(data, ["2020Q2"], previous=done,
+                                                            allow_unknown_terms=True)
+    with pytest.raises(ValidationError, match="publishes pseudonym CaseIDs"):
+        medanon.Publisher(method, case_ids="real").publish(data, ["2020Q2"], previous=done,
+                                                           allow_unknown_terms=True)
+    later = medanon.Publisher(method, rng=randomness(), case_key=first.case_ids.key)
+    both = later.publish(data, ["2020Q2"], previous=done, allow_unknown_terms=True)
+    shared = set(both.releases["2020Q1"]["case_id"]) & set(both.releases["2020Q2"]["case_id"])
+    assert shared   # follow-ups link across the two publishers
