@@ -197,12 +197,13 @@ def test_001_2007q1_infeasible_term_is_refused_with_the_smallest_workable_theta(
     result = PPMSPlusPlus(k=5, theta=0.2, on_infeasible="raise-theta", max_withheld=1.0).anonymize(
         supers, [], rng=randomness(0))
     # raise-theta raised the term to the grid point 0.3 (at or above 5/18) for the first
-    # grouping, which withheld 2 cases; the published cases, grouped again alone (issue 41: the
-    # release is a function of them only), hold it 3 times in 16, which theta 0.2 allows: the
-    # release keeps the requested theta
+    # grouping, which withheld 2 cases; the published cases, grouped again alone, keep the
+    # first pass's raised theta (the model's declared dependence: over every case of the period)
     assert result.suppressed == 2 and result.details["withheld_cases"] == 2
-    assert "raised_theta" not in result.details
-    assert result.details["theta_table"] == {"default": 0.2, "overrides": {}}
+    assert result.details["raised_theta"]["Diabetes mellitus non-insulin-dependent"][
+        "raised_to"] == 0.3
+    assert result.details["theta_table"] == {
+        "default": 0.2, "overrides": {"Diabetes mellitus non-insulin-dependent": 0.3}}
     suppressed = PPMSPlusPlus(k=5, theta=0.2, on_infeasible="suppress-terms",
                               max_withheld=1.0).anonymize(supers, [], rng=randomness(0))
     assert "Diabetes mellitus non-insulin-dependent" in suppressed.details["suppressed_terms"]
