@@ -1,4 +1,5 @@
-"""HA's unplaceable leftovers: placed with the fewest of their terms suppressed (clustering.py)."""
+"""HA's unplaceable leftovers: placed in the nearest group in the QIDs, with the terms that group
+cannot take suppressed (clustering.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ import pytest
 
 from medanon.anonymize.clustering import (NEW_MD, VIEWS_OF_CLASS, Attribute, GroupingInput,
                                           QidSpace, _fit_by_suppression, _fit_by_suppression_fast,
-                                          _Group, _GroupTable, eta, group_records,
-                                          group_reference)
+                                          _Group, _group_records_once, _group_reference_once,
+                                          _GroupTable, eta, group_records, group_reference)
 from tests.unit.test_clustering import _random_input
 
 SS_MIN = 3  # one ss column holding every term: a record is ss with 3 terms or more
@@ -36,10 +37,16 @@ def test_unplaceable_leftovers_are_placed_with_terms_suppressed_and_bounds_hold(
     result = group_records(data)
     assert plain.unplaced, "the input must leave cases unplaceable for the test to mean anything"
     assert not result.unplaced and (result.group_of >= 0).all()
-    # only cases the plain grouping could not place lose terms; the others are placed as before
-    assert set(result.suppressed) <= set(plain.unplaced)
-    placed_before = plain.group_of >= 0
-    assert np.array_equal(result.group_of[placed_before], plain.group_of[placed_before])
+    # the cases the plain grouping could not place are late (grouped again without them, and
+    # perhaps others after them); only late cases lose terms
+    assert set(plain.unplaced) <= set(result.late)
+    assert set(result.suppressed) <= set(result.late)
+    # the others are placed by the last grouping, which leaves out exactly the late cases
+    late = np.zeros(data.n, dtype=bool)
+    late[result.late] = True
+    last = group_records(dataclasses.replace(data, suppress_unplaced=False, late=late))
+    assert sorted(last.unplaced) == sorted(result.late)
+    assert np.array_equal(result.group_of[~late], last.group_of[~late])
     for g in range(result.n_groups):
         members = np.flatnonzero(result.group_of == g)
         gv = {v: [r for r in members if v in VIEWS_OF_CLASS[int(data.ha_class[r])]]
@@ -87,33 +94,46 @@ def _tiny(theta: float, alpha: float | None):
         for r in members:
             g.add(data, r, remaining=False)
         groups.append(g)
-    return data, groups, np.bincount(ids, minlength=3)
+    return data, groups
 
 
-def test_the_group_needing_the_fewest_suppressions_wins_over_a_smaller_loss():
-    # θ = 1/2, r4 an anchor: η = floor(3/2) = 1 in both groups. A holds 0 and 2: both must go
-    # from r4 (cost 2). B holds 1 and 2: those two must go (cost 2). A tie: B, the smaller ΔIL.
-    data, groups, freq = _tiny(0.5, None)
-    gi, dropped, kept, ss = _fit_by_suppression(data, groups, 4, freq)
+def test_the_nearest_group_in_the_qids_takes_the_record_whatever_its_terms_cost():
+    # θ = 1/2, r4 an anchor: η = floor(3/2) = 1 in both groups. B (r4's QID) is nearer: r4 joins
+    # it and loses 1 and 2, which B holds; it keeps 0.
+    data, groups = _tiny(0.5, None)
+    gi, dropped, kept, ss = _fit_by_suppression(data, groups, 4)
     assert (gi, dropped, kept) == (1, [1, 2], [0])
-    # one more term 0 in B makes B cost 3: A wins although B is nearer in QID
+    # one more term 0 in B makes B cost 3 against A's 2: r4 still joins B (a choice by cost
+    # would read the terms it then suppresses, issue 41) and loses all three
     groups[1].sigma[0] = 1
-    gi, dropped, kept, _ = _fit_by_suppression(data, groups, 4, freq)
-    assert (gi, dropped, kept) == (0, [0, 2], [1])
+    gi, dropped, kept, _ = _fit_by_suppression(data, groups, 4)
+    assert (gi, dropped, kept) == (1, [0, 1, 2], [])
 
 
-def test_alpha_makes_the_record_nss_dropping_the_periods_most_common_terms_first():
+def test_a_suppressed_term_replaced_by_another_the_group_suppresses_changes_nothing():
+    """The unit form of non-interference (a) for HA: r4 holds {0, 1, 2} or {0, 2, 3}; B
+    suppresses 1, 2 and 3 alike (η 1, each held once), so r4 joins B keeping 0 either way."""
+    data, groups = _tiny(0.5, None)
+    groups[1].sigma[3] = 1
+    other = dataclasses.replace(data, term_ids=np.array([0, 2, 1, 2, 2, 0, 2, 3]),
+                                theta=np.full(4, 0.5))
+    assert other.terms(4) == [0, 2, 3] and data.terms(4) == [0, 1, 2]
+    first, second = _fit_by_suppression(data, groups, 4), _fit_by_suppression(other, groups, 4)
+    assert (first[0], first[2]) == (second[0], second[2]) == (1, [0])
+    assert (first[1], second[1]) == ([1, 2], [2, 3])
+
+
+def test_alpha_makes_the_record_nss_dropping_terms_in_sort_order():
     # θ = 1 (unbounded): nothing is forced out by θ. r4 has 3 terms >= 2: an ss-record, and one
     # ss leftover in a group of two nss n&md records gives 1/3 > α = 1/4 in every view, so r4
-    # must keep fewer than 2 terms: 3 − 2 + 1 = 2 go, term 2 first (4 records hold it), then 0
-    # (ties with 1 on count, smaller id).
-    data, groups, freq = _tiny(1.0, 0.25)
-    assert freq.tolist() == [2, 2, 4]
-    _, dropped, kept, ss = _fit_by_suppression(data, groups[:1], 4, freq)
-    assert (dropped, kept, ss) == ([0, 2], [1], False)
+    # must keep fewer than 2 terms: 3 − 2 + 1 = 2 go, the first in sort order (0, then 1):
+    # not the period's most common, which would count other cases' suppressed terms (issue 41)
+    data, groups = _tiny(1.0, 0.25)
+    _, dropped, kept, ss = _fit_by_suppression(data, groups[:1], 4)
+    assert (dropped, kept, ss) == ([0, 1], [2], False)
     # with α = 1/2 the ss leftover fits (1/3 <= 1/2): nothing goes and r4 stays ss
-    data, groups, freq = _tiny(1.0, 0.5)
-    _, dropped, kept, ss = _fit_by_suppression(data, groups[:1], 4, freq)
+    data, groups = _tiny(1.0, 0.5)
+    _, dropped, kept, ss = _fit_by_suppression(data, groups[:1], 4)
     assert (dropped, kept, ss) == ([], [0, 1, 2], True)
 
 
@@ -133,10 +153,9 @@ def test_the_group_table_fit_equals_the_group_by_group_fit():
                     g.add(data, r, remaining=False)
                 groups.append(g)
             table = _GroupTable(data, groups)
-            freq = np.bincount(data.term_ids, minlength=len(data.theta))
             for r in range(60, 80):
-                slow = _fit_by_suppression(data, groups, r, freq)
-                assert _fit_by_suppression_fast(data, table, r, freq) == slow
+                slow = _fit_by_suppression(data, groups, r)
+                assert _fit_by_suppression_fast(data, table, r) == slow
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -147,6 +166,32 @@ def test_fast_and_reference_suppress_the_same_terms_on_larger_inputs(seed):
     assert slow.suppressed, "the input must need suppressions for the test to mean anything"
     assert np.array_equal(slow.group_of, fast.group_of)
     assert slow.suppressed == fast.suppressed
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_last_grouping_reads_no_term_of_a_late_record(seed):
+    """Non-interference (a) for HA at the grouping's level (issue 41): given which records are
+    late (placed by suppression after the grouping), their terms may be anything and every other
+    record's group stays as it was, in both implementations."""
+    data = _ha_input(150 + 20 * seed, seed + 30, k=2 + seed % 2, theta=(0.2, 0.3)[seed % 2],
+                     alpha=(0.25, 0.5)[seed % 2], suppress=True)
+    result = group_records(data)
+    assert result.late and result.passes >= 2, "the input must need suppressions"
+    late = np.zeros(data.n, dtype=bool)
+    late[result.late] = True
+    rng = np.random.default_rng(seed)
+    terms = [sorted(set(rng.integers(0, 12, rng.integers(0, 5)).tolist())) if late[r]
+             else data.terms(r) for r in range(data.n)]
+    assert any(terms[r] != data.terms(r) for r in result.late)
+    ptr = np.cumsum([0] + [len(t) for t in terms])
+    ids = np.array([s for t in terms for s in t], dtype=np.int64)
+    other = dataclasses.replace(data, term_ptr=ptr, term_ids=ids, ss=np.diff(ptr) >= SS_MIN,
+                                ss_cells=((ptr, ids, SS_MIN),))
+    for once in (_group_records_once, _group_reference_once):
+        first = once(dataclasses.replace(data, suppress_unplaced=False, late=late))
+        second = once(dataclasses.replace(other, suppress_unplaced=False, late=late))
+        assert first.n_groups == second.n_groups
+        assert np.array_equal(first.group_of[~late], second.group_of[~late])
 
 
 # ------------------------------------------------------- on_unplaceable="withhold" (issue 31)

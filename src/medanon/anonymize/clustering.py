@@ -43,10 +43,10 @@ but reproducibly. :func:`group_reference` is the slow, obviously-correct transcr
 * while a group grows, a probe of a record that holds a term the group already blocks
   (σ_s + 1 > η_s, known from a bit mask of the most frequent terms) or whose (class, ss) breaks
   α is counted with PR ∞ without evaluating it: at a small θ most probes are such (issue 30);
-* HA's term-suppression placement (:func:`_fit_by_suppression`) judges a record against every
-  group at once (:func:`_fit_by_suppression_fast`, on the leftover phase's :class:`_GroupTable`)
-  instead of one group after the other: the same keys, floats and choice (issue 30: at θ = 0.2
-  the group-by-group loop made HA quadratic).
+* HA's term-suppression placement (:func:`_fit_by_suppression`) computes ΔIL for every group
+  at once (:func:`_fit_by_suppression_fast`, on the leftover phase's :class:`_GroupTable`)
+  instead of one group after the other: the same floats and choice (issue 30: at θ = 0.2 the
+  group-by-group loop made HA quadratic).
 
 Classes first (``GroupingInput.classes_first``, the methods' default ``grouping``; issue 30):
 before the greedy, :func:`preform_classes` cuts each exact QID class into zero-loss groups of k
@@ -64,15 +64,17 @@ Deviations from the papers (all documented in ``docs/algorithms/``):
 * A leftover record that fits no group without breaking θ (or α) is reported as unplaceable;
   the algorithm decides whether to refuse the release or withhold those cases. HA instead asks
   (``suppress_unplaced``) that such a record be placed once every other leftover is, in the
-  group where the fewest of its terms must be suppressed (:func:`_fit_by_suppression`): the
-  case stays in the release, which HA's md-records need (``ha.py``).
+  group nearest to it in the QIDs, with the terms that group cannot take suppressed
+  (:func:`_fit_by_suppression`): the case stays in the release, which HA's md-records need
+  (``ha.py``). The group is not chosen by the record's terms, so a suppressed term reaches no
+  published byte (issue 41).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -301,11 +303,13 @@ class GroupingInput:
         k: minimum anchors per group.
         alpha: HA's α, or None (no α-bounding).
         ha_class, ss: HA record class (NEW_MD, ...) and ss flag, when alpha is given.
-        suppress_unplaced: place a leftover that fits no group by suppressing the fewest of its
-            terms (:func:`_fit_by_suppression`) instead of reporting it unplaceable (HA).
+        suppress_unplaced: place a leftover that fits no group in its nearest group, with the
+            terms that group cannot take suppressed (:func:`_fit_by_suppression`), instead of
+            reporting it unplaceable (HA).
         ss_cells: with alpha, per ss column ``(term_ptr, term_ids, minimum count)``: the CSR of
             each record's term ids in that column, so that a record's ss flag can be judged
             again on the terms it keeps after a suppression (``ss`` must agree with it).
+        late: see the field's comment (:func:`_without_late_terms`).
     """
 
     space: QidSpace
@@ -325,6 +329,9 @@ class GroupingInput:
     suppress_unplaced: bool = False
     ss_cells: tuple[tuple[np.ndarray, np.ndarray, int], ...] = ()
     classes_first: bool = False
+    #: records kept out of the grouping and of the ordinary leftover placement, and placed by
+    #: suppression after them (``suppress_unplaced``): set by :func:`group_records`'s passes
+    late: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         ids, ptr = self.term_ids.tolist(), self.term_ptr.tolist()
@@ -368,6 +375,10 @@ class GroupingResult:
     suppressed: dict[int, tuple[int, ...]] = field(default_factory=dict)
     #: groups formed inside exact QID classes before the greedy (``classes_first``).
     preformed: int = 0
+    #: the records placed by suppression after the grouping left them out (``GroupingInput.late``)
+    late: list[int] = field(default_factory=list)
+    #: groupings run to find them (1: no record needed suppression)
+    passes: int = 1
 
 
 class _Group:
@@ -647,6 +658,11 @@ def _record_losses(data: GroupingInput) -> np.ndarray:
 # ----------------------------------------------------------------------------- reference version
 def group_reference(data: GroupingInput) -> GroupingResult:
     """The grouping written as plainly as possible: O(n²) Python, for tiny inputs and tests."""
+    return _without_late_terms(data, _group_reference_once)
+
+
+def _group_reference_once(data: GroupingInput) -> GroupingResult:
+    data = _late_out_of_pool(data)
     n = data.n
     p0 = data.base_risk()
     growth_etas = data.growth_etas()
@@ -705,7 +721,9 @@ def group_reference(data: GroupingInput) -> GroupingResult:
 def _place_leftovers_reference(data: GroupingInput, groups: list[_Group],
                                result: GroupingResult) -> None:
     grouped = {r for g in groups for r in g.members}
-    leftovers = sorted((r for r in range(data.n) if r not in grouped), key=lambda r: data.rank[r])
+    late = set() if data.late is None else set(np.flatnonzero(data.late).tolist())
+    leftovers = sorted((r for r in range(data.n) if r not in grouped and r not in late),
+                       key=lambda r: data.rank[r])
     result.leftovers = len(leftovers)
     for r in leftovers:
         best, best_g = None, None
@@ -778,6 +796,51 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
             far (candidates are evaluated block by block, each block in lower-bound order) and
             is counted in ``budget_stops``; with no budget stop the groups are exactly the reference's.
     """
+    return _without_late_terms(data, lambda d: _group_records_once(d, probe_budget=probe_budget))
+
+
+def _without_late_terms(data: GroupingInput, group) -> GroupingResult:
+    """``group(data)``; with ``suppress_unplaced``, grouped again without the records it cannot
+    place, which are then placed by suppression (HA; issue 41).
+
+    A record the grouping cannot place with all its terms is published with some suppressed
+    (:func:`_place_by_suppression`). The grouping read those terms: such a record is probed
+    while groups grow, and its terms decide which growths succeed. So the groups are found again
+    with it left out (``GroupingInput.late``), and again while that leaves further records
+    unplaced; the last grouping reads only the records it places with all their terms, and each
+    late record is then placed by its QIDs and the terms it keeps. Which records are late is a
+    function of every record of the period, as the withheld set is (``common.py``); given that
+    set, a suppressed term reaches no published byte. The passes keep the same rank, so a pass
+    groups the records left exactly as the last one did when nothing changed.
+    """
+    if not data.suppress_unplaced:
+        return group(data)
+    late = np.zeros(data.n, dtype=bool)
+    passes = 0
+    while True:
+        trial = group(replace(data, suppress_unplaced=False, late=late.copy()))
+        passes += 1
+        fresh = [r for r in trial.unplaced if not late[r]]
+        if not fresh:
+            break
+        late[fresh] = True
+    if not late.any():
+        trial.passes = passes
+        return trial
+    result = group(replace(data, late=late))
+    result.passes = passes + 1
+    return result
+
+
+def _late_out_of_pool(data: GroupingInput) -> GroupingInput:
+    """``data`` with its late records out of the pool: they neither seed nor join a growing group."""
+    if data.late is None or not data.late.any():
+        return data
+    return replace(data, pool=data.pool & ~data.late)
+
+
+def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None) -> GroupingResult:
+    data = _late_out_of_pool(data)
     probe_budget = PROBE_BUDGET if probe_budget is None else probe_budget
     n = data.n
     rank = data.rank
@@ -1052,6 +1115,8 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
     grouped = np.zeros(n, dtype=bool)
     for g in groups:
         grouped[g.members] = True
+    if data.late is not None:
+        grouped |= data.late
     _place_leftovers(data, groups, result, leftover=~grouped, class_of=classes[0])
     return result
 
@@ -1225,6 +1290,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     G = len(groups)
     if not G:
         result.unplaced.extend(leftovers.tolist())
+        _place_by_suppression(data, groups, result)  # (only lists the late records: no group)
         return
     table = _GroupTable(data, groups)
     index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss, table)
@@ -1637,7 +1703,7 @@ def _ha_update_rows(counters: np.ndarray, cls: int) -> np.ndarray:
 # --------------------------------------------------------------- unplaceable leftovers (HA)
 def _place_by_suppression(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
                           table: _GroupTable | None = None) -> None:
-    """Place every unplaceable leftover by suppressing the fewest of its terms (HA).
+    """Place every unplaceable leftover in its nearest group, suppressing the terms it must (HA).
 
     Only with ``data.suppress_unplaced`` and at least one group (with none, the records stay in
     ``result.unplaced``). It runs once every other leftover is placed, in the leftovers' rank
@@ -1645,121 +1711,79 @@ def _place_by_suppression(data: GroupingInput, groups: list[_Group], result: Gro
     A record always fits some group: with all its terms suppressed it holds no term (θ holds)
     and is not an ss-record (α holds: an nss record changes no counter).
 
-    Without ``table`` (the reference grouping) each record is tried in every group one by one
-    (:func:`_fit_by_suppression`); with it, in all groups at once (:func:`_fit_by_suppression_fast`,
+    Without ``table`` (the reference grouping) ΔIL is computed group by group
+    (:func:`_fit_by_suppression`); with it, for all groups at once (:func:`_fit_by_suppression_fast`,
     the same choice).
     """
+    if data.late is not None and data.late.any():
+        result.late = np.flatnonzero(data.late).tolist()
+        result.leftovers += len(result.late)
+        result.unplaced = sorted(result.unplaced + result.late, key=lambda r: int(data.rank[r]))
     if not data.suppress_unplaced or not groups or not result.unplaced:
         return
     if data.alpha is not None and not data.ss_cells:
         raise InternalError("GroupingInput.ss_cells is required to suppress terms with alpha: "
                             "the ss flag must be judged again on the terms a record keeps.")
-    freq = np.bincount(data.term_ids, minlength=len(data.theta))
     for r in result.unplaced:
         if table is None:
-            gi, dropped, kept, ss = _fit_by_suppression(data, groups, r, freq)
+            gi, dropped, kept, ss = _fit_by_suppression(data, groups, r)
             groups[gi].add(data, r, remaining=True, kept=(kept, ss))
         else:
-            gi, dropped, kept, ss = _fit_by_suppression_fast(data, table, r, freq)
+            gi, dropped, kept, ss = _fit_by_suppression_fast(data, table, r)
             table.add(gi, r, kept=(kept, ss))
         if dropped:
             result.suppressed[r] = tuple(dropped)
     result.unplaced = []
 
 
-def _fit_by_suppression(data: GroupingInput, groups: list[_Group], r: int, freq: np.ndarray
+def _fit_by_suppression(data: GroupingInput, groups: list[_Group], r: int
                         ) -> tuple[int, list[int], list[int], bool]:
-    """The group where leftover r fits with the fewest of its terms suppressed.
+    """The group leftover r joins with some of its terms suppressed, and those terms.
 
-    In a group g (σ, η and the α counters of g ∪ {r}, r taking a new position as any leftover):
+    The group is the one nearest to r in the QIDs alone: smallest ΔIL, then smallest index.
+    It must not be chosen by r's terms (say, where the fewest of them must go), because then a
+    suppressed term, which no published row shows, would decide which group r joins and so
+    reach published bytes (issue 41's non-interference (a) for HA; ``docs/algorithms/ha.md``).
+    In that group (σ, η and the α counters of g ∪ {r}, r taking a new position as any
+    leftover), :func:`_suppression_in` says which terms go.
+
+    Returns (group, suppressed term ids, kept term ids, ss flag on the kept terms).
+    """
+    gi = min(range(len(groups)),
+             key=lambda i: (delta_il(groups[i].size, groups[i].loss, groups[i].loss_with(data, r)), i))
+    return (gi, *_suppression_in(data, groups[gi], r))
+
+
+def _suppression_in(data: GroupingInput, g: _Group, r: int) -> tuple[list[int], list[int], bool]:
+    """The terms of leftover r that must go for r to join group g, what it keeps, its ss flag.
 
     * θ: every term s with σ_s(g) + 1 > η_s must go, and no other term needs to (σ only falls);
     * α: if r, on the terms it keeps, is still an ss-record and the α counters would break,
       r must become an nss record: in each ss column where it keeps c >= m terms (m the
       column's minimum), c − m + 1 more terms go (:func:`_ss_unflag`).
 
-    Groups are compared by (terms suppressed, ΔIL·PR on the kept terms, PR, group index).
-    Returns (group, suppressed term ids, kept term ids, ss flag on the kept terms).
+    Each test reads only σ of g and the terms r keeps, so a suppressed term replaced by
+    another that g suppresses too leaves every published count as it was.
     """
     terms = data.terms(r)
-    anchor = int(data.anchor[r])
-    best = None
-    for gi, g in enumerate(groups):
-        anchors = g.anchors + anchor
-        dropped = {s for s in terms if g.sigma.get(s, 0) + 1 > eta(float(data.theta[s]), anchors)}
-        ss = False
-        if data.alpha is not None:
-            ss = _ss_kept(data, r, dropped)
-            if ss and not ha_ok(ha_update(g.ha, int(data.ha_class[r]), True, True), data.alpha):
-                dropped |= _ss_unflag(data, r, dropped, freq)
-                ss = False
-        kept = [s for s in terms if s not in dropped]
-        pr = privacy_risk(kept, g.sigma, _EtaView(data.theta, anchors))
-        key = (len(dropped), delta_il(g.size, g.loss, g.loss_with(data, r)) * pr, pr, gi)
-        if best is None or key < best[0]:
-            best = (key, sorted(dropped), kept, ss)
-    key, dropped, kept, ss = best
-    return key[3], dropped, kept, ss
-
-
-def _fit_by_suppression_fast(data: GroupingInput, table: _GroupTable, r: int, freq: np.ndarray
-                             ) -> tuple[int, list[int], list[int], bool]:
-    """:func:`_fit_by_suppression` over every group at once: the same keys, floats and choice.
-
-    The terms θ forces out are a (group × term) mask; the α step depends on a group only
-    through that mask and whether α breaks, so :func:`_ss_unflag` runs once per distinct mask.
-    The fewest suppressed terms is found for all groups first; ΔIL and PR (summed in the
-    order of :func:`privacy_risk`, dropped terms adding 0.0) only for the groups that reach it.
-    """
-    terms = data.terms(r)
-    G = len(table.groups)
-    m = len(terms)
-    anchors = table.anchors + int(data.anchor[r])
-    sigma = np.zeros((G, m), dtype=np.int64)
-    etas = np.zeros((G, m), dtype=np.int64)
-    for j, s in enumerate(terms):
-        sigma[:, j] = table.sigma(s)
-        etas[:, j] = etas_of(np.full(G, data.theta[s]), anchors)
-    drop = sigma + 1 > etas
+    anchors = g.anchors + int(data.anchor[r])
+    dropped = {s for s in terms if g.sigma.get(s, 0) + 1 > eta(float(data.theta[s]), anchors)}
+    ss = False
     if data.alpha is not None:
-        where = {s: j for j, s in enumerate(terms)}
-        columns = _ss_columns_of(data, r)
-        if any(s not in where for col, _ in columns for s in col):
-            # a column term outside the record's terms (never from common.py): no shortcut
-            return _fit_by_suppression(data, table.groups, r, freq)
-        ss = np.zeros(G, dtype=bool)
-        for col, least in columns:
-            kept_in = np.zeros(G, dtype=np.int64)
-            for s in col:
-                kept_in += ~drop[:, where[s]]
-            ss |= kept_in >= least
-        after = _ha_update_rows(table.ha, int(data.ha_class[r]))
-        breaks = ~np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
-        unflag = np.flatnonzero(ss & breaks)
-        if len(unflag):
-            masks, inverse = np.unique(drop[unflag], axis=0, return_inverse=True)
-            extra = np.zeros((len(masks), m), dtype=bool)
-            for i, mask in enumerate(masks):
-                dropped = {s for s, d in zip(terms, mask.tolist()) if d}
-                for s in _ss_unflag(data, r, dropped, freq):
-                    extra[i, where[s]] = True
-            drop[unflag] |= extra[inverse.ravel()]
-            ss[unflag] = False
-    else:
-        ss = np.zeros(G, dtype=bool)
-    count = drop.sum(axis=1)
-    cand = np.flatnonzero(count == count.min())
-    pr = np.ones(len(cand))
-    for j in range(m):
-        c, e, kept = sigma[cand, j] + 1, etas[cand, j], ~drop[cand, j]
-        pr = pr + np.where(kept, c / np.where(kept, e - c + 1, 1), 0.0)
+        ss = _ss_kept(data, r, dropped)
+        if ss and not ha_ok(ha_update(g.ha, int(data.ha_class[r]), True, True), data.alpha):
+            dropped |= _ss_unflag(data, r, dropped)
+            ss = False
+    return sorted(dropped), [s for s in terms if s not in dropped], ss
+
+
+def _fit_by_suppression_fast(data: GroupingInput, table: _GroupTable, r: int
+                             ) -> tuple[int, list[int], list[int], bool]:
+    """:func:`_fit_by_suppression` with ΔIL of every group at once: the same floats and choice."""
     value = [[None if x is None else x[r] for x in arrays] for arrays in (data.cat, data.lo, data.hi)]
-    score = table.delta_il(value, cand) * pr
-    i = int(np.lexsort((cand, pr, score))[0])
-    gi = int(cand[i])
-    dropped = [s for j, s in enumerate(terms) if drop[gi, j]]
-    kept = [s for j, s in enumerate(terms) if not drop[gi, j]]
-    return gi, sorted(dropped), kept, bool(ss[gi])
+    score = table.delta_il(value, np.arange(len(table.groups)))
+    gi = int(np.argmin(score))  # the first of equal scores: the smallest index
+    return (gi, *_suppression_in(data, table.groups[gi], r))
 
 
 def _ss_columns_of(data: GroupingInput, r: int) -> list[tuple[list[int], int]]:
@@ -1772,12 +1796,13 @@ def _ss_kept(data: GroupingInput, r: int, dropped: set[int]) -> bool:
     return any(sum(s not in dropped for s in col) >= m for col, m in _ss_columns_of(data, r))
 
 
-def _ss_unflag(data: GroupingInput, r: int, dropped: set[int], freq: np.ndarray) -> set[int]:
+def _ss_unflag(data: GroupingInput, r: int, dropped: set[int]) -> set[int]:
     """Further terms to suppress so that r keeps fewer than the minimum in every ss column.
 
     Greedy: the term that lowers the most columns still at or above their minimum, then the
-    term held by the most records of the period (it loses the smallest share of its count),
-    then the smallest id. With one ss column (the usual case) this is the minimum number.
+    smallest id (term ids follow the terms' sort order). With one ss column (the usual case)
+    this is the minimum number. The choice reads only the terms r keeps: not the period's term
+    frequencies, which count other cases' suppressed terms (issue 41).
     """
     cols = [([s for s in col if s not in dropped], m) for col, m in _ss_columns_of(data, r)]
     excess = [len(col) - m + 1 for col, m in cols]
@@ -1785,7 +1810,7 @@ def _ss_unflag(data: GroupingInput, r: int, dropped: set[int], freq: np.ndarray)
     while any(e > 0 for e in excess):
         over = [set(col) for (col, _), e in zip(cols, excess) if e > 0]
         cands = set().union(*over) - extra
-        s = min(cands, key=lambda t: (-sum(t in col for col in over), -int(freq[t]), t))
+        s = min(cands, key=lambda t: (-sum(t in col for col in over), t))
         extra.add(s)
         excess = [e - (s in col) for (col, _), e in zip(cols, excess)]
     return extra

@@ -478,11 +478,16 @@ class ClusteringMethod(Anonymizer):
                                           + (" or alpha" if extra else "") + "; withheld from this release")
         if suppress_unplaced:
             details["cases_with_suppressed_terms"] = len(result.suppressed)
+            # which cases the grouping left out and placed by suppression (clustering.
+            # _without_late_terms): a function of every case, as the withheld set is
+            private["cases_placed_by_suppression"] = sorted(case_ids[result.late].tolist())
+            private["grouping_passes"] = result.passes
         if result.suppressed:
             details["suppressed_terms_reason"] = (
                 "no group could take these cases with all their terms without breaking theta"
                 + (" or alpha" if extra.get("alpha") is not None else "") + "; each is published "
-                "in the group where the fewest of its terms had to be suppressed (counts."
+                "in the group nearest to it in the QIDs, with the terms that group cannot take "
+                "suppressed (counts."
                 "suppressed_terms counts every suppressed term of every case)")
             # which terms: operator-only (a term's count here says a case of the period held it)
             tally: dict[str, int] = {}

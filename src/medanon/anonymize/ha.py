@@ -18,8 +18,10 @@ period i+1's data: without it the release is refused. md is judged on the next p
 *data*, so HA never withholds a case from a release (a withheld case would turn "not md" into
 "md" in the published series after the fact and could break α in the previous release). A case
 that fits no group with all its terms (leftover placement) is instead published in the group
-where the fewest of its terms must be suppressed (``clustering._fit_by_suppression``; counted in
-the manifest's ``counts.suppressed_terms``), with ``on_infeasible`` ``raise-theta`` or
+nearest to it in the QIDs, with the terms that group cannot take suppressed
+(``clustering._fit_by_suppression``; counted in the manifest's ``counts.suppressed_terms``);
+the group is not chosen by the case's terms, so a suppressed term reaches no published byte
+(issue 41), with ``on_infeasible`` ``raise-theta`` or
 ``suppress-terms``; with ``refuse`` (the default) the release is refused. It is refused too when
 no group can be formed at all.
 

@@ -195,13 +195,17 @@ class ClassRelease:
     def frame(self, noise: NoiseSource | None) -> tuple[pd.DataFrame, np.ndarray]:
         """The public table (``group``, dimensions, informative) and the counterfeit mask.
 
-        With a noise source the rows are put in uniformly random order, so that a counterfeit row's
-        position says nothing; without one they keep their order.
+        The rows are first put in a canonical order, by class and informative value (real rows
+        before counterfeit ones among equals), so that the input's row order reaches no published
+        byte (non-interference, issue 41). With a noise source they are then put in uniformly
+        random order, so that a counterfeit row's position says nothing; without one they stay
+        sorted by class.
         """
         schema = self.data.schema
         rows = len(self.row_class)
-        order = np.arange(rows) if noise is None else np.argsort(noise.uniform01_array(rows),
-                                                                 kind="stable")
+        canonical = np.lexsort((self.row_fake, self.row_informative, self.row_class))
+        order = canonical if noise is None else canonical[
+            np.argsort(noise.uniform01_array(rows), kind="stable")]
         cls = self.row_class[order]
         columns: dict[str, Any] = {"group": cls}
         for h, level, codes in zip(self.data.hierarchies, self.node, self.codes):
