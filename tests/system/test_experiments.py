@@ -192,3 +192,18 @@ def test_clinsim_grid_shows_umaxrr_on_the_same_protected_set(tmp_path):
         else:
             assert float(cell.split()[0]) == pytest.approx(summary.loc[method, "map_mean"], abs=1e-4)
     assert cells["clinsimrr"] != "n/a" and "n/a" in cells.values()
+
+
+def test_only_runs_the_named_settings_and_refuses_unknown_ones(tmp_path):
+    """``--only``: a long series runs the few settings it is for (the 32-quarter 001 run)."""
+    config = ExperimentConfig("ipa", quick=True, runs=1, rows=800, seed=2, workers=1,
+                              only=("kanon k=10", "dphist epsilon=1.0"))
+    result = run_experiment(config)
+    assert set(result.rows["setting"]) == {"kanon k=10", "dphist epsilon=1.0"}
+    assert result.meta["settings"] == ["kanon k=10", "dphist epsilon=1.0"]  # the grid's order
+    assert_user_error(invoke_cli("experiment", "ipa", "--quick", "--only", "kanon k=5",
+                                 "--out", tmp_path / "o"),
+                      "ValidationError", "--only names setting(s) not in this grid: 'kanon k=5'")
+    assert_user_error(invoke_cli("experiment", "all", "--only", "kanon k=10",
+                                 "--out", tmp_path / "o"), "ValidationError", "--only")
+    assert not (tmp_path / "o").exists()

@@ -821,6 +821,9 @@ def experiment(
         help="MIMIC ADMISSIONS file (clinsimrr), path or URL.")] = None,
     schema: Annotated[Optional[str], typer.Option(help="Table schema TOML (ipa), path or URL.")] = None,
     rules: Annotated[Optional[Path], typer.Option(help="Signal rules (periodic experiments).")] = None,
+    only: Annotated[Optional[list[str]], typer.Option(
+        "--only", help="Run only this setting of the grid, named as the summary names it "
+        "('ppms++ k=5 theta=0.2'); repeat for more.")] = None,
     seed: SeedOpt = None,
 ) -> None:
     """Run a paper's comparison grid on Dask and write tables and figures."""
@@ -830,14 +833,14 @@ def experiment(
                  "--profile": profile != "default", "--rows": rows != 50_000,
                  "--patients": patients != 10_000, "--input": input_path is not None,
                  "--admissions": admissions is not None, "--schema": schema is not None,
-                 "--rules": rules is not None, "--seed": seed is not None}
+                 "--rules": rules is not None, "--seed": seed is not None, "--only": bool(only)}
         commands.experiment_all(out=out, quick=quick, scheduler=scheduler, workers=workers,
                                 refused=[flag for flag, on in given.items() if on])
         return
     commands.experiment(name=name, out=out, scheduler=scheduler, workers=workers, quick=quick,
                         runs=runs, periods=periods, cases=cases, profile=profile, rows=rows,
                         patients=patients, input_path=input_path, admissions=admissions,
-                        schema=schema, rules=rules, seed=seed)
+                        schema=schema, rules=rules, seed=seed, only=tuple(only or ()))
 
 
 @app.command()

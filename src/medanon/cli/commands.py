@@ -1076,7 +1076,8 @@ def experiment_all(*, out: Path, quick: bool, scheduler: str | None, workers: in
 def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | None, quick: bool,
                runs: int, periods: int, cases: int, rows: int, patients: int,
                input_path: str | None, admissions: str | None, schema: str | None,
-               rules: Path | None, seed: int | None, profile: str = "default") -> None:
+               rules: Path | None, seed: int | None, profile: str = "default",
+               only: tuple[str, ...] = ()) -> None:
     import pandas as pd
 
     from ..experiments import ExperimentConfig, run_experiment
@@ -1087,7 +1088,7 @@ def experiment(*, name: str, out: Path, scheduler: str | None, workers: int | No
     config = ExperimentConfig(experiment=name, quick=quick, runs=runs, periods=periods,
                               cases=cases, profile=profile, rows=rows, patients=patients, seed=seed,
                               input=input_path, admissions=admissions, schema=schema, rules=rules,
-                              scheduler=scheduler, workers=workers)
+                              scheduler=scheduler, workers=workers, only=only)
     bar: dict = {}
     if input_path is not None:
         ui.err.print(f"{name}: every worker reads --input {input_path} (the client does not load it)")

@@ -67,6 +67,8 @@ class ExperimentConfig:
         rules: Signal rules (periodic experiments on user data).
         scheduler: Address of a running Dask scheduler; None starts a LocalCluster.
         workers: Workers of the LocalCluster (default: the machine's cores, at most 4).
+        only: Labels of the grid's settings to run (``ppms++ k=5 theta=0.2``, as the summary
+            names them); empty: every setting. A long series runs the few settings it is for.
     """
 
     experiment: str
@@ -84,6 +86,7 @@ class ExperimentConfig:
     rules: Path | None = None
     scheduler: str | None = None
     workers: int | None = None
+    only: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -286,7 +289,7 @@ def run_experiment(config: ExperimentConfig, *, out: Path | None = None,
     if out is not None:
         check_new_folder(Path(out))
     base = config.seed if config.seed is not None else secrets.randbits(63)
-    settings = grid(config.experiment, quick=config.quick)
+    settings = _only(grid(config.experiment, quick=config.quick), config.only)
     started = time.perf_counter()
     with dask_client(config.scheduler, config.workers) as (client, cluster):
         submit = _submit_periodic if kind == "faers" else _submit_single
@@ -326,6 +329,19 @@ def run_experiment(config: ExperimentConfig, *, out: Path | None = None,
 
         write_new_folder(out, writer)
     return ExperimentResult(frame, summary, meta, Path(out) if out is not None else None)
+
+
+def _only(settings: list[Setting], labels: tuple[str, ...]) -> list[Setting]:
+    """The settings named in ``labels`` (all of them when it is empty), in the grid's order."""
+    if not labels:
+        return settings
+    known = {s.label for s in settings}
+    unknown = [label for label in labels if label not in known]
+    if unknown:
+        raise ValidationError(f"--only names setting(s) not in this grid: "
+                              f"{', '.join(repr(u) for u in unknown)}; the grid has "
+                              f"{', '.join(repr(s.label) for s in settings)}.")
+    return [s for s in settings if s.label in set(labels)]
 
 
 def _json_default(value: object) -> object:
