@@ -300,8 +300,9 @@ class Dataset:
         Args:
             folder: where to write (see :func:`~medanon.data.synth.faers.write_faers_series`).
             periods, cases, seed: quarters, cases per quarter, random seed (None: fresh).
-            profile: the generator's calibration: ``default``, ``faers-2004``, ``faers-2014``
-                or ``faers-current`` (``docs/data.md``); a ValidationError names ``profile``.
+            profile: the generator's calibration: ``default`` (FAERS-like), ``legacy`` (the
+                generator before issue 42), ``faers-2004``, ``faers-2014`` or ``faers-current``
+                (``docs/data.md``); a ValidationError names ``profile``.
         """
         from .data.synth.faers import write_faers_series
 

@@ -21,10 +21,10 @@ from medanon.models.theta import ThetaTable, raised_thetas, requested_theta_tabl
 
 @pytest.fixture(scope="module")
 def first_quarter():
-    """PPMS+ at 001's θ* = 0.2 on a small synthetic quarter: some terms are held by more than
-    a fifth of the cases, so the grid's raise-theta raises them and the grouping withholds
-    cases; measured on the first release (no earlier or later release: no B/F/L exclusion)."""
-    data = load_periodic_data(None, periods=2, cases=150, seed=7)
+    """PPMS+ at 001's θ* = 0.2 on a small quarter of the legacy profile (a 40% top term): some
+    terms are held by more than a fifth of the cases, so the grid's raise-theta raises them
+    and the grouping withholds cases; measured on the first release (no earlier or later release: no B/F/L exclusion)."""
+    data = load_periodic_data(None, periods=2, cases=150, seed=7, profile="legacy")
     setting = Setting.of("ppms+", k=5, theta=0.2)
     period = data.periods[0]
     state = release_period(data.dataset, None, setting, period, seed=1)

@@ -49,7 +49,10 @@ def _read(folder: Path, table: str) -> pd.DataFrame:
 def series(tmp_path_factory):
     out = tmp_path_factory.mktemp("synth") / "series"
     calls = []
+    # the legacy generator (the default before issue 42): these tests pin its own rates and
+    # shapes; the FAERS-like profiles (default among them) are tested from `structured` on
     summary = write_faers_series(out, periods=PERIODS, cases=CASES, seed=20240601,
+                                 profile="legacy",
                                  progress=lambda done, total: calls.append((done, total)))
     tables = {}
     for label in summary.periods:
@@ -480,7 +483,7 @@ def test_faers_2004_confounding_by_indication(structured, indication):
 @pytest.mark.slow
 def test_faers_2004_relative_reporting_ratios_are_heterogeneous(structured, tmp_path):
     """Over pairs with E >= 5 (drug × reaction, reports of the series), (n - E)/√E has variance
-    about 1 when every non-planted pair has λ = 1 (Poisson noise only: the default profile) and
+    about 1 when every non-planted pair has λ = 1 (Poisson noise only: the legacy profile) and
     far more when reporting ratios vary (what gives the MGPS prior a finite maximum)."""
     from medanon.metrics.disproportionality import pair_counts
 
@@ -494,7 +497,8 @@ def test_faers_2004_relative_reporting_ratios_are_heterogeneous(structured, tmp_
         return float(np.var((n - e) / np.sqrt(e)))
 
     _, records = structured
-    plain = write_faers_series(tmp_path / "plain", periods=4, cases=2000, seed=5)
+    plain = write_faers_series(tmp_path / "plain", periods=4, cases=2000, seed=5,
+                               profile="legacy")
     independent = pd.concat([q.records for q in read_faers(plain.out, keep_missing=True).quarters],
                             ignore_index=True)
     assert dispersion(independent) < 2 < 5 < dispersion(records)
@@ -517,3 +521,16 @@ def test_faers_2004_same_seed_same_files(tmp_path):
                          for f in files)
     write_faers_series(tmp_path / "c", periods=3, cases=300, seed=10, profile="faers-2004")
     assert any((tmp_path / "a" / f).read_bytes() != (tmp_path / "c" / f).read_bytes() for f in files)
+
+
+def test_the_default_profile_is_faers_like():
+    """Issue 42: the default is FAERS as a user knows it (faers-2004's calibrated shape and
+    rates, drug-dependent reactions, surge quarters), not the legacy 40% top term."""
+    from medanon.data.synth.profiles import PROFILES
+
+    default, calibrated, legacy = PROFILES["default"], PROFILES["faers-2004"], PROFILES["legacy"]
+    assert default.shape == calibrated.shape and default.shape.dependent
+    assert default.shape.surge_rate > 0
+    assert default.knobs == calibrated.knobs and default.knobs.followup_rate == 0.10
+    assert default.start == legacy.start == "2020Q1"
+    assert not legacy.shape.dependent and legacy.knobs.followup_rate == 0.18

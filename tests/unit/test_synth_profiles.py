@@ -1,5 +1,6 @@
-"""Synthetic FAERS profiles (medanon.data.synth.profiles): the default is the generator as it
-was, the calibrated ones have the shape docs/data.md cites, and the CLI takes ``--profile``."""
+"""Synthetic FAERS profiles (medanon.data.synth.profiles): ``legacy`` is the generator as it
+was (the default until issue 42), the calibrated ones (the default among them) have the shape
+docs/data.md cites, and the CLI takes ``--profile``."""
 
 from __future__ import annotations
 
@@ -23,8 +24,8 @@ from tests.conftest import FAERS_2022Q4_SUBSET, assert_user_error, invoke_cli, n
 
 UNKNOWN = "Product used for unknown indication"
 #: write_faers_series(periods=3, cases=200, seed=11) as main wrote it before profiles existed
-#: (commit 0b11a82): the default profile must keep writing exactly these bytes.
-DEFAULT_DIGEST = "5b8c7bfe278911ae85ffa5a6d5ef1853a01229e46a47aa04bce013f6523700fa"
+#: (commit 0b11a82): the legacy profile must keep writing exactly these bytes.
+LEGACY_DIGEST = "5b8c7bfe278911ae85ffa5a6d5ef1853a01229e46a47aa04bce013f6523700fa"
 
 
 def _digest(folder: Path) -> str:
@@ -51,14 +52,31 @@ def _shape(folder: Path) -> list[dict]:
     return rows
 
 
-def test_default_profile_is_the_generator_as_it_was(tmp_path):
+def test_legacy_profile_is_the_generator_as_it_was(tmp_path):
+    legacy = write_faers_series(tmp_path / "legacy", periods=3, cases=200, seed=11,
+                                profile="legacy")
+    assert _digest(tmp_path / "legacy") == LEGACY_DIGEST
+    assert legacy.profile == "legacy"
+    assert legacy.knobs == SynthKnobs() == PROFILES["legacy"].knobs
+    assert legacy.periods[0] == "2020Q1"
+
+
+def test_the_default_profile_writes_faers_2004s_shape_from_2020q1(tmp_path):
+    """The default (issue 42) is faers-2004's calibration under another first quarter: the same
+    seed writes the same records, only the quarters' labels differ."""
     plain = write_faers_series(tmp_path / "plain", periods=3, cases=200, seed=11)
     named = write_faers_series(tmp_path / "named", periods=3, cases=200, seed=11,
-                               profile="default")
-    assert _digest(tmp_path / "plain") == _digest(tmp_path / "named") == DEFAULT_DIGEST
-    assert plain.profile == named.profile == "default"
-    assert plain.knobs == SynthKnobs() == PROFILES["default"].knobs
-    assert plain.periods[0] == "2020Q1"
+                               start="2004Q1", profile="faers-2004")
+    assert plain.profile == "default" and plain.periods[0] == "2020Q1"
+    assert plain.knobs == PROFILES["default"].knobs == PROFILES["faers-2004"].knobs
+    assert _digest(tmp_path / "plain") != LEGACY_DIGEST
+    first = Dataset.from_faers(tmp_path / "plain", keep_missing=True)
+    second = Dataset.from_faers(tmp_path / "named", keep_missing=True)
+    for a, b in zip(first.periods, second.periods):
+        x, y = first.records(a), second.records(b)
+        assert len(x) == len(y)
+        for column in ("case_id", "age", "sex", "weight", "reactions", "indications"):
+            assert x[column].astype(str).tolist() == y[column].astype(str).tolist(), column
 
 
 #: sampling error of a term share near 21% over about 1,050 filtered cases: 2 × √(p(1-p)/n)
@@ -103,10 +121,13 @@ def test_surge_share_is_bounded():
         SynthProfile(name="x", summary="", shape=SynthShape(surge_share=0.6))
 
 
-def test_default_profile_is_far_more_concentrated(tmp_path):
-    """Why the profiles exist: the default's top term is in about 40% of cases."""
-    write_faers_series(tmp_path / "s", periods=3, cases=1500, seed=1)
+def test_legacy_profile_is_far_more_concentrated_than_the_default(tmp_path):
+    """Why the profiles exist, and why the default changed (issue 42): the legacy generator's
+    top term is in about 40% of cases, the default's in 7-12% of an ordinary quarter's."""
+    write_faers_series(tmp_path / "s", periods=3, cases=1500, seed=1, profile="legacy")
     assert min(r["top"] for r in _shape(tmp_path / "s")) > 0.3
+    write_faers_series(tmp_path / "d", periods=3, cases=1500, seed=1)
+    assert statistics.median(r["top"] for r in _shape(tmp_path / "d")) <= 0.12
 
 
 def test_profile_sets_start_and_rates_and_explicit_rates_win(tmp_path):
@@ -131,7 +152,7 @@ def test_dataset_synthetic_faers_takes_a_profile(tmp_path):
 
 def test_every_profile_number_has_a_source():
     for profile in PROFILES.values():
-        if profile.name == "default":
+        if profile.name == "legacy":
             continue
         changed = {name for name, value in vars(profile.knobs).items()
                    if value != getattr(SynthKnobs(), name)}
@@ -162,7 +183,7 @@ def test_profiles_are_validated(make, message):
 
 def test_unknown_profile_is_refused_and_writes_nothing(tmp_path):
     with pytest.raises(ValidationError, match=r"^The 'profile' parameter of write_faers_series "
-                       r"must be one of default, faers-2004, faers-2014, faers-current; "
+                       r"must be one of default, legacy, faers-2004, faers-2014, faers-current; "
                        r"got 'faers-2040'\.$"):
         write_faers_series(tmp_path / "out", profile="faers-2040")
     assert not (tmp_path / "out").exists()
@@ -180,7 +201,7 @@ def test_cli_profile_option(tmp_path):
                         "1", "--cases", "20", "--seed", "4", "--missing-age", "0.5", "--json")
     assert json.loads(result.stdout)["settings"]["missing_age"] == 0.5
     refused = invoke_cli("synth", "faers", tmp_path / "u", "--profile", "faers2004", "--seed", "1")
-    assert_user_error(refused, "ValidationError", "--profile must be one of default, faers-2004")
+    assert_user_error(refused, "ValidationError", "--profile must be one of default, legacy, faers-2004")
     assert not (tmp_path / "u").exists()
 
 
@@ -188,7 +209,11 @@ def test_cli_without_profile_writes_the_default(tmp_path):
     invoke_cli("synth", "faers", tmp_path / "a", "--periods", "3", "--cases", "200", "--seed", "11")
     invoke_cli("synth", "faers", tmp_path / "b", "--periods", "3", "--cases", "200", "--seed", "11",
                "--profile", "default")
-    assert _digest(tmp_path / "a") == _digest(tmp_path / "b") == DEFAULT_DIGEST
+    write_faers_series(tmp_path / "c", periods=3, cases=200, seed=11)
+    assert _digest(tmp_path / "a") == _digest(tmp_path / "b") == _digest(tmp_path / "c")
+    invoke_cli("synth", "faers", tmp_path / "d", "--periods", "3", "--cases", "200", "--seed", "11",
+               "--profile", "legacy")
+    assert _digest(tmp_path / "d") == LEGACY_DIGEST
 
 
 def _subset_table(name: str) -> pd.DataFrame:

@@ -166,7 +166,8 @@ def synth_faers(
     periods: Annotated[int, typer.Option(help="Number of quarterly periods.")] = 8,
     cases: Annotated[int, typer.Option(help="Cases per period (new and follow-up).")] = 1000,
     profile: Annotated[str, typer.Option(
-        help="Calibration: default | faers-2004 | faers-2014 | faers-current (docs/data.md); "
+        help="Calibration: default (FAERS-like) | legacy | faers-2004 | faers-2014 | "
+        "faers-current (docs/data.md); "
         "it sets the term shares, the first period and the rates an option below leaves "
         "unset.")] = "default",
     start: Annotated[Optional[str], typer.Option(
@@ -174,7 +175,7 @@ def synth_faers(
     lifespan: Annotated[int, typer.Option(help="Periods within which a case may be followed up.")] = 4,
     follow_up_rate: Annotated[Optional[float], typer.Option(
         "--follow-up-rate", help="Share of a quarter's cases that follow up earlier cases "
-        "(default profile: 0.18; FAERS: about 0.1).")] = None,
+        "(default profile: 0.10, as FAERS; legacy: 0.18).")] = None,
     missing_age: Annotated[Optional[float], typer.Option(
         help="Share of new cases with no age (default profile: 0.08).")] = None,
     missing_weight: Annotated[Optional[float], typer.Option(
@@ -809,8 +810,9 @@ def experiment(
     periods: Annotated[int, typer.Option(help="Quarters of the synthetic FAERS-like series.")] = 8,
     cases: Annotated[int, typer.Option(help="Cases per synthetic quarter.")] = 1000,
     profile: Annotated[str, typer.Option(
-        help="Shape of the synthetic FAERS-like series: default, faers-2004 (001's data), "
-             "faers-2014 (002's) or faers-current (docs/data.md).")] = "default",
+        help="Shape of the synthetic FAERS-like series: default (FAERS-like), legacy, "
+             "faers-2004 (001's data), faers-2014 (002's) or faers-current (docs/data.md).")
+    ] = "default",
     rows: Annotated[int, typer.Option(help="Records of the synthetic patient table (ipa).")] = 50_000,
     patients: Annotated[int, typer.Option(help="Synthetic patients (clinsimrr).")] = 10_000,
     input_path: Annotated[Optional[str], typer.Option(

@@ -18,15 +18,15 @@ What the data models (the things privacy attacks and signal metrics rely on):
   rare reactions seen in only a handful of cases over the whole series;
 * planted signals (:data:`PLANTED_SIGNALS`): patients who meet the rule's condition and take
   its drug get its reaction with probability 0.4 on top of the background rate;
-* with a profile whose :class:`SynthShape` asks for it (``faers-2004``, ``faers-2014``,
-  ``faers-current``), FAERS's
+* with a profile whose :class:`SynthShape` asks for it (``default``, ``faers-2004``,
+  ``faers-2014``, ``faers-current``), FAERS's
   dependence: co-reported drugs given for the primary suspect's indication, reactions drawn
   from that indication (its disease's events and its patients' own rates: confounding by
   indication), from the class effects of the report's drugs and from each drug's own rates
   (log-normal around the background), so that relative reporting ratios vary continuously;
   and surge quarters, where one planted signal's drug is the primary suspect of enough new
   cases for its indication to be in about 20% of the quarter's cases (``docs/data.md``).
-  Otherwise (``default``) reactions are drawn independently of drugs;
+  Otherwise (``legacy``) reactions are drawn independently of drugs;
 * realistic missingness and correlations (weight with age and sex, prostate terms only for
   men, pregnancy terms only for women aged 15-45).
 
@@ -54,7 +54,7 @@ __all__ = ["PLANTED_SIGNALS", "PROFILES", "SignalRule", "SynthKnobs", "SynthProf
 _OWNER = "write_faers_series"
 
 
-# -- model constants (the default profile's rates live in profiles.py) ----------------------------
+# -- model constants (the profiles' rates live in profiles.py) ------------------------------------
 DUPLICATE_VERSION_RATE = 0.02     # cases with two versions in one quarter
 DELETE_RATE = 0.002               # cases withdrawn per quarter (Poisson mean rate * cases)
 STOP_RATE_FOLLOWUP = 0.3          # follow-ups after which treatment stops
@@ -575,7 +575,7 @@ class _Series:
         generic = rng.random(len(pt)) < shape.generic_indication
         if generic.any():
             pt[generic] = self.indi_zipf.sample(rng, sex[take][generic], age[take][generic])
-        if shape.unknown_indication > 0:  # no draw otherwise: the default profile's stream stays
+        if shape.unknown_indication > 0:  # no draw otherwise: the legacy profile's stream stays
             pt[rng.random(len(pt)) < shape.unknown_indication] = _UNKNOWN_INDICATION
         return {"rep": rep[take], "seq": seq[take], "pt": pt}
 
@@ -960,8 +960,8 @@ def write_faers_series(out: str | Path, *, periods: int = 8, cases: int = 1000,
         seed: random seed; ``None`` draws one from OS entropy (reported in the summary).
         start: first quarter, e.g. ``"2020Q1"``; ``None``: the profile's (``default``: 2020Q1).
         lifespan: how many quarters after its first report a case may still get follow-ups.
-        profile: a name in :data:`PROFILES` (``default``, ``faers-2004``, ``faers-2014``,
-            ``faers-current``; calibrations and sources in ``docs/data.md``) or a
+        profile: a name in :data:`PROFILES` (``default``, ``legacy``, ``faers-2004``,
+            ``faers-2014``, ``faers-current``; calibrations and sources in ``docs/data.md``) or a
             :class:`SynthProfile`. It sets the term distributions, the first quarter and the
             rates below; a rate given explicitly overrides the profile's.
         followup_rate: share of a quarter's cases that are follow-ups of earlier cases (from the

@@ -5,7 +5,12 @@ parameter of :func:`~medanon.data.synth.faers.write_faers_series`) with the shap
 distributions (:class:`SynthShape`), a first quarter and, per number, where it comes from.
 ``docs/data.md`` explains every calibration; :data:`PROFILES` holds:
 
-* ``default``: the generator as it always was (byte-identical output for a seed);
+* ``default``: FAERS as a user knows it: ``faers-2004``'s calibrated shape and rates (reactions
+  that depend on indications and drug classes, top term 7-12% of an ordinary quarter's cases,
+  surge quarters) from 2020Q1 (issue 42: the generator's own shape, a 40% top term, is no
+  FAERS anyone would recognise);
+* ``legacy``: the generator as it was before issue 42 (byte-identical output for a seed; the
+  default until then): reactions independent of drugs, top term in about 40% of cases;
 * ``faers-2004``: 001's FAERS 2004Q1-2011Q4 under the papers' filter: reactions that depend on
   indications and drug classes, top term 7-12% of an ordinary quarter's cases and about 4
   surge quarters in 32 with one term in 19-22.5% (001's 2007Q1 and 2010Q3);
@@ -26,7 +31,7 @@ from ...periods import parse_period
 
 __all__ = ["PROFILES", "SynthKnobs", "SynthProfile", "SynthShape", "profile_named"]
 
-# -- the default generator's settings ------------------------------------------------------------
+# -- the legacy generator's settings (the default before issue 42) -------------------------------
 FOLLOWUP_RATE = 0.18              # share of a later quarter's cases that follow up earlier ones
 SIGNAL_PROBABILITY = 0.4          # extra P(reaction) for a patient meeting a rule's condition
 STOP_RATE_NEW = 0.5               # new cases whose treatment stops (never followed up)
@@ -37,7 +42,7 @@ NO_INDICATION = 0.03
 
 @dataclass(frozen=True)
 class SynthKnobs:
-    """The generator settings a researcher varies (defaults: the ``default`` profile's)."""
+    """The generator settings a researcher varies (defaults: the ``legacy`` profile's)."""
 
     followup_rate: float = FOLLOWUP_RATE
     missing_age: float = MISSING_AGE
@@ -59,7 +64,7 @@ class SynthKnobs:
 
 @dataclass(frozen=True)
 class SynthShape:
-    """How concentrated the term distributions are (defaults: the ``default`` profile's).
+    """How concentrated the term distributions are (defaults: the ``legacy`` profile's).
 
     Attributes:
         drug_zipf: Zipf exponent of the drug ranks; a drug's own indication follows its
@@ -70,7 +75,7 @@ class SynthShape:
         generic_indication: share of indication rows drawn from the drug-independent list
             instead of being the drug's own indication.
         unknown_indication: share of indication rows replaced by "Product used for unknown
-            indication" (0 leaves the draw as it was: the default profile never draws it).
+            indication" (0 leaves the draw as it was: the legacy profile never draws it).
         indication_events: probability that a reaction is one of the disease's own events
             (:data:`~medanon.data.synth.terms.INDICATION_EVENTS` of the primary suspect drug's
             indication): confounding by indication. 0 with ``class_effects`` and
@@ -183,14 +188,30 @@ _SHAPE_2004_SOURCE = (f"tuned so an ordinary quarter's top term is 7-12% of filt
                       "releases')")
 _STRUCTURE_SOURCE = ("not stated by 001; chosen so that the MGPS prior of 8 x 3,000 quarters "
                      "has a finite maximum (issue 42) while the term shares stay 001's")
+_STRUCTURE_FIELDS = ("indication_events", "class_effects", "drug_spread", "comedication")
+_SURGE_FIELDS = ("surge_rate", "surge_share")
 _SURGE_SOURCE = (f"{_PAPER_001}: 4 of 32 quarters fail θ*=0.2 on one frequent term (2006Q1, "
                  "2006Q2, 2007Q1: 18.94% of cases, 21.00% of new cases; 2010Q3: 22.51%)")
 
 PROFILES: Mapping[str, SynthProfile] = MappingProxyType({p.name: p for p in (
     SynthProfile(
         name="default",
-        summary="the generator's own shape (top term in about 40% of cases); unchanged output",
-        sources={"followup_rate": "generator default (FAERS has about 0.1)"}),
+        summary="FAERS as a user knows it: faers-2004's shape and rates (drug- and "
+                "indication-dependent reactions, top term 7-12%, surge quarters) from 2020Q1",
+        knobs=SynthKnobs(followup_rate=0.10),
+        shape=_SHAPE_2004,
+        sources={"start": "the generator's first quarter (a recent year, no paper's)",
+                 "followup_rate": _FOLLOWUP_001,
+                 "missing_age": _FILTER, "missing_weight": _FILTER,
+                 **{f.name: "faers-2004's: " + _SHAPE_2004_SOURCE
+                    for f in fields(SynthShape) if f.name not in _STRUCTURE_FIELDS + _SURGE_FIELDS},
+                 **dict.fromkeys(_STRUCTURE_FIELDS, "faers-2004's: " + _STRUCTURE_SOURCE),
+                 **dict.fromkeys(_SURGE_FIELDS, "faers-2004's: " + _SURGE_SOURCE)}),
+    SynthProfile(
+        name="legacy",
+        summary="the generator before issue 42 (reactions independent of drugs, top term in "
+                "about 40% of cases); byte-identical output for a seed",
+        sources={"followup_rate": "generator constant (FAERS has about 0.1)"}),
     SynthProfile(
         name="faers-2004",
         summary="001's FAERS 2004Q1-2011Q4 under the papers' filter: drug- and "
@@ -202,9 +223,8 @@ PROFILES: Mapping[str, SynthProfile] = MappingProxyType({p.name: p for p in (
                  "followup_rate": _FOLLOWUP_001,
                  "missing_age": _FILTER, "missing_weight": _FILTER,
                  **{f.name: _SHAPE_2004_SOURCE for f in fields(SynthShape)},
-                 **dict.fromkeys(("indication_events", "class_effects", "drug_spread",
-                                  "comedication"), _STRUCTURE_SOURCE),
-                 **dict.fromkeys(("surge_rate", "surge_share"), _SURGE_SOURCE)}),
+                 **dict.fromkeys(_STRUCTURE_FIELDS, _STRUCTURE_SOURCE),
+                 **dict.fromkeys(_SURGE_FIELDS, _SURGE_SOURCE)}),
     SynthProfile(
         name="faers-2014",
         summary="002's FAERS 2014Q3-2017Q4 (002 gives no shape figure: 001's shape)",
