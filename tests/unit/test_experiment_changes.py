@@ -23,7 +23,8 @@ from medanon.models.theta import ThetaTable, raised_thetas, requested_theta_tabl
 def first_quarter():
     """PPMS+ at 001's θ* = 0.2 on a small quarter of the legacy profile (a 40% top term): some
     terms are held by more than a fifth of the cases, so the grid's raise-theta raises them
-    and the grouping withholds cases; measured on the first release (no earlier or later release: no B/F/L exclusion)."""
+    and the grouping withholds cases; measured on the first release (no earlier or later
+    release: no B/F/L exclusion)."""
     data = load_periodic_data(None, periods=2, cases=150, seed=7, profile="legacy")
     setting = Setting.of("ppms+", k=5, theta=0.2)
     period = data.periods[0]

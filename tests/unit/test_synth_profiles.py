@@ -65,8 +65,8 @@ def test_the_default_profile_writes_faers_2004s_shape_from_2020q1(tmp_path):
     """The default (issue 42) is faers-2004's calibration under another first quarter: the same
     seed writes the same records, only the quarters' labels differ."""
     plain = write_faers_series(tmp_path / "plain", periods=3, cases=200, seed=11)
-    named = write_faers_series(tmp_path / "named", periods=3, cases=200, seed=11,
-                               start="2004Q1", profile="faers-2004")
+    write_faers_series(tmp_path / "named", periods=3, cases=200, seed=11, start="2004Q1",
+                       profile="faers-2004")
     assert plain.profile == "default" and plain.periods[0] == "2020Q1"
     assert plain.knobs == PROFILES["default"].knobs == PROFILES["faers-2004"].knobs
     assert _digest(tmp_path / "plain") != LEGACY_DIGEST
