@@ -1762,8 +1762,9 @@ def _suppression_in(data: GroupingInput, g: _Group, r: int) -> tuple[list[int], 
       r must become an nss record: in each ss column where it keeps c >= m terms (m the
       column's minimum), c − m + 1 more terms go (:func:`_ss_unflag`).
 
-    Each test reads only σ of g and the terms r keeps, so a suppressed term replaced by
-    another that g suppresses too leaves every published count as it was.
+    Each term's fate is decided by its own σ in g, and the α step reads only the terms r
+    keeps, so a suppressed term replaced by another that g suppresses too leaves what r
+    contributes (kept terms, ss flag) and every published count as they were.
     """
     terms = data.terms(r)
     anchors = g.anchors + int(data.anchor[r])
