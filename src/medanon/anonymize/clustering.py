@@ -375,7 +375,8 @@ class GroupingResult:
     suppressed: dict[int, tuple[int, ...]] = field(default_factory=dict)
     #: groups formed inside exact QID classes before the greedy (``classes_first``).
     preformed: int = 0
-    #: the records placed by suppression after the grouping left them out (``GroupingInput.late``)
+    #: the records placed by suppression (``suppress_unplaced``): in the result of
+    #: :func:`group_records`, exactly those the grouping left out (``GroupingInput.late``)
     late: list[int] = field(default_factory=list)
     #: groupings run to find them (1: no record needed suppression)
     passes: int = 1
@@ -810,26 +811,22 @@ def _without_late_terms(data: GroupingInput, group) -> GroupingResult:
     unplaced; the last grouping reads only the records it places with all their terms, and each
     late record is then placed by its QIDs and the terms it keeps. Which records are late is a
     function of every record of the period, as the withheld set is (``common.py``); given that
-    set, a suppressed term reaches no published byte. The passes keep the same rank, so a pass
-    groups the records left exactly as the last one did when nothing changed.
+    set, a suppressed term reaches no published byte. The passes keep the same rank; the first
+    pass that leaves no record unplaced besides the late ones is the result.
     """
     if not data.suppress_unplaced:
         return group(data)
     late = np.zeros(data.n, dtype=bool)
     passes = 0
     while True:
-        trial = group(replace(data, suppress_unplaced=False, late=late.copy()))
+        result = group(replace(data, late=late.copy()))
         passes += 1
-        fresh = [r for r in trial.unplaced if not late[r]]
+        # result.late: every record placed by suppression (late or not placed by this pass)
+        fresh = [r for r in result.late if not late[r]]
         if not fresh:
-            break
+            result.passes = passes
+            return result
         late[fresh] = True
-    if not late.any():
-        trial.passes = passes
-        return trial
-    result = group(replace(data, late=late))
-    result.passes = passes + 1
-    return result
 
 
 def _late_out_of_pool(data: GroupingInput) -> GroupingInput:
@@ -1716,9 +1713,11 @@ def _place_by_suppression(data: GroupingInput, groups: list[_Group], result: Gro
     the same choice).
     """
     if data.late is not None and data.late.any():
-        result.late = np.flatnonzero(data.late).tolist()
-        result.leftovers += len(result.late)
-        result.unplaced = sorted(result.unplaced + result.late, key=lambda r: int(data.rank[r]))
+        late = np.flatnonzero(data.late).tolist()
+        result.leftovers += len(late)
+        result.unplaced = sorted(result.unplaced + late, key=lambda r: int(data.rank[r]))
+    if data.suppress_unplaced:
+        result.late = list(result.unplaced)
     if not data.suppress_unplaced or not groups or not result.unplaced:
         return
     if data.alpha is not None and not data.ss_cells:
