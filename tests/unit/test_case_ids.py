@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 
 import numpy as np
@@ -33,6 +35,29 @@ def test_pseudonyms_are_stable_keyed_and_carry_no_order() -> None:
     pairs = np.subtract.outer(ranks, ranks)[np.triu_indices(len(ids), 1)]
     inverted = (pairs > 0).mean()
     assert 0.4 < inverted < 0.6   # sd of the share over 79,800 dependent pairs is about 0.03
+
+
+def test_pseudonyms_are_the_hmac_of_each_stripped_case_id() -> None:
+    """The pseudonym of CaseID c is HMAC-SHA256(key, str(c).strip()) onto [10^15, 10^16),
+    whatever the input's type, repeats and spaces, and whatever a cache already holds."""
+    key = bytes(range(32))
+
+    def defined(c: object) -> str:
+        mac = hmac.new(key, str(c).strip().encode("utf-8"), hashlib.sha256).digest()
+        return str(10 ** 15 + int.from_bytes(mac, "big") % (9 * 10 ** 15))
+
+    for ids in (["7", " 7", "7 ", "8", "7", "é"], [7, 7.0, "7", None, float("nan"), " 8"],
+                pd.Series(["3", "3", " 4"], dtype="string"), np.array(["1", "2"], dtype=object),
+                (c for c in ["5", "6"]), []):
+        listed = list(ids.tolist() if hasattr(ids, "tolist") else ids)
+        expected = [defined(c) for c in listed]
+        assert pseudonyms(key, listed).tolist() == expected
+        cache: dict[str, str] = {}
+        assert pseudonyms(key, listed, known=cache).tolist() == expected
+        assert pseudonyms(key, listed, known=cache).tolist() == expected  # from the cache
+        assert cache == {str(c).strip(): defined(c) for c in listed}
+    case_ids = CaseIds("pseudonym", key)
+    assert case_ids.of(["9", "9 "]).tolist() == [defined("9")] * 2 == case_ids.of(["9"]).tolist() * 2
 
 
 def test_seeded_keys_follow_the_seed_and_secure_keys_are_fresh() -> None:

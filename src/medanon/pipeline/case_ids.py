@@ -32,7 +32,7 @@ import hmac
 import json
 import secrets
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -63,18 +63,41 @@ def new_case_key(rng: Randomness) -> bytes:
     return secrets.token_bytes(KEY_BYTES)
 
 
-def pseudonyms(key: bytes, ids: Iterable[object]) -> np.ndarray:
+def pseudonyms(key: bytes, ids: Iterable[object], *,
+               known: dict[str, str] | None = None) -> np.ndarray:
     """The published pseudonym of each real CaseID (as text): HMAC-SHA256 under ``key`` of the
     CaseID's text (stripped), read as an integer and mapped onto the 16-digit decimals
-    [10^15, 10^16). Each distinct CaseID is hashed once."""
-    values = np.asarray([str(c).strip() for c in ids], dtype=object)
-    if not len(values):
+    [10^15, 10^16). Each distinct CaseID is hashed once; ``known`` (stripped text ->
+    pseudonym, under the same key) holds those hashed before and gains the new ones, so that a
+    release that maps the same CaseIDs at several steps hashes each once."""
+    texts = _stripped_texts(ids)
+    if not len(texts):
         return np.zeros(0, dtype=object)
-    which, distinct = pd.factorize(values)
-    out = np.array([str(_LOW + int.from_bytes(
-        hmac.new(key, c.encode("utf-8"), hashlib.sha256).digest(), "big") % _SPAN)
-        for c in distinct.tolist()], dtype=object)
+    which, distinct = pd.factorize(texts)
+    known = {} if known is None else known
+    out = np.empty(len(distinct), dtype=object)
+    for i, text in enumerate(distinct.tolist()):
+        pseudonym = known.get(text)
+        if pseudonym is None:
+            # hmac.digest is the one-shot C path: the same bytes as hmac.new(...).digest()
+            pseudonym = known[text] = str(_LOW + int.from_bytes(
+                hmac.digest(key, text.encode("utf-8"), "sha256"), "big") % _SPAN)
+        out[i] = pseudonym
     return out[which]
+
+
+def _stripped_texts(ids: Iterable[object]) -> np.ndarray:
+    """``str(c).strip()`` of each CaseID. When every one is already text, each distinct text is
+    stripped once (a quarter's CaseIDs repeat across its rows)."""
+    if isinstance(ids, (pd.Series, pd.Index)):
+        raw = ids.to_numpy(dtype=object)
+    else:
+        raw = np.asarray(ids if isinstance(ids, (np.ndarray, list, tuple)) else list(ids),
+                         dtype=object)
+    if raw.ndim == 1 and len(raw) and pd.api.types.infer_dtype(raw, skipna=False) == "string":
+        which, distinct = pd.factorize(raw)
+        return np.asarray([c.strip() for c in distinct.tolist()], dtype=object)[which]
+    return np.asarray([str(c).strip() for c in raw.ravel().tolist()], dtype=object)
 
 
 def check_injective(real: Iterable[object], published: np.ndarray, *, where: str) -> None:
@@ -100,6 +123,9 @@ class CaseIds:
 
     mode: str = "pseudonym"
     key: bytes | None = None
+    #: pseudonyms already computed under ``key`` (stripped CaseID -> pseudonym): a release maps
+    #: the same CaseIDs at several steps (the injectivity check, the period, the next period)
+    _known: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_choice(self.mode, name="case_ids", owner="CaseIds", choices=CASE_ID_MODES)
@@ -115,7 +141,7 @@ class CaseIds:
         """The published CaseID of each real one (text)."""
         if self.mode == "real":
             return np.asarray([str(c) for c in ids], dtype=object)
-        return pseudonyms(self.key, ids)
+        return pseudonyms(self.key, ids, known=self._known)
 
     def records(self, records: pd.DataFrame, column: str) -> pd.DataFrame:
         """``records`` with the CaseID column published (a copy; unchanged under ``real``)."""

@@ -17,11 +17,8 @@ store's operator-only ``release_private`` table (:class:`PreparedRelease`'s ``op
 from __future__ import annotations
 
 import contextlib
-import csv
-import functools
 import hashlib
-import io
-import re
+import itertools
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -141,94 +138,86 @@ def _with_next_period(store: ReleaseStore, labels: list[str], *, explicit: bool,
     return kept
 
 
+#: what :func:`input_digest` hashes, recorded beside each digest in the store's operator-only
+#: details (``input_digest``): ``columns-v2`` (issue 43) hashes each column's distinct values and
+#: codes; stores written before it hold ``csv-v1`` digests (the sorted records' CSV text), which
+#: are not comparable with it.
+INPUT_DIGEST_VERSION = "columns-v2"
+
+
 def input_digest(records: pd.DataFrame) -> str:
-    """SHA-256 of a period's input records in a canonical order.
+    """SHA-256 of a period's input records, independent of their row order (``columns-v2``).
+
+    The records are put in a canonical order (by their first three columns: case, period,
+    report), then each column is hashed as its name, its kind, and either its values' bytes
+    (a numeric column) or its distinct values' texts followed by each row's code into them (any
+    other column: text, the tuples of a multi-valued column, missing cells). Every part is
+    length-prefixed, so two different inputs cannot hash the same bytes. Hashing the distinct
+    values once, rather than a CSV text of every cell, is what makes it cheap at 450k cases.
 
     Operator-only (the store's ``release_private``): with every other record known, an adversary
     could test guesses about a target's values against it, so it is never published.
     """
-    # The bytes hashed are those of ``records.sort_values(first three columns).astype(str)
-    # .to_csv(index=False)`` (the digests in existing stores were made so), built faster and
-    # in bounded memory (issue 30): a tuple cell's text is made once per tuple object (str of
-    # each, as ``astype(str)`` does); each column's cells are quoted as the csv module quotes
-    # them (``to_csv`` writes through it), once per distinct text; the lines are one join over
-    # the cells and separators; the hash is fed a slice of rows at a time.
-    canonical = records.sort_values(list(records.columns[:3]))
+    canonical = records.sort_values(list(records.columns[:3]), kind="stable")
     digest = hashlib.sha256()
-    header = io.StringIO()
-    csv.writer(header, lineterminator="\n").writerow([str(c) for c in canonical.columns])
-    digest.update(header.getvalue().encode("utf-8"))
-    width = len(canonical.columns)
-    for begin in range(0, len(canonical), _DIGEST_ROWS):
-        part = canonical.iloc[begin:begin + _DIGEST_ROWS]
-        cells = np.empty((len(part), 2 * width), dtype=object)
-        cells[:, 1::2] = ","
-        cells[:, -1] = "\n"
-        for j, name in enumerate(canonical.columns):
-            cells[:, 2 * j] = _csv_fields(_cell_texts(part[name]), alone=width == 1)
-        digest.update("".join(cells.ravel().tolist()).encode("utf-8"))
+    _hash_part(digest, INPUT_DIGEST_VERSION)
+    digest.update(len(canonical).to_bytes(8, "little"))
+    for name in canonical.columns:
+        _hash_part(digest, str(name))
+        column = canonical[name]
+        if column.dtype.kind in "biuf" and isinstance(column.dtype, np.dtype):
+            _hash_part(digest, column.dtype.str)
+            digest.update(np.ascontiguousarray(column.to_numpy()).tobytes())
+            continue
+        codes, distinct = pd.factorize(column.to_numpy(dtype=object))
+        _hash_values(digest, distinct.tolist())
+        digest.update(codes.astype("<i8").tobytes())
     return digest.hexdigest()
 
 
-def _cell_texts(column: pd.Series) -> np.ndarray:
-    """The column's cells as ``astype(str)`` gives them, a missing one (after that) empty."""
-    if column.dtype == object:
-        cells = column.to_numpy(dtype=object).copy()
-        tuples = np.fromiter((type(v) is tuple for v in cells), dtype=bool, count=len(cells))
-        if tuples.any():
-            cells[tuples] = _tuple_texts(cells[tuples].tolist())
-            column = pd.Series(cells, index=column.index, dtype=object)
-    column = column.astype(str)
-    texts = column.to_numpy(dtype=object).copy()
-    texts[column.isna().to_numpy()] = ""
-    return texts
+def _hash_values(digest: hashlib._Hash, values: list) -> None:
+    """Feed a column's distinct values to ``digest``, tagged with how they were written: all
+    text (``str``), all tuples of text (``tuple``: each tuple's size, then the items), or
+    anything else (``repr``: each value's type and repr)."""
+    if not values or pd.api.types.infer_dtype(values, skipna=False) == "string":
+        _hash_part(digest, "str")
+        _hash_texts(digest, values)
+        return
+    if all(type(v) is tuple for v in values):
+        items = list(itertools.chain.from_iterable(values))
+        if not items or pd.api.types.infer_dtype(items, skipna=False) == "string":
+            _hash_part(digest, "tuple")
+            digest.update(len(values).to_bytes(8, "little"))
+            digest.update(np.fromiter(map(len, values), dtype="<i8", count=len(values)).tobytes())
+            _hash_texts(digest, items)
+            return
+    _hash_part(digest, "repr")
+    _hash_texts(digest, [_value_text(v) for v in values])
 
 
-def _csv_fields(texts: np.ndarray, *, alone: bool) -> np.ndarray:
-    """Each text as a field the csv module writes it (minimal quoting, ``\\n`` lines): quoted,
-    its quotes doubled, when it holds a character the writer quotes; an empty field is quoted
-    only when it is a row's only one. Decided once per distinct text."""
-    codes, distinct = pd.factorize(texts)
-    fields = pd.Series(np.asarray(distinct, dtype=object))
-    special = _csv_specials()
-    quoted = np.zeros(len(fields), dtype=bool)
-    joined = "".join(fields.tolist())
-    if any(c in joined for c in special):  # most columns hold none: one scan decides
-        pattern = "|".join(re.escape(c) for c in special)
-        quoted = fields.str.contains(pattern).to_numpy(dtype=bool)
-    if alone:
-        quoted = quoted | (fields == "").to_numpy()
-    if quoted.any():
-        fields[quoted] = '"' + fields[quoted].str.replace('"', '""', regex=False) + '"'
-    return fields.to_numpy(dtype=object)[codes]
+def _hash_texts(digest: hashlib._Hash, texts: list[str]) -> None:
+    """Feed ``texts`` to ``digest``: how many, each one's length in characters, then their
+    UTF-8 bytes joined (the lengths split the join again, so no two lists feed the same)."""
+    digest.update(len(texts).to_bytes(8, "little"))
+    digest.update(np.fromiter(map(len, texts), dtype="<i8", count=len(texts)).tobytes())
+    digest.update("".join(texts).encode("utf-8", "surrogatepass"))
 
 
-@functools.cache
-def _csv_specials() -> tuple[str, ...]:
-    """The characters that make the csv module quote a field (``\\r`` depends on the Python
-    version): asked of the writer itself."""
-    out = []
-    for c in (",", '"', "\n", "\r"):
-        text = io.StringIO()
-        csv.writer(text, lineterminator="\n").writerow(["a" + c, "b"])
-        if text.getvalue().startswith('"'):
-            out.append(c)
-    return tuple(out)
+def _hash_part(digest: hashlib._Hash, text: str) -> None:
+    """Feed ``text`` to ``digest`` with its length first (no two sequences of parts collide)."""
+    data = text.encode("utf-8", "surrogatepass")
+    digest.update(len(data).to_bytes(8, "little"))
+    digest.update(data)
 
 
-def _tuple_texts(cells: list[tuple]) -> list[str]:
-    """``[str(c) for c in cells]``, made once per distinct tuple object: the store's records
-    share one tuple among the cells that are equal (``ReleaseStore.records``), and str of a
-    tuple, its items' repr, was a third of the digest's CPU at 450k cases (issue 30)."""
-    which, distinct = pd.factorize(np.fromiter(map(id, cells), dtype=np.int64, count=len(cells)))
-    first = np.full(len(distinct), -1, dtype=np.int64)
-    first[which[::-1]] = np.arange(len(cells) - 1, -1, -1)  # the first cell of each object
-    texts = np.array([str(cells[i]) for i in first.tolist()], dtype=object)
-    return texts[which].tolist()
-
-
-#: rows written and hashed at a time by :func:`input_digest`
-_DIGEST_ROWS = 10_000
+def _value_text(value: object) -> str:
+    """A distinct cell's type and repr (numpy scalars as the Python values they hold, so the
+    text does not depend on numpy's repr)."""
+    if isinstance(value, tuple):
+        value = tuple(v.item() if isinstance(v, np.generic) else v for v in value)
+    elif isinstance(value, np.generic):
+        value = value.item()
+    return f"{type(value).__name__}:{value!r}"
 
 
 def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: Anonymizer,
@@ -591,6 +580,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
                              dp=method.claims_dp)
     operator = {"input_sha256": input_digest(real_records),
                 "private_details": {**result.private_details, **ingest_private,
+                                    "input_digest": INPUT_DIGEST_VERSION,
                                     MANIFEST_FACTS: manifest_facts}}
     return PreparedRelease(label, rows, manifest, entries, operator, result, verdict, seconds)
 
