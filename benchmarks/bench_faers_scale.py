@@ -22,8 +22,12 @@ Not a test: figures on a shared machine are noisy (the load average is printed).
     python benchmarks/bench_faers_scale.py                          # 2 quarters x 100k cases
     python benchmarks/bench_faers_scale.py --cases 3000 --methods ppms++,ms --json
     python benchmarks/bench_faers_scale.py --cases 450000 --stages synth,ingest --keep
+    python benchmarks/bench_faers_scale.py --cases 450000 --methods ppms++ --stages release \
+        --per-period --floor                                        # issue 43's quarter figures
 
-Goal (issue): ``medanon synth faers --cases 450000`` at most 60 s per quarter.
+Goals: ``medanon synth faers --cases 450000`` at most 60 s per quarter; ingest and the release
+of quarter 1 and of quarter 2 (the gate included) at most 15 s CPU and 1 GB each at 450k cases
+(issue 43; ``--per-period`` gives a figure per quarter, ``--floor`` the ratio to one pass).
 """
 
 from __future__ import annotations
@@ -139,10 +143,14 @@ def plan(stages: list[str], methods: list[str], downstream: list[str]
     return [s for s in STAGES if s in wanted], released, (downstream if later else [])
 
 
+def run_flags(seed: int) -> list[str]:
+    """The flags of every release of a series (a later release takes the pinned policy)."""
+    return ["--seed", str(seed), "--allow-seeded", "--publish-despite-violations", "--json"]
+
+
 def release_flags(method: str, *, k: int, alpha: float, epsilon: str, seed: int) -> list[str]:
     flags = ["--method", method, "--k", str(k), "--theta", "frequency",
-             "--on-infeasible", "suppress-terms", "--seed", str(seed), "--allow-seeded",
-             "--publish-despite-violations", "--json"]
+             "--on-infeasible", "suppress-terms", *run_flags(seed)]
     if method == "ha":
         flags += ["--alpha", str(alpha)]
     if method.startswith("ppms-dp"):
@@ -150,18 +158,49 @@ def release_flags(method: str, *, k: int, alpha: float, epsilon: str, seed: int)
     return flags
 
 
-def format_table(measures: list[Measure]) -> str:
-    """The figures as a text table, with a total line (sums of times, largest peak)."""
+def format_table(measures: list[Measure], floor_s: float | None = None) -> str:
+    """The figures as a text table, with a total line (sums of times, largest peak); with
+    ``floor_s`` (:func:`one_pass_floor`), each stage's CPU as a multiple of it too."""
     width = max([len("stage"), len("total"), *(len(m.stage) for m in measures)])
-    lines = [f"{'stage':<{width}}  {'wall s':>8}  {'CPU s':>8}  {'peak RSS MB':>11}  note"]
+    ratio = f"  {'x floor':>8}" if floor_s else ""
+    lines = [f"{'stage':<{width}}  {'wall s':>8}  {'CPU s':>8}{ratio}  {'peak RSS MB':>11}  note"]
     for m in measures:
-        lines.append(f"{m.stage:<{width}}  {m.wall_s:>8.2f}  {m.cpu_s:>8.2f}  "
-                     f"{m.peak_rss_mb:>11.0f}  {m.note}".rstrip())
+        times = f"{m.cpu_s / floor_s:>8.0f}" if floor_s else ""
+        lines.append(f"{m.stage:<{width}}  {m.wall_s:>8.2f}  {m.cpu_s:>8.2f}"
+                     f"{'  ' + times if floor_s else ''}  {m.peak_rss_mb:>11.0f}  {m.note}".rstrip())
     if measures:
         lines.append(f"{'total':<{width}}  {sum(m.wall_s for m in measures):>8.2f}  "
-                     f"{sum(m.cpu_s for m in measures):>8.2f}  "
+                     f"{sum(m.cpu_s for m in measures):>8.2f}  {' ' * 10 if floor_s else ''}"
                      f"{max(m.peak_rss_mb for m in measures):>11.0f}  (largest peak)")
     return "\n".join(lines)
+
+
+#: one vectorized pass over N rows (the issue's floor): factorize a text column, group by its
+#: codes, lexsort three integer columns. The best of 5, in a child (this script imports neither
+#: medanon nor pandas).
+_FLOOR = """
+import sys, time
+import numpy as np, pandas as pd
+n = int(sys.argv[1])
+rng = np.random.default_rng(0)
+case = pd.Series(rng.integers(0, 10 * n, n).astype(str))
+term, age = rng.integers(0, 5000, n), rng.integers(0, 100, n)
+best = float("inf")
+for _ in range(5):
+    start = time.process_time()
+    codes, _ = pd.factorize(case)
+    pd.DataFrame({"c": codes, "t": term, "a": age}).groupby("c").agg({"t": "max", "a": "min"})
+    np.lexsort((age, term, codes))
+    best = min(best, time.process_time() - start)
+print(best)
+"""
+
+
+def one_pass_floor(rows: int) -> float:
+    """CPU seconds of one vectorized pass over ``rows`` rows (:data:`_FLOOR`)."""
+    done = subprocess.run([sys.executable, "-c", _FLOOR, str(rows)], capture_output=True,
+                          text=True, check=True)
+    return float(done.stdout.strip())
 
 
 def size_mb(path: Path) -> str:
@@ -260,7 +299,7 @@ def pipeline(args, work: Path, measures: list[Measure], sizes: dict, rules: list
     if "synth" in stages:
         m, out = stage("synth", ["synth", "faers", series, "--periods", str(args.periods),
                                  "--cases", str(args.cases), "--follow-up-rate", "0.1",
-                                 "--seed", str(args.seed), "--json"])
+                                 "--profile", args.profile, "--seed", str(args.seed), "--json"])
         summary = json.loads(out)
         m.note = (f"{size_mb(series)} of FAERS text, "
                   f"{m.wall_s / max(len(summary['periods']), 1):.1f} s per quarter")
@@ -274,11 +313,19 @@ def pipeline(args, work: Path, measures: list[Measure], sizes: dict, rules: list
     for method in released:
         stores[method] = store = work / f"{method}.duckdb"
         copy_store(ingested, store)  # not timed: each method starts from the same store
-        m, out = stage(f"release {method}",
-                       ["release", "--store", store,
-                        *release_flags(method, k=args.k, alpha=args.alpha, epsilon=args.epsilon,
-                                       seed=args.seed)])
-        m.note = release_note(out, len(sizes) or args.periods)
+        flags = release_flags(method, k=args.k, alpha=args.alpha, epsilon=args.epsilon,
+                              seed=args.seed)
+        if not args.per_period:
+            m, out = stage(f"release {method}", ["release", "--store", store, *flags])
+            m.note = release_note(out, len(sizes) or args.periods)
+            continue
+        # one process per quarter, as a holder publishes them: the first pins the policy
+        periods = sorted(sizes)
+        for i, period in enumerate(periods[:-1] if method == "ha" else periods):
+            m, out = stage(f"release {method} {period}",
+                           ["release", "--store", store, *(flags if i == 0 else
+                                                           run_flags(args.seed)), period])
+            m.note = release_note(out, 1)
     rules_file = write_rules(work / "signal-rules.toml", rules)
     for method in downstream:
         store = stores[method]
@@ -378,6 +425,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--stages", default=",".join(STAGES),
                         help="stages to run, comma list (the ones they need run too)")
     parser.add_argument("--export-formats", default=",".join(EXPORT_FORMATS))
+    parser.add_argument("--profile", default="default",
+                        help="synth profile: default (FAERS-like) | legacy | faers-2004 | ...")
+    parser.add_argument("--per-period", action="store_true",
+                        help="release each quarter in its own process (a figure per quarter; "
+                             "needs the ingest stage for the quarters' labels)")
+    parser.add_argument("--floor", action="store_true",
+                        help="also give each stage's CPU as a multiple of one vectorized pass "
+                             "over a quarter's rows")
     add_run_arguments(parser)
     args = parser.parse_args(argv)
     if args.cases < 1 or args.periods < 1:
@@ -438,9 +493,14 @@ def main(argv: list[str] | None = None) -> int:
         lambda work, rules: pipeline(args, work, measures, sizes, rules))
     print(describe_sizes(sizes))
     print(f"k {args.k}, theta frequency, HA alpha {args.alpha}, PPMS-DP epsilon {args.epsilon}\n")
-    print(format_table(measures))
+    floor = one_pass_floor(args.cases) if args.floor else None
+    if floor:
+        print(f"one vectorized pass over {args.cases:,} rows (factorize + group-by + lexsort): "
+              f"{floor:.3f} s CPU")
+    print(format_table(measures, floor))
     if args.json:
         print(json.dumps({"machine": host, "cases": args.cases, "periods": args.periods,
+                          "profile": args.profile, "floor_cpu_s": floor,
                           "seed": args.seed, "sizes": sizes,
                           "stages": [asdict(m) for m in measures],
                           "failed": failed and {"stage": failed.label, "exit": failed.code}},

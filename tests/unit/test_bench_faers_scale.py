@@ -88,3 +88,11 @@ def test_a_failed_stage_gives_its_stderr_tail(tmp_path):
     assert failed.value.stderr_tail.splitlines() == [str(i) for i in range(60, 100)]
     measure, _ = bench.run_stage("ok", [sys.executable, "-c", code], tmp_path, accept=(3,))
     assert measure.stage == "ok"
+
+
+def test_table_gives_each_stage_as_a_multiple_of_the_floor():
+    rows = [bench.Measure("release ppms++ 2020Q1", 2.0, 3.0, 300.4)]
+    lines = bench.format_table(rows, 0.5).splitlines()
+    assert lines[0].split()[:7] == ["stage", "wall", "s", "CPU", "s", "x", "floor"]
+    assert lines[1].split() == ["release", "ppms++", "2020Q1", "2.00", "3.00", "6", "300"]
+    assert lines[2].split()[:4] == ["total", "2.00", "3.00", "300"]

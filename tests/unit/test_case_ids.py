@@ -195,3 +195,40 @@ def test_a_previous_series_under_another_key_is_refused_and_the_key_continues_it
     both = later.publish(data, ["2020Q2"], previous=done, allow_unknown_terms=True)
     shared = set(both.releases["2020Q1"]["case_id"]) & set(both.releases["2020Q2"]["case_id"])
     assert shared   # follow-ups link across the two publishers
+
+
+def test_a_new_case_id_with_a_published_pseudonym_is_refused_naming_both(tmp_path,
+                                                                            monkeypatch) -> None:
+    """The check reads the periods released now and the published pseudonyms (issue 43): a new
+    CaseID whose pseudonym a released case holds is refused; a follow-up of that case is not."""
+    from medanon.pipeline import case_ids as module
+    from medanon.pipeline.methods import periodic_method
+    from medanon.pipeline.publish import publish_periods
+
+    records = random_series(3, periods=3)
+    store = _store_series(tmp_path, records)
+    method = periodic_method("ppms++", k=3, theta=0.5, on_infeasible="raise-theta",
+                             max_withheld=1.0)
+    publish_periods(store, method, ["2020Q1"], randomness(2), allow_seeded=True)
+    first = set(records["2020Q1"]["case_id"].astype(str))
+    released = sorted(set(store.ingested_case_ids(["2020Q1"])))[0]
+    newcomer = sorted(set(records["2020Q2"]["case_id"].astype(str)) - first)[0]
+    assert store.ingested_case_ids(["2020Q2"], among=[newcomer, released, "nope"]) == sorted(
+        {newcomer, released} & set(records["2020Q2"]["case_id"].astype(str)))
+    genuine = module.pseudonyms
+
+    def colliding(key: bytes, ids, *, known=None):
+        ids = list(ids)
+        out = genuine(key, ids)
+        out[[str(c).strip() == newcomer for c in ids]] = genuine(key, [released])[0]
+        return out
+
+    monkeypatch.setattr(module, "pseudonyms", colliding)
+    with pytest.raises(StoreError, match=rf"{released!r} and {newcomer!r}|"
+                                         rf"{newcomer!r} and {released!r}"):
+        publish_periods(store, method, ["2020Q2"], randomness(2), allow_seeded=True)
+    assert store.published_periods() == ["2020Q1"]
+    monkeypatch.setattr(module, "pseudonyms", genuine)
+    publish_periods(store, method, ["2020Q2"], randomness(2), allow_seeded=True)
+    assert store.published_periods() == ["2020Q1", "2020Q2"]
+    store.close()

@@ -520,13 +520,37 @@ class ReleaseStore:
                              for c in columns)
         return _one(self._con, f"SELECT count(*) {where} AND ({unsafe})", [label])[0] == 0
 
-    def ingested_case_ids(self) -> list[str]:
-        """Operator only: every real CaseID the store's records hold (distinct, as text)."""
+    def ingested_case_ids(self, periods: Iterable[str] | None = None, *,
+                          among: Iterable[str] | None = None) -> list[str]:
+        """Operator only: the real CaseIDs the store's records hold (distinct, as text, sorted):
+        of every period, or of ``periods`` only; with ``among``, only those that are in it."""
         if not self._has_records_table():
             return []
         column = _quote(self.schema.case_id)
-        return [str(r[0]) for r in self._con.execute(
-            f"SELECT DISTINCT CAST({column} AS VARCHAR) FROM records ORDER BY 1").fetchall()]
+        chosen = pd.DataFrame({"period": pd.Series(
+            sorted(set(periods)) if periods is not None else [], dtype=object)})
+        wanted = pd.DataFrame({"case_id": pd.Series(
+            sorted({str(c) for c in among}) if among is not None else [], dtype=object)})
+        where = []
+        if periods is not None:
+            where.append("period IN (SELECT period FROM case_ids_periods)")
+        if among is not None:
+            where.append(f"CAST({column} AS VARCHAR) IN (SELECT case_id FROM case_ids_among)")
+        clause = f" WHERE {' AND '.join(where)}" if where else ""
+        with _registered(self._con, "case_ids_periods", chosen), \
+                _registered(self._con, "case_ids_among", wanted):
+            return [str(r[0]) for r in self._con.execute(
+                f"SELECT DISTINCT CAST({column} AS VARCHAR) FROM records{clause} "
+                f"ORDER BY 1").fetchall()]
+
+    def published_case_ids(self, among: Iterable[str]) -> list[str]:
+        """The published CaseIDs (of any release) that are in ``among`` (distinct, sorted)."""
+        wanted = pd.DataFrame({"case_id": pd.Series(sorted({str(c) for c in among}),
+                                                    dtype=object)})
+        with _registered(self._con, "published_among", wanted):
+            return [r[0] for r in self._con.execute(
+                "SELECT DISTINCT case_id FROM release_rows "
+                "WHERE case_id IN (SELECT case_id FROM published_among) ORDER BY 1").fetchall()]
 
     def release_rows(self, period: str) -> pd.DataFrame:
         """The published rows of a period, as strings in the release format."""
