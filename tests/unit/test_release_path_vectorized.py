@@ -178,3 +178,18 @@ def test_list_cells_round_trip_through_the_store(tmp_path, odd) -> None:
     for name in Schema.default().multi_valued:
         assert {r: back.at[r, name] for r in back.index} \
             == {r: tuple(original.at[r, name]) for r in back.index}
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(hs.dictionaries(hs.sampled_from(["2019Q4", "2020Q1", "2020Q3", "2022Q2", "2021Q1"]),
+                       hs.lists(hs.sampled_from(["1", "2", "3", " 3", "10"]), max_size=6)))
+def test_longest_case_span_is_the_widest_gap_between_a_case_ids_periods(case_ids) -> None:
+    from medanon.periods import parse_period
+    from medanon.published.links import longest_case_span
+
+    seen: dict[str, list[int]] = {}
+    for label, ids in case_ids.items():
+        for c in ids:
+            seen.setdefault(c, []).append(parse_period(label).ordinal)
+    expected = max((max(o) - min(o) for o in seen.values()), default=0)
+    assert longest_case_span(case_ids) == expected
