@@ -596,7 +596,9 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
                   acknowledged: Sequence[str] = (),
                   ingest: Callable[[str], Mapping] | None = None,
                   final: bool = False, case_ids: CaseIds | None = None,
-                  highest_earlier: str | None = None) -> Iterator[PreparedRelease]:
+                  highest_earlier: str | None = None,
+                  period_case_ids: Callable[[str], Iterable[str]] | None = None
+                  ) -> Iterator[PreparedRelease]:
     """The publish loop: :func:`prepare_release` for each period in time order, each against
     the series with every release before it (the one loop behind the store and the
     store-free ``medanon.Publisher``).
@@ -638,6 +640,9 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
             it is the latest period the data holds (:func:`~medanon.pipeline.checks.check_final`).
         case_ids: How CaseIDs are published (:class:`~medanon.pipeline.case_ids.CaseIds`);
             ``records`` gives the real ones, ``series`` and ``linked`` hold the published ones.
+        period_case_ids: The real case ids of a period, when they are cheaper to get than its
+            records (a store: one SQL query); the next period's are read with it (None: from
+            ``records``).
             None: published as they are.
         highest_earlier: Under real CaseIDs, the highest CaseID published before ``periods``
             (for the gate's CaseID-order rule; kept up to date release by release).
@@ -655,7 +660,8 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
             following = parse_period(label).shift(1).label
             if following not in known:
                 return
-            next_cases = set(records(following)[schema.case_id].astype(str))
+            next_cases = (set(map(str, period_case_ids(following))) if period_case_ids
+                          is not None else set(records(following)[schema.case_id].astype(str)))
         period_records = records(label)
         cases = period_records[schema.case_id].astype(str).unique()
         if case_ids is not None and case_ids.mode == "pseudonym":
@@ -795,7 +801,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         available=store.ingested_periods(),
         ledger=store.ledger, case_budget=case_budget, on_case_budget=on_case_budget,
         publish_despite_violations=publish_despite_violations, acknowledged=acknowledged,
-        ingest=store.ingest_report, final=final, case_ids=chosen, highest_earlier=highest)
+        ingest=store.ingest_report, final=final, case_ids=chosen, highest_earlier=highest,
+        period_case_ids=lambda period: store.ingested_case_ids([period]))
     summaries = []
     # one transaction for all periods (a failure or Ctrl-C rolls every one back), unless asked
     with contextlib.nullcontext() if per_period_commit else store.batch():

@@ -457,25 +457,31 @@ class ReleaseStore:
         # Lists come as one string per cell, split here: DuckDB hands a list cell to pandas as
         # a numpy array, and making one per cell cost more than the rest of the read (issue 30).
         # len() tells an empty list from a list holding one empty string.
-        sizes = {c: f"_medanon_len_{i}" for i, c in enumerate(multi)}
-        columns = [f"array_to_string({_quote(c)}, chr(31)) AS {_quote(c)}" if c in sizes
-                   else _quote(c) for c in types]
-        columns += [f"len({_quote(c)}) AS {n}" for c, n in sizes.items()]
-        frame = self._con.execute(f"SELECT {', '.join(columns)} {where} ORDER BY {order}",
+        plain = [_quote(c) for c in types if c not in multi]
+        # rowid breaks ties, so that every query below returns the rows in the same order
+        frame = self._con.execute(f"SELECT {', '.join(plain)} {where} ORDER BY {order}, rowid",
                                   [label]).df()
         # Each distinct cell is split once and its items are shared by every cell holding
         # them: one tuple per cell and one str per item cost a 450k-case quarter more than a
-        # gigabyte (issue 30).
+        # gigabyte (issue 30). The joined texts are fetched one column at a time (in the same
+        # row order), so only one column of them is alive at once: fetched together they were
+        # the peak of the read (issue 43).
         terms: dict[str, str] = {}
-        for name, size in sizes.items():
-            counts = frame.pop(size).fillna(0).to_numpy()
-            texts = np.where(counts > 0, frame[name].to_numpy(dtype=object), None)
+        for name in multi:
+            joined = self._con.execute(
+                f"SELECT array_to_string({_quote(name)}, chr(31)) AS texts, "
+                f"len({_quote(name)}) AS n {where} ORDER BY {order}, rowid", [label]).fetchnumpy()
+            counts = np.asarray(joined["n"].filled(0) if np.ma.isMaskedArray(joined["n"])
+                                else joined["n"])
+            texts = np.asarray(joined.pop("texts"), dtype=object)
+            texts[counts <= 0] = None
             which, distinct = pd.factorize(texts)  # an empty list: -1, the last cell below
+            del texts, joined
             cells = [tuple(map(terms.setdefault, parts, parts))
                      for parts in (text.split(_LIST_SEPARATOR) for text in distinct.tolist())]
             cells.append(())
             frame[name] = np.fromiter(cells, dtype=object, count=len(cells))[which]
-        return frame
+        return frame[[c for c in types]]
 
     def record_columns(self, period: str, columns: Iterable[str]) -> pd.DataFrame:
         """:meth:`records` of one period with only ``columns`` (and the case id and period
