@@ -1192,6 +1192,13 @@ class _GroupTable:
                 np.fromiter(held.values(), dtype=np.int64, count=len(held))
         return out if cand is None else out[cand]
 
+    def sigma_of(self, term: int, cand: np.ndarray) -> np.ndarray:
+        """σ_term(g) of groups ``cand`` (int64, as :meth:`sigmas` gives it)."""
+        col = self.column[term]
+        if col >= 0:
+            return self.dense[cand, col].astype(np.int64)
+        return self._sparse_sigma(term, cand)
+
     def values_of(self, cand: np.ndarray) -> list:
         """(cat, lo, hi) of groups ``cand``, in the layout of :meth:`QidSpace.losses_with`."""
         return [[None if x is None else x[cand] for x in arrays]
@@ -1274,6 +1281,93 @@ class _GroupTable:
         self._count(gi, ((s, 1) for s in (data.terms(r) if kept is None else kept[0])))
 
 
+class _ClassGroups:
+    """The zero-loss groups of each exact QID class, with σ kept per (class, term) (leftover
+    phase: :func:`_best_in_class` reads σ of a leftover's terms in every group of its class).
+
+    Invariant, for every class c that has zero-loss groups:
+
+    * ``ids(c)`` are its zero-loss groups in ascending order (a group leaves when its loss turns
+      positive, and never comes back: a loss never falls);
+    * a row cached for term s, ``_rows[c][s][i]``, is σ_s of group ``ids(c)[i]`` as the
+      :class:`_GroupTable` counts it, and the anchor counts cached for c are those of the
+      table: :meth:`added` keeps both current when a record joins one of the class's groups.
+
+    A row is built from the table the first time a leftover asks for its term; a group that
+    leaves its class drops the class's rows (they are built again on demand), since removing
+    one column from every row costs about as much as building the few rows asked for again.
+    """
+
+    def __init__(self, table: _GroupTable, groups: list[int], classes: list[int]):
+        self.table = table
+        self._members: dict[int, list[int]] = {}
+        self._class_of: dict[int, int] = {}
+        for gi, c in zip(groups, classes):  # groups ascend: so does each class's list
+            self._members.setdefault(c, []).append(gi)
+            self._class_of[gi] = c
+        self._ids: dict[int, np.ndarray] = {}
+        self._pos: dict[int, dict[int, int]] = {}
+        self._rows: dict[int, dict[int, np.ndarray]] = {}
+        self._counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def has(self, c: int) -> bool:
+        """Whether class c has a zero-loss group."""
+        return bool(self._members.get(c))
+
+    def holds(self, gi: int) -> bool:
+        """Whether group gi is a zero-loss group of some class."""
+        return gi in self._class_of
+
+    def ids(self, c: int) -> np.ndarray:
+        ids = self._ids.get(c)
+        if ids is None:
+            ids = self._ids[c] = np.asarray(self._members[c], dtype=np.int64)
+            self._pos[c] = {gi: i for i, gi in enumerate(self._members[c])}
+            self._rows[c] = {}
+        return ids
+
+    def sigma_rows(self, c: int, terms: Sequence[int]) -> np.ndarray:
+        """σ_s(g) for each of ``terms`` (rows) and each group of ``ids(c)`` (columns)."""
+        ids = self.ids(c)
+        rows = self._rows[c]
+        out = np.empty((len(terms), len(ids)), dtype=np.int64)
+        for i, s in enumerate(terms):
+            row = rows.get(s)
+            if row is None:
+                row = rows[s] = self.table.sigma_of(s, ids)
+            out[i] = row
+        return out
+
+    def anchor_counts(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct anchor counts of the class's groups, and the index of each group's."""
+        counts = self._counts.get(c)
+        if counts is None:
+            distinct, at = np.unique(self.table.anchors[self.ids(c)], return_inverse=True)
+            counts = self._counts[c] = (distinct, at.ravel())
+        return counts
+
+    def added(self, gi: int, terms: Sequence[int], anchors: int) -> None:
+        """A record holding ``terms`` (counted in σ) and ``anchors`` (0 or 1) joined group gi,
+        which kept its zero loss."""
+        c = self._class_of[gi]
+        rows = self._rows.get(c)
+        if rows:
+            i = self._pos[c][gi]
+            for s in terms:
+                row = rows.get(s)
+                if row is not None:
+                    row[i] += 1
+        if anchors:
+            self._counts.pop(c, None)
+
+    def remove(self, gi: int) -> None:
+        """Group gi lost its zero loss: out of its class (whose cached rows go)."""
+        c = self._class_of.pop(gi)
+        self._members[c].remove(gi)
+        for cache in (self._ids, self._pos, self._rows, self._counts):
+            cache.pop(c, None)
+
+
 def _place_leftovers(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
                      leftover: np.ndarray, class_of: np.ndarray) -> None:
     """001's Generalization / 002's lines 25-30: the same order and keys as the reference, with
@@ -1312,16 +1406,18 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     # class that can take it: no other group has ΔIL 0 (a wider group, or one of another
     # class, loses more once it holds r), so that search is the whole search (issue 30).
     point = _record_losses(data) == 0.0
-    same_class: dict[int, list[int]] = {}
-    for gi in np.flatnonzero(table.loss == 0.0).tolist():
-        same_class.setdefault(int(class_of[groups[gi].members[0]]), []).append(gi)
+    zero = np.flatnonzero(table.loss == 0.0).tolist()
+    classes = _ClassGroups(table, zero, [int(class_of[groups[gi].members[0]]) for gi in zero])
 
     for r in leftovers.tolist():
         value = [[None if x is None else x[r] for x in arrays]
                  for arrays in (data.cat, data.lo, data.hi)]
         best = None
-        if point[r] and same_class.get(int(class_of[r])):
-            best = _best_in_class(data, r, np.asarray(same_class[int(class_of[r])]), table)
+        c = int(class_of[r])
+        if point[r] and classes.has(c):
+            terms = data.terms(r)
+            best = _best_in_class(data, r, classes.ids(c), table, classes.sigma_rows(c, terms),
+                                  classes.anchor_counts(c))
         if best is None or best[0] > 0.0:
             best = evaluate(r, value, index.loose(), best)
             bounds = index.lower_bounds(value, r)
@@ -1342,21 +1438,27 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             result.unplaced.append(r)
             continue
         gi = best[2]
-        was_zero = table.loss[gi] == 0.0
         table.add(gi, r)
         index.changed(gi)
-        if was_zero and table.loss[gi] > 0.0:
-            same_class[int(class_of[groups[gi].members[0]])].remove(gi)
+        if classes.holds(gi):
+            if table.loss[gi] > 0.0:
+                classes.remove(gi)
+            else:
+                classes.added(gi, data.terms(r), int(data.anchor[r]))
     _place_by_suppression(data, groups, result, table=table)
     for gi, g in enumerate(groups):
         result.group_of[g.members] = gi
     result.n_groups = G
 
 
-def _best_in_class(data: GroupingInput, r: int, same: np.ndarray,
-                   table: _GroupTable) -> tuple | None:
-    """The least key (0, PR, group) over the zero-loss groups ``same`` of r's QID class, where
-    a class can hold thousands of groups (e.g. cases lacking age and weight).
+def _best_in_class(data: GroupingInput, r: int, same: np.ndarray, table: _GroupTable,
+                   sigma: np.ndarray, counts: tuple[np.ndarray, np.ndarray]) -> tuple | None:
+    """The least key (0, PR, group) over the zero-loss groups ``same`` (ascending) of r's QID
+    class, where a class can hold thousands of groups (e.g. cases lacking age and weight).
+
+    ``sigma`` holds σ of r's terms (rows, in r's term order) in those groups (columns), and
+    ``counts`` their distinct anchor counts with the index of each group's (both kept by
+    :class:`_ClassGroups`, so that neither is gathered again for every leftover).
 
     A group holding none of r's terms has PR = the floor of r's terms alone (σ 0) at its
     anchors, read from a table of its few distinct anchor counts; a group holding one of them
@@ -1367,31 +1469,40 @@ def _best_in_class(data: GroupingInput, r: int, same: np.ndarray,
     and when no such group can take r, the PR of every group is computed (their ΔIL is 0).
     """
     terms = data.terms(r)
-    # σ of r's terms in every group of the class: whether a group holds one of them, and the
-    # PR of every group when the certificate below does not settle it
-    sigma = table.sigmas(terms, same)
+    distinct, inverse = counts
+    holds = (sigma > 0).any(axis=0)
     if len(terms) <= 32:
-        floors = _risk_floors(data, r, table.anchors[same])
-        holds = (sigma > 0).any(axis=1)
-        free = np.flatnonzero(~holds & (floors < INF) & table.alpha_ok(r, same))
-        if len(free):
-            i = free[np.lexsort((same[free], floors[free]))[0]]
-            pr = float(floors[i])
-            if pr < 32 and (not holds.any() or pr <= floors[holds].min()):
-                return (0.0, pr, int(same[i]))
+        floor_of = _floors_at(data, r, distinct)
+        if len(distinct) == 1:
+            # one anchor count (the usual case): every floor is the same, so the least
+            # (floor, group) among the free groups is the first of them (``same`` ascends),
+            # and no other group's floor is below it: the certificate holds when PR < 32
+            pr = float(floor_of[0])
+            if pr < 32:
+                free = np.flatnonzero(~holds & table.alpha_ok(r, same))
+                if len(free):
+                    return (0.0, pr, int(same[free[0]]))
+        else:
+            floors = floor_of[inverse]
+            free = np.flatnonzero(~holds & (floors < INF) & table.alpha_ok(r, same))
+            if len(free):
+                i = free[np.lexsort((same[free], floors[free]))[0]]
+                pr = float(floors[i])
+                if pr < 32 and (not holds.any() or pr <= floors[holds].min()):
+                    return (0.0, pr, int(same[i]))
     # ΔIL is 0 for every group of the class: their PR alone orders them. Without α and with
     # one anchor count, PR depends on the row of σ of r's terms only, so it is computed once
     # per distinct row (a big class repeats a few rows thousands of times); the first group of
     # each row is its lowest-numbered (``same`` ascends), which wins that row's ties.
     rows_of = None
     if (data.alpha is None and terms and len(terms) * 8 <= 62 and sigma.max() < 255
-            and table.anchors[same].min() == table.anchors[same].max()):
+            and len(distinct) == 1):
         packed = np.zeros(len(same), dtype=np.int64)
         for j in range(len(terms)):
-            packed |= sigma[:, j] << (8 * j)
+            packed |= sigma[j] << (8 * j)
         _, rows_of = np.unique(packed, return_index=True)
     at = np.arange(len(same)) if rows_of is None else rows_of
-    pr = table.risks(r, same[at], sigma[at])
+    pr = table.risks(r, same[at], sigma[:, at].T)
     ok = np.flatnonzero(pr < INF)
     if not len(ok):
         return None
@@ -1399,14 +1510,20 @@ def _best_in_class(data: GroupingInput, r: int, same: np.ndarray,
     return (0.0, float(pr[k]), int(same[at[k]]))
 
 
-def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray:
-    """PR of r's terms alone (every σ 0) in a group of ``anchors`` anchors before r joins, for
-    each entry of ``anchors``: the least PR of r in any such group. Computed once per distinct
-    anchor count (a few, against thousands of groups)."""
-    distinct, at = np.unique(anchors + int(data.anchor[r]), return_inverse=True)
+def _floors_at(data: GroupingInput, r: int, counts: np.ndarray) -> np.ndarray:
+    """PR of r's terms alone (every σ 0) in a group of each of ``counts`` anchors (before r
+    joins): the least PR of r in any such group."""
     terms = data.terms(r)
-    return np.array([privacy_risk(terms, {}, _EtaView(data.theta, int(a)))
-                     for a in distinct.tolist()])[at.ravel()]
+    own = int(data.anchor[r])
+    return np.array([privacy_risk(terms, {}, _EtaView(data.theta, a + own))
+                     for a in counts.tolist()], dtype=float)
+
+
+def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray:
+    """:func:`_floors_at` for each entry of ``anchors``: computed once per distinct anchor
+    count (a few, against thousands of groups)."""
+    distinct, at = np.unique(anchors, return_inverse=True)
+    return _floors_at(data, r, distinct)[at.ravel()]
 
 
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
