@@ -84,6 +84,8 @@ from ..hierarchies import Taxonomy
 INF = math.inf
 #: exact PR evaluations per growth step before the search settles for the best so far.
 PROBE_BUDGET = 32
+#: queue positions a growth step walks one by one before it walks the rest with arrays.
+QUICK_WALK = 48
 #: the most frequent terms get a bit in each record's term mask (growth search prefilter).
 MASK_TERMS = 256
 #: categorical hierarchies up to this many nodes get a full LCA table.
@@ -148,6 +150,10 @@ class QidSpace:
                 continue
             codes = np.arange(size)
             self._table.append(np.stack([self._lca_climb(j, x, codes) for x in range(size)]))
+        # With a full table, the term of every LCA too (cat_term of the table, the same floats
+        # in one lookup instead of two), and the terms as Python floats for scalar losses.
+        self._cost = [None if t is None else self._hnorm[j][t] for j, t in enumerate(self._table)]
+        self._hnorm_list = [None if h is None else h.tolist() for h in self._hnorm]
 
     def _lca_climb(self, j: int, a: int, codes: np.ndarray) -> np.ndarray:
         anc, depth = self._anc[j], self._depth[j]
@@ -169,21 +175,31 @@ class QidSpace:
             return int(table[a, b])
         return int(self._lca_climb(j, a, np.array([b]))[0])
 
+    def cost_with(self, j: int, a: int, codes: np.ndarray) -> np.ndarray:
+        """cat_term(j, lca_with(j, a, codes)): the term of each LCA (the same floats)."""
+        cost = self._cost[j]
+        if cost is not None:
+            return cost[a][codes]
+        return self._hnorm[j][self._lca_climb(j, a, codes)]
+
     def losses_with(self, cat: Sequence, lo: Sequence, hi: Sequence, many_cat: Sequence,
                     many_lo: Sequence, many_hi: Sequence) -> np.ndarray:
         """L(lub(x, y_i)) for one value x = (cat, lo, hi) and each y_i of the ``many_*`` arrays.
 
         Serves both "a group against many cells" and "a record against many groups"; terms are
-        added in attribute order like :func:`state_loss`, so the floats agree bit for bit.
+        added in attribute order like :func:`state_loss`, so the floats agree bit for bit (the
+        sum starts from the first term rather than from 0.0 + it: the same float, as no term
+        is -0.0).
         """
-        size = len(next(a for a in (*many_cat, *many_lo) if a is not None))
-        total = np.zeros(size)
+        total = None
         for j, a in enumerate(self.attributes):
             if a.numeric:
-                total = total + self.num_term(j, np.minimum(many_lo[j], lo[j]),
-                                              np.maximum(many_hi[j], hi[j]))
+                term = self.num_term(j, np.minimum(many_lo[j], lo[j]), np.maximum(many_hi[j], hi[j]))
             else:
-                total = total + self.cat_term(j, self.lca_with(j, int(cat[j]), many_cat[j]))
+                term = self.cost_with(j, int(cat[j]), many_cat[j])
+            total = term if total is None else total + term
+        if total is None:
+            return np.zeros(len(next(a for a in (*many_cat, *many_lo) if a is not None)))
         return total
 
     def cat_term(self, j: int, code):
@@ -204,6 +220,16 @@ class QidSpace:
         m = a.missing_at
         return np.where(hi >= m, np.where(lo >= m, 0.0, 1.0), term)
 
+    def num_term_scalar(self, j: int, lo: float, hi: float) -> float:
+        """:meth:`num_term` of one interval, with Python floats: the same IEEE operations and
+        the same float, without numpy's per-call cost (a scalar hot path of the grouping)."""
+        a = self.attributes[j]
+        m = a.missing_at
+        if m is not None and hi >= m:
+            return 0.0 if lo >= m else 1.0
+        r = a.value_range
+        return float((hi - lo) / r if r > 0 else (hi - lo) * 0.0)
+
 
 def state_loss(space: QidSpace, cat: Sequence[int | None], lo: Sequence[float | None],
                hi: Sequence[float | None]) -> float:
@@ -215,9 +241,9 @@ def state_loss(space: QidSpace, cat: Sequence[int | None], lo: Sequence[float | 
     total = 0.0
     for j, a in enumerate(space.attributes):
         if a.numeric:
-            total = total + float(space.num_term(j, lo[j], hi[j]))
+            total = total + space.num_term_scalar(j, lo[j], hi[j])
         else:
-            total = total + float(space.cat_term(j, cat[j]))
+            total = total + space._hnorm_list[j][cat[j]]
     return total
 
 
@@ -781,11 +807,26 @@ class _Cells:
         has = self.seed_head < self.seed_start[1:]
         self.head_rank[has] = data.rank[self.seeds[self.seed_head[has]]]
 
+        #: (attribute, categorical code) -> the term of its LCA with every cell's value
+        self._cat_cost: dict[tuple[int, int], np.ndarray] = {}
+
     def loss_after(self, space: QidSpace, g: _Group, cells: np.ndarray) -> np.ndarray:
-        """L(g ∪ {t}) for a record t of each of ``cells``."""
-        def pick(arrays):
-            return [None if x is None else x[cells] for x in arrays]
-        return space.losses_with(g.cat, g.lo, g.hi, pick(self.cat), pick(self.lo), pick(self.hi))
+        """L(g ∪ {t}) for a record t of each of ``cells``: :meth:`QidSpace.losses_with`'s
+        terms in its order (the same floats), a categorical term read from a per-cell array
+        kept for each code a group takes (few distinct codes, many growth steps)."""
+        total = None
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                term = space.num_term(j, np.minimum(self.lo[j][cells], g.lo[j]),
+                                      np.maximum(self.hi[j][cells], g.hi[j]))
+            else:
+                code = int(g.cat[j])
+                cost = self._cat_cost.get((j, code))
+                if cost is None:
+                    cost = self._cat_cost[(j, code)] = space.cost_with(j, code, self.cat[j])
+                term = cost[cells]
+            total = term if total is None else total + term
+        return np.zeros(len(cells)) if total is None else total
 
 
 def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> GroupingResult:
@@ -918,12 +959,17 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         c = int(tied[np.argmin(cells.head_rank[tied])])
         return int(cells.seeds[cells.seed_head[c]])
 
-    def best_candidate(g: _Group) -> tuple | None:
+    def best_candidate(g: _Group, blocked: int) -> tuple | None:
         """Least (ΔIL·PR, PR, rank) key over the alive pool (best-first over blocks, then cells).
 
         Blocks of cells are opened in the order of their lower bounds, doubling, while a block
         may still hold a better key; their cells are searched by :func:`search_cells`.
+        ``blocked``: the mask bits of the frequent terms g blocks (σ_s + 1 > η_s).
         """
+        # α after adding a record of each (class, ss) while growing (remaining = no)
+        alpha_ok = ([ha_ok(ha_update(g.ha, cls, bool(flag), False), data.alpha)
+                     for cls in range(4) for flag in (0, 1)]
+                    if data.alpha is not None else [True])
         bounds = blocks.growth_bounds(g)
         order = np.argsort(bounds, kind="stable")
         sorted_bounds = bounds[order]
@@ -935,7 +981,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 break
             upto = min(limit, max(2 * done, _FIRST_BLOCKS))
             cand = blocks.items_of(order[done:upto])
-            best, stopped = search_cells(g, cand[alive_count[cand] > 0], best, probes)
+            best, stopped = search_cells(g, cand[alive_count[cand] > 0], best, probes, blocked,
+                                         alpha_ok)
             if stopped:
                 return best
             done = upto
@@ -970,6 +1017,14 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                                                           (term_bit[sel] % 64).astype(np.uint64)))
         words.append(word)
 
+    def blocked_by(g: _Group, terms: list[int], blocked: int) -> int:
+        """``blocked`` with the bits of those of ``terms`` that g now blocks."""
+        for s in terms:
+            b = bit_of[s]
+            if b >= 0 and g.sigma[s] + 1 > growth_eta_list[s]:
+                blocked |= 1 << b
+        return blocked
+
     def first_feasible(g: _Group, cand: np.ndarray, lb: np.ndarray, blocked: int,
                        alpha_ok: list[bool], probes: list[int]):
         """With no best key yet, the search's walk over cells ``cand`` (bound order) probes
@@ -978,7 +1033,38 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
 
         Returns (cell index, queue position, PR) of that record, or None (every cell of finite
         bound walked); ``probes`` counts the records the walk probed.
+
+        Most steps find it among the first few records: those are walked one by one first
+        (the array walk costs some twenty numpy calls however short), and the array walk runs,
+        from the start, only when :data:`QUICK_WALK` records did not settle it.
         """
+        seen = steps = 0
+        for at, bound in enumerate(lb.tolist()):
+            if bound == INF:
+                probes[0] += seen  # the cells of finite bound are all walked: none found
+                return None
+            c = int(cand[at])
+            for pos in range(int(cells.head[c]), int(queue_end[c])):
+                steps += 1
+                if steps > QUICK_WALK:
+                    break
+                r = queue_list[pos]
+                if not alive[r]:
+                    continue
+                if p0_list[r] == INF:
+                    break  # P0 ∞ ends a cell's walk: its queue's tail
+                seen += 1
+                if masks[r] & blocked or not alpha_ok[kind[r]]:
+                    continue  # PR ∞ (g.risk would say so)
+                pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+                if pr < INF:
+                    probes[0] += seen
+                    return at, pos, pr
+            if steps > QUICK_WALK:
+                break
+        else:
+            probes[0] += seen
+            return None
         k = int(np.searchsorted(lb, INF, side="left"))
         cs = cand[:k]
         head = cells.head[cs]
@@ -1003,8 +1089,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         probes[0] += len(recs)
         return None
 
-    def search_cells(g: _Group, cand: np.ndarray, best: tuple | None, probes: list[int]
-                     ) -> tuple[tuple | None, bool]:
+    def search_cells(g: _Group, cand: np.ndarray, best: tuple | None, probes: list[int],
+                     blocked: int, alpha_ok: list[bool]) -> tuple[tuple | None, bool]:
         """The least key over the alive records of cells ``cand`` and ``best``; True when the
         probe budget stopped the search.
 
@@ -1017,16 +1103,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         dil = delta_il(g.size, g.loss, cells.loss_after(data.space, g, cand))
         base = p0[queue[cells.head[cand]]]
         lb = np.full(len(cand), INF)
-        ok = base < INF
-        lb[ok] = dil[ok] * base[ok]
-        blocked = 0
-        for s, c in g.sigma.items():
-            if bit_of[s] >= 0 and c + 1 > growth_eta_list[s]:
-                blocked |= 1 << bit_of[s]
-        # α after adding a record of each (class, ss) while growing (remaining = no)
-        alpha_ok = ([ha_ok(ha_update(g.ha, cls, bool(flag), False), data.alpha)
-                     for cls in range(4) for flag in (0, 1)]
-                    if data.alpha is not None else [True])
+        np.multiply(dil, base, out=lb, where=base < INF)
         chunk = 16
         while True:
             order, outside = _smallest(lb, chunk)
@@ -1087,14 +1164,18 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         take(seed)
         last = seed
         ok = True
+        # bits of the frequent terms g blocks (σ_s + 1 > η_s): σ only grows, so a bit once set
+        # stays set, and only the terms of the record just added can set one
+        blocked = blocked_by(g, data.terms(seed), 0)
         while g.anchors < data.k:
-            best = best_candidate(g)
+            best = best_candidate(g, blocked)
             if best is None:
                 ok = False
                 break
             r = best[3]
             g.add(data, r, remaining=False)
             take(r)
+            blocked = blocked_by(g, data.terms(r), blocked)
             last = r
         if not ok:
             for r in g.members:
@@ -1552,6 +1633,10 @@ class _Blocks:
         self.range = 0.0 if a0 is None else a0.value_range
         self.missing_at = None if a0 is None else a0.missing_at
         self.other_numeric = sum(a.numeric for a in space.attributes) - (self.j0 is not None)
+        #: categorical value -> (merged, own) of :meth:`_lca_terms`: a value's categorical part
+        #: of every block's bound depends on the blocks' categorical values only, and a grouping
+        #: meets few distinct values (emptied whenever the blocks are cut again)
+        self._cat_parts: dict[tuple, tuple[np.ndarray, float]] = {}
 
     def _tag(self, ids: np.ndarray) -> np.ndarray:
         """Missing-value status of the first numeric QID: 0 present, 1 mixed, 2 missing only."""
@@ -1588,6 +1673,7 @@ class _Blocks:
         first = ids[starts]
         self.bcat = {j: self.cat[j][first].copy() for j in self.cat_j}
         self.btag = tag[first]
+        self._cat_parts = {}
         return starts
 
     def items_of(self, blocks: np.ndarray) -> np.ndarray:
@@ -1599,7 +1685,15 @@ class _Blocks:
         return op.reduceat(values[self.members], starts) if len(starts) else np.zeros(0)
 
     def _lca_terms(self, cat: Sequence) -> tuple[np.ndarray, float]:
-        """Per block, Σ_j h(lca(cat_j, block's value_j)), and Σ_j h(cat_j)."""
+        """Per block, Σ_j h(lca(cat_j, block's value_j)), and Σ_j h(cat_j) (cached per value:
+        the arrays returned must not be changed)."""
+        key = tuple(int(cat[j]) for j in self.cat_j)
+        found = self._cat_parts.get(key)
+        if found is None:
+            found = self._cat_parts[key] = self._lca_terms_of(cat)
+        return found
+
+    def _lca_terms_of(self, cat: Sequence) -> tuple[np.ndarray, float]:
         space = self.space
         merged = np.zeros(len(self.btag))
         own = 0.0
@@ -1759,28 +1853,38 @@ class _CellBlocks(_Blocks):
         # alive pool records and usable seeds per block (kept current by the grouping)
         self.alive = np.bincount(self.block_of[alive_cells], minlength=len(starts))
         self.seeds = np.bincount(self.block_of[seed_cells], minlength=len(starts))
+        # constant parts of the growth bounds
+        self._p0_finite = self.p0_min < INF
+        self._p0_or_0 = np.where(self._p0_finite, self.p0_min, 0.0)  # no 0·∞ where masked
+        self._touch = self.btag > 0
+        self._not_missing_only = (self.btag != 2).astype(float)
 
     def growth_bounds(self, g: "_Group") -> np.ndarray:
-        """A lower bound of ΔIL(g, t)·PR(g, t) for every alive record t of each block."""
+        """A lower bound of ΔIL(g, t)·PR(g, t) for every alive record t of each block.
+
+        Every block's bound is computed with the same operations as an element of the whole
+        arrays (and ∞ put where no record can be found), so each finite bound is the same float
+        as if the finite blocks were computed alone.
+        """
         merged, own = self._lca_terms(g.cat)
         dcat = merged - own
-        dw = np.zeros(len(self.btag))
+        dw = None
         if self.j0 is not None:
             a, b, m = g.lo[self.j0], g.hi[self.j0], self.missing_at
             g_tag = 0 if m is None or b < m else (2 if a >= m else 1)
             if g_tag == 0:
-                touch = self.btag > 0
-                dw[touch] = 1.0 - float(self.space.num_term(self.j0, a, b))
+                mixed = 1.0 - self.space.num_term_scalar(self.j0, a, b)
                 if self.range > 0:
                     grow = np.maximum(a - self.lo_max, self.hi_min - b) / self.range
-                    dw[~touch] = np.maximum(0.0, grow[~touch])
+                    dw = np.where(self._touch, mixed, np.maximum(0.0, grow))
+                else:
+                    dw = np.where(self._touch, mixed, 0.0)
             elif g_tag == 2:
-                dw[self.btag != 2] = 1.0
-        finite = (self.alive > 0) & (self.p0_min < INF)
-        bound = np.full(len(self.btag), INF)
-        bound[finite] = ((g.size + 1.0) * (dcat + dw)[finite] + g.loss) * self.p0_min[finite]
-        bound[finite] = bound[finite] * (1.0 - 1e-9) - 1e-12  # float slack: never above the key
-        return bound
+                dw = self._not_missing_only
+        spread = dcat if dw is None else dcat + dw  # (dcat + 0.0 is dcat: no term is -0.0)
+        finite = (self.alive > 0) & self._p0_finite
+        bound = ((g.size + 1.0) * spread + g.loss) * self._p0_or_0
+        return np.where(finite, bound * (1.0 - 1e-9) - 1e-12, INF)  # slack: never above the key
 
     def distance_bounds(self, g: "_Group") -> tuple[np.ndarray, np.ndarray]:
         """Per block, lower and upper bounds of L({r, c}) over its cells (g holds r alone)."""
