@@ -153,6 +153,7 @@ class QidSpace:
         # With a full table, the term of every LCA too (cat_term of the table, the same floats
         # in one lookup instead of two), and the terms as Python floats for scalar losses.
         self._cost = [None if t is None else self._hnorm[j][t] for j, t in enumerate(self._table)]
+        self._table_list = [None if t is None else t.tolist() for t in self._table]
         self._hnorm_list = [None if h is None else h.tolist() for h in self._hnorm]
 
     def _lca_climb(self, j: int, a: int, codes: np.ndarray) -> np.ndarray:
@@ -170,9 +171,9 @@ class QidSpace:
         return self._lca_climb(j, a, codes)
 
     def lca(self, j: int, a: int, b: int) -> int:
-        table = self._table[j]
+        table = self._table_list[j]
         if table is not None:
-            return int(table[a, b])
+            return table[a][b]
         return int(self._lca_climb(j, a, np.array([b]))[0])
 
     def cost_with(self, j: int, a: int, codes: np.ndarray) -> np.ndarray:
@@ -580,9 +581,9 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     starts = np.r_[0, np.cumsum(sizes)]
     eta_list = growth_etas.tolist()
     # only bounded terms can stop a record from joining a group: the others are not tracked
-    bounded_terms: dict[int, list[int]] = {}
-    for r, s in zip(holder[is_bounded].tolist(), data.term_ids[is_bounded].tolist()):
-        bounded_terms.setdefault(r, []).append(s)
+    # (each record's bounded terms, in its term order, as a slice of one list)
+    bounded_ids = data.term_ids[is_bounded].tolist()
+    bounded_ptr = np.r_[0, np.cumsum(np.bincount(holder[is_bounded], minlength=n))].tolist()
     alpha = data.alpha
     formed: list[list[int]] = []   # the groups' members, k each
     for c in np.flatnonzero(sizes >= k).tolist():
@@ -594,10 +595,10 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         hard = int(bounded[rows].sum())
         open_slots = list(range(m))  # slots not yet full, in slot order
         for r in rows[:hard].tolist():
-            terms = bounded_terms.get(r, ())
+            terms = bounded_ids[bounded_ptr[r]:bounded_ptr[r + 1]]
             for at, i in enumerate(open_slots):
                 sig = sigma[i]
-                if any(sig.get(s, 0) + 1 > eta_list[s] for s in terms):
+                if not _fits(sig, terms, eta_list):
                     continue
                 if alpha is not None:
                     after = ha_update(ha[i], int(data.ha_class[r]), bool(data.ss[r]), False)
@@ -624,12 +625,21 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         return [], taken
     flat = np.asarray(formed, dtype=np.int64)
     taken[flat.ravel()] = True
-    return _class_groups(data, flat), taken
+    return _class_groups(data, flat, class_of), taken
 
 
-def _class_groups(data: GroupingInput, flat: np.ndarray) -> list[_Group]:
+def _fits(sigma: dict[int, int], terms: list[int], etas: list[int]) -> bool:
+    """Whether σ_s + 1 <= η_s for every term s of ``terms`` (a loop: a generator's cost is
+    felt over every record of every class)."""
+    for s in terms:
+        if sigma.get(s, 0) >= etas[s]:
+            return False
+    return True
+
+
+def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -> list[_Group]:
     """The :class:`_Group` of each row of ``flat`` (members of one QID class each): one value
-    and loss per class, σ counted for all groups at once."""
+    and loss per class (``class_of``: :func:`qid_classes`), σ counted for all groups at once."""
     G, k = flat.shape
     lengths = np.diff(data.term_ptr)[flat.ravel()]
     group_of = np.repeat(np.repeat(np.arange(G), k), lengths)
@@ -642,10 +652,11 @@ def _class_groups(data: GroupingInput, flat: np.ndarray) -> list[_Group]:
     counts = counts.tolist()
     anchors = data.anchor[flat].sum(axis=1).tolist()
     groups = []
-    template: dict[tuple, _Group] = {}
+    template: dict[int, _Group] = {}  # a class's records share their QID values: one value each
+    first_class = class_of[flat[:, 0]].tolist()
     for gi, row in enumerate(flat.tolist()):
         first = row[0]
-        key = tuple(None if col is None else col[first] for col in (*data.cat, *data.lo, *data.hi))
+        key = first_class[gi]
         base = template.get(key)
         if base is None:
             base = template[key] = _Group(data, first)
@@ -1753,6 +1764,15 @@ class _GroupBlocks(_Blocks):
             self.width_max = self._reduce(np.maximum, width, starts)
         self.out = np.zeros(G, dtype=bool)  # left its block since the last build
         self.loose_ids: list[int] = []
+        #: np.unique(anchors_max, return_inverse=True), or None when anchors_max changed since
+        self._counts: tuple[np.ndarray, np.ndarray] | None = None
+
+    def anchor_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """The blocks' distinct most-anchors counts (few), and the index of each block's."""
+        if self._counts is None:
+            distinct, at = np.unique(self.anchors_max, return_inverse=True)
+            self._counts = (distinct, at.ravel())
+        return self._counts
 
     def loose(self) -> np.ndarray:
         """Groups outside every block (always evaluated)."""
@@ -1792,15 +1812,18 @@ class _GroupBlocks(_Blocks):
             terms = np.asarray(data.terms(r), dtype=np.int64)
             cols = self.table.column[terms]
             frequent = cols >= 0
+            # η and the floors below depend on a block's most anchors only: computed once per
+            # distinct count (the same elements as for every block)
+            distinct, at = self.anchor_counts()
             if frequent.any():
                 e = etas_of(data.theta[terms[frequent]][None, :],
-                            self.anchors_max[:, None] + int(data.anchor[r]))
+                            distinct[:, None] + int(data.anchor[r]))[at]
                 full = (self.sigma_min[:, cols[frequent]] + 1 > e).any(axis=1)
                 bound[full] = INF
             if len(terms):
                 # PR(g, r) is at least r's terms alone (σ 0) at the block's most anchors (η
                 # grows with them): the bound of ΔIL times that floor bounds ΔIL·PR
-                floors = _risk_floors(data, r, self.anchors_max)
+                floors = _floors_at(data, r, distinct)[at]
                 bound = np.where(floors == INF, INF, bound * floors)
         return bound
 
@@ -1809,9 +1832,9 @@ class _GroupBlocks(_Blocks):
         if self.out[gi]:
             return
         b = int(self.block_of[gi])
-        ids = np.array([gi])
-        tag = int(self._tag(ids)[0])
-        same = (tag > 0) == (self.btag[b] > 0) and all(
+        m = self.missing_at
+        holds_missing = m is not None and self.hi[self.j0][gi] >= m  # its tag (_tag) is > 0
+        same = holds_missing == (self.btag[b] > 0) and all(
             self.cat[j][gi] == self.bcat[j][b] for j in self.cat_j)
         if not same:
             self.out[gi] = True
@@ -1819,13 +1842,16 @@ class _GroupBlocks(_Blocks):
             if len(self.loose_ids) > self.rebuild_at:
                 self._build()
             return
-        if self.table is not None:
-            self.anchors_max[b] = max(self.anchors_max[b], self.table.anchors[gi])
+        if self.table is not None and self.table.anchors[gi] > self.anchors_max[b]:
+            self.anchors_max[b] = self.table.anchors[gi]
+            self._counts = None
         if self.j0 is not None:
-            self.lo_min[b] = min(self.lo_min[b], self.lo[self.j0][gi])
-            self.hi_max[b] = max(self.hi_max[b], self.hi[self.j0][gi])
-            if self.btag[b] == 0:
-                self.width_max[b] = max(self.width_max[b], float(self._width(ids)[0]))
+            lo, hi = float(self.lo[self.j0][gi]), float(self.hi[self.j0][gi])
+            self.lo_min[b] = min(self.lo_min[b], lo)
+            self.hi_max[b] = max(self.hi_max[b], hi)
+            if self.btag[b] == 0:  # (_width of the group: its first numeric term)
+                self.width_max[b] = max(self.width_max[b],
+                                        self.space.num_term_scalar(self.j0, lo, hi))
 
 
 class _CellBlocks(_Blocks):
