@@ -1347,7 +1347,8 @@ class _GroupTable:
             step = np.where(fits, c / np.where(fits, e - c + 1, 1), INF)
             # 1 + step 1 + step 2 + ... left to right, as privacy_risk adds: the same floats
             pr = np.add.accumulate(np.column_stack([pr, step]), axis=1)[:, -1]
-        pr[~self.alpha_ok(r, cand)] = INF
+        if data.alpha is not None:
+            pr[~self.alpha_ok(r, cand)] = INF
         return pr
 
     def alpha_ok(self, r: int, cand: np.ndarray) -> np.ndarray:
