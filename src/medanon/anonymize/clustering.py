@@ -84,6 +84,8 @@ from ..hierarchies import Taxonomy
 INF = math.inf
 #: exact PR evaluations per growth step before the search settles for the best so far.
 PROBE_BUDGET = 32
+#: queue positions a growth step walks one by one before it walks the rest with arrays.
+QUICK_WALK = 48
 #: the most frequent terms get a bit in each record's term mask (growth search prefilter).
 MASK_TERMS = 256
 #: categorical hierarchies up to this many nodes get a full LCA table.
@@ -148,6 +150,11 @@ class QidSpace:
                 continue
             codes = np.arange(size)
             self._table.append(np.stack([self._lca_climb(j, x, codes) for x in range(size)]))
+        # With a full table, the term of every LCA too (cat_term of the table, the same floats
+        # in one lookup instead of two), and the terms as Python floats for scalar losses.
+        self._cost = [None if t is None else self._hnorm[j][t] for j, t in enumerate(self._table)]
+        self._table_list = [None if t is None else t.tolist() for t in self._table]
+        self._hnorm_list = [None if h is None else h.tolist() for h in self._hnorm]
 
     def _lca_climb(self, j: int, a: int, codes: np.ndarray) -> np.ndarray:
         anc, depth = self._anc[j], self._depth[j]
@@ -164,26 +171,36 @@ class QidSpace:
         return self._lca_climb(j, a, codes)
 
     def lca(self, j: int, a: int, b: int) -> int:
-        table = self._table[j]
+        table = self._table_list[j]
         if table is not None:
-            return int(table[a, b])
+            return table[a][b]
         return int(self._lca_climb(j, a, np.array([b]))[0])
+
+    def cost_with(self, j: int, a: int, codes: np.ndarray) -> np.ndarray:
+        """cat_term(j, lca_with(j, a, codes)): the term of each LCA (the same floats)."""
+        cost = self._cost[j]
+        if cost is not None:
+            return cost[a][codes]
+        return self._hnorm[j][self._lca_climb(j, a, codes)]
 
     def losses_with(self, cat: Sequence, lo: Sequence, hi: Sequence, many_cat: Sequence,
                     many_lo: Sequence, many_hi: Sequence) -> np.ndarray:
         """L(lub(x, y_i)) for one value x = (cat, lo, hi) and each y_i of the ``many_*`` arrays.
 
         Serves both "a group against many cells" and "a record against many groups"; terms are
-        added in attribute order like :func:`state_loss`, so the floats agree bit for bit.
+        added in attribute order like :func:`state_loss`, so the floats agree bit for bit (the
+        sum starts from the first term rather than from 0.0 + it: the same float, as no term
+        is -0.0).
         """
-        size = len(next(a for a in (*many_cat, *many_lo) if a is not None))
-        total = np.zeros(size)
+        total = None
         for j, a in enumerate(self.attributes):
             if a.numeric:
-                total = total + self.num_term(j, np.minimum(many_lo[j], lo[j]),
-                                              np.maximum(many_hi[j], hi[j]))
+                term = self.num_term(j, np.minimum(many_lo[j], lo[j]), np.maximum(many_hi[j], hi[j]))
             else:
-                total = total + self.cat_term(j, self.lca_with(j, int(cat[j]), many_cat[j]))
+                term = self.cost_with(j, int(cat[j]), many_cat[j])
+            total = term if total is None else total + term
+        if total is None:
+            return np.zeros(len(next(a for a in (*many_cat, *many_lo) if a is not None)))
         return total
 
     def cat_term(self, j: int, code):
@@ -204,6 +221,16 @@ class QidSpace:
         m = a.missing_at
         return np.where(hi >= m, np.where(lo >= m, 0.0, 1.0), term)
 
+    def num_term_scalar(self, j: int, lo: float, hi: float) -> float:
+        """:meth:`num_term` of one interval, with Python floats: the same IEEE operations and
+        the same float, without numpy's per-call cost (a scalar hot path of the grouping)."""
+        a = self.attributes[j]
+        m = a.missing_at
+        if m is not None and hi >= m:
+            return 0.0 if lo >= m else 1.0
+        r = a.value_range
+        return float((hi - lo) / r if r > 0 else (hi - lo) * 0.0)
+
 
 def state_loss(space: QidSpace, cat: Sequence[int | None], lo: Sequence[float | None],
                hi: Sequence[float | None]) -> float:
@@ -215,9 +242,9 @@ def state_loss(space: QidSpace, cat: Sequence[int | None], lo: Sequence[float | 
     total = 0.0
     for j, a in enumerate(space.attributes):
         if a.numeric:
-            total = total + float(space.num_term(j, lo[j], hi[j]))
+            total = total + space.num_term_scalar(j, lo[j], hi[j])
         else:
-            total = total + float(space.cat_term(j, cat[j]))
+            total = total + space._hnorm_list[j][cat[j]]
     return total
 
 
@@ -554,9 +581,9 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     starts = np.r_[0, np.cumsum(sizes)]
     eta_list = growth_etas.tolist()
     # only bounded terms can stop a record from joining a group: the others are not tracked
-    bounded_terms: dict[int, list[int]] = {}
-    for r, s in zip(holder[is_bounded].tolist(), data.term_ids[is_bounded].tolist()):
-        bounded_terms.setdefault(r, []).append(s)
+    # (each record's bounded terms, in its term order, as a slice of one list)
+    bounded_ids = data.term_ids[is_bounded].tolist()
+    bounded_ptr = np.r_[0, np.cumsum(np.bincount(holder[is_bounded], minlength=n))].tolist()
     alpha = data.alpha
     formed: list[list[int]] = []   # the groups' members, k each
     for c in np.flatnonzero(sizes >= k).tolist():
@@ -568,10 +595,10 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         hard = int(bounded[rows].sum())
         open_slots = list(range(m))  # slots not yet full, in slot order
         for r in rows[:hard].tolist():
-            terms = bounded_terms.get(r, ())
+            terms = bounded_ids[bounded_ptr[r]:bounded_ptr[r + 1]]
             for at, i in enumerate(open_slots):
                 sig = sigma[i]
-                if any(sig.get(s, 0) + 1 > eta_list[s] for s in terms):
+                if not _fits(sig, terms, eta_list):
                     continue
                 if alpha is not None:
                     after = ha_update(ha[i], int(data.ha_class[r]), bool(data.ss[r]), False)
@@ -598,12 +625,21 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         return [], taken
     flat = np.asarray(formed, dtype=np.int64)
     taken[flat.ravel()] = True
-    return _class_groups(data, flat), taken
+    return _class_groups(data, flat, class_of), taken
 
 
-def _class_groups(data: GroupingInput, flat: np.ndarray) -> list[_Group]:
+def _fits(sigma: dict[int, int], terms: list[int], etas: list[int]) -> bool:
+    """Whether σ_s + 1 <= η_s for every term s of ``terms`` (a loop: a generator's cost is
+    felt over every record of every class)."""
+    for s in terms:
+        if sigma.get(s, 0) >= etas[s]:
+            return False
+    return True
+
+
+def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -> list[_Group]:
     """The :class:`_Group` of each row of ``flat`` (members of one QID class each): one value
-    and loss per class, σ counted for all groups at once."""
+    and loss per class (``class_of``: :func:`qid_classes`), σ counted for all groups at once."""
     G, k = flat.shape
     lengths = np.diff(data.term_ptr)[flat.ravel()]
     group_of = np.repeat(np.repeat(np.arange(G), k), lengths)
@@ -616,10 +652,11 @@ def _class_groups(data: GroupingInput, flat: np.ndarray) -> list[_Group]:
     counts = counts.tolist()
     anchors = data.anchor[flat].sum(axis=1).tolist()
     groups = []
-    template: dict[tuple, _Group] = {}
+    template: dict[int, _Group] = {}  # a class's records share their QID values: one value each
+    first_class = class_of[flat[:, 0]].tolist()
     for gi, row in enumerate(flat.tolist()):
         first = row[0]
-        key = tuple(None if col is None else col[first] for col in (*data.cat, *data.lo, *data.hi))
+        key = first_class[gi]
         base = template.get(key)
         if base is None:
             base = template[key] = _Group(data, first)
@@ -781,11 +818,26 @@ class _Cells:
         has = self.seed_head < self.seed_start[1:]
         self.head_rank[has] = data.rank[self.seeds[self.seed_head[has]]]
 
+        #: (attribute, categorical code) -> the term of its LCA with every cell's value
+        self._cat_cost: dict[tuple[int, int], np.ndarray] = {}
+
     def loss_after(self, space: QidSpace, g: _Group, cells: np.ndarray) -> np.ndarray:
-        """L(g ∪ {t}) for a record t of each of ``cells``."""
-        def pick(arrays):
-            return [None if x is None else x[cells] for x in arrays]
-        return space.losses_with(g.cat, g.lo, g.hi, pick(self.cat), pick(self.lo), pick(self.hi))
+        """L(g ∪ {t}) for a record t of each of ``cells``: :meth:`QidSpace.losses_with`'s
+        terms in its order (the same floats), a categorical term read from a per-cell array
+        kept for each code a group takes (few distinct codes, many growth steps)."""
+        total = None
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                term = space.num_term(j, np.minimum(self.lo[j][cells], g.lo[j]),
+                                      np.maximum(self.hi[j][cells], g.hi[j]))
+            else:
+                code = int(g.cat[j])
+                cost = self._cat_cost.get((j, code))
+                if cost is None:
+                    cost = self._cat_cost[(j, code)] = space.cost_with(j, code, self.cat[j])
+                term = cost[cells]
+            total = term if total is None else total + term
+        return np.zeros(len(cells)) if total is None else total
 
 
 def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> GroupingResult:
@@ -918,12 +970,17 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         c = int(tied[np.argmin(cells.head_rank[tied])])
         return int(cells.seeds[cells.seed_head[c]])
 
-    def best_candidate(g: _Group) -> tuple | None:
+    def best_candidate(g: _Group, blocked: int) -> tuple | None:
         """Least (ΔIL·PR, PR, rank) key over the alive pool (best-first over blocks, then cells).
 
         Blocks of cells are opened in the order of their lower bounds, doubling, while a block
         may still hold a better key; their cells are searched by :func:`search_cells`.
+        ``blocked``: the mask bits of the frequent terms g blocks (σ_s + 1 > η_s).
         """
+        # α after adding a record of each (class, ss) while growing (remaining = no)
+        alpha_ok = ([ha_ok(ha_update(g.ha, cls, bool(flag), False), data.alpha)
+                     for cls in range(4) for flag in (0, 1)]
+                    if data.alpha is not None else [True])
         bounds = blocks.growth_bounds(g)
         order = np.argsort(bounds, kind="stable")
         sorted_bounds = bounds[order]
@@ -935,7 +992,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 break
             upto = min(limit, max(2 * done, _FIRST_BLOCKS))
             cand = blocks.items_of(order[done:upto])
-            best, stopped = search_cells(g, cand[alive_count[cand] > 0], best, probes)
+            best, stopped = search_cells(g, cand[alive_count[cand] > 0], best, probes, blocked,
+                                         alpha_ok)
             if stopped:
                 return best
             done = upto
@@ -970,6 +1028,14 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                                                           (term_bit[sel] % 64).astype(np.uint64)))
         words.append(word)
 
+    def blocked_by(g: _Group, terms: list[int], blocked: int) -> int:
+        """``blocked`` with the bits of those of ``terms`` that g now blocks."""
+        for s in terms:
+            b = bit_of[s]
+            if b >= 0 and g.sigma[s] + 1 > growth_eta_list[s]:
+                blocked |= 1 << b
+        return blocked
+
     def first_feasible(g: _Group, cand: np.ndarray, lb: np.ndarray, blocked: int,
                        alpha_ok: list[bool], probes: list[int]):
         """With no best key yet, the search's walk over cells ``cand`` (bound order) probes
@@ -978,7 +1044,38 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
 
         Returns (cell index, queue position, PR) of that record, or None (every cell of finite
         bound walked); ``probes`` counts the records the walk probed.
+
+        Most steps find it among the first few records: those are walked one by one first
+        (the array walk costs some twenty numpy calls however short), and the array walk runs,
+        from the start, only when :data:`QUICK_WALK` records did not settle it.
         """
+        seen = steps = 0
+        for at, bound in enumerate(lb.tolist()):
+            if bound == INF:
+                probes[0] += seen  # the cells of finite bound are all walked: none found
+                return None
+            c = int(cand[at])
+            for pos in range(int(cells.head[c]), int(queue_end[c])):
+                steps += 1
+                if steps > QUICK_WALK:
+                    break
+                r = queue_list[pos]
+                if not alive[r]:
+                    continue
+                if p0_list[r] == INF:
+                    break  # P0 ∞ ends a cell's walk: its queue's tail
+                seen += 1
+                if masks[r] & blocked or not alpha_ok[kind[r]]:
+                    continue  # PR ∞ (g.risk would say so)
+                pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+                if pr < INF:
+                    probes[0] += seen
+                    return at, pos, pr
+            if steps > QUICK_WALK:
+                break
+        else:
+            probes[0] += seen
+            return None
         k = int(np.searchsorted(lb, INF, side="left"))
         cs = cand[:k]
         head = cells.head[cs]
@@ -1003,8 +1100,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         probes[0] += len(recs)
         return None
 
-    def search_cells(g: _Group, cand: np.ndarray, best: tuple | None, probes: list[int]
-                     ) -> tuple[tuple | None, bool]:
+    def search_cells(g: _Group, cand: np.ndarray, best: tuple | None, probes: list[int],
+                     blocked: int, alpha_ok: list[bool]) -> tuple[tuple | None, bool]:
         """The least key over the alive records of cells ``cand`` and ``best``; True when the
         probe budget stopped the search.
 
@@ -1017,16 +1114,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         dil = delta_il(g.size, g.loss, cells.loss_after(data.space, g, cand))
         base = p0[queue[cells.head[cand]]]
         lb = np.full(len(cand), INF)
-        ok = base < INF
-        lb[ok] = dil[ok] * base[ok]
-        blocked = 0
-        for s, c in g.sigma.items():
-            if bit_of[s] >= 0 and c + 1 > growth_eta_list[s]:
-                blocked |= 1 << bit_of[s]
-        # α after adding a record of each (class, ss) while growing (remaining = no)
-        alpha_ok = ([ha_ok(ha_update(g.ha, cls, bool(flag), False), data.alpha)
-                     for cls in range(4) for flag in (0, 1)]
-                    if data.alpha is not None else [True])
+        np.multiply(dil, base, out=lb, where=base < INF)
         chunk = 16
         while True:
             order, outside = _smallest(lb, chunk)
@@ -1087,14 +1175,18 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         take(seed)
         last = seed
         ok = True
+        # bits of the frequent terms g blocks (σ_s + 1 > η_s): σ only grows, so a bit once set
+        # stays set, and only the terms of the record just added can set one
+        blocked = blocked_by(g, data.terms(seed), 0)
         while g.anchors < data.k:
-            best = best_candidate(g)
+            best = best_candidate(g, blocked)
             if best is None:
                 ok = False
                 break
             r = best[3]
             g.add(data, r, remaining=False)
             take(r)
+            blocked = blocked_by(g, data.terms(r), blocked)
             last = r
         if not ok:
             for r in g.members:
@@ -1192,6 +1284,13 @@ class _GroupTable:
                 np.fromiter(held.values(), dtype=np.int64, count=len(held))
         return out if cand is None else out[cand]
 
+    def sigma_of(self, term: int, cand: np.ndarray) -> np.ndarray:
+        """σ_term(g) of groups ``cand`` (int64, as :meth:`sigmas` gives it)."""
+        col = self.column[term]
+        if col >= 0:
+            return self.dense[cand, col].astype(np.int64)
+        return self._sparse_sigma(term, cand)
+
     def values_of(self, cand: np.ndarray) -> list:
         """(cat, lo, hi) of groups ``cand``, in the layout of :meth:`QidSpace.losses_with`."""
         return [[None if x is None else x[cand] for x in arrays]
@@ -1248,7 +1347,8 @@ class _GroupTable:
             step = np.where(fits, c / np.where(fits, e - c + 1, 1), INF)
             # 1 + step 1 + step 2 + ... left to right, as privacy_risk adds: the same floats
             pr = np.add.accumulate(np.column_stack([pr, step]), axis=1)[:, -1]
-        pr[~self.alpha_ok(r, cand)] = INF
+        if data.alpha is not None:
+            pr[~self.alpha_ok(r, cand)] = INF
         return pr
 
     def alpha_ok(self, r: int, cand: np.ndarray) -> np.ndarray:
@@ -1272,6 +1372,93 @@ class _GroupTable:
         self.size[gi], self.loss[gi], self.anchors[gi] = g.size, g.loss, g.anchors
         self.ha[gi] = g.ha
         self._count(gi, ((s, 1) for s in (data.terms(r) if kept is None else kept[0])))
+
+
+class _ClassGroups:
+    """The zero-loss groups of each exact QID class, with σ kept per (class, term) (leftover
+    phase: :func:`_best_in_class` reads σ of a leftover's terms in every group of its class).
+
+    Invariant, for every class c that has zero-loss groups:
+
+    * ``ids(c)`` are its zero-loss groups in ascending order (a group leaves when its loss turns
+      positive, and never comes back: a loss never falls);
+    * a row cached for term s, ``_rows[c][s][i]``, is σ_s of group ``ids(c)[i]`` as the
+      :class:`_GroupTable` counts it, and the anchor counts cached for c are those of the
+      table: :meth:`added` keeps both current when a record joins one of the class's groups.
+
+    A row is built from the table the first time a leftover asks for its term; a group that
+    leaves its class drops the class's rows (they are built again on demand), since removing
+    one column from every row costs about as much as building the few rows asked for again.
+    """
+
+    def __init__(self, table: _GroupTable, groups: list[int], classes: list[int]):
+        self.table = table
+        self._members: dict[int, list[int]] = {}
+        self._class_of: dict[int, int] = {}
+        for gi, c in zip(groups, classes):  # groups ascend: so does each class's list
+            self._members.setdefault(c, []).append(gi)
+            self._class_of[gi] = c
+        self._ids: dict[int, np.ndarray] = {}
+        self._pos: dict[int, dict[int, int]] = {}
+        self._rows: dict[int, dict[int, np.ndarray]] = {}
+        self._counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def has(self, c: int) -> bool:
+        """Whether class c has a zero-loss group."""
+        return bool(self._members.get(c))
+
+    def holds(self, gi: int) -> bool:
+        """Whether group gi is a zero-loss group of some class."""
+        return gi in self._class_of
+
+    def ids(self, c: int) -> np.ndarray:
+        ids = self._ids.get(c)
+        if ids is None:
+            ids = self._ids[c] = np.asarray(self._members[c], dtype=np.int64)
+            self._pos[c] = {gi: i for i, gi in enumerate(self._members[c])}
+            self._rows[c] = {}
+        return ids
+
+    def sigma_rows(self, c: int, terms: Sequence[int]) -> np.ndarray:
+        """σ_s(g) for each of ``terms`` (rows) and each group of ``ids(c)`` (columns)."""
+        ids = self.ids(c)
+        rows = self._rows[c]
+        out = np.empty((len(terms), len(ids)), dtype=np.int64)
+        for i, s in enumerate(terms):
+            row = rows.get(s)
+            if row is None:
+                row = rows[s] = self.table.sigma_of(s, ids)
+            out[i] = row
+        return out
+
+    def anchor_counts(self, c: int) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct anchor counts of the class's groups, and the index of each group's."""
+        counts = self._counts.get(c)
+        if counts is None:
+            distinct, at = np.unique(self.table.anchors[self.ids(c)], return_inverse=True)
+            counts = self._counts[c] = (distinct, at.ravel())
+        return counts
+
+    def added(self, gi: int, terms: Sequence[int], anchors: int) -> None:
+        """A record holding ``terms`` (counted in σ) and ``anchors`` (0 or 1) joined group gi,
+        which kept its zero loss."""
+        c = self._class_of[gi]
+        rows = self._rows.get(c)
+        if rows:
+            i = self._pos[c][gi]
+            for s in terms:
+                row = rows.get(s)
+                if row is not None:
+                    row[i] += 1
+        if anchors:
+            self._counts.pop(c, None)
+
+    def remove(self, gi: int) -> None:
+        """Group gi lost its zero loss: out of its class (whose cached rows go)."""
+        c = self._class_of.pop(gi)
+        self._members[c].remove(gi)
+        for cache in (self._ids, self._pos, self._rows, self._counts):
+            cache.pop(c, None)
 
 
 def _place_leftovers(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
@@ -1312,16 +1499,18 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     # class that can take it: no other group has ΔIL 0 (a wider group, or one of another
     # class, loses more once it holds r), so that search is the whole search (issue 30).
     point = _record_losses(data) == 0.0
-    same_class: dict[int, list[int]] = {}
-    for gi in np.flatnonzero(table.loss == 0.0).tolist():
-        same_class.setdefault(int(class_of[groups[gi].members[0]]), []).append(gi)
+    zero = np.flatnonzero(table.loss == 0.0).tolist()
+    classes = _ClassGroups(table, zero, [int(class_of[groups[gi].members[0]]) for gi in zero])
 
     for r in leftovers.tolist():
         value = [[None if x is None else x[r] for x in arrays]
                  for arrays in (data.cat, data.lo, data.hi)]
         best = None
-        if point[r] and same_class.get(int(class_of[r])):
-            best = _best_in_class(data, r, np.asarray(same_class[int(class_of[r])]), table)
+        c = int(class_of[r])
+        if point[r] and classes.has(c):
+            terms = data.terms(r)
+            best = _best_in_class(data, r, classes.ids(c), table, classes.sigma_rows(c, terms),
+                                  classes.anchor_counts(c))
         if best is None or best[0] > 0.0:
             best = evaluate(r, value, index.loose(), best)
             bounds = index.lower_bounds(value, r)
@@ -1342,21 +1531,27 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             result.unplaced.append(r)
             continue
         gi = best[2]
-        was_zero = table.loss[gi] == 0.0
         table.add(gi, r)
         index.changed(gi)
-        if was_zero and table.loss[gi] > 0.0:
-            same_class[int(class_of[groups[gi].members[0]])].remove(gi)
+        if classes.holds(gi):
+            if table.loss[gi] > 0.0:
+                classes.remove(gi)
+            else:
+                classes.added(gi, data.terms(r), int(data.anchor[r]))
     _place_by_suppression(data, groups, result, table=table)
     for gi, g in enumerate(groups):
         result.group_of[g.members] = gi
     result.n_groups = G
 
 
-def _best_in_class(data: GroupingInput, r: int, same: np.ndarray,
-                   table: _GroupTable) -> tuple | None:
-    """The least key (0, PR, group) over the zero-loss groups ``same`` of r's QID class, where
-    a class can hold thousands of groups (e.g. cases lacking age and weight).
+def _best_in_class(data: GroupingInput, r: int, same: np.ndarray, table: _GroupTable,
+                   sigma: np.ndarray, counts: tuple[np.ndarray, np.ndarray]) -> tuple | None:
+    """The least key (0, PR, group) over the zero-loss groups ``same`` (ascending) of r's QID
+    class, where a class can hold thousands of groups (e.g. cases lacking age and weight).
+
+    ``sigma`` holds σ of r's terms (rows, in r's term order) in those groups (columns), and
+    ``counts`` their distinct anchor counts with the index of each group's (both kept by
+    :class:`_ClassGroups`, so that neither is gathered again for every leftover).
 
     A group holding none of r's terms has PR = the floor of r's terms alone (σ 0) at its
     anchors, read from a table of its few distinct anchor counts; a group holding one of them
@@ -1367,31 +1562,40 @@ def _best_in_class(data: GroupingInput, r: int, same: np.ndarray,
     and when no such group can take r, the PR of every group is computed (their ΔIL is 0).
     """
     terms = data.terms(r)
-    # σ of r's terms in every group of the class: whether a group holds one of them, and the
-    # PR of every group when the certificate below does not settle it
-    sigma = table.sigmas(terms, same)
+    distinct, inverse = counts
+    holds = (sigma > 0).any(axis=0)
     if len(terms) <= 32:
-        floors = _risk_floors(data, r, table.anchors[same])
-        holds = (sigma > 0).any(axis=1)
-        free = np.flatnonzero(~holds & (floors < INF) & table.alpha_ok(r, same))
-        if len(free):
-            i = free[np.lexsort((same[free], floors[free]))[0]]
-            pr = float(floors[i])
-            if pr < 32 and (not holds.any() or pr <= floors[holds].min()):
-                return (0.0, pr, int(same[i]))
+        floor_of = _floors_at(data, r, distinct)
+        if len(distinct) == 1:
+            # one anchor count (the usual case): every floor is the same, so the least
+            # (floor, group) among the free groups is the first of them (``same`` ascends),
+            # and no other group's floor is below it: the certificate holds when PR < 32
+            pr = float(floor_of[0])
+            if pr < 32:
+                free = np.flatnonzero(~holds & table.alpha_ok(r, same))
+                if len(free):
+                    return (0.0, pr, int(same[free[0]]))
+        else:
+            floors = floor_of[inverse]
+            free = np.flatnonzero(~holds & (floors < INF) & table.alpha_ok(r, same))
+            if len(free):
+                i = free[np.lexsort((same[free], floors[free]))[0]]
+                pr = float(floors[i])
+                if pr < 32 and (not holds.any() or pr <= floors[holds].min()):
+                    return (0.0, pr, int(same[i]))
     # ΔIL is 0 for every group of the class: their PR alone orders them. Without α and with
     # one anchor count, PR depends on the row of σ of r's terms only, so it is computed once
     # per distinct row (a big class repeats a few rows thousands of times); the first group of
     # each row is its lowest-numbered (``same`` ascends), which wins that row's ties.
     rows_of = None
     if (data.alpha is None and terms and len(terms) * 8 <= 62 and sigma.max() < 255
-            and table.anchors[same].min() == table.anchors[same].max()):
+            and len(distinct) == 1):
         packed = np.zeros(len(same), dtype=np.int64)
         for j in range(len(terms)):
-            packed |= sigma[:, j] << (8 * j)
+            packed |= sigma[j] << (8 * j)
         _, rows_of = np.unique(packed, return_index=True)
     at = np.arange(len(same)) if rows_of is None else rows_of
-    pr = table.risks(r, same[at], sigma[at])
+    pr = table.risks(r, same[at], sigma[:, at].T)
     ok = np.flatnonzero(pr < INF)
     if not len(ok):
         return None
@@ -1399,14 +1603,20 @@ def _best_in_class(data: GroupingInput, r: int, same: np.ndarray,
     return (0.0, float(pr[k]), int(same[at[k]]))
 
 
-def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray:
-    """PR of r's terms alone (every σ 0) in a group of ``anchors`` anchors before r joins, for
-    each entry of ``anchors``: the least PR of r in any such group. Computed once per distinct
-    anchor count (a few, against thousands of groups)."""
-    distinct, at = np.unique(anchors + int(data.anchor[r]), return_inverse=True)
+def _floors_at(data: GroupingInput, r: int, counts: np.ndarray) -> np.ndarray:
+    """PR of r's terms alone (every σ 0) in a group of each of ``counts`` anchors (before r
+    joins): the least PR of r in any such group."""
     terms = data.terms(r)
-    return np.array([privacy_risk(terms, {}, _EtaView(data.theta, int(a)))
-                     for a in distinct.tolist()])[at.ravel()]
+    own = int(data.anchor[r])
+    return np.array([privacy_risk(terms, {}, _EtaView(data.theta, a + own))
+                     for a in counts.tolist()], dtype=float)
+
+
+def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray:
+    """:func:`_floors_at` for each entry of ``anchors``: computed once per distinct anchor
+    count (a few, against thousands of groups)."""
+    distinct, at = np.unique(anchors, return_inverse=True)
+    return _floors_at(data, r, distinct)[at.ravel()]
 
 
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
@@ -1435,6 +1645,10 @@ class _Blocks:
         self.range = 0.0 if a0 is None else a0.value_range
         self.missing_at = None if a0 is None else a0.missing_at
         self.other_numeric = sum(a.numeric for a in space.attributes) - (self.j0 is not None)
+        #: categorical value -> (merged, own) of :meth:`_lca_terms`: a value's categorical part
+        #: of every block's bound depends on the blocks' categorical values only, and a grouping
+        #: meets few distinct values (emptied whenever the blocks are cut again)
+        self._cat_parts: dict[tuple, tuple[np.ndarray, float]] = {}
 
     def _tag(self, ids: np.ndarray) -> np.ndarray:
         """Missing-value status of the first numeric QID: 0 present, 1 mixed, 2 missing only."""
@@ -1471,6 +1685,7 @@ class _Blocks:
         first = ids[starts]
         self.bcat = {j: self.cat[j][first].copy() for j in self.cat_j}
         self.btag = tag[first]
+        self._cat_parts = {}
         return starts
 
     def items_of(self, blocks: np.ndarray) -> np.ndarray:
@@ -1482,7 +1697,15 @@ class _Blocks:
         return op.reduceat(values[self.members], starts) if len(starts) else np.zeros(0)
 
     def _lca_terms(self, cat: Sequence) -> tuple[np.ndarray, float]:
-        """Per block, Σ_j h(lca(cat_j, block's value_j)), and Σ_j h(cat_j)."""
+        """Per block, Σ_j h(lca(cat_j, block's value_j)), and Σ_j h(cat_j) (cached per value:
+        the arrays returned must not be changed)."""
+        key = tuple(int(cat[j]) for j in self.cat_j)
+        found = self._cat_parts.get(key)
+        if found is None:
+            found = self._cat_parts[key] = self._lca_terms_of(cat)
+        return found
+
+    def _lca_terms_of(self, cat: Sequence) -> tuple[np.ndarray, float]:
         space = self.space
         merged = np.zeros(len(self.btag))
         own = 0.0
@@ -1542,6 +1765,15 @@ class _GroupBlocks(_Blocks):
             self.width_max = self._reduce(np.maximum, width, starts)
         self.out = np.zeros(G, dtype=bool)  # left its block since the last build
         self.loose_ids: list[int] = []
+        #: np.unique(anchors_max, return_inverse=True), or None when anchors_max changed since
+        self._counts: tuple[np.ndarray, np.ndarray] | None = None
+
+    def anchor_counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """The blocks' distinct most-anchors counts (few), and the index of each block's."""
+        if self._counts is None:
+            distinct, at = np.unique(self.anchors_max, return_inverse=True)
+            self._counts = (distinct, at.ravel())
+        return self._counts
 
     def loose(self) -> np.ndarray:
         """Groups outside every block (always evaluated)."""
@@ -1581,15 +1813,18 @@ class _GroupBlocks(_Blocks):
             terms = np.asarray(data.terms(r), dtype=np.int64)
             cols = self.table.column[terms]
             frequent = cols >= 0
+            # η and the floors below depend on a block's most anchors only: computed once per
+            # distinct count (the same elements as for every block)
+            distinct, at = self.anchor_counts()
             if frequent.any():
                 e = etas_of(data.theta[terms[frequent]][None, :],
-                            self.anchors_max[:, None] + int(data.anchor[r]))
+                            distinct[:, None] + int(data.anchor[r]))[at]
                 full = (self.sigma_min[:, cols[frequent]] + 1 > e).any(axis=1)
                 bound[full] = INF
             if len(terms):
                 # PR(g, r) is at least r's terms alone (σ 0) at the block's most anchors (η
                 # grows with them): the bound of ΔIL times that floor bounds ΔIL·PR
-                floors = _risk_floors(data, r, self.anchors_max)
+                floors = _floors_at(data, r, distinct)[at]
                 bound = np.where(floors == INF, INF, bound * floors)
         return bound
 
@@ -1598,9 +1833,9 @@ class _GroupBlocks(_Blocks):
         if self.out[gi]:
             return
         b = int(self.block_of[gi])
-        ids = np.array([gi])
-        tag = int(self._tag(ids)[0])
-        same = (tag > 0) == (self.btag[b] > 0) and all(
+        m = self.missing_at
+        holds_missing = m is not None and self.hi[self.j0][gi] >= m  # its tag (_tag) is > 0
+        same = holds_missing == (self.btag[b] > 0) and all(
             self.cat[j][gi] == self.bcat[j][b] for j in self.cat_j)
         if not same:
             self.out[gi] = True
@@ -1608,13 +1843,16 @@ class _GroupBlocks(_Blocks):
             if len(self.loose_ids) > self.rebuild_at:
                 self._build()
             return
-        if self.table is not None:
-            self.anchors_max[b] = max(self.anchors_max[b], self.table.anchors[gi])
+        if self.table is not None and self.table.anchors[gi] > self.anchors_max[b]:
+            self.anchors_max[b] = self.table.anchors[gi]
+            self._counts = None
         if self.j0 is not None:
-            self.lo_min[b] = min(self.lo_min[b], self.lo[self.j0][gi])
-            self.hi_max[b] = max(self.hi_max[b], self.hi[self.j0][gi])
-            if self.btag[b] == 0:
-                self.width_max[b] = max(self.width_max[b], float(self._width(ids)[0]))
+            lo, hi = float(self.lo[self.j0][gi]), float(self.hi[self.j0][gi])
+            self.lo_min[b] = min(self.lo_min[b], lo)
+            self.hi_max[b] = max(self.hi_max[b], hi)
+            if self.btag[b] == 0:  # (_width of the group: its first numeric term)
+                self.width_max[b] = max(self.width_max[b],
+                                        self.space.num_term_scalar(self.j0, lo, hi))
 
 
 class _CellBlocks(_Blocks):
@@ -1642,28 +1880,38 @@ class _CellBlocks(_Blocks):
         # alive pool records and usable seeds per block (kept current by the grouping)
         self.alive = np.bincount(self.block_of[alive_cells], minlength=len(starts))
         self.seeds = np.bincount(self.block_of[seed_cells], minlength=len(starts))
+        # constant parts of the growth bounds
+        self._p0_finite = self.p0_min < INF
+        self._p0_or_0 = np.where(self._p0_finite, self.p0_min, 0.0)  # no 0·∞ where masked
+        self._touch = self.btag > 0
+        self._not_missing_only = (self.btag != 2).astype(float)
 
     def growth_bounds(self, g: "_Group") -> np.ndarray:
-        """A lower bound of ΔIL(g, t)·PR(g, t) for every alive record t of each block."""
+        """A lower bound of ΔIL(g, t)·PR(g, t) for every alive record t of each block.
+
+        Every block's bound is computed with the same operations as an element of the whole
+        arrays (and ∞ put where no record can be found), so each finite bound is the same float
+        as if the finite blocks were computed alone.
+        """
         merged, own = self._lca_terms(g.cat)
         dcat = merged - own
-        dw = np.zeros(len(self.btag))
+        dw = None
         if self.j0 is not None:
             a, b, m = g.lo[self.j0], g.hi[self.j0], self.missing_at
             g_tag = 0 if m is None or b < m else (2 if a >= m else 1)
             if g_tag == 0:
-                touch = self.btag > 0
-                dw[touch] = 1.0 - float(self.space.num_term(self.j0, a, b))
+                mixed = 1.0 - self.space.num_term_scalar(self.j0, a, b)
                 if self.range > 0:
                     grow = np.maximum(a - self.lo_max, self.hi_min - b) / self.range
-                    dw[~touch] = np.maximum(0.0, grow[~touch])
+                    dw = np.where(self._touch, mixed, np.maximum(0.0, grow))
+                else:
+                    dw = np.where(self._touch, mixed, 0.0)
             elif g_tag == 2:
-                dw[self.btag != 2] = 1.0
-        finite = (self.alive > 0) & (self.p0_min < INF)
-        bound = np.full(len(self.btag), INF)
-        bound[finite] = ((g.size + 1.0) * (dcat + dw)[finite] + g.loss) * self.p0_min[finite]
-        bound[finite] = bound[finite] * (1.0 - 1e-9) - 1e-12  # float slack: never above the key
-        return bound
+                dw = self._not_missing_only
+        spread = dcat if dw is None else dcat + dw  # (dcat + 0.0 is dcat: no term is -0.0)
+        finite = (self.alive > 0) & self._p0_finite
+        bound = ((g.size + 1.0) * spread + g.loss) * self._p0_or_0
+        return np.where(finite, bound * (1.0 - 1e-9) - 1e-12, INF)  # slack: never above the key
 
     def distance_bounds(self, g: "_Group") -> tuple[np.ndarray, np.ndarray]:
         """Per block, lower and upper bounds of L({r, c}) over its cells (g holds r alone)."""
