@@ -5,8 +5,9 @@ of strings), not what it publishes. These digests were taken on the code before 
 so any byte an export writes that moves fails here. A change of content made on purpose
 (another issue's) re-pins them in its own commit and says why.
 
-A manifest's ``published_at`` is the clock's, so it is hashed as a placeholder. Parquet files carry their writer's version, so a Parquet export is pinned by its rows and
-column types as DuckDB reads them back, not by its bytes.
+A manifest's ``published_at`` is the clock's, so it is hashed as a placeholder. Parquet files
+carry their writer's version, so a Parquet export is pinned by its rows and column types as
+DuckDB reads them back, not by its bytes.
 """
 
 from __future__ import annotations
