@@ -270,10 +270,13 @@ class _Terms:
 
     def _split(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`read` of cells that are all distinct: ``(cell, spelling)`` entries."""
-        parts = [c.split(_SEP) for c in cells.tolist()]
-        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-        owner = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
-        flat = np.fromiter(itertools.chain.from_iterable(parts), dtype=object,
+        # one join and one split of all the cells, each cell's length read from its count of
+        # separators: a split per cell made a list per cell (issue 43)
+        texts = cells.tolist()
+        lengths = np.fromiter(map(str.count, texts, itertools.repeat(_SEP)), dtype=np.int64,
+                              count=len(texts)) + 1
+        owner = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+        flat = np.fromiter(_SEP.join(texts).split(_SEP) if texts else [], dtype=object,
                            count=int(lengths.sum()))
         codes, texts = pd.factorize(flat)
         ids = np.fromiter((self._spelling(str(t)) for t in texts), dtype=np.int64,
