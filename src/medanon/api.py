@@ -1308,9 +1308,18 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
 
     with ReleaseStore.open(store, read_only=True) as db:
         if side == "release":
-            # each release is read from the store when the screening comes to it, and let go
-            return _signals_of(load_series(store=db, lazy=True), progress=progress,
-                               on_start=on_start, **options)
+            from .metrics.signal_table import AGE_GROUP_COLUMN, signal_table_columns
+
+            # each release is read from the store when the screening comes to it, and let go;
+            # of its columns only those the table reads, when the store publishes them all (a
+            # column it lacks is named, with the others, by the table's error)
+            wanted = signal_table_columns(**options)
+            published = set(db.release_columns())
+            if wanted is not None and not set(wanted) - published - {AGE_GROUP_COLUMN}:
+                series = load_series(store=db, lazy=True, columns=wanted)
+            else:
+                series = load_series(store=db, lazy=True)
+            return _signals_of(series, progress=progress, on_start=on_start, **options)
         periods = db.ingested_periods()
         if not periods:
             raise ValidationError(f"Store {str(store)!r} holds no ingested period.")

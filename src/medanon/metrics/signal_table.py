@@ -99,7 +99,7 @@ from .signals import INSIDE, Condition
 __all__ = ["AGE_GROUP_COLUMN", "DEFAULT_SCOPES", "SCOPES", "SIGNAL_RULES", "STRATIFY_COLUMNS",
            "UNKNOWN_STRATUM",
            "bayesian_fdr", "benjamini_hochberg", "posterior_h0", "prr_p_value", "signal_table",
-           "signal_table_steps", "write_signal_table"]
+           "signal_table_columns", "signal_table_steps", "write_signal_table"]
 
 SCOPES = ("dedup", "pooled", "quarter", "cumulative")
 #: the scopes :func:`signal_table` screens unless told
@@ -597,6 +597,26 @@ def _plan(labels: Sequence[str], wanted: Sequence[str]) -> list[tuple[str, str, 
         else:
             plan += [("cumulative", p, list(labels[:i + 1]), True) for i, p in enumerate(labels)]
     return plan
+
+
+def signal_table_columns(*, drug_columns: Sequence[str] | str = ("drugs",),
+                         reaction_column: str = "reactions",
+                         stratify_by: Sequence[str] | str = (), **_: Any) -> list[str] | None:
+    """The columns of the rows :func:`signal_table` reads with these options (the drugs, the
+    reactions, ``case_id``, the stratifying columns and FDA's age group with ``age``), or None
+    when an option is malformed (:func:`signal_table` then names it). A reader of a store can
+    fetch only these (issue 43): no other column changes a number of the table.
+    """
+    try:
+        drugs = _names(drug_columns, "drug_columns")
+        variables = _names(stratify_by, "stratify_by")
+    except ValidationError:
+        return None
+    if not isinstance(reaction_column, str):
+        return None
+    strata = [STRATIFY_COLUMNS.get(v, v) for v in variables]
+    age_groups = [AGE_GROUP_COLUMN] if "age" in variables else []
+    return list(dict.fromkeys([*drugs, reaction_column, "case_id", *strata, *age_groups]))
 
 
 def signal_table_steps(releases: Mapping[str, Any] | Sequence[str], *,
