@@ -58,7 +58,6 @@ plug-in targets of the worst case (:mod:`.worst_case`) and the treatment of the 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -69,7 +68,7 @@ from ..mechanisms.coarsening import published_log_table
 from ..mechanisms.likelihood import laplace_log_likelihood
 from ..models.periodic import dp_models, hard_series
 from ..published.cells import QidInfo
-from ..published.links import Links, ReleaseView, link, read_view
+from ..published.links import ReleaseView, read_view
 from ..published.series import PublishedSeries
 
 __all__ = ["HARD", "LIKELIHOOD", "LikelihoodAttacker", "TargetValues", "hard_series",
@@ -168,7 +167,6 @@ class LikelihoodAttacker:
         self.hard_views = self.views if self.hard is series else {}
         self._evidence: dict[str, list[_Evidence]] = {}
         self._tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-        self._links: tuple[tuple[str, int | None], Links] | None = None
 
     # ------------------------------------------------------------------------------ facts
     def applies(self, label: str) -> bool:
@@ -185,18 +183,6 @@ class LikelihoodAttacker:
         params = ((self.series.manifests.get(label) or {}).get("method") or {}).get("parameters")
         k = (params or {}).get("k")
         return int(k) if k is not None else None
-
-    def links(self, label: str, lifespan: int | None) -> Links:
-        """:func:`~medanon.published.links.link` of release ``label`` in the hard series: the
-        last one is kept, since the measures of a release link it one after the other (the
-        worst-case attack, then RR/AR_rev: issue 43). Each caller gets its own copy of the
-        arrays (the parsed release is shared, as the views are)."""
-        key = (label, lifespan)
-        if self._links is None or self._links[0] != key:
-            self._links = None  # the previous release's links go first
-            self._links = (key, link(self.hard, label, lifespan=lifespan, views=self.hard_views))
-        found = self._links[1]
-        return copy.deepcopy(found, memo={id(found.view): found.view})
 
     def view(self, label: str) -> ReleaseView:
         """The release as published (perturbed values included)."""

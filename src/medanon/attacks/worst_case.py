@@ -61,7 +61,7 @@ import numpy as np
 from ..errors import ValidationError
 from ..models.names import HA_MODEL
 from ..models.theta import ThetaTable
-from ..published.links import Region, covers, whole_domain
+from ..published.links import Region, covers, link, whole_domain
 from ..published.series import PublishedSeries
 from .background import BackgroundKnowledge
 from .likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
@@ -331,7 +331,7 @@ def _attack_series(series: PublishedSeries, *, periods, lifespan, k, theta, alph
         attacker = LikelihoodAttacker(series, lifespan=lifespan, views=views)
     out = []
     for label in labels:
-        links = attacker.links(label, lifespan)
+        links = link(attacker.hard, label, lifespan=lifespan, views=attacker.hard_views)
         view = links.view
         manifest = series.manifests.get(label, {})
         m_k, m_theta, m_alpha, m_ss = _model(manifest)

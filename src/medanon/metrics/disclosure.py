@@ -80,7 +80,7 @@ from scipy import sparse
 from ..attacks.background import BackgroundKnowledge
 from ..attacks.likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
 from ..errors import SchemaError, ValidationError
-from ..published.links import Links, Region, covers, intersect, lca_depth
+from ..published.links import Links, Region, covers, intersect, lca_depth, link
 from ..published.series import PublishedSeries
 
 __all__ = ["LinkageRisk", "linkage_risk"]
@@ -218,7 +218,7 @@ def _linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, 
     label = series.label(period)
     if attacker is None:
         attacker = LikelihoodAttacker(series, lifespan=lifespan, views=views)
-    links = attacker.links(label, lifespan)
+    links = link(attacker.hard, label, lifespan=lifespan, views=attacker.hard_views)
     view, qids = links.view, series.qids
     m = view.n
     attacks = "B/F/L" + ("/MD" if md and links.next_known else "") + ("+BK" if background else "")

@@ -203,7 +203,7 @@ def _texts(column: pd.Series) -> pd.Series:
     if pd.api.types.infer_dtype(values, skipna=False) != "string":
         return cells.astype(str).str.strip()
     # text cells: each distinct one stripped once (a release repeats a group's value on every
-    # row; pandas strips a cell at a time, issue 43), into the same strings and dtype
+    # row, and pandas strips a cell at a time), into the same strings and dtype
     codes, uniques = pd.factorize(values)
     stripped = pd.Series(uniques, dtype=object).astype(str).str.strip()
     return pd.Series(stripped.to_numpy(dtype=object)[codes], index=column.index,

@@ -71,8 +71,8 @@ def pseudonyms(key: bytes, ids: Iterable[object]) -> np.ndarray:
     if not len(values):
         return np.zeros(0, dtype=object)
     which, distinct = pd.factorize(values)
-    # hmac.digest: the one-shot form of hmac.new(...).digest(), the same bytes at a third of
-    # the cost (issue 43: a store's series is hashed again by every evaluate)
+    # hmac.digest: the one-shot form of hmac.new(...).digest(), the same bytes without a
+    # Python HMAC object per CaseID (every evaluate hashes the store's series again)
     out = np.array([str(_LOW + int.from_bytes(
         hmac.digest(key, c.encode("utf-8"), "sha256"), "big") % _SPAN)
         for c in distinct.tolist()], dtype=object)

@@ -142,8 +142,8 @@ def numeric_bounds(values: np.ndarray, *, where: str) -> tuple[np.ndarray, np.nd
 @functools.lru_cache(maxsize=1 << 16)
 def _interval_bounds(text: str) -> tuple[float, float]:
     """:meth:`Interval.parse`'s bounds of a cell, each text parsed once per process: the
-    checks and attacks parse every release a series links to once per release they measure
-    (issue 43: a third of a numeric column's reading). A failed parse is not kept."""
+    checks and attacks parse every release a series links to once per release they measure,
+    the same few texts each time (issue 43). A failed parse is not kept."""
     found = Interval.parse(text)
     return found.lo, found.hi
 
