@@ -1236,8 +1236,8 @@ def _signals_of(series: PublishedSeries, *, progress: Callable[[str], None] | No
 
 def _signal_table(rows: Mapping[str, pd.DataFrame], *, progress: Callable[[str], None] | None,
                   on_start: Callable[[int], None] | None, **options: Any) -> pd.DataFrame:
-    """:func:`~medanon.metrics.signal_table.signal_table` of rows read, telling ``on_start``
-    its number of progress calls first (the rows had to be read to know their periods)."""
+    """:func:`~medanon.metrics.signal_table.signal_table` of rows (read, or read when the
+    table comes to them), telling ``on_start`` its number of progress calls first."""
     from .metrics.signal_table import DEFAULT_SCOPES, signal_table, signal_table_steps
 
     if on_start is not None:
@@ -1261,8 +1261,9 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
         side: ``original`` or ``release``, with ``store``.
         progress: Called once per finished step of the screening, with its name
             (``signal_table``'s ``progress``). It changes no number.
-        on_start: Called once, when the rows are read and before the first pair is counted,
-            with the number of ``progress`` calls to come
+        on_start: Called once, when the periods are known and before the first pair is
+            counted (a store's rows are read afterwards, a release at a time), with the number
+            of ``progress`` calls to come
             (:func:`~medanon.metrics.signal_table.signal_table_steps`): what a determinate
             progress bar needs.
         **options: ``scopes``, ``stratify_by``, ``drug_columns``, ``reaction_column``, ``fdr``,
@@ -1307,19 +1308,52 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
 
     with ReleaseStore.open(store, read_only=True) as db:
         if side == "release":
-            return _signals_of(load_series(store=db), progress=progress, on_start=on_start,
-                               **options)
+            from .metrics.signal_table import AGE_GROUP_COLUMN, signal_table_columns
+
+            # each release is read from the store when the screening comes to it, and let go;
+            # of its columns only those the table reads, when the store publishes them all (a
+            # column it lacks is named, with the others, by the table's error)
+            wanted = signal_table_columns(**options)
+            published = set(db.release_columns())
+            if wanted is not None and not set(wanted) - published - {AGE_GROUP_COLUMN}:
+                series = load_series(store=db, lazy=True, columns=wanted)
+            else:
+                series = load_series(store=db, lazy=True)
+            return _signals_of(series, progress=progress, on_start=on_start, **options)
         periods = db.ingested_periods()
         if not periods:
             raise ValidationError(f"Store {str(store)!r} holds no ingested period.")
         hierarchies = db.schema.load_hierarchies()
-        # each period's super records (a case's reports of the quarter), as the release would
-        # publish them if nothing were anonymized
-        rows = {p: original_as_published(
-            combine_super_records(db.records(p), db.schema, hierarchies).frame, db.schema)
-            for p in periods}
-    return _signal_table(rows, progress=progress, on_start=on_start, hierarchies=hierarchies,
-                         source=f"Store {str(store)!r}, original records", **options)
+
+        def published(period: str) -> pd.DataFrame:
+            # the period's super records (a case's reports of the quarter), as the release
+            # would publish them if nothing were anonymized
+            return original_as_published(
+                combine_super_records(db.records(period), db.schema, hierarchies).frame,
+                db.schema)
+
+        return _signal_table(_EachRead(periods, published), progress=progress,
+                             on_start=on_start, hierarchies=hierarchies,
+                             source=f"Store {str(store)!r}, original records", **options)
+
+
+class _EachRead(Mapping):
+    """Period -> rows made when asked for and not kept: the signal table reads each period
+    once, in time order, so the series is never held whole (issue 43)."""
+
+    def __init__(self, labels: Sequence[str], read: Callable[[str], pd.DataFrame]):
+        self._labels, self._read = tuple(labels), read
+
+    def __getitem__(self, label: str) -> pd.DataFrame:
+        if label not in self._labels:
+            raise KeyError(label)
+        return self._read(label)
+
+    def __iter__(self):
+        return iter(self._labels)
+
+    def __len__(self) -> int:
+        return len(self._labels)
 
 
 def _faers_layout_series(folder: Path) -> bool:

@@ -584,7 +584,7 @@ def signals(*, series: Path | None, store: Path | None, side: str, out: Path,
             bar: dict = {}
 
             def on_start(total: int) -> None:
-                # the bar opens once the rows are read: only then is the number of scopes known
+                # the bar opens once the periods are known (a folder's rows read, a store's not yet)
                 bar["step"] = stack.enter_context(progress_bar("screening pairs", total))
 
             table = screen_signals(series, store=store, side=side, scopes=scopes,

@@ -97,12 +97,11 @@ _WHOLE = ("", "*")  # published cells meaning "the whole domain" (numeric) / the
 
 def _bounds(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of published numeric cells; NaN for an empty cell (missing) and for ``*``."""
-    texts = column.fillna("").astype(str).str.strip()
-    uniques = texts.unique()
-    parsed = {t: (Interval.parse(t) if t not in _WHOLE else None) for t in uniques}
-    lo = np.array([parsed[t].lo if parsed[t] else np.nan for t in texts])
-    hi = np.array([parsed[t].hi if parsed[t] else np.nan for t in texts])
-    return lo, hi
+    codes, uniques = pd.factorize(_texts(column))
+    parsed = [Interval.parse(t) if t not in _WHOLE else None for t in uniques]
+    lo = np.array([p.lo if p else np.nan for p in parsed], dtype=np.float64)
+    hi = np.array([p.hi if p else np.nan for p in parsed], dtype=np.float64)
+    return lo[codes], hi[codes]
 
 
 def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, str]],
@@ -127,7 +126,8 @@ def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, st
     for name, kind in qids:
         # An empty cell publishes a missing value as missing: nothing was generalized, so it
         # costs 0; ``*`` is the root (categorical) or the whole range (numeric) and costs 1.
-        empty = rows[name].fillna("").astype(str).str.strip().eq("").to_numpy()
+        texts = _texts(rows[name])
+        empty = texts.eq("").to_numpy()
         if kind == "numeric":
             lo, hi = _bounds(rows[name])
             span_all = np.nanmax(hi) - np.nanmin(lo) if np.isfinite(hi).any() else 0.0
@@ -138,7 +138,7 @@ def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, st
                 loss += np.where(np.isnan(hi) & ~empty, 1.0, 0.0)
         else:
             tax = hierarchies[name]
-            labels = rows[name].fillna("").astype(str).str.strip().mask(empty, tax.root)
+            labels = texts.mask(empty, tax.root)
             if tax.height > 0:
                 codes = tax.encode(labels.tolist())
                 loss += np.where(empty, 0.0,
@@ -198,7 +198,16 @@ class StarLoss:
 def _texts(column: pd.Series) -> pd.Series:
     """Cells as stripped strings; missing cells become ``""``."""
     cells = column.astype(object)
-    return cells.where(cells.notna(), "").astype(str).str.strip()
+    cells = cells.where(cells.notna(), "")
+    values = cells.to_numpy()
+    if pd.api.types.infer_dtype(values, skipna=False) != "string":
+        return cells.astype(str).str.strip()
+    # text cells: each distinct one stripped once (a release repeats a group's value on every
+    # row, and pandas strips a cell at a time), into the same strings and dtype
+    codes, uniques = pd.factorize(values)
+    stripped = pd.Series(uniques, dtype=object).astype(str).str.strip()
+    return pd.Series(stripped.to_numpy(dtype=object)[codes], index=column.index,
+                     dtype=stripped.dtype, name=column.name)
 
 
 def _check_qids(qids: Any) -> list[tuple[str, str]]:

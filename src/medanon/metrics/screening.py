@@ -67,7 +67,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from .._validation import check_int
 from ..errors import MedanonError, SchemaError, ValidationError
@@ -270,10 +269,13 @@ class _Terms:
 
     def _split(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`read` of cells that are all distinct: ``(cell, spelling)`` entries."""
-        parts = [c.split(_SEP) for c in cells.tolist()]
-        lengths = np.fromiter(map(len, parts), dtype=np.int64, count=len(parts))
-        owner = np.repeat(np.arange(len(parts), dtype=np.int64), lengths)
-        flat = np.fromiter(itertools.chain.from_iterable(parts), dtype=object,
+        # one join and one split of all the cells, each cell's length read from its count of
+        # separators: a split per cell made a list per cell (issue 43)
+        texts = cells.tolist()
+        lengths = np.fromiter(map(str.count, texts, itertools.repeat(_SEP)), dtype=np.int64,
+                              count=len(texts)) + 1
+        owner = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+        flat = np.fromiter(_SEP.join(texts).split(_SEP) if texts else [], dtype=object,
                            count=int(lengths.sum()))
         codes, texts = pd.factorize(flat)
         ids = np.fromiter((self._spelling(str(t)) for t in texts), dtype=np.int64,
@@ -656,6 +658,8 @@ def _spearman(t_o: pd.DataFrame, t_r: pd.DataFrame, score: str) -> dict[str, Any
     x, y = x[ok], y[ok]
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return {"spearman": None, "pairs_compared": int(len(x))}
+    from scipy.stats import spearmanr  # imported when used: scipy.stats takes 0.7 s to import
+
     return {"spearman": round(float(spearmanr(x, y).statistic), 6), "pairs_compared": int(len(x))}
 
 

@@ -91,15 +91,15 @@ from ..hierarchies.builtin import FAERS_AGE_GROUP_LEAVES, mesh_age_tree
 from ..periods import parse_period
 from ..published.cells import SUPPRESSED, blank_cells, cell_strings
 from .disproportionality import (GPS_STARTS, LIMIT_FLIP_COLUMN, GpsPrior, bayesian_fdr,
-                                 benjamini_hochberg, pair_counts, posterior_h0, prr_p_value,
+                                 benjamini_hochberg, count_pairs, posterior_h0, prr_p_value,
                                  screen)
-from .screening import DEFAULT_STRATA, SCOPE_STARTS
+from .screening import DEFAULT_STRATA, SCOPE_STARTS, _Terms
 from .signals import INSIDE, Condition
 
 __all__ = ["AGE_GROUP_COLUMN", "DEFAULT_SCOPES", "SCOPES", "SIGNAL_RULES", "STRATIFY_COLUMNS",
            "UNKNOWN_STRATUM",
            "bayesian_fdr", "benjamini_hochberg", "posterior_h0", "prr_p_value", "signal_table",
-           "signal_table_steps", "write_signal_table"]
+           "signal_table_columns", "signal_table_steps", "write_signal_table"]
 
 SCOPES = ("dedup", "pooled", "quarter", "cumulative")
 #: the scopes :func:`signal_table` screens unless told
@@ -221,16 +221,33 @@ def _strata(rows: pd.DataFrame, variables: Sequence[str],
         v = _variable_values(rows, variable, column, hierarchies)
         unknown[variable] = int((v == UNKNOWN_STRATUM).sum())
         values.append(v)
-    joined = values[0].astype(str)
+    return _joined_strata(values, unknown)
+
+
+def _joined_strata(values: Sequence[np.ndarray], unknown: dict[str, int]) -> _Strata:
+    """The strata of reports with these values of the variables: each combination's label
+    (the values joined by `` & ``), numbered in the labels' sorted order."""
+    # each distinct combination is joined once: a scope holds a handful of them, each on
+    # many reports
+    combination = np.zeros(len(values[0]), dtype=np.int64)
+    for v in values:
+        codes, uniques = pd.factorize(v)
+        combination = combination * max(len(uniques), 1) + codes
+    per_report, firsts = pd.factorize(combination)
+    at = np.zeros(len(firsts), dtype=np.int64)
+    at[per_report] = np.arange(len(per_report))  # a row of each (any: they hold the same values)
+    joined = values[0][at].astype(str)
     for v in values[1:]:
-        joined = np.char.add(np.char.add(joined, " & "), v.astype(str))
+        joined = np.char.add(np.char.add(joined, " & "), v[at].astype(str))
     codes, labels = pd.factorize(joined, sort=True)
-    return _Strata(codes.astype(np.int64), [str(x) for x in labels], unknown)
+    return _Strata(codes.astype(np.int64)[per_report], [str(x) for x in labels], unknown)
 
 
-def _check_strata_columns(releases: Mapping[str, pd.DataFrame], variables: Sequence[str],
+def _check_strata_columns(columns: Mapping[str, Sequence[str]], variables: Sequence[str],
                           perturbed: Mapping[str, Sequence[str]],
                           hierarchies: Mapping[str, Taxonomy]) -> None:
+    """Refuse a stratifying variable that is no stratum, that a release lacks (``columns``:
+    each period's columns) or that a release publishes perturbed."""
     for variable in variables:
         if variable not in STRATIFY_COLUMNS and variable not in hierarchies:
             # a free-text or numeric column would make a stratum of every distinct value
@@ -239,12 +256,12 @@ def _check_strata_columns(releases: Mapping[str, pd.DataFrame], variables: Seque
                 f"{', '.join(STRATIFY_COLUMNS)} or a categorical column with a hierarchy"
                 f"{' (' + ', '.join(sorted(hierarchies)) + ')' if hierarchies else ''}.")
         column = STRATIFY_COLUMNS.get(variable, variable)
-        lacking = [p for p, rows in releases.items() if column not in rows.columns]
+        lacking = [p for p, names in columns.items() if column not in names]
         if lacking:
             raise SchemaError(f"The 'stratify_by' parameter of signal_table names {variable!r} "
                               f"(column {column!r}), which the rows of {', '.join(lacking)} do "
                               f"not have.")
-        noisy = [p for p, columns in perturbed.items() if column in columns]
+        noisy = [p for p, names in perturbed.items() if column in names]
         if noisy:
             raise ValidationError(
                 f"The 'stratify_by' parameter of signal_table names {variable!r}, but the "
@@ -253,28 +270,234 @@ def _check_strata_columns(releases: Mapping[str, pd.DataFrame], variables: Seque
                 f"guess. Stratify by columns published as measured.")
 
 
-# ----------------------------------------------------------------------------- scopes
-def _scope_rows(releases: Mapping[str, pd.DataFrame], labels: Sequence[str], *,
-                dedup: bool) -> pd.DataFrame:
-    frames = [releases[p] for p in labels]
-    rows = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
-    # rows without a case_id (a non-FAERS schema) are each their own case, as in evaluate
-    if dedup and "case_id" in rows.columns:
-        rows = rows.drop_duplicates(subset="case_id", keep="last")
-    return rows
+# ----------------------------------------------------------------------------- the series
+class _Cells:
+    """The cells of some columns over the series, each distinct combination numbered once in
+    its order of first appearance (a release repeats a group's value on every row): what a
+    stratum is read from, kept as one number per report instead of the rows."""
+
+    def __init__(self, columns: Sequence[str]):
+        self.columns = tuple(columns)
+        self._ids: dict[tuple, int] = {}
+        self._chunks: list[np.ndarray] = []
+        self.codes = np.zeros(0, dtype=np.int32)
+
+    def read(self, rows: pd.DataFrame) -> None:
+        # a period without a column reads as NaN there, as it did when the periods were
+        # stacked into one frame
+        parts = [pd.factorize(np.asarray(rows[c], dtype=object) if c in rows.columns
+                              else np.full(len(rows), np.nan, dtype=object),
+                              use_na_sentinel=False) for c in self.columns]
+        joint = np.zeros(len(rows), dtype=np.int64)
+        for codes, uniques in parts:
+            joint = joint * max(len(uniques), 1) + codes
+        joint_codes, joint_uniques = pd.factorize(joint)
+        keys = []
+        for value in joint_uniques.tolist():
+            key = []
+            for _codes, uniques in reversed(parts):
+                value, at = divmod(value, max(len(uniques), 1))
+                key.append(uniques[at])
+            keys.append(tuple(reversed(key)))
+        ids = np.fromiter((self._ids.setdefault(k, len(self._ids)) for k in keys),
+                          dtype=np.int64, count=len(keys))
+        self._chunks.append(ids[joint_codes].astype(np.int32) if len(rows)
+                            else np.zeros(0, dtype=np.int32))
+
+    def close(self) -> None:
+        self.codes = (np.concatenate(self._chunks) if self._chunks
+                      else np.zeros(0, dtype=np.int32))
+        self._chunks = []
+
+    def frame(self, ids: np.ndarray) -> pd.DataFrame:
+        """The combinations ``ids`` as rows of the columns."""
+        keys = self.keys
+        return pd.DataFrame({c: pd.Series([keys[i][k] for i in ids.tolist()], dtype=object)
+                             for k, c in enumerate(self.columns)})
+
+    @property
+    def keys(self) -> list[tuple]:
+        """The combinations read, by number."""
+        return list(self._ids)
 
 
-def _pair_table(rows: pd.DataFrame, drug_columns: Sequence[str], reaction_column: str,
-                strata: _Strata | None) -> pd.DataFrame:
-    """:func:`.disproportionality.pair_counts` of the rows, E adjusted by ``strata``."""
-    for column in (*drug_columns, reaction_column):
+class _Variable:
+    """One stratifying variable over the series: each report's value
+    (:func:`_variable_values`), judged on the distinct combinations of its cells."""
+
+    def __init__(self, variable: str, column: str, with_age_groups: bool):
+        self.variable, self.column = variable, column
+        # FDA's age group decides the age band of a blank age (a FAERS-layout series)
+        self.cells = _Cells([column, AGE_GROUP_COLUMN] if with_age_groups else [column])
+        self.with_age_groups = with_age_groups
+        self.hierarchies: Mapping[str, Taxonomy] = {}
+        self.values: np.ndarray | None = None   # the value of each combination (close)
+
+    def close(self, hierarchies: Mapping[str, Taxonomy], age_groups: bool) -> None:
+        """Judge every combination read (``age_groups``: some release has the column)."""
+        self.cells.close()
+        self.hierarchies = hierarchies
+        try:
+            # each cell is judged alone (a report's value depends on its cells only), so the
+            # values judged once serve every scope
+            self.values = self._judge(np.arange(len(self.cells.keys)), age_groups)
+        except MedanonError:
+            self.values = None  # judged scope by scope: a scope holding the cell raises
+
+    def _judge(self, ids: np.ndarray, age_groups: bool) -> np.ndarray:
+        frame = self.cells.frame(ids)
+        if self.with_age_groups and not age_groups:
+            # as on rows that do not have the column (FDA's age group is not read at all)
+            frame = frame.drop(columns=AGE_GROUP_COLUMN)
+        return _variable_values(frame, self.variable, self.column, self.hierarchies)
+
+    def of(self, inside: np.ndarray, age_groups: bool) -> np.ndarray:
+        """The value of each report ``inside`` (a scope's reports in order; ``age_groups``:
+        some release of the scope has FDA's age group), as :func:`_variable_values` judges the
+        scope's rows, raising what it raises on them."""
+        codes = self.cells.codes[inside]
+        if self.values is not None:
+            # a missing age group matches no code: a scope whose rows lack the column reads
+            # the same values as one whose rows have it blank
+            return self.values[codes]
+        # the distinct cells in the order of the scope's rows: an error names what it names
+        # on the rows
+        per_report, distinct = pd.factorize(codes)
+        return self._judge(np.asarray(distinct, dtype=np.int64), age_groups)[per_report]
+
+
+class _SeriesReports:
+    """Every report of a series, read a release at a time and kept as numbers: the drug and
+    reaction entries as term codes (:class:`.screening._Terms`, the evaluation's reading), each
+    report's case, and the cells of the stratifying columns. A scope is a set of these reports
+    and its pair table is counted from them (:func:`.disproportionality.count_pairs`), the
+    table :func:`.disproportionality.pair_counts` gives on the scope's rows stacked into one
+    frame: no release is held once it is read."""
+
+    def __init__(self, drug_columns: Sequence[str], reaction_column: str,
+                 variables: Sequence[str]):
+        self.drug_columns, self.reaction_column = tuple(drug_columns), reaction_column
+        self.drugs, self.reactions = _Terms(upper=True), _Terms(upper=False)
+        self.count = 0
+        self.bounds: dict[str, tuple[int, int]] = {}
+        self.columns: dict[str, tuple[str, ...]] = {}
+        self._entries: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"drug": [],
+                                                                         "reaction": []}
+        self.drug_entries = self.reaction_entries = (np.zeros(0, dtype=np.int64),) * 2
+        self._cases: list[np.ndarray] = []
+        self._next = np.zeros(0, dtype=np.int64)
+        self.variables = {v: _Variable(v, STRATIFY_COLUMNS.get(v, v), v == "age")
+                          for v in variables}
+
+    def add(self, label: str, rows: pd.DataFrame) -> None:
+        start = self.count
+        self.columns[label] = tuple(rows.columns)
+        for name, terms, columns in (("drug", self.drugs, self.drug_columns),
+                                     ("reaction", self.reactions, (self.reaction_column,))):
+            reports, spellings = terms.read(_cells(rows, columns))
+            small = np.int32 if start + len(rows) < 2**31 else np.int64
+            self._entries[name].append(((reports + start).astype(small),
+                                        spellings.astype(np.int32)))
+        # kept as they are until every release is read, then numbered at once (close)
+        self._cases.append(np.asarray(rows["case_id"], dtype=object) if "case_id" in rows.columns
+                           else np.full(len(rows), np.nan, dtype=object))
+        for variable in self.variables.values():
+            variable.cells.read(rows)
+        self.count += len(rows)
+        self.bounds[label] = (start, self.count)
+
+    def close(self, hierarchies: Mapping[str, Taxonomy]) -> None:
+        """Code the terms and judge the strata once every release is read."""
+        for terms in (self.drugs, self.reactions):
+            terms.close()
+        for name in ("drug", "reaction"):
+            chunks = self._entries[name]
+            setattr(self, f"{name}_entries",
+                    tuple(np.concatenate([c[i] for c in chunks]) if chunks
+                          else np.zeros(0, dtype=np.int64) for i in (0, 1)))
+            self._entries[name] = []
+        # each report's next report of its case (count: none), reports in period order
+        # drop_duplicates matches case ids as values, a missing one (NaN, or a release without
+        # the column) equal to every other missing one
+        cases = (pd.factorize(np.concatenate(self._cases), use_na_sentinel=False)[0]
+                 if self._cases else np.zeros(0, dtype=np.int64))
+        self._cases = []
+        following = np.full(self.count, self.count, dtype=np.int64)
+        order = np.lexsort((np.arange(self.count), cases))
+        same = cases[order[1:]] == cases[order[:-1]]
+        following[order[:-1][same]] = order[1:][same]
+        self._next = following
+        age_groups = any(AGE_GROUP_COLUMN in c for c in self.columns.values())
+        for variable in self.variables.values():
+            variable.close(hierarchies, age_groups)
+
+    def scope(self, periods: Sequence[str], dedup: bool) -> tuple[np.ndarray, list[str]]:
+        """The reports of a scope (a mask, in report order) and the columns its rows stacked
+        into one frame would have. Scopes are a run of periods: a quarter, or the periods up to
+        one."""
+        start, end = self.bounds[periods[0]][0], self.bounds[periods[-1]][1]
+        inside = np.zeros(self.count, dtype=bool)
+        columns = list(dict.fromkeys(c for p in periods for c in self.columns[p]))
+        if dedup and "case_id" in columns:
+            # the last row of each case among the scope's (drop_duplicates keep="last")
+            inside[start:end] = self._next[start:end] >= end
+        else:
+            inside[start:end] = True
+        return inside, columns
+
+    def table(self, inside: np.ndarray, columns: Sequence[str], periods: Sequence[str],
+              variables: Sequence[str]) -> tuple[pd.DataFrame, _Strata | None]:
+        """The pair table of a scope's reports (as :func:`.disproportionality.pair_counts`
+        counts its rows), its
+        strata counted first as :func:`_strata` counts them on the rows."""
+        strata = self._strata(inside, periods, variables) if variables else None
+        for column in (*self.drug_columns, self.reaction_column):
+            if column not in columns:
+                what = "reaction_column" if column == self.reaction_column else "drug_columns"
+                raise SchemaError(f"The {what!r} parameter of signal_table names {column!r}, "
+                                  f"which the rows do not have; their columns: "
+                                  f"{', '.join(map(repr, columns))}.")
+        parts = []
+        for terms, (reports, spellings) in ((self.drugs, self.drug_entries),
+                                            (self.reactions, self.reaction_entries)):
+            keep = inside[reports]
+            reports, spellings = reports[keep], spellings[keep]
+            codes = terms.code_of[spellings]
+            parts.append((reports, codes, terms.names(spellings, codes)))
+        (d_rows, d_codes, drugs), (r_rows, r_codes, reactions) = parts
+        codes = None
+        if strata is not None:
+            codes = np.zeros(self.count, dtype=np.int64)
+            codes[inside] = strata.codes
+        table = count_pairs(self.count, d_rows, d_codes, drugs, r_rows, r_codes, reactions,
+                            strata=codes)
+        return table, strata
+
+    def _strata(self, inside: np.ndarray, periods: Sequence[str],
+                variables: Sequence[str]) -> _Strata:
+        age_groups = any(AGE_GROUP_COLUMN in self.columns[p] for p in periods)
+        values, unknown = [], {}
+        for name in variables:
+            v = self.variables[name].of(inside, age_groups)
+            unknown[name] = int((v == UNKNOWN_STRATUM).sum())
+            values.append(v)
+        return _joined_strata(values, unknown)
+
+
+def _cells(rows: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """The terms of the columns of each row as one ``|``-joined cell, as
+    :func:`.disproportionality.pair_counts` joins them (a column the rows lack reads as empty
+    cells, as it did when periods were stacked into one frame)."""
+    def one(column: str) -> np.ndarray:
         if column not in rows.columns:
-            what = "reaction_column" if column == reaction_column else "drug_columns"
-            raise SchemaError(f"The {what!r} parameter of signal_table names {column!r}, which "
-                              f"the rows do not have; their columns: "
-                              f"{', '.join(map(repr, rows.columns))}.")
-    return pair_counts(rows, drug_columns=list(drug_columns), reaction_column=reaction_column,
-                       strata=None if strata is None else strata.codes)
+            return np.full(len(rows), "", dtype=object)
+        return cell_strings(rows[column])
+    if len(columns) == 1:
+        return one(columns[0])
+    joined = np.full(len(rows), "", dtype=object)
+    for column in columns:
+        joined = joined + "|" + one(column)
+    return joined
 
 
 def _screened(table: pd.DataFrame, *, fdr: float, min_count: int, starts: int,
@@ -376,6 +599,26 @@ def _plan(labels: Sequence[str], wanted: Sequence[str]) -> list[tuple[str, str, 
     return plan
 
 
+def signal_table_columns(*, drug_columns: Sequence[str] | str = ("drugs",),
+                         reaction_column: str = "reactions",
+                         stratify_by: Sequence[str] | str = (), **_: Any) -> list[str] | None:
+    """The columns of the rows :func:`signal_table` reads with these options (the drugs, the
+    reactions, ``case_id``, the stratifying columns and FDA's age group with ``age``), or None
+    when an option is malformed (:func:`signal_table` then names it). A reader of a store can
+    fetch only these (issue 43): no other column changes a number of the table.
+    """
+    try:
+        drugs = _names(drug_columns, "drug_columns")
+        variables = _names(stratify_by, "stratify_by")
+    except ValidationError:
+        return None
+    if not isinstance(reaction_column, str):
+        return None
+    strata = [STRATIFY_COLUMNS.get(v, v) for v in variables]
+    age_groups = [AGE_GROUP_COLUMN] if "age" in variables else []
+    return list(dict.fromkeys([*drugs, reaction_column, "case_id", *strata, *age_groups]))
+
+
 def signal_table_steps(releases: Mapping[str, Any] | Sequence[str], *,
                        scopes: Sequence[str] | str = DEFAULT_SCOPES) -> int:
     """The number of ``progress`` calls of :func:`signal_table` for these releases (or just
@@ -441,13 +684,9 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
     if not isinstance(releases, Mapping) or not releases:
         raise ValidationError("The 'releases' parameter of signal_table must map at least one "
                               "period to its rows.")
-    for label, rows in releases.items():
-        if not isinstance(rows, pd.DataFrame):
-            raise ValidationError(f"The 'releases' parameter of signal_table maps {label!r} to a "
-                                  f"{type(rows).__name__}, not a DataFrame of published rows.")
     # canonical labels (2020q1 -> 2020Q1), so that the table sorts in time order
     labels = _labels(releases, "signal_table")
-    releases = {parse_period(p).label: rows for p, rows in releases.items()}
+    keys = {parse_period(p).label: p for p in releases}
     wanted = _names(scopes, "scopes", SCOPES)
     if not wanted:
         raise ValidationError(f"The 'scopes' parameter of signal_table names no scope; it takes "
@@ -467,14 +706,31 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
     rr0 = float(rr0)
     min_count = check_int(min_count, name="min_count", owner="signal_table", minimum=1)
     hierarchies = dict(hierarchies or {})
-    _check_strata_columns(releases, variables, dict(perturbed or {}), hierarchies)
+
+    # every release is read once, in time order, into numbers (term codes, cases, the cells
+    # of the strata) and let go: the series is never held whole (issue 43)
+    series = _SeriesReports(drugs, reaction_column, variables)
+    for label in labels:
+        rows = releases[keys[label]]
+        if not isinstance(rows, pd.DataFrame):
+            raise ValidationError(f"The 'releases' parameter of signal_table maps "
+                                  f"{keys[label]!r} to a {type(rows).__name__}, not a DataFrame "
+                                  f"of published rows.")
+        series.add(label, rows)
+        del rows
+    _check_strata_columns(series.columns, variables, dict(perturbed or {}), hierarchies)
+    series.close(hierarchies)
+
+    def scope_table(periods: list[str], dedup: bool
+                    ) -> tuple[int, _Strata | None, pd.DataFrame]:
+        inside, columns = series.scope(periods, dedup)
+        table, strata = series.table(inside, columns, periods, variables)
+        return int(inside.sum()), strata, table
 
     plan = _plan(labels, wanted)
     # every scope but dedup starts from the dedup prior (fitted from spread starts), as
     # evaluate's screening does: fitted even when the dedup scope is not listed
-    anchor_rows = _scope_rows(releases, labels, dedup=True)
-    anchor_strata = _strata(anchor_rows, variables, hierarchies) if variables else None
-    anchor_table = _pair_table(anchor_rows, drugs, reaction_column, anchor_strata)
+    anchor_reports, anchor_strata, anchor_table = scope_table(list(labels), True)
     anchor_out, anchor = _screened(anchor_table, fdr=level, min_count=min_count,
                                    starts=GPS_STARTS, warm_start=None, rr0=rr0)
     if progress is not None:
@@ -483,19 +739,17 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
     warnings: list[str] = []
     for scope, period, periods, dedup in plan:
         if scope == "dedup":
-            rows, strata, table = anchor_rows, anchor_strata, anchor_table
+            reports, strata, table = anchor_reports, anchor_strata, anchor_table
             out, prior = anchor_out.copy(), anchor
         else:
-            rows = _scope_rows(releases, periods, dedup=dedup)
-            strata = _strata(rows, variables, hierarchies) if variables else None
-            table = _pair_table(rows, drugs, reaction_column, strata)
+            reports, strata, table = scope_table(periods, dedup)
             out, prior = _screened(table, fdr=level, min_count=min_count,
                                    starts=GPS_STARTS if anchor is None else SCOPE_STARTS,
                                    warm_start=anchor, rr0=rr0)
         out.insert(0, "period", period)
         out.insert(0, "scope", scope)
         entry: dict[str, Any] = {"scope": scope, "period": period, "periods": periods,
-                                 "reports": int(len(rows)),
+                                 "reports": reports,
                                  "reports_screened": int(table["n_total"].iloc[0]) if len(table) else 0,
                                  "pairs": int(len(table)),
                                  "prior": None if prior is None else prior.to_dict()}

@@ -22,6 +22,7 @@ These functions read strings only. They never look at how an algorithm built the
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -132,11 +133,19 @@ def numeric_bounds(values: np.ndarray, *, where: str) -> tuple[np.ndarray, np.nd
             lo[i], hi[i] = -np.inf, np.inf
             continue
         try:
-            iv = Interval.parse(v)
+            lo[i], hi[i] = _interval_bounds(v)
         except ValidationError as exc:
             raise InputFormatError(f"{where}: {exc}") from None
-        lo[i], hi[i] = iv.lo, iv.hi
     return lo[codes], hi[codes]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _interval_bounds(text: str) -> tuple[float, float]:
+    """:meth:`Interval.parse`'s bounds of a cell, each text parsed once per process: the
+    checks and attacks parse every release a series links to once per release they measure,
+    the same few texts each time (issue 43). A failed parse is not kept."""
+    found = Interval.parse(text)
+    return found.lo, found.hi
 
 
 def term_pairs(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

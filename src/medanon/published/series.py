@@ -248,7 +248,8 @@ def empty_series(schema: Schema) -> PublishedSeries:
 
 
 def load_series(*, folder: str | Path | None = None, store=None, schema: Schema | None = None,
-                allow_empty: bool = False) -> PublishedSeries:
+                allow_empty: bool = False, lazy: bool = False,
+                columns: Iterable[str] | None = None) -> PublishedSeries:
     """Read a published series from a folder (audit mode) or from a release store.
 
     Args:
@@ -257,6 +258,11 @@ def load_series(*, folder: str | Path | None = None, store=None, schema: Schema 
         schema: How to read the columns; default: the manifests' own description (the
             store's schema for a store).
         allow_empty: Accept a store with nothing published yet (an empty series).
+        lazy: With a store, read a release's rows from the store each time they are asked for
+            and keep none (the store must stay open): for a reader that goes through the
+            series a release at a time, in the memory of one release (issue 43).
+        columns: With ``lazy``, read only these columns of each release
+            (:meth:`~medanon.store.ReleaseStore.release_rows`); None: every column.
 
     Raises:
         ValidationError: neither or both sources are given; a store with nothing published.
@@ -275,8 +281,12 @@ def load_series(*, folder: str | Path | None = None, store=None, schema: Schema 
         if not labels and not allow_empty:
             raise ValidationError(f"Store {str(store.path)!r} has no published release yet; run "
                                   f"'medanon release' first.")
-        releases = {p: store.release_rows(p) for p in labels}
-        manifests = {p: store.manifest(p) for p in labels}
+        if columns is not None and not lazy:
+            raise ValidationError("The 'columns' parameter of load_series needs lazy=True.")
+        releases = (_StoreReleases(store, labels, columns) if lazy
+                    else {p: store.release_rows(p) for p in labels})
+        every = store.manifests()  # one query, not one per release
+        manifests = {p: every[p] for p in labels}
         source = f"Store {str(store.path)!r}"
         schema = schema or store.schema
     if schema is not None:
@@ -294,6 +304,26 @@ def load_series(*, folder: str | Path | None = None, store=None, schema: Schema 
                         f"The manifests of {p} and {newest} describe the columns differently; "
                         f"audit them apart or pass --schema.")
     return PublishedSeries(releases, manifests, qids, sensitive, source)
+
+
+class _StoreReleases(Mapping):
+    """Period -> a store's published rows, read when asked for and not kept
+    (:func:`load_series` with ``lazy``)."""
+
+    def __init__(self, store, labels: Iterable[str], columns: Iterable[str] | None = None):
+        self._store, self._labels = store, tuple(labels)
+        self._columns = None if columns is None else tuple(columns)
+
+    def __getitem__(self, label: str) -> pd.DataFrame:
+        if label not in self._labels:
+            raise KeyError(label)
+        return self._store.release_rows(label, self._columns)
+
+    def __iter__(self):
+        return iter(self._labels)
+
+    def __len__(self) -> int:
+        return len(self._labels)
 
 
 def _reads_through(old: tuple[tuple[QidInfo, ...], tuple[str, ...]],

@@ -558,13 +558,31 @@ class ReleaseStore:
                 "SELECT DISTINCT case_id FROM release_rows "
                 "WHERE case_id IN (SELECT case_id FROM published_among) ORDER BY 1").fetchall()]
 
-    def release_rows(self, period: str) -> pd.DataFrame:
-        """The published rows of a period, as strings in the release format."""
+    def release_rows(self, period: str, columns: Iterable[str] | None = None) -> pd.DataFrame:
+        """The published rows of a period, as strings in the release format.
+
+        Args:
+            period: A published period.
+            columns: Only these of :meth:`release_columns`, in that order (a name it does not
+                list is left out): a reader of a few columns (``medanon signals``) skips
+                fetching and converting the others (issue 43). None: every column.
+        """
         self._require_published(period)
+        if columns is None:
+            selected = "* EXCLUDE (row_no)"
+        else:
+            wanted = set(columns)
+            selected = ", ".join(_quote(c) for c in self.release_columns() if c in wanted)
+            if not selected:
+                return pd.DataFrame(index=pd.RangeIndex(self._release_count(period)))
         frame = self._con.execute(
-            "SELECT * EXCLUDE (row_no) FROM release_rows WHERE period = ? ORDER BY row_no",
+            f"SELECT {selected} FROM release_rows WHERE period = ? ORDER BY row_no",
             [period]).df()
         return frame.astype(object).where(frame.notna(), "")
+
+    def _release_count(self, period: str) -> int:
+        return int(_one(self._con, "SELECT count(*) FROM release_rows WHERE period = ?",
+                        [period])[0])
 
     def release_cases(self, period: str) -> list[str]:
         """The case ids a published period holds, in release order."""
