@@ -1,7 +1,7 @@
 """The bytes every export of a small golden series writes, pinned (issue 43).
 
-Issue 43 changes how the release pipeline represents terms and cases (integer codes instead
-of strings), not what it publishes. These digests were taken on the code before that change,
+Issue 43 changes how the release pipeline computes (grouping, pseudonyms, store reads), not
+what it publishes. These digests were taken on the code before that change,
 so any byte an export writes that moves fails here. A change of content made on purpose
 (another issue's) re-pins them in its own commit and says why.
 
