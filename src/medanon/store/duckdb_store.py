@@ -444,20 +444,46 @@ class ReleaseStore:
                              f"{', '.join(self.ingested_periods()) or 'none'}.")
         if not self._has_records_table():
             return pd.DataFrame(columns=self.schema.all_columns)
+        return self._read_records(label, list(self._records_table_types()))
+
+    def record_columns(self, period: str, columns: Iterable[str]) -> pd.DataFrame:
+        """:meth:`records` of one period with only ``columns`` (and the case id and period
+        columns, and ``version``), the rows in the same order.
+
+        A reader that needs a few columns of each report (``evaluate``: the QIDs, drugs and
+        reactions) skips fetching and converting the others: each multi-valued cell costs a
+        Python list and a tuple (issue 30). A column the records table lacks is left out (the
+        caller's checks name it).
+        """
+        label = parse_period(period).label
+        if label not in self.ingested_periods():
+            raise StoreError(f"Period {label} is not ingested in {str(self.path)!r}; ingested: "
+                             f"{', '.join(self.ingested_periods()) or 'none'}.")
+        s = self.schema
+        wanted = list(dict.fromkeys([s.case_id, s.period, *columns, "version"]))
+        if not self._has_records_table():
+            return pd.DataFrame(columns=[c for c in wanted if c != "version"])
+        present = self._record_columns()
+        return self._read_records(label, [c for c in wanted if c in present])
+
+    def _read_records(self, label: str, kept: list[str]) -> pd.DataFrame:
+        """The records of period ``label`` with the columns ``kept`` (in that order), ordered by
+        case id, report id and version; multi-valued cells as tuples of text."""
         s = self.schema
         types = self._records_table_types()
         order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version") if c in types)
         where = f"FROM records WHERE {_quote(s.period)} = ?"
-        multi = [c for c in s.multi_valued if c in types]
+        multi = [c for c in s.multi_valued if c in kept]
         if not self._lists_join_safely(multi, types, where, label):
-            frame = self._con.execute(f"SELECT * {where} ORDER BY {order}", [label]).df()
+            frame = self._con.execute(f"SELECT {', '.join(_quote(c) for c in kept)} {where} "
+                                      f"ORDER BY {order}", [label]).df()
             for name in multi:
                 frame[name] = [tuple(v) if v is not None else () for v in frame[name]]
             return frame
         # Lists come as one string per cell, split here: DuckDB hands a list cell to pandas as
         # a numpy array, and making one per cell cost more than the rest of the read (issue 30).
         # len() tells an empty list from a list holding one empty string.
-        plain = [_quote(c) for c in types if c not in multi]
+        plain = [_quote(c) for c in kept if c not in multi]
         # rowid breaks ties, so that every query below returns the rows in the same order
         frame = self._con.execute(f"SELECT {', '.join(plain)} {where} ORDER BY {order}, rowid",
                                   [label]).df()
@@ -481,36 +507,7 @@ class ReleaseStore:
                      for parts in (text.split(_LIST_SEPARATOR) for text in distinct.tolist())]
             cells.append(())
             frame[name] = np.fromiter(cells, dtype=object, count=len(cells))[which]
-        return frame[[c for c in types]]
-
-    def record_columns(self, period: str, columns: Iterable[str]) -> pd.DataFrame:
-        """:meth:`records` of one period with only ``columns`` (and the case id and period
-        columns, and ``version``), the rows in the same order.
-
-        A reader that needs a few columns of each report (``evaluate``: the QIDs, drugs and
-        reactions) skips fetching and converting the others: each multi-valued cell costs a
-        Python list and a tuple (issue 30). A column the records table lacks is left out (the
-        caller's checks name it).
-        """
-        label = parse_period(period).label
-        if label not in self.ingested_periods():
-            raise StoreError(f"Period {label} is not ingested in {str(self.path)!r}; ingested: "
-                             f"{', '.join(self.ingested_periods()) or 'none'}.")
-        s = self.schema
-        wanted = list(dict.fromkeys([s.case_id, s.period, *columns, "version"]))
-        if not self._has_records_table():
-            return pd.DataFrame(columns=[c for c in wanted if c != "version"])
-        present = self._record_columns()
-        kept = [c for c in wanted if c in present]
-        order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version")
-                          if c in present)
-        frame = self._con.execute(
-            f"SELECT {', '.join(_quote(c) for c in kept)} FROM records "
-            f"WHERE {_quote(s.period)} = ? ORDER BY {order}", [label]).df()
-        for name in s.multi_valued:
-            if name in frame.columns:
-                frame[name] = [tuple(v) if v is not None else () for v in frame[name]]
-        return frame
+        return frame[kept]
 
     def _lists_join_safely(self, columns: list[str], types: dict[str, str], where: str,
                            label: str) -> bool:
