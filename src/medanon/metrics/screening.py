@@ -478,8 +478,10 @@ def _latest_of_case(cases: list[np.ndarray], count: int) -> tuple[np.ndarray, np
 
 
 def _cells(rows: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """The terms of the columns of each row as one ``|``-joined cell (a column a release lacks
-    reads as empty cells, as it did when the releases were stacked into one frame)."""
+    """The terms of the columns of each row as one ``|``-joined cell, as
+    :func:`.disproportionality.pair_counts` joins them (a column a release lacks reads as empty
+    cells, as it did when the releases were stacked into one frame; the signal table reads its
+    releases with it too)."""
     def one(column: str) -> np.ndarray:
         if column not in rows.columns:
             return np.full(len(rows), "", dtype=object)

@@ -93,7 +93,7 @@ from ..published.cells import SUPPRESSED, blank_cells, cell_strings
 from .disproportionality import (GPS_STARTS, LIMIT_FLIP_COLUMN, GpsPrior, bayesian_fdr,
                                  benjamini_hochberg, count_pairs, posterior_h0, prr_p_value,
                                  screen)
-from .screening import DEFAULT_STRATA, SCOPE_STARTS, _Terms
+from .screening import DEFAULT_STRATA, SCOPE_STARTS, _cells, _Terms
 from .signals import INSIDE, Condition
 
 __all__ = ["AGE_GROUP_COLUMN", "DEFAULT_SCOPES", "SCOPES", "SIGNAL_RULES", "STRATIFY_COLUMNS",
@@ -482,22 +482,6 @@ class _SeriesReports:
             unknown[name] = int((v == UNKNOWN_STRATUM).sum())
             values.append(v)
         return _joined_strata(values, unknown)
-
-
-def _cells(rows: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """The terms of the columns of each row as one ``|``-joined cell, as
-    :func:`.disproportionality.pair_counts` joins them (a column the rows lack reads as empty
-    cells, as it did when periods were stacked into one frame)."""
-    def one(column: str) -> np.ndarray:
-        if column not in rows.columns:
-            return np.full(len(rows), "", dtype=object)
-        return cell_strings(rows[column])
-    if len(columns) == 1:
-        return one(columns[0])
-    joined = np.full(len(rows), "", dtype=object)
-    for column in columns:
-        joined = joined + "|" + one(column)
-    return joined
 
 
 def _screened(table: pd.DataFrame, *, fdr: float, min_count: int, starts: int,
