@@ -640,12 +640,12 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
             it is the latest period the data holds (:func:`~medanon.pipeline.checks.check_final`).
         case_ids: How CaseIDs are published (:class:`~medanon.pipeline.case_ids.CaseIds`);
             ``records`` gives the real ones, ``series`` and ``linked`` hold the published ones.
-        period_case_ids: The real case ids of a period, when they are cheaper to get than its
-            records (a store: one SQL query); the next period's are read with it (None: from
-            ``records``).
             None: published as they are.
         highest_earlier: Under real CaseIDs, the highest CaseID published before ``periods``
             (for the gate's CaseID-order rule; kept up to date release by release).
+        period_case_ids: The real case ids of a period, when they are cheaper to get than its
+            records (a store: one SQL query); the next period's are read with it (None: from
+            ``records``).
 
     Raises:
         As :func:`prepare_release`, for the period being prepared.
