@@ -299,7 +299,9 @@ class Dataset:
 
         Args:
             folder: where to write (see :func:`~medanon.data.synth.faers.write_faers_series`).
-            periods, cases, seed: quarters, cases per quarter, random seed (None: fresh).
+            periods: quarters.
+            cases: cases per quarter.
+            seed: random seed (None: fresh).
             profile: the generator's calibration: ``default`` (FAERS-like), ``legacy`` (the
                 generator before issue 42), ``faers-2004``, ``faers-2014`` or ``faers-current``
                 (``docs/data.md``); a ValidationError names ``profile``.
@@ -1026,11 +1028,13 @@ class Publisher:
                 the seed is published, so a key derived from it would hide nothing).
             progress: Table and EHR only: called as the method advances (table: with
                 ``(done, total)`` lattice nodes; EHR: with each finished stage's name).
-            allow_unprotected, allow_unknown_terms, allow_gap, allow_short_lifespan: Periodic
-                only: overrides of the safety checks (:mod:`medanon.pipeline.checks`): method
-                ``none``; θ-table terms ``data`` does not hold; passing over a missing or empty
-                period; a ``lifespan`` shorter than a case's span in ``data``. Recorded in each
-                manifest's ``method.acknowledged``.
+            allow_unprotected: Periodic only, an override of the safety checks
+                (:mod:`medanon.pipeline.checks`, as are the three below, each recorded in each
+                manifest's ``method.acknowledged``): publish with method ``none``.
+            allow_unknown_terms: Periodic only: θ-table terms ``data`` does not hold.
+            allow_gap: Periodic only: passing over a missing or empty period.
+            allow_short_lifespan: Periodic only: a ``lifespan`` shorter than a case's span in
+                ``data``.
             final: Periodic methods that wait for the next period (HA) only: publish the latest
                 period of ``data`` too, as the series' final release, grouped as if none of its
                 cases went on. Its MD view holds only while no later release exists: nothing
