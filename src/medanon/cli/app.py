@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Annotated, Optional, TypeVar
 
 import typer
+from typer.core import TyperGroup
 
 from .. import __version__
 from ..errors import MedanonError, ValidationError
@@ -27,7 +28,22 @@ from ..store import DEFAULT_STORE
 # inside each command's body, so that ``--version`` and ``--help`` start at once
 # (benchmarks/bench_cli_startup.py; tests/system/test_cli_startup.py guards the module set).
 
-app = typer.Typer(name="medanon", add_completion=False, no_args_is_help=True,
+#: ``medanon --help`` lists the commands in the order a holder meets them: try it, a quarter's
+#: release from ingest to report, the analyst's and the evaluator's commands, then the one-off
+#: releases (a command missing here would come last, in registration order).
+WORKFLOW_ORDER = ("demo", "synth", "ingest", "plan", "release", "verify", "export", "report",
+                  "inspect", "signals", "evaluate", "attack", "ledger", "experiment", "ipa",
+                  "clinsim")
+
+
+class _WorkflowGroup(TyperGroup):
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        names = super().list_commands(ctx)
+        rank = {name: i for i, name in enumerate(WORKFLOW_ORDER)}
+        return sorted(names, key=lambda n: (rank.get(n, len(rank)), names.index(n)))
+
+
+app = typer.Typer(name="medanon", cls=_WorkflowGroup, add_completion=False, no_args_is_help=True,
                   pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Publish medical microdata without giving away the people in it.")
 synth_app = typer.Typer(no_args_is_help=True, help="Write synthetic data sets.")
