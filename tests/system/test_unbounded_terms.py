@@ -177,3 +177,24 @@ def test_the_schema_s_protected_terms_cap_every_release(series, tmp_path) -> Non
     assert result.returncode == 0, result.stderr
     for table in _tables(store).values():
         assert table.get("Death") == 0.35 and dict(table.caps) == {"Death": 0.35}
+
+
+def test_every_raised_theta_is_told_on_stderr_and_in_json(series, tmp_path) -> None:
+    """A θ that raise-theta raised (not only a protected term's cap) is told to the steward on
+    stderr, also with --json, and listed in --json as the manifest records it (issue 44)."""
+    store = _store(series, tmp_path)
+    result = invoke_cli("release", "2020Q1", "--method", "ppms++", "--k", "5", "--theta", "0.2",
+                        "--on-infeasible", "raise-theta", "--max-withheld", "1", "--seed", "5",
+                        "--allow-seeded", "--store", store, "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)[0]
+    with ReleaseStore.open(store) as db:
+        recorded = db.manifest("2020Q1")["details"].get("raised_theta") or {}
+    assert recorded, "the legacy profile's frequent terms cannot meet theta 0.2 at k 5"
+    assert set(recorded) <= set(summary["raised_theta"])
+    for term, entry in summary["raised_theta"].items():
+        assert entry["theta"] == 0.2 and entry["raised_to"] > 0.2
+        if term in recorded:
+            assert entry["raised_to"] == recorded[term]["raised_to"]
+        assert f"{term!r} 0.2 -> {entry['raised_to']:g}" in result.stderr
+    assert "raised the theta of" in result.stderr

@@ -279,7 +279,8 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
                      f"release again, or, if the series ends with {waiting[-1]}, release with "
                      f"--final.")
     # on stderr also with --json (whose stdout lists every term): no θ = 1 goes unsaid
-    unbounded = unbounded_warning(summaries) + _caps_raised_warnings(summaries)
+    unbounded = (unbounded_warning(summaries) + _caps_raised_warnings(summaries)
+                 + _raised_theta_notes(summaries))
     if as_json:
         _print_warnings(unbounded)
         print_json([{**s.__dict__, **spent.get(s.period, {})} for s in summaries])
@@ -372,6 +373,21 @@ def _caps_raised_warnings(summaries: list) -> list[str]:
             lines.append(f"warning: in {s.period}, --on-infeasible raise-theta raised protected "
                          f"term(s) above their cap, as too many cases hold them for it: {shown}; "
                          f"recorded in the manifest's raised_theta.")
+    return lines
+
+
+def _raised_theta_notes(summaries: list) -> list[str]:
+    """Every θ ``--on-infeasible raise-theta`` raised, per release (a protected term's raise
+    past its cap has its own warning above): the steward learns the θ the release used."""
+    lines = []
+    for s in summaries:
+        raised = {t: e for t, e in s.raised_theta.items() if t not in s.caps_raised}
+        if raised:
+            shown = ", ".join(f"{t!r} {e['theta']:g} -> {e['raised_to']:g}"
+                              for t, e in raised.items())
+            lines.append(f"note: in {s.period}, --on-infeasible raise-theta raised the theta of "
+                         f"{len(raised)} term(s) too frequent for it: {shown}; recorded in the "
+                         f"manifest's raised_theta.")
     return lines
 
 

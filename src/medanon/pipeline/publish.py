@@ -76,6 +76,19 @@ class PublishedSummary:
     #: protected terms whose θ ``raise-theta`` raised above their cap: term -> its
     #: ``details.raised_theta`` entry (``cap``, ``raised_to``; see ``caps_raised``)
     caps_raised: dict[str, dict] = field(default_factory=dict)
+    #: every term whose θ ``raise-theta`` raised, protected or not: term -> ``theta`` (asked)
+    #: and ``raised_to`` (and ``cap`` for a protected term), also a term only withheld cases
+    #: hold (operator-only, so the operator is told of every raise)
+    raised_theta: dict[str, dict] = field(default_factory=dict)
+
+
+def _raised_theta(prepared: PreparedRelease) -> dict[str, dict]:
+    """Every θ ``raise-theta`` raised in a release (published in ``details.raised_theta`` or
+    operator-only), as term -> ``theta``, ``raised_to`` and, for a protected term, ``cap``."""
+    published = (prepared.manifest.get("details") or {}).get("raised_theta") or {}
+    hidden = (prepared.operator.get("private_details") or {}).get("raised_theta_unpublished") or {}
+    return {str(t): {k: e[k] for k in ("theta", "raised_to", "cap") if k in e}
+            for t, e in sorted({**published, **hidden}.items()) if isinstance(e, Mapping)}
 
 
 def plan_periods(store: ReleaseStore, requested: Sequence[str]) -> list[str]:
@@ -830,7 +843,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                 # that only withheld cases hold, issue 41)
                 caps_raised={**caps_raised(prepared.manifest), **{
                     t: e for t, e in (prepared.operator.get("private_details") or {}).get(
-                        "raised_theta_unpublished", {}).items() if "cap" in e}}))
+                        "raised_theta_unpublished", {}).items() if "cap" in e}},
+                raised_theta=_raised_theta(prepared)))
             if progress:
                 progress(prepared.period)
     return summaries
