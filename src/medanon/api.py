@@ -899,6 +899,7 @@ class Publisher:
         case_key = parameters.pop("case_key", None)
         self.parameters = dict(parameters)
         if isinstance(method, str):
+            method = method.strip().lower()  # the docs write PPMS++; the registry ppms++
             try:
                 self.family = family_of(method)
             except ValidationError:
@@ -1018,7 +1019,7 @@ class Publisher:
             data: The private input of the method's family: a :class:`Dataset` (periodic), a
                 :class:`Table` or :class:`EhrRecords`.
             periods: Periodic only: the periods to publish (default: every period of ``data``
-                not in ``previous``).
+                not in ``previous``); one label stands for itself (``"2022Q4"``).
             previous: Periodic only: the releases already published (their CaseIDs are linked).
             allow_violations: Keep a release the gate finds violating (its verdict says so and
                 the manifest lists the violations); by default it is refused.
@@ -1056,6 +1057,8 @@ class Publisher:
             raise ValidationError(f"The 'data' parameter of Publisher.publish must be {article} "
                                   f"{wanted.__name__} for {self.family} method {self.name!r}; "
                                   f"got {type(data).__name__}.")
+        if isinstance(periods, str):  # one period, not its characters
+            periods = [periods]
         given = {"periods": periods is not None, "previous": previous is not None,
                  "identifiers": identifiers is not None, "progress": progress is not None}
         allowed = {"periodic": ("periods", "previous"), "table": ("progress",),

@@ -67,6 +67,17 @@ def test_publisher_errors_name_parameters(data):
         data.records("1999Q1")
 
 
+def test_method_names_ignore_case_and_one_period_is_a_label(data):
+    """The docs write PPMS++ and HA; a period given alone is that period, not its characters
+    (issue 44)."""
+    assert medanon.Publisher("PPMS++", k=5, theta=1.0, seed=1).name == "ppms++"
+    assert medanon.Publisher(" Ha ", k=5, theta=1.0, alpha=0.5, seed=1).name == "ha"
+    alone = medanon.Publisher("ppms++", k=5, theta=1.0, seed=1).publish(data, "2020Q2")
+    listed = medanon.Publisher("ppms++", k=5, theta=1.0, seed=1).publish(data, ["2020Q2"])
+    assert [r.period for r in alone.releases_published] == ["2020Q2"]
+    assert alone.releases_published[0].rows.equals(listed.releases_published[0].rows)
+
+
 def test_release_goes_into_a_store(data, tmp_path):
     from medanon.store import ReleaseStore
 
