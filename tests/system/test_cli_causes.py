@@ -304,6 +304,40 @@ def test_a_really_full_disk(tmp_path) -> None:
     assert (tmp_path / "before.json").read_text() == (tmp_path / "after.json").read_text()
 
 
+def test_a_file_size_limit_is_told_as_a_full_disk(tmp_path) -> None:
+    """`ulimit -f` (EFBIG: the file reached the largest size the process may write) is a full
+    disk for the steward, not a bug, and nothing is left behind (issue 44)."""
+    if shutil.which("bash") is None:
+        pytest.skip("no bash for ulimit")
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    env.pop("MEDANON_DEBUG", None)
+    run = subprocess.run(
+        ["bash", "-c", f"ulimit -f 4; exec {sys.executable} -m medanon ingest {MODERN} "
+                       f"--store {work / 's.duckdb'}"],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert run.returncode == 74, run.stderr
+    last = run.stderr.strip().splitlines()[-1]
+    assert last.startswith("DiskFullError: ") and "EFBIG" in last, run.stderr
+    assert "InternalError" not in run.stderr and "Traceback" not in run.stderr
+    assert snapshot(work) == {}
+
+
+def test_a_file_size_limit_while_exporting_is_told_as_a_full_disk(store, tmp_path) -> None:
+    from medanon.published import format as published_format
+
+    def write_manifest(folder, manifest):
+        raise OSError(errno.EFBIG, "File too large", str(folder / "manifest.json"))
+
+    out = tmp_path / "exported"
+    with mock.patch.object(published_format, "write_manifest", write_manifest):
+        result = invoke_cli("export", "--store", store, "--out", out)
+    assert_user_error(result, "DiskFullError", "EFBIG")
+    assert result.returncode == 74 and "manifest.json" in result.stderr
+    assert not out.exists()
+
+
 # -- a damaged download ---------------------------------------------------------------------------
 def _zip_of(folder: Path, target: Path) -> Path:
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:

@@ -73,7 +73,8 @@ F = TypeVar("F", bound=Callable[..., None])
 #: cut-off ``verify`` cannot pass for one whose releases all hold.
 EXIT_CLOSED_PIPE = 141
 EXIT_BUG = 70  # EX_SOFTWARE: the only exit code that means "a bug in medanon"
-_OS_EXIT = {errno.ENOSPC: 74, errno.EDQUOT: 74, errno.EACCES: 77, errno.EPERM: 77, errno.EROFS: 77}
+_OS_EXIT = {errno.ENOSPC: 74, errno.EDQUOT: 74, errno.EFBIG: 74, errno.EACCES: 77, errno.EPERM: 77,
+            errno.EROFS: 77}
 
 
 def guarded(func: F) -> F:
@@ -100,6 +101,11 @@ def guarded(func: F) -> F:
                 where = f" while writing {exc.filename!r}" if exc.filename else ""
                 sys.stderr.write(f"DiskFullError: no space left on the device{where}. Free some "
                                  "space (or write elsewhere) and run the command again.\n")
+            elif exc.errno == errno.EFBIG:  # ulimit -f, or the filesystem's largest file
+                sys.stderr.write(f"DiskFullError: {exc.filename or 'a file'!r} reached the "
+                                 "largest file this process may write (EFBIG: a 'ulimit -f' "
+                                 "limit or the filesystem's largest file size). Raise the limit "
+                                 "(or write elsewhere) and run the command again.\n")
             else:
                 sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
             code = _OS_EXIT.get(exc.errno, 1)

@@ -95,6 +95,11 @@ def _first_line(exc: BaseException) -> str:
 _LOCKED = ("Could not set lock", "Conflicting lock")
 _DENIED = ("Permission denied", "Operation not permitted", "Read-only file system")
 _FULL = ("No space left on device", "Disk quota exceeded")
+#: EFBIG: the file reached the largest size this process may write (``ulimit -f``, or the
+#: filesystem's largest file); like a full disk, the write did not happen (issue 44)
+_TOO_LARGE = ("File too large",)
+_TOO_LARGE_HINT = ("reached the largest file this process may write (EFBIG: a 'ulimit -f' limit "
+                   "or the filesystem's largest file size)")
 
 
 def store_failure(exc: BaseException, path: str | Path, *, writing: bool) -> StoreError | None:
@@ -136,6 +141,11 @@ def store_failure(exc: BaseException, path: str | Path, *, writing: bool) -> Sto
             f"The disk holding store {shown} is full: {target!r} could not be written. The "
             f"write was rolled back and the store is as it was; free some space on that disk "
             f"(or use a --store elsewhere) and run the command again.")
+    if any(m in text for m in _TOO_LARGE):
+        return DiskFullError(
+            f"Store {shown} could not grow: {target!r} {_TOO_LARGE_HINT}. The write was rolled "
+            f"back and the store is as it was; raise the limit (or use a --store elsewhere) and "
+            f"run the command again.")
     if "read-only mode" in text:
         return StoreError(f"Store {shown} is open read-only; open it with read_only=False to "
                           f"write to it.")
@@ -155,6 +165,9 @@ def duckdb_failure(exc: BaseException) -> StoreError | None:
         where = f" while writing {target!r}" if target else ""
         return DiskFullError(f"no space left on the device{where}. Free some space (or write "
                              f"elsewhere) and run the command again.")
+    if any(m in str(exc) for m in _TOO_LARGE):
+        return DiskFullError(f"{target or 'a file'!r} {_TOO_LARGE_HINT}. Raise the limit (or "
+                             f"write elsewhere) and run the command again.")
     return store_failure(exc, target or "the store", writing=True)
 
 
