@@ -61,7 +61,7 @@ from .data.tabular import TableSchema, TabularData
 from .errors import PrivacyViolation, ValidationError
 from .periods import parse_period
 from .published.format import read_release_text, write_release_text
-from .published.series import PublishedSeries, empty_series, load_series
+from .published.series import PublishedSeries, ReadOnDemand, empty_series, load_series
 from .random import Randomness, check_rng, randomness
 
 # The methods, the pipelines and the verify gate are imported where they are used (issue 30):
@@ -1339,28 +1339,9 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
                 combine_super_records(db.records(period), db.schema, hierarchies).frame,
                 db.schema)
 
-        return _signal_table(_EachRead(periods, published), progress=progress,
+        return _signal_table(ReadOnDemand(periods, published), progress=progress,
                              on_start=on_start, hierarchies=hierarchies,
                              source=f"Store {str(store)!r}, original records", **options)
-
-
-class _EachRead(Mapping):
-    """Period -> rows made when asked for and not kept: the signal table reads each period
-    once, in time order, so the series is never held whole (issue 43)."""
-
-    def __init__(self, labels: Sequence[str], read: Callable[[str], pd.DataFrame]):
-        self._labels, self._read = tuple(labels), read
-
-    def __getitem__(self, label: str) -> pd.DataFrame:
-        if label not in self._labels:
-            raise KeyError(label)
-        return self._read(label)
-
-    def __iter__(self):
-        return iter(self._labels)
-
-    def __len__(self) -> int:
-        return len(self._labels)
 
 
 def _faers_layout_series(folder: Path) -> bool:

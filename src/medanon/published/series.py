@@ -10,7 +10,7 @@ A schema can be given instead when the manifests lack that description.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -283,8 +283,11 @@ def load_series(*, folder: str | Path | None = None, store=None, schema: Schema 
                                   f"'medanon release' first.")
         if columns is not None and not lazy:
             raise ValidationError("The 'columns' parameter of load_series needs lazy=True.")
-        releases = (_StoreReleases(store, labels, columns) if lazy
-                    else {p: store.release_rows(p) for p in labels})
+        if lazy:
+            wanted = None if columns is None else tuple(columns)
+            releases = ReadOnDemand(labels, lambda p: store.release_rows(p, wanted))
+        else:
+            releases = {p: store.release_rows(p) for p in labels}
         every = store.manifests()  # one query, not one per release
         manifests = {p: every[p] for p in labels}
         source = f"Store {str(store.path)!r}"
@@ -306,18 +309,19 @@ def load_series(*, folder: str | Path | None = None, store=None, schema: Schema 
     return PublishedSeries(releases, manifests, qids, sensitive, source)
 
 
-class _StoreReleases(Mapping):
-    """Period -> a store's published rows, read when asked for and not kept
-    (:func:`load_series` with ``lazy``)."""
+class ReadOnDemand(Mapping):
+    """Period -> rows made by ``read(period)`` each time they are asked for, and not kept: a
+    reader that goes through a series a release at a time (the signal table, in time order)
+    never holds it whole (issue 43). A store's published rows (:func:`load_series` with
+    ``lazy``) and its original records as they would be published are read so."""
 
-    def __init__(self, store, labels: Iterable[str], columns: Iterable[str] | None = None):
-        self._store, self._labels = store, tuple(labels)
-        self._columns = None if columns is None else tuple(columns)
+    def __init__(self, labels: Iterable[str], read: Callable[[str], pd.DataFrame]):
+        self._labels, self._read = tuple(labels), read
 
     def __getitem__(self, label: str) -> pd.DataFrame:
         if label not in self._labels:
             raise KeyError(label)
-        return self._store.release_rows(label, self._columns)
+        return self._read(label)
 
     def __iter__(self):
         return iter(self._labels)
