@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import pandas as pd
 
@@ -69,6 +69,7 @@ from .random import Randomness, check_rng, randomness
 # the privacy models or SciPy.
 if TYPE_CHECKING:
     from .anonymize.base import Anonymizer
+    from .pipeline.ehr import Pseudonyms
     from .pipeline.policy import SeriesPolicy
     from .models.theta import ThetaTable
     from .verify import SeriesVerdict
@@ -618,9 +619,11 @@ class Release(_Gated):
     def __repr__(self) -> str:
         # the published manifest and rows only: never the operator-only facts, the ledger or
         # the seconds
+        groups = self._groups()
         return _repr.one_line(
             f"<Release {_repr.clip(self.period, 20)}: {_repr.method_of(self.manifest)}, "
-            f"{_repr.plural(len(self.rows), 'row')} in {_repr.plural(self._groups(), 'group')}, "
+            f"{_repr.plural(len(self.rows), 'row')} in "
+            f"{_repr.plural(groups, 'group') if isinstance(groups, int) else '? groups'}, "
             f"verdict {_repr.verdict_of(self.manifest)}>")
 
     def _repr_html_(self) -> str:
@@ -632,10 +635,11 @@ class Release(_Gated):
 def _release_facts(manifest: Mapping, sizes: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
     """The facts an HTML summary shows of one release: its published manifest's method,
     model and verdict, and ``sizes``."""
-    method = manifest.get("method") if isinstance(manifest.get("method"), Mapping) else {}
-    entry = manifest.get("verification")
-    entry = entry if isinstance(entry, Mapping) else {}
-    counts = manifest.get("counts") if isinstance(manifest.get("counts"), Mapping) else {}
+    def part(key: str) -> Mapping[str, Any]:  # a damaged manifest shows "?", not a traceback
+        value = manifest.get(key)
+        return value if isinstance(value, Mapping) else {}
+
+    method, entry, counts = part("method"), part("verification"), part("counts")
     return [("method", _repr.method_of(manifest)),
             ("privacy model", method.get("privacy_model", "?")), *sizes,
             ("verdict", _repr.verdict_of(manifest)), ("checked", entry.get("checked", "?")),
@@ -817,6 +821,44 @@ _EHR_RUN = {"sensitive": "va-7332", "delta_t_days": 300.0, "aux_fraction": 0.8,
 _EHR_PUBLISH = {"time_resolution": "day"}
 
 
+# The typed keywords of Publisher (its overloads below). A test keeps each alias equal to the
+# registry or the tuple of choices it mirrors, and each overload's keywords equal to what its
+# family's factory takes, so the types cannot drift from what is accepted.
+
+#: a periodic method's name, as the registry writes it or in capitals (the docs write PPMS++)
+PeriodicMethodName = Literal["none", "ms", "ppms", "ppms+", "ppms++", "ha", "ppms-dp-num",
+                             "ppms-dp-all", "NONE", "MS", "PPMS", "PPMS+", "PPMS++", "HA",
+                             "PPMS-DP-NUM", "PPMS-DP-ALL"]
+#: a one-off table method's name (paper 004 and its baselines)
+TableMethodName = Literal["ipa", "kanon", "dphist", "IPA", "KANON", "DPHIST"]
+#: a diagnosis-sequence method's name (paper 003 and its baselines)
+EhrMethodName = Literal["clinsimrr", "umaxrr", "umaxrr-yp", "rr", "suppression", "CLINSIMRR",
+                        "UMAXRR", "UMAXRR-YP", "RR", "SUPPRESSION"]
+OnInfeasible = Literal["refuse", "raise-theta", "suppress-terms"]
+Grouping = Literal["classes-first", "greedy"]
+OnUnplaceable = Literal["suppress-terms", "withhold"]
+DpVariant = Literal["strict", "paper"]
+LabelMechanism = Literal["exponential", "randomized-response"]
+CaseIdMode = Literal["pseudonym", "real"]
+TimeResolution = Literal["day", "hour", "minute"]
+IpaSelection = Literal["utility", "paper"]
+
+#: internal parameter names a method's own checks use -> the Publisher keyword a caller wrote
+_KEYWORD_OF = {"variant": "dp_variant", "dp_aware_epsilon": "case_budget"}
+
+
+def _in_callers_words(exc: ValidationError, owner: str) -> ValidationError:
+    """``exc`` told as a parameter of ``owner`` (the object the caller used) with the caller's
+    keyword, not as one of the internal function or class that checked it: ``The 'k' parameter
+    of periodic_method`` -> ``The 'k' parameter of Publisher``."""
+    import re
+
+    def told(match: re.Match[str]) -> str:
+        return f"The {_KEYWORD_OF.get(match.group(1), match.group(1))!r} parameter of {owner}"
+
+    return type(exc)(re.sub(r"The '(\w+)' parameter of [\w.]+", told, str(exc)))
+
+
 def _names(factory: Callable) -> tuple[str, ...]:
     return tuple(p.name for p in inspect.signature(factory).parameters.values()
                  if p.kind is inspect.Parameter.KEYWORD_ONLY)
@@ -873,8 +915,50 @@ class Publisher:
             (named).
     """
 
+    # One overload per family: an editor completes these keywords and a type checker refuses
+    # a keyword the family does not take. A name known only at run time is typed as one of the
+    # aliases (``cast(PeriodicMethodName, name)``); at run time any casing of a name is taken.
+    @overload
+    def __init__(self, method: PeriodicMethodName, *, seed: int | None = None,
+                 rng: Randomness | None = None, k: int | None = None,
+                 theta: float | str | None = None,
+                 protect: Mapping[str, float] | Sequence[str] | None = None,
+                 lifespan: int | None = None, on_infeasible: OnInfeasible = "refuse",
+                 max_withheld: float | None = None, grouping: Grouping | None = None,
+                 alpha: float | None = None, ss_rule: str | Mapping[str, int] | None = None,
+                 on_unplaceable: OnUnplaceable | None = None,
+                 epsilon: float | str | None = None, dp_variant: DpVariant = "strict",
+                 domains: Sequence[str] | Mapping[str, tuple[float, float]] | None = None,
+                 dp_aware_grouping: bool = False, case_budget: float | str | None = None,
+                 label_confidence: float | None = None,
+                 label_mechanism: LabelMechanism | None = None,
+                 allow_tiny_epsilon: bool = False, case_ids: CaseIdMode = "pseudonym",
+                 case_key: bytes | None = None) -> None: ...
+
+    @overload
+    def __init__(self, method: SeriesPolicy | Anonymizer, *, seed: int | None = None,
+                 rng: Randomness | None = None, case_ids: CaseIdMode = "pseudonym",
+                 case_key: bytes | None = None) -> None: ...
+
+    @overload
+    def __init__(self, method: TableMethodName, *, seed: int | None = None,
+                 rng: Randomness | None = None, epsilon: float | str | None = None,
+                 k: int | None = None, max_suppression: float | None = None,
+                 threshold: int | None = None, budget_split: str | None = None,
+                 node: str | list[int] | None = None, selection: IpaSelection | None = None,
+                 min_records: int | None = None, allow_tiny_epsilon: bool = False) -> None: ...
+
+    @overload
+    def __init__(self, method: EhrMethodName, *, seed: int | None = None,
+                 rng: Randomness | None = None, epsilon: float | str | None = None,
+                 gamma: float | None = None, b_max: int | None = None, alpha: float = 0.5,
+                 max_path_length: int = 2, sensitive: str | Sequence[str] = "va-7332",
+                 delta_t_days: float = 300.0, aux_fraction: float = 0.8,
+                 min_predictions: int = 10, compare: bool = False,
+                 time_resolution: TimeResolution = "day") -> None: ...
+
     def __init__(self, method: str | Anonymizer | SeriesPolicy | Any, *, seed: int | None = None,
-                 rng: Randomness | None = None, **parameters: Any):
+                 rng: Randomness | None = None, **parameters: Any) -> None:
         from .anonymize.base import Anonymizer
         from .pipeline.methods import EHR_METHODS, PERIODIC_METHODS, TABLE_METHODS, family_of
 
@@ -890,8 +974,9 @@ class Publisher:
             #: the series policy this publisher applies (None for one given by name)
             self.policy: SeriesPolicy | None = method
             # its method by name and its parameters (on_case_budget is the store's: publish_periods)
-            method, parameters = method.method, {k: v for k, v in method.parameters.items()
-                                                 if k != "on_case_budget"}
+            policy = method
+            method = policy.method
+            parameters = {k: v for k, v in policy.parameters.items() if k != "on_case_budget"}
         else:
             self.policy = None
         self._case_ids_given = "case_ids" in parameters or "case_key" in parameters
@@ -907,7 +992,10 @@ class Publisher:
                                       f"method ({', '.join(PERIODIC_METHODS)}), a table method "
                                       f"({', '.join(TABLE_METHODS)}) or an EHR method "
                                       f"({', '.join(EHR_METHODS)}); got {method!r}.") from None
-            self.method = self._configure(method, parameters)
+            try:
+                self.method = self._configure(method, parameters)
+            except ValidationError as exc:  # told as the caller wrote it: Publisher's keywords
+                raise _in_callers_words(exc, "Publisher") from None
         else:
             if isinstance(method, Anonymizer):
                 self.family = "periodic"
@@ -956,8 +1044,9 @@ class Publisher:
     def _configure(self, name: str, parameters: dict[str, Any]) -> Any:
         from .pipeline.methods import ehr_method, periodic_method, table_method
 
-        factory = {"periodic": periodic_method, "table": table_method,
-                   "ehr": ehr_method}[self.family]
+        factories: dict[str, Callable[..., Any]] = {
+            "periodic": periodic_method, "table": table_method, "ehr": ehr_method}
+        factory = factories[self.family]
         known = _names(factory) + (tuple(_EHR_RUN) + tuple(_EHR_PUBLISH)
                                    if self.family == "ehr" else ())
         unknown = [p for p in parameters if p not in known]
@@ -1007,9 +1096,27 @@ class Publisher:
         self._run = run
         return configured
 
-    def publish(self, data: "Dataset | Table | EhrRecords", periods: Sequence[str] | None = None,
+    # One overload per family's data, with that family's options and its result's type.
+    @overload
+    def publish(self, data: Dataset, periods: Sequence[str] | str | None = None, *,
+                previous: PublishedSeries | None = None, allow_violations: bool = False,
+                allow_unprotected: bool = False, allow_unknown_terms: bool = False,
+                allow_gap: bool = False, allow_short_lifespan: bool = False,
+                final: bool = False) -> Series: ...
+
+    @overload
+    def publish(self, data: Table, *, allow_violations: bool = False,
+                progress: Callable[[int, int], None] | None = None) -> TableRelease: ...
+
+    @overload
+    def publish(self, data: EhrRecords, *, allow_violations: bool = False,
+                identifiers: Pseudonyms | None = None,
+                progress: Callable[[str], None] | None = None) -> EhrRelease: ...
+
+    def publish(self, data: Dataset | Table | EhrRecords,
+                periods: Sequence[str] | str | None = None,
                 *, previous: PublishedSeries | None = None, allow_violations: bool = False,
-                identifiers: Any = None, progress: Callable[..., None] | None = None,
+                identifiers: Pseudonyms | None = None, progress: Callable[..., None] | None = None,
                 allow_unprotected: bool = False, allow_unknown_terms: bool = False,
                 allow_gap: bool = False, allow_short_lifespan: bool = False,
                 final: bool = False) -> "Series | TableRelease | EhrRelease":
@@ -1075,9 +1182,10 @@ class Publisher:
                 if is_given:
                     raise ValidationError(f"The {name!r} parameter of Publisher.publish does not "
                                           f"apply to {self.family} method {self.name!r}.")
-            if self.family == "table":
-                return self._publish_table(data, allow_violations=allow_violations,
-                                           progress=progress)
+        # data is of the family's type (checked above): its type picks the family's path
+        if isinstance(data, Table):
+            return self._publish_table(data, allow_violations=allow_violations, progress=progress)
+        if isinstance(data, EhrRecords):
             return self._publish_ehr(data, allow_violations=allow_violations,
                                      identifiers=identifiers, progress=progress)
         return self._publish_series(data, periods, previous=previous,
@@ -1134,6 +1242,8 @@ class Publisher:
                                       highest_earlier=highest):
             made.append(Release(prepared.period, prepared.rows, prepared.manifest,
                                 prepared.ledger, prepared.operator, prepared.seconds))
+            # release_steps holds this series in memory (no store), so it hands each one back
+            assert prepared.series is not None
             series, verdict = prepared.series, prepared.verdict
         return Series._of(series, tuple(made), verdict)
 
@@ -1313,6 +1423,7 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
                            **options)
     from .store import ReleaseStore
 
+    assert store is not None  # exactly one of series and store was given (checked above)
     with ReleaseStore.open(store, read_only=True) as db:
         if side == "release":
             from .metrics.signal_table import AGE_GROUP_COLUMN, signal_table_columns
@@ -1321,12 +1432,12 @@ def signals(series: str | Path | None = None, *, store: str | Path | None = None
             # of its columns only those the table reads, when the store publishes them all (a
             # column it lacks is named, with the others, by the table's error)
             wanted = signal_table_columns(**options)
-            published = set(db.release_columns())
-            if wanted is not None and not set(wanted) - published - {AGE_GROUP_COLUMN}:
-                series = load_series(store=db, lazy=True, columns=wanted)
+            columns = set(db.release_columns())
+            if wanted is not None and not set(wanted) - columns - {AGE_GROUP_COLUMN}:
+                releases = load_series(store=db, lazy=True, columns=wanted)
             else:
-                series = load_series(store=db, lazy=True)
-            return _signals_of(series, progress=progress, on_start=on_start, **options)
+                releases = load_series(store=db, lazy=True)
+            return _signals_of(releases, progress=progress, on_start=on_start, **options)
         periods = db.ingested_periods()
         if not periods:
             raise ValidationError(f"Store {str(store)!r} holds no ingested period.")

@@ -59,9 +59,9 @@ def test_publisher_errors_name_parameters(data):
     with pytest.raises(ValidationError, match="'method' parameter of Publisher must be a periodic "
                                               r"method \(none, ms.*a table method \(ipa"):
         medanon.Publisher("k-map", k=5)
-    with pytest.raises(ValidationError, match="'theta' parameter of periodic_method is required"):
+    with pytest.raises(ValidationError, match="'theta' parameter of Publisher is required"):
         medanon.Publisher("ppms++", k=5)
-    with pytest.raises(ValidationError, match="'epsilon' parameter of periodic_method applies"):
+    with pytest.raises(ValidationError, match="'epsilon' parameter of Publisher applies"):
         medanon.Publisher("ppms++", k=5, theta=0.5, epsilon=1)
     with pytest.raises(ValidationError, match="'period' parameter of Dataset.records"):
         data.records("1999Q1")

@@ -133,7 +133,7 @@ def test_parameters_of_another_family_are_refused(table):
     with pytest.raises(ValidationError, match="'threshold' parameter of Publisher does not apply "
                                               "to periodic method"):
         medanon.Publisher("ppms++", k=5, theta=0.5, threshold=3)
-    with pytest.raises(ValidationError, match="'epsilon' parameter of table_method is required"):
+    with pytest.raises(ValidationError, match="'epsilon' parameter of Publisher is required"):
         medanon.Publisher("dphist")
     with pytest.raises(ValidationError, match="'aux_fraction' parameter of Publisher"):
         medanon.Publisher("clinsimrr", epsilon=1, aux_fraction=1.0)
