@@ -44,6 +44,7 @@ from __future__ import annotations
 import inspect
 import secrets
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,8 +75,9 @@ if TYPE_CHECKING:
     from .models.theta import ThetaTable
     from .verify import SeriesVerdict
 
-__all__ = ["Dataset", "EhrRecords", "EhrRelease", "Publisher", "Release", "Series", "Table",
-           "TableRelease", "signals"]
+__all__ = ["Dataset", "EhrRecords", "EhrRelease", "EhrMethodName", "PeriodicMethodName",
+           "Publisher", "Release", "Series", "Table", "TableMethodName", "TableRelease",
+           "UnboundedTermsWarning", "signals"]
 
 
 class Dataset:
@@ -859,6 +861,46 @@ def _in_callers_words(exc: ValidationError, owner: str) -> ValidationError:
     return type(exc)(re.sub(r"The '(\w+)' parameter of [\w.]+", told, str(exc)))
 
 
+class UnboundedTermsWarning(UserWarning):
+    """A release :meth:`Publisher.publish` made leaves sensitive terms at θ = 1 (no limit): a
+    group may consist only of cases holding such a term, so publishing the group discloses it.
+    The command line prints the same warning on stderr."""
+
+
+#: how many unbounded terms the warning names (``Release.unbounded_terms`` lists all)
+_UNBOUNDED_SHOWN = 10
+
+
+def _warn_unbounded(releases: Sequence[Release]) -> None:
+    """One :class:`UnboundedTermsWarning` for the releases that leave terms at θ = 1, naming
+    them. Says nothing the published θ tables do not."""
+    unbounded: dict[str, None] = {}  # the terms in order of first release, once each
+    periods, default = [], False
+    for release in releases:
+        table = release.theta_table
+        if table is None or not (table.unbounded_terms or table.default_unbounded):
+            continue
+        periods.append(release.period)
+        unbounded.update(dict.fromkeys(table.unbounded_terms))
+        default = default or table.default_unbounded
+    if not periods:
+        return
+    terms = list(unbounded)
+    named = ", ".join(repr(t) for t in terms[:_UNBOUNDED_SHOWN]) + (
+        f" and {len(terms) - _UNBOUNDED_SHOWN} more" if len(terms) > _UNBOUNDED_SHOWN else "")
+    which = "; ".join(
+        ([f"{len(terms)} term(s) at theta 1: {named}"] if terms else [])
+        + (["every term not in the theta table (its default theta is 1)"] if default else []))
+    span = (periods[0] if len(periods) == 1
+            else f"{len(periods)} releases, {periods[0]} to {periods[-1]}")
+    warnings.warn(UnboundedTermsWarning(
+        f"theta = 1 (no limit) leaves sensitive terms unbounded in {span}: {which}. A group may "
+        f"consist only of cases holding such a term, and publishing the group discloses it for "
+        f"every one of them. Cap such terms with protect={{'TERM': cap}} (docs/theta.md); "
+        f"each release's unbounded_terms lists them all."),
+        stacklevel=4)  # the caller of Publisher.publish
+
+
 def _names(factory: Callable) -> tuple[str, ...]:
     return tuple(p.name for p in inspect.signature(factory).parameters.values()
                  if p.kind is inspect.Parameter.KEYWORD_ONLY)
@@ -1245,6 +1287,7 @@ class Publisher:
             # release_steps holds this series in memory (no store), so it hands each one back
             assert prepared.series is not None
             series, verdict = prepared.series, prepared.verdict
+        _warn_unbounded(made)
         return Series._of(series, tuple(made), verdict)
 
     def _gate(self, csv_text: str, manifest: dict,

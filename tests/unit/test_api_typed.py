@@ -3,6 +3,7 @@ factory takes, with the same defaults, and its name and choice aliases equal the
 mirror. What a type checker makes of them is checked by mypy on tests/typing (.ci/run)."""
 
 import inspect
+import warnings
 import typing
 
 import pytest
@@ -106,3 +107,18 @@ def test_errors_name_the_callers_keyword(make, told):
     assert str(raised.value).startswith(told)
     for internal in ("periodic_method", "table_method", "ehr_method", "PPMS", "ClinSimRR"):
         assert f"parameter of {internal}" not in str(raised.value)
+
+
+def test_publish_warns_of_terms_left_at_theta_one(tmp_path):
+    data = medanon.Dataset.synthetic_faers(tmp_path / "faers", periods=1, cases=300, seed=3)
+    with pytest.warns(api.UnboundedTermsWarning, match=r"theta = 1 \(no limit\) leaves") as caught:
+        series = medanon.Publisher("ppms++", k=5, theta="frequency", seed=1).publish(data)
+    (release,) = series.releases_published
+    assert release.unbounded_terms, "the frequency rule leaves the most frequent terms at 1"
+    message = str(caught[0].message)
+    assert all(repr(t) in message for t in release.unbounded_terms[:10])
+    assert caught[0].filename == __file__  # told at the caller's line, not inside medanon
+    # a uniform theta below 1 leaves none: no warning (any warning fails the test here)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        medanon.Publisher("ppms++", k=5, theta=0.5, seed=1).publish(data)
