@@ -137,7 +137,7 @@ _RESTRICTION = {"": 0, "M": 1, "F": 2, "FP": 3}
 _LBS_PER_KG = 2.2046226218
 
 _TABLES = ("drug", "reac", "indi", "outc")
-_SCHEMA = {
+_SCHEMA: dict[str, dict[str, type[np.integer]]] = {  # table -> column -> dtype
     "drug": {"rep": np.int64, "seq": np.int64, "drug": np.int64, "role": np.int8,
              "dose": np.int8, "val": np.int8, "lot": np.int64},
     "reac": {"rep": np.int64, "pt": np.int64},
