@@ -637,8 +637,8 @@ class _TableStream:
             # The tail of the previous record's last field, cut off by a stray line break
             # (the previous line already had all its separators). That record is still held:
             # a row the parser has taken is always followed by a line with a '$'.
-            # (A line a tail follows is never plain, its next line having no '$': it came
-            # through here and is held, so _last is set.)
+            # (The line before a tail is never plain, as the line after it has no '$': it went
+            # through this method, which holds it until it is flushed, so _last is set.)
             assert self._last is not None
             text, start = self._last
             self._last = (text + " " + line, start)
