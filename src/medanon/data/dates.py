@@ -52,7 +52,9 @@ def as_faers_date(value: object) -> str | None:
     Raises:
         ValueError: a value that is neither missing, a date, nor a valid FAERS date string.
     """
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
+    # pd.isna is a bool for any scalar cell (None, NaN, NaT, pd.NA, Decimal NaN, ...). Narrowing
+    # to the scalar types pandas-stubs lists first would stop seeing some of these as missing.
+    if value is None or (not isinstance(value, str) and pd.isna(value)):  # type: ignore[call-overload]  # no isna(object) overload in pandas-stubs; any scalar works
         return None
     if isinstance(value, (_dt.date, pd.Timestamp, np.datetime64)):
         return pd.Timestamp(value).strftime("%Y%m%d")

@@ -44,6 +44,7 @@ import io
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -297,8 +298,8 @@ def _assemble(*, patient: tuple[np.ndarray, np.ndarray], admission: tuple[np.nda
     keep = rows[~duplicate]
     n_dup = int(duplicate.sum())
     if n_dup:
-        key = "duplicate_code_in_admission"
-        dropped[key] = dropped.get(key, 0) + n_dup
+        reason = "duplicate_code_in_admission"
+        dropped[reason] = dropped.get(reason, 0) + n_dup
     a_kept = adm[keep]
     return pd.DataFrame({
         "patient": pd.Series(p_uniq[pf[keep]], dtype=object),
@@ -320,7 +321,7 @@ def _read_csv(path: str | Path, role: str) -> tuple[pd.DataFrame, dict]:
         raise InputFormatError(f"The {role} file {str(path)!r} does not exist.") from None
     except OSError as exc:
         raise InputFormatError(f"The {role} file {str(path)!r} is unreadable: {exc}.") from None
-    compression = "gzip" if path.suffix.lower() == ".gz" else None
+    compression: Literal["gzip"] | None = "gzip" if path.suffix.lower() == ".gz" else None
     try:
         frame = pd.read_csv(io.BytesIO(raw), dtype=str, keep_default_na=False,
                             compression=compression, encoding="utf-8")

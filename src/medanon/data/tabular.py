@@ -106,14 +106,23 @@ class DimensionSpec(BaseModel):
     def build(self, base: Path | None) -> LevelHierarchy:
         """The dimension's :class:`LevelHierarchy` (ARX paths resolve against ``base``)."""
         if self.kind == "numeric":
-            lo, hi = self.domain  # type: ignore[misc]
-            starts = [list(level.cuts) if level.cuts is not None
-                      else list(range(lo, hi + 1, level.width)) for level in self.levels]
+            # _consistent, the model's validator, refuses a numeric dimension without a domain.
+            assert self.domain is not None
+            lo, hi = self.domain
+            starts: list[list[int]] = []
+            for level in self.levels:
+                if level.cuts is not None:
+                    starts.append(list(level.cuts))
+                else:
+                    assert level.width is not None  # _Level._one_of: a width when no cuts
+                    starts.append(list(range(lo, hi + 1, level.width)))
             return numeric_levels(self.name, lo, hi, starts)
         if self.values is not None:
             return categorical_levels(self.name, [[v] for v in self.values])
         if isinstance(self.hierarchy, str):
             return categorical_levels(self.name, _read_arx_rows(self.hierarchy, base, self.name))
+        # _consistent: a categorical dimension has exactly one of 'values' and 'hierarchy'.
+        assert self.hierarchy is not None
         return categorical_levels(self.name, self.hierarchy)
 
 
@@ -360,12 +369,12 @@ def load_table(frame: pd.DataFrame | str | Path, schema: TableSchema, *,
         domain = tuple(sorted(informative_text.unique()))
         public = False
     index = {v: i for i, v in enumerate(domain)}
-    informative = informative_text.map(index)
-    bad = informative.isna().to_numpy()
+    mapped = informative_text.map(index)
+    bad = mapped.isna().to_numpy()
     if bad.any():
         raise _bad_values(schema.informative, informative_text, bad,
                           "outside the schema's informative_domain")
-    informative = informative.to_numpy(dtype=np.int32)
+    informative = mapped.to_numpy(dtype=np.int32)
     digest = hashlib.sha256()
     digest.update(np.ascontiguousarray(codes).tobytes())
     digest.update(informative.tobytes())

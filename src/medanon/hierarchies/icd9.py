@@ -418,7 +418,9 @@ class CodeTree:
         """
         values = np.asarray(codes, dtype=object)
         flat = values.ravel()
-        pos = self._lookup.get_indexer(flat).astype(np.int64)
+        # get_indexer turns an array into an Index itself (ensure_index); doing it here is the
+        # same call, in the type the stubs ask for.
+        pos = self._lookup.get_indexer(pd.Index(flat)).astype(np.int64)
         missing = np.flatnonzero(pos < 0)
         if missing.size:
             keys, uniques = pd.factorize(flat[missing], use_na_sentinel=False)

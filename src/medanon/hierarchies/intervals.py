@@ -214,8 +214,8 @@ def interval_hierarchy(lo: float, hi: float, widths: Sequence[float], *,
     for j in range(n_leaves):
         path = [label(0, j)]
         k = j
-        for level, r in enumerate(ratios, start=1):
-            k //= r
+        for level, ratio in enumerate(ratios, start=1):
+            k //= ratio
             lab = label(level, k)
             if lab != path[-1]:  # a clipped bin equal to its only child is the same node
                 path.append(lab)

@@ -102,9 +102,10 @@ class LevelHierarchy:
         Numeric values must be whole numbers in ``lo..hi``; categorical ones are matched as text.
         """
         if self.kind == "numeric":
+            lo, hi = self._domain()
             x = np.asarray(values, dtype=float)
-            ok = np.isfinite(x) & (x == np.floor(x)) & (x >= self.lo) & (x <= self.hi)
-            codes = np.where(ok, x, self.lo).astype(np.int64) - self.lo
+            ok = np.isfinite(x) & (x == np.floor(x)) & (x >= lo) & (x <= hi)
+            codes = np.where(ok, x, lo).astype(np.int64) - lo
             return codes.astype(np.int32), ~ok
         codes = np.fromiter((self._leaf_index.get(str(v), -1) for v in values), dtype=np.int32)
         bad = codes < 0
@@ -128,10 +129,18 @@ class LevelHierarchy:
             value = float(text)
         except ValueError:
             return None
+        lo, hi = self._domain()
         # nan and inf are not integers of the domain (and int() would raise on them).
-        if math.isfinite(value) and value == int(value) and self.lo <= value <= self.hi:
-            return 0, int(value) - self.lo
+        if math.isfinite(value) and value == int(value) and lo <= value <= hi:
+            return 0, int(value) - lo
         return None
+
+    def _domain(self) -> tuple[int, int]:
+        """``(lo, hi)`` of a numeric hierarchy."""
+        # numeric_levels, the one maker of kind="numeric", always sets both; only categorical
+        # hierarchies leave them None, and callers ask for the domain of numeric ones only.
+        assert self.lo is not None and self.hi is not None, "a numeric hierarchy has lo and hi"
+        return self.lo, self.hi
 
     def covered_leaves(self, level: int, code: int) -> np.ndarray:
         """Leaf codes under ``code`` at ``level``."""

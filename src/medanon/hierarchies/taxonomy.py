@@ -180,6 +180,25 @@ class Taxonomy:
                  "_value_mask", "_depth", "_sub_height", "_leaf_count", "_parent_arr", "_end_arr",
                  "_hash", "_self_leaves")
 
+    # The slots' types. __init__ fills them with object.__setattr__ (the instance is immutable:
+    # __setattr__ raises), so they are declared here for the type checker; bare annotations make
+    # no class attributes and do not clash with __slots__.
+    _name: str
+    _nodes: tuple[str, ...]  # labels in pre-order; index = code
+    _code_of: Mapping[str, int]
+    _parent: Mapping[str, str | None]
+    _children: dict[str, tuple[str, ...]]
+    _end: list[int]  # subtree of code i = codes [i, _end[i])
+    _values: tuple[str, ...]
+    _value_mask: np.ndarray
+    _depth: np.ndarray
+    _sub_height: np.ndarray
+    _leaf_count: np.ndarray
+    _parent_arr: list[int]  # parent code of each code, -1 for the root
+    _end_arr: np.ndarray
+    _hash: int
+    _self_leaves: Mapping[str, str]
+
     def __init__(self, parents: Mapping[str, str | None], *, name: str,
                  values: Iterable[str] | None = None,
                  self_leaves: Mapping[str, str] | None = None) -> None:
@@ -264,12 +283,12 @@ class Taxonomy:
         for i in range(n - 1, -1, -1):
             if size[i] == 1:
                 leaf_count[i] = 1
-            p = parent_code[i]
-            if p >= 0:
-                size[p] += size[i]
-                leaf_count[p] += leaf_count[i]
-                if sub_height[i] + 1 > sub_height[p]:
-                    sub_height[p] = sub_height[i] + 1
+            pc = parent_code[i]
+            if pc >= 0:
+                size[pc] += size[i]
+                leaf_count[pc] += leaf_count[i]
+                if sub_height[i] + 1 > sub_height[pc]:
+                    sub_height[pc] = sub_height[i] + 1
 
         leaves = [label for i, label in enumerate(order) if size[i] == 1]
         if values is None:

@@ -54,7 +54,8 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from types import TracebackType
+from typing import Protocol, SupportsInt
 
 import numpy as np
 import pandas as pd
@@ -196,31 +197,51 @@ def strict_repairs(report: Mapping[str, object]) -> list[str]:
     role and outcome codes kept as given, and missing values (kept, or dropped on request).
     """
     out = []
-    conflicting = int(report.get("conflicting_duplicates") or 0)
+    conflicting = _count(report, "conflicting_duplicates")
     if conflicting:
         out.append(f"{conflicting} duplicate DEMO row(s) whose content conflicts with the kept "
                    f"row of the same report id (the last one in the file was kept)")
-    ties = int(report.get("same_version_reports") or 0)
+    ties = _count(report, "same_version_reports")
     if ties:
         out.append(f"{ties} report(s) dropped for another report of the same case and "
                    f"caseversion (the later fda_dt, then the larger primaryid, was kept)")
     bounds = {"age": f"outside {PLAUSIBLE_AGE_YEARS[0]:g}-{PLAUSIBLE_AGE_YEARS[1]:g} years",
               "weight": f"outside {PLAUSIBLE_WEIGHT_KG[0]:g}-{PLAUSIBLE_WEIGHT_KG[1]:g} kg"}
-    for name, count in (report.get("implausible") or {}).items():
+    for name, count in _counts(report, "implausible").items():
         if count:
             out.append(f"{count} implausible {name}(s) ({bounds.get(name, 'out of bounds')}; "
                        f"made missing)")
-    for name, count in (report.get("without_unit") or {}).items():
+    for name, count in _counts(report, "without_unit").items():
         if count:
             out.append(f"{count} {name}(s) without a unit code (made missing)")
-    for name, count in (report.get("invalid_dates") or {}).items():
+    for name, count in _counts(report, "invalid_dates").items():
         if count:
             out.append(f"{count} {name} value(s) that are no date (made missing)")
-    for table, count in (report.get("orphan_rows") or {}).items():
+    for table, count in _counts(report, "orphan_rows").items():
         if count:
             out.append(f"{count} {table} row(s) whose report id is in no DEMO row (read by no "
                        f"report)")
     return out
+
+
+# An ingest report is loose data (IngestReport.as_dict, what the store kept, or a mapping given
+# for records that did not come from FAERS files): its counts are read with these two, which
+# refuse a value that is no count with a TypeError (before, int() raised one on it, and a
+# non-mapping in place of counts by name failed on .items() with an AttributeError).
+def _count(report: Mapping[str, object], key: str) -> int:
+    """The count ``key`` of an ingest report; 0 when it is absent (or None)."""
+    value = report.get(key) or 0
+    if not isinstance(value, (str, SupportsInt)):
+        raise TypeError(f"ingest report {key!r} is not a count: {value!r}")
+    return int(value)
+
+
+def _counts(report: Mapping[str, object], key: str) -> Mapping[str, object]:
+    """The counts by name ``key`` of an ingest report; empty when absent (or None)."""
+    value = report.get(key) or {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"ingest report {key!r} is not a mapping of counts: {value!r}")
+    return value
 
 
 @dataclass
@@ -272,6 +293,22 @@ class FaersIngest:
 
 
 # -- locating files -----------------------------------------------------------------------------
+class _Readable(Protocol):
+    """What a table file is read through: a file opened ``"rb"`` or a :class:`_ZipMember`."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
+    def __enter__(self) -> _Readable: ...
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None, /) -> None: ...
+
+
+def _file_opener(path: Path) -> Callable[[], _Readable]:
+    """Opens ``path`` for reading in binary each time it is called."""
+    return lambda: path.open("rb")
+
+
 @dataclass(frozen=True)
 class _Member:
     """A table file, on disk or inside a zip. ``open`` gives a binary file object that is read
@@ -280,7 +317,7 @@ class _Member:
     table: str
     tag: str
     name: str
-    open: Callable[[], BinaryIO]
+    open: Callable[[], _Readable]
 
     def read(self) -> bytes:
         """The whole file: only for the small DELETE lists."""
@@ -368,7 +405,7 @@ def _locate(source: Path) -> dict[str, dict[str, list[_Member]]]:
                 match = _FILE_NAME.match(path.name)
                 if match:
                     members.append(_Member(match.group(1).upper(), match.group(2).upper(),
-                                           str(path), functools.partial(path.open, "rb")))
+                                           str(path), _file_opener(path)))
     quarters: dict[str, dict[str, list[_Member]]] = {}
     for member in members:
         quarters.setdefault(member.tag, {}).setdefault(member.table, []).append(member)
@@ -384,7 +421,7 @@ _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark left by an editor
 _LF, _CR, _SEP = 10, 13, 36  # the bytes b"\n", b"\r" and b"$"
 
 
-def _blocks(fh: BinaryIO, chunk_bytes: int) -> Iterator[bytes]:
+def _blocks(fh: _Readable, chunk_bytes: int) -> Iterator[bytes]:
     """The file's bytes in blocks of whole lines, the BOM dropped. A line ends in LF or CRLF (a
     bare CR is made LF; a last line without any end is given LF). A block holds at least one
     line; a line longer than a chunk makes its block longer. CRLF stays: the CSV parser reads
@@ -493,7 +530,7 @@ class _TableStream:
         """The rows, a chunk at a time: the named columns (as text, as in the file; an embedded
         '$' still the placeholder) and the physical line (1-based) where each row starts. The
         repair counts are complete once the last chunk has been taken."""
-        position = {}
+        position: dict[str, int] = {}
         for name, pos in zip(self.names, self.positions):
             position.setdefault(name, pos)
         return self._frames(names, [position[n] for n in names])
@@ -516,7 +553,7 @@ class _TableStream:
                 if pieces:
                     yield self._parse(pieces, numbers, names, positions)
 
-    def _scanned(self, fh: BinaryIO) -> Iterator[tuple]:
+    def _scanned(self, fh: _Readable) -> Iterator[tuple]:
         """Each block of data lines with its scan, the '$' count of the line that follows it
         (None at the end of the file) and the physical number of its first line."""
         blocks = _blocks(fh, self.chunk_bytes)
@@ -593,13 +630,16 @@ class _TableStream:
                 self._building = (text + " " + line, total + count, start)
                 self.split_lines += 1
                 return
-            self._finish_record()
+            self._finish_record(self._building)
         if not line.strip():
             return
         if count == 0 and self._any_rows and (following is None or following >= target):
             # The tail of the previous record's last field, cut off by a stray line break
             # (the previous line already had all its separators). That record is still held:
             # a row the parser has taken is always followed by a line with a '$'.
+            # (The line before a tail is never plain, as the line after it has no '$': it went
+            # through this method, which holds it until it is flushed, so _last is set.)
+            assert self._last is not None
             text, start = self._last
             self._last = (text + " " + line, start)
             self.split_lines += 1
@@ -607,8 +647,9 @@ class _TableStream:
         self._flush(pieces, numbers)
         self._building = (line, count, number)
 
-    def _finish_record(self) -> None:
-        line, count, start = self._building
+    def _finish_record(self, record: tuple[str, int, int]) -> None:
+        """Check and repair ``record``, the one being built, and hold it as the last record."""
+        line, count, start = record
         self._building = None
         expected = self.expected
         if self._data_trailing and count > expected and line.endswith("$"):
@@ -631,7 +672,7 @@ class _TableStream:
     def _flush(self, pieces: list, numbers: list) -> None:
         """Hand the held records to the parser: no later line can change them any more."""
         if self._building is not None:
-            self._finish_record()
+            self._finish_record(self._building)
         if self._last is not None:
             line, start = self._last
             # with rows ending in '$', the parser reads that '$' as one more (empty) field
@@ -706,7 +747,7 @@ def read_faers_table(path: str | Path, table: str | None = None) -> pd.DataFrame
         table = match.group(1).upper()
     if not path.is_file():
         raise InputFormatError(f"FAERS table {str(path)!r} does not exist.")
-    member = _Member(table, "", str(path), functools.partial(path.open, "rb"))
+    member = _Member(table, "", str(path), _file_opener(path))
     return _parse_table(member, table).frame
 
 
@@ -835,15 +876,17 @@ def _kept_rows(stream: _TableStream, mapping: dict[str, str], column: str, kept:
         if id_col not in present or value_col not in present:
             continue  # a required column is missing: told below, after any bad line
         ids = frame[id_col].to_numpy(dtype=object)
-        where = kept.get_indexer(ids)
+        # (get_indexer makes an Index of an array or list itself; it is built here as the
+        # stubs ask, with the same call.)
+        where = kept.get_indexer(pd.Index(ids))
         # Ids are compared stripped. One found as it stands had nothing to strip (the kept ids
         # are stripped): only the others are stripped and looked up again.
         missed = np.flatnonzero(where < 0)
         if len(missed):
             stripped = [ids[i].strip() for i in missed.tolist()]
-            where[missed] = kept.get_indexer(stripped)
+            where[missed] = kept.get_indexer(pd.Index(stripped))
             if known is not None:  # a row of a dropped report, or of none at all
-                stream.orphans += int((known.get_indexer(stripped) < 0).sum())
+                stream.orphans += int((known.get_indexer(pd.Index(stripped)) < 0).sum())
         hit = where >= 0
         rows.append(where[hit])
         values.append(frame[value_col].to_numpy(dtype=object)[hit])
@@ -890,7 +933,8 @@ def _drug_sets(member: _Member, mapping: dict[str, str], kept: pd.Index, report:
     if roles is None:
         report.absent.append("DRUG.role_cod")
         roles = np.full(len(rows), "", dtype=object)
-    out = {"drugs": [()] * len(kept), **{target: [()] * len(kept) for target in DRUG_ROLES.values()}}
+    out: dict[str, list[tuple[str, ...]]] = {
+        "drugs": [()] * len(kept), **{target: [()] * len(kept) for target in DRUG_ROLES.values()}}
     if not len(rows):
         return out, stream.split_lines, stream.embedded
     codes, terms = _distinct_terms(stream, mapping["drugname"], values)

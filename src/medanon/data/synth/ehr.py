@@ -420,8 +420,8 @@ def _draw(n: int, seed: int) -> _Draw:
 
     # -- identifiers -----------------------------------------------------------------------------
     subject = 10_000 + np.cumsum(rng.integers(1, 4, size=n))
-    pool = max(900_000, 4 * n_total)
-    hadm = 100_000 + rng.choice(pool, size=n_total, replace=False)
+    id_pool = max(900_000, 4 * n_total)
+    hadm = 100_000 + rng.choice(id_pool, size=n_total, replace=False)
     adm_type = rng.choice(len(_ADMISSION_TYPES), size=n_total, p=_ADMISSION_TYPE_P)
     return _Draw(subject=subject, adm_patient=adm_patient, hadm=hadm, admit=admit, los=los,
                  adm_type=adm_type, dx_adm=dx_adm, dx_seq=seq + 1, dx_code=dx_code)

@@ -41,6 +41,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from ..._validation import check_int
 from ...errors import ValidationError
@@ -136,7 +137,7 @@ _RESTRICTION = {"": 0, "M": 1, "F": 2, "FP": 3}
 _LBS_PER_KG = 2.2046226218
 
 _TABLES = ("drug", "reac", "indi", "outc")
-_SCHEMA = {
+_SCHEMA: dict[str, dict[str, type[np.integer]]] = {  # table -> column -> dtype
     "drug": {"rep": np.int64, "seq": np.int64, "drug": np.int64, "role": np.int8,
              "dose": np.int8, "val": np.int8, "lot": np.int64},
     "reac": {"rep": np.int64, "pt": np.int64},
@@ -331,6 +332,14 @@ def _int_strings(values: np.ndarray) -> np.ndarray:
 
 
 # -- the series generator -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Quarter:
+    """A generated quarter's tables, kept for the follow-ups that copy a case's latest report."""
+
+    tables: dict[str, dict[str, np.ndarray]]  # table name -> column -> values, sorted by report
+    offsets: dict[str, np.ndarray]  # table name -> report r's rows are [off[r], off[r + 1])
+
+
 class _Series:
     """Case state across quarters plus the tables of the quarters a follow-up may copy from."""
 
@@ -344,7 +353,10 @@ class _Series:
         self.followup_rate = knobs.followup_rate
         cap = n_periods * cases
         self.n = 0
-        z = lambda dt: np.zeros(cap, dtype=dt)  # noqa: E731
+
+        def z(dt: npt.DTypeLike) -> np.ndarray:
+            return np.zeros(cap, dtype=dt)
+
         self.caseid = z(np.int64)
         self.first_p = z(np.int64)
         self.last_p = z(np.int64)
@@ -374,7 +386,7 @@ class _Series:
         self.init_day = z(np.int64)
         self.no_indi = z(bool)
         self.u_rule = np.zeros((cap, len(PLANTED_SIGNALS)), dtype=np.float64)
-        self.hist: list[dict[str, np.ndarray] | None] = []
+        self.hist: list[_Quarter | None] = []  # None: a quarter no follow-up can copy from
 
         span = 89_000_000
         self.next_caseid = 10_000_000 + int(rng.integers(0, 1_000_000))
@@ -470,12 +482,13 @@ class _Series:
         # episode would count the surge twice)
         ordinary = [q for q in range(p - 1, -1, -1) if self.surge[q] < 0 and self.hist[q] is not None]
         previous = self.hist[ordinary[0]] if ordinary else None
-        if previous is not None and len(previous["drug_off"]) > 1:
+        if previous is not None and len(previous.offsets["drug"]) > 1:
             name = _INDI_NAMES[_DRUG_INDICATION[drug]]
-            holding = previous["indi"]["rep"][previous["indi"]["pt"] == _INDI_INDEX[name]]
+            indi, reac = previous.tables["indi"], previous.tables["reac"]
+            holding = indi["rep"][indi["pt"] == _INDI_INDEX[name]]
             if name in _REAC_INDEX:
-                holding = np.r_[holding, previous["reac"]["rep"][previous["reac"]["pt"] == _REAC_INDEX[name]]]
-            base = len(np.unique(holding)) / (len(previous["drug_off"]) - 1)
+                holding = np.r_[holding, reac["rep"][reac["pt"] == _REAC_INDEX[name]]]
+            base = len(np.unique(holding)) / (len(previous.offsets["drug"]) - 1)
         share = max(0.0, (target - base) / (1.0 - base)) if base < 1 else 0.0
         return int(round(share * cases))
 
@@ -678,7 +691,8 @@ class _Series:
             h = self.hist[int(pp)]
             assert h is not None
             for name in _TABLES:
-                parts[name].append(_gather(h[name], h[name + "_off"], self.last_rep[cidx[m]], dst[m]))
+                parts[name].append(_gather(h.tables[name], h.offsets[name], self.last_rep[cidx[m]],
+                                           dst[m]))
         return {name: _concat(name, parts[name]) for name in _TABLES}
 
     def _signals(self, reac: dict, drug: dict, rep_case: np.ndarray) -> dict:
@@ -750,11 +764,11 @@ class _Series:
         # 2. content of one report per case: carried for follow-ups, fresh for new cases.
         carried = self._carry(fu, np.arange(n_follow)) if n_follow else {k: _empty(k) for k in _TABLES}
         fresh = self._fresh(n_follow, new, int(self.surge[p]), self._surge_cases(p, r1))
-        tables = {k: [carried[k], fresh[k]] for k in _TABLES}
+        parts = {k: [carried[k], fresh[k]] for k in _TABLES}
         if n_follow:
             frep = np.arange(n_follow)
             more = rng.random(n_follow) < 0.45
-            tables["reac"].append(self._reactions(frep[more], rng.integers(1, 4, int(more.sum())), fu[more]))
+            parts["reac"].append(self._reactions(frep[more], rng.integers(1, 4, int(more.sum())), fu[more]))
             add = np.flatnonzero(rng.random(n_follow) < 0.15)
             if len(add):
                 max_seq = np.zeros(n_follow, dtype=np.int64)
@@ -762,20 +776,20 @@ class _Series:
                 c = fu[add]
                 drug = self.drug_zipf.sample(rng, self.sex[c], self.age[c])
                 seq = max_seq[add] + 1
-                tables["drug"].append({"rep": add, "seq": seq, "drug": drug,
-                                       "role": np.full(len(add), 2),
-                                       "dose": rng.integers(0, _N_FREQ + 1, len(add)),
-                                       "val": np.ones(len(add)), "lot": np.full(len(add), -1)})
-                tables["indi"].append(self._indi_for(add, seq, drug, self.sex[c], self.age[c]))
+                parts["drug"].append({"rep": add, "seq": seq, "drug": drug,
+                                      "role": np.full(len(add), 2),
+                                      "dose": rng.integers(0, _N_FREQ + 1, len(add)),
+                                      "val": np.ones(len(add)), "lot": np.full(len(add), -1)})
+                parts["indi"].append(self._indi_for(add, seq, drug, self.sex[c], self.age[c]))
             oadd = np.flatnonzero(rng.random(n_follow) < 0.15)
-            tables["outc"].append({"rep": oadd,
-                                   "code": rng.choice(len(_OUTCOMES), size=len(oadd), p=_OUTCOME_P)})
+            parts["outc"].append({"rep": oadd,
+                                  "code": rng.choice(len(_OUTCOMES), size=len(oadd), p=_OUTCOME_P)})
         # Rare reactions on a handful of new cases.
         for j, count in enumerate(self.rare[p]):
             if count and len(new):
                 reps = n_follow + rng.choice(len(new), size=min(int(count), len(new)), replace=False)
-                tables["reac"].append({"rep": reps, "pt": np.full(len(reps), _RARE_IDS[j])})
-        merged = {k: _concat(k, v) for k, v in tables.items()}
+                parts["reac"].append({"rep": reps, "pt": np.full(len(reps), _RARE_IDS[j])})
+        merged = {k: _concat(k, v) for k, v in parts.items()}
         merged["reac"] = self._signals(merged["reac"], merged["drug"], cidx)
         primary = self._tidy(merged)
 
@@ -811,10 +825,9 @@ class _Series:
             tables[name] = _sort(name, tables[name])
         rep_case, version, followup, fda = rep_case[order], version[order], followup[order], fda[order]
         n_rep = len(rep_case)
-        stored = dict(tables)
-        for name in _TABLES:
-            stored[name + "_off"] = _offsets(tables[name]["rep"], n_rep)
-        self.hist.append(stored)
+        self.hist.append(_Quarter(
+            tables=dict(tables),
+            offsets={name: _offsets(tables[name]["rep"], n_rep) for name in _TABLES}))
         for old in range(0, max(0, p - self.lifespan)):
             self.hist[old] = None
         last_rows = np.flatnonzero(np.r_[rep_case[1:] != rep_case[:-1], True])

@@ -46,6 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 import pandas as pd
@@ -509,7 +510,7 @@ def synth_patient_schema_toml() -> str:
     return "\n".join(lines) + "\n"
 
 
-def _write_new(path: Path, write: Callable[[object], None]) -> None:
+def _write_new(path: Path, write: Callable[[TextIO], object]) -> None:
     """Create ``path`` (it must not exist; default permissions) and fill it with ``write(fh)``."""
     with path.open("x", encoding="utf-8", newline="") as fh:
         write(fh)
