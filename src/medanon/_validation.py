@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from typing import Any
 
 from .errors import ValidationError
@@ -61,3 +62,18 @@ def pydantic_problems(exc: Any, root: str) -> str:
     top-level object when an error has no location)."""
     return "; ".join(f"{'.'.join(str(p) for p in err['loc']) or root}: {err['msg']}"
                      for err in exc.errors())
+
+
+#: internal parameter names a method's own checks use -> the keyword a caller of the public API
+#: wrote (Publisher, SeriesPolicy)
+_KEYWORD_OF = {"variant": "dp_variant", "dp_aware_epsilon": "case_budget"}
+
+
+def in_callers_words(exc: ValidationError, owner: str) -> ValidationError:
+    """``exc`` told as a parameter of ``owner`` (the public object the caller used) under the
+    caller's keyword, not of the internal function or class that checked it: ``The 'k'
+    parameter of periodic_method`` -> ``The 'k' parameter of Publisher``. Same type."""
+    def told(match: re.Match[str]) -> str:
+        return f"The {_KEYWORD_OF.get(match.group(1), match.group(1))!r} parameter of {owner}"
+
+    return type(exc)(re.sub(r"The '(\w+)' parameter of [\w.]+", told, str(exc)))

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import pandas as pd
 
 from . import _repr
-from ._validation import check_fraction, check_int
+from ._validation import check_fraction, check_int, in_callers_words
 from .data.ehr import EhrData
 from .data.loaders.faers import FaersQuarter, FaersQuarters
 from .data.records import SuperRecords, check_record_values, combine_super_records
@@ -845,22 +845,6 @@ CaseIdMode = Literal["pseudonym", "real"]
 TimeResolution = Literal["day", "hour", "minute"]
 IpaSelection = Literal["utility", "paper"]
 
-#: internal parameter names a method's own checks use -> the Publisher keyword a caller wrote
-_KEYWORD_OF = {"variant": "dp_variant", "dp_aware_epsilon": "case_budget"}
-
-
-def _in_callers_words(exc: ValidationError, owner: str) -> ValidationError:
-    """``exc`` told as a parameter of ``owner`` (the object the caller used) with the caller's
-    keyword, not as one of the internal function or class that checked it: ``The 'k' parameter
-    of periodic_method`` -> ``The 'k' parameter of Publisher``."""
-    import re
-
-    def told(match: re.Match[str]) -> str:
-        return f"The {_KEYWORD_OF.get(match.group(1), match.group(1))!r} parameter of {owner}"
-
-    return type(exc)(re.sub(r"The '(\w+)' parameter of [\w.]+", told, str(exc)))
-
-
 class UnboundedTermsWarning(UserWarning):
     """A release :meth:`Publisher.publish` made leaves sensitive terms at θ = 1 (no limit): a
     group may consist only of cases holding such a term, so publishing the group discloses it.
@@ -1037,7 +1021,7 @@ class Publisher:
             try:
                 self.method = self._configure(method, parameters)
             except ValidationError as exc:  # told as the caller wrote it: Publisher's keywords
-                raise _in_callers_words(exc, "Publisher") from None
+                raise in_callers_words(exc, "Publisher") from None
         else:
             if isinstance(method, Anonymizer):
                 self.family = "periodic"

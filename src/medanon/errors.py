@@ -14,6 +14,8 @@ permission, a full disk, a damaged download) have classes of their own and exit 
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class MedanonError(Exception):
     """Root of every error medanon raises on purpose."""
@@ -69,7 +71,20 @@ class InfeasibleError(MedanonError):
 
 
 class PrivacyViolation(MedanonError):
-    """A release violates the privacy model it declares."""
+    """A release violates the privacy model it declares.
+
+    Attributes:
+        verification: The gate's manifest entry for the refused release (what it checked and
+            the violations), set by the gate that raised the error; ``allow_violations``
+            publishes it with ``published_despite_violations``.
+        verdict: The gate's verdict: a :class:`~medanon.models.base.ReleaseVerdict` for a
+            one-off release, a :class:`~medanon.models.base.SeriesVerdict` for a period of a
+            series (``object`` here: this module sits below the models and imports nothing).
+    """
+
+    # declared, not assigned: the gate sets both on the error it raises (medanon.verify)
+    verification: dict[str, Any]
+    verdict: object
 
 
 class StoreError(MedanonError):

@@ -154,7 +154,11 @@ class Randomness:
                                  f"independent of the noise bits"}
 
     def __repr__(self) -> str:
-        return "randomness()" if not self.seeded else "randomness(<seeded>)"
+        # what a notebook needs to tell the two apart; a seed is shown, as every manifest
+        # records it (it is no secret: that is what seeded means)
+        if not self.seeded:
+            return "<Randomness: secure (OS entropy); DP noise from exact samplers>"
+        return f"<Randomness: seeded {self._seed!r}, reproducible and not secret (tests, research)>"
 
     def __reduce__(self):
         # A secure source unpickles to a fresh secure one (nothing to replay); a seeded one to its

@@ -190,3 +190,11 @@ def test_every_public_member_has_a_docstring(cls):
 
 def _documented(text: str) -> set[str]:
     return set(re.findall(r"^\s*(\w+):", text, flags=re.MULTILINE))
+
+
+def test_randomness_repr_tells_secure_from_seeded():
+    secure, seeded = medanon.randomness(), medanon.randomness(seed=7)
+    check_line(repr(secure), "Randomness")
+    check_line(repr(seeded), "Randomness")
+    assert "secure" in repr(secure) and "seeded" not in repr(secure)
+    assert "seeded 7" in repr(seeded) and "not secret" in repr(seeded)
