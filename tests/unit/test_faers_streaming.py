@@ -429,10 +429,10 @@ def test_open_faers_lets_go_of_a_quarter_before_it_reads_the_next(monkeypatch) -
     alive: list[bool] = []
     real = faers._read_quarter
 
-    def read_quarter(*args):
+    def read_quarter(*args, **kwargs):
         gc.collect()
         alive.extend(ref() is not None for ref in handed)
-        return real(*args)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(faers, "_read_quarter", read_quarter)
     for quarter in faers.open_faers(FAERS_FIXTURES):

@@ -64,6 +64,7 @@ from ...errors import CorruptInputError, InputFormatError, InputQualityError, Va
 from ...hierarchies import age_to_mesh
 from ...hierarchies.builtin import mesh_leaf_of_faers_age_group
 from ..dates import valid_dates
+from ..._validation import check_int
 from ...periods import Period, period_from_faers_tag
 
 REQUIRED_TABLES = ("DEMO", "DRUG", "REAC", "INDI")
@@ -418,6 +419,14 @@ def _locate(source: Path) -> dict[str, dict[str, list[_Member]]]:
 #: DRUG file alone is 200+ MB).
 _CHUNK_BYTES = 8 << 20
 _BOM = b"\xef\xbb\xbf"  # a UTF-8 byte-order mark left by an editor
+#: the longest field a FAERS table may hold, in characters, unless the caller raises it
+#: (``max_field_chars``; ``medanon ingest --max-field-chars``). FDA's fields hold at most a few
+#: hundred; a field of millions is a damaged or hostile file, and would be published as it is.
+DEFAULT_MAX_FIELD_CHARS = 10_000
+#: one UTF-8 encoded character beyond ASCII: a lead byte and its continuation bytes. In real
+#: Latin-1 text such a pair ("Ã©") does not occur: it is the mark of UTF-8.
+_UTF8_CHARACTER = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}"
+                             rb"|[\xf0-\xf4][\x80-\xbf]{3}")
 _LF, _CR, _SEP = 10, 13, 36  # the bytes b"\n", b"\r" and b"$"
 
 
@@ -450,6 +459,16 @@ def _blocks(fh: _Readable, chunk_bytes: int) -> Iterator[bytes]:
         pending = data[cut:] + (b"\r" if held else b"")
         if cut:
             yield data if cut == len(data) else data[:cut]
+
+
+def _refuse_wide_text(name: str, head: bytes) -> None:
+    """Refuse a file whose first bytes are a UTF-16 or UTF-32 byte-order mark."""
+    for mark, encoding in ((b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe\x00\x00", "UTF-32"),
+                           (b"\xfe\xff", "UTF-16"), (b"\xff\xfe", "UTF-16")):
+        if head.startswith(mark):
+            raise InputFormatError(f"{name} is {encoding} text (its first bytes are a {encoding} "
+                                   f"byte-order mark): FAERS tables are 8-bit text (ASCII, "
+                                   f"Latin-1 or UTF-8). Save it as UTF-8 and ingest it again.")
 
 
 def _bare_cr_as_lf(data: bytes) -> bytes:
@@ -496,14 +515,29 @@ class _TableStream:
     The header is read on construction (:attr:`names`); :meth:`frames` then reads the rows.
     """
 
-    def __init__(self, member: _Member, table: str, *, chunk_bytes: int | None = None):
+    def __init__(self, member: _Member, table: str, *, chunk_bytes: int | None = None,
+                 max_field_chars: int = DEFAULT_MAX_FIELD_CHARS):
         self.member = member
         self.chunk_bytes = chunk_bytes or _CHUNK_BYTES  # tests read with a tiny chunk
+        self.max_field_chars = max_field_chars
+        with member.open() as fh:
+            head = fh.read(4)
+        _refuse_wide_text(member.name, head)
+        #: the table's text encoding: "utf-8" (non-ASCII text that is valid UTF-8), "latin-1"
+        #: (non-ASCII text that is not), None while every byte read is ASCII. A UTF-8 BOM
+        #: decides nothing: editors leave one on files of any encoding.
+        self.encoding: str | None = None
+        self._encoding_line = 0  # the line that decided the encoding (for a refusal's message)
         with member.open() as fh:
             first = next(_blocks(fh, self.chunk_bytes), None)
         if first is None:
             raise InputFormatError(f"{member.name} is empty: a FAERS table needs a header line.")
-        header = first[:first.index(b"\n")].decode("latin-1")
+        raw_header = first[:first.index(b"\n")]
+        if b"\x00" in raw_header:
+            raise InputFormatError(f"{member.name} holds NUL bytes in its header: it is UTF-16 or "
+                                   f"binary, not FAERS text (ASCII, Latin-1 or UTF-8). Save it as "
+                                   f"UTF-8 and ingest it again.")
+        header = raw_header.decode("latin-1")
         if "$" not in header:
             found = next((s for s in (",", "\t", ";", "|") if s in header), None)
             hint = f" (it looks {found!r}-separated)" if found else ""
@@ -602,11 +636,17 @@ class _TableStream:
                 self._plain(view[starts[done]:ends[j - 1] + 1], first + done, first + j,
                             pieces, numbers)
             nxt = None if (j == n - 1 and following is None) else int(after[j])
+            if stops[j] - starts[j] > self.max_field_chars:
+                self._check_field_sizes(block[starts[j]:stops[j]].decode("latin-1"), first + j)
             self._line(block[starts[j]:stops[j]].decode("latin-1"), int(counts[j]), first + j,
                        nxt, pieces, numbers)
             done = j + 1
         if done < n:
             self._plain(view[starts[done]:], first + done, first + n, pieces, numbers)
+        # a plain line no longer than the limit holds no field longer than it: only the few
+        # longer lines are split (in bytes: a UTF-8 character is one byte or more)
+        for j in np.flatnonzero(plain & (stops - starts > self.max_field_chars)).tolist():
+            self._check_field_sizes(block[starts[j]:stops[j]].decode("latin-1"), first + j)
         if following is None:  # end of file
             self._flush(pieces, numbers)
         return pieces, numbers
@@ -675,20 +715,76 @@ class _TableStream:
             self._finish_record(self._building)
         if self._last is not None:
             line, start = self._last
+            if len(line) > self.max_field_chars:  # glued from several lines: checked whole
+                self._check_field_sizes(line, start)
             # with rows ending in '$', the parser reads that '$' as one more (empty) field
             pieces.append(line.encode("latin-1") + (b"$\n" if self._data_trailing else b"\n"))
             numbers.append(np.array([start], dtype=np.int64))
             self._last = None
 
+    def _check_field_sizes(self, line: str, number: int) -> None:
+        """Refuse a field of ``line`` (Latin-1 text of its bytes) longer than the limit. In
+        characters: a UTF-8 table's characters are counted as UTF-8."""
+        for position, field_text in enumerate(line.split("$")):
+            size = len(field_text)
+            if size > self.max_field_chars and self.encoding != "latin-1":
+                try:  # UTF-8 text has fewer characters than bytes
+                    size = len(field_text.encode("latin-1").decode("utf-8"))
+                except UnicodeDecodeError:
+                    pass
+            if size > self.max_field_chars:
+                column = (self.columns[position] if position < len(self.columns)
+                          and self.columns[position] else f"field {position + 1}")
+                raise InputFormatError(
+                    f"{self.member.name} line {number}: {column!r} holds {size:,} characters, more "
+                    f"than the limit of {self.max_field_chars:,}: FAERS fields hold at most a "
+                    f"few hundred, so the file is damaged or not FAERS. If the field is meant, "
+                    f"raise the limit (max_field_chars; medanon ingest --max-field-chars).")
+
+    def _decoded(self, body: bytes, lines: np.ndarray) -> bytes:
+        """``body`` as UTF-8 for the parser, its encoding told apart: text that is valid UTF-8 is
+        read as UTF-8 (a Latin-1 byte pair that is valid UTF-8 is all but impossible in real
+        text); other non-ASCII text as Latin-1 (every byte a character), as FAERS' ASCII files
+        with a stray accented byte are. One table, one encoding: a table whose text is UTF-8 in
+        one place and not in another is refused, naming the lines, rather than stored half
+        garbled."""
+        if body.isascii():  # all of FDA's own files: nothing to decide, nothing to recode
+            return body
+
+        def line_at(offset: int) -> int:
+            return int(lines[min(body.count(b"\n", 0, offset), len(lines) - 1)])
+
+        try:
+            body.decode("utf-8")
+            found, at = "utf-8", re.search(rb"[\x80-\xff]", body)
+            offset = at.start() if at else 0
+        except UnicodeDecodeError as exc:
+            found, offset = "latin-1", exc.start
+            utf8 = _UTF8_CHARACTER.search(body)
+            if utf8 is not None:  # UTF-8 in the same block as bytes that are not
+                self._refuse_mixed(line_at(utf8.start()), line_at(offset))
+        line = line_at(offset)
+        if self.encoding is None:
+            self.encoding, self._encoding_line = found, line
+        elif self.encoding != found:
+            self._refuse_mixed(*((self._encoding_line, line) if self.encoding == "utf-8"
+                                 else (line, self._encoding_line)))
+        return body if found == "utf-8" else body.decode("latin-1").encode("utf-8")
+
+    def _refuse_mixed(self, utf8_line: int, other_line: int) -> None:
+        raise InputFormatError(
+            f"{self.member.name} mixes text encodings: it is UTF-8 at line {utf8_line} and is "
+            f"not UTF-8 at line {other_line}. Save the file in one encoding (UTF-8) and ingest "
+            f"it again; read as it is, one part would be stored garbled.")
+
     # -- parsing -------------------------------------------------------------------------------
-    @staticmethod
-    def _parse(pieces: list, numbers: list[np.ndarray], names: list[str],
+    def _parse(self, pieces: list, numbers: list[np.ndarray], names: list[str],
                positions: list[int]) -> tuple[pd.DataFrame, np.ndarray]:
         lines = np.concatenate(numbers)
         if not positions:
             return pd.DataFrame(index=pd.RangeIndex(len(lines))), lines
         # pandas reads UTF-8 fastest: Latin-1 is recoded (every byte is a character in it)
-        body = b"".join(pieces).decode("latin-1").encode("utf-8")
+        body = self._decoded(b"".join(pieces), lines)
         frame = pd.read_csv(io.BytesIO(body), sep="$", header=None, usecols=sorted(set(positions)),
                             dtype=str, keep_default_na=False, na_filter=False, quoting=3,
                             engine="c", index_col=False)
@@ -835,7 +931,8 @@ def _none_for_missing(values: np.ndarray) -> np.ndarray:
 
 def _term_sets(member: _Member, table: str, mapping: dict[str, str], column: str,
                kept: pd.Index, *, report: IngestReport | None = None,
-               known: pd.Index | None = None) -> tuple[list[tuple[str, ...]], int, int]:
+               known: pd.Index | None = None, max_field_chars: int = DEFAULT_MAX_FIELD_CHARS
+               ) -> tuple[list[tuple[str, ...]], int, int]:
     """Per report of ``kept`` (in its order), the sorted distinct non-empty values of one
     column of a DRUG, REAC or INDI table, as tuples; and the table's repair counts.
 
@@ -843,7 +940,7 @@ def _term_sets(member: _Member, table: str, mapping: dict[str, str], column: str
     With ``known`` (every report id of DEMO) the rows of no DEMO row are counted in
     ``report.orphan_rows``.
     """
-    stream = _TableStream(member, table)
+    stream = _TableStream(member, table, max_field_chars=max_field_chars)
     rows, values, _ = _kept_rows(stream, mapping, column, kept, known=known)
     if report is not None and known is not None:
         report.orphan_rows[table] = stream.orphans
@@ -916,7 +1013,7 @@ def _distinct_terms(stream: _TableStream, value_col: str,
 
 
 def _drug_sets(member: _Member, mapping: dict[str, str], kept: pd.Index, report: IngestReport,
-               *, known: pd.Index | None = None
+               *, known: pd.Index | None = None, max_field_chars: int = DEFAULT_MAX_FIELD_CHARS
                ) -> tuple[dict[str, list[tuple[str, ...]]], int, int]:
     """Per report of ``kept``: its drugs of every role (``drugs``) and of each role
     (:data:`DRUG_ROLES`), from one chunked read of DRUG; and the table's repair counts.
@@ -925,7 +1022,7 @@ def _drug_sets(member: _Member, mapping: dict[str, str], kept: pd.Index, report:
     ``drugs`` only, counted in ``report.unknown_roles``; one with no role code (or of a DRUG
     table without ``role_cod``) too, counted in ``report.drugs_without_role``.
     """
-    stream = _TableStream(member, "DRUG")
+    stream = _TableStream(member, "DRUG", max_field_chars=max_field_chars)
     rows, values, roles = _kept_rows(stream, mapping, "drugname", kept, "role_cod",
                                      optional=_OPTIONAL_COLUMNS["DRUG"], known=known)
     if known is not None:
@@ -953,7 +1050,8 @@ def _drug_sets(member: _Member, mapping: dict[str, str], kept: pd.Index, report:
 
 
 def _outcome_sets(members: list[_Member] | None, mapping: dict[str, str], kept: pd.Index,
-                  report: IngestReport, *, known: pd.Index | None = None
+                  report: IngestReport, *, known: pd.Index | None = None,
+                  max_field_chars: int = DEFAULT_MAX_FIELD_CHARS
                   ) -> list[tuple[str, ...]]:
     """Per report of ``kept``, its OUTC codes (stripped, upper case): empty for every report
     of a quarter without an OUTC file (``report.absent`` says so). Codes FDA does not document
@@ -962,7 +1060,7 @@ def _outcome_sets(members: list[_Member] | None, mapping: dict[str, str], kept: 
         report.absent.append("OUTC")
         return [()] * len(kept)
     member = members[0]
-    stream = _TableStream(member, "OUTC")
+    stream = _TableStream(member, "OUTC", max_field_chars=max_field_chars)
     if mapping["outc_cod"] not in stream.names:
         alias = next((a for a in _ALIASES["outc_cod"] if a in stream.names), None)
         if alias is not None:
@@ -1029,11 +1127,12 @@ def _deleted_cases(files: dict[str, list[_Member]]) -> set[str]:
     return {tok for tok in (ln.strip().rstrip("$").strip() for ln in raw.splitlines()) if tok}
 
 
-def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
+def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str, *,
+                  max_field_chars: int = DEFAULT_MAX_FIELD_CHARS
                   ) -> tuple[Period, str, pd.DataFrame, IngestReport]:
     period = period_from_faers_tag(tag)
     demo_member = files["DEMO"][0]
-    demo_stream = _TableStream(demo_member, "DEMO")
+    demo_stream = _TableStream(demo_member, "DEMO", max_field_chars=max_field_chars)
     era = _era_of(demo_stream.names, demo_member.name)
     spec = _ERA_COLUMNS[era]
     demo_table = _collect(demo_stream, [*spec["DEMO"].values(), "age_grp"])  # age_grp if present
@@ -1127,19 +1226,20 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str
     kept = pd.Index(records["report_id"])  # unique: one row per report id by now
     known = pd.Index(pd.unique(demo["report_id"].to_numpy(dtype=object)))  # every DEMO row's
     drugs, split, embedded = _drug_sets(files["DRUG"][0], spec["DRUG"], kept, report,
-                                        known=known)
+                                        known=known, max_field_chars=max_field_chars)
     report.repaired_split_lines["DRUG"] = split
     report.repaired_embedded_separators["DRUG"] = embedded
     for target, sets in drugs.items():
         records[target] = sets
     for table, column, target in (("REAC", "pt", "reactions"), ("INDI", "indi_pt", "indications")):
         sets, split, embedded = _term_sets(files[table][0], table, spec[table], column, kept,
-                                           report=report, known=known)
+                                           report=report, known=known,
+                                           max_field_chars=max_field_chars)
         report.repaired_split_lines[table] = split
         report.repaired_embedded_separators[table] = embedded
         records[target] = sets
     records["outcomes"] = _outcome_sets(files.get("OUTC"), spec["OUTC"], kept, report,
-                                        known=known)
+                                        known=known, max_field_chars=max_field_chars)
     # _age_grp stays beside the records until _finish: FaersQuarter.age_groups keeps it
     records["age"] = _mesh_age(records["age_years"].to_numpy(dtype=float), records["_age_grp"])
     records = records.sort_values(["case_id", "version", "report_id"], kind="stable").reset_index(drop=True)
@@ -1194,7 +1294,8 @@ RECORD_COLUMNS = ("case_id", "period", "report_id", "version", "age", "sex", "we
 
 def read_faers(source: str | Path, *, keep_missing: bool = True,
                progress: Callable[[str], None] | None = None, schema=None,
-               strict: bool = False) -> FaersIngest:
+               strict: bool = False,
+               max_field_chars: int = DEFAULT_MAX_FIELD_CHARS) -> FaersIngest:
     """Read every FAERS/AERS quarter found in ``source``.
 
     Every quarter's records are held at once; :func:`open_faers` reads the same quarters one at
@@ -1214,6 +1315,13 @@ def read_faers(source: str | Path, *, keep_missing: bool = True,
             (:func:`strict_repairs`: conflicting duplicate rows, implausible or unitless ages and
             weights, invalid dates, rows of no report); by default they are repaired and
             counted in the quarter's report.
+        max_field_chars: The longest field a table may hold, in characters (default
+            :data:`DEFAULT_MAX_FIELD_CHARS`); a longer one refuses the table, naming the file,
+            the line and the column.
+
+    A table's text encoding is told from its bytes: ASCII (FDA's files), UTF-8 (non-ASCII text
+    that is valid UTF-8) or else Latin-1; a table that mixes
+    UTF-8 with other bytes, or a UTF-16/UTF-32 file, is refused, naming the file and the line.
 
     Returns:
         The quarters in time order, with one record per report (the columns of
@@ -1224,19 +1332,21 @@ def read_faers(source: str | Path, *, keep_missing: bool = True,
     Raises:
         InputFormatError: missing source, not a zip, no DEMO (or DRUG/REAC/INDI) file (OUTC is
             optional), a table without its required columns, a wrong separator, a non-numeric
-            age or weight, an unknown age, weight or sex code, or an unrepairable line.
+            age or weight, an unknown age, weight or sex code, an unrepairable line, a field
+            over ``max_field_chars``, or a text encoding refused (above).
         InputQualityError: with ``strict``, a quarter that needed a repair it refuses (the
             message names the quarter and each repair with its count).
     """
     found = open_faers(source, keep_missing=keep_missing, progress=progress, schema=schema,
-                       strict=strict)
+                       strict=strict, max_field_chars=max_field_chars)
     return FaersIngest(list(found), found.deleted_case_ids)
 
 
 def open_faers(source: str | Path, *, keep_missing: bool = True,
                progress: Callable[[str], None] | None = None, schema=None,
                check: Callable[[FaersQuarter], None] | None = None,
-               strict: bool = False) -> "FaersQuarters":
+               strict: bool = False,
+               max_field_chars: int = DEFAULT_MAX_FIELD_CHARS) -> "FaersQuarters":
     """Find the quarters in ``source`` and read their DELETE lists; the quarters themselves are
     read one at a time, as the result is iterated (what
     :meth:`~medanon.store.ReleaseStore.ingest` takes).
@@ -1252,6 +1362,8 @@ def open_faers(source: str | Path, *, keep_missing: bool = True,
     if not isinstance(strict, bool):
         raise ValidationError(f"The 'strict' parameter of open_faers must be True or False; got "
                               f"{strict!r}.")
+    max_field_chars = check_int(max_field_chars, name="max_field_chars", owner="open_faers",
+                                minimum=1)
     required = (REQUIRED_VALUES if schema is None
                 else tuple(dict.fromkeys([q.name for q in schema.qids] + list(schema.sensitive))))
     source = Path(source)
@@ -1265,7 +1377,7 @@ def open_faers(source: str | Path, *, keep_missing: bool = True,
         deleted |= _deleted_cases(located[tag])
     return FaersQuarters(str(source), [(tag, located[tag]) for tag in tags], frozenset(deleted),
                          keep_missing=keep_missing, required=required, progress=progress,
-                         check=check, strict=strict)
+                         check=check, strict=strict, max_field_chars=max_field_chars)
 
 
 class FaersQuarters:
@@ -1287,7 +1399,8 @@ class FaersQuarters:
     def __init__(self, source: str, files: list[tuple[str, dict[str, list[_Member]]]],
                  deleted_case_ids: frozenset[str], *, keep_missing: bool,
                  required: tuple[str, ...], progress: Callable[[str], None] | None,
-                 check: Callable[[FaersQuarter], None] | None, strict: bool = False):
+                 check: Callable[[FaersQuarter], None] | None, strict: bool = False,
+                 max_field_chars: int = DEFAULT_MAX_FIELD_CHARS):
         self.source = source
         self._files = files
         self.periods = [period_from_faers_tag(tag) for tag, _ in files]
@@ -1296,6 +1409,7 @@ class FaersQuarters:
         self._keep_missing, self._required = keep_missing, required
         self._progress, self._check = progress, check
         self.strict = strict
+        self.max_field_chars = max_field_chars
 
     def __len__(self) -> int:
         return len(self._files)
@@ -1303,7 +1417,8 @@ class FaersQuarters:
     def __iter__(self) -> Iterator[FaersQuarter]:
         self.reports = []
         for tag, files in self._files:
-            period, era, records, report = _read_quarter(tag, files, self.source)
+            period, era, records, report = _read_quarter(tag, files, self.source,
+                                                         max_field_chars=self.max_field_chars)
             gone = records["case_id"].isin(self.deleted_case_ids)
             report.deleted_cases = int(records.loc[gone, "case_id"].nunique())
             report.deleted_reports = int(gone.sum())
