@@ -280,7 +280,7 @@ class _Buckets:
         for i, q in enumerate(self.cat_q):
             t, b = t_keys[:, i][:, None], b_keys[:, i][None, :]
             match &= (t == _ANY) | ((b >= 0) & q.hierarchy.covers_codes(np.maximum(b, 0),
-                                                                      np.maximum(t, 0)))
+                                                                       np.maximum(t, 0)))
         match &= ~((t_keys[:, c] == 1)[:, None] & (b_keys[:, c] == 1)[None, :])  # L
         match &= ~((t_keys[:, c + 1] == 1)[:, None] & (b_keys[:, c + 1] == 1)[None, :])  # MD
         return match
