@@ -62,7 +62,7 @@ class BackgroundKnowledge:
                 raise ValidationError(f"Background rule for {r.term!r} names attribute "
                                       f"{r.attribute!r}, which is not a QID of the series "
                                       f"({', '.join(by_name)}).")
-            if q.kind == "categorical" and r.value not in q.taxonomy.code_of:
+            if q.kind == "categorical" and r.value not in q.hierarchy.code_of:
                 raise ValidationError(f"Background rule for {r.term!r}: {r.value!r} is not a node "
                                       f"of the {r.attribute!r} hierarchy.")
             if q.kind == "numeric":
@@ -82,7 +82,7 @@ class BackgroundKnowledge:
             implied = whole_domain(len(rows), qids)
             q = by_name[rule.attribute]
             if q.kind == "categorical":
-                implied.cat[q.name][:] = q.taxonomy.code_of[rule.value]
+                implied.cat[q.name][:] = q.hierarchy.code_of[rule.value]
             else:
                 iv = Interval.parse(rule.value)
                 implied.lo[q.name][:], implied.hi[q.name][:] = iv.lo, iv.hi

@@ -60,15 +60,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TypedDict
 
 import numpy as np
 
 from ..errors import InputFormatError
 from ..mechanisms.coarsening import published_log_table
 from ..mechanisms.likelihood import laplace_log_likelihood
-from ..models.periodic import dp_models, hard_series
+from ..models.periodic import Perturbation, dp_models, hard_series
 from ..published.cells import QidInfo
-from ..published.links import ReleaseView, read_view
+from ..published.links import Region, ReleaseView, read_view
 from ..published.series import PublishedSeries
 
 __all__ = ["HARD", "LIKELIHOOD", "LikelihoodAttacker", "TargetValues", "hard_series",
@@ -100,7 +102,7 @@ class TargetValues:
                             {k: v[index] for k, v in self.categorical.items()})
 
     @classmethod
-    def from_region(cls, region, qids: tuple[QidInfo, ...],
+    def from_region(cls, region: Region, qids: tuple[QidInfo, ...],
                     known: Mapping[str, np.ndarray] | frozenset[str] | None = None,
                     ) -> "TargetValues":
         """From a :class:`~medanon.published.links.Region` of targets (one row each).
@@ -131,6 +133,15 @@ class TargetValues:
         return cls(n or 0, numeric, categorical)
 
 
+class _LaplaceParams(TypedDict):
+    """The keyword parameters of ``laplace_log_likelihood`` for one strict Laplace QID."""
+
+    epsilon: Fraction
+    lo: float
+    hi: float
+    decimals: int
+
+
 @dataclass
 class _Evidence:
     """One perturbed QID of one linked strict release, aligned to the attacked release's rows."""
@@ -140,8 +151,8 @@ class _Evidence:
     values: np.ndarray         # published value (float) or node code (int)
     log_prior: np.ndarray      # log m(value) under the adversary's prior for non-targets
     numeric: bool
-    laplace: dict | None = None        # epsilon, lo, hi, decimals
-    rows_table: np.ndarray | None = None  # [target node, published node] -> log P
+    laplace: _LaplaceParams | None = None  # numeric evidence only
+    rows_table: np.ndarray | None = None  # categorical only: [target node, published node] -> log P
 
 
 class LikelihoodAttacker:
@@ -166,7 +177,7 @@ class LikelihoodAttacker:
         # the hard series shares the cache only when it is the series itself
         self.hard_views = self.views if self.hard is series else {}
         self._evidence: dict[str, list[_Evidence]] = {}
-        self._tables: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._tables: dict[tuple[str, str, Fraction, int | None], tuple[np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------------------------ facts
     def applies(self, label: str) -> bool:
@@ -193,21 +204,21 @@ class LikelihoodAttacker:
     def _qid(self, name: str) -> QidInfo | None:
         return next((q for q in self.series.qids if q.name == name), None)
 
-    def _categorical_tables(self, q: QidInfo, p) -> tuple[np.ndarray, np.ndarray]:
+    def _categorical_tables(self, q: QidInfo, p: Perturbation) -> tuple[np.ndarray, np.ndarray]:
         """(rows_table, log_prior per published node) of the strict categorical perturbation
         ``p`` (000's exponential draw, or randomized response over a level's labels), its labels
         published at the level the release declares (a published ancestor has the summed
         probability of the drawn labels under it)."""
         key = (q.name, p.mechanism, p.epsilon, p.level)
         if key not in self._tables:
-            tax = q.taxonomy
+            tax = q.hierarchy
             table = published_log_table(tax.parent_array, tax.depth_array, p.epsilon,
                                         mechanism=p.mechanism, level=p.level)
             values = np.flatnonzero(tax.value_mask)
             # A target that is a record value is exact; any other node stands for the record
             # values it covers (mean probability over them).
             rows = table.copy()
-            for node in np.flatnonzero(~tax.value_mask):
+            for node in np.flatnonzero(~tax.value_mask).tolist():
                 under = values[tax.covers_codes(node, values)]
                 if under.size:
                     rows[node] = _log_mean_exp(table[under], axis=0)
@@ -228,7 +239,7 @@ class LikelihoodAttacker:
             other = self.view(other_label)
             if self.lifespan is not None and abs(other.ordinal - own.ordinal) > self.lifespan:
                 continue
-            pos = other.index.get_indexer(own.case)
+            pos = other.index.get_indexer(own.index)  # own.index is pd.Index(own.case)
             hit = pos >= 0
             if not hit.any():
                 continue
@@ -242,8 +253,9 @@ class LikelihoodAttacker:
                     # a blank or interval cell is not a perturbed value: no evidence
                     present = hit & np.isfinite(lo_v) & (lo_v == hi_v)
                     values = np.where(present, lo_v, 0.0)
-                    params = {"epsilon": p.epsilon, "lo": p.domain[0], "hi": p.domain[1],
-                              "decimals": int(p.decimals if p.decimals is not None else 2)}
+                    params = _LaplaceParams(
+                        epsilon=p.epsilon, lo=p.domain[0], hi=p.domain[1],
+                        decimals=int(p.decimals if p.decimals is not None else 2))
                     prior = np.zeros(own.n)
                     if present.any():
                         prior[present] = laplace_log_likelihood(
@@ -253,7 +265,7 @@ class LikelihoodAttacker:
                       and q.kind == "categorical"):
                     codes = np.where(hit, other.region.cat[q.name][np.maximum(pos, 0)], -1)
                     present = codes >= 0
-                    if p.level is not None and (q.taxonomy.depth_array[codes[present]]
+                    if p.level is not None and (q.hierarchy.depth_array[codes[present]]
                                                 > p.level).any():
                         # the coarsened table gives such a label probability 0: it would
                         # exclude candidates for sure on the strength of a false declaration
@@ -291,9 +303,11 @@ class LikelihoodAttacker:
                 continue
             cols = rows[present]
             if ev.numeric:
-                t_lo, t_hi = targets.numeric.get(ev.qid, (None, None))
-                if t_lo is None:
+                bounds = targets.numeric.get(ev.qid)
+                if bounds is None:
                     continue
+                t_lo, t_hi = bounds
+                assert ev.laplace is not None  # numeric evidence is Laplace (evidence())
                 known = np.isfinite(t_lo)
                 if not known.any():
                     continue
@@ -307,6 +321,7 @@ class LikelihoodAttacker:
                 known = codes >= 0
                 if not known.any():
                     continue
+                assert ev.rows_table is not None  # categorical evidence has its table
                 ll = ev.rows_table[np.maximum(codes, 0)][:, ev.values[cols]]
             prior = ev.log_prior[cols][None, :]
             with np.errstate(invalid="ignore"):

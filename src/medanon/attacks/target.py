@@ -47,7 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ValidationError
-from ..hierarchies import Interval, age_to_mesh
+from ..hierarchies import Interval, Taxonomy, age_to_mesh
 from ..hierarchies.builtin import MAX_AGE_YEARS, mesh_age_tree
 from ..published.cells import QidInfo
 from ..published.links import Region, covers, link
@@ -110,16 +110,19 @@ def parse_target(text: str | Mapping[str, str], qids: tuple[QidInfo, ...]) -> Ta
         raise ValidationError(f"The target names {', '.join(map(repr, unknown))}, which "
                               f"{'is' if len(unknown) == 1 else 'are'} not a QID of the series "
                               f"(QIDs: {', '.join(by_name)}).")
-    cat, lo, hi = {}, {}, {}
+    cat: dict[str, np.ndarray] = {}
+    lo: dict[str, np.ndarray] = {}
+    hi: dict[str, np.ndarray] = {}
     for q in qids:
-        value = pairs.get(q.name)
+        given = pairs.get(q.name)
         if q.kind == "categorical":
-            if value is not None:
-                value = pairs[q.name] = _categorical_value(q, value)
-            code = q.taxonomy.code_of[value if value is not None else q.taxonomy.root]
+            tax = q.hierarchy
+            if given is not None:
+                given = pairs[q.name] = _categorical_value(q, given)
+            code = tax.code_of[given if given is not None else tax.root]
             cat[q.name] = np.array([code], dtype=np.int64)
         else:
-            iv = Interval.parse(value) if value is not None else None
+            iv = Interval.parse(given) if given is not None else None
             lo[q.name] = np.array([iv.lo if iv else -np.inf])
             hi[q.name] = np.array([iv.hi if iv else np.inf])
     return Target(pairs, Region(cat, lo, hi), frozenset(pairs))
@@ -133,7 +136,7 @@ def _number(text: str) -> float | None:
     return x if np.isfinite(x) else None
 
 
-def _band_of(taxonomy, x: float) -> str | None:
+def _band_of(taxonomy: Taxonomy, x: float) -> str | None:
     """The record value of ``taxonomy`` whose band holds the number ``x``, when the hierarchy
     says: the MeSH age tree maps ages in years (:func:`~medanon.hierarchies.age_to_mesh`, as
     ingest does), a hierarchy whose values are intervals (``[20-29]``) gives the narrowest
@@ -166,7 +169,7 @@ def _categorical_value(q: QidInfo, value: str) -> str:
     Raises:
         ValidationError: neither; the message lists the values the hierarchy takes.
     """
-    tax = q.taxonomy
+    tax = q.hierarchy
     if value in tax.code_of:
         return value
     x = _number(value)
@@ -300,7 +303,7 @@ def attack_target(series: PublishedSeries, period: str, target: str | Mapping[st
         implied = background.implied_regions(view, qids)
         masks["BK"] = ~covers(implied, tgt.region, qids, known)
     likelihood = attacker.applies(label)
-    log_w = None
+    log_w: np.ndarray | None = None  # set exactly when the likelihood attack applies
     if likelihood:
         values = TargetValues.from_region(tgt.region, qids, known)
         log_w = attacker.log_weights(label, values)[0]
@@ -315,7 +318,7 @@ def attack_target(series: PublishedSeries, period: str, target: str | Mapping[st
     n_left = int(remaining.sum())
     weights = remaining.astype(np.float64) / max(n_left, 1)
     ranked: tuple[tuple[str, float, float], ...] = ()
-    if likelihood and n_left:
+    if log_w is not None and n_left:
         weights = posterior(log_w, remaining)
         rows = np.flatnonzero(remaining)
         order = rows[np.lexsort((view.case[rows].astype(str), -weights[rows]))]

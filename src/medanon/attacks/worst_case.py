@@ -61,7 +61,8 @@ import numpy as np
 from ..errors import ValidationError
 from ..models.names import HA_MODEL
 from ..models.theta import ThetaTable
-from ..published.links import Region, covers, link, whole_domain
+from ..published.cells import QidInfo
+from ..published.links import Region, ReleaseView, covers, link, whole_domain
 from ..published.series import PublishedSeries
 from .background import BackgroundKnowledge
 from .likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
@@ -189,25 +190,29 @@ def _model(manifest: Mapping) -> tuple[int | None, ThetaTable | None, float | No
 
 
 def _profiles(region: Region, rows: np.ndarray, bk: BackgroundKnowledge, implied: Region,
-              qids) -> list[Region]:
+              qids: tuple[QidInfo, ...]) -> list[Region]:
     """Target profiles inside the hull of the group's region, one per distinguishable value."""
-    axes = []
+    axes: list[list[tuple[str, int | float]]] = []  # per QID: (name, node code or number)
     for q in qids:
         if q.name not in bk.attributes:
             continue
         if q.kind == "categorical":
-            tax = q.taxonomy
+            tax = q.hierarchy
             node = tax.lca_codes(region.cat[q.name][rows])
             values = [tax.code_of[v] for v in tax.values]
-            axes.append([(q.name, c) for c in values if tax.covers_codes(node, c)])
+            # a published node may cover no record value (a leaf that is not one, from
+            # another tool): the node itself then stands for the target, as a numeric QID's
+            # lower bound does below (else no profile at all, and no group)
+            axes.append([(q.name, c) for c in values if tax.covers_codes(node, c)]
+                        or [(q.name, node)])
         else:
-            lo = float(region.lo[q.name][rows].min())
-            hi = float(region.hi[q.name][rows].max())
-            cuts = {lo, hi, *implied.lo[q.name][rows], *implied.hi[q.name][rows]}
-            points = sorted(x for x in cuts if np.isfinite(x) and lo <= x <= hi)
+            low = float(region.lo[q.name][rows].min())
+            high = float(region.hi[q.name][rows].max())
+            cuts = {low, high, *implied.lo[q.name][rows], *implied.hi[q.name][rows]}
+            points = sorted(x for x in cuts if np.isfinite(x) and low <= x <= high)
             points += [(a + b) / 2 for a, b in itertools.pairwise(points)]
             points += [x - 1e-9 for x in points] + [x + 1e-9 for x in points]
-            axes.append([(q.name, x) for x in points if lo <= x <= hi] or [(q.name, lo)])
+            axes.append([(q.name, x) for x in points if low <= x <= high] or [(q.name, low)])
     profiles = []
     for combo in itertools.product(*axes):
         cat = {q.name: np.array([0]) for q in qids if q.kind == "categorical"}
@@ -307,7 +312,7 @@ def attack_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedSer
         if name in options:
             raise ValidationError(f"The {name!r} parameter of attack_linked is set per release; "
                                   f"it cannot be given.")
-    out = []
+    out: list[ReleaseAttack] = []
     for label in labels:
         out.extend(attack_series(linked_of(label), periods=[label], **options).releases)
     return SeriesAttack(tuple(out))
@@ -369,16 +374,17 @@ def _attack_series(series: PublishedSeries, *, periods, lifespan, k, theta, alph
     return SeriesAttack(tuple(out))
 
 
-def _groups_by_profile(attacker: LikelihoodAttacker, label: str, view, masks: Mapping,
+def _groups_by_profile(attacker: LikelihoodAttacker, label: str, view: ReleaseView,
+                       masks: Mapping[str, np.ndarray],
                        fixed: np.ndarray, kk: int | None, th: ThetaTable | None,
                        al: float | None, ss: np.ndarray | None, likelihood: bool,
-                       background: BackgroundKnowledge | None, qids, *,
+                       background: BackgroundKnowledge | None, qids: tuple[QidInfo, ...], *,
                        only: np.ndarray | None = None) -> list[GroupAttack]:
     """Every group of one release (or the group codes ``only``), one at a time (with
     background knowledge: every target profile of the group, keeping the one that excludes
     the most)."""
     implied = background.implied_regions(view, qids) if background is not None else None
-    terms_of = [[] for _ in range(view.n)]
+    terms_of: list[list[int]] = [[] for _ in range(view.n)]
     for r, c in zip(view.term_row.tolist(), view.term_code.tolist(), strict=True):
         terms_of[r].append(c)
     groups = []
@@ -390,14 +396,15 @@ def _groups_by_profile(attacker: LikelihoodAttacker, label: str, view, masks: Ma
         if wanted is not None and int(view.group[rows[0]]) not in wanted:
             continue
         best = None
-        profiles = (_profiles(view.region, rows, background, implied, qids)
-                    if background is not None else [None])
-        for profile in profiles:
-            drop = fixed[rows].copy()
-            bk = np.zeros(len(rows), dtype=bool)
-            if profile is not None:
-                bk = ~covers(implied.take(rows), profile, qids, background.attributes)
-                drop |= bk
+        # what each target profile excludes by the background knowledge (one profile, which
+        # excludes nothing, without it); implied is set exactly when background is
+        if background is not None and implied is not None:
+            bk_masks = [~covers(implied.take(rows), profile, qids, background.attributes)
+                        for profile in _profiles(view.region, rows, background, implied, qids)]
+        else:
+            bk_masks = [np.zeros(len(rows), dtype=bool)]
+        for bk in bk_masks:
+            drop = fixed[rows] | bk
             kept = rows[~drop]
             basis = kept if len(kept) else rows
             counts: dict[int, int] = {}
@@ -406,9 +413,10 @@ def _groups_by_profile(attacker: LikelihoodAttacker, label: str, view, masks: Ma
                     counts[c] = counts.get(c, 0) + 1
             shares = {c: n / len(basis) for c, n in counts.items()}
             top = max(shares, key=lambda c: (shares[c], -c)) if shares else None
-            key = (int(drop.sum()), shares.get(top, 0.0))
+            key = (int(drop.sum()), shares[top] if top is not None else 0.0)
             if best is None or key > best[0]:
                 best = (key, kept, bk, shares, top, drop)
+        assert best is not None  # bk_masks is never empty (_profiles gives at least one)
         _, kept, bk, shares, top, drop = best
         excluded = {name: int(mask[rows].sum()) for name, mask in masks.items()}
         if background is not None:
@@ -453,6 +461,7 @@ def _groups_by_profile(attacker: LikelihoodAttacker, label: str, view, masks: Ma
         share = None
         ssg = None
         if ss is not None:
+            assert al is not None  # ss is read only for an alpha (_attack_series)
             share = float(ss[rows].mean())
             kept_share = float(ss[kept].mean()) if len(kept) else share
             ssg = max(share, kept_share) > al + _TOL
@@ -467,10 +476,10 @@ def _groups_by_profile(attacker: LikelihoodAttacker, label: str, view, masks: Ma
 
 
 def _with_background(groups: list[GroupAttack], attacker: LikelihoodAttacker, label: str,
-                     view, masks: Mapping, fixed: np.ndarray, kk: int | None,
-                     th: ThetaTable | None, al: float | None, ss: np.ndarray | None,
-                     likelihood: bool, background: BackgroundKnowledge,
-                     qids) -> list[GroupAttack]:
+                     view: ReleaseView, masks: Mapping[str, np.ndarray], fixed: np.ndarray,
+                     kk: int | None, th: ThetaTable | None, al: float | None,
+                     ss: np.ndarray | None, likelihood: bool, background: BackgroundKnowledge,
+                     qids: tuple[QidInfo, ...]) -> list[GroupAttack]:
     """``groups`` (computed without background knowledge) with it: only a group holding a
     record whose terms imply something can lose a record to it; in the others every target
     profile excludes nothing more, and the first profile, the one kept, gives the group as
@@ -493,7 +502,8 @@ def _with_background(groups: list[GroupAttack], attacker: LikelihoodAttacker, la
             for code, g in enumerate(groups)]
 
 
-def _groups_vectorized(attacker: LikelihoodAttacker, label: str, view, masks: Mapping,
+def _groups_vectorized(attacker: LikelihoodAttacker, label: str, view: ReleaseView,
+                       masks: Mapping[str, np.ndarray],
                        fixed: np.ndarray, kk: int | None, th: ThetaTable | None,
                        al: float | None, ss: np.ndarray | None,
                        likelihood: bool) -> list[GroupAttack]:
@@ -552,7 +562,8 @@ def _groups_vectorized(attacker: LikelihoodAttacker, label: str, view, masks: Ma
     for code in range(n_groups):
         remaining = int(kept_n[code])
         dig = (remaining < kk) if kk is not None else None
-        d, dh = (None, None) if dsg is None else (bool(dsg[code]), bool(dsg_hard[code]))
+        d, dh = ((None, None) if dsg is None or dsg_hard is None  # both are set with th
+                 else (bool(dsg[code]), bool(dsg_hard[code])))
         max_post = share_post = None
         dig_post, dsg_post = dig, d
         if likelihood:
@@ -576,6 +587,7 @@ def _groups_vectorized(attacker: LikelihoodAttacker, label: str, view, masks: Ma
                 dsg_post = bool(has_terms[code]) if th is not None else None
         share = ssg = None
         if ss_share is not None:
+            assert kept_share is not None and al is not None  # set with ss_share; ss with al
             share = float(ss_share[code])
             ssg = max(share, float(kept_share[code])) > al + _TOL
         t = int(top[code])

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import pandas as pd
@@ -47,7 +47,7 @@ def _as_strings(values: object, name: str) -> np.ndarray:
 
 def clinical_information_loss_by_patient(original_codes: object, released_codes: object,
                                          patients: object, *, dissimilarity: Dissimilarity,
-                                         only_patients: object = None) -> pd.Series:
+                                         only_patients: Iterable[object] | None = None) -> pd.Series:
     """Per-patient ``CIL_j = mean_i d(e_i, ê_i)``, indexed by patient (order of first appearance).
 
     Args:
@@ -104,7 +104,8 @@ def clinical_information_loss_by_patient(original_codes: object, released_codes:
 
 
 def clinical_information_loss(original_codes: object, released_codes: object, patients: object, *,
-                              dissimilarity: Dissimilarity, only_patients: object = None) -> float:
+                              dissimilarity: Dissimilarity,
+                              only_patients: Iterable[object] | None = None) -> float:
     """003's clinical information loss: the mean over (kept) patients of ``CIL_j``.
 
     Same arguments as :func:`clinical_information_loss_by_patient`. Returns NaN when no patient is

@@ -80,6 +80,7 @@ from scipy import sparse
 from ..attacks.background import BackgroundKnowledge
 from ..attacks.likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
 from ..errors import SchemaError, ValidationError
+from ..published.cells import QidInfo
 from ..published.links import Links, Region, covers, intersect, lca_depth, link
 from ..published.series import PublishedSeries
 
@@ -108,19 +109,17 @@ class LinkageRisk:
     ar_rev: float
     reidentified: int
     attacks: str
-    attacker: str = HARD
-    rr_hard: float | None = None
-    ar_rev_hard: float | None = None
-    reidentified_hard: int | None = None
+    attacker: str
+    rr_hard: float
+    ar_rev_hard: float
+    reidentified_hard: int
 
     def to_dict(self) -> dict:
-        def r6(x: float | None) -> float | None:
-            return None if x is None else round(x, 6)
-
         return {"period": self.period, "records": self.records, "attacker": self.attacker,
                 "rr": round(self.rr, 6), "ar_rev": round(self.ar_rev, 6),
-                "reidentified": self.reidentified, "rr_hard": r6(self.rr_hard),
-                "ar_rev_hard": r6(self.ar_rev_hard), "reidentified_hard": self.reidentified_hard,
+                "reidentified": self.reidentified, "rr_hard": round(self.rr_hard, 6),
+                "ar_rev_hard": round(self.ar_rev_hard, 6),
+                "reidentified_hard": self.reidentified_hard,
                 "attacks": self.attacks}
 
 
@@ -143,8 +142,9 @@ def _original_region(original: pd.DataFrame, cases: np.ndarray, series: Publishe
         if q.kind == "categorical":
             labels = col.astype(object).where(col.notna(), "").astype(str).to_numpy()
             ok = labels != ""
-            codes = np.full(len(labels), q.taxonomy.code_of[q.taxonomy.root], dtype=np.int64)
-            codes[ok] = q.taxonomy.encode(labels[ok])
+            tax = q.hierarchy
+            codes = np.full(len(labels), tax.code_of[tax.root], dtype=np.int64)
+            codes[ok] = tax.encode(labels[ok])
             cat[q.name], known[q.name] = codes, ok
         else:
             values = col.array
@@ -157,14 +157,14 @@ def _original_region(original: pd.DataFrame, cases: np.ndarray, series: Publishe
     return Region(cat, lo, hi), known
 
 
-def _distance(view_region: Region, target: Region, known: Mapping[str, np.ndarray], qids,
-              spans: Mapping[str, float]) -> np.ndarray:
+def _distance(view_region: Region, target: Region, known: Mapping[str, np.ndarray],
+              qids: tuple[QidInfo, ...], spans: Mapping[str, float]) -> np.ndarray:
     """Mean normalized distance between targets (rows) and published records (columns)."""
     total = None
     for q in qids:
         kn = known[q.name][:, None]
         if q.kind == "categorical":
-            tax = q.taxonomy
+            tax = q.hierarchy
             g, s = view_region.cat[q.name][None, :], target.cat[q.name][:, None]
             inside = tax.covers_codes(g, s)
             depth = tax.depth_array
@@ -177,7 +177,8 @@ def _distance(view_region: Region, target: Region, known: Mapping[str, np.ndarra
             gap = np.maximum(np.maximum(lo - b, a - hi), 0.0)
             d = np.where(kn, np.minimum(gap / spans[q.name], 1.0), 0.0)
         total = d if total is None else total + d
-    return total / len(qids)
+    # no QID: no distance (broadcasts, as links.covers does for regions)
+    return np.zeros(()) if total is None else total / len(qids)
 
 
 def linkage_risk(series: PublishedSeries, period: str, original: pd.DataFrame, *,
@@ -254,7 +255,8 @@ class _Buckets:
     on the categorical QIDs.
     """
 
-    def __init__(self, links: Links, implied: Region | None, use_md: bool, qids):
+    def __init__(self, links: Links, implied: Region | None, use_md: bool,
+                 qids: tuple[QidInfo, ...]):
         self.cat_q = [q for q in qids if q.kind == "categorical"]
         region = intersect(intersect(links.view.region, links.earlier_region, qids),
                            links.later_region, qids)
@@ -277,8 +279,8 @@ class _Buckets:
         match = np.ones((len(t_keys), len(b_keys)), dtype=bool)
         for i, q in enumerate(self.cat_q):
             t, b = t_keys[:, i][:, None], b_keys[:, i][None, :]
-            match &= (t == _ANY) | ((b >= 0) & q.taxonomy.covers_codes(np.maximum(b, 0),
-                                                                      np.maximum(t, 0)))
+            match &= (t == _ANY) | ((b >= 0) & q.hierarchy.covers_codes(np.maximum(b, 0),
+                                                                       np.maximum(t, 0)))
         match &= ~((t_keys[:, c] == 1)[:, None] & (b_keys[:, c] == 1)[None, :])  # L
         match &= ~((t_keys[:, c + 1] == 1)[:, None] & (b_keys[:, c + 1] == 1)[None, :])  # MD
         return match
@@ -299,7 +301,7 @@ class _HardLinkage:
     """
 
     def __init__(self, links: Links, target: Region, known: Mapping[str, np.ndarray],
-                 implied: Region | None, use_md: bool, qids):
+                 implied: Region | None, use_md: bool, qids: tuple[QidInfo, ...]):
         self.links, self.target, self.known = links, target, known
         self.implied, self.use_md, self.qids = implied, use_md, qids
         self.view = view = links.view
@@ -418,7 +420,7 @@ class _HardLinkage:
         done = np.ones(n_t, dtype=bool)
         # A categorical cell that misses the target is at least 1/(2·height) away on that QID:
         # far beyond the tie tolerance for any real hierarchy (else the scan decides).
-        if any(1.0 / max(2 * q.taxonomy.height, 1) <= _NEAR * len(qids) for q in cat_q):
+        if any(1.0 / max(2 * q.hierarchy.height, 1) <= _NEAR * len(qids) for q in cat_q):
             return np.zeros(n_t, dtype=bool)
         index = _Buckets(links, self.implied, self.use_md, qids)
         region = index.region
@@ -456,10 +458,10 @@ class _HardLinkage:
         # targets whose value on every QID is unknown to the sweep: whole buckets
         b_count = np.bincount(b_key, minlength=n_b).astype(np.float64)
         b_occ = np.bincount(b_key, weights=self.n_terms, minlength=n_b)
-        presence = sparse.csr_matrix((np.ones(len(view.term_row)),
-                                      (b_key[view.term_row], view.term_code)), shape=(n_b, width))
-        whole = sparse.csr_matrix(match.astype(np.float64))
-        k_size, k_occ = whole @ b_count, whole @ b_occ
+        presence = sparse.csr_array((np.ones(len(view.term_row)),
+                                     (b_key[view.term_row], view.term_code)), shape=(n_b, width))
+        whole = sparse.csr_array(match.astype(np.float64))
+        k_size, k_occ = np.asarray(whole @ b_count), np.asarray(whole @ b_occ)  # dense vectors
         k_distinct = np.asarray((whole @ presence > 0).sum(axis=1)).ravel()
         flat = t_keys[:, c + 2] < 0
         mine = flat[t_key] & done
@@ -541,7 +543,8 @@ def _union_by_term(term: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     return lo[starts], reach[ends]
 
 
-def _known_covers(region: Region, tgt: Region, kn: Mapping[str, np.ndarray], qids) -> np.ndarray:
+def _known_covers(region: Region, tgt: Region, kn: Mapping[str, np.ndarray],
+                  qids: tuple[QidInfo, ...]) -> np.ndarray:
     """Targets (rows) x records (columns): whether the record's region covers each target's
     value, on the QIDs the target's value is known."""
     ok = None
@@ -549,7 +552,8 @@ def _known_covers(region: Region, tgt: Region, kn: Mapping[str, np.ndarray], qid
         part = covers(_one(region, q), _one(tgt, q, column=True), (q,))
         part = part | ~kn[q.name][:, None]
         ok = part if ok is None else ok & part
-    return ok
+    # no QID known: every region covers every target (broadcasts, as links.covers does)
+    return np.asarray(True) if ok is None else ok
 
 
 def _posterior_risk(attacker: LikelihoodAttacker, label: str, links: Links, target: Region,
@@ -568,8 +572,8 @@ def _posterior_risk(attacker: LikelihoodAttacker, label: str, links: Links, targ
     m = view.n
     values = TargetValues.from_region(target, qids, known)
     width = max(len(view.term_names), 1)
-    incidence = sparse.csr_matrix((np.ones(len(view.term_row)), (view.term_row, view.term_code)),
-                                  shape=(m, width))
+    incidence = sparse.csr_array((np.ones(len(view.term_row)), (view.term_row, view.term_code)),
+                                 shape=(m, width))
     incidence.data[:] = 1.0  # a term in two columns of a record counts once
     occurrences_of = np.asarray((incidence > 0).sum(axis=1)).ravel().astype(np.float64)
     new, gone = ~links.old, ~links.in_next
@@ -587,8 +591,8 @@ def _posterior_risk(attacker: LikelihoodAttacker, label: str, links: Links, targ
         k_bounds = np.searchsorted(t_key[by_key], np.arange(len(t_keys) + 1))
         for key in range(len(t_keys)):
             members = by_key[k_bounds[key]:k_bounds[key + 1]]
-            columns = index.records(np.flatnonzero(match[key]))
-            chunks += [(members[i:i + step], columns) for i in range(0, len(members), step)]
+            matched = index.records(np.flatnonzero(match[key]))
+            chunks += [(members[i:i + step], matched) for i in range(0, len(members), step)]
     else:
         chunks = [(np.arange(i, min(i + step, m)), None) for i in range(0, m, step)]
     for idx, columns in chunks:

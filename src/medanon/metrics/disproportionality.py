@@ -523,9 +523,9 @@ class GpsPrior:
                 raise ValidationError(f"The 'standard_errors' parameter of GpsPrior must be None "
                                       f"or a dict with the keys {', '.join(_NAMES)}; got "
                                       f"{self.standard_errors!r}.")
+            given = self.standard_errors
             object.__setattr__(self, "standard_errors", {
-                name: None if self.standard_errors[name] is None
-                else float(self.standard_errors[name]) for name in _NAMES})
+                name: None if (error := given[name]) is None else float(error) for name in _NAMES})
 
     @property
     def parameters(self) -> tuple[float, float, float, float, float]:
@@ -1569,7 +1569,7 @@ def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np
         "a": n, "b": nd - n, "c": nr - n, "d": n_total - nd - nr + n,
     })
     if strata is not None:
-        out.insert(out.columns.get_loc("e") + 1, "e_crude", out["e"])
+        out.insert(list(out.columns).index("e") + 1, "e_crude", out["e"])
         out["e"] = _stratified_expected(strata, eligible, d_rows, d_codes, len(drugs), r_rows,
                                         r_codes, len(reactions), drug, reaction)
     return out

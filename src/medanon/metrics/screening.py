@@ -61,7 +61,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -324,7 +324,7 @@ class _Terms:
         out = np.full(max(self.terms, 1), "", dtype=object)
         if not codes.size:
             return out
-        small = np.int32 if codes.size < 2**31 else np.int64
+        small: type[np.signedinteger] = np.int32 if codes.size < 2**31 else np.int64
         first = np.full(out.size, codes.size, dtype=small)
         np.minimum.at(first, codes, np.arange(codes.size, dtype=small))
         present = np.flatnonzero(first < codes.size)
@@ -415,6 +415,11 @@ class _Reports:
 
     def publishes(self, condition: Condition) -> bool:
         return condition.attribute in self.columns
+
+    def closed_latest(self) -> np.ndarray:
+        """:attr:`latest`, once :meth:`close` set it (a scope is screened only then)."""
+        assert self.latest is not None, "the reports are screened once closed"
+        return self.latest
 
     def latest_up_to(self, label: str) -> np.ndarray:
         """The reports that are their case's latest among the periods up to ``label``."""
@@ -540,10 +545,10 @@ class _Screened:
     def pair(self, drug: str, reaction: str) -> dict[str, Any]:
         """One pair's statistics (n = 0 and no signal when it was never reported here)."""
         key = (drug.strip().casefold(), reaction.strip().casefold())
-        found = self.table.loc[key] if len(self.table) and key in self.table.index else None
+        found = _pair_row(self.table, key)
         if found is None:
             return {"n": 0, "signal": {s: False for s in STATISTICS}}
-        out = {"n": int(found["n"])}
+        out: dict[str, Any] = {"n": int(found["n"])}
         for columns in (v[2] for v in STATISTICS.values()):
             out.update({c: _rounded(found[c]) for c in columns})
         out["signal"] = {s: bool(found[v[0]]) for s, v in STATISTICS.items()}
@@ -665,6 +670,17 @@ def _spearman(t_o: pd.DataFrame, t_r: pd.DataFrame, score: str) -> dict[str, Any
     return {"spearman": round(float(spearmanr(x, y).statistic), 6), "pairs_compared": int(len(x))}
 
 
+def _pair_row(table: pd.DataFrame, key: Hashable) -> pd.Series | None:
+    """The row of the pair ``key`` (folded drug, folded reaction) in a scope's table, None when
+    the pair was never reported there."""
+    if not len(table) or key not in table.index:
+        return None
+    # xs, not loc: a tuple given to loc reads to the type checker as (row, column)
+    row = table.xs(key)
+    assert isinstance(row, pd.Series)  # one row: the table has a row per pair
+    return row
+
+
 def _listed(pairs: pd.Index, shown: _Screened, other: _Screened, score: str,
             columns: tuple[str, ...], limit: int, *, listed_side: str = "release") -> list[dict]:
     if not len(pairs) or limit == 0:
@@ -674,7 +690,7 @@ def _listed(pairs: pd.Index, shown: _Screened, other: _Screened, score: str,
     other_side = "original" if listed_side == "release" else "release"
     out = []
     for key, row in mine.iloc[order].iterrows():
-        there = other.table.loc[key] if len(other.table) and key in other.table.index else None
+        there = _pair_row(other.table, key)
         out.append({
             "drug": row["drug"], "reaction": row["reaction"],
             listed_side: {"n": int(row["n"]), **{c: _rounded(row[c]) for c in columns}},
@@ -733,14 +749,15 @@ class _Scopes:
         if kind == "quarter":
             inside = slice(*self.side.bounds[scope])
         elif kind == "dedup":
-            inside = self.side.latest
+            inside = self.side.closed_latest()
         elif kind == "cumulative":
             inside = self.side.latest_up_to(scope)
         elif condition is not None:
             # a stratum pools the periods as the dedup scope does: each case's latest row
             classes = self.side.classes(condition)
-            undecided = int(((classes < 0) & self.side.latest).sum())
-            inside = (classes == INSIDE) & self.side.latest
+            latest = self.side.closed_latest()
+            undecided = int(((classes < 0) & latest).sum())
+            inside = (classes == INSIDE) & latest
         reports = inside.stop - inside.start if isinstance(inside, slice) else int(inside.sum())
         # a scope of no report has no table (the columns are not even looked for)
         table = self.side.pairs(inside) if reports else pd.DataFrame()
@@ -878,12 +895,13 @@ class SeriesScreening:
             cut = int(np.searchsorted(reports, len(cells[0])))
             entries[0][name] = (reports[:cut], spellings[:cut], terms.spellings)
             entries[1][name] = (reports[cut:] - len(cells[0]), spellings[cut:], terms.spellings)
-        return tuple(_Read(len(rows), tuple(rows.columns), entry, side.classes_of(rows),
-                           # compared only with the same side's ids: no need to make text
-                           rows["case_id"].to_numpy(dtype=object)
-                           if "case_id" in rows.columns else None)
-                     for rows, entry, side in zip(sides, entries, (self._sides["original"],
-                                                                  self._sides["release"])))
+        original, release = (
+            _Read(len(rows), tuple(rows.columns), entry, side.classes_of(rows),
+                  # compared only with the same side's ids: no need to make text
+                  rows["case_id"].to_numpy(dtype=object) if "case_id" in rows.columns else None)
+            for rows, entry, side in zip(sides, entries, (self._sides["original"],
+                                                         self._sides["release"])))
+        return original, release
 
     def take(self, label: str, read: tuple[_Read, _Read]) -> None:
         """Add a period :meth:`read` read (in the order of the periods, as :meth:`add`)."""
@@ -962,7 +980,9 @@ class SeriesScreening:
         planted |= {("stratum", c.text) for r in self.rules if r.condition is not None
                     for c in (r.condition, opposite_condition(r.condition))}
 
-        firsts: dict[str, list[dict[tuple, int]]] = {name: [{}, {}] for name in STATISTICS}
+        # per statistic, the period each pair first signals in: original, release
+        firsts: dict[str, tuple[dict[tuple, int], dict[tuple, int]]] = {
+            name: ({}, {}) for name in STATISTICS}
 
         def told(step: str) -> None:
             if progress is not None:

@@ -719,7 +719,9 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
                                    starts=GPS_STARTS, warm_start=None, rr0=rr0)
     if progress is not None:
         progress("dedup prior")
-    frames, entries, cumulative = [], [], []
+    frames: list[pd.DataFrame] = []
+    entries: list[dict[str, Any]] = []
+    cumulative: list[pd.DataFrame] = []
     warnings: list[str] = []
     for scope, period, periods, dedup in plan:
         if scope == "dedup":

@@ -369,6 +369,7 @@ class Condition:
                 inside, outside = hi <= t, lo > t
         else:
             target = self.value_range
+            assert target is not None  # classify refuses such an operator without a range
             inside = (target.lo <= lo) & (hi <= target.hi)
             outside = (hi < target.lo) | (lo > target.hi)
             if op == "!=":
@@ -401,7 +402,7 @@ def _mesh_completed_years(hierarchy: Taxonomy) -> tuple[np.ndarray, np.ndarray]:
 
 
 # -------------------------------------------------------------------------------------- rules
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class SignalRule:
     """An ADR rule "drug, condition → reaction" (001: "Avandia, Age>18 → Myocardial infarction").
 
@@ -419,6 +420,16 @@ class SignalRule:
     reaction: str
     condition: Condition | None = None
     name: str = ""
+
+    # Written out because the constructor takes more than the field holds: a condition's text
+    # too (parsed by __post_init__), which a generated __init__ cannot say.
+    def __init__(self, drug: str, reaction: str, condition: Condition | str | None = None,
+                 name: str = "") -> None:
+        object.__setattr__(self, "drug", drug)
+        object.__setattr__(self, "reaction", reaction)
+        object.__setattr__(self, "condition", condition)
+        object.__setattr__(self, "name", name)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         for field in ("drug", "reaction"):

@@ -91,6 +91,7 @@ def _range_of(h: LevelHierarchy, label: str) -> tuple[int, int]:
 
 
 def _bins(h: LevelHierarchy, width: int) -> np.ndarray:
+    assert h.lo is not None and h.hi is not None  # numeric: a query bins a numeric dimension
     return np.arange((h.lo // width) * width, (h.hi // width) * width + 1, width)
 
 
@@ -133,6 +134,7 @@ def _answer(query: QuerySpec, frame: pd.DataFrame, data: TabularData
     counts = share.sum(axis=0)
     means = np.full(len(bins), np.nan)
     if query.aggregate == "mean":
+        assert query.of is not None  # QuerySpec: a mean names the dimension it is of
         of = hierarchies[query.of]
         mids = {label: sum(_range_of(of, label)) / 2.0 for label in frame[query.of].astype(str).unique()}
         mid = frame[query.of].astype(str).map(mids).to_numpy(dtype=float)

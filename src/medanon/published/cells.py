@@ -73,6 +73,14 @@ class QidInfo:
             raise ValidationError(f"The 'taxonomy' parameter of QidInfo must be None for the "
                                   f"numeric QID {self.name!r} (intervals are read from the cells).")
 
+    @property
+    def hierarchy(self) -> Taxonomy:
+        """The taxonomy of a categorical QID, typed as never None (for readers of categorical
+        cells; a numeric QID has none)."""
+        # __post_init__ refuses a categorical QID without a Taxonomy, and the dataclass is frozen.
+        assert self.taxonomy is not None, f"QID {self.name!r} is numeric: it has no hierarchy"
+        return self.taxonomy
+
 
 def cell_strings(column: pd.Series | np.ndarray | list) -> np.ndarray:
     """Cells as an object array of str; missing values become ``""``."""

@@ -98,7 +98,7 @@ a multi-valued ``*``, should another tool publish one, as a cell with no publish
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -241,8 +241,10 @@ def _epsilon_text(value: object) -> str | None:
 
 
 def _bounds(value: object) -> tuple[float, float] | None:
+    if not isinstance(value, Iterable):
+        return None
     try:
-        lo, hi = (float(b) for b in value)  # type: ignore[union-attr]
+        lo, hi = (float(b) for b in value)
     except (TypeError, ValueError):
         return None
     return (lo, hi) if np.isfinite(lo) and np.isfinite(hi) and lo < hi else None
@@ -650,7 +652,7 @@ def _dedup_lines(manifest: Mapping) -> list[str]:
     return [*lines, ""]
 
 
-def faers_notes(period: str, manifest: Mapping | None, columns: Sequence[str],
+def faers_notes(period: str, manifest: Mapping | None, columns: Collection[str],
                 replaced: int = 0) -> str:
     """The text of :data:`NOTES_FILE` for one release: how its FAERS files carry it.
 

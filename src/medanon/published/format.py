@@ -25,7 +25,7 @@ import numbers
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +49,11 @@ SUPPRESSED = "*"
 MULTI_SEPARATOR = "|"
 
 
+def _is_na(value: object) -> bool:
+    """``pd.isna`` of one cell, which may be any object (pd.NA, NaT, a Decimal NaN, ...)."""
+    return pd.isna(value)  # type: ignore[call-overload]  # its stubs accept pandas scalars only
+
+
 def format_numeric(value: object) -> str:
     """A number, ``[lo-hi]`` for an interval, empty for missing."""
     if value is None:
@@ -63,7 +68,7 @@ def format_numeric(value: object) -> str:
         return value
     if isinstance(value, numbers.Real):
         return "" if math.isnan(float(value)) else format_number(float(value))
-    if pd.isna(value):
+    if _is_na(value):
         return ""
     raise InputFormatError(f"Cannot publish {value!r} as a numeric QID value.")
 
@@ -78,6 +83,7 @@ def format_numeric_cells(column: pd.Series) -> list[str]:
     """
     values = column.array
     n = len(values)
+    cells: pd.arrays.IntervalArray | np.ndarray
     if isinstance(values, pd.arrays.IntervalArray):
         cells, at = values, np.arange(n)
         lo, hi = np.asarray(values.left, dtype=float), np.asarray(values.right, dtype=float)
@@ -101,7 +107,7 @@ def format_numeric_cells(column: pd.Series) -> list[str]:
 
 
 def format_label(value: object) -> str:
-    if value is None or (not isinstance(value, str) and pd.isna(value)):
+    if value is None or (not isinstance(value, str) and _is_na(value)):
         return ""
     return str(value)
 
@@ -111,6 +117,8 @@ def format_multi(value: object) -> str:
         return ""
     if isinstance(value, str):
         return value
+    if not isinstance(value, Iterable):  # any other cell holds its terms; Python's own message
+        raise TypeError(f"'{type(value).__name__}' object is not iterable")
     return MULTI_SEPARATOR.join(sorted({str(v) for v in value}))
 
 

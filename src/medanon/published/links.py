@@ -29,6 +29,7 @@ import pandas as pd
 
 from ..periods import parse_period
 from ..errors import InputFormatError, SchemaError, ValidationError
+from ..hierarchies import Taxonomy
 from .case_ids import case_id_mode, order_excluded
 from .cells import (QidInfo, blank_cells, categorical_codes, cell_strings, joined_terms,
                              numeric_bounds, term_pairs)
@@ -72,7 +73,7 @@ def covers(region: Region, target: Region, qids: tuple[QidInfo, ...],
             continue
         if q.kind == "categorical":
             g, s = region.cat[q.name], target.cat[q.name]
-            ok = (g >= 0) & (s >= 0) & q.taxonomy.covers_codes(np.maximum(g, 0), np.maximum(s, 0))
+            ok = (g >= 0) & (s >= 0) & q.hierarchy.covers_codes(np.maximum(g, 0), np.maximum(s, 0))
         else:
             ok = (region.lo[q.name] <= target.lo[q.name]) & (target.hi[q.name] <= region.hi[q.name])
         out = ok if out is None else out & ok
@@ -81,11 +82,13 @@ def covers(region: Region, target: Region, qids: tuple[QidInfo, ...],
 
 def intersect(a: Region, b: Region, qids: tuple[QidInfo, ...]) -> Region:
     """Row-wise intersection of two regions (categorical: the deeper node, or empty)."""
-    cat, lo, hi = {}, {}, {}
+    cat: dict[str, np.ndarray] = {}
+    lo: dict[str, np.ndarray] = {}
+    hi: dict[str, np.ndarray] = {}
     for q in qids:
         if q.kind == "categorical":
             x, y = a.cat[q.name], b.cat[q.name]
-            tax = q.taxonomy
+            tax = q.hierarchy
             xs, ys = np.maximum(x, 0), np.maximum(y, 0)
             out = np.where(tax.covers_codes(xs, ys), y, np.where(tax.covers_codes(ys, xs), x, EMPTY))
             cat[q.name] = np.where((x < 0) | (y < 0), EMPTY, out)
@@ -97,13 +100,13 @@ def intersect(a: Region, b: Region, qids: tuple[QidInfo, ...]) -> Region:
 
 def whole_domain(n: int, qids: tuple[QidInfo, ...]) -> Region:
     """``n`` regions that allow everything."""
-    return Region({q.name: np.full(n, q.taxonomy.code_of[q.taxonomy.root], dtype=np.int64)
+    return Region({q.name: np.full(n, q.hierarchy.code_of[q.hierarchy.root], dtype=np.int64)
                    for q in qids if q.kind == "categorical"},
                   {q.name: np.full(n, -np.inf) for q in qids if q.kind == "numeric"},
                   {q.name: np.full(n, np.inf) for q in qids if q.kind == "numeric"})
 
 
-def lca_depth(tax, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def lca_depth(tax: Taxonomy, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Depth of the lowest common ancestor of node codes ``a`` and ``b`` (element-wise)."""
     parent = tax.parent_array
     depth = tax.depth_array
@@ -147,7 +150,7 @@ class ReleaseView:
     term_row: np.ndarray
     term_code: np.ndarray
     term_names: np.ndarray
-    index: pd.Index = field(repr=False, default=None)
+    index: pd.Index = field(repr=False)
     blank: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
 
     @property
@@ -211,19 +214,22 @@ def read_view(series: PublishedSeries, label: str) -> ReleaseView:
         raise InputFormatError(f"{where} holds {len(ids)} case_id(s) on several rows ({shown}); "
                                f"a release has one row per case.")
     gcode, glabels = pd.factorize(cell_strings(rows["group"]))
-    cat, lo, hi, blank = {}, {}, {}, {}
+    cat: dict[str, np.ndarray] = {}
+    lo: dict[str, np.ndarray] = {}
+    hi: dict[str, np.ndarray] = {}
+    qid_blank: dict[str, np.ndarray] = {}
     for q in series.qids:
         values = cell_strings(rows[q.name])
-        blank[q.name] = blank_cells(values)
+        qid_blank[q.name] = blank_cells(values)
         if q.kind == "categorical":
-            cat[q.name] = categorical_codes(values, q.taxonomy,
+            cat[q.name] = categorical_codes(values, q.hierarchy,
                                             where=f"{where}, column {q.name!r}").astype(np.int64)
         else:
             lo[q.name], hi[q.name] = numeric_bounds(values, where=f"{where}, column {q.name!r}")
     term_row, term_code, term_names = term_pairs(joined_terms(rows, series.sensitive))
     return ReleaseView(label, parse_period(label).ordinal, rows, case, gcode.astype(np.int64),
                        np.asarray(glabels, dtype=object), Region(cat, lo, hi), term_row,
-                       term_code, term_names, pd.Index(case), blank)
+                       term_code, term_names, pd.Index(case), qid_blank)
 
 
 def group_conflicts(view: ReleaseView, names: Sequence[str]) -> list[tuple[str, str, list[str]]]:
@@ -339,7 +345,7 @@ def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
             continue
         if gap == 1:
             next_known = True
-        pos = other.index.get_indexer(own.case)
+        pos = other.index.get_indexer(own.index)  # own.index is pd.Index(own.case)
         hit = pos >= 0
         if not hit.any():
             continue

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputFormatError
-from ..periods import parse_period
+from ..periods import Period, parse_period
 
 __all__ = ["FIRST_RECEIPT_DATES", "ROLES", "check_roles", "column_roles", "date_mismatches",
            "derive_dates", "refuse_unknown_role"]
@@ -101,7 +101,7 @@ def check_roles(header: Sequence[str], roles: Mapping[str, object], *, where: st
                                f"derived or clear); a column without one is never published.")
 
 
-def derive_dates(case_ids: Sequence[str], dates: Iterable[str], label: str,
+def derive_dates(case_ids: Sequence[str] | np.ndarray, dates: Iterable[str], label: str,
                  earlier: Mapping[str, pd.DataFrame], lifespan: int | None) -> dict[str, np.ndarray]:
     """The published value of each date column of a protected release (module docstring).
 
@@ -126,7 +126,7 @@ def derive_dates(case_ids: Sequence[str], dates: Iterable[str], label: str,
     return out
 
 
-def _first_release_years(cases: np.ndarray, here, earlier: Mapping[str, pd.DataFrame],
+def _first_release_years(cases: np.ndarray, here: Period, earlier: Mapping[str, pd.DataFrame],
                          lifespan: int | None) -> np.ndarray:
     year = np.full(len(cases), here.year, dtype=np.int64)
     index = pd.Index(cases)

@@ -10,7 +10,7 @@ A schema can be given instead when the manifests lack that description.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -271,6 +271,7 @@ def load_series(*, folder: str | Path | None = None, store=None, schema: Schema 
     """
     if (folder is None) == (store is None):
         raise ValidationError("Give exactly one of a series folder or a store.")
+    releases: Mapping[str, pd.DataFrame]
     if folder is not None:
         read = read_series(folder)
         releases = {r.period: r.rows for r in read}
@@ -309,7 +310,7 @@ def load_series(*, folder: str | Path | None = None, store=None, schema: Schema 
     return PublishedSeries(releases, manifests, qids, sensitive, source)
 
 
-class ReadOnDemand(Mapping):
+class ReadOnDemand(Mapping[str, pd.DataFrame]):
     """Period -> rows made by ``read(period)`` each time they are asked for, and not kept: a
     reader that goes through a series a release at a time (the signal table, in time order)
     never holds it whole (issue 43). A store's published rows (:func:`load_series` with
@@ -323,7 +324,7 @@ class ReadOnDemand(Mapping):
             raise KeyError(label)
         return self._read(label)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._labels)
 
     def __len__(self) -> int:
@@ -349,13 +350,14 @@ def _reads_through(old: tuple[tuple[QidInfo, ...], tuple[str, ...]],
     for o, n in zip(old_qids, new_qids):
         if o.taxonomy is None or o.taxonomy == n.taxonomy:
             continue
+        new_tax = n.hierarchy  # o has a taxonomy, so both are categorical (same kinds, above)
         added = set(o.taxonomy.self_leaves.values())
-        if any(label not in n.taxonomy or n.taxonomy.parent(label) != parent
+        if any(label not in new_tax or new_tax.parent(label) != parent
                for label, parent in o.taxonomy.parents.items() if label not in added):
             return False
         if o.name in rows.columns:
             published = rows[o.name].dropna().astype(str)
-            if any(x not in n.taxonomy for x in published.unique() if x != ""):
+            if any(x not in new_tax for x in published.unique() if x != ""):
                 return False
     return True
 
