@@ -63,3 +63,30 @@ def test_vectorized_groups_equal_the_loop_with_the_likelihood_attacker(seed):
     assert fast.releases[0].attacker == "likelihood-weighted"
     assert any(g.max_posterior is not None for r in fast.releases for g in r.groups)
     assert fast == slow
+
+
+def test_background_on_a_leaf_that_is_no_record_value():
+    """A release may publish a leaf that is not a record value (here B1, under B); the attack
+    with background knowledge then took no target profile and crashed (found by mypy, issue 44).
+    The published node is its own profile: both implementations agree, and the rule flu -> A
+    excludes the flu case from the group published as B1."""
+    import pandas as pd
+
+    from medanon.attacks.background import BackgroundKnowledge, KnowledgeRule
+    from medanon.hierarchies import Taxonomy
+    from medanon.published.cells import QidInfo
+    from medanon.published.series import PublishedSeries
+
+    tax = Taxonomy({"*": None, "A": "*", "B": "*", "B1": "B"}, name="t", values=["A", "B"])
+    rows = pd.DataFrame({"period": ["2020Q1"] * 4, "case_id": ["1", "2", "3", "4"],
+                         "group": ["g1", "g1", "g2", "g2"], "x": ["B1", "B1", "A", "A"],
+                         "reactions": ["flu", "cough", "flu", "cough"]})
+    series = PublishedSeries({"2020Q1": rows}, {"2020Q1": {}},
+                             (QidInfo("x", "categorical", tax),), ("reactions",), "test")
+    knowledge = BackgroundKnowledge((KnowledgeRule("flu", "x", "A"),))
+    found = [[(g.group, g.excluded, g.remaining) for g in f(series, background=knowledge,
+                                                               k=2).releases[0].groups]
+             for f in (attack_series, _reference_attack_series)]
+    assert found[0] == found[1]
+    by_group = {group: (excluded["BK"], remaining) for group, excluded, remaining in found[0]}
+    assert by_group == {"g1": (1, 1), "g2": (0, 2)}
