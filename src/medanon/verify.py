@@ -198,8 +198,9 @@ def gate_one_off(name: str, rows: pd.DataFrame, manifest: dict) -> dict:
     if (manifest.get("method") or {}).get("privacy_model") is None:
         return {"verdict": "not-applicable", "detail": "the method declares no privacy model"}
     own = verify_one_off(name, rows, manifest)
-    entry = {"verdict": "passed" if own.ok else "violated", "model": own.model,
-             "checked": own.checked, "dir": own.dir, "checker": "medanon.models"}
+    entry: dict[str, object] = {"verdict": "passed" if own.ok else "violated",
+                                "model": own.model, "checked": own.checked, "dir": own.dir,
+                                "checker": "medanon.models"}
     if own.violations:
         entry["violations"] = list(own.violations)
         shown = "; ".join(own.violations[:_SHOWN])
@@ -290,9 +291,10 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
               if v not in known]
     problems = list(own.violations) + caused
     found = _gate_findings(after, period, known)
-    entry = {"verdict": "passed" if not problems else "violated", "model": own.model,
-             "checked": own.checked, "attacks": own.attacks, "md_pending": own.md_pending,
-             "dir": own.dir, "dsr": own.dsr, "ssgr": own.ssgr, "checker": "medanon.models"}
+    entry: dict[str, object] = {
+        "verdict": "passed" if not problems else "violated", "model": own.model,
+        "checked": own.checked, "attacks": own.attacks, "md_pending": own.md_pending,
+        "dir": own.dir, "dsr": own.dsr, "ssgr": own.ssgr, "checker": "medanon.models"}
     if own.bound is not None:
         entry["bound"] = dict(own.bound)
     if problems:

@@ -15,10 +15,15 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Optional, TypeVar
 
 import typer
 from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    # typer vendors click (typer._click, not the `click` package) and hands a group's methods
+    # that click's Context, of which typer.Context is only a subclass
+    from typer._click import Context as ClickContext
 
 from .. import __version__
 from ..errors import MedanonError, ValidationError
@@ -37,7 +42,7 @@ WORKFLOW_ORDER = ("demo", "synth", "ingest", "plan", "release", "verify", "expor
 
 
 class _WorkflowGroup(TyperGroup):
-    def list_commands(self, ctx: typer.Context) -> list[str]:
+    def list_commands(self, ctx: ClickContext) -> list[str]:
         names = super().list_commands(ctx)
         rank = {name: i for i, name in enumerate(WORKFLOW_ORDER)}
         return sorted(names, key=lambda n: (rank.get(n, len(rank)), names.index(n)))
@@ -108,7 +113,7 @@ def guarded(func: F) -> F:
                                  "(or write elsewhere) and run the command again.\n")
             else:
                 sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
-            code = _OS_EXIT.get(exc.errno, 1)
+            code = 1 if exc.errno is None else _OS_EXIT.get(exc.errno, 1)
         except KeyboardInterrupt:
             sys.stderr.write("Aborted.\n")
             code = 130

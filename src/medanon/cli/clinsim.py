@@ -79,7 +79,7 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
             allow_seeded: bool, out: Path, as_json: bool, pseudonym_key: Path | None = None,
             keep_ids: bool = False, time_resolution: str = "day",
             one_off: tuple | None = None) -> None:
-    from ..api import EhrRecords, Publisher
+    from ..api import EhrRecords, EhrRelease, Publisher
 
     with ui.errors_as_flags():  # the library's checks, told in flags
         ehr_method(method, epsilon=epsilon, gamma=gamma, b_max=b_max, alpha=alpha,
@@ -90,6 +90,8 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
     check_new_folder(out)
     identifiers, new_key = resolve_identifiers(pseudonym_key=pseudonym_key, keep_ids=keep_ids,
                                                out=out)
+    # the key file to create: only ever a --pseudonym-key file (a fresh or raw key has none)
+    created = pseudonym_key if new_key else None
     sensitive = resolve_sensitive(code_level, sensitive_file=sensitive_file, preset=preset)
     with ui.errors_as_flags():
         publisher = Publisher(method, epsilon=epsilon, gamma=gamma, b_max=b_max, alpha=alpha,
@@ -105,22 +107,23 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
             one_off, method, None if method == "suppression" else epsilon, fingerprint)
     with progress_bar(f"{method}: graph, plan, obfuscate, evaluate", 4) as step:
         release = publisher.publish(data, identifiers=identifiers, progress=step)
-    if new_key:
-        identifiers.save_key(pseudonym_key)
+    assert isinstance(release, EhrRelease)  # EhrRecords publish as one EhrRelease
+    if created is not None:
+        identifiers.save_key(created)
     if over:
         release.manifest["method"].setdefault("acknowledged", []).append("allow_over_budget")
     try:
         release.write(out)
     except BaseException:
-        if new_key:                          # the key of a release that was not written
-            Path(pseudonym_key).unlink(missing_ok=True)
+        if created is not None:              # the key of a release that was not written
+            Path(created).unlink(missing_ok=True)
         raise
     ui.one_off_record(ledger, spend, fingerprint, method, out)
     # Operator-facing only (stdout, never the published folder): the input's digest lets the
     # operator check which file was released; the manifest holds no function of the input.
     summary = {**release.summary, "out": str(out)}
-    if new_key:
-        summary["pseudonym_key_created"] = str(pseudonym_key)
+    if created is not None:
+        summary["pseudonym_key_created"] = str(created)
     if as_json:
         print_json(summary)
         return

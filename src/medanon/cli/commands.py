@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -112,12 +114,13 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
                   "dropped (missing)", "repaired lines", "reports", "cases", "notes",
                   title=f"Ingested into {store}")
     for r in reports:
-        missing = ", ".join(f"{k} {v}" for k, v in r["missing"].items() if v)
-        repaired = sum(r["repaired_split_lines"].values()) + sum(r["repaired_embedded_separators"].values())
+        missing = ", ".join(f"{k} {v}" for k, v in _counts(r, "missing").items() if v)
+        repaired = (sum(_counts(r, "repaired_split_lines").values())
+                    + sum(_counts(r, "repaired_embedded_separators").values()))
         dropped = "none (kept)" if r["kept_missing"] else f"{r['dropped_reports']}"
         if missing:
             dropped += f" [{missing}]"
-        table.add_row(r["period"], r["era"], str(r["demo_rows"]), _duplicates_cell(r),
+        table.add_row(str(r["period"]), str(r["era"]), str(r["demo_rows"]), _duplicates_cell(r),
                       str(r["deleted_reports"]), str(r["superseded_reports"]), dropped,
                       str(repaired), str(r["reports"]), str(r["cases"]), _ingest_notes(r))
     ui.out.print(table)
@@ -135,6 +138,15 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
                      + ". Published releases are immutable: those cases stay in them; tell the "
                        "recipients of those releases if your policy requires it.", soft_wrap=True)
     ui.out.print(f"{seconds} s")
+
+
+def _counts(report: Mapping[str, object], key: str) -> dict[str, int]:
+    """One of an ingest report's counts per column or table (``missing``,
+    ``repaired_split_lines``, ...)."""
+    counts = report[key]
+    # the reports of FaersQuarters are IngestReport.as_dict(): these fields are dicts of counts
+    assert isinstance(counts, dict)
+    return counts
 
 
 def _duplicates_cell(report: dict) -> str:
@@ -251,11 +263,15 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
             total = len(periods) or len([p for p in db.ingested_periods() if p not in before])
             with progress_bar(f"publishing with {method}", total or None) as step, \
                     ui.errors_as_flags():
+                def published_one(period: str) -> None:
+                    done.append(period)
+                    step(period)
+
                 summaries = publish_periods(
                     db, anonymizer, periods, rng, allow_seeded=allow_seeded,
                     publish_despite_violations=publish_despite_violations, case_budget=budget,
                     on_case_budget=policy.on_case_budget,
-                    progress=lambda p: (done.append(p), step(p)),
+                    progress=published_one,
                     allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
                     allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
                     per_period_commit=per_period_commit, pin=pin, final=final,
@@ -699,6 +715,7 @@ def _series(series_dir: Path | None, store: Path | None, schema_path: Path | Non
     schema = Schema.from_toml(schema_path) if schema_path else None
     if series_dir is not None:
         return load_series(folder=series_dir, schema=schema)
+    assert store is not None  # exactly one of the two was given (checked above)
     with ReleaseStore.open(store, read_only=True) as db:
         return load_series(store=db, schema=schema)
 
@@ -802,16 +819,17 @@ def attack(*, series_dir: Path | None, store: Path | None, schema_path: Path | N
            period: str | None, target: str | None, first_appearance: bool, discontinued: bool,
            background: Path | None, lifespan: int | None, k: int | None, alpha: float | None,
            ss_rule: str | None, all_groups: bool, as_json: bool, md: bool | None = None) -> None:
-    options = dict(period=period, target=target, first_appearance=first_appearance,
-                   discontinued=discontinued, background=background, lifespan=lifespan, k=k,
-                   alpha=alpha, ss_rule=ss_rule, all_groups=all_groups, as_json=as_json, md=md)
+    run = functools.partial(
+        _attack, period=period, target=target, first_appearance=first_appearance,
+        discontinued=discontinued, background=background, lifespan=lifespan, k=k, alpha=alpha,
+        ss_rule=ss_rule, all_groups=all_groups, as_json=as_json, md=md)
     if store is None or series_dir is not None or target is not None:
-        _attack(_series(series_dir, store, schema_path), None, **options)
+        run(_series(series_dir, store, schema_path), None)
         return
     # the worst case over a store's releases, one release at a time (memory bounded by one
     # release and what it links to); the same result as over the whole series
     with _store_series(store, schema_path) as reader:
-        _attack(reader.skeleton(), reader, **options)
+        run(reader.skeleton(), reader)
 
 
 def _refuse_what_verify_refuses(series, reader, periods: list[str] | None) -> None:
@@ -848,6 +866,7 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
     # the flags first, then verify's checks (they read every release asked for)
     _refuse_what_verify_refuses(series, reader, [series.label(period)] if period else None)
     if target is not None:
+        assert period is not None  # a --target without --period was refused above
         out = attack_target(series, period, target, first_appearance=first_appearance,
                             discontinued=discontinued, background=knowledge, lifespan=lifespan)
         if as_json:
@@ -875,12 +894,13 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
             kind = "Posterior share" if out.posterior else "Confidence"
             ui.out.print(f"{kind} of sensitive terms: {top}")
         return
-    options = dict(lifespan=lifespan, k=k, alpha=alpha, ss_rule=rule, background=knowledge, md=md)
     if reader is not None:
         labels = [series.label(period)] if period else series.periods
-        result = attack_linked(labels, reader.linked_release, **options)
+        result = attack_linked(labels, reader.linked_release, lifespan=lifespan, k=k,
+                               alpha=alpha, ss_rule=rule, background=knowledge, md=md)
     else:
-        result = attack_series(series, periods=[period] if period else None, **options)
+        result = attack_series(series, periods=[period] if period else None, lifespan=lifespan,
+                               k=k, alpha=alpha, ss_rule=rule, background=knowledge, md=md)
     if as_json:
         print_json(result.to_dict(all_groups=all_groups))
         return

@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 from rich.console import Console
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
@@ -84,8 +85,15 @@ class _LogLines:
             err.print(f"{_stamp()} {self.description}: done in {elapsed:.1f} s", soft_wrap=True)
 
 
+class Step(Protocol):
+    """What :func:`progress_bar` yields: called once per finished step with what names it;
+    any further arguments (a library's ``progress(done, total)``) are ignored."""
+
+    def __call__(self, step: object = "", /, *_: object) -> None: ...
+
+
 @contextmanager
-def progress_bar(description: str, total: int | None) -> Iterator[callable]:
+def progress_bar(description: str, total: int | None) -> Iterator[Step]:
     """Progress on stderr: a bar with the count, the time so far and the time left when
     stderr is a terminal; timestamped lines when it is a log (:class:`_LogLines`); nothing
     with ``--quiet``.

@@ -7,8 +7,14 @@ drift from it (``tests/unit/test_cli_reference.py`` keeps the file equal to this
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import typer
+from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    # typer vendors click (typer._click, not the `click` package): its commands are these
+    from typer._click import Context
 
 #: characters per line of the help texts (fixed, so the file does not follow the terminal)
 WIDTH = 100
@@ -19,6 +25,7 @@ def command_reference(width: int = WIDTH) -> str:
     from .app import app
 
     root = typer.main.get_command(app)
+    assert isinstance(root, TyperGroup)  # the app has commands, so typer makes it a group
     context = root.make_context("medanon", [], resilient_parsing=True, terminal_width=width,
                                 max_content_width=width)
     parts = ["# Command reference", "",
@@ -28,16 +35,18 @@ def command_reference(width: int = WIDTH) -> str:
              "and the pages linked from it.", "",
              "```text", root.get_help(context), "```", ""]
 
-    def add(command, parent, path: str) -> None:
+    def add(group: TyperGroup, parent: Context, name: str, path: str) -> None:
+        command = group.get_command(parent, name)
+        assert command is not None  # a name the group listed
         inner = command.make_context(path.split()[-1], [], parent=parent, resilient_parsing=True,
                                      terminal_width=width, max_content_width=width)
         parts.extend([f"## {path}", "", "```text", command.get_help(inner), "```", ""])
-        if hasattr(command, "list_commands"):
-            for name in command.list_commands(inner):
-                add(command.get_command(inner, name), inner, f"{path} {name}")
+        if isinstance(command, TyperGroup):  # a group's subcommands too
+            for sub in command.list_commands(inner):
+                add(command, inner, sub, f"{path} {sub}")
 
     for name in root.list_commands(context):
-        add(root.get_command(context, name), context, f"medanon {name}")
+        add(root, context, name, f"medanon {name}")
     return "\n".join(parts)
 
 

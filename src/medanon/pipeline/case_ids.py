@@ -141,6 +141,8 @@ class CaseIds:
         """The published CaseID of each real one (text)."""
         if self.mode == "real":
             return np.asarray([str(c) for c in ids], dtype=object)
+        # the only other mode is "pseudonym", whose key __post_init__ checked is bytes
+        assert self.key is not None
         return pseudonyms(self.key, ids, known=self._known)
 
     def records(self, records: pd.DataFrame, column: str) -> pd.DataFrame:

@@ -256,31 +256,32 @@ def release_codes(plan: ProtectionPlan, tree: CodeTree, codes: Any,
 def _evaluate(plan: ProtectionPlan, released: np.ndarray, *, graph: DependenceGraph,
               tree: CodeTree, patients: pd.Series, original: np.ndarray, alpha: float,
               max_path_length: int, min_predictions: int) -> dict[str, Any]:
-    patients = patients.to_numpy(dtype=object)
+    patient_ids = patients.to_numpy(dtype=object)
     is_sensitive = np.isin(original, np.asarray(plan.sensitive, dtype=object))
-    with_sensitive = pd.unique(patients[is_sensitive])
+    with_sensitive = pd.unique(patient_ids[is_sensitive])
     d = functools.partial(tree.dissimilarity_codes, alpha=alpha)
     out: dict[str, Any] = {
-        "cil": clinical_information_loss(original, released, patients, dissimilarity=d,
+        "cil": clinical_information_loss(original, released, patient_ids, dissimilarity=d,
                                          only_patients=with_sensitive) if len(with_sensitive) else None,
-        "cil_all_patients": clinical_information_loss(original, released, patients, dissimilarity=d),
+        "cil_all_patients": clinical_information_loss(original, released, patient_ids,
+                                                      dissimilarity=d),
         "kl": kl_divergence(original, released),
         "patients_with_sensitive": int(len(with_sensitive)),
         "sensitive_elements": int(is_sensitive.sum()),
         "changed_elements": int((original != released).sum()),
     }
     path_prob = graph.path_probability(list(plan.sensitive), max_length=max_path_length)
-    frame = pd.DataFrame({"patient": patients, "code": original, "released": released})
-    attack_args = dict(sensitive=list(plan.sensitive), likelihood=plan.likelihood,
-                       attacked_outputs=plan.attacked_outputs, path_prob=path_prob,
-                       graph_codes=graph.codes, frequency=graph.frequency,
-                       min_predictions=min_predictions)
-    attack = inference_attack(frame, **attack_args)
+    frame = pd.DataFrame({"patient": patient_ids, "code": original, "released": released})
+    attack_on = functools.partial(
+        inference_attack, frame, sensitive=list(plan.sensitive), likelihood=plan.likelihood,
+        attacked_outputs=plan.attacked_outputs, path_prob=path_prob, graph_codes=graph.codes,
+        frequency=graph.frequency, min_predictions=min_predictions)
+    attack = attack_on()
     out["map"] = attack.map
     out["map_undefined_reason"] = attack.map_undefined_reason
     # 003's scoring (issue 31): the same guesses, precision over the obfuscated sensitive elements
     # only (randomized non-sensitive codes that land in Y_P are not counted as false positives).
-    paper = inference_attack(frame, scored="sensitive-inputs", **attack_args)
+    paper = attack_on(scored="sensitive-inputs")
     out["map_sensitive_inputs"] = paper.map
     out["attack"] = {"attacked_outputs": attack.attacked,
                      "predictions": sum(attack.predictions.values()),

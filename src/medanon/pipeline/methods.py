@@ -264,9 +264,9 @@ def table_method(method: str, *, epsilon: str | float | None = None, k: int | No
             raise _refuse(name, f"does not apply to method {method!r}: it takes "
                                 f"{', '.join(allowed)}", owner)
     if method == "kanon":
-        for name, given in (("epsilon", epsilon is not None),
-                            ("allow_tiny_epsilon", allow_tiny_epsilon)):
-            if given:
+        for name, present in (("epsilon", epsilon is not None),
+                              ("allow_tiny_epsilon", allow_tiny_epsilon)):
+            if present:
                 raise _refuse(name, "does not apply to method 'kanon': k-anonymity is not "
                                     "differentially private", owner)
         return FullDomainKAnonymity(k=10 if k is None else k,

@@ -418,6 +418,7 @@ def resolve_policy(pinned: Mapping[str, Any] | None, *, given: SeriesPolicy | No
             return current, None
         if not change_policy:
             raise ValidationError(_refusal(current.describe(), wanted.describe(), changes))
+        assert pinned is not None  # current was read from it
         history = [*pinned.get("history", []), {"policy": pinned["policy"],
                                                 "pinned_at": pinned.get("pinned_at"),
                                                 "replaced_at": now, "changes": changes}]

@@ -243,43 +243,49 @@ def build_manifest(schema: Schema, hierarchies: Mapping[str, Taxonomy], method: 
     itself, as any verifier will read it), never from text typed per method. ``final`` marks
     the series' final release (``method.final``, :func:`prepare_release`).
     """
-    manifest = {
+    # the entries the steps below add to, each with its own type; the manifest keeps them in
+    # this key order
+    method_entry: dict[str, object] = {
+        "name": method.name, "parameters": method.parameters(),
+        "privacy_model": method.privacy_model, "guarantee": method.guarantee}
+    if final:   # before the model is read back: its texts and checks depend on it
+        method_entry["final"] = True
+    columns: dict[str, object] = {
+        "qids": [{"name": q.name, "kind": q.kind, "hierarchy": q.hierarchy} for q in schema.qids],
+        "sensitive": list(schema.sensitive), "multi": list(schema.multi),
+        "insensitive": list(schema.insensitive), "dates": dict(schema.dates),
+        "withheld": list(schema.identifiers + schema.private)}
+    privacy_spent = _privacy_spent(method, schema, rng, result.privacy_losses)
+    manifest: dict[str, object] = {
         "format": MANIFEST_FORMAT,
         "period": period,
         "published_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "method": {"name": method.name, "parameters": method.parameters(),
-                   "privacy_model": method.privacy_model, "guarantee": method.guarantee},
-        "columns": {"qids": [{"name": q.name, "kind": q.kind, "hierarchy": q.hierarchy}
-                             for q in schema.qids],
-                    "sensitive": list(schema.sensitive), "multi": list(schema.multi),
-                    "insensitive": list(schema.insensitive), "dates": dict(schema.dates),
-                    "withheld": list(schema.identifiers + schema.private)},
+        "method": method_entry,
+        "columns": columns,
         "hierarchies": {name: {"layout": "arx", "text": write_arx(tax)}
                         for name, tax in hierarchies.items()},
         "counts": {"cases": len(rows), "reports": n_reports, "groups": result.n_groups,
                    "suppressed": result.suppressed, "suppressed_terms": result.suppressed_terms,
                    "counterfeit": result.counterfeit},
         "details": result.details,
-        "privacy_spent": _privacy_spent(method, schema, rng, result.privacy_losses),
+        "privacy_spent": privacy_spent,
         "rng": rng.describe(),
         "library": {"name": "medanon", "version": __version__},
         # filled in by the verify gate before the release is published
         "verification": {"verdict": "not-run"},
     }
-    if final:   # before the model is read back: its texts and checks depend on it
-        manifest["method"]["final"] = True
-    manifest["columns"]["roles"] = column_roles(
-        manifest["columns"], perturbed=(result.details or {}).get("perturbed_qids") or (),
-        protected=method.name != "none")
-    check_roles(list(rows.columns), manifest["columns"]["roles"], where=f"Release {period}")
+    perturbed = (result.details or {}).get("perturbed_qids") or ()
+    assert isinstance(perturbed, (list, tuple))  # the method's list of QID names, when any
+    roles = column_roles(columns, perturbed=perturbed, protected=method.name != "none")
+    columns["roles"] = roles
+    check_roles(list(rows.columns), roles, where=f"Release {period}")
     model = model_from_manifest(manifest, period)
     if model is not None:
-        manifest["method"].update(guarantee=model.guarantee,
-                                  does_not_guarantee=model.not_protected,
-                                  model=model.to_manifest())
-        if manifest["privacy_spent"].get("epsilon") is not None:
-            manifest["privacy_spent"].update(guarantee=model.guarantee,
-                                             does_not_guarantee=model.not_protected)
+        method_entry.update(guarantee=model.guarantee, does_not_guarantee=model.not_protected,
+                            model=model.to_manifest())
+        if privacy_spent.get("epsilon") is not None:
+            privacy_spent.update(guarantee=model.guarantee,
+                                 does_not_guarantee=model.not_protected)
     return manifest
 
 
@@ -421,8 +427,8 @@ class PreparedRelease:
     rows: pd.DataFrame
     manifest: dict
     ledger: pd.DataFrame
-    operator: dict = field(default_factory=dict)
-    result: AnonymizationResult | None = None
+    operator: dict
+    result: AnonymizationResult
     verdict: SeriesVerdict | None = None
     seconds: float = 0.0
     series: PublishedSeries | None = field(default=None, repr=False)
@@ -585,8 +591,11 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
                 error.verification, error.verdict = exc.verification, exc.verdict
                 raise error from None
             raise
-        manifest["verification"] = {**exc.verification, "published_despite_violations": True}
-        verdict = exc.verdict
+        # the gate's refusal carries its manifest entry and what it found (verify.gate)
+        entry, found = exc.verification, exc.verdict
+        assert entry is not None and isinstance(found, SeriesVerdict)
+        manifest["verification"] = {**entry, "published_despite_violations": True}
+        verdict = found
     # Every case a mechanism read is charged, also one the method could not place (strict: its
     # privatized values steered the grouping of the others).
     entries = ledger_entries(supers.frame[schema.case_id], result.privacy_charges,

@@ -534,7 +534,7 @@ class ReleaseStore:
         unsafe = " OR ".join(f"list_count({_quote(c)}) < len({_quote(c)}) OR "
                              f"contains(array_to_string({_quote(c)}, ''), chr(31))"
                              for c in columns)
-        return _one(self._con, f"SELECT count(*) {where} AND ({unsafe})", [label])[0] == 0
+        return _the_row(self._con, f"SELECT count(*) {where} AND ({unsafe})", [label])[0] == 0
 
     def ingested_case_ids(self, periods: Iterable[str] | None = None, *,
                           among: Iterable[str] | None = None) -> list[str]:
@@ -591,8 +591,8 @@ class ReleaseStore:
         return frame.astype(object).where(frame.notna(), "")
 
     def _release_count(self, period: str) -> int:
-        return int(_one(self._con, "SELECT count(*) FROM release_rows WHERE period = ?",
-                        [period])[0])
+        return int(_the_row(self._con, "SELECT count(*) FROM release_rows WHERE period = ?",
+                            [period])[0])
 
     def release_cases(self, period: str) -> list[str]:
         """The case ids a published period holds, in release order."""
@@ -678,7 +678,7 @@ class ReleaseStore:
             StoreError: the period is not published.
         """
         self._require_published(period)
-        row = _one(self._con, "SELECT manifest FROM releases WHERE period = ?", [period])
+        row = _the_row(self._con, "SELECT manifest FROM releases WHERE period = ?", [period])
         return json.loads(row[0])
 
     def ledger(self) -> pd.DataFrame:
@@ -713,9 +713,9 @@ class ReleaseStore:
             "AND table_catalog = current_database() ORDER BY ordinal_position").fetchall()]
 
     def _has_records_table(self) -> bool:
-        return _one(self._con, "SELECT count(*) FROM information_schema.tables "
-                                 "WHERE table_name = 'records' "
-                                 "AND table_catalog = current_database()")[0] > 0
+        return _the_row(self._con, "SELECT count(*) FROM information_schema.tables "
+                                   "WHERE table_name = 'records' "
+                                   "AND table_catalog = current_database()")[0] > 0
 
     def _require_published(self, period: str) -> None:
         if period not in self.published_periods():
@@ -752,35 +752,36 @@ class ReleaseStore:
         found = getattr(quarters, "quarters", None)
         if deleted_case_ids is None:   # a FaersIngest, a Dataset, open_faers: its DELETE list
             deleted_case_ids = getattr(quarters, "deleted_case_ids", ())
-        if found is not None:
-            quarters = found
-        if isinstance(quarters, FaersQuarter):
-            quarters = [quarters]
-        streamed = not isinstance(quarters, (list, tuple))
+        given: object = quarters if found is None else found
+        if isinstance(given, FaersQuarter):
+            given = [given]
+        if not isinstance(given, Iterable):
+            raise _not_quarters(given)
+        # a list or tuple is checked whole up front; any other iterable is streamed
+        listed = [_quarter(item) for item in given] if isinstance(given, (list, tuple)) else None
+        streamed = listed is None
         published = set(self.published_periods())
         latest = max((parse_period(p) for p in published), default=None)
         summary = IngestSummary()
-        if streamed:
-            for period in getattr(quarters, "periods", ()):  # refused before anything is read
+        if listed is None:
+            for period in getattr(given, "periods", ()):  # refused before anything is read
                 self._check_ingestible(parse_period(period).label, published, latest)
         else:
-            for item in quarters:
-                _check_quarter(item)
-            refuse_empty({item.label: len(item.records) for item in quarters},
-                         source=quarters[0].source if quarters else "", allow_empty=allow_empty)
-            for item in quarters:
+            refuse_empty({item.label: len(item.records) for item in listed},
+                         source=listed[0].source if listed else "", allow_empty=allow_empty)
+            for item in listed:
                 self._check_ingestible(item.label, published, latest)
         existing = set(self.ingested_periods())
         deleted = sorted(set(deleted_case_ids or ()))
         if streamed and not self._batch and not self._read_only():
-            return self._ingest_staged(quarters, existing, deleted, published, latest,
+            return self._ingest_staged(given, existing, deleted, published, latest,
                                        allow_empty)
         with self._write():
             sizes: dict[str, int] = {}
             source = ""
-            for item in quarters:
+            # each one checked as it is read (map keeps no reference to a quarter it gave)
+            for item in map(_quarter, given if listed is None else listed):
                 if streamed:
-                    _check_quarter(item)
                     self._check_ingestible(item.label, published, latest)
                 sizes[item.label] = len(item.records)
                 source = source or item.source
@@ -799,7 +800,7 @@ class ReleaseStore:
             self._apply_deletions(deleted, published, summary)
         return summary
 
-    def _ingest_staged(self, quarters: Iterable[FaersQuarter], existing: set[str],
+    def _ingest_staged(self, quarters: Iterable[object], existing: set[str],
                        deleted: list[str], published: set[str], latest,
                        allow_empty: bool) -> IngestSummary:
         """A streamed ingest: each quarter is written into a staging database beside the
@@ -810,8 +811,7 @@ class ReleaseStore:
         facts: list[_PeriodFacts] = []
         types: dict[str, str] | None = None
         with self._staging() as staging:
-            for item in quarters:
-                _check_quarter(item)
+            for item in map(_quarter, quarters):  # each one checked as it is read
                 self._check_ingestible(item.label, published, latest)
                 self.schema.check_columns(item.records, what=f"period {item.label}")
                 if types is None:
@@ -829,6 +829,7 @@ class ReleaseStore:
             per = _quote(self.schema.period)
             with self._write():
                 if facts and not self._has_records_table():
+                    assert types is not None  # set with the first quarter's facts
                     self._create_records(types)
                 cols = ", ".join(_quote(c) for c in self._record_columns())
                 for fact in facts:
@@ -870,7 +871,7 @@ class ReleaseStore:
                 leftover.unlink(missing_ok=True)
 
     def _read_only(self) -> bool:
-        return _one(self._con, "SELECT current_setting('access_mode')")[0] == "read_only"
+        return _the_row(self._con, "SELECT current_setting('access_mode')")[0] == "read_only"
 
     def _records_table_types(self) -> dict[str, str]:
         """The column types of the store's records table."""
@@ -1128,11 +1129,17 @@ _INSERT_ROWS = 100_000
 _LIST_SEPARATOR = "\x1f"
 
 
-def _check_quarter(item: object) -> None:
+def _not_quarters(item: object) -> ValidationError:
+    return ValidationError(f"The 'quarters' parameter of ReleaseStore.ingest must be what the "
+                           f"loader returns (read_faers' FaersIngest, a medanon.Dataset, or "
+                           f"FaersQuarter objects); it holds a {type(item).__name__}.")
+
+
+def _quarter(item: object) -> FaersQuarter:
+    """``item``, refused unless it is a FaersQuarter (one item of ingest's ``quarters``)."""
     if not isinstance(item, FaersQuarter):
-        raise ValidationError(f"The 'quarters' parameter of ReleaseStore.ingest must be what the "
-                              f"loader returns (read_faers' FaersIngest, a medanon.Dataset, or "
-                              f"FaersQuarter objects); it holds a {type(item).__name__}.")
+        raise _not_quarters(item)
+    return item
 
 
 def _operator_fields(manifest: dict) -> list[str]:
@@ -1156,8 +1163,8 @@ def _ledger_columns(con: duckdb.DuckDBPyConnection) -> set[str]:
 
 
 def _has_private(con: duckdb.DuckDBPyConnection) -> bool:
-    return _one(con, "SELECT count(*) FROM information_schema.tables "
-                     "WHERE table_name = 'release_private'")[0] > 0
+    return _the_row(con, "SELECT count(*) FROM information_schema.tables "
+                         "WHERE table_name = 'release_private'")[0] > 0
 
 
 def _needs_upgrade(con: duckdb.DuckDBPyConnection) -> bool:
@@ -1252,6 +1259,12 @@ def _one(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -
     """First row of a query, or None; drains the result."""
     rows = con.execute(sql, params or []).fetchall()
     return rows[0] if rows else None
+
+
+def _the_row(con: duckdb.DuckDBPyConnection, sql: str, params: list | None = None) -> tuple:
+    """The first row of a query that always has one (an aggregate such as ``count(*)``, a
+    setting, or a row the caller has checked is there); drains the result."""
+    return con.execute(sql, params or []).fetchall()[0]
 
 
 def refuse_empty(sizes: dict[str, int], *, source: str, allow_empty: bool) -> None:
