@@ -48,7 +48,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, overload
 
 import pandas as pd
 
@@ -70,14 +70,16 @@ from .random import Randomness, check_rng, randomness
 # the privacy models or SciPy.
 if TYPE_CHECKING:
     from .anonymize.base import Anonymizer
+    from .anonymize.tabular import TabularResult
     from .pipeline.ehr import Pseudonyms
     from .pipeline.policy import SeriesPolicy
     from .models.theta import ThetaTable
     from .verify import SeriesVerdict
 
-__all__ = ["Dataset", "EhrRecords", "EhrRelease", "EhrMethodName", "PeriodicMethodName",
-           "Publisher", "Release", "Series", "Table", "TableMethodName", "TableRelease",
-           "UnboundedTermsWarning", "signals"]
+__all__ = ["Dataset", "EhrMethodName", "EhrPublisher", "EhrRecords", "EhrRelease",
+           "PeriodicMethodName", "Publisher", "Release", "Series", "SeriesPublisher", "Table",
+           "TableMethodName", "TablePublisher", "TableRelease", "UnboundedTermsWarning",
+           "signals"]
 
 
 class Dataset:
@@ -845,6 +847,16 @@ CaseIdMode = Literal["pseudonym", "real"]
 TimeResolution = Literal["day", "hour", "minute"]
 IpaSelection = Literal["utility", "paper"]
 
+class TableMethod(Protocol):
+    """What a configured one-off table method offers (``IPA``, ``FullDomainKAnonymity``,
+    ``DPHistogram``; :func:`~medanon.pipeline.methods.table_method` makes one)."""
+
+    name: str
+
+    def anonymize(self, data: TabularData, *, noise: Randomness,
+                  progress: Callable[[int, int], None] | None = None) -> TabularResult: ...
+
+
 class UnboundedTermsWarning(UserWarning):
     """A release :meth:`Publisher.publish` made leaves sensitive terms at θ = 1 (no limit): a
     group may consist only of cases holding such a term, so publishing the group discloses it.
@@ -885,24 +897,75 @@ def _warn_unbounded(releases: Sequence[Release]) -> None:
         stacklevel=4)  # the caller of Publisher.publish
 
 
-def _names(factory: Callable) -> tuple[str, ...]:
+def _names(factory: Callable[..., Any]) -> tuple[str, ...]:
     return tuple(p.name for p in inspect.signature(factory).parameters.values()
                  if p.kind is inspect.Parameter.KEYWORD_ONLY)
 
 
-class Publisher:
-    """A configured method that publishes verified releases, for any of the three families.
+#: the keywords every publisher takes beside its method's parameters
+_COMMON_KEYWORDS = ("seed", "rng")
+#: the keywords of a series publisher that say how CaseIDs are published, not the method
+_CASE_ID_KEYWORDS = ("case_ids", "case_key")
 
-    ``Publisher("ppms++", k=5, theta="frequency")`` publishes a periodic :class:`Dataset` as a
-    :class:`Series`; ``Publisher("ipa", epsilon=1)`` a :class:`Table` as a
-    :class:`TableRelease`; ``Publisher("clinsimrr", epsilon=1)`` :class:`EhrRecords` as an
-    :class:`EhrRelease`. The family follows the method
-    (:func:`~medanon.pipeline.methods.family_of`).
+
+def _given(constructor: Callable[..., Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """The method parameters of a typed constructor's call (``values``: its ``locals()`` on
+    entry) that differ from their defaults: what the caller set, as ``**parameters`` gave it."""
+    return {p.name: values[p.name] for p in inspect.signature(constructor).parameters.values()
+            if p.kind is inspect.Parameter.KEYWORD_ONLY
+            and p.name not in _COMMON_KEYWORDS + _CASE_ID_KEYWORDS
+            and not _same(values[p.name], p.default)}
+
+
+def _same(value: Any, default: Any) -> bool:
+    return value is default or (type(value) is type(default) and value == default)
+
+
+def _family_of(method: Any) -> str:
+    """The family of the method a :class:`Publisher` is given, by name (any case) or object."""
+    from .anonymize.base import Anonymizer
+    from .pipeline.methods import EHR_METHODS, PERIODIC_METHODS, TABLE_METHODS, family_of
+    from .pipeline.policy import SeriesPolicy
+
+    if isinstance(method, str):
+        try:
+            return family_of(method.strip().lower())  # the docs write PPMS++; the registry ppms++
+        except ValidationError:
+            raise ValidationError(f"The 'method' parameter of Publisher must be a periodic "
+                                  f"method ({', '.join(PERIODIC_METHODS)}), a table method "
+                                  f"({', '.join(TABLE_METHODS)}) or an EHR method "
+                                  f"({', '.join(EHR_METHODS)}); got {method!r}.") from None
+    if isinstance(method, (SeriesPolicy, Anonymizer)):
+        return "periodic"
+    if _is_table_method(method):
+        return "table"
+    raise ValidationError(f"The 'method' parameter of Publisher must be a method name, a "
+                          f"configured Anonymizer or a table method; got "
+                          f"{type(method).__name__}.")
+
+
+def _is_table_method(method: Any) -> bool:
+    from .pipeline.methods import TABLE_METHODS
+
+    return getattr(method, "name", None) in TABLE_METHODS and hasattr(method, "anonymize")
+
+
+class Publisher:
+    """A configured method that publishes verified releases: the one entry point of the three
+    families.
+
+    ``Publisher("ppms++", k=5, theta="frequency")`` is a :class:`SeriesPublisher`, which
+    publishes a periodic :class:`Dataset` as a :class:`Series`; ``Publisher("ipa", epsilon=1)``
+    a :class:`TablePublisher` (a :class:`Table` as a :class:`TableRelease`);
+    ``Publisher("clinsimrr", epsilon=1)`` an :class:`EhrPublisher` (:class:`EhrRecords` as an
+    :class:`EhrRelease`). The family follows the method
+    (:func:`~medanon.pipeline.methods.family_of`); each family's publisher takes its own typed
+    keywords (and can be made directly), and ``Publisher`` shows them all as overloads.
 
     Args:
         method: A :class:`~medanon.pipeline.policy.SeriesPolicy` (a periodic method with its
             parameters: ``SeriesPolicy.ppms_plus_plus(k=5, theta="frequency")``), or a method
-            name — periodic (``ms``, ``ppms``, ``ppms+``, ``ppms++``, ``ha``,
+            name in any case — periodic (``ms``, ``ppms``, ``ppms+``, ``ppms++``, ``ha``,
             ``ppms-dp-num``, ``ppms-dp-all``, ``none``), table (``ipa``, ``kanon``,
             ``dphist``) or EHR (``clinsimrr``, ``umaxrr``, ``umaxrr-yp``, ``rr``,
             ``suppression``) — or a configured periodic :class:`Anonymizer` or table method.
@@ -911,146 +974,90 @@ class Publisher:
         rng: A :class:`~medanon.random.Randomness` (``medanon.random.randomness(seed=None)``)
             instead of ``seed``: the one randomness of every release this publisher makes
             (exact bits for DP noise, a generator for the other choices).
-        **parameters: The method's parameters: periodic ones as
-            :func:`~medanon.pipeline.methods.periodic_method` takes them (``k``, ``theta``,
-            ``protect``, ``lifespan``, ``alpha``, ``epsilon``, ...), table ones as
-            :func:`~medanon.pipeline.methods.table_method` (``epsilon``, ``k``, ``threshold``,
-            ...), EHR ones as :func:`~medanon.pipeline.methods.ehr_method` (``epsilon``,
-            ``gamma``, ``b_max``, ``alpha``, ``max_path_length``) plus the run's
-            ``sensitive`` (a preset name, default ``va-7332``, or the codes), ``delta_t_days``
-            (300), ``aux_fraction`` (0.8), ``min_predictions`` (10) and ``compare`` (False:
-            also evaluate UMAXRR beside ClinSimRR, for the summary only), and the published
-            form's ``time_resolution`` (``"day"``, the default, ``"hour"`` or ``"minute"``: the
-            published ``time`` is floored to it; the run itself uses the exact times).
+        **parameters: The method's parameters, as its family's publisher takes them
+            (:class:`SeriesPublisher`, :class:`TablePublisher`, :class:`EhrPublisher`).
 
     Attributes:
         name: The method's name (``ppms++``, ``ipa``, ...).
         family: ``periodic``, ``table`` or ``ehr``: the data :meth:`publish` takes.
         method: The configured method object.
-        parameters: The parameters given (each manifest records them).
+        parameters: The parameters given (those that differ from the method's defaults).
         rng: The randomness of every release this publisher makes.
-        case_ids: Periodic only: how CaseIDs are published
-            (:class:`~medanon.pipeline.case_ids.CaseIds`): keyed pseudonyms by default, under
-            a key made here (OS entropy; from the seed when seeded) and kept in ``case_ids.key``
-            (operator only: give it back as ``case_key=`` to a later Publisher that continues the
-            series), or the real CaseIDs with ``case_ids="real"``, whose order the gate then
-            reads as adversary knowledge (``docs/attacks-and-verify.md``).
 
     Raises:
         ValidationError: an unknown method, or a parameter it needs, lacks or cannot take
-            (named).
+            (named as the caller wrote it).
     """
+
+    #: ``periodic``, ``table`` or ``ehr`` (each family's publisher sets it)
+    family: ClassVar[str] = ""
+    #: the publish options of the family, beside ``data`` and ``allow_violations``
+    _options: ClassVar[tuple[str, ...]] = ()
+    name: str
+    method: Any
+    parameters: dict[str, Any]
+    rng: Randomness
 
     # One overload per family: an editor completes these keywords and a type checker refuses
     # a keyword the family does not take. A name known only at run time is typed as one of the
     # aliases (``cast(PeriodicMethodName, name)``); at run time any casing of a name is taken.
+    # Each overload's keywords are those of its family's constructor (tests/unit/test_api_typed.py).
     @overload
-    def __init__(self, method: PeriodicMethodName, *, seed: int | None = None,
-                 rng: Randomness | None = None, k: int | None = None,
-                 theta: float | str | None = None,
-                 protect: Mapping[str, float] | Sequence[str] | None = None,
-                 lifespan: int | None = None, on_infeasible: OnInfeasible = "refuse",
-                 max_withheld: float | None = None, grouping: Grouping | None = None,
-                 alpha: float | None = None, ss_rule: str | Mapping[str, int] | None = None,
-                 on_unplaceable: OnUnplaceable | None = None,
-                 epsilon: float | str | None = None, dp_variant: DpVariant = "strict",
-                 domains: Sequence[str] | Mapping[str, tuple[float, float]] | None = None,
-                 dp_aware_grouping: bool = False, case_budget: float | str | None = None,
-                 label_confidence: float | None = None,
-                 label_mechanism: LabelMechanism | None = None,
-                 allow_tiny_epsilon: bool = False, case_ids: CaseIdMode = "pseudonym",
-                 case_key: bytes | None = None) -> None: ...
-
-    @overload
-    def __init__(self, method: SeriesPolicy | Anonymizer, *, seed: int | None = None,
-                 rng: Randomness | None = None, case_ids: CaseIdMode = "pseudonym",
-                 case_key: bytes | None = None) -> None: ...
+    def __new__(cls, method: PeriodicMethodName, *, seed: int | None = None,
+                rng: Randomness | None = None, k: int | None = None,
+                theta: float | str | None = None,
+                protect: Mapping[str, float] | Sequence[str] | None = None,
+                lifespan: int | None = None, on_infeasible: OnInfeasible = "refuse",
+                max_withheld: float | None = None, grouping: Grouping | None = None,
+                alpha: float | None = None, ss_rule: str | Mapping[str, int] | None = None,
+                on_unplaceable: OnUnplaceable | None = None,
+                epsilon: float | str | None = None, dp_variant: DpVariant = "strict",
+                domains: Sequence[str] | Mapping[str, tuple[float, float]] | None = None,
+                dp_aware_grouping: bool = False, case_budget: float | str | None = None,
+                label_confidence: float | None = None,
+                label_mechanism: LabelMechanism | None = None,
+                allow_tiny_epsilon: bool = False, case_ids: CaseIdMode = "pseudonym",
+                case_key: bytes | None = None) -> SeriesPublisher: ...
 
     @overload
-    def __init__(self, method: TableMethodName, *, seed: int | None = None,
-                 rng: Randomness | None = None, epsilon: float | str | None = None,
-                 k: int | None = None, max_suppression: float | None = None,
-                 threshold: int | None = None, budget_split: str | None = None,
-                 node: str | list[int] | None = None, selection: IpaSelection | None = None,
-                 min_records: int | None = None, allow_tiny_epsilon: bool = False) -> None: ...
+    def __new__(cls, method: SeriesPolicy | Anonymizer, *, seed: int | None = None,
+                rng: Randomness | None = None, case_ids: CaseIdMode = "pseudonym",
+                case_key: bytes | None = None) -> SeriesPublisher: ...
 
     @overload
-    def __init__(self, method: EhrMethodName, *, seed: int | None = None,
-                 rng: Randomness | None = None, epsilon: float | str | None = None,
-                 gamma: float | None = None, b_max: int | None = None, alpha: float = 0.5,
-                 max_path_length: int = 2, sensitive: str | Sequence[str] = "va-7332",
-                 delta_t_days: float = 300.0, aux_fraction: float = 0.8,
-                 min_predictions: int = 10, compare: bool = False,
-                 time_resolution: TimeResolution = "day") -> None: ...
+    def __new__(cls, method: TableMethodName | TableMethod, *, seed: int | None = None,
+                rng: Randomness | None = None, epsilon: float | str | None = None,
+                k: int | None = None, max_suppression: float | None = None,
+                threshold: int | None = None, budget_split: str | None = None,
+                node: str | list[int] | None = None, selection: IpaSelection | None = None,
+                min_records: int | None = None,
+                allow_tiny_epsilon: bool = False) -> TablePublisher: ...
 
-    def __init__(self, method: str | Anonymizer | SeriesPolicy | Any, *, seed: int | None = None,
-                 rng: Randomness | None = None, **parameters: Any) -> None:
-        from .anonymize.base import Anonymizer
-        from .pipeline.methods import EHR_METHODS, PERIODIC_METHODS, TABLE_METHODS, family_of
+    @overload
+    def __new__(cls, method: EhrMethodName, *, seed: int | None = None,
+                rng: Randomness | None = None, epsilon: float | str | None = None,
+                gamma: float | None = None, b_max: int | None = None, alpha: float = 0.5,
+                max_path_length: int = 2, sensitive: str | Sequence[str] = "va-7332",
+                delta_t_days: float = 300.0, aux_fraction: float = 0.8,
+                min_predictions: int = 10, compare: bool = False,
+                time_resolution: TimeResolution = "day") -> EhrPublisher: ...
 
-        from .pipeline.policy import SeriesPolicy
+    def __new__(cls, method: Any = None, *args: Any, **parameters: Any) -> Any:
+        if cls is Publisher:  # the entry point: the family's publisher, its keywords checked
+            cls = _PUBLISHERS[_family_of(method)]
+            known = [p for p in _names(cls.__init__) if p not in _COMMON_KEYWORDS]
+            unknown = [p for p in parameters if p not in known and p not in _COMMON_KEYWORDS]
+            if unknown:
+                shown = method.strip().lower() if isinstance(method, str) else method
+                raise ValidationError(f"The {unknown[0]!r} parameter of Publisher does not apply "
+                                      f"to {cls.family} method {shown!r}, which takes "
+                                      f"{', '.join(known)}.")
+        return super().__new__(cls)
 
+    def _randomness(self, seed: int | None, rng: Randomness | None) -> None:
         if rng is not None and seed is not None:
-            raise ValidationError("Give the 'seed' or the 'rng' parameter of Publisher, not both.")
+            raise ValidationError("The 'seed' or the 'rng' parameter of Publisher, not both.")
         self.rng = check_rng(rng, owner="Publisher") if rng is not None else randomness(seed)
-        if isinstance(method, SeriesPolicy):
-            if parameters:
-                raise ValidationError(f"A SeriesPolicy holds its parameters: Publisher takes no "
-                                      f"others beside it; got {', '.join(sorted(parameters))}.")
-            #: the series policy this publisher applies (None for one given by name)
-            self.policy: SeriesPolicy | None = method
-            # its method by name and its parameters (on_case_budget is the store's: publish_periods)
-            policy = method
-            method = policy.method
-            parameters = {k: v for k, v in policy.parameters.items() if k != "on_case_budget"}
-        else:
-            self.policy = None
-        self._case_ids_given = "case_ids" in parameters or "case_key" in parameters
-        case_ids = parameters.pop("case_ids", None) or "pseudonym"
-        case_key = parameters.pop("case_key", None)
-        self.parameters = dict(parameters)
-        if isinstance(method, str):
-            method = method.strip().lower()  # the docs write PPMS++; the registry ppms++
-            try:
-                self.family = family_of(method)
-            except ValidationError:
-                raise ValidationError(f"The 'method' parameter of Publisher must be a periodic "
-                                      f"method ({', '.join(PERIODIC_METHODS)}), a table method "
-                                      f"({', '.join(TABLE_METHODS)}) or an EHR method "
-                                      f"({', '.join(EHR_METHODS)}); got {method!r}.") from None
-            try:
-                self.method = self._configure(method, parameters)
-            except ValidationError as exc:  # told as the caller wrote it: Publisher's keywords
-                raise in_callers_words(exc, "Publisher") from None
-        else:
-            if isinstance(method, Anonymizer):
-                self.family = "periodic"
-            elif getattr(method, "name", None) in TABLE_METHODS and hasattr(method, "anonymize"):
-                self.family = "table"
-            else:
-                raise ValidationError(f"The 'method' parameter of Publisher must be a method name, "
-                                      f"a configured Anonymizer or a table method; got "
-                                      f"{type(method).__name__}.")
-            if parameters:
-                raise ValidationError(f"The 'parameters' of Publisher apply to a method name; "
-                                      f"{type(method).__name__} is configured already (got "
-                                      f"{', '.join(parameters)}).")
-            self.method = method
-        self.name = str(self.method.name)
-        if self._case_ids_given and self.family != "periodic":
-            raise ValidationError(f"The 'case_ids' and 'case_key' parameters of Publisher apply "
-                                  f"to periodic methods; {self.name!r} is a {self.family} method.")
-        if self.family == "periodic":
-            from .pipeline.case_ids import CaseIds, resolve
-
-            if case_key is not None:
-                if not isinstance(case_key, bytes):
-                    raise ValidationError(f"The 'case_key' parameter of Publisher must be bytes "
-                                          f"(a Publisher's case_key); got "
-                                          f"{type(case_key).__name__}.")
-                self.case_ids = CaseIds(case_ids, case_key if case_ids == "pseudonym" else None)
-            else:
-                self.case_ids = resolve(case_ids, self.rng, None)[0]
 
     def __repr__(self) -> str:
         shown = ", ".join(f"{name}={_repr.clip(repr(value), 40)}"
@@ -1066,61 +1073,6 @@ class Publisher:
             ("parameter", "value"),
             [(name, repr(self.parameters[name])) for name in names[:_repr.MAX_HTML_ROWS]],
             total=len(names))
-
-    def _configure(self, name: str, parameters: dict[str, Any]) -> Any:
-        from .pipeline.methods import ehr_method, periodic_method, table_method
-
-        factories: dict[str, Callable[..., Any]] = {
-            "periodic": periodic_method, "table": table_method, "ehr": ehr_method}
-        factory = factories[self.family]
-        known = _names(factory) + (tuple(_EHR_RUN) + tuple(_EHR_PUBLISH)
-                                   if self.family == "ehr" else ())
-        unknown = [p for p in parameters if p not in known]
-        if unknown:
-            raise ValidationError(f"The {unknown[0]!r} parameter of Publisher does not apply to "
-                                  f"{self.family} method {name!r}, which takes "
-                                  f"{', '.join(known)}.")
-        if self.family != "ehr":
-            return factory(name, **parameters)
-        from .pipeline.ehr import check_time_resolution
-
-        mechanism = {p: v for p, v in parameters.items()
-                     if p not in _EHR_RUN and p not in _EHR_PUBLISH}
-        configured = ehr_method(name, **mechanism)
-        run = {**_EHR_RUN, **{p: v for p, v in parameters.items() if p in _EHR_RUN}}
-        owner = "Publisher"
-        self._publish_form = {"time_resolution": check_time_resolution(
-            parameters.get("time_resolution", _EHR_PUBLISH["time_resolution"]), owner=owner)}
-        sensitive = run["sensitive"]
-        if isinstance(sensitive, str):
-            from .hierarchies.icd9 import SENSITIVE_PRESETS
-
-            if sensitive not in SENSITIVE_PRESETS:
-                raise ValidationError(f"The 'sensitive' parameter of {owner} must be a preset "
-                                      f"({', '.join(sorted(SENSITIVE_PRESETS))}) or a list of "
-                                      f"codes; got {sensitive!r}.")
-        else:
-            run["sensitive"] = [str(c) for c in sensitive]
-            if not run["sensitive"]:
-                raise ValidationError(f"The 'sensitive' parameter of {owner} must name at least "
-                                      f"one code.")
-        aux = check_fraction(run["aux_fraction"], name="aux_fraction", owner=owner)
-        if aux >= 1.0:
-            raise ValidationError(f"The 'aux_fraction' parameter of {owner} must be in (0, 1); "
-                                  f"got {run['aux_fraction']!r}.")
-        run["min_predictions"] = check_int(run["min_predictions"], name="min_predictions",
-                                           owner=owner, minimum=1)
-        if not isinstance(run["compare"], bool):
-            raise ValidationError(f"The 'compare' parameter of {owner} must be True or False; "
-                                  f"got {run['compare']!r}.")
-        # the mechanism's own parameters, with ehr_method's defaults, for run_clinsim
-        run.update(epsilon=mechanism.get("epsilon"),
-                   gamma=mechanism.get("gamma") if mechanism.get("gamma") is not None else 0.05,
-                   b_max=mechanism.get("b_max") if mechanism.get("b_max") is not None else 16,
-                   alpha=mechanism.get("alpha", 0.5),
-                   max_path_length=mechanism.get("max_path_length", 2))
-        self._run = run
-        return configured
 
     # One overload per family's data, with that family's options and its result's type.
     @overload
@@ -1183,6 +1135,9 @@ class Publisher:
                 another family.
             PrivacyViolation: the gate found a violation (without ``allow_violations``).
             InfeasibleError / ValidationError: as the method raises them.
+
+        Warns:
+            UnboundedTermsWarning: a periodic release leaves sensitive terms at θ = 1.
         """
         wanted = {"periodic": Dataset, "table": Table, "ehr": EhrRecords}[self.family]
         if not isinstance(data, wanted):
@@ -1193,29 +1148,133 @@ class Publisher:
         if isinstance(periods, str):  # one period, not its characters
             periods = [periods]
         given = {"periods": periods is not None, "previous": previous is not None,
-                 "identifiers": identifiers is not None, "progress": progress is not None}
-        allowed = {"periodic": ("periods", "previous"), "table": ("progress",),
-                   "ehr": ("identifiers", "progress")}[self.family]
+                 "identifiers": identifiers is not None, "progress": progress is not None,
+                 "allow_unprotected": allow_unprotected,
+                 "allow_unknown_terms": allow_unknown_terms, "allow_gap": allow_gap,
+                 "allow_short_lifespan": allow_short_lifespan, "final": final}
         for name, is_given in given.items():
-            if is_given and name not in allowed:
+            if is_given and name not in self._options:
                 raise ValidationError(f"The {name!r} parameter of Publisher.publish does not "
                                       f"apply to {self.family} method {self.name!r}.")
-        overrides = {"allow_unprotected": allow_unprotected,
-                      "allow_unknown_terms": allow_unknown_terms, "allow_gap": allow_gap,
-                      "allow_short_lifespan": allow_short_lifespan, "final": final}
-        if self.family != "periodic":
-            for name, is_given in overrides.items():
-                if is_given:
-                    raise ValidationError(f"The {name!r} parameter of Publisher.publish does not "
-                                          f"apply to {self.family} method {self.name!r}.")
-        # data is of the family's type (checked above): its type picks the family's path
-        if isinstance(data, Table):
+        # data is of the family's type (checked above): the family's publisher takes it
+        if isinstance(self, TablePublisher) and isinstance(data, Table):
             return self._publish_table(data, allow_violations=allow_violations, progress=progress)
-        if isinstance(data, EhrRecords):
+        if isinstance(self, EhrPublisher) and isinstance(data, EhrRecords):
             return self._publish_ehr(data, allow_violations=allow_violations,
                                      identifiers=identifiers, progress=progress)
+        assert isinstance(self, SeriesPublisher) and isinstance(data, Dataset)
         return self._publish_series(data, periods, previous=previous,
-                                    allow_violations=allow_violations, **overrides)
+                                    allow_violations=allow_violations,
+                                    allow_unprotected=allow_unprotected,
+                                    allow_unknown_terms=allow_unknown_terms, allow_gap=allow_gap,
+                                    allow_short_lifespan=allow_short_lifespan, final=final)
+
+    def _gate(self, csv_text: str, manifest: dict,
+              allow_violations: bool) -> tuple[pd.DataFrame, dict]:
+        """The rows as a reader of ``release.csv`` sees them, and the gate's manifest entry
+        (one-off releases: tables and EHR)."""
+        from .verify import gate_one_off
+
+        rows = read_release_text(csv_text)
+        try:
+            manifest["verification"] = gate_one_off(f"{self.name} release", rows, manifest)
+        except PrivacyViolation as exc:
+            if not allow_violations:
+                raise
+            manifest["verification"] = {**exc.verification, "published_despite_violations": True}
+        return rows, manifest
+
+
+class SeriesPublisher(Publisher):
+    """Publishes a periodic :class:`Dataset` as a :class:`Series` (papers 000–002 and the
+    baselines): ``Publisher(<periodic method>, ...)`` makes one.
+
+    Args:
+        method: A periodic method's name (any case), a
+            :class:`~medanon.pipeline.policy.SeriesPolicy` (then no other method parameter) or a
+            configured :class:`Anonymizer`.
+        seed, rng: As :class:`Publisher` takes them.
+        k, theta, protect, lifespan, on_infeasible, max_withheld, grouping, alpha, ss_rule,
+            on_unplaceable, epsilon, dp_variant, domains, dp_aware_grouping, case_budget,
+            label_confidence, label_mechanism, allow_tiny_epsilon: The method's parameters, as
+            :func:`~medanon.pipeline.methods.periodic_method` describes them.
+        case_ids: How CaseIDs are published: ``"pseudonym"`` (keyed pseudonyms, the default) or
+            ``"real"`` (whose order the gate then reads as adversary knowledge,
+            ``docs/attacks-and-verify.md``).
+        case_key: The pseudonym key of an earlier publisher whose series this one continues
+            (its ``case_ids.key``; operator only).
+
+    Attributes:
+        policy: The :class:`~medanon.pipeline.policy.SeriesPolicy` applied, or None for a
+            method given by name or object.
+        case_ids: How CaseIDs are published (:class:`~medanon.pipeline.case_ids.CaseIds`):
+            keyed pseudonyms under a key made here (OS entropy; from the seed when seeded) and
+            kept in ``case_ids.key``, or the real CaseIDs.
+    """
+
+    family = "periodic"
+    _options = ("periods", "previous", "allow_unprotected", "allow_unknown_terms", "allow_gap",
+                "allow_short_lifespan", "final")
+
+    def __init__(self, method: PeriodicMethodName | SeriesPolicy | Anonymizer, *,
+                 seed: int | None = None, rng: Randomness | None = None, k: int | None = None,
+                 theta: float | str | None = None,
+                 protect: Mapping[str, float] | Sequence[str] | None = None,
+                 lifespan: int | None = None, on_infeasible: OnInfeasible = "refuse",
+                 max_withheld: float | None = None, grouping: Grouping | None = None,
+                 alpha: float | None = None, ss_rule: str | Mapping[str, int] | None = None,
+                 on_unplaceable: OnUnplaceable | None = None,
+                 epsilon: float | str | None = None, dp_variant: DpVariant = "strict",
+                 domains: Sequence[str] | Mapping[str, tuple[float, float]] | None = None,
+                 dp_aware_grouping: bool = False, case_budget: float | str | None = None,
+                 label_confidence: float | None = None,
+                 label_mechanism: LabelMechanism | None = None,
+                 allow_tiny_epsilon: bool = False, case_ids: CaseIdMode = "pseudonym",
+                 case_key: bytes | None = None) -> None:
+        from .anonymize.base import Anonymizer
+        from .pipeline.case_ids import CaseIds, resolve
+        from .pipeline.methods import periodic_method
+        from .pipeline.policy import SeriesPolicy
+
+        parameters = _given(SeriesPublisher.__init__, locals())
+        self._randomness(seed, rng)
+        #: the series policy this publisher applies (None for a method given by name or object)
+        self.policy: SeriesPolicy | None = None
+        chosen: str | Anonymizer = method if not isinstance(method, SeriesPolicy) else method.method
+        if isinstance(method, SeriesPolicy):
+            if parameters:
+                raise ValidationError(f"A SeriesPolicy holds its parameters: Publisher takes no "
+                                      f"others beside it; got {', '.join(sorted(parameters))}.")
+            self.policy = method
+            # its parameters, but on_case_budget (the store's: publish_periods) and how CaseIDs
+            # are published (this publisher's, below)
+            parameters = {k: v for k, v in method.parameters.items() if k != "on_case_budget"}
+            case_ids = parameters.pop("case_ids", case_ids)
+        self.parameters = dict(parameters)
+        if isinstance(chosen, Anonymizer):
+            if parameters:
+                raise ValidationError(f"The 'parameters' of Publisher apply to a method name; "
+                                      f"{type(chosen).__name__} is configured already (got "
+                                      f"{', '.join(parameters)}).")
+            self.method = chosen
+        elif isinstance(chosen, str):
+            try:
+                self.method = periodic_method(chosen.strip().lower(), **parameters)
+            except ValidationError as exc:  # told as the caller wrote it: Publisher's keywords
+                raise in_callers_words(exc, "Publisher") from None
+        else:
+            raise ValidationError(f"The 'method' parameter of SeriesPublisher must be a periodic "
+                                  f"method's name, a SeriesPolicy or an Anonymizer; got "
+                                  f"{type(chosen).__name__}.")
+        self.name = str(self.method.name)
+        if case_key is not None:
+            if not isinstance(case_key, bytes):
+                raise ValidationError(f"The 'case_key' parameter of Publisher must be bytes "
+                                      f"(a Publisher's case_key); got "
+                                      f"{type(case_key).__name__}.")
+            self.case_ids = CaseIds(case_ids, case_key if case_ids == "pseudonym" else None)
+        else:
+            self.case_ids = resolve(case_ids, self.rng, None)[0]
 
     def _publish_series(self, data: Dataset, periods: Sequence[str] | None, *,
                         previous: PublishedSeries | None, allow_violations: bool,
@@ -1274,19 +1333,49 @@ class Publisher:
         _warn_unbounded(made)
         return Series._of(series, tuple(made), verdict)
 
-    def _gate(self, csv_text: str, manifest: dict,
-              allow_violations: bool) -> tuple[pd.DataFrame, dict]:
-        """The rows as a reader of ``release.csv`` sees them, and the gate's manifest entry."""
-        from .verify import gate_one_off
 
-        rows = read_release_text(csv_text)
-        try:
-            manifest["verification"] = gate_one_off(f"{self.name} release", rows, manifest)
-        except PrivacyViolation as exc:
-            if not allow_violations:
-                raise
-            manifest["verification"] = {**exc.verification, "published_despite_violations": True}
-        return rows, manifest
+class TablePublisher(Publisher):
+    """Publishes a :class:`Table` as a :class:`TableRelease` (paper 004's IPA and its
+    baselines): ``Publisher(<table method>, ...)`` makes one.
+
+    Args:
+        method: A table method's name (any case) or a configured table method.
+        seed, rng: As :class:`Publisher` takes them.
+        epsilon, k, max_suppression, threshold, budget_split, node, selection, min_records,
+            allow_tiny_epsilon: The method's parameters, as
+            :func:`~medanon.pipeline.methods.table_method` describes them.
+    """
+
+    family = "table"
+    _options = ("progress",)
+
+    def __init__(self, method: TableMethodName | TableMethod, *, seed: int | None = None,
+                 rng: Randomness | None = None, epsilon: float | str | None = None,
+                 k: int | None = None, max_suppression: float | None = None,
+                 threshold: int | None = None, budget_split: str | None = None,
+                 node: str | list[int] | None = None, selection: IpaSelection | None = None,
+                 min_records: int | None = None, allow_tiny_epsilon: bool = False) -> None:
+        from .pipeline.methods import table_method
+
+        parameters = _given(TablePublisher.__init__, locals())
+        self._randomness(seed, rng)
+        self.parameters = dict(parameters)
+        if isinstance(method, str):
+            try:
+                self.method = table_method(method.strip().lower(), **parameters)
+            except ValidationError as exc:  # told as the caller wrote it: Publisher's keywords
+                raise in_callers_words(exc, "Publisher") from None
+        elif _is_table_method(method):
+            if parameters:
+                raise ValidationError(f"The 'parameters' of Publisher apply to a method name; "
+                                      f"{type(method).__name__} is configured already (got "
+                                      f"{', '.join(parameters)}).")
+            self.method = method
+        else:
+            raise ValidationError(f"The 'method' parameter of TablePublisher must be a table "
+                                  f"method's name or a configured table method; got "
+                                  f"{type(method).__name__}.")
+        self.name = str(self.method.name)
 
     def _publish_table(self, data: Table, *, allow_violations: bool,
                        progress: Callable[[int, int], None] | None) -> TableRelease:
@@ -1306,6 +1395,88 @@ class Publisher:
                    "queries": [q.to_dict() for q in queries], "guarantee": result.guarantee,
                    "does_not_guarantee": result.does_not_guarantee}
         return TableRelease(rows, manifest, text, summary, result)
+
+
+class EhrPublisher(Publisher):
+    """Publishes :class:`EhrRecords` as an :class:`EhrRelease` (paper 003's ClinSimRR and its
+    baselines): ``Publisher(<EHR method>, ...)`` makes one.
+
+    Args:
+        method: An EHR method's name (any case).
+        seed, rng: As :class:`Publisher` takes them.
+        epsilon, gamma, b_max, alpha, max_path_length: The mechanism's parameters, as
+            :func:`~medanon.pipeline.methods.ehr_method` describes them.
+        sensitive: The sensitive codes: a preset name (default ``va-7332``) or the codes.
+        delta_t_days: The correlation window in days (300).
+        aux_fraction: The share of patients the attack learns from (0.8).
+        min_predictions: The fewest predictions an attack result needs (10).
+        compare: Also evaluate UMAXRR beside ClinSimRR, for the summary only (False).
+        time_resolution: ``"day"`` (the default), ``"hour"`` or ``"minute"``: the published
+            ``time`` is floored to it; the run itself uses the exact times.
+    """
+
+    family = "ehr"
+    _options = ("identifiers", "progress")
+
+    def __init__(self, method: EhrMethodName, *, seed: int | None = None,
+                 rng: Randomness | None = None, epsilon: float | str | None = None,
+                 gamma: float | None = None, b_max: int | None = None, alpha: float = 0.5,
+                 max_path_length: int = 2, sensitive: str | Sequence[str] = "va-7332",
+                 delta_t_days: float = 300.0, aux_fraction: float = 0.8,
+                 min_predictions: int = 10, compare: bool = False,
+                 time_resolution: TimeResolution = "day") -> None:
+        from .pipeline.ehr import check_time_resolution
+        from .pipeline.methods import EHR_METHODS, ehr_method
+
+        parameters = _given(EhrPublisher.__init__, locals())
+        self._randomness(seed, rng)
+        self.parameters = dict(parameters)
+        if not isinstance(method, str):
+            raise ValidationError(f"The 'method' parameter of EhrPublisher must be one of "
+                                  f"{', '.join(EHR_METHODS)}; got {type(method).__name__}.")
+        name = method.strip().lower()
+        mechanism = {p: v for p, v in parameters.items()
+                     if p not in _EHR_RUN and p not in _EHR_PUBLISH}
+        try:
+            configured = ehr_method(name, **mechanism)
+        except ValidationError as exc:  # told as the caller wrote it: Publisher's keywords
+            raise in_callers_words(exc, "Publisher") from None
+        run: dict[str, Any] = {**_EHR_RUN,
+                               **{p: v for p, v in parameters.items() if p in _EHR_RUN}}
+        owner = "Publisher"
+        self._publish_form = {"time_resolution": check_time_resolution(
+            parameters.get("time_resolution", _EHR_PUBLISH["time_resolution"]), owner=owner)}
+        sensitive = run["sensitive"]
+        if isinstance(sensitive, str):
+            from .hierarchies.icd9 import SENSITIVE_PRESETS
+
+            if sensitive not in SENSITIVE_PRESETS:
+                raise ValidationError(f"The 'sensitive' parameter of {owner} must be a preset "
+                                      f"({', '.join(sorted(SENSITIVE_PRESETS))}) or a list of "
+                                      f"codes; got {sensitive!r}.")
+        else:
+            run["sensitive"] = [str(c) for c in sensitive]
+            if not run["sensitive"]:
+                raise ValidationError(f"The 'sensitive' parameter of {owner} must name at least "
+                                      f"one code.")
+        aux = check_fraction(run["aux_fraction"], name="aux_fraction", owner=owner)
+        if aux >= 1.0:
+            raise ValidationError(f"The 'aux_fraction' parameter of {owner} must be in (0, 1); "
+                                  f"got {run['aux_fraction']!r}.")
+        run["min_predictions"] = check_int(run["min_predictions"], name="min_predictions",
+                                           owner=owner, minimum=1)
+        if not isinstance(run["compare"], bool):
+            raise ValidationError(f"The 'compare' parameter of {owner} must be True or False; "
+                                  f"got {run['compare']!r}.")
+        # the mechanism's own parameters, with ehr_method's defaults, for run_clinsim
+        run.update(epsilon=mechanism.get("epsilon"),
+                   gamma=mechanism.get("gamma") if mechanism.get("gamma") is not None else 0.05,
+                   b_max=mechanism.get("b_max") if mechanism.get("b_max") is not None else 16,
+                   alpha=mechanism.get("alpha", 0.5),
+                   max_path_length=mechanism.get("max_path_length", 2))
+        self._run = run
+        self.method = configured
+        self.name = str(self.method.name)
 
     def _publish_ehr(self, data: EhrRecords, *, allow_violations: bool, identifiers: Any,
                      progress: Callable[[str], None] | None) -> EhrRelease:
@@ -1334,6 +1505,11 @@ class Publisher:
                    "guarantee": manifest["privacy"]["guarantee"],
                    "does_not_guarantee": manifest["privacy"]["does_not_guarantee"]}
         return EhrRelease(rows, manifest, text, summary, run=run)
+
+
+#: the publisher of each family (what Publisher(...) makes)
+_PUBLISHERS: dict[str, type[Publisher]] = {"periodic": SeriesPublisher, "table": TablePublisher,
+                                           "ehr": EhrPublisher}
 
 
 SIGNAL_SIDES = ("original", "release")

@@ -1,6 +1,8 @@
-"""Publisher's typed keywords (issue 44): its overloads show every parameter each family's
-factory takes, with the same defaults, and its name and choice aliases equal the registries they
-mirror. What a type checker makes of them is checked by mypy on tests/typing (.ci/run)."""
+"""Publisher's typed keywords (issue 44): one publisher per family (SeriesPublisher,
+TablePublisher, EhrPublisher), each constructor showing every parameter its family's factory
+takes, with the same defaults; Publisher's overloads are those constructors; the name and choice
+aliases equal the registries they mirror. What a type checker makes of them is checked by mypy
+on tests/typing (.ci/run)."""
 
 import inspect
 import warnings
@@ -34,11 +36,17 @@ def _hints(candidate) -> dict[str, object]:
                                                       "SeriesPolicy": SeriesPolicy})
 
 
+def _literals(annotation) -> set[object]:
+    """The values of every Literal in ``annotation`` (a Literal, or a union holding some)."""
+    if typing.get_origin(annotation) is typing.Literal:
+        return set(typing.get_args(annotation))
+    return {v for arg in typing.get_args(annotation) for v in _literals(arg)}
+
+
 def _overload_for(first_name: str) -> inspect.Signature:
-    """The overload of Publisher.__init__ whose ``method`` takes the name ``first_name``."""
-    for candidate in typing.get_overloads(medanon.Publisher.__init__):
-        hints = _hints(candidate)
-        if first_name in typing.get_args(hints["method"]):
+    """The overload of Publisher whose ``method`` takes the name ``first_name``."""
+    for candidate in typing.get_overloads(medanon.Publisher.__new__):
+        if first_name in _literals(_hints(candidate)["method"]):
             return inspect.signature(candidate)
     raise AssertionError(f"no overload of Publisher takes {first_name!r}")
 
@@ -64,12 +72,17 @@ def test_choice_aliases_are_the_choices_the_checks_take(alias, choices):
     assert set(typing.get_args(alias)) == set(choices)
 
 
-@pytest.mark.parametrize("name, factory, extra", [
-    ("ppms++", periodic_method, _CASE_IDS),
-    ("ipa", table_method, set()),
-    ("clinsimrr", ehr_method, set(api._EHR_RUN) | set(api._EHR_PUBLISH))])
-def test_each_family_overload_shows_every_parameter_with_its_default(name, factory, extra):
-    shown = _keywords(_overload_for(name))
+FAMILIES = [("ppms++", periodic_method, _CASE_IDS, api.SeriesPublisher),
+            ("ipa", table_method, set(), api.TablePublisher),
+            ("clinsimrr", ehr_method, set(api._EHR_RUN) | set(api._EHR_PUBLISH), api.EhrPublisher)]
+
+
+@pytest.mark.parametrize("name, factory, extra, family", FAMILIES)
+def test_each_family_publisher_shows_every_parameter_with_its_default(name, factory, extra,
+                                                                      family):
+    shown = _keywords(inspect.signature(family))
+    # Publisher's overload for the family is the family's constructor, keyword for keyword
+    assert _keywords(_overload_for(name)) == shown
     taken = _keywords(inspect.signature(factory))
     assert set(shown) == set(taken) | _COMMON | extra
     defaults = {**taken, **api._EHR_RUN, **api._EHR_PUBLISH} if name == "clinsimrr" else taken
@@ -81,10 +94,27 @@ def test_each_family_overload_shows_every_parameter_with_its_default(name, facto
         assert _overload_for(method) == _overload_for(name)
 
 
+@pytest.mark.parametrize("name, factory, extra, family", FAMILIES)
+def test_publisher_makes_the_familys_publisher(name, factory, extra, family):
+    made = medanon.Publisher(name.upper(), epsilon=1) if family is not api.SeriesPublisher else \
+        medanon.Publisher(name.upper(), k=5, theta=0.5)
+    assert type(made) is family and isinstance(made, medanon.Publisher)
+    assert made.family == {"ppms++": "periodic", "ipa": "table", "clinsimrr": "ehr"}[name]
+    # the family's constructor, called directly, makes the same publisher
+    direct = family(name, epsilon=1) if family is not api.SeriesPublisher else \
+        family(name, k=5, theta=0.5)
+    assert direct.parameters == made.parameters and direct.name == made.name
+    # a keyword of another family is refused by name, through either door
+    with pytest.raises(medanon.ValidationError, match="'threshold' parameter of Publisher does "
+                                                      "not apply" if name != "ipa" else
+                                                      "'theta' parameter of Publisher does not"):
+        medanon.Publisher(name, **({"threshold": 3} if name != "ipa" else {"theta": 0.5}))
+
+
 def test_a_configured_policy_has_an_overload_without_method_parameters():
     from medanon.pipeline.policy import SeriesPolicy
 
-    for candidate in typing.get_overloads(medanon.Publisher.__init__):
+    for candidate in typing.get_overloads(medanon.Publisher.__new__):
         hints = _hints(candidate)
         if SeriesPolicy in typing.get_args(hints["method"]):
             assert set(_keywords(inspect.signature(candidate))) == _COMMON | _CASE_IDS

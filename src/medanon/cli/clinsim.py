@@ -8,7 +8,7 @@ the summary.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..data.synth.ehr import write_synth_ehr
 from ..errors import ValidationError
@@ -79,7 +79,7 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
             allow_seeded: bool, out: Path, as_json: bool, pseudonym_key: Path | None = None,
             keep_ids: bool = False, time_resolution: str = "day",
             one_off: tuple | None = None) -> None:
-    from ..api import EhrRecords, EhrRelease, Publisher
+    from ..api import EhrMethodName, EhrPublisher, EhrRecords, TimeResolution
 
     with ui.errors_as_flags():  # the library's checks, told in flags
         ehr_method(method, epsilon=epsilon, gamma=gamma, b_max=b_max, alpha=alpha,
@@ -94,11 +94,13 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
     created = pseudonym_key if new_key else None
     sensitive = resolve_sensitive(code_level, sensitive_file=sensitive_file, preset=preset)
     with ui.errors_as_flags():
-        publisher = Publisher(method, epsilon=epsilon, gamma=gamma, b_max=b_max, alpha=alpha,
-                              max_path_length=max_path_length, sensitive=sensitive,
-                              delta_t_days=delta_t_days, aux_fraction=aux_fraction,
-                              min_predictions=min_predictions, compare=True, seed=seed,
-                              time_resolution=time_resolution)
+        # method is one of --method's choices (typer checked it): an EHR method's name
+        publisher = EhrPublisher(cast(EhrMethodName, method), epsilon=epsilon, gamma=gamma,
+                                 b_max=b_max, alpha=alpha, max_path_length=max_path_length,
+                                 sensitive=sensitive, delta_t_days=delta_t_days,
+                                 aux_fraction=aux_fraction, min_predictions=min_predictions,
+                                 compare=True, seed=seed,
+                                 time_resolution=cast(TimeResolution, time_resolution))
     data = EhrRecords.read(diagnoses, admissions, code_level=code_level,
                            min_admissions=min_admissions)
     fingerprint = data.fingerprint()   # the events as a multiset: order-free, overlap-aware
@@ -107,7 +109,6 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
             one_off, method, None if method == "suppression" else epsilon, fingerprint)
     with progress_bar(f"{method}: graph, plan, obfuscate, evaluate", 4) as step:
         release = publisher.publish(data, identifiers=identifiers, progress=step)
-    assert isinstance(release, EhrRelease)  # EhrRecords publish as one EhrRelease
     if created is not None:
         identifiers.save_key(created)
     if over:

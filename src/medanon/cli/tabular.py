@@ -35,14 +35,14 @@ def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | No
         node: str | None, seed: int | None, allow_seeded: bool, out: Path, as_json: bool,
         selection: str | None = None, min_records: int | None = None,
         allow_tiny_epsilon: bool = False, one_off: tuple | None = None) -> None:
-    from ..api import Publisher, Table, TableRelease
+    from ..api import Table, TablePublisher
 
     with ui.errors_as_flags():  # table_method: only the table methods, their parameters as flags
         algorithm = table_method(method, epsilon=epsilon, k=k, max_suppression=max_suppression,
                                  threshold=threshold, budget_split=budget_split, node=node,
                                  selection=selection, min_records=min_records,
                                  allow_tiny_epsilon=allow_tiny_epsilon)
-        publisher = Publisher(algorithm, seed=seed)
+        publisher = TablePublisher(algorithm, seed=seed)
         schema_path = table_schema_path(input_path, schema)
     refuse_seeded_release(seed is not None and method != "kanon", allow_seeded)
     check_new_folder(out)
@@ -58,7 +58,6 @@ def ipa(input_path: Path, *, schema: Path | None, method: str, epsilon: str | No
     total = 1 if method == "dphist" else len(Lattice(data.data.top_node))
     with progress_bar(f"{method}: lattice nodes", total) as step:
         release = publisher.publish(data, progress=lambda done, _total: step(done))
-    assert isinstance(release, TableRelease)  # a Table publishes as one TableRelease
     if over:
         release.manifest["method"].setdefault("acknowledged", []).append("allow_over_budget")
     release.write(out)
