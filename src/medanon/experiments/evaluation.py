@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..attacks.background import BackgroundKnowledge
 from ..metrics.evaluation import PublishedOriginals, evaluate_release, original_columns
@@ -30,12 +31,18 @@ from ..report.collect import store_originals
 from ..store import ReleaseStore
 from .runner import dask_client
 
+if TYPE_CHECKING:
+    # one period as SeriesScreening.read reads it (original side, release side); the screening
+    # module names no public type for it
+    from ..metrics.screening import _Read
+
 __all__ = ["evaluate_store"]
 
 
 def _release_task(label: str, *, store: str, rules: Sequence[SignalRule],
                   background: BackgroundKnowledge | None, md: bool,
-                  screening: ScreeningOptions | None) -> tuple[dict, object]:
+                  screening: ScreeningOptions | None
+                  ) -> tuple[dict, tuple[_Read, _Read] | None]:
     """One release's entry, and its period read for the screening (None without one)."""
     with ReleaseStore.open(store, read_only=True) as db:
         series = StoreSeries(db).release_with_cases(label)
@@ -96,6 +103,7 @@ def evaluate_store(store: str | Path, periods: Sequence[str], *, rules: Sequence
             entry, read = future.result()
             entries.append(entry)
             if screener is not None:
+                assert read is not None  # each task reads its period when there is a screening
                 screener.take(label, read)
             if progress is not None:
                 progress(label)

@@ -42,6 +42,9 @@ from ..errors import ValidationError
 
 __all__ = ["EXPERIMENTS", "Setting", "grid"]
 
+#: One parameter value of a grid: a number (k, θ, α, ε, γ) or a name (a θ rule, a variant, ...)
+ParamValue = int | float | str
+
 #: experiment name -> (paper, kind of data)
 EXPERIMENTS = {
     "jmir2021": ("001 PPMS(k, θ*)-bounding (JMIR 2021)", "faers"),
@@ -62,15 +65,32 @@ class Setting:
     """
 
     method: str
-    params: tuple[tuple[str, object], ...] = field(default_factory=tuple)
+    params: tuple[tuple[str, ParamValue], ...] = field(default_factory=tuple)
 
     @classmethod
-    def of(cls, method: str, **params: object) -> "Setting":
+    def of(cls, method: str, **params: ParamValue) -> "Setting":
         return cls(method, tuple(sorted(params.items())))
 
     @property
-    def kwargs(self) -> dict[str, object]:
+    def kwargs(self) -> dict[str, ParamValue]:
         return dict(self.params)
+
+    # One parameter by the type :func:`grid` gives it, or None when the setting has none; the
+    # asserts hold for every grid (they state its types, they check no user input).
+    def integer(self, name: str) -> int | None:
+        value = self.kwargs.get(name)
+        assert value is None or isinstance(value, int), (self.label, name)
+        return value
+
+    def number(self, name: str) -> float | None:
+        value = self.kwargs.get(name)
+        assert value is None or isinstance(value, (int, float)), (self.label, name)
+        return value
+
+    def text(self, name: str) -> str | None:
+        value = self.kwargs.get(name)
+        assert value is None or isinstance(value, str), (self.label, name)
+        return value
 
     @property
     def label(self) -> str:
@@ -91,7 +111,9 @@ def grid(experiment: str, *, quick: bool = False) -> list[Setting]:
                               f"{', '.join(EXPERIMENTS)}.")
     if experiment == "jmir2021":
         ks = (5,) if quick else (5, 10)
-        thetas = (0.4, "frequency") if quick else (0.2, 0.4, "frequency", "level-wise")
+        # θ: a number, or the name of a rule; each experiment's own grid of values
+        thetas: tuple[float | str, ...] = ((0.4, "frequency") if quick
+                                           else (0.2, 0.4, "frequency", "level-wise"))
         methods = ("ms", "ppms++") if quick else ("ms", "ppms", "ppms+", "ppms++")
         return [Setting.of(m, k=k, theta=t) for m, k, t in product(methods, ks, thetas)]
     if experiment == "plos2021":
@@ -104,7 +126,7 @@ def grid(experiment: str, *, quick: bool = False) -> list[Setting]:
     if experiment == "ppms-dp":
         ks = (5,) if quick else (5, 10)
         thetas = (0.4,) if quick else (0.2, 0.4)
-        epsilons = (1.0,) if quick else (0.1, 1.0, 10.0)
+        epsilons: tuple[float, ...] = (1.0,) if quick else (0.1, 1.0, 10.0)
         return ([Setting.of("ppms++", k=k, theta=t) for k, t in product(ks, thetas)]
                 + [Setting.of(m, k=k, theta=t, epsilon=e, variant=v)
                    for m, v, k, t, e in product(("ppms-dp-num", "ppms-dp-all"),

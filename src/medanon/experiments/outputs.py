@@ -70,7 +70,9 @@ def summarize(frame: pd.DataFrame, experiment: str) -> pd.DataFrame:
     grouped = frame.assign(**{p: frame[p].astype(object).where(frame[p].notna(), "-")
                               for p in _params(frame)}).groupby(keys, sort=False)
     out = grouped[metrics].agg(["mean", "std"])
-    out.columns = [f"{m}_{stat}" for m, stat in out.columns]
+    # (metric, statistic) pairs: the two levels of agg's column MultiIndex
+    out.columns = [f"{m}_{stat}" for m, stat in zip(out.columns.get_level_values(0),
+                                                    out.columns.get_level_values(1))]
     for m in metrics:          # a metric that can be undefined (MAP): in how many tasks it is
         if frame[m].isna().any():
             out[f"{m}_defined"] = grouped[m].count()
@@ -211,7 +213,8 @@ def _by_period(frame: pd.DataFrame, metric: str, title: str) -> Figure:
     for ax, (name, part) in zip(axes, panels):
         for i, (setting, one) in enumerate(part.groupby("setting", sort=False)):
             means = one.groupby("period")[metric].mean().reindex(periods)
-            label = " ".join(w for w in setting.split() if not w.startswith(("k=", "theta=")))
+            label = " ".join(w for w in str(setting).split()
+                             if not w.startswith(("k=", "theta=")))
             label += _line_marks(one)
             ax.plot(range(len(periods)), means.to_numpy(dtype=float), marker="o",
                     color=PALETTE[i % len(PALETTE)], label=label)
@@ -246,8 +249,9 @@ def _by_epsilon(frame: pd.DataFrame, metric: str, title: str) -> Figure:
                                                 "on_unplaceable") if p in part.columns]
         for i, (key, line) in enumerate(with_eps.groupby(series_keys, sort=False, dropna=False)):
             key = key if isinstance(key, tuple) else (key,)
-            label = " ".join([str(key[0])] + [f"{p}={v}" for p, v in zip(series_keys[1:], key[1:])
-                                               if not pd.isna(v)])
+            missing = pd.isna(list(key[1:]))  # per key value: NaN or None, a parameter not set
+            label = " ".join([str(key[0])] + [f"{p}={v}" for p, v, na in
+                                               zip(series_keys[1:], key[1:], missing) if not na])
             label += _line_marks(line)
             per_run = line.groupby(["epsilon", "run"])[metric].mean().groupby("epsilon")
             means, stds = per_run.mean(), per_run.std().fillna(0.0)

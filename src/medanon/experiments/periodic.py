@@ -26,19 +26,19 @@ from pathlib import Path
 import numpy as np
 
 from ..anonymize import METHODS
-from ..api import Dataset, Publisher
+from ..api import Dataset, Publisher, Series
 from ..pipeline.case_ids import CaseIds
 from ..errors import InternalError
 from ..attacks.worst_case import attack_series
 from ..metrics.evaluation import evaluate_series
 from ..metrics.information_loss import information_loss_star, normalized_information_loss
+from ..metrics.signals import Condition, ratio_from_json
 from ..metrics.signals import SignalRule as Rule
-from ..metrics.signals import ratio_from_json
-from ..models import level_wise
+from ..models import TableTheta, level_wise
 from ..models.theta import raised_thetas, requested_theta_table
 from ..published.format import original_as_published
 from ..published.series import PublishedSeries
-from .grids import Setting
+from .grids import ParamValue, Setting
 
 __all__ = ["PeriodicData", "LEVEL_WISE_HIGH", "LEVEL_WISE_NONE", "load_periodic_data",
            "measure_period", "nil_all_cases", "release_period", "setting_changes"]
@@ -91,7 +91,9 @@ def load_periodic_data(source: Path | None, *, periods: int, cases: int, seed: i
             details = {"synthetic": True, "profile": profile, "periods": periods,
                        "cases_per_period": cases, "seed": seed}
             if not rules:
-                rules = [Rule(s.drug, s.reaction, s.condition) for s in PLANTED_SIGNALS]
+                # the planted conditions are texts (all non-empty): parsed as SignalRule would
+                rules = [Rule(s.drug, s.reaction, Condition.parse(s.condition))
+                         for s in PLANTED_SIGNALS]
         else:
             source_path, label = Path(source), str(source)
             details = {"synthetic": False, "input": str(source)}
@@ -103,7 +105,8 @@ def load_periodic_data(source: Path | None, *, periods: int, cases: int, seed: i
 
 def _method(setting: Setting):
     params = setting.kwargs
-    theta = params.get("theta")
+    # a grid's θ: a number or a rule's name, and 001's level-wise table built here by name
+    theta: ParamValue | TableTheta | None = params.get("theta")
     if theta == "level-wise":
         theta = level_wise(list(LEVEL_WISE_HIGH), list(LEVEL_WISE_NONE),
                            source="medanon experiments (LEVEL_WISE_HIGH / LEVEL_WISE_NONE)")
@@ -138,6 +141,7 @@ def release_period(data: Dataset, previous: dict | None, setting: Setting, perio
     # records it), as a steward would with --allow-unknown-terms.
     series = publisher.publish(data, [period], previous=state["series"], allow_violations=True,
                                allow_unknown_terms=True)
+    assert isinstance(series, Series)  # a Dataset is published as a Series (Publisher.publish)
     if not series.releases_published:
         raise InternalError(f"{setting.label} published nothing for {period}: HA needs the next "
                             "period, which the runner always leaves in the data.")

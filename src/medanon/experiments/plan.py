@@ -40,13 +40,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from .._validation import check_int
 from ..errors import InputFormatError, MedanonError, ValidationError
 from ..pipeline.policy import SeriesPolicy, read_toml
+
+if TYPE_CHECKING:  # the API is imported when a plan runs, not with the module
+    from ..api import Dataset
 
 __all__ = ["OPERATOR_ONLY_LINE", "PLAN_COLUMNS", "PlanResult", "apply_candidate",
            "default_candidates", "plan_store", "read_candidates", "write_plan"]
@@ -186,10 +189,10 @@ def _max(values: Sequence[Any]) -> float | None:
     return max(known) if known else None
 
 
-def _measure(data, policy: SeriesPolicy, *, seed: int | None, originals, original_rows,
+def _measure(data: Dataset, policy: SeriesPolicy, *, seed: int | None, originals, original_rows,
              screening) -> dict[str, Any]:
     """Publish ``data`` with ``policy`` in memory and measure it as ``evaluate`` does."""
-    from ..api import Publisher
+    from ..api import Publisher, Series
     from ..metrics.evaluation import evaluate_series
     from ..models.theta import raised_thetas
 
@@ -205,6 +208,7 @@ def _measure(data, policy: SeriesPolicy, *, seed: int | None, originals, origina
         return {**row, "status": "refused", "message": f"{type(exc).__name__}: {exc}",
                 "theta_raised_to": _theta_text(workable), "thetas": workable,
                 "cpu_s": round(time.process_time() - started, 2)}
+    assert isinstance(series, Series)  # a Dataset is published as a Series (Publisher.publish)
     # the operator's view: plan's files are operator-only (withheld counts are not published)
     manifests = list(series.operator_manifests().values())
     cases = sum(int(m["counts"].get("cases", 0)) for m in manifests)
@@ -290,7 +294,7 @@ class _Inputs:
     """What every candidate is measured on: the ingested records of the planned periods, the
     originals as ``evaluate`` compares them, and the screening options."""
 
-    data: Any
+    data: Dataset
     originals: dict
     original_rows: dict
     screening: Any
@@ -500,8 +504,8 @@ def _frontier_png(result: PlanResult) -> bytes:
         ax.plot([x for x, _ in frontier], [y for _, y in frontier], "-", color="#2a7",
                 label="frontier: no candidate has less risk and less loss", zorder=2)
         if result.recommended is not None:
-            r = result.rows.set_index("candidate").loc[result.recommended]
-            ax.scatter([float(r["dir_max"] or 0.0)], [1.0 - float(r["nil"] or 0.0)], s=220,
+            chosen = result.rows.set_index("candidate").loc[result.recommended]
+            ax.scatter([float(chosen["dir_max"] or 0.0)], [1.0 - float(chosen["nil"] or 0.0)], s=220,
                        facecolors="none", edgecolors="#c30", linewidths=2, zorder=4,
                        label=f"recommended: candidate {result.recommended}")
         ax.scatter([], [], c="#999", s=60, label="does not meet the constraints")

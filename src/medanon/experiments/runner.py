@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -40,6 +41,11 @@ from ..errors import MedanonError, ValidationError
 from ..published.format import check_new_folder, write_new_folder
 from . import inputs, outputs, periodic, single
 from .grids import EXPERIMENTS, Setting, grid
+
+if TYPE_CHECKING:  # Dask is imported when a grid runs, not with the module
+    from dask.distributed import Client
+
+    from ..metrics.signals import SignalRule
 
 __all__ = ["ExperimentConfig", "ExperimentResult", "run_experiment", "task_seed"]
 
@@ -106,7 +112,7 @@ def task_seed(base: int, name: str) -> int:
 
 
 @contextlib.contextmanager
-def dask_client(scheduler: str | None, workers: int | None) -> Iterator[tuple[object, str]]:
+def dask_client(scheduler: str | None, workers: int | None) -> Iterator[tuple[Client, str]]:
     """A ``distributed.Client`` on the given scheduler, or on a fresh LocalCluster."""
     from dask.distributed import Client, LocalCluster
 
@@ -141,7 +147,7 @@ def _with_worker(func: Callable[..., dict], data: object, *args: object) -> dict
     return row
 
 
-def _read_on_workers(client, ref: inputs.InputRef, experiment: str
+def _read_on_workers(client: Client, ref: inputs.InputRef, experiment: str
                      ) -> tuple[inputs.InputRef, dict]:
     """Have every worker read the input (and keep it), check they all saw the same content,
     and return the reference the tasks get (with that content's digest) and what they saw."""
@@ -175,8 +181,9 @@ def _read_on_workers(client, ref: inputs.InputRef, experiment: str
     return replace(ref, sha256=first["sha256"]), {**meta, "periods": first.get("periods")}
 
 
-def _submit_periodic(client, config: ExperimentConfig, settings: list[Setting], base: int):
-    rules = ()
+def _submit_periodic(client: Client, config: ExperimentConfig, settings: list[Setting],
+                     base: int):
+    rules: tuple[SignalRule, ...] = ()
     if config.rules is not None:
         from ..metrics.signals import read_rules
 
@@ -220,10 +227,11 @@ def _submit_periodic(client, config: ExperimentConfig, settings: list[Setting], 
                               "rules": [r.name for r in rules]}
 
 
-def _submit_single(client, config: ExperimentConfig, settings: list[Setting], base: int):
+def _submit_single(client: Client, config: ExperimentConfig, settings: list[Setting], base: int):
     table = config.experiment == "ipa"
     task = single.run_table_task if table else single.run_clinsim_task
     if config.input is None:
+        data: single.TableInput | single.EhrInput
         if table:
             data = single.load_table_input(None, None, rows=config.rows, seed=base % 2**32)
         else:

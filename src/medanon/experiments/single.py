@@ -12,13 +12,14 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypedDict
 
 from ..anonymize.dphist import require_public_domain
 from ..pipeline.clinsim import load_ehr, run_clinsim
 from ..pipeline.methods import table_method
 from ..pipeline.tabular import table_schema_path
 from ..data.ehr import EhrData
-from ..data.tabular import TableSchema, load_table
+from ..data.tabular import TableSchema, TabularData, load_table
 from ..anonymize.clinsim import EXTENDING
 from ..random import randomness
 from ..metrics.tabular import evaluate_queries
@@ -32,7 +33,7 @@ NO_PERIOD = "-"
 
 @dataclass(frozen=True)
 class TableInput:
-    data: object  # medanon.data.tabular.TableData
+    data: TabularData
     source: str
     details: dict = field(default_factory=dict)
 
@@ -75,8 +76,9 @@ def load_table_input(source: Path | None, schema: Path | None, *, rows: int, see
 def run_table_task(data: TableInput, setting: Setting, run: int, seed: int) -> dict:
     """One release of the table by one method; its information loss and query errors."""
     params = setting.kwargs
-    method = table_method(setting.method, epsilon=params.get("epsilon"), k=params.get("k"),
-                          **({"selection": params["selection"]} if "selection" in params else {}))
+    # a parameter the setting lacks is passed as None: table_method's own default
+    method = table_method(setting.method, epsilon=setting.number("epsilon"),
+                          k=setting.integer("k"), selection=setting.text("selection"))
     started = time.perf_counter()
     result = method.anonymize(data.data, noise=randomness(seed))
     seconds = time.perf_counter() - started
@@ -93,6 +95,7 @@ def load_ehr_input(diagnoses: Path | None, admissions: Path | None, *, patients:
                    seed: int, code_level: str = "category") -> EhrInput:
     """MIMIC-III files (or a long CSV), or synthetic MIMIC-layout data of ``patients`` patients;
     the sensitive codes are the ``va-7332`` preset (``docs/algorithms/clinsim.md``)."""
+    details: dict[str, object]
     if diagnoses is None:
         from ..data.synth.ehr import write_synth_ehr
 
@@ -107,6 +110,12 @@ def load_ehr_input(diagnoses: Path | None, admissions: Path | None, *, patients:
         source, details = str(diagnoses), {"synthetic": False, "input": str(diagnoses)}
     return EhrInput(data, "va-7332", source, {**details, "code_level": code_level,
                                               "sensitive": "va-7332"}, split_seed=seed)
+
+
+class _ClinSimOptions(TypedDict, total=False):
+    """The options a setting gives :func:`run_clinsim` beyond its defaults."""
+
+    gamma: float
 
 
 def _nan_if_none(value: float | None) -> float:
@@ -124,7 +133,9 @@ def run_clinsim_task(data: EhrInput, setting: Setting, run: int, seed: int) -> d
     ``map_undefined_reason``.
     """
     params = setting.kwargs
-    options = {"gamma": params["gamma"]} if setting.method in EXTENDING and "gamma" in params else {}
+    gamma = setting.number("gamma")
+    options: _ClinSimOptions = (
+        {"gamma": gamma} if setting.method in EXTENDING and gamma is not None else {})
     result = run_clinsim(data.data, method=setting.method, sensitive=data.sensitive,
                          epsilon=params.get("epsilon"),
                          split_rng=randomness((data.split_seed, run)), rng=randomness(seed),

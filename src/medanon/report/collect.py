@@ -33,6 +33,7 @@ from ..metrics.evaluation import PublishedOriginals, evaluate_linked, original_c
 from ..metrics.screening import screening_for
 from ..metrics.signals import SignalRule
 from ..models.base import PrivacyModel, SeriesVerdict, model_from_manifest
+from ..models.periodic import PPMSDPModel
 from ..published.cells import SUPPRESSED
 from ..pipeline.case_ids import CaseIds, mode_of
 from ..published.format import original_as_published
@@ -114,12 +115,13 @@ def generalization_profile(series: PublishedSeries, period: str,
                                   perturbed=qid.name in perturbed, missing=missing))
             continue
         tax = qid.taxonomy
+        assert tax is not None  # QidInfo refuses a categorical QID without its taxonomy
         labels = texts.where(~whole, tax.root)
         heights = np.asarray(tax.subtree_height_array)[tax.encode(labels.tolist())]
-        counts = pd.Series(heights).value_counts().sort_index()
+        levels, counts = np.unique(heights, return_counts=True)  # each level once, ascending
         out.append(QidProfile(qid.name, "categorical", exact=float((heights == 0).sum()) / n,
                               suppressed=float((labels == tax.root).sum()) / n,
-                              levels={int(level): float(c) / n for level, c in counts.items()},
+                              levels={int(level): float(c) / n for level, c in zip(levels, counts)},
                               perturbed=qid.name in perturbed, missing=missing))
     return out
 
@@ -310,8 +312,8 @@ def _model_cards(manifests: dict[str, dict], periods: Sequence[str]) -> tuple[Mo
                 overrides.setdefault(term, {}).setdefault(value, []).append(label)
             for term, cap in theta.caps.items():
                 caps[term] = max(cap, caps.get(term, cap))
-        is_dp = getattr(latest, "is_dp", False)
-        epsilon = getattr(latest, "epsilon_per_case", None)
+        # ε belongs to the one perturbing model: ε-DP per case (strict) or a nominal ε (paper)
+        perturbing = latest if isinstance(latest, PPMSDPModel) else None
         cards.append(ModelCard(
             method=method, model=latest.name, periods=tuple(labels), scope=latest.scope,
             attacks=tuple(latest.attacks), k=getattr(latest, "k", None),
@@ -321,9 +323,10 @@ def _model_cards(manifests: dict[str, dict], periods: Sequence[str]) -> tuple[Mo
             theta_rule=dict(theta_rule) if isinstance(theta_rule, dict) else None,
             theta_caps=dict(sorted(caps.items(), key=lambda kv: kv[0].casefold())),
             default_unbounded=tuple(default_unbounded),
-            epsilon_per_case=format_epsilon(epsilon) if is_dp and epsilon is not None else None,
-            epsilon_nominal=(format_epsilon(latest.epsilon)
-                             if epsilon is not None and not is_dp else None),
+            epsilon_per_case=(format_epsilon(perturbing.epsilon_per_case)
+                              if perturbing is not None and perturbing.is_dp else None),
+            epsilon_nominal=(format_epsilon(perturbing.epsilon)
+                             if perturbing is not None and not perturbing.is_dp else None),
             lifespan=getattr(latest, "lifespan", None),
             perturbed=tuple(getattr(latest, "perturbed", ())),
             guarantee=latest.guarantee, does_not_guarantee=latest.not_protected,
@@ -341,8 +344,8 @@ def _acknowledged(manifests: Mapping[str, dict], labels: Sequence[str]) -> dict[
 
 
 def _worst(values: Sequence[float | None]) -> float | None:
-    values = [v for v in values if v is not None]
-    return max(values) if values else None
+    present = [v for v in values if v is not None]
+    return max(present) if present else None
 
 
 def _findings(cards: Sequence[ModelCard], releases: Sequence[dict], verdicts: dict[str, str],
@@ -436,6 +439,15 @@ class SeriesReport:
     card: SeriesCard | None = None
 
     @property
+    def summary_card(self) -> SeriesCard:
+        """:attr:`card`, for what needs it (the page's summary, :func:`decision`).
+
+        :func:`collect_series_report` always sets it; only a report built by hand for its
+        figures alone goes without, and nothing asks such a report for its card."""
+        assert self.card is not None, f"the report of {self.name!r} was built without its card"
+        return self.card
+
+    @property
     def releases(self) -> list[dict]:
         return self.evaluation["releases"]
 
@@ -481,14 +493,16 @@ def ingest_accounting(ingested: Sequence[dict], reports: dict[str, dict],
         demo = rep.get("demo_rows")
         superseded = rep.get("superseded_reports")
         read = rep.get("reports_read")
+        duplicates: int | None
+        conflicting: int | None
         if "duplicate_rows" in rep:  # counted by name since the ingest report has them
             ties = int(rep.get("same_version_reports") or 0)
             duplicates = int(rep["duplicate_rows"]) + ties
             conflicting = int(rep.get("conflicting_duplicates") or 0) + ties
         else:  # an older ingest report: what the other counts leave
             duplicates = (demo - superseded - read
-                          if None not in (demo, superseded, read) and demo - superseded - read >= 0
-                          else None)
+                          if demo is not None and superseded is not None and read is not None
+                          and demo - superseded - read >= 0 else None)
             conflicting = None
         manifest = manifests.get(period)
         counts = (manifest or {}).get("counts") or {}
@@ -623,9 +637,13 @@ class _OnePeriod:
                 combine_super_records(records, self.schema, self.hierarchies).frame,
                 self.schema.case_id)
             self.period = period
-        if published and self.rows is None:
+        # the frame is read above whenever the period changes, and kept with it otherwise
+        assert self.frame is not None
+        if not published:
+            return self.frame
+        if self.rows is None:
             self.rows = original_as_published(self.frame, self.schema)
-        return self.rows if published else self.frame
+        return self.rows
 
 
 def _narrowed(schema: Schema, columns: Sequence[str]) -> Schema:
@@ -822,7 +840,7 @@ def dedup_recall(report: SeriesReport) -> float | None:
 def decision(report: SeriesReport) -> Decision:
     """The decision on one series (:class:`Decision`), derived from its card's verdicts and
     findings and the attacks' numbers; nothing here is a verdict of its own."""
-    card = report.card
+    card = report.summary_card
     filled = [r for r in report.releases if r["cases"]]
     blocking: list[str] = []
     care: list[str] = []
@@ -935,7 +953,7 @@ def comparison(reports: Sequence[SeriesReport]) -> list[str]:
         return (order[decision(r).state],
                 sum(int(x.get("reidentified") or 0) for x in filled),
                 max((x["dir"] or 0 for x in filled), default=0),
-                max((x["dsr"] or 0 for x in filled), default=0), len(r.card.unbounded))
+                max((x["dsr"] or 0 for x in filled), default=0), len(r.summary_card.unbounded))
 
     def nil(r: SeriesReport) -> float:
         values = [x["nil"] for x in r.releases if x["cases"] and x.get("nil") is not None]
@@ -956,12 +974,12 @@ def comparison(reports: Sequence[SeriesReport]) -> list[str]:
         out.append(f"Lower risk: {best.name} (max DIR "
                    f"{max((x['dir'] or 0 for x in filled), default=0):.2f}, max DSR "
                    f"{max((x['dsr'] or 0 for x in filled), default=0):.2f}, "
-                   f"{len(best.card.unbounded)} term(s) at θ = 1) against "
+                   f"{len(best.summary_card.unbounded)} term(s) at θ = 1) against "
                    + "; ".join(f"{r.name} (max DIR "
                                f"{max((x['dir'] or 0 for x in r.releases if x['cases']), default=0):.2f}"
                                f", max DSR "
                                f"{max((x['dsr'] or 0 for x in r.releases if x['cases']), default=0):.2f}"
-                               f", {len(r.card.unbounded)} term(s) at θ = 1)" for r in rest)
+                               f", {len(r.summary_card.unbounded)} term(s) at θ = 1)" for r in rest)
                    + ".")
     useful = sorted(reports, key=utility)
 

@@ -106,8 +106,9 @@ ul.findings li { margin: .2rem 0; }
 .alert b { color: #b3261e; }
 """
 
-#: The attacker names of evaluate's JSON (``attacker``), as every table shows them.
-_ATTACKERS = {"likelihood-weighted": "likelihood-weighted",
+#: The attacker names of evaluate's JSON (``attacker``), as every table shows them; looked up
+#: with the release's ``attacker``, None when an older evaluation names none.
+_ATTACKERS: dict[str | None, str] = {"likelihood-weighted": "likelihood-weighted",
               "hard-exclusion": "hard-exclusion"}
 
 
@@ -191,7 +192,7 @@ def _filled(r: SeriesReport) -> list[dict]:
 
 # ---------------------------------------------------------------------------- summary cards
 def _card_state(r: SeriesReport) -> str:
-    card = r.card
+    card = r.summary_card
     kinds = {kind for kind, _ in card.findings}
     if card.failed or card.verify_error or "bad" in kinds:
         return "bad"
@@ -201,7 +202,7 @@ def _card_state(r: SeriesReport) -> str:
 
 
 def _verify_badge(r: SeriesReport) -> str:
-    card = r.card
+    card = r.summary_card
     if card.verify_error:
         return '<span class="badge bad">verify could not run</span>'
     filled = [p for p in card.published if p not in card.empty]
@@ -399,7 +400,7 @@ def _ingest_breakdown(r: SeriesReport, dropped: int, demo: int) -> str:
 
 
 def _card(r: SeriesReport) -> str:
-    card = r.card
+    card = r.summary_card
     filled = _filled(r)
     kept, lost, spurious = signal_tally(r)
     dropped, demo = card.ingest_dropped
@@ -455,7 +456,7 @@ def _summary(reports: Sequence[SeriesReport]) -> str:
         rels, filled = r.releases, _filled(r)
         methods = sorted({str(x["method"]) for x in rels})
         kept, lost, spurious = signal_tally(r)
-        card = r.card
+        card = r.summary_card
         bad = [p for p in card.published if p not in card.empty
                and card.verdicts.get(p) != "passed"]
         if card.verify_error:
@@ -595,7 +596,7 @@ def _period_table(r: SeriesReport) -> str:
     rows = []
     for x in r.releases:
         period = x["period"]
-        now = r.card.verdicts.get(period)
+        now = r.summary_card.verdicts.get(period)
         recorded = (r.manifests[period].get("verification") or {}).get("verdict")
         if not x["cases"]:
             shown = '<span class="warn">empty: nothing checked</span>'

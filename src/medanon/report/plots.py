@@ -30,7 +30,9 @@ from .collect import SeriesReport, rule_name
 
 if TYPE_CHECKING:  # matplotlib is loaded when the first figure is drawn
     from matplotlib.axes import Axes
+    from matplotlib.backends.backend_agg import RendererAgg
     from matplotlib.figure import Figure
+    from matplotlib.text import Text
 
 __all__ = ["disclosure_figure", "figure_meta", "figure_png", "generalization_figure",
            "ledger_figure", "nil_figure", "signals_figure", "text_overlaps", "volume_figure"]
@@ -42,6 +44,11 @@ FIG_WIDTH = 10.0
 DPI = 110
 PERIOD_LABEL = "period (quarter)"
 _MAX_RULE_PANELS = 8
+#: The attribute :func:`_period_axis` sets on an axes: its periods, for :func:`_fit_period_ticks`
+#: (matplotlib's Axes has no field for them; read through :func:`_axis_periods`)
+_PERIODS_ATTR = "_medanon_periods"
+#: One side of a rule's PRR: period -> (PRR as a float, a)
+_Points = dict[str, tuple[float, int]]
 _RULE_COLUMNS = 2
 
 
@@ -55,6 +62,15 @@ def new_figure(height: float) -> Figure:
     fig = Figure(figsize=(FIG_WIDTH, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)  # the raster canvas figure_meta measures texts on (no GUI backend)
     return fig
+
+
+def _renderer(fig: Figure) -> RendererAgg:
+    """The renderer of a figure's Agg canvas, to measure texts on."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas
+    assert isinstance(canvas, FigureCanvasAgg)  # every figure here comes from new_figure
+    return canvas.get_renderer()
 
 
 def figure_png(fig: Figure) -> bytes:
@@ -90,11 +106,9 @@ def figure_meta(fig: Figure) -> dict:
         every drawn text as ``[role, text, x0, y0, x1, y1]``. Boxes are ``[x0, y0, x1, y1]`` in
         image pixels, origin top left.
     """
-    from matplotlib.text import Text
-
     _fit_period_ticks(fig)
     fig.canvas.draw()  # resolves the constrained layout and every text position
-    renderer = fig.canvas.get_renderer()
+    renderer = _renderer(fig)
     width, height = fig.canvas.get_width_height()
     texts: list[list] = []
 
@@ -123,15 +137,18 @@ def figure_meta(fig: Figure) -> dict:
             add("ytick", label)
         for text in ax.texts:
             add("annotation", text)
-        if ax.get_legend() is not None:
-            for text in ax.get_legend().get_texts():
+        legend = ax.get_legend()
+        if legend is not None:
+            for text in legend.get_texts():
                 add("legend", text)
     for legend in fig.legends:
         for text in legend.get_texts():
             add("legend", text)
-    # matplotlib keeps the suptitle in a private attribute (no public getter)
-    if fig._suptitle is not None:
-        add("suptitle", fig._suptitle)
+    # matplotlib keeps the suptitle in a private attribute (no public getter of its Text, and
+    # its stubs do not declare the attribute)
+    suptitle: Text | None = getattr(fig, "_suptitle", None)
+    if suptitle is not None:
+        add("suptitle", suptitle)
     return {"width": width, "height": height, "axes": axes, "texts": texts}
 
 
@@ -155,16 +172,20 @@ def _period_axis(ax: Axes, periods: list[str]) -> None:
     """Period ticks on the x axis, every period labelled at first; :func:`_fit_period_ticks`
     thins them once the layout is known (horizontal labels: rotated ones overprint each
     other's boxes)."""
-    ax._medanon_periods = list(periods)  # read back by _fit_period_ticks
-    _set_period_ticks(ax, 1)
+    setattr(ax, _PERIODS_ATTR, list(periods))  # read back by _fit_period_ticks
+    _set_period_ticks(ax, periods, 1)
     n = len(periods)
     ax.set_xlim(-0.5, max(n - 0.5, 0.5))
     ax.set_xlabel(PERIOD_LABEL, fontsize=9)
     ax.grid(alpha=0.3)
 
 
-def _set_period_ticks(ax: Axes, step: int) -> None:
-    periods = ax._medanon_periods
+def _axis_periods(ax: Axes) -> list[str] | None:
+    """The periods :func:`_period_axis` put on the x axis of ``ax``; None for another axes."""
+    return getattr(ax, _PERIODS_ATTR, None)
+
+
+def _set_period_ticks(ax: Axes, periods: list[str], step: int) -> None:
     ax.set_xticks(range(0, len(periods), step))
     ax.set_xticklabels(periods[::step], fontsize=8)
 
@@ -172,22 +193,23 @@ def _set_period_ticks(ax: Axes, step: int) -> None:
 def _fit_period_ticks(fig: Figure, gap: float = 4.0) -> None:
     """Label every period where the labels fit side by side, else every 2nd, 3rd, ...: draw,
     measure the labels, and thin the axes whose labels touch (``gap`` pixels apart at least)."""
-    steps = {ax: 1 for ax in fig.axes if getattr(ax, "_medanon_periods", None)}
+    periods = {ax: labels for ax in fig.axes if (labels := _axis_periods(ax))}
+    steps = {ax: 1 for ax in periods}
     while steps:
         fig.canvas.draw()
-        renderer = fig.canvas.get_renderer()
+        renderer = _renderer(fig)
         crowded = []
         for ax, step in steps.items():
             boxes = sorted((label.get_window_extent(renderer) for label in
                             _drawn_ticklabels(ax.xaxis)), key=lambda b: b.x0)
             if any(b.x0 - a.x1 < gap for a, b in zip(boxes, boxes[1:])) and step < len(
-                    ax._medanon_periods):
+                    periods[ax]):
                 crowded.append(ax)
         if not crowded:
             return
         for ax in crowded:
             steps[ax] += 1
-            _set_period_ticks(ax, steps[ax])
+            _set_period_ticks(ax, periods[ax], steps[ax])
         steps = {ax: steps[ax] for ax in crowded}
 
 
@@ -203,8 +225,8 @@ def _series_line(ax: Axes, periods: list[str], report: SeriesReport, key: str, c
     by_period = {r["period"]: (_value(r, key) if empty_is_gap else r.get(key))
                  for r in report.releases}
     # NaN breaks the line where a period has no value, instead of joining across it
-    ys = [by_period.get(p) for p in periods]
-    ys = [math.nan if y is None else y for y in ys]
+    values = [by_period.get(p) for p in periods]
+    ys = [math.nan if y is None else y for y in values]
     if any(not math.isnan(y) for y in ys):
         ax.plot(range(len(periods)), ys, marker="o", color=colour, label=label)
 
@@ -297,13 +319,13 @@ def disclosure_figure(reports: Sequence[SeriesReport]) -> Figure:
 
 
 def _prr_points(reports: Sequence[SeriesReport], rule: str, periods: list[str]
-                ) -> tuple[dict[str, dict], list[tuple[str, dict]]]:
+                ) -> tuple[_Points, list[tuple[str, _Points]]]:
     """The original side (from the first series holding the rule: stores of one input agree)
     and each series' release side, as period -> (PRR as a float, a)."""
-    original: dict[str, tuple[float, int]] = {}
-    released: list[tuple[str, dict]] = []
+    original: _Points = {}
+    released: list[tuple[str, _Points]] = []
     for r in reports:
-        side: dict[str, tuple[float, int]] = {}
+        side: _Points = {}
         for rel in r.releases:
             for s in rel.get("signals", []):
                 if rule_name(s["rule"]) == rule:
