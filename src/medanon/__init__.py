@@ -14,6 +14,8 @@ command line's ``--version`` stay cheap::
 # Keep this module light: every ``medanon`` command imports it, ``--version`` included. Public
 # names that need pandas, DuckDB or matplotlib belong behind a module ``__getattr__`` (as in
 # medanon.store and medanon.report); tests/system/test_cli_startup.py checks the module set.
+from typing import Any
+
 __version__ = "0.1.0"
 
 #: public name -> the module that defines it (imported lazily by :func:`__getattr__`).
@@ -21,6 +23,8 @@ _PUBLIC = {
     "Dataset": "medanon.api", "Publisher": "medanon.api", "Release": "medanon.api",
     "Series": "medanon.api", "Table": "medanon.api", "TableRelease": "medanon.api",
     "EhrRecords": "medanon.api", "EhrRelease": "medanon.api", "signals": "medanon.api",
+    "SeriesPublisher": "medanon.api", "TablePublisher": "medanon.api",
+    "EhrPublisher": "medanon.api", "UnboundedTermsWarning": "medanon.api",
     "Pseudonyms": "medanon.pipeline.ehr", "SeriesPolicy": "medanon.pipeline.policy",
     "TableSchema": "medanon.data.tabular", "Schema": "medanon.data.schema",
     "randomness": "medanon.random", "Randomness": "medanon.random", "ReleaseStore": "medanon.store",
@@ -30,8 +34,14 @@ _PUBLIC = {
 
 __all__ = ["__version__", *_PUBLIC]
 
+# A type checker reads __init__.pyi beside this file: the same names, imported at once, so
+# that ``medanon.Publisher(...)`` is checked against Publisher's overloads rather than read as
+# the Any of a module __getattr__ (tests/unit/test_api_typed.py keeps the two equal). A stub,
+# not an ``if TYPE_CHECKING`` import here: every module imports this one, and the import
+# contracts would read such an import as the package importing its top layers.
 
-def __getattr__(name: str):
+
+def __getattr__(name: str) -> Any:
     if name in _PUBLIC:
         import importlib
 

@@ -3,7 +3,7 @@ checks this file with src/medanon (pyproject's [tool.mypy] files), and warn_unus
 each `# type: ignore[...]` below into an assertion: if the call stopped being an error, the
 ignore would be unused and mypy would fail."""
 
-from medanon.api import Publisher
+from medanon import Publisher
 from medanon.api import PeriodicMethodName
 from medanon.pipeline.policy import SeriesPolicy
 

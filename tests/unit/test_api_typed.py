@@ -5,6 +5,7 @@ aliases equal the registries they mirror. What a type checker makes of them is c
 on tests/typing (.ci/run)."""
 
 import inspect
+from pathlib import Path
 import warnings
 import typing
 
@@ -152,3 +153,14 @@ def test_publish_warns_of_terms_left_at_theta_one(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         medanon.Publisher("ppms++", k=5, theta=0.5, seed=1).publish(data)
+
+
+def test_type_checkers_see_every_public_name():
+    """``medanon``'s names are imported lazily at run time; its stub (__init__.pyi) imports the
+    same names from the modules _PUBLIC says, so that a type checker sees each one."""
+    import ast
+
+    tree = ast.parse((Path(medanon.__file__).parent / "__init__.pyi").read_text())
+    seen = {alias.asname or alias.name: "medanon." + (node.module or "")
+            for node in tree.body if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert seen == medanon._PUBLIC
