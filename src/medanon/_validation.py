@@ -6,10 +6,14 @@ One message format everywhere (the scikit-learn ``_param_validation`` idea):
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import math
 import numbers
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, ParamSpec, TypeVar
 
 from .errors import ValidationError
 
@@ -69,11 +73,52 @@ def pydantic_problems(exc: Any, root: str) -> str:
 _KEYWORD_OF = {"variant": "dp_variant", "dp_aware_epsilon": "case_budget"}
 
 
-def in_callers_words(exc: ValidationError, owner: str) -> ValidationError:
-    """``exc`` told as a parameter of ``owner`` (the public object the caller used) under the
-    caller's keyword, not of the internal function or class that checked it: ``The 'k'
-    parameter of periodic_method`` -> ``The 'k' parameter of Publisher``. Same type."""
+def in_callers_words(exc: ValidationError, owner: str, *, kind: str = "parameter"
+                     ) -> ValidationError:
+    """``exc`` told as a ``kind`` (a parameter, a TOML key) of ``owner`` (what the caller used:
+    Publisher, a policy file) under the caller's name for it, not as a parameter of the internal
+    function or class that checked it: ``The 'k' parameter of periodic_method`` -> ``The 'k'
+    parameter of Publisher``. Same type."""
     def told(match: re.Match[str]) -> str:
-        return f"The {_KEYWORD_OF.get(match.group(1), match.group(1))!r} parameter of {owner}"
+        return f"The {_KEYWORD_OF.get(match.group(1), match.group(1))!r} {kind} of {owner}"
 
     return type(exc)(re.sub(r"The '(\w+)' parameter of [\w.]+", told, str(exc)))
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def keywords_checked(owner: str) -> Callable[[Callable[_P, _R]], Callable[_P, _R]]:
+    """A typed constructor's arguments checked before the call: an unknown keyword or a missing
+    one is a :class:`ValidationError` naming it (with the nearest keyword for a misspelt one),
+    not Python's bare ``TypeError``. The signature stays the function's own (``inspect`` and
+    type checkers read it)."""
+    def wrap(function: Callable[_P, _R]) -> Callable[_P, _R]:
+        signature = inspect.signature(function)
+        names = [p.name for p in signature.parameters.values() if p.name != "cls"]
+
+        @functools.wraps(function)
+        def checked(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            try:
+                signature.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise ValidationError(_binding_problem(owner, names, kwargs, exc)) from None
+            return function(*args, **kwargs)
+        return checked
+    return wrap
+
+
+def _binding_problem(owner: str, names: list[str], given: dict[str, Any],
+                     exc: TypeError) -> str:
+    unknown = [k for k in given if k not in names]
+    if unknown:
+        near = difflib.get_close_matches(unknown[0], names, n=1)
+        hint = f" (did you mean {near[0]!r}?)" if near else ""
+        return (f"The {unknown[0]!r} parameter of {owner} does not exist{hint}; it takes "
+                f"{', '.join(names)}.")
+    missing = re.search(r"missing a required argument: '(\w+)'", str(exc))
+    if missing:
+        return f"The {missing.group(1)!r} parameter of {owner} is required."
+    return f"{owner}: {exc}."
+

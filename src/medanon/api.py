@@ -232,7 +232,7 @@ class Dataset:
     def from_faers(cls, source: str | Path, *, schema: Schema | None = None,
                    keep_missing: bool = True,
                    progress: Callable[[str], None] | None = None,
-                   strict: bool = False) -> "Dataset":
+                   strict: bool = False, max_field_chars: int | None = None) -> "Dataset":
         """Read FAERS quarterly extracts (a zip, a quarter folder or a folder of quarters).
 
         Cases on FDA's DELETE lists are removed from every period (and, through
@@ -248,18 +248,21 @@ class Dataset:
                 ages and weights, invalid dates, rows of no report
                 (:func:`~medanon.data.loaders.faers.strict_repairs`). By default they are
                 repaired and counted in each quarter's ingest report.
+            max_field_chars: The longest field a table may hold, in characters (default
+                :data:`~medanon.data.loaders.faers.DEFAULT_MAX_FIELD_CHARS`, 10,000): a longer
+                one refuses the source, naming file, line and column.
         """
-        from .data.loaders.faers import read_faers
+        from .data.loaders.faers import DEFAULT_MAX_FIELD_CHARS, read_faers
 
         found = read_faers(source, keep_missing=keep_missing, progress=progress, schema=schema,
-                           strict=strict)
+                           strict=strict, max_field_chars=max_field_chars or DEFAULT_MAX_FIELD_CHARS)
         return cls(found.quarters, schema, deleted_case_ids=found.deleted_case_ids)
 
     @staticmethod
     def stream_faers(source: str | Path, *, schema: Schema | None = None,
                      keep_missing: bool = True,
                      progress: Callable[[str], None] | None = None,
-                     strict: bool = False) -> FaersQuarters:
+                     strict: bool = False, max_field_chars: int | None = None) -> FaersQuarters:
         """Read FAERS quarterly extracts as :meth:`from_faers` does, one quarter at a time:
         for ``store.ingest``, which writes each quarter before the next is read, so that a
         source of many large quarters is never held at once.
@@ -269,13 +272,14 @@ class Dataset:
         Dataset checks them), when the result is iterated. Cases on the DELETE lists are
         removed from every quarter (and, through ``store.ingest``, from a store's earlier
         unpublished periods). ``strict`` refuses a quarter as :meth:`from_faers` does, when
-        it is read (a store's ingest then writes nothing).
+        it is read (a store's ingest then writes nothing); so does a field longer than
+        ``max_field_chars`` (as :meth:`from_faers`).
 
         Returns:
             The quarters (:class:`~medanon.data.loaders.faers.FaersQuarters`: ``periods``,
             ``deleted_case_ids``, and ``reports`` of the quarters read so far).
         """
-        from .data.loaders.faers import open_faers
+        from .data.loaders.faers import DEFAULT_MAX_FIELD_CHARS, open_faers
 
         schema = schema or Schema.default()
         hierarchies = schema.load_hierarchies()
@@ -284,7 +288,8 @@ class Dataset:
             check_record_values(quarter.records, schema, hierarchies)
 
         return open_faers(source, keep_missing=keep_missing, progress=progress, schema=schema,
-                          check=check, strict=strict)
+                          check=check, strict=strict,
+                          max_field_chars=max_field_chars or DEFAULT_MAX_FIELD_CHARS)
 
     @classmethod
     def from_dataframe(cls, frame: pd.DataFrame, schema: Schema | None = None) -> "Dataset":

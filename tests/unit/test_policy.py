@@ -116,3 +116,34 @@ def test_a_store_published_before_policies_keeps_its_method_and_k():
     policy, pin = resolve_policy(None, given=None, flags={"method": "ms", "k": 2, "theta": 0.5},
                                  change_policy=True, legacy=legacy)
     assert pin["history"][0]["changes"] == ["method: ppms++ -> ms", "k: 5 -> 2"]
+
+
+# -- errors in the caller's words (issue 44) ----------------------------------------------------
+def test_a_misspelt_or_missing_keyword_is_a_named_validation_error():
+    with pytest.raises(ValidationError, match=r"The 'kk' parameter of SeriesPolicy.ppms_plus_plus "
+                                              r"does not exist \(did you mean 'k'\?\)"):
+        SeriesPolicy.ppms_plus_plus(kk=3)  # type: ignore[call-arg]
+    with pytest.raises(ValidationError, match="The 'theta' parameter of SeriesPolicy.ha is "
+                                              "required"):
+        SeriesPolicy.ha(k=5, alpha=0.3)  # type: ignore[call-arg]
+
+
+def test_values_are_told_as_parameters_of_series_policy_and_k_before_theta():
+    with pytest.raises(ValidationError, match="^The 'k' parameter of SeriesPolicy must be an "
+                                              "integer >= 2; got -3"):
+        SeriesPolicy.of("ppms++", k=-3)
+    with pytest.raises(ValidationError, match="^The 'theta' parameter of SeriesPolicy must be"):
+        SeriesPolicy.of("PPMS++", k=5, theta=2)
+    assert SeriesPolicy.of("PPMS++", k=5, theta=0.2).method == "ppms++"
+
+
+def test_a_policy_file_is_told_in_its_keys(tmp_path):
+    path = tmp_path / "policy.toml"
+    path.write_text('[policy]\nmethod = "ppms++"\nk = 5\ntheta = 2\non_infeasible = "maybe"\n')
+    with pytest.raises(ValidationError) as raised:
+        SeriesPolicy.from_toml(path)
+    assert str(raised.value).startswith(f"The 'theta' key of policy file {str(path)!r}")
+    assert "--" not in str(raised.value) and "periodic_method" not in str(raised.value)
+    path.write_text('[policy]\nmethod = "ppms++"\nk = 5\ntheta = 0.2\nthetaa = 0.3\n')
+    with pytest.raises(ValidationError, match=r"has key\(s\) 'thetaa' it does not take"):
+        SeriesPolicy.from_toml(path)

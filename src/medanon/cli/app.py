@@ -389,6 +389,11 @@ def ingest(
                          "dropped what its files say: duplicate DEMO rows that conflict, "
                          "implausible or unitless ages and weights, invalid dates, rows of no "
                          "report. By default they are repaired and counted.")] = False,
+    max_field_chars: Annotated[Optional[int], typer.Option(
+        "--max-field-chars", metavar="<int>",
+        help="The longest field a FAERS table may hold, in characters (default 10000; FDA's "
+             "hold a few hundred). A longer one refuses the source, naming file, line and "
+             "column: raise this only for a field you mean to keep.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Read FAERS extracts into the store (private; nothing is published)."""
@@ -397,7 +402,8 @@ def ingest(
         raise ValidationError("--drop-missing and --keep-missing contradict each other; give one "
                               "(keeping is the default).")
     commands.ingest(source, store=store, schema_path=schema, keep_missing=not drop_missing,
-                    as_json=as_json, allow_empty=allow_empty, strict=strict)
+                    as_json=as_json, allow_empty=allow_empty, strict=strict,
+                    max_field_chars=max_field_chars)
 
 
 @app.command()

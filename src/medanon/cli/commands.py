@@ -62,7 +62,8 @@ def synth_faers(out_dir: Path, *, periods: int, cases: int, start: str | None, l
 
 # -- ingest ---------------------------------------------------------------------------------------
 def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing: bool,
-           as_json: bool, allow_empty: bool = False, strict: bool = False) -> None:
+           as_json: bool, allow_empty: bool = False, strict: bool = False,
+           max_field_chars: int | None = None) -> None:
     from ..api import Dataset
     from ..data.loaders.faers import strict_repairs
     from ..data.schema import Schema
@@ -86,7 +87,8 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
     # The quarters are listed first, so the bar has their number (``step`` is bound below,
     # before any quarter is read).
     quarters = Dataset.stream_faers(source, schema=schema, keep_missing=keep_missing,
-                                    progress=lambda period: step(period), strict=strict)
+                                    progress=lambda period: step(period), strict=strict,
+                                    max_field_chars=max_field_chars)
     with progress_bar("ingesting FAERS", len(quarters)) as step:
         created = not store.exists()
         try:

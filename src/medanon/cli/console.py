@@ -158,8 +158,9 @@ def as_flags(message: str) -> str:
     ``--b-max does not apply to method 'rr'``."""
     message = re.sub(r"(?i:the) '(\w+)' parameter(?: of [\w.]+)?", lambda m: flag(m.group(1)), message)
     # a parameter named bare (``needs dp_variant 'strict'``): only the names that are flags, so
-    # that column and field names in a message (case_id, privacy_model) stay as they are
-    return re.sub(r"\b([a-z]+_[a-z_]+)\b(?![(])",
+    # that column and field names in a message (case_id, privacy_model) stay as they are; a
+    # quoted one is a file's key (``The 'on_infeasible' key of policy file``) and stays too
+    return re.sub(r"(?<!')\b([a-z]+_[a-z_]+)\b(?![('])",
                   lambda m: flag(m.group(1)) if m.group(1) in _FLAGGED else m.group(1), message)
 
 

@@ -176,9 +176,10 @@ def periodic_method(method: str, *, k: int | None = None, theta: str | float | N
         return methods[method]()
     if k is None:
         raise _refuse("k", f"is required by method {method!r} (e.g. k=5)")
+    # k's value first: a caller who gave a bad k and no theta hears about the k they gave
+    check_int(k, name="k", owner=_OWNER, minimum=2)
     if theta is None:
         raise _refuse("theta", f"is required by method {method!r} (e.g. theta=0.2)")
-    check_int(k, name="k", owner=_OWNER, minimum=2)
     kwargs: dict[str, Any] = {"k": k, "theta": theta, "on_infeasible": on_infeasible,
                               "max_withheld": max_withheld}
     if protect:

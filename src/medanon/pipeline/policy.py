@@ -45,7 +45,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._validation import check_choice
+from .._validation import check_choice, in_callers_words, keywords_checked
 from ..errors import InputFormatError, ValidationError
 
 if TYPE_CHECKING:
@@ -156,8 +156,15 @@ class SeriesPolicy:
 
         Raises:
             ValidationError: an unknown method or parameter, or a value the method refuses
-                (named as :func:`~medanon.pipeline.methods.periodic_method` names it).
+                (named as a parameter of SeriesPolicy).
         """
+        try:
+            return cls._of(method, parameters)
+        except ValidationError as exc:
+            raise in_callers_words(exc, "SeriesPolicy") from None
+
+    @classmethod
+    def _of(cls, method: str, parameters: Mapping[str, Any]) -> SeriesPolicy:
         if not isinstance(method, str) or not method:
             raise ValidationError(f"The 'method' parameter of SeriesPolicy must be a periodic "
                                   f"method name; got {method!r}.")
@@ -181,12 +188,14 @@ class SeriesPolicy:
 
             check_choice(given["case_ids"], name="case_ids", owner="SeriesPolicy",
                          choices=CASE_ID_MODES)
+        method = method.strip().lower()  # the docs write PPMS++; the registry ppms++
         policy = cls(method, given, digest)
         # the method checks every value, naming it (a tiny ε is the release's to acknowledge)
         policy.anonymizer(allow_tiny_epsilon=method.startswith("ppms-dp"))
         return policy
 
     @classmethod
+    @keywords_checked("SeriesPolicy.ppms_plus_plus")
     def ppms_plus_plus(cls, k: int, theta: float | str, *, protect: Mapping[str, float] | None = None,
                        lifespan: int | None = None, on_infeasible: str = "refuse",
                        max_withheld: float | None = None,
@@ -196,6 +205,7 @@ class SeriesPolicy:
                       on_infeasible=on_infeasible, max_withheld=max_withheld, grouping=grouping)
 
     @classmethod
+    @keywords_checked("SeriesPolicy.ppms_plus")
     def ppms_plus(cls, k: int, theta: float | str, *, protect: Mapping[str, float] | None = None,
                   lifespan: int | None = None, on_infeasible: str = "refuse",
                   max_withheld: float | None = None) -> SeriesPolicy:
@@ -204,6 +214,7 @@ class SeriesPolicy:
                       on_infeasible=on_infeasible, max_withheld=max_withheld)
 
     @classmethod
+    @keywords_checked("SeriesPolicy.ppms")
     def ppms(cls, k: int, theta: float | str, *, protect: Mapping[str, float] | None = None,
              lifespan: int | None = None, on_infeasible: str = "refuse",
              max_withheld: float | None = None) -> SeriesPolicy:
@@ -212,6 +223,7 @@ class SeriesPolicy:
                       on_infeasible=on_infeasible, max_withheld=max_withheld)
 
     @classmethod
+    @keywords_checked("SeriesPolicy.ms")
     def ms(cls, k: int, theta: float | str, *, protect: Mapping[str, float] | None = None,
            on_infeasible: str = "refuse", max_withheld: float | None = None) -> SeriesPolicy:
         """MS-Anonymization (001's single-release baseline: no protection across releases)."""
@@ -219,6 +231,7 @@ class SeriesPolicy:
                       max_withheld=max_withheld)
 
     @classmethod
+    @keywords_checked("SeriesPolicy.ha")
     def ha(cls, k: int, theta: float | str, alpha: float, *, ss_rule: str | None = None,
            protect: Mapping[str, float] | None = None, lifespan: int | None = None,
            on_infeasible: str = "refuse", on_unplaceable: str | None = None,
@@ -230,6 +243,7 @@ class SeriesPolicy:
                       grouping=grouping)
 
     @classmethod
+    @keywords_checked("SeriesPolicy.ppms_dp")
     def ppms_dp(cls, k: int, theta: float | str, epsilon: float | str, *,
                 perturb: str = "numeric", dp_variant: str = "strict",
                 domains: Mapping[str, tuple[float, float]] | None = None,
@@ -289,11 +303,20 @@ class SeriesPolicy:
                                    f"\"frequency\").")
         table = dict(table)
         method = table.pop("method")
+        owner = f"policy file {str(path)!r}"
+        unknown = sorted(set(table) - set(POLICY_PARAMETERS))
+        if unknown:
+            raise ValidationError(f"The [policy] table of {owner} has key(s) "
+                                  f"{', '.join(map(repr, unknown))} it does not take; it takes "
+                                  f"method, {', '.join(POLICY_PARAMETERS)}.")
         theta = table.get("theta")
         if isinstance(theta, str) and theta.lower().endswith((".csv", ".toml")):
             # a θ file beside the policy file
             table["theta"] = str((path.parent / theta) if not Path(theta).is_absolute() else theta)
-        return cls.of(method, **table)
+        try:
+            return cls._of(method, table)
+        except ValidationError as exc:  # told as the file's keys, not as flags or keywords
+            raise in_callers_words(exc, owner, kind="key") from None
 
     # ------------------------------------------------------------------ use
     def anonymizer(self, *, allow_tiny_epsilon: bool = False) -> Anonymizer:
