@@ -491,8 +491,8 @@ class ClusteringMethod(Anonymizer):
                 "suppressed_terms counts every suppressed term of every case)")
             # which terms: operator-only (a term's count here says a case of the period held it)
             tally: dict[str, int] = {}
-            for terms in suppression.per_case.values():
-                for t in terms:
+            for case_terms in suppression.per_case.values():
+                for t in case_terms:
                     tally[t] = tally.get(t, 0) + 1
             private["suppressed_terms_per_case"] = dict(sorted(tally.items()))
         return AnonymizationResult(table=out, n_groups=n_groups, suppressed=len(withheld),
