@@ -246,8 +246,9 @@ def state_loss(space: QidSpace, cat: Sequence[int | None], lo: Sequence[float | 
     """
     total = 0.0
     # per attribute, a code (categorical) or two bounds (numeric), the others None
-    for j, (code, low, high) in enumerate(zip(cat, lo, hi)):
+    for j, code in enumerate(cat):
         if code is None:
+            low, high = lo[j], hi[j]
             assert low is not None and high is not None
             total = total + space.num_term_scalar(j, low, high)
         else:
@@ -369,11 +370,19 @@ class GroupingInput:
     late: np.ndarray | None = None
     #: each record's term ids as a list (from ``term_ptr`` and ``term_ids``)
     _term_lists: list[list[int]] = field(init=False, repr=False, compare=False)
+    #: ``(alpha, ha_class, ss)`` with α-bounding, else None: one test for the α code of a
+    #: probe (:meth:`_Group.risk`)
+    _alpha_columns: tuple[float, np.ndarray, np.ndarray] | None = field(
+        init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.alpha is not None and (self.ha_class is None or self.ss is None):
+        if self.alpha is None:
+            object.__setattr__(self, "_alpha_columns", None)
+        elif self.ha_class is None or self.ss is None:
             # (so that the α code below may take them as given whenever alpha is)
             raise InternalError("The grouping's alpha needs each record's ha_class and ss.")
+        else:
+            object.__setattr__(self, "_alpha_columns", (self.alpha, self.ha_class, self.ss))
         ids, ptr = self.term_ids.tolist(), self.term_ptr.tolist()
         object.__setattr__(self, "_term_lists", [ids[ptr[i]:ptr[i + 1]] for i in range(self.n)])
 
@@ -444,9 +453,9 @@ class _Group:
         space = data.space
         cat, lo, hi = list(self.cat), list(self.lo), list(self.hi)
         # per attribute, the group's code (categorical) or bounds (numeric), as the records'
-        for j, (code, low, high) in enumerate(zip(self.cat, self.lo, self.hi)):
+        for j, code in enumerate(self.cat):
             if code is None:
-                los, his = data.lo[j], data.hi[j]
+                low, high, los, his = self.lo[j], self.hi[j], data.lo[j], data.hi[j]
                 assert low is not None and high is not None and los is not None and his is not None
                 lo[j] = min(low, float(los[r]))
                 hi[j] = max(high, float(his[r]))
@@ -491,10 +500,10 @@ class _Group:
         pr = privacy_risk(data.terms(r), self.sigma, etas)
         if pr == INF:
             return INF
-        if data.alpha is not None:
-            assert data.ha_class is not None and data.ss is not None  # given with alpha
-            if not ha_ok(ha_update(self.ha, int(data.ha_class[r]), bool(data.ss[r]), not growing),
-                         data.alpha):
+        with_alpha = data._alpha_columns
+        if with_alpha is not None:
+            alpha, ha_class, ss = with_alpha
+            if not ha_ok(ha_update(self.ha, int(ha_class[r]), bool(ss[r]), not growing), alpha):
                 return INF
         return pr
 
@@ -861,9 +870,9 @@ class _Cells:
         kept for each code a group takes (few distinct codes, many growth steps)."""
         total: np.ndarray | None = None
         # per attribute, the group's code (categorical) or bounds (numeric), as the cells'
-        for j, (g_code, g_lo, g_hi) in enumerate(zip(g.cat, g.lo, g.hi)):
+        for j, g_code in enumerate(g.cat):
             if g_code is None:
-                lo, hi = self.lo[j], self.hi[j]
+                lo, hi, g_lo, g_hi = self.lo[j], self.hi[j], g.lo[j], g.hi[j]
                 assert lo is not None and hi is not None and g_lo is not None and g_hi is not None
                 term = space.num_term(j, np.minimum(lo[cells], g_lo), np.maximum(hi[cells], g_hi))
             else:
@@ -1406,9 +1415,9 @@ class _GroupTable:
         data, g = self.data, self.groups[gi]
         g.add(data, r, remaining=True, kept=kept)
         # per attribute, the group's code (categorical) or bounds (numeric), as the arrays'
-        for j, (code, low, high) in enumerate(zip(g.cat, g.lo, g.hi)):
+        for j, code in enumerate(g.cat):
             if code is None:
-                los, his = self.lo[j], self.hi[j]
+                low, high, los, his = g.lo[j], g.hi[j], self.lo[j], self.hi[j]
                 assert los is not None and his is not None and low is not None and high is not None
                 los[gi], his[gi] = low, high
             else:
