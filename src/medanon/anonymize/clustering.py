@@ -469,9 +469,10 @@ class _Group:
             kept: tuple[list[int], bool] | None = None) -> None:
         """Add record r; ``kept`` = (its published terms, its ss flag on them) when some of its
         terms are suppressed (then only those terms count in σ and that flag in the α counters)."""
+        with_alpha = data._alpha_columns  # (alpha, ha_class, ss) or None
         if kept is None:
             terms = data.terms(r)
-            ss = bool(data.ss[r]) if data.alpha is not None and data.ss is not None else False
+            ss = bool(with_alpha[2][r]) if with_alpha is not None else False
         else:
             terms, ss = kept
         self.cat, self.lo, self.hi = self._merged(data, r)
@@ -480,9 +481,8 @@ class _Group:
         self.anchors += int(data.anchor[r])
         for s in terms:
             self.sigma[s] = self.sigma.get(s, 0) + 1
-        if data.alpha is not None:
-            assert data.ha_class is not None  # given with alpha (GroupingInput)
-            self.ha = ha_update(self.ha, int(data.ha_class[r]), ss, remaining)
+        if with_alpha is not None:
+            self.ha = ha_update(self.ha, int(with_alpha[1][r]), ss, remaining)
         self.members.append(r)
 
     def loss_with(self, data: GroupingInput, r: int) -> float:
