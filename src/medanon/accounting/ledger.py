@@ -278,7 +278,7 @@ class LedgerSummary:
                            "per_period": [dict(p) for p in self.non_dp["per_period"]]}}
 
 
-_NO_NON_DP = {"entries": 0, "cases": 0, "periods": (), "per_period": ()}
+_NO_NON_DP: dict[str, object] = {"entries": 0, "cases": 0, "periods": (), "per_period": ()}
 
 
 def _non_dp_summary(ledger: pd.DataFrame, owner: str) -> dict:
@@ -291,8 +291,10 @@ def _non_dp_summary(ledger: pd.DataFrame, owner: str) -> dict:
     periods = tuple(_period_order(exact.rows["period"]))
     nominal = exact.sums(["period", "case_id"]).groupby(level="period").max()
     cases = exact.rows.groupby("period")["case_id"].nunique()
-    mechanisms = (rows.assign(period=rows["period"].astype(str)).groupby("period")["mechanism"]
-                  .agg(lambda m: sorted(set(map(str, m)))) if "mechanism" in rows.columns else {})
+    # per period, its mechanisms' names (nothing to look up when the ledger has no such column)
+    mechanisms: pd.Series | dict[str, list[str]] = (
+        rows.assign(period=rows["period"].astype(str)).groupby("period")["mechanism"]
+        .agg(lambda m: sorted(set(map(str, m)))) if "mechanism" in rows.columns else {})
     per_period = tuple({"period": p, "cases": int(cases[p]),
                         "mechanisms": list(mechanisms[p]) if p in mechanisms else [],
                         "nominal_epsilon_per_case": format_epsilon(exact.fraction(nominal[p]))}

@@ -162,15 +162,16 @@ def adaptive_blocking(tree: CodeTree, protected: Sequence[str], *, epsilon: floa
     # Sum of d(candidate, s) over the current protected set, updated as codes are added.
     if candidates.size:
         sums = tree.dissimilarity(candidates[:, None], np.asarray(leaves)[None, :], alpha).sum(axis=1)
-    b, best, trace, stale = 1, None, [], 0
+    b, trace, stale = 1, [], 0
+    best: tuple[float, int, int] | None = None  # (expected CIL, block size, protected codes)
     while True:
         cap = min(b_max, len(search.leaves))
         while b + 1 <= cap and search.cost(b + 1) < search.cost(b):
             b += 1
         cost = search.cost(b)
         trace.append({"protected": len(search.leaves), "block_size": b, "expected_cil": cost})
-        if best is None or cost < best["cost"]:
-            best = {"cost": cost, "block_size": b, "n": len(search.leaves)}
+        if best is None or cost < best[0]:
+            best = (cost, b, len(search.leaves))
             stale = 0
         else:
             stale += 1
@@ -184,11 +185,13 @@ def adaptive_blocking(tree: CodeTree, protected: Sequence[str], *, epsilon: floa
         if candidates.size:
             sums = sums + tree.dissimilarity(candidates, np.full(candidates.size, leaf), alpha)
         search.add(leaf)
-    chosen = search.leaves[: best["n"]]
+    assert best is not None  # the loop's first pass sets it
+    best_cost, block_size, n_best = best
+    chosen = search.leaves[:n_best]
     idx = np.asarray(chosen, dtype=np.int64)
     dist = tree.dissimilarity(idx[:, None], idx[None, :], alpha)
-    return {"leaves": chosen, "block_size": best["block_size"], "expected_cil": best["cost"],
-            "blocks": nearest_blocks(dist, best["block_size"]), "trace": trace}
+    return {"leaves": chosen, "block_size": block_size, "expected_cil": best_cost,
+            "blocks": nearest_blocks(dist, block_size), "trace": trace}
 
 
 # -- the plan ---------------------------------------------------------------------------------

@@ -91,6 +91,8 @@ MASK_TERMS = 256
 #: categorical hierarchies up to this many nodes get a full LCA table.
 LCA_TABLE_MAX = 1024
 _EPS = 1e-9
+#: the tree arrays' slot of a numeric attribute (QidSpace): never read
+_NO_TREE = np.empty(0, dtype=np.int64)
 
 
 # ------------------------------------------------------------------------------------------ space
@@ -117,16 +119,18 @@ class QidSpace:
 
     def __init__(self, attributes: Sequence[Attribute]):
         self.attributes = tuple(attributes)
-        self._anc: list[np.ndarray | None] = []
-        self._depth: list[np.ndarray | None] = []
-        self._hnorm: list[np.ndarray | None] = []
+        # per attribute, its tree's arrays; a numeric attribute has no tree, its slots hold an
+        # empty array that is never read (the attribute's kind is checked first)
+        self._anc: list[np.ndarray] = []
+        self._depth: list[np.ndarray] = []
+        self._hnorm: list[np.ndarray] = []
         for a in self.attributes:
-            if a.numeric:
-                self._anc.append(None)
-                self._depth.append(None)
-                self._hnorm.append(None)
-                continue
             tax = a.taxonomy
+            if tax is None:  # numeric
+                self._anc.append(_NO_TREE)
+                self._depth.append(_NO_TREE)
+                self._hnorm.append(_NO_TREE)
+                continue
             depth = np.asarray(tax.depth_array, dtype=np.int64)
             parent = tax.parent_array
             height = int(depth.max()) if len(depth) else 0
@@ -153,8 +157,9 @@ class QidSpace:
         # With a full table, the term of every LCA too (cat_term of the table, the same floats
         # in one lookup instead of two), and the terms as Python floats for scalar losses.
         self._cost = [None if t is None else self._hnorm[j][t] for j, t in enumerate(self._table)]
-        self._table_list = [None if t is None else t.tolist() for t in self._table]
-        self._hnorm_list = [None if h is None else h.tolist() for h in self._hnorm]
+        self._table_list: list[list[list[int]] | None] = [
+            None if t is None else t.tolist() for t in self._table]
+        self._hnorm_list: list[list[float]] = [h.tolist() for h in self._hnorm]
 
     def _lca_climb(self, j: int, a: int, codes: np.ndarray) -> np.ndarray:
         anc, depth = self._anc[j], self._depth[j]
@@ -240,11 +245,14 @@ def state_loss(space: QidSpace, cat: Sequence[int | None], lo: Sequence[float | 
     vectorized), so that the fast and the reference grouping compute bit-identical floats.
     """
     total = 0.0
-    for j, a in enumerate(space.attributes):
-        if a.numeric:
-            total = total + space.num_term_scalar(j, lo[j], hi[j])
+    # per attribute, a code (categorical) or two bounds (numeric), the others None
+    for j, code in enumerate(cat):
+        if code is None:
+            low, high = lo[j], hi[j]
+            assert low is not None and high is not None
+            total = total + space.num_term_scalar(j, low, high)
         else:
-            total = total + space._hnorm_list[j][cat[j]]
+            total = total + space._hnorm_list[j][code]
     return total
 
 
@@ -274,7 +282,8 @@ def etas_of(theta: np.ndarray, anchors) -> np.ndarray:
     return np.where(theta >= 1.0, UNBOUNDED, raw)
 
 
-def privacy_risk(terms: Sequence[int], sigma: dict[int, int], etas) -> float:
+def privacy_risk(terms: Sequence[int], sigma: dict[int, int],
+                 etas: np.ndarray | Sequence[int] | _EtaView) -> float:
     """PR(g, t) of 001 Eq. 5 / 002 Eq. 3: 1 + Σ σ/(η − σ + 1) over t's values, ∞ above η.
 
     ``sigma`` holds σ_s(g) (before t); ``etas`` maps a term id to η_s(g ∪ {t}).
@@ -359,8 +368,21 @@ class GroupingInput:
     #: records kept out of the grouping and of the ordinary leftover placement, and placed by
     #: suppression after them (``suppress_unplaced``): set by :func:`group_records`'s passes
     late: np.ndarray | None = None
+    #: each record's term ids as a list (from ``term_ptr`` and ``term_ids``)
+    _term_lists: list[list[int]] = field(init=False, repr=False, compare=False)
+    #: ``(alpha, ha_class, ss)`` with α-bounding, else None: one test for the α code of a
+    #: probe (:meth:`_Group.risk`)
+    _alpha_columns: tuple[float, np.ndarray, np.ndarray] | None = field(
+        init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if self.alpha is None:
+            object.__setattr__(self, "_alpha_columns", None)
+        elif self.ha_class is None or self.ss is None:
+            # (so that the α code below may take them as given whenever alpha is)
+            raise InternalError("The grouping's alpha needs each record's ha_class and ss.")
+        else:
+            object.__setattr__(self, "_alpha_columns", (self.alpha, self.ha_class, self.ss))
         ids, ptr = self.term_ids.tolist(), self.term_ptr.tolist()
         object.__setattr__(self, "_term_lists", [ids[ptr[i]:ptr[i + 1]] for i in range(self.n)])
 
@@ -415,10 +437,10 @@ class _Group:
     __slots__ = ("cat", "lo", "hi", "size", "loss", "anchors", "sigma", "ha", "members")
 
     def __init__(self, data: GroupingInput, r: int):
-        nattr = len(data.space.attributes)
-        self.cat = [None if data.cat[j] is None else int(data.cat[j][r]) for j in range(nattr)]
-        self.lo = [None if data.lo[j] is None else float(data.lo[j][r]) for j in range(nattr)]
-        self.hi = [None if data.hi[j] is None else float(data.hi[j][r]) for j in range(nattr)]
+        # per attribute, the code (categorical) or the bounds (numeric), None for the others
+        self.cat: list[int | None] = [None if c is None else int(c[r]) for c in data.cat]
+        self.lo: list[float | None] = [None if x is None else float(x[r]) for x in data.lo]
+        self.hi: list[float | None] = [None if x is None else float(x[r]) for x in data.hi]
         self.size = 0
         self.loss = state_loss(data.space, self.cat, self.lo, self.hi)
         self.anchors = 0
@@ -430,28 +452,37 @@ class _Group:
         """The generalized value of g ∪ {r}: LCAs and interval hulls."""
         space = data.space
         cat, lo, hi = list(self.cat), list(self.lo), list(self.hi)
-        for j, a in enumerate(space.attributes):
-            if a.numeric:
-                lo[j] = min(lo[j], float(data.lo[j][r]))
-                hi[j] = max(hi[j], float(data.hi[j][r]))
+        # per attribute, the group's code (categorical) or bounds (numeric), as the records'
+        for j, code in enumerate(self.cat):
+            if code is None:
+                low, high, los, his = self.lo[j], self.hi[j], data.lo[j], data.hi[j]
+                assert low is not None and high is not None and los is not None and his is not None
+                lo[j] = min(low, float(los[r]))
+                hi[j] = max(high, float(his[r]))
             else:
-                cat[j] = space.lca(j, int(data.cat[j][r]), cat[j])
+                codes = data.cat[j]
+                assert codes is not None
+                cat[j] = space.lca(j, int(codes[r]), code)
         return cat, lo, hi
 
     def add(self, data: GroupingInput, r: int, *, remaining: bool,
             kept: tuple[list[int], bool] | None = None) -> None:
         """Add record r; ``kept`` = (its published terms, its ss flag on them) when some of its
         terms are suppressed (then only those terms count in σ and that flag in the α counters)."""
-        terms, ss = (data.terms(r), bool(data.ss[r]) if data.alpha is not None else False) \
-            if kept is None else kept
+        with_alpha = data._alpha_columns  # (alpha, ha_class, ss) or None
+        if kept is None:
+            terms = data.terms(r)
+            ss = bool(with_alpha[2][r]) if with_alpha is not None else False
+        else:
+            terms, ss = kept
         self.cat, self.lo, self.hi = self._merged(data, r)
         self.loss = state_loss(data.space, self.cat, self.lo, self.hi)
         self.size += 1
         self.anchors += int(data.anchor[r])
         for s in terms:
             self.sigma[s] = self.sigma.get(s, 0) + 1
-        if data.alpha is not None:
-            self.ha = ha_update(self.ha, int(data.ha_class[r]), ss, remaining)
+        if with_alpha is not None:
+            self.ha = ha_update(self.ha, int(with_alpha[1][r]), ss, remaining)
         self.members.append(r)
 
     def loss_with(self, data: GroupingInput, r: int) -> float:
@@ -460,6 +491,7 @@ class _Group:
 
     def risk(self, data: GroupingInput, r: int, *, growing: bool, growth_etas: np.ndarray) -> float:
         """PR(g, r), or ∞ when r would break θ (or α) in g."""
+        etas: np.ndarray | _EtaView
         if growing:
             etas = growth_etas
         else:
@@ -468,9 +500,11 @@ class _Group:
         pr = privacy_risk(data.terms(r), self.sigma, etas)
         if pr == INF:
             return INF
-        if data.alpha is not None and not ha_ok(
-                ha_update(self.ha, int(data.ha_class[r]), bool(data.ss[r]), not growing), data.alpha):
-            return INF
+        with_alpha = data._alpha_columns
+        if with_alpha is not None:
+            alpha, ha_class, ss = with_alpha
+            if not ha_ok(ha_update(self.ha, int(ha_class[r]), bool(ss[r]), not growing), alpha):
+                return INF
         return pr
 
 
@@ -495,6 +529,7 @@ def pair_distance(data: GroupingInput, a: int, b: int) -> float:
 def seed_alpha_ok(data: GroupingInput, r: int) -> bool:
     if data.alpha is None:
         return True
+    assert data.ha_class is not None and data.ss is not None  # given with alpha
     return ha_ok(ha_update([0, 0, 0, 0, data.k, data.k, data.k, data.k], int(data.ha_class[r]),
                            bool(data.ss[r]), False), data.alpha)
 
@@ -525,12 +560,14 @@ def qid_classes(data: GroupingInput) -> tuple[np.ndarray, np.ndarray]:
 
     A class is what :class:`_Cells` calls a cell; a group inside one class loses nothing.
     """
-    cols = []
-    for j, a in enumerate(data.space.attributes):
-        if a.numeric:
-            cols += [data.lo[j], data.hi[j]]
+    cols: list[np.ndarray] = []
+    # per attribute, its codes (categorical) or its bounds (numeric), the others None
+    for codes, los, his in zip(data.cat, data.lo, data.hi):
+        if codes is None:
+            assert los is not None and his is not None
+            cols += [los, his]
         else:
-            cols.append(data.cat[j])
+            cols.append(codes)
     n = data.n
     if not cols or not n:
         return np.zeros(n, dtype=np.int64), np.zeros(min(n, 1), dtype=np.int64)
@@ -571,6 +608,7 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     is_bounded = growth_etas[data.term_ids] < UNBOUNDED
     bounded = np.bincount(holder, weights=is_bounded, minlength=n) > 0
     if data.alpha is not None:
+        assert data.ss is not None  # given with alpha
         bounded |= data.ss.astype(bool)
     if class_of is None:
         class_of, _ = qid_classes(data)
@@ -596,12 +634,15 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         open_slots = list(range(m))  # slots not yet full, in slot order
         for r in rows[:hard].tolist():
             terms = bounded_ids[bounded_ptr[r]:bounded_ptr[r + 1]]
+            if alpha is not None:  # r's α class and ss flag, read once for every slot
+                assert data.ha_class is not None and data.ss is not None  # given with alpha
+                r_class, r_ss = int(data.ha_class[r]), bool(data.ss[r])
             for at, i in enumerate(open_slots):
                 sig = sigma[i]
                 if not _fits(sig, terms, eta_list):
                     continue
                 if alpha is not None:
-                    after = ha_update(ha[i], int(data.ha_class[r]), bool(data.ss[r]), False)
+                    after = ha_update(ha[i], r_class, r_ss, False)
                     if not ha_ok(after, alpha):
                         continue
                     ha[i] = after
@@ -666,6 +707,7 @@ def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -
         g.sigma = dict(zip(terms[cut[gi]:cut[gi + 1]], counts[cut[gi]:cut[gi + 1]]))
         g.ha = list(base.ha)
         if data.alpha is not None:
+            assert data.ha_class is not None and data.ss is not None  # given with alpha
             for r in row:
                 g.ha = ha_update(g.ha, int(data.ha_class[r]), bool(data.ss[r]), False)
         groups.append(g)
@@ -763,10 +805,11 @@ def _place_leftovers_reference(data: GroupingInput, groups: list[_Group],
     leftovers = sorted((r for r in range(data.n) if r not in grouped and r not in late),
                        key=lambda r: data.rank[r])
     result.leftovers = len(leftovers)
+    growth_etas = data.growth_etas()  # (not read: a leftover joins a grown group)
     for r in leftovers:
         best, best_g = None, None
         for gi, g in enumerate(groups):
-            pr = g.risk(data, r, growing=False, growth_etas=None)
+            pr = g.risk(data, r, growing=False, growth_etas=growth_etas)
             if pr == INF:
                 continue
             dil = delta_il(g.size, g.loss, g.loss_with(data, r))
@@ -789,13 +832,13 @@ class _Cells:
 
     def __init__(self, data: GroupingInput, p0: np.ndarray, seedable: np.ndarray,
                  pool: np.ndarray, classes: tuple[np.ndarray, np.ndarray]):
-        space = data.space
         self.cell_of, first = classes
         self.count = len(first)
-        self.cat = [None if a.numeric else data.cat[j][first].astype(np.int64)
-                    for j, a in enumerate(space.attributes)]
-        self.lo = [data.lo[j][first] if a.numeric else None for j, a in enumerate(space.attributes)]
-        self.hi = [data.hi[j][first] if a.numeric else None for j, a in enumerate(space.attributes)]
+        # per attribute, each cell's code (categorical) or bounds (numeric), None for the others
+        self.cat: list[np.ndarray | None] = [None if c is None else c[first].astype(np.int64)
+                                             for c in data.cat]
+        self.lo: list[np.ndarray | None] = [None if x is None else x[first] for x in data.lo]
+        self.hi: list[np.ndarray | None] = [None if x is None else x[first] for x in data.hi]
         # Growth queue: pool records by (P0, rank) within each cell.
         pool = np.flatnonzero(pool)
         order = np.lexsort((data.rank[pool], p0[pool], self.cell_of[pool]))
@@ -825,16 +868,20 @@ class _Cells:
         """L(g ∪ {t}) for a record t of each of ``cells``: :meth:`QidSpace.losses_with`'s
         terms in its order (the same floats), a categorical term read from a per-cell array
         kept for each code a group takes (few distinct codes, many growth steps)."""
-        total = None
-        for j, a in enumerate(space.attributes):
-            if a.numeric:
-                term = space.num_term(j, np.minimum(self.lo[j][cells], g.lo[j]),
-                                      np.maximum(self.hi[j][cells], g.hi[j]))
+        total: np.ndarray | None = None
+        # per attribute, the group's code (categorical) or bounds (numeric), as the cells'
+        for j, g_code in enumerate(g.cat):
+            if g_code is None:
+                lo, hi, g_lo, g_hi = self.lo[j], self.hi[j], g.lo[j], g.hi[j]
+                assert lo is not None and hi is not None and g_lo is not None and g_hi is not None
+                term = space.num_term(j, np.minimum(lo[cells], g_lo), np.maximum(hi[cells], g_hi))
             else:
-                code = int(g.cat[j])
+                code = int(g_code)
                 cost = self._cat_cost.get((j, code))
                 if cost is None:
-                    cost = self._cat_cost[(j, code)] = space.cost_with(j, code, self.cat[j])
+                    codes = self.cat[j]
+                    assert codes is not None
+                    cost = self._cat_cost[(j, code)] = space.cost_with(j, code, codes)
                 term = cost[cells]
             total = term if total is None else total + term
         return np.zeros(len(cells)) if total is None else total
@@ -1015,7 +1062,9 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     bit_of = bit.tolist()
     growth_eta_list = growth_etas.tolist()
     queue_list, p0_list, rank_list = queue.tolist(), p0.tolist(), rank.tolist()
-    kind_np = ((data.ha_class * 2 + data.ss).astype(np.int64) if data.alpha is not None
+    # (ha_class and ss are given with alpha: GroupingInput)
+    kind_np = ((data.ha_class * 2 + data.ss).astype(np.int64)
+               if data.alpha is not None and data.ha_class is not None and data.ss is not None
                else np.zeros(n, dtype=np.int64))
     kind = kind_np.tolist()
     # the same masks as arrays of 64-bit words, for the walk to the first feasible record
@@ -1082,11 +1131,11 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         lengths = queue_end[cs] - head
         total = int(lengths.sum())
         offsets = np.cumsum(lengths) - lengths
-        pos = np.repeat(head - offsets, lengths) + np.arange(total)
+        positions = np.repeat(head - offsets, lengths) + np.arange(total)
         which = np.repeat(np.arange(k), lengths)
-        recs = queue[pos]
+        recs = queue[positions]
         keep = alive[recs] & (p0[recs] < INF)  # P0 ∞ ends a cell's walk: its queue's tail
-        pos, which, recs = pos[keep], which[keep], recs[keep]
+        positions, which, recs = positions[keep], which[keep], recs[keep]
         hit = np.asarray(alpha_ok)[kind_np[recs]]
         for w, word in enumerate(words):
             block = np.uint64((blocked >> (64 * w)) & 0xFFFFFFFFFFFFFFFF)
@@ -1096,7 +1145,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             pr = g.risk(data, int(recs[j]), growing=True, growth_etas=growth_etas)
             if pr < INF:
                 probes[0] += j + 1
-                return int(which[j]), int(pos[j]), pr
+                return int(which[j]), int(positions[j]), pr
         probes[0] += len(recs)
         return None
 
@@ -1356,6 +1405,7 @@ class _GroupTable:
         data = self.data
         if data.alpha is None:
             return np.ones(len(cand), dtype=bool)
+        assert data.ha_class is not None and data.ss is not None  # given with alpha
         after = (_ha_update_rows(self.ha[cand], int(data.ha_class[r])) if data.ss[r]
                  else self.ha[cand])
         return np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
@@ -1364,11 +1414,16 @@ class _GroupTable:
         """Place leftover r in group gi (``kept``: see :meth:`_Group.add`)."""
         data, g = self.data, self.groups[gi]
         g.add(data, r, remaining=True, kept=kept)
-        for j, a in enumerate(data.space.attributes):
-            if a.numeric:
-                self.lo[j][gi], self.hi[j][gi] = g.lo[j], g.hi[j]
+        # per attribute, the group's code (categorical) or bounds (numeric), as the arrays'
+        for j, code in enumerate(g.cat):
+            if code is None:
+                low, high, los, his = g.lo[j], g.hi[j], self.lo[j], self.hi[j]
+                assert los is not None and his is not None and low is not None and high is not None
+                los[gi], his[gi] = low, high
             else:
-                self.cat[j][gi] = g.cat[j]
+                codes = self.cat[j]
+                assert codes is not None
+                codes[gi] = code
         self.size[gi], self.loss[gi], self.anchors[gi] = g.size, g.loss, g.anchors
         self.ha[gi] = g.ha
         self._count(gi, ((s, 1) for s in (data.terms(r) if kept is None else kept[0])))
@@ -1595,12 +1650,12 @@ def _best_in_class(data: GroupingInput, r: int, same: np.ndarray, table: _GroupT
             packed |= sigma[j] << (8 * j)
         _, rows_of = np.unique(packed, return_index=True)
     at = np.arange(len(same)) if rows_of is None else rows_of
-    pr = table.risks(r, same[at], sigma[:, at].T)
-    ok = np.flatnonzero(pr < INF)
+    risks = table.risks(r, same[at], sigma[:, at].T)
+    ok = np.flatnonzero(risks < INF)
     if not len(ok):
         return None
-    k = ok[np.lexsort((same[at[ok]], pr[ok]))[0]]
-    return (0.0, float(pr[k]), int(same[at[k]]))
+    k = ok[np.lexsort((same[at[ok]], risks[ok]))[0]]
+    return (0.0, float(risks[k]), int(same[at[k]]))
 
 
 def _floors_at(data: GroupingInput, r: int, counts: np.ndarray) -> np.ndarray:
@@ -1898,6 +1953,7 @@ class _CellBlocks(_Blocks):
         dw = None
         if self.j0 is not None:
             a, b, m = g.lo[self.j0], g.hi[self.j0], self.missing_at
+            assert a is not None and b is not None  # j0 is numeric: the group has its bounds
             g_tag = 0 if m is None or b < m else (2 if a >= m else 1)
             if g_tag == 0:
                 mixed = 1.0 - self.space.num_term_scalar(self.j0, a, b)
@@ -1920,6 +1976,7 @@ class _CellBlocks(_Blocks):
         hi_w = np.zeros(len(self.btag))
         if self.j0 is not None:
             a, b, m = g.lo[self.j0], g.hi[self.j0], self.missing_at
+            assert a is not None and b is not None  # j0 is numeric: the group has its bounds
             r_tag = 0 if m is None or b < m else (2 if a >= m else 1)
             if r_tag == 0:
                 touch = self.btag > 0
@@ -2018,6 +2075,7 @@ def _suppression_in(data: GroupingInput, g: _Group, r: int) -> tuple[list[int], 
     dropped = {s for s in terms if g.sigma.get(s, 0) + 1 > eta(float(data.theta[s]), anchors)}
     ss = False
     if data.alpha is not None:
+        assert data.ha_class is not None  # given with alpha
         ss = _ss_kept(data, r, dropped)
         if ss and not ha_ok(ha_update(g.ha, int(data.ha_class[r]), True, True), data.alpha):
             dropped |= _ss_unflag(data, r, dropped)

@@ -491,8 +491,8 @@ class ClusteringMethod(Anonymizer):
                 "suppressed_terms counts every suppressed term of every case)")
             # which terms: operator-only (a term's count here says a case of the period held it)
             tally: dict[str, int] = {}
-            for terms in suppression.per_case.values():
-                for t in terms:
+            for case_terms in suppression.per_case.values():
+                for t in case_terms:
                     tally[t] = tally.get(t, 0) + 1
             private["suppressed_terms_per_case"] = dict(sorted(tally.items()))
         return AnonymizationResult(table=out, n_groups=n_groups, suppressed=len(withheld),
@@ -579,7 +579,11 @@ def with_missing_leaf(tax: Taxonomy) -> Taxonomy:
 def _encode_qids(data: SuperRecords, hierarchies: Mapping[str, Taxonomy], *,
                  missing_as_value: bool = True) -> tuple[QidSpace, dict]:
     schema, frame = data.schema, data.frame
-    cat, lo, hi, attrs = [], [], [], []
+    # per QID, its codes (categorical) or its bounds (numeric), None for what it has not
+    cat: list[np.ndarray | None] = []
+    lo: list[np.ndarray | None] = []
+    hi: list[np.ndarray | None] = []
+    attrs: list[Attribute] = []
     for qid in schema.qids:
         if qid.kind == "categorical":
             tax = hierarchies[qid.name]
@@ -673,7 +677,7 @@ def _cover_old_cases(space: QidSpace, values: dict, case_ids: np.ndarray, period
         if qid.kind not in kinds:
             continue
         published = prev[qid.name].fillna("").astype(str).to_numpy()
-        if not a.numeric:
+        if a.taxonomy is not None:  # categorical
             tax = a.taxonomy
             # An empty cell was published for a group of missing values: its own value here
             # (its LCA with a present value is the root, which covers the empty cell).
@@ -961,17 +965,20 @@ def _release_table(data: SuperRecords, space: QidSpace, values: dict, group_of: 
     label_of[np.unique(groups)[order]] = np.arange(1, len(order) + 1)
     out = case_columns(data, placed, label_of[groups])
     for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
-        if a.numeric:
+        if a.taxonomy is None:  # numeric
             lo = pd.Series(values["lo"][j][placed]).groupby(groups).transform("min").to_numpy()
             hi = pd.Series(values["hi"][j][placed]).groupby(groups).transform("max").to_numpy()
             missing = ~_present(a, lo, hi)
-            if not missing.any():
+            if a.missing_at is None or not missing.any():  # (no sentinel: nothing is missing)
                 out[qid.name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
                 continue
             cells = np.empty(len(lo), dtype=object)
             cells[~missing] = list(pd.arrays.IntervalArray.from_arrays(
                 lo[~missing], hi[~missing], closed="both"))
-            cells[missing] = np.where(lo[missing] >= a.missing_at, None, SUPPRESSED)
+            # a group of missing values only is published empty (None), a group that mixes
+            # missing and present values as SUPPRESSED
+            cells[missing] = None
+            cells[missing & ~(lo >= a.missing_at)] = SUPPRESSED
             out[qid.name] = cells
         else:
             labels = np.asarray(a.taxonomy.decode(

@@ -258,12 +258,12 @@ class DependenceGraph:
             pieces_n.append(n_ab)
 
         if pieces_ab:
-            ab = np.concatenate(pieces_ab)
-            n_ab = np.concatenate(pieces_n).astype(np.float64)
+            pairs = np.concatenate(pieces_ab)
+            weights = np.concatenate(pieces_n).astype(np.float64)
         else:
-            ab = np.zeros(0, dtype=np.int64)
-            n_ab = np.zeros(0)
-        w = sparse.coo_matrix((n_ab, (ab // n_codes, ab % n_codes)),
+            pairs = np.zeros(0, dtype=np.int64)
+            weights = np.zeros(0)
+        w = sparse.coo_matrix((weights, (pairs // n_codes, pairs % n_codes)),
                               shape=(n_codes, n_codes)).tocsr()
         w.sum_duplicates()
         row_of = np.repeat(np.arange(n_codes), np.diff(w.indptr))

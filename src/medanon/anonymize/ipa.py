@@ -218,29 +218,33 @@ class IPA:
         #: first spends 1/10 of the choice's share on a noisy record count (``records``). Their
         #: privacy maps are the plan (:meth:`planned_losses`); what they report while running is
         #: the result's ``privacy_losses``.
+        # (each step's mechanism also under its own typed name, for the verbs only it has)
+        self._suppression = DiscreteLaplaceMechanism(epsilon=eps["suppression"],
+                                                     sensitivity=self.threshold - 1)
+        self._insertion = DiscreteLaplaceMechanism(epsilon=eps["insertion"], sensitivity=1)
+        self._records: DiscreteLaplaceMechanism | None = None
         self.mechanisms: dict[str, Mechanism] = {
-            "suppression": DiscreteLaplaceMechanism(epsilon=eps["suppression"],
-                                                    sensitivity=self.threshold - 1),
-            "insertion": DiscreteLaplaceMechanism(epsilon=eps["insertion"], sensitivity=1),
+            "suppression": self._suppression,
+            "insertion": self._insertion,
             "value": ExponentialMechanism(epsilon=eps["value"], sensitivity=VALUE_SENSITIVITY),
         }
         #: the expected-loss utility of ``selection="utility"`` (None for the paper's choice)
         self.expected_loss: ExpectedLoss | None = None
         if self.selection == "paper":
-            self.mechanisms["candidates"] = ExponentialMechanism(epsilon=eps["candidates"],
-                                                                 sensitivity=IL_SENSITIVITY)
+            self.selector = ExponentialMechanism(epsilon=eps["candidates"],
+                                                 sensitivity=IL_SENSITIVITY)
         else:
             self.expected_loss = ExpectedLoss(threshold=self.threshold,
                                               suppression_epsilon=eps["suppression"],
                                               insertion_epsilon=eps["insertion"])
             choice = eps["candidates"]
             if self.min_records is None:
-                self.mechanisms["records"] = DiscreteLaplaceMechanism(
+                self._records = self.mechanisms["records"] = DiscreteLaplaceMechanism(
                     epsilon=choice * RECORDS_SHARE, sensitivity=1)
                 choice -= choice * RECORDS_SHARE
-            self.mechanisms["candidates"] = ExponentialMechanism(
+            self.selector = ExponentialMechanism(
                 epsilon=choice, sensitivity=self.expected_loss.sensitivity)
-        self.selector = self.mechanisms["candidates"]
+        self.mechanisms["candidates"] = self.selector
         #: the privacy model the method satisfies: it writes the guarantee texts
         self.model = IPAModel(epsilon=self.epsilon,
                               steps={s: m.epsilon for s, m in self.mechanisms.items()},
@@ -249,12 +253,12 @@ class IPA:
     @property
     def suppression_scale(self) -> Fraction:
         """The noisy threshold's scale (t − 1)/ε_suppression."""
-        return self.mechanisms["suppression"].scale
+        return self._suppression.scale
 
     @property
     def insertion_scale(self) -> Fraction:
         """The counterfeit counts' scale 1/ε_insertion."""
-        return self.mechanisms["insertion"].scale
+        return self._insertion.scale
 
     @property
     def value_epsilon(self) -> Fraction:
@@ -372,12 +376,15 @@ class IPA:
         node, the totals, the utilities, N and the roll-up. Reports ``records`` (when counted)
         and ``candidates`` to ``accountant``."""
         noise = check_noise(noise, owner="IPA.choose_node")
-        if self.min_records is None:
-            noisy = int(self.mechanisms["records"].randomise(
+        if self.min_records is not None:
+            bound = self.min_records
+        elif self._records is not None:
+            noisy = int(self._records.randomise(
                 np.array([len(data)]), noise, accountant=accountant, target="records")[0])
             bound = max(1, noisy)
-        else:
-            bound = self.min_records
+        else:  # selection "paper": no records step and no expected loss to choose by
+            raise ValidationError("IPA.choose_node is the choice of selection 'utility'; this "
+                                  "IPA uses selection 'paper'.")
         lattice = Lattice(data.top_node) if lattice is None else lattice
         totals, rollup = self.selection_totals(data, lattice=lattice, progress=progress)
         utilities = self.selection_utilities(totals, len(data), bound)
@@ -420,14 +427,14 @@ class IPA:
                accountant: Accountant | None = None) -> tuple[NoisePool, NoisePool]:
         """Threshold and count noise of the steps' mechanisms, drawn in batches (the same exact
         distributions); each mechanism reports its loss to ``accountant`` once."""
-        return (self.mechanisms["suppression"].pool(noise, accountant=accountant,
-                                                    target="suppression"),
-                self.mechanisms["insertion"].pool(noise, accountant=accountant,
-                                                  target="insertion"))
+        return (self._suppression.pool(noise, accountant=accountant, target="suppression"),
+                self._insertion.pool(noise, accountant=accountant, target="insertion"))
 
     def _perturb(self, data: TabularData, table: GroupTable, noise: NoiseSource,
                  pools: tuple[NoisePool, NoisePool] | None = None) -> _Candidate:
         threshold_pool, count_pool = self._pools(noise) if pools is None else pools
+        # the callers roll up with_informative=True: the perturbation counts informative values
+        assert table.informative is not None
         m = len(data.informative_domain)
         ec_of_row, ec_first = table.classes()
         n_ec = np.bincount(ec_of_row, weights=table.count).astype(np.int64)

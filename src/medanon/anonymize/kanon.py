@@ -113,12 +113,12 @@ class FullDomainKAnonymity:
                                   f"{len(data)} records and at most {limit} may be suppressed.")
         node = best[1]
         release = self._release(data, node)
-        table, fake = release.frame(None)
-        loss = release.loss()
+        published, fake = release.frame(None)
         n_star = int(release.starred[release.row_class].sum())
         return TabularResult(
-            method=self.name, node=node, node_labels=node_level_names(data, node), table=table,
-            is_counterfeit=fake, loss=loss, records=len(data), suppressed=n_star, counterfeit=0,
+            method=self.name, node=node, node_labels=node_level_names(data, node),
+            table=published, is_counterfeit=fake, loss=release.loss(), records=len(data),
+            suppressed=n_star, counterfeit=0,
             classes=len(release.starred), parameters=self.parameters(), privacy_losses=(),
             privacy_model=self.model,
             details={"lattice": {"nodes": len(lattice), "counted": counted, "tagged": tagged,

@@ -58,6 +58,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .._validation import check_int
 from .clustering import (INF, GroupingInput, GroupingResult, _Group, delta_il, eta, etas_of,
                          group_records)
 
@@ -123,9 +124,10 @@ def search_placement(data: GroupingInput, first: GroupingResult, generator: np.r
         The input and result of the kept grouping (when none placed every case: the one that
         left the fewest unplaced, the earliest among equals) and what was searched.
     """
+    attempts = check_int(attempts, name="attempts", owner="search_placement", minimum=1)
     repair = data.alpha is None and not data.suppress_unplaced
     stops = 0
-    best = None
+    best: tuple[GroupingInput, GroupingResult, int] | None = None
     current, result = data, first
     for attempt in range(1, attempts + 1):
         if attempt > 1:
@@ -139,6 +141,7 @@ def search_placement(data: GroupingInput, first: GroupingResult, generator: np.r
             return current, result, PlacementSearch(attempt, placed, repair, stops)
         if best is None or len(result.unplaced) < len(best[1].unplaced):
             best = (current, result, placed)
+    assert best is not None  # attempts >= 1: the first attempt returned or set it
     current, result, placed = best
     return current, result, PlacementSearch(attempts, placed, repair, stops)
 
@@ -228,9 +231,9 @@ class _Groups:
     def deltas(self, r: int) -> np.ndarray:
         """ΔIL(g, r) of every group."""
         data = self.data
-        value = [[None if x is None else x[r] for x in arrays]
-                 for arrays in (data.cat, data.lo, data.hi)]
-        after = data.space.losses_with(*value, self._cat, self._lo, self._hi)
+        cat, lo, hi = ([None if x is None else x[r] for x in arrays]
+                       for arrays in (data.cat, data.lo, data.hi))
+        after = data.space.losses_with(cat, lo, hi, self._cat, self._lo, self._hi)
         return delta_il(self._size, self._loss, after)
 
     # ------------------------------------------------------------------------- the repair
@@ -308,8 +311,14 @@ class _Groups:
         self.anchors[gi] += int(self.data.anchor[add])
         g = self.values[gi] = self._value(gi)
         for j in range(len(g.cat)):
-            if self._cat[j] is not None:
-                self._cat[j][gi] = g.cat[j]
+            # per attribute, either its codes (categorical) or its bounds (numeric) are arrays,
+            # as in the group's own value
+            codes, lo, hi = self._cat[j], self._lo[j], self._hi[j]
+            code, low, high = g.cat[j], g.lo[j], g.hi[j]
+            if codes is not None:
+                assert code is not None
+                codes[gi] = code
             else:
-                self._lo[j][gi], self._hi[j][gi] = g.lo[j], g.hi[j]
+                assert lo is not None and hi is not None and low is not None and high is not None
+                lo[gi], hi[gi] = low, high
         self._size[gi], self._loss[gi] = g.size, g.loss

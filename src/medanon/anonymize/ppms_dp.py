@@ -369,7 +369,7 @@ class _PPMSDP(ClusteringMethod):
                 "label_mechanism": self.label_mechanism}
 
     @property
-    def claims_dp(self) -> bool:  # type: ignore[override]
+    def claims_dp(self) -> bool:
         # the paper variant's ε is a noise-scale knob (local sensitivity), not a DP bound
         return self.variant == "strict"
 
@@ -458,7 +458,7 @@ class _PPMSDP(ClusteringMethod):
         n = len(data.frame)
         clipped, checked = {}, {}
         for j, (qid, a) in enumerate(zip(data.schema.qids, space.attributes)):
-            if a.numeric:
+            if a.taxonomy is None:  # numeric
                 lo, hi = self._domain(data, qid.name)
                 # A missing value becomes the domain's middle: the period's range (used by the
                 # encoding) would make the case's output depend on the other cases.
@@ -476,16 +476,17 @@ class _PPMSDP(ClusteringMethod):
                 values["hi"][j][:] = y
             elif self.perturb_categorical and self.label_mechanism == "randomized-response":
                 codes = values["cat"][j]
-                codes[:] = _randomized_labels(a.taxonomy, codes, self.epsilon,
-                                              self.label_level(a.taxonomy)[0], noise,
+                level, _ = self.label_level(a.taxonomy)
+                assert level is not None  # only 000's exponential draw has no level
+                codes[:] = _randomized_labels(a.taxonomy, codes, self.epsilon, level, noise,
                                               accountant=accountant, target=qid.name)
             elif self.perturb_categorical:
                 tax = a.taxonomy
-                mech = ExponentialMechanism(epsilon=self.epsilon, sensitivity=1.0)
+                selector = ExponentialMechanism(epsilon=self.epsilon, sensitivity=1.0)
                 utility = -full_tree_il(tax)
                 codes = values["cat"][j]
-                codes[:] = [mech.select(utility[u], noise, accountant=accountant, target=qid.name,
-                                        units=case)
+                codes[:] = [selector.select(utility[u], noise, accountant=accountant,
+                                            target=qid.name, units=case)
                             for case, u in enumerate(codes.tolist())]
         # How many true values fell outside the public domain is a deterministic function of
         # the private values (one case's weight flips it) that no mechanism accounts for:
@@ -510,8 +511,10 @@ class _PPMSDP(ClusteringMethod):
         smallest_scale = None
         exact_groups: dict[str, list[str]] = {}
         details: dict[str, object] = {}
+        label_levels: dict[str, int] = {}
+        label_consistency: dict[str, float] = {}
         for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
-            if a.numeric:
+            if a.taxonomy is None:  # numeric
                 x = values["lo"][j][placed]
                 if noise is not None:  # paper: Laplace with the group's local sensitivity
                     out = np.empty_like(x)
@@ -544,8 +547,12 @@ class _PPMSDP(ClusteringMethod):
                 up = ancestor_at_level(tax.parent_array, tax.depth_array, level)
                 table[qid.name] = tax.decode(up[codes[j]])
                 # public: functions of epsilon, the hierarchy, the mechanism and the confidence
-                details.setdefault("label_levels", {})[qid.name] = level
-                details.setdefault("label_consistency", {})[qid.name] = round(worst, 6)
+                assert worst is not None  # a level comes with its worst-case probability
+                label_levels[qid.name] = level
+                label_consistency[qid.name] = round(worst, 6)
+        if label_levels:  # (the keys in the order the loop used to add them)
+            details["label_levels"] = label_levels
+            details["label_consistency"] = label_consistency
         add_published_columns(table, data, placed, suppressed_terms)
         n_groups = int(merged.max()) + 1 if len(merged) else 0
         details.update({"groups_before_merging": n_before,
@@ -677,7 +684,7 @@ def _merge_by_lub(space: QidSpace, codes: Mapping[int, np.ndarray],
     """
     n_before = len(np.unique(groups))
     keys = [group_lub(a.taxonomy, codes[j], groups)
-            for j, a in enumerate(space.attributes) if not a.numeric]
+            for j, a in enumerate(space.attributes) if a.taxonomy is not None]
     if not len(groups) or not keys:
         merged, _ = pd.factorize(groups)
         return merged.astype(np.int64), n_before

@@ -73,6 +73,15 @@ class Mechanism(ABC):
         """Δ as given (decimal reading of floats), or None for a local randomizer."""
         return self._sensitivity
 
+    def _required_sensitivity(self) -> Fraction:
+        """Δ, for the mechanisms that cannot work without one: a missing Δ (None) is refused
+        with the ValidationError of any other invalid Δ, before any arithmetic on it."""
+        if self._sensitivity is None:
+            # to_fraction refuses None: this raises the usual message for the parameter.
+            return to_fraction(None, name="sensitivity", owner=type(self).__name__,
+                               positive=not self.zero_sensitivity)
+        return self._sensitivity
+
     def describe(self) -> dict[str, object]:
         """A JSON-able description: name, exact and float ε (and Δ), the mechanism's own
         parameters, and how it samples."""
@@ -92,7 +101,7 @@ class Mechanism(ABC):
         return {}
 
     def __repr__(self) -> str:
-        fields = {"epsilon": self._epsilon}
+        fields: dict[str, object] = {"epsilon": self._epsilon}
         if self._sensitivity is not None:
             fields["sensitivity"] = self._sensitivity
         fields.update(self._repr_fields())

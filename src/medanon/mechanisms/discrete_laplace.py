@@ -54,7 +54,7 @@ class DiscreteLaplaceMechanism(Mechanism):
 
     def __init__(self, *, epsilon: Any, sensitivity: Any) -> None:
         super().__init__(epsilon=epsilon, sensitivity=sensitivity)
-        self._scale = self._sensitivity / self._epsilon
+        self._scale = self._required_sensitivity() / self._epsilon
 
     @property
     def scale(self) -> Fraction:

@@ -60,7 +60,8 @@ class ExponentialMechanism(Mechanism):
         if not isinstance(monotonic, (bool, np.bool_)):
             raise _fail("monotonic", _OWNER, "a bool", monotonic)
         self._monotonic = bool(monotonic)
-        divisor = self._sensitivity if self._monotonic else 2 * self._sensitivity
+        sensitivity_ = self._required_sensitivity()
+        divisor = sensitivity_ if self._monotonic else 2 * sensitivity_
         try:
             self._factor = float(self._epsilon / divisor)  # log-weight per unit of utility
         except OverflowError:

@@ -98,7 +98,7 @@ class LaplaceMechanism(Mechanism):
 
     def __init__(self, *, epsilon: Any, sensitivity: Any, granularity: Any = None) -> None:
         super().__init__(epsilon=epsilon, sensitivity=sensitivity)
-        bound = self._sensitivity
+        bound = self._required_sensitivity()
         if isinstance(sensitivity, (float, np.floating)):
             bound = max(bound, Fraction(float(sensitivity)))
         if granularity is None:
@@ -107,10 +107,11 @@ class LaplaceMechanism(Mechanism):
             exponent = min(max(exponent, _MIN_EXPONENT), _MAX_EXPONENT)
         else:
             gamma = to_fraction(granularity, name="granularity", owner=_OWNER)
-            exponent = _power_of_two_exponent(gamma)
-            if exponent is None or not -1074 <= exponent <= _MAX_EXPONENT:
+            exact = _power_of_two_exponent(gamma)
+            if exact is None or not -1074 <= exact <= _MAX_EXPONENT:
                 raise _fail("granularity", _OWNER,
                             "a power of two in [2^-1074, 2^1023]", granularity)
+            exponent = exact
         self._exponent = exponent
         self._granularity = Fraction(2) ** exponent
         self._steps = math.floor(bound / self._granularity) + 1  # D, in grid units

@@ -93,7 +93,7 @@ def _log_minus_expm1(x: np.ndarray) -> np.ndarray:
         return np.log(-np.expm1(x))
 
 
-def _log_point(c1: np.ndarray, c2: np.ndarray, x: np.ndarray, b: float) -> np.ndarray:
+def _log_point(c1: np.ndarray, c2: np.ndarray, x: np.ndarray | float, b: float) -> np.ndarray:
     """log P(x + Z ∈ [c1, c2)) for Laplace Z of scale b (c1 may be −inf, c2 +inf)."""
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         width = _log_minus_expm1(-(c2 - c1) / b)  # log(1 − e^{−(c2−c1)/b}), 0 for infinite bins

@@ -327,10 +327,10 @@ class NoiseSource:
                 v[running] += 1
                 rounds += 1
             if rounds - 1 > v_max:  # u + t·v might overflow int64 (probability < exp(-v_max))
-                y = [(a + t * b) // s for a, b in zip(u.tolist(), v.tolist())]
-                if max(y) > _INT64_MAX:
+                exact = [(a + t * b) // s for a, b in zip(u.tolist(), v.tolist())]
+                if max(exact) > _INT64_MAX:
                     raise OverflowError("a discrete Laplace draw does not fit in int64")
-                y = np.array(y, dtype=np.int64)
+                y: np.ndarray = np.array(exact, dtype=np.int64)
             else:
                 y = (u + t * v) // s
             negative = self._bits_array(1, idx.size).astype(bool)

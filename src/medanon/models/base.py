@@ -22,7 +22,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Literal, Self, overload
 
 from ..errors import InputFormatError
 from ..published.roles import refuse_unknown_role
@@ -66,10 +66,11 @@ class ReleaseVerdict:
         return self.verdict == "passed"
 
     def to_dict(self) -> dict:
-        out = {"period": self.period, "model": self.model, "verdict": self.verdict,
-               "checked": self.checked, "attacks": self.attacks, "md_pending": self.md_pending,
-               "dir": self.dir, "dsr": self.dsr, "ssgr": self.ssgr,
-               "violations": list(self.violations)}
+        out: dict[str, object] = {
+            "period": self.period, "model": self.model, "verdict": self.verdict,
+            "checked": self.checked, "attacks": self.attacks, "md_pending": self.md_pending,
+            "dir": self.dir, "dsr": self.dsr, "ssgr": self.ssgr,
+            "violations": list(self.violations)}
         if self.bound is not None:
             out["bound"] = dict(self.bound)
         return out
@@ -182,10 +183,11 @@ class PrivacyModel(ABC):
 
     @classmethod
     @abstractmethod
-    def check(cls, series, declared: Mapping[str, "PrivacyModel"]) -> list[ReleaseVerdict]:
+    def check(cls, series, declared: Mapping[str, Self]) -> list[ReleaseVerdict]:
         """Check the releases of ``series`` named in ``declared`` (label -> the model each one
         declares, all sharing one :meth:`setting`); the other releases of the series serve as
-        earlier and later releases."""
+        earlier and later releases. The setting starts with the class name, so the models are
+        all instances of ``cls`` (``Self``)."""
 
 
 _REGISTRY: dict[str, type[PrivacyModel]] = {}
@@ -255,9 +257,16 @@ def manifest_field(manifest: Mapping, path: str, label: str, *, required: bool =
     return node
 
 
+@overload
+def manifest_int(manifest: Mapping, path: str, label: str, *, minimum: int = 1,
+                 required: Literal[True] = True) -> int: ...
+@overload
+def manifest_int(manifest: Mapping, path: str, label: str, *, minimum: int = 1,
+                 required: bool) -> int | None: ...
 def manifest_int(manifest: Mapping, path: str, label: str, *, minimum: int = 1,
                  required: bool = True) -> int | None:
-    """An integer field >= ``minimum`` (see :func:`manifest_field`)."""
+    """An integer field >= ``minimum`` (see :func:`manifest_field`); None only for a missing
+    field that is not ``required`` (a missing required field raises)."""
     value = manifest_field(manifest, path, label, required=required)
     if value is None:
         return None

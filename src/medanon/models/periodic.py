@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Self
 
 import numpy as np
 import pandas as pd
@@ -220,7 +221,7 @@ class MSModel(_Grouped):
         return (type(self).__name__, self.k)
 
     @classmethod
-    def check(cls, series: PublishedSeries, declared: Mapping[str, "MSModel"]) -> list[ReleaseVerdict]:
+    def check(cls, series: PublishedSeries, declared: Mapping[str, Self]) -> list[ReleaseVerdict]:
         out = []
         for label, model in declared.items():
             alone = series.restricted_to([label])
@@ -277,7 +278,7 @@ class PPMSModel(_Grouped):
         return views, list(checks)
 
     @classmethod
-    def check(cls, series: PublishedSeries, declared: Mapping[str, "PPMSModel"]) -> list[ReleaseVerdict]:
+    def check(cls, series: PublishedSeries, declared: Mapping[str, Self]) -> list[ReleaseVerdict]:
         _, checks = cls._run(series, declared)
         first = next(iter(declared.values()))
         return [_verdict(c.period, declared[c.period], c,
@@ -360,6 +361,8 @@ class PPMSAlphaModel(PPMSModel):
         common = cls._common(manifest, label)
         alpha = manifest_field(manifest, "method.parameters.alpha", label)
         try:
+            if not isinstance(alpha, (int, float, str)):
+                raise TypeError  # a list, a mapping...: refused below like a non-numeric text
             alpha = float(alpha)
         except (TypeError, ValueError):
             raise InputFormatError(f"The manifest of {label} has a non-numeric "
@@ -378,7 +381,7 @@ class PPMSAlphaModel(PPMSModel):
             raise InputFormatError(f"The manifest of {label}: {exc}") from None
 
     @classmethod
-    def check(cls, series: PublishedSeries, declared: Mapping[str, "PPMSAlphaModel"]) -> list[ReleaseVerdict]:
+    def check(cls, series: PublishedSeries, declared: Mapping[str, Self]) -> list[ReleaseVerdict]:
         first = next(iter(declared.values()))
         final = tuple(p for p, m in declared.items() if m.final)
         _, checks = cls._run(series, declared, md=True, alpha=first.alpha,
@@ -603,7 +606,8 @@ class PPMSDPModel(PPMSModel):
                                        f"{qid!r}: {exc}") from None
             domain = None
             if entry["mechanism"] == "laplace" and variant == "strict":
-                bounds = domains.get(qid) if isinstance(domains, Mapping) else None
+                # no domain at all fails the unpacking below like a malformed one
+                bounds = domains.get(qid, ()) if isinstance(domains, Mapping) else ()
                 try:
                     lo, hi = (float(b) for b in bounds)
                 except (TypeError, ValueError):
@@ -615,8 +619,13 @@ class PPMSDPModel(PPMSModel):
                     raise InputFormatError(f"The manifest of {label} has an invalid "
                                            f"'details.domains.{qid}': {bounds!r}.")
                 domain = (lo, hi)
-            decimals = manifest_field(manifest, "details.decimals", label, required=False,
-                                      default=_DEFAULT_DECIMALS)
+            # the published precision of Laplace outputs (a malformed one is refused, not a crash)
+            decimals = None
+            if entry["mechanism"] == "laplace":
+                decimals = manifest_int(manifest, "details.decimals", label, minimum=0,
+                                        required=False)
+                if decimals is None:
+                    decimals = _DEFAULT_DECIMALS
             if qid in levels and _MECHANISMS[entry["mechanism"]] != "categorical":
                 raise InputFormatError(f"The manifest of {label} declares a label level for "
                                        f"{qid!r}, which the {entry['mechanism']} mechanism "
@@ -626,8 +635,7 @@ class PPMSDPModel(PPMSModel):
                                        f"for {qid!r} without its level "
                                        f"('details.label_levels.{qid}'), its output domain.")
             perturbations.append(Perturbation(qid, str(entry["mechanism"]), eps, domain,
-                                              int(decimals) if entry["mechanism"] == "laplace"
-                                              else None, levels.get(qid)))
+                                              decimals, levels.get(qid)))
         if not isinstance(spent, Mapping) or per_case in (None, "", 0, "0"):
             raise InputFormatError(f"The manifest of {label} declares {cls.name} without the "
                                    f"epsilon it spends per case ('privacy_spent.epsilon_per_case').")
@@ -645,7 +653,7 @@ class PPMSDPModel(PPMSModel):
             raise InputFormatError(f"The manifest of {label}: {exc}") from None
 
     @classmethod
-    def check(cls, series: PublishedSeries, declared: Mapping[str, "PPMSDPModel"]) -> list[ReleaseVerdict]:
+    def check(cls, series: PublishedSeries, declared: Mapping[str, Self]) -> list[ReleaseVerdict]:
         models = dp_models(series)
         hard = hard_series(series, models)
         views, checks = cls._run(hard, declared)
@@ -743,7 +751,8 @@ def _case_epsilons(models: Mapping[str, PPMSDPModel], view_series: PublishedSeri
         for other_label, e in spend.items():
             other = view(other_label)
             if lifespan is None or abs(other.ordinal - own.ordinal) <= lifespan:
-                eps += e * (other.index.get_indexer(own.case) >= 0)
+                # pandas makes the target an Index itself; the stubs want one
+                eps += e * (other.index.get_indexer(pd.Index(own.case)) >= 0)
         out[label] = eps
     return out
 

@@ -517,13 +517,14 @@ def check_series(releases: Sequence[pd.DataFrame] | Mapping[str, pd.DataFrame], 
                                   f"{', '.join(labels) or 'none'}).")
         reported = [p for p in labels if p in wanted]
 
-    thetas = _per_period(theta, "theta", reported, ThetaTable,
-                         "a ThetaTable or a mapping from period label to one")
-    for p, t in thetas.items():
+    thetas: dict[str, ThetaTable] = {}
+    for p, t in _per_period(theta, "theta", reported, ThetaTable,
+                            "a ThetaTable or a mapping from period label to one").items():
         if not isinstance(t, ThetaTable):
             raise ValidationError(f"The 'theta' parameter of {_OWNER} must give a ThetaTable for "
                                   f"period {p} (resolve a ThetaSpec on the period's counts first); "
                                   f"got {type(t).__name__}.")
+        thetas[p] = t
     ss_table: dict[str, object] = {}
     if alpha is not None:
         ss_table = _per_period(ss_min_counts, "ss_min_counts", reported, None,

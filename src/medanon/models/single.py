@@ -20,8 +20,9 @@ and ``method.parameters``; :meth:`check` reads the folder's rows.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from fractions import Fraction
+from typing import Self
 
 import pandas as pd
 
@@ -70,7 +71,7 @@ class _OneOff(PrivacyModel):
     one_off = True
 
     @classmethod
-    def check(cls, series, declared: Mapping[str, "PrivacyModel"]) -> list[ReleaseVerdict]:
+    def check(cls, series, declared: Mapping[str, Self]) -> list[ReleaseVerdict]:
         return [model.check_release(series[label]) for label, model in declared.items()]
 
     def check_release(self, release: OneOffRelease) -> ReleaseVerdict:
@@ -139,6 +140,8 @@ def _class_text(dims: list[str], key: object) -> str:
 def _dimension_names(release: OneOffRelease) -> list[str]:
     dims = manifest_field(release.manifest, "columns.dimensions", release.name)
     try:
+        if not isinstance(dims, Iterable):
+            raise TypeError  # refused below, like a list whose items are not mappings
         names = [str(d["name"]) for d in dims]
     except (TypeError, KeyError):
         raise InputFormatError(f"The manifest of {release.name} must list 'columns.dimensions' "

@@ -86,8 +86,12 @@ class ThetaTable:
         return out
 
     @classmethod
-    def from_manifest(cls, data: Mapping) -> ThetaTable:
+    def from_manifest(cls, data: object) -> ThetaTable:
+        """The table a manifest records; ``data`` is the value as read from the JSON, so
+        anything but a mapping of the right shape is refused (InputFormatError)."""
         try:
+            if not isinstance(data, Mapping):
+                raise TypeError(f"expected a mapping, got {type(data).__name__}")
             return cls(float(data["default"]),
                        {str(t): float(v) for t, v in dict(data.get("overrides", {})).items()},
                        {str(t): float(v) for t, v in dict(data.get("caps") or {}).items()})
