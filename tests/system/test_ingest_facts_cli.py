@@ -9,6 +9,7 @@ Run in-process (:func:`invoke_cli`).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,10 @@ def test_ingest_prints_the_counts_and_strict_refuses_them(tmp_path) -> None:
     assert "duplicates" in result.stdout and "3 [1 conflicting, 1" in result.stdout  # may wrap
     assert "note: 2021Q3: 1 duplicate DEMO row(s) whose content conflicts" in result.stderr
     assert "--strict refuses such a source" in result.stderr
+    # the time is labelled, not a bare "2.4 s" under the table (issue 44)
+    last = result.stdout.strip().splitlines()[-1]
+    assert re.fullmatch(rf"ingested 1 period\(s\) into {re.escape(str(store))} in [0-9.]+ s",
+                        last), last
 
     again = invoke_cli("ingest", source, "--store", tmp_path / "j.duckdb", "--json")
     out = json.loads(again.stdout)

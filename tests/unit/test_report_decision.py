@@ -104,3 +104,17 @@ def test_the_page_opens_with_contents_and_decisions_whose_links_resolve():
         'id="summary"')
     states = dict(re.findall(r'data-series="([^"]+)" data-decision="([^"]+)"', page))
     assert states == {"Clean": "publish", "Broken": "hold"}
+
+
+def test_the_terminal_lists_what_the_line_counts_as_more_below():
+    from medanon.cli.commands import decision_lines
+
+    d = decision(_report(verdict="violated", dir_=0.4, reidentified=2))
+    assert d.state == "hold" and len(d.blocking) >= 2
+    lines = decision_lines(d)
+    assert lines[0] == d.line and f"{len(d.blocking) - 1} more below" in d.line
+    # every reason the line counts is printed under it, in order
+    assert lines[1:] == [f"    also: {reason}" for reason in d.blocking[1:]]
+    care = decision(_report(theta={"Death": 0.3, "Nausea": 1.0}, recall=0.5))
+    assert decision_lines(care) == [care.line, *(f"    also: {r}" for r in care.care[1:])]
+    assert len(decision_lines(care)) == len(care.care)

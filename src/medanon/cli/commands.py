@@ -22,6 +22,7 @@ from .console import print_json, progress_bar
 
 if TYPE_CHECKING:
     from ..anonymize import Anonymizer
+    from ..report.collect import Decision
     from ..store import ReleaseStore
 
 # Each command imports what it needs in its own body (issue 30): `medanon release`, `ingest` and
@@ -139,7 +140,8 @@ def ingest(source: Path, *, store: Path, schema_path: Path | None, keep_missing:
                                  for p in summary.deleted_but_published)
                      + ". Published releases are immutable: those cases stay in them; tell the "
                        "recipients of those releases if your policy requires it.", soft_wrap=True)
-    ui.out.print(f"{seconds} s")
+    # labelled: after the table, a bare "2.4 s" read as one more row
+    ui.out.print(f"ingested {len(reports)} period(s) into {store} in {seconds} s")
 
 
 def _counts(report: Mapping[str, object], key: str) -> dict[str, int]:
@@ -1087,8 +1089,16 @@ def report(*, stores: list[Path], names: list[str], rules: Path | None, backgrou
     from ..report.collect import decision
 
     for r in reports:  # the page's first section, one line per series
-        ui.err.print(f"{r.name}: {decision(r).line}", markup=False)
+        for i, line in enumerate(decision_lines(decision(r))):
+            ui.err.print(f"{r.name}: {line}" if i == 0 else line, markup=False)
     return reports
+
+
+def decision_lines(made: Decision) -> list[str]:
+    """A report's decision for the terminal: its one line, then the reasons of the same weight
+    the line counts as "N more below" (on the page they are listed under it; here too)."""
+    rest = list(made.blocking[1:] if made.blocking else made.care[1:])
+    return [made.line, *(f"    also: {reason}" for reason in rest)]
 
 
 # -- experiment -----------------------------------------------------------------------------------
@@ -1189,7 +1199,8 @@ def _demo_summary(reports: list) -> None:
         ui.out.print(f"\n{r.name}: planted signals kept {kept}, lost {lost}, gained {spurious}; "
                      f"{sum(x['reidentified'] for x in r.releases)} case(s) re-identified by "
                      "record linkage (RR).")
-        ui.out.print(f"  {decision(r).line}", markup=False)
+        for line in decision_lines(decision(r)):
+            ui.out.print(f"  {line}", markup=False)
         _print_card(r.card)
 
 
