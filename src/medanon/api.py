@@ -1505,7 +1505,10 @@ class EhrPublisher(Publisher):
         # Operator only: the input's digest lets the operator check which data was released;
         # the manifest holds no function of the input.
         summary = {**run.summary(), "input_sha256": data.digest(),
-                   "dates_reliable": data.dates_reliable, "identifiers": identifiers.describe(),
+                   "dates_reliable": data.dates_reliable,
+                   # why time is or is not published (the reader's words, e.g. two-digit years)
+                   "dates": data.data.source.get("dates"),
+                   "identifiers": identifiers.describe(),
                    "time_resolution": self._publish_form["time_resolution"],
                    "guarantee": manifest["privacy"]["guarantee"],
                    "does_not_guarantee": manifest["privacy"]["does_not_guarantee"]}

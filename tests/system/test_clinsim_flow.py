@@ -620,3 +620,21 @@ def test_verify_reads_the_ehr_release_model(runs, method, model, capsys):
         assert code == 0 and verdict["model"] == model
         assert manifest["method"]["model"]["guarantee"].startswith(
             "; ".join(manifest["privacy"]["guarantee"][:1]))
+
+
+def test_two_digit_year_dates_publish_time_empty_and_say_why(inputs, tmp_path):
+    """MIMIC's ADMITTIME with two-digit years cannot be placed in a century: ``time`` is
+    published empty, and the steward is told why, with examples (issue 44)."""
+    diagnoses, admissions = inputs
+    frame = pd.read_csv(admissions, dtype=str, keep_default_na=False)
+    frame["ADMITTIME"] = pd.to_datetime(frame["ADMITTIME"]).dt.strftime("%m/%d/%y %H:%M")
+    damaged = tmp_path / "ADMISSIONS.csv"
+    frame.to_csv(damaged, index=False)
+    out = tmp_path / "out"
+    result = invoke_cli("clinsim", diagnoses, "--admissions", damaged, *method_args("umaxrr"),
+                        "--out", out)
+    assert result.returncode == 0, result.stderr
+    assert "note: time is published empty:" in result.stderr
+    assert "four-digit year" in result.stderr and frame["ADMITTIME"].iloc[0] in result.stderr
+    assert "Time: empty, the input's dates were unusable:" in result.stdout
+    assert (read_release(out)["time"] == "").all()

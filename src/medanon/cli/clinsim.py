@@ -125,10 +125,19 @@ def clinsim(diagnoses: Path, *, admissions: Path | None, method: str, epsilon: s
     summary = {**release.summary, "out": str(out)}
     if created is not None:
         summary["pseudonym_key_created"] = str(created)
+    if not release.summary["dates_reliable"]:  # said where the steward looks, also with --json
+        ui.err.print(f"note: time is published empty: {_dates_reason(summary)}.", soft_wrap=True,
+                     markup=False)
     if as_json:
         print_json(summary)
         return
     _print_summary(summary)
+
+
+def _dates_reason(summary: dict[str, Any]) -> str:
+    """Why ``time`` is published empty, as the loader found it (e.g. ADMITTIME values with
+    two-digit years, which no century can be told for)."""
+    return str(summary.get("dates") or "the input gave no admission dates").rstrip(".")
 
 
 def _fmt(value: Any) -> str:
@@ -156,6 +165,7 @@ def _print_summary(s: dict[str, Any]) -> None:
                                     else "raw SUBJECT_ID and HADM_ID (--keep-ids)"))
     ui.out.print(f"Time: days since each patient's first admission, floored to whole "
                  f"{s['time_resolution']}s (--time-resolution {s['time_resolution']})."
-                 if s["dates_reliable"] else "Time: empty (the input's dates were unusable).")
+                 if s["dates_reliable"] else
+                 f"Time: empty, the input's dates were unusable: {_dates_reason(s)}.")
     ui.out.print(f"Guarantee: {s['guarantee']}")
     ui.out.print(f"Not guaranteed: {s['does_not_guarantee']}")
