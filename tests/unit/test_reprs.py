@@ -198,3 +198,23 @@ def test_randomness_repr_tells_secure_from_seeded():
     check_line(repr(seeded), "Randomness")
     assert "secure" in repr(secure) and "seeded" not in repr(secure)
     assert "seeded 7" in repr(seeded) and "not secret" in repr(seeded)
+
+
+def test_verdict_and_policy_reprs_are_one_short_line(small):
+    from medanon.models.base import ReleaseVerdict, SeriesVerdict
+
+    _, series = small
+    verdict = series.verify()
+    check_line(repr(verdict), "SeriesVerdict")
+    assert repr(verdict).startswith("<SeriesVerdict ok, 3 releases 2020Q1..2020Q3: 3 passed")
+    check_line(repr(verdict.releases[0]), "ReleaseVerdict")
+    # whatever a verdict holds: many violations and a long checked text stay one short line
+    many = ReleaseVerdict("2020Q1", "PPMS(k, theta*)-bounding", "violated", "checked " * 500,
+                          "B/F/L", violations=tuple(f"group {i}" for i in range(1000)))
+    check_line(repr(many), "ReleaseVerdict")
+    assert "1000 violations" in repr(many)
+    check_line(repr(SeriesVerdict((many,) * 50)), "SeriesVerdict")
+    policy = medanon.SeriesPolicy.ppms_plus_plus(k=5, theta="frequency",
+                                                 protect={f"term {i}": 0.3 for i in range(500)})
+    check_line(repr(policy), "SeriesPolicy")
+    assert repr(policy).startswith("<SeriesPolicy: ppms++ k=5, theta='frequency'")

@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, Self, overload
 
+from .. import _repr
 from ..errors import InputFormatError
 from ..published.roles import refuse_unknown_role
 
@@ -31,7 +32,7 @@ __all__ = ["PrivacyModel", "ReleaseVerdict", "SeriesVerdict", "model_class", "mo
            "register", "registered_models"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ReleaseVerdict:
     """The verdict on one release.
 
@@ -63,7 +64,17 @@ class ReleaseVerdict:
 
     @property
     def ok(self) -> bool:
+        """Whether the release passed its model."""
         return self.verdict == "passed"
+
+    def __repr__(self) -> str:
+        # one line: what was checked, in full, is in .checked and to_dict()
+        shown = f"{self.verdict}, {_repr.clip(self.model or 'no model', 40)}"
+        if self.attacks:
+            shown += f", attacks {_repr.clip(self.attacks, 20)}"
+        if self.violations:
+            shown += f"; {_repr.plural(len(self.violations), 'violation')}"
+        return _repr.one_line(f"<ReleaseVerdict {_repr.clip(self.period, 20)}: {shown}>")
 
     def to_dict(self) -> dict:
         out: dict[str, object] = {
@@ -76,7 +87,7 @@ class ReleaseVerdict:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SeriesVerdict:
     """The verdicts on the releases of a series, oldest first."""
 
@@ -88,7 +99,16 @@ class SeriesVerdict:
 
     @property
     def ok(self) -> bool:
+        """Whether every release passed its model."""
         return all(r.ok for r in self.releases)
+
+    def __repr__(self) -> str:
+        periods = [r.period for r in self.releases]
+        shown = (f"{_repr.plural(len(periods), 'release')} {_repr.span(periods)}: "
+                 f"{_repr.tally(r.verdict for r in self.releases)}")
+        if self.violations:
+            shown += f"; {_repr.plural(len(self.violations), 'violation')}"
+        return _repr.one_line(f"<SeriesVerdict {'ok' if self.ok else 'not ok'}, {shown}>")
 
     @property
     def violations(self) -> tuple[str, ...]:

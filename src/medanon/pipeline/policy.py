@@ -45,6 +45,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import _repr
 from .._validation import check_choice, in_callers_words, keywords_checked
 from ..errors import InputFormatError, ValidationError
 
@@ -130,7 +131,7 @@ def _file_digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class SeriesPolicy:
     """How every release of a series is made: the method and its parameters.
 
@@ -148,6 +149,12 @@ class SeriesPolicy:
     method: str
     parameters: Mapping[str, Any] = field(default_factory=dict)
     theta_sha256: str | None = None
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={_repr.clip(repr(value), 40)}"
+                          for name, value in self.parameters.items())
+        return _repr.one_line(f"<SeriesPolicy: {_repr.clip(self.method, 30)}"
+                              f"{' ' + shown if shown else ''}>")
 
     # ------------------------------------------------------------------ constructors
     @classmethod
