@@ -123,7 +123,9 @@ class Dataset:
                                   "period.")
         self.schema = schema or _default_schema(q.records for q in quarters)
         self.deleted_case_ids = frozenset(str(c) for c in deleted_case_ids)
-        hierarchies = self.schema.load_hierarchies()
+        # loaded once: the checks below, the super records and every release of this data
+        # read them (a release passes them down to the method, the gate and the series)
+        self._hierarchies = hierarchies = self.schema.load_hierarchies()
         ordered: dict[str, FaersQuarter] = {}
         for quarter in sorted(quarters, key=lambda q: q.period):
             label = quarter.period.label
@@ -225,8 +227,7 @@ class Dataset:
         Raises:
             ValidationError: the dataset has no such period.
         """
-        return combine_super_records(self.records(period), self.schema,
-                                     self.schema.load_hierarchies())
+        return combine_super_records(self.records(period), self.schema, self._hierarchies)
 
     @classmethod
     def from_faers(cls, source: str | Path, *, schema: Schema | None = None,
@@ -967,20 +968,22 @@ class Publisher:
     (:func:`~medanon.pipeline.methods.family_of`); each family's publisher takes its own typed
     keywords (and can be made directly), and ``Publisher`` shows them all as overloads.
 
-    Args:
-        method: A :class:`~medanon.pipeline.policy.SeriesPolicy` (a periodic method with its
-            parameters: ``SeriesPolicy.ppms_plus_plus(k=5, theta="frequency")``), or a method
-            name in any case — periodic (``ms``, ``ppms``, ``ppms+``, ``ppms++``, ``ha``,
-            ``ppms-dp-num``, ``ppms-dp-all``, ``none``), table (``ipa``, ``kanon``,
-            ``dphist``) or EHR (``clinsimrr``, ``umaxrr``, ``umaxrr-yp``, ``rr``,
-            ``suppression``) — or a configured periodic :class:`Anonymizer` or table method.
-        seed: For tests and research only: a reproducible source of randomness, recorded in
-            every manifest. Default: OS entropy.
-        rng: A :class:`~medanon.random.Randomness` (``medanon.random.randomness(seed=None)``)
-            instead of ``seed``: the one randomness of every release this publisher makes
-            (exact bits for DP noise, a generator for the other choices).
-        **parameters: The method's parameters, as its family's publisher takes them
-            (:class:`SeriesPublisher`, :class:`TablePublisher`, :class:`EhrPublisher`).
+    What it takes (``Publisher(method, *, seed=None, rng=None, **parameters)``; mkdocstrings
+    lists each family's keywords under its publisher):
+
+    - ``method``: a :class:`~medanon.pipeline.policy.SeriesPolicy` (a periodic method with its
+      parameters: ``SeriesPolicy.ppms_plus_plus(k=5, theta="frequency")``), or a method name in
+      any case — periodic (``ms``, ``ppms``, ``ppms+``, ``ppms++``, ``ha``, ``ppms-dp-num``,
+      ``ppms-dp-all``, ``none``), table (``ipa``, ``kanon``, ``dphist``) or EHR
+      (``clinsimrr``, ``umaxrr``, ``umaxrr-yp``, ``rr``, ``suppression``) — or a configured
+      periodic :class:`Anonymizer` or table method.
+    - ``seed``: for tests and research only: a reproducible source of randomness, recorded in
+      every manifest. Default: OS entropy.
+    - ``rng``: a :class:`~medanon.random.Randomness` (``medanon.random.randomness(seed=None)``)
+      instead of ``seed``: the one randomness of every release this publisher makes (exact
+      bits for DP noise, a generator for the other choices).
+    - ``**parameters``: the method's parameters, as its family's publisher takes them
+      (:class:`SeriesPublisher`, :class:`TablePublisher`, :class:`EhrPublisher`).
 
     Attributes:
         name: The method's name (``ppms++``, ``ipa``, ...).
@@ -1291,7 +1294,8 @@ class SeriesPublisher(Publisher):
         from .pipeline.case_ids import check_injective, mode_of
         from .published.case_ids import highest_case_id
 
-        series = previous if previous is not None else empty_series(data.schema)
+        series = (previous if previous is not None
+                  else empty_series(data.schema, data._hierarchies))
         before = mode_of(series.manifests)
         if before is not None and before != self.case_ids.mode:
             raise ValidationError(f"The 'previous' series of Publisher.publish publishes {before} "
@@ -1329,7 +1333,7 @@ class SeriesPublisher(Publisher):
                                       publish_despite_violations=allow_violations,
                                       acknowledged=acknowledged, ingest=data.ingest_report,
                                       final=final, case_ids=self.case_ids,
-                                      highest_earlier=highest):
+                                      highest_earlier=highest, hierarchies=data._hierarchies):
             made.append(Release(prepared.period, prepared.rows, prepared.manifest,
                                 prepared.ledger, prepared.operator, prepared.seconds))
             # release_steps holds this series in memory (no store), so it hands each one back

@@ -15,11 +15,12 @@ of a new period nor the verification of a series needs the whole history in memo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 import pandas as pd
 
 from ..data.schema import Schema
+from ..hierarchies import Taxonomy
 from ..published.series import PublishedSeries, kept_releases, qids_of_schema
 from ..store import ReleaseStore
 from ..verify import SeriesVerdict, md_whole, verify_linked
@@ -35,9 +36,10 @@ class StoreSeries:
     """A store's published series, read a part at a time: every manifest (read once: releases
     are immutable), and the rows linked to some cases (:meth:`ReleaseStore.linked_rows`)."""
 
-    def __init__(self, store: ReleaseStore, schema: Schema | None = None):
+    def __init__(self, store: ReleaseStore, schema: Schema | None = None,
+                 hierarchies: Mapping[str, Taxonomy] | None = None):
         self.store = store
-        self.qids, self.sensitive = qids_of_schema(schema or store.schema)
+        self.qids, self.sensitive = qids_of_schema(schema or store.schema, hierarchies)
         self.manifests: dict[str, dict] = {}
         self.source = f"Store {str(store.path)!r}"
 
@@ -102,10 +104,12 @@ class StoreSeries:
                              observed_span=self.store.published_case_span())
 
 
-def store_history(store: ReleaseStore) -> LinkedHistory:
+def store_history(store: ReleaseStore, hierarchies: Mapping[str, Taxonomy] | None = None
+                  ) -> LinkedHistory:
     """What a period links to, read from ``store`` (:meth:`ReleaseStore.linked_rows`): only
-    the linked rows, with every published manifest."""
-    series = StoreSeries(store)
+    the linked rows, with every published manifest (read through the store schema's
+    ``hierarchies``, when the caller holds them)."""
+    series = StoreSeries(store, hierarchies=hierarchies)
 
     def linked(cases: Collection[str], label: str) -> PublishedSeries:
         return series.linked(cases, md_whole(label, series.refresh()))

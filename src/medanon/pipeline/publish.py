@@ -817,9 +817,13 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     else:
         highest = highest_case_id(c for p in store.published_periods()
                                   for c in store.release_cases(p))
+    # the schema's hierarchies, loaded once for this release: the method, the gate and the
+    # series views read the same ones
+    hierarchies = store.schema.load_hierarchies()
     steps = release_steps(
         store.schema, method, labels, store.records, rng,
-        series=empty_series(store.schema), linked=store_history(store),
+        series=empty_series(store.schema, hierarchies),
+        linked=store_history(store, hierarchies), hierarchies=hierarchies,
         available=store.ingested_periods(),
         ledger=store.ledger, case_budget=case_budget, on_case_budget=on_case_budget,
         publish_despite_violations=publish_despite_violations, acknowledged=acknowledged,

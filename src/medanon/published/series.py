@@ -233,17 +233,21 @@ def _qids_from_manifest(manifest: Mapping, label: str) -> tuple[tuple[QidInfo, .
     return tuple(qids), tuple(str(c) for c in columns["sensitive"])
 
 
-def qids_of_schema(schema: Schema) -> tuple[tuple[QidInfo, ...], tuple[str, ...]]:
-    """How to read the QID and sensitive columns of a release made with ``schema``."""
-    hierarchies = schema.load_hierarchies()
+def qids_of_schema(schema: Schema, hierarchies: Mapping[str, Taxonomy] | None = None
+                   ) -> tuple[tuple[QidInfo, ...], tuple[str, ...]]:
+    """How to read the QID and sensitive columns of a release made with ``schema`` (its
+    ``hierarchies``, when the caller holds them already)."""
+    if hierarchies is None:
+        hierarchies = schema.load_hierarchies()
     qids = tuple(QidInfo(q.name, q.kind, hierarchies.get(q.name)) for q in schema.qids)
     return qids, tuple(schema.sensitive)
 
 
-def empty_series(schema: Schema) -> PublishedSeries:
+def empty_series(schema: Schema, hierarchies: Mapping[str, Taxonomy] | None = None
+                 ) -> PublishedSeries:
     """A series with nothing published yet, read through ``schema`` (the first release of a
     store, or a store-free publication: ``pipeline.publish.prepare_release``)."""
-    qids, sensitive = qids_of_schema(schema)
+    qids, sensitive = qids_of_schema(schema, hierarchies)
     return PublishedSeries({}, {}, qids, sensitive, EMPTY_SOURCE)
 
 
