@@ -1201,11 +1201,27 @@ class SeriesPublisher(Publisher):
         method: A periodic method's name (any case), a
             :class:`~medanon.pipeline.policy.SeriesPolicy` (then no other method parameter) or a
             configured :class:`Anonymizer`.
-        seed, rng: As :class:`Publisher` takes them.
-        k, theta, protect, lifespan, on_infeasible, max_withheld, grouping, alpha, ss_rule,
-            on_unplaceable, epsilon, dp_variant, domains, dp_aware_grouping, case_budget,
-            label_confidence, label_mechanism, allow_tiny_epsilon: The method's parameters, as
-            :func:`~medanon.pipeline.methods.periodic_method` describes them.
+        seed: For tests and research only: a reproducible source of randomness, recorded in
+            every manifest. Default: OS entropy.
+        rng: A :class:`~medanon.random.Randomness` instead of ``seed``.
+        k: The k of the model (every periodic method but ``none``).
+        theta: θ*: a number in (0, 1], ``"frequency"``, or a θ file.
+        protect: Protected terms whose θ never exceeds a cap (``{"Death": 0.3}``).
+        lifespan: CaseID life span in periods (not for ``ms``).
+        on_infeasible: ``refuse`` (the default), ``raise-theta`` or ``suppress-terms``.
+        max_withheld: The largest share of a period's cases a release may withhold (10%).
+        grouping: ``classes-first`` or ``greedy``.
+        alpha: HA only: 002's α.
+        ss_rule: HA only: the ss-record rule.
+        on_unplaceable: HA only: ``suppress-terms`` (the default) or ``withhold``.
+        epsilon: PPMS-DP only: ε per perturbed QID.
+        dp_variant: PPMS-DP only: ``strict`` (the default) or ``paper``.
+        domains: PPMS-DP only: the public domains of the numeric QIDs.
+        dp_aware_grouping: PPMS-DP only: design the groups for the noise.
+        case_budget: PPMS-DP only, with ``dp_aware_grouping``: ε per case over the series.
+        label_confidence: PPMS-DP_all, strict: the confidence of a perturbed label's level.
+        label_mechanism: PPMS-DP_all: ``exponential`` or ``randomized-response``.
+        allow_tiny_epsilon: PPMS-DP only: accept an ε below the floor (recorded).
         case_ids: How CaseIDs are published: ``"pseudonym"`` (keyed pseudonyms, the default) or
             ``"real"`` (whose order the gate then reads as adversary knowledge,
             ``docs/attacks-and-verify.md``).
@@ -1349,10 +1365,20 @@ class TablePublisher(Publisher):
 
     Args:
         method: A table method's name (any case) or a configured table method.
-        seed, rng: As :class:`Publisher` takes them.
-        epsilon, k, max_suppression, threshold, budget_split, node, selection, min_records,
-            allow_tiny_epsilon: The method's parameters, as
-            :func:`~medanon.pipeline.methods.table_method` describes them.
+        seed: For tests and research only: a reproducible source of randomness, recorded in
+            every manifest. Default: OS entropy.
+        rng: A :class:`~medanon.random.Randomness` instead of ``seed``.
+        epsilon: The privacy budget (``ipa``, ``dphist``).
+        k: ``kanon`` only (default 10).
+        max_suppression: ``kanon`` only (default no suppression).
+        threshold: ``ipa`` only (default 2).
+        budget_split: ``ipa`` only (default the paper's split).
+        node: ``dphist`` only: the generalization levels.
+        selection: ``ipa`` only: ``utility`` (the default) or ``paper``.
+        min_records: ``ipa`` with ``utility`` only: a public lower bound on the records.
+        allow_tiny_epsilon: ``ipa``, ``dphist``: accept an ε below the floor (recorded).
+
+    The parameters are :func:`~medanon.pipeline.methods.table_method`'s; it describes them.
     """
 
     family = "table"
@@ -1412,9 +1438,14 @@ class EhrPublisher(Publisher):
 
     Args:
         method: An EHR method's name (any case).
-        seed, rng: As :class:`Publisher` takes them.
-        epsilon, gamma, b_max, alpha, max_path_length: The mechanism's parameters, as
-            :func:`~medanon.pipeline.methods.ehr_method` describes them.
+        seed: For tests and research only: a reproducible source of randomness, recorded in
+            every manifest. Default: OS entropy.
+        rng: A :class:`~medanon.random.Randomness` instead of ``seed``.
+        epsilon: Per released element (not for ``suppression``).
+        gamma: ``clinsimrr``, ``umaxrr-yp``: the protected-set extension's γ (0.05).
+        b_max: ``clinsimrr``, ``umaxrr-yp``: the largest block (16).
+        alpha: The extension's α (0.5).
+        max_path_length: The extension's longest path (2).
         sensitive: The sensitive codes: a preset name (default ``va-7332``) or the codes.
         delta_t_days: The correlation window in days (300).
         aux_fraction: The share of patients the attack learns from (0.8).

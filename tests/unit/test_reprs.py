@@ -158,7 +158,8 @@ def test_ehr_records_and_their_release():
 
 API_CLASSES = (medanon.Dataset, medanon.Series, PublishedSeries, medanon.Release,
                medanon.TableRelease, medanon.EhrRelease, medanon.EhrRecords, medanon.Table,
-               medanon.Publisher)
+               medanon.Publisher, medanon.SeriesPublisher, medanon.TablePublisher,
+               medanon.EhrPublisher)
 
 
 def public_members(cls: type):
