@@ -48,7 +48,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, overload
 
 import pandas as pd
 
@@ -63,6 +63,9 @@ from .errors import PrivacyViolation, ValidationError
 from .periods import parse_period
 from .published.format import read_release_text, write_release_text
 from .published.series import PublishedSeries, ReadOnDemand, empty_series, load_series
+from .literals import (CaseIdMode, DpVariant, EhrMethodName, Grouping, IpaSelection,
+                       LabelMechanism, OnInfeasible, OnUnplaceable, PeriodicMethodName,
+                       TableMethodName, TimeResolution)
 from .random import Randomness, check_rng, randomness
 
 # The methods, the pipelines and the verify gate are imported where they are used (issue 30):
@@ -831,27 +834,10 @@ _EHR_RUN = {"sensitive": "va-7332", "delta_t_days": 300.0, "aux_fraction": 0.8,
 _EHR_PUBLISH = {"time_resolution": "day"}
 
 
-# The typed keywords of Publisher (its overloads below). A test keeps each alias equal to the
-# registry or the tuple of choices it mirrors, and each overload's keywords equal to what its
-# family's factory takes, so the types cannot drift from what is accepted.
+# The typed keywords of Publisher (its overloads below) come from medanon.literals; a test
+# keeps each overload's keywords equal to what its family's factory takes, so the types cannot
+# drift from what is accepted.
 
-#: a periodic method's name, as the registry writes it or in capitals (the docs write PPMS++)
-PeriodicMethodName = Literal["none", "ms", "ppms", "ppms+", "ppms++", "ha", "ppms-dp-num",
-                             "ppms-dp-all", "NONE", "MS", "PPMS", "PPMS+", "PPMS++", "HA",
-                             "PPMS-DP-NUM", "PPMS-DP-ALL"]
-#: a one-off table method's name (paper 004 and its baselines)
-TableMethodName = Literal["ipa", "kanon", "dphist", "IPA", "KANON", "DPHIST"]
-#: a diagnosis-sequence method's name (paper 003 and its baselines)
-EhrMethodName = Literal["clinsimrr", "umaxrr", "umaxrr-yp", "rr", "suppression", "CLINSIMRR",
-                        "UMAXRR", "UMAXRR-YP", "RR", "SUPPRESSION"]
-OnInfeasible = Literal["refuse", "raise-theta", "suppress-terms"]
-Grouping = Literal["classes-first", "greedy"]
-OnUnplaceable = Literal["suppress-terms", "withhold"]
-DpVariant = Literal["strict", "paper"]
-LabelMechanism = Literal["exponential", "randomized-response"]
-CaseIdMode = Literal["pseudonym", "real"]
-TimeResolution = Literal["day", "hour", "minute"]
-IpaSelection = Literal["utility", "paper"]
 
 class TableMethod(Protocol):
     """What a configured one-off table method offers (``IPA``, ``FullDomainKAnonymity``,

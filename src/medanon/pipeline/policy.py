@@ -43,9 +43,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .. import _repr
+from ..literals import DpVariant, Grouping, LabelMechanism, OnInfeasible, OnUnplaceable
 from .._validation import check_choice, in_callers_words, keywords_checked
 from ..errors import InputFormatError, ValidationError
 
@@ -204,9 +205,9 @@ class SeriesPolicy:
     @classmethod
     @keywords_checked("SeriesPolicy.ppms_plus_plus")
     def ppms_plus_plus(cls, k: int, theta: float | str, *, protect: Mapping[str, float] | None = None,
-                       lifespan: int | None = None, on_infeasible: str = "refuse",
+                       lifespan: int | None = None, on_infeasible: OnInfeasible = "refuse",
                        max_withheld: float | None = None,
-                       grouping: str | None = None) -> SeriesPolicy:
+                       grouping: Grouping | None = None) -> SeriesPolicy:
         """PPMS++ (paper 001): PPMS(k, θ*)-bounding with the fewest generalized values."""
         return cls.of("ppms++", k=k, theta=theta, protect=protect, lifespan=lifespan,
                       on_infeasible=on_infeasible, max_withheld=max_withheld, grouping=grouping)
@@ -214,7 +215,7 @@ class SeriesPolicy:
     @classmethod
     @keywords_checked("SeriesPolicy.ppms_plus")
     def ppms_plus(cls, k: int, theta: float | str, *, protect: Mapping[str, float] | None = None,
-                  lifespan: int | None = None, on_infeasible: str = "refuse",
+                  lifespan: int | None = None, on_infeasible: OnInfeasible = "refuse",
                   max_withheld: float | None = None) -> SeriesPolicy:
         """PPMS+ (paper 001)."""
         return cls.of("ppms+", k=k, theta=theta, protect=protect, lifespan=lifespan,
@@ -223,7 +224,7 @@ class SeriesPolicy:
     @classmethod
     @keywords_checked("SeriesPolicy.ppms")
     def ppms(cls, k: int, theta: float | str, *, protect: Mapping[str, float] | None = None,
-             lifespan: int | None = None, on_infeasible: str = "refuse",
+             lifespan: int | None = None, on_infeasible: OnInfeasible = "refuse",
              max_withheld: float | None = None) -> SeriesPolicy:
         """PPMS (paper 001)."""
         return cls.of("ppms", k=k, theta=theta, protect=protect, lifespan=lifespan,
@@ -232,7 +233,7 @@ class SeriesPolicy:
     @classmethod
     @keywords_checked("SeriesPolicy.ms")
     def ms(cls, k: int, theta: float | str, *, protect: Mapping[str, float] | None = None,
-           on_infeasible: str = "refuse", max_withheld: float | None = None) -> SeriesPolicy:
+           on_infeasible: OnInfeasible = "refuse", max_withheld: float | None = None) -> SeriesPolicy:
         """MS-Anonymization (001's single-release baseline: no protection across releases)."""
         return cls.of("ms", k=k, theta=theta, protect=protect, on_infeasible=on_infeasible,
                       max_withheld=max_withheld)
@@ -241,8 +242,8 @@ class SeriesPolicy:
     @keywords_checked("SeriesPolicy.ha")
     def ha(cls, k: int, theta: float | str, alpha: float, *, ss_rule: str | None = None,
            protect: Mapping[str, float] | None = None, lifespan: int | None = None,
-           on_infeasible: str = "refuse", on_unplaceable: str | None = None,
-           max_withheld: float | None = None, grouping: str | None = None) -> SeriesPolicy:
+           on_infeasible: OnInfeasible = "refuse", on_unplaceable: OnUnplaceable | None = None,
+           max_withheld: float | None = None, grouping: Grouping | None = None) -> SeriesPolicy:
         """HA (paper 002): PPMS(k, θ, α)-bounding against the MD- and SS-attacks."""
         return cls.of("ha", k=k, theta=theta, alpha=alpha, ss_rule=ss_rule, protect=protect,
                       lifespan=lifespan, on_infeasible=on_infeasible,
@@ -252,12 +253,12 @@ class SeriesPolicy:
     @classmethod
     @keywords_checked("SeriesPolicy.ppms_dp")
     def ppms_dp(cls, k: int, theta: float | str, epsilon: float | str, *,
-                perturb: str = "numeric", dp_variant: str = "strict",
+                perturb: Literal["numeric", "all"] = "numeric", dp_variant: DpVariant = "strict",
                 domains: Mapping[str, tuple[float, float]] | None = None,
                 case_budget: float | str | None = None, on_case_budget: str = "refuse",
                 dp_aware_grouping: bool = False, label_confidence: float | None = None,
-                label_mechanism: str | None = None, protect: Mapping[str, float] | None = None,
-                lifespan: int | None = None, on_infeasible: str = "refuse",
+                label_mechanism: LabelMechanism | None = None, protect: Mapping[str, float] | None = None,
+                lifespan: int | None = None, on_infeasible: OnInfeasible = "refuse",
                 max_withheld: float | None = None) -> SeriesPolicy:
         """PPMS-DP (paper 000): ``perturb="numeric"`` is PPMS-DP_num, ``"all"`` PPMS-DP_all."""
         if perturb not in ("numeric", "all"):
