@@ -166,6 +166,7 @@ def publish_periodic_in_store(method: str, records: Mapping[str, pd.DataFrame], 
     import medanon
     from medanon.pipeline.methods import periodic_method
     from medanon.pipeline.publish import publish_periods
+    from medanon.pipeline.checks import Acknowledgements
     from medanon.store import ReleaseStore
 
     data = medanon.Dataset(dict(records), schema)
@@ -173,10 +174,10 @@ def publish_periodic_in_store(method: str, records: Mapping[str, pd.DataFrame], 
         store = ReleaseStore.create_or_open(Path(tmp) / "store.duckdb", data.schema)
         try:
             store.ingest(data)
+            everything = Acknowledgements(seeded=True, violations=True, unprotected=True,
+                                          unknown_terms=True, gap=True, short_lifespan=True)
             publish_periods(store, periodic_method(method, **parameters), [],
-                            medanon.randomness(seed), allow_seeded=True,
-                            publish_despite_violations=True, allow_unprotected=True,
-                            allow_unknown_terms=True, allow_gap=True, allow_short_lifespan=True)
+                            medanon.randomness(seed), acknowledged=everything)
             releases = {p: (store.release_rows(p), store.manifest(p))
                         for p in store.published_periods()}
         finally:

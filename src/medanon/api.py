@@ -74,6 +74,7 @@ from .random import Randomness, check_rng, randomness
 if TYPE_CHECKING:
     from .anonymize.base import Anonymizer
     from .anonymize.tabular import TabularResult
+    from .pipeline.checks import Acknowledgements
     from .pipeline.ehr import Pseudonyms
     from .pipeline.policy import SeriesPolicy
     from .models.theta import ThetaTable
@@ -1157,11 +1158,14 @@ class Publisher:
             return self._publish_ehr(data, allow_violations=allow_violations,
                                      identifiers=identifiers, progress=progress)
         assert isinstance(self, SeriesPublisher) and isinstance(data, Dataset)
-        return self._publish_series(data, periods, previous=previous,
-                                    allow_violations=allow_violations,
-                                    allow_unprotected=allow_unprotected,
-                                    allow_unknown_terms=allow_unknown_terms, allow_gap=allow_gap,
-                                    allow_short_lifespan=allow_short_lifespan, final=final)
+        from .pipeline.checks import Acknowledgements
+
+        # the caller's allow_* keywords, as the one value the pipeline takes
+        acknowledged = Acknowledgements(
+            unprotected=allow_unprotected, unknown_terms=allow_unknown_terms, gap=allow_gap,
+            short_lifespan=allow_short_lifespan, violations=allow_violations)
+        return self._publish_series(data, periods, previous=previous, acknowledged=acknowledged,
+                                    final=final)
 
     def _gate(self, csv_text: str, manifest: dict,
               allow_violations: bool) -> tuple[pd.DataFrame, dict]:
@@ -1287,9 +1291,8 @@ class SeriesPublisher(Publisher):
             self.case_ids = resolve(case_ids, self.rng, None)[0]
 
     def _publish_series(self, data: Dataset, periods: Sequence[str] | None, *,
-                        previous: PublishedSeries | None, allow_violations: bool,
-                        allow_unprotected: bool, allow_unknown_terms: bool, allow_gap: bool,
-                        allow_short_lifespan: bool, final: bool) -> "Series":
+                        previous: PublishedSeries | None, acknowledged: Acknowledgements,
+                        final: bool) -> "Series":
         from .pipeline.checks import run_checks
         from .pipeline.publish import release_steps
 
@@ -1323,17 +1326,15 @@ class SeriesPublisher(Publisher):
             p for p in data.periods if p not in series.releases]
         verdict = None
         vocabulary, reports, span = data.safety_facts()
-        acknowledged = run_checks(
+        recorded = run_checks(
             self.method, sorted(wanted, key=parse_period), published=series.manifests,
             vocabulary=vocabulary, reports=reports, longest_span=span,
-            allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
-            allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
-            schema=data.schema, final=final)
+            acknowledged=acknowledged, schema=data.schema, final=final)
         made = []
         for prepared in release_steps(data.schema, self.method, wanted, data.records, self.rng,
                                       series=series, available=data.periods,
-                                      publish_despite_violations=allow_violations,
-                                      acknowledged=acknowledged, ingest=data.ingest_report,
+                                      publish_despite_violations=acknowledged.violations,
+                                      acknowledged=recorded, ingest=data.ingest_report,
                                       final=final, case_ids=self.case_ids,
                                       highest_earlier=highest, hierarchies=data._hierarchies):
             made.append(Release(prepared.period, prepared.rows, prepared.manifest,

@@ -29,6 +29,7 @@ from medanon.errors import InfeasibleError, PrivacyViolation
 from medanon.models.names import PPMS_MODEL
 from medanon.pipeline.history import StoreSeries, verify_store
 from medanon.pipeline.publish import publish_periods
+from medanon.pipeline.checks import Acknowledgements
 from medanon.published.series import PublishedSeries, load_series
 from medanon.random import randomness
 from medanon.store import ReleaseStore
@@ -171,8 +172,8 @@ def test_the_store_selects_the_rows_the_series_selects(tmp_path) -> None:
     medanon.Dataset.synthetic_faers(source, periods=4, cases=150, seed=11)
     with ReleaseStore.create_or_open(tmp_path / "s.duckdb", Schema.default()) as store:
         store.ingest(read_faers(source))
-        publish_periods(store, PPMSPlusPlus(k=3, theta=1.0, max_withheld=1.0), [],
-                        randomness(seed=2), allow_seeded=True)
+        publish_periods(store, PPMSPlusPlus(k=3, theta=1.0, max_withheld=1.0), [], randomness(seed=2),
+                        acknowledged=Acknowledgements(seeded=True))
         series = load_series(store=store)
         rng = np.random.default_rng(0)
         everyone = sorted(set().union(*(set(r["case_id"]) for r in series.releases.values())))

@@ -12,6 +12,7 @@ from medanon.data.synth.faers import write_faers_series
 from medanon.errors import PrivacyViolation
 from medanon.random import randomness
 from medanon.pipeline.publish import publish_periods
+from medanon.pipeline.checks import Acknowledgements
 from medanon.store import ReleaseStore
 from tests.conftest import invoke_cli, run_cli
 
@@ -110,10 +111,10 @@ def test_the_gate_refuses_a_violating_release_and_leaves_the_store_as_it_was(sto
     monkeypatch.setattr(PPMSPlusPlus, "anonymize", broken)
     with ReleaseStore.open(store) as db:
         with pytest.raises(PrivacyViolation, match="group lonely: only 1 case"):
-            publish_periods(db, method, ["2020Q1"], randomness(1), allow_seeded=True)
+            publish_periods(db, method, ["2020Q1"], randomness(1), acknowledged=Acknowledgements(seeded=True))
         assert db.published_periods() == []
-        publish_periods(db, method, ["2020Q1"], randomness(1), allow_seeded=True,
-                        publish_despite_violations=True)
+        publish_periods(db, method, ["2020Q1"], randomness(1),
+                        acknowledged=Acknowledgements(seeded=True, violations=True))
         entry = db.manifest("2020Q1")["verification"]
     assert entry["verdict"] == "violated" and entry["published_despite_violations"]
     assert any("group lonely" in v for v in entry["violations"])

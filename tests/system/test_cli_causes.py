@@ -34,6 +34,7 @@ from medanon.data.synth.faers import write_faers_series
 from medanon.errors import DiskFullError, StoreError, StoreLockedError, StorePermissionError
 from medanon.pipeline.case_ids import case_id_map
 from medanon.pipeline.publish import publish_periods
+from medanon.pipeline.checks import Acknowledgements
 from medanon.random import randomness
 from medanon.store import ReleaseStore
 from tests.conftest import FAERS_FIXTURES, assert_user_error, invoke_cli, snapshot
@@ -664,7 +665,7 @@ def test_the_delete_list_warning_names_the_published_cases(tmp_path) -> None:
     _ingest(store, FAERS_FIXTURES / "legacy_2011Q2")
     with ReleaseStore.open(store) as db:
         publish_periods(db, DropIdentifiers(), ["2011Q2"], randomness(),
-                        allow_unprotected=True)
+                        acknowledged=Acknowledgements(unprotected=True))
         # FDA's DELETE list names real CaseIDs; the release published pseudonyms of them
         published = sorted(set(case_id_map(db, ["2011Q2"])["real_case_id"]))
     later = tmp_path / "q"

@@ -16,6 +16,7 @@ from medanon.pipeline import publish as publish_module
 from medanon.pipeline.export import export_releases
 from medanon.pipeline.methods import periodic_method
 from medanon.pipeline.publish import publish_periods
+from medanon.pipeline.checks import Acknowledgements
 from medanon.published.format import read_series
 from medanon.random import randomness
 from tests.property.test_periodic_methods import random_series
@@ -36,7 +37,7 @@ def test_the_rows_the_gate_checked_are_the_rows_written(tmp_path, monkeypatch) -
     method = periodic_method("ppms++", k=3, theta=0.5, on_infeasible="raise-theta",
                              max_withheld=1.0)
     publish_periods(store, method, ["2020Q1", "2020Q2", "2020Q3"], randomness(4),
-                    allow_seeded=True)
+                    acknowledged=Acknowledgements(seeded=True))
     assert sorted(checked) == ["2020Q1", "2020Q2", "2020Q3"]
     export_releases({p: (store.release_rows(p), store.manifest(p))
                      for p in store.published_periods()}, tmp_path / "out", "csv")

@@ -107,6 +107,7 @@ def test_store_and_store_free_publish_the_same_releases(data, tmp_path):
     """publish_periods and Publisher.publish run one loop: same seed, same releases."""
     from medanon.pipeline.methods import periodic_method
     from medanon.pipeline.publish import publish_periods
+    from medanon.pipeline.checks import Acknowledgements
     from medanon.random import randomness
     from medanon.store import ReleaseStore
 
@@ -115,7 +116,7 @@ def test_store_and_store_free_publish_the_same_releases(data, tmp_path):
     with ReleaseStore.create_or_open(tmp_path / "s.duckdb", data.schema) as store:
         store.ingest(data)
         publish_periods(store, periodic_method("ppms++", **params), [], randomness(4),
-                        allow_seeded=True)
+                        acknowledged=Acknowledgements(seeded=True))
         for release in api.releases_published:
             stored = store.release_rows(release.period)
             assert stored[list(release.rows.columns)].astype(str).equals(release.rows.astype(str))

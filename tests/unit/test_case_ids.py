@@ -111,20 +111,21 @@ def _store_series(tmp_path, records):
 def test_the_store_keeps_one_key_and_maps_pseudonyms_back(tmp_path) -> None:
     from medanon.pipeline.methods import periodic_method
     from medanon.pipeline.publish import publish_periods
+    from medanon.pipeline.checks import Acknowledgements
 
     records = random_series(3, periods=3)
     store = _store_series(tmp_path, records)
     method = periodic_method("ppms++", k=3, theta=0.5, on_infeasible="raise-theta",
                              max_withheld=1.0)
-    publish_periods(store, method, ["2020Q1"], randomness(2), allow_seeded=True)
+    publish_periods(store, method, ["2020Q1"], randomness(2), acknowledged=Acknowledgements(seeded=True))
     key = store.case_key()
     assert key is not None and len(key) == 32
     with pytest.raises(StoreError, match="already holds a CaseID key"):
         store.keep_case_key(bytes(32))
     with pytest.raises(StoreError, match="publishes pseudonym CaseIDs"):
-        publish_periods(store, method, ["2020Q2"], randomness(2), allow_seeded=True,
-                        case_ids="real")
-    publish_periods(store, method, ["2020Q2"], randomness(9), allow_seeded=True)
+        publish_periods(store, method, ["2020Q2"], randomness(2), case_ids="real",
+                        acknowledged=Acknowledgements(seeded=True))
+    publish_periods(store, method, ["2020Q2"], randomness(9), acknowledged=Acknowledgements(seeded=True))
     assert store.case_key() == key   # the store's key, whatever the later release's seed
     mapping = case_id_map(store)
     assert set(mapping["period"]) == {"2020Q1", "2020Q2"}
@@ -204,12 +205,13 @@ def test_a_new_case_id_with_a_published_pseudonym_is_refused_naming_both(tmp_pat
     from medanon.pipeline import case_ids as module
     from medanon.pipeline.methods import periodic_method
     from medanon.pipeline.publish import publish_periods
+    from medanon.pipeline.checks import Acknowledgements
 
     records = random_series(3, periods=3)
     store = _store_series(tmp_path, records)
     method = periodic_method("ppms++", k=3, theta=0.5, on_infeasible="raise-theta",
                              max_withheld=1.0)
-    publish_periods(store, method, ["2020Q1"], randomness(2), allow_seeded=True)
+    publish_periods(store, method, ["2020Q1"], randomness(2), acknowledged=Acknowledgements(seeded=True))
     first = set(records["2020Q1"]["case_id"].astype(str))
     released = sorted(set(store.ingested_case_ids(["2020Q1"])))[0]
     newcomer = sorted(set(records["2020Q2"]["case_id"].astype(str)) - first)[0]
@@ -226,9 +228,9 @@ def test_a_new_case_id_with_a_published_pseudonym_is_refused_naming_both(tmp_pat
     monkeypatch.setattr(module, "pseudonyms", colliding)
     with pytest.raises(StoreError, match=rf"{released!r} and {newcomer!r}|"
                                          rf"{newcomer!r} and {released!r}"):
-        publish_periods(store, method, ["2020Q2"], randomness(2), allow_seeded=True)
+        publish_periods(store, method, ["2020Q2"], randomness(2), acknowledged=Acknowledgements(seeded=True))
     assert store.published_periods() == ["2020Q1"]
     monkeypatch.setattr(module, "pseudonyms", genuine)
-    publish_periods(store, method, ["2020Q2"], randomness(2), allow_seeded=True)
+    publish_periods(store, method, ["2020Q2"], randomness(2), acknowledged=Acknowledgements(seeded=True))
     assert store.published_periods() == ["2020Q1", "2020Q2"]
     store.close()

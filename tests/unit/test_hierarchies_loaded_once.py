@@ -10,6 +10,7 @@ import medanon
 from medanon.data.schema import Schema
 from medanon.pipeline.methods import periodic_method
 from medanon.pipeline.publish import publish_periods
+from medanon.pipeline.checks import Acknowledgements
 from medanon.random import randomness
 from tests.property.test_periodic_methods import random_series
 
@@ -45,6 +46,6 @@ def test_a_store_release_loads_them_once(monkeypatch, tmp_path):
     method = periodic_method("ppms++", k=3, theta=0.5, on_infeasible="raise-theta",
                              max_withheld=1.0)
     publish_periods(store, method, ["2020Q1", "2020Q2", "2020Q3"], randomness(4),
-                    allow_seeded=True)
+                    acknowledged=Acknowledgements(seeded=True))
     assert len(store.published_periods()) == 3
     assert len(loads) == 1

@@ -15,6 +15,7 @@ from medanon.data.schema import Schema
 from medanon.errors import StoreError, ValidationError
 from medanon.random import randomness
 from medanon.pipeline.publish import input_digest, plan_periods, publish_periods
+from medanon.pipeline.checks import Acknowledgements
 from medanon.store import ReleaseStore
 from tests.conftest import FAERS_FIXTURES
 
@@ -105,12 +106,12 @@ def test_published_period_is_immutable(tmp_path) -> None:
     _ingest(path)
     with ReleaseStore.open(path) as store:
         publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness(),
-                        allow_unprotected=True, allow_gap=True)
+                        acknowledged=Acknowledgements(unprotected=True, gap=True))
     before = _content(path)
     with ReleaseStore.open(path) as store:
         with pytest.raises(StoreError, match="already published"):
             publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness(),
-                            allow_unprotected=True, allow_gap=True)
+                            acknowledged=Acknowledgements(unprotected=True, gap=True))
         rows = store.release_rows("2011Q2")
         with pytest.raises(StoreError, match="immutable"):
             store.publish("2011Q2", rows, store.manifest("2011Q2"))
@@ -138,10 +139,10 @@ def test_seeded_runs_need_explicit_permission(tmp_path) -> None:
     with ReleaseStore.open(path) as store:
         with pytest.raises(ValidationError, match="--allow-seeded"):
             publish_periods(store, DropIdentifiers(), [], randomness(7),
-                            allow_unprotected=True, allow_gap=True)
+                            acknowledged=Acknowledgements(unprotected=True, gap=True))
         assert store.published_periods() == []
         publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness(7),
-                        allow_unprotected=True, allow_gap=True, allow_seeded=True)
+                        acknowledged=Acknowledgements(unprotected=True, gap=True, seeded=True))
         rng = store.manifest("2011Q2")["rng"]
         assert (rng["kind"], rng["seed"]) == ("seeded", 7) and rng == randomness(7).describe()
 
@@ -193,9 +194,10 @@ def test_a_period_whose_reports_were_all_dropped_publishes_an_empty_release(tmp_
         assert store.ingested_periods() == []
         store.ingest([replace(ingest.quarters[0], records=empty)], allow_empty=True)
         with pytest.raises(ValidationError, match="2015Q1 \\(empty\\)"):
-            publish_periods(store, DropIdentifiers(), [], randomness(), allow_unprotected=True)
+            publish_periods(store, DropIdentifiers(), [], randomness(),
+                            acknowledged=Acknowledgements(unprotected=True))
         (summary,) = publish_periods(store, DropIdentifiers(), [], randomness(),
-                                     allow_unprotected=True, allow_gap=True)
+                                     acknowledged=Acknowledgements(unprotected=True, gap=True))
         assert summary.cases == 0 and summary.groups == 0
         assert len(store.release_rows("2015Q1")) == 0
         assert store.manifest("2015Q1")["counts"]["cases"] == 0
@@ -206,7 +208,7 @@ def test_input_hash_and_private_details_stay_in_the_store(tmp_path) -> None:
     _ingest(path)
     with ReleaseStore.open(path) as store:
         publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness(),
-                        allow_unprotected=True, allow_gap=True)
+                        acknowledged=Acknowledgements(unprotected=True, gap=True))
         manifest = store.manifest("2011Q2")
         operator = store.operator_record("2011Q2")
         expected = input_digest(store.records("2011Q2"))
@@ -230,7 +232,7 @@ def test_an_older_store_moves_private_fields_out_of_its_manifests(tmp_path) -> N
     _ingest(path)
     with ReleaseStore.open(path) as store:
         publish_periods(store, DropIdentifiers(), ["2011Q2", "2013Q1"], randomness(),
-                        allow_unprotected=True, allow_gap=True)
+                        acknowledged=Acknowledgements(unprotected=True, gap=True))
     con = duckdb.connect(str(path))
     old = {}
     for period, variant in (("2011Q2", "paper"), ("2013Q1", "strict")):
@@ -327,7 +329,8 @@ def test_a_streamed_ingest_refuses_a_published_period_before_reading_it(tmp_path
     path = tmp_path / "s.duckdb"
     _ingest(path, FAERS_FIXTURES / "faers_2015Q1")
     with ReleaseStore.open(path) as store:
-        publish_periods(store, DropIdentifiers(), [], randomness(), allow_unprotected=True)
+        publish_periods(store, DropIdentifiers(), [], randomness(),
+                        acknowledged=Acknowledgements(unprotected=True))
     quarters = medanon.Dataset.stream_faers(FAERS_FIXTURES)
 
     def unread(*args):

@@ -237,6 +237,7 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
     SeriesPolicy` (:func:`~medanon.pipeline.policy.resolve_policy`)."""
     from ..accounting import Budget
     from ..pipeline.policy import SeriesPolicy, resolve_policy
+    from ..pipeline.checks import Acknowledgements
     from ..pipeline.publish import publish_periods
     from ..random import randomness
     from ..store import ReleaseStore
@@ -272,12 +273,12 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
                     step(period)
 
                 summaries = publish_periods(
-                    db, anonymizer, periods, rng, allow_seeded=allow_seeded,
-                    publish_despite_violations=publish_despite_violations, case_budget=budget,
-                    on_case_budget=policy.on_case_budget,
+                    db, anonymizer, periods, rng, acknowledged=Acknowledgements(
+                        unprotected=allow_unprotected, unknown_terms=allow_unknown_terms,
+                        gap=allow_gap, short_lifespan=allow_short_lifespan, seeded=allow_seeded,
+                        violations=publish_despite_violations),
+                    case_budget=budget, on_case_budget=policy.on_case_budget,
                     progress=published_one,
-                    allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
-                    allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
                     per_period_commit=per_period_commit, pin=pin, final=final,
                     # None (the default, pseudonyms): as the store's series already does
                     case_ids=policy.parameters.get("case_ids"))

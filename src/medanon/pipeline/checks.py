@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -38,20 +39,59 @@ from ..models.theta import TableTheta, base_of, caps_of
 from ..periods import parse_period
 from ..published.links import longest_case_span
 
-__all__ = ["OVERRIDES", "acknowledgements", "check_final", "check_gaps", "check_lifespan",
-           "check_theta_terms", "check_unprotected", "data_facts", "final_releases", "run_checks"]
+__all__ = ["Acknowledgements", "NOTHING_ACKNOWLEDGED", "OVERRIDES", "check_final", "check_gaps",
+           "check_lifespan", "check_theta_terms", "check_unprotected", "data_facts",
+           "final_releases", "run_checks"]
 
-#: the parameters that override a check, in the order :func:`acknowledgements` lists them
+#: the parameters that override a check, in the order :attr:`Acknowledgements.recorded` lists them
 OVERRIDES = ("allow_unprotected", "allow_unknown_terms", "allow_gap", "allow_short_lifespan")
 
 
-def acknowledgements(**given: bool) -> list[str]:
-    """The overrides the operator gave, for the manifest's ``method.acknowledged``."""
-    unknown = set(given) - set(OVERRIDES)
-    if unknown:
-        raise ValidationError(f"Unknown override(s) {', '.join(sorted(unknown))}; known: "
-                              f"{', '.join(OVERRIDES)}.")
-    return [name for name in OVERRIDES if given.get(name)]
+@dataclass(frozen=True)
+class Acknowledgements:
+    """What the steward acknowledged for a series release, one value: each lets a check pass
+    that would refuse. The command line's ``--allow-*`` flags and ``Publisher.publish``'s
+    ``allow_*`` keywords make one.
+
+    Attributes:
+        unprotected: Publish with method ``none`` (:func:`check_unprotected`).
+        unknown_terms: θ-table terms the data does not hold (:func:`check_theta_terms`).
+        gap: Pass over a missing or empty period (:func:`check_gaps`).
+        short_lifespan: A ``lifespan`` shorter than a case's span (:func:`check_lifespan`).
+        seeded: A seeded (reproducible, not secret) randomness for a stored release
+            (:func:`medanon.pipeline.publish.refuse_seeded_release`).
+        violations: Keep a release the verify gate finds violating (its verdict says so).
+
+    The first four, when given, are recorded in each manifest's ``method.acknowledged``
+    (:attr:`recorded`); a seeded source is recorded by the manifest's randomness entry, and a
+    kept violation by its verification entry.
+    """
+
+    unprotected: bool = False
+    unknown_terms: bool = False
+    gap: bool = False
+    short_lifespan: bool = False
+    seeded: bool = False
+    violations: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("unprotected", "unknown_terms", "gap", "short_lifespan", "seeded",
+                     "violations"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValidationError(f"The {name!r} parameter of Acknowledgements must be True "
+                                      f"or False; got {getattr(self, name)!r}.")
+
+    @property
+    def recorded(self) -> list[str]:
+        """The safety overrides given, as each manifest's ``method.acknowledged`` names them
+        (:data:`OVERRIDES` order)."""
+        given = {"allow_unprotected": self.unprotected, "allow_unknown_terms": self.unknown_terms,
+                 "allow_gap": self.gap, "allow_short_lifespan": self.short_lifespan}
+        return [name for name in OVERRIDES if given[name]]
+
+
+#: the default: no check is overridden
+NOTHING_ACKNOWLEDGED = Acknowledgements()
 
 
 def _is_protected(manifest: Mapping) -> bool:
@@ -256,10 +296,10 @@ def check_final(method: Anonymizer, labels: Sequence[str], published: Mapping[st
 
 def run_checks(method: Anonymizer, labels: Sequence[str], *, published: Mapping[str, Mapping],
                vocabulary: Iterable[str], reports: Mapping[str, int], longest_span: int,
-               allow_unprotected: bool = False, allow_unknown_terms: bool = False,
-               allow_gap: bool = False, allow_short_lifespan: bool = False,
+               acknowledged: Acknowledgements = NOTHING_ACKNOWLEDGED,
                schema=None, final: bool = False) -> list[str]:
-    """Every check above, in order; returns the overrides given (:func:`acknowledgements`).
+    """Every check above, in order; returns the overrides given
+    (:attr:`Acknowledgements.recorded`).
 
     Args:
         method: The configured method.
@@ -268,16 +308,16 @@ def run_checks(method: Anonymizer, labels: Sequence[str], *, published: Mapping[
         published: The manifests already published, by period.
         vocabulary, reports, longest_span: Facts of the private data (:func:`data_facts`, or
             the store's own queries); ``reports`` lists every period the data holds.
+        acknowledged: What the steward acknowledged (:class:`Acknowledgements`).
         final: The last of ``labels`` is to end the series (:func:`check_final`).
     """
     check_final(method, labels, published, reports, final=final)
-    check_unprotected(method, published, allow_unprotected=allow_unprotected)
-    check_theta_terms(method, vocabulary, allow_unknown_terms=allow_unknown_terms, schema=schema)
-    check_gaps(labels, reports, published, allow_gap=allow_gap)
-    check_lifespan(method, longest_span, allow_short_lifespan=allow_short_lifespan)
-    return acknowledgements(allow_unprotected=allow_unprotected,
-                            allow_unknown_terms=allow_unknown_terms, allow_gap=allow_gap,
-                            allow_short_lifespan=allow_short_lifespan)
+    check_unprotected(method, published, allow_unprotected=acknowledged.unprotected)
+    check_theta_terms(method, vocabulary, allow_unknown_terms=acknowledged.unknown_terms,
+                      schema=schema)
+    check_gaps(labels, reports, published, allow_gap=acknowledged.gap)
+    check_lifespan(method, longest_span, allow_short_lifespan=acknowledged.short_lifespan)
+    return acknowledged.recorded
 
 
 def data_facts(records: Mapping[str, pd.DataFrame], schema) -> tuple[set[str], dict[str, int], int]:

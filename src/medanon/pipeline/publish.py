@@ -47,6 +47,7 @@ from ..published.format import to_published_rows
 from ..published.manifest_roles import MANIFEST_FACTS, operator_view, split_operator_facts
 from ..published.roles import check_roles, column_roles, derive_dates
 from . import checks
+from .checks import NOTHING_ACKNOWLEDGED, Acknowledgements
 from .case_ids import CaseIds, check_injective, mode_of, resolve
 from ..published.series import PublishedSeries, empty_series
 from .history import LinkedHistory, store_history
@@ -740,11 +741,9 @@ def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[s
 
 
 def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[str], rng: Randomness,
-                    *, allow_seeded: bool = False, publish_despite_violations: bool = False,
+                    *, acknowledged: Acknowledgements = NOTHING_ACKNOWLEDGED,
                     case_budget: Budget | None = None, on_case_budget: str = "refuse",
                     progress: Callable[[str], None] | None = None,
-                    allow_unprotected: bool = False, allow_unknown_terms: bool = False,
-                    allow_gap: bool = False, allow_short_lifespan: bool = False,
                     per_period_commit: bool = False,
                     pin: Mapping | None = None, final: bool = False,
                     case_ids: str | None = None) -> list[PublishedSummary]:
@@ -752,11 +751,13 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     or none does) or, with ``per_period_commit``, one transaction per period.
 
     Before anything is computed, the safety checks of :mod:`medanon.pipeline.checks` run on the
-    store's data: method ``none`` needs ``allow_unprotected`` and is refused after a protected
-    release; θ-table terms the data does not hold need ``allow_unknown_terms``; passing over a
-    missing or empty period needs ``allow_gap``; a ``lifespan`` shorter than the longest span of
-    a case in the ingested data needs ``allow_short_lifespan``. The overrides given are recorded
-    in each manifest's ``method.acknowledged``.
+    store's data, each passed only with its acknowledgement in ``acknowledged``
+    (:class:`~medanon.pipeline.checks.Acknowledgements`): method ``none`` needs ``unprotected``
+    and is refused after a protected release; θ-table terms the data does not hold need
+    ``unknown_terms``; passing over a missing or empty period needs ``gap``; a ``lifespan``
+    shorter than the longest span of a case in the ingested data needs ``short_lifespan``. The
+    overrides given are recorded in each manifest's ``method.acknowledged``. A seeded ``rng``
+    needs ``seeded``; a release the gate finds violating is refused unless ``violations``.
 
     The periods go through :func:`release_steps` (the loop ``medanon.Publisher`` runs too), and
     each release is written with ``store.publish`` (inside the batch) before the next one is
@@ -784,7 +785,7 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
             CaseIDs share a pseudonym.
         BudgetExceeded: a case would exceed ``case_budget`` and ``on_case_budget`` is refuse.
     """
-    refuse_seeded_release(rng.seeded, allow_seeded)
+    refuse_seeded_release(rng.seeded, acknowledged.seeded)
     check_choice(on_case_budget, name="on_case_budget", owner="publish_periods",
                  choices=ON_CASE_BUDGET)
     _check_case_budget(method, store.schema, case_budget)
@@ -794,15 +795,13 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     if method.needs_next_period:
         labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name,
                                    final=final)
-    acknowledged = checks.run_checks(
+    recorded = checks.run_checks(
         method, labels, published=store.manifests(),
         vocabulary=store.sensitive_vocabulary(), longest_span=store.longest_case_span(),
         reports={r["period"]: int(r["n_reports"]) for r in store.periods().to_dict("records")},
-        allow_unprotected=allow_unprotected, allow_unknown_terms=allow_unknown_terms,
-        allow_gap=allow_gap, allow_short_lifespan=allow_short_lifespan,
-        schema=store.schema, final=final)
+        acknowledged=acknowledged, schema=store.schema, final=final)
     if pin is not None and pin.get("history") and pin["history"][-1].get("changes"):
-        acknowledged = [*acknowledged, "change_policy"]
+        recorded = [*recorded, "change_policy"]
     published_mode = mode_of(store.manifests())
     mode = case_ids or published_mode or "pseudonym"
     if published_mode is not None and mode != published_mode:
@@ -826,7 +825,7 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         linked=store_history(store, hierarchies), hierarchies=hierarchies,
         available=store.ingested_periods(),
         ledger=store.ledger, case_budget=case_budget, on_case_budget=on_case_budget,
-        publish_despite_violations=publish_despite_violations, acknowledged=acknowledged,
+        publish_despite_violations=acknowledged.violations, acknowledged=recorded,
         ingest=store.ingest_report, final=final, case_ids=chosen, highest_earlier=highest,
         period_case_ids=lambda period: store.ingested_case_ids([period]))
     summaries = []
