@@ -49,7 +49,7 @@ FAERS_DEMO = ("primaryid caseid caseversion i_f_code event_dt mfr_dt init_fda_dt
 # The MeSH age labels a FAERS age_grp gives back exactly: N, I and T stand for one leaf each.
 ONE_LEAF_GROUPS = {"Newborn", "Infant (1-23 months)", "Adolescent"}
 # FDA's measured DEMO columns of each QID, which stay empty when the QID is perturbed
-MEASURED = {"age": ("age", "age_cod", "age_grp"), "sex": ("sex",), "weight": ("wt", "wt_cod", "wt_bin")}
+MEASURED = {"age": ("age", "age_cod", "age_grp"), "sex": ("sex",), "weight": ("wt", "wt_cod")}
 PERTURBED = {"age": ("age_perturbed", "age_grp_perturbed"), "sex": ("sex_perturbed",),
              "weight": ("wt_perturbed_kg",)}
 
@@ -100,7 +100,8 @@ def _terms(cell: str) -> set[str]:
 
 
 def _faers_table(path) -> pd.DataFrame:
-    frame = pd.read_csv(path, sep="$", dtype=str, keep_default_na=False, encoding="latin-1")
+    # pandas' default encoding (UTF-8, issue 44): the synthetic names are not all ASCII
+    frame = pd.read_csv(path, sep="$", dtype=str, keep_default_na=False)
     # FDA's layout (issue 32): no '$' after the last field, so no extra, unnamed column
     assert not any(str(c).startswith("Unnamed") for c in frame.columns), list(frame.columns)
     return frame
@@ -117,8 +118,10 @@ def test_the_export_holds_faers_files_and_the_release_itself(exported) -> None:
         demo = _faers_table(out / period / f"DEMO{tag}.txt")
         perturbed = _perturbations(out, period)
         assert bool(perturbed) == method.startswith("ppms-dp"), (method, perturbed)
-        assert list(demo.columns) == [*FAERS_DEMO, "wt_bin",
+        assert list(demo.columns) == [*FAERS_DEMO,
                                       *(c for q in PERTURBED if q in perturbed for c in PERTURBED[q])]
+        side = _faers_table(out / period / f"MEDANON{tag}.txt")  # the weight band (issue 44)
+        assert side[["primaryid", "caseid"]].equals(demo[["primaryid", "caseid"]])
         assert PERTURBED_COLUMNS == PERTURBED  # the documented names
         # the writer's reading of the manifest is the model's
         assert {q: (p.mechanism, float(Fraction(p.epsilon))) for q, p in
@@ -127,6 +130,8 @@ def test_the_export_holds_faers_files_and_the_release_itself(exported) -> None:
         for qid in perturbed:  # never in FDA's measured columns; as published in their own
             for column in MEASURED[qid]:
                 assert set(demo[column]) == {""}, (method, column)
+            if qid == "weight":
+                assert set(side["wt_bin"]) == {""}
             assert list(demo[PERTURBED[qid][0]]) == [c.strip() for c in rows[qid]], (method, qid)
         assert list(demo["caseid"]) == list(rows["case_id"])
         # caseversion: the case's releases so far, from the published series only
@@ -141,7 +146,9 @@ def test_the_export_holds_faers_files_and_the_release_itself(exported) -> None:
         assert set(demo["sex"]) <= {"", "F", "M"}
         numbers = demo["wt"] != ""
         assert (demo.loc[numbers, "wt_cod"] == "KG").all() and (demo.loc[~numbers, "wt_cod"] == "").all()
-        assert not (numbers & (demo["wt_bin"] != "")).any()
+        assert not (numbers & (side["wt_bin"] != "")).any()
+        if "weight" not in perturbed:  # a weight is a number in wt or a band in wt_bin
+            assert list(numbers | (side["wt_bin"] != "")) == list(rows["weight"].str.strip() != "")
         assert all(math.isfinite(float(w)) for w in demo.loc[numbers, "wt"])
         outc = _faers_table(out / period / f"OUTC{tag}.txt")
         assert list(outc.columns) == ["primaryid", "caseid", "outc_cod"]

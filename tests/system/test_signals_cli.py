@@ -17,7 +17,7 @@ import pytest
 from medanon.api import signals
 from medanon.errors import ValidationError
 from medanon.data.synth.faers import write_faers_series
-from medanon.metrics.signal_table import SIGNAL_RULES
+from medanon.metrics.signal_table import SIGNAL_RULES, SIGNAL_TABLE_DTYPES, read_signal_table
 from medanon.published.format import RELEASE_FILES
 from tests.conftest import assert_user_error, ingest_and_release, invoke_cli, snapshot
 
@@ -98,7 +98,8 @@ def test_a_folder_to_parquet_equals_the_api_on_the_same_folder(series, tmp_path)
                                       "fdr_mgps", "q_prr"))
     firsts = [f"first_signal_{r}" for r in SIGNAL_RULES]
     cumulative = table[table["scope"] == "cumulative"]
-    assert cumulative[firsts].notna().all().all()
+    # a period label where the pair has signalled, missing (never "") where it has not
+    assert cumulative[firsts].notna().any().any() and not (cumulative[firsts] == "").any().any()
     sidecar = json.loads((tmp_path / "pairs.parquet.json").read_text())
     assert [e["scope"] for e in sidecar["scopes"]] == ["dedup", "pooled", "cumulative",
                                                        "cumulative"]
@@ -236,3 +237,49 @@ def test_the_store_read_a_release_at_a_time_equals_the_series_held_whole(series)
         want = _signals_of(whole, **options)
     pd.testing.assert_frame_equal(streamed, want, check_exact=True)
     assert streamed.attrs == want.attrs
+
+
+# -- the analyst's file (issue 44) ------------------------------------------------------------------
+def test_every_column_keeps_one_dtype_in_every_scope_and_in_csv_and_parquet(series, tmp_path):
+    """The dtypes of SIGNAL_TABLE_DTYPES whatever the scopes screened, and the csv and parquet
+    files read back (read_signal_table) equal to the table; a text column's missing value is NA,
+    never an empty string beside a float NaN (first_signal_* was both)."""
+    _, exported, _ = series
+    scopes = ["dedup", "pooled", "quarter", "cumulative"]
+    each = {s: signals(exported, scopes=s, stratify_by="sex") for s in scopes}
+    every = signals(exported, scopes=scopes, stratify_by="sex")
+    for table in (*each.values(), every):
+        assert {c: str(t) for c, t in table.dtypes.items()} == {
+            c: SIGNAL_TABLE_DTYPES[c] for c in table.columns}
+        assert table.attrs["signals"]["dtypes"] == {c: SIGNAL_TABLE_DTYPES[c] for c in table.columns}
+    text = [c for c in every.columns if SIGNAL_TABLE_DTYPES[c] == "str"]
+    assert not (every[text] == "").any().any()
+    firsts = [c for c in every.columns if c.startswith("first_signal_")]
+    assert every.loc[every["scope"] != "cumulative", firsts].isna().all().all()
+    assert every[firsts].notna().any().any(), "no pair signals: the fixture tests nothing"
+    for name in ("pairs.csv", "pairs.parquet"):
+        result = invoke_cli("signals", exported, "--out", tmp_path / name, "--stratify-by", "sex",
+                            *(a for s in scopes for a in ("--scope", s)))
+        assert result.returncode == 0, result.stderr
+        pd.testing.assert_frame_equal(read_signal_table(tmp_path / name), every)
+    # pandas' own reader with the sidecar's dtypes gives the same types (no mixed column)
+    sidecar = json.loads((tmp_path / "pairs.csv.json").read_text())
+    plain = pd.read_csv(tmp_path / "pairs.csv", dtype=sidecar["dtypes"])
+    assert list(plain.dtypes.astype(str)) == list(every.dtypes.astype(str))
+
+
+@pytest.mark.parametrize("limit, hinted", [(0, True), (None, False)])
+def test_a_large_csv_gets_a_hint_to_write_parquet(series, tmp_path, monkeypatch, limit, hinted):
+    """Above CSV_HINT_BYTES (lowered here: the fixture's table is small) stderr suggests
+    --out X.parquet; below it, and for a parquet output, nothing is said."""
+    import medanon.metrics.signal_table as module
+
+    _, exported, _ = series
+    if limit is not None:
+        monkeypatch.setattr(module, "CSV_HINT_BYTES", limit)
+    for name in ("pairs.csv", "pairs.parquet"):
+        result = invoke_cli("signals", exported, "--out", tmp_path / name)
+        assert result.returncode == 0, result.stderr
+        said = "hint:" in result.stderr and "--out pairs.parquet" in result.stderr
+        assert said == (hinted and name.endswith(".csv")), result.stderr
+    assert module.CSV_HINT_BYTES == (limit if limit is not None else 32 * 2**20)

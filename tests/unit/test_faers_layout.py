@@ -3,6 +3,7 @@ perturbed QIDs in their own columns and the notes' caveats (issue 29, item 4).""
 
 from __future__ import annotations
 
+import re
 import zipfile
 from fractions import Fraction
 
@@ -16,8 +17,8 @@ from medanon.hierarchies import format_number
 from medanon.hierarchies.builtin import (FAERS_AGE_GROUP_LEAVES, faers_age_group, mesh_age_band,
                                          mesh_age_tree, mesh_leaf_of_faers_age_group)
 from medanon.published.cells import term_pairs
-from medanon.published.faers_layout import (DEMO_COLUMNS, MEASURED_COLUMNS, NOTES_FILE, case_versions,
-                                            perturbed_qids, write_faers_release)
+from medanon.published.faers_layout import (DEMO_COLUMNS, MEASURED_COLUMNS, NOTES_FILE, SIDE_COLUMNS,
+                                            case_versions, perturbed_qids, write_faers_release)
 from tests.conftest import FAERS_2022Q4_SUBSET, needs_shared
 
 # The documented table (docs/faers-export.md): every node of the MeSH age tree.
@@ -30,7 +31,8 @@ AGE_GROUP_OF_NODE = {
 
 
 def _table(path) -> pd.DataFrame:
-    frame = pd.read_csv(path, sep="$", dtype=str, keep_default_na=False, encoding="latin-1")
+    # pandas' default encoding (UTF-8): the export's own (issue 44)
+    frame = pd.read_csv(path, sep="$", dtype=str, keep_default_na=False)
     # FDA's layout (issue 32): no '$' after the last field, so no extra, unnamed column
     assert not any(str(c).startswith("Unnamed") for c in frame.columns), list(frame.columns)
     return frame
@@ -101,8 +103,12 @@ def test_the_writer_carries_each_cell_as_the_conventions_say(tmp_path) -> None:
     assert list(demo["sex"]) == ["F", "", "M", ""]
     assert list(demo["wt"]) == ["72.5", "", "", ""]
     assert list(demo["wt_cod"]) == ["KG", "", "", ""]
-    assert list(demo["wt_bin"]) == ["", "[60-80]", "*", ""]
-    assert demo.columns[-1] == "wt_bin"
+    # FDA's 25 DEMO columns only; the band is in the side file, row for row (issue 44)
+    assert list(demo.columns) == DEMO_COLUMNS and len(DEMO_COLUMNS) == 25
+    side = _table(tmp_path / "MEDANON21Q3.txt")
+    assert list(side.columns) == SIDE_COLUMNS == ["primaryid", "caseid", "wt_bin"]
+    assert side[["primaryid", "caseid"]].equals(demo[["primaryid", "caseid"]])
+    assert list(side["wt_bin"]) == ["", "[60-80]", "*", ""]
     assert list(demo["init_fda_dt"]) == ["2021", "2020", "2021", ""]
     assert list(demo["fda_dt"]) == ["202108", "2021", "2021", "2021"]
 
@@ -164,12 +170,12 @@ def test_the_export_ends_lines_and_separates_fields_as_fda_s_files_do(tmp_path) 
         assert _line_layout(ours) == fda, table
         assert ours.endswith(b"\n")
         header = real[table].split(b"\n", 1)[0]
-        assert ours.split(b"\n", 1)[0] == header + (b"$wt_bin" if table == "DEMO" else b""), table
+        assert ours.split(b"\n", 1)[0] == header, table  # FDA's header, DEMO's too (issue 44)
         # pandas reads exactly the header's columns, as it reads FDA's file
         frame = pd.read_csv(tmp_path / f"{table}21Q3.txt", sep="$", dtype=str,
                             keep_default_na=False)
-        assert list(frame.columns) == header.decode().split("$") + (
-            ["wt_bin"] if table == "DEMO" else [])
+        assert list(frame.columns) == header.decode().split("$")
+    assert _line_layout((tmp_path / "MEDANON21Q3.txt").read_bytes()) == fda  # the side file too
     # a REAC row whose last field (drug_rec_act) is empty ends in '$', as FDA's do
     assert (tmp_path / "REAC21Q3.txt").read_bytes().split(b"\n")[1].endswith(b"$Nausea$")
 
@@ -227,7 +233,7 @@ def test_values_the_layout_cannot_carry_are_replaced_and_counted(tmp_path) -> No
     assert write_faers_release(tmp_path, rows, "2021Q3") == 2
     drug = _table(tmp_path / "DRUG21Q3.txt")
     assert list(drug["drugname"]) == ["VITAMIN B 12", "A B", "X"]
-    assert list(_table(tmp_path / "REAC21Q3.txt")["pt"]) == ["Rash", "Zoé"]  # Latin-1 as is
+    assert list(_table(tmp_path / "REAC21Q3.txt")["pt"]) == ["Rash", "Zoé"]
     assert "2 value(s) held '$' or a line break" in (tmp_path / NOTES_FILE).read_text("utf-8")
 
 
@@ -325,7 +331,7 @@ def test_perturbed_values_never_go_into_fda_measured_columns(tmp_path) -> None:
     for qid, columns in MEASURED_COLUMNS.items():
         for column in columns:
             assert set(demo[column]) == {""}, (qid, column)
-    assert set(demo["wt_bin"]) == {""}
+    assert set(_table(tmp_path / "MEDANON21Q3.txt")["wt_bin"]) == {""}
     # the perturbed cells as published (release.csv keeps them as they are)
     assert list(demo["age_perturbed"]) == list(rows["age"])
     assert list(demo["age_grp_perturbed"]) == ["T", "", "", "E"]
@@ -362,9 +368,9 @@ def test_the_notes_name_each_perturbed_column_its_mechanism_and_epsilon(tmp_path
             f"{lo}) / epsilon = {scale}, values kept within the public domain [{lo}, {hi}]") in notes
     assert "Each case spends epsilon 7/3 in this release" in notes
     assert "finds signals the data does not have" in notes
-    assert "- age, age_cod, age_grp: empty on every row" in notes
-    assert "- wt, wt_cod, wt_bin: empty on every row" in notes
-    assert "- sex: empty on every row" in notes
+    assert "- age, age_cod, age_grp: EMPTY on every row" in notes
+    assert "- wt, wt_cod: EMPTY on every row" in notes and "wt_bin of MEDANON21Q3.txt" in notes
+    assert "- sex: EMPTY on every row" in notes
 
 
 def test_the_notes_give_label_levels_and_the_paper_variant_as_declared(tmp_path) -> None:
@@ -390,7 +396,7 @@ def test_a_release_perturbing_weight_only_keeps_age_and_sex_in_fda_columns(tmp_p
     assert set(demo["wt"]) == {""} and list(demo["wt_perturbed_kg"]) == ["72.5", "0", "250", "133.07"]
     notes = (tmp_path / NOTES_FILE).read_text(encoding="utf-8")
     assert "read this before any analysis by weight." in notes
-    assert "sex_perturbed" not in notes and "- sex F or M" in notes
+    assert "sex_perturbed" not in notes and "- sex: F or M" in notes
 
 
 def test_a_perturbed_qid_without_its_mechanism_is_refused(tmp_path) -> None:
@@ -424,6 +430,68 @@ def test_a_release_without_perturbed_qids_keeps_its_fda_columns(tmp_path) -> Non
     assert list(_table(tmp_path / "DEMO21Q3.txt").columns) == DEMO_COLUMNS
     notes = (tmp_path / NOTES_FILE).read_text(encoding="utf-8")
     assert "RANDOMIZED" not in notes and "perturbed" not in notes
-    assert ("- wt with wt_cod KG for a published number; an interval or * is in wt_bin (the last "
-            "DEMO column, not a FAERS column), wt and wt_cod then empty.") in notes
-    assert "- sex F or M; empty for * (generalized) or missing." in notes
+    assert ("- wt, wt_cod: only a published number (KG). A published weight band ([lo-hi]) or * "
+            "leaves them empty") in notes
+    assert "- sex: F or M; empty for * (generalized) as well as for an unreported sex." in notes
+
+
+# -- what an analyst's FDA-format script meets (issue 44) ---------------------------------------
+def test_pandas_defaults_read_every_file_and_ingest_reads_it_back(tmp_path) -> None:
+    """UTF-8: pandas' default encoding reads non-ASCII names (Latin-1 ones and beyond), and the
+    loader, which tells UTF-8 from Latin-1, reads the same names back."""
+    names = ["JANUVIAé中", "NAUSÉE", "ASPIRIN", "Ωmega"]
+    rows = _rows(drugs=names, reactions=["Rash", "Zoé", "Übelkeit", "Death"])
+    write_faers_release(tmp_path, rows, "2021Q3")
+    for path in sorted(tmp_path.glob("*.txt")):
+        raw = path.read_bytes()
+        assert not raw.startswith(b"\xef\xbb\xbf"), path.name  # no byte-order mark, as FDA's
+        raw.decode("utf-8")  # the whole file, notes included
+        if path.name != NOTES_FILE:
+            pd.read_csv(path, sep="$")  # pandas' defaults, no encoding= (raised before)
+    assert list(_table(tmp_path / "DRUG21Q3.txt")["drugname"]) == names
+    assert list(_table(tmp_path / "REAC21Q3.txt")["pt"]) == ["Rash", "Zoé", "Übelkeit", "Death"]
+    (quarter,) = read_faers(tmp_path, keep_missing=True).quarters
+    records = quarter.records.set_index("case_id")
+    assert [list(records.loc[c, "drugs"]) for c in rows["case_id"]] == [[n] for n in names]
+    assert sorted(records.loc["1003", "reactions"]) == ["Übelkeit"]
+
+
+@pytest.mark.parametrize("manifest", [{"method": {"name": "ms"}}, _dp_manifest()],
+                         ids=["generalized", "perturbed"])
+def test_the_notes_name_the_encoding_then_the_columns_that_changed_meaning(tmp_path,
+                                                                           manifest) -> None:
+    rows = _rows(init_fda_dt=["2021", "2020", "2021", ""], fda_dt=["2021"] * 4)
+    write_faers_release(tmp_path, rows if "details" not in manifest else
+                        _dp_rows().assign(init_fda_dt="2021", fda_dt="2021"), "2021Q3",
+                        manifest=manifest)
+    lines = (tmp_path / NOTES_FILE).read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("Encoding: UTF-8 (no byte-order mark)")
+    changed = lines.index("FDA columns that do not mean what FDA's do (read this before running "
+                          "an FDA-format script on these files):")
+    others = [i for i, line in enumerate(lines) if line.startswith(
+        ("RANDOMIZED VALUES", "Other conventions", "Deduplication", "Suppressed terms"))]
+    assert others and changed < min(others)  # first, after the encoding and the title only
+    assert all(line.startswith(("medanon release", "The exact published")) or not line
+               for line in lines[1:changed])
+    section = lines[changed + 1:lines.index("", changed)]
+    assert section[0].startswith("- init_fda_dt, fda_dt: the year only (YYYY), not FDA's date")
+    # every FDA column an FDA script finds empty on every row is named in that section
+    text = "\n".join(section)
+    for name, header in (("DEMO", DEMO_COLUMNS), ("DRUG", None), ("REAC", None), ("INDI", None)):
+        table = _table(tmp_path / f"{name}21Q3.txt")
+        for column in header or table.columns:
+            if (table[column] == "").all():
+                assert re.search(rf"\b{column}\b", text), (name, column)
+
+
+@pytest.mark.parametrize("dates, told", [
+    (["20210704"] * 4, None),
+    (["202107", "2021", "202107", "2021"], "4 digits = the year only (YYYY); 6 digits = year and "
+                                           "month only (YYYYMM)"),
+])
+def test_the_notes_tell_the_granularity_of_the_dates_as_published(tmp_path, dates, told) -> None:
+    write_faers_release(tmp_path, _rows(init_fda_dt=dates, fda_dt=dates), "2021Q3")
+    notes = (tmp_path / NOTES_FILE).read_text(encoding="utf-8")
+    assert ("- init_fda_dt, fda_dt:" in notes) == (told is not None)
+    if told:
+        assert told in notes

@@ -265,7 +265,9 @@ def test_cumulative_first_signal_is_the_first_period_a_pairs_flag_holds():
             key = (row.drug, row.reaction)
             if getattr(row, flag) and key not in first:
                 first[key] = row.period
-            assert getattr(row, f"first_signal_{rule}") == first.get(key, ""), (rule, key)
+            got = getattr(row, f"first_signal_{rule}")
+            # not signalled yet: missing (NA), as outside the cumulative scopes (issue 44)
+            assert got == first[key] if key in first else pd.isna(got), (rule, key, got)
         firsts += len(first)
     assert firsts, "no pair signals under any rule: the fixture tests nothing"
     # the last cumulative scope is the dedup scope (the database as it stands at the end)

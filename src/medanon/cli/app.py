@@ -581,9 +581,10 @@ def export(
 ) -> None:
     """Export the published series (never the private records) in the release format.
 
-    --format faers also writes FAERS DEMO/DRUG/REAC/INDI/OUTC files beside each release
-    (conventions: docs/faers-export.md; a DP release's perturbed age, sex and weight go to
-    columns named *_perturbed, never to FDA's age_grp, sex, wt).
+    --format faers also writes FAERS DEMO/DRUG/REAC/INDI/OUTC files (UTF-8) beside each
+    release, weight bands in MEDANONyyQq.txt, and FAERS_NOTES.txt, which lists first the FDA
+    columns whose meaning changed (conventions: docs/faers-export.md; a DP release's perturbed
+    age, sex and weight go to columns named *_perturbed, never to FDA's age_grp, sex, wt).
     """
     from . import commands
     commands.export(store=store, out=out, fmt=fmt)

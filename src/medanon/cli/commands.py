@@ -605,7 +605,7 @@ def signals(*, series: Path | None, store: Path | None, side: str, out: Path,
             scopes: list[str], stratify_by: str, drug_columns: list[str], fdr: float,
             min_count: int, rr0: float = 1.0) -> None:
     from ..api import signals as screen_signals
-    from ..metrics.signal_table import SIGNAL_RULES, write_signal_table
+    from ..metrics.signal_table import CSV_HINT_BYTES, SIGNAL_RULES, write_signal_table
 
     with ui.errors_as_flags():
         if out.suffix.lower() not in (".csv", ".parquet"):
@@ -650,6 +650,11 @@ def signals(*, series: Path | None, store: Path | None, side: str, out: Path,
             if entry["prior"] is not None and not entry["prior"]["converged"]:
                 ui.err.print(f"{entry['scope']} {entry['period']}: {entry['prior']['message']}")
     print(f"wrote {len(table)} pair row(s) to {written} and the priors to {sidecar}")
+    size = written.stat().st_size
+    if written.suffix.lower() == ".csv" and size > CSV_HINT_BYTES:
+        ui.err.print(f"hint: {written} is {size / 2**20:.0f} MiB; --out "
+                     f"{written.with_suffix('.parquet').name} writes the same table as Parquet, "
+                     "smaller and with its column types (docs/metrics.md).", soft_wrap=True)
 
 
 # -- inspect --------------------------------------------------------------------------------------

@@ -96,10 +96,11 @@ from .disproportionality import (GPS_STARTS, LIMIT_FLIP_COLUMN, GpsPrior, bayesi
 from .screening import DEFAULT_STRATA, SCOPE_STARTS, _cells, _Terms
 from .signals import INSIDE, Condition
 
-__all__ = ["AGE_GROUP_COLUMN", "DEFAULT_SCOPES", "SCOPES", "SIGNAL_RULES", "STRATIFY_COLUMNS",
-           "UNKNOWN_STRATUM",
-           "bayesian_fdr", "benjamini_hochberg", "posterior_h0", "prr_p_value", "signal_table",
-           "signal_table_columns", "signal_table_steps", "write_signal_table"]
+__all__ = ["AGE_GROUP_COLUMN", "CSV_HINT_BYTES", "DEFAULT_SCOPES", "SCOPES", "SIGNAL_RULES",
+           "SIGNAL_TABLE_DTYPES", "STRATIFY_COLUMNS", "UNKNOWN_STRATUM",
+           "bayesian_fdr", "benjamini_hochberg", "posterior_h0", "prr_p_value",
+           "read_signal_table", "signal_table", "signal_table_columns", "signal_table_steps",
+           "write_signal_table"]
 
 SCOPES = ("dedup", "pooled", "quarter", "cumulative")
 #: the scopes :func:`signal_table` screens unless told
@@ -123,6 +124,27 @@ _OUT = ("scope", "period", "drug", "reaction", "n", "e", "e_crude", "n_drug", "n
         "n_total", "ebgm", "eb05", "eb95", "ic", "ic025", "prr", "prr_corrected", "ror",
         "chi2_yates", "p_h0_mgps", "fdr_mgps", "p_prr", "q_prr", *SIGNAL_RULES.values(),
         LIMIT_FLIP_COLUMN)
+#: every column's dtype, the same in every scope, in the DataFrame and in the files written
+#: (Parquet: VARCHAR, BIGINT, DOUBLE, BOOLEAN). A text column's missing value is NA (an empty
+#: CSV field, a Parquet NULL), never an empty string beside a float NaN: ``first_signal_*`` is
+#: missing outside the cumulative scopes and where the pair has not signalled yet;
+#: ``limit_prior_flips`` is missing where no decision flips.
+SIGNAL_TABLE_DTYPES: dict[str, str] = {
+    **dict.fromkeys(("scope", "period", "drug", "reaction"), "str"),
+    **dict.fromkeys(("n", "n_drug", "n_reaction", "n_total"), "int64"),
+    **dict.fromkeys(("e", "e_crude", "ebgm", "eb05", "eb95", "ic", "ic025", "prr",
+                     "prr_corrected", "ror", "chi2_yates", "p_h0_mgps", "fdr_mgps", "p_prr",
+                     "q_prr"), "float64"),
+    **dict.fromkeys(SIGNAL_RULES.values(), "bool"),
+    LIMIT_FLIP_COLUMN: "str",
+    **{f"first_signal_{rule}": "str" for rule in SIGNAL_RULES},
+}
+#: a CSV table larger than this gets a hint to write Parquet instead (``medanon signals``):
+#: 32 MiB is about 100,000 pair rows at the ~340 bytes a row measured on an 8 x 1,000 series,
+#: where pandas' ``read_csv`` takes about half a CPU second and, without ``dtype=``, warns of
+#: mixed types in the mostly empty text columns; that series' default dedup table (~20,000
+#: rows, ~7 MB) stays below it, its four scopes (~223,000 rows, ~75 MB) above.
+CSV_HINT_BYTES = 32 * 2**20
 
 
 # ----------------------------------------------------------------------------- options
@@ -500,7 +522,7 @@ def _first_signals(frames: list[pd.DataFrame]) -> None:
     for frame in frames:
         if not len(frame):
             for rule in SIGNAL_RULES:
-                frame[f"first_signal_{rule}"] = pd.Series(dtype=object)
+                frame[f"first_signal_{rule}"] = pd.Series(dtype="str")
             continue
         period = str(frame["period"].iloc[0])
         keys = list(zip(frame["drug"].str.casefold(), frame["reaction"].str.casefold()))
@@ -509,7 +531,9 @@ def _first_signals(frames: list[pd.DataFrame]) -> None:
             for key, on in zip(keys, frame[flag].to_numpy(bool)):
                 if on and key not in seen:
                     seen[key] = period
-            frame[f"first_signal_{rule}"] = [seen.get(k, "") for k in keys]
+            # not signalled yet: missing (the column's one missing value, _typed)
+            frame[f"first_signal_{rule}"] = pd.Series([seen.get(k) for k in keys],
+                                                      index=frame.index, dtype="str")
 
 
 def _unknown_warnings(entries: list[dict[str, Any]]) -> list[str]:
@@ -656,7 +680,8 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
             in all. It changes no number.
 
     Returns:
-        One row per pair and scope, the columns of the module docstring; ``attrs["signals"]``
+        One row per pair and scope, the columns of the module docstring, each in its dtype of
+        :data:`SIGNAL_TABLE_DTYPES` (a text cell without a value NA); ``attrs["signals"]``
         holds the sidecar (options, each scope's reports, prior and fit diagnostics, the
         unknown strata and warnings), JSON-ready.
 
@@ -757,6 +782,7 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
     parts = [f.reindex(columns=[*columns, *extra]) for f in frames if len(f)]
     result = (pd.concat(parts, ignore_index=True) if parts
               else pd.DataFrame(columns=[*columns, *extra]))
+    result = _typed(result)
     order = {s: i for i, s in enumerate(SCOPES)}
     result = result.sort_values(["scope", "period"], key=lambda s: s.map(order) if s.name == "scope"
                                 else s, kind="stable").reset_index(drop=True)
@@ -773,8 +799,49 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
                   "mgps_fdr": f"Bayesian FDR of p_h0_mgps = P(lambda <= {rr0:g} | n) <= {level}",
                   "prr_fdr": f"Benjamini-Hochberg q_prr <= {level} and a >= 3"},
         "scopes": entries, "warnings": warnings,
+        # for readers of the CSV (which carries no types): read_signal_table, or dtype=
+        "dtypes": {c: SIGNAL_TABLE_DTYPES[c] for c in result.columns},
     }
     return result
+
+
+def _typed(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with every column of :data:`SIGNAL_TABLE_DTYPES` in its dtype, an empty text
+    cell as NA: the types do not depend on which scopes hold rows."""
+    out = table.astype({c: t for c, t in SIGNAL_TABLE_DTYPES.items() if c in table.columns})
+    for column in out.columns:
+        if SIGNAL_TABLE_DTYPES.get(column) == "str":
+            out[column] = out[column].where(out[column] != "")
+    return out
+
+
+def read_signal_table(path: str | Path) -> pd.DataFrame:
+    """Read a table :func:`write_signal_table` wrote (``.csv`` or ``.parquet``) with the dtypes
+    of :data:`SIGNAL_TABLE_DTYPES`, so that both files give the frame :func:`signal_table`
+    returned (its sidecar not included). In a CSV only an empty field is missing: a drug named
+    ``NA`` stays a name.
+
+    Raises:
+        ValidationError: ``path`` ends neither in .csv nor .parquet.
+    """
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        header = pd.read_csv(path, nrows=0).columns
+        return _typed(pd.read_csv(path, keep_default_na=False, na_values=[""],
+                                  dtype={c: SIGNAL_TABLE_DTYPES.get(c, "str") for c in header}))
+    if suffix == ".parquet":
+        import duckdb
+
+        con = duckdb.connect()
+        try:
+            frame = con.sql(f"SELECT * FROM read_parquet('{str(path).replace(chr(39), chr(39) * 2)}')"
+                            ).df()
+        finally:
+            con.close()
+        return _typed(frame)
+    raise ValidationError(f"The 'path' parameter of read_signal_table must end in .csv or "
+                          f".parquet; got {str(path)!r}.")
 
 
 def _write_parquet(table: pd.DataFrame, path: Path) -> None:

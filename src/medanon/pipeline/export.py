@@ -22,7 +22,8 @@ __all__ = ["EXPORT_FORMATS", "Exported", "export_releases"]
 
 #: ``csv``: the release format of ``design.md`` (``PERIOD/release.csv`` + ``manifest.json``);
 #: ``parquet``: the same rows as ``release.parquet``; ``faers``: FAERS ASCII files per period
-#: (DEMO, DRUG, REAC, INDI, OUTC and their notes), beside ``release.csv`` and ``manifest.json``.
+#: (DEMO, DRUG, REAC, INDI, OUTC, the side file MEDANON and their notes; UTF-8), beside
+#: ``release.csv`` and ``manifest.json``.
 EXPORT_FORMATS = ("csv", "parquet", "faers")
 
 

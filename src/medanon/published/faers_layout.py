@@ -1,11 +1,14 @@
 """Write a published release in the FAERS 2014Q3+ ASCII layout (``medanon export --format faers``).
 
 Each period folder gets ``DEMOyyQq.txt``, ``DRUGyyQq.txt``, ``REACyyQq.txt``, ``INDIyyQq.txt`` and
-``OUTCyyQq.txt`` (``$``-separated, Latin-1, LF line ends, no ``$`` after the last field: FDA's
+``OUTCyyQq.txt`` (``$``-separated, UTF-8, LF line ends, no ``$`` after the last field: FDA's
 layout as measured on its 2022Q4 files, "Lines" below), which FAERS tools and ``medanon ingest``
-read; the export writes them beside the release itself (``release.csv`` + ``manifest.json``:
-the exact published cells, which the FAERS columns cannot all carry) and :data:`NOTES_FILE`,
-which states the conventions below for that release.
+read, holding FDA's columns only (and, for a perturbed QID, its columns named perturbed);
+``MEDANONyyQq.txt`` (:data:`SIDE_PREFIX`: the release's cells that no FAERS column can carry,
+keyed by ``primaryid``, in the same layout); the export writes them beside the release itself
+(``release.csv`` + ``manifest.json``: the exact published cells) and :data:`NOTES_FILE`, which
+names the encoding in its first line, then lists the FDA columns whose meaning differs from
+FDA's, then the conventions below for that release.
 
 The conventions (``docs/faers-export.md``), each a function of the published series only:
 
@@ -28,16 +31,21 @@ The conventions (``docs/faers-export.md``), each a function of the published ser
   one exact age (a numeric age QID); a generalized age leaves them empty, since FAERS has no
   column for a band and its ``age`` must be a number.
 * **Weight.** A number goes to ``wt`` with ``wt_cod`` ``KG``. An interval ``[lo-hi]`` (or the
-  suppressed ``*``) leaves ``wt``/``wt_cod`` empty and is written as it is in ``wt_bin``, a column
-  appended after FAERS's own DEMO columns: readers that select columns by header name (as
-  medanon does) are unaffected; a midpoint would have invented a precision the release lacks.
+  suppressed ``*``) leaves ``wt``/``wt_cod`` empty and is written as it is in ``wt_bin`` of
+  ``MEDANONyyQq.txt``, not of DEMO: an FDA-format script then finds in DEMO FDA's 25 columns
+  with FDA's meaning (``wt`` a number in ``wt_cod`` units, or unknown), and a column it does not
+  know can only be read on purpose. ``wt``/``wt_cod`` cannot carry the band: a midpoint would
+  invent a precision the release lacks, and a band or a new code there is read as a number or a
+  unit by scripts that coerce (``pd.to_numeric(errors="coerce")`` makes it missing without a
+  word, as it would an unknown ``wt_cod``).
 * **Sex.** ``F`` and ``M`` as they are; ``*`` (generalized) and missing are written empty.
 * **Perturbed QIDs.** A value a mechanism randomized never goes into a column FDA defines as a
   measured value (``design.md``). When the manifest declares a QID perturbed
   (``details.perturbed_qids``, PPMS-DP; the csv keeps such values as published), its FDA columns
   (:data:`MEASURED_COLUMNS`: ``age``/``age_cod``/``age_grp``, ``sex``, ``wt``/``wt_cod``; and
   ``wt_bin`` for weight) are left empty on every row, and the published cell goes, as it is,
-  into the columns of :data:`PERTURBED_COLUMNS`, appended after ``wt_bin`` for that QID only:
+  into the columns of :data:`PERTURBED_COLUMNS`, appended after FDA's DEMO columns for that QID
+  only:
   ``age_perturbed`` (the label, or the number of years) with ``age_grp_perturbed`` (its FAERS
   group, by the rule of ``age_grp``), ``sex_perturbed`` (``F``, ``M``, or ``*`` when the
   mechanism drew the root), ``wt_perturbed_kg``. A FAERS tool that stratifies by ``age_grp`` or
@@ -59,17 +67,24 @@ The conventions (``docs/faers-export.md``), each a function of the published ser
   when the release has no such column); ``init_fda_dt`` and ``fda_dt`` are written as published
   (a date at month or year granularity is the partial date FAERS allows: ``YYYYMM``, ``YYYY``).
 * **Text.** A ``$`` or a line break inside a value cannot be carried (FAERS has drug names such as
-  ``VITAMIN B$12``) and is written as a space; characters outside Latin-1 as ``?``. INDI rows
-  have no ``indi_drug_seq``: the release does not say which drug an indication was given for.
+  ``VITAMIN B$12``) and is written as a space. INDI rows have no ``indi_drug_seq``: the release
+  does not say which drug an indication was given for.
+* **Encoding.** UTF-8 without a byte-order mark (:data:`ENCODING`), so ``pandas.read_csv(path,
+  sep="$")`` reads every file with its defaults and every published character is carried (the
+  Latin-1 of exports before issue 44 made pandas' default fail with ``UnicodeDecodeError`` on a
+  non-ASCII drug name, and wrote characters outside Latin-1 as ``?``). FDA's 2022Q4 files are
+  ASCII, which is UTF-8: an export of ASCII cells is byte for byte what a Latin-1 one was.
+  ``medanon ingest`` tells UTF-8 from Latin-1 (``data/loaders/faers.py``), so it reads both.
 
 **Lines.** As measured on FDA's 2022Q4 quarterly ASCII files (DEMO, DRUG, REAC, INDI, OUTC,
 RPSR, THER and DELETE of ``faers_ascii_2022Q4_subset.zip``): every line ends in LF, with no CR
 anywhere; the header and every row hold the same number of fields, n − 1 ``$`` for n columns,
 with no ``$`` after the last field (a row whose last field is empty ends in ``$`` only because
 that field is empty: 974 of 974 REAC rows, whose ``drug_rec_act`` is empty); no byte-order mark;
-plain ASCII. pandas' ``read_csv(sep="$")`` then reads exactly the header's columns. The export
-writes the same, and ends its last line with LF too (of the subset's eight files, INDI and
-DELETE do; the other six end without it, which no reader distinguishes). Exports before issue
+plain ASCII (the export: UTF-8, "Encoding" above). pandas' ``read_csv(sep="$")`` then reads
+exactly the header's columns. The export writes the same, and ends its last line with LF too
+(of the subset's eight files, INDI and DELETE do; the other six end without it, which no reader
+distinguishes). Exports before issue
 32 wrote CRLF and a ``$`` after every line's last field (one more, empty column in pandas);
 ``medanon ingest`` reads both forms. The notes file (:data:`NOTES_FILE`) is UTF-8 text with LF
 line ends.
@@ -113,17 +128,24 @@ from ..periods import parse_period
 from .case_ids import case_id_mode
 from .cells import SUPPRESSED, cell_strings
 
-__all__ = ["DEMO_COLUMNS", "DRUG_COLUMNS", "FAERS_SOURCES", "INDI_COLUMNS", "MEASURED_COLUMNS",
-           "NOTES_FILE", "OUTC_COLUMNS", "PERTURBED_COLUMNS", "REAC_COLUMNS", "ROLE_CODES",
-           "WEIGHT_BIN_COLUMN",
+__all__ = ["DEMO_COLUMNS", "DRUG_COLUMNS", "ENCODING", "FAERS_SOURCES", "INDI_COLUMNS",
+           "MEASURED_COLUMNS", "NOTES_FILE", "OUTC_COLUMNS", "PERTURBED_COLUMNS", "REAC_COLUMNS",
+           "ROLE_CODES", "SIDE_COLUMNS", "SIDE_PREFIX", "WEIGHT_BIN_COLUMN",
            "PerturbedQid", "case_versions", "demo_columns", "faers_notes", "perturbed_qids",
            "write_faers_release"]
 
-#: FAERS 2014Q3+ DEMO columns, then the weight bin (see the module docstring).
-WEIGHT_BIN_COLUMN = "wt_bin"
+#: the text encoding of every file the export writes (module docstring, "Encoding").
+ENCODING = "utf-8"
+#: FAERS 2014Q3+ DEMO columns, FDA's only (the weight bin is in the side file).
 DEMO_COLUMNS = ("primaryid caseid caseversion i_f_code event_dt mfr_dt init_fda_dt fda_dt rept_cod "
                 "auth_num mfr_num mfr_sndr lit_ref age age_cod age_grp sex e_sub wt wt_cod rept_dt "
-                "to_mfr occp_cod reporter_country occr_country").split() + [WEIGHT_BIN_COLUMN]
+                "to_mfr occp_cod reporter_country occr_country").split()
+#: the published weight band, which FAERS's ``wt`` (a number) cannot carry.
+WEIGHT_BIN_COLUMN = "wt_bin"
+#: the side file ``MEDANONyyQq.txt``: one row per DEMO row, keyed as DEMO, with the published
+#: cells no FAERS column carries. Its name matches no FAERS table (FAERS readers skip it).
+SIDE_PREFIX = "MEDANON"
+SIDE_COLUMNS = ["primaryid", "caseid", WEIGHT_BIN_COLUMN]
 DRUG_COLUMNS = ("primaryid caseid drug_seq role_cod drugname prod_ai val_vbm route dose_vbm "
                 "cum_dose_chr cum_dose_unit dechal rechal lot_num exp_dt nda_num dose_amt dose_unit "
                 "dose_form dose_freq").split()
@@ -131,10 +153,11 @@ REAC_COLUMNS = ["primaryid", "caseid", "pt", "drug_rec_act"]
 INDI_COLUMNS = ["primaryid", "caseid", "indi_drug_seq", "indi_pt"]
 OUTC_COLUMNS = ["primaryid", "caseid", "outc_cod"]
 #: perturbed QID -> the DEMO columns its published cells go to instead of FDA's (appended after
-#: ``wt_bin`` in this order, only for the QIDs a release perturbs; module docstring).
+#: FDA's DEMO columns in this order, only for the QIDs a release perturbs; module docstring).
 PERTURBED_COLUMNS = {"age": ("age_perturbed", "age_grp_perturbed"), "sex": ("sex_perturbed",),
                      "weight": ("wt_perturbed_kg",)}
-#: perturbed QID -> FDA's measured DEMO columns left empty on every row when it is perturbed.
+#: perturbed QID -> FDA's measured DEMO columns left empty on every row when it is perturbed
+#: (and ``wt_bin`` of the side file, for weight).
 MEASURED_COLUMNS = {"age": ("age", "age_cod", "age_grp"), "sex": ("sex",), "weight": ("wt", "wt_cod")}
 #: release column -> FAERS DRUG ``role_cod``, in the order a case's DRUG rows are written.
 ROLE_CODES = {"drugs_primary_suspect": "PS", "drugs_secondary_suspect": "SS",
@@ -297,7 +320,7 @@ def perturbed_qids(manifest: Mapping | None, period: str = "this release") -> di
 
 def demo_columns(perturbed: Mapping[str, object] | Sequence[str] = ()) -> list[str]:
     """The DEMO header of a release whose perturbed QIDs are ``perturbed``: FAERS's columns,
-    ``wt_bin``, then the :data:`PERTURBED_COLUMNS` of each perturbed QID."""
+    then the :data:`PERTURBED_COLUMNS` of each perturbed QID."""
     return [*DEMO_COLUMNS, *(c for qid, columns in PERTURBED_COLUMNS.items() if qid in perturbed
                              for c in columns)]
 
@@ -421,7 +444,8 @@ def _write(path: Path, columns: Sequence[str], data: Mapping[str, np.ndarray], n
     # as FDA's 2014Q3+ files: n − 1 separators per line (an empty last field leaves the line
     # ending in '$', as it does there), each line ended by LF (the module docstring, "Lines")
     lines = ["$".join(columns), *((line + pending[:-1]).tolist() if n else [])]
-    path.write_bytes(("\n".join(lines) + "\n").encode("latin-1", errors="replace"))
+    # every str but a lone surrogate has a UTF-8 form ('?' then, as the codec replaces it)
+    path.write_bytes(("\n".join(lines) + "\n").encode(ENCODING, errors="replace"))
     return replaced
 
 
@@ -455,7 +479,8 @@ def write_faers_release(folder: Path, rows: pd.DataFrame, period: str, *,
                         versions: Sequence[int] | np.ndarray | None = None,
                         manifest: Mapping | None = None) -> int:
     """Write one release's rows (release-format strings) as FAERS ASCII files into ``folder``,
-    with :data:`NOTES_FILE` (the conventions of the module docstring, for this release).
+    with the side file (:data:`SIDE_PREFIX`) and :data:`NOTES_FILE` (the conventions of the
+    module docstring, for this release), all in :data:`ENCODING`.
 
     Args:
         folder: The period folder (created if missing).
@@ -468,8 +493,7 @@ def write_faers_release(folder: Path, rows: pd.DataFrame, period: str, *,
             MeSH labels (default: they are).
 
     Returns:
-        The number of cells whose ``$`` or line break had to be replaced by a space. Characters
-        outside Latin-1 are written as ``?``.
+        The number of cells whose ``$`` or line break had to be replaced by a space.
 
     Raises:
         StoreError: the release lacks a column of the FAERS schema, a case id is not a FAERS
@@ -505,23 +529,28 @@ def write_faers_release(folder: Path, rows: pd.DataFrame, period: str, *,
     else:
         demo["age"], demo["age_cod"], demo["age_grp"] = _per_distinct(
             ages, lambda c: _age_fields(c, mesh), 3)
+    side = dict(ids)
     if "weight" in perturbed:
         (weight,) = PERTURBED_COLUMNS["weight"]
         demo[weight] = np.array([w.strip() for w in weights], dtype=object)
     else:
-        demo["wt"], demo["wt_cod"], demo[WEIGHT_BIN_COLUMN] = _per_distinct(
+        demo["wt"], demo["wt_cod"], side[WEIGHT_BIN_COLUMN] = _per_distinct(
             weights, _weight_fields, 3)
     if "sex" in perturbed:
         (sex,) = PERTURBED_COLUMNS["sex"]
         demo[sex] = np.array([s.strip() for s in sexes], dtype=object)
     else:
         demo["sex"] = np.array([_SEX.get(s.strip(), "") for s in sexes], dtype=object)
+    dates: dict[str, set[int]] = {}
     for column in DATE_COLUMNS:
         if column in rows.columns:
             demo[column] = np.array([d.strip() for d in cell_strings(rows[column])], dtype=object)
+            # the granularity the release publishes, for the notes (read from published cells)
+            dates[column] = {len(d) for d in pd.unique(demo[column]) if d}
 
     folder.mkdir(parents=True, exist_ok=True)
     replaced = _write(folder / f"DEMO{tag}.txt", demo_columns(perturbed), demo, n)
+    replaced += _write(folder / f"{SIDE_PREFIX}{tag}.txt", SIDE_COLUMNS, side, n)
     at, role, name = _drug_rows(rows)
     seq = pd.Series(at).groupby(at).cumcount().to_numpy() + 1
     replaced += _write(folder / f"DRUG{tag}.txt", DRUG_COLUMNS,
@@ -534,8 +563,8 @@ def write_faers_release(folder: Path, rows: pd.DataFrame, period: str, *,
                      else (np.zeros(0, np.int64), np.zeros(0, dtype=object)))
         replaced += _write(folder / f"{file}{tag}.txt", columns,
                            {"primaryid": primary[at], "caseid": case[at], target: terms}, len(at))
-    (folder / NOTES_FILE).write_text(faers_notes(period, manifest, rows.columns, replaced),
-                                     encoding="utf-8")
+    (folder / NOTES_FILE).write_text(faers_notes(period, manifest, rows.columns, replaced,
+                                                 date_digits=dates), encoding=ENCODING)
     return replaced
 
 
@@ -588,7 +617,7 @@ def _perturbed_lines(perturbed: Mapping[str, PerturbedQid], manifest: Mapping) -
         "privacy_spent.mechanisms). FDA's measured columns "
         f"{emptied} are therefore EMPTY on every row (a FAERS tool reads these cases as "
         "unknown there, not as measured), and the randomized values are in columns appended "
-        "after the FAERS DEMO columns and wt_bin:",
+        "after the FAERS DEMO columns:",
     ]
     lines += [f"  - {_PERTURBED_TEXT[q]}: {_mechanism_text(perturbed[q])}." for q in written]
     per_case = spent.get("epsilon_per_case")
@@ -652,11 +681,102 @@ def _dedup_lines(manifest: Mapping) -> list[str]:
     return [*lines, ""]
 
 
+#: digits of a FAERS date -> what a date of that length tells (FDA's full form: 8 digits).
+_DATE_FORMS = {4: "the year only (YYYY)", 6: "year and month only (YYYYMM)",
+               8: "the full date (YYYYMMDD)"}
+
+
+def _date_line(date_digits: Mapping[str, Collection[int]]) -> str | None:
+    """The notes' line on ``init_fda_dt``/``fda_dt`` when they are not FDA's full dates (None
+    when every published date is one): the forms are read from the published cells."""
+    forms = sorted({d for c in DATE_COLUMNS for d in date_digits.get(c, ())})
+    if not [c for c in DATE_COLUMNS if c in date_digits] or forms in ([], [8]):
+        return None  # no date published (listed with the empty columns), or FDA's own form
+    told = "; ".join(f"{d} digits = {_DATE_FORMS.get(d, 'not a FAERS date')}" for d in forms)
+    one = len(forms) == 1
+    return (f"- init_fda_dt, fda_dt: {_DATE_FORMS.get(forms[0], 'not a FAERS date') if one else told}"
+            f", not FDA's date of receipt (YYYYMMDD): the release publishes dates at "
+            f"{'that' if one else 'these'} granularit{'y' if one else 'ies'}. A script that "
+            "parses them as YYYYMMDD fails or reads another day; one that takes a year as a date "
+            "puts every report on 1 January.")
+
+
+def _changed_lines(period: str, manifest: Mapping, columns: Collection[str],
+                   perturbed: Mapping[str, PerturbedQid],
+                   date_digits: Mapping[str, Collection[int]]) -> list[str]:
+    """The notes' first section: each FDA column of these files that does not mean what FDA's
+    does, and the FDA columns left empty on every row."""
+    tag = parse_period(period).faers_tag
+    groups = "; ".join(f"{code} = {', '.join(leaves)}" for code, leaves in FAERS_AGE_GROUP_LEAVES.items())
+    spans = (f"FAERS group ({groups}); empty for a label spanning several (*, Nonadult, Infant, "
+             "Adult).")
+    roles = [c for c in ROLE_CODES if c in columns]
+    lines = ["FDA columns that do not mean what FDA's do (read this before running an FDA-format "
+             "script on these files):"]
+    dates = _date_line(date_digits)
+    if dates:
+        lines.append(dates)
+    if case_id_mode(manifest) == "pseudonym":
+        lines.append(_caseid_line(manifest))
+    lines.append(
+        "- caseversion, i_f_code, primaryid: one DEMO row per published case; caseversion = how "
+        "many releases of this series, up to and including this one, publish the case (1 = "
+        "first), not FDA's version of the report; i_f_code I for 1, F after; primaryid = caseid "
+        "followed by caseversion.")
+    if "age" in perturbed:
+        lines.append("- age, age_cod, age_grp: EMPTY on every row (age is perturbed in this "
+                     "release, see RANDOMIZED VALUES). age_grp_perturbed is the group of the "
+                     f"perturbed label when every age it stands for falls in one {spans}")
+    else:
+        lines.append("- age, age_cod: only for a cell that is one exact age (YR); a published age "
+                     "band leaves them empty. age_grp: from the published MeSH age label, when "
+                     f"every age it stands for falls in one {spans} FDA's own coders put "
+                     "12-year-olds in T and 18-year-olds in A.")
+    if "weight" in perturbed:
+        lines.append(f"- wt, wt_cod: EMPTY on every row (weight is perturbed in this release, see "
+                     f"RANDOMIZED VALUES); {WEIGHT_BIN_COLUMN} of {SIDE_PREFIX}{tag}.txt is empty "
+                     "too.")
+    else:
+        lines.append(f"- wt, wt_cod: only a published number (KG). A published weight band "
+                     f"([lo-hi]) or * leaves them empty: a script reading wt alone sees those "
+                     f"weights as unknown. The band is in {WEIGHT_BIN_COLUMN} of "
+                     f"{SIDE_PREFIX}{tag}.txt (not a FAERS file: one row per DEMO row, by "
+                     "primaryid).")
+    lines.append("- sex: EMPTY on every row (sex is perturbed in this release, see RANDOMIZED "
+                 "VALUES)." if "sex" in perturbed
+                 else "- sex: F or M; empty for * (generalized) as well as for an unreported sex.")
+    lines.append("- DRUG role_cod: " + (", ".join(f"{ROLE_CODES[c]} from {c}" for c in roles)
+                                        + "; EMPTY for a drug in no role column" if roles else
+                                        "EMPTY on every row (this release has no drug-role "
+                                        "columns)") + " (FDA gives every drug a role).")
+    lines.append("- INDI indi_drug_seq: EMPTY (the release does not link indications to drugs).")
+    empty = {name: [c for c in header if c not in FAERS_SOURCES
+                    or (c in DATE_COLUMNS and c not in date_digits)]
+             for name, header in (("DEMO", DEMO_COLUMNS), ("DRUG", DRUG_COLUMNS),
+                                  ("REAC", REAC_COLUMNS), ("INDI", INDI_COLUMNS))}
+    empty["INDI"] = [c for c in empty["INDI"] if c != "indi_drug_seq"]
+    lines.append("- EMPTY on every row (not published): " + "; ".join(
+        f"{name} {', '.join(cols)}" for name, cols in empty.items() if cols) + ".")
+    return [*lines, ""]
+
+
 def faers_notes(period: str, manifest: Mapping | None, columns: Collection[str],
-                replaced: int = 0) -> str:
+                replaced: int = 0, *,
+                date_digits: Mapping[str, Collection[int]] | None = None) -> str:
     """The text of :data:`NOTES_FILE` for one release: how its FAERS files carry it.
 
-    Every number in it is read from ``manifest`` (mechanisms, ε, counts), never typed here.
+    Its first line names the files' encoding; then come the FDA columns whose meaning differs
+    from FDA's, then the perturbed columns (a DP release), the deduplication caveat and the
+    suppressed terms. Every number in it is read from ``manifest`` (mechanisms, ε, counts), never
+    typed here.
+
+    Args:
+        period: The release's period.
+        manifest: The release's manifest.
+        columns: The release's columns.
+        replaced: How many cells had a ``$`` or a line break written as a space.
+        date_digits: Date column -> the lengths of its published (non-empty) values, for the
+            release's columns among ``init_fda_dt`` and ``fda_dt``; absent: not published.
 
     Raises:
         InputFormatError: the manifest declares a perturbed QID without its mechanism and ε.
@@ -666,43 +786,23 @@ def faers_notes(period: str, manifest: Mapping | None, columns: Collection[str],
     counts = _mapping(manifest.get("counts"))
     release_wide = details.get("suppressed_terms") or {}
     perturbed = perturbed_qids(manifest, period)
-    groups = "; ".join(f"{code} = {', '.join(leaves)}" for code, leaves in FAERS_AGE_GROUP_LEAVES.items())
-    roles = [c for c in ROLE_CODES if c in columns]
-    spans = (f"FAERS group ({groups}); empty for a label spanning several (*, Nonadult, Infant, "
-             "Adult).")
-    age = ("- age, age_cod, age_grp: empty on every row (age is perturbed in this release, see "
-           "above). age_grp_perturbed is the group of the perturbed label when every age it stands "
-           f"for falls in one {spans}" if "age" in perturbed
-           else "- age_grp from the published MeSH age label, when every age it stands for falls "
-           f"in one {spans} age/age_cod (YR) only for a cell that is one exact age. FDA's own "
-           "coders put 12-year-olds in T and 18-year-olds in A.")
-    last = ("the last DEMO column" if not perturbed
-            else "appended after the FAERS DEMO columns")
+    if date_digits is None:  # not told: the columns the release has, at an unknown granularity
+        date_digits = {c: () for c in DATE_COLUMNS if c in columns}
     lines = [
+        f"Encoding: {ENCODING.upper()} (no byte-order mark); fields separated by '$', lines ended "
+        "by LF. pandas.read_csv(path, sep='$') reads these files with its defaults; FDA's own "
+        "files are ASCII, which is UTF-8.",
         f"medanon release {period}, method {_mapping(manifest.get('method')).get('name', '?')}: "
         "the FAERS files of this folder, and how they carry the release.",
         "The exact published cells are in release.csv; manifest.json states the method, its "
         "parameters and guarantee. See docs/faers-export.md.",
         "",
+        *_changed_lines(period, manifest, columns, perturbed, date_digits),
         *_perturbed_lines(perturbed, manifest),
-        "- One DEMO row per published case. caseversion = how many releases of this series, up to "
-        "and including this one, publish the case (1 = first); i_f_code I for 1, F after; "
-        "primaryid = caseid followed by caseversion.",
-        _caseid_line(manifest),
-        age,
-        ("- wt, wt_cod, wt_bin: empty on every row (weight is perturbed in this release, see "
-         "above)." if "weight" in perturbed else
-         f"- wt with wt_cod KG for a published number; an interval or * is in {WEIGHT_BIN_COLUMN} "
-         f"({last}, not a FAERS column), wt and wt_cod then empty."),
-        ("- sex: empty on every row (sex is perturbed in this release, see above)."
-         if "sex" in perturbed else "- sex F or M; empty for * (generalized) or missing."),
-        ("- DRUG: one row per drug and role, role_cod from " + ", ".join(
-            f"{c} ({ROLE_CODES[c]})" for c in roles) + "; drugs in no role column have role_cod "
-         "empty." if roles else "- DRUG: this release has no drug-role columns: role_cod is empty "
-         "on every row."),
+        "Other conventions:",
+        *([] if case_id_mode(manifest) == "pseudonym" else [_caseid_line(manifest)]),
         ("- OUTC: one row per published outcome code." if OUTCOME_COLUMN in columns
          else "- OUTC: this release has no outcomes column: the file holds only its header."),
-        "- INDI: indi_drug_seq is empty (the release does not link indications to drugs).",
         "",
         *_dedup_lines(manifest),
         "Suppressed terms (marked here, for the release as a whole, never per case: a per-case "

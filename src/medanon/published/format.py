@@ -315,10 +315,10 @@ def _is_faers_layout(folder: Path) -> bool:
 def _refuse_faers_layout(folder: Path) -> InputFormatError:
     # Reading it back would verify something else than what was published: the layout has no
     # QID-group column (groups rebuilt from equal QID values merge groups that share them, which
-    # changes every per-group check), and it replaced '$' and non-Latin-1 characters in terms.
+    # changes every per-group check), and it replaces a '$' or a line break in a term by a space.
     return InputFormatError(
         f"{str(folder)!r} holds a release in the FAERS ASCII layout, which cannot be verified: "
-        f"it has no QID-group column and changes '$' and non-Latin-1 characters in terms, so a "
+        f"it has no QID-group column and changes a '$' or a line break in a term, so a "
         f"verdict on it would not be a verdict on the release. Verify the same release in the "
         f"release format instead: 'medanon export --store S --out DIR' (csv, or --format "
         f"parquet), then 'medanon verify DIR' (or 'medanon verify --store S').")
