@@ -413,9 +413,11 @@ def release(
         help="Periods to publish (default: every ingested, unpublished period, in order).")] = None,
     store: StoreOpt = DEFAULT_STORE_PATH,
     method: Annotated[Optional[str], typer.Option(
-        help="Required: ms | ppms | ppms+ | ppms++ | ha | ppms-dp-num | ppms-dp-all (see "
+        help="ms | ppms | ppms+ | ppms++ | ha | ppms-dp-num | ppms-dp-all (see "
              "docs/algorithms/), or none (raw records without identifiers; needs "
-             "--allow-unprotected).")] = None,
+             "--allow-unprotected). Required by a store's first release, which pins the "
+             "series policy; later, each flag given changes only its own parameter of the "
+             "pinned policy (a flag left out keeps it).")] = None,
     k: Annotated[Optional[int], typer.Option("--k", help="Minimum group size (k >= 2).")] = None,
     theta: Annotated[Optional[str], typer.Option(
         help="Sensitive-value thresholds: a number in (0, 1] (uniform), 'frequency', or a "
