@@ -68,6 +68,9 @@ def test_the_pinned_flags_repeated_are_no_change_and_another_method_is_named(sto
                        "--theta", "frequency", "--protect", "Death=0.3",
                        "--on-infeasible", "raise-theta")
     assert first.returncode == 0, first.stderr
+    # the first release says what it pins, its infeasibility policy included
+    assert 'series policy pinned by this release: ppms++(k=5, on_infeasible="raise-theta"' in \
+        first.stderr and "(the default)" not in first.stderr
     before = snapshot(tmp_path)
     result = invoke_cli("release", "2020Q2", "--store", store, "--method", "ms")
     assert_user_error(result, "ValidationError", "(method: ppms++ -> ms)")

@@ -100,6 +100,7 @@ def test_the_page_has_headers_in_words_a_glossary_integer_counts_and_fits_the_pa
     # the refusal: release's default named, what raise-theta would give, and the message
     why = table.cells[2 * len(GLOSSARY) + list(GLOSSARY).index("why_not")]
     assert "raise-theta would declare Death=0.45" in why and "smallest workable" in why
+    assert "release's default" in why
     # the table is laid out in the page's width: fixed layout at 100%, long cells wrapped,
     # the fixed column widths leaving room for the rest
     style = re.search(r"<style>(.*)</style>", page)[1]
@@ -126,6 +127,8 @@ def test_an_na_recall_says_why_and_min_recall_says_it_could_not_apply(tmp_path):
     write_plan(result, tmp_path)
     page = (tmp_path / "plan.html").read_text(encoding="utf-8")
     assert f"n/a: {note}" in page and "could not apply to candidate(s) 2, 4" in page
+    # the recommendation says it too
+    assert f"MGPS recall n/a ({note})" in _result(rows, recommended=2).recommendation()
     # no recall constraint asked for: nothing to say
     assert _recall_notes(rows, 0.0) == []
     # a candidate with a recall is not named
@@ -200,7 +203,8 @@ def test_default_candidates_are_what_release_pins_from_their_command():
     """Issue 44: plan's defaults all pinned raise-theta while release refuses by default. Now
     they take release's default, and each candidate's release command pins that very policy."""
     for on_infeasible in ("refuse", "raise-theta"):
-        pool = default_candidates({"Death": 0.3, "Drug ineffective": 0.25}, on_infeasible)
+        pool = default_candidates({"Death": 0.3, "Drug ineffective": 0.123456789},
+                                  on_infeasible)
         for candidate in pool:
             assert candidate.parameters.get("on_infeasible", "refuse") == on_infeasible
             policy, _ = resolve_policy(None, given=None,

@@ -253,11 +253,18 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
         method = policy.method
         case_budget = policy.parameters.get("case_budget")
         budget = None if case_budget is None else Budget.of(str(case_budget))
+        # the infeasibility policy said even when it is the default (issue 44: plan's candidates
+        # and release's default differed unseen)
+        infeasible = ("" if method == "none" or "on_infeasible" in policy.parameters
+                      else "; --on-infeasible refuse (the default)")
         if pin is None:
-            ui.err.print(f"series policy: {policy.describe()} (pinned)")
+            ui.err.print(f"series policy: {policy.describe()} (pinned){infeasible}")
         elif pin["history"]:
             ui.err.print(f"series policy changed (--change-policy): "
                          f"{'; '.join(pin['history'][-1]['changes'])}")
+        else:
+            ui.err.print(f"series policy pinned by this release: {policy.describe()}"
+                         f"{infeasible}")
         before, done = db.published_periods(), []
         try:
             # the periods asked for, or every ingested one not yet published (an estimate for

@@ -38,6 +38,7 @@ import io
 import json
 import shlex
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,10 +163,10 @@ def release_command(policy: SeriesPolicy) -> str:
             parts += [flag] if value else []
         elif name == "protect" and isinstance(value, Mapping):
             for term, cap in value.items():
-                parts += [flag, f"{term}={cap:g}" if isinstance(cap, float) else f"{term}={cap}"]
+                parts += [flag, f"{term}={json.dumps(cap)}"]   # the cap exactly, as pinned
         elif name == "domains" and isinstance(value, Mapping):
             for qid, (lo, hi) in value.items():
-                parts += [flag, f"{qid}={lo:g}:{hi:g}"]
+                parts += [flag, f"{qid}={json.dumps(lo)}:{json.dumps(hi)}"]
         else:
             parts += [flag, value if isinstance(value, str) else json.dumps(value)]
     return " ".join(shlex.quote(str(p)) for p in parts)
@@ -244,9 +245,12 @@ class PlanResult:
         return (f"Candidate {self.recommended}: {row['policy']} — withholds "
                 f"{row['withheld_share']:.1%}, mean NIL {row['nil']:.3f}, disclosing groups "
                 f"{disclosing}, max DIR {_num(row['dir_max'])}, max DSR "
-                f"{_num(row['dsr_max'])}, MGPS recall {_num(row['mgps_recall'])}; the lowest "
-                f"risk (disclosing groups, max DIR, max DSR, unbounded terms) among the "
-                f"candidates that meet the constraints"
+                f"{_num(row['dsr_max'])}, MGPS recall {_num(row['mgps_recall'])}"
+                + (f" ({row['recall_note']})" if isinstance(row["recall_note"], str)
+                   and row["recall_note"] else "")
+                + "; the lowest "
+                "risk (disclosing groups, max DIR, max DSR, unbounded terms) among the "
+                "candidates that meet the constraints"
                 + (f". In {disclosing} group(s) every candidate the attacks leave holds one "
                    f"term, which the adversary then learns whatever θ says: no candidate "
                    f"that meets the constraints avoids it; add candidates with a larger k or "
@@ -283,7 +287,7 @@ def _max(values: Sequence[Any]) -> float | None:
 def _measure(data: Dataset, policy: SeriesPolicy, *, seed: int | None, originals, original_rows,
              screening) -> dict[str, Any]:
     """Publish ``data`` with ``policy`` in memory and measure it as ``evaluate`` does."""
-    from ..api import Publisher, Series
+    from ..api import Publisher, Series, UnboundedTermsWarning
     from ..metrics.evaluation import evaluate_series
     from ..models.theta import raised_thetas
 
@@ -293,7 +297,11 @@ def _measure(data: Dataset, policy: SeriesPolicy, *, seed: int | None, originals
                            "on_infeasible": policy.parameters.get("on_infeasible", "refuse")}
     try:
         publisher = Publisher(policy, seed=seed)
-        series = publisher.publish(data)
+        with warnings.catch_warnings():
+            # the plan's table counts each candidate's unbounded terms: a warning per candidate
+            # on stderr would repeat it nine times
+            warnings.simplefilter("ignore", UnboundedTermsWarning)
+            series = publisher.publish(data)
     except MedanonError as exc:   # a refusal is a result: it names what blocks the policy
         workable = {str(t): float(v) for t, v in
                     (getattr(exc, "workable_theta", None) or {}).items()}
@@ -374,11 +382,15 @@ def _theta_text(thetas: Mapping[str, float]) -> str:
 def _why_not(row: Mapping[str, Any], *, max_withheld: float, min_recall: float,
              protect: Sequence[str]) -> str:
     if row["status"] != "published":
-        if row.get("on_infeasible") == "refuse" and row.get("theta_raised_to"):
-            # release's default refuses where raise-theta would publish: say so, and how to
-            # measure that
-            return (f"refused: terms cannot meet their θ (raise-theta would declare "
-                    f"{row['theta_raised_to']}); on_infeasible raise-theta measures it")
+        if row.get("on_infeasible") == "refuse" and \
+                str(row.get("message", "")).startswith("InfeasibleError"):
+            # release's default refuses where raise-theta would raise θ (or withhold the
+            # cases no group can take): say so, and how to measure that
+            what = (f"terms cannot meet their θ (raise-theta would declare "
+                    f"{row['theta_raised_to']})" if row.get("theta_raised_to")
+                    else "cases or terms the grouping cannot place")
+            return (f"refused under on_infeasible refuse (release's default): {what}; "
+                    f"on_infeasible raise-theta measures the alternative")
         return "refused"
     reasons = []
     if row["gate"] != "passed":
