@@ -97,10 +97,14 @@ def test_the_page_has_headers_in_words_a_glossary_integer_counts_and_fits_the_pa
     first = table.cells[:len(GLOSSARY)]
     assert first[list(GLOSSARY).index("unbounded_terms")] == "43"
     assert "12.3%" in table.cells
-    # the refusal: release's default named, what raise-theta would give, and the message
+    # the refusal: release's default named and what raise-theta would give; its message in
+    # the row under it, over the table's width
     why = table.cells[2 * len(GLOSSARY) + list(GLOSSARY).index("why_not")]
-    assert "raise-theta would declare Death=0.45" in why and "smallest workable" in why
-    assert "release's default" in why
+    assert "raise-theta would declare Death=0.45" in why and "release's default" in why
+    assert table.cells[3 * len(GLOSSARY)] == ("Candidate 3 refused: InfeasibleError: Death "
+                                              "cannot meet theta 0.3; smallest workable theta "
+                                              "0.4391")
+    assert f"<td colspan='{len(GLOSSARY)}'>Candidate 3 refused" in page
     # the table is laid out in the page's width: fixed layout at 100%, long cells wrapped,
     # the fixed column widths leaving room for the rest
     style = re.search(r"<style>(.*)</style>", page)[1]

@@ -764,7 +764,7 @@ _PAGE_STYLE = (
     "overflow-wrap:anywhere}"
     "th{background:#f4f4f4;font-size:11px;overflow-wrap:normal}"
     "th[title]{cursor:help;text-decoration:underline dotted}"
-    "tr.rec{background:#efe}img{max-width:100%}p.note{background:#fff4e0;padding:4px 8px}"
+    "tr.rec{background:#efe}tr.msg td{font-size:11px;color:#444;border-top:none}img{max-width:100%}p.note{background:#fff4e0;padding:4px 8px}"
     "dl{font-size:13px}dt{font-weight:bold;margin-top:4px}dd{margin-left:1.5em}")
 #: the widths of the wide columns (the rest share what is left)
 _WIDTHS = {"candidate": "3%", "policy": "14%", "on_infeasible": "8%", "status": "7%",
@@ -798,10 +798,8 @@ def _page(result: PlanResult, image: str, unlabelled: Sequence[str]) -> str:
                    f"{html.escape(GLOSSARY[c][0])}</th>" for c in shown)
 
     def cell(r: pd.Series, column: str) -> str:
-        # a refusal's own message names what blocks the candidate (the terms, the θ or k that
-        # would do); "refused" alone would hide it
-        if column == "why_not" and r["status"] != "published":
-            return " ".join(v for v in (str(r["why_not"]), str(r["message"])) if v != "refused")
+        if column == "why_not" and r["status"] != "published" and r["why_not"] == "refused":
+            return "refused: the message below"
         if column == "mgps_recall" and r["status"] == "published" and pd.isna(r[column]):
             return f"n/a: {r['recall_note']}" if r["recall_note"] else "n/a"
         return _cell(r[column], column)
@@ -813,7 +811,13 @@ def _page(result: PlanResult, image: str, unlabelled: Sequence[str]) -> str:
                      if c == "policy" else "")
             cells.append(f"<td{title}>{html.escape(cell(r, c))}</td>")
         mark = "rec" if r["candidate"] == result.recommended else ""
-        return f'<tr class="{mark}">' + "".join(cells) + "</tr>"
+        out = f'<tr class="{mark}">' + "".join(cells) + "</tr>"
+        if r["status"] != "published" and isinstance(r["message"], str) and r["message"]:
+            # a refusal's own message names what blocks the candidate (the terms, the θ or k
+            # that would do): the row under it, over the table's width, not a narrow cell
+            out += (f"<tr class='msg'><td colspan='{len(shown)}'>Candidate {r['candidate']} "
+                    f"refused: {html.escape(r['message'])}</td></tr>")
+        return out
 
     body = "".join(row(r) for _, r in result.rows.iterrows())
     glossary = "".join(f"<dt>{html.escape(GLOSSARY[c][0])}</dt><dd>{html.escape(GLOSSARY[c][1])}"
