@@ -764,7 +764,8 @@ _PAGE_STYLE = (
     "overflow-wrap:anywhere}"
     "th{background:#f4f4f4;font-size:11px;overflow-wrap:normal}"
     "th[title]{cursor:help;text-decoration:underline dotted}"
-    "tr.rec{background:#efe}tr.msg td{font-size:11px;color:#444;border-top:none}img{max-width:100%}p.note{background:#fff4e0;padding:4px 8px}"
+    "tr.rec{background:#efe}tr.msg td{font-size:11px;color:#444;border-top:none}"
+    "img{max-width:100%}p.note{background:#fff4e0;padding:4px 8px}"
     "dl{font-size:13px}dt{font-weight:bold;margin-top:4px}dd{margin-left:1.5em}")
 #: the widths of the wide columns (the rest share what is left)
 _WIDTHS = {"candidate": "3%", "policy": "14%", "on_infeasible": "8%", "status": "7%",
