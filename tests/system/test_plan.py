@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 
 import pandas as pd
 import pytest
@@ -39,12 +40,17 @@ def _read_plan_csv(folder) -> pd.DataFrame:
 def test_the_default_plan_measures_every_candidate_and_writes_nothing(store, tmp_path):
     before = snapshot(store.parent)
     out = tmp_path / "plan"
+    # raise-theta: the legacy data's concentrated terms refuse θ 0.4 under release's default
     result = invoke_cli("plan", "--store", store, "--out", out, "--protect", "Death=0.3",
-                        "--seed", "5")
+                        "--seed", "5", "--on-infeasible", "raise-theta")
     assert result.returncode == 0, result.stderr
     assert snapshot(store.parent) == before                    # nothing written to the store
     rows = _read_plan_csv(out)
     assert list(rows.columns) == list(PLAN_COLUMNS) and len(rows) >= 6
+    # every candidate pins what it was measured with, and says how release pins it
+    assert set(rows["on_infeasible"]) == {"raise-theta"}
+    assert rows["release_command"].str.contains("--on-infeasible raise-theta").all()
+    assert rows["release_command"].str.contains("--protect Death=0.3").all()
     published = rows[rows["status"] == "published"]
     assert len(published) >= 6
     for column in ("withheld_share", "nil", "mgps_recall", "dir_max"):
@@ -55,6 +61,8 @@ def test_the_default_plan_measures_every_candidate_and_writes_nothing(store, tmp
     # the recommendation meets the constraints and no candidate that does has less risk
     chosen = plan["recommended"]
     assert chosen is not None and f"Candidate {chosen}:" in result.stdout
+    command = rows.set_index("candidate").loc[chosen, "release_command"]
+    assert f"release it with '{command}'" in " ".join(result.stdout.split())
     meeting = published[published["meets"]]
     best = meeting.set_index("candidate").loc[chosen]
     assert best["withheld_share"] <= 0.1 and best["gate"] == "passed"
@@ -158,6 +166,10 @@ def test_plan_on_a_local_cluster_equals_the_plan_in_one_process(store, tmp_path)
     refused = plans[0]["candidates"][1]
     assert list(refused["theta_raised_to"]) == ["Death"]
     workable = refused["theta_raised_to"]["Death"]
+    # under release's default (refuse) the row says what raise-theta would give, and how to
+    # measure it
+    assert f"raise-theta would declare Death={workable:g}" in refused["why_not"]
+    assert refused["on_infeasible"] == "refuse"
     # the θ raise-theta would declare: the grid point at or above the smallest workable θ the
     # refusal names (issue 41: a raised θ is a point of the public 0.05 grid)
     smallest = float(re.search(r"smallest workable theta ([0-9]+\.[0-9]+)", refused["message"])[1])
@@ -188,9 +200,12 @@ def test_the_disclosure_count_sees_the_groups_that_hold_one_term_in_every_member
             held = set.intersection(*(terms(r) for _, r in members.iterrows()))
             published += bool(held)
     assert published > 0
-    plan = plan_store(store, candidates=[frequency, SeriesPolicy.ppms_plus_plus(
-        k=10, theta="frequency", on_infeasible="raise-theta")], min_recall=0,
-        periods=["2020Q1", "2020Q2"], seed=5)
+    with warnings.catch_warnings():
+        # the plan's table counts the unbounded terms: no warning per candidate (issue 44)
+        warnings.simplefilter("error", medanon.UnboundedTermsWarning)
+        plan = plan_store(store, candidates=[frequency, SeriesPolicy.ppms_plus_plus(
+            k=10, theta="frequency", on_infeasible="raise-theta")], min_recall=0,
+            periods=["2020Q1", "2020Q2"], seed=5)
     rows = plan.rows.set_index("candidate")
     assert rows.loc[1, "disclosing_groups"] >= published
     assert rows.loc[1, "dsr_max"] == 0                    # DSR cannot see it

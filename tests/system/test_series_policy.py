@@ -41,7 +41,8 @@ def test_the_next_quarter_publishes_with_the_pinned_policy(store, tmp_path):
     assert "acknowledged" not in two
     # another method, or another k: refused, naming the change, the store as it was
     before = snapshot(tmp_path)
-    for args, change in ((("--method", "ms", "--k", "5", "--theta", "0.5"), "method: ppms++ -> ms"),
+    for args, change in ((("--method", "ms", "--k", "5", "--theta", "0.5"),
+                          "method: ppms++ -> ms; theta"),
                          (("--k", "3"), "k: 5 -> 3")):
         result = invoke_cli("release", "2020Q3", "--store", store, *args)
         assert_user_error(result, "ValidationError", change)
@@ -57,6 +58,30 @@ def test_the_next_quarter_publishes_with_the_pinned_policy(store, tmp_path):
     assert pinned["policy"]["parameters"]["k"] == 3
     assert pinned["history"][0]["changes"] == ["k: 5 -> 3"]
     assert pinned["policy"]["parameters"]["protect"] == {"Death": 0.3}
+
+
+def test_the_pinned_flags_repeated_are_no_change_and_another_method_is_named(store, tmp_path):
+    """Issue 44: repeating the pinned method, k and θ (not --protect, not --on-infeasible)
+    was refused as 'protect: {...} -> null'; ``--method ms`` said '--k is required by method
+    ms' instead of naming the change of policy."""
+    first = invoke_cli("release", "2020Q1", "--store", store, "--method", "ppms++", "--k", "5",
+                       "--theta", "frequency", "--protect", "Death=0.3",
+                       "--on-infeasible", "raise-theta")
+    assert first.returncode == 0, first.stderr
+    # the first release says what it pins, its infeasibility policy included
+    assert 'series policy pinned by this release: ppms++(k=5, on_infeasible="raise-theta"' in \
+        first.stderr and "(the default)" not in first.stderr
+    before = snapshot(tmp_path)
+    result = invoke_cli("release", "2020Q2", "--store", store, "--method", "ms")
+    assert_user_error(result, "ValidationError", "(method: ppms++ -> ms)")
+    assert "--k" not in result.stderr and "--change-policy" in result.stderr
+    assert snapshot(tmp_path) == before
+    again = invoke_cli("release", "2020Q2", "--store", store, "--method", "PPMS++", "--k", "5",
+                       "--theta", "frequency")
+    assert again.returncode == 0, again.stderr
+    assert "series policy: ppms++(k=5" in again.stderr and "(pinned)" in again.stderr
+    two = _method(store, "2020Q2")
+    assert two["parameters"]["on_infeasible"] == "raise-theta" and "acknowledged" not in two
 
 
 def test_a_policy_file_pins_the_series_and_python_uses_the_same_object(store, tmp_path):

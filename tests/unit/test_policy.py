@@ -63,13 +63,13 @@ def test_the_first_release_pins_and_later_ones_reuse_it():
     # no flags, or flags that agree: the pinned policy, nothing to pin again
     assert resolve_policy(pin, given=None, flags={}, change_policy=False) == (policy, None)
     assert resolve_policy(pin, given=None, flags={"k": 5}, change_policy=False) == (policy, None)
-    # with --method the flags are the whole policy: the same one is accepted; one that leaves
-    # a parameter out (theta, required) is refused by the method, naming it
+    # the same method and values again are the pinned policy; a flag left out keeps its
+    # pinned value (theta here), it is no change
     assert resolve_policy(pin, given=None, flags={"method": "ppms++", "k": 5,
                                                   "theta": "frequency"},
                           change_policy=False) == (policy, None)
-    with pytest.raises(ValidationError, match="theta"):
-        resolve_policy(pin, given=None, flags={"method": "ppms++", "k": 5}, change_policy=False)
+    assert resolve_policy(pin, given=None, flags={"method": "ppms++", "k": 5},
+                          change_policy=False) == (policy, None)
 
 
 def test_a_change_is_refused_unless_asked_for_and_then_recorded():
@@ -87,6 +87,69 @@ def test_a_change_is_refused_unless_asked_for_and_then_recorded():
     with pytest.raises(ValidationError, match="not both"):
         resolve_policy(pinned, given=SeriesPolicy.ppms(k=5, theta=0.4), flags={"k": 5},
                        change_policy=True)
+
+
+def test_a_flag_not_given_is_no_change_of_the_pinned_policy():
+    """Issue 44: repeating the pinned method, k and θ of a policy pinned with protect and
+    raise-theta was refused as 'protect: {...} -> null': only the values given that differ
+    are changes."""
+    policy = SeriesPolicy.ppms_plus_plus(k=5, theta="frequency", protect={"Death": 0.3},
+                                         on_infeasible="raise-theta", lifespan=4)
+    pinned = _pin(policy)
+    # as the CLI passes them: every flag, None when not given; a method in the docs' spelling
+    flags = {"method": "PPMS++", "k": 5, "theta": "frequency", "protect": None,
+             "on_infeasible": None, "lifespan": None, "alpha": None, "epsilon": None}
+    assert resolve_policy(pinned, given=None, flags=flags, change_policy=False) == (policy, None)
+    # only a value given that differs is a change, and the change is all that is named
+    with pytest.raises(ValidationError) as refused:
+        resolve_policy(pinned, given=None, flags={**flags, "k": 3}, change_policy=False)
+    assert "(k: 5 -> 3)" in str(refused.value)
+    changed, pin = resolve_policy(pinned, given=None, flags={**flags, "protect": ["Death=0.2"]},
+                                  change_policy=True)
+    assert pin["history"][-1]["changes"] == ['protect: {"Death": 0.3} -> {"Death": 0.2}']
+    assert changed.parameters["on_infeasible"] == "raise-theta"
+    assert changed.parameters["lifespan"] == 4
+    # a file states the whole policy: the way to drop a parameter
+    dropped, pin = resolve_policy(pinned, given=SeriesPolicy.ppms_plus_plus(
+        k=5, theta="frequency", on_infeasible="raise-theta", lifespan=4), flags={},
+        change_policy=True)
+    assert "protect" not in dropped.parameters
+    assert pin["history"][-1]["changes"] == ['protect: {"Death": 0.3} -> null']
+
+
+def test_another_method_is_named_as_the_change_before_what_it_lacks():
+    """Issue 44: ``release --method ms`` on a pinned PPMS++ series said '--k is required by
+    method ms'; the change of method comes first, and the pinned parameters the new method
+    takes are kept."""
+    pinned = _pin(SeriesPolicy.ppms_plus_plus(k=5, theta="frequency", protect={"Death": 0.3},
+                                              lifespan=4))
+    with pytest.raises(ValidationError) as refused:
+        resolve_policy(pinned, given=None, flags={"method": "ms"}, change_policy=False)
+    message = str(refused.value)
+    # ms takes no lifespan: that goes with the method, after it
+    assert "(method: ppms++ -> ms; lifespan: 4 -> null)" in message
+    assert "--change-policy" in message
+    assert "required" not in message
+    # acknowledged: ms with the pinned k, θ and protect; lifespan, which ms does not take, goes
+    policy, pin = resolve_policy(pinned, given=None, flags={"method": "ms"}, change_policy=True)
+    assert policy == SeriesPolicy.ms(k=5, theta="frequency", protect={"Death": 0.3})
+    assert pin["history"][-1]["changes"] == ["method: ppms++ -> ms", "lifespan: 4 -> null"]
+    # a method that needs more than the pinned policy has: the change first, then the need
+    with pytest.raises(ValidationError) as refused:
+        resolve_policy(pinned, given=None, flags={"method": "ha"}, change_policy=False)
+    message = str(refused.value)
+    assert message.index("method: ppms++ -> ha") < message.index("'alpha'")
+    with pytest.raises(ValidationError, match="'alpha'") as refused:
+        resolve_policy(pinned, given=None, flags={"method": "ha"}, change_policy=True)
+    assert "method: ppms++ -> ha" not in str(refused.value)   # acknowledged: only the need
+    # an unknown name is no change of method, only a bad name
+    with pytest.raises(ValidationError, match="must be one of") as refused:
+        resolve_policy(pinned, given=None, flags={"method": "mss"}, change_policy=False)
+    assert "->" not in str(refused.value)
+    # a store published before policies: its method change is named first too
+    with pytest.raises(ValidationError, match=r"used ppms\+\+ with k=5.*method: ppms\+\+ -> ms"):
+        resolve_policy(None, given=None, flags={"method": "ms"}, change_policy=False,
+                       legacy={"name": "ppms++", "parameters": {"k": 5}})
 
 
 def test_a_theta_file_is_pinned_by_its_content(tmp_path):

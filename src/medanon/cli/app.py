@@ -413,9 +413,11 @@ def release(
         help="Periods to publish (default: every ingested, unpublished period, in order).")] = None,
     store: StoreOpt = DEFAULT_STORE_PATH,
     method: Annotated[Optional[str], typer.Option(
-        help="Required: ms | ppms | ppms+ | ppms++ | ha | ppms-dp-num | ppms-dp-all (see "
+        help="ms | ppms | ppms+ | ppms++ | ha | ppms-dp-num | ppms-dp-all (see "
              "docs/algorithms/), or none (raw records without identifiers; needs "
-             "--allow-unprotected).")] = None,
+             "--allow-unprotected). Required by a store's first release, which pins the "
+             "series policy; later, each flag given changes only its own parameter of the "
+             "pinned policy (a flag left out keeps it).")] = None,
     k: Annotated[Optional[int], typer.Option("--k", help="Minimum group size (k >= 2).")] = None,
     theta: Annotated[Optional[str], typer.Option(
         help="Sensitive-value thresholds: a number in (0, 1] (uniform), 'frequency', or a "
@@ -787,6 +789,13 @@ def plan(
                         "(the only write; runs nothing).")] = None,
     change_policy: Annotated[bool, typer.Option(
         "--change-policy", help="With --apply: replace a policy pinned already.")] = False,
+    on_infeasible: Annotated[str, typer.Option(
+        "--on-infeasible", help="The default candidates' refuse | raise-theta | "
+                                "suppress-terms (as release's --on-infeasible; default refuse, "
+                                "release's default, so a candidate is what release pins from "
+                                "the same method, k and theta). raise-theta measures what "
+                                "raising the theta of terms that cannot meet it costs.")
+    ] = "refuse",
     seed: SeedOpt = None,
     scheduler: Annotated[Optional[str], typer.Option(
         "--scheduler", help="Run the candidates on Dask, one task per candidate: the address "
@@ -799,12 +808,12 @@ def plan(
 ) -> None:
     """Compare candidate series policies on the ingested data without publishing anything:
     withheld share, mean NIL, MGPS recall, max DIR after the attacks, unbounded terms; recommends
-    one."""
+    one, with the release command that pins it."""
     from . import commands
     commands.plan(store=store, out=out, candidates=candidates, protect=protect or [],
                   max_withheld=max_withheld, min_recall=min_recall, periods=period or [],
                   apply=apply, change_policy=change_policy, seed=seed, scheduler=scheduler,
-                  workers=workers)
+                  workers=workers, on_infeasible=on_infeasible)
 
 
 @app.command()

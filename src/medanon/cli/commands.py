@@ -256,11 +256,18 @@ def release(*, store: Path, periods: list[str], seed: int | None, allow_seeded: 
         method = policy.method
         case_budget = policy.parameters.get("case_budget")
         budget = None if case_budget is None else Budget.of(str(case_budget))
+        # the infeasibility policy said even when it is the default (issue 44: plan's candidates
+        # and release's default differed unseen)
+        infeasible = ("" if method == "none" or "on_infeasible" in policy.parameters
+                      else "; --on-infeasible refuse (the default)")
         if pin is None:
-            ui.err.print(f"series policy: {policy.describe()} (pinned)")
+            ui.err.print(f"series policy: {policy.describe()} (pinned){infeasible}")
         elif pin["history"]:
             ui.err.print(f"series policy changed (--change-policy): "
                          f"{'; '.join(pin['history'][-1]['changes'])}")
+        else:
+            ui.err.print(f"series policy pinned by this release: {policy.describe()}"
+                         f"{infeasible}")
         before, done = db.published_periods(), []
         try:
             # the periods asked for, or every ingested one not yet published (an estimate for
@@ -560,7 +567,7 @@ def export(*, store: Path, out: Path, fmt: str) -> None:
 def plan(*, store: Path, out: Path, candidates: Path | None, protect: list[str],
          max_withheld: float, min_recall: float, periods: list[str], apply: int | None,
          change_policy: bool, seed: int | None, scheduler: str | None = None,
-         workers: int | None = None) -> None:
+         workers: int | None = None, on_infeasible: str = "refuse") -> None:
     import pandas as pd
 
     from ..experiments.plan import (apply_candidate, default_candidates, plan_store,
@@ -575,8 +582,11 @@ def plan(*, store: Path, out: Path, candidates: Path | None, protect: list[str],
             return
         caps = SeriesPolicy.of("ppms", k=2, theta=0.5, protect=protect).parameters.get(
             "protect", {}) if protect else {}
+        if candidates is not None and on_infeasible != "refuse":
+            raise ValidationError("--on-infeasible sets the default candidates': a candidates "
+                                  "file gives each candidate's own on_infeasible.")
         pool = (read_candidates(candidates) if candidates is not None
-                else default_candidates(caps))
+                else default_candidates(caps, on_infeasible))
         with progress_bar("planning", len(pool)) as step:
             result = plan_store(store, candidates=pool, protect=caps,
                                 max_withheld=max_withheld, min_recall=min_recall,
@@ -591,12 +601,20 @@ def plan(*, store: Path, out: Path, candidates: Path | None, protect: list[str],
         cell = [None if pd.isna(r[c]) else float(r[c]) for c in
                 ("withheld_share", "nil", "disclosing_groups", "dir_max", "mgps_recall",
                  "unbounded_terms", "cpu_s")]
-        table.add_row(f"{r['candidate']}{mark}", str(r["policy"]), str(r["status"]),
-                      *(_fmt(v) for v in cell),
+        # counts as integers (43 terms, not 43.00); a recall of n/a says why
+        shown = [_fmt(v) for v in cell]
+        for i in (2, 5):
+            count = cell[i]
+            shown[i] = "" if count is None else str(int(count))
+        if cell[4] is None and r["status"] == "published":
+            shown[4] = f"n/a ({r['recall_note']})" if r["recall_note"] else "n/a"
+        table.add_row(f"{r['candidate']}{mark}", str(r["policy"]), str(r["status"]), *shown,
                       str(r["why_not"] or "") if r["status"] == "published"
                       else str(r["message"])[:80])
     ui.out.print(table)
     ui.out.print(result.recommendation(), soft_wrap=True)
+    for note in result.notes:   # a constraint that could not apply is never silent
+        ui.err.print(f"warning: {ui.as_flags(note)}", soft_wrap=True)
     print(f"wrote {', '.join(str(p) for p in paths)}")
 
 

@@ -36,7 +36,9 @@ import base64
 import html
 import io
 import json
+import shlex
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,23 +46,64 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from .._validation import check_int
+from .._validation import check_choice, check_int
 from ..errors import InputFormatError, MedanonError, ValidationError
 from ..pipeline.policy import SeriesPolicy, read_toml
 
 if TYPE_CHECKING:  # the API is imported when a plan runs, not with the module
     from ..api import Dataset
 
-__all__ = ["OPERATOR_ONLY_LINE", "PLAN_COLUMNS", "PlanResult", "apply_candidate",
-           "default_candidates", "plan_store", "read_candidates", "write_plan"]
+__all__ = ["COUNT_COLUMNS", "GLOSSARY", "OPERATOR_ONLY_LINE", "PLAN_COLUMNS", "PlanResult",
+           "apply_candidate", "default_candidates", "plan_store", "read_candidates",
+           "release_command", "write_plan"]
 
 #: the columns of ``plan.csv``, in order
 PLAN_COLUMNS = (
-    "candidate", "policy", "method", "k", "theta", "status", "gate", "cpu_s", "cases",
-    "withheld_share", "suppressed_terms", "theta_raised", "theta_raised_to", "unbounded_terms",
-    "nil", "disclosing_groups", "dir_max",
+    "candidate", "policy", "method", "k", "theta", "on_infeasible", "status", "gate", "cpu_s",
+    "cases", "withheld_share", "suppressed_terms", "theta_raised", "theta_raised_to",
+    "unbounded_terms", "nil", "disclosing_groups", "dir_max",
     "dsr_max", "reidentified", "mgps_recall", "mgps_precision", "mgps_recall_strata",
-    "prr_recall", "meets", "why_not", "message")
+    "prr_recall", "recall_note", "meets", "why_not", "message", "release_command")
+#: the columns that count things: written and shown as integers (a column with a missing value
+#: is a float column in pandas, which would print ``43.00`` terms)
+COUNT_COLUMNS = ("candidate", "k", "cases", "suppressed_terms", "theta_raised",
+                 "unbounded_terms", "disclosing_groups", "reidentified")
+#: ``plan.html``'s table: column -> (its header in words, its glossary entry); the CPU
+#: seconds and the other columns are in ``plan.csv`` and ``plan.json``
+GLOSSARY: dict[str, tuple[str, str]] = {
+    "candidate": ("#", "The candidate's number (plan --apply N pins it)."),
+    "policy": ("Policy", "The method and its parameters, as the store would pin them."),
+    "on_infeasible": ("If infeasible", "What the candidate does when a term cannot meet its θ "
+                      "or a case fits no group: refuse (release's default), raise-theta or "
+                      "suppress-terms."),
+    "status": ("Status", "published, or refused (the reason in 'Why not')."),
+    "withheld_share": ("Withheld", "Withheld share: cases withheld over all cases, over the "
+                       "releases."),
+    "theta_raised_to": ("θ raised to", "The terms whose θ raise-theta raised, each with the "
+                        "largest θ it was raised to in any release (the term's share of the "
+                        "period's anchor cases, rounded up: the smallest θ with which the "
+                        "period can hold the term within θ, not a promise that the grouping "
+                        "places every case holding it); for a candidate refused because terms "
+                        "cannot meet their θ, the θ raise-theta would give them in the period "
+                        "that refused."),
+    "unbounded_terms": ("Terms at θ = 1", "Unbounded terms: sensitive terms at θ = 1 (no "
+                        "bound) in some release."),
+    "nil": ("Info. loss", "Mean normalized information loss (NIL, paper 001): 0 keeps "
+            "every value, 1 generalizes all away."),
+    "disclosing_groups": ("Groups disclosed", "Disclosing groups: the groups, over the "
+                          "releases, in which every candidate the attacks leave holds one "
+                          "term, disclosed whatever θ says."),
+    "dir_max": ("Max DIR", "The largest disclosure-of-identity risk of the releases after the "
+                "B/F/L attacks (lower is better)."),
+    "mgps_recall": ("Signal recall", "Share of the original's MGPS signals (EB05 ≥ 2) the "
+                    "release keeps, each case once (dedup); n/a says why there is none."),
+    "mgps_recall_strata": ("Recall / stratum", "The same recall with the screening "
+                           "stratified (per stratum)."),
+    "why_not": ("Why not", "Why the candidate is not recommendable: the constraint it misses, "
+                "or its refusal's message."),
+}
+#: the columns ``plan.html`` shows, in order
+SHOWN_COLUMNS = tuple(GLOSSARY)
 #: what the plan's files are, said in each of them (the csv's first line, read back with
 #: ``pd.read_csv(path, skiprows=1)``)
 OPERATOR_ONLY = ("OPERATOR-ONLY: exact counts of the original (private) records from candidate "
@@ -68,21 +111,65 @@ OPERATOR_ONLY = ("OPERATOR-ONLY: exact counts of the original (private) records 
 OPERATOR_ONLY_LINE = f"# {OPERATOR_ONLY}"
 
 
-def default_candidates(protect: Mapping[str, float] | None = None) -> list[SeriesPolicy]:
+#: what a candidate does when a term cannot meet its θ: as ``medanon release`` (refuse)
+ON_INFEASIBLE = ("refuse", "raise-theta", "suppress-terms")
+
+
+def default_candidates(protect: Mapping[str, float] | None = None,
+                       on_infeasible: str = "refuse") -> list[SeriesPolicy]:
     """The default grid: PPMS++ with k 3, 5, 10 under the frequency rule (with ``protect``'s
     caps) and under a uniform θ 0.4, PPMS (001's baseline), MS (no protection across
-    releases, for contrast) and PPMS-DP_num at ε 1; every one raising θ where a term cannot
-    meet it (each raise is reported)."""
+    releases, for contrast) and PPMS-DP_num at ε 1.
+
+    Every candidate takes ``on_infeasible``, whose default is ``medanon release``'s
+    (``refuse``): a candidate is then the policy ``release`` pins from the same method, k and
+    θ, and one whose terms cannot meet their θ is shown refused with the θ raise-theta would
+    give them. ``"raise-theta"`` measures what raising those θs costs instead (each raise is
+    reported, and pinned with the candidate).
+
+    Raises:
+        ValidationError: an ``on_infeasible`` that is not refuse, raise-theta or
+            suppress-terms.
+    """
+    check_choice(on_infeasible, name="on_infeasible", owner="default_candidates",
+                 choices=ON_INFEASIBLE)
     caps = dict(protect or {}) or None
     out = [SeriesPolicy.ppms_plus_plus(k=k, theta="frequency", protect=caps,
-                                       on_infeasible="raise-theta") for k in (3, 5, 10)]
+                                       on_infeasible=on_infeasible) for k in (3, 5, 10)]
     out += [SeriesPolicy.ppms_plus_plus(k=k, theta=0.4, protect=caps,
-                                        on_infeasible="raise-theta") for k in (3, 5, 10)]
-    out.append(SeriesPolicy.ppms(k=5, theta="frequency", protect=caps, on_infeasible="raise-theta"))
-    out.append(SeriesPolicy.ms(k=5, theta="frequency", protect=caps, on_infeasible="raise-theta"))
+                                        on_infeasible=on_infeasible) for k in (3, 5, 10)]
+    out.append(SeriesPolicy.ppms(k=5, theta="frequency", protect=caps,
+                                 on_infeasible=on_infeasible))
+    out.append(SeriesPolicy.ms(k=5, theta="frequency", protect=caps,
+                               on_infeasible=on_infeasible))
     out.append(SeriesPolicy.ppms_dp(k=5, theta="frequency", epsilon=1, protect=caps,
-                                    on_infeasible="raise-theta"))
+                                    on_infeasible=on_infeasible))
     return out
+
+
+#: a policy parameter's flag of ``medanon release``, where it is not ``--`` + the name with
+#: dashes
+_RELEASE_FLAGS = {"domains": "--domain", "label_confidence": "--dp-label-confidence",
+                  "label_mechanism": "--dp-label-mechanism"}
+
+
+def release_command(policy: SeriesPolicy) -> str:
+    """The ``medanon release`` command line that pins ``policy`` at a store's first release
+    (shell-quoted): what a plan's candidate is, in the steward's flags."""
+    parts = ["medanon", "release", "--method", policy.method]
+    for name, value in sorted(policy.parameters.items()):
+        flag = _RELEASE_FLAGS.get(name, "--" + name.replace("_", "-"))
+        if isinstance(value, bool):
+            parts += [flag] if value else []
+        elif name == "protect" and isinstance(value, Mapping):
+            for term, cap in value.items():
+                parts += [flag, f"{term}={json.dumps(cap)}"]   # the cap exactly, as pinned
+        elif name == "domains" and isinstance(value, Mapping):
+            for qid, (lo, hi) in value.items():
+                parts += [flag, f"{qid}={json.dumps(lo)}:{json.dumps(hi)}"]
+        else:
+            parts += [flag, value if isinstance(value, str) else json.dumps(value)]
+    return " ".join(shlex.quote(str(p)) for p in parts)
 
 
 def read_candidates(path: str | Path) -> list[SeriesPolicy]:
@@ -131,6 +218,8 @@ class PlanResult:
             (later periods did not run). Empty otherwise.
         seed: The seed every candidate's publisher used (None: OS entropy).
         ran_on: Where the candidates ran (this process, or the Dask cluster).
+        notes: What the steward must know of the constraints: one that could not apply to
+            some candidates (a recall of n/a: no signal to keep), and why.
     """
 
     rows: pd.DataFrame
@@ -142,6 +231,7 @@ class PlanResult:
     thetas: dict[int, dict[str, float]] = field(default_factory=dict)
     seed: int | None = None
     ran_on: str = "this process"
+    notes: list[str] = field(default_factory=list)
 
     def recommendation(self) -> str:
         """The recommendation in one sentence (or why there is none)."""
@@ -155,9 +245,12 @@ class PlanResult:
         return (f"Candidate {self.recommended}: {row['policy']} — withholds "
                 f"{row['withheld_share']:.1%}, mean NIL {row['nil']:.3f}, disclosing groups "
                 f"{disclosing}, max DIR {_num(row['dir_max'])}, max DSR "
-                f"{_num(row['dsr_max'])}, MGPS recall {_num(row['mgps_recall'])}; the lowest "
-                f"risk (disclosing groups, max DIR, max DSR, unbounded terms) among the "
-                f"candidates that meet the constraints"
+                f"{_num(row['dsr_max'])}, MGPS recall {_num(row['mgps_recall'])}"
+                + (f" ({row['recall_note']})" if isinstance(row["recall_note"], str)
+                   and row["recall_note"] else "")
+                + "; the lowest "
+                "risk (disclosing groups, max DIR, max DSR, unbounded terms) among the "
+                "candidates that meet the constraints"
                 + (f". In {disclosing} group(s) every candidate the attacks leave holds one "
                    f"term, which the adversary then learns whatever θ says: no candidate "
                    f"that meets the constraints avoids it; add candidates with a larger k or "
@@ -166,7 +259,8 @@ class PlanResult:
                    f"term bounded with --protect TERM=CAP" if unbounded else "")
                 + (f". Its θ was raised (on_infeasible raise-theta) for {row['theta_raised_to']}"
                    if row["theta_raised_to"] else "")
-                + f". Pin it with 'medanon plan --apply {self.recommended}'.")
+                + f". Pin it with 'medanon plan --apply {self.recommended}', or release it "
+                  f"with '{row['release_command']}'.")
 
     def to_dict(self) -> dict[str, Any]:
         """``plan.json``: the rows, the policies, the constraints and the recommendation."""
@@ -177,6 +271,7 @@ class PlanResult:
                 "constraints": self.constraints,
                 "seed": self.seed, "ran_on": self.ran_on,
                 "recommended": self.recommended, "recommendation": self.recommendation(),
+                "notes": self.notes,
                 "policies": {str(k): v for k, v in self.policies.items()}, "candidates": rows}
 
 
@@ -192,16 +287,21 @@ def _max(values: Sequence[Any]) -> float | None:
 def _measure(data: Dataset, policy: SeriesPolicy, *, seed: int | None, originals, original_rows,
              screening) -> dict[str, Any]:
     """Publish ``data`` with ``policy`` in memory and measure it as ``evaluate`` does."""
-    from ..api import Publisher, Series
+    from ..api import Publisher, Series, UnboundedTermsWarning
     from ..metrics.evaluation import evaluate_series
     from ..models.theta import raised_thetas
 
     started = time.process_time()
     row: dict[str, Any] = {"method": policy.method, "k": policy.parameters.get("k"),
-                           "theta": json.dumps(policy.parameters.get("theta"))}
+                           "theta": json.dumps(policy.parameters.get("theta")),
+                           "on_infeasible": policy.parameters.get("on_infeasible", "refuse")}
     try:
         publisher = Publisher(policy, seed=seed)
-        series = publisher.publish(data)
+        with warnings.catch_warnings():
+            # the plan's table counts each candidate's unbounded terms: a warning per candidate
+            # on stderr would repeat it nine times
+            warnings.simplefilter("ignore", UnboundedTermsWarning)
+            series = publisher.publish(data)
     except MedanonError as exc:   # a refusal is a result: it names what blocks the policy
         workable = {str(t): float(v) for t, v in
                     (getattr(exc, "workable_theta", None) or {}).items()}
@@ -229,6 +329,14 @@ def _measure(data: Dataset, policy: SeriesPolicy, *, seed: int | None, originals
         for term, (_, effective) in raised_thetas(manifest).items():
             raised[term] = max(raised.get(term, 0.0), float(effective))
     unbounded = sorted({t for terms in series.unbounded_terms().values() for t in terms})
+    mgps = (summary.get("dedup") or {}).get("mgps", {})
+    # a recall of n/a says why: the min_recall constraint cannot apply to it (issue 44)
+    if evaluation.get("screening") is None:
+        recall_note = "no drug and reaction columns to screen for signals"
+    elif mgps.get("recall") is None:
+        recall_note = "the original holds no MGPS signal (EB05 ≥ 2) to keep"
+    else:
+        recall_note = ""
     verdicts = [m["verification"]["verdict"] for m in manifests]
     return {**row, "status": "published",
             "gate": "passed" if all(v == "passed" for v in verdicts) else ", ".join(verdicts),
@@ -247,7 +355,7 @@ def _measure(data: Dataset, policy: SeriesPolicy, *, seed: int | None, originals
             "mgps_precision": (summary.get("dedup") or {}).get("mgps", {}).get("precision"),
             "mgps_recall_strata": (summary.get("stratum") or {}).get("mgps", {}).get("recall"),
             "prr_recall": (summary.get("dedup") or {}).get("prr", {}).get("recall"),
-            "message": ""}
+            "recall_note": recall_note, "message": ""}
 
 
 def _rank(row: Mapping[str, Any]) -> tuple:
@@ -274,6 +382,15 @@ def _theta_text(thetas: Mapping[str, float]) -> str:
 def _why_not(row: Mapping[str, Any], *, max_withheld: float, min_recall: float,
              protect: Sequence[str]) -> str:
     if row["status"] != "published":
+        if row.get("on_infeasible") == "refuse" and \
+                str(row.get("message", "")).startswith("InfeasibleError"):
+            # release's default refuses where raise-theta would raise θ (or withhold the
+            # cases no group can take): say so, and how to measure that
+            what = (f"terms cannot meet their θ (raise-theta would declare "
+                    f"{row['theta_raised_to']})" if row.get("theta_raised_to")
+                    else "cases or terms the grouping cannot place")
+            return (f"refused under on_infeasible refuse (release's default): {what}; "
+                    f"on_infeasible raise-theta measures the alternative")
         return "refused"
     reasons = []
     if row["gate"] != "passed":
@@ -388,7 +505,8 @@ def plan_store(store: str | Path, *, candidates: Sequence[SeriesPolicy] | None =
                min_recall: float = 0.8, periods: Sequence[str] | None = None,
                seed: int | None = None, scheduler: str | None = None,
                workers: int | None = None,
-               progress: Callable[[str], None] | None = None) -> PlanResult:
+               progress: Callable[[str], None] | None = None,
+               on_infeasible: str = "refuse") -> PlanResult:
     """Run candidate policies on a store's ingested records without writing to it.
 
     Every candidate publishes with its own publisher seeded with ``seed`` (the same seed for
@@ -413,6 +531,9 @@ def plan_store(store: str | Path, *, candidates: Sequence[SeriesPolicy] | None =
         workers: Workers of the LocalCluster (implies ``scheduler="local"``; default: the
             machine's cores, at most 4).
         progress: Called with each candidate's description when it has been measured.
+        on_infeasible: The default candidates' ``on_infeasible`` (default ``"refuse"``, as
+            ``medanon release``'s; :func:`default_candidates`). Ignored with ``candidates``,
+            each of which states its own.
 
     Raises:
         ValidationError: a bad constraint; no ingested period; a period not ingested; an
@@ -429,7 +550,8 @@ def plan_store(store: str | Path, *, candidates: Sequence[SeriesPolicy] | None =
         raise ValidationError(f"The 'scheduler' parameter of plan_store must be a scheduler's "
                               f"address (tcp://host:8786) or 'local'; got {scheduler!r}.")
     protect = dict(protect or {})
-    pool = list(candidates) if candidates is not None else default_candidates(protect)
+    pool = list(candidates) if candidates is not None else default_candidates(
+        protect, on_infeasible)
     if not pool:
         raise ValidationError("The 'candidates' parameter of plan_store holds no policy.")
     on_dask = scheduler is not None or workers is not None
@@ -457,23 +579,92 @@ def plan_store(store: str | Path, *, candidates: Sequence[SeriesPolicy] | None =
     for number, policy in enumerate(pool, 1):
         row = measured[number]
         thetas[number] = row.pop("thetas", {})
-        row.update(candidate=number, policy=policy.describe())
+        row.update(candidate=number, policy=policy.describe(),
+                   release_command=release_command(policy))
         row["why_not"] = _why_not(row, max_withheld=max_withheld, min_recall=min_recall,
                                   protect=list(protect))
         row["meets"] = row["why_not"] == ""
         rows.append(row)
         policies[number] = policy.to_dict()
     frame = pd.DataFrame(rows).reindex(columns=PLAN_COLUMNS)
+    for column in COUNT_COLUMNS:   # counts stay integers where a refusal leaves them empty
+        frame[column] = frame[column].astype("Int64")
     meeting = [r for r in rows if r["meets"]]
     best = min(meeting, key=_rank, default=None)
     return PlanResult(frame, policies, None if best is None else int(best["candidate"]),
                       {"max_withheld": max_withheld, "min_recall": min_recall,
                        "protect": sorted(protect) or None, "gate": "passed"},
                       f"Store {str(store)!r}", wanted, thetas=thetas, seed=seed,
-                      ran_on=ran_on)
+                      ran_on=ran_on, notes=_recall_notes(rows, min_recall))
 
 
-def _frontier_png(result: PlanResult) -> bytes:
+def _recall_notes(rows: Sequence[Mapping[str, Any]], min_recall: float) -> list[str]:
+    """The candidates whose recall is n/a, which ``min_recall`` could not judge (issue 44: it
+    did not apply, silently), grouped by the reason."""
+    if not min_recall:
+        return []
+    by_reason: dict[str, list[str]] = {}
+    for row in rows:
+        if row["status"] == "published" and row.get("recall_note"):
+            by_reason.setdefault(row["recall_note"], []).append(str(row["candidate"]))
+    return [f"The 'min_recall' parameter ({min_recall:g}) could not apply to candidate(s) "
+            f"{', '.join(numbers)}: {reason}, so they have no signal recall and were judged "
+            f"without it." for reason, numbers in by_reason.items()]
+
+
+#: a label's text size in the plot, in points
+_LABEL_POINTS = 9
+
+
+@dataclass
+class _Frontier:
+    """The risk–utility plot, and what a test checks of it: each label's box (display pixels:
+    x0, y0, x1, y1) and the legend's entries (only for what is drawn)."""
+
+    figure: Any
+    boxes: list[tuple[float, float, float, float]]
+    legend: list[str]
+    unlabelled: list[str]
+
+
+def _overlaps(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _place_labels(anchors: Sequence[tuple[float, float]], sizes: Sequence[tuple[float, float]],
+                  bounds: tuple[float, float, float, float], marker: float = 6.0
+                  ) -> list[tuple[float, float, float, float] | None]:
+    """Boxes for labels beside their points (display pixels) that overlap no other label,
+    no point's marker and stay in ``bounds``: tried around each point at growing distance;
+    a label no place fits is left out (None) rather than drawn over another."""
+    markers = [(x - marker, y - marker, x + marker, y + marker) for x, y in anchors]
+    placed: list[tuple[float, float, float, float]] = []
+    out: list[tuple[float, float, float, float] | None] = []
+    for (x, y), (w, h) in zip(anchors, sizes):
+        chosen = None
+        for radius in (8.0, 20.0, 34.0, 50.0, 70.0):
+            for dx, dy in ((1, 0), (1, 1), (0, 1), (-1, 1), (-1, 0), (-1, -1), (0, -1), (1, -1)):
+                left = x + dx * radius - (w if dx < 0 else w / 2 if dx == 0 else 0)
+                bottom = y + dy * radius - (h if dy < 0 else h / 2 if dy == 0 else 0)
+                box = (left, bottom, left + w, bottom + h)
+                if box[0] < bounds[0] or box[1] < bounds[1] or box[2] > bounds[2] or \
+                        box[3] > bounds[3]:
+                    continue
+                if any(_overlaps(box, other) for other in placed + markers):
+                    continue
+                chosen = box
+                break
+            if chosen is not None:
+                break
+        if chosen is not None:
+            placed.append(chosen)
+        out.append(chosen)
+    return out
+
+
+def _frontier(result: PlanResult) -> _Frontier:
+    """The plot: each published candidate's max DIR against 1 − NIL; candidates at one point
+    share one label, labels never overlap, and the legend names only what is drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -481,44 +672,104 @@ def _frontier_png(result: PlanResult) -> bytes:
 
     rows = result.rows[result.rows["status"] == "published"].copy()
     fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
-    if len(rows):
-        risk = rows["dir_max"].astype(float).fillna(0.0)
-        utility = 1.0 - rows["nil"].astype(float).fillna(1.0)
-        colours = ["#2a7" if m else "#999" for m in rows["meets"]]
-        ax.scatter(risk, utility, c=colours, s=60, zorder=3)
-        seen: dict[tuple[float, float], int] = {}
-        for (_, r), x, y in zip(rows.iterrows(), risk, utility):
-            # candidates at one point are labelled side by side, not on top of each other
-            place = (round(x, 3), round(y, 3))
-            offset = seen.get(place, 0)
-            seen[place] = offset + 1
-            ax.annotate(str(r["candidate"]), (x, y), textcoords="offset points",
-                        xytext=(6 + 12 * offset, 4))
-        # the risk-utility frontier: no other candidate has less risk and more utility
-        points = sorted(zip(risk, utility), key=lambda p: (p[0], -p[1]))
-        frontier, best = [], -1.0
-        for x, y in points:
-            if y > best:
-                frontier.append((x, y))
-                best = y
-        ax.plot([x for x, _ in frontier], [y for _, y in frontier], "-", color="#2a7",
-                label="frontier: no candidate has less risk and less loss", zorder=2)
-        if result.recommended is not None:
-            chosen = result.rows.set_index("candidate").loc[result.recommended]
-            ax.scatter([float(chosen["dir_max"] or 0.0)], [1.0 - float(chosen["nil"] or 0.0)], s=220,
-                       facecolors="none", edgecolors="#c30", linewidths=2, zorder=4,
-                       label=f"recommended: candidate {result.recommended}")
-        ax.scatter([], [], c="#999", s=60, label="does not meet the constraints")
-        ax.legend(loc="lower right", fontsize=8)
     ax.set_xlabel("risk: max DIR after the attacks (lower is better)")
     ax.set_ylabel("utility: 1 − NIL, information kept (higher is better)")
-    ax.set_ylim(-0.05, 1.05)
     ax.grid(alpha=0.3)
+    boxes: list[tuple[float, float, float, float]] = []
+    unlabelled: list[str] = []
+    if not len(rows):
+        fig.tight_layout()
+        return _Frontier(fig, boxes, [], unlabelled)
+    risk = [float(v) for v in rows["dir_max"].astype(float).fillna(0.0)]
+    utility = [1.0 - float(v) for v in rows["nil"].astype(float).fillna(1.0)]
+    meets = [bool(m) for m in rows["meets"]]
+    for flag, colour, label in ((True, "#2a7", "meets the constraints"),
+                                (False, "#999", "does not meet the constraints")):
+        xs = [x for x, m in zip(risk, meets) if m is flag]
+        if xs:   # a legend entry only for points drawn
+            ax.scatter(xs, [y for y, m in zip(utility, meets) if m is flag], c=colour, s=60,
+                       zorder=3, label=label)
+    # the risk-utility frontier: no other candidate has less risk and more utility
+    frontier: list[tuple[float, float]] = []
+    best = -1.0
+    for x, y in sorted(set(zip(risk, utility)), key=lambda p: (p[0], -p[1])):
+        if y > best:
+            frontier.append((x, y))
+            best = y
+    if len(frontier) > 1:   # one point is no line: no legend entry for a line not drawn
+        ax.plot([x for x, _ in frontier], [y for _, y in frontier], "-", color="#2a7",
+                label="frontier: no candidate has less risk and more utility", zorder=2)
+    if result.recommended is not None and result.recommended in set(rows["candidate"]):
+        chosen = rows.set_index("candidate").loc[result.recommended]
+        ax.scatter([float(chosen["dir_max"] or 0.0)], [1.0 - float(chosen["nil"] or 0.0)],
+                   s=220, facecolors="none", edgecolors="#c30", linewidths=2, zorder=4,
+                   label=f"recommended: candidate {result.recommended}")
+    span = max(risk) - min(risk)
+    pad = max(0.05, 0.1 * span)
+    ax.set_xlim(min(risk) - pad, max(risk) + pad)
+    ax.set_ylim(-0.05, 1.05)
+    handles, labels = ax.get_legend_handles_labels()
+    ax.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2,
+              fontsize=8, frameon=False)
     fig.tight_layout()
+    # candidates at one point (to the pixel) share one label: "2, 5, 8"
+    to_pixels = ax.transData
+    points: dict[tuple[int, int], list[str]] = {}
+    for number, x, y in zip(rows["candidate"], risk, utility):
+        px, py = to_pixels.transform((x, y))
+        points.setdefault((round(px), round(py)), []).append(str(number))
+    anchors = [(float(px), float(py)) for px, py in points]
+    texts = [", ".join(numbers) for numbers in points.values()]
+    pixel = fig.dpi / 72.0
+    sizes = [(0.62 * _LABEL_POINTS * pixel * len(t) + 2, 1.2 * _LABEL_POINTS * pixel)
+             for t in texts]
+    frame = ax.get_window_extent()
+    placed = _place_labels(anchors, sizes, (frame.x0, frame.y0, frame.x1, frame.y1))
+    back = to_pixels.inverted()
+    for text, box in zip(texts, placed):
+        if box is None:
+            unlabelled.append(text)
+            continue
+        boxes.append(box)
+        x, y = back.transform((box[0] + 1, box[1]))
+        ax.text(x, y, text, fontsize=_LABEL_POINTS, ha="left", va="bottom", zorder=5)
+        # a thin line from the point to its label, so that a label moved aside (another
+        # label or point in the way) is not read as its neighbour's
+        px, py = anchors[texts.index(text)]
+        near = (min(max(px, box[0]), box[2]), min(max(py, box[1]), box[3]))
+        if abs(near[0] - px) + abs(near[1] - py) > 3:
+            ax.plot(*zip(back.transform((px, py)), back.transform(near)), "-", color="#888",
+                    linewidth=0.6, zorder=2)
+    return _Frontier(fig, boxes, labels, unlabelled)
+
+
+def _frontier_png(result: PlanResult) -> tuple[bytes, list[str]]:
+    """The plot as PNG, and the candidates left unlabelled (no place for their label)."""
+    import matplotlib.pyplot as plt
+
+    plot = _frontier(result)
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
-    plt.close(fig)
-    return buffer.getvalue()
+    plot.figure.savefig(buffer, format="png")
+    plt.close(plot.figure)
+    return buffer.getvalue(), plot.unlabelled
+
+
+#: ``plan.html``'s style: the table fits the 1,000 px page (fixed layout over its width, long
+#: cells wrapped), whatever the candidates' policies and messages hold
+_PAGE_STYLE = (
+    "body{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em;"
+    "box-sizing:border-box}"
+    "table{border-collapse:collapse;font-size:12px;table-layout:fixed;width:100%}"
+    "td,th{border:1px solid #ccc;padding:3px;text-align:left;vertical-align:top;"
+    "overflow-wrap:anywhere}"
+    "th{background:#f4f4f4;font-size:11px;overflow-wrap:normal}"
+    "th[title]{cursor:help;text-decoration:underline dotted}"
+    "tr.rec{background:#efe}tr.msg td{font-size:11px;color:#444;border-top:none}"
+    "img{max-width:100%}p.note{background:#fff4e0;padding:4px 8px}"
+    "dl{font-size:13px}dt{font-weight:bold;margin-top:4px}dd{margin-left:1.5em}")
+#: the widths of the wide columns (the rest share what is left)
+_WIDTHS = {"candidate": "3%", "policy": "14%", "on_infeasible": "8%", "status": "7%",
+           "theta_raised_to": "9%", "why_not": "15%"}
 
 
 def write_plan(result: PlanResult, out: str | Path) -> list[Path]:
@@ -532,56 +783,74 @@ def write_plan(result: PlanResult, out: str | Path) -> list[Path]:
         result.rows.to_csv(handle, index=False, lineterminator="\n")
     json_path.write_text(json.dumps(result.to_dict(), indent=2, default=str) + "\n",
                          encoding="utf-8")
-    image = base64.b64encode(_frontier_png(result)).decode("ascii")
-    shown = ["candidate", "policy", "status", "gate", "withheld_share", "theta_raised_to",
-             "unbounded_terms", "nil", "disclosing_groups", "dir_max", "mgps_recall",
-             "mgps_recall_strata", "cpu_s", "why_not"]
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in shown)
+    png, unlabelled = _frontier_png(result)
+    image = base64.b64encode(png).decode("ascii")
+    html_path.write_text(_page(result, image, unlabelled), encoding="utf-8")
+    return [csv_path, json_path, html_path]
+
+
+def _page(result: PlanResult, image: str, unlabelled: Sequence[str]) -> str:
+    """``plan.html``: headers in words with their glossary (each header's title, and the
+    list under the table), counts as integers, an n/a recall with its reason."""
+    shown = SHOWN_COLUMNS
+    columns = "".join(f"<col style='width:{_WIDTHS[c]}'>" if c in _WIDTHS else "<col>"
+                      for c in shown)
+    head = "".join(f"<th title='{html.escape(GLOSSARY[c][1], quote=True)}'>"
+                   f"{html.escape(GLOSSARY[c][0])}</th>" for c in shown)
 
     def cell(r: pd.Series, column: str) -> str:
-        # a refusal's own message names what blocks the candidate (the terms, the θ or k that
-        # would do); "refused" alone would hide it
-        if column == "why_not" and r["status"] != "published":
-            return str(r["message"])
-        return _cell(r[column])
+        if column == "why_not" and r["status"] != "published" and r["why_not"] == "refused":
+            return "refused: the message below"
+        if column == "mgps_recall" and r["status"] == "published" and pd.isna(r[column]):
+            return f"n/a: {r['recall_note']}" if r["recall_note"] else "n/a"
+        return _cell(r[column], column)
 
-    body = "".join(
-        f'<tr class="{"rec" if r["candidate"] == result.recommended else ""}">'
-        + "".join(f"<td>{html.escape(cell(r, c))}</td>" for c in shown) + "</tr>"
-        for _, r in result.rows.iterrows())
-    page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>medanon plan</title><style>"
-        "body{font-family:sans-serif;max-width:1000px;margin:1em auto;padding:0 1em}"
-        ".box{overflow-x:auto}table{border-collapse:collapse;font-size:13px}"
-        "td,th{border:1px solid #ccc;padding:3px 6px;text-align:left}"
-        "tr.rec{background:#efe}img{max-width:100%}</style></head><body>"
+    def row(r: pd.Series) -> str:
+        cells = []
+        for c in shown:
+            title = (f" title='{html.escape(str(r['release_command']), quote=True)}'"
+                     if c == "policy" else "")
+            cells.append(f"<td{title}>{html.escape(cell(r, c))}</td>")
+        mark = "rec" if r["candidate"] == result.recommended else ""
+        out = f'<tr class="{mark}">' + "".join(cells) + "</tr>"
+        if r["status"] != "published" and isinstance(r["message"], str) and r["message"]:
+            # a refusal's own message names what blocks the candidate (the terms, the θ or k
+            # that would do): the row under it, over the table's width, not a narrow cell
+            out += (f"<tr class='msg'><td colspan='{len(shown)}'>Candidate {r['candidate']} "
+                    f"refused: {html.escape(r['message'])}</td></tr>")
+        return out
+
+    body = "".join(row(r) for _, r in result.rows.iterrows())
+    glossary = "".join(f"<dt>{html.escape(GLOSSARY[c][0])}</dt><dd>{html.escape(GLOSSARY[c][1])}"
+                       f"</dd>" for c in shown)
+    notes = "".join(f"<p class='note'>{html.escape(n)}</p>" for n in result.notes)
+    missing = (f"<p>Not labelled in the plot (no free place beside their point): candidate(s) "
+               f"{html.escape('; '.join(unlabelled))}; the table has them.</p>"
+               if unlabelled else "")
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>medanon plan</title>"
+        f"<style>{_PAGE_STYLE}</style></head><body>"
         f"<h1>Series policy plan: {html.escape(result.source)}</h1>"
         f"<p><strong>{html.escape(OPERATOR_ONLY)}.</strong></p>"
         f"<p>Periods {html.escape(', '.join(result.periods))}; nothing was published or written "
         "to the store. Operator only: these figures come from the original records.</p>"
-        f"<h2>Recommendation</h2><p>{html.escape(result.recommendation())}</p>"
+        f"<h2>Recommendation</h2><p>{html.escape(result.recommendation())}</p>{notes}"
         f"<h2>Risk against utility</h2><img alt='frontier' src='data:image/png;base64,{image}'>"
-        f"<h2>Candidates</h2><div class='box'><table><tr>{head}</tr>{body}</table></div>"
-        "<p>The plot: each published candidate's max DIR against the information it keeps "
-        "(1 − NIL); the signal recall is in the table. withheld_share: cases withheld over all "
-        "cases; theta_raised_to: the terms whose θ on_infeasible raise-theta raised, each "
-        "with the largest θ it was raised to in any release (the term's share of the period's "
-        "anchor cases, rounded up: the smallest θ with which the period can hold the term "
-        "within θ, not a promise that the grouping places every case holding it); for a "
-        "candidate refused because terms cannot meet their θ, the θ raise-theta would give "
-        "them in the period that refused; unbounded_terms: sensitive terms at θ = 1 in "
-        "some release; nil: mean NIL (001); disclosing_groups: groups, over the releases, in "
-        "which every candidate the attacks leave holds one term (disclosed whatever θ says); "
-        "dir_max: max DIR (the largest of its releases') after the B/F/L attacks; "
-        "mgps_recall: share of the original's EB05 ≥ 2 signals kept, each case once "
-        "(dedup), and per stratum.</p></body></html>")
-    html_path.write_text(page, encoding="utf-8")
-    return [csv_path, json_path, html_path]
+        "<p>Each published candidate's max DIR against the information it keeps (1 − NIL), "
+        f"labelled with its number; the signal recall is in the table.</p>{missing}"
+        f"<h2>Candidates</h2><table><colgroup>{columns}</colgroup><tr>{head}</tr>{body}"
+        "</table><p>A policy's release command (the flags that pin it at a store's first "
+        "release) shows over its cell and is in plan.csv's release_command column.</p>"
+        f"<h2>Glossary</h2><dl>{glossary}</dl></body></html>")
 
 
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
+def _cell(value: Any, column: str = "") -> str:
+    if value is None or value is pd.NA or (not isinstance(value, str) and pd.isna(value)):
         return ""
+    if column in COUNT_COLUMNS:   # counts as counts: 43 terms, not 43.00
+        return str(int(value))
+    if column == "withheld_share":
+        return f"{float(value):.1%}"
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)

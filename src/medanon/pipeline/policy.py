@@ -22,13 +22,19 @@ design is an object, :class:`SeriesPolicy`, built
 
 The first release of a store pins its policy in the store (``meta``, key
 :data:`POLICY_KEY`, in the release's own transaction). A later ``medanon release`` with no
-method flag publishes with the pinned policy. With ``--method`` the flags state the whole
-policy (a parameter left out takes its default); without it, the flags given change the pinned
-policy (``--k 3``). A policy that agrees with the pinned one is accepted; one that changes it is
-refused unless ``--change-policy`` is given, which pins the new policy and is
-recorded in the release's manifest (``method.acknowledged``) and in the pinned policy's
-history. A store published before policies existed has none pinned: its latest manifest's method
-and k stand for it until the next release pins one.
+method flag publishes with the pinned policy. Against a pinned policy only the flags given are
+read, each over the pinned value (issue 44): a flag left out keeps the pinned value, so
+repeating ``--method ppms++ --k 5 --theta frequency`` of a policy pinned with ``--protect`` is
+the same policy, not a change to no protect. A ``--method`` other than the pinned one keeps the
+pinned parameters the new method takes (k, θ, protect...; an HA-only α does not go to PPMS++)
+and is named first when refused (``method: ppms++ -> ms``), before anything the new method
+lacks. A parameter is dropped, or set back to its default, by giving the whole policy as a file
+(``--policy``), which states it entirely. A policy that agrees with the pinned one is
+accepted; one that changes it is refused unless ``--change-policy`` is given, which pins the
+new policy and is recorded in the release's manifest (``method.acknowledged``) and in the
+pinned policy's history. With no policy pinned, the flags state the whole policy (a parameter
+left out takes its default). A store published before policies existed has none pinned: its
+latest manifest's method and k stand for it until the next release pins one.
 
 A θ given as a file is pinned by its path and the SHA-256 of its content (the operator's file,
 not private data): the same path with other content is a change of policy.
@@ -384,6 +390,57 @@ def _refusal(pinned: str, asked: str, changes: list[str]) -> str:
             f"--change-policy to change it (recorded in the manifests).")
 
 
+def _legacy_refusal(legacy: Mapping[str, Any], asked: str, changes: list[str]) -> str:
+    recorded_k = (legacy.get("parameters") or {}).get("k")
+    return (f"This store's latest release used {legacy.get('name')} with k={recorded_k}; "
+            f"the release asks for {asked} ({'; '.join(changes)}). Give --change-policy to "
+            f"change the series' method or k (recorded in the manifests).")
+
+
+_DP_METHODS = ("ppms-dp-num", "ppms-dp-all")
+#: parameters only some methods take (:func:`~medanon.pipeline.methods.periodic_method`);
+#: the others every method but ``none`` takes
+_ONLY_FOR = {"alpha": ("ha",), "ss_rule": ("ha",), "on_unplaceable": ("ha",),
+             "epsilon": _DP_METHODS, "dp_variant": _DP_METHODS, "domains": _DP_METHODS,
+             "dp_aware_grouping": _DP_METHODS, "case_budget": _DP_METHODS,
+             "on_case_budget": _DP_METHODS, "label_confidence": _DP_METHODS,
+             "label_mechanism": _DP_METHODS}
+
+
+def _takes(method: str, name: str) -> bool:
+    """Whether ``method`` takes the policy parameter ``name``: what a change of method keeps
+    of the pinned policy (``none`` keeps only how CaseIDs are published)."""
+    if method == "none":
+        return name == "case_ids"
+    if name == "lifespan":
+        return method != "ms"   # MS anonymizes each release on its own
+    return method in _ONLY_FOR.get(name, (method,))
+
+
+def _method_name(method: Any) -> Any:
+    """A method as the registry spells it (``PPMS++`` -> ``ppms++``); other values unchanged
+    (:meth:`SeriesPolicy.of` refuses them, naming the parameter)."""
+    return method.strip().lower() if isinstance(method, str) else method
+
+
+def _build(method: Any, parameters: Mapping[str, Any], *, before: str | None, refusal: str,
+           change_policy: bool) -> SeriesPolicy:
+    """The policy the flags ask for. A change of method from ``before`` that
+    ``--change-policy`` does not acknowledge is refused with ``refusal`` (naming the change)
+    before anything the new method lacks: ``--method ms`` on a PPMS++ series is first a
+    change of policy, not a missing ``--k``."""
+    from .methods import PERIODIC_METHODS
+
+    try:
+        return SeriesPolicy.of(method, **parameters)
+    except ValidationError as exc:
+        if change_policy or before is None or method == before or \
+                method not in PERIODIC_METHODS:   # an unknown name is no change: just refused
+            raise
+        raise ValidationError(f"{refusal} With --change-policy, method {method} would still "
+                              f"need more: {exc}") from None
+
+
 def resolve_policy(pinned: Mapping[str, Any] | None, *, given: SeriesPolicy | None,
                    flags: Mapping[str, Any], change_policy: bool,
                    legacy: Mapping[str, Any] | None = None
@@ -394,7 +451,8 @@ def resolve_policy(pinned: Mapping[str, Any] | None, *, given: SeriesPolicy | No
         pinned: The store's pinned policy (:meth:`SeriesPolicy.to_dict`), or None.
         given: A policy file's policy (``--policy``), or None.
         flags: The method flags given (``method`` and :data:`POLICY_PARAMETERS`; those not
-            given left out).
+            given left out or None). Against a pinned policy each changes only its own
+            parameter; a flag not given is no change.
         change_policy: ``--change-policy``: a policy that differs from the pinned one is pinned
             instead of refused.
         legacy: For a store with releases but no pinned policy: the latest manifest's
@@ -417,11 +475,19 @@ def resolve_policy(pinned: Mapping[str, Any] | None, *, given: SeriesPolicy | No
     if given is not None:
         wanted = given
     elif flags:
-        # with --method the flags are the whole policy (a parameter left out takes its
-        # default); without it they change the pinned policy (--k 3 --change-policy)
-        method = flags.pop("method", None)
-        if current is not None and method is None:
-            wanted = SeriesPolicy.of(current.method, **{**current.parameters, **flags})
+        method = _method_name(flags.pop("method", None))
+        if current is not None:
+            # against a pinned policy only the flags given change it, each over the pinned
+            # value: a flag left out is no change (issue 44: repeating method, k and θ of a
+            # policy pinned with --protect is that policy); another method keeps the pinned
+            # parameters it takes
+            target = current.method if method is None else method
+            kept = {k: v for k, v in current.parameters.items() if _takes(target, k)} \
+                if isinstance(target, str) else {}
+            wanted = _build(target, {**kept, **flags}, before=current.method,
+                            refusal=_refusal(current.describe(), f"method {target}",
+                                             [f"method: {current.method} -> {target}"]),
+                            change_policy=change_policy)
         elif method is None:
             if legacy is None:
                 raise ValidationError("--method is required: ms, ppms, ppms+, ppms++, ha, "
@@ -430,7 +496,14 @@ def resolve_policy(pinned: Mapping[str, Any] | None, *, given: SeriesPolicy | No
                                       "store yet).")
             wanted = SeriesPolicy.of(str(legacy["name"]), **flags)
         else:
-            wanted = SeriesPolicy.of(method, **flags)
+            # no policy pinned: the flags are the whole policy (a parameter left out takes
+            # its default); a legacy store's method change is still named first
+            wanted = _build(method, flags,
+                            before=None if legacy is None else str(legacy.get("name")),
+                            refusal="" if legacy is None else _legacy_refusal(
+                                legacy, f"method {method}",
+                                [f"method: {legacy.get('name')} -> {method}"]),
+                            change_policy=change_policy)
     elif current is not None:
         if current.theta_sha256 and SeriesPolicy.of(current.method, **current.parameters
                                                     ).theta_sha256 != current.theta_sha256:
@@ -462,11 +535,7 @@ def resolve_policy(pinned: Mapping[str, Any] | None, *, given: SeriesPolicy | No
         if recorded_k is not None and wanted.parameters.get("k") not in (None, recorded_k):
             changes.append(f"k: {recorded_k} -> {wanted.parameters.get('k')}")
         if changes and not change_policy:
-            raise ValidationError(
-                f"This store's latest release used {legacy.get('name')} with k={recorded_k}; "
-                f"the release asks for {wanted.describe()} ({'; '.join(changes)}). Give "
-                f"--change-policy to change the series' method or k (recorded in the "
-                f"manifests).")
+            raise ValidationError(_legacy_refusal(legacy, wanted.describe(), changes))
         return wanted, {"policy": wanted.to_dict(), "pinned_at": now,
                         "history": [{"policy": {"method": legacy.get("name"),
                                                 "parameters": {"k": recorded_k}},
