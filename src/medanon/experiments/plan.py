@@ -42,12 +42,13 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pandas as pd
 
 from .._validation import check_choice, check_int
 from ..errors import InputFormatError, MedanonError, ValidationError
+from ..literals import OnInfeasible
 from ..pipeline.policy import SeriesPolicy, read_toml
 
 if TYPE_CHECKING:  # the API is imported when a plan runs, not with the module
@@ -131,19 +132,20 @@ def default_candidates(protect: Mapping[str, float] | None = None,
         ValidationError: an ``on_infeasible`` that is not refuse, raise-theta or
             suppress-terms.
     """
-    check_choice(on_infeasible, name="on_infeasible", owner="default_candidates",
-                 choices=ON_INFEASIBLE)
+    # typed for the caller's editor, checked for the caller who passed a plain string
+    chosen = cast(OnInfeasible, check_choice(on_infeasible, name="on_infeasible",
+                                             owner="default_candidates", choices=ON_INFEASIBLE))
     caps = dict(protect or {}) or None
     out = [SeriesPolicy.ppms_plus_plus(k=k, theta="frequency", protect=caps,
-                                       on_infeasible=on_infeasible) for k in (3, 5, 10)]
+                                       on_infeasible=chosen) for k in (3, 5, 10)]
     out += [SeriesPolicy.ppms_plus_plus(k=k, theta=0.4, protect=caps,
-                                        on_infeasible=on_infeasible) for k in (3, 5, 10)]
+                                        on_infeasible=chosen) for k in (3, 5, 10)]
     out.append(SeriesPolicy.ppms(k=5, theta="frequency", protect=caps,
-                                 on_infeasible=on_infeasible))
+                                 on_infeasible=chosen))
     out.append(SeriesPolicy.ms(k=5, theta="frequency", protect=caps,
-                               on_infeasible=on_infeasible))
+                               on_infeasible=chosen))
     out.append(SeriesPolicy.ppms_dp(k=5, theta="frequency", epsilon=1, protect=caps,
-                                    on_infeasible=on_infeasible))
+                                    on_infeasible=chosen))
     return out
 
 
