@@ -75,6 +75,7 @@ def test_series_of_the_same_input_and_periods_are_compared():
     assert different_data(a, b) is None and data_groups([a, b]) == [[a, b]]
     assert not_compared([a, b]) == []
     assert comparison([b, a])[0].startswith("Lower risk: A (max DIR 0.00")
+    assert "not-compared" not in render_report([a, b])
 
 
 def test_series_of_other_periods_or_other_inputs_are_never_compared():
@@ -96,6 +97,8 @@ def test_series_of_other_periods_or_other_inputs_are_never_compared():
         decided = _text(page, "decision")
         assert "Lower risk" not in decided and "More utility" not in decided, what
         assert line in decided, what
+        assert "their rows stand side by side but do not rank them" in _text(page, "summary")
+        assert "never joined across series" in _text(page, "figures")
     assert "they publish different periods (A 2004Q1, 2004Q2, B 2022Q3, 2022Q4)" in \
         different_data(a, cases["periods"])
     assert "2004Q1" in different_data(a, cases["input"])

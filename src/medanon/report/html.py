@@ -494,9 +494,12 @@ def _summary(reports: Sequence[SeriesReport]) -> str:
             (f"{kept} kept, {lost} lost, {spurious} gained" if r.rules else "no rules given"),
             (escape(r.ledger.max_epsilon) if r.ledger else "not DP"), gate,
         ])
+    apart = ('<p class="note not-compared">Some series here are of different data (see '
+             '<a href="#decision">What to publish and why</a>): their rows stand side by side '
+             "but do not rank them.</p>" if not_compared(reports) else "")
     return ('<section id="summary"><h2>Summary</h2>'
             + "".join(_card(r) for r in reports)
-            + "<h3>The series side by side</h3>"
+            + "<h3>The series side by side</h3>" + apart
             + _table(["series", "method", "releases", "cases", "mean NIL", "max DIR", "max DSR",
                       "max SSGR", "re-identified (RR)", "signals", "max ε per case",
                       "verify now"], rows, left=2)
@@ -509,7 +512,10 @@ def _summary(reports: Sequence[SeriesReport]) -> str:
 
 # ---------------------------------------------------------------------------------- figures
 def _figures(reports: Sequence[SeriesReport]) -> str:
-    parts = ['<section id="figures"><h2>What was published</h2>',
+    apart = ('<p class="note not-compared">Series of different data share these axes; each '
+             "line is one series' own, or one input's (ingested cases, the original PRR), never "
+             "joined across series.</p>" if not_compared(reports) else "")
+    parts = ['<section id="figures"><h2>What was published</h2>', apart,
              _img(plots.volume_figure(reports), "cases and groups per period", "volume"),
              _img(plots.nil_figure(reports), "information loss per period", "nil"),
              "</section><section><h2>What an attacker could do</h2>",
