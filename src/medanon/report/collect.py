@@ -982,14 +982,14 @@ def different_data(a: SeriesReport, b: SeriesReport) -> str | None:
     if a.periods != b.periods:
         return (f"they publish different periods ({a.name} {_periods_text(a.periods)}, "
                 f"{b.name} {_periods_text(b.periods)})")
-    counts = {r.name: {row["period"]: (row.get("n_reports"), row.get("n_cases"))
-                       for row in r.ingested} for r in (a, b)}
+    ca, cb = ({row["period"]: (row.get("n_reports"), row.get("n_cases")) for row in r.ingested}
+              for r in (a, b))
     for period in a.periods:
         da, db = a.inputs.get(period), b.inputs.get(period)
         if da is not None and db is not None:
             if da != db:
                 return f"their input records of {period} differ (another input digest)"
-        elif counts[a.name].get(period) != counts[b.name].get(period):
+        elif ca.get(period) != cb.get(period):
             return f"their input of {period} differs (other report and case counts)"
     return None
 
