@@ -352,6 +352,53 @@ def test_report_of_a_store_with_nothing_published(tmp_path):
     assert not (tmp_path / "r.html").exists()
 
 
+#: one progress line of a log: ``HH:MM:SS report: STEP (DONE/TOTAL, ELAPSED s[, ...])``
+_STEP = re.compile(r"^\d\d:\d\d:\d\d report: (?P<step>.+) \((?P<done>\d+)/(?P<total>\d+), ")
+
+
+@pytest.mark.slow  # two stores ingested, released and reported
+def test_stores_of_different_data_are_not_compared_and_progress_starts_at_once(tmp_path):
+    """Issue 44: two unrelated stores (2004 and 2022 quarters of different synthetic inputs)
+    were ranked against each other and the cases plot joined one's last quarter to the other's
+    first; the first progress line came after 21 s."""
+    stores = {}
+    for name, start, periods, seed in (("Old", "2004Q1", 2, 3), ("New", "2022Q4", 1, 4)):
+        write_faers_series(tmp_path / name, periods=periods, cases=150, seed=seed, start=start)
+        stores[name] = tmp_path / f"{name}.duckdb"
+        assert main(["ingest", str(tmp_path / name), "--store", str(stores[name])]) == 0
+        assert main(["release", "--store", str(stores[name]), "--method", "ppms++", "--k", "3",
+                     "--theta", "frequency", "--on-infeasible", "raise-theta", "--seed", "1",
+                     "--allow-seeded"]) == 0
+    # no --verbose: a log stays quiet for 2 s, except the report's first step
+    result = invoke_cli("report", "--store", stores["Old"], "--store", stores["New"],
+                        "--name", "Old", "--name", "New", "--out", tmp_path / "r.html")
+    assert result.returncode == 0, result.stderr
+    said = ("Not compared: series Old and series New are of different data: they publish "
+            "different periods (Old 2004Q1, 2004Q2, New 2022Q4)")
+    assert said in _words(result.stderr)
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    decided = page[page.index('id="decision"'):]
+    decided = _words(unescape(re.sub(r"<[^>]+>", " ", decided[:decided.index("</section>")])))
+    assert said in decided
+    assert "Lower risk" not in decided and "More utility" not in decided
+    assert "On risk the series are level" not in decided
+    # the cases figure: one ingested line per store, none across both
+    volume = re.search(r'data-figure="volume"[^>]*data-texts="([^"]*)"', page)
+    legend = [t[1] for t in json.loads(unescape(volume[1])) if t[0] == "legend"]
+    assert "ingested: Old" in legend and "ingested: New" in legend
+    assert "ingested (cases in the store)" not in legend
+    # progress: the first line is the first store opened, told at once, counted against the
+    # report's whole total; every later line counts against the same total
+    steps = [m for m in map(_STEP.match, result.stderr.splitlines()) if m]
+    assert steps and steps[0]["step"] == "Old: opened" and steps[0]["done"] == "1", result.stderr
+    total = int(steps[0]["total"])
+    # per store: opened, its releases, the dedup, quarter and 5 strata scopes, verified; then
+    # the figures and each series' section
+    assert total == (1 + 2 + 1 + 2 + 5 + 1) + (1 + 1 + 1 + 1 + 5 + 1) + 1 + 2
+    assert all(int(m["total"]) == total for m in steps)
+    assert [int(m["done"]) for m in steps] == sorted(int(m["done"]) for m in steps)
+
+
 # -- a real browser ---------------------------------------------------------------------------------
 def _screenshot_ink(png: bytes) -> tuple[float, float]:
     """(share of pixels that differ from the page background, pixel standard deviation)."""

@@ -1103,18 +1103,23 @@ def report(*, stores: list[Path], names: list[str], rules: Path | None, backgrou
                               "exist; create it first, or write the report elsewhere.")
     signal_rules = read_rules(rules) if rules else []
     knowledge = read_background(background) if background else None
-    with progress_bar("report", 3 * len(stores) + 1) as step:  # read, evaluate, draw
+    from ..report.collect import decision, not_compared, report_steps
+
+    # each store's opening, releases, screening scopes and verification, then the page: the
+    # first step is told at once, so that a log shows the work started (issue 44)
+    with progress_bar("report", report_steps(stores, rules=signal_rules),
+                      first_at_once=True) as step:
         reports = [collect_series_report(s, rules=signal_rules, background=knowledge, md=md,
                                          name=names[i] if names else None, progress=step)
                    for i, s in enumerate(stores)]
         page = render_report(reports, title=title, progress=step)
     written = write_report(page, out)  # only once everything above succeeded
     ui.err.print(f"report written to {written} ({len(page) / 1e6:.1f} MB)")
-    from ..report.collect import decision
-
     for r in reports:  # the page's first section, one line per series
         for i, line in enumerate(decision_lines(decision(r))):
             ui.err.print(f"{r.name}: {line}" if i == 0 else line, markup=False)
+    for line in not_compared(reports):  # series of different data are never ranked
+        ui.err.print(line, markup=False)
     return reports
 
 

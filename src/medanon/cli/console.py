@@ -60,8 +60,10 @@ class _LogLines:
     with the total time. By default a line only once the work has taken 2 s (short commands
     stay quiet); with ``--verbose`` every line, the start too."""
 
-    def __init__(self, description: str, total: int | None, verbose: bool):
+    def __init__(self, description: str, total: int | None, verbose: bool,
+                 first_at_once: bool = False):
         self.description, self.total, self.verbose = description, total, verbose
+        self.first_at_once = first_at_once
         self.started = time.monotonic()
         self.done = 0
         if verbose:
@@ -70,7 +72,8 @@ class _LogLines:
     def step(self, step: object = "", *_: object) -> None:
         self.done += 1
         elapsed = time.monotonic() - self.started
-        if not self.verbose and elapsed < _LOG_AFTER_SECONDS:
+        first = self.first_at_once and self.done == 1
+        if not (self.verbose or first) and elapsed < _LOG_AFTER_SECONDS:
             return
         count = f"{self.done}/{self.total}" if self.total else f"{self.done}"
         left = ""
@@ -93,10 +96,16 @@ class Step(Protocol):
 
 
 @contextmanager
-def progress_bar(description: str, total: int | None) -> Iterator[Step]:
+def progress_bar(description: str, total: int | None, *,
+                 first_at_once: bool = False) -> Iterator[Step]:
     """Progress on stderr: a bar with the count, the time so far and the time left when
     stderr is a terminal; timestamped lines when it is a log (:class:`_LogLines`); nothing
     with ``--quiet``.
+
+    With ``first_at_once``, a log tells the first step as soon as it is done, even within
+    the 2 s a short command stays quiet: for a command whose next step may take long
+    (``medanon report``: a store opened, then its first release measured), so that the log
+    shows the work started.
 
     Yields a function to call once per finished step (its argument names the step).
     """
@@ -105,7 +114,7 @@ def progress_bar(description: str, total: int | None) -> Iterator[Step]:
         yield lambda *_: None
         return
     if not sys.stderr.isatty():
-        lines = _LogLines(description, total, verbose=level == 2)
+        lines = _LogLines(description, total, verbose=level == 2, first_at_once=first_at_once)
         yield lines.step
         lines.finish()   # not after a failure: the error says what happened
         return

@@ -12,15 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .collect import (ModelCard, QidProfile, SeriesCard, SeriesReport, collect_series_report,
-                          generalization_profile)
+                          data_groups, generalization_profile, not_compared, report_steps)
     from .html import render_report, write_report
 
 _LAZY = {"ModelCard": "collect", "QidProfile": "collect", "SeriesCard": "collect",
          "SeriesReport": "collect", "collect_series_report": "collect",
-         "generalization_profile": "collect", "render_report": "html", "write_report": "html"}
+         "generalization_profile": "collect", "data_groups": "collect",
+         "not_compared": "collect", "report_steps": "collect", "render_report": "html",
+         "write_report": "html"}
 
 __all__ = ["ModelCard", "QidProfile", "SeriesCard", "SeriesReport", "collect_series_report",
-           "generalization_profile", "render_report", "write_report"]
+           "data_groups", "generalization_profile", "not_compared", "render_report",
+           "report_steps", "write_report"]
 
 
 def __getattr__(name: str) -> Any:

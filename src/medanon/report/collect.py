@@ -29,7 +29,8 @@ from ..data.records import combine_super_records
 from ..data.schema import Schema
 from ..errors import InputFormatError, StoreError, ValidationError
 from ..hierarchies import Interval
-from ..metrics.evaluation import PublishedOriginals, evaluate_linked, original_columns
+from ..metrics.evaluation import (PublishedOriginals, evaluate_linked, evaluation_steps,
+                                  original_columns)
 from ..metrics.screening import screening_for
 from ..metrics.signals import SignalRule
 from ..models.base import PrivacyModel, SeriesVerdict, model_from_manifest
@@ -43,8 +44,9 @@ from ..store import ReleaseStore
 
 __all__ = ["Decision", "ModelCard", "QidProfile", "SeriesCard", "SeriesReport",
            "check_report_names", "comparison", "decision", "dedup_recall",
-           "collect_series_report", "generalization_profile", "ingest_accounting", "rule_name",
-           "rule_tally", "series_card", "signal_tally", "store_originals"]
+           "collect_series_report", "data_groups", "different_data", "generalization_profile",
+           "ingest_accounting", "not_compared", "report_steps", "rule_name", "rule_tally",
+           "same_data", "series_card", "signal_tally", "store_originals"]
 
 
 
@@ -424,6 +426,9 @@ class SeriesReport:
         rules: The signal rules evaluated.
         accounting: :func:`ingest_accounting` rows, one per ingested period.
         card: The :class:`SeriesCard`.
+        inputs: Period -> SHA-256 of the release's input records (the store's operator-only
+            ``input_sha256``; None when the store has none), to tell series of the same data
+            from others (:func:`same_data`). Operator-only, like the report: never shown.
     """
 
     name: str
@@ -437,6 +442,7 @@ class SeriesReport:
     rules: tuple[SignalRule, ...]
     accounting: list[dict] = field(default_factory=list)
     card: SeriesCard | None = None
+    inputs: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def summary_card(self) -> SeriesCard:
@@ -693,11 +699,15 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
     """
     step = progress or (lambda _step: None)
     path = Path(store)
+    shown = name or path.name
     with ReleaseStore.open(path, read_only=True) as db:
         published = db.published_periods()
         if not published:
             raise StoreError(f"Nothing is published in {str(path)!r} yet: run 'medanon release' "
                              "first.")
+        # the first step as soon as the store is open, so that a log shows the work started
+        # before the first release is measured (issue 44: the first line came after 21 s)
+        step(f"{shown}: opened")
         frame = db.periods()
         ingested = frame.astype(object).where(frame.notna(), None).to_dict(orient="records")
         ingest_reports = {row["period"]: db.ingest_report(row["period"]) for row in ingested}
@@ -709,14 +719,16 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
             background.check(series.qids)
         ledger_rows = db.ledger()
         schema_name = db.schema.name
-        step(f"{path.name}: read")
+        # operator-only, as the report is: what tells series of the same data apart
+        inputs = {p: db.operator_record(p)["input_sha256"] for p in series.periods}
         options = screening_for(set(db.release_columns()))
         columns = original_columns(list(rules), options)
         originals, _ = store_originals(db, series.periods, lazy=True, columns=columns)
         evaluation = evaluate_linked(series.periods, reader.release_with_cases, originals,
                                      PublishedOriginals(originals, db.schema, columns),
                                      hierarchies=series.hierarchies, rules=list(rules),
-                                     background=background, md=md, screening=options)
+                                     background=background, md=md, screening=options,
+                                     progress=lambda what: step(f"{shown}: {what}"))
         # the gate's verdict now, over the whole series: a later release can break an earlier
         # one, which the verdict recorded at publication cannot show
         try:
@@ -732,16 +744,34 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
                      for p in series.periods}
         profiles = {p: generalization_profile(_one_release(db, series, p), p, perturbed[p])
                     for p in series.periods}
-    step(f"{path.name}: evaluated")
+    step(f"{shown}: verified")
     # a ledger of paper-variant rows only spent no ε (their nominal ε bounds nothing)
     ledger = summarize_ledger(ledger_rows) if len(dp_rows(ledger_rows)) else None
     accounting = ingest_accounting(ingested, ingest_reports, manifests)
     card = series_card(manifests, evaluation["releases"], ingested, accounting, verdict,
                        verify_error, ledger)
-    return SeriesReport(name=name or path.name, store=str(store), schema=schema_name,
+    return SeriesReport(name=shown, store=str(store), schema=schema_name,
                         ingested=ingested, evaluation=evaluation, manifests=manifests,
                         profiles=profiles, ledger=ledger, rules=tuple(rules),
-                        accounting=accounting, card=card)
+                        accounting=accounting, card=card, inputs=inputs)
+
+
+def report_steps(stores: Sequence[str | Path], *, rules: Sequence[SignalRule] = ()) -> int:
+    """How many progress steps :func:`collect_series_report` of each store and
+    :func:`medanon.report.html.render_report` of them all call in all: per store, its opening,
+    each release and screening scope evaluated (:func:`evaluation_steps`) and its verification;
+    then the figures and each series' section. A store that cannot be read counts 0 (its
+    error comes from :func:`collect_series_report`, in the user's words)."""
+    total = 1 + len(stores)
+    for store in stores:
+        try:
+            with ReleaseStore.open(Path(store), read_only=True) as db:
+                periods = db.published_periods()
+                options = screening_for(set(db.release_columns()))
+        except (StoreError, InputFormatError, OSError):
+            continue
+        total += 2 + evaluation_steps(periods, rules=list(rules), screening=options)
+    return total
 
 
 def _one_release(db: ReleaseStore, series: PublishedSeries, period: str) -> PublishedSeries:
@@ -938,8 +968,91 @@ def _periods_text(periods: Sequence[str]) -> str:
     return f"{len(periods)} releases, {periods[0]}–{periods[-1]}"
 
 
+# ------------------------------------------------------------------- series of the same data
+def different_data(a: SeriesReport, b: SeriesReport) -> str | None:
+    """Why two series are not of the same data, in words; None when they are.
+
+    Two series are of the same data when they publish the same periods from the same input:
+    every period's input digest (the store's operator-only ``input_sha256``, which hashes the
+    period's input records) is equal; where a store has no digest for a period (an older
+    store), its ingested reports and cases must be equal in number instead. Only such series
+    can be compared: a risk or a recall measured on other cases, or over other periods, says
+    nothing about which publication is better.
+    """
+    if a.periods != b.periods:
+        return (f"they publish different periods ({a.name} {_periods_text(a.periods)}, "
+                f"{b.name} {_periods_text(b.periods)})")
+    ca, cb = ({row["period"]: (row.get("n_reports"), row.get("n_cases")) for row in r.ingested}
+              for r in (a, b))
+    for period in a.periods:
+        da, db = a.inputs.get(period), b.inputs.get(period)
+        if da is not None and db is not None:
+            if da != db:
+                return f"their input records of {period} differ (another input digest)"
+        elif ca.get(period) != cb.get(period):
+            return f"their input of {period} differs (other report and case counts)"
+    return None
+
+
+def same_data(a: SeriesReport, b: SeriesReport) -> bool:
+    """Whether two series are of the same data (:func:`different_data`)."""
+    return different_data(a, b) is None
+
+
+def data_groups(reports: Sequence[SeriesReport]) -> list[list[SeriesReport]]:
+    """The series grouped by their data (:func:`same_data`), in the order given: each group
+    holds the series of one input over the same periods."""
+    groups: list[list[SeriesReport]] = []
+    for r in reports:
+        for group in groups:
+            if same_data(group[0], r):
+                group.append(r)
+                break
+        else:
+            groups.append([r])
+    return groups
+
+
+def not_compared(reports: Sequence[SeriesReport]) -> list[str]:
+    """One sentence per two groups of series of different data (:func:`data_groups`): they
+    are shown side by side but not compared. Empty when every series is of the same data."""
+    groups = data_groups(reports)
+    out = []
+    for i, first in enumerate(groups):
+        for second in groups[i + 1:]:
+            why = different_data(first[0], second[0])
+            out.append(f"Not compared: {_named(first)} and {_named(second)} are of "
+                       f"different data: {why}. Neither is called safer or more useful than "
+                       "the other; only series of the same input are compared.")
+    return out
+
+
+def _named(group: Sequence[SeriesReport]) -> str:
+    """A group of :func:`data_groups` in a sentence: ``series A`` or ``series A, B (of one
+    input)``."""
+    names = ", ".join(r.name for r in group)
+    return f"series {names}" + (" (of one input)" if len(group) > 1 else "")
+
+
 def comparison(reports: Sequence[SeriesReport]) -> list[str]:
-    """With several series: which is better on risk and which on utility, in words.
+    """With several series of the same data: which is better on risk and which on utility, in
+    words. Series of different data are never compared (:func:`not_compared` says so): each
+    group of :func:`data_groups` with two series or more is compared on its own, its lines
+    led by its series' names when there are several groups.
+    """
+    groups = data_groups(reports)
+    out = []
+    for group in groups:
+        lines = _compared(group)
+        if len(groups) > 1:
+            lines = [f"Of one input, {', '.join(r.name for r in group)}: {line}"
+                     for line in lines]
+        out += lines
+    return out
+
+
+def _compared(reports: Sequence[SeriesReport]) -> list[str]:
+    """:func:`comparison` of series of the same data.
 
     Risk: the decision's state first (hold, care, publish), then cases re-identified, max DIR,
     max DSR and the terms left at θ = 1. Utility: MGPS recall (each case once), then mean NIL.

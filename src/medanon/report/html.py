@@ -34,7 +34,8 @@ from ..metrics.signals import format_ratio
 from ..vocabulary import GLOSSARY
 from . import plots
 from .collect import (RECALL_CARE, ModelCard, SeriesReport, check_report_names, comparison,
-                      decision, missing_sentence, rule_name, rule_tally, signal_tally)
+                      decision, missing_sentence, not_compared, rule_name, rule_tally,
+                      signal_tally)
 
 __all__ = ["render_report", "write_report"]
 
@@ -362,15 +363,27 @@ _OVERRIDE_TEXT = {
 
 
 def _screening_line(screening: dict | None) -> str:
-    """The card's one line on the screening: dedup and stratified MGPS recall and precision,
-    and the stratum signals the original does not have."""
+    """The card's one line on the screening: what it compared (every drug–reaction pair of the
+    release against the original data; no rule needed), how many MGPS signals the original
+    has, then dedup and stratified MGPS recall and precision and the stratum signals the
+    original does not have. A recall is shown only with what it was computed against: with
+    no original signal there is nothing to keep, and the line says so instead of a number."""
     if not screening:
-        return "not run (the series publishes no drug or reaction column)"
+        return ("not run (the series publishes no drug or reaction column): no signal was "
+                "compared")
     summary = screening["summary"]
     # the dedup scope (each case's latest version) is the headline, as FDA pools FAERS
     dedup, strata = summary["dedup"]["mgps"], summary["stratum"]["mgps"]
-    text = (f"MGPS (EB05 ≥ 2) recall / precision: each case once {_fmt(dedup['recall'], 2)} / "
-            f"{_fmt(dedup['precision'], 2)}")
+    base = dedup.get("signals_original")
+    text = ("every drug–reaction pair of the release against the original data (no rule "
+            "needed)" + (f", {base:,} MGPS signal(s) in the original each case once"
+                         if base is not None else "") + ": ")
+    if base == 0:
+        text += (f"no recall (the original has no signal to keep); the release has "
+                 f"{dedup.get('signals_release', 0):,} signal(s) each case once")
+    else:
+        text += (f"MGPS (EB05 ≥ 2) recall / precision: each case once "
+                 f"{_fmt(dedup['recall'], 2)} / {_fmt(dedup['precision'], 2)}")
     if strata["scopes"]:
         text += (f", strata {_fmt(strata['recall'], 2)} / {_fmt(strata['precision'], 2)}; "
                  f"{strata['spurious']} spurious stratum signal(s)")
@@ -481,9 +494,12 @@ def _summary(reports: Sequence[SeriesReport]) -> str:
             (f"{kept} kept, {lost} lost, {spurious} gained" if r.rules else "no rules given"),
             (escape(r.ledger.max_epsilon) if r.ledger else "not DP"), gate,
         ])
+    apart = ('<p class="note not-compared">Some series here are of different data (see '
+             '<a href="#decision">What to publish and why</a>): their rows stand side by side '
+             "but do not rank them.</p>" if not_compared(reports) else "")
     return ('<section id="summary"><h2>Summary</h2>'
             + "".join(_card(r) for r in reports)
-            + "<h3>The series side by side</h3>"
+            + "<h3>The series side by side</h3>" + apart
             + _table(["series", "method", "releases", "cases", "mean NIL", "max DIR", "max DSR",
                       "max SSGR", "re-identified (RR)", "signals", "max ε per case",
                       "verify now"], rows, left=2)
@@ -496,7 +512,10 @@ def _summary(reports: Sequence[SeriesReport]) -> str:
 
 # ---------------------------------------------------------------------------------- figures
 def _figures(reports: Sequence[SeriesReport]) -> str:
-    parts = ['<section id="figures"><h2>What was published</h2>',
+    apart = ('<p class="note not-compared">Series of different data share these axes; each '
+             "line is one series' own, or one input's (ingested cases, the original PRR), never "
+             "joined across series.</p>" if not_compared(reports) else "")
+    parts = ['<section id="figures"><h2>What was published</h2>', apart,
              _img(plots.volume_figure(reports), "cases and groups per period", "volume"),
              _img(plots.nil_figure(reports), "information loss per period", "nil"),
              "</section><section><h2>What an attacker could do</h2>",
@@ -504,9 +523,18 @@ def _figures(reports: Sequence[SeriesReport]) -> str:
                   "disclosure"),
              "</section><section><h2>What the release still tells an analyst</h2>"]
     signals = plots.signals_figure(reports)
-    if signals is None:
+    screened = [r.name for r in reports if r.evaluation.get("screening")]
+    if signals is None and screened:
+        # the screening needs no rule: say what it compared, beside the cards' recall
         parts.append('<p class="note">No signal rules were given (<code>--rules FILE</code>), '
-                     "so no signal was compared.</p>")
+                     "so no rule's PRR is drawn here. The screening compared every "
+                     "drug–reaction pair of each release against its original data instead "
+                     f"({escape(', '.join(screened))}): its MGPS recall is on each summary "
+                     "card and its table in each series' section.</p>")
+    elif signals is None:
+        parts.append('<p class="note">No signal rules were given (<code>--rules FILE</code>) '
+                     "and no series publishes a drug and a reaction column to screen, so no "
+                     "signal was compared.</p>")
     else:
         parts.append(_img(signals, "PRR original versus release per rule", "signals"))
         parts.append('<p class="note">PRR on a log scale. ▲ on the top edge: PRR infinite (c = '
@@ -898,8 +926,11 @@ def _decisions(reports: Sequence[SeriesReport]) -> str:
                       f'</a> · <a href="#releases-{_slug(r.name)}">per-release table</a></p>'
                       "</div>")
     compared = comparison(reports)
+    # series of different data are told apart plainly, never ranked against each other
+    apart = not_compared(reports)
     return ('<section id="decision"><h2>What to publish and why</h2>'
             + "".join(blocks)
+            + "".join(f'<p class="alert not-compared">{escape(line)}</p>' for line in apart)
             + (('<ul class="findings compare">' + "".join(f"<li>{escape(c)}</li>"
                                                           for c in compared) + "</ul>")
                if compared else "")

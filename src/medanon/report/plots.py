@@ -14,7 +14,10 @@ Conventions every figure keeps (the browser test reads them back from :func:`fig
 * ratios that are not finite are never drawn as 0: an infinite PRR (c = 0) is a marker on the
   top edge of the log axis, a PRR set to 0 by 001's a < 3 rule a hollow marker on the bottom
   edge, an undefined PRR is not drawn (and each is named in the legend);
-* empty releases (no case) have no NIL or DIR: they are gaps, not zeros.
+* empty releases (no case) have no NIL or DIR: they are gaps, not zeros;
+* a line is one series' own (or, for what series of the same data share, such as the ingested
+  cases and the original PRR, one group's of :func:`~medanon.report.collect.data_groups`):
+  no line ever joins the periods of two series of different data.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..metrics.signals import MIN_CASES, MIN_PRR, ratio_from_json
-from .collect import SeriesReport, rule_name
+from .collect import SeriesReport, data_groups, rule_name
 
 if TYPE_CHECKING:  # matplotlib is loaded when the first figure is drawn
     from matplotlib.axes import Axes
@@ -39,6 +42,8 @@ __all__ = ["disclosure_figure", "figure_meta", "figure_png", "generalization_fig
 
 #: Colour-blind-safe palette (Okabe-Ito), one colour per series.
 PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#F0E442", "#000000")
+#: The lines series of one input share (ingested cases, original PRR), one shade per input.
+_GROUP_GREYS = ("#000000", "#777777", "#444444", "#AAAAAA")
 #: Width of every figure in inches: the page's content column (1116 px) at :data:`DPI`.
 FIG_WIDTH = 10.0
 DPI = 110
@@ -256,14 +261,19 @@ def volume_figure(reports: Sequence[SeriesReport]) -> Figure:
                      empty_is_gap=False)
         _series_line(right, periods, r, "groups", colour, f"{r.name}: released",
                      empty_is_gap=False)
-    ingested = {}
-    for r in reports:
-        ingested.update({row["period"]: row["n_cases"] for row in r.ingested})
-    # drawn over the released lines (which often equal it), dashed and hollow so that both
-    # stay visible, and a legend entry one can see
-    left.plot(range(len(periods)), [ingested.get(p, math.nan) for p in periods],
-              color="#444444", linestyle=(0, (4, 3)), linewidth=1.4, marker="s", markersize=7,
-              markerfacecolor="none", zorder=3, label="ingested (cases in the store)")
+    # one ingested line per input: series of the same data share it, series of different
+    # data each have their own (one line across both would join their periods, issue 44)
+    groups = data_groups(reports)
+    for group in groups:
+        ingested = {row["period"]: row["n_cases"] for row in group[0].ingested}
+        label = ("ingested (cases in the store)" if len(groups) == 1
+                 else f"ingested: {', '.join(r.name for r in group)}")
+        # drawn over the released lines (which often equal it), dashed and hollow so that both
+        # stay visible, and a legend entry one can see
+        left.plot(range(len(periods)), [ingested.get(p, math.nan) for p in periods],
+                  color=_GROUP_GREYS[(groups.index(group) + 2) % len(_GROUP_GREYS)],
+                  linestyle=(0, (4, 3)), linewidth=1.4, marker="s", markersize=7,
+                  markerfacecolor="none", zorder=3, label=label)
     left.set_title("Cases per period")
     left.set_ylabel("cases")
     right.set_title("Groups (equivalence classes) per period")
@@ -318,22 +328,26 @@ def disclosure_figure(reports: Sequence[SeriesReport]) -> Figure:
     return fig
 
 
-def _prr_points(reports: Sequence[SeriesReport], rule: str, periods: list[str]
-                ) -> tuple[_Points, list[tuple[str, _Points]]]:
-    """The original side (from the first series holding the rule: stores of one input agree)
-    and each series' release side, as period -> (PRR as a float, a)."""
-    original: _Points = {}
+def _prr_points(reports: Sequence[SeriesReport], rule: str
+                ) -> tuple[list[tuple[str, _Points]], list[tuple[str, _Points]]]:
+    """The original side of each input (:func:`~medanon.report.collect.data_groups`: from the
+    first series of the group holding the rule, since series of one input agree on it), named
+    by the group's series, and each series' release side, as period -> (PRR as a float, a)."""
+    originals: list[tuple[str, _Points]] = []
     released: list[tuple[str, _Points]] = []
-    for r in reports:
-        side: _Points = {}
-        for rel in r.releases:
-            for s in rel.get("signals", []):
-                if rule_name(s["rule"]) == rule:
-                    o, x = s["original"], s["release"]
-                    original.setdefault(rel["period"], (ratio_from_json(o["prr"]), o["a"]))
-                    side[rel["period"]] = (ratio_from_json(x["prr"]), x["a"])
-        released.append((r.name, side))
-    return original, released
+    for group in data_groups(reports):
+        original: _Points = {}
+        for r in group:
+            side: _Points = {}
+            for rel in r.releases:
+                for s in rel.get("signals", []):
+                    if rule_name(s["rule"]) == rule:
+                        o, x = s["original"], s["release"]
+                        original.setdefault(rel["period"], (ratio_from_json(o["prr"]), o["a"]))
+                        side[rel["period"]] = (ratio_from_json(x["prr"]), x["a"])
+            released.append((r.name, side))
+        originals.append((", ".join(r.name for r in group), original))
+    return originals, released
 
 
 _INF_LABEL = "∞ (grey band at the top): c = 0, the reaction never without the drug"
@@ -404,8 +418,8 @@ def signals_figure(reports: Sequence[SeriesReport]) -> Figure | None:
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     edges: set[str] = set()
     for ax, rule in zip(axes, shown):
-        original, released = _prr_points(reports, rule, periods)
-        values = [v for side in [original, *(d for _, d in released)] for v, a in side.values()
+        originals, released = _prr_points(reports, rule)
+        values = [v for _, side in [*originals, *released] for v, a in side.values()
                   if a >= MIN_CASES and math.isfinite(v) and v > 0]
         # a log axis that always shows the threshold and leaves room at both edges
         # the bands start a quarter beyond the extreme finite values, so no value sits on them
@@ -417,8 +431,12 @@ def signals_figure(reports: Sequence[SeriesReport]) -> Figure | None:
         for i, (name, side) in enumerate(released):
             drawn |= _draw_prr(ax, side, periods, top, bottom, colour=PALETTE[i % len(PALETTE)],
                                label=f"{name} (release)", shift=0.12 * (i + 1))
-        drawn |= _draw_prr(ax, original, periods, top, bottom, colour="black",
-                           label="original data", linestyle="--", marker="x")
+        for j, (names, original) in enumerate(originals):
+            drawn |= _draw_prr(ax, original, periods, top, bottom,
+                               colour=_GROUP_GREYS[j % len(_GROUP_GREYS)],
+                               label=("original data" if len(originals) == 1
+                                      else f"original data of {names}"),
+                               linestyle="--", marker="x")
         _edge_bands(ax, drawn, top, bottom)
         edges |= drawn
         ax.axhline(MIN_PRR, color="grey", linewidth=0.8, linestyle=":",
