@@ -227,7 +227,8 @@ def test_report_shows_the_epsilon_ledger_of_a_dp_store(tmp_path):
               "--seed", "1", "--allow-seeded"]
     # the first quarter with the paper variant (not DP: its nominal epsilon is not counted)
     assert main([*common, "2020Q1", "--dp-variant", "paper"]) == 0
-    assert main([*common, "2020Q2", "--change-policy"]) == 0   # paper -> strict
+    # paper -> strict: said (a flag not given keeps the pinned value, issue 44)
+    assert main([*common, "2020Q2", "--dp-variant", "strict", "--change-policy"]) == 0
     ledger = invoke_cli("ledger", "--store", store, "--json")
     maximum = json.loads(ledger.stdout)["max_epsilon"]
     assert maximum == "0.5"
