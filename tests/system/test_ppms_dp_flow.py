@@ -136,8 +136,9 @@ def test_paper_variant_ledger_rows_are_not_dp_and_not_budgeted(source):
     # strict releases after it: their budget ignores the paper rows. Every case followed up
     # from 2020Q1 would be at 2 > 1.5 if the nominal epsilon counted; none is withheld.
     strict = ["release", "--store", str(store), "--method", "ppms-dp-num", "--epsilon", "1",
-              *COMMON]
-    # the strict variant after the paper one is a change of the series policy
+              "--dp-variant", "strict", *COMMON]
+    # the strict variant after the paper one is a change of the series policy (said with
+    # --dp-variant: a flag not given keeps the pinned value)
     assert main([*strict, "2020Q2", "--case-budget", "1.5", "--change-policy"]) == 0
     rows, manifests, ledger = published(store)
     # the counts of the case budget are operator-only facts (issue 41)
