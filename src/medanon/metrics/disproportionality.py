@@ -1228,9 +1228,28 @@ def eb_quantile(n: Any, e: Any, prior: GpsPrior, q: float) -> np.ndarray:
     prior = _prior(prior, owner)
     q = _probability(q, owner)
     nf = n_arr.astype(np.float64)
+    # each distinct (n, E) solved once: a pair table repeats them (E = n_drug·n_reaction/N, n
+    # small), every step is elementwise, so the values are those of solving every pair (issue 43)
+    nf, e_arr, back = _distinct_pairs(nf, e_arr)
     w = _qn(nf, e_arr, prior)
     return _mixture_quantile(q, w, prior.alpha1 + nf, prior.beta1 + e_arr, prior.alpha2 + nf,
-                             prior.beta2 + e_arr)
+                             prior.beta2 + e_arr)[back].reshape(n_arr.shape)
+
+
+def _distinct_pairs(n: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (n, e) of the given ones (float64 arrays of one length) and, for each given
+    pair, the index of its own among them."""
+    n, e = np.ravel(n), np.ravel(e)
+    if n.size < 2:
+        return n, e, np.arange(n.size)
+    order = np.lexsort((e, n))
+    ns, es = n[order], e[order]
+    # values compared as numbers (==): -0.0 and 0.0 are one, as they give one result
+    lead = np.ones(n.size, dtype=bool)
+    lead[1:] = (ns[1:] != ns[:-1]) | (es[1:] != es[:-1])
+    back = np.empty(n.size, dtype=np.int64)
+    back[order] = np.cumsum(lead) - 1
+    return ns[lead], es[lead], back
 
 
 def _limit_weight(n: np.ndarray, e: np.ndarray, prior: LimitPrior) -> np.ndarray:
