@@ -135,6 +135,9 @@ def test_a_pairs_quantile_does_not_depend_on_the_other_pairs_given_with_it():
         alone = [eb_quantile(n[i:i + 1], e[i:i + 1], DUMOUCHEL_FDA, q)[0] for i in range(n.size)]
         np.testing.assert_array_equal(got, alone)
         assert got.shape == n.shape
+    ic = ic_quantile(n, e, 0.025)  # one inversion per distinct count, too
+    np.testing.assert_array_equal(ic, [ic_quantile(n[i:i + 1], e[i:i + 1], 0.025)[0]
+                                       for i in range(n.size)])
 
 
 def test_eb05_below_ebgm_below_eb95_and_quantiles_increase_with_q():

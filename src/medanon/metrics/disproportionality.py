@@ -262,7 +262,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1177,8 +1177,10 @@ def _mixture_quantile(q: float, w: np.ndarray, a1: np.ndarray, b1: np.ndarray, a
     Safeguarded Newton on u = log x inside the bracket of the two components' q-quantiles
     (module docstring, choice 6).
     """
-    x1 = gammaincinv(a1, q) / b1
-    x2 = gammaincinv(a2, q) / b2
+    # the components' quantiles depend on the shapes alone, α + n: few distinct ones in a table
+    # of thousands of pairs, each inverted once (the inversion is the costly step; issue 43)
+    x1 = _per_distinct(lambda a: gammaincinv(a, q), a1) / b1
+    x2 = _per_distinct(lambda a: gammaincinv(a, q), a2) / b2
     with np.errstate(divide="ignore"):
         # a quantile below the smallest normal float is returned as that float (about 2e-308)
         u1, u2 = (np.maximum(np.log(x), _LOG_TINY) for x in (x1, x2))
@@ -1191,7 +1193,7 @@ def _mixture_quantile(q: float, w: np.ndarray, a1: np.ndarray, b1: np.ndarray, a
     idx = np.flatnonzero(active)
     # each element's log Γ(a) once, not once per iteration (the same values: issue 43)
     lg1, lg2 = np.zeros(a1.shape), np.zeros(a2.shape)
-    lg1[idx], lg2[idx] = gammaln(a1[idx]), gammaln(a2[idx])
+    lg1[idx], lg2[idx] = _per_distinct(gammaln, a1[idx]), _per_distinct(gammaln, a2[idx])
     for _ in range(_MAXITER_QUANTILE):
         if idx.size == 0:
             break
@@ -1215,6 +1217,15 @@ def _mixture_quantile(q: float, w: np.ndarray, a1: np.ndarray, b1: np.ndarray, a
         lo[idx], hi[idx] = lo_i, hi_i
         idx = idx[~done]
     return np.exp(u)
+
+
+def _per_distinct(f: Callable[[np.ndarray], np.ndarray], values: np.ndarray) -> np.ndarray:
+    """The elementwise ``f`` of ``values``, computed once per distinct value (the same
+    numbers: each element's result is its value's)."""
+    if values.size < 2:
+        return f(values)
+    distinct, inverse = np.unique(values, return_inverse=True)
+    return f(distinct)[inverse.reshape(values.shape)]
 
 
 def eb_quantile(n: Any, e: Any, prior: GpsPrior, q: float) -> np.ndarray:
@@ -1327,7 +1338,8 @@ def ic_quantile(n: Any, e: Any, q: float) -> np.ndarray:
     """
     n_arr, e_arr = _pair(n, e, "ic_quantile")
     q = _probability(q, "ic_quantile")
-    return np.log2(gammaincinv(n_arr + 0.5, q) / (e_arr + 0.5))
+    # one inversion per distinct count (issue 43)
+    return np.log2(_per_distinct(lambda a: gammaincinv(a, q), n_arr + 0.5) / (e_arr + 0.5))
 
 
 # ----------------------------------------------------------------------------- FDR decisions
