@@ -104,9 +104,10 @@ class StoreSeries:
         verify_series(PublishedSeries({p: rows[p] for p in keep},
                                       {p: self.manifests[p] for p in keep}, self.qids,
                                       self.sensitive, self.source), [label])
+        # the release itself holds only its cases: kept as read (the checks do not change rows)
         mine = set(cases)
-        rows = {p: (r[r["case_id"].isin(mine)].reset_index(drop=True) if len(r) else r)
-                for p, r in rows.items()}
+        rows = {p: (r[r["case_id"].isin(mine)].reset_index(drop=True) if len(r) and p != label
+                    else r) for p, r in rows.items()}
         keep = kept_releases(rows, [p for p, r in rows.items() if len(r)] + [label])
         return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
                                self.qids, self.sensitive, self.source)
