@@ -122,6 +122,24 @@ def test_quantile_of_a_mixture_solves_the_mixture_cdf():
                                            rel=1e-9)
 
 
+def test_a_pairs_quantile_does_not_depend_on_the_other_pairs_given_with_it():
+    """eb_quantile solves each distinct (n, E) once (issue 43): a pair's value is the one it
+    gets alone, to the bit, whatever pairs come with it and however often it repeats."""
+    n, e = simulate(5, 80, (0.2, 0.1, 2.0, 4.0, 1 / 3))
+    n, e = np.concatenate([n, n[::3], [0, 0]]), np.concatenate([e, e[::3], [0.5, 0.5]])
+    order = np.random.default_rng(2).permutation(n.size)
+    n, e = n[order], e[order]
+    assert len(set(zip(n.tolist(), e.tolist()))) < n.size  # repeated pairs
+    for q in (0.05, 0.95):
+        got = eb_quantile(n, e, DUMOUCHEL_FDA, q)
+        alone = [eb_quantile(n[i:i + 1], e[i:i + 1], DUMOUCHEL_FDA, q)[0] for i in range(n.size)]
+        np.testing.assert_array_equal(got, alone)
+        assert got.shape == n.shape
+    ic = ic_quantile(n, e, 0.025)  # one inversion per distinct count, too
+    np.testing.assert_array_equal(ic, [ic_quantile(n[i:i + 1], e[i:i + 1], 0.025)[0]
+                                       for i in range(n.size)])
+
+
 def test_eb05_below_ebgm_below_eb95_and_quantiles_increase_with_q():
     n, e = simulate(1, 500, (0.2, 0.1, 2.0, 4.0, 1 / 3))
     for prior in (DUMOUCHEL_FDA, GpsPrior(3.25, 0.40, 2.03, 1.91, 0.065)):

@@ -108,3 +108,29 @@ def test_posterior_risk_on_the_matched_buckets_equals_the_whole_release(seed, pe
                                            background=background)
             assert fast.attacker == "likelihood-weighted"
             assert fast == slow, (label, md)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_union_from_ranks_is_the_union_from_the_floats(seed):
+    """_union_by_term_ranked (ranks made once per release, issue 43) gives the segments of
+    _union_by_term on the same intervals: ties, touching and nested intervals, infinite ends,
+    both signs of zero, a term listed once or many times, intervals not in term order."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    size = int(rng.integers(0, 300))
+    grid = np.array([-np.inf, -2.5, -0.0, 0.0, 1.0, 1.5, 3.0, 7.25, 40.0, np.inf])
+    a = grid[rng.integers(0, grid.size, size)] if seed % 2 else rng.normal(0, 5, size).round(1)
+    b = a + np.abs(rng.normal(0, 3, size)).round(1) * (rng.random(size) < 0.8)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    term = rng.integers(0, 1 + seed * 3, size)
+    pool_lo = np.concatenate([lo, rng.normal(0, 9, 50)])  # the ranks of a whole release
+    pool_hi = np.concatenate([hi, rng.normal(0, 9, 50)])
+    lo_values, lo_rank = disclosure._ranked(pool_lo)
+    hi_values, hi_rank = disclosure._ranked(pool_hi)
+    want = disclosure._union_by_term(term, lo, hi)
+    got = disclosure._union_by_term_ranked(term, lo_rank[:size], hi_rank[:size], lo_values,
+                                           hi_values)
+    for w, g in zip(want, got, strict=True):
+        assert g.shape == w.shape
+        assert np.array_equal(g, w)  # == on floats: -0.0 and 0.0 cover the same points

@@ -970,7 +970,6 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         if knowledge is not None:
             knowledge.check(skeleton.qids)
         labels = [skeleton.label(p) for p in periods] if periods else skeleton.periods
-        _refuse_what_verify_refuses(skeleton, reader, labels)
         options = (screening_for(set(db.release_columns()), strata=strata or [],
                                  drug_columns=drug_columns or [], cumulative=cumulative,
                                  pooled=pooled)
@@ -980,6 +979,7 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
             # on Dask: each worker reads the store itself (read-only, alongside this reader)
             from ..experiments.evaluation import evaluate_store
 
+            _refuse_what_verify_refuses(skeleton, reader, labels)
             with progress_bar("evaluating", steps) as step:
                 result = evaluate_store(store, labels, rules=signal_rules, background=knowledge,
                                         md=md, screening=options,
@@ -994,8 +994,10 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         columns = original_columns(signal_rules, options)
         frames, _ = store_originals(db, labels, lazy=True, columns=columns)
         rows = PublishedOriginals(frames, db.schema, columns)
+        # verify's refusal checked on each release as it is read for the evaluation (one read
+        # of the store per release, not two; issue 43): nothing is printed before the last
         with progress_bar("evaluating", steps) as step:
-            result = evaluate_linked(labels, reader.release_with_cases, frames, rows,
+            result = evaluate_linked(labels, reader.verified_release_with_cases, frames, rows,
                                      hierarchies=skeleton.hierarchies, rules=signal_rules,
                                      background=knowledge, md=md, screening=options,
                                      progress=step)

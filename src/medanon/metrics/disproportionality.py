@@ -262,7 +262,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1177,8 +1177,10 @@ def _mixture_quantile(q: float, w: np.ndarray, a1: np.ndarray, b1: np.ndarray, a
     Safeguarded Newton on u = log x inside the bracket of the two components' q-quantiles
     (module docstring, choice 6).
     """
-    x1 = gammaincinv(a1, q) / b1
-    x2 = gammaincinv(a2, q) / b2
+    # the components' quantiles depend on the shapes alone, α + n: few distinct ones in a table
+    # of thousands of pairs, each inverted once (the inversion is the costly step; issue 43)
+    x1 = _per_distinct(lambda a: gammaincinv(a, q), a1) / b1
+    x2 = _per_distinct(lambda a: gammaincinv(a, q), a2) / b2
     with np.errstate(divide="ignore"):
         # a quantile below the smallest normal float is returned as that float (about 2e-308)
         u1, u2 = (np.maximum(np.log(x), _LOG_TINY) for x in (x1, x2))
@@ -1191,7 +1193,7 @@ def _mixture_quantile(q: float, w: np.ndarray, a1: np.ndarray, b1: np.ndarray, a
     idx = np.flatnonzero(active)
     # each element's log Γ(a) once, not once per iteration (the same values: issue 43)
     lg1, lg2 = np.zeros(a1.shape), np.zeros(a2.shape)
-    lg1[idx], lg2[idx] = gammaln(a1[idx]), gammaln(a2[idx])
+    lg1[idx], lg2[idx] = _per_distinct(gammaln, a1[idx]), _per_distinct(gammaln, a2[idx])
     for _ in range(_MAXITER_QUANTILE):
         if idx.size == 0:
             break
@@ -1217,6 +1219,15 @@ def _mixture_quantile(q: float, w: np.ndarray, a1: np.ndarray, b1: np.ndarray, a
     return np.exp(u)
 
 
+def _per_distinct(f: Callable[[np.ndarray], np.ndarray], values: np.ndarray) -> np.ndarray:
+    """The elementwise ``f`` of ``values``, computed once per distinct value (the same
+    numbers: each element's result is its value's)."""
+    if values.size < 2:
+        return f(values)
+    distinct, inverse = np.unique(values, return_inverse=True)
+    return f(distinct)[inverse.reshape(values.shape)]
+
+
 def eb_quantile(n: Any, e: Any, prior: GpsPrior, q: float) -> np.ndarray:
     """The q-quantile of each pair's posterior λ | n: EB05 with q = 0.05, EB95 with q = 0.95.
 
@@ -1228,9 +1239,28 @@ def eb_quantile(n: Any, e: Any, prior: GpsPrior, q: float) -> np.ndarray:
     prior = _prior(prior, owner)
     q = _probability(q, owner)
     nf = n_arr.astype(np.float64)
+    # each distinct (n, E) solved once: a pair table repeats them (E = n_drug·n_reaction/N, n
+    # small), every step is elementwise, so the values are those of solving every pair (issue 43)
+    nf, e_arr, back = _distinct_pairs(nf, e_arr)
     w = _qn(nf, e_arr, prior)
     return _mixture_quantile(q, w, prior.alpha1 + nf, prior.beta1 + e_arr, prior.alpha2 + nf,
-                             prior.beta2 + e_arr)
+                             prior.beta2 + e_arr)[back].reshape(n_arr.shape)
+
+
+def _distinct_pairs(n: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (n, e) of the given ones (float64 arrays of one length) and, for each given
+    pair, the index of its own among them."""
+    n, e = np.ravel(n), np.ravel(e)
+    if n.size < 2:
+        return n, e, np.arange(n.size)
+    order = np.lexsort((e, n))
+    ns, es = n[order], e[order]
+    # values compared as numbers (==): -0.0 and 0.0 are one, as they give one result
+    lead = np.ones(n.size, dtype=bool)
+    lead[1:] = (ns[1:] != ns[:-1]) | (es[1:] != es[:-1])
+    back = np.empty(n.size, dtype=np.int64)
+    back[order] = np.cumsum(lead) - 1
+    return ns[lead], es[lead], back
 
 
 def _limit_weight(n: np.ndarray, e: np.ndarray, prior: LimitPrior) -> np.ndarray:
@@ -1308,7 +1338,8 @@ def ic_quantile(n: Any, e: Any, q: float) -> np.ndarray:
     """
     n_arr, e_arr = _pair(n, e, "ic_quantile")
     q = _probability(q, "ic_quantile")
-    return np.log2(gammaincinv(n_arr + 0.5, q) / (e_arr + 0.5))
+    # one inversion per distinct count (issue 43)
+    return np.log2(_per_distinct(lambda a: gammaincinv(a, q), n_arr + 0.5) / (e_arr + 0.5))
 
 
 # ----------------------------------------------------------------------------- FDR decisions

@@ -562,12 +562,21 @@ class _Done:
     def __init__(self, kept: int | None = 4) -> None:
         self.kept = kept
         self._screenings: dict[tuple, tuple[dict[str, np.ndarray], GpsPrior]] = {}
+        # every prior fitted, whatever was dropped: a few numbers each, and the fit is the
+        # costly part of a screening (a table met again after its statistics were dropped,
+        # e.g. a stratum the planted rules read, is screened again under its prior: issue 43)
+        self._priors: dict[tuple, GpsPrior] = {}
 
     def get(self, key: tuple) -> tuple[dict[str, np.ndarray], GpsPrior] | None:
         return self._screenings.get(key)
 
+    def prior(self, key: tuple) -> GpsPrior | None:
+        """The prior fitted to the counts of ``key``, kept even after its statistics."""
+        return self._priors.get(key)
+
     def put(self, key: tuple, value: tuple[dict[str, np.ndarray], GpsPrior]) -> None:
         self._screenings[key] = value
+        self._priors[key] = value[1]
         while self.kept is not None and len(self._screenings) > self.kept:
             del self._screenings[next(iter(self._screenings))]
 
@@ -597,7 +606,9 @@ def _screen(table: pd.DataFrame, fit: _Fit, done: _Done) -> tuple[pd.DataFrame, 
     key = _counts_key(table, fit)
     found = done.get(key)
     if found is None:
-        found = _screen_counts(table, fit)
+        # the prior fitted to these counts before, if any: the fit is a function of the
+        # counts and the fit's settings alone (both in the key), so it is that prior again
+        found = _screen_counts(table, fit, prior=done.prior(key))
         done.put(key, found)
     values, prior = found
     return table.assign(**values), prior
@@ -616,10 +627,12 @@ def _counts_key(table: pd.DataFrame, fit: _Fit) -> tuple:
     return (fit.key(), len(table), digest.hexdigest())
 
 
-def _screen_counts(table: pd.DataFrame, fit: _Fit) -> tuple[dict[str, np.ndarray], GpsPrior]:
+def _screen_counts(table: pd.DataFrame, fit: _Fit, prior: GpsPrior | None = None
+                   ) -> tuple[dict[str, np.ndarray], GpsPrior]:
     """The statistics :func:`.disproportionality.screen` adds to a pair table, and its prior
-    (what a worker computes for ``result(mapper=...)``)."""
-    screened, prior = screen(table, min_count=fit.min_count, starts=fit.starts,
+    (what a worker computes for ``result(mapper=...)``); ``prior``: the one ``fit`` gave on
+    these counts before (not fitted again)."""
+    screened, prior = screen(table, prior=prior, min_count=fit.min_count, starts=fit.starts,
                              warm_start=fit.warm_start)
     return {c: screened[c].to_numpy() for c in SCREEN_COLUMNS}, prior
 
@@ -640,6 +653,11 @@ def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, 
     stats: dict[str, Any] = {}
     spurious: dict[str, list] = {}
     lost: dict[str, list] = {}
+    # the two sides' pairs matched once for every score, and each score's correlation computed
+    # once (two statistics rank by the same score; issue 43)
+    scores = list(dict.fromkeys(v[1] for v in STATISTICS.values()))
+    both = _matched(original.table, release.table, scores)
+    ranked = {score: _spearman(both, score) for score in scores}
     for name, (_flag, score, columns) in STATISTICS.items():
         so, sr = original.signals(name), release.signals(name)
         common = so.intersection(sr)
@@ -648,7 +666,7 @@ def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, 
             "recall": round(len(common) / len(so), 6) if len(so) else None,
             "precision": round(len(common) / len(sr), 6) if len(sr) else None,
         }
-        entry.update(_spearman(original.table, release.table, score))
+        entry.update(ranked[score])
         stats[name] = entry
         spurious[name] = _listed(sr.difference(so), release, original, score, columns, listed)
         lost[name] = _listed(so.difference(sr), original, release, score, columns, listed,
@@ -656,10 +674,18 @@ def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, 
     return {"statistics": stats, "spurious": spurious, "lost": lost}
 
 
-def _spearman(t_o: pd.DataFrame, t_r: pd.DataFrame, score: str) -> dict[str, Any]:
+def _matched(t_o: pd.DataFrame, t_r: pd.DataFrame, scores: list[str]) -> pd.DataFrame | None:
+    """The ``scores`` of the pairs both sides report (columns suffixed ``_o`` and ``_r``; the
+    rows, and their order, depend on the indexes alone, not on the columns taken); None when
+    a side has no pair."""
     if not len(t_o) or not len(t_r):
+        return None
+    return t_o[scores].add_suffix("_o").join(t_r[scores].add_suffix("_r"), how="inner")
+
+
+def _spearman(both: pd.DataFrame | None, score: str) -> dict[str, Any]:
+    if both is None:
         return {"spearman": None, "pairs_compared": 0}
-    both = t_o[[score]].add_suffix("_o").join(t_r[[score]].add_suffix("_r"), how="inner")
     x, y = both[f"{score}_o"].to_numpy(float), both[f"{score}_r"].to_numpy(float)
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]

@@ -85,8 +85,12 @@ class QidInfo:
 def cell_strings(column: pd.Series | np.ndarray | list) -> np.ndarray:
     """Cells as an object array of str; missing values become ``""``."""
     arr = np.asarray(column, dtype=object).copy()
+    # release rows: every cell a str already, so none missing (one C pass; the scan for
+    # missing values costs as much again, and release rows are read many times: issue 43)
+    if set(map(type, arr.tolist())) <= {str}:
+        return arr
     arr[pd.isna(arr)] = ""
-    if set(map(type, arr.tolist())) <= {str}:  # release rows: nothing to convert (one C pass)
+    if set(map(type, arr.tolist())) <= {str}:  # no other type once the missing are ""
         return arr
     return np.array([x if type(x) is str else str(x) for x in arr], dtype=object)
 
