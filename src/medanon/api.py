@@ -1051,7 +1051,7 @@ class Publisher:
 
     def _randomness(self, seed: int | None, rng: Randomness | None) -> None:
         if rng is not None and seed is not None:
-            raise ValidationError("The 'seed' or the 'rng' parameter of Publisher, not both.")
+            raise ValidationError("Give the 'seed' or the 'rng' parameter of Publisher, not both.")
         self.rng = check_rng(rng, owner="Publisher") if rng is not None else randomness(seed)
 
     def __repr__(self) -> str:
