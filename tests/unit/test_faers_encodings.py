@@ -2,11 +2,13 @@
 stored as mojibake; Latin-1 as Latin-1; a table mixing the two, a UTF-16 file and a field past
 the limit are refused, naming the file and the line, and nothing is read."""
 
+import random
 from pathlib import Path
 
 import pytest
 
-from medanon.data.loaders.faers import DEFAULT_MAX_FIELD_CHARS, read_faers
+from medanon.data.loaders.faers import (
+    _UTF8_CHARACTER, DEFAULT_MAX_FIELD_CHARS, _first_utf8_character, read_faers)
 from medanon.errors import InputFormatError, ValidationError
 
 DEMO = ("primaryid$caseid$caseversion$init_fda_dt$fda_dt$age$age_cod$sex$wt$wt_cod$\n"
@@ -100,3 +102,18 @@ def test_utf8_characters_are_counted_as_characters(tmp_path):
 def test_the_limit_is_checked(tmp_path):
     with pytest.raises(ValidationError, match="'max_field_chars' parameter of open_faers"):
         read_faers(tmp_path, max_field_chars=0)
+
+
+def test_the_vectorized_utf8_scan_finds_what_the_regex_finds():
+    """The numpy scan that tells a Latin-1 block with UTF-8 in it apart answers as the regex
+    it replaces, on byte strings built from every boundary byte (leads, continuations, ASCII)."""
+    rng = random.Random(43)
+    alphabet = [0x41, 0x24, 0x0A, 0x7F, 0x80, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xEF,
+                0xF0, 0xF4, 0xF5, 0xFF, 0x90, 0xA9, 0xE9]
+    found = 0
+    for _ in range(5000):
+        body = bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+        match = _UTF8_CHARACTER.search(body)
+        assert _first_utf8_character(body) == (match.start() if match else None), body
+        found += match is not None
+    assert 0 < found < 5000  # both answers were met

@@ -365,6 +365,42 @@ def test_a_streamed_ingest_stages_beside_the_store_and_leaves_nothing_behind(tmp
     assert not [p for p in tmp_path.iterdir() if ".ingest-" in p.name]
 
 
+def test_a_streamed_source_of_one_quarter_is_written_without_staging(tmp_path, monkeypatch) -> None:
+    """One quarter (a holder's usual ingest) goes straight into the transaction, storing what
+    the whole ingest stores; a late failure still leaves the store as it was."""
+    import medanon
+
+    whole, streamed = tmp_path / "whole.duckdb", tmp_path / "streamed.duckdb"
+    _ingest(whole, FAERS_FIXTURES / "faers_2015Q1")
+
+    def no_staging(self):
+        raise AssertionError("a one-quarter source is not staged")
+
+    monkeypatch.setattr(ReleaseStore, "_staging", no_staging)
+    quarters = medanon.Dataset.stream_faers(FAERS_FIXTURES / "faers_2015Q1", keep_missing=False)
+    assert len(quarters) == 1
+    with ReleaseStore.create_or_open(streamed, Schema.default()) as store:
+        assert store.ingest(quarters).added == ["2015Q1"]
+    with ReleaseStore.open(whole) as a, ReleaseStore.open(streamed) as b:
+        assert b.ingested_periods() == ["2015Q1"]
+        pd.testing.assert_frame_equal(a.records("2015Q1"), b.records("2015Q1"))
+        assert a.ingest_report("2015Q1") == b.ingest_report("2015Q1")
+
+    path = tmp_path / "s.duckdb"
+    _ingest(path, FAERS_FIXTURES / "legacy_2011Q2")
+    before = _content(path)
+    from medanon.data.loaders import faers
+
+    def unreadable(*args, **kwargs):
+        raise RuntimeError("the quarter cannot be read")
+
+    monkeypatch.setattr(faers, "_read_quarter", unreadable)
+    with ReleaseStore.open(path) as store:
+        with pytest.raises(RuntimeError, match="cannot be read"):
+            store.ingest(medanon.Dataset.stream_faers(FAERS_FIXTURES / "faers_2015Q1"))
+    assert _content(path) == before
+
+
 def test_a_streamed_ingest_inside_a_batch_joins_its_transaction(tmp_path) -> None:
     path = tmp_path / "s.duckdb"
     _ingest(path, FAERS_FIXTURES / "legacy_2011Q2")

@@ -427,6 +427,29 @@ DEFAULT_MAX_FIELD_CHARS = 10_000
 #: Latin-1 text such a pair ("Ã©") does not occur: it is the mark of UTF-8.
 _UTF8_CHARACTER = re.compile(rb"[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}"
                              rb"|[\xf0-\xf4][\x80-\xbf]{3}")
+
+
+def _first_utf8_character(body: bytes) -> int | None:
+    """Where the first match of :data:`_UTF8_CHARACTER` in ``body`` starts (None: nowhere).
+
+    The same answer as ``_UTF8_CHARACTER.search(body)``, found with numpy: the regex engine
+    steps through every byte of a block that holds no UTF-8 (a Latin-1 table's, 8 MB at a time)
+    at about 1 s per 5 MB, while only the few bytes from 0xC2 up can start a character.
+    """
+    data = np.frombuffer(body, dtype=np.uint8)
+    at = np.flatnonzero(data >= 0xC2)
+    at = at[data[at] <= 0xF4]
+    if not len(at):
+        return None
+    # up to three continuation bytes after each lead; past the end counts as none
+    padded = np.concatenate([data, np.zeros(3, dtype=np.uint8)])
+    cont = [(padded[at + k] >= 0x80) & (padded[at + k] <= 0xBF) for k in (1, 2, 3)]
+    lead = data[at]
+    found = ((lead <= 0xDF) & cont[0]
+             | (lead >= 0xE0) & (lead <= 0xEF) & cont[0] & cont[1]
+             | (lead >= 0xF0) & cont[0] & cont[1] & cont[2])
+    hits = at[found]
+    return int(hits[0]) if len(hits) else None
 _LF, _CR, _SEP = 10, 13, 36  # the bytes b"\n", b"\r" and b"$"
 
 
@@ -760,9 +783,9 @@ class _TableStream:
             offset = at.start() if at else 0
         except UnicodeDecodeError as exc:
             found, offset = "latin-1", exc.start
-            utf8 = _UTF8_CHARACTER.search(body)
+            utf8 = _first_utf8_character(body)
             if utf8 is not None:  # UTF-8 in the same block as bytes that are not
-                self._refuse_mixed(line_at(utf8.start()), line_at(offset))
+                self._refuse_mixed(line_at(utf8), line_at(offset))
         line = line_at(offset)
         if self.encoding is None:
             self.encoding, self._encoding_line = found, line
