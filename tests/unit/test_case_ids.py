@@ -13,8 +13,8 @@ import pytest
 import medanon
 from medanon.data.schema import Schema
 from medanon.errors import StoreError, ValidationError
-from medanon.pipeline.case_ids import (CaseIds, case_id_map, check_injective, new_case_key,
-                                       pseudonyms)
+from medanon.pipeline.case_ids import (CaseIds, _hmac_sha256, case_id_map, check_injective,
+                                       new_case_key, pseudonyms)
 from medanon.pipeline.policy import SeriesPolicy
 from medanon.published.case_ids import case_id_mode, highest_case_id, order_excluded
 from medanon.random import randomness
@@ -58,6 +58,18 @@ def test_pseudonyms_are_the_hmac_of_each_stripped_case_id() -> None:
         assert cache == {str(c).strip(): defined(c) for c in listed}
     case_ids = CaseIds("pseudonym", key)
     assert case_ids.of(["9", "9 "]).tolist() == [defined("9")] * 2 == case_ids.of(["9"]).tolist() * 2
+
+
+def test_the_precomputed_hmac_is_hmac_sha256() -> None:
+    """The pseudonyms' HMAC (padded key blocks hashed once) gives hmac.digest's bytes for keys
+    shorter than, equal to and longer than SHA-256's 64-byte block, and any message."""
+    generator = np.random.default_rng(43)
+    for size in (0, 1, 32, 63, 64, 65, 200):
+        key = generator.bytes(size)
+        mac = _hmac_sha256(key)
+        for length in (0, 1, 7, 55, 56, 64, 119, 1000):
+            message = generator.bytes(length)
+            assert mac(message) == hmac.digest(key, message, "sha256")
 
 
 def test_seeded_keys_follow_the_seed_and_secure_keys_are_fresh() -> None:

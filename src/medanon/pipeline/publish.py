@@ -728,8 +728,8 @@ def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[s
     released = store.published_periods()
     if not released or not new:
         return
-    followed = set(store.ingested_case_ids(released, among=new))
-    fresh = np.array([c not in followed for c in new], dtype=bool)
+    followed = store.ingested_case_ids(released, among=new)
+    fresh = ~pd.Index(new, dtype=object).isin(followed)
     if not store.published_case_ids(mapped[fresh].tolist()):
         return
     # a new CaseID takes the pseudonym of a released case (about n^2 / 1.8e16): name the two
