@@ -13,7 +13,7 @@ from hypothesis import strategies as hs
 from medanon.anonymize.common import _SensitiveTerms
 from medanon.data.records import _union_of_str_tuples, as_value_set, map_cells
 from medanon.errors import SchemaError
-from medanon.pipeline.publish import INPUT_DIGEST_VERSION, input_digest
+from medanon.pipeline.publish import INPUT_DIGEST_VERSION, _canonical_order, input_digest
 from medanon.published.format import (_format_multi_many, format_multi, format_numeric,
                                      format_numeric_cells)
 
@@ -148,6 +148,23 @@ def test_input_digest_tells_neighbouring_inputs_apart(rows, data) -> None:
     changed[column] = changed[column].astype(object)
     changed.at[i, column] = new
     assert input_digest(changed) != input_digest(records)
+
+
+_KEY = hs.one_of(hs.text(alphabet=hs.sampled_from(["1", "2", "a", "é", "\x00", " ", "Z"]),
+                         max_size=3), hs.none())
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(hs.lists(hs.tuples(_KEY, _KEY, _KEY), min_size=0, max_size=15))
+def test_the_digest_order_is_sort_values_order(keys) -> None:
+    """The fast order of the digest's rows (numpy strings) is pandas' stable sort by the first
+    three columns, also with ties, trailing NULs, non-ASCII text and missing cells."""
+    records = pd.DataFrame(keys, columns=["case_id", "period", "report_id"], dtype=object)
+    records["weight"] = np.arange(len(records), dtype=float)
+    records.index = np.arange(len(records))[::-1]   # the input's own index plays no part
+    expected = records.reset_index(drop=True).sort_values(
+        ["case_id", "period", "report_id"], kind="stable").index.to_numpy()
+    assert _canonical_order(records).tolist() == expected.tolist()
 
 
 def test_multi_cells_format_as_format_multi_per_cell() -> None:
