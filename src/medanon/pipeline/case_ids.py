@@ -189,7 +189,7 @@ class CaseIds:
         """``records`` with the CaseID column published (a copy; unchanged under ``real``)."""
         if self.mode == "real":
             return records
-        out = records.copy()
+        out = records.copy(deep=False)   # the other columns are shared, not copied
         out[column] = self.of(records[column].to_numpy())
         return out
 

@@ -17,6 +17,7 @@ store's operator-only ``release_private`` table (:class:`PreparedRelease`'s ``op
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import itertools
 import time
@@ -493,7 +494,8 @@ def _unordered(supers, records: pd.DataFrame, schema: Schema, rng: Randomness):
     return replace(supers, frame=frame.iloc[order].reset_index(drop=True))
 
 
-def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.DataFrame,
+def prepare_release(schema: Schema, method: Anonymizer, label: str,
+                    records: pd.DataFrame | Callable[[], pd.DataFrame],
                     rng: Randomness, *, series: PublishedSeries,
                     hierarchies: Mapping[str, Taxonomy] | None = None,
                     ledger: pd.DataFrame | None = None, case_budget: Budget | None = None,
@@ -512,7 +514,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
         schema: The data's schema.
         method: The anonymization method.
         label: The period.
-        records: The period's report-level records (private).
+        records: The period's report-level records (private), or a function that reads them:
+            then the release holds them only until its super records are made (a 450k-case
+            quarter's records are about a third of a release's peak memory).
         rng: The run's randomness (:class:`~medanon.random.Randomness`), recorded in the manifest.
         series: The releases published so far (``published.series.empty_series`` for none),
             or what this period links to of them (:meth:`PublishedSeries.linked`): the method,
@@ -556,6 +560,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
                                   f"{' with next_cases' if next_cases is not None else ''}.")
         next_cases = frozenset()   # the series ends: no case goes on
     hierarchies = schema.load_hierarchies() if hierarchies is None else hierarchies
+    records = records() if callable(records) else records
     real_records = records
     case_ids = CaseIds.real() if case_ids is None else case_ids
     if case_ids.mode == "pseudonym":   # everything below sees the published CaseIDs only
@@ -569,6 +574,10 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
         records, budget_entry = _apply_case_budget(schema, ledger, method, label, records,
                                                    case_budget, on_case_budget)
     supers = _unordered(combine_super_records(records, schema, hierarchies), records, schema, rng)
+    # what is read of the records later, taken now so that they can be freed before the method
+    # runs (unless the caller holds them)
+    n_reports, digest = len(records), input_digest(real_records)
+    del records, real_records
     previous = list(series.releases.values()) if method.periodic else []
     started = time.perf_counter()
     result = method.anonymize(supers, previous, rng=rng, next_cases=next_cases)
@@ -585,7 +594,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
                                          getattr(method, "lifespan", None)).items():
             rows[name] = values
     manifest = build_manifest(schema, hierarchies, method, label, rng, result=result, rows=rows,
-                              n_reports=len(records), final=final)
+                              n_reports=n_reports, final=final)
     if case_ids.mode == "real":   # what the rule reads: the given value and the series' rows
         here = parse_period(label).ordinal
         highest_earlier = highest_case_id([
@@ -628,7 +637,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str, records: pd.
     # privatized values steered the grouping of the others).
     entries = ledger_entries(supers.frame[schema.case_id], result.privacy_charges,
                              dp=method.claims_dp)
-    operator = {"input_sha256": input_digest(real_records),
+    operator = {"input_sha256": digest,
                 "private_details": {**result.private_details, **ingest_private,
                                     "input_digest": INPUT_DIGEST_VERSION,
                                     MANIFEST_FACTS: manifest_facts}}
@@ -712,8 +721,15 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
                 return
             next_cases = (set(map(str, period_case_ids(following))) if period_case_ids
                           is not None else set(records(following)[schema.case_id].astype(str)))
-        period_records = records(label)
-        cases = period_records[schema.case_id].astype(str).unique()
+        period_records: pd.DataFrame | Callable[[], pd.DataFrame]
+        if period_case_ids is not None:
+            # the records are read by prepare_release, which alone holds them and frees them
+            # once its super records are made
+            cases = np.asarray(list(map(str, period_case_ids(label))), dtype=object)
+            period_records = functools.partial(records, label)
+        else:
+            period_records = records(label)
+            cases = period_records[schema.case_id].astype(str).unique()
         if case_ids is not None and case_ids.mode == "pseudonym":
             cases = case_ids.of(cases)
         history = (series.linked(cases, whole=md_whole(label, series.manifests)) if linked is None
