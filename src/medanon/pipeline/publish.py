@@ -582,9 +582,13 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
     started = time.perf_counter()
     result = method.anonymize(supers, previous, rng=rng, next_cases=next_cases)
     seconds = time.perf_counter() - started
+    # the super records' case ids are all the ledger reads of them: the rest is freed before
+    # the published rows and the gate's views are made
+    super_cases = supers.frame[schema.case_id]
+    del supers
     # What ran must be what the budget pre-check assumed (exactly, for an epsilon-DP claim;
     # never more, for a nominal epsilon): else the ledger and the pre-check disagree.
-    check_plan(method.planned_losses(schema), result.privacy_charges, units=len(supers.frame),
+    check_plan(method.planned_losses(schema), result.privacy_charges, units=len(super_cases),
                exact=method.claims_dp, owner=f"{method.name} on period {label}")
     rows = to_published_rows(result.table, schema)
     if method.name != "none" and schema.dates:  # dates derived from the series (published.roles)
@@ -635,7 +639,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
         verdict = found
     # Every case a mechanism read is charged, also one the method could not place (strict: its
     # privatized values steered the grouping of the others).
-    entries = ledger_entries(supers.frame[schema.case_id], result.privacy_charges,
+    entries = ledger_entries(super_cases, result.privacy_charges,
                              dp=method.claims_dp)
     operator = {"input_sha256": digest,
                 "private_details": {**result.private_details, **ingest_private,
