@@ -85,6 +85,10 @@ class QidInfo:
 
 def cell_strings(column: pd.Series | np.ndarray | list) -> np.ndarray:
     """Cells as an object array of str; missing values become ``""``."""
+    if isinstance(column, pd.Series) and isinstance(column.dtype, pd.StringDtype):
+        # a string column holds str or its missing value, so no scan of the cells' types
+        # (release rows are string columns, read many times: issue 43)
+        return np.array(column.to_numpy(dtype=object, na_value=""), dtype=object, copy=True)
     arr = np.asarray(column, dtype=object).copy()
     # release rows: every cell a str already, so none missing (one C pass; the scan for
     # missing values costs as much again, and release rows are read many times: issue 43)
