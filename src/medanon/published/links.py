@@ -251,6 +251,9 @@ def group_conflicts(view: ReleaseView, names: Sequence[str]) -> list[tuple[str, 
         in order of group then QID.
     """
     out = []
+    # each row against its group's first row: a group holds two distinct values exactly when
+    # some row differs from its first (a drop_duplicates of group and value hashed every row)
+    first = _first_rows(view.group, len(view.group_labels))[view.group]
     for name in names:
         if name in view.region.cat:
             keys = [view.region.cat[name]]
@@ -258,12 +261,24 @@ def group_conflicts(view: ReleaseView, names: Sequence[str]) -> list[tuple[str, 
             keys = [view.region.lo[name], view.region.hi[name]]
         if name in view.blank:  # an empty cell (missing) and "*" share a region, not a meaning
             keys.append(view.blank[name])
-        frame = pd.DataFrame({"g": view.group, **{f"k{i}": k for i, k in enumerate(keys)}})
-        distinct = frame.drop_duplicates().groupby("g").size()
-        for g in distinct.index[distinct.to_numpy() > 1]:
+        differs = np.zeros(view.n, dtype=bool)
+        for key in keys:
+            other = key[first]
+            same = key == other
+            if key.dtype.kind == "f":  # NaN equals NaN, as drop_duplicates reads it
+                same |= np.isnan(key) & np.isnan(other)
+            differs |= ~same
+        for g in np.unique(view.group[differs]).tolist():
             values = sorted(set(cell_strings(view.rows[name])[view.group == g]))
             out.append((str(view.group_labels[g]), name, values))
     return sorted(out, key=lambda t: (t[0], t[1]))
+
+
+def _first_rows(group: np.ndarray, n_groups: int) -> np.ndarray:
+    """The first row of each group code (codes 0..n_groups-1, each on some row)."""
+    first = np.full(n_groups, len(group), dtype=np.int64)
+    np.minimum.at(first, group, np.arange(len(group), dtype=np.int64))
+    return first
 
 
 @dataclass
