@@ -476,3 +476,24 @@ def test_real_case_ids_carry_their_order_and_pseudonyms_do_not() -> None:
     assert (pseudonym.kept, pseudonym.excluded_old) == (5, 0)
     with pytest.raises(ValidationError, match="'case_ids' parameter"):
         check([q1, q2], k=3, case_ids="hashed")
+
+
+def test_violations_read_off_the_group_table_equal_those_of_the_built_groups() -> None:
+    # the gate reads a release's violations without building its groups (issue 43); they must
+    # be the built groups' violations, in group order, and the check must survive pickling
+    import pickle
+
+    rows = pd.DataFrame({"period": "2020Q1", "case_id": ["1", "2", "3", "4", "5", "6"],
+                         "group": ["b", "b", "a", "a", "a", "c"],
+                         "sex": ["F", "F", "M", "M", "M", "F"], "age": "[30-40]",
+                         "adr": ["x", "x", "x|y", "y", "", "z"]})
+    period = check_series({"2020Q1": rows}, qids=QIDS, sensitive=["adr"], k=3,
+                          theta=ThetaTable(default=0.5)).periods[0]
+    lazy, count = period.violations, period.n_groups
+    again = pickle.loads(pickle.dumps(period))
+    built = tuple(f"{period.period} group {g.group}: {v}" for g in period.groups
+                  for v in g.violations)
+    assert lazy == built and count == len(period.groups) == 3
+    assert [g.group for g in period.groups] == ["b", "a", "c"]
+    assert lazy[0].startswith("2020Q1 group b: only 2 case(s)") and len(lazy) == 5
+    assert again == period and hash(again) == hash(period)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import operator
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,8 +33,8 @@ import pandas as pd
 from ..errors import HierarchyError, InputFormatError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 
-__all__ = ["QidInfo", "SUPPRESSED", "categorical_codes", "cell_strings", "joined_terms", "numeric_bounds",
-           "term_pairs"]
+__all__ = ["QidInfo", "SUPPRESSED", "categorical_codes", "cell_strings", "columns_term_pairs",
+           "joined_terms", "numeric_bounds", "term_pairs"]
 
 SUPPRESSED = "*"
 _SEP = "|"
@@ -84,6 +85,10 @@ class QidInfo:
 
 def cell_strings(column: pd.Series | np.ndarray | list) -> np.ndarray:
     """Cells as an object array of str; missing values become ``""``."""
+    if isinstance(column, pd.Series) and isinstance(column.dtype, pd.StringDtype):
+        # a string column holds str or its missing value, so no scan of the cells' types
+        # (release rows are string columns, read many times: issue 43)
+        return np.array(column.to_numpy(dtype=object, na_value=""), dtype=object, copy=True)
     arr = np.asarray(column, dtype=object).copy()
     # release rows: every cell a str already, so none missing (one C pass; the scan for
     # missing values costs as much again, and release rows are read many times: issue 43)
@@ -99,9 +104,14 @@ def blank_cells(values: np.ndarray) -> np.ndarray:
     """Which cells of an object array of str are empty once stripped, each distinct cell
     stripped once (a release repeats a group's value on every row)."""
     codes, distinct = pd.factorize(np.asarray(values, dtype=object))
-    blank = np.fromiter((v.strip() == "" for v in distinct.tolist()), dtype=bool,
-                        count=len(distinct))
-    return blank[codes] if len(codes) else np.zeros(0, dtype=bool)
+    return blank_distinct(distinct)[codes] if len(codes) else np.zeros(0, dtype=bool)
+
+
+def blank_distinct(distinct) -> np.ndarray:
+    """Which of the str values ``distinct`` are empty once stripped (a C-level pass: a
+    generator expression cost a tenth of a second per 450k distinct case ids, issue 43)."""
+    texts = np.asarray(distinct, dtype=object).tolist()
+    return np.fromiter(map(operator.not_, map(str.strip, texts)), dtype=bool, count=len(texts))
 
 
 def categorical_codes(values: np.ndarray, taxonomy: Taxonomy, *, where: str) -> np.ndarray:
@@ -111,6 +121,16 @@ def categorical_codes(values: np.ndarray, taxonomy: Taxonomy, *, where: str) -> 
         HierarchyError: a cell is not a node of ``taxonomy`` (``where`` names the column).
     """
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    return categorical_codes_of_distinct(uniques, taxonomy, where=where)[codes]
+
+
+def categorical_codes_of_distinct(uniques, taxonomy: Taxonomy, *, where: str) -> np.ndarray:
+    """:func:`categorical_codes` of the distinct cells ``uniques`` (a caller that factorized
+    the column already reads each distinct cell once).
+
+    Raises:
+        HierarchyError: a cell is not a node of ``taxonomy`` (``where`` names the column).
+    """
     root = taxonomy.code_of[taxonomy.root]
     mapped = np.empty(len(uniques), dtype=np.int64)
     bad = []
@@ -127,7 +147,7 @@ def categorical_codes(values: np.ndarray, taxonomy: Taxonomy, *, where: str) -> 
         more = f" (and {len(bad) - _SHOWN} more)" if len(bad) > _SHOWN else ""
         raise HierarchyError(f"{where}: {len(bad)} value(s) are not nodes of hierarchy "
                              f"{taxonomy.name!r}: {shown}{more}.")
-    return mapped[codes]
+    return mapped
 
 
 def numeric_bounds(values: np.ndarray, *, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -137,6 +157,16 @@ def numeric_bounds(values: np.ndarray, *, where: str) -> tuple[np.ndarray, np.nd
         InputFormatError: a cell is neither a number nor an interval ``[lo-hi]``.
     """
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    lo, hi = numeric_bounds_of_distinct(uniques, where=where)
+    return lo[codes], hi[codes]
+
+
+def numeric_bounds_of_distinct(uniques, *, where: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`numeric_bounds` of the distinct cells ``uniques``.
+
+    Raises:
+        InputFormatError: a cell is neither a number nor an interval ``[lo-hi]``.
+    """
     lo = np.empty(len(uniques), dtype=np.float64)
     hi = np.empty(len(uniques), dtype=np.float64)
     for i, v in enumerate(uniques):
@@ -148,7 +178,7 @@ def numeric_bounds(values: np.ndarray, *, where: str) -> tuple[np.ndarray, np.nd
             lo[i], hi[i] = _interval_bounds(v)
         except ValidationError as exc:
             raise InputFormatError(f"{where}: {exc}") from None
-    return lo[codes], hi[codes]
+    return lo, hi
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -187,6 +217,67 @@ def term_pairs(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     # distinct (row, term) pairs, sorted: a sort and a neighbour test, which is what
     # np.unique returns, at a fraction of its cost on large int arrays (numpy 2's hash path)
     key = np.sort(rows * width + codes)
+    if len(key):
+        key = key[np.r_[True, key[1:] != key[:-1]]]
+    return key // width, key % width, names
+
+
+def columns_term_pairs(frame: pd.DataFrame, columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``term_pairs(joined_terms(frame, columns))``, the same arrays, without joining the
+    columns row by row (a string built per row before the split: issue 43).
+
+    The terms are numbered as :func:`term_pairs` numbers the joined cells: in order of first
+    appearance reading row by row, each row's columns in order, and ``""`` first when there are
+    rows (the joined cells start with the separator).
+    """
+    n = len(frame)
+    columns = list(columns)
+    if n == 0:
+        return term_pairs(np.empty(0, dtype=object))
+    parts = []
+    for col in columns:
+        texts = cell_strings(frame[col]).tolist()
+        lengths = np.fromiter(map(str.count, texts, itertools.repeat(_SEP)), dtype=np.int64,
+                              count=n) + 1
+        flat = np.fromiter(_SEP.join(texts).split(_SEP), dtype=object, count=int(lengths.sum()))
+        raw_codes, raw_names = pd.factorize(flat)
+        raw_codes = raw_codes.astype(np.int64)
+        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        # pd.factorize numbers values in order of first appearance: a value first appears
+        # where its code exceeds every code before it
+        first = np.flatnonzero(np.r_[True, raw_codes[1:] > np.maximum.accumulate(raw_codes)[:-1]])
+        place = first - (np.cumsum(lengths) - lengths)[rows[first]]
+        parts.append((rows, raw_codes, np.asarray(raw_names, dtype=object), rows[first], place))
+    # one numbering of the stripped terms of every column, "" first
+    stripped = [""]
+    for part in parts:
+        stripped.extend(map(str.strip, part[2].tolist()))
+    term_of, distinct = pd.factorize(np.array(stripped, dtype=object))
+    term_of = term_of.astype(np.int64)
+    # each term's first reading position (row, column, place in the cell): its least over the
+    # columns' first appearances of the raw texts that strip to it
+    places = max(int(part[4].max(initial=0)) for part in parts) + 1 if parts else 1
+    first_read = np.full(len(distinct), np.iinfo(np.int64).max, dtype=np.int64)
+    first_read[0] = -1
+    offset = 1
+    for j, (_, _, raw_names, first_row, place) in enumerate(parts):
+        key = (first_row * (len(columns) + 1) + j) * places + place
+        np.minimum.at(first_read, term_of[offset:offset + len(raw_names)], key)
+        offset += len(raw_names)
+    order = np.argsort(first_read, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    names = np.asarray(distinct, dtype=object)[order]
+    blank = (names == "") | (names == SUPPRESSED)  # an empty cell, "a||b", or a suppressed cell
+    width = max(len(names), 1)
+    keys = []
+    offset = 1
+    for rows, raw_codes, raw_names, _, _ in parts:
+        code = rank[term_of[offset:offset + len(raw_names)]][raw_codes]
+        offset += len(raw_names)
+        keep = ~blank[code]
+        keys.append(rows[keep] * width + code[keep])
+    key = np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
     if len(key):
         key = key[np.r_[True, key[1:] != key[:-1]]]
     return key // width, key % width, names

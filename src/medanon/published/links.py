@@ -31,8 +31,8 @@ from ..periods import parse_period
 from ..errors import InputFormatError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from .case_ids import case_id_mode, order_excluded
-from .cells import (QidInfo, blank_cells, categorical_codes, cell_strings, joined_terms,
-                             numeric_bounds, term_pairs)
+from .cells import (QidInfo, blank_distinct, categorical_codes_of_distinct, cell_strings,
+                    columns_term_pairs, numeric_bounds_of_distinct)
 from .series import PublishedSeries
 
 __all__ = ["Region", "ReleaseView", "Links", "group_conflicts", "read_view", "link", "lca_depth",
@@ -171,11 +171,12 @@ def row_periods(rows: pd.DataFrame, where: str) -> set[str]:
     Raises:
         InputFormatError: a row has no period, or one that does not parse.
     """
-    cells = cell_strings(rows["period"])
-    if blank_cells(cells).any():
+    # one factorize: the distinct cells tell both whether one is blank and which periods
+    _, distinct = pd.factorize(cell_strings(rows["period"]))
+    if blank_distinct(distinct).any():
         raise InputFormatError(f"{where} has rows without a period.")
     try:
-        return {parse_period(c).label for c in set(cells)}
+        return {parse_period(c).label for c in distinct.tolist()}
     except ValidationError as exc:
         raise InputFormatError(f"{where}: {exc}") from None
 
@@ -204,11 +205,14 @@ def read_view(series: PublishedSeries, label: str) -> ReleaseView:
         raise InputFormatError(f"{where} holds rows of period(s) {', '.join(sorted(found))}, "
                                f"not {label}.")
     case = cell_strings(rows["case_id"])
-    blank = blank_cells(case)
+    # one factorize of the case ids for both checks (each was a hash pass over them: issue 43)
+    case_code, case_distinct = pd.factorize(case)
+    blank = blank_distinct(case_distinct)
     if blank.any():
-        raise InputFormatError(f"{where} has {int(blank.sum())} row(s) without a case_id.")
-    dup = pd.Series(case).duplicated(keep=False).to_numpy()
-    if dup.any():
+        raise InputFormatError(f"{where} has {int(blank[case_code].sum())} row(s) without a "
+                               f"case_id.")
+    if len(case_distinct) < len(case):
+        dup = np.bincount(case_code)[case_code] > 1
         ids = sorted(set(case[dup]))
         shown = ", ".join(repr(c) for c in ids[:5])
         raise InputFormatError(f"{where} holds {len(ids)} case_id(s) on several rows ({shown}); "
@@ -219,14 +223,17 @@ def read_view(series: PublishedSeries, label: str) -> ReleaseView:
     hi: dict[str, np.ndarray] = {}
     qid_blank: dict[str, np.ndarray] = {}
     for q in series.qids:
-        values = cell_strings(rows[q.name])
-        qid_blank[q.name] = blank_cells(values)
+        # each column factorized once: its distinct cells give the blanks and the regions
+        codes, distinct = pd.factorize(cell_strings(rows[q.name]))
+        qid_blank[q.name] = (blank_distinct(distinct)[codes] if len(codes)
+                             else np.zeros(0, dtype=bool))
         if q.kind == "categorical":
-            cat[q.name] = categorical_codes(values, q.hierarchy,
-                                            where=f"{where}, column {q.name!r}").astype(np.int64)
+            cat[q.name] = categorical_codes_of_distinct(
+                distinct, q.hierarchy, where=f"{where}, column {q.name!r}")[codes]
         else:
-            lo[q.name], hi[q.name] = numeric_bounds(values, where=f"{where}, column {q.name!r}")
-    term_row, term_code, term_names = term_pairs(joined_terms(rows, series.sensitive))
+            bounds = numeric_bounds_of_distinct(distinct, where=f"{where}, column {q.name!r}")
+            lo[q.name], hi[q.name] = bounds[0][codes], bounds[1][codes]
+    term_row, term_code, term_names = columns_term_pairs(rows, series.sensitive)
     return ReleaseView(label, parse_period(label).ordinal, rows, case, gcode.astype(np.int64),
                        np.asarray(glabels, dtype=object), Region(cat, lo, hi), term_row,
                        term_code, term_names, pd.Index(case), qid_blank)
@@ -244,6 +251,9 @@ def group_conflicts(view: ReleaseView, names: Sequence[str]) -> list[tuple[str, 
         in order of group then QID.
     """
     out = []
+    # each row against its group's first row: a group holds two distinct values exactly when
+    # some row differs from its first (a drop_duplicates of group and value hashed every row)
+    first = _first_rows(view.group, len(view.group_labels))[view.group]
     for name in names:
         if name in view.region.cat:
             keys = [view.region.cat[name]]
@@ -251,12 +261,24 @@ def group_conflicts(view: ReleaseView, names: Sequence[str]) -> list[tuple[str, 
             keys = [view.region.lo[name], view.region.hi[name]]
         if name in view.blank:  # an empty cell (missing) and "*" share a region, not a meaning
             keys.append(view.blank[name])
-        frame = pd.DataFrame({"g": view.group, **{f"k{i}": k for i, k in enumerate(keys)}})
-        distinct = frame.drop_duplicates().groupby("g").size()
-        for g in distinct.index[distinct.to_numpy() > 1]:
+        differs = np.zeros(view.n, dtype=bool)
+        for key in keys:
+            other = key[first]
+            same = key == other
+            if key.dtype.kind == "f":  # NaN equals NaN, as drop_duplicates reads it
+                same |= np.isnan(key) & np.isnan(other)
+            differs |= ~same
+        for g in np.unique(view.group[differs]).tolist():
             values = sorted(set(cell_strings(view.rows[name])[view.group == g]))
             out.append((str(view.group_labels[g]), name, values))
     return sorted(out, key=lambda t: (t[0], t[1]))
+
+
+def _first_rows(group: np.ndarray, n_groups: int) -> np.ndarray:
+    """The first row of each group code (codes 0..n_groups-1, each on some row)."""
+    first = np.full(n_groups, len(group), dtype=np.int64)
+    np.minimum.at(first, group, np.arange(len(group), dtype=np.int64))
+    return first
 
 
 @dataclass
@@ -399,7 +421,11 @@ def longest_case_span(case_ids: Mapping[str, Iterable]) -> int:
     publisher's safety check off the private records (:mod:`medanon.pipeline.checks`)."""
     cases, ordinals = [], []
     for label, ids in case_ids.items():
-        texts = pd.Series(list(ids), dtype=object).astype(str).to_numpy()
+        # a column or array as an object array of its elements, which is what list() gives,
+        # without a Python step per element (iterating a string column: issue 43)
+        items = (np.asarray(ids, dtype=object) if isinstance(ids, (pd.Series, pd.Index, np.ndarray))
+                 else list(ids))
+        texts = pd.Series(items, dtype=object).astype(str).to_numpy()
         cases.append(texts)
         ordinals.append(np.full(len(texts), parse_period(label).ordinal, dtype=np.int64))
     if not cases or not sum(map(len, cases)):

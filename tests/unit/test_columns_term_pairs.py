@@ -1,0 +1,43 @@
+"""columns_term_pairs: the terms of several multi-valued columns read without joining them row
+by row give the arrays term_pairs gives for the joined cells (issue 43), term numbers included
+(readers of ReleaseView.term_code rely on term_pairs' order of first appearance)."""
+
+from __future__ import annotations
+
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as hs
+
+from medanon.published.cells import columns_term_pairs, joined_terms, term_pairs
+
+# terms that strip to the same text, blank and suppressed terms, separators at the ends
+_TERMS = hs.sampled_from(["a", " a", "a ", "b", "B", "c d", "", " ", "*", " * ", "é"])
+_CELL = hs.one_of(hs.none(), hs.lists(_TERMS, max_size=4).map("|".join))
+
+
+def _frame(columns: list[list[str | None]]) -> pd.DataFrame:
+    # string and object columns alike (release rows are string columns; other readers' are not)
+    return pd.DataFrame({f"c{j}": pd.Series(cells, dtype="str" if j % 2 == 0 else object)
+                         for j, cells in enumerate(columns)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(hs.integers(0, 3).flatmap(lambda width: hs.integers(0, 12).flatmap(
+    lambda n: hs.lists(hs.lists(_CELL, min_size=n, max_size=n), min_size=width,
+                       max_size=width))), hs.integers(0, 11))
+def test_columns_term_pairs_equals_term_pairs_of_the_joined_cells(columns, rows) -> None:
+    frame = _frame(columns) if columns else pd.DataFrame(index=range(rows))
+    names = list(frame.columns)
+    want = term_pairs(joined_terms(frame, names))
+    got = columns_term_pairs(frame, names)
+    for w, g in zip(want, got, strict=True):
+        assert g.dtype == w.dtype
+        assert g.tolist() == w.tolist()
+
+
+def test_terms_are_numbered_by_first_appearance_row_by_row() -> None:
+    frame = pd.DataFrame({"x": ["", "b|a", "c"], "y": ["a| *", "c", " b"]})
+    rows, codes, names = columns_term_pairs(frame, ["x", "y"])
+    assert names.tolist() == ["", "a", "*", "b", "c"]
+    assert list(zip(rows.tolist(), names[codes].tolist())) == [
+        (0, "a"), (1, "a"), (1, "b"), (1, "c"), (2, "b"), (2, "c")]
