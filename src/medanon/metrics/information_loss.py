@@ -78,6 +78,7 @@ Choices (deviations from, or details missing in, 000 and ``algorithms.md``):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -92,15 +93,27 @@ from ..hierarchies import Interval, Taxonomy
 
 __all__ = ["StarLoss", "information_loss_star", "normalized_information_loss"]
 
+#: the dtype of text cells read as strings (``astype(str)``: pandas' string dtype)
+_STR = pd.Series([], dtype=object).astype(str).dtype
 _WHOLE = ("", "*")  # published cells meaning "the whole domain" (numeric) / the root (categorical)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed(text: str) -> tuple[float, float]:
+    """:meth:`Interval.parse`'s bounds of a published cell, each text parsed once per process:
+    the releases of a series publish the same numbers and intervals again and again, and
+    ``medanon evaluate`` reads every one of them twice (issue 43). A failed parse (it raises)
+    is not kept."""
+    found = Interval.parse(text)
+    return found.lo, found.hi
 
 
 def _bounds(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of published numeric cells; NaN for an empty cell (missing) and for ``*``."""
     codes, uniques = pd.factorize(_texts(column))
-    parsed = [Interval.parse(t) if t not in _WHOLE else None for t in uniques]
-    lo = np.array([p.lo if p else np.nan for p in parsed], dtype=np.float64)
-    hi = np.array([p.hi if p else np.nan for p in parsed], dtype=np.float64)
+    parsed = [_parsed(t) if t not in _WHOLE else (np.nan, np.nan) for t in uniques]
+    lo = np.array([p[0] for p in parsed], dtype=np.float64)
+    hi = np.array([p[1] for p in parsed], dtype=np.float64)
     return lo[codes], hi[codes]
 
 
@@ -205,9 +218,9 @@ def _texts(column: pd.Series) -> pd.Series:
     # text cells: each distinct one stripped once (a release repeats a group's value on every
     # row, and pandas strips a cell at a time), into the same strings and dtype
     codes, uniques = pd.factorize(values)
-    stripped = pd.Series(uniques, dtype=object).astype(str).str.strip()
-    return pd.Series(stripped.to_numpy(dtype=object)[codes], index=column.index,
-                     dtype=stripped.dtype, name=column.name)
+    # every distinct cell is a str here: str.strip on each, which is what pandas' strip calls
+    stripped = np.array([u.strip() for u in uniques.tolist()], dtype=object)
+    return pd.Series(stripped[codes], index=column.index, dtype=_STR, name=column.name)
 
 
 def _check_qids(qids: Any) -> list[tuple[str, str]]:
@@ -310,11 +323,9 @@ def _published_bounds(column: pd.Series, name: str) -> tuple[np.ndarray, np.ndar
             whole_u[i] = True
             continue
         try:
-            parsed = Interval.parse(text)
+            lo_u[i], hi_u[i] = _parsed(text)
         except ValidationError:
             bad.append(text)
-            continue
-        lo_u[i], hi_u[i] = parsed.lo, parsed.hi
     if bad:
         raise ValidationError(
             f"The 'rows' parameter of {_OWNER} must hold, in numeric QID {name!r}, numbers or "

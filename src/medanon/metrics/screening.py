@@ -691,9 +691,28 @@ def _spearman(both: pd.DataFrame | None, score: str) -> dict[str, Any]:
     x, y = x[ok], y[ok]
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return {"spearman": None, "pairs_compared": int(len(x))}
-    from scipy.stats import spearmanr  # imported when used: scipy.stats takes 0.7 s to import
+    return {"spearman": round(float(_spearman_statistic(x, y)), 6), "pairs_compared": int(len(x))}
 
-    return {"spearman": round(float(spearmanr(x, y).statistic), 6), "pairs_compared": int(len(x))}
+
+def _spearman_statistic(x: np.ndarray, y: np.ndarray) -> float:
+    """``scipy.stats.spearmanr(x, y).statistic`` of finite, non-constant x and y (at least two
+    of each), bit for bit: the Pearson correlation (``np.corrcoef``, as SciPy computes it) of
+    their average ranks. Average ranks are integers or halves, exact whatever computes them;
+    importing ``scipy.stats`` for them took 0.7 s of every ``medanon evaluate`` (issue 43)."""
+    ranked = np.column_stack((_average_ranks(x), _average_ranks(y)))
+    return float(np.corrcoef(ranked, rowvar=False)[1, 0])
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties given the mean of the ranks they span (``rankdata``'s "average")."""
+    order = np.argsort(values, kind="mergesort")
+    ordered = values[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]]
+    tie = np.cumsum(starts)                       # 1-based tie group of each sorted value
+    bounds = np.r_[np.flatnonzero(starts), len(values)]
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[order] = 0.5 * (bounds[tie] + bounds[tie - 1] + 1)
+    return ranks
 
 
 def _pair_row(table: pd.DataFrame, key: Hashable) -> pd.Series | None:
