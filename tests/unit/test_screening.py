@@ -6,14 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as hs
 
 from medanon.errors import ValidationError
 from medanon.hierarchies.builtin import mesh_age_tree, sex_tree
 from medanon.metrics.disproportionality import GpsPrior, fit_gps_prior, pair_counts
 from medanon.metrics.screening import (ScreeningOptions, SeriesScreening, _latest_of_case,
-                                       opposite_condition, screen_series, screening_for)
+                                       _spearman_statistic, opposite_condition, screen_series,
+                                       screening_for)
 from medanon.metrics.signals import Condition, SignalRule
 
 HIER = {"age": mesh_age_tree(), "sex": sex_tree()}
@@ -327,3 +328,18 @@ def test_each_scope_counts_the_pairs_of_its_reports_as_pair_counts_does(original
             want = pair_counts(stacked[rows].reset_index(drop=True),
                                drug_columns=options.drug_columns)
             pd.testing.assert_frame_equal(side.pairs(scope), want)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(hs.lists(hs.tuples(hs.integers(0, 6), hs.floats(0.01, 50.0)), min_size=3, max_size=60),
+       hs.booleans())
+def test_spearman_statistic_is_scipy_spearmanr_bit_for_bit(pairs, tied):
+    """The screening's Spearman correlation (no scipy.stats import) is spearmanr's statistic,
+    the same float, with ties (small integers) and without."""
+    from scipy.stats import spearmanr
+
+    x = np.array([float(a) if tied else b for a, b in pairs])
+    y = np.array([b * (1 + a) for a, b in pairs])
+    # constant: the screening reports no correlation and never computes one
+    assume(np.ptp(x) > 0 and np.ptp(y) > 0)
+    assert _spearman_statistic(x, y) == float(spearmanr(x, y).statistic)

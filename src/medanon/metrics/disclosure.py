@@ -83,6 +83,7 @@ from ..errors import SchemaError, ValidationError
 from ..published.cells import QidInfo
 from ..published.links import Links, Region, covers, intersect, lca_depth, link
 from ..published.series import PublishedSeries
+from .information_loss import encode_distinct
 
 __all__ = ["LinkageRisk", "linkage_risk"]
 
@@ -144,7 +145,7 @@ def _original_region(original: pd.DataFrame, cases: np.ndarray, series: Publishe
             ok = labels != ""
             tax = q.hierarchy
             codes = np.full(len(labels), tax.code_of[tax.root], dtype=np.int64)
-            codes[ok] = tax.encode(labels[ok])
+            codes[ok] = encode_distinct(tax, labels[ok])
             cat[q.name], known[q.name] = codes, ok
         else:
             values = col.array

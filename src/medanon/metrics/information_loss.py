@@ -91,7 +91,7 @@ import pandas as pd
 from ..errors import SchemaError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 
-__all__ = ["StarLoss", "information_loss_star", "normalized_information_loss"]
+__all__ = ["StarLoss", "encode_distinct", "information_loss_star", "normalized_information_loss"]
 
 #: the dtype of text cells read as strings (``astype(str)``: pandas' string dtype)
 _STR = pd.Series([], dtype=object).astype(str).dtype
@@ -106,6 +106,18 @@ def _parsed(text: str) -> tuple[float, float]:
     is not kept."""
     found = Interval.parse(text)
     return found.lo, found.hi
+
+
+def encode_distinct(tax: Taxonomy, labels: np.ndarray) -> np.ndarray:
+    """``tax.encode(labels)`` (int32 codes), each distinct label looked up once: a release
+    repeats a group's label on every row (issue 43). It raises as ``encode`` does, naming the
+    same labels in the same order (the distinct ones, as first met)."""
+    labels = np.asarray(labels, dtype=object)
+    codes, uniques = pd.factorize(labels, use_na_sentinel=False)
+    distinct = np.asarray(uniques, dtype=object)
+    if not all(isinstance(u, str) for u in distinct.tolist()):
+        return tax.encode(labels)  # not a label (None, NaN): encode refuses it, naming it
+    return tax.encode(distinct)[codes] if len(codes) else tax.encode([])
 
 
 def _bounds(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -153,7 +165,7 @@ def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, st
             tax = hierarchies[name]
             labels = texts.mask(empty, tax.root)
             if tax.height > 0:
-                codes = tax.encode(labels.tolist())
+                codes = encode_distinct(tax, labels.to_numpy(dtype=object))
                 loss += np.where(empty, 0.0,
                                  np.asarray(tax.subtree_height_array, dtype=float)[codes] / tax.height)
     per_group = pd.Series(loss / len(qids)).groupby(rows["group"].to_numpy()).first()
