@@ -112,7 +112,7 @@ class StoreSeries:
         mine = pd.Index(cases)
         if not mine.is_unique:  # verify refuses such a release; an index to probe needs unique keys
             mine = mine.drop_duplicates()
-        rows = {p: (r[mine.get_indexer(r["case_id"].to_numpy()) >= 0].reset_index(drop=True)
+        rows = {p: (r[mine.get_indexer(pd.Index(r["case_id"])) >= 0].reset_index(drop=True)
                     if len(r) and p != label else r) for p, r in rows.items()}
         keep = kept_releases(rows, [p for p, r in rows.items() if len(r)] + [label])
         return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
