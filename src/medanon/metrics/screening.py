@@ -74,7 +74,7 @@ from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
 from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, SCREEN_COLUMNS, GpsPrior,
                                  count_pairs, screen)
-from .signals import INSIDE, Condition, SignalRule
+from .signals import INSIDE, Condition, KnownCounts, SignalRule
 
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
            "opposite_condition", "screen_series", "screening_for", "screening_steps"]
@@ -947,6 +947,27 @@ class SeriesScreening:
             for rows, entry, side in zip(sides, entries, (self._sides["original"],
                                                          self._sides["release"])))
         return original, release
+
+    def known_counts(self, read: tuple[_Read, _Read]) -> tuple[KnownCounts, KnownCounts]:
+        """What :meth:`read` read of a period, original side then release side, as
+        :func:`.signals.compare_signals` counts it (``read``): the drug column (when the
+        screening's drugs are one column) and the reaction column, each row's casefolded terms;
+        and the class of each row in each condition judged on a column of the rows."""
+        drugs = self.options.drug_columns
+        out = []
+        for side, one in zip((self._sides["original"], self._sides["release"]), read,
+                             strict=True):
+            terms: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+            for name, column in (("drug", drugs[0] if len(drugs) == 1 else None),
+                                 ("reaction", self.options.reaction_column)):
+                if column is not None and column in one.columns:
+                    reports, spellings, vocabulary = one.entries[name]
+                    folded = np.array([t.casefold() for t in vocabulary], dtype=object)
+                    terms[column] = (reports, spellings, folded)
+            classes = {side.conditions[text]: found for text, found in one.classes.items()
+                       if isinstance(found, np.ndarray)}
+            out.append((terms, classes))
+        return out[0], out[1]
 
     def take(self, label: str, read: tuple[_Read, _Read]) -> None:
         """Add a period :meth:`read` read (in the order of the periods, as :meth:`add`)."""
