@@ -343,3 +343,26 @@ def test_spearman_statistic_is_scipy_spearmanr_bit_for_bit(pairs, tied):
     # constant: the screening reports no correlation and never computes one
     assume(np.ptp(x) > 0 and np.ptp(y) > 0)
     assert _spearman_statistic(x, y) == float(spearmanr(x, y).statistic)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(ROWS, ROWS, hs.sampled_from(["aspirin", "SS", "ibuprofen", "*"]),
+       hs.sampled_from(["nausea", "rash", "ß", ""]), hs.sampled_from([None, "sex = F", "sex != M"]))
+def test_signal_counts_from_the_screenings_read_are_those_of_reading_the_rows(
+        original, release, drug, reaction, condition):
+    """compare_signals given what the screening read of a period (the evaluation's one read of
+    its drug and reaction cells and conditions) counts every rule as reading the rows does."""
+    from medanon.metrics.signals import compare_signals
+
+    columns = ["drugs", "drugs_concomitant", "reactions", "sex"]
+    frames = [pd.DataFrame(rows, columns=columns) for rows in (original, release)]
+    rules = [SignalRule(drug=drug, reaction=reaction or "nausea",
+                        condition=Condition.parse(condition) if condition else None),
+             SignalRule(drug="ibuprofen", reaction="Rash", condition=Condition.parse("sex = M"))]
+    screening = SeriesScreening(hierarchies=HIER, rules=rules,
+                                options=ScreeningOptions(strata=("sex = F",)))
+    known = screening.known_counts(screening.read(*frames))
+    want = compare_signals(*frames, rules, hierarchies=HIER)
+    got = compare_signals(*frames, rules, hierarchies=HIER, read=known)
+    assert [c.to_dict() for c in got] == [c.to_dict() for c in want]
+    assert set(known[1][0]) == {"drugs", "reactions"}  # the shared read was taken
