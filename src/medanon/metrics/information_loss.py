@@ -120,9 +120,10 @@ def encode_distinct(tax: Taxonomy, labels: np.ndarray) -> np.ndarray:
     return tax.encode(distinct)[codes] if len(codes) else tax.encode([])
 
 
-def _bounds(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds of published numeric cells; NaN for an empty cell (missing) and for ``*``."""
-    codes, uniques = pd.factorize(_texts(column))
+def _bounds(texts: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of published numeric cells (as :func:`_texts` reads them); NaN for an empty cell
+    (missing) and for ``*``."""
+    codes, uniques = pd.factorize(texts)
     parsed = [_parsed(t) if t not in _WHOLE else (np.nan, np.nan) for t in uniques]
     lo = np.array([p[0] for p in parsed], dtype=np.float64)
     hi = np.array([p[1] for p in parsed], dtype=np.float64)
@@ -154,7 +155,7 @@ def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, st
         texts = _texts(rows[name])
         empty = texts.eq("").to_numpy()
         if kind == "numeric":
-            lo, hi = _bounds(rows[name])
+            lo, hi = _bounds(texts)
             span_all = np.nanmax(hi) - np.nanmin(lo) if np.isfinite(hi).any() else 0.0
             if span_all > 0:
                 term = (hi - lo) / span_all
