@@ -366,3 +366,28 @@ def test_signal_counts_from_the_screenings_read_are_those_of_reading_the_rows(
     got = compare_signals(*frames, rules, hierarchies=HIER, read=known)
     assert [c.to_dict() for c in got] == [c.to_dict() for c in want]
     assert set(known[1][0]) == {"drugs", "reactions"}  # the shared read was taken
+
+
+@pytest.mark.parametrize("bad", [None, "zzz"])
+def test_classes_of_judges_each_distinct_cell_as_classify_judges_the_column(bad):
+    """The screening judges each column's distinct cells once for all its conditions: every
+    condition's classes are classify's of the whole column, and a cell classify refuses is
+    refused with classify's error."""
+    ages = ["Child", "Adult", "*", "", None, "Aged", "Adolescent", "Child", "Adult"]
+    weights = ["72.5", "[60-80]", "", "*", "55", "[80-100]", None, "72.5", "[60-80]"]
+    if bad is not None:
+        ages[3], weights[2] = bad, "abc"
+    rows = pd.DataFrame({"age": ages, "sex": ["F", "M", "*", "", "F", None, "M", "F", "M"],
+                         "weight": weights})
+    strata = ("age <= 18", "age >= 65", "age = Adult", "sex = F", "weight > 60",
+              "weight in [50-75]")
+    screening = SeriesScreening(hierarchies=HIER, options=ScreeningOptions(strata=strata))
+    got = screening._sides["release"].classes_of(rows)
+    for text in strata:
+        condition = Condition.parse(text)
+        try:
+            want = condition.classify(rows[condition.attribute], HIER.get(condition.attribute))
+        except Exception as exc:  # the screening keeps whatever classify raises
+            assert type(got[text].error) is type(exc) and str(got[text].error) == str(exc)
+        else:
+            assert got[text].dtype == want.dtype and np.array_equal(got[text], want)

@@ -374,13 +374,21 @@ class _Reports:
     def classes_of(self, rows: pd.DataFrame) -> dict[str, Any]:
         """Each report's class in each condition (part of a :class:`_Read`)."""
         classes: dict[str, Any] = {}
+        # each column's distinct cells once for all its conditions (age carries most of
+        # them): classify judges cell by cell, so judging the distinct cells and spreading
+        # the classes back gives its array, and its error, word for word (issue 43)
+        distinct: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for text, condition in self.conditions.items():
             if condition.attribute not in rows.columns:
                 classes[text] = len(rows)   # judged as empty cells if ever used
                 continue
+            if condition.attribute not in distinct:
+                codes, uniques = pd.factorize(cell_strings(rows[condition.attribute]))
+                distinct[condition.attribute] = (codes, np.asarray(uniques, dtype=object))
+            codes, uniques = distinct[condition.attribute]
             try:
-                classes[text] = condition.classify(rows[condition.attribute],
-                                                   self.hierarchies.get(condition.attribute))
+                classes[text] = condition.classify(
+                    uniques, self.hierarchies.get(condition.attribute))[codes]
             except MedanonError as error:  # raised if the scope is screened, not before
                 classes[text] = _Failed(error)
         return classes
