@@ -428,3 +428,27 @@ class TestErrors:
             information_loss_star(orig, rows.to_dict("records"), BOTH, TAX)
         with pytest.raises(ValidationError, match=r"'original' parameter.*got dict"):
             information_loss_star(orig.to_dict(), rows, BOTH, TAX)
+
+
+@pytest.mark.parametrize("labels", [
+    ["Child", "Adult", "Child", "*", "Adult"],
+    [],
+    ["Child", "nope", "Adult", "nope", "other"],
+    ["Child", None, "Adult"],
+])
+def test_encode_distinct_is_encode(labels):
+    """Each distinct label looked up once gives encode's codes, or encode's error word for
+    word (the unknown labels named once each, in the order first met)."""
+    from medanon.errors import HierarchyError
+    from medanon.metrics.information_loss import encode_distinct
+
+    tax = mesh_age_tree()
+    try:
+        want = tax.encode(list(labels))
+    except HierarchyError as exc:
+        with pytest.raises(HierarchyError) as got:
+            encode_distinct(tax, np.array(labels, dtype=object))
+        assert str(got.value) == str(exc)
+    else:
+        got_codes = encode_distinct(tax, np.array(labels, dtype=object))
+        assert got_codes.dtype == want.dtype and np.array_equal(got_codes, want)

@@ -6,14 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as hs
 
 from medanon.errors import ValidationError
 from medanon.hierarchies.builtin import mesh_age_tree, sex_tree
 from medanon.metrics.disproportionality import GpsPrior, fit_gps_prior, pair_counts
 from medanon.metrics.screening import (ScreeningOptions, SeriesScreening, _latest_of_case,
-                                       opposite_condition, screen_series, screening_for)
+                                       _spearman_statistic, opposite_condition, screen_series,
+                                       screening_for)
 from medanon.metrics.signals import Condition, SignalRule
 
 HIER = {"age": mesh_age_tree(), "sex": sex_tree()}
@@ -327,3 +328,66 @@ def test_each_scope_counts_the_pairs_of_its_reports_as_pair_counts_does(original
             want = pair_counts(stacked[rows].reset_index(drop=True),
                                drug_columns=options.drug_columns)
             pd.testing.assert_frame_equal(side.pairs(scope), want)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(hs.lists(hs.tuples(hs.integers(0, 6), hs.floats(0.01, 50.0)), min_size=3, max_size=60),
+       hs.booleans())
+def test_spearman_statistic_is_scipy_spearmanr_bit_for_bit(pairs, tied):
+    """The screening's Spearman correlation (no scipy.stats import) is spearmanr's statistic,
+    the same float, with ties (small integers) and without."""
+    from scipy.stats import spearmanr
+
+    x = np.array([float(a) if tied else b for a, b in pairs])
+    y = np.array([b * (1 + a) for a, b in pairs])
+    # constant: the screening reports no correlation and never computes one
+    assume(np.ptp(x) > 0 and np.ptp(y) > 0)
+    assert _spearman_statistic(x, y) == float(spearmanr(x, y).statistic)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(ROWS, ROWS, hs.sampled_from(["aspirin", "SS", "ibuprofen", "*"]),
+       hs.sampled_from(["nausea", "rash", "ß", ""]), hs.sampled_from([None, "sex = F", "sex != M"]))
+def test_signal_counts_from_the_screenings_read_are_those_of_reading_the_rows(
+        original, release, drug, reaction, condition):
+    """compare_signals given what the screening read of a period (the evaluation's one read of
+    its drug and reaction cells and conditions) counts every rule as reading the rows does."""
+    from medanon.metrics.signals import compare_signals
+
+    columns = ["drugs", "drugs_concomitant", "reactions", "sex"]
+    frames = [pd.DataFrame(rows, columns=columns) for rows in (original, release)]
+    rules = [SignalRule(drug=drug, reaction=reaction or "nausea",
+                        condition=Condition.parse(condition) if condition else None),
+             SignalRule(drug="ibuprofen", reaction="Rash", condition=Condition.parse("sex = M"))]
+    screening = SeriesScreening(hierarchies=HIER, rules=rules,
+                                options=ScreeningOptions(strata=("sex = F",)))
+    known = screening.known_counts(screening.read(*frames))
+    want = compare_signals(*frames, rules, hierarchies=HIER)
+    got = compare_signals(*frames, rules, hierarchies=HIER, read=known)
+    assert [c.to_dict() for c in got] == [c.to_dict() for c in want]
+    assert set(known[1][0]) == {"drugs", "reactions"}  # the shared read was taken
+
+
+@pytest.mark.parametrize("bad", [None, "zzz"])
+def test_classes_of_judges_each_distinct_cell_as_classify_judges_the_column(bad):
+    """The screening judges each column's distinct cells once for all its conditions: every
+    condition's classes are classify's of the whole column, and a cell classify refuses is
+    refused with classify's error."""
+    ages = ["Child", "Adult", "*", "", None, "Aged", "Adolescent", "Child", "Adult"]
+    weights = ["72.5", "[60-80]", "", "*", "55", "[80-100]", None, "72.5", "[60-80]"]
+    if bad is not None:
+        ages[3], weights[2] = bad, "abc"
+    rows = pd.DataFrame({"age": ages, "sex": ["F", "M", "*", "", "F", None, "M", "F", "M"],
+                         "weight": weights})
+    strata = ("age <= 18", "age >= 65", "age = Adult", "sex = F", "weight > 60",
+              "weight in [50-75]")
+    screening = SeriesScreening(hierarchies=HIER, options=ScreeningOptions(strata=strata))
+    got = screening._sides["release"].classes_of(rows)
+    for text in strata:
+        condition = Condition.parse(text)
+        try:
+            want = condition.classify(rows[condition.attribute], HIER.get(condition.attribute))
+        except Exception as exc:  # the screening keeps whatever classify raises
+            assert type(got[text].error) is type(exc) and str(got[text].error) == str(exc)
+        else:
+            assert got[text].dtype == want.dtype and np.array_equal(got[text], want)

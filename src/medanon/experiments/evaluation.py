@@ -49,13 +49,15 @@ def _release_task(label: str, *, store: str, rules: Sequence[SignalRule],
         columns = original_columns(rules, screening)
         frames, _ = store_originals(db, [label], lazy=True, columns=columns)
         rows = PublishedOriginals(frames, db.schema, columns)
-        entry = evaluate_release(series, label, frames[label], rows[label] if rules else None,
-                                 rules=rules, background=background, md=md)
-        read = None
+        read, known = None, None
         if screening is not None:
             reader = SeriesScreening(hierarchies=series.hierarchies, rules=rules,
                                      options=screening)
             read = reader.read(rows[label], series.releases[label])
+            # the rules' signal counts take what the screening read (as evaluate_linked does)
+            known = reader.known_counts(read) if rules else None
+        entry = evaluate_release(series, label, frames[label], rows[label] if rules else None,
+                                 rules=rules, background=background, md=md, known=known)
     return entry, read
 
 

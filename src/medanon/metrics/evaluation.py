@@ -43,7 +43,7 @@ from ..published.series import PublishedSeries
 from .disclosure import linkage_risk
 from .information_loss import information_loss_star, normalized_information_loss
 from .screening import ScreeningOptions, SeriesScreening, _period_count, screening_steps
-from .signals import SignalRule, compare_signals
+from .signals import KnownCounts, SignalRule, compare_signals
 
 __all__ = ["PublishedOriginals", "evaluate_linked", "evaluate_release", "evaluate_series",
            "evaluation_steps", "original_columns"]
@@ -64,8 +64,8 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
             ``periods``, each before the next: a mapping that reads lazily (as
             :func:`medanon.report.collect.store_originals` with ``lazy=True``) holds one
             period in memory.
-        original_rows: Period -> the same records as published strings (for the signal counts),
-            read right after ``originals`` of the same period.
+        original_rows: Period -> the same records as published strings (for the signal counts
+            and the screening), read with ``originals`` of the same period (just before it).
         rules: Signal rules (drug, demographic condition, reaction).
         background: Medical background knowledge for the RR/AR bias (000 §E).
         md: Add 002's MD-attack to every measure (by default DIR/DSR apply it only to releases
@@ -154,12 +154,20 @@ def _evaluate(releases: Iterable[tuple[str, PublishedSeries, LikelihoodAttacker 
     # one release at a time: its original records and attack results are dropped before the
     # next release is read
     for label, series, attacker in releases:
+        # the screening reads the period first: the signal counts of the rules take the terms
+        # and classes it read of the same rows instead of reading them again (issue 43)
+        read = (screener.read(original_rows[label], series.releases[label])
+                if screener is not None else None)
         # the published strings are made only if something reads them
         out.append(evaluate_release(series, label, originals[label],
                                     original_rows[label] if rules else None,
-                                    attacker=attacker, rules=rules, background=background, md=md))
-        if screener is not None:
-            screener.add(label, original_rows[label], series.releases[label])
+                                    attacker=attacker, rules=rules, background=background, md=md,
+                                    known=(screener.known_counts(read)
+                                           if screener is not None and read is not None and rules
+                                           else None)))
+        if screener is not None and read is not None:
+            screener.take(label, read)
+        del read
         # a linked series (or the whole series' attacker, which keeps every release parsed)
         # goes before the next release is read, or the scopes are screened
         del series, attacker
@@ -175,7 +183,8 @@ def evaluate_release(series: PublishedSeries, label: str, original: pd.DataFrame
                      original_rows: pd.DataFrame | None, *,
                      attacker: LikelihoodAttacker | None = None,
                      rules: Sequence[SignalRule] = (),
-                     background: BackgroundKnowledge | None = None, md: bool = False) -> dict:
+                     background: BackgroundKnowledge | None = None, md: bool = False,
+                     known: tuple[KnownCounts, KnownCounts] | None = None) -> dict:
     """The entry of one release in :func:`evaluate_series`'s ``"releases"``.
 
     Each release's entry depends on the series and on that period's original records only, so
@@ -189,6 +198,9 @@ def evaluate_release(series: PublishedSeries, label: str, original: pd.DataFrame
         original_rows: The same records as published strings (read only with ``rules``).
         attacker: The series' attacker, shared between the releases (it keeps every release
             parsed); None makes one.
+        known: What the screening read of ``original_rows`` and of the release's rows
+            (:meth:`~medanon.metrics.screening.SeriesScreening.known_counts`), for the signal
+            counts (:func:`~medanon.metrics.signals.compare_signals`' ``read``); None reads them.
     """
     attacker = attacker if attacker is not None else LikelihoodAttacker(series)
     qid_kinds = [(q.name, q.kind) for q in series.qids]
@@ -234,7 +246,7 @@ def evaluate_release(series: PublishedSeries, label: str, original: pd.DataFrame
             raise ValidationError("evaluate_release needs 'original_rows' to count the signal "
                                   "rules on the original records.")
         entry["signals"] = [c.to_dict() for c in compare_signals(
-            original_rows, rows, list(rules), hierarchies=hierarchies)]
+            original_rows, rows, list(rules), hierarchies=hierarchies, read=known)]
     return entry
 
 

@@ -78,6 +78,7 @@ Choices (deviations from, or details missing in, 000 and ``algorithms.md``):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -90,17 +91,42 @@ import pandas as pd
 from ..errors import SchemaError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 
-__all__ = ["StarLoss", "information_loss_star", "normalized_information_loss"]
+__all__ = ["StarLoss", "encode_distinct", "information_loss_star", "normalized_information_loss"]
 
+#: the dtype of text cells read as strings (``astype(str)``: pandas' string dtype)
+_STR = pd.Series([], dtype=object).astype(str).dtype
 _WHOLE = ("", "*")  # published cells meaning "the whole domain" (numeric) / the root (categorical)
 
 
-def _bounds(column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds of published numeric cells; NaN for an empty cell (missing) and for ``*``."""
-    codes, uniques = pd.factorize(_texts(column))
-    parsed = [Interval.parse(t) if t not in _WHOLE else None for t in uniques]
-    lo = np.array([p.lo if p else np.nan for p in parsed], dtype=np.float64)
-    hi = np.array([p.hi if p else np.nan for p in parsed], dtype=np.float64)
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed(text: str) -> tuple[float, float]:
+    """:meth:`Interval.parse`'s bounds of a published cell, each text parsed once per process:
+    the releases of a series publish the same numbers and intervals again and again, and
+    ``medanon evaluate`` reads every one of them twice (issue 43). A failed parse (it raises)
+    is not kept."""
+    found = Interval.parse(text)
+    return found.lo, found.hi
+
+
+def encode_distinct(tax: Taxonomy, labels: np.ndarray) -> np.ndarray:
+    """``tax.encode(labels)`` (int32 codes), each distinct label looked up once: a release
+    repeats a group's label on every row (issue 43). It raises as ``encode`` does, naming the
+    same labels in the same order (the distinct ones, as first met)."""
+    labels = np.asarray(labels, dtype=object)
+    codes, uniques = pd.factorize(labels, use_na_sentinel=False)
+    distinct = np.asarray(uniques, dtype=object)
+    if not all(isinstance(u, str) for u in distinct.tolist()):
+        return tax.encode(labels)  # not a label (None, NaN): encode refuses it, naming it
+    return tax.encode(distinct)[codes] if len(codes) else tax.encode([])
+
+
+def _bounds(texts: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of published numeric cells (as :func:`_texts` reads them); NaN for an empty cell
+    (missing) and for ``*``."""
+    codes, uniques = pd.factorize(texts)
+    parsed = [_parsed(t) if t not in _WHOLE else (np.nan, np.nan) for t in uniques]
+    lo = np.array([p[0] for p in parsed], dtype=np.float64)
+    hi = np.array([p[1] for p in parsed], dtype=np.float64)
     return lo[codes], hi[codes]
 
 
@@ -129,7 +155,7 @@ def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, st
         texts = _texts(rows[name])
         empty = texts.eq("").to_numpy()
         if kind == "numeric":
-            lo, hi = _bounds(rows[name])
+            lo, hi = _bounds(texts)
             span_all = np.nanmax(hi) - np.nanmin(lo) if np.isfinite(hi).any() else 0.0
             if span_all > 0:
                 term = (hi - lo) / span_all
@@ -140,7 +166,7 @@ def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, st
             tax = hierarchies[name]
             labels = texts.mask(empty, tax.root)
             if tax.height > 0:
-                codes = tax.encode(labels.tolist())
+                codes = encode_distinct(tax, labels.to_numpy(dtype=object))
                 loss += np.where(empty, 0.0,
                                  np.asarray(tax.subtree_height_array, dtype=float)[codes] / tax.height)
     per_group = pd.Series(loss / len(qids)).groupby(rows["group"].to_numpy()).first()
@@ -205,9 +231,9 @@ def _texts(column: pd.Series) -> pd.Series:
     # text cells: each distinct one stripped once (a release repeats a group's value on every
     # row, and pandas strips a cell at a time), into the same strings and dtype
     codes, uniques = pd.factorize(values)
-    stripped = pd.Series(uniques, dtype=object).astype(str).str.strip()
-    return pd.Series(stripped.to_numpy(dtype=object)[codes], index=column.index,
-                     dtype=stripped.dtype, name=column.name)
+    # every distinct cell is a str here: str.strip on each, which is what pandas' strip calls
+    stripped = np.array([u.strip() for u in uniques.tolist()], dtype=object)
+    return pd.Series(stripped[codes], index=column.index, dtype=_STR, name=column.name)
 
 
 def _check_qids(qids: Any) -> list[tuple[str, str]]:
@@ -310,11 +336,9 @@ def _published_bounds(column: pd.Series, name: str) -> tuple[np.ndarray, np.ndar
             whole_u[i] = True
             continue
         try:
-            parsed = Interval.parse(text)
+            lo_u[i], hi_u[i] = _parsed(text)
         except ValidationError:
             bad.append(text)
-            continue
-        lo_u[i], hi_u[i] = parsed.lo, parsed.hi
     if bad:
         raise ValidationError(
             f"The 'rows' parameter of {_OWNER} must hold, in numeric QID {name!r}, numbers or "

@@ -74,7 +74,7 @@ from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
 from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, SCREEN_COLUMNS, GpsPrior,
                                  count_pairs, screen)
-from .signals import INSIDE, Condition, SignalRule
+from .signals import INSIDE, Condition, KnownCounts, SignalRule
 
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
            "opposite_condition", "screen_series", "screening_for", "screening_steps"]
@@ -374,13 +374,21 @@ class _Reports:
     def classes_of(self, rows: pd.DataFrame) -> dict[str, Any]:
         """Each report's class in each condition (part of a :class:`_Read`)."""
         classes: dict[str, Any] = {}
+        # each column's distinct cells once for all its conditions (age carries most of
+        # them): classify judges cell by cell, so judging the distinct cells and spreading
+        # the classes back gives its array, and its error, word for word (issue 43)
+        distinct: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         for text, condition in self.conditions.items():
             if condition.attribute not in rows.columns:
                 classes[text] = len(rows)   # judged as empty cells if ever used
                 continue
+            if condition.attribute not in distinct:
+                codes, uniques = pd.factorize(cell_strings(rows[condition.attribute]))
+                distinct[condition.attribute] = (codes, np.asarray(uniques, dtype=object))
+            codes, uniques = distinct[condition.attribute]
             try:
-                classes[text] = condition.classify(rows[condition.attribute],
-                                                   self.hierarchies.get(condition.attribute))
+                classes[text] = condition.classify(
+                    uniques, self.hierarchies.get(condition.attribute))[codes]
             except MedanonError as error:  # raised if the scope is screened, not before
                 classes[text] = _Failed(error)
         return classes
@@ -691,9 +699,28 @@ def _spearman(both: pd.DataFrame | None, score: str) -> dict[str, Any]:
     x, y = x[ok], y[ok]
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return {"spearman": None, "pairs_compared": int(len(x))}
-    from scipy.stats import spearmanr  # imported when used: scipy.stats takes 0.7 s to import
+    return {"spearman": round(float(_spearman_statistic(x, y)), 6), "pairs_compared": int(len(x))}
 
-    return {"spearman": round(float(spearmanr(x, y).statistic), 6), "pairs_compared": int(len(x))}
+
+def _spearman_statistic(x: np.ndarray, y: np.ndarray) -> float:
+    """``scipy.stats.spearmanr(x, y).statistic`` of finite, non-constant x and y (at least two
+    of each), bit for bit: the Pearson correlation (``np.corrcoef``, as SciPy computes it) of
+    their average ranks. Average ranks are integers or halves, exact whatever computes them;
+    importing ``scipy.stats`` for them took 0.7 s of every ``medanon evaluate`` (issue 43)."""
+    ranked = np.column_stack((_average_ranks(x), _average_ranks(y)))
+    return float(np.corrcoef(ranked, rowvar=False)[1, 0])
+
+
+def _average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties given the mean of the ranks they span (``rankdata``'s "average")."""
+    order = np.argsort(values, kind="mergesort")
+    ordered = values[order]
+    starts = np.r_[True, ordered[1:] != ordered[:-1]]
+    tie = np.cumsum(starts)                       # 1-based tie group of each sorted value
+    bounds = np.r_[np.flatnonzero(starts), len(values)]
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[order] = 0.5 * (bounds[tie] + bounds[tie - 1] + 1)
+    return ranks
 
 
 def _pair_row(table: pd.DataFrame, key: Hashable) -> pd.Series | None:
@@ -928,6 +955,27 @@ class SeriesScreening:
             for rows, entry, side in zip(sides, entries, (self._sides["original"],
                                                          self._sides["release"])))
         return original, release
+
+    def known_counts(self, read: tuple[_Read, _Read]) -> tuple[KnownCounts, KnownCounts]:
+        """What :meth:`read` read of a period, original side then release side, as
+        :func:`.signals.compare_signals` counts it (``read``): the drug column (when the
+        screening's drugs are one column) and the reaction column, each row's casefolded terms;
+        and the class of each row in each condition judged on a column of the rows."""
+        drugs = self.options.drug_columns
+        out = []
+        for side, one in zip((self._sides["original"], self._sides["release"]), read,
+                             strict=True):
+            terms: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+            for name, column in (("drug", drugs[0] if len(drugs) == 1 else None),
+                                 ("reaction", self.options.reaction_column)):
+                if column is not None and column in one.columns:
+                    reports, spellings, vocabulary = one.entries[name]
+                    folded = np.array([t.casefold() for t in vocabulary], dtype=object)
+                    terms[column] = (reports, spellings, folded)
+            classes = {side.conditions[text]: found for text, found in one.classes.items()
+                       if isinstance(found, np.ndarray)}
+            out.append((terms, classes))
+        return out[0], out[1]
 
     def take(self, label: str, read: tuple[_Read, _Read]) -> None:
         """Add a period :meth:`read` read (in the order of the periods, as :meth:`add`)."""

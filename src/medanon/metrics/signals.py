@@ -145,6 +145,7 @@ from ..published.cells import categorical_codes, cell_strings, numeric_bounds, t
 
 __all__ = [
     "INSIDE",
+    "KnownCounts",
     "JSON_INF",
     "MIN_CASES",
     "MIN_CHI_SQUARE",
@@ -646,6 +647,12 @@ class Contingency:
                 "undecided": self.undecided}
 
 
+#: what a reader of one frame of published rows read already, for :func:`compare_signals`:
+#: (column -> (row, term code, casefolded term name) entries, condition -> class of each row)
+KnownCounts = tuple[dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+                    dict[Condition, np.ndarray]]
+
+
 class _Counter:
     """Counts rules on one frame of published rows; term lists and conditions are read once."""
 
@@ -666,6 +673,19 @@ class _Counter:
         self.reaction_column = _column(rows, reaction_column, "the reaction column")
         self._terms: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self._classes: dict[Condition, np.ndarray] = {}
+
+    def know(self, terms: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]],
+             classes: Mapping[Condition, np.ndarray]) -> None:
+        """Take what another reader read of these rows: per multi-valued column named exactly,
+        its (row, term code, casefolded name) entries, which :meth:`mentions` reads as it reads
+        its own (each row's set of casefolded terms, ``""`` and ``*`` left out); per condition,
+        the class of each row, judged by ``Condition.classify`` of the column named exactly."""
+        for column, entries in terms.items():
+            if column in self.rows.columns:
+                self._terms.setdefault(column, entries)
+        for condition, found in classes.items():
+            if condition.attribute in self.rows.columns and len(found) == len(self.rows):
+                self._classes.setdefault(condition, found)
 
     def mentions(self, column: str, term: str) -> np.ndarray:
         """Whether each row's multi-valued cell holds ``term`` (case-insensitive)."""
@@ -974,8 +994,9 @@ class SignalComparison:
 
 def compare_signals(original_rows: pd.DataFrame, release_rows: pd.DataFrame,
                     rules: Iterable[SignalRule], *, hierarchies: Mapping[str, Taxonomy],
-                    drug_column: str = "drugs",
-                    reaction_column: str = "reactions") -> list[SignalComparison]:
+                    drug_column: str = "drugs", reaction_column: str = "reactions",
+                    read: tuple[KnownCounts, KnownCounts] | None = None
+                    ) -> list[SignalComparison]:
     """Count every rule on the original data and on a release, both as published rows.
 
     Args:
@@ -986,6 +1007,9 @@ def compare_signals(original_rows: pd.DataFrame, release_rows: pd.DataFrame,
         hierarchies: Taxonomy of each categorical column, by column name.
         drug_column: Multi-valued column holding the drugs.
         reaction_column: Multi-valued column holding the reactions.
+        read: What another reader of the same rows (the evaluation's screening) read of them
+            already, original side then release side (:data:`KnownCounts`): the counts are
+            those of reading the rows here, without reading them again (issue 43).
 
     Returns:
         One :class:`SignalComparison` per rule, in the order of ``rules``.
@@ -1006,5 +1030,8 @@ def compare_signals(original_rows: pd.DataFrame, release_rows: pd.DataFrame,
                 f"it holds a {type(rule).__name__}.")
     sides = [_Counter(rows, hierarchies, drug_column=drug_column, reaction_column=reaction_column)
              for rows in (original_rows, release_rows)]
+    if read is not None:
+        for side, (terms, classes) in zip(sides, read, strict=True):
+            side.know(terms, classes)
     return [SignalComparison(rule, *(SignalStats.from_table(side.table(rule)) for side in sides))
             for rule in rules]

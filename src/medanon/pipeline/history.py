@@ -106,10 +106,14 @@ class StoreSeries:
         verify_series(PublishedSeries({p: rows[p] for p in keep},
                                       {p: self.manifests[p] for p in keep}, self.qids,
                                       self.sensitive, self.source), [label])
-        # the release itself holds only its cases: kept as read (the checks do not change rows)
-        mine = set(cases)
-        rows = {p: (r[r["case_id"].isin(mine)].reset_index(drop=True) if len(r) and p != label
-                    else r) for p, r in rows.items()}
+        # the release itself holds only its cases: kept as read (the checks do not change rows).
+        # One hash of the release's cases, probed by each other release's rows (an isin of a
+        # set hashed the cases again for each release: issue 43)
+        mine = pd.Index(cases)
+        if not mine.is_unique:  # verify refuses such a release; an index to probe needs unique keys
+            mine = mine.drop_duplicates()
+        rows = {p: (r[mine.get_indexer(pd.Index(r["case_id"])) >= 0].reset_index(drop=True)
+                    if len(r) and p != label else r) for p, r in rows.items()}
         keep = kept_releases(rows, [p for p, r in rows.items() if len(r)] + [label])
         return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
                                self.qids, self.sensitive, self.source)
