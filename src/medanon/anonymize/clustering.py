@@ -638,14 +638,41 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     members = members[np.lexsort((data.rank[members], ~bounded[members], class_of[members]))]
     sizes = np.bincount(class_of[members], minlength=int(class_of.max()) + 1)
     starts = np.r_[0, np.cumsum(sizes)]
-    eta_list = growth_etas.tolist()
     # only bounded terms can stop a record from joining a group: the others are not tracked
-    # (each record's bounded terms, in its term order, as a slice of one list)
-    bounded_ids = data.term_ids[is_bounded].tolist()
-    bounded_ptr = np.r_[0, np.cumsum(np.bincount(holder[is_bounded], minlength=n))].tolist()
+    # (each record's bounded terms, in its term order, as a CSR)
+    b_ids = data.term_ids[is_bounded]
+    b_ptr = np.r_[0, np.cumsum(np.bincount(holder[is_bounded], minlength=n))]
+    # Almost every bounded record fits the first open group (the first-fit below): then a
+    # class's groups are its first ⌊members/k⌋·k records (bounded first, then the others, each
+    # in rank order) cut into runs of k, as the first fit fills them. That is the case exactly
+    # when no run holds a bounded term more often than its η (each record then finds σ_s + 1
+    # <= η_s in its run's group, the first open one): checked for every class at once, and
+    # only the classes where it fails are grouped record by record (all of them with α).
+    cls_sorted = class_of[members]
+    m_of = sizes // k
+    pos = np.arange(len(members)) - starts[cls_sorted]
+    used = pos < (m_of * k)[cls_sorted]
+    runs = members[used].reshape(-1, k)
+    run_class = np.repeat(np.arange(len(sizes)), m_of)
+    exact = np.zeros(len(sizes), dtype=bool)
+    if data.alpha is not None:
+        exact[m_of > 0] = True
+    elif len(runs):
+        recs = runs.ravel()
+        lengths = b_ptr[recs + 1] - b_ptr[recs]
+        at = np.repeat(b_ptr[recs] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        V = len(data.theta)
+        pairs = np.repeat(np.repeat(np.arange(len(runs)), k), lengths) * V + b_ids[at]
+        keys, counts = np.unique(pairs, return_counts=True)
+        over = keys[counts > growth_etas[keys % V]] // V
+        exact[run_class[over]] = True
+    keep = ~exact[run_class]
+    parts, part_class = [runs[keep]], [run_class[keep]]
+    eta_list = growth_etas.tolist()
+    bounded_ids, bounded_ptr = b_ids.tolist(), b_ptr.tolist()
     alpha = data.alpha
-    formed: list[list[int]] = []   # the groups' members, k each
-    for c in np.flatnonzero(sizes >= k).tolist():
+    for c in np.flatnonzero(exact).tolist():
+        formed: list[list[int]] = []   # the class's groups' members, k each
         rows = members[starts[c]:starts[c + 1]]
         m = len(rows) // k
         slots: list[list[int]] = [[] for _ in range(m)]
@@ -658,7 +685,7 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
             if alpha is not None:  # r's α class and ss flag, read once for every slot
                 assert data.ha_class is not None and data.ss is not None  # given with alpha
                 r_class, r_ss = int(data.ha_class[r]), bool(data.ss[r])
-            for at, i in enumerate(open_slots):
+            for at_slot, i in enumerate(open_slots):
                 sig = sigma[i]
                 if not _fits(sig, terms, eta_list):
                     continue
@@ -671,21 +698,26 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
                     sig[s] = sig.get(s, 0) + 1
                 slots[i].append(r)
                 if len(slots[i]) == k:
-                    del open_slots[at]
+                    del open_slots[at_slot]
                 break
             if not open_slots:
                 break
         free = rows[hard:].tolist()
-        used = 0
+        used_free = 0
         for i in range(m):
             need = k - len(slots[i])
-            slots[i] += free[used:used + need]
-            used += need
+            slots[i] += free[used_free:used_free + need]
+            used_free += need
             if len(slots[i]) == k:
                 formed.append(slots[i])
-    if not formed:
+        if formed:
+            parts.append(np.asarray(formed, dtype=np.int64))
+            part_class.append(np.full(len(formed), c, dtype=np.int64))
+    flat = np.concatenate(parts)
+    if not len(flat):
         return [], taken
-    flat = np.asarray(formed, dtype=np.int64)
+    # the groups in class order, each class's in the order formed
+    flat = flat[np.argsort(np.concatenate(part_class), kind="stable")]
     taken[flat.ravel()] = True
     return _class_groups(data, flat, class_of), taken
 
@@ -1482,8 +1514,15 @@ class _ClassGroups:
             self._members.setdefault(c, []).append(gi)
             self._class_of[gi] = c
         self._ids: dict[int, np.ndarray] = {}
-        #: class -> {anchor count: groups of the class with it}, once asked for
+        #: class -> {anchor count: groups of the class with it} (made for every class at once:
+        #: one np.unique per class was a second on the second 450k quarter)
         self._hist: dict[int, dict[int, int]] = {}
+        if groups:
+            pairs = np.column_stack([np.asarray(classes, dtype=np.int64),
+                                     table.anchors[np.asarray(groups, dtype=np.int64)]])
+            found, many = np.unique(pairs, axis=0, return_counts=True)
+            for (c, a), m in zip(found.tolist(), many.tolist()):
+                self._hist.setdefault(c, {})[a] = m
         self._counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def has(self, c: int) -> bool:
@@ -1516,7 +1555,7 @@ class _ClassGroups:
             return counts
         ids = self.ids(c)
         hist = self._hist.get(c)
-        if hist is None:
+        if hist is None:  # (after a group left the class)
             distinct, at = np.unique(self.table.anchors[ids], return_inverse=True)
             at = at.ravel()
             self._hist[c] = dict(zip(distinct.tolist(), np.bincount(at).tolist()))
