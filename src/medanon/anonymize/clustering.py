@@ -600,8 +600,8 @@ def qid_classes(data: GroupingInput) -> tuple[np.ndarray, np.ndarray]:
 
 
 def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
-                    p0: np.ndarray | None = None, alpha_seed: np.ndarray | None = None
-                    ) -> tuple[list[_Group], np.ndarray]:
+                    p0: np.ndarray | None = None, alpha_seed: np.ndarray | None = None,
+                    by_runs: bool = True) -> tuple[list[_Group], np.ndarray]:
     """Zero-loss groups formed inside the exact QID classes before the greedy runs (issue 30).
 
     Only anchors of the pool with a finite P0 (and, with α, able to seed) take part. In each
@@ -613,6 +613,8 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
 
     ``class_of``, ``p0`` (:meth:`GroupingInput.base_risk`) and ``alpha_seed`` (the records that
     meet α alone) may be passed in by a caller that has them; they are computed otherwise.
+    ``by_runs=False`` groups every class record by record (the reference grouping does, so
+    that the property tests check the shortcut of the runs against it).
 
     Returns the groups and the mask of the records in them; the rest is the greedy's.
     """
@@ -655,7 +657,7 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     runs = members[used].reshape(-1, k)
     run_class = np.repeat(np.arange(len(sizes)), m_of)
     exact = np.zeros(len(sizes), dtype=bool)
-    if data.alpha is not None:
+    if data.alpha is not None or not by_runs:
         exact[m_of > 0] = True
     elif len(runs):
         recs = runs.ravel()
@@ -770,7 +772,7 @@ def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -
 def _classes_first(data: GroupingInput, class_of: np.ndarray | None = None, **known
                    ) -> tuple[list[_Group], np.ndarray]:
     """The groups formed before the greedy and the pool it grows from (both implementations);
-    ``known`` as in :func:`preform_classes`."""
+    ``known`` as in :func:`preform_classes` (with its ``by_runs``)."""
     if not data.classes_first:
         return [], data.pool
     groups, taken = preform_classes(data, class_of, **known)
@@ -800,7 +802,7 @@ def _group_reference_once(data: GroupingInput) -> GroupingResult:
     p0 = data.base_risk()
     growth_etas = data.growth_etas()
     rank = data.rank
-    groups, pool = _classes_first(data)
+    groups, pool = _classes_first(data, by_runs=False)
     in_pool = {r for r in range(n) if pool[r]}
     failed: set[int] = set()
     result = GroupingResult(np.full(n, -1, dtype=np.int64), 0, preformed=len(groups))
