@@ -1443,10 +1443,13 @@ class _GroupTable:
             else:
                 e = etas_of(data.theta[ids][None, :], anchors[:, None])
             c = (self.sigmas(terms, cand) if sigma is None else sigma) + 1
-            fits = c <= e
-            step = np.where(fits, c / np.where(fits, e - c + 1, 1), INF)
+            room = e - c + 1  # >= 1 where the term fits (c <= η)
+            step = (c / np.maximum(room, 1)).T
             # 1 + step 1 + step 2 + ... left to right, as privacy_risk adds: the same floats
-            pr = np.add.accumulate(np.column_stack([pr, step]), axis=1)[:, -1]
+            pr = pr + step[0]
+            for j in range(1, len(terms)):
+                pr += step[j]
+            pr[(room < 1).any(axis=1)] = INF
         if data.alpha is not None:
             pr[~self.alpha_ok(r, cand)] = INF
         return pr
@@ -1919,12 +1922,15 @@ class _GroupBlocks(_Blocks):
             self.sigma_min = (np.minimum.reduceat(dense[self.members], starts, axis=0)
                               if len(starts) else np.zeros((0, dense.shape[1]), dtype=np.int64))
             self.anchors_max = self._reduce(np.maximum, self.table.anchors, starts).astype(np.int64)
+            self.sigma_min_t = np.ascontiguousarray(self.sigma_min.T)
         if self.j0 is not None:
             self.lo_min = self._reduce(np.minimum, self.lo[self.j0], starts)
             self.hi_max = self._reduce(np.maximum, self.hi[self.j0], starts)
             ids = np.arange(G)
             width = np.where(self._tag(ids) > 0, 0.0, self._width(ids))
             self.width_max = self._reduce(np.maximum, width, starts)
+        self._present = self.btag == 0
+        self._dcat_parts: dict[tuple, np.ndarray] = {}
         self.out = np.zeros(G, dtype=bool)  # left its block since the last build
         self.loose_ids: list[int] = []
         #: np.unique(anchors_max, return_inverse=True), or None when anchors_max changed since
@@ -1950,21 +1956,17 @@ class _GroupBlocks(_Blocks):
         """A lower bound of ΔIL(g, r)·PR(g, r) for every group of each block (∞: no group of
         the block can take r, judged on r's frequent terms when ``r`` is given)."""
         cat, lo, hi = value
-        merged, _ = self._lca_terms(cat)
-        own = np.zeros(len(self.btag))
-        for j in self.cat_j:
-            own = own + self.space.cat_term(j, self.bcat[j])
-        dcat = merged - own
+        dcat = self._dcat(cat)
         dw = np.zeros(len(self.btag))
         if self.j0 is not None:
             r_lo, r_hi, m = lo[self.j0], hi[self.j0], self.missing_at
-            present = self.btag == 0
+            present = self._present
             if m is not None and r_hi >= m:
                 # r holds the missing value: with a present group the term becomes 1
-                dw[present] = np.maximum(0.0, 1.0 - self.width_max[present])
+                dw = np.where(present, np.maximum(0.0, 1.0 - self.width_max), 0.0)
             elif self.range > 0:
                 grow = np.maximum(self.lo_min - r_lo, r_hi - self.hi_max) / self.range
-                dw[present] = np.maximum(0.0, grow[present])
+                dw = np.where(present, np.maximum(0.0, grow), 0.0)
             if m is not None and r_lo < m:
                 # groups of missing values only: adding a present value costs 1
                 dw[(self.btag > 0) & (self.lo_min >= m)] = 1.0
@@ -1978,17 +1980,41 @@ class _GroupBlocks(_Blocks):
             # η and the floors below depend on a block's most anchors only: computed once per
             # distinct count (the same elements as for every block)
             distinct, at = self.anchor_counts()
+            one = len(distinct) == 1  # the usual case: one row of η for every block
             if frequent.any():
-                e = etas_of(data.theta[terms[frequent]][None, :],
-                            distinct[:, None] + int(data.anchor[r]))[at]
-                full = (self.sigma_min[:, cols[frequent]] + 1 > e).any(axis=1)
+                # (σ of the frequent terms as rows, one per term: contiguous gathers)
+                sigma_min = self.sigma_min_t[cols[frequent]]
+                if one:
+                    e = etas_of(data.theta[terms[frequent]], int(distinct[0]) + int(data.anchor[r]))
+                    full = (sigma_min + 1 > e[:, None]).any(axis=0)
+                else:
+                    e = etas_of(data.theta[terms[frequent]][:, None],
+                                distinct[None, :] + int(data.anchor[r]))[:, at]
+                    full = (sigma_min + 1 > e).any(axis=0)
                 bound[full] = INF
             if len(terms):
                 # PR(g, r) is at least r's terms alone (σ 0) at the block's most anchors (η
                 # grows with them): the bound of ΔIL times that floor bounds ΔIL·PR
-                floors = _floors_at(data, r, distinct)[at]
-                bound = np.where(floors == INF, INF, bound * floors)
+                if one:
+                    floor = float(_floors_at(data, r, distinct)[0])
+                    bound = np.full(len(bound), INF) if floor == INF else bound * floor
+                else:
+                    floors = _floors_at(data, r, distinct)[at]
+                    bound = np.where(floors == INF, INF, bound * floors)
         return bound
+
+    def _dcat(self, cat: Sequence) -> np.ndarray:
+        """Per block, the categorical part of L(g ∪ r) − L(g) for a value of categorical part
+        ``cat`` (cached per value like :meth:`_lca_terms`: not to be changed)."""
+        key = tuple(int(cat[j]) for j in self.cat_j)
+        found = self._dcat_parts.get(key)
+        if found is None:
+            merged, _ = self._lca_terms(cat)
+            own = np.zeros(len(self.btag))
+            for j in self.cat_j:
+                own = own + self.space.cat_term(j, self.bcat[j])
+            found = self._dcat_parts[key] = merged - own
+        return found
 
     def joined(self, gi: int) -> None:
         """A record joined group gi without changing its value (:meth:`changed` of a value that
