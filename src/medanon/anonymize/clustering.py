@@ -750,16 +750,18 @@ def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -
     groups = []
     template: dict[int, _Group] = {}  # a class's records share their QID values: one value each
     first_class = class_of[flat[:, 0]].tolist()
+    cut_list = cut.tolist()
+    new = _Group.__new__
     for gi, row in enumerate(flat.tolist()):
-        first = row[0]
         key = first_class[gi]
         base = template.get(key)
         if base is None:
-            base = template[key] = _Group(data, first)
-        g = _Group.__new__(_Group)
+            base = template[key] = _Group(data, row[0])
+        g = new(_Group)
         g.cat, g.lo, g.hi, g.loss = base.cat, base.lo, base.hi, base.loss
         g.size, g.anchors, g.members = k, anchors[gi], row
-        g.sigma = dict(zip(terms[cut[gi]:cut[gi + 1]], counts[cut[gi]:cut[gi + 1]]))
+        a, b = cut_list[gi], cut_list[gi + 1]
+        g.sigma = dict(zip(terms[a:b], counts[a:b]))
         g.ha = list(base.ha)
         if data.alpha is not None:
             assert data.ha_class is not None and data.ss is not None  # given with alpha
@@ -1608,9 +1610,15 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     leftovers = leftovers[np.argsort(data.rank[leftovers], kind="stable")]
     result.leftovers = len(leftovers)
     G = len(groups)
-    if not G:
+    if not G or (not len(leftovers) and (data.late is None or not data.late.any())):
+        # no group, or nothing to place (no leftover, no late record: the tables below would
+        # be built for nothing, a second of a 450k quarter whose records all found a group)
         result.unplaced.extend(leftovers.tolist())
         _place_by_suppression(data, groups, result)  # (only lists the late records: no group)
+        if G:
+            for gi, g in enumerate(groups):
+                result.group_of[g.members] = gi
+            result.n_groups = G
         return
     table = _GroupTable(data, groups)
     index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss, table)
