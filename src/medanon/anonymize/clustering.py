@@ -52,7 +52,11 @@ Classes first (``GroupingInput.classes_first``, the methods' default ``grouping`
 before the greedy, :func:`preform_classes` cuts each exact QID class into zero-loss groups of k
 anchors under the greedy's own growth rule, and the greedy runs on the rest. This changes which
 records share a group (on purpose: less loss, and the greedy's per-record cost is paid for the
-residue only); ``group_reference`` does the same, so both implementations still agree.
+residue only); ``group_reference`` does the same, so both implementations still agree. The
+fast grouping takes a shortcut there (issue 43): a class whose runs of k records, in the first
+fit's order, each hold every bounded term at most η times is cut into those runs at once, which
+is what the first fit gives it; the reference fits every class record by record, so the property
+tests check the shortcut.
 
 Deviations from the papers (all documented in ``docs/algorithms/``):
 
