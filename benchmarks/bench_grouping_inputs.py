@@ -19,9 +19,10 @@ alternation, and a branch's result checked against main's captured result::
         --allow-seeded --publish-despite-violations --json 2020Q1
     python benchmarks/bench_grouping_inputs.py run /tmp/q1.1
 
-Issue 43 (450k-case quarters, main d64cebc -> branch g43-group, CPU of ``group_records``):
-quarter 1 about 18 s -> 10 s, quarter 2 (45k follow-ups placed) about 35 s -> 24 s. Not a test:
-the machine is shared and its timings vary by +-15%.
+Issue 43 (450k-case quarters, d64cebc -> branch g43-group, CPU of ``group_records``, the two
+versions run side by side on a loaded 2-core machine): quarter 1 12.1 -> 10.3 s and 14.6 ->
+12.0 s, quarter 2 (45k follow-ups placed) 27.1 -> 21.7 s; every result the same as captured.
+Not a test: the machine is shared and its timings vary by far more than +-15% under load.
 """
 
 from __future__ import annotations
