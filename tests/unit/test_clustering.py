@@ -99,6 +99,21 @@ def test_classes_first_fast_grouping_finds_exactly_the_reference_groups(mode, se
     assert slow.unplaced == fast.unplaced and slow.preformed == fast.preformed
 
 
+@pytest.mark.parametrize("mode", ["ms", "ppms", "ppms++"])
+@pytest.mark.parametrize("seed", range(8))
+def test_preforming_by_runs_equals_the_record_by_record_first_fit(mode, seed):
+    """The runs of k (checked against η at once) give the groups the first fit gives, both
+    where every run meets η and where some run breaks it (θ 0.3 at k 3-4 breaks many)."""
+    data = _random_input(200 + 40 * seed, seed, mode, k=2 + seed % 3,
+                         theta=(0.3, 0.5, 0.7, 1.0)[seed % 4], alpha=None, values=2 + seed % 2,
+                         classes_first=True)
+    fast, fast_taken = clustering.preform_classes(data)
+    slow, slow_taken = clustering.preform_classes(data, by_runs=False)
+    assert np.array_equal(fast_taken, slow_taken)
+    assert [g.members for g in fast] == [g.members for g in slow]
+    assert [g.sigma for g in fast] == [g.sigma for g in slow]
+
+
 def _qid_rows(data, members):
     return {tuple(None if col is None else col[r] for col in (*data.cat, *data.lo, *data.hi))
             for r in members}

@@ -52,7 +52,11 @@ Classes first (``GroupingInput.classes_first``, the methods' default ``grouping`
 before the greedy, :func:`preform_classes` cuts each exact QID class into zero-loss groups of k
 anchors under the greedy's own growth rule, and the greedy runs on the rest. This changes which
 records share a group (on purpose: less loss, and the greedy's per-record cost is paid for the
-residue only); ``group_reference`` does the same, so both implementations still agree.
+residue only); ``group_reference`` does the same, so both implementations still agree. The
+fast grouping takes a shortcut there (issue 43): a class whose runs of k records, in the first
+fit's order, each hold every bounded term at most η times is cut into those runs at once, which
+is what the first fit gives it; the reference fits every class record by record, so the property
+tests check the shortcut.
 
 Deviations from the papers (all documented in ``docs/algorithms/``):
 
@@ -375,7 +379,11 @@ class GroupingInput:
     _alpha_columns: tuple[float, np.ndarray, np.ndarray] | None = field(
         init=False, repr=False, compare=False)
 
+    #: anchors -> 1/η_s at that count for every term (∞ where η_s < 1): :meth:`inverse_etas`
+    _inverse_etas: dict[int, list[float]] = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
+        object.__setattr__(self, "_inverse_etas", {})
         if self.alpha is None:
             object.__setattr__(self, "_alpha_columns", None)
         elif self.ha_class is None or self.ss is None:
@@ -392,6 +400,19 @@ class GroupingInput:
 
     def terms(self, r: int) -> list[int]:
         return self._term_lists[r]
+
+    def inverse_etas(self, anchors: int) -> list[float]:
+        """1/η_s for every term s at ``anchors`` (∞ where η_s < 1), as Python floats: the term a
+        record holding s adds to PR in a group without s (σ 0: c/(η − c + 1) with c = 1, the
+        same float as :func:`privacy_risk` computes), cached per anchor count."""
+        inv = self._inverse_etas.get(anchors)
+        if inv is None:
+            e = etas_of(self.theta, anchors)
+            ok = e >= 1
+            out = np.full(len(e), INF)
+            out[ok] = 1.0 / e[ok]
+            inv = self._inverse_etas[anchors] = out.tolist()
+        return inv
 
     def growth_etas(self) -> np.ndarray:
         """η_s while a group grows: floor(θ_s · k)."""
@@ -466,17 +487,21 @@ class _Group:
         return cat, lo, hi
 
     def add(self, data: GroupingInput, r: int, *, remaining: bool,
-            kept: tuple[list[int], bool] | None = None) -> None:
+            kept: tuple[list[int], bool] | None = None, same_value: bool = False) -> None:
         """Add record r; ``kept`` = (its published terms, its ss flag on them) when some of its
-        terms are suppressed (then only those terms count in σ and that flag in the α counters)."""
+        terms are suppressed (then only those terms count in σ and that flag in the α counters).
+        ``same_value``: the caller knows that r's QID values leave the group's value (and so
+        its loss) as they are (a point of the group's own exact QID class, all of whose records
+        share their values): the LCAs and hulls are not computed again."""
         with_alpha = data._alpha_columns  # (alpha, ha_class, ss) or None
         if kept is None:
             terms = data.terms(r)
             ss = bool(with_alpha[2][r]) if with_alpha is not None else False
         else:
             terms, ss = kept
-        self.cat, self.lo, self.hi = self._merged(data, r)
-        self.loss = state_loss(data.space, self.cat, self.lo, self.hi)
+        if not same_value:
+            self.cat, self.lo, self.hi = self._merged(data, r)
+            self.loss = state_loss(data.space, self.cat, self.lo, self.hi)
         self.size += 1
         self.anchors += int(data.anchor[r])
         for s in terms:
@@ -579,8 +604,8 @@ def qid_classes(data: GroupingInput) -> tuple[np.ndarray, np.ndarray]:
 
 
 def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
-                    p0: np.ndarray | None = None, alpha_seed: np.ndarray | None = None
-                    ) -> tuple[list[_Group], np.ndarray]:
+                    p0: np.ndarray | None = None, alpha_seed: np.ndarray | None = None,
+                    by_runs: bool = True) -> tuple[list[_Group], np.ndarray]:
     """Zero-loss groups formed inside the exact QID classes before the greedy runs (issue 30).
 
     Only anchors of the pool with a finite P0 (and, with α, able to seed) take part. In each
@@ -592,6 +617,8 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
 
     ``class_of``, ``p0`` (:meth:`GroupingInput.base_risk`) and ``alpha_seed`` (the records that
     meet α alone) may be passed in by a caller that has them; they are computed otherwise.
+    ``by_runs=False`` groups every class record by record (the reference grouping does, so
+    that the property tests check the shortcut of the runs against it).
 
     Returns the groups and the mask of the records in them; the rest is the greedy's.
     """
@@ -617,14 +644,41 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     members = members[np.lexsort((data.rank[members], ~bounded[members], class_of[members]))]
     sizes = np.bincount(class_of[members], minlength=int(class_of.max()) + 1)
     starts = np.r_[0, np.cumsum(sizes)]
-    eta_list = growth_etas.tolist()
     # only bounded terms can stop a record from joining a group: the others are not tracked
-    # (each record's bounded terms, in its term order, as a slice of one list)
-    bounded_ids = data.term_ids[is_bounded].tolist()
-    bounded_ptr = np.r_[0, np.cumsum(np.bincount(holder[is_bounded], minlength=n))].tolist()
+    # (each record's bounded terms, in its term order, as a CSR)
+    b_ids = data.term_ids[is_bounded]
+    b_ptr = np.r_[0, np.cumsum(np.bincount(holder[is_bounded], minlength=n))]
+    # Almost every bounded record fits the first open group (the first-fit below): then a
+    # class's groups are its first ⌊members/k⌋·k records (bounded first, then the others, each
+    # in rank order) cut into runs of k, as the first fit fills them. That is the case exactly
+    # when no run holds a bounded term more often than its η (each record then finds σ_s + 1
+    # <= η_s in its run's group, the first open one): checked for every class at once, and
+    # only the classes where it fails are grouped record by record (all of them with α).
+    cls_sorted = class_of[members]
+    m_of = sizes // k
+    pos = np.arange(len(members)) - starts[cls_sorted]
+    used = pos < (m_of * k)[cls_sorted]
+    runs = members[used].reshape(-1, k)
+    run_class = np.repeat(np.arange(len(sizes)), m_of)
+    exact = np.zeros(len(sizes), dtype=bool)
+    if data.alpha is not None or not by_runs:
+        exact[m_of > 0] = True
+    elif len(runs):
+        recs = runs.ravel()
+        lengths = b_ptr[recs + 1] - b_ptr[recs]
+        at = np.repeat(b_ptr[recs] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        V = len(data.theta)
+        pairs = np.repeat(np.repeat(np.arange(len(runs)), k), lengths) * V + b_ids[at]
+        keys, counts = np.unique(pairs, return_counts=True)
+        over = keys[counts > growth_etas[keys % V]] // V
+        exact[run_class[over]] = True
+    keep = ~exact[run_class]
+    parts, part_class = [runs[keep]], [run_class[keep]]
+    eta_list = growth_etas.tolist()
+    bounded_ids, bounded_ptr = b_ids.tolist(), b_ptr.tolist()
     alpha = data.alpha
-    formed: list[list[int]] = []   # the groups' members, k each
-    for c in np.flatnonzero(sizes >= k).tolist():
+    for c in np.flatnonzero(exact).tolist():
+        formed: list[list[int]] = []   # the class's groups' members, k each
         rows = members[starts[c]:starts[c + 1]]
         m = len(rows) // k
         slots: list[list[int]] = [[] for _ in range(m)]
@@ -637,7 +691,7 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
             if alpha is not None:  # r's α class and ss flag, read once for every slot
                 assert data.ha_class is not None and data.ss is not None  # given with alpha
                 r_class, r_ss = int(data.ha_class[r]), bool(data.ss[r])
-            for at, i in enumerate(open_slots):
+            for at_slot, i in enumerate(open_slots):
                 sig = sigma[i]
                 if not _fits(sig, terms, eta_list):
                     continue
@@ -650,21 +704,26 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
                     sig[s] = sig.get(s, 0) + 1
                 slots[i].append(r)
                 if len(slots[i]) == k:
-                    del open_slots[at]
+                    del open_slots[at_slot]
                 break
             if not open_slots:
                 break
         free = rows[hard:].tolist()
-        used = 0
+        used_free = 0
         for i in range(m):
             need = k - len(slots[i])
-            slots[i] += free[used:used + need]
-            used += need
+            slots[i] += free[used_free:used_free + need]
+            used_free += need
             if len(slots[i]) == k:
                 formed.append(slots[i])
-    if not formed:
+        if formed:
+            parts.append(np.asarray(formed, dtype=np.int64))
+            part_class.append(np.full(len(formed), c, dtype=np.int64))
+    flat = np.concatenate(parts)
+    if not len(flat):
         return [], taken
-    flat = np.asarray(formed, dtype=np.int64)
+    # the groups in class order, each class's in the order formed
+    flat = flat[np.argsort(np.concatenate(part_class), kind="stable")]
     taken[flat.ravel()] = True
     return _class_groups(data, flat, class_of), taken
 
@@ -695,16 +754,18 @@ def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -
     groups = []
     template: dict[int, _Group] = {}  # a class's records share their QID values: one value each
     first_class = class_of[flat[:, 0]].tolist()
+    cut_list = cut.tolist()
+    new = _Group.__new__
     for gi, row in enumerate(flat.tolist()):
-        first = row[0]
         key = first_class[gi]
         base = template.get(key)
         if base is None:
-            base = template[key] = _Group(data, first)
-        g = _Group.__new__(_Group)
+            base = template[key] = _Group(data, row[0])
+        g = new(_Group)
         g.cat, g.lo, g.hi, g.loss = base.cat, base.lo, base.hi, base.loss
         g.size, g.anchors, g.members = k, anchors[gi], row
-        g.sigma = dict(zip(terms[cut[gi]:cut[gi + 1]], counts[cut[gi]:cut[gi + 1]]))
+        a, b = cut_list[gi], cut_list[gi + 1]
+        g.sigma = dict(zip(terms[a:b], counts[a:b]))
         g.ha = list(base.ha)
         if data.alpha is not None:
             assert data.ha_class is not None and data.ss is not None  # given with alpha
@@ -717,7 +778,7 @@ def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -
 def _classes_first(data: GroupingInput, class_of: np.ndarray | None = None, **known
                    ) -> tuple[list[_Group], np.ndarray]:
     """The groups formed before the greedy and the pool it grows from (both implementations);
-    ``known`` as in :func:`preform_classes`."""
+    ``known`` as in :func:`preform_classes` (with its ``by_runs``)."""
     if not data.classes_first:
         return [], data.pool
     groups, taken = preform_classes(data, class_of, **known)
@@ -747,7 +808,7 @@ def _group_reference_once(data: GroupingInput) -> GroupingResult:
     p0 = data.base_risk()
     growth_etas = data.growth_etas()
     rank = data.rank
-    groups, pool = _classes_first(data)
+    groups, pool = _classes_first(data, by_runs=False)
     in_pool = {r for r in range(n) if pool[r]}
     failed: set[int] = set()
     result = GroupingResult(np.full(n, -1, dtype=np.int64), 0, preformed=len(groups))
@@ -1259,6 +1320,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     return result
 
 
+#: zero-loss groups of a class a leftover looks at one by one before all of them (_best_in_class)
+CLASS_SCAN = 64
 #: terms whose per-group counts are kept in a dense table while leftovers are placed.
 FREQUENT_TERMS = 64
 #: cells of the dense table the leftover phase may use (int32: 64 MB): with few groups, more
@@ -1295,6 +1358,7 @@ class _GroupTable:
         top = top[self.freq[top] > 0]
         self.column = np.full(len(data.theta), -1, dtype=np.int64)
         self.column[top] = np.arange(len(top))
+        self._column_list: list[int] = self.column.tolist()
         self.dense = np.zeros((G, len(top)), dtype=np.int32)
         self.sparse: dict[int, dict[int, int]] = {}
         # σ of every group from its members' terms at once (before the leftover phase a
@@ -1311,15 +1375,6 @@ class _GroupTable:
         keys, counts = np.unique(term[rare] * max(G, 1) + holder[rare], return_counts=True)
         for key, count in zip(keys.tolist(), counts.tolist()):
             self.sparse.setdefault(key // G, {})[key % G] = count
-
-    def _count(self, gi: int, counts) -> None:
-        for term, count in counts:
-            col = self.column[term]
-            if col >= 0:
-                self.dense[gi, col] += count
-            else:
-                held = self.sparse.setdefault(term, {})
-                held[gi] = held.get(gi, 0) + count
 
     def sigma(self, term: int, cand: np.ndarray | None = None) -> np.ndarray:
         """σ_term(g) of every group (or of groups ``cand``)."""
@@ -1370,6 +1425,8 @@ class _GroupTable:
         """σ_s(g) for groups ``cand`` (rows) and ``terms`` (columns)."""
         ids = np.asarray(terms, dtype=np.int64)
         cols = self.column[ids]
+        if not len(cols) or cols.min() >= 0:  # every term in the dense table: one gather
+            return self.dense[cand[:, None], cols].astype(np.int64)
         dense = cols >= 0
         c = np.empty((len(cand), len(terms)), dtype=np.int64)
         c[:, dense] = self.dense[np.ix_(cand, cols[dense])]
@@ -1392,10 +1449,13 @@ class _GroupTable:
             else:
                 e = etas_of(data.theta[ids][None, :], anchors[:, None])
             c = (self.sigmas(terms, cand) if sigma is None else sigma) + 1
-            fits = c <= e
-            step = np.where(fits, c / np.where(fits, e - c + 1, 1), INF)
+            room = e - c + 1  # >= 1 where the term fits (c <= η)
+            step = (c / np.maximum(room, 1)).T
             # 1 + step 1 + step 2 + ... left to right, as privacy_risk adds: the same floats
-            pr = np.add.accumulate(np.column_stack([pr, step]), axis=1)[:, -1]
+            pr = pr + step[0]
+            for j in range(1, len(terms)):
+                pr += step[j]
+            pr[(room < 1).any(axis=1)] = INF
         if data.alpha is not None:
             pr[~self.alpha_ok(r, cand)] = INF
         return pr
@@ -1410,40 +1470,51 @@ class _GroupTable:
                  else self.ha[cand])
         return np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
 
-    def add(self, gi: int, r: int, *, kept: tuple[list[int], bool] | None = None) -> None:
-        """Place leftover r in group gi (``kept``: see :meth:`_Group.add`)."""
+    def add(self, gi: int, r: int, *, kept: tuple[list[int], bool] | None = None,
+            same_value: bool = False) -> None:
+        """Place leftover r in group gi (``kept``, ``same_value``: see :meth:`_Group.add`)."""
         data, g = self.data, self.groups[gi]
-        g.add(data, r, remaining=True, kept=kept)
-        # per attribute, the group's code (categorical) or bounds (numeric), as the arrays'
-        for j, code in enumerate(g.cat):
-            if code is None:
-                low, high, los, his = g.lo[j], g.hi[j], self.lo[j], self.hi[j]
-                assert los is not None and his is not None and low is not None and high is not None
-                los[gi], his[gi] = low, high
+        g.add(data, r, remaining=True, kept=kept, same_value=same_value)
+        if not same_value:
+            # per attribute, the group's code (categorical) or bounds (numeric), as the arrays'
+            for j, code in enumerate(g.cat):
+                if code is None:
+                    low, high, los, his = g.lo[j], g.hi[j], self.lo[j], self.hi[j]
+                    assert (los is not None and his is not None and low is not None
+                            and high is not None)
+                    los[gi], his[gi] = low, high
+                else:
+                    codes = self.cat[j]
+                    assert codes is not None
+                    codes[gi] = code
+            self.loss[gi] = g.loss
+        self.size[gi], self.anchors[gi] = g.size, g.anchors
+        if data.alpha is not None:  # (without α the counters never move)
+            self.ha[gi] = g.ha
+        column, dense = self._column_list, self.dense
+        for s in (data.terms(r) if kept is None else kept[0]):
+            col = column[s]
+            if col >= 0:
+                dense[gi, col] += 1
             else:
-                codes = self.cat[j]
-                assert codes is not None
-                codes[gi] = code
-        self.size[gi], self.loss[gi], self.anchors[gi] = g.size, g.loss, g.anchors
-        self.ha[gi] = g.ha
-        self._count(gi, ((s, 1) for s in (data.terms(r) if kept is None else kept[0])))
+                held = self.sparse.setdefault(s, {})
+                held[gi] = held.get(gi, 0) + 1
 
 
 class _ClassGroups:
-    """The zero-loss groups of each exact QID class, with σ kept per (class, term) (leftover
-    phase: :func:`_best_in_class` reads σ of a leftover's terms in every group of its class).
+    """The zero-loss groups of each exact QID class (leftover phase: :func:`_best_in_class`
+    reads σ of a leftover's terms in every group of its class).
 
     Invariant, for every class c that has zero-loss groups:
 
     * ``ids(c)`` are its zero-loss groups in ascending order (a group leaves when its loss turns
       positive, and never comes back: a loss never falls);
-    * a row cached for term s, ``_rows[c][s][i]``, is σ_s of group ``ids(c)[i]`` as the
-      :class:`_GroupTable` counts it, and the anchor counts cached for c are those of the
-      table: :meth:`added` keeps both current when a record joins one of the class's groups.
+    * the anchor counts cached for c are those of the table: :meth:`added` keeps the class's
+      histogram of anchor counts current when a record joins one of its groups.
 
-    A row is built from the table the first time a leftover asks for its term; a group that
-    leaves its class drops the class's rows (they are built again on demand), since removing
-    one column from every row costs about as much as building the few rows asked for again.
+    σ is gathered from the table's dense columns for each leftover (one fancy index): a cache
+    of rows per (class, term) was tried, but on the second 450k quarter three of four rows a
+    leftover asked for had never been asked for, so the cache cost more than it saved.
     """
 
     def __init__(self, table: _GroupTable, groups: list[int], classes: list[int]):
@@ -1454,8 +1525,15 @@ class _ClassGroups:
             self._members.setdefault(c, []).append(gi)
             self._class_of[gi] = c
         self._ids: dict[int, np.ndarray] = {}
-        self._pos: dict[int, dict[int, int]] = {}
-        self._rows: dict[int, dict[int, np.ndarray]] = {}
+        #: class -> {anchor count: groups of the class with it} (made for every class at once:
+        #: one np.unique per class was a second on the second 450k quarter)
+        self._hist: dict[int, dict[int, int]] = {}
+        if groups:
+            pairs = np.column_stack([np.asarray(classes, dtype=np.int64),
+                                     table.anchors[np.asarray(groups, dtype=np.int64)]])
+            found, many = np.unique(pairs, axis=0, return_counts=True)
+            for (c, a), m in zip(found.tolist(), many.tolist()):
+                self._hist.setdefault(c, {})[a] = m
         self._counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def has(self, c: int) -> bool:
@@ -1466,53 +1544,62 @@ class _ClassGroups:
         """Whether group gi is a zero-loss group of some class."""
         return gi in self._class_of
 
+    def members(self, c: int) -> list[int]:
+        """The class's zero-loss groups, ascending (the list :meth:`ids` is made from: not to
+        be changed)."""
+        return self._members[c]
+
     def ids(self, c: int) -> np.ndarray:
         ids = self._ids.get(c)
         if ids is None:
             ids = self._ids[c] = np.asarray(self._members[c], dtype=np.int64)
-            self._pos[c] = {gi: i for i, gi in enumerate(self._members[c])}
-            self._rows[c] = {}
         return ids
 
     def sigma_rows(self, c: int, terms: Sequence[int]) -> np.ndarray:
         """σ_s(g) for each of ``terms`` (rows) and each group of ``ids(c)`` (columns)."""
-        ids = self.ids(c)
-        rows = self._rows[c]
-        out = np.empty((len(terms), len(ids)), dtype=np.int64)
-        for i, s in enumerate(terms):
-            row = rows.get(s)
-            if row is None:
-                row = rows[s] = self.table.sigma_of(s, ids)
-            out[i] = row
-        return out
+        return self.table.sigmas(terms, self.ids(c)).T
 
     def anchor_counts(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         """The distinct anchor counts of the class's groups, and the index of each group's."""
         counts = self._counts.get(c)
-        if counts is None:
-            distinct, at = np.unique(self.table.anchors[self.ids(c)], return_inverse=True)
-            counts = self._counts[c] = (distinct, at.ravel())
+        if counts is not None:
+            return counts
+        ids = self.ids(c)
+        hist = self._hist.get(c)
+        if hist is None:  # (after a group left the class)
+            distinct, at = np.unique(self.table.anchors[ids], return_inverse=True)
+            at = at.ravel()
+            self._hist[c] = dict(zip(distinct.tolist(), np.bincount(at).tolist()))
+        else:
+            # the histogram says which counts there are: no sort of the class's groups
+            distinct = np.array(sorted(hist), dtype=np.int64)
+            at = (np.zeros(len(ids), dtype=np.int64) if len(distinct) == 1
+                  else np.searchsorted(distinct, self.table.anchors[ids]))
+        counts = self._counts[c] = (distinct, at)
         return counts
 
     def added(self, gi: int, terms: Sequence[int], anchors: int) -> None:
         """A record holding ``terms`` (counted in σ) and ``anchors`` (0 or 1) joined group gi,
-        which kept its zero loss."""
+        which kept its zero loss (called after the table counted it)."""
+        if not anchors:
+            return
         c = self._class_of[gi]
-        rows = self._rows.get(c)
-        if rows:
-            i = self._pos[c][gi]
-            for s in terms:
-                row = rows.get(s)
-                if row is not None:
-                    row[i] += 1
-        if anchors:
-            self._counts.pop(c, None)
+        self._counts.pop(c, None)
+        hist = self._hist.get(c)
+        if hist is not None:
+            now = int(self.table.anchors[gi])
+            before = now - anchors
+            if hist[before] == 1:
+                del hist[before]
+            else:
+                hist[before] -= 1
+            hist[now] = hist.get(now, 0) + 1
 
     def remove(self, gi: int) -> None:
-        """Group gi lost its zero loss: out of its class (whose cached rows go)."""
+        """Group gi lost its zero loss: out of its class (whose cached counts go)."""
         c = self._class_of.pop(gi)
         self._members[c].remove(gi)
-        for cache in (self._ids, self._pos, self._rows, self._counts):
+        for cache in (self._ids, self._hist, self._counts):
             cache.pop(c, None)
 
 
@@ -1527,9 +1614,15 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     leftovers = leftovers[np.argsort(data.rank[leftovers], kind="stable")]
     result.leftovers = len(leftovers)
     G = len(groups)
-    if not G:
+    if not G or (not len(leftovers) and (data.late is None or not data.late.any())):
+        # no group, or nothing to place (no leftover, no late record: the tables below would
+        # be built for nothing, a second of a 450k quarter whose records all found a group)
         result.unplaced.extend(leftovers.tolist())
         _place_by_suppression(data, groups, result)  # (only lists the late records: no group)
+        if G:
+            for gi, g in enumerate(groups):
+                result.group_of[g.members] = gi
+            result.n_groups = G
         return
     table = _GroupTable(data, groups)
     index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss, table)
@@ -1563,9 +1656,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         best = None
         c = int(class_of[r])
         if point[r] and classes.has(c):
-            terms = data.terms(r)
-            best = _best_in_class(data, r, classes.ids(c), table, classes.sigma_rows(c, terms),
-                                  classes.anchor_counts(c))
+            best = _best_in_class(data, r, classes, c)
+        # a point joining a zero-loss group of its own class leaves the group's value as it is
+        same_value = best is not None
         if best is None or best[0] > 0.0:
             best = evaluate(r, value, index.loose(), best)
             bounds = index.lower_bounds(value, r)
@@ -1586,8 +1679,11 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             result.unplaced.append(r)
             continue
         gi = best[2]
-        table.add(gi, r)
-        index.changed(gi)
+        table.add(gi, r, same_value=same_value)
+        if same_value:
+            index.joined(gi)
+        else:
+            index.changed(gi)
         if classes.holds(gi):
             if table.loss[gi] > 0.0:
                 classes.remove(gi)
@@ -1599,14 +1695,14 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     result.n_groups = G
 
 
-def _best_in_class(data: GroupingInput, r: int, same: np.ndarray, table: _GroupTable,
-                   sigma: np.ndarray, counts: tuple[np.ndarray, np.ndarray]) -> tuple | None:
-    """The least key (0, PR, group) over the zero-loss groups ``same`` (ascending) of r's QID
-    class, where a class can hold thousands of groups (e.g. cases lacking age and weight).
+def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -> tuple | None:
+    """The least key (0, PR, group) over the zero-loss groups of r's QID class c (ascending:
+    ``classes.ids(c)``), where a class can hold thousands of groups (e.g. cases lacking age
+    and weight).
 
-    ``sigma`` holds σ of r's terms (rows, in r's term order) in those groups (columns), and
-    ``counts`` their distinct anchor counts with the index of each group's (both kept by
-    :class:`_ClassGroups`, so that neither is gathered again for every leftover).
+    σ of r's terms in those groups (rows in r's term order, columns the groups) and their
+    distinct anchor counts with the index of each group's come from ``classes``
+    (:class:`_ClassGroups`).
 
     A group holding none of r's terms has PR = the floor of r's terms alone (σ 0) at its
     anchors, read from a table of its few distinct anchor counts; a group holding one of them
@@ -1615,9 +1711,29 @@ def _best_in_class(data: GroupingInput, r: int, same: np.ndarray, table: _GroupT
     most every other group's floor; the test is trusted only where float sums cannot blur the
     2^-40 gap (PR < 32 over at most 32 terms: each sum is off by under 32 · 2^-48). Otherwise,
     and when no such group can take r, the PR of every group is computed (their ΔIL is 0).
+
+    With one anchor count (the usual case) and no α, that best free group is the first group
+    of the class holding none of r's terms: on the second 450k quarter it was among the first
+    few groups for almost every leftover (median 1, 99th percentile 77 of classes of up to
+    3,400 groups), so the first :data:`CLASS_SCAN` groups are looked at one by one (their σ
+    dicts) before σ of the whole class is gathered.
     """
+    same = classes.ids(c)
+    table = classes.table
     terms = data.terms(r)
-    distinct, inverse = counts
+    distinct, inverse = classes.anchor_counts(c)
+    if len(terms) <= 32 and len(distinct) == 1 and data.alpha is None:
+        pr = float(_floors_at(data, r, distinct)[0])
+        if pr < 32:
+            groups = table.groups
+            for gi in classes.members(c)[:CLASS_SCAN]:
+                sig = groups[gi].sigma  # (holds a term only once it counts it)
+                for s in terms:
+                    if s in sig:
+                        break
+                else:
+                    return (0.0, pr, gi)
+    sigma = classes.sigma_rows(c, terms)
     holds = (sigma > 0).any(axis=0)
     if len(terms) <= 32:
         floor_of = _floors_at(data, r, distinct)
@@ -1663,8 +1779,14 @@ def _floors_at(data: GroupingInput, r: int, counts: np.ndarray) -> np.ndarray:
     joins): the least PR of r in any such group."""
     terms = data.terms(r)
     own = int(data.anchor[r])
-    return np.array([privacy_risk(terms, {}, _EtaView(data.theta, a + own))
-                     for a in counts.tolist()], dtype=float)
+    out = []
+    for a in counts.tolist():
+        inv = data.inverse_etas(a + own)
+        total = 1.0  # added in r's term order, as privacy_risk adds (∞ stays ∞)
+        for s in terms:
+            total += inv[s]
+        out.append(total)
+    return np.array(out, dtype=float)
 
 
 def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray:
@@ -1812,12 +1934,15 @@ class _GroupBlocks(_Blocks):
             self.sigma_min = (np.minimum.reduceat(dense[self.members], starts, axis=0)
                               if len(starts) else np.zeros((0, dense.shape[1]), dtype=np.int64))
             self.anchors_max = self._reduce(np.maximum, self.table.anchors, starts).astype(np.int64)
+            self.sigma_min_t = np.ascontiguousarray(self.sigma_min.T)
         if self.j0 is not None:
             self.lo_min = self._reduce(np.minimum, self.lo[self.j0], starts)
             self.hi_max = self._reduce(np.maximum, self.hi[self.j0], starts)
             ids = np.arange(G)
             width = np.where(self._tag(ids) > 0, 0.0, self._width(ids))
             self.width_max = self._reduce(np.maximum, width, starts)
+        self._present = self.btag == 0
+        self._dcat_parts: dict[tuple, np.ndarray] = {}
         self.out = np.zeros(G, dtype=bool)  # left its block since the last build
         self.loose_ids: list[int] = []
         #: np.unique(anchors_max, return_inverse=True), or None when anchors_max changed since
@@ -1843,21 +1968,17 @@ class _GroupBlocks(_Blocks):
         """A lower bound of ΔIL(g, r)·PR(g, r) for every group of each block (∞: no group of
         the block can take r, judged on r's frequent terms when ``r`` is given)."""
         cat, lo, hi = value
-        merged, _ = self._lca_terms(cat)
-        own = np.zeros(len(self.btag))
-        for j in self.cat_j:
-            own = own + self.space.cat_term(j, self.bcat[j])
-        dcat = merged - own
+        dcat = self._dcat(cat)
         dw = np.zeros(len(self.btag))
         if self.j0 is not None:
             r_lo, r_hi, m = lo[self.j0], hi[self.j0], self.missing_at
-            present = self.btag == 0
+            present = self._present
             if m is not None and r_hi >= m:
                 # r holds the missing value: with a present group the term becomes 1
-                dw[present] = np.maximum(0.0, 1.0 - self.width_max[present])
+                dw = np.where(present, np.maximum(0.0, 1.0 - self.width_max), 0.0)
             elif self.range > 0:
                 grow = np.maximum(self.lo_min - r_lo, r_hi - self.hi_max) / self.range
-                dw[present] = np.maximum(0.0, grow[present])
+                dw = np.where(present, np.maximum(0.0, grow), 0.0)
             if m is not None and r_lo < m:
                 # groups of missing values only: adding a present value costs 1
                 dw[(self.btag > 0) & (self.lo_min >= m)] = 1.0
@@ -1871,17 +1992,51 @@ class _GroupBlocks(_Blocks):
             # η and the floors below depend on a block's most anchors only: computed once per
             # distinct count (the same elements as for every block)
             distinct, at = self.anchor_counts()
+            one = len(distinct) == 1  # the usual case: one row of η for every block
             if frequent.any():
-                e = etas_of(data.theta[terms[frequent]][None, :],
-                            distinct[:, None] + int(data.anchor[r]))[at]
-                full = (self.sigma_min[:, cols[frequent]] + 1 > e).any(axis=1)
+                # (σ of the frequent terms as rows, one per term: contiguous gathers)
+                sigma_min = self.sigma_min_t[cols[frequent]]
+                if one:
+                    e = etas_of(data.theta[terms[frequent]], int(distinct[0]) + int(data.anchor[r]))
+                    full = (sigma_min + 1 > e[:, None]).any(axis=0)
+                else:
+                    e = etas_of(data.theta[terms[frequent]][:, None],
+                                distinct[None, :] + int(data.anchor[r]))[:, at]
+                    full = (sigma_min + 1 > e).any(axis=0)
                 bound[full] = INF
             if len(terms):
                 # PR(g, r) is at least r's terms alone (σ 0) at the block's most anchors (η
                 # grows with them): the bound of ΔIL times that floor bounds ΔIL·PR
-                floors = _floors_at(data, r, distinct)[at]
-                bound = np.where(floors == INF, INF, bound * floors)
+                if one:
+                    floor = float(_floors_at(data, r, distinct)[0])
+                    bound = np.full(len(bound), INF) if floor == INF else bound * floor
+                else:
+                    floors = _floors_at(data, r, distinct)[at]
+                    bound = np.where(floors == INF, INF, bound * floors)
         return bound
+
+    def _dcat(self, cat: Sequence) -> np.ndarray:
+        """Per block, the categorical part of L(g ∪ r) − L(g) for a value of categorical part
+        ``cat`` (cached per value like :meth:`_lca_terms`: not to be changed)."""
+        key = tuple(int(cat[j]) for j in self.cat_j)
+        found = self._dcat_parts.get(key)
+        if found is None:
+            merged, _ = self._lca_terms(cat)
+            own = np.zeros(len(self.btag))
+            for j in self.cat_j:
+                own = own + self.space.cat_term(j, self.bcat[j])
+            found = self._dcat_parts[key] = merged - own
+        return found
+
+    def joined(self, gi: int) -> None:
+        """A record joined group gi without changing its value (:meth:`changed` of a value that
+        stayed: only the most anchors of its block can move)."""
+        if self.out[gi] or self.table is None:
+            return
+        b = int(self.block_of[gi])
+        if self.table.anchors[gi] > self.anchors_max[b]:
+            self.anchors_max[b] = self.table.anchors[gi]
+            self._counts = None
 
     def changed(self, gi: int) -> None:
         """Group gi grew: widen its block's bounds, or take it out of its block."""
