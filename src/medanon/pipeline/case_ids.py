@@ -78,10 +78,11 @@ def pseudonyms(key: bytes, ids: Iterable[object], *,
     missing = np.flatnonzero(pd.isna(out))
     if len(missing):
         mac = _hmac_sha256(key)
-        for i in missing.tolist():
-            text = texts[i]
-            out[i] = known[text] = str(_LOW + int.from_bytes(mac(text.encode("utf-8")), "big")
-                                       % _SPAN)
+        fresh = [texts[i] for i in missing.tolist()]
+        made = [str(_LOW + int.from_bytes(mac(text.encode("utf-8")), "big") % _SPAN)
+                for text in fresh]
+        out[missing] = made
+        known.update(zip(fresh, made))
     return out[which]
 
 
