@@ -65,6 +65,23 @@ def distinct_objects(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return which, first
 
 
+def distinct_bounds(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per position, the number of its (lo, hi) pair of floats among the distinct pairs (in
+    order of first appearance), and the position of each pair's first appearance.
+
+    Pairs are told apart by the bits of their bounds: 0.0 and -0.0 differ, as they do when
+    formatted; a NaN bound equals only the same NaN.
+    """
+    if not len(lo):
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    # one integer code per pair: each bound's bits factorized, then the pair of codes
+    low, _ = pd.factorize(np.ascontiguousarray(lo, dtype=float).view(np.int64))
+    high, highs = pd.factorize(np.ascontiguousarray(hi, dtype=float).view(np.int64))
+    which, _ = pd.factorize(low.astype(np.int64) * len(highs) + high)
+    seen = np.maximum.accumulate(which)
+    return which, np.flatnonzero(np.r_[True, which[1:] > seen[:-1]])
+
+
 def _addresses(values: np.ndarray) -> np.ndarray:
     """The object pointers an object array holds, as unsigned integers: equal exactly when
     the cells hold the same object.

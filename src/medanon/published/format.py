@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.dates import publish_dates
-from ..data.records import distinct_objects, map_cells
+from ..data.records import distinct_bounds, distinct_objects, map_cells
 from ..periods import parse_period
 from ..errors import InputFormatError, StoreError
 from ..hierarchies import Interval
@@ -107,18 +107,10 @@ def format_numeric_cells(column: pd.Series) -> list[str]:
 
 
 def _interval_labels(lo: np.ndarray, hi: np.ndarray, label) -> tuple[np.ndarray, np.ndarray]:
-    """The label of each distinct (lo, hi) pair, told apart by their bits, and each pair's
-    number among them; ``label(i)`` formats the pair at position ``i``."""
-    if not len(lo):
-        return np.zeros(0, dtype=object), np.zeros(0, dtype=np.intp)
-    # one integer code per pair: each bound's bits factorized, then the pair of codes
-    low, _ = pd.factorize(lo.view(np.int64))
-    high, highs = pd.factorize(hi.view(np.int64))
-    inverse, _ = pd.factorize(low.astype(np.int64) * len(highs) + high)
-    seen = np.maximum.accumulate(inverse)
-    first = np.flatnonzero(np.r_[True, inverse[1:] > seen[:-1]])
-    labels = np.array([label(i) for i in first.tolist()], dtype=object)
-    return labels, inverse
+    """The label of each distinct (lo, hi) pair (:func:`distinct_bounds`) and each
+    position's number among them; ``label(i)`` formats the pair at position ``i``."""
+    which, first = distinct_bounds(lo, hi)
+    return np.array([label(i) for i in first.tolist()], dtype=object), which
 
 
 def format_label(value: object) -> str:
