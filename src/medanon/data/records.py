@@ -92,7 +92,7 @@ def _addresses(values: np.ndarray) -> np.ndarray:
     """
     values = np.ascontiguousarray(values, dtype=object)
     memory = (ctypes.c_char * values.nbytes).from_address(values.ctypes.data)
-    return np.frombuffer(memory, dtype=np.uintp).copy()  # copied while ``values`` lives
+    return np.frombuffer(memory, dtype=np.uintp).copy()  # type: ignore[call-overload]  # copied while ``values`` lives
 
 
 def map_cells(values: Iterable[object], fn: Callable[[object], object], *,
@@ -124,8 +124,8 @@ def map_cells(values: Iterable[object], fn: Callable[[object], object], *,
     objects = array[first]
     kinds = np.fromiter(map(type, objects), dtype=object, count=len(objects))
     results = np.empty(len(objects), dtype=object)
-    texts = np.flatnonzero(np.equal(kinds, str))  # the exact types (a subclass is "other")
-    tuples = np.flatnonzero(np.equal(kinds, tuple))
+    texts = np.flatnonzero(np.equal(kinds, str))  # type: ignore[call-overload]  # exact types
+    tuples = np.flatnonzero(np.equal(kinds, tuple))  # type: ignore[call-overload]
     codes, distinct = pd.factorize(objects[texts])
     batch = distinct.tolist() + objects[tuples].tolist()
     mapped = (fn(v) for v in batch) if many is None else many(batch)
@@ -275,12 +275,12 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
         np.fmax.at(hi, group[finite], values[finite])
         out[name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
     for name in schema.multi_valued:
-        cells = sorted_cells(records[name].to_numpy(dtype=object))
-        merged = _union_of_str_tuples(cells, group, first_index)
+        raw = sorted_cells(records[name].to_numpy(dtype=object))
+        merged = _union_of_str_tuples(raw, group, first_index)
         if merged is None:  # cells of other kinds (text, lists, missing): one by one
-            cells = map_cells(cells, as_value_set)
+            cells = map_cells(raw, as_value_set)
             merged = [cells[i] for i in first_index]
-            for g in multi_groups:
+            for g in multi_groups.tolist():
                 merged[g] = tuple(sorted(set().union(*cells[first_index[g]:last_index[g] + 1])))
         out[name] = np.fromiter(merged, dtype=object, count=n_groups)
     for name in schema.insensitive + schema.private:
@@ -354,7 +354,7 @@ def distinct_sorted(values: np.ndarray) -> np.ndarray:
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
 
 
-def _union_of_str_tuples(cells: Sequence[object], group: np.ndarray,
+def _union_of_str_tuples(cells: Sequence[object] | np.ndarray, group: np.ndarray,
                          first_index: np.ndarray) -> list[tuple] | None:
     """Per group, :func:`as_value_set` of the union of its rows' cells, when every cell is a
     tuple of str (what the store gives); None otherwise.

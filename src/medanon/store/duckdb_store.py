@@ -496,6 +496,7 @@ class ReleaseStore:
         # query's rows with their payload cost more than the rest of the query (issue 43).
         ordered = self._con.execute(f"SELECT rowid AS {_ROW} {where} ORDER BY {order}, rowid",
                                     [label]).fetchnumpy()[_ROW]
+        ordered = np.asarray(ordered, dtype=np.int64)
         plain = [_quote(c) for c in kept if c not in multi]
         frame = self._con.execute(f"SELECT rowid AS {_ROW}, {', '.join(plain)} {where}",
                                   [label]).df()
@@ -1204,7 +1205,7 @@ def _share_texts(frame: pd.DataFrame, columns: Iterable[str]) -> None:
     for name in dict.fromkeys(columns):
         if name in frame.columns and isinstance(frame[name].dtype, pd.StringDtype):
             codes, distinct = frame[name].factorize()  # a missing cell: -1, taken as missing
-            frame[name] = pd.Series(distinct.array.take(codes, allow_fill=True),
+            frame[name] = pd.Series(pd.Index(distinct).array.take(codes, allow_fill=True),
                                     index=frame.index, dtype=frame[name].dtype)
 
 
