@@ -210,3 +210,34 @@ def test_longest_case_span_is_the_widest_gap_between_a_case_ids_periods(case_ids
             seen.setdefault(c, []).append(parse_period(label).ordinal)
     expected = max((max(o) - min(o) for o in seen.values()), default=0)
     assert longest_case_span(case_ids) == expected
+
+
+def test_map_cells_calls_fn_once_per_object_and_per_text() -> None:
+    """A tuple object held by many cells is formatted once; equal texts in distinct objects
+    once; every cell still gets fn of its own value (issue 43)."""
+    shared = ("a", "b")
+    texts = ["".join(["x", "y"]) for _ in range(3)]  # equal, distinct objects
+    equal = tuple(["a", "b"])  # equal to shared, another object: formatted on its own
+    cells = [shared, texts[0], shared, None, texts[1], equal, texts[2], None, 1.5]
+    calls: list[object] = []
+
+    def fn(v: object) -> str:
+        calls.append(v)
+        return repr(v)
+
+    assert map_cells(cells, fn) == [repr(v) for v in cells]
+    assert sorted(map(repr, calls)) == sorted(map(repr, [shared, "xy", None, equal, 1.5]))
+    assert map_cells(np.array(cells, dtype=object), fn) == [repr(v) for v in cells]
+
+
+def test_store_positions_put_a_querys_rows_in_the_sorted_order() -> None:
+    from medanon.errors import StoreError
+    from medanon.store.duckdb_store import _positions
+
+    ordered = np.array([7, 2, 9, 4])
+    for order in ([2, 4, 7, 9], [9, 2, 7, 4]):
+        rowids = np.array(order)
+        assert rowids[_positions(rowids, ordered)].tolist() == ordered.tolist()
+    with pytest.raises(StoreError):
+        _positions(np.array([2, 4, 7, 8]), ordered)
+    assert _positions(np.array([], dtype=np.int64), np.array([], dtype=np.int64)).tolist() == []

@@ -16,7 +16,8 @@ Numeric QIDs of super records are held as a pandas ``IntervalArray`` closed on b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import ctypes
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from dataclasses import dataclass
 
@@ -44,42 +45,98 @@ def as_value_set(values: object) -> tuple[str, ...]:
     return tuple(sorted({str(v).strip() for v in values if v is not None and str(v).strip()}))
 
 
+def distinct_objects(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per cell of an object array, the number of its object among the distinct objects (by
+    identity, in order of first appearance), and the position of each one's first cell.
+
+    Columns of shared objects (the store's term tuples, a group's label, a decoded
+    hierarchy label) hold far fewer objects than cells: work done once per object instead of
+    once per cell is exactly the same work, as nothing mutates a cell. Objects are told apart
+    by ``id`` (one integer hash per cell, in C), valid while ``values`` holds them all.
+    """
+    n = len(values)
+    if not n:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    which, _ = pd.factorize(_addresses(values))
+    # factorize numbers objects in order of first appearance: a cell is an object's first
+    # one where its number exceeds every number before it
+    seen = np.maximum.accumulate(which)
+    first = np.flatnonzero(np.r_[True, which[1:] > seen[:-1]])
+    return which, first
+
+
+def distinct_bounds(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per position, the number of its (lo, hi) pair of floats among the distinct pairs (in
+    order of first appearance), and the position of each pair's first appearance.
+
+    Pairs are told apart by the bits of their bounds: 0.0 and -0.0 differ, as they do when
+    formatted; a NaN bound equals only the same NaN.
+    """
+    if not len(lo):
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+    # one integer code per pair: each bound's bits factorized, then the pair of codes
+    low, _ = pd.factorize(np.ascontiguousarray(lo, dtype=float).view(np.int64))
+    high, highs = pd.factorize(np.ascontiguousarray(hi, dtype=float).view(np.int64))
+    which, _ = pd.factorize(low.astype(np.int64) * len(highs) + high)
+    seen = np.maximum.accumulate(which)
+    return which, np.flatnonzero(np.r_[True, which[1:] > seen[:-1]])
+
+
+def _addresses(values: np.ndarray) -> np.ndarray:
+    """The object pointers an object array holds, as unsigned integers: equal exactly when
+    the cells hold the same object.
+
+    An object array is an array of ``PyObject *``; its memory is read as ``uintp`` (numpy
+    exports no buffer of an object array, so ctypes reads it). ``id()`` per cell gives the
+    same numbers at 80 ms per 450k cells (issue 43), this at well under a millisecond.
+    """
+    values = np.ascontiguousarray(values, dtype=object)
+    memory = (ctypes.c_char * values.nbytes).from_address(values.ctypes.data)
+    return np.frombuffer(memory, dtype=np.uintp).copy()  # type: ignore[call-overload]  # copied while ``values`` lives
+
+
 def map_cells(values: Iterable[object], fn: Callable[[object], object], *,
               many: Callable[[list], list] | None = None) -> list:
-    """``[fn(v) for v in values]``, calling ``fn`` once per distinct text or tuple cell.
+    """``[fn(v) for v in values]``, calling ``fn`` once per distinct object, and once per
+    distinct text.
 
     Cells repeat a lot (a group's generalized label in every row, a common indication), and
     per-cell formatting or normalizing was a tenth of a release's time at 50k cases (issue 30).
-    Only ``str`` and ``tuple`` cells are shared: numbers are not (equal numbers can format
-    apart, e.g. 0.0 and -0.0), nor are unhashable cells (a list). The distinct cells are found
-    by pandas' hash table in one C pass (a Python dict lookup per cell cost as much as ``fn``
-    at 100k cases); a str never equals a tuple, so both kinds share one table.
+    ``fn`` must be a function of its argument's value: it is called once for all the cells
+    that hold one object (:func:`distinct_objects`, one integer hash per cell: the store
+    shares one tuple among the cells holding it, a release table one label among a group's
+    rows). Distinct ``str`` objects are then shared by value (a column read from a database
+    holds one object per cell); tuples are not hashed by value again, which cost more than
+    formatting them (a tuple's hash reads every item). Numbers are never shared by value
+    (equal numbers can format apart, e.g. 0.0 and -0.0).
 
-    ``many``, when given, maps the list of distinct shared cells at once (it must return what
-    ``fn`` returns for each): for an ``fn`` that is faster on a batch.
+    ``many``, when given, maps a list of distinct text or tuple cells at once (it must return
+    what ``fn`` returns for each): for an ``fn`` that is faster on a batch.
     """
-    cells = values if isinstance(values, list) else list(values)
-    n = len(cells)
-    if not n:
+    if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1:
+        array = values
+    else:
+        cells = values if isinstance(values, list) else list(values)
+        array = np.fromiter(cells, dtype=object, count=len(cells))  # a tuple stays one cell
+    if not len(array):
         return []
-    shared = np.fromiter((type(v) is str or type(v) is tuple for v in cells), dtype=bool,
-                         count=n)
-    array = np.fromiter(cells, dtype=object, count=n)  # fromiter: a tuple stays one cell
-    out = np.empty(n, dtype=object)
-    at = np.flatnonzero(shared)
-    if len(at):
-        try:
-            codes, distinct = pd.factorize(array[at])
-        except TypeError:  # a tuple holding an unhashable item: no sharing for this column
-            at = np.zeros(0, dtype=np.int64)
-            shared[:] = False
-        else:
-            mapped = (fn(v) for v in distinct) if many is None else many(distinct.tolist())
-            results = np.fromiter(mapped, dtype=object, count=len(distinct))
-            out[at] = results[codes]
+    which, first = distinct_objects(array)
+    objects = array[first]
+    kinds = np.fromiter(map(type, objects), dtype=object, count=len(objects))
+    results = np.empty(len(objects), dtype=object)
+    texts = np.flatnonzero(np.equal(kinds, str))  # type: ignore[call-overload]  # exact types
+    tuples = np.flatnonzero(np.equal(kinds, tuple))  # type: ignore[call-overload]
+    codes, distinct = pd.factorize(objects[texts])
+    batch = distinct.tolist() + objects[tuples].tolist()
+    mapped = (fn(v) for v in batch) if many is None else many(batch)
+    mapped_values = np.fromiter(mapped, dtype=object, count=len(batch))
+    results[texts] = mapped_values[codes]
+    results[tuples] = mapped_values[len(distinct):]
+    shared = np.zeros(len(objects), dtype=bool)
+    shared[texts] = shared[tuples] = True
     for i in np.flatnonzero(~shared).tolist():
-        out[i] = fn(cells[i])
-    return out.tolist()
+        results[i] = fn(objects[i])
+    return results[which].tolist()
 
 
 @dataclass(frozen=True)
@@ -115,6 +172,13 @@ class SuperRecords:
 def check_record_values(records: pd.DataFrame, schema: Schema,
                         hierarchies: Mapping[str, Taxonomy]) -> None:
     """Check that the records fit the schema: columns present, labels in hierarchies, numbers numeric."""
+    _checked_date_cells(records, schema, hierarchies)
+
+
+def _checked_date_cells(records: pd.DataFrame, schema: Schema,
+                        hierarchies: Mapping[str, Taxonomy]) -> dict[str, np.ndarray]:
+    """:func:`check_record_values`, returning each date column's :func:`date_cells` (in the
+    records' row order), which the check computes anyway."""
     schema.check_columns(records, what="the records")
     for name in schema.categorical_qids:
         if name not in hierarchies:
@@ -128,8 +192,7 @@ def check_record_values(records: pd.DataFrame, schema: Schema,
             bad = column[converted.isna() & column.notna()]
             if len(bad):
                 raise SchemaError(f"Numeric QID {name!r} has non-numeric value(s), e.g. {bad.iloc[0]!r}.")
-    for name in schema.date_columns:
-        date_cells(records[name], name)
+    return {name: date_cells(records[name], name) for name in schema.date_columns}
 
 
 def date_cells(values: pd.Series, name: str) -> np.ndarray:
@@ -168,33 +231,43 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
         SchemaError: a schema column is missing, or a numeric QID is not numeric.
         HierarchyError: a categorical QID value is missing from its hierarchy.
     """
-    check_record_values(records, schema, hierarchies)
+    dates = _checked_date_cells(records, schema, hierarchies)
     case_col, period_col = schema.case_id, schema.period
     order = [period_col, case_col] + (["version"] if "version" in records.columns else [])
-    recs = records.sort_values(order, kind="stable").reset_index(drop=True)
-    keys = recs[period_col].astype(str) + "\x1f" + recs[case_col].astype(str)
-    group, first_index = _group_ids(keys.to_numpy())
+    # Only the columns read below are put in that order, not the whole frame (a copy of every
+    # column was a quarter of this step at 450k reports, issue 43); rows the store gives
+    # already in order are not sorted at all.
+    rows = _stable_sort_order(records, order)
+
+    def sorted_cells(values: np.ndarray) -> np.ndarray:
+        return values if rows is None else values[rows]
+
+    periods = sorted_cells(records[period_col].astype(str).to_numpy())
+    cases = sorted_cells(records[case_col].astype(str).to_numpy())
+    group, first_index = _case_groups(periods, cases)
     n_groups = len(first_index)
     sizes = np.bincount(group, minlength=n_groups)
     # Rows are sorted, so a case's rows are contiguous: [first_index[g], last_index[g]].
-    last_index = (np.r_[first_index[1:], len(recs)] - 1) if n_groups else np.zeros(0, dtype=np.int64)
+    last_index = (np.r_[first_index[1:], len(group)] - 1) if n_groups else np.zeros(0, dtype=np.int64)
     multi_groups = np.flatnonzero(sizes > 1)
 
     out: dict[str, object] = {
-        period_col: recs[period_col].astype(str).to_numpy()[first_index],
-        case_col: recs[case_col].astype(str).to_numpy()[first_index],
+        period_col: periods[first_index],
+        case_col: cases[first_index],
         "n_reports": sizes.astype(np.int64),
     }
     if schema.identifiers:
-        report_col = schema.identifiers[0]
-        ids = recs[report_col].astype(str).to_numpy().tolist()
-        out["report_ids"] = [tuple(ids[a:b]) for a, b in zip(first_index.tolist(),
-                                                             (last_index + 1).tolist())]
+        ids = sorted_cells(records[schema.identifiers[0]].astype(str).to_numpy())
+        # a case of one report (most): a 1-tuple made in C by zip
+        report_ids = list(zip(ids[first_index].tolist()))
+        for g in multi_groups.tolist():
+            report_ids[g] = tuple(ids[first_index[g]:last_index[g] + 1].tolist())
+        out["report_ids"] = np.fromiter(report_ids, dtype=object, count=n_groups)
     for name in schema.categorical_qids:
-        out[name] = _lub_categorical(recs[name], hierarchies[name], first_index, last_index,
-                                     multi_groups)
+        out[name] = _lub_categorical(records[name], hierarchies[name], first_index, last_index,
+                                     multi_groups, rows)
     for name in schema.numeric_qids:
-        values = pd.to_numeric(recs[name], errors="coerce").to_numpy(dtype=float)
+        values = sorted_cells(pd.to_numeric(records[name], errors="coerce").to_numpy(dtype=float))
         lo = np.full(n_groups, np.nan)
         hi = np.full(n_groups, np.nan)
         finite = ~np.isnan(values)
@@ -202,23 +275,71 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
         np.fmax.at(hi, group[finite], values[finite])
         out[name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
     for name in schema.multi_valued:
-        cells = recs[name].tolist()
-        merged = _union_of_str_tuples(cells, group, first_index)
+        raw = sorted_cells(records[name].to_numpy(dtype=object))
+        merged = _union_of_str_tuples(raw, group, first_index)
         if merged is None:  # cells of other kinds (text, lists, missing): one by one
-            cells = map_cells(cells, as_value_set)
+            cells = map_cells(raw, as_value_set)
             merged = [cells[i] for i in first_index]
-            for g in multi_groups:
+            for g in multi_groups.tolist():
                 merged[g] = tuple(sorted(set().union(*cells[first_index[g]:last_index[g] + 1])))
-        out[name] = merged
+        out[name] = np.fromiter(merged, dtype=object, count=n_groups)
     for name in schema.insensitive + schema.private:
-        out[name] = recs[name].to_numpy()[last_index]
+        out[name] = sorted_cells(records[name].to_numpy())[last_index]
     for name in schema.date_columns:
-        out[name] = date_cells(recs[name], name)[last_index]
+        out[name] = sorted_cells(dates[name])[last_index]
     frame = pd.DataFrame(out)
     for name in schema.multi_valued + ("report_ids",):
         if name in frame.columns:
             frame[name] = frame[name].astype(object)
     return SuperRecords(schema, frame, hierarchies)
+
+
+def _stable_sort_order(records: pd.DataFrame, columns: list[str]) -> np.ndarray | None:
+    """The row positions of ``records.sort_values(columns, kind="stable")``; None when that is
+    the rows' own order (a stable sort of sorted rows moves none).
+
+    The rows count as sorted when each key column holds only text, or only numbers, none
+    missing, and consecutive rows compare in order (text by code point, as pandas sorts it);
+    anything else is sorted by pandas.
+    """
+    n = len(records)
+    if n < 2:
+        return None
+    in_order = np.zeros(n - 1, dtype=bool)  # decided: the earlier row's key is smaller
+    tied = np.ones(n - 1, dtype=bool)       # equal on every key so far
+    for name in columns:
+        values = records[name].to_numpy()
+        if values.dtype == object:
+            if pd.api.types.infer_dtype(values, skipna=False) != "string":
+                break
+        elif values.dtype.kind not in "iu" and not (values.dtype.kind == "f"
+                                                    and not np.isnan(values).any()):
+            break
+        earlier, later = values[:-1], values[1:]
+        in_order |= tied & (earlier < later)
+        tied &= earlier == later
+    else:
+        if (in_order | tied).all():
+            return None
+    keys = records[columns].reset_index(drop=True)
+    return keys.sort_values(columns, kind="stable").index.to_numpy()
+
+
+def _case_groups(periods: np.ndarray, cases: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Group id of each row of rows sorted by (period, case id) and the first row of each
+    group: a group is a run of rows equal in both (as text)."""
+    n = len(periods)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    new_period = periods[1:] != periods[:-1]
+    if any("\x1f" in p for p in periods[np.r_[True, new_period]].tolist()):
+        # rows were told apart by one text, period + US + case id, which a period holding the
+        # separator can make equal for two cases: keep that reading for such a period
+        keys = periods.astype(object) + "\x1f" + cases.astype(object)
+        starts = np.r_[True, keys[1:] != keys[:-1]]
+    else:
+        starts = np.r_[True, new_period | (cases[1:] != cases[:-1])]
+    return np.cumsum(starts) - 1, np.flatnonzero(starts)
 
 
 def distinct_sorted(values: np.ndarray) -> np.ndarray:
@@ -233,83 +354,100 @@ def distinct_sorted(values: np.ndarray) -> np.ndarray:
     return ordered[np.r_[True, ordered[1:] != ordered[:-1]]]
 
 
-def _union_of_str_tuples(cells: list, group: np.ndarray,
+def _union_of_str_tuples(cells: Sequence[object] | np.ndarray, group: np.ndarray,
                          first_index: np.ndarray) -> list[tuple] | None:
     """Per group, :func:`as_value_set` of the union of its rows' cells, when every cell is a
     tuple of str (what the store gives); None otherwise.
 
-    Terms are coded once (sorted vocabulary, so code order is string order) and the
-    (group, term) pairs deduplicated and sorted in one numpy pass: normalizing cell by cell
-    was a tenth of a release's CPU at 100k cases (issue 30). A group of one row whose cell is
-    already normalized (stripped, non-empty terms in strictly increasing order) keeps that
-    tuple, which equals the one built from the pairs.
+    The work is done once per distinct tuple object (:func:`distinct_objects`: the store
+    shares one tuple among the cells that hold it), not once per row: a 450k-report quarter
+    holds 84 distinct outcome tuples and about 220k distinct reaction tuples (issue 43). A
+    group of one row whose tuple is already normalized (stripped, non-empty terms in
+    strictly increasing order) keeps that tuple, which equals the one built from its terms.
+    The other groups' unions are built from (group, term) pairs, terms coded once (sorted
+    vocabulary, so code order is string order), deduplicated and sorted in one numpy pass.
     """
-    if not set(map(type, cells)) <= {tuple}:
+    array = (cells if isinstance(cells, np.ndarray) and cells.dtype == object
+             else np.fromiter(cells, dtype=object, count=len(cells)))
+    which, first = distinct_objects(array)
+    objects = array[first].tolist()
+    if not set(map(type, objects)) <= {tuple}:
         return None
-    lengths = np.fromiter(map(len, cells), dtype=np.int64, count=len(cells))
-    flat = list(chain.from_iterable(cells))
+    flat = list(chain.from_iterable(objects))
     if not set(map(type, flat)) <= {str}:
         return None
-    stripped = {t: t.strip() for t in dict.fromkeys(flat)}
-    vocabulary = sorted(set(stripped.values()) - {""})
-    code_of = {t: i for i, t in enumerate(vocabulary)}
-    raw_code = {t: code_of.get(v, -1) for t, v in stripped.items()}  # -1: blank, dropped
-    codes = np.fromiter(map(raw_code.__getitem__, flat), dtype=np.int64, count=len(flat))
-    row = np.repeat(np.arange(len(cells), dtype=np.int64), lengths)
-    owner = group[row]
-    kept = codes >= 0
     n_groups = len(first_index)
-    width = max(len(vocabulary), 1)
-    # rows whose cell is normalized as it is
-    as_is = np.ones(len(cells), dtype=bool)
-    changed = {t for t, v in stripped.items() if t != v}
-    if changed:
-        as_is[row[np.fromiter((t in changed for t in flat), dtype=bool, count=len(flat))]] = False
-    as_is[row[~kept]] = False
-    step = row[1:] == row[:-1]
-    as_is[row[1:][step & (codes[1:] <= codes[:-1])]] = False
+    if not n_groups:
+        return []
+    m = len(objects)
+    lengths = np.fromiter(map(len, objects), dtype=np.int64, count=m)
+    owner = np.repeat(np.arange(m, dtype=np.int64), lengths)  # the object of each term
+    stripped = {t: t.strip() for t in dict.fromkeys(flat)}
+    # which objects are normalized as they are: every term stripped and non-empty, each
+    # greater than the one before it (str order: the order sorted() gives)
+    as_is = np.ones(m, dtype=bool)
+    unclean = {t for t, v in stripped.items() if t != v or not v}
+    if unclean:
+        as_is[owner[np.fromiter((t in unclean for t in flat), dtype=bool, count=len(flat))]] = False
+    terms = np.fromiter(flat, dtype=object, count=len(flat))
+    step = owner[1:] == owner[:-1]
+    as_is[owner[1:][step & (terms[1:] <= terms[:-1])]] = False
     single = np.bincount(group, minlength=n_groups) == 1
-    rebuilt = ~(single & as_is[first_index])
-    merged = np.fromiter(cells, dtype=object, count=len(cells))[first_index]
+    rebuilt = ~(single & as_is[which[first_index]])
+    merged = array[first_index]
     if rebuilt.any():  # the other groups' union: (group, term) pairs sorted, made distinct
-        items = kept & rebuilt[owner]
-        pairs = distinct_sorted(owner[items] * width + codes[items])  # by group, then term
-        at = np.flatnonzero(rebuilt)
-        bounds = np.searchsorted(pairs // width, np.r_[at, at + 1]).reshape(2, -1)
-        terms = np.array(vocabulary + [""], dtype=object)[pairs % width].tolist()
-        for g, a, b in zip(at.tolist(), bounds[0].tolist(), bounds[1].tolist()):
-            merged[g] = tuple(terms[a:b])
+        vocabulary = sorted(set(stripped.values()) - {""})
+        code_of = {t: i for i, t in enumerate(vocabulary)}
+        raw_code = {t: code_of.get(v, -1) for t, v in stripped.items()}  # -1: blank, dropped
+        codes = np.fromiter(map(raw_code.__getitem__, flat), dtype=np.int64, count=len(flat))
+        # the terms of every row of a rebuilt group: its object's terms
+        rows = np.flatnonzero(rebuilt[group])
+        objs = which[rows]
+        count = lengths[objs]
+        start = np.r_[0, np.cumsum(lengths)[:-1]][objs]
+        at = np.repeat(start - np.r_[0, np.cumsum(count)[:-1]], count) + np.arange(count.sum())
+        owners, row_codes = np.repeat(group[rows], count), codes[at]
+        kept = row_codes >= 0
+        width = max(len(vocabulary), 1)
+        pairs = distinct_sorted(owners[kept] * width + row_codes[kept])  # by group, then term
+        where = np.flatnonzero(rebuilt)
+        bounds = np.searchsorted(pairs // width, np.r_[where, where + 1]).reshape(2, -1)
+        words = np.array(vocabulary + [""], dtype=object)[pairs % width].tolist()
+        for g, a, b in zip(where.tolist(), bounds[0].tolist(), bounds[1].tolist()):
+            merged[g] = tuple(words[a:b])
     return merged.tolist()
 
 
-def _group_ids(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Group id of each row of a sorted key array and the first row of each group."""
-    if len(keys) == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    starts = np.r_[True, keys[1:] != keys[:-1]]
-    return np.cumsum(starts) - 1, np.flatnonzero(starts)
-
-
 def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, first_index: np.ndarray,
-                     last_index: np.ndarray, multi_groups: np.ndarray) -> np.ndarray:
+                     last_index: np.ndarray, multi_groups: np.ndarray,
+                     rows: np.ndarray | None = None) -> np.ndarray:
     """Least upper bound (LCA) of each group's labels; missing labels are ignored.
+
+    ``rows``: the order of the column's cells that the group bounds index (None: as they are).
 
     A raw label that names an internal node with a self leaf (an ``Adult`` written by data or a
     store from before the MeSH age tree had self leaves) is the record value of that leaf, so it
     becomes the leaf here, before any generalization.
     """
     raw = column.to_numpy(dtype=object)
-    values = np.empty(len(column), dtype=object)
-    if set(map(type, raw.tolist())) <= {str, type(None)}:
-        # each distinct label looked up once; a missing cell (-1) stays None
+    if rows is not None:
+        raw = raw[rows]
+    values = np.empty(len(raw), dtype=object)
+    try:
         codes, distinct = pd.factorize(raw)
+    except TypeError:  # an unhashable cell: looked up one by one below
+        codes, distinct = np.zeros(0, dtype=np.intp), np.array([None], dtype=object)
+    if all(type(v) is str for v in distinct.tolist()):
+        # each distinct label looked up once; a missing cell (-1: None, NaN, NA) is None,
+        # which is what it becomes below in any case
         labels = np.empty(len(distinct) + 1, dtype=object)
         labels[:-1] = taxonomy.record_labels(distinct.tolist())
         values[:] = labels[codes]
+        missing = codes < 0
     else:
         values[:] = taxonomy.record_labels(raw)
+        missing = pd.isna(values)
     result = values[first_index].copy()
-    missing = pd.isna(values)
     for g in multi_groups:
         chunk = values[first_index[g]:last_index[g] + 1]
         present = [str(v) for v, m in zip(chunk, missing[first_index[g]:last_index[g] + 1]) if not m]

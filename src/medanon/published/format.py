@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.dates import publish_dates
-from ..data.records import map_cells
+from ..data.records import distinct_bounds, distinct_objects, map_cells
 from ..periods import parse_period
 from ..errors import InputFormatError, StoreError
 from ..hierarchies import Interval
@@ -79,31 +79,38 @@ def format_numeric_cells(column: pd.Series) -> list[str]:
     A group's interval repeats in every row of the group, and formatting it per row was a
     twentieth of a release's CPU at 100k cases (issue 30). Intervals are told apart by the bits
     of their bounds (so 0.0 and -0.0 are formatted apart, as one by one); other cells (plain
-    numbers, ``*``, missing) are formatted one by one.
+    numbers, ``*``, missing) are formatted once per distinct object (a release table holds a
+    group's cell object in every row of the group: :func:`distinct_objects`).
     """
     values = column.array
     n = len(values)
-    cells: pd.arrays.IntervalArray | np.ndarray
     if isinstance(values, pd.arrays.IntervalArray):
-        cells, at = values, np.arange(n)
         lo, hi = np.asarray(values.left, dtype=float), np.asarray(values.right, dtype=float)
-        out = np.empty(n, dtype=object)
-    else:
-        cells = column.to_numpy(dtype=object)
-        out = np.empty(n, dtype=object)
-        is_interval = np.fromiter((isinstance(v, pd.Interval) for v in cells), dtype=bool,
-                                  count=n)
-        at = np.flatnonzero(is_interval)
-        for i in np.flatnonzero(~is_interval).tolist():
-            out[i] = format_numeric(cells[i])
-        lo = np.array([float(cells[i].left) for i in at.tolist()], dtype=float)
-        hi = np.array([float(cells[i].right) for i in at.tolist()], dtype=float)
+        labels, which = _interval_labels(lo, hi, lambda i: format_numeric(values[i]))
+        return labels[which].tolist() if n else []
+    cells = column.to_numpy(dtype=object)
+    which, first = distinct_objects(cells)
+    objects = cells[first]
+    m = len(objects)
+    out = np.empty(m, dtype=object)
+    is_interval = np.fromiter((isinstance(v, pd.Interval) for v in objects), dtype=bool,
+                              count=m)
+    at = np.flatnonzero(is_interval)
+    for i in np.flatnonzero(~is_interval).tolist():
+        out[i] = format_numeric(objects[i])
     if len(at):
-        bits = np.stack([lo.view(np.int64), hi.view(np.int64)], axis=1)
-        _, first, inverse = np.unique(bits, axis=0, return_index=True, return_inverse=True)
-        labels = np.array([format_numeric(cells[i]) for i in at[first].tolist()], dtype=object)
-        out[at] = labels[inverse.ravel()]
-    return out.tolist()
+        lo = np.array([float(objects[i].left) for i in at.tolist()], dtype=float)
+        hi = np.array([float(objects[i].right) for i in at.tolist()], dtype=float)
+        labels, inverse = _interval_labels(lo, hi, lambda i: format_numeric(objects[at[i]]))
+        out[at] = labels[inverse]
+    return out[which].tolist()
+
+
+def _interval_labels(lo: np.ndarray, hi: np.ndarray, label) -> tuple[np.ndarray, np.ndarray]:
+    """The label of each distinct (lo, hi) pair (:func:`distinct_bounds`) and each
+    position's number among them; ``label(i)`` formats the pair at position ``i``."""
+    which, first = distinct_bounds(lo, hi)
+    return np.array([label(i) for i in first.tolist()], dtype=object), which
 
 
 def format_label(value: object) -> str:
@@ -126,22 +133,22 @@ def _format_multi_many(cells: list) -> list[str]:
     """:func:`format_multi` of each cell; a tuple of str that is already sorted without
     repeats (what super records hold) is joined as it is.
 
-    Whether a tuple is sorted is read from its items' codes in a sorted vocabulary, all tuples
-    at once: sorting and deduplicating each cell again was a twentieth of a release's CPU at
-    100k cases (issue 30).
+    Whether a tuple is sorted is read by comparing each item with the one before it, all
+    tuples at once (numpy compares the str objects as ``sorted`` does, by code point):
+    sorting and deduplicating each cell again was a twentieth of a release's CPU at 100k
+    cases (issue 30).
     """
     is_tuple = np.fromiter((type(c) is tuple for c in cells), dtype=bool, count=len(cells))
     tuples = [c for c in cells if type(c) is tuple]
     flat = list(itertools.chain.from_iterable(tuples))
     joinable = np.zeros(len(cells), dtype=bool)
     if set(map(type, flat)) <= {str}:
-        code_of = {t: i for i, t in enumerate(sorted(set(flat)))}
-        codes = np.fromiter(map(code_of.__getitem__, flat), dtype=np.int64, count=len(flat))
+        items = np.fromiter(flat, dtype=object, count=len(flat))
         lengths = np.fromiter(map(len, tuples), dtype=np.int64, count=len(tuples))
         owner = np.repeat(np.flatnonzero(is_tuple), lengths)
         same = owner[1:] == owner[:-1]
         joinable = is_tuple.copy()
-        joinable[owner[1:][same & (codes[1:] <= codes[:-1])]] = False
+        joinable[owner[1:][same & (items[1:] <= items[:-1])]] = False
     return [MULTI_SEPARATOR.join(c) if ok else format_multi(c)
             for c, ok in zip(cells, joinable.tolist())]
 

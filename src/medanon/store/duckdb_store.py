@@ -489,54 +489,60 @@ class ReleaseStore:
         order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version") if c in types)
         where = f"FROM records WHERE {_quote(s.period)} = ?"
         multi = [c for c in s.multi_valued if c in kept]
-        if not self._lists_join_safely(multi, types, where, label):
-            frame = self._con.execute(f"SELECT {', '.join(_quote(c) for c in kept)} {where} "
-                                      f"ORDER BY {order}", [label]).df()
-            for name in multi:
-                frame[name] = [tuple(v) if v is not None else () for v in frame[name]]
-            return frame
+        if any(types[c] != "VARCHAR[]" for c in multi):
+            return self._read_records_cell_by_cell(kept, multi, where, order, label)
+        # The rows' order is sorted once, on the row ids alone (rowid breaks ties); every query
+        # below scans without sorting and its rows are put in that order here: sorting each
+        # query's rows with their payload cost more than the rest of the query (issue 43).
+        ordered = self._con.execute(f"SELECT rowid AS {_ROW} {where} ORDER BY {order}, rowid",
+                                    [label]).fetchnumpy()[_ROW]
+        ordered = np.asarray(ordered, dtype=np.int64)
+        plain = [_quote(c) for c in kept if c not in multi]
+        frame = self._con.execute(f"SELECT rowid AS {_ROW}, {', '.join(plain)} {where}",
+                                  [label]).df()
+        frame = frame.take(_positions(frame.pop(_ROW).to_numpy(), ordered)).reset_index(drop=True)
+        _share_texts(frame, [s.period, *s.categorical_qids, *s.date_columns])
         # Lists come as one string per cell, split here: DuckDB hands a list cell to pandas as
         # a numpy array, and making one per cell cost more than the rest of the read (issue 30).
-        # len() tells an empty list from a list holding one empty string.
-        plain = [_quote(c) for c in kept if c not in multi]
-        # rowid breaks ties, so that every query below returns the rows in the same order
-        frame = self._con.execute(f"SELECT {', '.join(plain)} {where} ORDER BY {order}, rowid",
-                                  [label]).df()
+        # len() tells an empty list from a list holding one empty string. A list that does
+        # not come back from its joined items (a missing item, an item holding the separator)
+        # sends the whole read cell by cell.
         # Each distinct cell is split once and its items are shared by every cell holding
         # them: one tuple per cell and one str per item cost a 450k-case quarter more than a
-        # gigabyte (issue 30). The joined texts are fetched one column at a time (in the same
-        # row order), so only one column of them is alive at once: fetched together they were
-        # the peak of the read (issue 43).
+        # gigabyte (issue 30). The joined texts are fetched one column at a time, so only one
+        # column of them is alive at once: fetched together they were the peak of the read
+        # (issue 43).
         terms: dict[str, str] = {}
         for name in multi:
+            column = _quote(name)
             joined = self._con.execute(
-                f"SELECT array_to_string({_quote(name)}, chr(31)) AS texts, "
-                f"len({_quote(name)}) AS n {where} ORDER BY {order}, rowid", [label]).fetchnumpy()
+                f"SELECT rowid AS {_ROW}, array_to_string({column}, chr(31)) AS texts, "
+                f"len({column}) AS n, coalesce(list_count({column}) < len({column}) OR "
+                f"contains(array_to_string({column}, ''), chr(31)), false) AS unsafe {where}",
+                [label]).fetchnumpy()
+            if np.asarray(joined.pop("unsafe")).any():
+                del joined, frame
+                return self._read_records_cell_by_cell(kept, multi, where, order, label)
+            at = _positions(np.asarray(joined.pop(_ROW)), ordered)
             counts = np.asarray(joined["n"].filled(0) if np.ma.isMaskedArray(joined["n"])
-                                else joined["n"])
-            texts = np.asarray(joined.pop("texts"), dtype=object)
+                                else joined["n"])[at]
+            texts = np.asarray(joined.pop("texts"), dtype=object)[at]
             texts[counts <= 0] = None
             which, distinct = pd.factorize(texts)  # an empty list: -1, the last cell below
             del texts, joined
-            cells = [tuple(map(terms.setdefault, parts, parts))
-                     for parts in (text.split(_LIST_SEPARATOR) for text in distinct.tolist())]
-            cells.append(())
-            frame[name] = np.fromiter(cells, dtype=object, count=len(cells))[which]
+            frame[name] = _split_lists(distinct.tolist(), counts[_first_of(which)],
+                                       terms)[which]
         return frame[kept]
 
-    def _lists_join_safely(self, columns: list[str], types: dict[str, str], where: str,
-                           label: str) -> bool:
-        """Whether every list cell of ``columns`` in the period can be read back from its items
-        joined with :data:`_LIST_SEPARATOR`: lists of text, no missing item, no item holding
-        the separator."""
-        if not columns:
-            return True
-        if any(types[c] != "VARCHAR[]" for c in columns):
-            return False
-        unsafe = " OR ".join(f"list_count({_quote(c)}) < len({_quote(c)}) OR "
-                             f"contains(array_to_string({_quote(c)}, ''), chr(31))"
-                             for c in columns)
-        return _the_row(self._con, f"SELECT count(*) {where} AND ({unsafe})", [label])[0] == 0
+    def _read_records_cell_by_cell(self, kept: list[str], multi: list[str], where: str,
+                                   order: str, label: str) -> pd.DataFrame:
+        """:meth:`_read_records` of lists that do not come back from their items joined with
+        :data:`_LIST_SEPARATOR` (or are not lists of text): each list cell made a tuple."""
+        frame = self._con.execute(f"SELECT {', '.join(_quote(c) for c in kept)} {where} "
+                                  f"ORDER BY {order}", [label]).df()
+        for name in multi:
+            frame[name] = [tuple(v) if v is not None else () for v in frame[name]]
+        return frame
 
     def ingested_case_ids(self, periods: Iterable[str] | None = None, *,
                           among: Iterable[str] | None = None) -> list[str]:
@@ -1140,6 +1146,73 @@ _INSERT_ROWS = 100_000
 #: joins the items of a list cell when the records are read (``ReleaseStore.records``): the
 #: unit separator, which no term holds (checked before each read)
 _LIST_SEPARATOR = "\x1f"
+#: how many distinct list texts :func:`_split_lists` splits at once
+_SPLIT_CHUNK = 4096
+#: the alias under which a query of the records returns each row's rowid
+_ROW = "medanon_row_id"
+
+
+def _positions(rowids: np.ndarray, ordered: np.ndarray) -> np.ndarray:
+    """Where each of ``ordered`` (row ids) is in ``rowids`` (the same ids, as a query gave
+    them): the take that puts a query's rows in that order.
+
+    Raises:
+        StoreError: the two do not hold the same rows (a store changed between two queries).
+    """
+    rowids = np.asarray(rowids, dtype=np.int64)
+    if len(rowids) < 2 or bool((rowids[1:] > rowids[:-1]).all()):
+        at = np.searchsorted(rowids, ordered)  # a scan gives the rows in storage order
+    else:
+        by_id = np.argsort(rowids, kind="stable")
+        at = by_id[np.searchsorted(rowids[by_id], ordered)]
+    if len(rowids) != len(ordered) or (len(at) and (at.max() >= len(rowids)
+                                                     or (rowids[at] != ordered).any())):
+        raise StoreError("The store's records changed while they were read; read them again.")
+    return at
+
+
+def _first_of(which: np.ndarray) -> np.ndarray:
+    """The position of each code's first appearance in factorize codes (-1 skipped)."""
+    seen = np.maximum.accumulate(np.r_[-1, which])[:-1]
+    return np.flatnonzero(which > seen)
+
+
+def _split_lists(texts: list[str], counts: np.ndarray, terms: dict[str, str]) -> np.ndarray:
+    """The tuple of each text's ``counts`` items joined with :data:`_LIST_SEPARATOR` (no item
+    holds it), then an empty tuple (for code -1); each item the one str ``terms`` holds for
+    its text.
+
+    The texts are joined and split once, and the tuples sliced from the items: splitting
+    text by text cost a quarter of the records' read (issue 43).
+    """
+    cells: list[tuple] = []
+    # in chunks: the items of all texts at once, a str each before they are shared, were
+    # 60 MiB for a 450k-report quarter's reactions, and their memory stayed scattered
+    for at in range(0, len(texts), _SPLIT_CHUNK):
+        chunk = counts[at:at + _SPLIT_CHUNK]
+        items = _LIST_SEPARATOR.join(texts[at:at + _SPLIT_CHUNK]).split(_LIST_SEPARATOR)
+        if len(items) != int(chunk.sum()):  # pragma: no cover - a safe list splits as joined
+            raise StoreError("A list cell of the store's records did not read back as written.")
+        items = list(map(terms.setdefault, items, items))
+        ends = np.cumsum(chunk).tolist()
+        cells += [tuple(items[a:b]) for a, b in zip([0, *ends[:-1]], ends)]
+    cells.append(())
+    return np.fromiter(cells, dtype=object, count=len(cells))
+
+
+def _share_texts(frame: pd.DataFrame, columns: Iterable[str]) -> None:
+    """Make the cells of each text column in ``columns`` that hold equal text hold one str
+    object, in place (values and dtypes unchanged).
+
+    DuckDB makes a str per cell: a quarter's period, age, sex and date columns held 450k
+    copies of a few hundred texts each, 27 MiB a column (issue 43); shared, they cost a
+    pointer a cell, and later passes hash each text once.
+    """
+    for name in dict.fromkeys(columns):
+        if name in frame.columns and isinstance(frame[name].dtype, pd.StringDtype):
+            codes, distinct = frame[name].factorize()  # a missing cell: -1, taken as missing
+            frame[name] = pd.Series(pd.Index(distinct).array.take(codes, allow_fill=True),
+                                    index=frame.index, dtype=frame[name].dtype)
 
 
 def _not_quarters(item: object) -> ValidationError:
