@@ -58,6 +58,8 @@ def test_pseudonyms_are_the_hmac_of_each_stripped_case_id() -> None:
         assert cache == {str(c).strip(): defined(c) for c in listed}
     case_ids = CaseIds("pseudonym", key)
     assert case_ids.of(["9", "9 "]).tolist() == [defined("9")] * 2 == case_ids.of(["9"]).tolist() * 2
+    case_ids.forget()   # the map is dropped, the pseudonyms are not changed
+    assert not case_ids._known and case_ids.of(["9"]).tolist() == [defined("9")]
 
 
 def test_the_precomputed_hmac_is_hmac_sha256() -> None:

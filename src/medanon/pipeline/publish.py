@@ -567,6 +567,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
         records = case_ids.records(records, schema.case_id)
         if next_cases is not None:
             next_cases = set(case_ids.of(sorted(next_cases)))
+        case_ids.forget()   # every CaseID this period publishes is mapped
     budget_entry = None
     if case_budget is not None:
         if ledger is None:
