@@ -36,17 +36,18 @@ def test_a_violating_release_is_refused_or_flagged(data, monkeypatch):
     import medanon.verify as gate_module
 
     # Make the model check fail for the candidate: the store-free path must not return it as
-    # verified, whatever happens.
-    real = gate_module.verify_series
+    # verified, whatever happens. (The gate reads the models' verdicts through _verdicts, which
+    # verify_series wraps with the observed case span the gate does not read.)
+    real = gate_module._verdicts
 
     def failing(series, periods=None):
-        verdict = real(series, periods)
+        verdicts, lifespans = real(series, periods)
         broken = tuple(type(r)(r.period, r.model, "violated", r.checked, r.attacks, r.md_pending,
                                (f"{r.period} group 1: crafted",), r.dir, r.dsr, r.ssgr, r.bound)
-                       for r in verdict.releases)
-        return type(verdict)(broken)
+                       for r in verdicts)
+        return broken, lifespans
 
-    monkeypatch.setattr(gate_module, "verify_series", failing)
+    monkeypatch.setattr(gate_module, "_verdicts", failing)
     publisher = medanon.Publisher("ppms++", k=5, theta=1.0, seed=1)
     with pytest.raises(PrivacyViolation, match="was not published"):
         publisher.publish(data, ["2020Q1"])
