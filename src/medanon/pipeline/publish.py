@@ -756,7 +756,7 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
         yield replace(prepared, series=series if linked is None else None)
 
 
-def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[str]) -> None:
+def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[str]) -> list[str]:
     """Refuse a release whose CaseIDs would share a pseudonym with another CaseID of the series.
 
     Every release checked that the real CaseIDs of the periods it released and of those
@@ -765,6 +765,10 @@ def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[s
     the pseudonyms published so far. The cost follows the periods released, not the store
     (hashing every ingested CaseID at every release grew with the series: issue 43); the
     pseudonyms computed here are the ones the release then publishes (``case_ids`` keeps them).
+
+    Returns:
+        The real CaseIDs of ``labels`` (:meth:`ReleaseStore.ingested_case_ids`), which a
+        single-period release then publishes without reading them again.
 
     Raises:
         StoreError: naming the two CaseIDs (:func:`check_injective`).
@@ -775,11 +779,17 @@ def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[s
     check_injective(new, mapped, where=where)
     released = store.published_periods()
     if not released or not new:
-        return
-    followed = store.ingested_case_ids(released, among=new)
-    fresh = ~pd.Index(new, dtype=object).isin(followed)
-    if not store.published_case_ids(mapped[fresh].tolist()):
-        return
+        return new
+    # the pseudonyms of ``labels`` already published: those of follow-ups, unless a new case
+    # shares one (first the published ones, a tenth of a quarter, then which of them follow up)
+    published = pd.Index(mapped, dtype=object).isin(store.published_case_ids(mapped))
+    if not published.any():
+        return new
+    shared = np.asarray(new, dtype=object)[published]
+    followed = store.ingested_case_ids(released, among=shared)
+    if pd.Index(shared, dtype=object).isin(followed).all():
+        return new
+    fresh = ~pd.Index(new, dtype=object).isin(followed) & published
     # a new CaseID takes the pseudonym of a released case (about n^2 / 1.8e16): name the two
     every = [*store.ingested_case_ids(released), *np.asarray(new, dtype=object)[fresh].tolist()]
     check_injective(every, case_ids.of(every), where=where)
@@ -859,8 +869,12 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                          f"store to change it.")
     chosen, new_key = resolve(mode, rng, store.case_key())
     highest = None
+    #: a period's real CaseIDs already read (by the pseudonyms' check), handed to the loop once
+    read_cases: dict[str, list[str]] = {}
     if chosen.mode == "pseudonym":
-        _check_pseudonyms(store, chosen, labels)
+        checked = _check_pseudonyms(store, chosen, labels)
+        if len(labels) == 1:
+            read_cases[labels[0]] = checked
     else:
         highest = highest_case_id(c for p in store.published_periods()
                                   for c in store.release_cases(p))
@@ -875,7 +889,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         ledger=store.ledger, case_budget=case_budget, on_case_budget=on_case_budget,
         publish_despite_violations=acknowledged.violations, acknowledged=recorded,
         ingest=store.ingest_report, final=final, case_ids=chosen, highest_earlier=highest,
-        period_case_ids=lambda period: store.ingested_case_ids([period]))
+        period_case_ids=lambda period: (read_cases.pop(period) if period in read_cases
+                                        else store.ingested_case_ids([period])))
     summaries = []
     # one transaction for all periods (a failure or Ctrl-C rolls every one back), unless asked
     with contextlib.nullcontext() if per_period_commit else store.batch():
