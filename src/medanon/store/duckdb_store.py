@@ -642,6 +642,10 @@ class ReleaseStore:
                 WHERE r.case_id IN (SELECT case_id FROM members)
                 ORDER BY r.period, r.row_no""").df()
         frame = frame.astype(object).where(frame.notna(), "")
+        # held by the release through its method (the grouping's peak): a group's cells repeat
+        # its QID values, so shared they cost a pointer each (a 450k quarter linked to 317k
+        # earlier rows held 374 MiB less, for 0.7 s; the CaseIDs, one a row, stay as they are)
+        _share_texts(frame, [c for c in frame.columns if c != "case_id"])
         by_period = dict(iter(frame.groupby("period", sort=False))) if len(frame) else {}
         empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
         return {label: (by_period[label][columns].reset_index(drop=True) if label in by_period
@@ -1211,10 +1215,15 @@ def _share_texts(frame: pd.DataFrame, columns: Iterable[str]) -> None:
     pointer a cell, and later passes hash each text once.
     """
     for name in dict.fromkeys(columns):
-        if name in frame.columns and isinstance(frame[name].dtype, pd.StringDtype):
+        if name not in frame.columns:
+            continue
+        if isinstance(frame[name].dtype, pd.StringDtype):
             codes, distinct = frame[name].factorize()  # a missing cell: -1, taken as missing
             frame[name] = pd.Series(pd.Index(distinct).array.take(codes, allow_fill=True),
                                     index=frame.index, dtype=frame[name].dtype)
+        elif frame[name].dtype == object and frame[name].notna().all():
+            codes, distinct = pd.factorize(frame[name].to_numpy(dtype=object))
+            frame[name] = np.asarray(distinct, dtype=object)[codes]
 
 
 def _not_quarters(item: object) -> ValidationError:
