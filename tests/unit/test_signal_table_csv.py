@@ -46,3 +46,17 @@ def test_an_unknown_dtype_is_left_to_pandas(tmp_path: Path) -> None:
     assert _csv_cells(frame["n"]) is None
     _write_csv(frame, tmp_path / "a.csv")
     assert (tmp_path / "a.csv").read_text() == "n,e\n1,0.5\n,\n"
+
+
+def test_numpy_legacy_printing_is_left_to_pandas(tmp_path: Path) -> None:
+    frame = pd.DataFrame({"e": [0.1, 1 / 3]})
+    saved = np.get_printoptions()
+    try:
+        np.set_printoptions(legacy="1.13")
+        assert _csv_cells(frame["e"]) is None
+        _write_csv(frame, tmp_path / "a.csv")
+        frame.to_csv(tmp_path / "b.csv", index=False, lineterminator="\n")
+    finally:
+        np.set_printoptions(**saved)
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+    assert _csv_cells(frame["e"]) == ["0.1", "0.3333333333333333"]

@@ -79,6 +79,7 @@ import io
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -862,9 +863,11 @@ def _csv_cells(column: pd.Series) -> list[str] | None:
     """The CSV fields of one column exactly as ``DataFrame.to_csv`` (default options) writes
     them, or None for a dtype this does not format (the caller then lets pandas write it)."""
     dtype = column.dtype
-    if isinstance(dtype, np.dtype) and dtype.kind == "f" and dtype.itemsize == 8:
+    if (isinstance(dtype, np.dtype) and dtype.kind == "f" and dtype.itemsize == 8
+            and np.get_printoptions()["legacy"] in (False, sys.maxsize)):
         # pandas writes numpy's str of a float64, the shortest round-trip text, which is
-        # Python's repr (0.1, 1e-05, 1e+16, inf, -0.0); a missing value is the empty field
+        # Python's repr (0.1, 1e-05, 1e+16, inf, -0.0; not under numpy's legacy printing,
+        # left to pandas); a missing value is the empty field
         values = column.to_numpy()
         cells = list(map(repr, values.tolist()))
         for i in np.flatnonzero(np.isnan(values)).tolist():
@@ -894,7 +897,7 @@ def _write_csv(table: pd.DataFrame, path: Path) -> None:
     the columns' cells joined row by row (pandas' csv writer took about 0.6 s CPU of a
     23,000-pair table, issue 43); any other dtype is left to pandas."""
     columns = [_csv_cells(table.iloc[:, i]) for i in range(table.shape[1])]
-    if not columns or any(c is None for c in columns):
+    if not columns or any(c is None for c in columns) or table.columns.nlevels > 1:
         table.to_csv(path, index=False, lineterminator="\n")
         return
     with open(path, "w", encoding="utf-8", newline="") as handle:
