@@ -260,9 +260,10 @@ References:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -617,6 +618,7 @@ class _Likelihood:
         # most distinct pairs occur once: w·t is t there, so only the others are multiplied
         self._heavy = np.flatnonzero(self.weight != 1.0)
         self._heavy_weight = self.weight[self._heavy]
+        self._memo: dict[tuple[float, float], tuple[Any, ...]] | None = None
 
     def _weighted_sum(self, t: np.ndarray) -> float:
         """Σ w·t, overwriting t with w·t (the same products, summed in the same order)."""
@@ -675,6 +677,33 @@ class _Likelihood:
             d_beta -= f * (alpha / beta - (alpha + j) / (beta + e))
         return tail, d_alpha, d_beta
 
+    def _parts(self, alpha: float, beta: float) -> tuple[Any, ...]:
+        """:meth:`_component` and (when truncated) :meth:`_tail` of one gamma component, arrays
+        the caller may overwrite. Under :meth:`remembering`, each (α, β) is computed once and
+        handed out as copies: the same values to the bit (the same inputs)."""
+        memo = self._memo
+        if memo is not None and (alpha, beta) in memo:
+            lf, da, db, be, tail = memo[(alpha, beta)]
+            return (lf.copy(), da.copy(), db.copy(), be,
+                    None if tail is None else tuple(t.copy() for t in tail))
+        lf, da, db, be = self._component(alpha, beta)
+        tail = self._tail(alpha, beta, be) if self.min_count > 0 else None
+        if memo is not None:
+            memo[(alpha, beta)] = (lf.copy(), da.copy(), db.copy(), be,
+                                   None if tail is None else tuple(t.copy() for t in tail))
+        return lf, da, db, be, tail
+
+    @contextlib.contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Remember each component's arrays while inside: the standard errors' central
+        differences move one coordinate at a time, so the other component (both, for p) is
+        the same at every step."""
+        self._memo = {}
+        try:
+            yield
+        finally:
+            self._memo = None
+
     def loglik(self, theta: tuple[float, ...]) -> float:
         """Total log-likelihood at θ = (α1, β1, α2, β2, p), p in [0, 1]."""
         return float(self._value_and_gradient(theta, gradient=False)[0] * self.total)
@@ -683,8 +712,8 @@ class _Likelihood:
                             gradient: bool = True) -> tuple[float, np.ndarray]:
         """Mean log-likelihood and its gradient in (α1, β1, α2, β2, p)."""
         a1, b1, a2, b2, p = theta
-        lf1, da1, db1, be1 = self._component(a1, b1)
-        lf2, da2, db2, be2 = self._component(a2, b2)
+        lf1, da1, db1, be1, tail1 = self._parts(a1, b1)
+        lf2, da2, db2, be2, tail2 = self._parts(a2, b2)
         with np.errstate(divide="ignore"):
             lp, lq = math.log(p) if p > 0 else -np.inf, math.log1p(-p) if p < 1 else -np.inf
         # log f = logaddexp(log p + lf1, log(1 − p) + lf2)
@@ -707,8 +736,8 @@ class _Likelihood:
                                                        np.multiply(q2, da2, out=da2),
                                                        np.multiply(q2, db2, out=db2), lf1)]
         if self.min_count > 0:
-            s1, ds1a, ds1b = self._tail(a1, b1, be1)
-            s2, ds2a, ds2b = self._tail(a2, b2, be2)
+            s1, ds1a, ds1b = tail1
+            s2, ds2a, ds2b = tail2
             # tail = p·s1 + (1 − p)·s2
             tail = p * s1
             tail += (1.0 - p) * s2
@@ -1111,7 +1140,8 @@ def _standard_errors(model: _Likelihood, x: np.ndarray) -> tuple[float | None, .
     information in x by central differences of the analytic gradient, inverted, and carried to
     the natural parameters by the delta method; all None when it is not positive definite."""
     hessian = np.empty((5, 5))
-    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"), \
+            model.remembering():
         for i in range(5):
             step = np.zeros(5)
             step[i] = _HESSIAN_STEP

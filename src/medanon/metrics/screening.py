@@ -251,10 +251,16 @@ class _Terms:
             self._term_of.append(self._folded.setdefault(text.casefold(), len(self._folded)))
         return found
 
-    def read(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def read(self, cells: np.ndarray, *, repeated: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """``(reports, spellings)``: one entry per report and term listed in its cell, in report
         order, then the order of the cell; a term listed twice in a report (however spelled) is
-        kept once, with its first spelling there."""
+        kept once, with its first spelling there.
+
+        ``repeated=False`` splits every cell as it comes instead of each distinct one once: the
+        same entries and spellings (a cell seen again brings no term it did not bring the first
+        time), faster for cells that seldom repeat (a release's drug and reaction sets)."""
+        if not repeated:
+            return self._split(np.asarray(cells, dtype=object))
         # each distinct cell is split once (reports repeat cells: both sides of a period, the
         # same few drugs): spellings still come in their order of first appearance in the rows
         cell_of, distinct = pd.factorize(cells)
@@ -268,7 +274,7 @@ class _Terms:
         return reports, spellings[at]
 
     def _split(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`read` of cells that are all distinct: ``(cell, spelling)`` entries."""
+        """:meth:`read` of cells taken one by one: ``(cell, spelling)`` entries."""
         # one join and one split of all the cells, each cell's length read from its count of
         # separators: a split per cell made a list per cell (issue 43)
         texts = cells.tolist()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..data.schema import Schema
@@ -107,12 +108,12 @@ class StoreSeries:
                                       {p: self.manifests[p] for p in keep}, self.qids,
                                       self.sensitive, self.source), [label])
         # the release itself holds only its cases: kept as read (the checks do not change rows).
-        # One hash of the release's cases, probed by each other release's rows (an isin of a
-        # set hashed the cases again for each release: issue 43)
-        mine = pd.Index(cases)
-        if not mine.is_unique:  # verify refuses such a release; an index to probe needs unique keys
-            mine = mine.drop_duplicates()
-        rows = {p: (r[mine.get_indexer(pd.Index(r["case_id"])) >= 0].reset_index(drop=True)
+        # One set of the release's cases (text, as the store gives them), probed by each other
+        # release's rows: a third of the CPU of building an Index of each release's ids to probe
+        # an Index of the cases with (issue 43); the same rows
+        mine = set(cases)
+        rows = {p: (r[np.fromiter(map(mine.__contains__, r["case_id"].tolist()), dtype=bool,
+                                  count=len(r))].reset_index(drop=True)
                     if len(r) and p != label else r) for p, r in rows.items()}
         keep = kept_releases(rows, [p for p, r in rows.items() if len(r)] + [label])
         return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
