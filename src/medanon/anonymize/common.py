@@ -671,12 +671,22 @@ def _cover_old_cases(space: QidSpace, values: dict, case_ids: np.ndarray, period
         return new, 0
     prev = pd.concat(frames, ignore_index=True)
     prev["case_id"] = prev["case_id"].astype(str)
-    prev = prev[prev["case_id"].isin(set(case_ids))]
+    cases = pd.Index(case_ids)
+    if cases.is_unique:
+        # each earlier row's case among this period's, found with one hash table: the
+        # isin, then the lookup of the rows kept, each built one of 450k CaseIDs (issue 43)
+        at = cases.get_indexer(prev["case_id"].to_numpy())
+        prev = prev[at >= 0].assign(_row=at[at >= 0])
+    else:
+        prev = prev[prev["case_id"].isin(set(case_ids))]
     prev = prev.sort_values("_ord", ascending=not latest, kind="stable").drop_duplicates("case_id")
     if not len(prev):
         return new, 0
-    index = pd.Series(np.arange(n), index=case_ids)
-    rows = index.loc[prev["case_id"].to_numpy()].to_numpy()
+    if "_row" in prev.columns:
+        rows = prev["_row"].to_numpy()
+    else:
+        index = pd.Series(np.arange(n), index=case_ids)
+        rows = index.loc[prev["case_id"].to_numpy()].to_numpy()
     new[rows] = False
     widened = np.zeros(len(rows), dtype=bool)
     for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
