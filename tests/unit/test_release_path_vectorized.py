@@ -82,13 +82,20 @@ def test_sensitive_terms_pool_count_and_code_as_term_by_term() -> None:
 @given(hs.data())
 def test_suppressed_term_count_of_case_terms_is_the_per_case_count(data) -> None:
     """The count of suppressed (case, term) pairs read from the term codes equals the
-    definition case by case (release-wide terms, a case's own terms, placed cases only)."""
+    definition case by case (release-wide terms, a case's own terms, placed cases only), and
+    the term counts come in order of first appearance."""
     words = ["a", "b", "c", "d", "e"]
     n = data.draw(hs.integers(0, 12))
     cell = hs.lists(hs.sampled_from(words), max_size=4).map(lambda v: tuple(sorted(set(v))))
     per_column = {c: data.draw(hs.lists(cell, min_size=n, max_size=n)) for c in ("x", "y")}
-    terms = _SensitiveTerms.of(per_column, n).record_terms()
+    sensitive = _SensitiveTerms.of(per_column, n)
+    terms = sensitive.record_terms()
     pooled = list(terms)
+    counts: dict[str, int] = {}
+    for ts in pooled:  # the θ rules read the counts in this order
+        for t in ts:
+            counts[t] = counts.get(t, 0) + 1
+    assert list(sensitive.counts().items()) == list(counts.items())
     some = hs.frozensets(hs.sampled_from(words + ["z"]))
     suppression = TermSuppression(
         data.draw(some), data.draw(hs.dictionaries(hs.integers(0, max(n - 1, 0)), some))

@@ -900,10 +900,16 @@ class _SensitiveTerms:
         """How many cases hold each term, in order of first appearance when the cases' pooled
         terms are read in order (the order the θ rules read the counts in)."""
         _, code = self._pairs
-        distinct, first, tally = np.unique(code, return_index=True, return_counts=True)
-        order = np.argsort(first, kind="stable")
-        return {self.vocabulary[c]: int(k)
-                for c, k in zip(distinct[order].tolist(), tally[order].tolist())}
+        # per term its count and its first position (np.unique with return_index sorted all
+        # the pairs' codes again, stably)
+        width = len(self.vocabulary)
+        tally = np.bincount(code, minlength=width)
+        first = np.full(width, len(code), dtype=np.int64)
+        np.minimum.at(first, code, np.arange(len(code), dtype=np.int64))
+        present = np.flatnonzero(tally)
+        order = present[np.argsort(first[present], kind="stable")]
+        return {self.vocabulary[c]: int(k) for c, k in zip(order.tolist(),
+                                                              tally[order].tolist())}
 
     def csr(self, vocabulary: Sequence) -> tuple[np.ndarray, np.ndarray]:
         """(pointer, ids) of each case's pooled terms, ids indexing ``vocabulary`` (a sorted
