@@ -40,6 +40,12 @@ def test_union_of_str_tuples_is_the_value_set_of_each_groups_cells() -> None:
     expected = [as_value_set([t for i in np.flatnonzero(group == g) for t in cells[i]])
                 for g in range(n_groups)]
     assert _union_of_str_tuples(cells, group, first) == expected
+    # the cells in another order, with the positions that put them in the groups' order
+    shuffle = rng.permutation(len(cells))
+    shuffled = np.empty(len(cells), dtype=object)
+    shuffled[:] = [cells[i] for i in shuffle]
+    rows = np.argsort(shuffle)  # shuffled[rows] == cells
+    assert _union_of_str_tuples(shuffled, group, first, rows) == expected
     two = (np.array([0, 1]), np.array([0, 1]))
     assert _union_of_str_tuples([("a",), "a|b"], *two) is None
     assert _union_of_str_tuples([("a",), (None,)], *two) is None
