@@ -942,7 +942,7 @@ class _CaseTerms(Sequence):
     def __len__(self) -> int:
         return self._n
 
-    def __getitem__(self, r):  # type: ignore[override]  # an int position only
+    def __getitem__(self, r):  # an int position (the readers index cases, never slice)
         r = range(self._n)[r]  # an int in range, a negative one counted from the end
         a, b = int(self._bounds[r]), int(self._bounds[r + 1])
         vocabulary = self._vocabulary
