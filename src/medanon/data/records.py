@@ -362,13 +362,20 @@ def _sort_ranks(column: pd.Series) -> np.ndarray | None:
     return rank[codes]
 
 
+#: the characters of a fixed-width numpy string array :func:`_text_order` makes at any rate
+_FIXED_WIDTH_CHARS = 1 << 22
+
+
 def _text_order(texts: list[str]) -> np.ndarray:
     """The positions of distinct ``texts`` in code-point order: sorted as a numpy string array
     (several times faster than comparing str objects) when that array holds the same texts
-    (numpy's fixed-width strings drop trailing NUL characters), else by Python's sort."""
-    fixed = np.array(texts, dtype=str)
-    if (fixed.astype(object) == np.array(texts, dtype=object)).all():
-        return np.argsort(fixed, kind="stable")
+    (numpy's fixed-width strings drop trailing NUL characters) and is not much larger than
+    they are (every text is padded to the longest one), else by Python's sort."""
+    longest = max(map(len, texts), default=0)
+    if longest * len(texts) <= max(8 * sum(map(len, texts)), _FIXED_WIDTH_CHARS):
+        fixed = np.array(texts, dtype=str)
+        if (fixed.astype(object) == np.array(texts, dtype=object)).all():
+            return np.argsort(fixed, kind="stable")
     return np.array(sorted(range(len(texts)), key=texts.__getitem__), dtype=np.int64)
 
 
