@@ -3,8 +3,13 @@
 Reads one period's records from a store once, then times, in this process:
 
 * ``read``      the store's records of the period (``ReleaseStore.records``)
+* ``digest``    ``input_digest`` of the records (operator-only)
 * ``combine``   ``combine_super_records`` (super records: unions of terms, LUBs of the QIDs)
+* ``unordered`` ``_unordered`` (the super records shuffled, as a release orders them)
 * ``encode``    ``_encode_qids`` (inside the method; the sum over its passes)
+* ``cover``     ``_cover_old_cases`` (the method's QID-covering of cases published before)
+* ``terms``     the method's pooled sensitive terms: ``_SensitiveTerms`` built, each case's
+                terms and the term counts
 * ``bounds``    the method's ``_check_own_bounds``
 * ``table``     the method's ``build_table`` (generalized QIDs, published columns)
 * ``rows``      ``to_published_rows`` (the release's cells as text)
@@ -15,6 +20,10 @@ Each figure is CPU seconds (user + system of this process) and the growth of the
 RSS during the pass (0 when the pass stayed under an earlier peak). ``--repeat`` times the
 combine and rows passes again on the same input and prints the best. ``--digest`` prints a
 SHA-256 of the super records and of the rows, to compare two versions of the code.
+``--pseudonyms`` publishes the CaseIDs as a release does by default (a fixed key): the
+records then reach ``combine_super_records`` in no CaseID order, so its sort runs (a store
+gives them ordered by the real CaseIDs); ``--previous`` names a published period of the store
+whose rows the method covers (quarter 2 of a store with quarter 1 released).
 
     PYTHONPATH=src python benchmarks/bench_release_rows.py --store /tmp/s450/ingested.duckdb \
         --period 2020Q1 --repeat 3
@@ -75,12 +84,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--digest", action="store_true")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--pseudonyms", action="store_true")
+    parser.add_argument("--previous", default=None)
     args = parser.parse_args()
 
     from medanon.anonymize import common
     from medanon.cli.commands import make_method
     from medanon.data import records as records_module
     from medanon.pipeline import publish
+    from medanon.pipeline.case_ids import CaseIds
     from medanon.published import format as format_module
     from medanon.random import randomness
     from medanon.store.duckdb_store import ReleaseStore
@@ -88,6 +100,11 @@ def main() -> None:
     timer = _Timer()
     common._encode_qids = timer.wrap("encode", common._encode_qids)
     common.ClusteringMethod.build_table = timer.wrap("table", common.ClusteringMethod.build_table)
+    common._cover_old_cases = timer.wrap("cover", common._cover_old_cases)
+    terms = common._SensitiveTerms
+    terms.of = classmethod(timer.wrap("terms", terms.of.__func__))
+    terms.record_terms = timer.wrap("terms", terms.record_terms)
+    terms.counts = timer.wrap("terms", terms.counts)
     common.ClusteringMethod._check_own_bounds = timer.wrap(
         "bounds", common.ClusteringMethod._check_own_bounds)
     figures: dict[str, dict[str, float]] = {}
@@ -104,7 +121,14 @@ def main() -> None:
         before, peak = _cpu(), _peak_mib()
         records = store.records(args.period)
         record("read", _cpu() - before, _peak_mib() - peak)
+        previous = [store.release_rows(args.previous)] if args.previous else []
         store.close()
+
+    before, peak = _cpu(), _peak_mib()
+    input_sha256 = publish.input_digest(records)
+    record("digest", _cpu() - before, _peak_mib() - peak)
+    if args.pseudonyms:
+        records = CaseIds("pseudonym", bytes(32)).records(records, schema.case_id)
 
     best = float("inf")
     for _ in range(args.repeat):
@@ -114,12 +138,14 @@ def main() -> None:
         grew = _peak_mib() - peak
     record("combine", best, grew)
     rng = randomness(args.seed)
+    before, peak = _cpu(), _peak_mib()
     supers = publish._unordered(supers, records, schema, rng)
+    record("unordered", _cpu() - before, _peak_mib() - peak)
     method = make_method("ppms++", k=args.k, theta="frequency", on_infeasible="suppress-terms")
     before = _cpu()
-    result = method.anonymize(supers, [], rng=rng)
+    result = method.anonymize(supers, previous, rng=rng)
     method_cpu = _cpu() - before
-    for name in ("encode", "bounds", "table"):
+    for name in ("encode", "cover", "terms", "bounds", "table"):
         record(name, timer.cpu.get(name, 0.0), timer.peak.get(name, 0.0))
     best = float("inf")
     for _ in range(args.repeat):
@@ -133,6 +159,7 @@ def main() -> None:
                               "method_cpu_s": round(method_cpu, 3),
                               "peak_rss_mib": round(_peak_mib(), 1)}
     if args.digest:
+        out["input_sha256"] = input_sha256[:16]
         out["supers_sha256"] = _digest(supers.frame)
         out["rows_sha256"] = _digest(rows)
     if args.json:
@@ -142,7 +169,7 @@ def main() -> None:
           f"method {out['method_cpu_s']} s CPU; peak RSS {out['peak_rss_mib']} MiB")
     for name, f in figures.items():
         print(f"  {name:8s} {f['cpu_s']:7.3f} s CPU   peak +{f['peak_growth_mib']:7.1f} MiB")
-    for key in ("supers_sha256", "rows_sha256"):
+    for key in ("input_sha256", "supers_sha256", "rows_sha256"):
         if key in out:
             print(f"  {key}: {out[key]}")
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 from hypothesis import given, settings, strategies as st
 
-from medanon.data.records import combine_super_records
+from medanon.data.records import _stable_sort_order, combine_super_records
 from medanon.data.schema import Schema
 from medanon.hierarchies import mesh_age_tree
 
@@ -80,3 +81,25 @@ def test_single_report_cases_keep_their_exact_values(reports: list[dict]) -> Non
             assert row["age"] == rec.age
         if not math.isnan(rec.weight):
             assert row["weight"].left == row["weight"].right == rec.weight
+
+
+TEXTS = st.text(alphabet=st.sampled_from(["a", "b", "Z", "é", "\x00", " ", "1", "\U0001f600"]),
+                max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(TEXTS, TEXTS, st.integers(-3, 3), st.floats(-2, 2, allow_nan=False)),
+                min_size=2, max_size=30),
+       st.sampled_from(["str", "object"]))
+def test_the_records_sort_is_pandas_stable_sort(rows: list[tuple], dtype: str) -> None:
+    """The super records' sort of the key columns (text ranked per distinct value, then
+    lexsort) puts the rows where ``sort_values(kind="stable")`` puts them: NUL-ended and
+    non-ASCII texts, equal keys kept in row order, integers and floats as keys."""
+    frame = pd.DataFrame(rows, columns=["p", "c", "v", "f"])
+    frame["p"] = frame["p"].astype(dtype)
+    frame["c"] = frame["c"].astype(dtype)
+    for keys in (["p", "c", "v"], ["c", "f"], ["v", "p"]):
+        expected = frame[keys].reset_index(drop=True).sort_values(keys, kind="stable")
+        got = _stable_sort_order(frame, keys)
+        order = np.arange(len(frame)) if got is None else got
+        assert order.tolist() == expected.index.tolist()

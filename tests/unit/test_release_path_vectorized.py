@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from medanon.anonymize.common import _SensitiveTerms
+from medanon.anonymize.common import TermSuppression, _SensitiveTerms
 from medanon.data.records import _union_of_str_tuples, as_value_set, map_cells
 from medanon.errors import SchemaError
 from medanon.pipeline.publish import INPUT_DIGEST_VERSION, _canonical_order, input_digest
@@ -40,6 +40,12 @@ def test_union_of_str_tuples_is_the_value_set_of_each_groups_cells() -> None:
     expected = [as_value_set([t for i in np.flatnonzero(group == g) for t in cells[i]])
                 for g in range(n_groups)]
     assert _union_of_str_tuples(cells, group, first) == expected
+    # the cells in another order, with the positions that put them in the groups' order
+    shuffle = rng.permutation(len(cells))
+    shuffled = np.empty(len(cells), dtype=object)
+    shuffled[:] = [cells[i] for i in shuffle]
+    rows = np.argsort(shuffle)  # shuffled[rows] == cells
+    assert _union_of_str_tuples(shuffled, group, first, rows) == expected
     two = (np.array([0, 1]), np.array([0, 1]))
     assert _union_of_str_tuples([("a",), "a|b"], *two) is None
     assert _union_of_str_tuples([("a",), (None,)], *two) is None
@@ -61,19 +67,47 @@ def test_sensitive_terms_pool_count_and_code_as_term_by_term() -> None:
         for t in ts:
             counts[t] = counts.get(t, 0) + 1
     terms = _SensitiveTerms.of(per_column, n)
-    assert terms.record_terms() == pooled
+    assert list(terms.record_terms()) == pooled
+    assert [terms.record_terms()[r] for r in range(-n, n)] == pooled + pooled
     assert list(terms.counts().items()) == list(counts.items())  # same order: θ rules read it
     removed = {"t3", "t7"}
     kept = terms.without(removed)
-    assert kept.record_terms() == [tuple(t for t in ts if t not in removed) for ts in pooled]
+    assert list(kept.record_terms()) == [tuple(t for t in ts if t not in removed)
+                                         for ts in pooled]
     assert kept.columns() == {c: [tuple(t for t in v if t not in removed) for v in cells]
                               for c, cells in per_column.items()}
     vocabulary = sorted(set(words) - removed)
     ptr, ids = kept.csr(vocabulary)
     assert [tuple(vocabulary[i] for i in ids[ptr[r]:ptr[r + 1]]) for r in range(n)] \
-        == kept.record_terms()
+        == list(kept.record_terms())
     empty = _SensitiveTerms.of({"reactions": []}, 0)
-    assert empty.record_terms() == [] and empty.counts() == {}
+    assert list(empty.record_terms()) == [] and empty.counts() == {}
+
+
+@settings(max_examples=150, deadline=None)
+@given(hs.data())
+def test_suppressed_term_count_of_case_terms_is_the_per_case_count(data) -> None:
+    """The count of suppressed (case, term) pairs read from the term codes equals the
+    definition case by case (release-wide terms, a case's own terms, placed cases only), and
+    the term counts come in order of first appearance."""
+    words = ["a", "b", "c", "d", "e"]
+    n = data.draw(hs.integers(0, 12))
+    cell = hs.lists(hs.sampled_from(words), max_size=4).map(lambda v: tuple(sorted(set(v))))
+    per_column = {c: data.draw(hs.lists(cell, min_size=n, max_size=n)) for c in ("x", "y")}
+    sensitive = _SensitiveTerms.of(per_column, n)
+    terms = sensitive.record_terms()
+    pooled = list(terms)
+    counts: dict[str, int] = {}
+    for ts in pooled:  # the θ rules read the counts in this order
+        for t in ts:
+            counts[t] = counts.get(t, 0) + 1
+    assert list(sensitive.counts().items()) == list(counts.items())
+    some = hs.frozensets(hs.sampled_from(words + ["z"]))
+    suppression = TermSuppression(
+        data.draw(some), data.draw(hs.dictionaries(hs.integers(0, max(n - 1, 0)), some))
+        if n else {})
+    placed = np.array(data.draw(hs.lists(hs.booleans(), min_size=n, max_size=n)), dtype=bool)
+    assert suppression.count(terms, placed) == suppression.count(pooled, placed)
 
 
 def test_format_numeric_cells_equals_format_numeric_per_cell() -> None:

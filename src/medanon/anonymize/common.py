@@ -84,6 +84,8 @@ class TermSuppression:
     def count(self, record_terms: Sequence[Sequence[str]], placed: np.ndarray) -> int:
         """Published cases' terms removed, one per (case, term) pair (a term of two columns of
         a case counts once); ``record_terms`` are each case's terms before any suppression."""
+        if self and isinstance(record_terms, _CaseTerms):
+            return record_terms.removed(self, placed)
         return sum(len(self.of(r).intersection(record_terms[r]))
                    for r in np.flatnonzero(placed).tolist()) if self else 0
 
@@ -671,12 +673,22 @@ def _cover_old_cases(space: QidSpace, values: dict, case_ids: np.ndarray, period
         return new, 0
     prev = pd.concat(frames, ignore_index=True)
     prev["case_id"] = prev["case_id"].astype(str)
-    prev = prev[prev["case_id"].isin(set(case_ids))]
+    cases = pd.Index(case_ids)
+    if cases.is_unique:
+        # each earlier row's case among this period's, found with one hash table: the
+        # isin, then the lookup of the rows kept, each built one of 450k CaseIDs (issue 43)
+        at = cases.get_indexer(prev["case_id"].to_numpy())
+        prev = prev[at >= 0].assign(_row=at[at >= 0])
+    else:
+        prev = prev[prev["case_id"].isin(set(case_ids))]
     prev = prev.sort_values("_ord", ascending=not latest, kind="stable").drop_duplicates("case_id")
     if not len(prev):
         return new, 0
-    index = pd.Series(np.arange(n), index=case_ids)
-    rows = index.loc[prev["case_id"].to_numpy()].to_numpy()
+    if "_row" in prev.columns:
+        rows = prev["_row"].to_numpy()
+    else:
+        index = pd.Series(np.arange(n), index=case_ids)
+        rows = index.loc[prev["case_id"].to_numpy()].to_numpy()
     new[rows] = False
     widened = np.zeros(len(rows), dtype=bool)
     for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
@@ -879,19 +891,25 @@ class _SensitiveTerms:
         pairs = distinct_sorted(owners * width + codes)
         return pairs // width, pairs % width
 
-    def record_terms(self) -> list[tuple]:
+    def record_terms(self) -> "_CaseTerms":
         """Each case's terms pooled over the columns: ``tuple(sorted(set().union(...)))``."""
         owner, code = self._pairs
-        return _tuples(self.vocabulary, owner, code, self.n)
+        return _CaseTerms(self.vocabulary, owner, code, self.n)
 
     def counts(self) -> dict:
         """How many cases hold each term, in order of first appearance when the cases' pooled
         terms are read in order (the order the θ rules read the counts in)."""
         _, code = self._pairs
-        distinct, first, tally = np.unique(code, return_index=True, return_counts=True)
-        order = np.argsort(first, kind="stable")
-        return {self.vocabulary[c]: int(k)
-                for c, k in zip(distinct[order].tolist(), tally[order].tolist())}
+        # per term its count and its first position (np.unique with return_index sorted all
+        # the pairs' codes again, stably)
+        width = len(self.vocabulary)
+        tally = np.bincount(code, minlength=width)
+        first = np.full(width, len(code), dtype=np.int64)
+        np.minimum.at(first, code, np.arange(len(code), dtype=np.int64))
+        present = np.flatnonzero(tally)
+        order = present[np.argsort(first[present], kind="stable")]
+        return {self.vocabulary[c]: int(k) for c, k in zip(order.tolist(),
+                                                              tally[order].tolist())}
 
     def csr(self, vocabulary: Sequence) -> tuple[np.ndarray, np.ndarray]:
         """(pointer, ids) of each case's pooled terms, ids indexing ``vocabulary`` (a sorted
@@ -908,6 +926,44 @@ class _SensitiveTerms:
         """Each column's cells as tuples (in their order, less any removed term)."""
         return {c: _tuples(self.vocabulary, self.owner[c], self.code[c], self.n)
                 for c in self.owner}
+
+
+class _CaseTerms(Sequence):
+    """Each case's pooled terms (:meth:`_SensitiveTerms.record_terms`), a tuple made when a
+    case is read: the sequence is read whole only on a refusal's path, and a tuple per case
+    made up front was about half a second of a 450k-case quarter's method, twice (issue 43).
+    Iterating it makes every tuple once (as the list did)."""
+
+    def __init__(self, vocabulary: list, owner: np.ndarray, code: np.ndarray, n: int) -> None:
+        self._vocabulary, self._owner, self._code, self._n = vocabulary, owner, code, n
+        self._bounds = np.zeros(n + 1, dtype=np.int64)
+        self._bounds[1:] = np.cumsum(np.bincount(owner, minlength=n))
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, r):  # an int position (the readers index cases, never slice)
+        r = range(self._n)[r]  # an int in range, a negative one counted from the end
+        a, b = int(self._bounds[r]), int(self._bounds[r + 1])
+        vocabulary = self._vocabulary
+        return tuple(vocabulary[c] for c in self._code[a:b].tolist())
+
+    def __iter__(self):
+        return iter(_tuples(self._vocabulary, self._owner, self._code, self._n))
+
+    def removed(self, suppression: TermSuppression, placed: np.ndarray) -> int:
+        """:meth:`TermSuppression.count` of these cases' terms: the release-wide terms
+        counted over the placed cases' (case, term) pairs at once (each pair is distinct),
+        then each placed case's own terms that are not release-wide."""
+        wide = suppression.release_wide
+        is_wide = np.fromiter((t in wide for t in self._vocabulary), dtype=bool,
+                              count=len(self._vocabulary))
+        placed = np.asarray(placed, dtype=bool)
+        total = int((is_wide[self._code] & placed[self._owner]).sum()) if len(self._code) else 0
+        for r, extra in suppression.per_case.items():
+            if extra and placed[r]:
+                total += len((extra - wide).intersection(self[r]))
+        return total
 
 
 def _tuples(vocabulary: list, owner: np.ndarray, code: np.ndarray, n: int) -> list[tuple]:
