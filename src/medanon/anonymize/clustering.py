@@ -78,6 +78,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import islice
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -766,18 +767,17 @@ def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -
     groups = []
     template: dict[int, _Group] = {}  # a class's records share their QID values: one value each
     first_class = class_of[flat[:, 0]].tolist()
-    cut_list = cut.tolist()
+    # every group's (term, count) pairs, group after group: each takes its number of them
+    term_counts = zip(terms, counts)
     new = _Group.__new__
-    for gi, row in enumerate(flat.tolist()):
-        key = first_class[gi]
+    for row, key, held, distinct in zip(flat.tolist(), first_class, anchors, np.diff(cut).tolist()):
         base = template.get(key)
         if base is None:
             base = template[key] = _Group(data, row[0])
         g = new(_Group)
         g.cat, g.lo, g.hi, g.loss = base.cat, base.lo, base.hi, base.loss
-        g.size, g.anchors, g.members = k, anchors[gi], row
-        a, b = cut_list[gi], cut_list[gi + 1]
-        g.sigma = dict(zip(terms[a:b], counts[a:b]))
+        g.size, g.anchors, g.members = k, held, row
+        g.sigma = dict(islice(term_counts, distinct))
         g.ha = list(base.ha)
         if data.alpha is not None:
             assert data.ha_class is not None and data.ss is not None  # given with alpha
@@ -2282,6 +2282,13 @@ class _CellBlocks(_Blocks):
         self._p0_or_0 = np.where(self._p0_finite, self.p0_min, 0.0)  # no 0·∞ where masked
         self._touch = self.btag > 0
         self._not_missing_only = (self.btag != 2).astype(float)
+        # constant parts of the distance bounds: the blocks apart from the missing values
+        # and their extreme bounds, and 1 where a block touches them
+        self._touch_ones = self._touch.astype(float)
+        self._apart = np.flatnonzero(~self._touch)
+        if self.j0 is not None:
+            self._hi_min_apart, self._lo_max_apart = self.hi_min[self._apart], self.lo_max[self._apart]
+            self._hi_max_apart, self._lo_min_apart = self.hi_max[self._apart], self.lo_min[self._apart]
         # each block's cells, and whether none of them holds a missing value (_Cells.loss_after)
         self._cells: list[np.ndarray] = np.split(self.members, self.start[1:-1])
         self._present: list[bool] = (
@@ -2306,8 +2313,10 @@ class _CellBlocks(_Blocks):
 
     def _value_key(self, g: "_Group") -> tuple:
         """What of g's value the bounds read: its categorical codes, its first numeric bounds."""
-        key = tuple(g.cat[j] for j in self.cat_j)
-        return key if self.j0 is None else (key, g.lo[self.j0], g.hi[self.j0])
+        cat = g.cat
+        key = tuple([cat[j] for j in self.cat_j])
+        j0 = self.j0
+        return key if j0 is None else (key, g.lo[j0], g.hi[j0])
 
     def growth_bounds(self, g: "_Group") -> np.ndarray:
         """A lower bound of ΔIL(g, t)·PR(g, t) for every alive record t of each block.
@@ -2362,12 +2371,11 @@ class _CellBlocks(_Blocks):
             assert a is not None and b is not None  # j0 is numeric: the group has its bounds
             r_tag = 0 if m is None or b < m else (2 if a >= m else 1)
             if r_tag == 0:
-                touch = self.btag > 0
-                lo_w[touch] = hi_w[touch] = 1.0
+                lo_w, hi_w = self._touch_ones.copy(), self._touch_ones.copy()
                 if self.range > 0:
-                    p = ~touch
-                    lo_w[p] = (np.maximum(b, self.hi_min[p]) - np.minimum(a, self.lo_max[p])) / self.range
-                    hi_w[p] = (np.maximum(b, self.hi_max[p]) - np.minimum(a, self.lo_min[p])) / self.range
+                    p, width = self._apart, self.range
+                    lo_w[p] = (np.maximum(b, self._hi_min_apart) - np.minimum(a, self._lo_max_apart)) / width
+                    hi_w[p] = (np.maximum(b, self._hi_max_apart) - np.minimum(a, self._lo_min_apart)) / width
             elif r_tag == 1:
                 lo_w[:] = hi_w[:] = 1.0
             else:
