@@ -78,8 +78,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import islice
 from dataclasses import dataclass, field, replace
+from itertools import islice
 
 import numpy as np
 
@@ -1338,9 +1338,10 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         end = queue_end_list[c]
         seen = 0
         pos = int(cells.head[c])
+        quick_end = min(end, pos + QUICK_WALK)
         best = None
         # first_feasible's walk of its first cell (budget and QUICK_WALK: the full search)
-        while pos < end and pos - int(cells.head[c]) < QUICK_WALK:
+        while pos < quick_end:
             r = queue_list[pos]
             pos += 1
             if not alive[r]:
