@@ -25,6 +25,10 @@ both versions in one process, alternating, the other one loaded from its file)::
 Issue 43 (450k-case quarters, d64cebc -> branch g43-group, CPU of ``group_records``, the two
 versions run side by side on a loaded 2-core machine): quarter 1 12.1 -> 10.3 s and 14.6 ->
 12.0 s, quarter 2 (45k follow-ups placed) 27.1 -> 21.7 s; every result the same as captured.
+Branch g45-growth (the growth phase, 914f239 -> it, in one process alternating, least of 8 and
+of 4 runs at load 4.5-9; the growth phase is group_records without the leftover placement):
+quarter 1 7.38 -> 5.27 s (median 7.81 -> 6.31 s), quarter 2 7.49 -> 5.18 s (median 7.85 ->
+5.67 s); making the GroupingInput 0.39-0.46 -> 0.03 s; every result the same as captured.
 Not a test: the machine is shared and its timings vary by far more than +-15% under load.
 """
 
