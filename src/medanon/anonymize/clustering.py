@@ -79,6 +79,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from itertools import islice
 
 import numpy as np
 
@@ -88,10 +89,17 @@ from ..hierarchies import Taxonomy
 INF = math.inf
 #: exact PR evaluations per growth step before the search settles for the best so far.
 PROBE_BUDGET = 32
+#: the growth step's shortcuts for its usual case (one partition for the first blocks, one
+#: cell with the least bound): they find what the full search finds, probes and budget stops
+#: included, and fall back to it otherwise (off in a test that compares the two)
+USUAL_STEP = True
 #: queue positions a growth step walks one by one before it walks the rest with arrays.
 QUICK_WALK = 48
 #: the most frequent terms get a bit in each record's term mask (growth search prefilter).
 MASK_TERMS = 256
+#: floats the growth's caches of per-cell or per-block arrays may hold each (16 MB): the
+#: leading categorical terms per tuple of codes (_Cells), a value's bound parts (_CellBlocks)
+CACHED_FLOATS = 1 << 21
 #: categorical hierarchies up to this many nodes get a full LCA table.
 LCA_TABLE_MAX = 1024
 _EPS = 1e-9
@@ -372,8 +380,11 @@ class GroupingInput:
     #: records kept out of the grouping and of the ordinary leftover placement, and placed by
     #: suppression after them (``suppress_unplaced``): set by :func:`group_records`'s passes
     late: np.ndarray | None = None
-    #: each record's term ids as a list (from ``term_ptr`` and ``term_ids``)
-    _term_lists: list[list[int]] = field(init=False, repr=False, compare=False)
+    #: ``term_ids`` and ``term_ptr`` as lists: :meth:`terms` slices a record's term ids out of
+    #: them when asked (a list per record made up front cost a second at 450k records, and the
+    #: grouping asks for the terms of a fraction of them)
+    _term_id_list: list[int] = field(init=False, repr=False, compare=False)
+    _term_ptr_list: list[int] = field(init=False, repr=False, compare=False)
     #: ``(alpha, ha_class, ss)`` with α-bounding, else None: one test for the α code of a
     #: probe (:meth:`_Group.risk`)
     _alpha_columns: tuple[float, np.ndarray, np.ndarray] | None = field(
@@ -391,15 +402,17 @@ class GroupingInput:
             raise InternalError("The grouping's alpha needs each record's ha_class and ss.")
         else:
             object.__setattr__(self, "_alpha_columns", (self.alpha, self.ha_class, self.ss))
-        ids, ptr = self.term_ids.tolist(), self.term_ptr.tolist()
-        object.__setattr__(self, "_term_lists", [ids[ptr[i]:ptr[i + 1]] for i in range(self.n)])
+        object.__setattr__(self, "_term_id_list", self.term_ids.tolist())
+        object.__setattr__(self, "_term_ptr_list", self.term_ptr.tolist())
 
     @property
     def n(self) -> int:
         return len(self.rank)
 
     def terms(self, r: int) -> list[int]:
-        return self._term_lists[r]
+        """Record r's term ids (sorted), as a new list."""
+        ptr = self._term_ptr_list
+        return self._term_id_list[ptr[r]:ptr[r + 1]]
 
     def inverse_etas(self, anchors: int) -> list[float]:
         """1/η_s for every term s at ``anchors`` (∞ where η_s < 1), as Python floats: the term a
@@ -754,18 +767,17 @@ def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -
     groups = []
     template: dict[int, _Group] = {}  # a class's records share their QID values: one value each
     first_class = class_of[flat[:, 0]].tolist()
-    cut_list = cut.tolist()
+    # every group's (term, count) pairs, group after group: each takes its number of them
+    term_counts = zip(terms, counts)
     new = _Group.__new__
-    for gi, row in enumerate(flat.tolist()):
-        key = first_class[gi]
+    for row, key, held, distinct in zip(flat.tolist(), first_class, anchors, np.diff(cut).tolist()):
         base = template.get(key)
         if base is None:
             base = template[key] = _Group(data, row[0])
         g = new(_Group)
         g.cat, g.lo, g.hi, g.loss = base.cat, base.lo, base.hi, base.loss
-        g.size, g.anchors, g.members = k, anchors[gi], row
-        a, b = cut_list[gi], cut_list[gi + 1]
-        g.sigma = dict(zip(terms[a:b], counts[a:b]))
+        g.size, g.anchors, g.members = k, held, row
+        g.sigma = dict(islice(term_counts, distinct))
         g.ha = list(base.ha)
         if data.alpha is not None:
             assert data.ha_class is not None and data.ss is not None  # given with alpha
@@ -924,18 +936,67 @@ class _Cells:
 
         #: (attribute, categorical code) -> the term of its LCA with every cell's value
         self._cat_cost: dict[tuple[int, int], np.ndarray] = {}
+        # The attributes before the first numeric one are categorical: their terms' running
+        # sum, added in attribute order as loss_after adds them (the same floats), is kept per
+        # tuple of the group's codes, so a step reads it with one lookup.
+        attributes = data.space.attributes
+        self._lead = next((j for j, a in enumerate(attributes) if a.numeric), len(attributes))
+        self._lead_sum: dict[tuple, np.ndarray] = {}
+        # numeric QIDs with missing values as a value, and whether a cell holds one there: a
+        # step over present cells only skips the missing-value cases of the numeric term
+        self._missing_j = [j for j, a in enumerate(attributes) if a.numeric and a.missing_at is not None]
+        self.has_missing = np.zeros(self.count, dtype=bool)
+        for j in self._missing_j:
+            his = self.hi[j]
+            assert his is not None
+            self.has_missing |= his >= attributes[j].missing_at
 
-    def loss_after(self, space: QidSpace, g: _Group, cells: np.ndarray) -> np.ndarray:
+    def loss_after(self, space: QidSpace, g: _Group, cells: np.ndarray, *,
+                   present: bool = False) -> np.ndarray:
         """L(g ∪ {t}) for a record t of each of ``cells``: :meth:`QidSpace.losses_with`'s
         terms in its order (the same floats), a categorical term read from a per-cell array
-        kept for each code a group takes (few distinct codes, many growth steps)."""
-        total: np.ndarray | None = None
+        kept for each code a group takes (few distinct codes, many growth steps).
+
+        ``present``: no cell of ``cells`` holds a missing value (``has_missing``); a numeric
+        term of a group that holds none either is then ``(hi − lo)/range`` alone (what
+        :meth:`QidSpace.num_term` gives where no bound reaches the missing-value sentinel).
+        """
+        lead = self._lead
+        total = None
+        if lead > 1:
+            key = tuple(g.cat[:lead])
+            total = self._lead_sum.get(key)
+            if total is None and (len(self._lead_sum) + 1) * self.count <= CACHED_FLOATS:
+                total = self._lead_sum[key] = self._loss_terms(space, g, None, 0, lead)
+        if total is None:
+            return self._loss_terms(space, g, cells, 0, len(g.cat), None, present)
+        total = total[cells]
+        if lead < len(g.cat):
+            total = self._loss_terms(space, g, cells, lead, len(g.cat), total, present)
+        return total
+
+    def _loss_terms(self, space: QidSpace, g: _Group, cells: np.ndarray | None, first: int,
+                    last: int, total: np.ndarray | None = None, present: bool = False
+                    ) -> np.ndarray:
+        """``total`` plus the terms of attributes ``first`` to ``last`` − 1 of L(g ∪ {t}) for a
+        record t of each of ``cells`` (every cell when None), added in attribute order."""
+        attributes = space.attributes
         # per attribute, the group's code (categorical) or bounds (numeric), as the cells'
-        for j, g_code in enumerate(g.cat):
+        for j in range(first, last):
+            g_code = g.cat[j]
             if g_code is None:
                 lo, hi, g_lo, g_hi = self.lo[j], self.hi[j], g.lo[j], g.hi[j]
                 assert lo is not None and hi is not None and g_lo is not None and g_hi is not None
-                term = space.num_term(j, np.minimum(lo[cells], g_lo), np.maximum(hi[cells], g_hi))
+                if cells is not None:
+                    lo, hi = lo[cells], hi[cells]
+                a = attributes[j]
+                m = a.missing_at
+                if present and (m is None or g_hi < m) and a.value_range > 0:
+                    term = np.maximum(hi, g_hi)
+                    term -= np.minimum(lo, g_lo)
+                    term /= a.value_range
+                else:
+                    term = space.num_term(j, np.minimum(lo, g_lo), np.maximum(hi, g_hi))
             else:
                 code = int(g_code)
                 cost = self._cat_cost.get((j, code))
@@ -943,9 +1004,11 @@ class _Cells:
                     codes = self.cat[j]
                     assert codes is not None
                     cost = self._cat_cost[(j, code)] = space.cost_with(j, code, codes)
-                term = cost[cells]
+                term = cost if cells is None else cost[cells]
             total = term if total is None else total + term
-        return np.zeros(len(cells)) if total is None else total
+        if total is None:
+            return np.zeros(self.count if cells is None else len(cells))
+        return total
 
 
 def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> GroupingResult:
@@ -1019,34 +1082,54 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     queue, queue_end = cells.queue, cells.queue_start[1:]
     blocks = _CellBlocks(data.space, cells, p0, alive_cells=cell_of[alive],
                          seed_cells=cell_of[seedable])
+    queue_list, p0_list, rank_list = queue.tolist(), p0.tolist(), rank.tolist()
+    queue_end_list = queue_end.tolist()
+    # P0 of each cell's queue head (∞: none left), kept current by take and give_back: the
+    # search's bound of a cell without reading the head through the queue
+    head_p0 = np.full(cells.count, INF)
+    has_head = cells.head < queue_end
+    head_p0[has_head] = p0[queue[cells.head[has_head]]]
+    # With every pool record's P0 finite, ΔIL·P0 needs no mask against 0·∞.
+    p0_finite = bool((p0[queue] < INF).all())
+    block_of = blocks.block_of.tolist()
+    # A block's bound is ∞ while it holds no alive record (or only P0 ∞): kept current here.
+    dead = blocks.dead
 
     def take(r: int) -> None:
         """Remove r from the pool, keeping every cell's queue heads on usable records."""
         nonlocal anchors_left
         alive[r] = False
-        c = cell_of[r]
+        c = int(cell_of[r])
         alive_count[c] -= 1
-        seed_count[c] -= int(seedable[r] and not failed[r])
-        blocks.alive[blocks.block_of[c]] -= 1
-        blocks.seeds[blocks.block_of[c]] -= int(seedable[r] and not failed[r])
+        usable = int(seedable[r] and not failed[r])
+        seed_count[c] -= usable
+        b = block_of[c]
+        blocks.alive[b] -= 1
+        if not blocks.alive[b]:
+            dead[b] = True
+        blocks.seeds[b] -= usable
         anchors_left -= int(data.anchor[r] and finite[r])
-        pos, end = cells.head[c], queue_end[c]
-        while pos < end and not alive[queue[pos]]:
+        pos, end = int(cells.head[c]), queue_end_list[c]
+        while pos < end and not alive[queue_list[pos]]:
             pos += 1
         cells.head[c] = pos
+        head_p0[c] = p0_list[queue_list[pos]] if pos < end else INF
         if cells.seed_pos[r] == cells.seed_head[c]:
             advance_seed_head(c)
 
     def give_back(r: int) -> None:
         nonlocal anchors_left
         alive[r] = True
-        c = cell_of[r]
+        c = int(cell_of[r])
         alive_count[c] += 1
         seed_count[c] += int(seedable[r] and not failed[r])
-        blocks.alive[blocks.block_of[c]] += 1
-        blocks.seeds[blocks.block_of[c]] += int(seedable[r] and not failed[r])
+        b = block_of[c]
+        blocks.alive[b] += 1
+        dead[b] = not blocks.p0_finite[b]
+        blocks.seeds[b] += int(seedable[r] and not failed[r])
         anchors_left += int(data.anchor[r] and finite[r])
         cells.head[c] = min(cells.head[c], cells.pos_in_queue[r])
+        head_p0[c] = p0_list[queue_list[int(cells.head[c])]]
         if seedable[r] and not failed[r] and cells.seed_pos[r] < cells.seed_head[c]:
             cells.seed_head[c] = cells.seed_pos[r]
             cells.head_rank[c] = rank[r]
@@ -1070,10 +1153,10 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         low, high = blocks.distance_bounds(alone)
         has = blocks.seeds > 0
         # every block whose upper bound reaches the largest lower bound may hold the farthest
-        near = np.flatnonzero(has & (high >= low[has].max()))
-        live = blocks.items_of(near)
+        near = np.flatnonzero(has & (high >= low[has].max())).tolist()
+        live = blocks.cells_of(near)
         live = live[seed_count[live] > 0]
-        d = cells.loss_after(data.space, alone, live)
+        d = cells.loss_after(data.space, alone, live, present=blocks.present(near))
         tied = live[d == d.max()]
         c = int(tied[np.argmin(cells.head_rank[tied])])
         return int(cells.seeds[cells.seed_head[c]])
@@ -1090,18 +1173,38 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                      for cls in range(4) for flag in (0, 1)]
                     if data.alpha is not None else [True])
         bounds = blocks.growth_bounds(g)
-        order = np.argsort(bounds, kind="stable")
+        if USUAL_STEP and len(bounds) > _FIRST_BLOCKS:
+            # The usual step: the first blocks (the _FIRST_BLOCKS least bounds, ties by block,
+            # as the stable sort below orders them) hold the best key, and the next bound is
+            # above it. Found with one partition; any other case is searched again the full way.
+            part = bounds.argpartition(_FIRST_BLOCKS)
+            first = part[:_FIRST_BLOCKS].tolist()
+            values = bounds[first].tolist()
+            fifth = float(bounds[part[_FIRST_BLOCKS]])
+            if max(values) < fifth or fifth == INF:  # the first blocks are known without ties
+                opened = [b for v, b in sorted(zip(values, first)) if v < INF]
+                if opened:
+                    cand = blocks.cells_of(opened)
+                    best, stopped = search_cells(g, cand[alive_count[cand] > 0], None, [0],
+                                                 blocked, alpha_ok, blocks.present(opened))
+                    if stopped or len(opened) < _FIRST_BLOCKS or fifth == INF or (
+                            best is not None and fifth > best[0]):
+                        return best
+                else:
+                    return None
+        order = bounds.argsort(kind="stable")
         sorted_bounds = bounds[order]
         best, done, probes = None, 0, [0]
         while done < len(order) and sorted_bounds[done] < INF:
-            limit = int(np.searchsorted(sorted_bounds, INF if best is None else best[0],
-                                        side="left" if best is None else "right"))
+            limit = int(sorted_bounds.searchsorted(INF if best is None else best[0],
+                                                   side="left" if best is None else "right"))
             if limit <= done:
                 break
             upto = min(limit, max(2 * done, _FIRST_BLOCKS))
-            cand = blocks.items_of(order[done:upto])
+            opened = order[done:upto].tolist()
+            cand = blocks.cells_of(opened)
             best, stopped = search_cells(g, cand[alive_count[cand] > 0], best, probes, blocked,
-                                         alpha_ok)
+                                         alpha_ok, blocks.present(opened))
             if stopped:
                 return best
             done = upto
@@ -1116,13 +1219,15 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     bit = np.full(len(data.theta), -1, dtype=np.int64)
     bit[top] = np.arange(len(top))
     holder = np.repeat(np.arange(n), np.diff(data.term_ptr))
+    term_bit = bit[data.term_ids]
+    # only the pool's records are probed: the others' masks are never read (0)
+    in_mask = (term_bit >= 0) & pool[holder]
+    holder, term_bit = holder[in_mask], term_bit[in_mask]
     masks = [0] * n
-    for r, b in zip(holder.tolist(), bit[data.term_ids].tolist()):
-        if b >= 0:
-            masks[r] |= 1 << b
+    for r, b in zip(holder.tolist(), term_bit.tolist()):
+        masks[r] |= 1 << b
     bit_of = bit.tolist()
     growth_eta_list = growth_etas.tolist()
-    queue_list, p0_list, rank_list = queue.tolist(), p0.tolist(), rank.tolist()
     # (ha_class and ss are given with alpha: GroupingInput)
     kind_np = ((data.ha_class * 2 + data.ss).astype(np.int64)
                if data.alpha is not None and data.ha_class is not None and data.ss is not None
@@ -1130,9 +1235,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     kind = kind_np.tolist()
     # the same masks as arrays of 64-bit words, for the walk to the first feasible record
     words = []
-    term_bit = bit[data.term_ids]
     for w in range((len(top) + 63) // 64):
-        sel = (term_bit >= 0) & (term_bit // 64 == w)
+        sel = term_bit // 64 == w
         word = np.zeros(n, dtype=np.uint64)
         np.bitwise_or.at(word, holder[sel], np.left_shift(np.uint64(1),
                                                           (term_bit[sel] % 64).astype(np.uint64)))
@@ -1210,10 +1314,80 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         probes[0] += len(recs)
         return None
 
+    def least_cell_only(g: _Group, cand: np.ndarray, dil: np.ndarray, lb: np.ndarray,
+                        probes: list[int], blocked: int, alpha_ok: list[bool]) -> tuple | None:
+        """The search's answer when the usual step makes it plain, else None (``lb`` as given,
+        ``probes`` unchanged: the full search then runs as if this had not).
+
+        The usual step: one cell has the least bound, a record of it has a finite PR, and
+        every other cell's bound is above the best key of that cell. The search then walks
+        that cell alone, probing what this walk probes, and stops (the bound order of the
+        other cells, ties included, is never read).
+        """
+        i = int(lb.argmin())
+        least = float(lb[i])
+        if least == INF:
+            return None
+        lb[i] = INF
+        second = float(lb.min())
+        lb[i] = least
+        if second == least:
+            return None  # ties: the full search orders them
+        c = int(cand[i])
+        d = float(dil[i])
+        end = queue_end_list[c]
+        seen = 0
+        pos = int(cells.head[c])
+        quick_end = min(end, pos + QUICK_WALK)
+        best = None
+        # first_feasible's walk of its first cell (budget and QUICK_WALK: the full search)
+        while pos < quick_end:
+            r = queue_list[pos]
+            pos += 1
+            if not alive[r]:
+                continue
+            if p0_list[r] == INF:
+                return None
+            seen += 1
+            if masks[r] & blocked or not alpha_ok[kind[r]]:
+                continue
+            pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+            if pr < INF:
+                best = (d * pr, pr, rank_list[r], r)
+                break
+        if best is None or least > best[0]:
+            return None
+        count = probes[0] + seen
+        # search_cells's walk of the rest of that cell
+        while pos < end:
+            r = queue_list[pos]
+            pos += 1
+            if not alive[r]:
+                continue
+            rb = p0_list[r]
+            if rb == INF or (d * rb, rb, rank_list[r]) >= best[:3]:
+                break
+            if count >= probe_budget:
+                return None
+            count += 1
+            if masks[r] & blocked or not alpha_ok[kind[r]]:
+                continue
+            pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+            if pr < INF:
+                key = (d * pr, pr, rank_list[r], r)
+                if key < best:
+                    best = key
+        if second <= best[0]:
+            return None  # another cell may hold a better key
+        probes[0] = count
+        return best
+
     def search_cells(g: _Group, cand: np.ndarray, best: tuple | None, probes: list[int],
-                     blocked: int, alpha_ok: list[bool]) -> tuple[tuple | None, bool]:
+                     blocked: int, alpha_ok: list[bool], present: bool
+                     ) -> tuple[tuple | None, bool]:
         """The least key over the alive records of cells ``cand`` and ``best``; True when the
-        probe budget stopped the search.
+        probe budget stopped the search. ``present``: no cell of ``cand`` holds a missing value
+        (:meth:`_Cells.loss_after`).
 
         A cell's records share ΔIL and are queued by (P0, rank), so ΔIL·P0 of the queue head
         bounds every key of the cell; cells are opened in bound order and each is streamed
@@ -1221,10 +1395,21 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         """
         if not len(cand):
             return best, False
-        dil = delta_il(g.size, g.loss, cells.loss_after(data.space, g, cand))
-        base = p0[queue[cells.head[cand]]]
-        lb = np.full(len(cand), INF)
-        np.multiply(dil, base, out=lb, where=base < INF)
+        # ΔIL = |g|·(L' − L) + L' (delta_il's operations, in place)
+        after = cells.loss_after(data.space, g, cand, present=present)
+        dil = after - g.loss
+        dil *= g.size
+        dil += after
+        base = head_p0[cand]
+        if p0_finite:
+            lb = dil * base
+        else:
+            lb = np.full(len(cand), INF)
+            np.multiply(dil, base, out=lb, where=base < INF)
+        if best is None and USUAL_STEP:
+            found = least_cell_only(g, cand, dil, lb, probes, blocked, alpha_ok)
+            if found is not None:
+                return found, False
         chunk = 16
         while True:
             order, outside = _smallest(lb, chunk)
@@ -2092,9 +2277,47 @@ class _CellBlocks(_Blocks):
         self.seeds = np.bincount(self.block_of[seed_cells], minlength=len(starts))
         # constant parts of the growth bounds
         self._p0_finite = self.p0_min < INF
+        self.p0_finite: list[bool] = self._p0_finite.tolist()
+        #: blocks without an alive record of finite P0 (bound ∞); kept current by the grouping
+        self.dead = ~((self.alive > 0) & self._p0_finite)
         self._p0_or_0 = np.where(self._p0_finite, self.p0_min, 0.0)  # no 0·∞ where masked
         self._touch = self.btag > 0
         self._not_missing_only = (self.btag != 2).astype(float)
+        # constant parts of the distance bounds: the blocks apart from the missing values
+        # and their extreme bounds, and 1 where a block touches them
+        self._touch_ones = self._touch.astype(float)
+        self._apart = np.flatnonzero(~self._touch)
+        if self.j0 is not None:
+            self._hi_min_apart, self._lo_max_apart = self.hi_min[self._apart], self.lo_max[self._apart]
+            self._hi_max_apart, self._lo_min_apart = self.hi_max[self._apart], self.lo_min[self._apart]
+        # each block's cells, and whether none of them holds a missing value (_Cells.loss_after)
+        self._cells: list[np.ndarray] = np.split(self.members, self.start[1:-1])
+        self._present: list[bool] = (
+            ~np.logical_or.reduceat(cells.has_missing[self.members], starts)
+            if len(starts) else np.zeros(0, dtype=bool)).tolist()
+        #: the group value's part of the growth bounds per value, which a group keeps for
+        #: several steps (four steps in ten read it again on a 450k quarter)
+        self._spreads: dict[tuple, np.ndarray] = {}
+        self._values_kept = max(16, CACHED_FLOATS // max(len(starts), 1))
+
+    def cells_of(self, blocks: list[int]) -> np.ndarray:
+        """The cells of ``blocks``, block after block (:meth:`_Blocks.items_of`)."""
+        if len(blocks) == 1:
+            return self._cells[blocks[0]]
+        parts = [self._cells[b] for b in blocks]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    def present(self, blocks: list[int]) -> bool:
+        """Whether no cell of ``blocks`` holds a missing value."""
+        flags = self._present
+        return all(flags[b] for b in blocks)
+
+    def _value_key(self, g: "_Group") -> tuple:
+        """What of g's value the bounds read: its categorical codes, its first numeric bounds."""
+        cat = g.cat
+        key = tuple([cat[j] for j in self.cat_j])
+        j0 = self.j0
+        return key if j0 is None else (key, g.lo[j0], g.hi[j0])
 
     def growth_bounds(self, g: "_Group") -> np.ndarray:
         """A lower bound of ΔIL(g, t)·PR(g, t) for every alive record t of each block.
@@ -2103,6 +2326,24 @@ class _CellBlocks(_Blocks):
         arrays (and ∞ put where no record can be found), so each finite bound is the same float
         as if the finite blocks were computed alone.
         """
+        key = self._value_key(g)
+        spread = self._spreads.get(key)
+        if spread is None:
+            if len(self._spreads) >= self._values_kept:
+                self._spreads.clear()
+            spread = self._spreads[key] = self._spread(g)
+        # ((|g| + 1)·spread + L(g))·P0, then the slack: never above the key
+        bound = spread * (g.size + 1.0)
+        bound += g.loss
+        bound *= self._p0_or_0
+        bound *= 1.0 - 1e-9
+        bound -= 1e-12
+        np.copyto(bound, INF, where=self.dead)
+        return bound
+
+    def _spread(self, g: "_Group") -> np.ndarray:
+        """Per block, a lower bound of L(g ∪ {t}) − L(g) over its cells t: the categorical part
+        exact, the first numeric term's growth bounded from the block's extreme bounds."""
         merged, own = self._lca_terms(g.cat)
         dcat = merged - own
         dw = None
@@ -2119,10 +2360,7 @@ class _CellBlocks(_Blocks):
                     dw = np.where(self._touch, mixed, 0.0)
             elif g_tag == 2:
                 dw = self._not_missing_only
-        spread = dcat if dw is None else dcat + dw  # (dcat + 0.0 is dcat: no term is -0.0)
-        finite = (self.alive > 0) & self._p0_finite
-        bound = ((g.size + 1.0) * spread + g.loss) * self._p0_or_0
-        return np.where(finite, bound * (1.0 - 1e-9) - 1e-12, INF)  # slack: never above the key
+        return dcat if dw is None else dcat + dw  # (dcat + 0.0 is dcat: no term is -0.0)
 
     def distance_bounds(self, g: "_Group") -> tuple[np.ndarray, np.ndarray]:
         """Per block, lower and upper bounds of L({r, c}) over its cells (g holds r alone)."""
@@ -2134,12 +2372,11 @@ class _CellBlocks(_Blocks):
             assert a is not None and b is not None  # j0 is numeric: the group has its bounds
             r_tag = 0 if m is None or b < m else (2 if a >= m else 1)
             if r_tag == 0:
-                touch = self.btag > 0
-                lo_w[touch] = hi_w[touch] = 1.0
+                lo_w, hi_w = self._touch_ones.copy(), self._touch_ones.copy()
                 if self.range > 0:
-                    p = ~touch
-                    lo_w[p] = (np.maximum(b, self.hi_min[p]) - np.minimum(a, self.lo_max[p])) / self.range
-                    hi_w[p] = (np.maximum(b, self.hi_max[p]) - np.minimum(a, self.lo_min[p])) / self.range
+                    p, width = self._apart, self.range
+                    lo_w[p] = (np.maximum(b, self._hi_min_apart) - np.minimum(a, self._lo_max_apart)) / width
+                    hi_w[p] = (np.maximum(b, self._hi_max_apart) - np.minimum(a, self._lo_min_apart)) / width
             elif r_tag == 1:
                 lo_w[:] = hi_w[:] = 1.0
             else:
