@@ -11,11 +11,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from medanon.anonymize.common import TermSuppression, _SensitiveTerms
-from medanon.data.records import _union_of_str_tuples, as_value_set, map_cells
+from medanon.data.records import _union_of_str_tuples, as_value_set, first_appearances, map_cells
 from medanon.errors import SchemaError
 from medanon.pipeline.publish import INPUT_DIGEST_VERSION, _canonical_order, input_digest
 from medanon.published.format import (_format_multi_many, format_multi, format_numeric,
                                      format_numeric_cells)
+
+
+@settings(max_examples=200, deadline=None)
+@given(hs.lists(hs.one_of(hs.none(), hs.integers(0, 6)), max_size=30))
+def test_first_appearances_are_where_each_factorize_code_first_occurs(values) -> None:
+    """The shared idiom of the columnar passes: for pd.factorize's codes (-1 for a missing
+    value), the position of each code's first occurrence, code by code."""
+    codes, uniques = pd.factorize(pd.Series(values, dtype="Int64"))
+    got = first_appearances(codes)
+    want = [int(np.flatnonzero(codes == c)[0]) for c in range(len(uniques))]
+    assert got.tolist() == want
 
 
 def test_map_cells_equals_calling_fn_per_cell() -> None:

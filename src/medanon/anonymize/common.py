@@ -38,7 +38,8 @@ import pandas as pd
 from .._validation import check_choice, check_fraction, check_int
 from ..accounting import Accountant
 from ..periods import parse_period
-from ..data.records import SuperRecords, distinct_bounds, distinct_objects, distinct_sorted
+from ..data.records import (SuperRecords, distinct_bounds, distinct_objects, distinct_sorted,
+                            first_appearances)
 from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_protect, parse_theta
@@ -1026,8 +1027,7 @@ def _release_table(data: SuperRecords, space: QidSpace, values: dict, group_of: 
     in_order = pd.unique(groups)
     label_of[in_order] = np.arange(1, len(in_order) + 1)
     number = label_of[groups] - 1
-    first = np.flatnonzero(np.r_[True, number[1:] > np.maximum.accumulate(number)[:-1]]) \
-        if len(number) else np.zeros(0, dtype=np.int64)
+    first = first_appearances(number)
     out = case_columns(data, placed, label_of[groups])
     for j, (qid, a) in enumerate(zip(schema.qids, space.attributes)):
         if a.taxonomy is None:  # numeric

@@ -45,6 +45,15 @@ def as_value_set(values: object) -> tuple[str, ...]:
     return tuple(sorted({str(v).strip() for v in values if v is not None and str(v).strip()}))
 
 
+def first_appearances(codes: np.ndarray) -> np.ndarray:
+    """The position of each code's first appearance, for codes numbered as ``pd.factorize``
+    numbers values (in order of first appearance from 0; -1, a missing value, is skipped): a
+    code appears for the first time exactly where it exceeds every code before it."""
+    codes = np.asarray(codes)
+    seen = np.maximum.accumulate(np.concatenate([np.full(1, -1, dtype=codes.dtype), codes]))
+    return np.flatnonzero(codes > seen[:-1])
+
+
 def distinct_objects(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per cell of an object array, the number of its object among the distinct objects (by
     identity, in order of first appearance), and the position of each one's first cell.
@@ -58,11 +67,7 @@ def distinct_objects(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if not n:
         return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
     which, _ = pd.factorize(_addresses(values))
-    # factorize numbers objects in order of first appearance: a cell is an object's first
-    # one where its number exceeds every number before it
-    seen = np.maximum.accumulate(which)
-    first = np.flatnonzero(np.r_[True, which[1:] > seen[:-1]])
-    return which, first
+    return which, first_appearances(which)
 
 
 def distinct_bounds(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -78,8 +83,7 @@ def distinct_bounds(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndar
     low, _ = pd.factorize(np.ascontiguousarray(lo, dtype=float).view(np.int64))
     high, highs = pd.factorize(np.ascontiguousarray(hi, dtype=float).view(np.int64))
     which, _ = pd.factorize(low.astype(np.int64) * len(highs) + high)
-    seen = np.maximum.accumulate(which)
-    return which, np.flatnonzero(np.r_[True, which[1:] > seen[:-1]])
+    return which, first_appearances(which)
 
 
 def _addresses(values: np.ndarray) -> np.ndarray:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..data.records import first_appearances
 from ..errors import HierarchyError, InputFormatError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 
@@ -243,9 +244,7 @@ def columns_term_pairs(frame: pd.DataFrame, columns) -> tuple[np.ndarray, np.nda
         raw_codes, raw_names = pd.factorize(flat)
         raw_codes = raw_codes.astype(np.int64)
         rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
-        # pd.factorize numbers values in order of first appearance: a value first appears
-        # where its code exceeds every code before it
-        first = np.flatnonzero(np.r_[True, raw_codes[1:] > np.maximum.accumulate(raw_codes)[:-1]])
+        first = first_appearances(raw_codes)
         place = first - (np.cumsum(lengths) - lengths)[rows[first]]
         parts.append((rows, raw_codes, np.asarray(raw_names, dtype=object), rows[first], place))
     # one numbering of the stripped terms of every column, "" first

@@ -52,7 +52,7 @@ import pandas as pd
 from .. import __version__
 from ..periods import parse_period
 from ..data.loaders.faers import FaersIngest, FaersQuarter
-from ..data.records import date_cells
+from ..data.records import date_cells, first_appearances
 from ..data.schema import Schema
 from ..errors import (DiskFullError, SeriesEndedError, StoreError, StoreLockedError,
                       StorePermissionError, ValidationError)
@@ -530,7 +530,7 @@ class ReleaseStore:
             texts[counts <= 0] = None
             which, distinct = pd.factorize(texts)  # an empty list: -1, the last cell below
             del texts, joined
-            frame[name] = _split_lists(distinct.tolist(), counts[_first_of(which)],
+            frame[name] = _split_lists(distinct.tolist(), counts[first_appearances(which)],
                                        terms)[which]
         return frame[kept]
 
@@ -1177,12 +1177,6 @@ def _positions(rowids: np.ndarray, ordered: np.ndarray) -> np.ndarray:
     return at
 
 
-def _first_of(which: np.ndarray) -> np.ndarray:
-    """The position of each code's first appearance in factorize codes (-1 skipped)."""
-    seen = np.maximum.accumulate(np.r_[-1, which])[:-1]
-    return np.flatnonzero(which > seen)
-
-
 def _split_lists(texts: list[str], counts: np.ndarray, terms: dict[str, str]) -> np.ndarray:
     """The tuple of each text's ``counts`` items joined with :data:`_LIST_SEPARATOR` (no item
     holds it), then an empty tuple (for code -1); each item the one str ``terms`` holds for
@@ -1223,7 +1217,9 @@ def _share_texts(frame: pd.DataFrame, columns: Iterable[str]) -> None:
                                     index=frame.index, dtype=frame[name].dtype)
         elif frame[name].dtype == object and frame[name].notna().all():
             codes, distinct = pd.factorize(frame[name].to_numpy(dtype=object))
-            frame[name] = np.asarray(distinct, dtype=object)[codes]
+            # (as an object Series: an array of str would be read as pandas' text dtype)
+            frame[name] = pd.Series(np.asarray(distinct, dtype=object)[codes], index=frame.index,
+                                    dtype=object)
 
 
 def _not_quarters(item: object) -> ValidationError:
