@@ -1460,6 +1460,60 @@ class _GroupTable:
             pr[~self.alpha_ok(r, cand)] = INF
         return pr
 
+    def pair_dil(self, rr: np.ndarray, gg: np.ndarray) -> np.ndarray:
+        """ΔIL of leftover rr[i] in group gg[i] for every pair i at once: the floats of
+        :meth:`delta_il` (the same operations element by element, the loss terms added in
+        attribute order)."""
+        data = self.data
+        space = data.space
+        after: np.ndarray | None = None
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                los, his, glo, ghi = data.lo[j], data.hi[j], self.lo[j], self.hi[j]
+                assert los is not None and his is not None and glo is not None and ghi is not None
+                term = space.num_term(j, np.minimum(glo[gg], los[rr]), np.maximum(ghi[gg], his[rr]))
+            else:
+                codes, gcodes = data.cat[j], self.cat[j]
+                assert codes is not None and gcodes is not None
+                term = _pair_costs(space, j, codes[rr], gcodes[gg])
+            after = term if after is None else after + term
+        if after is None:
+            after = np.zeros(len(rr))
+        return delta_il(self.size[gg], self.loss[gg], after)
+
+    def pair_risks(self, rr: np.ndarray, gg: np.ndarray) -> np.ndarray:
+        """PR of leftover rr[i] in group gg[i] for every pair i at once, ∞ where the record
+        breaks θ (α is not judged): the floats of :meth:`risks` (PR's steps added in the
+        record's term order)."""
+        data = self.data
+        ptr = data.term_ptr
+        lengths = ptr[rr + 1] - ptr[rr]
+        anchors = self.anchors[gg] + data.anchor[rr].astype(np.int64)
+        pr = np.ones(len(rr))
+        bad = np.zeros(len(rr), dtype=bool)
+        start = ptr[rr]
+        for p in range(int(lengths.max()) if len(rr) else 0):
+            at = np.flatnonzero(lengths > p) if p else np.flatnonzero(lengths)
+            s = data.term_ids[start[at] + p]
+            col = self.column[s]
+            g = gg[at]
+            if col.min() >= 0:
+                sigma = self.dense[g, col].astype(np.int64)
+            else:
+                sigma = np.zeros(len(at), dtype=np.int64)
+                dense = col >= 0
+                sigma[dense] = self.dense[g[dense], col[dense]]
+                for i in np.flatnonzero(~dense).tolist():
+                    held = self.sparse.get(int(s[i]))
+                    if held:
+                        sigma[i] = held.get(int(g[i]), 0)
+            c = sigma + 1
+            room = etas_of(data.theta[s], anchors[at]) - c + 1
+            pr[at] += c / np.maximum(room, 1)
+            bad[at[room < 1]] = True
+        pr[bad] = INF
+        return pr
+
     def alpha_ok(self, r: int, cand: np.ndarray) -> np.ndarray:
         """Whether each group of ``cand`` still meets α with leftover r (all, without α)."""
         data = self.data
@@ -1650,16 +1704,59 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     zero = np.flatnonzero(table.loss == 0.0).tolist()
     classes = _ClassGroups(table, zero, [int(class_of[groups[gi].members[0]]) for gi in zero])
 
-    for r in leftovers.tolist():
-        value = [[None if x is None else x[r] for x in arrays]
-                 for arrays in (data.cat, data.lo, data.hi)]
+    # Leftovers are walked in windows of :data:`_WINDOW`. Each window's leftovers that will
+    # search every group (not points of a class with zero-loss groups) have their best group
+    # found together, against the groups as they stand when the window opens
+    # (:func:`_best_of_many`, vectorized across them). A group no placement of the window has
+    # changed since still gives such a leftover the key it gave then; so when its best group
+    # is unchanged at its turn, the best over the whole table is the better of that one and
+    # the best over the groups the window changed, which are all that is evaluated again
+    # (exact: the same key, PR and group as the search below). When its best group itself
+    # changed, the leftover searches the blocks as before. (Not with α: the batched keys do
+    # not count HA's counters.)
+    batched = data.alpha is None
+    point_list = point.tolist()
+    class_list = class_of.tolist()
+    anchor_list = data.anchor.tolist()
+    walk = leftovers.tolist()
+    ahead: dict[int, tuple[int, tuple | None]] = {}
+    bounds0 = np.zeros((0, 0))
+    block0 = np.zeros(0, dtype=np.int64)
+    # the groups the window changed, and whether each only took points of its own class that
+    # are no anchors: its value and anchors are as they were, so the bound of its block when
+    # the window opened (bounds0) still bounds its key (σ and |g| only grew)
+    touched = np.zeros(_WINDOW, dtype=np.int64)
+    plain = np.zeros(_WINDOW, dtype=bool)
+    slot: dict[int, int] = {}
+    for i, r in enumerate(walk):
+        if batched and i % _WINDOW == 0:
+            slot = {}
+            window = [q for q in walk[i:i + _WINDOW]
+                      if not (point_list[q] and classes.has(class_list[q]))]
+            ahead, bounds0 = _best_of_many(table, index, window) if window else ({}, bounds0)
+            # each group's block as the window opens (-1: loose, always evaluated)
+            block0 = np.where(index.out, -1, index.block_of)
         best = None
-        c = int(class_of[r])
-        if point[r] and classes.has(c):
+        c = class_list[r]
+        if point_list[r] and classes.has(c):
             best = _best_in_class(data, r, classes, c)
         # a point joining a zero-loss group of its own class leaves the group's value as it is
         same_value = best is not None
-        if best is None or best[0] > 0.0:
+        known = ahead.get(r) if best is None else None
+        if known is not None and (known[1] is None or known[1][2] not in slot):
+            row, best = known
+            if slot:
+                ids = touched[:len(slot)]
+                near = bounds0[row, block0[ids]]
+                near = near < INF if best is None else near <= best[0]
+                cand = ids[~plain[:len(slot)] | near]
+                if len(cand):
+                    value = [[None if x is None else x[r] for x in arrays]
+                             for arrays in (data.cat, data.lo, data.hi)]
+                    best = evaluate(r, value, cand, best)
+        elif best is None or best[0] > 0.0:
+            value = [[None if x is None else x[r] for x in arrays]
+                     for arrays in (data.cat, data.lo, data.hi)]
             best = evaluate(r, value, index.loose(), best)
             bounds = index.lower_bounds(value, r)
             order = np.argsort(bounds, kind="stable")
@@ -1679,6 +1776,15 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             result.unplaced.append(r)
             continue
         gi = best[2]
+        if batched:
+            at = slot.get(gi)
+            unmoved = same_value and not anchor_list[r]
+            if at is None:
+                at = slot[gi] = len(slot)
+                touched[at] = gi
+                plain[at] = unmoved and block0[gi] >= 0
+            elif not unmoved:
+                plain[at] = False
         table.add(gi, r, same_value=same_value)
         if same_value:
             index.joined(gi)
@@ -1774,6 +1880,102 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
     return (0.0, float(risks[k]), int(same[at[k]]))
 
 
+def _pair_costs(space: QidSpace, j: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:meth:`QidSpace.cost_with` for pairs: the term of lca(a[i], b[i]) in attribute j."""
+    cost = space._cost[j]
+    if cost is not None:
+        return cost[a, b]
+    out = np.empty(len(a))
+    for code in np.unique(a).tolist():
+        at = np.flatnonzero(a == code)
+        out[at] = space.cost_with(j, code, b[at])
+    return out
+
+
+def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
+                  ) -> tuple[dict[int, tuple[int, tuple | None]], np.ndarray]:
+    """The least key (ΔIL·PR, PR, group) of each leftover of ``rs`` over every group, as the
+    block search of :func:`_place_leftovers` finds it one leftover at a time (None: no group
+    can take it), for all of them at once.
+
+    Each leftover's blocks are bounded at once (:meth:`_GroupBlocks.lower_bounds_many`); the
+    loose groups and the groups of its :data:`_FIRST_BLOCKS` lowest-bound blocks are evaluated
+    exactly, then the groups of every other block whose bound does not exceed the best key
+    found (every block that may hold a group able to take it, when none was found), except
+    those whose exact ΔIL times r's PR floor at the block's most anchors already exceeds it.
+    A group left out has a key above that best, which the second round can only lower: the
+    answer is the least key over all groups (exact, ties included).
+
+    Returns each leftover's (row of the bounds, best), and the bounds (a row per leftover of
+    ``rs``, a column per block).
+    """
+    rows = np.asarray(rs, dtype=np.int64)
+    L = len(rows)
+    bounds, floors = index.lower_bounds_many(rows)
+    B = bounds.shape[1]
+    first = min(_FIRST_BLOCKS, B)
+    if first < B:
+        part = np.argpartition(bounds, first - 1, axis=1)[:, :first]
+    else:
+        part = np.broadcast_to(np.arange(B), (L, B))
+    best_key = np.full(L, INF)
+    best_pr = np.full(L, INF)
+    best_g = np.full(L, -1, dtype=np.int64)
+
+    def groups_of(row: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, group, block) of every group still in ``blocks`` (pairs: row[i], blocks[i])."""
+        lengths = index.start[blocks + 1] - index.start[blocks]
+        pos = (np.repeat(index.start[blocks] - np.cumsum(lengths) + lengths, lengths)
+               + np.arange(int(lengths.sum())))
+        gg = index.members[pos]
+        inside = ~index.out[gg]
+        return np.repeat(row, lengths)[inside], gg[inside], np.repeat(blocks, lengths)[inside]
+
+    def merge(rr: np.ndarray, gg: np.ndarray, dil: np.ndarray) -> None:
+        """Keep each row's least key over its pairs (rr, gg) and its best so far."""
+        pr = table.pair_risks(rows[rr], gg)
+        ok = pr < INF
+        rr, gg, pr = rr[ok], gg[ok], pr[ok]
+        key = dil[ok] * pr
+        # with the best so far, so that one lexsort keeps the least of both
+        held = np.flatnonzero(best_g >= 0)
+        rr = np.concatenate([rr, held])
+        gg = np.concatenate([gg, best_g[held]])
+        key = np.concatenate([key, best_key[held]])
+        pr = np.concatenate([pr, best_pr[held]])
+        if not len(rr):
+            return
+        o = np.lexsort((gg, pr, key, rr))
+        lead = o[np.r_[True, rr[o][1:] != rr[o][:-1]]]
+        at = rr[lead]
+        best_key[at], best_pr[at], best_g[at] = key[lead], pr[lead], gg[lead]
+
+    # first round: the loose groups and the first blocks of every row
+    row_of = np.repeat(np.arange(L), first)
+    block = part.ravel()
+    keep = bounds[row_of, block] < INF
+    rr, gg, _ = groups_of(row_of[keep], block[keep])
+    loose = index.loose()
+    if len(loose):
+        gg = np.concatenate([gg, np.tile(loose, L)])
+        rr = np.concatenate([rr, np.repeat(np.arange(L), len(loose))])
+    merge(rr, gg, table.pair_dil(rows[rr], gg))
+    # second round: every block not opened whose bound may still hold a key as good
+    limit = np.where(best_g >= 0, best_key, INF)
+    more = np.where(best_g[:, None] >= 0, bounds <= limit[:, None], bounds < INF)
+    more[row_of, block] = False
+    row2, block2 = np.nonzero(more)
+    if len(row2):
+        rr, gg, bb = groups_of(row2, block2)
+        dil = table.pair_dil(rows[rr], gg)
+        # PR >= r's floor at the block's most anchors: ΔIL times it bounds the key
+        near = dil * floors[rr, bb] <= limit[rr]
+        merge(rr[near], gg[near], dil[near])
+    return {r: (i, None if best_g[i] < 0 else
+                (float(best_key[i]), float(best_pr[i]), int(best_g[i])))
+            for i, r in enumerate(rs)}, bounds
+
+
 def _floors_at(data: GroupingInput, r: int, counts: np.ndarray) -> np.ndarray:
     """PR of r's terms alone (every σ 0) in a group of each of ``counts`` anchors (before r
     joins): the least PR of r in any such group."""
@@ -1796,6 +1998,8 @@ def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray
     return _floors_at(data, r, distinct)[at.ravel()]
 
 
+#: leftovers whose best groups are found together (:func:`_place_leftovers`).
+_WINDOW = 256
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
 _BLOCK = 64
 _FIRST_BLOCKS = 4
@@ -2014,6 +2218,66 @@ class _GroupBlocks(_Blocks):
                     floors = _floors_at(data, r, distinct)[at]
                     bound = np.where(floors == INF, INF, bound * floors)
         return bound
+
+    def lower_bounds_many(self, rs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`lower_bounds` of each leftover of ``rs`` (rows) for every block (columns) at
+        once, with a table: the same bounds, element by element; and r's PR floor at each
+        block's most anchors (:func:`_floors_at`), which they include."""
+        table = self.table
+        assert table is not None
+        data = table.data
+        L, B = len(rs), len(self.btag)
+        if self.cat_j:
+            # per distinct categorical value of the records, the cached row of Δcat
+            keys = np.column_stack([data.cat[j][rs] for j in self.cat_j])  # type: ignore[index]
+            found, inverse = np.unique(keys, axis=0, return_inverse=True)
+            cat: list = [None] * len(self.space.attributes)
+            parts = []
+            for row in found.tolist():
+                for j, code in zip(self.cat_j, row):
+                    cat[j] = code
+                parts.append(self._dcat(cat))
+            dcat = np.stack(parts)[inverse.ravel()]
+        else:
+            dcat = np.zeros((L, B))
+        dw = np.zeros((L, B))
+        if self.j0 is not None:
+            los, his = data.lo[self.j0], data.hi[self.j0]
+            assert los is not None and his is not None
+            r_lo, r_hi, m = los[rs][:, None], his[rs][:, None], self.missing_at
+            present = self._present
+            if self.range > 0:
+                grow = np.maximum(self.lo_min - r_lo, r_hi - self.hi_max) / self.range
+                dw = np.where(present, np.maximum(0.0, grow), 0.0)
+            if m is not None:
+                # r holds the missing value: with a present group the term becomes 1
+                missing = np.where(present, np.maximum(0.0, 1.0 - self.width_max), 0.0)
+                dw = np.where(r_hi >= m, missing, dw)
+                # groups of missing values only: adding a present value costs 1
+                dw = np.where((r_lo < m) & ((self.btag > 0) & (self.lo_min >= m)), 1.0, dw)
+        bound = (self.size_min + 1.0) * (dcat + dw) + self.loss_min
+        bound = bound * (1.0 - 1e-9) - 1e-12  # float slack: never above the exact ΔIL
+        ptr = data.term_ptr
+        lengths = ptr[rs + 1] - ptr[rs]
+        own = data.anchor[rs].astype(np.int64)
+        # η and the floors depend on a block's most anchors only: per distinct count (few)
+        distinct, at = self.anchor_counts()
+        full = np.zeros((L, B), dtype=bool)
+        for p in range(int(lengths.max()) if L else 0):
+            rows = np.flatnonzero(lengths > p)
+            terms = data.term_ids[ptr[rs[rows]] + p]
+            cols = table.column[terms]
+            frequent = cols >= 0
+            rows, terms, cols = rows[frequent], terms[frequent], cols[frequent]
+            if not len(rows):
+                continue
+            e = etas_of(data.theta[terms][:, None], distinct[None, :] + own[rows, None])
+            full[rows] |= self.sigma_min_t[cols] + 1 > (e[:, at] if len(distinct) > 1 else e)
+        # PR is at least r's terms alone (σ 0) at the block's most anchors
+        floors = np.stack([_floors_at(data, r, distinct) for r in rs.tolist()])[:, at]
+        bound = np.where(floors == INF, INF, bound * floors)
+        bound[full] = INF
+        return bound, floors
 
     def _dcat(self, cat: Sequence) -> np.ndarray:
         """Per block, the categorical part of L(g ∪ r) − L(g) for a value of categorical part
