@@ -1370,7 +1370,18 @@ class _GroupTable:
                + np.arange(int(lengths.sum())))
         term, holder = data.term_ids[pos], np.repeat(owner, lengths)
         col = self.column[term]
-        np.add.at(self.dense, (holder[col >= 0], col[col >= 0]), 1)
+        # the counts of each cell, as np.add.at would add them but faster: a bincount of the
+        # cells of a slice of groups at a time (``holder`` ascends), so that its int64 counts
+        # take a few MB beside the table
+        width = self.dense.shape[1]
+        at = np.flatnonzero(col >= 0)
+        cells, where = holder[at] * width + col[at], holder[at]
+        step = max(1, (1 << 20) // max(width, 1))
+        for lo in range(0, G, step):
+            a, b = np.searchsorted(where, [lo, lo + step])
+            hi = min(lo + step, G)
+            self.dense[lo:hi] = np.bincount(cells[a:b] - lo * width,
+                                            minlength=(hi - lo) * width).reshape(hi - lo, width)
         rare = col < 0
         keys, counts = np.unique(term[rare] * max(G, 1) + holder[rare], return_counts=True)
         for key, count in zip(keys.tolist(), counts.tolist()):
@@ -1710,50 +1721,42 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     # (:func:`_best_of_many`, vectorized across them). A group no placement of the window has
     # changed since still gives such a leftover the key it gave then; so when its best group
     # is unchanged at its turn, the best over the whole table is the better of that one and
-    # the best over the groups the window changed, which are all that is evaluated again
-    # (exact: the same key, PR and group as the search below). When its best group itself
-    # changed, the leftover searches the blocks as before. (Not with α: the batched keys do
-    # not count HA's counters.)
+    # the best over the groups the window changed (exact: the same key, PR and group as the
+    # search below). When its best group itself changed, the leftover searches the blocks as
+    # before. Of the groups changed, only those whose value or anchors moved are evaluated
+    # again: a group that only took points of its own value that are no anchors gives every
+    # record a key (ΔIL·PR, PR) at least as large as before in both parts (ΔIL = |g|·(L' − L)
+    # + L' grows with |g| as L' >= L; PR grows with σ at the same η), so it cannot have become
+    # better than the best it did not beat. (Not with α: the batched keys do not count HA's
+    # counters.)
     batched = data.alpha is None
     point_list = point.tolist()
     class_list = class_of.tolist()
     anchor_list = data.anchor.tolist()
     walk = leftovers.tolist()
-    ahead: dict[int, tuple[int, tuple | None]] = {}
-    bounds0 = np.zeros((0, 0))
-    block0 = np.zeros(0, dtype=np.int64)
-    # the groups the window changed, and whether each only took points of its own class that
-    # are no anchors: its value and anchors are as they were, so the bound of its block when
-    # the window opened (bounds0) still bounds its key (σ and |g| only grew)
-    touched = np.zeros(_WINDOW, dtype=np.int64)
-    plain = np.zeros(_WINDOW, dtype=bool)
+    ahead: dict[int, tuple | None] = {}
+    # the groups the window changed (each once, in a slot), and those whose value or anchors
+    # moved (to be evaluated again)
     slot: dict[int, int] = {}
+    moved: list[int] = []
     for i, r in enumerate(walk):
         if batched and i % _WINDOW == 0:
-            slot = {}
+            slot, moved = {}, []
             window = [q for q in walk[i:i + _WINDOW]
                       if not (point_list[q] and classes.has(class_list[q]))]
-            ahead, bounds0 = _best_of_many(table, index, window) if window else ({}, bounds0)
-            # each group's block as the window opens (-1: loose, always evaluated)
-            block0 = np.where(index.out, -1, index.block_of)
+            ahead = _best_of_many(table, index, window) if window else {}
         best = None
         c = class_list[r]
         if point_list[r] and classes.has(c):
             best = _best_in_class(data, r, classes, c)
         # a point joining a zero-loss group of its own class leaves the group's value as it is
         same_value = best is not None
-        known = ahead.get(r) if best is None else None
-        if known is not None and (known[1] is None or known[1][2] not in slot):
-            row, best = known
-            if slot:
-                ids = touched[:len(slot)]
-                near = bounds0[row, block0[ids]]
-                near = near < INF if best is None else near <= best[0]
-                cand = ids[~plain[:len(slot)] | near]
-                if len(cand):
-                    value = [[None if x is None else x[r] for x in arrays]
-                             for arrays in (data.cat, data.lo, data.hi)]
-                    best = evaluate(r, value, cand, best)
+        if best is None and r in ahead and (ahead[r] is None or ahead[r][2] not in slot):
+            best = ahead[r]
+            if moved:
+                value = [[None if x is None else x[r] for x in arrays]
+                         for arrays in (data.cat, data.lo, data.hi)]
+                best = evaluate(r, value, np.array(moved, dtype=np.int64), best)
         elif best is None or best[0] > 0.0:
             value = [[None if x is None else x[r] for x in arrays]
                      for arrays in (data.cat, data.lo, data.hi)]
@@ -1777,14 +1780,15 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             continue
         gi = best[2]
         if batched:
-            at = slot.get(gi)
             unmoved = same_value and not anchor_list[r]
+            at = slot.get(gi)
             if at is None:
-                at = slot[gi] = len(slot)
-                touched[at] = gi
-                plain[at] = unmoved and block0[gi] >= 0
-            elif not unmoved:
-                plain[at] = False
+                slot[gi] = -1 if unmoved else len(moved)
+                if not unmoved:
+                    moved.append(gi)
+            elif at < 0 and not unmoved:
+                slot[gi] = len(moved)
+                moved.append(gi)
         table.add(gi, r, same_value=same_value)
         if same_value:
             index.joined(gi)
@@ -1893,7 +1897,7 @@ def _pair_costs(space: QidSpace, j: int, a: np.ndarray, b: np.ndarray) -> np.nda
 
 
 def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
-                  ) -> tuple[dict[int, tuple[int, tuple | None]], np.ndarray]:
+                  ) -> dict[int, tuple | None]:
     """The least key (ΔIL·PR, PR, group) of each leftover of ``rs`` over every group, as the
     block search of :func:`_place_leftovers` finds it one leftover at a time (None: no group
     can take it), for all of them at once.
@@ -1905,9 +1909,6 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
     those whose exact ΔIL times r's PR floor at the block's most anchors already exceeds it.
     A group left out has a key above that best, which the second round can only lower: the
     answer is the least key over all groups (exact, ties included).
-
-    Returns each leftover's (row of the bounds, best), and the bounds (a row per leftover of
-    ``rs``, a column per block).
     """
     rows = np.asarray(rs, dtype=np.int64)
     L = len(rows)
@@ -1950,16 +1951,30 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
         at = rr[lead]
         best_key[at], best_pr[at], best_g[at] = key[lead], pr[lead], gg[lead]
 
-    # first round: the loose groups and the first blocks of every row
+    # first round: the loose groups and the first blocks of every row; of them, PR is
+    # computed first for the few of least ΔIL·floor of each row, then for the others whose
+    # ΔIL·floor does not exceed the best key so found (PR >= the floor: a lower bound)
     row_of = np.repeat(np.arange(L), first)
     block = part.ravel()
     keep = bounds[row_of, block] < INF
-    rr, gg, _ = groups_of(row_of[keep], block[keep])
+    rr, gg, bb = groups_of(row_of[keep], block[keep])
+    dil = table.pair_dil(rows[rr], gg)
+    low = dil * floors[rr, bb]
     loose = index.loose()
     if len(loose):
-        gg = np.concatenate([gg, np.tile(loose, L)])
-        rr = np.concatenate([rr, np.repeat(np.arange(L), len(loose))])
-    merge(rr, gg, table.pair_dil(rows[rr], gg))
+        lr = np.repeat(np.arange(L), len(loose))
+        lg = np.tile(loose, L)
+        ld = table.pair_dil(rows[lr], lg)
+        rr, gg = np.concatenate([rr, lr]), np.concatenate([gg, lg])
+        dil, low = np.concatenate([dil, ld]), np.concatenate([low, ld])
+    o = np.lexsort((low, rr))
+    starts = np.searchsorted(rr[o], np.arange(L))
+    lead = np.zeros(len(rr), dtype=bool)
+    lead[o[np.arange(len(rr)) - starts[rr[o]] < _FIRST_PAIRS]] = True
+    merge(rr[lead], gg[lead], dil[lead])
+    limit = np.where(best_g >= 0, best_key, INF)
+    rest = ~lead & (low <= limit[rr])
+    merge(rr[rest], gg[rest], dil[rest])
     # second round: every block not opened whose bound may still hold a key as good
     limit = np.where(best_g >= 0, best_key, INF)
     more = np.where(best_g[:, None] >= 0, bounds <= limit[:, None], bounds < INF)
@@ -1971,9 +1986,9 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
         # PR >= r's floor at the block's most anchors: ΔIL times it bounds the key
         near = dil * floors[rr, bb] <= limit[rr]
         merge(rr[near], gg[near], dil[near])
-    return {r: (i, None if best_g[i] < 0 else
+    return {r: (None if best_g[i] < 0 else
                 (float(best_key[i]), float(best_pr[i]), int(best_g[i])))
-            for i, r in enumerate(rs)}, bounds
+            for i, r in enumerate(rs)}
 
 
 def _floors_at(data: GroupingInput, r: int, counts: np.ndarray) -> np.ndarray:
@@ -1998,8 +2013,10 @@ def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray
     return _floors_at(data, r, distinct)[at.ravel()]
 
 
-#: leftovers whose best groups are found together (:func:`_place_leftovers`).
-_WINDOW = 256
+#: leftovers whose best groups are found together (:func:`_place_leftovers`), and the groups
+#: of each whose PR is computed first (:func:`_best_of_many`).
+_WINDOW = 512
+_FIRST_PAIRS = 4
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
 _BLOCK = 64
 _FIRST_BLOCKS = 4
