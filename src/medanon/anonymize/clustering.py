@@ -1406,14 +1406,25 @@ class _GroupTable:
             return self.dense[cand, col].astype(np.int64)
         return self._sparse_sigma(term, cand)
 
-    def values_of(self, cand: np.ndarray) -> list:
-        """(cat, lo, hi) of groups ``cand``, in the layout of :meth:`QidSpace.losses_with`."""
-        return [[None if x is None else x[cand] for x in arrays]
-                for arrays in (self.cat, self.lo, self.hi)]
-
     def delta_il(self, value: list, cand: np.ndarray) -> np.ndarray:
-        """ΔIL(g, r) for groups ``cand`` and a record of generalized value ``value``."""
-        after = self.data.space.losses_with(*value, *self.values_of(cand))
+        """ΔIL(g, r) for groups ``cand`` and a record of generalized value ``value``: the
+        terms of :meth:`QidSpace.losses_with` in its order (the same floats), read from the
+        table's arrays without gathering the candidates' values first."""
+        space = self.data.space
+        cat, lo, hi = value
+        after: np.ndarray | None = None
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                glo, ghi = self.lo[j], self.hi[j]
+                assert glo is not None and ghi is not None
+                term = space.num_term(j, np.minimum(glo[cand], lo[j]), np.maximum(ghi[cand], hi[j]))
+            else:
+                codes = self.cat[j]
+                assert codes is not None
+                term = space.cost_with(j, int(cat[j]), codes[cand])
+            after = term if after is None else after + term
+        if after is None:
+            after = np.zeros(len(cand))
         return delta_il(self.size[cand], self.loss[cand], after)
 
     def _sparse_sigma(self, term: int, cand: np.ndarray) -> np.ndarray:
@@ -1699,6 +1710,15 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         if not len(cand):
             return best
         dil = table.delta_il(value, cand)
+        if best is not None:
+            # PR >= r's terms alone at the most anchors of ``cand``: a group whose ΔIL times
+            # that floor exceeds the best key cannot beat it (nor tie), and its PR is not needed
+            floor = _floor_at(data, r, int(table.anchors[cand].max()))
+            near = dil * floor <= best[0]
+            if not near.all():
+                if not near.any():
+                    return best
+                cand, dil = cand[near], dil[near]
         pr = table.risks(r, cand)
         at = np.flatnonzero(pr < INF)
         if not len(at):
@@ -1828,12 +1848,11 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
     3,400 groups), so the first :data:`CLASS_SCAN` groups are looked at one by one (their σ
     dicts) before σ of the whole class is gathered.
     """
-    same = classes.ids(c)
     table = classes.table
     terms = data.terms(r)
     distinct, inverse = classes.anchor_counts(c)
     if len(terms) <= 32 and len(distinct) == 1 and data.alpha is None:
-        pr = float(_floors_at(data, r, distinct)[0])
+        pr = _floor_at(data, r, int(distinct[0]))
         if pr < 32:
             groups = table.groups
             for gi in classes.members(c)[:CLASS_SCAN]:
@@ -1843,6 +1862,7 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
                         break
                 else:
                     return (0.0, pr, gi)
+    same = classes.ids(c)
     sigma = classes.sigma_rows(c, terms)
     holds = (sigma > 0).any(axis=0)
     if len(terms) <= 32:
@@ -1989,6 +2009,15 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
     return {r: (None if best_g[i] < 0 else
                 (float(best_key[i]), float(best_pr[i]), int(best_g[i])))
             for i, r in enumerate(rs)}
+
+
+def _floor_at(data: GroupingInput, r: int, count: int) -> float:
+    """:func:`_floors_at` of one anchor count, as a Python float."""
+    inv = data.inverse_etas(count + int(data.anchor[r]))
+    total = 1.0  # added in r's term order, as privacy_risk adds (∞ stays ∞)
+    for s in data.terms(r):
+        total += inv[s]
+    return total
 
 
 def _floors_at(data: GroupingInput, r: int, counts: np.ndarray) -> np.ndarray:
