@@ -1714,6 +1714,8 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             # PR >= r's terms alone at the most anchors of ``cand``: a group whose ΔIL times
             # that floor exceeds the best key cannot beat it (nor tie), and its PR is not needed
             floor = _floor_at(data, r, int(table.anchors[cand].max()))
+            if floor == INF:  # (no group of cand can take r)
+                return best
             near = dil * floor <= best[0]
             if not near.all():
                 if not near.any():
@@ -1780,6 +1782,12 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         elif best is None or best[0] > 0.0:
             value = [[None if x is None else x[r] for x in arrays]
                      for arrays in (data.cat, data.lo, data.hi)]
+            known = ahead.get(r)
+            if known is not None:
+                # its best group changed in the window: that group and the groups whose
+                # value moved, as they are now, give a best to start from (groups all: the
+                # search below still looks at every group that may beat it)
+                best = evaluate(r, value, np.array([known[2], *moved], dtype=np.int64), best)
             best = evaluate(r, value, index.loose(), best)
             bounds = index.lower_bounds(value, r)
             order = np.argsort(bounds, kind="stable")
@@ -1811,9 +1819,12 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                 moved.append(gi)
         table.add(gi, r, same_value=same_value)
         if same_value:
-            index.joined(gi)
-        else:
-            index.changed(gi)
+            # gi is a zero-loss group of r's class and stays one: only anchors can move
+            if anchor_list[r]:
+                index.joined(gi)
+                classes.added(gi, data.terms(r), 1)
+            continue
+        index.changed(gi)
         if classes.holds(gi):
             if table.loss[gi] > 0.0:
                 classes.remove(gi)
@@ -2321,7 +2332,8 @@ class _GroupBlocks(_Blocks):
             full[rows] |= self.sigma_min_t[cols] + 1 > (e[:, at] if len(distinct) > 1 else e)
         # PR is at least r's terms alone (σ 0) at the block's most anchors
         floors = np.stack([_floors_at(data, r, distinct) for r in rs.tolist()])[:, at]
-        bound = np.where(floors == INF, INF, bound * floors)
+        never = floors == INF  # (× 1 there: no 0 · ∞)
+        bound = np.where(never, INF, bound * np.where(never, 1.0, floors))
         bound[full] = INF
         return bound, floors
 
