@@ -1773,8 +1773,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             best = _best_in_class(data, r, classes, c)
         # a point joining a zero-loss group of its own class leaves the group's value as it is
         same_value = best is not None
-        if best is None and r in ahead and (ahead[r] is None or ahead[r][2] not in slot):
-            best = ahead[r]
+        known = ahead.get(r) if best is None else None  # (found when the window opened)
+        if r in ahead and best is None and (known is None or known[2] not in slot):
+            best = known
             if moved:
                 value = [[None if x is None else x[r] for x in arrays]
                          for arrays in (data.cat, data.lo, data.hi)]
@@ -1782,7 +1783,6 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         elif best is None or best[0] > 0.0:
             value = [[None if x is None else x[r] for x in arrays]
                      for arrays in (data.cat, data.lo, data.hi)]
-            known = ahead.get(r)
             if known is not None:
                 # its best group changed in the window: that group and the groups whose
                 # value moved, as they are now, give a best to start from (groups all: the
