@@ -244,11 +244,13 @@ def test_leftovers_found_by_windows_never_change_the_groups(monkeypatch, window,
     them in order, evaluating again only the groups the window changed (or searching again
     when a leftover's best group changed): with tiny windows and blocks, few dense terms
     (the rest counted per term), exact classes beside wider leftovers, intervals and missing
-    values, the groups are still the reference's."""
+    values, and a window's pairs evaluated a few at a time, the groups are still the
+    reference's."""
     monkeypatch.setattr(clustering, "_WINDOW", window)
     monkeypatch.setattr(clustering, "_BLOCK", 3)
     monkeypatch.setattr(clustering, "FREQUENT_TERMS", 4)
     monkeypatch.setattr(clustering, "DENSE_CELLS", 8)
+    monkeypatch.setattr(clustering, "_PAIRS", 5)
     calls = []
     batch = clustering._best_of_many
     monkeypatch.setattr(clustering, "_best_of_many",

@@ -2011,8 +2011,13 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
     more = np.where(best_g[:, None] >= 0, bounds <= limit[:, None], bounds < INF)
     more[row_of, block] = False
     row2, block2 = np.nonzero(more)
-    if len(row2):
-        rr, gg, bb = groups_of(row2, block2)
+    # in pieces of about _PAIRS groups: a window whose leftovers few groups can take opens
+    # nearly every block for each, which must not hold millions of pairs at once
+    piece = np.cumsum(index.start[block2 + 1] - index.start[block2]) // _PAIRS
+    cut = (np.flatnonzero(np.r_[True, piece[1:] != piece[:-1], True]).tolist() if len(row2)
+           else [])
+    for a, b in zip(cut[:-1], cut[1:]):
+        rr, gg, bb = groups_of(row2[a:b], block2[a:b])
         dil = table.pair_dil(rows[rr], gg)
         # PR >= r's floor at the block's most anchors: ΔIL times it bounds the key
         near = dil * floors[rr, bb] <= limit[rr]
@@ -2057,6 +2062,8 @@ def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray
 #: of each whose PR is computed first (:func:`_best_of_many`).
 _WINDOW = 512
 _FIRST_PAIRS = 4
+#: (leftover, group) pairs a window evaluates at once, at most (about)
+_PAIRS = 1 << 18
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
 _BLOCK = 64
 _FIRST_BLOCKS = 4
