@@ -1351,7 +1351,9 @@ class _GroupTable:
         self.size = np.array([g.size for g in groups], dtype=float)
         self.loss = np.array([g.loss for g in groups])
         self.anchors = np.array([g.anchors for g in groups], dtype=np.int64)
-        self.ha = np.array([g.ha for g in groups], dtype=np.int64).reshape(G, 8)
+        # (without α the counters never move and are never read: not gathered)
+        self.ha = (np.array([g.ha for g in groups], dtype=np.int64).reshape(G, 8)
+                   if data.alpha is not None else np.zeros((G, 8), dtype=np.int64))
         self.freq = np.bincount(data.term_ids, minlength=len(data.theta))
         width = max(FREQUENT_TERMS, DENSE_CELLS // max(G, 1))
         top = np.argsort(-self.freq, kind="stable")[:width]
