@@ -257,3 +257,33 @@ def test_the_usual_step_shortcuts_find_what_the_full_search_finds(monkeypatch, m
                 full.budget_stops, full.failed_seeds, full.unplaced)
             stops += full.budget_stops
     assert stops > 0
+
+
+@pytest.mark.parametrize("window", [1, 3, 8])
+@pytest.mark.parametrize("mode", ["ms", "ppms", "ppms++"])
+@pytest.mark.parametrize("seed", range(4))
+def test_leftovers_found_by_windows_never_change_the_groups(monkeypatch, window, mode, seed):
+    """The leftover phase finds the best groups of a window of leftovers together and walks
+    them in order, evaluating again only the groups the window changed (or searching again
+    when a leftover's best group changed): with tiny windows and blocks, few dense terms
+    (the rest counted per term), exact classes beside wider leftovers, intervals and missing
+    values, and a window's pairs evaluated a few at a time, the groups are still the
+    reference's."""
+    monkeypatch.setattr(clustering, "_WINDOW", window)
+    monkeypatch.setattr(clustering, "_BLOCK", 3)
+    monkeypatch.setattr(clustering, "FREQUENT_TERMS", 4)
+    monkeypatch.setattr(clustering, "DENSE_CELLS", 8)
+    monkeypatch.setattr(clustering, "_PAIRS", 5)
+    calls = []
+    batch = clustering._best_of_many
+    monkeypatch.setattr(clustering, "_best_of_many",
+                        lambda *a: calls.append(len(a[2])) or batch(*a))
+    data = _random_input(150 + 20 * seed, seed + 70, mode, k=2 + seed % 3,
+                         theta=(0.3, 0.5, 1.0)[seed % 3], alpha=None, missing=seed % 2 == 0,
+                         values=3, classes_first=seed % 2 == 1)
+    data = _with_intervals(data, seed)
+    slow, fast = group_reference(data), group_records(data, probe_budget=10**9)
+    assert calls and fast.leftovers > 0
+    assert fast.budget_stops == 0
+    assert np.array_equal(slow.group_of, fast.group_of)
+    assert slow.unplaced == fast.unplaced

@@ -1536,7 +1536,9 @@ class _GroupTable:
         self.size = np.array([g.size for g in groups], dtype=float)
         self.loss = np.array([g.loss for g in groups])
         self.anchors = np.array([g.anchors for g in groups], dtype=np.int64)
-        self.ha = np.array([g.ha for g in groups], dtype=np.int64).reshape(G, 8)
+        # (without α the counters never move and are never read: not gathered)
+        self.ha = (np.array([g.ha for g in groups], dtype=np.int64).reshape(G, 8)
+                   if data.alpha is not None else np.zeros((G, 8), dtype=np.int64))
         self.freq = np.bincount(data.term_ids, minlength=len(data.theta))
         width = max(FREQUENT_TERMS, DENSE_CELLS // max(G, 1))
         top = np.argsort(-self.freq, kind="stable")[:width]
@@ -1555,7 +1557,18 @@ class _GroupTable:
                + np.arange(int(lengths.sum())))
         term, holder = data.term_ids[pos], np.repeat(owner, lengths)
         col = self.column[term]
-        np.add.at(self.dense, (holder[col >= 0], col[col >= 0]), 1)
+        # the counts of each cell, as np.add.at would add them but faster: a bincount of the
+        # cells of a slice of groups at a time (``holder`` ascends), so that its int64 counts
+        # take a few MB beside the table
+        width = self.dense.shape[1]
+        at = np.flatnonzero(col >= 0)
+        cells, where = holder[at] * width + col[at], holder[at]
+        step = max(1, (1 << 20) // max(width, 1))
+        for lo in range(0, G, step):
+            a, b = np.searchsorted(where, [lo, lo + step])
+            hi = min(lo + step, G)
+            self.dense[lo:hi] = np.bincount(cells[a:b] - lo * width,
+                                            minlength=(hi - lo) * width).reshape(hi - lo, width)
         rare = col < 0
         keys, counts = np.unique(term[rare] * max(G, 1) + holder[rare], return_counts=True)
         for key, count in zip(keys.tolist(), counts.tolist()):
@@ -1580,14 +1593,25 @@ class _GroupTable:
             return self.dense[cand, col].astype(np.int64)
         return self._sparse_sigma(term, cand)
 
-    def values_of(self, cand: np.ndarray) -> list:
-        """(cat, lo, hi) of groups ``cand``, in the layout of :meth:`QidSpace.losses_with`."""
-        return [[None if x is None else x[cand] for x in arrays]
-                for arrays in (self.cat, self.lo, self.hi)]
-
     def delta_il(self, value: list, cand: np.ndarray) -> np.ndarray:
-        """ΔIL(g, r) for groups ``cand`` and a record of generalized value ``value``."""
-        after = self.data.space.losses_with(*value, *self.values_of(cand))
+        """ΔIL(g, r) for groups ``cand`` and a record of generalized value ``value``: the
+        terms of :meth:`QidSpace.losses_with` in its order (the same floats), read from the
+        table's arrays without gathering the candidates' values first."""
+        space = self.data.space
+        cat, lo, hi = value
+        after: np.ndarray | None = None
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                glo, ghi = self.lo[j], self.hi[j]
+                assert glo is not None and ghi is not None
+                term = space.num_term(j, np.minimum(glo[cand], lo[j]), np.maximum(ghi[cand], hi[j]))
+            else:
+                codes = self.cat[j]
+                assert codes is not None
+                term = space.cost_with(j, int(cat[j]), codes[cand])
+            after = term if after is None else after + term
+        if after is None:
+            after = np.zeros(len(cand))
         return delta_il(self.size[cand], self.loss[cand], after)
 
     def _sparse_sigma(self, term: int, cand: np.ndarray) -> np.ndarray:
@@ -1643,6 +1667,60 @@ class _GroupTable:
             pr[(room < 1).any(axis=1)] = INF
         if data.alpha is not None:
             pr[~self.alpha_ok(r, cand)] = INF
+        return pr
+
+    def pair_dil(self, rr: np.ndarray, gg: np.ndarray) -> np.ndarray:
+        """ΔIL of leftover rr[i] in group gg[i] for every pair i at once: the floats of
+        :meth:`delta_il` (the same operations element by element, the loss terms added in
+        attribute order)."""
+        data = self.data
+        space = data.space
+        after: np.ndarray | None = None
+        for j, a in enumerate(space.attributes):
+            if a.numeric:
+                los, his, glo, ghi = data.lo[j], data.hi[j], self.lo[j], self.hi[j]
+                assert los is not None and his is not None and glo is not None and ghi is not None
+                term = space.num_term(j, np.minimum(glo[gg], los[rr]), np.maximum(ghi[gg], his[rr]))
+            else:
+                codes, gcodes = data.cat[j], self.cat[j]
+                assert codes is not None and gcodes is not None
+                term = _pair_costs(space, j, codes[rr], gcodes[gg])
+            after = term if after is None else after + term
+        if after is None:
+            after = np.zeros(len(rr))
+        return delta_il(self.size[gg], self.loss[gg], after)
+
+    def pair_risks(self, rr: np.ndarray, gg: np.ndarray) -> np.ndarray:
+        """PR of leftover rr[i] in group gg[i] for every pair i at once, ∞ where the record
+        breaks θ (α is not judged): the floats of :meth:`risks` (PR's steps added in the
+        record's term order)."""
+        data = self.data
+        ptr = data.term_ptr
+        lengths = ptr[rr + 1] - ptr[rr]
+        anchors = self.anchors[gg] + data.anchor[rr].astype(np.int64)
+        pr = np.ones(len(rr))
+        bad = np.zeros(len(rr), dtype=bool)
+        start = ptr[rr]
+        for p in range(int(lengths.max()) if len(rr) else 0):
+            at = np.flatnonzero(lengths > p) if p else np.flatnonzero(lengths)
+            s = data.term_ids[start[at] + p]
+            col = self.column[s]
+            g = gg[at]
+            if col.min() >= 0:
+                sigma = self.dense[g, col].astype(np.int64)
+            else:
+                sigma = np.zeros(len(at), dtype=np.int64)
+                dense = col >= 0
+                sigma[dense] = self.dense[g[dense], col[dense]]
+                for i in np.flatnonzero(~dense).tolist():
+                    held = self.sparse.get(int(s[i]))
+                    if held:
+                        sigma[i] = held.get(int(g[i]), 0)
+            c = sigma + 1
+            room = etas_of(data.theta[s], anchors[at]) - c + 1
+            pr[at] += c / np.maximum(room, 1)
+            bad[at[room < 1]] = True
+        pr[bad] = INF
         return pr
 
     def alpha_ok(self, r: int, cand: np.ndarray) -> np.ndarray:
@@ -1819,6 +1897,17 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         if not len(cand):
             return best
         dil = table.delta_il(value, cand)
+        if best is not None:
+            # PR >= r's terms alone at the most anchors of ``cand``: a group whose ΔIL times
+            # that floor exceeds the best key cannot beat it (nor tie), and its PR is not needed
+            floor = _floor_at(data, r, int(table.anchors[cand].max()))
+            if floor == INF:  # (no group of cand can take r)
+                return best
+            near = dil * floor <= best[0]
+            if not near.all():
+                if not near.any():
+                    return best
+                cand, dil = cand[near], dil[near]
         pr = table.risks(r, cand)
         at = np.flatnonzero(pr < INF)
         if not len(at):
@@ -1835,16 +1924,57 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     zero = np.flatnonzero(table.loss == 0.0).tolist()
     classes = _ClassGroups(table, zero, [int(class_of[groups[gi].members[0]]) for gi in zero])
 
-    for r in leftovers.tolist():
-        value = [[None if x is None else x[r] for x in arrays]
-                 for arrays in (data.cat, data.lo, data.hi)]
+    # Leftovers are walked in windows of :data:`_WINDOW`. Each window's leftovers that will
+    # search every group (not points of a class with zero-loss groups) have their best group
+    # found together, against the groups as they stand when the window opens
+    # (:func:`_best_of_many`, vectorized across them). A group no placement of the window has
+    # changed since still gives such a leftover the key it gave then; so when its best group
+    # is unchanged at its turn, the best over the whole table is the better of that one and
+    # the best over the groups the window changed (exact: the same key, PR and group as the
+    # search below). When its best group itself changed, the leftover searches the blocks as
+    # before. Of the groups changed, only those whose value or anchors moved are evaluated
+    # again: a group that only took points of its own value that are no anchors gives every
+    # record a key (ΔIL·PR, PR) at least as large as before in both parts (ΔIL = |g|·(L' − L)
+    # + L' grows with |g| as L' >= L; PR grows with σ at the same η), so it cannot have become
+    # better than the best it did not beat. (Not with α: the batched keys do not count HA's
+    # counters.)
+    batched = data.alpha is None
+    point_list = point.tolist()
+    class_list = class_of.tolist()
+    anchor_list = data.anchor.tolist()
+    walk = leftovers.tolist()
+    ahead: dict[int, tuple | None] = {}
+    # the groups the window changed (each once, in a slot), and those whose value or anchors
+    # moved (to be evaluated again)
+    slot: dict[int, int] = {}
+    moved: list[int] = []
+    for i, r in enumerate(walk):
+        if batched and i % _WINDOW == 0:
+            slot, moved = {}, []
+            window = [q for q in walk[i:i + _WINDOW]
+                      if not (point_list[q] and classes.has(class_list[q]))]
+            ahead = _best_of_many(table, index, window) if window else {}
         best = None
-        c = int(class_of[r])
-        if point[r] and classes.has(c):
+        c = class_list[r]
+        if point_list[r] and classes.has(c):
             best = _best_in_class(data, r, classes, c)
         # a point joining a zero-loss group of its own class leaves the group's value as it is
         same_value = best is not None
-        if best is None or best[0] > 0.0:
+        known = ahead.get(r) if best is None else None  # (found when the window opened)
+        if r in ahead and best is None and (known is None or known[2] not in slot):
+            best = known
+            if moved:
+                value = [[None if x is None else x[r] for x in arrays]
+                         for arrays in (data.cat, data.lo, data.hi)]
+                best = evaluate(r, value, np.array(moved, dtype=np.int64), best)
+        elif best is None or best[0] > 0.0:
+            value = [[None if x is None else x[r] for x in arrays]
+                     for arrays in (data.cat, data.lo, data.hi)]
+            if known is not None:
+                # its best group changed in the window: that group and the groups whose
+                # value moved, as they are now, give a best to start from (groups all: the
+                # search below still looks at every group that may beat it)
+                best = evaluate(r, value, np.array([known[2], *moved], dtype=np.int64), best)
             best = evaluate(r, value, index.loose(), best)
             bounds = index.lower_bounds(value, r)
             order = np.argsort(bounds, kind="stable")
@@ -1864,11 +1994,24 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             result.unplaced.append(r)
             continue
         gi = best[2]
+        if batched:
+            unmoved = same_value and not anchor_list[r]
+            at = slot.get(gi)
+            if at is None:
+                slot[gi] = -1 if unmoved else len(moved)
+                if not unmoved:
+                    moved.append(gi)
+            elif at < 0 and not unmoved:
+                slot[gi] = len(moved)
+                moved.append(gi)
         table.add(gi, r, same_value=same_value)
         if same_value:
-            index.joined(gi)
-        else:
-            index.changed(gi)
+            # gi is a zero-loss group of r's class and stays one: only anchors can move
+            if anchor_list[r]:
+                index.joined(gi)
+                classes.added(gi, data.terms(r), 1)
+            continue
+        index.changed(gi)
         if classes.holds(gi):
             if table.loss[gi] > 0.0:
                 classes.remove(gi)
@@ -1903,12 +2046,11 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
     3,400 groups), so the first :data:`CLASS_SCAN` groups are looked at one by one (their σ
     dicts) before σ of the whole class is gathered.
     """
-    same = classes.ids(c)
     table = classes.table
     terms = data.terms(r)
     distinct, inverse = classes.anchor_counts(c)
     if len(terms) <= 32 and len(distinct) == 1 and data.alpha is None:
-        pr = float(_floors_at(data, r, distinct)[0])
+        pr = _floor_at(data, r, int(distinct[0]))
         if pr < 32:
             groups = table.groups
             for gi in classes.members(c)[:CLASS_SCAN]:
@@ -1918,6 +2060,7 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
                         break
                 else:
                     return (0.0, pr, gi)
+    same = classes.ids(c)
     sigma = classes.sigma_rows(c, terms)
     holds = (sigma > 0).any(axis=0)
     if len(terms) <= 32:
@@ -1959,6 +2102,127 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
     return (0.0, float(risks[k]), int(same[at[k]]))
 
 
+def _pair_costs(space: QidSpace, j: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:meth:`QidSpace.cost_with` for pairs: the term of lca(a[i], b[i]) in attribute j."""
+    cost = space._cost[j]
+    if cost is not None:
+        return cost[a, b]
+    out = np.empty(len(a))
+    for code in np.unique(a).tolist():
+        at = np.flatnonzero(a == code)
+        out[at] = space.cost_with(j, code, b[at])
+    return out
+
+
+def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
+                  ) -> dict[int, tuple | None]:
+    """The least key (ΔIL·PR, PR, group) of each leftover of ``rs`` over every group, as the
+    block search of :func:`_place_leftovers` finds it one leftover at a time (None: no group
+    can take it), for all of them at once.
+
+    Each leftover's blocks are bounded at once (:meth:`_GroupBlocks.lower_bounds_many`); the
+    loose groups and the groups of its :data:`_FIRST_BLOCKS` lowest-bound blocks are evaluated
+    exactly, then the groups of every other block whose bound does not exceed the best key
+    found (every block that may hold a group able to take it, when none was found), except
+    those whose exact ΔIL times r's PR floor at the block's most anchors already exceeds it.
+    A group left out has a key above that best, which the second round can only lower: the
+    answer is the least key over all groups (exact, ties included).
+    """
+    rows = np.asarray(rs, dtype=np.int64)
+    L = len(rows)
+    bounds, floors = index.lower_bounds_many(rows)
+    B = bounds.shape[1]
+    first = min(_FIRST_BLOCKS, B)
+    if first < B:
+        part = np.argpartition(bounds, first - 1, axis=1)[:, :first]
+    else:
+        part = np.broadcast_to(np.arange(B), (L, B))
+    best_key = np.full(L, INF)
+    best_pr = np.full(L, INF)
+    best_g = np.full(L, -1, dtype=np.int64)
+
+    def groups_of(row: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(row, group, block) of every group still in ``blocks`` (pairs: row[i], blocks[i])."""
+        lengths = index.start[blocks + 1] - index.start[blocks]
+        pos = (np.repeat(index.start[blocks] - np.cumsum(lengths) + lengths, lengths)
+               + np.arange(int(lengths.sum())))
+        gg = index.members[pos]
+        inside = ~index.out[gg]
+        return np.repeat(row, lengths)[inside], gg[inside], np.repeat(blocks, lengths)[inside]
+
+    def merge(rr: np.ndarray, gg: np.ndarray, dil: np.ndarray) -> None:
+        """Keep each row's least key over its pairs (rr, gg) and its best so far."""
+        pr = table.pair_risks(rows[rr], gg)
+        ok = pr < INF
+        rr, gg, pr = rr[ok], gg[ok], pr[ok]
+        key = dil[ok] * pr
+        # with the best so far, so that one lexsort keeps the least of both
+        held = np.flatnonzero(best_g >= 0)
+        rr = np.concatenate([rr, held])
+        gg = np.concatenate([gg, best_g[held]])
+        key = np.concatenate([key, best_key[held]])
+        pr = np.concatenate([pr, best_pr[held]])
+        if not len(rr):
+            return
+        o = np.lexsort((gg, pr, key, rr))
+        lead = o[np.r_[True, rr[o][1:] != rr[o][:-1]]]
+        at = rr[lead]
+        best_key[at], best_pr[at], best_g[at] = key[lead], pr[lead], gg[lead]
+
+    # first round: the loose groups and the first blocks of every row; of them, PR is
+    # computed first for the few of least ΔIL·floor of each row, then for the others whose
+    # ΔIL·floor does not exceed the best key so found (PR >= the floor: a lower bound)
+    row_of = np.repeat(np.arange(L), first)
+    block = part.ravel()
+    keep = bounds[row_of, block] < INF
+    rr, gg, bb = groups_of(row_of[keep], block[keep])
+    dil = table.pair_dil(rows[rr], gg)
+    low = dil * floors[rr, bb]
+    loose = index.loose()
+    if len(loose):
+        lr = np.repeat(np.arange(L), len(loose))
+        lg = np.tile(loose, L)
+        ld = table.pair_dil(rows[lr], lg)
+        rr, gg = np.concatenate([rr, lr]), np.concatenate([gg, lg])
+        dil, low = np.concatenate([dil, ld]), np.concatenate([low, ld])
+    o = np.lexsort((low, rr))
+    starts = np.searchsorted(rr[o], np.arange(L))
+    lead = np.zeros(len(rr), dtype=bool)
+    lead[o[np.arange(len(rr)) - starts[rr[o]] < _FIRST_PAIRS]] = True
+    merge(rr[lead], gg[lead], dil[lead])
+    limit = np.where(best_g >= 0, best_key, INF)
+    rest = ~lead & (low <= limit[rr])
+    merge(rr[rest], gg[rest], dil[rest])
+    # second round: every block not opened whose bound may still hold a key as good
+    limit = np.where(best_g >= 0, best_key, INF)
+    more = np.where(best_g[:, None] >= 0, bounds <= limit[:, None], bounds < INF)
+    more[row_of, block] = False
+    row2, block2 = np.nonzero(more)
+    # in pieces of about _PAIRS groups: a window whose leftovers few groups can take opens
+    # nearly every block for each, which must not hold millions of pairs at once
+    piece = np.cumsum(index.start[block2 + 1] - index.start[block2]) // _PAIRS
+    cut = (np.flatnonzero(np.r_[True, piece[1:] != piece[:-1], True]).tolist() if len(row2)
+           else [])
+    for a, b in zip(cut[:-1], cut[1:]):
+        rr, gg, bb = groups_of(row2[a:b], block2[a:b])
+        dil = table.pair_dil(rows[rr], gg)
+        # PR >= r's floor at the block's most anchors: ΔIL times it bounds the key
+        near = dil * floors[rr, bb] <= limit[rr]
+        merge(rr[near], gg[near], dil[near])
+    return {r: (None if best_g[i] < 0 else
+                (float(best_key[i]), float(best_pr[i]), int(best_g[i])))
+            for i, r in enumerate(rs)}
+
+
+def _floor_at(data: GroupingInput, r: int, count: int) -> float:
+    """:func:`_floors_at` of one anchor count, as a Python float."""
+    inv = data.inverse_etas(count + int(data.anchor[r]))
+    total = 1.0  # added in r's term order, as privacy_risk adds (∞ stays ∞)
+    for s in data.terms(r):
+        total += inv[s]
+    return total
+
+
 def _floors_at(data: GroupingInput, r: int, counts: np.ndarray) -> np.ndarray:
     """PR of r's terms alone (every σ 0) in a group of each of ``counts`` anchors (before r
     joins): the least PR of r in any such group."""
@@ -1981,6 +2245,12 @@ def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray
     return _floors_at(data, r, distinct)[at.ravel()]
 
 
+#: leftovers whose best groups are found together (:func:`_place_leftovers`), and the groups
+#: of each whose PR is computed first (:func:`_best_of_many`).
+_WINDOW = 512
+_FIRST_PAIRS = 4
+#: (leftover, group) pairs a window evaluates at once, at most (about)
+_PAIRS = 1 << 18
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
 _BLOCK = 64
 _FIRST_BLOCKS = 4
@@ -2199,6 +2469,67 @@ class _GroupBlocks(_Blocks):
                     floors = _floors_at(data, r, distinct)[at]
                     bound = np.where(floors == INF, INF, bound * floors)
         return bound
+
+    def lower_bounds_many(self, rs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`lower_bounds` of each leftover of ``rs`` (rows) for every block (columns) at
+        once, with a table: the same bounds, element by element; and r's PR floor at each
+        block's most anchors (:func:`_floors_at`), which they include."""
+        table = self.table
+        assert table is not None
+        data = table.data
+        L, B = len(rs), len(self.btag)
+        if self.cat_j:
+            # per distinct categorical value of the records, the cached row of Δcat
+            keys = np.column_stack([data.cat[j][rs] for j in self.cat_j])  # type: ignore[index]
+            found, inverse = np.unique(keys, axis=0, return_inverse=True)
+            cat: list = [None] * len(self.space.attributes)
+            parts = []
+            for row in found.tolist():
+                for j, code in zip(self.cat_j, row):
+                    cat[j] = code
+                parts.append(self._dcat(cat))
+            dcat = np.stack(parts)[inverse.ravel()]
+        else:
+            dcat = np.zeros((L, B))
+        dw = np.zeros((L, B))
+        if self.j0 is not None:
+            los, his = data.lo[self.j0], data.hi[self.j0]
+            assert los is not None and his is not None
+            r_lo, r_hi, m = los[rs][:, None], his[rs][:, None], self.missing_at
+            present = self._present
+            if self.range > 0:
+                grow = np.maximum(self.lo_min - r_lo, r_hi - self.hi_max) / self.range
+                dw = np.where(present, np.maximum(0.0, grow), 0.0)
+            if m is not None:
+                # r holds the missing value: with a present group the term becomes 1
+                missing = np.where(present, np.maximum(0.0, 1.0 - self.width_max), 0.0)
+                dw = np.where(r_hi >= m, missing, dw)
+                # groups of missing values only: adding a present value costs 1
+                dw = np.where((r_lo < m) & ((self.btag > 0) & (self.lo_min >= m)), 1.0, dw)
+        bound = (self.size_min + 1.0) * (dcat + dw) + self.loss_min
+        bound = bound * (1.0 - 1e-9) - 1e-12  # float slack: never above the exact ΔIL
+        ptr = data.term_ptr
+        lengths = ptr[rs + 1] - ptr[rs]
+        own = data.anchor[rs].astype(np.int64)
+        # η and the floors depend on a block's most anchors only: per distinct count (few)
+        distinct, at = self.anchor_counts()
+        full = np.zeros((L, B), dtype=bool)
+        for p in range(int(lengths.max()) if L else 0):
+            rows = np.flatnonzero(lengths > p)
+            terms = data.term_ids[ptr[rs[rows]] + p]
+            cols = table.column[terms]
+            frequent = cols >= 0
+            rows, terms, cols = rows[frequent], terms[frequent], cols[frequent]
+            if not len(rows):
+                continue
+            e = etas_of(data.theta[terms][:, None], distinct[None, :] + own[rows, None])
+            full[rows] |= self.sigma_min_t[cols] + 1 > (e[:, at] if len(distinct) > 1 else e)
+        # PR is at least r's terms alone (σ 0) at the block's most anchors
+        floors = np.stack([_floors_at(data, r, distinct) for r in rs.tolist()])[:, at]
+        never = floors == INF  # (× 1 there: no 0 · ∞)
+        bound = np.where(never, INF, bound * np.where(never, 1.0, floors))
+        bound[full] = INF
+        return bound, floors
 
     def _dcat(self, cat: Sequence) -> np.ndarray:
         """Per block, the categorical part of L(g ∪ r) − L(g) for a value of categorical part
