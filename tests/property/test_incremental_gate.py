@@ -187,6 +187,14 @@ def test_the_store_selects_the_rows_the_series_selects(tmp_path) -> None:
                 assert got.releases[label].equals(expected.releases[label].astype(object)), label
             rows = store.linked_rows(cases, whole=whole)  # every published period
             assert list(rows) == series.periods
+            # the release's read (cells shared) is the same frames, dtypes included
+            shared = store.linked_rows(cases, whole=whole, share_cells=True)
+            for label in rows:
+                pd.testing.assert_frame_equal(shared[label], rows[label])
+            for label, r in shared.items():   # equal cells of a column are one object
+                for name in ("period", "sex"):
+                    if len(r):
+                        assert len({id(c) for c in r[name]}) == r[name].nunique(), (label, name)
             assert all(len(rows[p]) == len(got.releases.get(p, ())) for p in rows)
             if 0 < size < len(everyone):
                 assert sum(map(len, rows.values())) < sum(map(len, series.releases.values()))

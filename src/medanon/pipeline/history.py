@@ -57,11 +57,12 @@ class StoreSeries:
                                self.sensitive, self.source)
 
     def linked(self, cases: Collection[str], whole: Sequence[str] = (),
-               also: Sequence[str] = ()) -> PublishedSeries:
+               also: Sequence[str] = (), *, share_cells: bool = False) -> PublishedSeries:
         """The rows ``cases`` link to, the releases of ``whole`` whole, and the releases
-        ``also`` even when they hold none of those rows."""
+        ``also`` even when they hold none of those rows (``share_cells``: see
+        :meth:`ReleaseStore.linked_rows`)."""
         self.refresh()
-        rows = self.store.linked_rows(cases, whole=whole)
+        rows = self.store.linked_rows(cases, whole=whole, share_cells=share_cells)
         keep = kept_releases(rows, [p for p, r in rows.items() if len(r)] + list(whole)
                              + list(also))
         return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
@@ -144,7 +145,8 @@ def store_history(store: ReleaseStore, hierarchies: Mapping[str, Taxonomy] | Non
     series = StoreSeries(store, hierarchies=hierarchies)
 
     def linked(cases: Collection[str], label: str) -> PublishedSeries:
-        return series.linked(cases, md_whole(label, series.refresh()))
+        # held through the method's run: repeated cells shared (memory, issue 43)
+        return series.linked(cases, md_whole(label, series.refresh()), share_cells=True)
 
     return linked
 
