@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
+from .._memory import give_back_freed_memory
 from .._validation import check_choice
 from ..accounting import (Budget, Charge, PrivacyLoss, cases_over_budget, check_plan, compose,
                           format_epsilon, unit_counts)
@@ -587,6 +588,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
     # the published rows and the gate's views are made
     super_cases = supers.frame[schema.case_id]
     del supers
+    # what the method freed goes back to the system before the rows and the gate's views are
+    # made: else they come on top of its high-water mark (a 450k quarter: 1,069 -> 946 MiB)
+    give_back_freed_memory()
     # What ran must be what the budget pre-check assumed (exactly, for an epsilon-DP claim;
     # never more, for a nominal epsilon): else the ledger and the pre-check disagree.
     check_plan(method.planned_losses(schema), result.privacy_charges, units=len(super_cases),

@@ -32,8 +32,6 @@ the file and what to do, instead of "not a medanon store" or an internal error.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
 import json
 import re
@@ -50,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from .. import __version__
+from .._memory import give_back_freed_memory
 from ..periods import parse_period
 from ..data.loaders.faers import FaersIngest, FaersQuarter
 from ..data.records import date_cells, first_appearances
@@ -814,7 +813,7 @@ class ReleaseStore:
                 # the facts first: their temporaries are gone before DuckDB holds the rows
                 fact = _PeriodFacts.of(item, self.schema)
                 if streamed:
-                    _give_back_freed_memory()  # what reading the quarter freed
+                    give_back_freed_memory()  # what reading the quarter freed
                 self._insert_records(item.records, "records")
                 self._period_row(fact, replacing, summary)
                 del item  # a streamed quarter is let go before the next one is read
@@ -843,12 +842,12 @@ class ReleaseStore:
                     _run(self._con, f"CREATE TABLE {staging}.records(" + ", ".join(
                         f"{_quote(c)} {t}" for c, t in types.items()) + ")")
                 facts.append(_PeriodFacts.of(item, self.schema))
-                _give_back_freed_memory()  # what reading the quarter freed
+                give_back_freed_memory()  # what reading the quarter freed
                 # each slice commits on its own (DuckDB's auto-commit): the staging database
                 # is thrown away whole if anything fails, and DuckDB lets go of a committed slice
                 self._insert_records(item.records, f"{staging}.records", list(types))
                 del item  # let go before the next quarter is read
-                _give_back_freed_memory()
+                give_back_freed_memory()
             refuse_empty({f.period: f.n_reports for f in facts},
                          source=facts[0].source if facts else "", allow_empty=allow_empty)
             per = _quote(self.schema.period)
@@ -1096,7 +1095,7 @@ class ReleaseStore:
             # the method's and the gate's temporaries are freed by now, but glibc keeps most of
             # their pages mapped and DuckDB's buffers for the write came on top of them: the
             # peak of a 450k-case release (issue 43)
-            _give_back_freed_memory()
+            give_back_freed_memory()
             incoming = rows.astype(str).copy()
             incoming.insert(0, "row_no", np.arange(len(incoming), dtype=np.int64))
             with _registered(self._con, "incoming_release", incoming):
@@ -1306,25 +1305,6 @@ def _upgrade(con: duckdb.DuckDBPyConnection) -> None:
                 if digest is not None or private:
                     _run(con, "UPDATE releases SET manifest = ? WHERE period = ?",
                          [json.dumps(manifest, default=_json_default, sort_keys=True), period])
-
-
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``, or None where the C library has none (macOS, Windows, musl)."""
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return None
-
-
-def _give_back_freed_memory() -> None:
-    """Return the heap's free pages to the system. The loader frees the temporaries of a
-    quarter (its parsed chunks, a few hundred MB at 450k cases) before the quarter is written,
-    but glibc keeps most of them mapped, so that DuckDB's buffers for the write came on top:
-    trimming here took the peak RSS of a one-quarter ingest from about 1,000 to 830 MiB."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
 
 
 def _joined_items(cells: pd.Series) -> tuple[list[str] | None, np.ndarray | None]:
