@@ -45,6 +45,17 @@ def as_value_set(values: object) -> tuple[str, ...]:
     return tuple(sorted({str(v).strip() for v in values if v is not None and str(v).strip()}))
 
 
+def object_array(values: Iterable[object]) -> np.ndarray:
+    """``values`` (a Series, an Index, an array, a sequence or any iterable) as a flat object
+    array, without copying what is one already."""
+    if isinstance(values, (pd.Series, pd.Index)):
+        raw = values.to_numpy(dtype=object)
+    else:
+        raw = np.asarray(values if isinstance(values, (np.ndarray, list, tuple)) else list(values),
+                         dtype=object)
+    return raw.ravel()
+
+
 def first_appearances(codes: np.ndarray) -> np.ndarray:
     """The position of each code's first appearance, for codes numbered as ``pd.factorize``
     numbers values (in order of first appearance from 0; -1, a missing value, is skipped): a

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_choice
+from ..data.records import object_array
 from ..errors import StoreError, ValidationError
 from ..published.case_ids import CASE_ID_MODES, PSEUDONYM_DIGITS, case_ids_entry
 from ..random import Randomness
@@ -117,12 +118,7 @@ def _distinct_stripped(ids: Iterable[object]) -> tuple[np.ndarray, np.ndarray]:
     """``str(c).strip()`` of each CaseID, as codes into its distinct texts. When every CaseID
     is already text, each distinct text is stripped once (a quarter's CaseIDs repeat across its
     rows, and the published ones are stripped already, so usually nothing changes)."""
-    if isinstance(ids, (pd.Series, pd.Index)):
-        raw = ids.to_numpy(dtype=object)
-    else:
-        raw = np.asarray(ids if isinstance(ids, (np.ndarray, list, tuple)) else list(ids),
-                         dtype=object)
-    raw = raw.ravel()
+    raw = object_array(ids)
     if len(raw) and pd.api.types.infer_dtype(raw, skipna=False) == "string":
         which, distinct = pd.factorize(raw)
         listed = distinct.tolist()

@@ -51,7 +51,7 @@ from .. import __version__
 from .._memory import give_back_freed_memory
 from ..periods import parse_period
 from ..data.loaders.faers import FaersIngest, FaersQuarter
-from ..data.records import date_cells, first_appearances
+from ..data.records import date_cells, first_appearances, object_array
 from ..data.schema import Schema
 from ..errors import (DiskFullError, SeriesEndedError, StoreError, StoreLockedError,
                       StorePermissionError, ValidationError)
@@ -1384,12 +1384,7 @@ def _distinct_texts(values: Iterable[object]) -> pd.Series:
     """The distinct ``str`` of ``values``, as an object column for an SQL ``IN`` set (in no
     particular order: sorting the 450k CaseIDs of a quarter in Python cost more than the query
     that reads them, issue 43). Values that are all text already are not converted again."""
-    if isinstance(values, (pd.Series, pd.Index)):
-        raw = values.to_numpy(dtype=object)
-    else:
-        raw = np.asarray(values if isinstance(values, (np.ndarray, list, tuple)) else list(values),
-                         dtype=object)
-    raw = raw.ravel()
+    raw = object_array(values)
     if len(raw) and pd.api.types.infer_dtype(raw, skipna=False) != "string":
         raw = np.asarray([str(c) for c in raw.tolist()], dtype=object)
     return pd.Series(pd.unique(raw), dtype=object)
