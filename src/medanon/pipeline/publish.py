@@ -873,7 +873,7 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                          f"store to change it.")
     chosen, new_key = resolve(mode, rng, store.case_key())
     highest = None
-    #: a period's real CaseIDs already read (by the pseudonyms' check), handed to the loop once
+    # a period's real CaseIDs already read (by the pseudonyms' check), handed to the loop once
     read_cases: dict[str, list[str]] = {}
     if chosen.mode == "pseudonym":
         checked = _check_pseudonyms(store, chosen, labels)
