@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings, strategies as st
 
-from medanon.data.records import _stable_sort_order, combine_super_records
+from medanon.data.records import stable_sort_order, combine_super_records
 from medanon.data.schema import Schema
 from medanon.hierarchies import mesh_age_tree
 
@@ -100,6 +100,6 @@ def test_the_records_sort_is_pandas_stable_sort(rows: list[tuple], dtype: str) -
     frame["c"] = frame["c"].astype(dtype)
     for keys in (["p", "c", "v"], ["c", "f"], ["v", "p"]):
         expected = frame[keys].reset_index(drop=True).sort_values(keys, kind="stable")
-        got = _stable_sort_order(frame, keys)
+        got = stable_sort_order(frame, keys)
         order = np.arange(len(frame)) if got is None else got
         assert order.tolist() == expected.index.tolist()

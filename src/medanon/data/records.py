@@ -252,7 +252,7 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
     # Only the columns read below are put in that order, not the whole frame (a copy of every
     # column was a quarter of this step at 450k reports, issue 43); rows the store gives
     # already in order are not sorted at all.
-    rows = _stable_sort_order(records, order)
+    rows = stable_sort_order(records, order)
 
     def sorted_cells(values: np.ndarray) -> np.ndarray:
         return values if rows is None else values[rows]
@@ -316,7 +316,7 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
     return SuperRecords(schema, frame, hierarchies)
 
 
-def _stable_sort_order(records: pd.DataFrame, columns: list[str]) -> np.ndarray | None:
+def stable_sort_order(records: pd.DataFrame, columns: list[str]) -> np.ndarray | None:
     """The row positions of ``records.sort_values(columns, kind="stable")``; None when that is
     the rows' own order (a stable sort of sorted rows moves none).
 

@@ -35,7 +35,7 @@ from ..accounting import (Budget, Charge, PrivacyLoss, cases_over_budget, check_
                           format_epsilon, unit_counts)
 from ..anonymize.base import AnonymizationResult, Anonymizer
 from ..periods import parse_period
-from ..data.records import combine_super_records
+from ..data.records import combine_super_records, stable_sort_order
 from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
@@ -193,29 +193,11 @@ def input_digest(records: pd.DataFrame) -> str:
 
 def _canonical_order(records: pd.DataFrame) -> np.ndarray:
     """The row order :func:`input_digest` hashes in: a stable sort by the first three columns
-    (case, period, report), missing values last, as ``DataFrame.sort_values`` orders them.
-
-    When the three columns are text without missing cells, each is sorted as a numpy string
-    array (several times faster than sorting Python strings); the round trip through numpy's
-    fixed-width strings is checked, since they drop trailing NUL characters, and any other
-    input takes pandas' sort. Both compare strings by code point, so the order is the same.
-    """
-    keys = list(records.columns[:3])
-    texts = []
-    for name in keys:
-        column = records[name]
-        values = column.to_numpy(dtype=object)
-        if pd.api.types.infer_dtype(values, skipna=False) != "string":
-            break
-        fixed = column.to_numpy(dtype=str)
-        if not (fixed.astype(object) == values).all():
-            break
-        texts.append(fixed)
-    else:
-        # lexsort's last key is the primary one; it is a stable sort, like sort_values' here
-        return np.lexsort(texts[::-1]) if texts else np.arange(len(records))
-    ranked = records[keys].reset_index(drop=True).sort_values(keys, kind="stable")
-    return ranked.index.to_numpy()
+    (case, period, report), missing values last, as ``DataFrame.sort_values`` orders them
+    (:func:`~medanon.data.records.stable_sort_order`, the super records' sort: text ranked
+    once per distinct value with numpy's string sort, anything else sorted by pandas)."""
+    order = stable_sort_order(records, list(records.columns[:3]))
+    return np.arange(len(records)) if order is None else order
 
 
 def _hash_values(digest: hashlib._Hash, values: list) -> None:
