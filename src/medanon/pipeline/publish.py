@@ -761,8 +761,7 @@ def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[s
     """
     where = f"Store {str(store.path)!r}"
     new = store.ingested_case_ids(labels)
-    mapped = case_ids.of(new)
-    check_injective(new, mapped, where=where)
+    mapped = case_ids.checked(new, where=where)
     released = store.published_periods()
     if not released or not new:
         return new
