@@ -298,10 +298,10 @@ class CaseIds:
 
     def forget(self) -> None:
         """Drop the pseudonyms computed so far (a later call hashes its CaseIDs again): a
-        period's CaseIDs are mapped before its method runs, and at 450k cases the map was
-        about 80 MB of the release's peak memory (as a dict), which the method's own peak came
-        on top of; held compactly it is the real texts' index and 4 MB of integers, but the
-        pseudonyms' texts are still about 30 MB the published records need no longer."""
+        period's CaseIDs are mapped before its method runs, and what is held of them (the real
+        texts, the pseudonyms' integers and texts, the index of a lookup) should not come on
+        top of the method's peak memory (as the dict it was, about 80 MB at 450k cases). The
+        pseudonyms' texts the published records hold stay with them."""
         self._known.clear()
 
     def records(self, records: pd.DataFrame, column: str) -> pd.DataFrame:
