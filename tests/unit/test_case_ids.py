@@ -9,12 +9,14 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import medanon
 from medanon.data.schema import Schema
 from medanon.errors import StoreError, ValidationError
-from medanon.pipeline.case_ids import (CaseIds, _hmac_sha256, case_id_map, check_injective,
-                                       new_case_key, pseudonyms)
+from medanon.pipeline.case_ids import (CaseIds, KnownPseudonyms, _hmac_sha256, _reduce_digests,
+                                       case_id_map, check_injective, new_case_key, pseudonyms)
 from medanon.pipeline.policy import SeriesPolicy
 from medanon.published.case_ids import case_id_mode, highest_case_id, order_excluded
 from medanon.random import randomness
@@ -52,14 +54,78 @@ def test_pseudonyms_are_the_hmac_of_each_stripped_case_id() -> None:
         listed = list(ids.tolist() if hasattr(ids, "tolist") else ids)
         expected = [defined(c) for c in listed]
         assert pseudonyms(key, listed).tolist() == expected
-        cache: dict[str, str] = {}
+        cache = KnownPseudonyms()
         assert pseudonyms(key, listed, known=cache).tolist() == expected
         assert pseudonyms(key, listed, known=cache).tolist() == expected  # from the cache
-        assert cache == {str(c).strip(): defined(c) for c in listed}
+        held = dict(zip(cache.texts.tolist(), cache.shown.tolist()))
+        assert held == {str(c).strip(): defined(c) for c in listed}
+        assert cache.values.tolist() == [int(p) for p in cache.shown]
     case_ids = CaseIds("pseudonym", key)
     assert case_ids.of(["9", "9 "]).tolist() == [defined("9")] * 2 == case_ids.of(["9"]).tolist() * 2
     case_ids.forget()   # the map is dropped, the pseudonyms are not changed
-    assert not case_ids._known and case_ids.of(["9"]).tolist() == [defined("9")]
+    assert not len(case_ids._known) and case_ids.of(["9"]).tolist() == [defined("9")]
+
+
+def _defined_pseudonym(key: bytes, case_id: object) -> str:
+    """The pseudonym by its definition, one CaseID at a time with the standard library."""
+    mac = hmac.new(key, str(case_id).strip().encode("utf-8"), hashlib.sha256).digest()
+    return str(10 ** 15 + int.from_bytes(mac, "big") % (9 * 10 ** 15))
+
+
+#: CaseIDs as they come: digits, padded with spaces, tabs or newlines, non-ASCII, empty
+_case_id_texts = st.one_of(
+    st.integers(0, 10 ** 12).map(str),
+    st.builds(lambda pad, c, tail: pad + c + tail, st.sampled_from(["", " ", "\t", " \n "]),
+              st.integers(0, 999).map(str), st.sampled_from(["", " ", "\u00a0", "\r\n"])),
+    st.text(max_size=12),
+    st.text(alphabet="é漢字ß0123456789 ", min_size=1, max_size=8))
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches=st.lists(st.lists(_case_id_texts, max_size=25), min_size=1, max_size=4),
+       key=st.binary(min_size=32, max_size=32), sort=st.booleans())
+def test_the_vectorized_pseudonyms_are_the_defined_ones(batches, key, sort) -> None:
+    """Whatever the CaseIDs (repeated, padded, non-ASCII, sorted as a store lists them or
+    not) and whatever earlier batches left in the cache, each pseudonym is the plain
+    definition's (hmac, int.from_bytes, %, str), and the injectivity check passes them."""
+    cache = KnownPseudonyms()
+    case_ids = CaseIds("pseudonym", key)
+    for ids in batches:
+        ids = sorted(set(ids)) if sort else ids
+        expected = [_defined_pseudonym(key, c) for c in ids]
+        assert pseudonyms(key, ids, known=cache).tolist() == expected
+        assert pseudonyms(key, ids).tolist() == expected
+        assert case_ids.checked(ids, where="test").tolist() == expected
+        assert case_ids.of(np.asarray(ids, dtype=object)).tolist() == expected   # again
+    assert len(set(cache.texts.tolist())) == len(cache)   # each CaseID held once
+
+
+def test_the_digest_reduction_is_exact_at_its_bounds() -> None:
+    """The uint64 reduction modulo 9 * 10^15 equals Python's integers on the digests that
+    stress its overflow bound (every byte 255), on zero, and on random ones."""
+    generator = np.random.default_rng(46)
+    digests = np.concatenate([np.full((1, 32), 255, dtype=np.uint8),
+                              np.zeros((1, 32), dtype=np.uint8),
+                              np.eye(32, dtype=np.uint8) * 255,
+                              generator.integers(0, 256, (2000, 32), dtype=np.uint8)])
+    expected = [int.from_bytes(row.tobytes(), "big") % (9 * 10 ** 15) for row in digests]
+    assert _reduce_digests(digests).tolist() == expected
+
+
+def test_a_shared_pseudonym_is_refused_naming_the_two_case_ids(monkeypatch) -> None:
+    """The integer check finds a clash and the refusal names the two CaseIDs."""
+    import medanon.pipeline.case_ids as module
+
+    def clashing(key: bytes, texts: list[str]) -> np.ndarray:
+        return np.asarray([10 ** 15 + (1 if t in ("12", "34") else int(t)) for t in texts],
+                          dtype=np.int64)
+
+    monkeypatch.setattr(module, "_pseudonym_values", clashing)
+    case_ids = CaseIds("pseudonym", bytes(32))
+    assert case_ids.checked(["12", "56"], where="here").tolist() == [str(10 ** 15 + 1),
+                                                                      str(10 ** 15 + 56)]
+    with pytest.raises(StoreError, match="here: CaseIDs '(12|34)' and '(34|12)'"):
+        case_ids.checked(["56", "34", "12"], where="here")
 
 
 def test_the_precomputed_hmac_is_hmac_sha256() -> None:
@@ -231,20 +297,19 @@ def test_a_new_case_id_with_a_published_pseudonym_is_refused_naming_both(tmp_pat
     newcomer = sorted(set(records["2020Q2"]["case_id"].astype(str)) - first)[0]
     assert store.ingested_case_ids(["2020Q2"], among=[newcomer, released, "nope"]) == sorted(
         {newcomer, released} & set(records["2020Q2"]["case_id"].astype(str)))
-    genuine = module.pseudonyms
+    genuine = module._pseudonym_values   # what every pseudonym is computed with
 
-    def colliding(key: bytes, ids, *, known=None):
-        ids = list(ids)
-        out = genuine(key, ids)
-        out[[str(c).strip() == newcomer for c in ids]] = genuine(key, [released])[0]
+    def colliding(key: bytes, texts: list[str]) -> np.ndarray:
+        out = genuine(key, texts)
+        out[[t == newcomer for t in texts]] = genuine(key, [released])[0]
         return out
 
-    monkeypatch.setattr(module, "pseudonyms", colliding)
+    monkeypatch.setattr(module, "_pseudonym_values", colliding)
     with pytest.raises(StoreError, match=rf"{released!r} and {newcomer!r}|"
                                          rf"{newcomer!r} and {released!r}"):
         publish_periods(store, method, ["2020Q2"], randomness(2), acknowledged=Acknowledgements(seeded=True))
     assert store.published_periods() == ["2020Q1"]
-    monkeypatch.setattr(module, "pseudonyms", genuine)
+    monkeypatch.setattr(module, "_pseudonym_values", genuine)
     publish_periods(store, method, ["2020Q2"], randomness(2), acknowledged=Acknowledgements(seeded=True))
     assert store.published_periods() == ["2020Q1", "2020Q2"]
     store.close()

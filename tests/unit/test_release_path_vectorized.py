@@ -13,7 +13,8 @@ from hypothesis import strategies as hs
 from medanon.anonymize.common import TermSuppression, _SensitiveTerms
 from medanon.data.records import _union_of_str_tuples, as_value_set, first_appearances, map_cells
 from medanon.errors import SchemaError
-from medanon.pipeline.publish import INPUT_DIGEST_VERSION, _canonical_order, input_digest
+from medanon.pipeline.publish import (INPUT_DIGEST_VERSION, _canonical_order, _factorized,
+                                      input_digest)
 from medanon.published.format import (_format_multi_many, format_multi, format_numeric,
                                      format_numeric_cells)
 
@@ -149,6 +150,22 @@ def test_input_digest_is_pinned_for_its_version() -> None:
     assert input_digest(_records()) == (
         "66c556d59e3e693f5ce6f2c04f89f94609d934df460969d9ab755e41d7ec76f6")
     assert input_digest(_records().iloc[:0]) != input_digest(_records().iloc[:1])
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(hs.lists(hs.one_of(hs.text(alphabet="ab é", max_size=3), hs.none(),
+                             hs.tuples(hs.just("a"))), max_size=8), hs.booleans())
+def test_the_digest_factorizes_as_pandas(values, ordered) -> None:
+    """The digest's shortcut for a column of increasing texts gives pd.factorize's codes and
+    distinct values, on any column (sorted, repeated, missing or mixed cells)."""
+    if ordered and all(isinstance(v, str) for v in values):
+        values = sorted(values)
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    codes, distinct = _factorized(column)
+    expected_codes, expected = pd.factorize(column)
+    assert codes.tolist() == expected_codes.tolist()
+    assert list(distinct) == list(expected)
 
 
 _TEXT = hs.text(alphabet=hs.sampled_from(list('a,"\r\n\' |é')), max_size=4)

@@ -42,8 +42,8 @@ from ..errors import StoreError, ValidationError
 from ..published.case_ids import CASE_ID_MODES, PSEUDONYM_DIGITS, case_ids_entry
 from ..random import Randomness
 
-__all__ = ["CASE_ID_MODES", "CaseIds", "KEY_BYTES", "case_id_map", "check_injective",
-           "new_case_key", "pseudonyms"]
+__all__ = ["CASE_ID_MODES", "CaseIds", "KEY_BYTES", "KnownPseudonyms", "case_id_map",
+           "check_injective", "new_case_key", "pseudonyms"]
 
 #: bytes of a store's CaseID key
 KEY_BYTES = 32
@@ -64,27 +64,116 @@ def new_case_key(rng: Randomness) -> bytes:
 
 
 def pseudonyms(key: bytes, ids: Iterable[object], *,
-               known: dict[str, str] | None = None) -> np.ndarray:
+               known: KnownPseudonyms | None = None) -> np.ndarray:
     """The published pseudonym of each real CaseID (as text): HMAC-SHA256 under ``key`` of the
-    CaseID's text (stripped), read as an integer and mapped onto the 16-digit decimals
-    [10^15, 10^16). Each distinct CaseID is hashed once; ``known`` (stripped text ->
-    pseudonym, under the same key) holds those hashed before and gains the new ones, so that a
-    release that maps the same CaseIDs at several steps hashes each once."""
-    which, distinct = _distinct_stripped(ids)
-    if not len(which):
-        return np.zeros(0, dtype=object)
-    known = {} if known is None else known
-    texts = distinct.tolist()
-    out = np.asarray([known.get(text) for text in texts], dtype=object)
-    missing = np.flatnonzero(pd.isna(out))
-    if len(missing):
-        mac = _hmac_sha256(key)
-        fresh = [texts[i] for i in missing.tolist()]
-        made = [str(_LOW + int.from_bytes(mac(text.encode("utf-8")), "big") % _SPAN)
-                for text in fresh]
-        out[missing] = made
-        known.update(zip(fresh, made))
-    return out[which]
+    CaseID's text (stripped), read as a big-endian integer and mapped onto the 16-digit
+    decimals [10^15, 10^16) (``str(10^15 + int.from_bytes(mac, "big") % (9 * 10^15))``).
+    Each distinct CaseID is hashed once; ``known`` (under the same key) holds those hashed
+    before and gains the new ones, so that a release that maps the same CaseIDs at several
+    steps hashes each once."""
+    known = KnownPseudonyms() if known is None else known
+    at = known.positions(key, ids)
+    return known.shown[at] if len(at) else np.zeros(0, dtype=object)
+
+
+class KnownPseudonyms:
+    """The pseudonyms computed so far under one key, kept compact: the distinct stripped real
+    CaseIDs (``texts``), each one's pseudonym as an integer (``values``, 16 digits fit int64)
+    and as text (``shown``, the objects every lookup hands out, so that the release's frames
+    share them). A lookup is an array comparison or one hash-table pass over the CaseIDs, not
+    a dict lookup per CaseID, and a period's CaseIDs mapped again (the release maps them at
+    three steps) are usually the same array in the same order: the comparison alone."""
+
+    def __init__(self) -> None:
+        self.texts = np.zeros(0, dtype=object)
+        self.values = np.zeros(0, dtype=np.int64)
+        self.shown = np.zeros(0, dtype=object)
+        self._index: pd.Index | None = None
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def clear(self) -> None:
+        """Drop every pseudonym held (a later lookup hashes its CaseIDs again)."""
+        self.texts = np.zeros(0, dtype=object)
+        self.values = np.zeros(0, dtype=np.int64)
+        self.shown = np.zeros(0, dtype=object)
+        self._index = None
+
+    def positions(self, key: bytes, ids: Iterable[object]) -> np.ndarray:
+        """The position in ``texts`` of each CaseID's stripped text, hashing (under ``key``)
+        and adding those not held yet."""
+        raw = object_array(ids)
+        if self._same_texts(raw):   # already stripped, distinct, and held in this order
+            return np.arange(len(raw))
+        which, distinct = _distinct_stripped(raw)
+        if self._same_texts(distinct):
+            return which
+        at = self._index_of(distinct)
+        missing = np.flatnonzero(at < 0)
+        if len(missing):
+            fresh = distinct[missing]
+            at[missing] = len(self) + np.arange(len(missing))
+            values = _pseudonym_values(key, fresh.tolist())
+            shown = np.empty(len(values), dtype=object)
+            shown[:] = [str(v) for v in values.tolist()]
+            self.texts = np.concatenate([self.texts, fresh]) if len(self) else fresh
+            self.values = np.concatenate([self.values, values])
+            self.shown = np.concatenate([self.shown, shown]) if len(self.shown) else shown
+            self._index = None
+        return at[which]
+
+    def _same_texts(self, raw: np.ndarray) -> bool:
+        """Whether ``raw`` is ``texts`` element for element (all of it text: a text equal to
+        a held one is stripped already, so it is its own stripped form)."""
+        return (len(raw) == len(self) > 0
+                and pd.api.types.infer_dtype(raw, skipna=False) == "string"
+                and bool((raw == self.texts).all()))
+
+    def _index_of(self, distinct: np.ndarray) -> np.ndarray:
+        """The position of each of ``distinct`` (stripped texts) in ``texts``, -1 if absent."""
+        if not len(self):
+            return np.full(len(distinct), -1, dtype=np.intp)
+        if self._index is None:
+            self._index = pd.Index(self.texts, dtype=object)
+        return self._index.get_indexer(pd.Index(distinct, dtype=object))
+
+
+def _pseudonym_values(key: bytes, texts: list[str]) -> np.ndarray:
+    """The pseudonym of each of ``texts`` (stripped CaseIDs) as int64: one HMAC per text, then
+    the digests reduced modulo 9 * 10^15 together (:func:`_reduce_digests`)."""
+    mac = _hmac_sha256(key)
+    digests = b"".join([mac(text.encode("utf-8")) for text in texts])
+    matrix = np.frombuffer(digests, dtype=np.uint8).reshape(len(texts), _DIGEST_BYTES)
+    return (_reduce_digests(matrix) + np.uint64(_LOW)).astype(np.int64)
+
+
+_DIGEST_BYTES = 32
+#: 256^(31 - j) mod _SPAN: the weight of a digest's byte j in ``int.from_bytes(digest, "big")``
+_BYTE_WEIGHTS = np.array([pow(256, _DIGEST_BYTES - 1 - j, _SPAN) for j in range(_DIGEST_BYTES)],
+                         dtype=np.uint64)
+#: bytes summed before a reduction: 8 * 255 * (_SPAN - 1) < 1.84 * 10^19 < 2^64
+_GROUP = 8
+assert _GROUP * 255 * (_SPAN - 1) < 2 ** 64 and _DIGEST_BYTES // _GROUP * _SPAN < 2 ** 64
+
+
+def _reduce_digests(digests: np.ndarray) -> np.ndarray:
+    """``int.from_bytes(row, "big") % _SPAN`` of each row of ``digests`` (n x 32 bytes), in
+    uint64 without overflow: the integer is the sum of each byte times 256^(31 - j), which
+    is congruent to the byte times its weight below ``_SPAN``; eight such products sum below
+    2^64 (the module asserts the bound), so each group of eight bytes is summed and reduced,
+    and the four reduced groups (below 4 * _SPAN) once more."""
+    columns = np.ascontiguousarray(digests.T)   # one contiguous row per byte position
+    span = np.uint64(_SPAN)
+    total = np.zeros(len(digests), dtype=np.uint64)
+    for first in range(0, _DIGEST_BYTES, _GROUP):
+        part = columns[first].astype(np.uint64) * _BYTE_WEIGHTS[first]
+        for j in range(first + 1, first + _GROUP):
+            part += columns[j] * _BYTE_WEIGHTS[j]
+        part %= span
+        total += part
+    total %= span
+    return total
 
 
 #: XOR tables of RFC 2104's inner and outer pads, for ``bytes.translate``
@@ -120,11 +209,16 @@ def _distinct_stripped(ids: Iterable[object]) -> tuple[np.ndarray, np.ndarray]:
     rows, and the published ones are stripped already, so usually nothing changes)."""
     raw = object_array(ids)
     if len(raw) and pd.api.types.infer_dtype(raw, skipna=False) == "string":
-        which, distinct = pd.factorize(raw)
+        if bool((raw[1:] > raw[:-1]).all()):
+            # strictly increasing, so distinct (as the store lists a period's CaseIDs): one
+            # comparison per CaseID instead of hashing each
+            which, distinct = np.arange(len(raw)), raw
+        else:
+            which, distinct = pd.factorize(raw)
         listed = distinct.tolist()
         stripped = [c.strip() for c in listed]
         if stripped == listed:
-            return which, np.asarray(listed, dtype=object)
+            return which, np.asarray(distinct, dtype=object)
         again, merged = pd.factorize(np.asarray(stripped, dtype=object))
         return again[which], np.asarray(merged, dtype=object)
     return pd.factorize(np.asarray([str(c).strip() for c in raw.tolist()], dtype=object))
@@ -160,9 +254,10 @@ class CaseIds:
 
     mode: str = "pseudonym"
     key: bytes | None = None
-    #: pseudonyms already computed under ``key`` (stripped CaseID -> pseudonym): a release maps
-    #: the same CaseIDs at several steps (the injectivity check, the period, the next period)
-    _known: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
+    #: pseudonyms already computed under ``key``: a release maps the same CaseIDs at several
+    #: steps (the injectivity check, the period's cases, its records, the next period)
+    _known: KnownPseudonyms = field(default_factory=lambda: KnownPseudonyms(), init=False,
+                                    repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_choice(self.mode, name="case_ids", owner="CaseIds", choices=CASE_ID_MODES)
@@ -182,10 +277,31 @@ class CaseIds:
         assert self.key is not None
         return pseudonyms(self.key, ids, known=self._known)
 
+    def checked(self, ids: Iterable[object], *, where: str) -> np.ndarray:
+        """:meth:`of` the CaseIDs (pseudonymous), refusing two real ones that share a
+        pseudonym (:func:`check_injective`), which is checked on the pseudonyms' integers.
+
+        Raises:
+            StoreError: naming the two CaseIDs.
+        """
+        assert self.mode == "pseudonym" and self.key is not None
+        raw = object_array(ids)
+        known = self._known
+        at = known.positions(self.key, raw)
+        # sorted, a shared value sits next to its twin (numpy's unique hashes int64, at several
+        # times the cost of this sort)
+        values = np.sort(known.values[np.flatnonzero(np.bincount(at, minlength=len(known)))])
+        if (values[1:] == values[:-1]).any():
+            # a clash: the text-level check finds the same one and names its two CaseIDs
+            check_injective(raw, known.shown[at], where=where)
+        return known.shown[at] if len(at) else np.zeros(0, dtype=object)
+
     def forget(self) -> None:
         """Drop the pseudonyms computed so far (a later call hashes its CaseIDs again): a
-        period's CaseIDs are mapped before its method runs, and at 450k cases the map is about
-        80 MB of the release's peak memory, which the method's own peak came on top of."""
+        period's CaseIDs are mapped before its method runs, and what is held of them (the real
+        texts, the pseudonyms' integers and texts, the index of a lookup) should not come on
+        top of the method's peak memory (as the dict it was, about 80 MB at 450k cases). The
+        pseudonyms' texts the published records hold stay with them."""
         self._known.clear()
 
     def records(self, records: pd.DataFrame, column: str) -> pd.DataFrame:

@@ -185,10 +185,20 @@ def input_digest(records: pd.DataFrame) -> str:
             _hash_part(digest, column.dtype.str)
             digest.update(np.ascontiguousarray(column.to_numpy()[order]).tobytes())
             continue
-        codes, distinct = pd.factorize(column.to_numpy(dtype=object)[order])
+        codes, distinct = _factorized(column.to_numpy(dtype=object)[order])
         _hash_values(digest, distinct.tolist())
         digest.update(codes.astype("<i8").tobytes())
     return digest.hexdigest()
+
+
+def _factorized(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values)``, without hashing a column of texts in strictly increasing
+    order (its codes are 0, 1, ... and its distinct values itself): in the canonical order
+    the CaseIDs are, and usually the report ids (a case's reports follow it)."""
+    if (len(values) > 1 and pd.api.types.infer_dtype(values, skipna=False) == "string"
+            and bool((values[1:] > values[:-1]).all())):
+        return np.arange(len(values)), values
+    return pd.factorize(values)
 
 
 def _canonical_order(records: pd.DataFrame) -> np.ndarray:
@@ -208,24 +218,30 @@ def _hash_values(digest: hashlib._Hash, values: list) -> None:
         _hash_part(digest, "str")
         _hash_texts(digest, values)
         return
-    if all(type(v) is tuple for v in values):
+    # the set of their types, made in C, rather than a generator's test per value
+    if set(map(type, values)) == {tuple}:
         items = list(itertools.chain.from_iterable(values))
-        if not items or pd.api.types.infer_dtype(items, skipna=False) == "string":
+        try:   # joined only when every item is text (a str, as infer_dtype's "string")
+            joined: str | None = "".join(items)
+        except TypeError:
+            joined = None
+        if joined is not None:
             _hash_part(digest, "tuple")
             digest.update(len(values).to_bytes(8, "little"))
             digest.update(np.fromiter(map(len, values), dtype="<i8", count=len(values)).tobytes())
-            _hash_texts(digest, items)
+            _hash_texts(digest, items, joined)
             return
     _hash_part(digest, "repr")
     _hash_texts(digest, [_value_text(v) for v in values])
 
 
-def _hash_texts(digest: hashlib._Hash, texts: list[str]) -> None:
+def _hash_texts(digest: hashlib._Hash, texts: list[str], joined: str | None = None) -> None:
     """Feed ``texts`` to ``digest``: how many, each one's length in characters, then their
-    UTF-8 bytes joined (the lengths split the join again, so no two lists feed the same)."""
+    UTF-8 bytes joined (the lengths split the join again, so no two lists feed the same);
+    ``joined`` is their join when the caller made it already."""
     digest.update(len(texts).to_bytes(8, "little"))
     digest.update(np.fromiter(map(len, texts), dtype="<i8", count=len(texts)).tobytes())
-    digest.update("".join(texts).encode("utf-8", "surrogatepass"))
+    digest.update(("".join(texts) if joined is None else joined).encode("utf-8", "surrogatepass"))
 
 
 def _hash_part(digest: hashlib._Hash, text: str) -> None:
@@ -761,8 +777,7 @@ def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[s
     """
     where = f"Store {str(store.path)!r}"
     new = store.ingested_case_ids(labels)
-    mapped = case_ids.of(new)
-    check_injective(new, mapped, where=where)
+    mapped = case_ids.checked(new, where=where)
     released = store.published_periods()
     if not released or not new:
         return new
