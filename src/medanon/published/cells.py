@@ -25,7 +25,11 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
@@ -34,8 +38,9 @@ from ..data.records import distinct_objects, first_appearances
 from ..errors import HierarchyError, InputFormatError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 
-__all__ = ["QidInfo", "SUPPRESSED", "categorical_codes", "cell_strings", "columns_term_pairs",
-           "distinct_cells", "joined_terms", "numeric_bounds", "term_pairs"]
+__all__ = ["QidInfo", "SUPPRESSED", "CaseIds", "case_ids", "case_positions", "categorical_codes",
+           "cell_strings", "columns_term_pairs", "distinct_cells", "joined_terms",
+           "numeric_bounds", "read_once", "reading_once", "term_pairs"]
 
 SUPPRESSED = "*"
 _SEP = "|"
@@ -99,6 +104,97 @@ def cell_strings(column: pd.Series | np.ndarray | list) -> np.ndarray:
     if set(map(type, arr.tolist())) <= {str}:  # no other type once the missing are ""
         return arr
     return np.array([x if type(x) is str else str(x) for x in arr], dtype=object)
+
+
+_T = TypeVar("_T")
+#: what readers computed of rows inside :func:`reading_once`: key -> (the objects, the value)
+_MEMO: ContextVar[dict | None] = ContextVar("medanon_published_reading", default=None)
+
+
+@contextmanager
+def reading_once() -> Iterator[None]:
+    """Inside it, what the readers of published rows compute from the same rows is computed
+    once (:func:`read_once`): a parsed release, its CaseIDs' hash table, where one release's
+    CaseIDs are in another's.
+
+    For a caller that reads the same rows several times: the gate checks the candidate with the
+    releases it links to, then those releases without it, and its checks link each release to
+    the others and derive each one's dates (each a parse or a hash pass over 450k CaseIDs,
+    issue 43). Rows are told apart by identity, so they must not change inside it (the gate's
+    do not). Nested, it is the outer one.
+    """
+    if _MEMO.get() is not None:
+        yield
+        return
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def read_once(key: tuple, objects: tuple, compute: Callable[[], _T]) -> _T:
+    """``compute()``, computed once for the same ``key`` and the same ``objects`` (by identity,
+    held until the end) inside :func:`reading_once`; outside it, computed each time."""
+    memo = _MEMO.get()
+    if memo is None:
+        return compute()
+    full = (*key, *map(id, objects))
+    if full not in memo:
+        memo[full] = (objects, compute())
+    return memo[full][1]
+
+
+def _kept(key: tuple, objects: tuple):
+    """What :func:`read_once` holds for ``key`` and ``objects`` (None: nothing)."""
+    memo = _MEMO.get()
+    found = None if memo is None else memo.get((*key, *map(id, objects)))
+    return None if found is None else found[1]
+
+
+@dataclass(frozen=True)
+class CaseIds:
+    """The ``case_id`` column of a release, read once (:func:`case_ids`).
+
+    Attributes:
+        texts: The cells as :func:`cell_strings` reads them.
+        index: An Index of them: its hash table, built on first use, is kept with it.
+        plain: Whether every cell is a str (none missing), so that ``astype(str)`` reads the
+            same texts (the readers that read CaseIDs so may use this one).
+    """
+
+    texts: np.ndarray
+    index: pd.Index
+    plain: bool
+
+
+def case_ids(rows: pd.DataFrame) -> CaseIds:
+    """The CaseIDs of ``rows`` (a ``case_id`` column), once per rows inside :func:`reading_once`."""
+    def read() -> CaseIds:
+        column = rows["case_id"]
+        cells = column.to_numpy(dtype=object)  # (no copy of an object or str column)
+        plain = set(map(type, cells.tolist())) <= {str}
+        texts = cells.copy() if plain else cell_strings(column)
+        return CaseIds(texts, pd.Index(texts), plain)
+
+    return read_once(("case_ids",), (rows,), read)
+
+
+def case_positions(within: pd.Index, of: pd.Index) -> np.ndarray:
+    """``within.get_indexer(of)``: for each CaseID of ``of``, its position in ``within`` (-1:
+    none), ``within``'s ids distinct.
+
+    Inside :func:`reading_once`, computed once per pair of Index objects; and once the other
+    way round (both distinct), it is read off that without a probe: the probe of 450k ids
+    costs a quarter of a second (issue 43).
+    """
+    back = _kept(("case_positions",), (of, within))
+    if back is not None and within.is_unique and of.is_unique:
+        found = np.full(len(of), -1, dtype=np.intp)
+        hit = back >= 0
+        found[back[hit]] = np.flatnonzero(hit)
+        return read_once(("case_positions",), (within, of), lambda: found)
+    return read_once(("case_positions",), (within, of), lambda: within.get_indexer(of))
 
 
 def blank_cells(values: np.ndarray) -> np.ndarray:
