@@ -355,8 +355,8 @@ def _holds_a_case(rows) -> Callable[[pd.DataFrame], bool]:
         if cases is None:
             cases = pd.Index(pd.unique(pd.Series(rows["case_id"]).astype(str)
                                        .to_numpy(dtype=object)))
-        return bool((cases.get_indexer(theirs["case_id"].astype(str).to_numpy(dtype=object))
-                     >= 0).any())
+        return bool((cases.get_indexer(pd.Index(theirs["case_id"].astype(str)
+                                                .to_numpy(dtype=object))) >= 0).any())
 
     return holds
 

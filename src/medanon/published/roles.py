@@ -168,7 +168,7 @@ def _first_release_years(cases: np.ndarray, here: Period, earlier: Mapping[str, 
         theirs = rows["case_id"].astype(str).to_numpy(dtype=object)
         if unique:
             hit = np.zeros(len(cases), dtype=bool)
-            at = index.get_indexer(theirs)
+            at = index.get_indexer(pd.Index(theirs))
             hit[at[at >= 0]] = True
         else:
             hit = index.isin(theirs)

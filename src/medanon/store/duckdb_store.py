@@ -1243,10 +1243,11 @@ def _text_frame(frame: pd.DataFrame, columns: list[str], shared: Iterable[str]) 
             codes, distinct = pd.factorize(values)  # a missing cell: -1
             texts = np.asarray(distinct, dtype=object)
             if (codes < 0).any():
-                blank = np.flatnonzero(texts == "")
-                if not len(blank):
-                    texts, blank = np.append(texts, np.array([""], dtype=object)), [len(texts)]
-                codes = np.where(codes < 0, blank[0], codes)
+                blanks = np.flatnonzero(texts == "")
+                blank = int(blanks[0]) if len(blanks) else len(texts)
+                if not len(blanks):
+                    texts = np.append(texts, np.array([""], dtype=object))
+                codes = np.where(codes < 0, blank, codes)
             out[name] = texts[codes]
         else:
             missing = pd.isna(values)
