@@ -36,6 +36,7 @@ from .models.names import HA_MODEL
 from .periods import parse_period
 from .models.base import ReleaseVerdict, SeriesVerdict, model_from_manifest
 from .published.format import MANIFEST_FILE, RELEASE_FILE, read_manifest
+from .published.cells import case_ids, case_positions, reading_once
 from .published.links import longest_case_span
 from .published.series import PublishedSeries
 
@@ -281,6 +282,15 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
                            "detail": "the method declares no privacy model"}, None)
     if published is None:
         raise InputFormatError("The gate needs the series read through the store's schema.")
+    # each release is parsed, and each probe of CaseIDs made, once for the whole gate: the
+    # checks with the candidate and without it read the same rows (issue 43)
+    with reading_once():
+        return _gate(published, period, rows, manifest, model, before)
+
+
+def _gate(published: PublishedSeries, period: str, rows, manifest: dict, model: str,
+          before: SeriesVerdict | None) -> GateResult:
+    """:func:`gate` of a candidate that declares ``model``."""
     series = published.with_release(period, rows, manifest)
     # Only the releases the candidate can change are checked: those holding one of its cases
     # (the F- and L-attacks link by CaseID) and those it gives their MD part (md_whole). The
@@ -288,13 +298,12 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
     # candidate's, and checking them would make the gate cost grow with the series.
     # the candidate's case ids hashed once (an Index keeps its table) and probed with each
     # earlier release's: an isin per release hashed all of them again, a cost that grew with
-    # the releases a quarter links to (2.6 s at the eighth 450k quarter, issue 43)
-    cases = pd.Index(pd.unique(pd.Series(rows["case_id"]).astype(str).to_numpy(dtype=object)))
+    # the releases a quarter links to (2.6 s at the eighth 450k quarter, issue 43); the probe
+    # is kept for the links and the dates, which make the same one
+    holds = _holds_a_case(rows)
     whole = set(md_whole(period, published.manifests))
     reported = [p for p in series.periods if p == period or p in whole or (
-        len(series.releases[p]) and bool(
-            (cases.get_indexer(series.releases[p]["case_id"].astype(str).to_numpy(dtype=object))
-             >= 0).any()))]
+        len(series.releases[p]) and holds(series.releases[p]))]
     # the gate's entry and findings read the verdicts only, never the observed case span
     # (verify_series' pass over every case id of the series)
     after = SeriesVerdict(_verdicts(series, reported)[0])
@@ -325,6 +334,31 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
         error.verdict = found
         raise error
     return GateResult(entry, found)
+
+
+def _holds_a_case(rows) -> Callable[[pd.DataFrame], bool]:
+    """Whether a release holds one of the CaseIDs of ``rows`` (each read as ``astype(str)``).
+
+    The candidate's ids are hashed once; when they and a release's are plain str and the
+    candidate's distinct (read_view refuses repeats), the probe is the one the links and the
+    dates read (``published.cells.case_positions``).
+    """
+    mine = case_ids(rows) if isinstance(rows, pd.DataFrame) else None
+    cases: pd.Index | None = None
+
+    def holds(theirs: pd.DataFrame) -> bool:
+        nonlocal cases
+        if mine is not None and mine.plain and mine.index.is_unique:
+            other = case_ids(theirs)
+            if other.plain:
+                return bool((case_positions(mine.index, other.index) >= 0).any())
+        if cases is None:
+            cases = pd.Index(pd.unique(pd.Series(rows["case_id"]).astype(str)
+                                       .to_numpy(dtype=object)))
+        return bool((cases.get_indexer(pd.Index(theirs["case_id"].astype(str)
+                                                .to_numpy(dtype=object))) >= 0).any())
+
+    return holds
 
 
 def md_whole(label: str, manifests: Mapping[str, dict]) -> list[str]:

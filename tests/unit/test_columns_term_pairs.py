@@ -4,11 +4,13 @@ by row give the arrays term_pairs gives for the joined cells (issue 43), term nu
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from medanon.published.cells import columns_term_pairs, joined_terms, term_pairs
+from medanon.published.cells import (cell_strings, columns_term_pairs, distinct_cells, joined_terms,
+                                    term_pairs)
 
 # terms that strip to the same text, blank and suppressed terms, separators at the ends
 _TERMS = hs.sampled_from(["a", " a", "a ", "b", "B", "c d", "", " ", "*", " * ", "é"])
@@ -41,3 +43,41 @@ def test_terms_are_numbered_by_first_appearance_row_by_row() -> None:
     assert names.tolist() == ["", "a", "*", "b", "c"]
     assert list(zip(rows.tolist(), names[codes].tolist())) == [
         (0, "a"), (1, "a"), (1, "b"), (1, "c"), (2, "b"), (2, "c")]
+
+
+def _copies(cells: list[str | None], shared: list[bool]) -> list[str | None]:
+    """The cells, each either one str object with the other cells of its text (as a store's
+    shared cells) or a copy of its own (equal text, another object)."""
+    one: dict[str, str] = {}
+    out = []
+    for cell, share in zip(cells, shared, strict=True):
+        if cell is None:
+            out.append(None)
+        elif share:
+            out.append(one.setdefault(cell, "".join(list(cell))))
+        else:
+            out.append(("." + cell)[1:])  # a new object of the same text
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(hs.integers(1, 3).flatmap(lambda width: hs.integers(1, 14).flatmap(
+    lambda n: hs.lists(hs.tuples(hs.lists(_CELL, min_size=n, max_size=n),
+                                 hs.lists(hs.booleans(), min_size=n, max_size=n)),
+                       min_size=width, max_size=width))))
+def test_shared_and_copied_cell_objects_read_as_their_text(columns) -> None:
+    # the reader parses each distinct cell object once: cells that share an object, and equal
+    # texts held in different objects, must read as the joined cells do
+    frame = _frame([_copies(cells, shared) for cells, shared in columns])
+    names = list(frame.columns)
+    want = term_pairs(joined_terms(frame, names))
+    got = columns_term_pairs(frame, names)
+    for w, g in zip(want, got, strict=True):
+        assert g.dtype == w.dtype
+        assert g.tolist() == w.tolist()
+    for name in names:
+        codes, texts = distinct_cells(frame[name])
+        want_codes, want_texts = pd.factorize(cell_strings(frame[name]))
+        assert codes.dtype == np.int64
+        assert codes.tolist() == want_codes.tolist()
+        assert texts.tolist() == list(want_texts)

@@ -25,17 +25,22 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
-from ..data.records import first_appearances
+from ..data.records import distinct_objects, first_appearances
 from ..errors import HierarchyError, InputFormatError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 
-__all__ = ["QidInfo", "SUPPRESSED", "categorical_codes", "cell_strings", "columns_term_pairs",
-           "joined_terms", "numeric_bounds", "term_pairs"]
+__all__ = ["QidInfo", "SUPPRESSED", "CaseIds", "case_ids", "case_positions", "categorical_codes",
+           "cell_strings", "columns_term_pairs", "distinct_cells", "joined_terms",
+           "numeric_bounds", "read_once", "reading_once", "term_pairs"]
 
 SUPPRESSED = "*"
 _SEP = "|"
@@ -99,6 +104,97 @@ def cell_strings(column: pd.Series | np.ndarray | list) -> np.ndarray:
     if set(map(type, arr.tolist())) <= {str}:  # no other type once the missing are ""
         return arr
     return np.array([x if type(x) is str else str(x) for x in arr], dtype=object)
+
+
+_T = TypeVar("_T")
+#: what readers computed of rows inside :func:`reading_once`: key -> (the objects, the value)
+_MEMO: ContextVar[dict | None] = ContextVar("medanon_published_reading", default=None)
+
+
+@contextmanager
+def reading_once() -> Iterator[None]:
+    """Inside it, what the readers of published rows compute from the same rows is computed
+    once (:func:`read_once`): a parsed release, its CaseIDs' hash table, where one release's
+    CaseIDs are in another's.
+
+    For a caller that reads the same rows several times: the gate checks the candidate with the
+    releases it links to, then those releases without it, and its checks link each release to
+    the others and derive each one's dates (each a parse or a hash pass over 450k CaseIDs,
+    issue 43). Rows are told apart by identity, so they must not change inside it (the gate's
+    do not). Nested, it is the outer one.
+    """
+    if _MEMO.get() is not None:
+        yield
+        return
+    token = _MEMO.set({})
+    try:
+        yield
+    finally:
+        _MEMO.reset(token)
+
+
+def read_once(key: tuple, objects: tuple, compute: Callable[[], _T]) -> _T:
+    """``compute()``, computed once for the same ``key`` and the same ``objects`` (by identity,
+    held until the end) inside :func:`reading_once`; outside it, computed each time."""
+    memo = _MEMO.get()
+    if memo is None:
+        return compute()
+    full = (*key, *map(id, objects))
+    if full not in memo:
+        memo[full] = (objects, compute())
+    return memo[full][1]
+
+
+def _kept(key: tuple, objects: tuple):
+    """What :func:`read_once` holds for ``key`` and ``objects`` (None: nothing)."""
+    memo = _MEMO.get()
+    found = None if memo is None else memo.get((*key, *map(id, objects)))
+    return None if found is None else found[1]
+
+
+@dataclass(frozen=True)
+class CaseIds:
+    """The ``case_id`` column of a release, read once (:func:`case_ids`).
+
+    Attributes:
+        texts: The cells as :func:`cell_strings` reads them.
+        index: An Index of them: its hash table, built on first use, is kept with it.
+        plain: Whether every cell is a str (none missing), so that ``astype(str)`` reads the
+            same texts (the readers that read CaseIDs so may use this one).
+    """
+
+    texts: np.ndarray
+    index: pd.Index
+    plain: bool
+
+
+def case_ids(rows: pd.DataFrame) -> CaseIds:
+    """The CaseIDs of ``rows`` (a ``case_id`` column), once per rows inside :func:`reading_once`."""
+    def read() -> CaseIds:
+        column = rows["case_id"]
+        cells = column.to_numpy(dtype=object)  # (no copy of an object or str column)
+        plain = set(map(type, cells.tolist())) <= {str}
+        texts = cells.copy() if plain else cell_strings(column)
+        return CaseIds(texts, pd.Index(texts), plain)
+
+    return read_once(("case_ids",), (rows,), read)
+
+
+def case_positions(within: pd.Index, of: pd.Index) -> np.ndarray:
+    """``within.get_indexer(of)``: for each CaseID of ``of``, its position in ``within`` (-1:
+    none), ``within``'s ids distinct.
+
+    Inside :func:`reading_once`, computed once per pair of Index objects; and once the other
+    way round (both distinct), it is read off that without a probe: the probe of 450k ids
+    costs a quarter of a second (issue 43).
+    """
+    back = _kept(("case_positions",), (of, within))
+    if back is not None and within.is_unique and of.is_unique:
+        found = np.full(len(of), -1, dtype=np.intp)
+        hit = back >= 0
+        found[back[hit]] = np.flatnonzero(hit)
+        return read_once(("case_positions",), (within, of), lambda: found)
+    return read_once(("case_positions",), (within, of), lambda: within.get_indexer(of))
 
 
 def blank_cells(values: np.ndarray) -> np.ndarray:
@@ -223,6 +319,36 @@ def term_pairs(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return key // width, key % width, names
 
 
+def distinct_cells(column: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(cell_strings(column))``: the number of each cell's text among the
+    distinct texts (in order of first appearance, int64) and those texts, each distinct cell
+    object read once (:func:`_cell_objects`)."""
+    which, first, texts = _cell_objects(column)
+    if not len(which):
+        return which, texts
+    code, distinct = pd.factorize(texts)
+    return code.astype(np.int64)[which], np.asarray(distinct, dtype=object)
+
+
+def _cell_objects(column: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct objects of a column's cells: each cell's object number (in order of first
+    appearance, int64), each object's first row, and each object's text as
+    :func:`cell_strings` reads it.
+
+    A release repeats a group's cell on each of its ≥k rows, and the rows a store or a method
+    hands over hold one str object for equal cells: objects are told apart by identity (an
+    integer hash per cell, :func:`~medanon.data.records.distinct_objects`) and only the
+    distinct ones are read as text (issue 43). Two objects may hold the same text: a reader
+    that needs distinct texts factorizes these (:func:`distinct_cells`).
+    """
+    values = (column.to_numpy(dtype=object) if isinstance(column, pd.Series)
+              else np.asarray(column, dtype=object))  # (no copy of an object or str column)
+    if not len(values):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.empty(0, dtype=object)
+    which, first = distinct_objects(values)
+    return which.astype(np.int64), first.astype(np.int64), cell_strings(values[first])
+
+
 def columns_term_pairs(frame: pd.DataFrame, columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``term_pairs(joined_terms(frame, columns))``, the same arrays, without joining the
     columns row by row (a string built per row before the split: issue 43).
@@ -230,6 +356,10 @@ def columns_term_pairs(frame: pd.DataFrame, columns) -> tuple[np.ndarray, np.nda
     The terms are numbered as :func:`term_pairs` numbers the joined cells: in order of first
     appearance reading row by row, each row's columns in order, and ``""`` first when there are
     rows (the joined cells start with the separator).
+
+    Each distinct cell object of a column is split once (:func:`_cell_objects`: a release
+    repeats a group's cells) and its distinct terms are expanded, as integer codes, to the rows
+    that hold it.
     """
     n = len(frame)
     columns = list(columns)
@@ -237,29 +367,35 @@ def columns_term_pairs(frame: pd.DataFrame, columns) -> tuple[np.ndarray, np.nda
         return term_pairs(np.empty(0, dtype=object))
     parts = []
     for col in columns:
-        texts = cell_strings(frame[col]).tolist()
+        # each distinct cell object split once (two objects of one text split alike; the
+        # release path's rows share one object per text, so no hash of the texts here)
+        which, cell_row, cells = _cell_objects(frame[col])
+        texts = cells.tolist()
         lengths = np.fromiter(map(str.count, texts, itertools.repeat(_SEP)), dtype=np.int64,
-                              count=n) + 1
+                              count=len(texts)) + 1
         flat = np.fromiter(_SEP.join(texts).split(_SEP), dtype=object, count=int(lengths.sum()))
         raw_codes, raw_names = pd.factorize(flat)
         raw_codes = raw_codes.astype(np.int64)
-        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        cell = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+        # a raw term's first reading is in the first cell (so the first row) that holds it:
+        # its first appearance in the distinct cells' order
         first = first_appearances(raw_codes)
-        place = first - (np.cumsum(lengths) - lengths)[rows[first]]
-        parts.append((rows, raw_codes, np.asarray(raw_names, dtype=object), rows[first], place))
+        place = first - (np.cumsum(lengths) - lengths)[cell[first]]
+        parts.append((which, len(texts), cell, raw_codes, np.asarray(raw_names, dtype=object),
+                      cell_row[cell[first]], place))
     # one numbering of the stripped terms of every column, "" first
     stripped = [""]
     for part in parts:
-        stripped.extend(map(str.strip, part[2].tolist()))
+        stripped.extend(map(str.strip, part[4].tolist()))
     term_of, distinct = pd.factorize(np.array(stripped, dtype=object))
     term_of = term_of.astype(np.int64)
     # each term's first reading position (row, column, place in the cell): its least over the
     # columns' first appearances of the raw texts that strip to it
-    places = max(int(part[4].max(initial=0)) for part in parts) + 1 if parts else 1
+    places = max(int(part[6].max(initial=0)) for part in parts) + 1 if parts else 1
     first_read = np.full(len(distinct), np.iinfo(np.int64).max, dtype=np.int64)
     first_read[0] = -1
     offset = 1
-    for j, (_, _, raw_names, first_row, place) in enumerate(parts):
+    for j, (_, _, _, _, raw_names, first_row, place) in enumerate(parts):
         key = (first_row * (len(columns) + 1) + j) * places + place
         np.minimum.at(first_read, term_of[offset:offset + len(raw_names)], key)
         offset += len(raw_names)
@@ -271,15 +407,45 @@ def columns_term_pairs(frame: pd.DataFrame, columns) -> tuple[np.ndarray, np.nda
     width = max(len(names), 1)
     keys = []
     offset = 1
-    for rows, raw_codes, raw_names, _, _ in parts:
+    for which, n_cells, cell, raw_codes, raw_names, _, _ in parts:
         code = rank[term_of[offset:offset + len(raw_names)]][raw_codes]
         offset += len(raw_names)
         keep = ~blank[code]
-        keys.append(rows[keep] * width + code[keep])
-    key = np.sort(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+        keys.append(_expand_cell_terms(which, n_cells, cell[keep], code[keep], width))
+    if len(keys) == 1:
+        key = keys[0]
+    else:
+        # each column's keys are sorted and distinct: a stable sort (timsort) merges the runs
+        key = np.sort(np.concatenate(keys), kind="stable") if keys else np.zeros(0, np.int64)
+        if len(key):
+            key = key[np.r_[True, key[1:] != key[:-1]]]
+    return key // width, key % width, names
+
+
+def _expand_cell_terms(which: np.ndarray, n_cells: int, cell: np.ndarray, code: np.ndarray,
+                       width: int) -> np.ndarray:
+    """The sorted distinct keys ``row * width + term`` of the rows of one column, given each
+    row's distinct cell (``which``, numbers below ``n_cells``) and the (cell, term) entries of
+    the distinct cells.
+
+    Each cell's distinct terms are sorted once; a row takes its cell's run, so the keys come
+    out sorted row by row without a sort of the rows' pairs.
+    """
+    n = len(which)
+    key = np.sort(cell * width + code)
     if len(key):
         key = key[np.r_[True, key[1:] != key[:-1]]]
-    return key // width, key % width, names
+    if n_cells == n:  # each row has a cell of its own (numbered in row order): the same keys
+        return key
+    cell, code = key // width, key % width
+    count = np.bincount(cell, minlength=n_cells)
+    start = np.cumsum(count) - count
+    per_row = count[which]
+    total = int(per_row.sum())
+    # the run of row r starts at start[which[r]]; its entries follow one another
+    shift = start[which] - (np.cumsum(per_row) - per_row)
+    at = np.arange(total, dtype=np.int64) + np.repeat(shift, per_row)
+    return np.repeat(np.arange(n, dtype=np.int64) * width, per_row) + code[at]
 
 
 def joined_terms(frame: pd.DataFrame, columns) -> np.ndarray:

@@ -31,8 +31,9 @@ from ..periods import parse_period
 from ..errors import InputFormatError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from .case_ids import case_id_mode, order_excluded
-from .cells import (QidInfo, blank_distinct, categorical_codes_of_distinct, cell_strings,
-                    columns_term_pairs, numeric_bounds_of_distinct)
+from .cells import (QidInfo, blank_distinct, case_ids, case_positions,
+                    categorical_codes_of_distinct, cell_strings, columns_term_pairs,
+                    distinct_cells, numeric_bounds_of_distinct, read_once)
 from .series import PublishedSeries
 
 __all__ = ["Region", "ReleaseView", "Links", "group_conflicts", "read_view", "link", "lca_depth",
@@ -172,7 +173,7 @@ def row_periods(rows: pd.DataFrame, where: str) -> set[str]:
         InputFormatError: a row has no period, or one that does not parse.
     """
     # one factorize: the distinct cells tell both whether one is blank and which periods
-    _, distinct = pd.factorize(cell_strings(rows["period"]))
+    _, distinct = distinct_cells(rows["period"])
     if blank_distinct(distinct).any():
         raise InputFormatError(f"{where} has rows without a period.")
     try:
@@ -184,6 +185,10 @@ def row_periods(rows: pd.DataFrame, where: str) -> set[str]:
 def read_view(series: PublishedSeries, label: str) -> ReleaseView:
     """Parse the release of ``label`` (the one reader of published rows: models, attacks, metrics).
 
+    Inside :func:`~medanon.published.cells.reading_once`, the same rows read with the same
+    QIDs and sensitive columns are parsed once (the gate reads each release it links to with
+    the candidate and without it).
+
     Raises:
         SchemaError: a required column is missing.
         InputFormatError: a row has no period or another period than ``label``, a row has no
@@ -191,6 +196,12 @@ def read_view(series: PublishedSeries, label: str) -> ReleaseView:
             the release and column).
         HierarchyError: a categorical cell is not a node of its hierarchy.
     """
+    rows = series.releases[label]
+    return read_once(("view", label), (rows, series.qids, series.sensitive),
+                     lambda: _read_view(series, label))
+
+
+def _read_view(series: PublishedSeries, label: str) -> ReleaseView:
     rows = series.releases[label]
     where = f"Release {label}"
     if not isinstance(rows, pd.DataFrame):
@@ -204,27 +215,28 @@ def read_view(series: PublishedSeries, label: str) -> ReleaseView:
     if found - {label}:
         raise InputFormatError(f"{where} holds rows of period(s) {', '.join(sorted(found))}, "
                                f"not {label}.")
-    case = cell_strings(rows["case_id"])
-    # one factorize of the case ids for both checks (each was a hash pass over them: issue 43)
-    case_code, case_distinct = pd.factorize(case)
-    blank = blank_distinct(case_distinct)
+    cases = case_ids(rows)
+    case = cases.texts
+    blank = blank_distinct(case)
     if blank.any():
-        raise InputFormatError(f"{where} has {int(blank[case_code].sum())} row(s) without a "
-                               f"case_id.")
-    if len(case_distinct) < len(case):
+        raise InputFormatError(f"{where} has {int(blank.sum())} row(s) without a case_id.")
+    # the ids' hash table, built here to tell whether they are distinct, is the one the links
+    # probe (the Index keeps it; a factorize for this check was another hash pass: issue 43)
+    if not cases.index.is_unique:
+        case_code, _ = pd.factorize(case)
         dup = np.bincount(case_code)[case_code] > 1
         ids = sorted(set(case[dup]))
         shown = ", ".join(repr(c) for c in ids[:5])
         raise InputFormatError(f"{where} holds {len(ids)} case_id(s) on several rows ({shown}); "
                                f"a release has one row per case.")
-    gcode, glabels = pd.factorize(cell_strings(rows["group"]))
+    gcode, glabels = distinct_cells(rows["group"])
     cat: dict[str, np.ndarray] = {}
     lo: dict[str, np.ndarray] = {}
     hi: dict[str, np.ndarray] = {}
     qid_blank: dict[str, np.ndarray] = {}
     for q in series.qids:
         # each column factorized once: its distinct cells give the blanks and the regions
-        codes, distinct = pd.factorize(cell_strings(rows[q.name]))
+        codes, distinct = distinct_cells(rows[q.name])
         qid_blank[q.name] = (blank_distinct(distinct)[codes] if len(codes)
                              else np.zeros(0, dtype=bool))
         if q.kind == "categorical":
@@ -234,9 +246,9 @@ def read_view(series: PublishedSeries, label: str) -> ReleaseView:
             bounds = numeric_bounds_of_distinct(distinct, where=f"{where}, column {q.name!r}")
             lo[q.name], hi[q.name] = bounds[0][codes], bounds[1][codes]
     term_row, term_code, term_names = columns_term_pairs(rows, series.sensitive)
-    return ReleaseView(label, parse_period(label).ordinal, rows, case, gcode.astype(np.int64),
-                       np.asarray(glabels, dtype=object), Region(cat, lo, hi), term_row,
-                       term_code, term_names, pd.Index(case), qid_blank)
+    return ReleaseView(label, parse_period(label).ordinal, rows, case, gcode, glabels,
+                       Region(cat, lo, hi), term_row, term_code, term_names, cases.index,
+                       qid_blank)
 
 
 def group_conflicts(view: ReleaseView, names: Sequence[str]) -> list[tuple[str, str, list[str]]]:
@@ -371,7 +383,7 @@ def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
         # refuses repeats) are hashed once (the Index keeps its table) and the other's
         # probe them; probing the other's with all of own's, per release, grew with the
         # releases a quarter links to (2.8 s at the eighth 450k quarter, issue 43)
-        found = own.index.get_indexer(other.index)
+        found = case_positions(own.index, other.index)
         pos = np.full(n, -1, dtype=np.intp)
         pos[found[found >= 0]] = np.flatnonzero(found >= 0)
         hit = pos >= 0

@@ -32,13 +32,15 @@ anchor, and no group could form.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..errors import InputFormatError
 from ..periods import Period, parse_period
+from .cells import case_ids as read_case_ids
+from .cells import case_positions, distinct_cells, read_once
 
 __all__ = ["FIRST_RECEIPT_DATES", "ROLES", "check_roles", "column_roles", "date_mismatches",
            "derive_dates", "refuse_unknown_role"]
@@ -112,14 +114,22 @@ def derive_dates(case_ids: Sequence[str] | np.ndarray, dates: Iterable[str], lab
         earlier: Period label -> the rows of every release published before (``case_id``).
         lifespan: The model's CaseID life span (None: every earlier release links).
     """
-    cases = _texts(case_ids)
+    return _derived(_texts(case_ids), dates, label, earlier, lifespan)
+
+
+def _derived(cases: np.ndarray, dates: Iterable[str], label: str,
+             earlier: Mapping[str, pd.DataFrame], lifespan: int | None,
+             positions: Callable[[pd.DataFrame], np.ndarray | None] | None = None,
+             ) -> dict[str, np.ndarray]:
+    """:func:`derive_dates` of the CaseIDs ``cases`` (str), ``positions`` as in
+    :func:`_first_release_years`."""
     here = parse_period(label)
     out: dict[str, np.ndarray] = {}
     first_year = None
     for name in dates:
         if name in FIRST_RECEIPT_DATES:
             if first_year is None:
-                first_year = _first_release_years(cases, here, earlier, lifespan)
+                first_year = _first_release_years(cases, here, earlier, lifespan, positions)
             out[name] = first_year
         else:
             out[name] = np.full(len(cases), str(here.year), dtype=object)
@@ -127,22 +137,38 @@ def derive_dates(case_ids: Sequence[str] | np.ndarray, dates: Iterable[str], lab
 
 
 def _first_release_years(cases: np.ndarray, here: Period, earlier: Mapping[str, pd.DataFrame],
-                         lifespan: int | None) -> np.ndarray:
+                         lifespan: int | None,
+                         positions: Callable[[pd.DataFrame], np.ndarray | None] | None = None,
+                         ) -> np.ndarray:
+    """The year of each case's first release (``cases`` distinct or not).
+
+    ``positions(rows)``, when given and not None, is where each CaseID of ``rows`` is in
+    ``cases`` (-1: none), as a probe of their Index gives it: a caller that has probed so
+    already (the gate links the candidate to the same releases) saves the probe.
+    """
     year = np.full(len(cases), here.year, dtype=np.int64)
-    index = pd.Index(cases)
     # a release's case ids are distinct: then they are hashed once (the Index keeps its table)
     # and each earlier release's probe them; an isin per earlier release probed every one of
     # them again, a cost that grew with the releases a quarter links to (issue 43)
-    unique = index.is_unique
+    index: pd.Index | None = None
     for p, rows in earlier.items():
         period = parse_period(p)
         gap = here.ordinal - period.ordinal
         if gap <= 0 or (lifespan is not None and gap > lifespan) or not len(rows):
             continue
+        at = positions(rows) if positions is not None else None
+        if at is not None:
+            hit = np.zeros(len(cases), dtype=bool)
+            hit[at[at >= 0]] = True
+            year[hit] = np.minimum(year[hit], period.year)
+            continue
+        if index is None:
+            index = pd.Index(cases)
+        unique = index.is_unique
         theirs = rows["case_id"].astype(str).to_numpy(dtype=object)
         if unique:
             hit = np.zeros(len(cases), dtype=bool)
-            at = index.get_indexer(theirs)
+            at = index.get_indexer(pd.Index(theirs))
             hit[at[at >= 0]] = True
         else:
             hit = index.isin(theirs)
@@ -163,11 +189,11 @@ def _texts(values: Sequence[str] | np.ndarray) -> np.ndarray:
 
 def _stripped(column: pd.Series) -> np.ndarray:
     """``column.fillna("").astype(str).str.strip()`` as an object array, each distinct cell
-    stripped once (a date column holds a few distinct cells)."""
-    cells = column.fillna("").astype(str).to_numpy(dtype=object)
-    codes, distinct = pd.factorize(cells)
+    stripped once (a date column holds a few distinct cells, often one str object each:
+    :func:`~medanon.published.cells.distinct_cells`)."""
+    codes, distinct = distinct_cells(column)
     if not len(codes):
-        return cells
+        return np.asarray(column.fillna("").astype(str).to_numpy(dtype=object), dtype=object)
     return np.asarray([c.strip() for c in distinct.tolist()], dtype=object)[codes]
 
 
@@ -181,8 +207,27 @@ def date_mismatches(rows: pd.DataFrame, dates: Iterable[str], label: str,
     dates = [d for d in dates if d in rows.columns]
     if not dates:
         return ()
-    cases = rows["case_id"].astype(str).to_numpy()
-    expected = derive_dates(cases, dates, label, earlier, lifespan)
+    # the gate asks twice of an earlier release (with the candidate and without): once
+    # inside reading_once (published.cells)
+    return read_once(("date_mismatches", label, tuple(dates), lifespan, tuple(earlier)),
+                     (rows, *earlier.values()),
+                     lambda: _date_mismatches(rows, dates, label, earlier, lifespan))
+
+
+def _date_mismatches(rows: pd.DataFrame, dates: list[str], label: str,
+                     earlier: Mapping[str, pd.DataFrame], lifespan: int | None,
+                     ) -> tuple[str, ...]:
+    mine = read_case_ids(rows)
+    cases = mine.texts if mine.plain else rows["case_id"].astype(str).to_numpy()
+
+    def positions(theirs: pd.DataFrame) -> np.ndarray | None:
+        # the probe the links made already, when both read the ids as astype(str) does
+        if not (mine.plain and mine.index.is_unique):
+            return None
+        other = read_case_ids(theirs)
+        return case_positions(mine.index, other.index) if other.plain else None
+
+    expected = _derived(_texts(cases), dates, label, earlier, lifespan, positions)
     found = []
     for name in dates:
         cells = _stripped(rows[name])
