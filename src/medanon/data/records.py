@@ -122,36 +122,49 @@ def map_cells(values: Iterable[object], fn: Callable[[object], object], *,
     shares one tuple among the cells holding it, a release table one label among a group's
     rows). Distinct ``str`` objects are then shared by value (a column read from a database
     holds one object per cell); tuples are not hashed by value again, which cost more than
-    formatting them (a tuple's hash reads every item). Numbers are never shared by value
-    (equal numbers can format apart, e.g. 0.0 and -0.0).
+    formatting them (a tuple's hash reads every item). Floats are shared by their bits (a
+    missing QID is a NaN object per cell), never by value (equal numbers can format apart,
+    e.g. 0.0 and -0.0); other numbers are not shared.
 
     ``many``, when given, maps a list of distinct text or tuple cells at once (it must return
     what ``fn`` returns for each): for an ``fn`` that is faster on a batch.
     """
+    return map_cell_array(values, fn, many=many).tolist()
+
+
+def map_cell_array(values: Iterable[object], fn: Callable[[object], object], *,
+                   many: Callable[[list], list] | None = None) -> np.ndarray:
+    """:func:`map_cells` as a flat object array (a column is made from it without a list)."""
     if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1:
         array = values
     else:
         cells = values if isinstance(values, list) else list(values)
         array = np.fromiter(cells, dtype=object, count=len(cells))  # a tuple stays one cell
     if not len(array):
-        return []
+        return np.empty(0, dtype=object)
     which, first = distinct_objects(array)
     objects = array[first]
     kinds = np.fromiter(map(type, objects), dtype=object, count=len(objects))
     results = np.empty(len(objects), dtype=object)
     texts = np.flatnonzero(np.equal(kinds, str))  # type: ignore[call-overload]  # exact types
     tuples = np.flatnonzero(np.equal(kinds, tuple))  # type: ignore[call-overload]
+    floats = np.flatnonzero(np.equal(kinds, float))  # type: ignore[call-overload]
     codes, distinct = pd.factorize(objects[texts])
     batch = distinct.tolist() + objects[tuples].tolist()
     mapped = (fn(v) for v in batch) if many is None else many(batch)
     mapped_values = np.fromiter(mapped, dtype=object, count=len(batch))
     results[texts] = mapped_values[codes]
     results[tuples] = mapped_values[len(distinct):]
+    if len(floats):
+        bits = np.fromiter(objects[floats], dtype=float, count=len(floats)).view(np.int64)
+        float_codes, float_bits = pd.factorize(bits)
+        results[floats] = np.fromiter((fn(v) for v in objects[floats[first_appearances(
+            float_codes)]].tolist()), dtype=object, count=len(float_bits))[float_codes]
     shared = np.zeros(len(objects), dtype=bool)
-    shared[texts] = shared[tuples] = True
+    shared[texts] = shared[tuples] = shared[floats] = True
     for i in np.flatnonzero(~shared).tolist():
         results[i] = fn(objects[i])
-    return results[which].tolist()
+    return results[which]
 
 
 @dataclass(frozen=True)
