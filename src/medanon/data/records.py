@@ -365,8 +365,8 @@ def stable_sort_order(records: pd.DataFrame, columns: list[str]) -> np.ndarray |
         # lexsort's last key is the primary one; like sort_values(kind="stable"), it keeps
         # rows that tie on every key in their order. A key equal in every row (a quarter's
         # period) orders nothing and is left out.
-        keys = [r for r in ranks if r is not None and not (r == r[0]).all()]
-        return np.lexsort(keys[::-1]) if keys else np.arange(n)
+        varied = [r for r in ranks if r is not None and not (r == r[0]).all()]
+        return np.lexsort(varied[::-1]) if varied else np.arange(n)
     keys = records[columns].reset_index(drop=True)
     return keys.sort_values(columns, kind="stable").index.to_numpy()
 

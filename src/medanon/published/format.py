@@ -145,7 +145,8 @@ def _format_multi_many(cells: list) -> list[str]:
     (issue 30); comparing the str objects themselves a third of what remained (issue 43).
     """
     n = len(cells)
-    is_tuple = np.equal(np.fromiter(map(type, cells), dtype=object, count=n), tuple)
+    is_tuple = np.equal(np.fromiter(map(type, cells), dtype=object, count=n),  # type: ignore[call-overload]  # exact types
+                        tuple)
     tuples = [c for c in cells if type(c) is tuple] if not is_tuple.all() else cells
     lengths = np.fromiter(map(len, tuples), dtype=np.int64, count=len(tuples))
     items = np.fromiter(itertools.chain.from_iterable(tuples), dtype=object,
