@@ -1,7 +1,7 @@
 """Property tests: the release's record path (store read, super records, published cells)
 gives what its plain, cell-by-cell definitions give, on the shortcuts issue 43 added: the
-packed sort keys of text, the store's lists numbered by their hashes, the multi cells'
-sortedness read from term ranks, floats formatted once per bit pattern."""
+packed sort keys of text, the unions and the multi cells' sortedness read from term
+objects, floats formatted once per bit pattern."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from medanon.data.records import (_packed_text_keys, _union_of_str_tuples, as_va
 from medanon.data.schema import Schema
 from medanon.published.format import (_format_multi_many, format_label, format_multi,
                                       format_numeric, to_published_rows)
-from medanon.store.duckdb_store import _list_numbers
 
 #: alphabets the packed keys take (digits: CaseID pseudonyms) and ones they refuse
 #: (non-ASCII, NUL) or that do not fit 64 bits when long
@@ -65,27 +64,6 @@ def test_pseudonym_like_keys_sort_as_pandas(rows: list[tuple], shared: bool) -> 
     expected = frame.reset_index(drop=True).sort_values(keys, kind="stable").index.tolist()
     got = stable_sort_order(frame, keys)
     assert (list(range(len(frame))) if got is None else got.tolist()) == expected
-
-
-_LISTS = st.lists(st.lists(st.sampled_from(["a", "b", "", "a b", "c"]), max_size=3),
-                  max_size=40)
-
-
-@settings(max_examples=300, deadline=None, derandomize=True)
-@given(_LISTS, st.integers(1, 4))
-def test_list_numbers_are_the_texts_factorized(lists: list[list[str]], buckets: int) -> None:
-    """Lists numbered by a hash (here a poor one, so that distinct lists collide) get the
-    numbers pd.factorize gives their texts (-1: an empty list), and the distinct texts."""
-    texts = np.array(["\x1f".join(x) for x in lists], dtype=object)
-    counts = np.array([len(x) for x in lists], dtype=np.int64)
-    hashes = np.array([hash(tuple(x)) % buckets for x in lists], dtype=np.uint64)
-    which, distinct, first = _list_numbers(texts, counts, hashes)
-    reference = texts.copy()
-    reference[counts <= 0] = None
-    codes, uniques = pd.factorize(reference)
-    assert which.tolist() == codes.tolist()
-    assert distinct == list(uniques)
-    assert texts[first].tolist() == distinct
 
 
 _TERMS = ["b", "a", " a ", "", "c d", "Z", "é", "a"]

@@ -511,29 +511,26 @@ class ReleaseStore:
         # gigabyte (issue 30). The joined texts are fetched one column at a time, so only one
         # column of them is alive at once: fetched together they were the peak of the read
         # (issue 43).
-        # The lists are numbered by DuckDB's hash of each list (integers, factorized several
-        # times faster than the texts) and each row's text is compared with the text of the
-        # first row of its number: equal everywhere, the numbers are the distinct lists; a
-        # collision of two lists' hashes numbers them by their texts instead (issue 43).
         terms: dict[str, str] = {}
         for name in multi:
             column = _quote(name)
             joined = self._con.execute(
                 f"SELECT rowid AS {_ROW}, array_to_string({column}, chr(31)) AS texts, "
                 f"len({column}) AS n, coalesce(list_count({column}) < len({column}) OR "
-                f"contains(array_to_string({column}, ''), chr(31)), false) AS unsafe, "
-                f"hash({column}) AS h {where}", [label]).fetchnumpy()
+                f"contains(array_to_string({column}, ''), chr(31)), false) AS unsafe {where}",
+                [label]).fetchnumpy()
             if np.asarray(joined.pop("unsafe")).any():
                 del joined, frame
                 return self._read_records_cell_by_cell(kept, multi, where, order, label)
             at = _positions(np.asarray(joined.pop(_ROW)), ordered)
             counts = np.asarray(joined["n"].filled(0) if np.ma.isMaskedArray(joined["n"])
-                                else joined["n"])
-            which, texts, first = _list_numbers(np.asarray(joined.pop("texts"), dtype=object),
-                                                counts, np.asarray(joined.pop("h")))
-            del joined
-            # numbered in the rows' storage order; the numbers, not the texts, put in order
-            frame[name] = _split_lists(texts, counts[first], terms)[which[at]]
+                                else joined["n"])[at]
+            texts = np.asarray(joined.pop("texts"), dtype=object)[at]
+            texts[counts <= 0] = None
+            which, distinct = pd.factorize(texts)  # an empty list: -1, the last cell below
+            del texts, joined
+            frame[name] = _split_lists(distinct.tolist(), counts[first_appearances(which)],
+                                       terms)[which]
         return frame[kept]
 
     def _read_records_cell_by_cell(self, kept: list[str], multi: list[str], where: str,
@@ -1181,31 +1178,6 @@ def _positions(rowids: np.ndarray, ordered: np.ndarray) -> np.ndarray:
                                                      or (rowids[at] != ordered).any())):
         raise StoreError("The store's records changed while they were read; read them again.")
     return at
-
-
-def _list_numbers(texts: np.ndarray, counts: np.ndarray,
-                  hashes: np.ndarray) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """The number of each row's list among the distinct non-empty lists (-1: empty or
-    missing), as ``pd.factorize`` of the texts numbers them (in order of first appearance),
-    the distinct lists' texts and the position of each one's first row.
-
-    ``texts`` are the lists' items joined (safe: an item holds no separator, none is
-    missing), ``counts`` their lengths (0 for a missing list) and ``hashes`` any hash of the
-    lists: equal lists, equal hashes. Numbered by their hashes, the rows of a number all
-    hold the text of its first row, which is checked; else they are numbered by their texts.
-    """
-    present = counts > 0
-    which = np.full(len(texts), -1, dtype=np.intp)
-    which[present] = pd.factorize(hashes[present])[0]
-    first = first_appearances(which)
-    numbered = which[present]
-    if not ((texts[present] == texts[first[numbered]]).all()
-            and (counts[present] == counts[first[numbered]]).all()):
-        texts = texts.copy()  # a collision: numbered by the texts themselves
-        texts[~present] = None
-        which, _ = pd.factorize(texts)
-        first = first_appearances(which)
-    return which, texts[first].tolist(), first
 
 
 def _split_lists(texts: list[str], counts: np.ndarray, terms: dict[str, str]) -> np.ndarray:
