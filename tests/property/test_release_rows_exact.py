@@ -1,4 +1,4 @@
-"""Property tests: the release's record path (store read, super records, published cells)
+"""Property tests: the release's record path (super records, published cells)
 gives what its plain, cell-by-cell definitions give, on the shortcuts issue 43 added: the
 packed sort keys of text, the unions and the multi cells' sortedness read from term
 objects, floats formatted once per bit pattern."""
