@@ -122,36 +122,49 @@ def map_cells(values: Iterable[object], fn: Callable[[object], object], *,
     shares one tuple among the cells holding it, a release table one label among a group's
     rows). Distinct ``str`` objects are then shared by value (a column read from a database
     holds one object per cell); tuples are not hashed by value again, which cost more than
-    formatting them (a tuple's hash reads every item). Numbers are never shared by value
-    (equal numbers can format apart, e.g. 0.0 and -0.0).
+    formatting them (a tuple's hash reads every item). Floats are shared by their bits (a
+    missing QID is a NaN object per cell), never by value (equal numbers can format apart,
+    e.g. 0.0 and -0.0); other numbers are not shared.
 
     ``many``, when given, maps a list of distinct text or tuple cells at once (it must return
     what ``fn`` returns for each): for an ``fn`` that is faster on a batch.
     """
+    return map_cell_array(values, fn, many=many).tolist()
+
+
+def map_cell_array(values: Iterable[object], fn: Callable[[object], object], *,
+                   many: Callable[[list], list] | None = None) -> np.ndarray:
+    """:func:`map_cells` as a flat object array (a column is made from it without a list)."""
     if isinstance(values, np.ndarray) and values.dtype == object and values.ndim == 1:
         array = values
     else:
         cells = values if isinstance(values, list) else list(values)
         array = np.fromiter(cells, dtype=object, count=len(cells))  # a tuple stays one cell
     if not len(array):
-        return []
+        return np.empty(0, dtype=object)
     which, first = distinct_objects(array)
     objects = array[first]
     kinds = np.fromiter(map(type, objects), dtype=object, count=len(objects))
     results = np.empty(len(objects), dtype=object)
     texts = np.flatnonzero(np.equal(kinds, str))  # type: ignore[call-overload]  # exact types
     tuples = np.flatnonzero(np.equal(kinds, tuple))  # type: ignore[call-overload]
+    floats = np.flatnonzero(np.equal(kinds, float))  # type: ignore[call-overload]
     codes, distinct = pd.factorize(objects[texts])
     batch = distinct.tolist() + objects[tuples].tolist()
     mapped = (fn(v) for v in batch) if many is None else many(batch)
     mapped_values = np.fromiter(mapped, dtype=object, count=len(batch))
     results[texts] = mapped_values[codes]
     results[tuples] = mapped_values[len(distinct):]
+    if len(floats):
+        bits = np.fromiter(objects[floats], dtype=float, count=len(floats)).view(np.int64)
+        float_codes, float_bits = pd.factorize(bits)
+        results[floats] = np.fromiter((fn(v) for v in objects[floats[first_appearances(
+            float_codes)]].tolist()), dtype=object, count=len(float_bits))[float_codes]
     shared = np.zeros(len(objects), dtype=bool)
-    shared[texts] = shared[tuples] = True
+    shared[texts] = shared[tuples] = shared[floats] = True
     for i in np.flatnonzero(~shared).tolist():
         results[i] = fn(objects[i])
-    return results[which].tolist()
+    return results[which]
 
 
 @dataclass(frozen=True)
@@ -279,12 +292,15 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
     }
     if schema.identifiers:
         ids = records[schema.identifiers[0]].astype(str).to_numpy()
-        # a case of one report (most): a 1-tuple made in C by zip
-        report_ids = list(zip(cells_at(ids, first_index).tolist()))
+        # a case of one report (most): a 1-tuple made in C by zip, in the rows' own order
+        # (made in the cases' order, each read a str scattered in memory: 0.25 -> 0.1 s at
+        # 450k reports, issue 43), then put in the cases' order
+        report_ids = cells_at(np.fromiter(zip(ids.tolist()), dtype=object, count=len(ids)),
+                              first_index)
         for g in multi_groups.tolist():
             report_ids[g] = tuple(cells_at(ids, np.arange(first_index[g], last_index[g] + 1))
                                   .tolist())
-        out["report_ids"] = np.fromiter(report_ids, dtype=object, count=n_groups)
+        out["report_ids"] = report_ids
     for name in schema.categorical_qids:
         out[name] = _lub_categorical(records[name], hierarchies[name], first_index, last_index,
                                      multi_groups, rows)
@@ -298,13 +314,14 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
         out[name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
     for name in schema.multi_valued:
         raw = records[name].to_numpy(dtype=object)
-        merged = _union_of_str_tuples(raw, group, first_index, rows)
+        merged = _union_cells(raw, group, first_index, rows)
         if merged is None:  # cells of other kinds (text, lists, missing): one by one
             cells = map_cells(sorted_cells(raw), as_value_set)
-            merged = [cells[i] for i in first_index]
+            unions = [cells[i] for i in first_index]
             for g in multi_groups.tolist():
-                merged[g] = tuple(sorted(set().union(*cells[first_index[g]:last_index[g] + 1])))
-        out[name] = np.fromiter(merged, dtype=object, count=n_groups)
+                unions[g] = tuple(sorted(set().union(*cells[first_index[g]:last_index[g] + 1])))
+            merged = np.fromiter(unions, dtype=object, count=n_groups)
+        out[name] = merged
     for name in schema.insensitive + schema.private:
         out[name] = cells_at(records[name].to_numpy(), last_index)
     for name in schema.date_columns:
@@ -346,8 +363,10 @@ def stable_sort_order(records: pd.DataFrame, columns: list[str]) -> np.ndarray |
     ranks = [_sort_ranks(records[name]) for name in columns]
     if all(r is not None for r in ranks):
         # lexsort's last key is the primary one; like sort_values(kind="stable"), it keeps
-        # rows that tie on every key in their order
-        return np.lexsort([r for r in ranks if r is not None][::-1])
+        # rows that tie on every key in their order. A key equal in every row (a quarter's
+        # period) orders nothing and is left out.
+        varied = [r for r in ranks if r is not None and not (r == r[0]).all()]
+        return np.lexsort(varied[::-1]) if varied else np.arange(n)
     keys = records[columns].reset_index(drop=True)
     return keys.sort_values(columns, kind="stable").index.to_numpy()
 
@@ -356,7 +375,9 @@ def _sort_ranks(column: pd.Series) -> np.ndarray | None:
     """Integer keys that order ``column``'s cells as ``sort_values`` orders them (equal cells
     equal keys), or None for a column this does not read (missing cells, mixed kinds).
 
-    Text is ranked once per distinct value (factorized, the distinct values sorted by code
+    Text is keyed once per distinct object (:func:`distinct_objects`; the store and the
+    pseudonyms share one str among equal cells), by :func:`_packed_text_keys` when the texts
+    allow, else ranked per distinct value (factorized, the distinct values sorted by code
     point, as Python and pandas compare str): pandas' own multi-column sort made an ordered
     Categorical, sorting every distinct str by object comparisons, 1.3 s of a 450k-case
     quarter's release once its CaseIDs are pseudonyms (issue 43). Integers and NaN-free floats
@@ -367,6 +388,18 @@ def _sort_ranks(column: pd.Series) -> np.ndarray | None:
         return values
     if values.dtype != object or pd.api.types.infer_dtype(values, skipna=False) != "string":
         return None
+    # cells of a few shared objects (a period) are keyed once per object; cells that are
+    # mostly distinct (CaseIDs) at once, without numbering their objects first
+    sample = _addresses(values[::max(1, len(values) // _SAMPLE)])
+    if 2 * len(np.unique(sample)) <= len(sample):
+        which, first = distinct_objects(values)
+        packed = _packed_text_keys(values[first].tolist())
+        if packed is not None:
+            return packed[which]
+    else:
+        packed = _packed_text_keys(values.tolist())
+        if packed is not None:
+            return packed
     codes, distinct = pd.factorize(values)
     if len(codes) and codes.min() < 0:  # a missing cell: pandas puts it last; not read here
         return None
@@ -375,6 +408,69 @@ def _sort_ranks(column: pd.Series) -> np.ndarray | None:
     rank = np.empty(len(texts), dtype=np.int64)
     rank[order] = np.arange(len(texts), dtype=np.int64)
     return rank[codes]
+
+
+#: the longest text :func:`_packed_text_keys` packs (a 64-bit key holds at most 64 symbols)
+_PACKED_WIDTH = 64
+#: how many cells :func:`_sort_ranks` looks at to tell whether a column shares its objects
+_SAMPLE = 1024
+#: the bytes :func:`_packed_text_keys` counts at once
+_COUNT_CHUNK = 1 << 20
+
+
+def _packed_text_keys(texts: list[str]) -> np.ndarray | None:
+    """One unsigned 64-bit key per text that orders the texts by code point (equal texts
+    equal keys), or None when they do not fit one.
+
+    Each text is read as a number whose digits are its characters, ranked among the
+    characters the texts hold, and padded on the right with a digit below them all: ASCII
+    texts without NUL characters whose alphabet (with the pad, when a text is shorter than
+    the longest) to the power of the longest length fits 64 bits, e.g. 16-digit CaseID
+    pseudonyms. One integer sort of these keys replaces sorting 450k distinct str (a
+    fixed-width numpy string sort took 0.3 s, ranking them 0.5 s more; issue 43). A shorter
+    text that is a prefix of a longer one ranks first, as in Python.
+    """
+    n = len(texts)
+    if not n:
+        return np.zeros(0, dtype=np.uint64)
+    if set(map(type, texts)) != {str}:  # exactly str: a subclass may compare otherwise
+        return None
+    joined = "\x00".join(texts)
+    if not joined.isascii() or len(joined) > (_PACKED_WIDTH + 1) * n:
+        return None
+    # the texts' bytes, each followed by a NUL: where the NULs are tells their lengths, and
+    # a NUL more than the texts tells that a text holds one
+    raw = np.frombuffer((joined + "\x00").encode("ascii"), dtype=np.uint8)
+    ends = np.flatnonzero(raw == 0)
+    if len(ends) != n:
+        return None
+    lengths = np.diff(ends, prepend=-1) - 1
+    width = int(lengths.max(initial=0))
+    if width > _PACKED_WIDTH:
+        return None
+    if (lengths == width).all():
+        digits = raw.reshape(n, width + 1)[:, :width]
+    else:  # shorter texts padded with NUL, the digit below every character
+        digits = np.zeros((n, width), dtype=np.uint8)
+        row = np.repeat(np.arange(n), lengths)
+        column = np.arange(len(row)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        digits[row, column] = raw[raw != 0]
+    counts = np.zeros(256, dtype=np.int64)
+    for at in range(0, len(raw), _COUNT_CHUNK):  # in chunks: bincount counts in int64
+        counts += np.bincount(raw[at:at + _COUNT_CHUNK], minlength=256)
+    counts[0] = int((lengths < width).any())  # the separators are no characters; the pad is
+    present = np.flatnonzero(counts)
+    base = len(present)
+    if base ** width > 1 << 64:
+        return None
+    rank = np.zeros(256, dtype=np.uint8)
+    rank[present] = np.arange(base)
+    ranked = rank[digits]
+    keys = np.zeros(n, dtype=np.uint64)
+    for j in range(width):  # below base ** width <= 2 ** 64 at every step: no overflow
+        keys *= np.uint64(base)
+        keys += ranked[:, j]
+    return keys
 
 
 #: the characters of a fixed-width numpy string array :func:`_text_order` makes at any rate
@@ -426,6 +522,13 @@ def distinct_sorted(values: np.ndarray) -> np.ndarray:
 def _union_of_str_tuples(cells: Sequence[object] | np.ndarray, group: np.ndarray,
                          first_index: np.ndarray,
                          rows: np.ndarray | None = None) -> list[tuple] | None:
+    """:func:`_union_cells` as a list."""
+    merged = _union_cells(cells, group, first_index, rows)
+    return None if merged is None else merged.tolist()
+
+
+def _union_cells(cells: Sequence[object] | np.ndarray, group: np.ndarray,
+                 first_index: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray | None:
     """Per group, :func:`as_value_set` of the union of its rows' cells, when every cell is a
     tuple of str (what the store gives); None otherwise.
 
@@ -434,8 +537,9 @@ def _union_of_str_tuples(cells: Sequence[object] | np.ndarray, group: np.ndarray
 
     The work is done once per distinct tuple object (:func:`distinct_objects`: the store
     shares one tuple among the cells that hold it), not once per row: a 450k-report quarter
-    holds 84 distinct outcome tuples and about 220k distinct reaction tuples (issue 43). A
-    group of one row whose tuple is already normalized (stripped, non-empty terms in
+    holds 84 distinct outcome tuples and about 220k distinct reaction tuples (issue 43); and
+    once per distinct term object for the terms (the store shares one str per term too).
+    A group of one row whose tuple is already normalized (stripped, non-empty terms in
     strictly increasing order) keeps that tuple, which equals the one built from its terms.
     The other groups' unions are built from (group, term) pairs, terms coded once (sorted
     vocabulary, so code order is string order), deduplicated and sorted in one numpy pass.
@@ -443,54 +547,57 @@ def _union_of_str_tuples(cells: Sequence[object] | np.ndarray, group: np.ndarray
     array = (cells if isinstance(cells, np.ndarray) and cells.dtype == object
              else np.fromiter(cells, dtype=object, count=len(cells)))
     which, first = distinct_objects(array)
-    if rows is not None:
-        which = which[rows]
-    objects = array[first].tolist()
-    if not set(map(type, objects)) <= {tuple}:
+    objects = array[first]
+    if not set(map(type, objects.tolist())) <= {tuple}:
         return None
-    flat = list(chain.from_iterable(objects))
-    if not set(map(type, flat)) <= {str}:
+    m = len(objects)
+    lengths = np.fromiter(map(len, objects), dtype=np.int64, count=m)
+    items = np.fromiter(chain.from_iterable(objects), dtype=object, count=int(lengths.sum()))
+    # the terms by object (a str object per distinct term), their values looked at once each
+    item_of, item_first = distinct_objects(items)
+    terms = items[item_first].tolist()
+    if not set(map(type, terms)) <= {str}:
         return None
     n_groups = len(first_index)
     if not n_groups:
-        return []
-    m = len(objects)
-    lengths = np.fromiter(map(len, objects), dtype=np.int64, count=m)
+        return np.empty(0, dtype=object)
+    stripped = [t.strip() for t in terms]
+    vocabulary = sorted(set(stripped) - {""})
+    code_of = {t: i for i, t in enumerate(vocabulary)}
+    codes = np.array([code_of.get(v, -1) for v in stripped], dtype=np.int64)[item_of]
+    unclean = np.array([t != v or not v for t, v in zip(terms, stripped)], dtype=bool)
     owner = np.repeat(np.arange(m, dtype=np.int64), lengths)  # the object of each term
-    stripped = {t: t.strip() for t in dict.fromkeys(flat)}
     # which objects are normalized as they are: every term stripped and non-empty, each
-    # greater than the one before it (str order: the order sorted() gives)
+    # greater than the one before it (code order is the order sorted() gives their texts,
+    # which are the terms themselves when nothing was stripped)
     as_is = np.ones(m, dtype=bool)
-    unclean = {t for t, v in stripped.items() if t != v or not v}
-    if unclean:
-        as_is[owner[np.fromiter((t in unclean for t in flat), dtype=bool, count=len(flat))]] = False
-    terms = np.fromiter(flat, dtype=object, count=len(flat))
+    as_is[owner[unclean[item_of]]] = False
     step = owner[1:] == owner[:-1]
-    as_is[owner[1:][step & (terms[1:] <= terms[:-1])]] = False
+    as_is[owner[1:][step & (codes[1:] <= codes[:-1])]] = False
     single = np.bincount(group, minlength=n_groups) == 1
-    rebuilt = ~(single & as_is[which[first_index]])
-    merged = array[first_index if rows is None else rows[first_index]]
+    kept = which[first_index if rows is None else rows[first_index]]
+    rebuilt = ~(single & as_is[kept])
+    # one gather of the distinct objects, whose number is small or whose memory is in the
+    # rows' own order: a gather of the cells in the groups' order read each tuple's memory
+    # in a shuffled order (issue 43)
+    merged = objects[kept]
     if rebuilt.any():  # the other groups' union: (group, term) pairs sorted, made distinct
-        vocabulary = sorted(set(stripped.values()) - {""})
-        code_of = {t: i for i, t in enumerate(vocabulary)}
-        raw_code = {t: code_of.get(v, -1) for t, v in stripped.items()}  # -1: blank, dropped
-        codes = np.fromiter(map(raw_code.__getitem__, flat), dtype=np.int64, count=len(flat))
         # the terms of every row of a rebuilt group: its object's terms
-        rows = np.flatnonzero(rebuilt[group])
-        objs = which[rows]
+        at_rows = np.flatnonzero(rebuilt[group])
+        objs = which[at_rows if rows is None else rows[at_rows]]
         count = lengths[objs]
         start = np.r_[0, np.cumsum(lengths)[:-1]][objs]
         at = np.repeat(start - np.r_[0, np.cumsum(count)[:-1]], count) + np.arange(count.sum())
-        owners, row_codes = np.repeat(group[rows], count), codes[at]
-        kept = row_codes >= 0
+        owners, row_codes = np.repeat(group[at_rows], count), codes[at]
+        present = row_codes >= 0  # -1: a blank term, dropped
         width = max(len(vocabulary), 1)
-        pairs = distinct_sorted(owners[kept] * width + row_codes[kept])  # by group, then term
+        pairs = distinct_sorted(owners[present] * width + row_codes[present])  # by group, then term
         where = np.flatnonzero(rebuilt)
         bounds = np.searchsorted(pairs // width, np.r_[where, where + 1]).reshape(2, -1)
         words = np.array(vocabulary + [""], dtype=object)[pairs % width].tolist()
         for g, a, b in zip(where.tolist(), bounds[0].tolist(), bounds[1].tolist()):
             merged[g] = tuple(words[a:b])
-    return merged.tolist()
+    return merged
 
 
 def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, first_index: np.ndarray,

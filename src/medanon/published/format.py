@@ -33,7 +33,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.dates import publish_dates
-from ..data.records import distinct_bounds, distinct_objects, map_cells
+from ..data.records import distinct_bounds, distinct_objects, map_cell_array
 from ..periods import parse_period
 from ..errors import InputFormatError, StoreError
 from ..hierarchies import Interval
@@ -82,12 +82,17 @@ def format_numeric_cells(column: pd.Series) -> list[str]:
     numbers, ``*``, missing) are formatted once per distinct object (a release table holds a
     group's cell object in every row of the group: :func:`distinct_objects`).
     """
+    return _numeric_cell_array(column).tolist()
+
+
+def _numeric_cell_array(column: pd.Series) -> np.ndarray:
+    """:func:`format_numeric_cells` as an object array."""
     values = column.array
     n = len(values)
     if isinstance(values, pd.arrays.IntervalArray):
         lo, hi = np.asarray(values.left, dtype=float), np.asarray(values.right, dtype=float)
         labels, which = _interval_labels(lo, hi, lambda i: format_numeric(values[i]))
-        return labels[which].tolist() if n else []
+        return labels[which] if n else np.empty(0, dtype=object)
     cells = column.to_numpy(dtype=object)
     which, first = distinct_objects(cells)
     objects = cells[first]
@@ -103,7 +108,7 @@ def format_numeric_cells(column: pd.Series) -> list[str]:
         hi = np.array([float(objects[i].right) for i in at.tolist()], dtype=float)
         labels, inverse = _interval_labels(lo, hi, lambda i: format_numeric(objects[at[i]]))
         out[at] = labels[inverse]
-    return out[which].tolist()
+    return out[which]
 
 
 def _interval_labels(lo: np.ndarray, hi: np.ndarray, label) -> tuple[np.ndarray, np.ndarray]:
@@ -133,41 +138,71 @@ def _format_multi_many(cells: list) -> list[str]:
     """:func:`format_multi` of each cell; a tuple of str that is already sorted without
     repeats (what super records hold) is joined as it is.
 
-    Whether a tuple is sorted is read by comparing each item with the one before it, all
-    tuples at once (numpy compares the str objects as ``sorted`` does, by code point):
-    sorting and deduplicating each cell again was a twentieth of a release's CPU at 100k
-    cases (issue 30).
+    Whether a tuple is sorted is read from its terms' ranks among the distinct terms, all
+    tuples at once: the terms are ranked once per distinct str object (the store shares one
+    str per term, :func:`distinct_objects`), so each comparison is of two integers. Sorting
+    and deduplicating each cell again was a twentieth of a release's CPU at 100k cases
+    (issue 30); comparing the str objects themselves a third of what remained (issue 43).
     """
-    is_tuple = np.fromiter((type(c) is tuple for c in cells), dtype=bool, count=len(cells))
-    tuples = [c for c in cells if type(c) is tuple]
-    flat = list(itertools.chain.from_iterable(tuples))
-    joinable = np.zeros(len(cells), dtype=bool)
-    if set(map(type, flat)) <= {str}:
-        items = np.fromiter(flat, dtype=object, count=len(flat))
-        lengths = np.fromiter(map(len, tuples), dtype=np.int64, count=len(tuples))
+    n = len(cells)
+    is_tuple = np.equal(np.fromiter(map(type, cells), dtype=object, count=n),  # type: ignore[call-overload]  # exact types
+                        tuple)
+    tuples = [c for c in cells if type(c) is tuple] if not is_tuple.all() else cells
+    lengths = np.fromiter(map(len, tuples), dtype=np.int64, count=len(tuples))
+    items = np.fromiter(itertools.chain.from_iterable(tuples), dtype=object,
+                        count=int(lengths.sum()))
+    item_of, item_first = distinct_objects(items)
+    terms = items[item_first].tolist()
+    joinable = np.zeros(n, dtype=bool)
+    if set(map(type, terms)) <= {str}:
+        value_of, values = pd.factorize(np.asarray(terms, dtype=object).reshape(-1))
+        rank = np.empty(len(values), dtype=np.int64)
+        rank[np.argsort(np.asarray(values, dtype=object), kind="stable")] = np.arange(len(values))
+        ranks = rank[value_of][item_of]
         owner = np.repeat(np.flatnonzero(is_tuple), lengths)
         same = owner[1:] == owner[:-1]
         joinable = is_tuple.copy()
-        joinable[owner[1:][same & (items[1:] <= items[:-1])]] = False
+        joinable[owner[1:][same & (ranks[1:] <= ranks[:-1])]] = False
+    if joinable.all():
+        return list(map(MULTI_SEPARATOR.join, cells))
     return [MULTI_SEPARATOR.join(c) if ok else format_multi(c)
             for c, ok in zip(cells, joinable.tolist())]
 
 
 def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
-    """Format an algorithm's table as release rows (all strings, in the format's column order)."""
+    """Format an algorithm's table as release rows (all strings, in the format's column order).
+
+    Each column is made from an object array of its cells, each distinct cell object
+    formatted once (:func:`map_cell_array`): a list per column, turned into an array by
+    pandas, cost as much as formatting (issue 43).
+    """
     out = pd.DataFrame({c: table[c].astype(str).to_numpy() for c in FIXED_COLUMNS})
     for qid in schema.qids:
         cells = table[qid.name].to_numpy(dtype=object)
-        out[qid.name] = (format_numeric_cells(table[qid.name]) if qid.kind == "numeric"
-                         else map_cells(cells, format_label))
+        out[qid.name] = _column(_numeric_cell_array(table[qid.name]) if qid.kind == "numeric"
+                                else map_cell_array(cells, format_label))
     for name in schema.sensitive + schema.multi:
-        out[name] = map_cells(table[name].to_numpy(dtype=object), format_multi,
-                              many=_format_multi_many)
+        out[name] = _column(map_cell_array(table[name].to_numpy(dtype=object), format_multi,
+                                           many=_format_multi_many))
     for name in schema.insensitive:
-        out[name] = map_cells(table[name].to_numpy(dtype=object), format_label)
+        out[name] = _column(map_cell_array(table[name].to_numpy(dtype=object), format_label))
     for name, granularity in schema.dates.items():
-        out[name] = publish_dates(table[name].to_numpy(dtype=object), granularity)
+        # each distinct date object once: publish_dates is a function of each cell's value
+        cells = table[name].to_numpy(dtype=object)
+        which, first = distinct_objects(cells)
+        out[name] = _column(np.fromiter(publish_dates(cells[first], granularity), dtype=object,
+                                        count=len(first))[which])
     return out
+
+
+def _column(cells: np.ndarray) -> pd.Series | list:
+    """Formatted cells (all str) as the column pandas makes of them: of the dtype it infers
+    for text (``str`` in pandas 3, object before), given rather than inferred from every cell
+    (a tenth of this step at 450k rows, issue 43); a list when there are none (pandas makes
+    an empty list a float column: the rows keep the dtypes they had)."""
+    if not len(cells):
+        return list(cells)
+    return pd.Series(cells, dtype=pd.Series(np.array(["x"], dtype=object)).dtype, copy=False)
 
 
 def original_as_published(supers: pd.DataFrame, schema) -> pd.DataFrame:
