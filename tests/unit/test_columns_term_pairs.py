@@ -23,6 +23,15 @@ def _frame(columns: list[list[str | None]]) -> pd.DataFrame:
                          for j, cells in enumerate(columns)})
 
 
+def _assert_reads_as_joined_cells(frame: pd.DataFrame, names: list) -> None:
+    """columns_term_pairs gives term_pairs of the joined cells: the same arrays and dtypes."""
+    want = term_pairs(joined_terms(frame, names))
+    got = columns_term_pairs(frame, names)
+    for w, g in zip(want, got, strict=True):
+        assert g.dtype == w.dtype
+        assert g.tolist() == w.tolist()
+
+
 @settings(max_examples=300, deadline=None)
 @given(hs.integers(0, 3).flatmap(lambda width: hs.integers(0, 12).flatmap(
     lambda n: hs.lists(hs.lists(_CELL, min_size=n, max_size=n), min_size=width,
@@ -30,11 +39,7 @@ def _frame(columns: list[list[str | None]]) -> pd.DataFrame:
 def test_columns_term_pairs_equals_term_pairs_of_the_joined_cells(columns, rows) -> None:
     frame = _frame(columns) if columns else pd.DataFrame(index=range(rows))
     names = list(frame.columns)
-    want = term_pairs(joined_terms(frame, names))
-    got = columns_term_pairs(frame, names)
-    for w, g in zip(want, got, strict=True):
-        assert g.dtype == w.dtype
-        assert g.tolist() == w.tolist()
+    _assert_reads_as_joined_cells(frame, names)
 
 
 def test_terms_are_numbered_by_first_appearance_row_by_row() -> None:
@@ -70,11 +75,7 @@ def test_shared_and_copied_cell_objects_read_as_their_text(columns) -> None:
     # texts held in different objects, must read as the joined cells do
     frame = _frame([_copies(cells, shared) for cells, shared in columns])
     names = list(frame.columns)
-    want = term_pairs(joined_terms(frame, names))
-    got = columns_term_pairs(frame, names)
-    for w, g in zip(want, got, strict=True):
-        assert g.dtype == w.dtype
-        assert g.tolist() == w.tolist()
+    _assert_reads_as_joined_cells(frame, names)
     for name in names:
         codes, texts = distinct_cells(frame[name])
         want_codes, want_texts = pd.factorize(cell_strings(frame[name]))
