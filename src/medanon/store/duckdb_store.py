@@ -1255,8 +1255,14 @@ def _text_frame(frame: pd.DataFrame, columns: list[str], shared: Iterable[str]) 
                 values = values.copy()
                 values[missing] = ""
             out[name] = values
-    # (object columns: arrays of str would be read as pandas' text dtype)
-    return pd.DataFrame(out, index=frame.index, columns=columns, dtype=object)
+    # one block per column, as the frame DuckDB gave, not one 2-D block of all columns: a
+    # reader that keeps one column of a period's rows (the screening keeps a release's terms
+    # to the end of ``evaluate``) would keep every column of them alive with it (24 x 20k:
+    # 740 -> 1,640 MiB); object columns, since arrays of str would be read as pandas' text dtype
+    text = pd.DataFrame(index=frame.index)
+    for name in columns:
+        text[name] = pd.Series(out[name], index=frame.index, dtype=object, copy=False)
+    return text
 
 
 def _texts_column(values: Iterable[object]) -> pd.Series:
