@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from medanon.anonymize.common import TermSuppression, _SensitiveTerms
-from medanon.data.records import _union_of_str_tuples, as_value_set, first_appearances, map_cells
+from medanon.data.records import (_union_of_str_tuples, as_value_set, factorize_texts,
+                                  first_appearances, map_cells)
 from medanon.errors import SchemaError
-from medanon.pipeline.publish import (INPUT_DIGEST_VERSION, _canonical_order, _factorized,
-                                      input_digest)
+from medanon.pipeline.publish import INPUT_DIGEST_VERSION, _canonical_order, input_digest
 from medanon.published.format import (_format_multi_many, format_multi, format_numeric,
                                      format_numeric_cells)
 
@@ -162,7 +162,7 @@ def test_the_digest_factorizes_as_pandas(values, ordered) -> None:
         values = sorted(values)
     column = np.empty(len(values), dtype=object)
     column[:] = values
-    codes, distinct = _factorized(column)
+    codes, distinct = factorize_texts(column)
     expected_codes, expected = pd.factorize(column)
     assert codes.tolist() == expected_codes.tolist()
     assert list(distinct) == list(expected)

@@ -56,6 +56,17 @@ def object_array(values: Iterable[object]) -> np.ndarray:
     return raw.ravel()
 
 
+
+def factorize_texts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values)`` (a flat object array), without hashing texts that are in
+    strictly increasing order: their codes are 0, 1, ... and their distinct values themselves
+    (a period's CaseIDs as the store lists them, the input digest's CaseIDs and report ids in
+    its canonical order; issue 43)."""
+    if (len(values) > 1 and pd.api.types.infer_dtype(values, skipna=False) == "string"
+            and bool((values[1:] > values[:-1]).all())):
+        return np.arange(len(values)), values
+    return pd.factorize(values)
+
 def first_appearances(codes: np.ndarray) -> np.ndarray:
     """The position of each code's first appearance, for codes numbered as ``pd.factorize``
     numbers values (in order of first appearance from 0; -1, a missing value, is skipped): a

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_choice
-from ..data.records import object_array
+from ..data.records import factorize_texts, object_array
 from ..errors import StoreError, ValidationError
 from ..published.case_ids import CASE_ID_MODES, PSEUDONYM_DIGITS, case_ids_entry
 from ..random import Randomness
@@ -209,12 +209,7 @@ def _distinct_stripped(ids: Iterable[object]) -> tuple[np.ndarray, np.ndarray]:
     rows, and the published ones are stripped already, so usually nothing changes)."""
     raw = object_array(ids)
     if len(raw) and pd.api.types.infer_dtype(raw, skipna=False) == "string":
-        if bool((raw[1:] > raw[:-1]).all()):
-            # strictly increasing, so distinct (as the store lists a period's CaseIDs): one
-            # comparison per CaseID instead of hashing each
-            which, distinct = np.arange(len(raw)), raw
-        else:
-            which, distinct = pd.factorize(raw)
+        which, distinct = factorize_texts(raw)
         listed = distinct.tolist()
         stripped = [c.strip() for c in listed]
         if stripped == listed:

@@ -35,7 +35,7 @@ from ..accounting import (Budget, Charge, PrivacyLoss, cases_over_budget, check_
                           format_epsilon, unit_counts)
 from ..anonymize.base import AnonymizationResult, Anonymizer
 from ..periods import parse_period
-from ..data.records import combine_super_records, stable_sort_order
+from ..data.records import combine_super_records, factorize_texts, stable_sort_order
 from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
@@ -185,27 +185,17 @@ def input_digest(records: pd.DataFrame) -> str:
             _hash_part(digest, column.dtype.str)
             digest.update(np.ascontiguousarray(column.to_numpy()[order]).tobytes())
             continue
-        codes, distinct = _factorized(column.to_numpy(dtype=object)[order])
+        codes, distinct = factorize_texts(column.to_numpy(dtype=object)[order])
         _hash_values(digest, distinct.tolist())
         digest.update(codes.astype("<i8").tobytes())
     return digest.hexdigest()
 
 
-def _factorized(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``pd.factorize(values)``, without hashing a column of texts in strictly increasing
-    order (its codes are 0, 1, ... and its distinct values itself): in the canonical order
-    the CaseIDs are, and usually the report ids (a case's reports follow it)."""
-    if (len(values) > 1 and pd.api.types.infer_dtype(values, skipna=False) == "string"
-            and bool((values[1:] > values[:-1]).all())):
-        return np.arange(len(values)), values
-    return pd.factorize(values)
-
-
 def _canonical_order(records: pd.DataFrame) -> np.ndarray:
     """The row order :func:`input_digest` hashes in: a stable sort by the first three columns
     (case, period, report), missing values last, as ``DataFrame.sort_values`` orders them
-    (:func:`~medanon.data.records.stable_sort_order`, the super records' sort: text ranked
-    once per distinct value with numpy's string sort, anything else sorted by pandas)."""
+    (:func:`~medanon.data.records.stable_sort_order`, the super records' sort: text keyed
+    or ranked per distinct value, anything else sorted by pandas)."""
     order = stable_sort_order(records, list(records.columns[:3]))
     return np.arange(len(records)) if order is None else order
 
