@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from html import unescape
 
 import numpy as np
@@ -107,6 +108,19 @@ def test_series_of_other_periods_or_other_inputs_are_never_compared():
 def test_same_counts_without_digests_count_as_the_same_data():
     a, b = _report("A", OLD, digest=None), _report("B", OLD, digest=None, dir_=0.5)
     assert different_data(a, b) is None and comparison([a, b])
+
+
+def test_digests_of_different_versions_are_judged_by_counts():
+    # a store of csv-v1 digests and one of columns-v2 digests of the same input hash other
+    # bytes: their digests differ whatever the data, so only the counts can tell
+    v2 = {p: "columns-v2" for p in OLD}
+    a = _report("A", OLD)
+    b = replace(_report("B", OLD, digest="other", dir_=0.5), input_versions=v2)
+    assert different_data(a, b) is None and comparison([a, b])
+    fewer = replace(_report("C", OLD, digest="other", n_cases=41), input_versions=v2)
+    assert "other report and case counts" in different_data(a, fewer)
+    # of one version, the digests decide even where the counts agree
+    assert "another input digest" in different_data(replace(a, input_versions=v2), b)
 
 
 def test_of_three_series_only_the_two_of_one_input_are_compared():

@@ -159,6 +159,8 @@ def _with_next_period(store: ReleaseStore, labels: list[str], *, explicit: bool,
 #: codes; stores written before it hold ``csv-v1`` digests (the sorted records' CSV text), which
 #: are not comparable with it.
 INPUT_DIGEST_VERSION = "columns-v2"
+#: the version of a digest whose store recorded none (written before the version was recorded)
+EARLIER_INPUT_DIGEST = "csv-v1"
 
 
 def input_digest(records: pd.DataFrame) -> str:

@@ -39,6 +39,7 @@ from ..published.cells import SUPPRESSED
 from ..pipeline.case_ids import CaseIds, mode_of
 from ..published.format import original_as_published
 from ..pipeline.history import StoreSeries
+from ..pipeline.publish import EARLIER_INPUT_DIGEST
 from ..published.series import PublishedSeries
 from ..store import ReleaseStore
 
@@ -429,6 +430,9 @@ class SeriesReport:
         inputs: Period -> SHA-256 of the release's input records (the store's operator-only
             ``input_sha256``; None when the store has none), to tell series of the same data
             from others (:func:`same_data`). Operator-only, like the report: never shown.
+        input_versions: Period -> what its digest hashes (the store's ``input_digest``
+            detail; ``csv-v1`` where a store recorded none): two digests of different versions
+            are not comparable, and those periods are judged by their counts.
     """
 
     name: str
@@ -443,6 +447,7 @@ class SeriesReport:
     accounting: list[dict] = field(default_factory=list)
     card: SeriesCard | None = None
     inputs: dict[str, str | None] = field(default_factory=dict)
+    input_versions: dict[str, str] = field(default_factory=dict)
 
     @property
     def summary_card(self) -> SeriesCard:
@@ -720,7 +725,11 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
         ledger_rows = db.ledger()
         schema_name = db.schema.name
         # operator-only, as the report is: what tells series of the same data apart
-        inputs = {p: db.operator_record(p)["input_sha256"] for p in series.periods}
+        operator = {p: db.operator_record(p) for p in series.periods}
+        inputs = {p: record["input_sha256"] for p, record in operator.items()}
+        input_versions = {
+            p: str(record["private_details"].get("input_digest", EARLIER_INPUT_DIGEST))
+            for p, record in operator.items()}
         options = screening_for(set(db.release_columns()))
         columns = original_columns(list(rules), options)
         originals, _ = store_originals(db, series.periods, lazy=True, columns=columns)
@@ -753,7 +762,8 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
     return SeriesReport(name=shown, store=str(store), schema=schema_name,
                         ingested=ingested, evaluation=evaluation, manifests=manifests,
                         profiles=profiles, ledger=ledger, rules=tuple(rules),
-                        accounting=accounting, card=card, inputs=inputs)
+                        accounting=accounting, card=card, inputs=inputs,
+                        input_versions=input_versions)
 
 
 def report_steps(stores: Sequence[str | Path], *, rules: Sequence[SignalRule] = ()) -> int:
@@ -975,7 +985,8 @@ def different_data(a: SeriesReport, b: SeriesReport) -> str | None:
     Two series are of the same data when they publish the same periods from the same input:
     every period's input digest (the store's operator-only ``input_sha256``, which hashes the
     period's input records) is equal; where a store has no digest for a period (an older
-    store), its ingested reports and cases must be equal in number instead. Only such series
+    store), or the two digests hash different things (their versions differ: ``csv-v1``
+    against ``columns-v2``), its ingested reports and cases must be equal in number instead. Only such series
     can be compared: a risk or a recall measured on other cases, or over other periods, says
     nothing about which publication is better.
     """
@@ -986,7 +997,9 @@ def different_data(a: SeriesReport, b: SeriesReport) -> str | None:
               for r in (a, b))
     for period in a.periods:
         da, db = a.inputs.get(period), b.inputs.get(period)
-        if da is not None and db is not None:
+        comparable = (a.input_versions.get(period, EARLIER_INPUT_DIGEST)
+                      == b.input_versions.get(period, EARLIER_INPUT_DIGEST))
+        if da is not None and db is not None and comparable:
             if da != db:
                 return f"their input records of {period} differ (another input digest)"
         elif ca.get(period) != cb.get(period):
