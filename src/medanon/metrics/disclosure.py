@@ -452,7 +452,6 @@ class _HardLinkage:
         c = len(cat_q)
         match = index.match(t_keys[:, :c + 2])
         n_b, b_key = len(index.keys), index.key
-        by_bucket, b_bounds = index.order, index.bounds
         width = max(len(view.term_names), 1)
         # targets whose value on every QID is unknown to the sweep: whole buckets
         b_count = np.bincount(b_key, minlength=n_b).astype(np.float64)
