@@ -113,6 +113,39 @@ def test_evaluate_linked_equals_evaluate_series(store, tmp_path):
     assert [e["period"] for e in got[0]["releases"]] == whole.periods[1:]
 
 
+def test_evaluate_on_the_series_verify_checked_equals_evaluate_series(store, tmp_path):
+    """What ``medanon evaluate`` measures each release on (the linked series verify checked,
+    with the other cases of its groups, read inside one reading_once: issue 43) gives the
+    whole series' evaluation, background knowledge and MD-attack included."""
+    (tmp_path / "rules.csv").write_text("drug,condition,reaction\nAVANDIA,age > 18,Myocardial "
+                                        "infarction\nZELNORM,,Cerebrovascular accident\n")
+    (tmp_path / "bk.csv").write_text("term,attribute,value\nBreast cancer,sex,F\n")
+    rules = read_rules(tmp_path / "rules.csv")
+    background = read_background(tmp_path / "bk.csv")
+    options = ScreeningOptions(strata=("age >= 65", "sex = M"))
+    with ReleaseStore.open(store, read_only=True) as db:
+        whole = load_series(store=db)
+        columns = original_columns(rules, options)
+        got = []
+        for read in ("verified", "whole"):
+            frames, _ = store_originals(db, whole.periods, lazy=True, columns=columns)
+            rows = PublishedOriginals(frames, db.schema, columns)
+            common = dict(rules=rules, background=background, md=True, screening=options)
+            if read == "verified":
+                reader = StoreSeries(db)
+                # the linked series holds rows of cases outside the release (their groups')
+                assert any(
+                    len(reader.linked_release(p).releases[q]) > len(rows_q)
+                    for p in whole.periods
+                    for q, rows_q in reader.release_with_cases(p).releases.items())
+                got.append(evaluate_linked(whole.periods, reader.verified_linked_release,
+                                           frames, rows, hierarchies=whole.hierarchies,
+                                           **common))
+            else:
+                got.append(evaluate_series(whole, frames, rows, **common))
+    assert got[0] == got[1]
+
+
 def test_the_report_reads_a_release_at_a_time_and_finds_what_the_whole_series_gives(store):
     """collect_series_report streams (StoreSeries): its evaluation, verdict and profiles equal
     those of the whole series held at once."""

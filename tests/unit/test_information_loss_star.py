@@ -452,3 +452,20 @@ def test_encode_distinct_is_encode(labels):
     else:
         got_codes = encode_distinct(tax, np.array(labels, dtype=object))
         assert got_codes.dtype == want.dtype and np.array_equal(got_codes, want)
+
+
+def test_texts_strip_cells_with_white_space_at_either_end_and_keep_the_others():
+    """The fast path of _texts (every cell a str: stripped only when some distinct text holds
+    white space, issue 43) reads what stripping every cell reads, dtype included."""
+    import numpy as np
+    import pandas as pd
+
+    from medanon.metrics import information_loss
+
+    cells = ["12", " 13", "14\t", "a b", "\u00a015", "16", "12", "x\x00 y", ""]
+    for chosen in ([0, 5, 6], [0, 1, 5], [2, 0], [3, 0], [4, 5], [7, 0], [8, 0], list(range(9))):
+        column = pd.Series(np.array([cells[i] for i in chosen], dtype=object), name="case_id")
+        got = information_loss._texts(column)
+        want = column.astype(str).str.strip()
+        assert got.tolist() == want.tolist() and got.dtype == want.dtype
+        assert got.name == "case_id"

@@ -997,7 +997,7 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
         # verify's refusal checked on each release as it is read for the evaluation (one read
         # of the store per release, not two; issue 43): nothing is printed before the last
         with progress_bar("evaluating", steps) as step:
-            result = evaluate_linked(labels, reader.verified_release_with_cases, frames, rows,
+            result = evaluate_linked(labels, reader.verified_linked_release, frames, rows,
                                      hierarchies=skeleton.hierarchies, rules=signal_rules,
                                      background=knowledge, md=md, screening=options,
                                      progress=step)

@@ -452,9 +452,6 @@ class _HardLinkage:
         c = len(cat_q)
         match = index.match(t_keys[:, :c + 2])
         n_b, b_key = len(index.keys), index.key
-        by_bucket, b_bounds = index.order, index.bounds
-        pair_order = np.argsort(view.term_row, kind="stable")
-        p_bounds = np.searchsorted(view.term_row[pair_order], np.arange(self.m + 1))
         width = max(len(view.term_names), 1)
         # targets whose value on every QID is unknown to the sweep: whole buckets
         b_count = np.bincount(b_key, minlength=n_b).astype(np.float64)
@@ -469,34 +466,35 @@ class _HardLinkage:
         size[mine], occurrences[mine] = k_size[t_key[mine]], k_occ[t_key[mine]]
         distinct[mine] = k_distinct[t_key[mine]]
 
-        # targets with a sweep axis: per key, the matching records covering each point
-        ranks: dict[str, tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]] = {}
+        # targets with a sweep axis: per key, the matching records covering each point. Each
+        # QID's records are sorted once by either end, and its (record, term) pairs once by
+        # term then lower end; a key's records keep that order (a mask, no sort per key: the
+        # sorts per key were half of RR's time, issue 43)
+        sweeps: dict[str, _Sweep] = {}
         for key in np.flatnonzero(~flat):
             classes = np.flatnonzero((t_key == key) & done)
             if not classes.size:
                 continue
             q = num_q[t_keys[key, c + 2]]
-            buckets = np.flatnonzero(match[key])
-            recs = by_bucket[_ranges(b_bounds[buckets], b_bounds[buckets + 1])]
-            lo, hi = region.lo[q.name][recs], region.hi[q.name][recs]
-            keep = lo <= hi  # an empty interval covers no point
-            recs, lo, hi = recs[keep], lo[keep], hi[keep]
+            if q.name not in sweeps:
+                sweeps[q.name] = _Sweep(region.lo[q.name], region.hi[q.name], self.n_terms,
+                                        view.term_row, view.term_code)
+            sweep_q = sweeps[q.name]
+            # the records of the key's buckets; an empty interval covers no point
+            inside = match[key][b_key] & sweep_q.valid
             x = point[classes]
-            by_lo, by_hi = np.argsort(lo, kind="stable"), np.argsort(hi, kind="stable")
-            at_lo = np.searchsorted(lo[by_lo], x, "right")  # records with lo <= x
-            at_hi = np.searchsorted(hi[by_hi], x, "left")  # records with hi < x
+            lo_in, hi_in = inside[sweep_q.by_lo], inside[sweep_q.by_hi]
+            at_lo = np.searchsorted(sweep_q.lo_sorted[lo_in], x, "right")  # records with lo <= x
+            at_hi = np.searchsorted(sweep_q.hi_sorted[hi_in], x, "left")  # records with hi < x
             size[classes] = (at_lo - at_hi).astype(np.float64)
-            w = self.n_terms[recs]
-            occurrences[classes] = (np.concatenate([[0.0], np.cumsum(w[by_lo])])[at_lo]
-                                    - np.concatenate([[0.0], np.cumsum(w[by_hi])])[at_hi])
-            pairs = pair_order[_ranges(p_bounds[recs], p_bounds[recs + 1])]
-            owner = np.repeat(np.arange(len(recs)), p_bounds[recs + 1] - p_bounds[recs])
-            if q.name not in ranks:
-                # every record's interval ends ranked once per QID, not once per key (issue 43)
-                ranks[q.name] = (_ranked(region.lo[q.name]), _ranked(region.hi[q.name]))
-            (lo_values, lo_rank), (hi_values, hi_rank) = ranks[q.name]
-            seg_lo, seg_hi = _union_by_term_ranked(view.term_code[pairs], lo_rank[recs][owner],
-                                                   hi_rank[recs][owner], lo_values, hi_values)
+            # the terms counted are integers: their sums are exact in any order
+            occurrences[classes] = (
+                np.concatenate([[0.0], np.cumsum(sweep_q.w_by_lo[lo_in])])[at_lo]
+                - np.concatenate([[0.0], np.cumsum(sweep_q.w_by_hi[hi_in])])[at_hi])
+            held = np.flatnonzero(inside[sweep_q.pair_row])
+            seg_lo, seg_hi = _union_by_term_sorted(
+                sweep_q.pair_term[held], sweep_q.pair_lo[held], sweep_q.pair_hi[held],
+                sweep_q.lo_values, sweep_q.hi_values)
             distinct[classes] = (np.searchsorted(np.sort(seg_lo), x, "right")
                                  - np.searchsorted(np.sort(seg_hi), x, "left"))
         # an empty G leaves the minimum distance to the scan
@@ -583,7 +581,22 @@ def _union_by_term_ranked(term: np.ndarray, lo_rank: np.ndarray, hi_rank: np.nda
     term = term.astype(np.int64)
     # by term, then lo (stable: ties keep their order, as the lexsort of _union_by_term)
     order = np.argsort(term * len(lo_values) + lo_rank, kind="stable")
-    term, lo, hi_rank = term[order], lo_values[lo_rank[order]], hi_rank[order]
+    return _union_by_term_sorted(term[order], lo_rank[order], hi_rank[order], lo_values,
+                                 hi_values)
+
+
+def _union_by_term_sorted(term: np.ndarray, lo_rank: np.ndarray, hi_rank: np.ndarray,
+                          lo_values: np.ndarray, hi_values: np.ndarray,
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_union_by_term_ranked` of intervals already ordered by term, then lower end.
+
+    The order of intervals with the same term and lower end does not change the segments
+    (each interval non-empty): only the first of them can start a segment, and a segment's
+    end is the greatest upper end in it."""
+    if not len(term):
+        return np.zeros(0), np.zeros(0)
+    term = term.astype(np.int64)
+    lo = lo_values[lo_rank]
     # running maximum of hi within each term, on ranks offset by term
     shift = term * len(hi_values)
     reach = hi_values[np.maximum.accumulate(shift + hi_rank) - shift]
@@ -592,6 +605,30 @@ def _union_by_term_ranked(term: np.ndarray, lo_rank: np.ndarray, hi_rank: np.nda
     starts = np.flatnonzero(start)
     ends = np.concatenate([starts[1:], [len(term)]]) - 1
     return lo[starts], reach[ends]
+
+
+class _Sweep:
+    """One numeric QID's records and (record, term) pairs, sorted once for the sweeps of
+    every target key (:meth:`_HardLinkage._indexed`).
+
+    Args:
+        lo, hi: Each record's effective interval on the QID.
+        n_terms: Each record's number of terms.
+        term_row, term_code: The release's (record, term) pairs.
+    """
+
+    def __init__(self, lo: np.ndarray, hi: np.ndarray, n_terms: np.ndarray,
+                 term_row: np.ndarray, term_code: np.ndarray):
+        self.valid = lo <= hi  # an empty interval (or NaN) covers no point
+        self.by_lo, self.by_hi = np.argsort(lo, kind="stable"), np.argsort(hi, kind="stable")
+        self.lo_sorted, self.hi_sorted = lo[self.by_lo], hi[self.by_hi]
+        self.w_by_lo, self.w_by_hi = n_terms[self.by_lo], n_terms[self.by_hi]
+        (self.lo_values, lo_rank), (self.hi_values, hi_rank) = _ranked(lo), _ranked(hi)
+        term = term_code.astype(np.int64)
+        order = np.argsort(term * len(self.lo_values) + lo_rank[term_row], kind="stable")
+        self.pair_row = term_row[order]
+        self.pair_term = term[order]
+        self.pair_lo, self.pair_hi = lo_rank[self.pair_row], hi_rank[self.pair_row]
 
 
 def _known_covers(region: Region, tgt: Region, kn: Mapping[str, np.ndarray],
@@ -703,13 +740,16 @@ def _columns(region: Region) -> list[np.ndarray]:
 
 
 def _classes(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Class of each row of ``table`` (identical rows share one) and a representative row each."""
-    if len(table) and not np.isnan(table).any():
-        _, first, inverse = _unique_rows(table)
-        return inverse, first
-    # NaN (an unknown original value): np.unique's own order of NaN rows, as before
-    _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
-    return inverse.ravel(), first
+    """Class of each row of ``table`` (identical rows share one) and a representative row each:
+    ``np.unique(table, axis=0)``'s inverse and first rows (:func:`_unique_rows`). With NaN (an
+    unknown original value) too: both sort NaN last, and a row holding NaN equals no other row
+    (numpy compares the rows field by field), so it is a class of its own in both; np.unique
+    sorted such tables as structured records, a third of the target side's cost (issue 43)."""
+    if not len(table):
+        _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
+        return inverse.ravel(), first
+    _, first, inverse = _unique_rows(table)
+    return inverse, first
 
 
 def _one(region: Region, q, *, column: bool = False) -> Region:

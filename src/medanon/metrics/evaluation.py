@@ -29,6 +29,7 @@ variant is also attacked by the likelihood-weighted attacker of
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 
 import pandas as pd
 
@@ -38,6 +39,7 @@ from ..attacks.worst_case import attack_series
 from ..data.schema import Schema
 from ..errors import ValidationError
 from ..hierarchies import Taxonomy
+from ..published.cells import reading_once
 from ..published.format import original_as_published
 from ..published.series import PublishedSeries
 from .disclosure import linkage_risk
@@ -81,12 +83,12 @@ def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFram
     """
     labels = [series.label(p) for p in periods] if periods else series.periods
 
-    def releases() -> Iterator[tuple[str, PublishedSeries, LikelihoodAttacker]]:
+    def releases() -> Iterator[tuple[str, Callable[[], PublishedSeries], LikelihoodAttacker]]:
         # every release is parsed once, for all the measures below; the attacker keeps every
         # release parsed, and goes with this generator before the scopes are screened
         attacker = LikelihoodAttacker(series)
         for label in labels:
-            yield label, series, attacker
+            yield label, lambda: series, attacker
 
     return _evaluate(releases(), originals, original_rows, hierarchies=series.hierarchies,
                      rules=rules, background=background, md=md, screening=screening,
@@ -124,6 +126,11 @@ def evaluate_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedS
     (:meth:`medanon.pipeline.history.StoreSeries.release_with_cases`), and the result is
     :func:`evaluate_series`'s over the whole series.
 
+    Each release's series is read, and measured, inside one
+    :func:`~medanon.published.cells.reading_once`: what ``linked_of`` parsed of its rows (e.g.
+    verify's check of the release, :meth:`~medanon.pipeline.history.StoreSeries.
+    verified_linked_release`) is what the attacks and the measures read, not parsed again.
+
     Args:
         labels: The releases to evaluate, in order (canonical period labels).
         linked_of: What each release links to.
@@ -132,19 +139,21 @@ def evaluate_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedS
         hierarchies: The series' hierarchies (``PublishedSeries.hierarchies``), to judge the
             screening's strata.
     """
-    releases = ((label, linked_of(label), None) for label in labels)
+    releases = ((label, partial(linked_of, label), None) for label in labels)
     return _evaluate(releases, originals, original_rows, hierarchies=hierarchies, rules=rules,
                      background=background, md=md, screening=screening, progress=progress)
 
 
-def _evaluate(releases: Iterable[tuple[str, PublishedSeries, LikelihoodAttacker | None]],
+def _evaluate(releases: Iterable[tuple[str, Callable[[], PublishedSeries],
+                                      LikelihoodAttacker | None]],
               originals: Mapping[str, pd.DataFrame], original_rows: Mapping[str, pd.DataFrame],
               *, hierarchies: Mapping[str, Taxonomy], rules: Sequence[SignalRule],
               background: BackgroundKnowledge | None, md: bool,
               screening: ScreeningOptions | None,
               progress: Callable[[str], None] | None = None) -> dict:
     """The loop of :func:`evaluate_series` and :func:`evaluate_linked`: ``releases`` yields
-    each label with the series to measure it on and the attacker to share (None: one per
+    each label with what gives the series to measure it on (called once, inside the release's
+    :func:`~medanon.published.cells.reading_once`) and the attacker to share (None: one per
     release)."""
     out = []
     # the screening reads each release once into term codes and classes (nothing else of the
@@ -153,24 +162,30 @@ def _evaluate(releases: Iterable[tuple[str, PublishedSeries, LikelihoodAttacker 
                 if screening is not None else None)
     # one release at a time: its original records and attack results are dropped before the
     # next release is read
-    for label, series, attacker in releases:
-        # the screening reads the period first: the signal counts of the rules take the terms
-        # and classes it read of the same rows instead of reading them again (issue 43)
-        read = (screener.read(original_rows[label], series.releases[label])
-                if screener is not None else None)
-        # the published strings are made only if something reads them
-        out.append(evaluate_release(series, label, originals[label],
-                                    original_rows[label] if rules else None,
-                                    attacker=attacker, rules=rules, background=background, md=md,
-                                    known=(screener.known_counts(read)
-                                           if screener is not None and read is not None and rules
-                                           else None)))
-        if screener is not None and read is not None:
-            screener.take(label, read)
-        del read
-        # a linked series (or the whole series' attacker, which keeps every release parsed)
-        # goes before the next release is read, or the scopes are screened
-        del series, attacker
+    for label, series_of, attacker in releases:
+        # what reading the release's series parsed (its rows, its CaseIDs' probes: verify's
+        # check of it) serves every measure of it, and goes before the next release is read
+        # (issue 43: the attacks parsed again the releases verify had just parsed)
+        with reading_once():
+            series = series_of()
+            # the screening reads the period first: the signal counts of the rules take the
+            # terms and classes it read of the same rows instead of reading them again
+            read = (screener.read(original_rows[label], series.releases[label])
+                    if screener is not None else None)
+            # the published strings are made only if something reads them
+            out.append(evaluate_release(series, label, originals[label],
+                                        original_rows[label] if rules else None,
+                                        attacker=attacker, rules=rules, background=background,
+                                        md=md,
+                                        known=(screener.known_counts(read)
+                                               if screener is not None and read is not None
+                                               and rules else None)))
+            if screener is not None and read is not None:
+                screener.take(label, read)
+            del read
+            # a linked series (or the whole series' attacker, which keeps every release
+            # parsed) goes before the next release is read, or the scopes are screened
+            del series, attacker
         if progress is not None:
             progress(label)
     result: dict = {"releases": out}

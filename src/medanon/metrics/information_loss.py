@@ -223,6 +223,19 @@ class StarLoss:
 
 def _texts(column: pd.Series) -> pd.Series:
     """Cells as stripped strings; missing cells become ``""``."""
+    values = column.to_numpy(dtype=object)  # (no copy of an object column)
+    if set(map(type, values.tolist())) <= {str}:
+        # every cell a str, none missing (release rows and CaseIDs): each distinct one
+        # stripped once, and none when no distinct text holds white space (what str.strip
+        # removes; str.split splits on the same), which one split of them joined tells (a
+        # CaseID column is all distinct: issue 43)
+        codes, uniques = pd.factorize(values)
+        listed = uniques.tolist()
+        joined = "\x00".join(listed)
+        if joined.split(maxsplit=1) != [joined]:
+            uniques = np.array([u.strip() for u in listed], dtype=object)
+        return pd.Series(np.asarray(uniques, dtype=object)[codes], index=column.index,
+                         dtype=_STR, name=column.name)
     cells = column.astype(object)
     cells = cells.where(cells.notna(), "")
     values = cells.to_numpy()

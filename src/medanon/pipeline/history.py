@@ -120,6 +120,28 @@ class StoreSeries:
         return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
                                self.qids, self.sensitive, self.source)
 
+    def verified_linked_release(self, label: str) -> PublishedSeries:
+        """:meth:`linked_release` of a release that verify's checks accept, the very series
+        they checked: what ``medanon evaluate`` measures, after verify's refusal (issue 41),
+        in one read of the store.
+
+        The measures of a release read its rows and its cases' rows elsewhere
+        (:meth:`release_with_cases`); the rows of the other cases of their groups, which the
+        linked rows add, link to none of its records (a case of the release is in
+        ``release_with_cases`` wherever it is), and the releases kept are the same (a group
+        holding one of its cases is in a release holding that case), so the measures are the
+        same on either series (``tests/unit/test_evaluate_streaming.py``). Measured on the
+        series checked, inside the caller's :func:`~medanon.published.cells.reading_once`
+        (:func:`medanon.metrics.evaluation.evaluate_linked`), the releases verify parsed are
+        not parsed again (issue 43).
+
+        Raises:
+            InputFormatError: verify refuses the release (:func:`medanon.verify.verify_series`).
+        """
+        series = self.linked_release(label)
+        verify_series(series, [label])
+        return series
+
     def verify(self, periods: Sequence[str] | None = None) -> SeriesVerdict:
         """:func:`medanon.verify.verify_series` over the store's series, one release at a time:
         memory bounded by one release and what it links to.

@@ -21,8 +21,9 @@ life span x: releases more than x periods apart are not linked).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, partial
 
 import numpy as np
 import pandas as pd
@@ -134,7 +135,8 @@ class ReleaseView:
         case: CaseID of each row (str).
         group: Group code of each row; ``group_labels[code]`` is the published identifier.
         region: The published QID regions.
-        term_row, term_code, term_names: distinct (row, sensitive term) pairs.
+        term_row, term_code, term_names: distinct (row, sensitive term) pairs (parsed when
+            first read: a release read only to link its cases to another's never reads them).
         terms_by_column: per multi-valued column, the number of distinct terms of each row.
         blank: per QID, whether each row's cell is empty (*missing* in the release format;
             its region is still the whole domain, as for ``*``, but a reader that knows the
@@ -148,11 +150,26 @@ class ReleaseView:
     group: np.ndarray
     group_labels: np.ndarray
     region: Region
-    term_row: np.ndarray
-    term_code: np.ndarray
-    term_names: np.ndarray
+    #: the (term_row, term_code, term_names) of the rows, read once when first asked for
+    terms: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray]] = field(repr=False)
     index: pd.Index = field(repr=False)
     blank: dict[str, np.ndarray] = field(repr=False, default_factory=dict)
+
+    @cached_property
+    def _term_pairs(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.terms()
+
+    @property
+    def term_row(self) -> np.ndarray:
+        return self._term_pairs[0]
+
+    @property
+    def term_code(self) -> np.ndarray:
+        return self._term_pairs[1]
+
+    @property
+    def term_names(self) -> np.ndarray:
+        return self._term_pairs[2]
 
     @property
     def n(self) -> int:
@@ -245,10 +262,12 @@ def _read_view(series: PublishedSeries, label: str) -> ReleaseView:
         else:
             bounds = numeric_bounds_of_distinct(distinct, where=f"{where}, column {q.name!r}")
             lo[q.name], hi[q.name] = bounds[0][codes], bounds[1][codes]
-    term_row, term_code, term_names = columns_term_pairs(rows, series.sensitive)
+    # the terms are parsed when first read (columns_term_pairs refuses no cell): verify's
+    # check of a release links the other releases' rows it reads and never reads their
+    # terms, which were half of its parse (issue 43)
     return ReleaseView(label, parse_period(label).ordinal, rows, case, gcode, glabels,
-                       Region(cat, lo, hi), term_row, term_code, term_names, cases.index,
-                       qid_blank)
+                       Region(cat, lo, hi), partial(columns_term_pairs, rows, series.sensitive),
+                       cases.index, qid_blank)
 
 
 def group_conflicts(view: ReleaseView, names: Sequence[str]) -> list[tuple[str, str, list[str]]]:
