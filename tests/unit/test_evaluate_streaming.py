@@ -73,20 +73,6 @@ def test_a_release_with_its_cases_holds_its_rows_and_its_cases_rows_elsewhere(st
             assert linked.qids == whole.qids and linked.sensitive == whole.sensitive
 
 
-def test_the_verified_release_with_its_cases_is_the_release_with_its_cases(store):
-    """What evaluate reads after verify's check (one read of the linked rows, restricted to the
-    release's cases) is what release_with_cases reads, frame for frame (issue 43)."""
-    with ReleaseStore.open(store, read_only=True) as db:
-        reader = StoreSeries(db)
-        for label in db.published_periods():
-            plain, verified = reader.release_with_cases(label), reader.verified_release_with_cases(label)
-            assert verified.periods == plain.periods
-            for period, rows in plain.releases.items():
-                pd.testing.assert_frame_equal(verified.releases[period], rows)
-            assert verified.manifests == plain.manifests
-            assert (verified.qids, verified.sensitive) == (plain.qids, plain.sensitive)
-
-
 def test_evaluate_linked_equals_evaluate_series(store, tmp_path):
     (tmp_path / "rules.csv").write_text("drug,condition,reaction\nAVANDIA,age > 18,Myocardial "
                                         "infarction\nZELNORM,,Cerebrovascular accident\n")

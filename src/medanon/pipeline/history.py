@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..data.schema import Schema
@@ -85,37 +84,6 @@ class StoreSeries:
         """
         self.refresh()
         rows = self.store.release_case_rows(label)
-        keep = kept_releases(rows, [p for p, r in rows.items() if len(r)] + [label])
-        return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
-                               self.qids, self.sensitive, self.source)
-
-    def verified_release_with_cases(self, label: str) -> PublishedSeries:
-        """:meth:`release_with_cases` of a release that verify's checks accept: what
-        ``medanon evaluate`` measures, after verify's refusal (issue 41), in one read.
-
-        The release's linked rows (:meth:`linked_release`) are read and checked as
-        :meth:`verify` checks them; its cases' rows are those rows restricted to its cases (the
-        linked rows hold every row of those cases, in the same order), so the evaluation does
-        not read the store a second time (issue 43).
-
-        Raises:
-            InputFormatError: verify refuses the release (:func:`medanon.verify.verify_series`).
-        """
-        self.refresh()
-        cases = self.store.release_cases(label)
-        rows = self.store.linked_rows(cases)
-        keep = kept_releases(rows, [p for p, r in rows.items() if len(r)] + [label])
-        verify_series(PublishedSeries({p: rows[p] for p in keep},
-                                      {p: self.manifests[p] for p in keep}, self.qids,
-                                      self.sensitive, self.source), [label])
-        # the release itself holds only its cases: kept as read (the checks do not change rows).
-        # One set of the release's cases (text, as the store gives them), probed by each other
-        # release's rows: a third of the CPU of building an Index of each release's ids to probe
-        # an Index of the cases with (issue 43); the same rows
-        mine = set(cases)
-        rows = {p: (r[np.fromiter(map(mine.__contains__, r["case_id"].tolist()), dtype=bool,
-                                  count=len(r))].reset_index(drop=True)
-                    if len(r) and p != label else r) for p, r in rows.items()}
         keep = kept_releases(rows, [p for p, r in rows.items() if len(r)] + [label])
         return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
                                self.qids, self.sensitive, self.source)
