@@ -1931,19 +1931,24 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     # changed since still gives such a leftover the key it gave then; so when its best group
     # is unchanged at its turn, the best over the whole table is the better of that one and
     # the best over the groups the window changed (exact: the same key, PR and group as the
-    # search below). When its best group itself changed, the leftover searches the blocks as
-    # before. Of the groups changed, only those whose value or anchors moved are evaluated
+    # search below). When its best group itself changed, the groups the window found for it
+    # other than that one are the second best it found and groups whose key exceeds the
+    # window's limit for it (:func:`_best_of_many`): the better of that second (when no
+    # placement changed it) and the groups the window changed, best group included, is the
+    # answer when its key is within that limit. Otherwise the leftover searches the blocks
+    # as before. Of the groups changed, only those whose value or anchors moved are evaluated
     # again: a group that only took points of its own value that are no anchors gives every
     # record a key (ΔIL·PR, PR) at least as large as before in both parts (ΔIL = |g|·(L' − L)
     # + L' grows with |g| as L' >= L; PR grows with σ at the same η), so it cannot have become
-    # better than the best it did not beat. (Not with α: the batched keys do not count HA's
-    # counters.)
+    # better than the best it did not beat (nor than the second: the leftover's best group
+    # itself is evaluated again whatever changed it). (Not with α: the batched keys do not
+    # count HA's counters.)
     batched = data.alpha is None
     point_list = point.tolist()
     class_list = class_of.tolist()
     anchor_list = data.anchor.tolist()
     walk = leftovers.tolist()
-    ahead: dict[int, tuple | None] = {}
+    ahead: dict[int, tuple[tuple | None, tuple | None, float]] = {}
     # the groups the window changed (each once, in a slot), and those whose value or anchors
     # moved (to be evaluated again)
     slot: dict[int, int] = {}
@@ -1960,8 +1965,10 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             best = _best_in_class(data, r, classes, c)
         # a point joining a zero-loss group of its own class leaves the group's value as it is
         same_value = best is not None
-        known = ahead.get(r) if best is None else None  # (found when the window opened)
-        if r in ahead and best is None and (known is None or known[2] not in slot):
+        # (best, second best, limit) found when the window opened
+        found = ahead.get(r) if best is None else None
+        known = None if found is None else found[0]
+        if found is not None and (known is None or known[2] not in slot):
             best = known
             if moved:
                 value = [[None if x is None else x[r] for x in arrays]
@@ -1970,26 +1977,36 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         elif best is None or best[0] > 0.0:
             value = [[None if x is None else x[r] for x in arrays]
                      for arrays in (data.cat, data.lo, data.hi)]
-            if known is not None:
+            search = True
+            if found is not None and known is not None:
                 # its best group changed in the window: that group and the groups whose
-                # value moved, as they are now, give a best to start from (groups all: the
-                # search below still looks at every group that may beat it)
-                best = evaluate(r, value, np.array([known[2], *moved], dtype=np.int64), best)
-            best = evaluate(r, value, index.loose(), best)
-            bounds = index.lower_bounds(value, r)
-            order = np.argsort(bounds, kind="stable")
-            sorted_bounds = bounds[order]
-            done = 0
-            while done < len(order):
-                # blocks in bound order, doubling, while a block may still hold a better
-                # group (with no best yet, every block that may hold a group able to take r)
-                limit = (int(np.searchsorted(sorted_bounds, INF, side="left")) if best is None
-                         else int(np.searchsorted(sorted_bounds, best[0], side="right")))
-                if limit <= done:
-                    break
-                upto = min(limit, max(2 * done, _FIRST_BLOCKS))
-                best = evaluate(r, value, index.members_of(order[done:upto]), best)
-                done = upto
+                # value moved, as they are now, and its second best when the window left it
+                # alone, give a best to start from; and the answer, when its key is within
+                # the window's limit (every group the window did not evaluate exceeds it;
+                # those it did are the second or above it, or changed)
+                second = found[1]
+                kept = second is None or second[2] not in slot
+                cand = moved if slot[known[2]] >= 0 else [known[2], *moved]
+                best = evaluate(r, value, np.array(cand, dtype=np.int64),
+                                second if kept else None)
+                search = not (kept and best is not None and best[0] <= found[2])
+            if search:
+                best = evaluate(r, value, index.loose(), best)
+                bounds = index.lower_bounds(value, r)
+                order = np.argsort(bounds, kind="stable")
+                sorted_bounds = bounds[order]
+                done = 0
+                while done < len(order):
+                    # blocks in bound order, doubling, while a block may still hold a better
+                    # group (with no best yet, every block that may hold a group able to
+                    # take r)
+                    limit = (int(np.searchsorted(sorted_bounds, INF, side="left")) if best is None
+                             else int(np.searchsorted(sorted_bounds, best[0], side="right")))
+                    if limit <= done:
+                        break
+                    upto = min(limit, max(2 * done, _FIRST_BLOCKS))
+                    best = evaluate(r, value, index.members_of(order[done:upto]), best)
+                    done = upto
         if best is None:
             result.unplaced.append(r)
             continue
@@ -2115,7 +2132,7 @@ def _pair_costs(space: QidSpace, j: int, a: np.ndarray, b: np.ndarray) -> np.nda
 
 
 def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
-                  ) -> dict[int, tuple | None]:
+                  ) -> dict[int, tuple[tuple | None, tuple | None, float]]:
     """The least key (ΔIL·PR, PR, group) of each leftover of ``rs`` over every group, as the
     block search of :func:`_place_leftovers` finds it one leftover at a time (None: no group
     can take it), for all of them at once.
@@ -2127,6 +2144,12 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
     those whose exact ΔIL times r's PR floor at the block's most anchors already exceeds it.
     A group left out has a key above that best, which the second round can only lower: the
     answer is the least key over all groups (exact, ties included).
+
+    Each leftover also gets the second least key over the groups evaluated (None: none but the
+    best could take it) and the key every group left out exceeds (the best after the first
+    round: the second round's limit; ∞ when every group that may take it was evaluated). The
+    walk uses them when the leftover's best group changed before its turn
+    (:func:`_place_leftovers`).
     """
     rows = np.asarray(rs, dtype=np.int64)
     L = len(rows)
@@ -2140,6 +2163,9 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
     best_key = np.full(L, INF)
     best_pr = np.full(L, INF)
     best_g = np.full(L, -1, dtype=np.int64)
+    second_key = np.full(L, INF)
+    second_pr = np.full(L, INF)
+    second_g = np.full(L, -1, dtype=np.int64)
 
     def groups_of(row: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(row, group, block) of every group still in ``blocks`` (pairs: row[i], blocks[i])."""
@@ -2151,23 +2177,33 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
         return np.repeat(row, lengths)[inside], gg[inside], np.repeat(blocks, lengths)[inside]
 
     def merge(rr: np.ndarray, gg: np.ndarray, dil: np.ndarray) -> None:
-        """Keep each row's least key over its pairs (rr, gg) and its best so far."""
+        """Keep each row's two least keys over its pairs (rr, gg) and its two best so far (a
+        group is in at most one pair of a row: the blocks and the loose groups are apart)."""
         pr = table.pair_risks(rows[rr], gg)
         ok = pr < INF
         rr, gg, pr = rr[ok], gg[ok], pr[ok]
         key = dil[ok] * pr
-        # with the best so far, so that one lexsort keeps the least of both
+        # with the two best so far, so that one lexsort keeps the least of all
         held = np.flatnonzero(best_g >= 0)
-        rr = np.concatenate([rr, held])
-        gg = np.concatenate([gg, best_g[held]])
-        key = np.concatenate([key, best_key[held]])
-        pr = np.concatenate([pr, best_pr[held]])
+        held2 = np.flatnonzero(second_g >= 0)
+        rr = np.concatenate([rr, held, held2])
+        gg = np.concatenate([gg, best_g[held], second_g[held2]])
+        key = np.concatenate([key, best_key[held], second_key[held2]])
+        pr = np.concatenate([pr, best_pr[held], second_pr[held2]])
         if not len(rr):
             return
         o = np.lexsort((gg, pr, key, rr))
-        lead = o[np.r_[True, rr[o][1:] != rr[o][:-1]]]
+        ro = rr[o]
+        first = np.flatnonzero(np.r_[True, ro[1:] != ro[:-1]])
+        lead = o[first]
         at = rr[lead]
         best_key[at], best_pr[at], best_g[at] = key[lead], pr[lead], gg[lead]
+        nxt = first + 1
+        nxt = nxt[nxt < len(o)]
+        nxt = nxt[ro[nxt] == ro[nxt - 1]]
+        lead = o[nxt]
+        at = rr[lead]
+        second_key[at], second_pr[at], second_g[at] = key[lead], pr[lead], gg[lead]
 
     # first round: the loose groups and the first blocks of every row; of them, PR is
     # computed first for the few of least ΔIL·floor of each row, then for the others whose
@@ -2209,8 +2245,13 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
         # PR >= r's floor at the block's most anchors: ΔIL times it bounds the key
         near = dil * floors[rr, bb] <= limit[rr]
         merge(rr[near], gg[near], dil[near])
+    # (a row without a best after the first round opened every block that may hold a group
+    # able to take it: no group left out can, and ``limit`` is ∞ there)
     return {r: (None if best_g[i] < 0 else
-                (float(best_key[i]), float(best_pr[i]), int(best_g[i])))
+                (float(best_key[i]), float(best_pr[i]), int(best_g[i])),
+                None if second_g[i] < 0 else
+                (float(second_key[i]), float(second_pr[i]), int(second_g[i])),
+                float(limit[i]))
             for i, r in enumerate(rs)}
 
 
