@@ -2431,6 +2431,9 @@ class _GroupBlocks(_Blocks):
                               if len(starts) else np.zeros((0, dense.shape[1]), dtype=np.int64))
             self.anchors_max = self._reduce(np.maximum, self.table.anchors, starts).astype(np.int64)
             self.sigma_min_t = np.ascontiguousarray(self.sigma_min.T)
+            #: per frequent term, the largest σ_min of any block
+            self.sigma_min_max = (self.sigma_min_t.max(axis=1) if len(starts)
+                                  else np.zeros(dense.shape[1], dtype=np.int64))
         if self.j0 is not None:
             self.lo_min = self._reduce(np.minimum, self.lo[self.j0], starts)
             self.hi_max = self._reduce(np.maximum, self.hi[self.j0], starts)
@@ -2489,17 +2492,20 @@ class _GroupBlocks(_Blocks):
             # distinct count (the same elements as for every block)
             distinct, at = self.anchor_counts()
             one = len(distinct) == 1  # the usual case: one row of η for every block
-            if frequent.any():
-                # (σ of the frequent terms as rows, one per term: contiguous gathers)
+            if frequent.any() and one:
+                # (σ of the frequent terms as rows, one per term: contiguous gathers; only
+                # of the terms whose η some block's σ_min reaches, as in lower_bounds_many)
+                fcols = cols[frequent]
+                e = etas_of(data.theta[terms[frequent]], int(distinct[0]) + int(data.anchor[r]))
+                may = e <= self.sigma_min_max[fcols]
+                if may.any():
+                    full = (self.sigma_min_t[fcols[may]] + 1 > e[may, None]).any(axis=0)
+                    bound[full] = INF
+            elif frequent.any():
                 sigma_min = self.sigma_min_t[cols[frequent]]
-                if one:
-                    e = etas_of(data.theta[terms[frequent]], int(distinct[0]) + int(data.anchor[r]))
-                    full = (sigma_min + 1 > e[:, None]).any(axis=0)
-                else:
-                    e = etas_of(data.theta[terms[frequent]][:, None],
-                                distinct[None, :] + int(data.anchor[r]))[:, at]
-                    full = (sigma_min + 1 > e).any(axis=0)
-                bound[full] = INF
+                e = etas_of(data.theta[terms[frequent]][:, None],
+                            distinct[None, :] + int(data.anchor[r]))[:, at]
+                bound[(sigma_min + 1 > e).any(axis=0)] = INF
             if len(terms):
                 # PR(g, r) is at least r's terms alone (σ 0) at the block's most anchors (η
                 # grows with them): the bound of ΔIL times that floor bounds ΔIL·PR
@@ -2513,12 +2519,38 @@ class _GroupBlocks(_Blocks):
 
     def lower_bounds_many(self, rs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`lower_bounds` of each leftover of ``rs`` (rows) for every block (columns) at
-        once, with a table: the same bounds, element by element; and r's PR floor at each
-        block's most anchors (:func:`_floors_at`), which they include."""
+        once, with a table: the same bounds, element by element (the same operations on the
+        same floats, done in place); and r's PR floor at each block's most anchors
+        (:func:`_floors_at`), which they include (read only: a view of one column per
+        distinct count)."""
         table = self.table
         assert table is not None
         data = table.data
         L, B = len(rs), len(self.btag)
+        if self.j0 is not None and self.range > 0:
+            los, his = data.lo[self.j0], data.hi[self.j0]
+            assert los is not None and his is not None
+            r_lo, r_hi = los[rs][:, None], his[rs][:, None]
+            dw = np.subtract(self.lo_min, r_lo)
+            np.maximum(dw, np.subtract(r_hi, self.hi_max), out=dw)
+            dw /= self.range
+            np.maximum(dw, 0.0, out=dw)
+            dw[:, ~self._present] = 0.0
+        else:
+            dw = np.zeros((L, B))
+        if self.j0 is not None and self.missing_at is not None:
+            los, his = data.lo[self.j0], data.hi[self.j0]
+            assert los is not None and his is not None
+            m = self.missing_at
+            # r holds the missing value: with a present group the term becomes 1
+            holds = np.flatnonzero(his[rs] >= m)
+            if len(holds):
+                dw[holds] = np.where(self._present, np.maximum(0.0, 1.0 - self.width_max), 0.0)
+            # groups of missing values only: adding a present value costs 1
+            only = np.flatnonzero((self.btag > 0) & (self.lo_min >= m))
+            present = np.flatnonzero(los[rs] < m)
+            if len(only) and len(present):
+                dw[np.ix_(present, only)] = 1.0
         if self.cat_j:
             # per distinct categorical value of the records, the cached row of Δcat
             keys = np.column_stack([data.cat[j][rs] for j in self.cat_j])  # type: ignore[index]
@@ -2529,48 +2561,48 @@ class _GroupBlocks(_Blocks):
                 for j, code in zip(self.cat_j, row):
                     cat[j] = code
                 parts.append(self._dcat(cat))
-            dcat = np.stack(parts)[inverse.ravel()]
-        else:
-            dcat = np.zeros((L, B))
-        dw = np.zeros((L, B))
-        if self.j0 is not None:
-            los, his = data.lo[self.j0], data.hi[self.j0]
-            assert los is not None and his is not None
-            r_lo, r_hi, m = los[rs][:, None], his[rs][:, None], self.missing_at
-            present = self._present
-            if self.range > 0:
-                grow = np.maximum(self.lo_min - r_lo, r_hi - self.hi_max) / self.range
-                dw = np.where(present, np.maximum(0.0, grow), 0.0)
-            if m is not None:
-                # r holds the missing value: with a present group the term becomes 1
-                missing = np.where(present, np.maximum(0.0, 1.0 - self.width_max), 0.0)
-                dw = np.where(r_hi >= m, missing, dw)
-                # groups of missing values only: adding a present value costs 1
-                dw = np.where((r_lo < m) & ((self.btag > 0) & (self.lo_min >= m)), 1.0, dw)
-        bound = (self.size_min + 1.0) * (dcat + dw) + self.loss_min
-        bound = bound * (1.0 - 1e-9) - 1e-12  # float slack: never above the exact ΔIL
+            dw += np.stack(parts)[inverse.ravel()]  # (dcat + dw: the same float)
+        bound = dw
+        bound *= self.size_min + 1.0
+        bound += self.loss_min
+        bound *= 1.0 - 1e-9  # float slack: never above the exact ΔIL
+        bound -= 1e-12
         ptr = data.term_ptr
         lengths = ptr[rs + 1] - ptr[rs]
         own = data.anchor[rs].astype(np.int64)
         # η and the floors depend on a block's most anchors only: per distinct count (few)
         distinct, at = self.anchor_counts()
+        one = len(distinct) == 1
+        # PR is at least r's terms alone (σ 0) at the block's most anchors: per row and
+        # distinct count, 1 + Σ 1/η_s added in r's term order (as _floors_at adds)
+        inverse_etas = np.array([[data.inverse_etas(int(a) + o) for a in distinct.tolist()]
+                                 for o in (0, 1)])  # (own anchors, count, term)
+        floors = np.ones((L, len(distinct)))
         full = np.zeros((L, B), dtype=bool)
         for p in range(int(lengths.max()) if L else 0):
             rows = np.flatnonzero(lengths > p)
             terms = data.term_ids[ptr[rs[rows]] + p]
+            floors[rows] += inverse_etas[own[rows], :, terms]
             cols = table.column[terms]
-            frequent = cols >= 0
-            rows, terms, cols = rows[frequent], terms[frequent], cols[frequent]
-            if not len(rows):
-                continue
             e = etas_of(data.theta[terms][:, None], distinct[None, :] + own[rows, None])
-            full[rows] |= self.sigma_min_t[cols] + 1 > (e[:, at] if len(distinct) > 1 else e)
-        # PR is at least r's terms alone (σ 0) at the block's most anchors
-        floors = np.stack([_floors_at(data, r, distinct) for r in rs.tolist()])[:, at]
+            # a block can be full only where σ_min + 1 > η for some block: frequent terms
+            # whose η exceeds every block's σ_min (most of them) are left out at once
+            may = (cols >= 0) & (e.min(axis=1) <= self.sigma_min_max[np.maximum(cols, 0)])
+            if not may.any():
+                continue
+            rows, cols, e = rows[may], cols[may], e[may]
+            full[rows] |= self.sigma_min_t[cols] + 1 > (e[:, at] if not one else e)
         never = floors == INF  # (× 1 there: no 0 · ∞)
-        bound = np.where(never, INF, bound * np.where(never, 1.0, floors))
+        if one:
+            bound *= np.where(never, 1.0, floors)
+            bound[never[:, 0]] = INF
+            floors_of = np.broadcast_to(floors, (L, B))
+        else:
+            floors_of = floors[:, at]
+            bound *= np.where(floors_of == INF, 1.0, floors_of)
+            bound[floors_of == INF] = INF
         bound[full] = INF
-        return bound, floors
+        return bound, floors_of
 
     def _dcat(self, cat: Sequence) -> np.ndarray:
         """Per block, the categorical part of L(g ∪ r) − L(g) for a value of categorical part
