@@ -1509,9 +1509,12 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
 CLASS_SCAN = 64
 #: terms whose per-group counts are kept in a dense table while leftovers are placed.
 FREQUENT_TERMS = 64
-#: cells of the dense table the leftover phase may use (int32: 64 MB): with few groups, more
+#: cells of the dense table the leftover phase may use (int16: 32 MB): with few groups, more
 #: terms than :data:`FREQUENT_TERMS` get a column, so that fewer σ are read from dicts.
 DENSE_CELLS = 1 << 24
+#: the dense table counts in int16 while every group is smaller than this (σ <= |g|, and σ + 1
+#: must not wrap), in int32 from then on: half the memory to fill and to read (issue 43)
+_NARROW_SIGMA = int(np.iinfo(np.int16).max) - 1
 
 
 class _GroupTable:
@@ -1546,7 +1549,8 @@ class _GroupTable:
         self.column = np.full(len(data.theta), -1, dtype=np.int64)
         self.column[top] = np.arange(len(top))
         self._column_list: list[int] = self.column.tolist()
-        self.dense = np.zeros((G, len(top)), dtype=np.int32)
+        narrow = max((g.size for g in groups), default=0) < _NARROW_SIGMA
+        self.dense = np.zeros((G, len(top)), dtype=np.int16 if narrow else np.int32)
         self.sparse: dict[int, dict[int, int]] = {}
         # σ of every group from its members' terms at once (before the leftover phase a
         # group's σ counts exactly its members' terms: no term of theirs is suppressed yet)
@@ -1754,6 +1758,8 @@ class _GroupTable:
         self.size[gi], self.anchors[gi] = g.size, g.anchors
         if data.alpha is not None:  # (without α the counters never move)
             self.ha[gi] = g.ha
+        if g.size >= _NARROW_SIGMA and self.dense.dtype == np.int16:
+            self.dense = self.dense.astype(np.int32)  # (once: see _NARROW_SIGMA)
         column, dense = self._column_list, self.dense
         for s in (data.terms(r) if kept is None else kept[0]):
             col = column[s]
@@ -1821,6 +1827,15 @@ class _ClassGroups:
     def sigma_rows(self, c: int, terms: Sequence[int]) -> np.ndarray:
         """σ_s(g) for each of ``terms`` (rows) and each group of ``ids(c)`` (columns)."""
         return self.table.sigmas(terms, self.ids(c)).T
+
+    def single_anchor_count(self, c: int) -> int | None:
+        """The anchor count of every group of the class when they all have the same one (the
+        usual case), else None: :meth:`anchor_counts` without its arrays."""
+        hist = self._hist.get(c)
+        if hist is None:
+            self.anchor_counts(c)  # (makes the histogram again)
+            hist = self._hist[c]
+        return next(iter(hist)) if len(hist) == 1 else None
 
     def anchor_counts(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         """The distinct anchor counts of the class's groups, and the index of each group's."""
@@ -2065,18 +2080,17 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
     """
     table = classes.table
     terms = data.terms(r)
+    if len(terms) <= 32 and data.alpha is None:
+        count = classes.single_anchor_count(c)
+        if count is not None:
+            pr = _floor_at(data, r, count)
+            if pr < 32:
+                groups = table.groups
+                for gi in islice(classes.members(c), CLASS_SCAN):
+                    # (a group's σ dict holds a term only once it counts it)
+                    if groups[gi].sigma.keys().isdisjoint(terms):
+                        return (0.0, pr, gi)
     distinct, inverse = classes.anchor_counts(c)
-    if len(terms) <= 32 and len(distinct) == 1 and data.alpha is None:
-        pr = _floor_at(data, r, int(distinct[0]))
-        if pr < 32:
-            groups = table.groups
-            for gi in classes.members(c)[:CLASS_SCAN]:
-                sig = groups[gi].sigma  # (holds a term only once it counts it)
-                for s in terms:
-                    if s in sig:
-                        break
-                else:
-                    return (0.0, pr, gi)
     same = classes.ids(c)
     sigma = classes.sigma_rows(c, terms)
     holds = (sigma > 0).any(axis=0)
