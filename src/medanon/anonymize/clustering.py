@@ -1507,6 +1507,10 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
 
 #: zero-loss groups of a class a leftover looks at one by one before all of them (_best_in_class)
 CLASS_SCAN = 64
+#: classes of at least this many zero-loss groups keep their rows of σ per term (_ClassGroups),
+#: up to this many cells in all (int32: 8 MB)
+CLASS_ROWS = 512
+KEPT_ROW_CELLS = 1 << 21
 #: terms whose per-group counts are kept in a dense table while leftovers are placed.
 FREQUENT_TERMS = 64
 #: cells of the dense table the leftover phase may use (int16: 32 MB): with few groups, more
@@ -1781,9 +1785,15 @@ class _ClassGroups:
     * the anchor counts cached for c are those of the table: :meth:`added` keeps the class's
       histogram of anchor counts current when a record joins one of its groups.
 
-    σ is gathered from the table's dense columns for each leftover (one fancy index): a cache
-    of rows per (class, term) was tried, but on the second 450k quarter three of four rows a
-    leftover asked for had never been asked for, so the cache cost more than it saved.
+    * a row of σ of a term over ``ids(c)`` that is kept (classes of at least
+      :data:`CLASS_ROWS` groups) counts every record that joined those groups since it was
+      gathered: :meth:`added` adds each joining record's terms to the class's kept rows.
+
+    σ is gathered from the table's dense columns for each leftover (one fancy index), and kept
+    per (class, term) for the big classes only: on the second 450k quarter three of four rows
+    a leftover asked for had never been asked for (a cache of every class cost more than it
+    saved), but two classes of 2,500 and 3,200 groups (cases lacking age and weight) took
+    a thousand of the searches over a whole class, asking for the same few hundred terms.
     """
 
     def __init__(self, table: _GroupTable, groups: list[int], classes: list[int]):
@@ -1804,6 +1814,11 @@ class _ClassGroups:
             for (c, a), m in zip(found.tolist(), many.tolist()):
                 self._hist.setdefault(c, {})[a] = m
         self._counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        #: class -> {term: σ of the term over ids(c)} (kept rows: big classes only), and
+        #: class -> {group: its position in ids(c)} (to count a joining record in them)
+        self._rows: dict[int, dict[int, np.ndarray]] = {}
+        self._position: dict[int, dict[int, int]] = {}
+        self._kept_cells = 0
 
     def has(self, c: int) -> bool:
         """Whether class c has a zero-loss group."""
@@ -1826,7 +1841,26 @@ class _ClassGroups:
 
     def sigma_rows(self, c: int, terms: Sequence[int]) -> np.ndarray:
         """σ_s(g) for each of ``terms`` (rows) and each group of ``ids(c)`` (columns)."""
-        return self.table.sigmas(terms, self.ids(c)).T
+        ids = self.ids(c)
+        if len(ids) < CLASS_ROWS:
+            return self.table.sigmas(terms, ids).T
+        rows = self._rows.get(c)
+        if rows is None:
+            rows = self._rows[c] = {}
+            self._position[c] = {gi: i for i, gi in enumerate(self._members[c])}
+        new = [s for s in dict.fromkeys(terms) if s not in rows]
+        if new:
+            gathered = self.table.sigmas(new, ids).T
+            if self._kept_cells + gathered.size <= KEPT_ROW_CELLS:
+                self._kept_cells += gathered.size
+                for s, row in zip(new, gathered):
+                    rows[s] = row.astype(np.int32)
+            else:  # (over the budget: read from the table, as for a small class)
+                return self.table.sigmas(terms, ids).T
+        out = np.empty((len(terms), len(ids)), dtype=np.int64)
+        for j, s in enumerate(terms):
+            out[j] = rows[s]
+        return out
 
     def single_anchor_count(self, c: int) -> int | None:
         """The anchor count of every group of the class when they all have the same one (the
@@ -1859,9 +1893,16 @@ class _ClassGroups:
     def added(self, gi: int, terms: Sequence[int], anchors: int) -> None:
         """A record holding ``terms`` (counted in σ) and ``anchors`` (0 or 1) joined group gi,
         which kept its zero loss (called after the table counted it)."""
+        c = self._class_of[gi]
+        rows = self._rows.get(c)
+        if rows:
+            at = self._position[c][gi]
+            for s in terms:
+                row = rows.get(s)
+                if row is not None:
+                    row[at] += 1
         if not anchors:
             return
-        c = self._class_of[gi]
         self._counts.pop(c, None)
         hist = self._hist.get(c)
         if hist is not None:
@@ -1877,8 +1918,11 @@ class _ClassGroups:
         """Group gi lost its zero loss: out of its class (whose cached counts go)."""
         c = self._class_of.pop(gi)
         self._members[c].remove(gi)
-        for cache in (self._ids, self._hist, self._counts):
+        for cache in (self._ids, self._hist, self._counts, self._position):
             cache.pop(c, None)
+        rows = self._rows.pop(c, None)
+        if rows:
+            self._kept_cells -= sum(row.size for row in rows.values())
 
 
 def _place_leftovers(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
@@ -2038,10 +2082,10 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                 moved.append(gi)
         table.add(gi, r, same_value=same_value)
         if same_value:
-            # gi is a zero-loss group of r's class and stays one: only anchors can move
+            # gi is a zero-loss group of r's class and stays one: only anchors (and σ) move
             if anchor_list[r]:
                 index.joined(gi)
-                classes.added(gi, data.terms(r), 1)
+            classes.added(gi, data.terms(r), anchor_list[r])
             continue
         index.changed(gi)
         if classes.holds(gi):
