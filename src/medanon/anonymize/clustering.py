@@ -1808,11 +1808,13 @@ class _ClassGroups:
         #: one np.unique per class was a second on the second 450k quarter)
         self._hist: dict[int, dict[int, int]] = {}
         if groups:
-            pairs = np.column_stack([np.asarray(classes, dtype=np.int64),
-                                     table.anchors[np.asarray(groups, dtype=np.int64)]])
-            found, many = np.unique(pairs, axis=0, return_counts=True)
-            for (c, a), m in zip(found.tolist(), many.tolist()):
-                self._hist.setdefault(c, {})[a] = m
+            # (class, anchors) pairs as one int64 each: a 1-D unique, in the pairs' order
+            anchors = table.anchors[np.asarray(groups, dtype=np.int64)]
+            span = int(anchors.max()) + 1
+            found, many = np.unique(np.asarray(classes, dtype=np.int64) * span + anchors,
+                                    return_counts=True)
+            for key, m in zip(found.tolist(), many.tolist()):
+                self._hist.setdefault(key // span, {})[key % span] = m
         self._counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         #: class -> {term: σ of the term over ids(c)} (kept rows: big classes only), and
         #: class -> {group: its position in ids(c)} (to count a joining record in them)
@@ -2146,7 +2148,8 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
             # and no other group's floor is below it: the certificate holds when PR < 32
             pr = float(floor_of[0])
             if pr < 32:
-                free = np.flatnonzero(~holds & table.alpha_ok(r, same))
+                free = np.flatnonzero(~holds if data.alpha is None
+                                      else ~holds & table.alpha_ok(r, same))
                 if len(free):
                     return (0.0, pr, int(same[free[0]]))
         else:
