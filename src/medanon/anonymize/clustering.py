@@ -1556,6 +1556,7 @@ class _GroupTable:
         narrow = max((g.size for g in groups), default=0) < _NARROW_SIGMA
         self.dense = np.zeros((G, len(top)), dtype=np.int16 if narrow else np.int32)
         self.sparse: dict[int, dict[int, int]] = {}
+        self._etas: dict[int, np.ndarray] = {}
         # σ of every group from its members' terms at once (before the leftover phase a
         # group's σ counts exactly its members' terms: no term of theirs is suppressed yet)
         members = np.fromiter((r for g in groups for r in g.members), dtype=np.int64)
@@ -1581,6 +1582,15 @@ class _GroupTable:
         keys, counts = np.unique(term[rare] * max(G, 1) + holder[rare], return_counts=True)
         for key, count in zip(keys.tolist(), counts.tolist()):
             self.sparse.setdefault(key // G, {})[key % G] = count
+
+    def etas(self, anchors: int) -> np.ndarray:
+        """η_s of every term at ``anchors`` (:func:`etas_of`, the same elements), cached per
+        count: the leftover phase meets few distinct counts, and asks for a few terms of one
+        of them thousands of times."""
+        e = self._etas.get(anchors)
+        if e is None:
+            e = self._etas[anchors] = etas_of(self.data.theta, anchors)
+        return e
 
     def sigma(self, term: int, cand: np.ndarray | None = None) -> np.ndarray:
         """σ_term(g) of every group (or of groups ``cand``)."""
@@ -1662,7 +1672,7 @@ class _GroupTable:
             anchors = self.anchors[cand] + int(data.anchor[r])
             ids = np.asarray(terms, dtype=np.int64)
             if anchors.min() == anchors.max():  # the usual case: one row of η for all
-                e = etas_of(data.theta[ids], int(anchors[0]))[None, :]
+                e = self.etas(int(anchors[0]))[ids][None, :]
             else:
                 e = etas_of(data.theta[ids][None, :], anchors[:, None])
             c = (self.sigmas(terms, cand) if sigma is None else sigma) + 1
@@ -1764,11 +1774,11 @@ class _GroupTable:
             self.ha[gi] = g.ha
         if g.size >= _NARROW_SIGMA and self.dense.dtype == np.int16:
             self.dense = self.dense.astype(np.int32)  # (once: see _NARROW_SIGMA)
-        column, dense = self._column_list, self.dense
+        column, row = self._column_list, self.dense[gi]
         for s in (data.terms(r) if kept is None else kept[0]):
             col = column[s]
             if col >= 0:
-                dense[gi, col] += 1
+                row[col] += 1
             else:
                 held = self.sparse.setdefault(s, {})
                 held[gi] = held.get(gi, 0) + 1
