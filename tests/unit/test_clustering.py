@@ -267,8 +267,10 @@ def test_leftovers_found_by_windows_never_change_the_groups(monkeypatch, window,
     them in order, evaluating again only the groups the window changed (or searching again
     when a leftover's best group changed): with tiny windows and blocks, few dense terms
     (the rest counted per term), exact classes beside wider leftovers, intervals and missing
-    values, and a window's pairs evaluated a few at a time, the groups are still the
-    reference's."""
+    values, a window's pairs evaluated a few at a time, and σ rows kept for classes of two
+    groups or more (until a small budget is spent), the groups are still the reference's."""
+    monkeypatch.setattr(clustering, "CLASS_ROWS", 2)
+    monkeypatch.setattr(clustering, "KEPT_ROW_CELLS", 200 * (seed + 1))
     monkeypatch.setattr(clustering, "_WINDOW", window)
     monkeypatch.setattr(clustering, "_BLOCK", 3)
     monkeypatch.setattr(clustering, "FREQUENT_TERMS", 4)
@@ -287,3 +289,37 @@ def test_leftovers_found_by_windows_never_change_the_groups(monkeypatch, window,
     assert fast.budget_stops == 0
     assert np.array_equal(slow.group_of, fast.group_of)
     assert slow.unplaced == fast.unplaced
+
+
+@pytest.mark.parametrize("mode", ["ppms", "ppms++"])
+def test_leftover_table_widens_its_counts_when_a_group_grows(monkeypatch, mode):
+    """The leftover phase's dense σ table counts in int16 until a group reaches
+    ``_NARROW_SIGMA`` records, then in int32: with a threshold one above the groups' first
+    sizes, both happen in some groupings, and the groups are still the reference's."""
+    monkeypatch.setattr(clustering, "_WINDOW", 4)
+    widths: list[str] = []
+    build, add = clustering._GroupTable.__init__, clustering._GroupTable.add
+
+    def built(self, data, groups):
+        # just above the largest group: a leftover that joins one of those widens the table
+        monkeypatch.setattr(clustering, "_NARROW_SIGMA", max(g.size for g in groups) + 1)
+        build(self, data, groups)
+        widths.append(self.dense.dtype.name)
+
+    def added(self, *args, **kwargs):
+        add(self, *args, **kwargs)
+        widths.append(self.dense.dtype.name)
+
+    monkeypatch.setattr(clustering._GroupTable, "__init__", built)
+    monkeypatch.setattr(clustering._GroupTable, "add", added)
+    widened = 0
+    for seed in range(6):
+        widths.clear()
+        data = _random_input(160 + 20 * seed, seed + 90, mode, k=2 + seed % 2, theta=0.5,
+                             alpha=None, values=3, classes_first=seed % 2 == 1)
+        slow, fast = group_reference(data), group_records(data, probe_budget=10**9)
+        assert np.array_equal(slow.group_of, fast.group_of)
+        assert slow.unplaced == fast.unplaced
+        assert widths and widths[0] == "int16"
+        widened += widths[-1] == "int32"
+    assert widened

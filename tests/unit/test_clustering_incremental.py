@@ -66,6 +66,17 @@ def test_class_sigma_rows_equal_a_rebuild_after_random_joins(seed):
     assert any(not classes.holds(gi) for gi in zero), "some group must have left its class"
 
 
+@pytest.mark.parametrize("budget", [1 << 21, 40])
+@pytest.mark.parametrize("seed", range(3))
+def test_kept_class_rows_equal_a_rebuild_after_random_joins(monkeypatch, seed, budget):
+    """Every class keeps its σ rows (as the big classes do), every record that joins one of
+    its groups is counted in them; with a tiny budget of cells, rows are kept until it is
+    spent and read from the table after."""
+    monkeypatch.setattr(clustering, "CLASS_ROWS", 1)
+    monkeypatch.setattr(clustering, "KEPT_ROW_CELLS", budget)
+    test_class_sigma_rows_equal_a_rebuild_after_random_joins(seed)
+
+
 def test_class_sigma_rows_read_rare_terms_from_the_sparse_counts(monkeypatch):
     """With a dense table of one term, every other σ row comes from the {group: count} dicts."""
     monkeypatch.setattr(clustering, "FREQUENT_TERMS", 1)

@@ -1507,11 +1507,18 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
 
 #: zero-loss groups of a class a leftover looks at one by one before all of them (_best_in_class)
 CLASS_SCAN = 64
+#: classes of at least this many zero-loss groups keep their rows of σ per term (_ClassGroups),
+#: up to this many cells in all (int32: 8 MB)
+CLASS_ROWS = 512
+KEPT_ROW_CELLS = 1 << 21
 #: terms whose per-group counts are kept in a dense table while leftovers are placed.
 FREQUENT_TERMS = 64
-#: cells of the dense table the leftover phase may use (int32: 64 MB): with few groups, more
+#: cells of the dense table the leftover phase may use (int16: 32 MB): with few groups, more
 #: terms than :data:`FREQUENT_TERMS` get a column, so that fewer σ are read from dicts.
 DENSE_CELLS = 1 << 24
+#: the dense table counts in int16 while every group is smaller than this (σ <= |g|, and σ + 1
+#: must not wrap), in int32 from then on: half the memory to fill and to read (issue 43)
+_NARROW_SIGMA = int(np.iinfo(np.int16).max) - 1
 
 
 class _GroupTable:
@@ -1546,8 +1553,10 @@ class _GroupTable:
         self.column = np.full(len(data.theta), -1, dtype=np.int64)
         self.column[top] = np.arange(len(top))
         self._column_list: list[int] = self.column.tolist()
-        self.dense = np.zeros((G, len(top)), dtype=np.int32)
+        narrow = max((g.size for g in groups), default=0) < _NARROW_SIGMA
+        self.dense = np.zeros((G, len(top)), dtype=np.int16 if narrow else np.int32)
         self.sparse: dict[int, dict[int, int]] = {}
+        self._etas: dict[int, np.ndarray] = {}
         # σ of every group from its members' terms at once (before the leftover phase a
         # group's σ counts exactly its members' terms: no term of theirs is suppressed yet)
         members = np.fromiter((r for g in groups for r in g.members), dtype=np.int64)
@@ -1573,6 +1582,15 @@ class _GroupTable:
         keys, counts = np.unique(term[rare] * max(G, 1) + holder[rare], return_counts=True)
         for key, count in zip(keys.tolist(), counts.tolist()):
             self.sparse.setdefault(key // G, {})[key % G] = count
+
+    def etas(self, anchors: int) -> np.ndarray:
+        """η_s of every term at ``anchors`` (:func:`etas_of`, the same elements), cached per
+        count: the leftover phase meets few distinct counts, and asks for a few terms of one
+        of them thousands of times."""
+        e = self._etas.get(anchors)
+        if e is None:
+            e = self._etas[anchors] = etas_of(self.data.theta, anchors)
+        return e
 
     def sigma(self, term: int, cand: np.ndarray | None = None) -> np.ndarray:
         """σ_term(g) of every group (or of groups ``cand``)."""
@@ -1654,7 +1672,7 @@ class _GroupTable:
             anchors = self.anchors[cand] + int(data.anchor[r])
             ids = np.asarray(terms, dtype=np.int64)
             if anchors.min() == anchors.max():  # the usual case: one row of η for all
-                e = etas_of(data.theta[ids], int(anchors[0]))[None, :]
+                e = self.etas(int(anchors[0]))[ids][None, :]
             else:
                 e = etas_of(data.theta[ids][None, :], anchors[:, None])
             c = (self.sigmas(terms, cand) if sigma is None else sigma) + 1
@@ -1754,11 +1772,13 @@ class _GroupTable:
         self.size[gi], self.anchors[gi] = g.size, g.anchors
         if data.alpha is not None:  # (without α the counters never move)
             self.ha[gi] = g.ha
-        column, dense = self._column_list, self.dense
+        if g.size >= _NARROW_SIGMA and self.dense.dtype == np.int16:
+            self.dense = self.dense.astype(np.int32)  # (once: see _NARROW_SIGMA)
+        column, row = self._column_list, self.dense[gi]
         for s in (data.terms(r) if kept is None else kept[0]):
             col = column[s]
             if col >= 0:
-                dense[gi, col] += 1
+                row[col] += 1
             else:
                 held = self.sparse.setdefault(s, {})
                 held[gi] = held.get(gi, 0) + 1
@@ -1775,9 +1795,15 @@ class _ClassGroups:
     * the anchor counts cached for c are those of the table: :meth:`added` keeps the class's
       histogram of anchor counts current when a record joins one of its groups.
 
-    σ is gathered from the table's dense columns for each leftover (one fancy index): a cache
-    of rows per (class, term) was tried, but on the second 450k quarter three of four rows a
-    leftover asked for had never been asked for, so the cache cost more than it saved.
+    * a row of σ of a term over ``ids(c)`` that is kept (classes of at least
+      :data:`CLASS_ROWS` groups) counts every record that joined those groups since it was
+      gathered: :meth:`added` adds each joining record's terms to the class's kept rows.
+
+    σ is gathered from the table's dense columns for each leftover (one fancy index), and kept
+    per (class, term) for the big classes only: on the second 450k quarter three of four rows
+    a leftover asked for had never been asked for (a cache of every class cost more than it
+    saved), but two classes of 2,500 and 3,200 groups (cases lacking age and weight) took
+    a thousand of the searches over a whole class, asking for the same few hundred terms.
     """
 
     def __init__(self, table: _GroupTable, groups: list[int], classes: list[int]):
@@ -1792,12 +1818,19 @@ class _ClassGroups:
         #: one np.unique per class was a second on the second 450k quarter)
         self._hist: dict[int, dict[int, int]] = {}
         if groups:
-            pairs = np.column_stack([np.asarray(classes, dtype=np.int64),
-                                     table.anchors[np.asarray(groups, dtype=np.int64)]])
-            found, many = np.unique(pairs, axis=0, return_counts=True)
-            for (c, a), m in zip(found.tolist(), many.tolist()):
-                self._hist.setdefault(c, {})[a] = m
+            # (class, anchors) pairs as one int64 each: a 1-D unique, in the pairs' order
+            anchors = table.anchors[np.asarray(groups, dtype=np.int64)]
+            span = int(anchors.max()) + 1
+            found, many = np.unique(np.asarray(classes, dtype=np.int64) * span + anchors,
+                                    return_counts=True)
+            for key, m in zip(found.tolist(), many.tolist()):
+                self._hist.setdefault(key // span, {})[key % span] = m
         self._counts: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        #: class -> {term: σ of the term over ids(c)} (kept rows: big classes only), and
+        #: class -> {group: its position in ids(c)} (to count a joining record in them)
+        self._rows: dict[int, dict[int, np.ndarray]] = {}
+        self._position: dict[int, dict[int, int]] = {}
+        self._kept_cells = 0
 
     def has(self, c: int) -> bool:
         """Whether class c has a zero-loss group."""
@@ -1820,7 +1853,35 @@ class _ClassGroups:
 
     def sigma_rows(self, c: int, terms: Sequence[int]) -> np.ndarray:
         """σ_s(g) for each of ``terms`` (rows) and each group of ``ids(c)`` (columns)."""
-        return self.table.sigmas(terms, self.ids(c)).T
+        ids = self.ids(c)
+        if len(ids) < CLASS_ROWS:
+            return self.table.sigmas(terms, ids).T
+        rows = self._rows.get(c)
+        if rows is None:
+            rows = self._rows[c] = {}
+            self._position[c] = {gi: i for i, gi in enumerate(self._members[c])}
+        new = [s for s in dict.fromkeys(terms) if s not in rows]
+        if new:
+            gathered = self.table.sigmas(new, ids).T
+            if self._kept_cells + gathered.size <= KEPT_ROW_CELLS:
+                self._kept_cells += gathered.size
+                for s, row in zip(new, gathered):
+                    rows[s] = row.astype(np.int32)
+            else:  # (over the budget: read from the table, as for a small class)
+                return self.table.sigmas(terms, ids).T
+        out = np.empty((len(terms), len(ids)), dtype=np.int64)
+        for j, s in enumerate(terms):
+            out[j] = rows[s]
+        return out
+
+    def single_anchor_count(self, c: int) -> int | None:
+        """The anchor count of every group of the class when they all have the same one (the
+        usual case), else None: :meth:`anchor_counts` without its arrays."""
+        hist = self._hist.get(c)
+        if hist is None:
+            self.anchor_counts(c)  # (makes the histogram again)
+            hist = self._hist[c]
+        return next(iter(hist)) if len(hist) == 1 else None
 
     def anchor_counts(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         """The distinct anchor counts of the class's groups, and the index of each group's."""
@@ -1844,9 +1905,16 @@ class _ClassGroups:
     def added(self, gi: int, terms: Sequence[int], anchors: int) -> None:
         """A record holding ``terms`` (counted in σ) and ``anchors`` (0 or 1) joined group gi,
         which kept its zero loss (called after the table counted it)."""
+        c = self._class_of[gi]
+        rows = self._rows.get(c)
+        if rows:
+            at = self._position[c][gi]
+            for s in terms:
+                row = rows.get(s)
+                if row is not None:
+                    row[at] += 1
         if not anchors:
             return
-        c = self._class_of[gi]
         self._counts.pop(c, None)
         hist = self._hist.get(c)
         if hist is not None:
@@ -1862,8 +1930,11 @@ class _ClassGroups:
         """Group gi lost its zero loss: out of its class (whose cached counts go)."""
         c = self._class_of.pop(gi)
         self._members[c].remove(gi)
-        for cache in (self._ids, self._hist, self._counts):
+        for cache in (self._ids, self._hist, self._counts, self._position):
             cache.pop(c, None)
+        rows = self._rows.pop(c, None)
+        if rows:
+            self._kept_cells -= sum(row.size for row in rows.values())
 
 
 def _place_leftovers(data: GroupingInput, groups: list[_Group], result: GroupingResult, *,
@@ -1931,19 +2002,24 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     # changed since still gives such a leftover the key it gave then; so when its best group
     # is unchanged at its turn, the best over the whole table is the better of that one and
     # the best over the groups the window changed (exact: the same key, PR and group as the
-    # search below). When its best group itself changed, the leftover searches the blocks as
-    # before. Of the groups changed, only those whose value or anchors moved are evaluated
+    # search below). When its best group itself changed, the groups the window found for it
+    # other than that one are the second best it found and groups whose key exceeds the
+    # window's limit for it (:func:`_best_of_many`): the better of that second (when no
+    # placement changed it) and the groups the window changed, best group included, is the
+    # answer when its key is within that limit. Otherwise the leftover searches the blocks
+    # as before. Of the groups changed, only those whose value or anchors moved are evaluated
     # again: a group that only took points of its own value that are no anchors gives every
     # record a key (ΔIL·PR, PR) at least as large as before in both parts (ΔIL = |g|·(L' − L)
     # + L' grows with |g| as L' >= L; PR grows with σ at the same η), so it cannot have become
-    # better than the best it did not beat. (Not with α: the batched keys do not count HA's
-    # counters.)
+    # better than the best it did not beat (nor than the second: the leftover's best group
+    # itself is evaluated again whatever changed it). (Not with α: the batched keys do not
+    # count HA's counters.)
     batched = data.alpha is None
     point_list = point.tolist()
     class_list = class_of.tolist()
     anchor_list = data.anchor.tolist()
     walk = leftovers.tolist()
-    ahead: dict[int, tuple | None] = {}
+    ahead: dict[int, tuple[tuple | None, tuple | None, float]] = {}
     # the groups the window changed (each once, in a slot), and those whose value or anchors
     # moved (to be evaluated again)
     slot: dict[int, int] = {}
@@ -1960,8 +2036,10 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             best = _best_in_class(data, r, classes, c)
         # a point joining a zero-loss group of its own class leaves the group's value as it is
         same_value = best is not None
-        known = ahead.get(r) if best is None else None  # (found when the window opened)
-        if r in ahead and best is None and (known is None or known[2] not in slot):
+        # (best, second best, limit) found when the window opened
+        found = ahead.get(r) if best is None else None
+        known = None if found is None else found[0]
+        if found is not None and (known is None or known[2] not in slot):
             best = known
             if moved:
                 value = [[None if x is None else x[r] for x in arrays]
@@ -1970,26 +2048,36 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         elif best is None or best[0] > 0.0:
             value = [[None if x is None else x[r] for x in arrays]
                      for arrays in (data.cat, data.lo, data.hi)]
-            if known is not None:
+            search = True
+            if found is not None and known is not None:
                 # its best group changed in the window: that group and the groups whose
-                # value moved, as they are now, give a best to start from (groups all: the
-                # search below still looks at every group that may beat it)
-                best = evaluate(r, value, np.array([known[2], *moved], dtype=np.int64), best)
-            best = evaluate(r, value, index.loose(), best)
-            bounds = index.lower_bounds(value, r)
-            order = np.argsort(bounds, kind="stable")
-            sorted_bounds = bounds[order]
-            done = 0
-            while done < len(order):
-                # blocks in bound order, doubling, while a block may still hold a better
-                # group (with no best yet, every block that may hold a group able to take r)
-                limit = (int(np.searchsorted(sorted_bounds, INF, side="left")) if best is None
-                         else int(np.searchsorted(sorted_bounds, best[0], side="right")))
-                if limit <= done:
-                    break
-                upto = min(limit, max(2 * done, _FIRST_BLOCKS))
-                best = evaluate(r, value, index.members_of(order[done:upto]), best)
-                done = upto
+                # value moved, as they are now, and its second best when the window left it
+                # alone, give a best to start from; and the answer, when its key is within
+                # the window's limit (every group the window did not evaluate exceeds it;
+                # those it did are the second or above it, or changed)
+                second = found[1]
+                kept = second is None or second[2] not in slot
+                cand = moved if slot[known[2]] >= 0 else [known[2], *moved]
+                best = evaluate(r, value, np.array(cand, dtype=np.int64),
+                                second if kept else None)
+                search = not (kept and best is not None and best[0] <= found[2])
+            if search:
+                best = evaluate(r, value, index.loose(), best)
+                bounds = index.lower_bounds(value, r)
+                order = np.argsort(bounds, kind="stable")
+                sorted_bounds = bounds[order]
+                done = 0
+                while done < len(order):
+                    # blocks in bound order, doubling, while a block may still hold a better
+                    # group (with no best yet, every block that may hold a group able to
+                    # take r)
+                    limit = (int(np.searchsorted(sorted_bounds, INF, side="left")) if best is None
+                             else int(np.searchsorted(sorted_bounds, best[0], side="right")))
+                    if limit <= done:
+                        break
+                    upto = min(limit, max(2 * done, _FIRST_BLOCKS))
+                    best = evaluate(r, value, index.members_of(order[done:upto]), best)
+                    done = upto
         if best is None:
             result.unplaced.append(r)
             continue
@@ -2006,10 +2094,10 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                 moved.append(gi)
         table.add(gi, r, same_value=same_value)
         if same_value:
-            # gi is a zero-loss group of r's class and stays one: only anchors can move
+            # gi is a zero-loss group of r's class and stays one: only anchors (and σ) move
             if anchor_list[r]:
                 index.joined(gi)
-                classes.added(gi, data.terms(r), 1)
+            classes.added(gi, data.terms(r), anchor_list[r])
             continue
         index.changed(gi)
         if classes.holds(gi):
@@ -2048,18 +2136,17 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
     """
     table = classes.table
     terms = data.terms(r)
+    if len(terms) <= 32 and data.alpha is None:
+        count = classes.single_anchor_count(c)
+        if count is not None:
+            pr = _floor_at(data, r, count)
+            if pr < 32:
+                groups = table.groups
+                for gi in islice(classes.members(c), CLASS_SCAN):
+                    # (a group's σ dict holds a term only once it counts it)
+                    if groups[gi].sigma.keys().isdisjoint(terms):
+                        return (0.0, pr, gi)
     distinct, inverse = classes.anchor_counts(c)
-    if len(terms) <= 32 and len(distinct) == 1 and data.alpha is None:
-        pr = _floor_at(data, r, int(distinct[0]))
-        if pr < 32:
-            groups = table.groups
-            for gi in classes.members(c)[:CLASS_SCAN]:
-                sig = groups[gi].sigma  # (holds a term only once it counts it)
-                for s in terms:
-                    if s in sig:
-                        break
-                else:
-                    return (0.0, pr, gi)
     same = classes.ids(c)
     sigma = classes.sigma_rows(c, terms)
     holds = (sigma > 0).any(axis=0)
@@ -2071,7 +2158,8 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
             # and no other group's floor is below it: the certificate holds when PR < 32
             pr = float(floor_of[0])
             if pr < 32:
-                free = np.flatnonzero(~holds & table.alpha_ok(r, same))
+                free = np.flatnonzero(~holds if data.alpha is None
+                                      else ~holds & table.alpha_ok(r, same))
                 if len(free):
                     return (0.0, pr, int(same[free[0]]))
         else:
@@ -2115,7 +2203,7 @@ def _pair_costs(space: QidSpace, j: int, a: np.ndarray, b: np.ndarray) -> np.nda
 
 
 def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
-                  ) -> dict[int, tuple | None]:
+                  ) -> dict[int, tuple[tuple | None, tuple | None, float]]:
     """The least key (ΔIL·PR, PR, group) of each leftover of ``rs`` over every group, as the
     block search of :func:`_place_leftovers` finds it one leftover at a time (None: no group
     can take it), for all of them at once.
@@ -2127,6 +2215,12 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
     those whose exact ΔIL times r's PR floor at the block's most anchors already exceeds it.
     A group left out has a key above that best, which the second round can only lower: the
     answer is the least key over all groups (exact, ties included).
+
+    Each leftover also gets the second least key over the groups evaluated (None: none but the
+    best could take it) and the key every group left out exceeds (the best after the first
+    round: the second round's limit; ∞ when every group that may take it was evaluated). The
+    walk uses them when the leftover's best group changed before its turn
+    (:func:`_place_leftovers`).
     """
     rows = np.asarray(rs, dtype=np.int64)
     L = len(rows)
@@ -2140,6 +2234,9 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
     best_key = np.full(L, INF)
     best_pr = np.full(L, INF)
     best_g = np.full(L, -1, dtype=np.int64)
+    second_key = np.full(L, INF)
+    second_pr = np.full(L, INF)
+    second_g = np.full(L, -1, dtype=np.int64)
 
     def groups_of(row: np.ndarray, blocks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(row, group, block) of every group still in ``blocks`` (pairs: row[i], blocks[i])."""
@@ -2151,23 +2248,33 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
         return np.repeat(row, lengths)[inside], gg[inside], np.repeat(blocks, lengths)[inside]
 
     def merge(rr: np.ndarray, gg: np.ndarray, dil: np.ndarray) -> None:
-        """Keep each row's least key over its pairs (rr, gg) and its best so far."""
+        """Keep each row's two least keys over its pairs (rr, gg) and its two best so far (a
+        group is in at most one pair of a row: the blocks and the loose groups are apart)."""
         pr = table.pair_risks(rows[rr], gg)
         ok = pr < INF
         rr, gg, pr = rr[ok], gg[ok], pr[ok]
         key = dil[ok] * pr
-        # with the best so far, so that one lexsort keeps the least of both
+        # with the two best so far, so that one lexsort keeps the least of all
         held = np.flatnonzero(best_g >= 0)
-        rr = np.concatenate([rr, held])
-        gg = np.concatenate([gg, best_g[held]])
-        key = np.concatenate([key, best_key[held]])
-        pr = np.concatenate([pr, best_pr[held]])
+        held2 = np.flatnonzero(second_g >= 0)
+        rr = np.concatenate([rr, held, held2])
+        gg = np.concatenate([gg, best_g[held], second_g[held2]])
+        key = np.concatenate([key, best_key[held], second_key[held2]])
+        pr = np.concatenate([pr, best_pr[held], second_pr[held2]])
         if not len(rr):
             return
         o = np.lexsort((gg, pr, key, rr))
-        lead = o[np.r_[True, rr[o][1:] != rr[o][:-1]]]
+        ro = rr[o]
+        first = np.flatnonzero(np.r_[True, ro[1:] != ro[:-1]])
+        lead = o[first]
         at = rr[lead]
         best_key[at], best_pr[at], best_g[at] = key[lead], pr[lead], gg[lead]
+        nxt = first + 1
+        nxt = nxt[nxt < len(o)]
+        nxt = nxt[ro[nxt] == ro[nxt - 1]]
+        lead = o[nxt]
+        at = rr[lead]
+        second_key[at], second_pr[at], second_g[at] = key[lead], pr[lead], gg[lead]
 
     # first round: the loose groups and the first blocks of every row; of them, PR is
     # computed first for the few of least ΔIL·floor of each row, then for the others whose
@@ -2209,8 +2316,13 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
         # PR >= r's floor at the block's most anchors: ΔIL times it bounds the key
         near = dil * floors[rr, bb] <= limit[rr]
         merge(rr[near], gg[near], dil[near])
+    # (a row without a best after the first round opened every block that may hold a group
+    # able to take it: no group left out can, and ``limit`` is ∞ there)
     return {r: (None if best_g[i] < 0 else
-                (float(best_key[i]), float(best_pr[i]), int(best_g[i])))
+                (float(best_key[i]), float(best_pr[i]), int(best_g[i])),
+                None if second_g[i] < 0 else
+                (float(second_key[i]), float(second_pr[i]), int(second_g[i])),
+                float(limit[i]))
             for i, r in enumerate(rs)}
 
 
@@ -2390,6 +2502,9 @@ class _GroupBlocks(_Blocks):
                               if len(starts) else np.zeros((0, dense.shape[1]), dtype=np.int64))
             self.anchors_max = self._reduce(np.maximum, self.table.anchors, starts).astype(np.int64)
             self.sigma_min_t = np.ascontiguousarray(self.sigma_min.T)
+            #: per frequent term, the largest σ_min of any block
+            self.sigma_min_max = (self.sigma_min_t.max(axis=1) if len(starts)
+                                  else np.zeros(dense.shape[1], dtype=np.int64))
         if self.j0 is not None:
             self.lo_min = self._reduce(np.minimum, self.lo[self.j0], starts)
             self.hi_max = self._reduce(np.maximum, self.hi[self.j0], starts)
@@ -2448,17 +2563,20 @@ class _GroupBlocks(_Blocks):
             # distinct count (the same elements as for every block)
             distinct, at = self.anchor_counts()
             one = len(distinct) == 1  # the usual case: one row of η for every block
-            if frequent.any():
-                # (σ of the frequent terms as rows, one per term: contiguous gathers)
+            if frequent.any() and one:
+                # (σ of the frequent terms as rows, one per term: contiguous gathers; only
+                # of the terms whose η some block's σ_min reaches, as in lower_bounds_many)
+                fcols = cols[frequent]
+                e = etas_of(data.theta[terms[frequent]], int(distinct[0]) + int(data.anchor[r]))
+                may = e <= self.sigma_min_max[fcols]
+                if may.any():
+                    full = (self.sigma_min_t[fcols[may]] + 1 > e[may, None]).any(axis=0)
+                    bound[full] = INF
+            elif frequent.any():
                 sigma_min = self.sigma_min_t[cols[frequent]]
-                if one:
-                    e = etas_of(data.theta[terms[frequent]], int(distinct[0]) + int(data.anchor[r]))
-                    full = (sigma_min + 1 > e[:, None]).any(axis=0)
-                else:
-                    e = etas_of(data.theta[terms[frequent]][:, None],
-                                distinct[None, :] + int(data.anchor[r]))[:, at]
-                    full = (sigma_min + 1 > e).any(axis=0)
-                bound[full] = INF
+                e = etas_of(data.theta[terms[frequent]][:, None],
+                            distinct[None, :] + int(data.anchor[r]))[:, at]
+                bound[(sigma_min + 1 > e).any(axis=0)] = INF
             if len(terms):
                 # PR(g, r) is at least r's terms alone (σ 0) at the block's most anchors (η
                 # grows with them): the bound of ΔIL times that floor bounds ΔIL·PR
@@ -2472,12 +2590,38 @@ class _GroupBlocks(_Blocks):
 
     def lower_bounds_many(self, rs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`lower_bounds` of each leftover of ``rs`` (rows) for every block (columns) at
-        once, with a table: the same bounds, element by element; and r's PR floor at each
-        block's most anchors (:func:`_floors_at`), which they include."""
+        once, with a table: the same bounds, element by element (the same operations on the
+        same floats, done in place); and r's PR floor at each block's most anchors
+        (:func:`_floors_at`), which they include (read only: a view of one column per
+        distinct count)."""
         table = self.table
         assert table is not None
         data = table.data
         L, B = len(rs), len(self.btag)
+        if self.j0 is not None and self.range > 0:
+            los, his = data.lo[self.j0], data.hi[self.j0]
+            assert los is not None and his is not None
+            r_lo, r_hi = los[rs][:, None], his[rs][:, None]
+            dw = np.subtract(self.lo_min, r_lo)
+            np.maximum(dw, np.subtract(r_hi, self.hi_max), out=dw)
+            dw /= self.range
+            np.maximum(dw, 0.0, out=dw)
+            dw[:, ~self._present] = 0.0
+        else:
+            dw = np.zeros((L, B))
+        if self.j0 is not None and self.missing_at is not None:
+            los, his = data.lo[self.j0], data.hi[self.j0]
+            assert los is not None and his is not None
+            m = self.missing_at
+            # r holds the missing value: with a present group the term becomes 1
+            holds = np.flatnonzero(his[rs] >= m)
+            if len(holds):
+                dw[holds] = np.where(self._present, np.maximum(0.0, 1.0 - self.width_max), 0.0)
+            # groups of missing values only: adding a present value costs 1
+            only = np.flatnonzero((self.btag > 0) & (self.lo_min >= m))
+            present = np.flatnonzero(los[rs] < m)
+            if len(only) and len(present):
+                dw[np.ix_(present, only)] = 1.0
         if self.cat_j:
             # per distinct categorical value of the records, the cached row of Δcat
             keys = np.column_stack([data.cat[j][rs] for j in self.cat_j])  # type: ignore[index]
@@ -2488,48 +2632,48 @@ class _GroupBlocks(_Blocks):
                 for j, code in zip(self.cat_j, row):
                     cat[j] = code
                 parts.append(self._dcat(cat))
-            dcat = np.stack(parts)[inverse.ravel()]
-        else:
-            dcat = np.zeros((L, B))
-        dw = np.zeros((L, B))
-        if self.j0 is not None:
-            los, his = data.lo[self.j0], data.hi[self.j0]
-            assert los is not None and his is not None
-            r_lo, r_hi, m = los[rs][:, None], his[rs][:, None], self.missing_at
-            present = self._present
-            if self.range > 0:
-                grow = np.maximum(self.lo_min - r_lo, r_hi - self.hi_max) / self.range
-                dw = np.where(present, np.maximum(0.0, grow), 0.0)
-            if m is not None:
-                # r holds the missing value: with a present group the term becomes 1
-                missing = np.where(present, np.maximum(0.0, 1.0 - self.width_max), 0.0)
-                dw = np.where(r_hi >= m, missing, dw)
-                # groups of missing values only: adding a present value costs 1
-                dw = np.where((r_lo < m) & ((self.btag > 0) & (self.lo_min >= m)), 1.0, dw)
-        bound = (self.size_min + 1.0) * (dcat + dw) + self.loss_min
-        bound = bound * (1.0 - 1e-9) - 1e-12  # float slack: never above the exact ΔIL
+            dw += np.stack(parts)[inverse.ravel()]  # (dcat + dw: the same float)
+        bound = dw
+        bound *= self.size_min + 1.0
+        bound += self.loss_min
+        bound *= 1.0 - 1e-9  # float slack: never above the exact ΔIL
+        bound -= 1e-12
         ptr = data.term_ptr
         lengths = ptr[rs + 1] - ptr[rs]
         own = data.anchor[rs].astype(np.int64)
         # η and the floors depend on a block's most anchors only: per distinct count (few)
         distinct, at = self.anchor_counts()
+        one = len(distinct) == 1
+        # PR is at least r's terms alone (σ 0) at the block's most anchors: per row and
+        # distinct count, 1 + Σ 1/η_s added in r's term order (as _floors_at adds)
+        inverse_etas = np.array([[data.inverse_etas(int(a) + o) for a in distinct.tolist()]
+                                 for o in (0, 1)])  # (own anchors, count, term)
+        floors = np.ones((L, len(distinct)))
         full = np.zeros((L, B), dtype=bool)
         for p in range(int(lengths.max()) if L else 0):
             rows = np.flatnonzero(lengths > p)
             terms = data.term_ids[ptr[rs[rows]] + p]
+            floors[rows] += inverse_etas[own[rows], :, terms]
             cols = table.column[terms]
-            frequent = cols >= 0
-            rows, terms, cols = rows[frequent], terms[frequent], cols[frequent]
-            if not len(rows):
-                continue
             e = etas_of(data.theta[terms][:, None], distinct[None, :] + own[rows, None])
-            full[rows] |= self.sigma_min_t[cols] + 1 > (e[:, at] if len(distinct) > 1 else e)
-        # PR is at least r's terms alone (σ 0) at the block's most anchors
-        floors = np.stack([_floors_at(data, r, distinct) for r in rs.tolist()])[:, at]
+            # a block can be full only where σ_min + 1 > η for some block: frequent terms
+            # whose η exceeds every block's σ_min (most of them) are left out at once
+            may = (cols >= 0) & (e.min(axis=1) <= self.sigma_min_max[np.maximum(cols, 0)])
+            if not may.any():
+                continue
+            rows, cols, e = rows[may], cols[may], e[may]
+            full[rows] |= self.sigma_min_t[cols] + 1 > (e[:, at] if not one else e)
         never = floors == INF  # (× 1 there: no 0 · ∞)
-        bound = np.where(never, INF, bound * np.where(never, 1.0, floors))
+        if one:
+            bound *= np.where(never, 1.0, floors)
+            bound[never[:, 0]] = INF
+            floors_of = np.broadcast_to(floors, (L, B))
+        else:
+            floors_of = floors[:, at]
+            bound *= np.where(floors_of == INF, 1.0, floors_of)
+            bound[floors_of == INF] = INF
         bound[full] = INF
-        return bound, floors
+        return bound, floors_of
 
     def _dcat(self, cat: Sequence) -> np.ndarray:
         """Per block, the categorical part of L(g ∪ r) − L(g) for a value of categorical part
