@@ -257,6 +257,8 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
                           hierarchies: Mapping[str, Taxonomy]) -> SuperRecords:
     """Combine the records of each (period, CaseID) into one super record.
 
+    :func:`super_records_of_rows` also tells which super record each record went into.
+
     Args:
         records: one row per report; multi-valued cells are tuples/lists (or ``|``-joined text).
             A ``version`` column, when present, orders a case's reports (latest last).
@@ -270,6 +272,14 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
         SchemaError: a schema column is missing, or a numeric QID is not numeric.
         HierarchyError: a categorical QID value is missing from its hierarchy.
     """
+    return super_records_of_rows(records, schema, hierarchies)[0]
+
+
+def super_records_of_rows(records: pd.DataFrame, schema: Schema,
+                          hierarchies: Mapping[str, Taxonomy]) -> tuple[SuperRecords, np.ndarray]:
+    """:func:`combine_super_records`, and for each row of ``records`` (by position) the row of
+    the super records' frame it went into: what the release's shuffle reads to order the
+    cases by their first report without hashing their CaseIDs' texts again (issue 43)."""
     dates = _checked_date_cells(records, schema, hierarchies)
     case_col, period_col = schema.case_id, schema.period
     order = [period_col, case_col] + (["version"] if "version" in records.columns else [])
@@ -341,7 +351,12 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
     for name in schema.multi_valued + ("report_ids",):
         if name in frame.columns:
             frame[name] = frame[name].astype(object)
-    return SuperRecords(schema, frame, hierarchies)
+    if rows is None:
+        super_of_row = group
+    else:
+        super_of_row = np.empty(len(group), dtype=group.dtype)
+        super_of_row[rows] = group
+    return SuperRecords(schema, frame, hierarchies), super_of_row
 
 
 def stable_sort_order(records: pd.DataFrame, columns: list[str]) -> np.ndarray | None:
