@@ -67,6 +67,24 @@ def factorize_texts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.arange(len(values)), values
     return pd.factorize(values)
 
+def factorize_cells(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``pd.factorize(values)`` (a flat object array), hashing each shared object's value once.
+
+    The store shares one tuple among the cells holding it and one str among a text column's
+    equal cells (a quarter's period, age, sex and dates, its 84 distinct outcome tuples):
+    the objects are numbered first (:func:`distinct_objects`, one integer hash per cell),
+    then only the distinct objects are factorized by value. Objects are numbered in order of
+    first appearance, so a value's first object is where the value first appears and the
+    codes are pandas' own. Cells that are mostly distinct objects (CaseIDs, report ids) are
+    factorized as they are (:func:`factorize_texts`)."""
+    sample = _addresses(values[::max(1, len(values) // _SAMPLE)])
+    if len(values) > _SAMPLE and 2 * len(np.unique(sample)) <= len(sample):
+        which, first = distinct_objects(values)
+        codes, distinct = pd.factorize(values[first])
+        return codes[which], distinct
+    return factorize_texts(values)
+
+
 def first_appearances(codes: np.ndarray) -> np.ndarray:
     """The position of each code's first appearance, for codes numbered as ``pd.factorize``
     numbers values (in order of first appearance from 0; -1, a missing value, is skipped): a

@@ -35,7 +35,7 @@ from ..accounting import (Budget, Charge, PrivacyLoss, cases_over_budget, check_
                           format_epsilon, unit_counts)
 from ..anonymize.base import AnonymizationResult, Anonymizer
 from ..periods import parse_period
-from ..data.records import factorize_texts, stable_sort_order, super_records_of_rows
+from ..data.records import factorize_cells, stable_sort_order, super_records_of_rows
 from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
@@ -185,7 +185,7 @@ def input_digest(records: pd.DataFrame) -> str:
             _hash_part(digest, column.dtype.str)
             digest.update(np.ascontiguousarray(column.to_numpy()[order]).tobytes())
             continue
-        codes, distinct = factorize_texts(column.to_numpy(dtype=object)[order])
+        codes, distinct = factorize_cells(column.to_numpy(dtype=object)[order])
         _hash_values(digest, distinct.tolist())
         digest.update(codes.astype("<i8").tobytes())
     return digest.hexdigest()
