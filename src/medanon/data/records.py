@@ -365,7 +365,9 @@ def super_records_of_rows(records: pd.DataFrame, schema: Schema,
         out[name] = cells_at(records[name].to_numpy(), last_index)
     for name in schema.date_columns:
         out[name] = cells_at(dates[name], last_index)
-    frame = pd.DataFrame(out)
+    # the columns are arrays made here: the frame takes them as they are, a block each,
+    # rather than copying them into one block per dtype (0.1-0.18 s at 450k cases, issue 43)
+    frame = pd.DataFrame(out, copy=False)
     for name in schema.multi_valued + ("report_ids",):
         if name in frame.columns:
             frame[name] = frame[name].astype(object)
