@@ -568,7 +568,7 @@ class ReleaseStore:
         column = _quote(self.schema.case_id)
         chosen = pd.DataFrame({"period": pd.Series(
             sorted(set(periods)) if periods is not None else [], dtype=object)})
-        wanted = pd.DataFrame({"case_id": _distinct_texts(among if among is not None else [])})
+        wanted = pd.DataFrame({"case_id": _texts_column(among if among is not None else [])})
         where = []
         if periods is not None:
             where.append("period IN (SELECT period FROM case_ids_periods)")
@@ -589,7 +589,8 @@ class ReleaseStore:
 
     def published_case_ids(self, among: Iterable[str]) -> list[str]:
         """The published CaseIDs (of any release) that are in ``among`` (distinct, sorted)."""
-        wanted = pd.DataFrame({"case_id": _distinct_texts(among)})
+        # (repeats need not go: SQL's IN reads a set; issue 43)
+        wanted = pd.DataFrame({"case_id": _texts_column(among)})
         with _registered(self._con, "published_among", wanted):
             return [r[0] for r in self._con.execute(
                 "SELECT DISTINCT case_id FROM release_rows "
@@ -1503,16 +1504,6 @@ def refuse_empty(sizes: dict[str, int], *, source: str, allow_empty: bool) -> No
                          f"(header-only files, or every report filtered out). Nothing was "
                          f"ingested; check the source, or give the 'allow_empty' parameter to "
                          f"ingest an empty period on purpose.")
-
-
-def _distinct_texts(values: Iterable[object]) -> pd.Series:
-    """The distinct ``str`` of ``values``, as an object column for an SQL ``IN`` set (in no
-    particular order: sorting the 450k CaseIDs of a quarter in Python cost more than the query
-    that reads them, issue 43). Values that are all text already are not converted again."""
-    raw = object_array(values)
-    if len(raw) and pd.api.types.infer_dtype(raw, skipna=False) != "string":
-        raw = np.asarray([str(c) for c in raw.tolist()], dtype=object)
-    return pd.Series(pd.unique(raw), dtype=object)
 
 
 @contextmanager
