@@ -1121,7 +1121,9 @@ class ReleaseStore:
             # their pages mapped and DuckDB's buffers for the write came on top of them: the
             # peak of a 450k-case release (issue 43)
             give_back_freed_memory()
-            incoming = rows.astype(str).copy()
+            # astype gives a frame of its own (a copy, or copy-on-write), so the column put in
+            # front leaves ``rows`` as it was; a second copy cost 0.07 s and 58 MB at 450k rows
+            incoming = rows.astype(str)
             incoming.insert(0, "row_no", np.arange(len(incoming), dtype=np.int64))
             with _registered(self._con, "incoming_release", incoming):
                 _run(self._con, "INSERT INTO release_rows SELECT * FROM incoming_release")
