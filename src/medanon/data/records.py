@@ -75,10 +75,13 @@ def factorize_cells(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     the objects are numbered first (:func:`distinct_objects`, one integer hash per cell),
     then only the distinct objects are factorized by value. Objects are numbered in order of
     first appearance, so a value's first object is where the value first appears and the
-    codes are pandas' own. Cells that are mostly distinct objects (CaseIDs, report ids) are
-    factorized as they are (:func:`factorize_texts`)."""
+    codes are pandas' own. Cells whose sample (:data:`_SAMPLE` of them) holds nine tenths
+    distinct objects or more (CaseIDs, report ids) are factorized as they are
+    (:func:`factorize_texts`): numbering their objects first costs more than it saves. A
+    quarter's reactions and drugs, half of them distinct, look 85% distinct in a sample, and
+    still cost a sixth less numbered first."""
     sample = _addresses(values[::max(1, len(values) // _SAMPLE)])
-    if len(values) > _SAMPLE and 2 * len(np.unique(sample)) <= len(sample):
+    if len(values) > _SAMPLE and 10 * len(np.unique(sample)) <= 9 * len(sample):
         which, first = distinct_objects(values)
         codes, distinct = pd.factorize(values[first])
         return codes[which], distinct
