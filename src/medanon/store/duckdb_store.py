@@ -1299,6 +1299,7 @@ def _texts_of_enums(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame,
     if not columns:
         return
     dtype = _text_dtype(con)
+    assert isinstance(dtype, pd.StringDtype)   # else _few_texts reads no column as an ENUM
     for name in columns:
         values = frame[name].array
         texts = pd.array(np.asarray(values.categories, dtype=object), dtype=dtype)
