@@ -3,8 +3,8 @@
 Two steps, so that two versions of the code can be timed on the very same inputs:
 
 * ``capture``: runs ``medanon release`` in this process (any release arguments after ``--``)
-  and pickles what ``combine_super_records`` and ``to_published_rows`` were given into
-  ``--dir`` (the store is the one named in the arguments: give a copy, a release writes).
+  and pickles what ``super_records_of_rows`` (the super records) and ``to_published_rows``
+  were given into ``--dir`` (the store is the one named in the arguments: give a copy, a release writes).
 * ``time``: loads those inputs and times each function ``--repeat`` times (CPU seconds,
   ``time.process_time``), and ``ReleaseStore.records`` on ``--store`` (opened read-only);
   prints the best and every figure, with a digest of each result (cells and dtypes) to
@@ -44,7 +44,7 @@ def _capture(folder: Path, argv: list[str]) -> None:
     from medanon.pipeline import publish
 
     folder.mkdir(parents=True, exist_ok=True)
-    combine, rows = publish.combine_super_records, publish.to_published_rows
+    combine, rows = publish.super_records_of_rows, publish.to_published_rows
 
     def keep_combine(records, schema, hierarchies):
         with open(folder / "combine.pkl", "wb") as handle:
@@ -56,7 +56,7 @@ def _capture(folder: Path, argv: list[str]) -> None:
             pickle.dump((table, schema), handle, protocol=5)
         return rows(table, schema)
 
-    publish.combine_super_records = keep_combine
+    publish.super_records_of_rows = keep_combine
     publish.to_published_rows = keep_rows
     sys.argv = ["medanon", *argv]
     main()

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings, strategies as st
 
-from medanon.data.records import stable_sort_order, combine_super_records
+from medanon.data.records import combine_super_records, stable_sort_order, super_records_of_rows
 from medanon.data.schema import Schema
 from medanon.hierarchies import mesh_age_tree
 
@@ -103,3 +103,30 @@ def test_the_records_sort_is_pandas_stable_sort(rows: list[tuple], dtype: str) -
         got = stable_sort_order(frame, keys)
         order = np.arange(len(frame)) if got is None else got
         assert order.tolist() == expected.index.tolist()
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(report, min_size=1, max_size=25),
+       st.lists(st.sampled_from(["", " ", "\t", "\x1f", "\xa0"]), min_size=2, max_size=2),
+       st.booleans(), st.integers(0, 2 ** 32 - 1))
+def test_super_record_of_each_row_orders_the_release_as_the_case_ids_do(
+        reports: list[dict], pads: list[str], one_period: bool, seed: int) -> None:
+    """The release's shuffle (``publish._unordered``) read from each row's super record gives
+    the order it reads from the rows' CaseIDs (stripped), whatever the CaseIDs and periods:
+    blanks around a CaseID (another case may strip to it) and a case in two periods take the
+    CaseIDs' own path."""
+    from medanon.pipeline.publish import _unordered
+    from medanon.random import randomness
+
+    records = _frame(reports)
+    if one_period:
+        records["period"] = "2020Q1"
+    padded = records["case_id"] == "2"
+    records.loc[padded, "case_id"] = pads[0] + "2" + pads[1]
+    supers, super_of_row = super_records_of_rows(records, SCHEMA, HIERARCHIES)
+    assert supers.frame.equals(combine_super_records(records, SCHEMA, HIERARCHIES).frame)
+    for row, case, period in zip(super_of_row.tolist(), records["case_id"], records["period"]):
+        assert (supers.frame["case_id"].iloc[row], supers.frame["period"].iloc[row]) == (case, period)
+    read = _unordered(supers, records, SCHEMA, randomness(seed), super_of_row).frame
+    hashed = _unordered(supers, records, SCHEMA, randomness(seed)).frame
+    assert read.equals(hashed)

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as hs
 
 from medanon.anonymize.common import TermSuppression, _SensitiveTerms
-from medanon.data.records import (_union_of_str_tuples, as_value_set, factorize_texts,
+from medanon.data.records import (_union_of_str_tuples, as_value_set, factorize_cells,
+                                  factorize_texts,
                                   first_appearances, map_cells)
 from medanon.errors import SchemaError
 from medanon.pipeline.publish import INPUT_DIGEST_VERSION, _canonical_order, input_digest
@@ -166,6 +167,25 @@ def test_the_digest_factorizes_as_pandas(values, ordered) -> None:
     expected_codes, expected = pd.factorize(column)
     assert codes.tolist() == expected_codes.tolist()
     assert list(distinct) == list(expected)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(hs.lists(hs.one_of(hs.text(alphabet="ab é", max_size=3), hs.none(), hs.just(float("nan")),
+                          hs.lists(hs.sampled_from(["a", "b"]), max_size=2).map(tuple)),
+                min_size=1, max_size=6), hs.integers(0, 2 ** 32 - 1))
+def test_factorizing_shared_cells_gives_pandas_codes(pool, seed) -> None:
+    """Cells sharing a few objects (equal values held by distinct objects too: each pool item
+    is copied once) are factorized once per object, and the codes and distinct values are
+    pd.factorize's."""
+    objects = [*pool, *(tuple(list(v)) if isinstance(v, tuple) else
+                        ((v + "x")[:-1] if isinstance(v, str) else v) for v in pool)]
+    column = np.empty(3000, dtype=object)
+    column[:] = [objects[i] for i in np.random.default_rng(seed).integers(len(objects),
+                                                                          size=len(column))]
+    codes, distinct = factorize_cells(column)
+    expected_codes, expected = pd.factorize(column)
+    assert codes.tolist() == expected_codes.tolist()
+    assert [repr(v) for v in distinct] == [repr(v) for v in expected]
 
 
 _TEXT = hs.text(alphabet=hs.sampled_from(list('a,"\r\n\' |é')), max_size=4)

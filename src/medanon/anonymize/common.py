@@ -515,8 +515,11 @@ class ClusteringMethod(Anonymizer):
         verifier needs no entry for it; the operator keeps them (``theta_table_unpublished``,
         ``raised_theta_unpublished``).
         """
-        published = {t for c in schema.sensitive if c in out.columns
-                     for cell in out[c].tolist() for t in (cell or ())}
+        # the terms chained in C (a cell is a tuple, or empty or None: skipped)
+        published: set = set()
+        for c in schema.sensitive:
+            if c in out.columns:
+                published.update(chain.from_iterable(filter(None, out[c].tolist())))
         # a term the settings name (θ file, cap) but no published row holds keeps the θ the
         # settings alone give it: the rule's band or a raise would tell its input count
         static = self.theta_spec(schema).resolve({})
@@ -864,15 +867,25 @@ class _SensitiveTerms:
 
     @classmethod
     def of(cls, per_column: Mapping[str, Sequence[tuple]], n: int) -> "_SensitiveTerms":
-        flat = {c: list(chain.from_iterable(cells)) for c, cells in per_column.items()}
-        vocabulary = sorted(set(chain.from_iterable(flat.values())))
+        # Each distinct term object is hashed and coded once (:func:`distinct_objects`): the
+        # store shares one str per term among every cell and column holding it, so a 450k
+        # quarter's two million term cells hold a few tens of thousands of objects (issue 43).
+        lengths = {c: np.fromiter(map(len, cells), dtype=np.int64, count=n)
+                   for c, cells in per_column.items()}
+        items = np.fromiter(chain.from_iterable(chain.from_iterable(per_column.values())),
+                            dtype=object, count=int(sum(int(v.sum()) for v in lengths.values())))
+        item_of, first = distinct_objects(items)
+        terms = items[first].tolist()
+        vocabulary = sorted(set(terms))
         code_of = {t: i for i, t in enumerate(vocabulary)}
+        codes = np.fromiter(map(code_of.__getitem__, terms), dtype=np.int64,
+                            count=len(terms))[item_of]
         owner, code = {}, {}
-        for c, cells in per_column.items():
-            lengths = np.fromiter(map(len, cells), dtype=np.int64, count=n)
-            owner[c] = np.repeat(np.arange(n, dtype=np.int64), lengths)
-            code[c] = np.fromiter(map(code_of.__getitem__, flat[c]), dtype=np.int64,
-                                  count=len(flat[c]))
+        start = 0
+        for c in per_column:
+            owner[c] = np.repeat(np.arange(n, dtype=np.int64), lengths[c])
+            code[c] = codes[start:start + len(owner[c])]
+            start += len(owner[c])
         return cls(vocabulary, owner, code, n)
 
     def without(self, removed: Collection[str]) -> "_SensitiveTerms":

@@ -35,7 +35,7 @@ from ..accounting import (Budget, Charge, PrivacyLoss, cases_over_budget, check_
                           format_epsilon, unit_counts)
 from ..anonymize.base import AnonymizationResult, Anonymizer
 from ..periods import parse_period
-from ..data.records import combine_super_records, factorize_texts, stable_sort_order
+from ..data.records import factorize_cells, stable_sort_order, super_records_of_rows
 from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
@@ -187,7 +187,7 @@ def input_digest(records: pd.DataFrame) -> str:
             _hash_part(digest, column.dtype.str)
             digest.update(np.ascontiguousarray(column.to_numpy()[order]).tobytes())
             continue
-        codes, distinct = factorize_texts(column.to_numpy(dtype=object)[order])
+        codes, distinct = factorize_cells(column.to_numpy(dtype=object)[order])
         _hash_values(digest, distinct.tolist())
         digest.update(codes.astype("<i8").tobytes())
     return digest.hexdigest()
@@ -462,7 +462,8 @@ class PreparedRelease:
                              (self.operator.get("private_details") or {}).get(MANIFEST_FACTS))
 
 
-def _unordered(supers, records: pd.DataFrame, schema: Schema, rng: Randomness):
+def _unordered(supers, records: pd.DataFrame, schema: Schema, rng: Randomness,
+               super_of_row: np.ndarray | None = None):
     """The super records in an order that follows neither the CaseIDs nor the input's rows.
 
     ``combine_super_records`` orders the cases by CaseID, and FAERS numbers cases in order of
@@ -472,17 +473,49 @@ def _unordered(supers, records: pd.DataFrame, schema: Schema, rng: Randomness):
     ``records`` (which does not read the CaseID values), then shuffled by one permutation drawn
     from ``rng``'s generator: a renumbering of the CaseIDs with the rows left in place gives the
     same order, and no order of the input survives into the release.
+
+    ``super_of_row`` (:func:`~medanon.data.records.super_records_of_rows`), when given, is the
+    super record of each row of ``records``: when the super records' CaseIDs are distinct
+    texts that stripping leaves as they are (one period, no blank around a CaseID), each
+    CaseID's first row is its super record's first row, and the order is read from it
+    without hashing 450k CaseID texts twice (issue 43).
     """
     frame = supers.frame
     n = len(frame)
     if n < 2:
         return supers
-    first = pd.unique(records[schema.case_id].astype(str).str.strip().to_numpy())
-    position = pd.Series(np.arange(len(first)), index=first)
-    canonical = np.argsort(position.reindex(frame[schema.case_id].astype(str).to_numpy())
-                           .to_numpy(), kind="stable")
+    canonical = None
+    if super_of_row is not None and len(super_of_row) == len(records):
+        canonical = _first_row_order(frame, schema, super_of_row)
+    if canonical is None:
+        first = pd.unique(records[schema.case_id].astype(str).str.strip().to_numpy())
+        position = pd.Series(np.arange(len(first)), index=first)
+        canonical = np.argsort(position.reindex(frame[schema.case_id].astype(str).to_numpy())
+                               .to_numpy(), kind="stable")
     order = canonical[rng.generator.permutation(n)]
     return replace(supers, frame=frame.iloc[order].reset_index(drop=True))
+
+
+def _first_row_order(frame: pd.DataFrame, schema: Schema,
+                     super_of_row: np.ndarray) -> np.ndarray | None:
+    """The super records in the order of their first row (``super_of_row``: the super record
+    of each row), or None when that need not be the order of their CaseIDs' first rows
+    (stripped, as :func:`_unordered` reads them): a CaseID in two periods, or a CaseID with
+    whitespace around it (another super record's CaseID could strip to it).
+
+    The super records are sorted by period then CaseID, one per (period, CaseID): within one
+    period their CaseIDs are distinct. A text without a space that ``isprintable`` holds no
+    whitespace at all (every other whitespace character is unprintable), so strips to itself.
+    """
+    periods = frame[schema.period].to_numpy()
+    if not (periods == periods[0]).all():
+        return None
+    cases = frame[schema.case_id].astype(str).tolist()
+    joined = ",".join(cases)
+    if " " in joined or not joined.isprintable():
+        return None
+    order = pd.unique(super_of_row)
+    return order if len(order) == len(frame) else None
 
 
 def prepare_release(schema: Schema, method: Anonymizer, label: str,
@@ -565,7 +598,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
             ledger = pd.DataFrame(columns=["period", *LEDGER_COLUMNS])
         records, budget_entry = _apply_case_budget(schema, ledger, method, label, records,
                                                    case_budget, on_case_budget)
-    supers = _unordered(combine_super_records(records, schema, hierarchies), records, schema, rng)
+    supers, super_of_row = super_records_of_rows(records, schema, hierarchies)
+    supers = _unordered(supers, records, schema, rng, super_of_row)
+    del super_of_row
     # what is read of the records later, taken now so that they can be freed before the method
     # runs (unless the caller holds them)
     n_reports, digest = len(records), input_digest(real_records)

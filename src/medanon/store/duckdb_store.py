@@ -496,11 +496,17 @@ class ReleaseStore:
         ordered = self._con.execute(f"SELECT rowid AS {_ROW} {where} ORDER BY {order}, rowid",
                                     [label]).fetchnumpy()[_ROW]
         ordered = np.asarray(ordered, dtype=np.int64)
-        plain = [_quote(c) for c in kept if c not in multi]
+        shared = [c for c in dict.fromkeys([s.period, *s.categorical_qids, *s.date_columns])
+                  if c in kept and c not in multi]
+        enums = _few_texts(self._con, [c for c in shared if types[c] == "VARCHAR"], where,
+                           label)
+        plain = [_enum_cast(c, enums[c]) if c in enums else _quote(c)
+                 for c in kept if c not in multi]
         frame = self._con.execute(f"SELECT rowid AS {_ROW}, {', '.join(plain)} {where}",
                                   [label]).df()
         frame = frame.take(_positions(frame.pop(_ROW).to_numpy(), ordered)).reset_index(drop=True)
-        _share_texts(frame, [s.period, *s.categorical_qids, *s.date_columns])
+        _texts_of_enums(self._con, frame, list(enums))
+        _share_texts(frame, [c for c in shared if c not in enums])
         # Lists come as one string per cell, split here: DuckDB hands a list cell to pandas as
         # a numpy array, and making one per cell cost more than the rest of the read (issue 30).
         # len() tells an empty list from a list holding one empty string. A list that does
@@ -511,26 +517,36 @@ class ReleaseStore:
         # gigabyte (issue 30). The joined texts are fetched one column at a time, so only one
         # column of them is alive at once: fetched together they were the peak of the read
         # (issue 43).
+        # A missing item is found here (list_count skips it); an item holding the separator
+        # when the joined texts are split (:func:`_split_lists`), not by joining each list a
+        # second time in the query (a fifth of the query's cost, issue 43). Every query scans
+        # the same rows in the same order, so their positions are found once.
         terms: dict[str, str] = {}
+        scanned: tuple[np.ndarray, np.ndarray] | None = None
         for name in multi:
             column = _quote(name)
             joined = self._con.execute(
                 f"SELECT rowid AS {_ROW}, array_to_string({column}, chr(31)) AS texts, "
-                f"len({column}) AS n, coalesce(list_count({column}) < len({column}) OR "
-                f"contains(array_to_string({column}, ''), chr(31)), false) AS unsafe {where}",
-                [label]).fetchnumpy()
+                f"len({column}) AS n, coalesce(list_count({column}) < len({column}), false) "
+                f"AS unsafe {where}", [label]).fetchnumpy()
             if np.asarray(joined.pop("unsafe")).any():
                 del joined, frame
                 return self._read_records_cell_by_cell(kept, multi, where, order, label)
-            at = _positions(np.asarray(joined.pop(_ROW)), ordered)
+            rowids = np.asarray(joined.pop(_ROW), dtype=np.int64)
+            if scanned is None or not np.array_equal(scanned[0], rowids):
+                scanned = rowids, _positions(rowids, ordered)
+            at = scanned[1]
             counts = np.asarray(joined["n"].filled(0) if np.ma.isMaskedArray(joined["n"])
                                 else joined["n"])[at]
             texts = np.asarray(joined.pop("texts"), dtype=object)[at]
             texts[counts <= 0] = None
             which, distinct = pd.factorize(texts)  # an empty list: -1, the last cell below
             del texts, joined
-            frame[name] = _split_lists(distinct.tolist(), counts[first_appearances(which)],
-                                       terms)[which]
+            cells = _split_lists(distinct.tolist(), counts[first_appearances(which)], terms)
+            if cells is None:   # an item holds the separator
+                del frame
+                return self._read_records_cell_by_cell(kept, multi, where, order, label)
+            frame[name] = cells[which]
         return frame[kept]
 
     def _read_records_cell_by_cell(self, kept: list[str], multi: list[str], where: str,
@@ -552,7 +568,7 @@ class ReleaseStore:
         column = _quote(self.schema.case_id)
         chosen = pd.DataFrame({"period": pd.Series(
             sorted(set(periods)) if periods is not None else [], dtype=object)})
-        wanted = pd.DataFrame({"case_id": _distinct_texts(among if among is not None else [])})
+        wanted = pd.DataFrame({"case_id": _texts_column(among if among is not None else [])})
         where = []
         if periods is not None:
             where.append("period IN (SELECT period FROM case_ids_periods)")
@@ -561,13 +577,20 @@ class ReleaseStore:
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         with _registered(self._con, "case_ids_periods", chosen), \
                 _registered(self._con, "case_ids_among", wanted):
-            return [str(r[0]) for r in self._con.execute(
-                f"SELECT DISTINCT CAST({column} AS VARCHAR) FROM records{clause} "
-                f"ORDER BY 1").fetchall()]
+            # fetched as one array of str, not a tuple per row (450k a quarter, issue 43)
+            ids = self._con.execute(
+                f"SELECT DISTINCT CAST({column} AS VARCHAR) AS {_ROW} FROM records{clause} "
+                f"ORDER BY 1").fetchnumpy()[_ROW]
+        if np.ma.isMaskedArray(ids) and ids.mask.any():   # a missing CaseID, as str(None)
+            cells = np.array(ids.data, dtype=object)
+            cells[np.ma.getmaskarray(ids)] = None
+            return [str(c) for c in cells.tolist()]
+        return np.asarray(ids, dtype=object).tolist()
 
     def published_case_ids(self, among: Iterable[str]) -> list[str]:
         """The published CaseIDs (of any release) that are in ``among`` (distinct, sorted)."""
-        wanted = pd.DataFrame({"case_id": _distinct_texts(among)})
+        # (repeats need not go: SQL's IN reads a set; issue 43)
+        wanted = pd.DataFrame({"case_id": _texts_column(among)})
         with _registered(self._con, "published_among", wanted):
             return [r[0] for r in self._con.execute(
                 "SELECT DISTINCT case_id FROM release_rows "
@@ -1098,7 +1121,9 @@ class ReleaseStore:
             # their pages mapped and DuckDB's buffers for the write came on top of them: the
             # peak of a 450k-case release (issue 43)
             give_back_freed_memory()
-            incoming = rows.astype(str).copy()
+            # astype gives a frame of its own (a copy, or copy-on-write), so the column put in
+            # front leaves ``rows`` as it was; a second copy cost 0.07 s and 58 MB at 450k rows
+            incoming = rows.astype(str)
             incoming.insert(0, "row_no", np.arange(len(incoming), dtype=np.int64))
             with _registered(self._con, "incoming_release", incoming):
                 _run(self._con, "INSERT INTO release_rows SELECT * FROM incoming_release")
@@ -1182,10 +1207,12 @@ def _positions(rowids: np.ndarray, ordered: np.ndarray) -> np.ndarray:
     return at
 
 
-def _split_lists(texts: list[str], counts: np.ndarray, terms: dict[str, str]) -> np.ndarray:
-    """The tuple of each text's ``counts`` items joined with :data:`_LIST_SEPARATOR` (no item
-    holds it), then an empty tuple (for code -1); each item the one str ``terms`` holds for
-    its text.
+def _split_lists(texts: list[str], counts: np.ndarray,
+                 terms: dict[str, str]) -> np.ndarray | None:
+    """The tuple of each text's ``counts`` items joined with :data:`_LIST_SEPARATOR`, then an
+    empty tuple (for code -1); each item the one str ``terms`` holds for its text. None when
+    an item holds the separator: a text then splits into more than its count of items (no
+    text splits into fewer), so the texts split into more items than their counts sum to.
 
     The texts are joined and split once, and the tuples sliced from the items: splitting
     text by text cost a quarter of the records' read (issue 43).
@@ -1196,8 +1223,8 @@ def _split_lists(texts: list[str], counts: np.ndarray, terms: dict[str, str]) ->
     for at in range(0, len(texts), _SPLIT_CHUNK):
         chunk = counts[at:at + _SPLIT_CHUNK]
         items = _LIST_SEPARATOR.join(texts[at:at + _SPLIT_CHUNK]).split(_LIST_SEPARATOR)
-        if len(items) != int(chunk.sum()):  # pragma: no cover - a safe list splits as joined
-            raise StoreError("A list cell of the store's records did not read back as written.")
+        if len(items) != int(chunk.sum()):
+            return None
         items = list(map(terms.setdefault, items, items))
         ends = np.cumsum(chunk).tolist()
         cells += [tuple(items[a:b]) for a, b in zip([0, *ends[:-1]], ends)]
@@ -1225,6 +1252,59 @@ def _share_texts(frame: pd.DataFrame, columns: Iterable[str]) -> None:
             # (as an object Series: an array of str would be read as pandas' text dtype)
             frame[name] = pd.Series(np.asarray(distinct, dtype=object)[codes], index=frame.index,
                                     dtype=object)
+
+
+#: the most distinct texts a records column is read as a DuckDB ENUM (:func:`_few_texts`)
+_ENUM_TEXTS = 4096
+
+
+def _few_texts(con: duckdb.DuckDBPyConnection, columns: list[str], where: str,
+               label: str) -> dict[str, list[str]]:
+    """The distinct texts (not missing) of each text column of ``columns`` in the rows
+    ``where`` picks (one scan), for those holding at most :data:`_ENUM_TEXTS` and at least one.
+
+    Such a column (a period, an age or sex, a date) is read as an ENUM of them
+    (:func:`_enum_cast`): DuckDB then hands over one small integer per cell and the few texts,
+    instead of a str per cell that :func:`_share_texts` then hashes to share them (a 450k
+    quarter: 0.38 -> 0.12 s CPU for five such columns, issue 43).
+    """
+    if not columns or not isinstance(_text_dtype(con), pd.StringDtype):
+        return {}
+    lists = ", ".join(f"list(DISTINCT {_quote(c)}) FILTER (WHERE {_quote(c)} IS NOT NULL)"
+                      for c in columns)
+    row = _the_row(con, f"SELECT {lists} {where}", [label])
+    return {c: list(texts) for c, texts in zip(columns, row)
+            if texts and len(texts) <= _ENUM_TEXTS}
+
+
+def _enum_cast(column: str, texts: list[str]) -> str:
+    """The select expression reading a text column as an ENUM of ``texts`` (its distinct
+    texts), under its own name."""
+    return (f"CAST({_quote(column)} AS ENUM({', '.join(_literal(t) for t in texts)})) "
+            f"AS {_quote(column)}")
+
+
+def _text_dtype(con: duckdb.DuckDBPyConnection) -> object:
+    """The dtype DuckDB gives a text column in a pandas frame (pandas' text dtype, or object
+    under an older pandas)."""
+    return con.execute("SELECT 'a'::VARCHAR AS t").df()["t"].dtype
+
+
+def _texts_of_enums(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame,
+                    columns: list[str]) -> None:
+    """Make each of ``columns`` (read as ENUMs, so categoricals; :func:`_few_texts`) the
+    column a text read gives, in place: pandas' text dtype as DuckDB gives it, a missing cell
+    its missing value, and the cells holding equal text one str (as :func:`_share_texts`
+    leaves them)."""
+    if not columns:
+        return
+    dtype = _text_dtype(con)
+    assert isinstance(dtype, pd.StringDtype)   # else _few_texts reads no column as an ENUM
+    for name in columns:
+        values = frame[name].array
+        texts = pd.array(np.asarray(values.categories, dtype=object), dtype=dtype)
+        frame[name] = pd.Series(texts.take(values.codes, allow_fill=True), index=frame.index,
+                                dtype=dtype)
 
 
 def _text_frame(frame: pd.DataFrame, columns: list[str], shared: Iterable[str]) -> pd.DataFrame:
@@ -1427,16 +1507,6 @@ def refuse_empty(sizes: dict[str, int], *, source: str, allow_empty: bool) -> No
                          f"(header-only files, or every report filtered out). Nothing was "
                          f"ingested; check the source, or give the 'allow_empty' parameter to "
                          f"ingest an empty period on purpose.")
-
-
-def _distinct_texts(values: Iterable[object]) -> pd.Series:
-    """The distinct ``str`` of ``values``, as an object column for an SQL ``IN`` set (in no
-    particular order: sorting the 450k CaseIDs of a quarter in Python cost more than the query
-    that reads them, issue 43). Values that are all text already are not converted again."""
-    raw = object_array(values)
-    if len(raw) and pd.api.types.infer_dtype(raw, skipna=False) != "string":
-        raw = np.asarray([str(c) for c in raw.tolist()], dtype=object)
-    return pd.Series(pd.unique(raw), dtype=object)
 
 
 @contextmanager
