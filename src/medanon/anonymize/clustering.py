@@ -79,7 +79,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from itertools import islice
 
 import numpy as np
 
@@ -750,35 +749,71 @@ def _fits(sigma: dict[int, int], terms: list[int], etas: list[int]) -> bool:
     return True
 
 
+class _ClassGroup(_Group):
+    """A group formed inside one exact QID class by :func:`preform_classes`: a :class:`_Group`
+    whose σ is counted from its members' terms when it is first read.
+
+    Most of these groups are never read again (no leftover joins them: every group of a 450k
+    quarter 1, nine in ten on quarter 2), so a dict of counts made for each up front was a
+    second of the quarter's grouping. The count is the one :meth:`_Group.add` keeps: a
+    preformed group's σ counts exactly its members' terms (none of them is suppressed), and
+    :meth:`_Group.add` reads σ before it appends the record it adds, so the members a lazy
+    count reads are those σ counts.
+    """
+
+    __slots__ = ("_data", "_counted")
+    _data: GroupingInput
+    _counted: dict[int, int] | None  # σ once read (None: not counted yet)
+
+    @property
+    def sigma(self) -> dict[int, int]:
+        counted = self._counted
+        if counted is None:
+            counted = self._counted = {}
+            data = self._data
+            ptr, ids = data._term_ptr_list, data._term_id_list
+            for r in self.members:
+                for s in ids[ptr[r]:ptr[r + 1]]:
+                    counted[s] = counted.get(s, 0) + 1
+        return counted
+
+    @sigma.setter
+    def sigma(self, value: dict[int, int]) -> None:
+        self._counted = value
+
+
 def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -> list[_Group]:
-    """The :class:`_Group` of each row of ``flat`` (members of one QID class each): one value
-    and loss per class (``class_of``: :func:`qid_classes`), σ counted for all groups at once."""
+    """The :class:`_ClassGroup` of each row of ``flat`` (members of one QID class each): one
+    value and loss per class (``class_of``: :func:`qid_classes`), computed for all classes at
+    once (:func:`_record_losses`' floats are :func:`state_loss`'s: the same terms, added in
+    the same order from 0.0); σ is counted when read."""
     G, k = flat.shape
-    lengths = np.diff(data.term_ptr)[flat.ravel()]
-    group_of = np.repeat(np.repeat(np.arange(G), k), lengths)
-    starts = data.term_ptr[flat.ravel()]
-    pos = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
-    pairs = group_of * len(data.theta) + data.term_ids[pos]
-    keys, counts = np.unique(pairs, return_counts=True)
-    cut = np.searchsorted(keys // max(len(data.theta), 1), np.arange(G + 1))
-    terms = (keys % max(len(data.theta), 1)).tolist()
-    counts = counts.tolist()
+    first_class = class_of[flat[:, 0]]
+    # one record of each class met: a class's records share their QID values
+    _, first_at, value_of = np.unique(first_class, return_index=True, return_inverse=True)
+    reps = flat[first_at, 0]
+    # per attribute, the codes (categorical) or the bounds (numeric) of those records
+    cat_cols = [None if c is None else c[reps].tolist() for c in data.cat]
+    lo_cols = [None if x is None else x[reps].tolist() for x in data.lo]
+    hi_cols = [None if x is None else x[reps].tolist() for x in data.hi]
+    nones = [None] * len(reps)
+    # (the lists are shared by the class's groups: _Group.add replaces them, never changes them)
+    values = list(zip(map(list, zip(*[nones if c is None else c for c in cat_cols])),
+                      map(list, zip(*[nones if x is None else x for x in lo_cols])),
+                      map(list, zip(*[nones if x is None else x for x in hi_cols])),
+                      _record_losses(data, reps).tolist()))
     anchors = data.anchor[flat].sum(axis=1).tolist()
-    groups = []
-    template: dict[int, _Group] = {}  # a class's records share their QID values: one value each
-    first_class = class_of[flat[:, 0]].tolist()
-    # every group's (term, count) pairs, group after group: each takes its number of them
-    term_counts = zip(terms, counts)
-    new = _Group.__new__
-    for row, key, held, distinct in zip(flat.tolist(), first_class, anchors, np.diff(cut).tolist()):
-        base = template.get(key)
-        if base is None:
-            base = template[key] = _Group(data, row[0])
-        g = new(_Group)
-        g.cat, g.lo, g.hi, g.loss = base.cat, base.lo, base.hi, base.loss
-        g.size, g.anchors, g.members = k, held, row
-        g.sigma = dict(islice(term_counts, distinct))
-        g.ha = list(base.ha)
+    # without α the counters of a group never move from their start (shared: a group's
+    # counters are replaced, never changed in place, by ha_update)
+    start = [0, 0, 0, 0, data.k, data.k, data.k, data.k]
+    groups: list[_Group] = []
+    new = _ClassGroup.__new__
+    for row, v, held in zip(flat.tolist(), value_of.tolist(), anchors):
+        cat, lo, hi, loss = values[v]
+        g = new(_ClassGroup)
+        g.cat, g.lo, g.hi, g.loss = cat, lo, hi, loss
+        g.size, g.anchors, g.members, g.ha = k, held, row, start
+        g._data, g._counted = data, None
         if data.alpha is not None:
             assert data.ha_class is not None and data.ss is not None  # given with alpha
             for r in row:
@@ -797,14 +832,20 @@ def _classes_first(data: GroupingInput, class_of: np.ndarray | None = None, **kn
     return groups, data.pool & ~taken
 
 
-def _record_losses(data: GroupingInput) -> np.ndarray:
-    """L({r}) of every record (:func:`state_loss` of its own value, vectorized)."""
-    total = np.zeros(data.n)
+def _record_losses(data: GroupingInput, rows: np.ndarray | None = None) -> np.ndarray:
+    """L({r}) of every record (or of ``rows``): :func:`state_loss` of its own value, vectorized."""
+    total = np.zeros(data.n if rows is None else len(rows))
     for j, a in enumerate(data.space.attributes):
         if a.numeric:
-            total = total + data.space.num_term(j, data.lo[j], data.hi[j])
+            lo, hi = data.lo[j], data.hi[j]
+            assert lo is not None and hi is not None  # numeric: bounds
+            if rows is not None:
+                lo, hi = lo[rows], hi[rows]
+            total = total + data.space.num_term(j, lo, hi)
         else:
-            total = total + data.space.cat_term(j, data.cat[j])
+            codes = data.cat[j]
+            assert codes is not None  # categorical: codes
+            total = total + data.space.cat_term(j, codes if rows is None else codes[rows])
     return total
 
 
