@@ -749,37 +749,62 @@ def _fits(sigma: dict[int, int], terms: list[int], etas: list[int]) -> bool:
     return True
 
 
+class _ClassCounts:
+    """σ of every group :func:`preform_classes` formed (rows of ``flat``), counted for all of
+    them at once when the first is read (:class:`_ClassGroup`)."""
+
+    def __init__(self, data: GroupingInput, flat: np.ndarray):
+        self.data, self.flat = data, flat
+        #: (term, count) pairs of every group, group after group, and where each group's start
+        self._table: tuple[list[int], list[int], list[int]] | None = None
+
+    def sigma(self, i: int) -> dict[int, int]:
+        """σ of the group of row i (a new dict, its terms in ascending order)."""
+        if self._table is None:
+            self._table = self._count()
+        terms, counts, cut = self._table
+        start, end = cut[i], cut[i + 1]
+        return dict(zip(terms[start:end], counts[start:end]))
+
+    def _count(self) -> tuple[list[int], list[int], list[int]]:
+        data, flat = self.data, self.flat
+        G, k = flat.shape
+        V = max(len(data.theta), 1)
+        lengths = np.diff(data.term_ptr)[flat.ravel()]
+        group_of = np.repeat(np.repeat(np.arange(G), k), lengths)
+        starts = data.term_ptr[flat.ravel()]
+        pos = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        keys, counts = np.unique(group_of * V + data.term_ids[pos], return_counts=True)
+        cut = np.searchsorted(keys // V, np.arange(G + 1))
+        return (keys % V).tolist(), counts.tolist(), cut.tolist()
+
+
 class _ClassGroup(_Group):
     """A group formed inside one exact QID class by :func:`preform_classes`: a :class:`_Group`
-    whose σ is counted from its members' terms when it is first read.
+    whose σ is made when it is first read.
 
     Most of these groups are never read again (no leftover joins them: every group of a 450k
-    quarter 1, nine in ten on quarter 2), so a dict of counts made for each up front was a
-    second of the quarter's grouping. The count is the one :meth:`_Group.add` keeps: a
+    quarter 1, seven in ten on quarter 2), so a dict of counts made for each up front was most
+    of a second of the quarter's grouping. σ is counted for all of them at once when the first
+    is read (:class:`_ClassCounts`; counting one group's members' terms alone cost 16 µs, their
+    scattered term lists read from memory). The count is the one :meth:`_Group.add` keeps: a
     preformed group's σ counts exactly its members' terms (none of them is suppressed), and
-    :meth:`_Group.add` reads σ before it appends the record it adds, so the members a lazy
-    count reads are those σ counts.
+    :meth:`_Group.add` reads σ before it appends the record it adds, so the members counted
+    are those σ counts.
     """
 
-    __slots__ = ("_data", "_counted")
-    _data: GroupingInput
-    _counted: dict[int, int] | None  # σ once read (None: not counted yet)
+    __slots__ = ("_counts", "_row")
+    _counts: _ClassCounts
+    _row: int  # the group's row in ``_counts.flat``
 
-    @property
-    def sigma(self) -> dict[int, int]:
-        counted = self._counted
-        if counted is None:
-            counted = self._counted = {}
-            data = self._data
-            ptr, ids = data._term_ptr_list, data._term_id_list
-            for r in self.members:
-                for s in ids[ptr[r]:ptr[r + 1]]:
-                    counted[s] = counted.get(s, 0) + 1
-        return counted
-
-    @sigma.setter
-    def sigma(self, value: dict[int, int]) -> None:
-        self._counted = value
+    def __getattr__(self, name: str) -> dict[int, int]:
+        # Called only for a slot not set yet: σ until it is first read, which puts it into the
+        # slot (read as any other group's from then on, at a slot's cost: the leftover
+        # placement reads σ of some groups hundreds of thousands of times).
+        if name != "sigma":
+            raise AttributeError(name)
+        self.sigma = sigma = self._counts.sigma(self._row)
+        return sigma
 
 
 def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -> list[_Group]:
@@ -808,12 +833,13 @@ def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -
     start = [0, 0, 0, 0, data.k, data.k, data.k, data.k]
     groups: list[_Group] = []
     new = _ClassGroup.__new__
-    for row, v, held in zip(flat.tolist(), value_of.tolist(), anchors):
+    counts = _ClassCounts(data, flat)
+    for i, (row, v, held) in enumerate(zip(flat.tolist(), value_of.tolist(), anchors)):
         cat, lo, hi, loss = values[v]
         g = new(_ClassGroup)
         g.cat, g.lo, g.hi, g.loss = cat, lo, hi, loss
         g.size, g.anchors, g.members, g.ha = k, held, row, start
-        g._data, g._counted = data, None
+        g._counts, g._row = counts, i
         if data.alpha is not None:
             assert data.ha_class is not None and data.ss is not None  # given with alpha
             for r in row:
