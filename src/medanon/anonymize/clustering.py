@@ -1594,8 +1594,10 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             continue
         groups.append(g)
         seed = farthest_seed(last)
-    grouped = np.zeros(n, dtype=bool)
-    for g in groups:
+    # the preformed groups' records are the pool's records outside the greedy's pool (one
+    # mask, not a loop over 10^5 groups); the grown groups' records are added one group each
+    grouped = data.pool & ~pool
+    for g in groups[result.preformed:]:
         grouped[g.members] = True
     if data.late is not None:
         grouped |= data.late
