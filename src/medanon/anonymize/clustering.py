@@ -681,6 +681,11 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     runs = members[used].reshape(-1, k)
     run_class = np.repeat(np.arange(len(sizes)), m_of)
     exact = np.zeros(len(sizes), dtype=bool)
+    # per class grouped record by record, its runs before the first that breaks η: the first
+    # fit forms them as they are (each record finds σ_s + 1 <= η_s in its run's group, the
+    # first open one, all groups before it full), so its walk starts after them (0 with α or
+    # record by record: every run is walked)
+    formed_runs = np.zeros(len(sizes), dtype=np.int64)
     if data.alpha is not None or not by_runs:
         exact[m_of > 0] = True
     elif len(runs):
@@ -692,6 +697,9 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         keys, counts = np.unique(pairs, return_counts=True)
         over = keys[counts > growth_etas[keys % V]] // V
         exact[run_class[over]] = True
+        # (over ascends: the first of each class's runs that break η)
+        broken, first = np.unique(run_class[over], return_index=True)
+        formed_runs[broken] = over[first] - (np.cumsum(m_of) - m_of)[broken]
     keep = ~exact[run_class]
     parts, part_class = [runs[keep]], [run_class[keep]]
     eta_list = growth_etas.tolist()
@@ -701,12 +709,13 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         formed: list[list[int]] = []   # the class's groups' members, k each
         rows = members[starts[c]:starts[c + 1]]
         m = len(rows) // k
-        slots: list[list[int]] = [[] for _ in range(m)]
+        done = int(formed_runs[c])  # runs the first fit forms as they are (all bounded records)
+        slots: list[list[int]] = rows[:done * k].reshape(done, k).tolist() + [[] for _ in range(m - done)]
         sigma: list[dict[int, int]] = [{} for _ in range(m)]
         ha = [[0, 0, 0, 0, k, k, k, k] for _ in range(m)]
         hard = int(bounded[rows].sum())
-        open_slots = list(range(m))  # slots not yet full, in slot order
-        for r in rows[:hard].tolist():
+        open_slots = list(range(done, m))  # slots not yet full, in slot order
+        for r in rows[done * k:hard].tolist():
             terms = bounded_ids[bounded_ptr[r]:bounded_ptr[r + 1]]
             if alpha is not None:  # r's α class and ss flag, read once for every slot
                 assert data.ha_class is not None and data.ss is not None  # given with alpha
