@@ -114,6 +114,31 @@ def test_preforming_by_runs_equals_the_record_by_record_first_fit(mode, seed):
     assert [g.sigma for g in fast] == [g.sigma for g in slow]
 
 
+
+@pytest.mark.parametrize("mode", ["ms", "ppms++", "ha"])
+@pytest.mark.parametrize("seed", range(6))
+def test_preformed_groups_hold_what_adding_their_members_gives(mode, seed):
+    """A preformed group (its value per class, its σ counted when first read) is the group that
+    adding its members one by one gives, and joins after the first read count on top of it."""
+    data = _random_input(200 + 30 * seed, seed, mode, k=2 + seed % 3, theta=(0.4, 0.7, 1.0)[seed % 3],
+                         alpha=0.5 if mode == "ha" else None, missing=seed % 2 == 1,
+                         values=2 + seed % 2, classes_first=True)
+    groups, _ = clustering.preform_classes(data)
+    assert groups
+    rng = np.random.default_rng(seed)
+    for i, g in enumerate(groups):
+        added = clustering._Group(data, g.members[0])
+        for r in g.members:
+            added.add(data, r, remaining=False)
+        # some groups take a join before σ is first read, some after
+        for join in (i % 3 == 1, False, i % 3 == 2):
+            if join:
+                r = int(rng.integers(data.n))
+                g.add(data, r, remaining=True)
+                added.add(data, r, remaining=True)
+            for name in ("cat", "lo", "hi", "loss", "size", "anchors", "ha", "members", "sigma"):
+                assert getattr(g, name) == getattr(added, name), name
+
 def _qid_rows(data, members):
     return {tuple(None if col is None else col[r] for col in (*data.cat, *data.lo, *data.hi))
             for r in members}

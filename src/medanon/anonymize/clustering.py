@@ -76,10 +76,11 @@ Deviations from the papers (all documented in ``docs/algorithms/``):
 
 from __future__ import annotations
 
+import gc
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from itertools import islice
 
 import numpy as np
 
@@ -653,8 +654,14 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     if class_of is None:
         class_of, _ = qid_classes(data)
     members = np.flatnonzero(eligible)
-    # by class, bounded records first, each kind in rank order
-    members = members[np.lexsort((data.rank[members], ~bounded[members], class_of[members]))]
+    # by class, bounded records first, each kind in rank order: one sort of a packed key (the
+    # ranks are distinct, so is the key, and any sort gives lexsort's order) where it fits in
+    # 63 bits, a seventh of lexsort's time at 450k records
+    if 2 * (int(class_of.max()) + 1) * n < 1 << 62:
+        key = (class_of[members] * 2 + ~bounded[members]) * n + data.rank[members]
+        members = members[np.argsort(key)]
+    else:
+        members = members[np.lexsort((data.rank[members], ~bounded[members], class_of[members]))]
     sizes = np.bincount(class_of[members], minlength=int(class_of.max()) + 1)
     starts = np.r_[0, np.cumsum(sizes)]
     # only bounded terms can stop a record from joining a group: the others are not tracked
@@ -674,6 +681,11 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     runs = members[used].reshape(-1, k)
     run_class = np.repeat(np.arange(len(sizes)), m_of)
     exact = np.zeros(len(sizes), dtype=bool)
+    # per class grouped record by record, its runs before the first that breaks η: the first
+    # fit forms them as they are (each record finds σ_s + 1 <= η_s in its run's group, the
+    # first open one, all groups before it full), so its walk starts after them (0 with α or
+    # record by record: every run is walked)
+    formed_runs = np.zeros(len(sizes), dtype=np.int64)
     if data.alpha is not None or not by_runs:
         exact[m_of > 0] = True
     elif len(runs):
@@ -685,6 +697,9 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         keys, counts = np.unique(pairs, return_counts=True)
         over = keys[counts > growth_etas[keys % V]] // V
         exact[run_class[over]] = True
+        # (over ascends: the first of each class's runs that break η)
+        broken, first = np.unique(run_class[over], return_index=True)
+        formed_runs[broken] = over[first] - (np.cumsum(m_of) - m_of)[broken]
     keep = ~exact[run_class]
     parts, part_class = [runs[keep]], [run_class[keep]]
     eta_list = growth_etas.tolist()
@@ -694,12 +709,13 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         formed: list[list[int]] = []   # the class's groups' members, k each
         rows = members[starts[c]:starts[c + 1]]
         m = len(rows) // k
-        slots: list[list[int]] = [[] for _ in range(m)]
+        done = int(formed_runs[c])  # runs the first fit forms as they are (all bounded records)
+        slots: list[list[int]] = rows[:done * k].reshape(done, k).tolist() + [[] for _ in range(m - done)]
         sigma: list[dict[int, int]] = [{} for _ in range(m)]
         ha = [[0, 0, 0, 0, k, k, k, k] for _ in range(m)]
         hard = int(bounded[rows].sum())
-        open_slots = list(range(m))  # slots not yet full, in slot order
-        for r in rows[:hard].tolist():
+        open_slots = list(range(done, m))  # slots not yet full, in slot order
+        for r in rows[done * k:hard].tolist():
             terms = bounded_ids[bounded_ptr[r]:bounded_ptr[r + 1]]
             if alpha is not None:  # r's α class and ss flag, read once for every slot
                 assert data.ha_class is not None and data.ss is not None  # given with alpha
@@ -750,35 +766,97 @@ def _fits(sigma: dict[int, int], terms: list[int], etas: list[int]) -> bool:
     return True
 
 
+class _ClassCounts:
+    """σ of every group :func:`preform_classes` formed (rows of ``flat``), counted for all of
+    them at once when the first is read (:class:`_ClassGroup`)."""
+
+    def __init__(self, data: GroupingInput, flat: np.ndarray):
+        self.data, self.flat = data, flat
+        #: (term, count) pairs of every group, group after group, and where each group's start
+        self._table: tuple[list[int], list[int], list[int]] | None = None
+
+    def sigma(self, i: int) -> dict[int, int]:
+        """σ of the group of row i (a new dict, its terms in ascending order)."""
+        if self._table is None:
+            self._table = self._count()
+        terms, counts, cut = self._table
+        start, end = cut[i], cut[i + 1]
+        return dict(zip(terms[start:end], counts[start:end]))
+
+    def _count(self) -> tuple[list[int], list[int], list[int]]:
+        data, flat = self.data, self.flat
+        G, k = flat.shape
+        V = max(len(data.theta), 1)
+        lengths = np.diff(data.term_ptr)[flat.ravel()]
+        group_of = np.repeat(np.repeat(np.arange(G), k), lengths)
+        starts = data.term_ptr[flat.ravel()]
+        pos = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        keys, counts = np.unique(group_of * V + data.term_ids[pos], return_counts=True)
+        cut = np.searchsorted(keys // V, np.arange(G + 1))
+        return (keys % V).tolist(), counts.tolist(), cut.tolist()
+
+
+class _ClassGroup(_Group):
+    """A group formed inside one exact QID class by :func:`preform_classes`: a :class:`_Group`
+    whose σ is made when it is first read.
+
+    Most of these groups are never read again (no leftover joins them: every group of a 450k
+    quarter 1, seven in ten on quarter 2), so a dict of counts made for each up front was most
+    of a second of the quarter's grouping. σ is counted for all of them at once when the first
+    is read (:class:`_ClassCounts`; counting one group's members' terms alone cost 16 µs, their
+    scattered term lists read from memory). The count is the one :meth:`_Group.add` keeps: a
+    preformed group's σ counts exactly its members' terms (none of them is suppressed), and
+    :meth:`_Group.add` reads σ before it appends the record it adds, so the members counted
+    are those σ counts.
+    """
+
+    __slots__ = ("_counts", "_row")
+    _counts: _ClassCounts
+    _row: int  # the group's row in ``_counts.flat``
+
+    def __getattr__(self, name: str) -> dict[int, int]:
+        # Called only for a slot not set yet: σ until it is first read, which puts it into the
+        # slot (read as any other group's from then on, at a slot's cost: the leftover
+        # placement reads σ of some groups hundreds of thousands of times).
+        if name != "sigma":
+            raise AttributeError(name)
+        self.sigma = sigma = self._counts.sigma(self._row)
+        return sigma
+
+
 def _class_groups(data: GroupingInput, flat: np.ndarray, class_of: np.ndarray) -> list[_Group]:
-    """The :class:`_Group` of each row of ``flat`` (members of one QID class each): one value
-    and loss per class (``class_of``: :func:`qid_classes`), σ counted for all groups at once."""
+    """The :class:`_ClassGroup` of each row of ``flat`` (members of one QID class each): one
+    value and loss per class (``class_of``: :func:`qid_classes`), computed for all classes at
+    once (:func:`_record_losses`' floats are :func:`state_loss`'s: the same terms, added in
+    the same order from 0.0); σ is counted when read."""
     G, k = flat.shape
-    lengths = np.diff(data.term_ptr)[flat.ravel()]
-    group_of = np.repeat(np.repeat(np.arange(G), k), lengths)
-    starts = data.term_ptr[flat.ravel()]
-    pos = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
-    pairs = group_of * len(data.theta) + data.term_ids[pos]
-    keys, counts = np.unique(pairs, return_counts=True)
-    cut = np.searchsorted(keys // max(len(data.theta), 1), np.arange(G + 1))
-    terms = (keys % max(len(data.theta), 1)).tolist()
-    counts = counts.tolist()
+    first_class = class_of[flat[:, 0]]
+    # one record of each class met: a class's records share their QID values
+    _, first_at, value_of = np.unique(first_class, return_index=True, return_inverse=True)
+    reps = flat[first_at, 0]
+    # per attribute, the codes (categorical) or the bounds (numeric) of those records
+    cat_cols = [None if c is None else c[reps].tolist() for c in data.cat]
+    lo_cols = [None if x is None else x[reps].tolist() for x in data.lo]
+    hi_cols = [None if x is None else x[reps].tolist() for x in data.hi]
+    nones = [None] * len(reps)
+    # (the lists are shared by the class's groups: _Group.add replaces them, never changes them)
+    values = list(zip(map(list, zip(*[nones if c is None else c for c in cat_cols])),
+                      map(list, zip(*[nones if x is None else x for x in lo_cols])),
+                      map(list, zip(*[nones if x is None else x for x in hi_cols])),
+                      _record_losses(data, reps).tolist()))
     anchors = data.anchor[flat].sum(axis=1).tolist()
-    groups = []
-    template: dict[int, _Group] = {}  # a class's records share their QID values: one value each
-    first_class = class_of[flat[:, 0]].tolist()
-    # every group's (term, count) pairs, group after group: each takes its number of them
-    term_counts = zip(terms, counts)
-    new = _Group.__new__
-    for row, key, held, distinct in zip(flat.tolist(), first_class, anchors, np.diff(cut).tolist()):
-        base = template.get(key)
-        if base is None:
-            base = template[key] = _Group(data, row[0])
-        g = new(_Group)
-        g.cat, g.lo, g.hi, g.loss = base.cat, base.lo, base.hi, base.loss
-        g.size, g.anchors, g.members = k, held, row
-        g.sigma = dict(islice(term_counts, distinct))
-        g.ha = list(base.ha)
+    # without α the counters of a group never move from their start (shared: a group's
+    # counters are replaced, never changed in place, by ha_update)
+    start = [0, 0, 0, 0, data.k, data.k, data.k, data.k]
+    groups: list[_Group] = []
+    new = _ClassGroup.__new__
+    counts = _ClassCounts(data, flat)
+    for i, (row, v, held) in enumerate(zip(flat.tolist(), value_of.tolist(), anchors)):
+        cat, lo, hi, loss = values[v]
+        g = new(_ClassGroup)
+        g.cat, g.lo, g.hi, g.loss = cat, lo, hi, loss
+        g.size, g.anchors, g.members, g.ha = k, held, row, start
+        g._counts, g._row = counts, i
         if data.alpha is not None:
             assert data.ha_class is not None and data.ss is not None  # given with alpha
             for r in row:
@@ -797,14 +875,20 @@ def _classes_first(data: GroupingInput, class_of: np.ndarray | None = None, **kn
     return groups, data.pool & ~taken
 
 
-def _record_losses(data: GroupingInput) -> np.ndarray:
-    """L({r}) of every record (:func:`state_loss` of its own value, vectorized)."""
-    total = np.zeros(data.n)
+def _record_losses(data: GroupingInput, rows: np.ndarray | None = None) -> np.ndarray:
+    """L({r}) of every record (or of ``rows``): :func:`state_loss` of its own value, vectorized."""
+    total = np.zeros(data.n if rows is None else len(rows))
     for j, a in enumerate(data.space.attributes):
         if a.numeric:
-            total = total + data.space.num_term(j, data.lo[j], data.hi[j])
+            lo, hi = data.lo[j], data.hi[j]
+            assert lo is not None and hi is not None  # numeric: bounds
+            if rows is not None:
+                lo, hi = lo[rows], hi[rows]
+            total = total + data.space.num_term(j, lo, hi)
         else:
-            total = total + data.space.cat_term(j, data.cat[j])
+            codes = data.cat[j]
+            assert codes is not None  # categorical: codes
+            total = total + data.space.cat_term(j, codes if rows is None else codes[rows])
     return total
 
 
@@ -1020,7 +1104,30 @@ def group_records(data: GroupingInput, *, probe_budget: int | None = None) -> Gr
             far (candidates are evaluated block by block, each block in lower-bound order) and
             is counted in ``budget_stops``; with no budget stop the groups are exactly the reference's.
     """
-    return _without_late_terms(data, lambda d: _group_records_once(d, probe_budget=probe_budget))
+    def once(d: GroupingInput) -> GroupingResult:
+        with _collection_paused():
+            return _group_records_once(d, probe_budget=probe_budget)
+
+    return _without_late_terms(data, once)
+
+
+@contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Python's automatic garbage collection paused inside (then back as it was).
+
+    A grouping allocates some 10^5 objects that live until it ends (groups, their member lists,
+    value lists and σ dicts) and makes almost no reference cycles; every full collection those
+    allocations trigger traverses all of them and the input's term lists (millions of items):
+    0.3-0.6 s of a 450k quarter's grouping, for nothing to free. The few cycles a grouping
+    leaves (its nested functions) are freed by the first automatic collection after it.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _without_late_terms(data: GroupingInput, group) -> GroupingResult:
@@ -1496,8 +1603,10 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             continue
         groups.append(g)
         seed = farthest_seed(last)
-    grouped = np.zeros(n, dtype=bool)
-    for g in groups:
+    # the preformed groups' records are the pool's records outside the greedy's pool (one
+    # mask, not a loop over 10^5 groups); the grown groups' records are added one group each
+    grouped = data.pool & ~pool
+    for g in groups[result.preformed:]:
         grouped[g.members] = True
     if data.late is not None:
         grouped |= data.late
