@@ -374,7 +374,9 @@ def _check_release(rel: ReleaseView, links: _Links, *, k: int, theta: ThetaTable
         keys = marked[starts] >> 1
         sigma = np.diff(np.r_[starts, len(marked)])
         sigma_x = np.add.reduceat(marked & 1, starts)
+        del marked, starts  # (a pair's arrays go before the key's are made: the gate's peak)
         kg, kt = keys // n_terms, keys % n_terms
+        del keys
         thresholds = np.array([theta.get(str(t)) for t in tnames], dtype=np.float64)[kt]
         denominator = kept[kg] + sigma_x
         confidence = sigma / denominator  # > 0: σ_s(g) > 0 implies σ_s(X) > 0 when kept is empty
