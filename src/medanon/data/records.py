@@ -310,12 +310,12 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
         # a case of one report (most): a 1-tuple made in C by zip, in the rows' own order
         # (made in the cases' order, each read a str scattered in memory: 0.25 -> 0.1 s at
         # 450k reports, issue 43), then put in the cases' order
-        report_ids = cells_at(np.fromiter(zip(ids.tolist()), dtype=object, count=len(ids)),
-                              first_index)
+        reports_of_case = cells_at(
+            np.fromiter(zip(ids.tolist()), dtype=object, count=len(ids)), first_index)
         for g in multi_groups.tolist():
-            report_ids[g] = tuple(cells_at(ids, np.arange(first_index[g], last_index[g] + 1))
-                                  .tolist())
-        out["report_ids"] = report_ids
+            reports_of_case[g] = tuple(
+                cells_at(ids, np.arange(first_index[g], last_index[g] + 1)).tolist())
+        out["report_ids"] = reports_of_case
     for name in schema.categorical_qids:
         out[name] = _lub_categorical(records[name], hierarchies[name], first_index, last_index,
                                      multi_groups, rows)
