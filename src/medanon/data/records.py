@@ -275,7 +275,8 @@ def date_cells(values: pd.Series, name: str) -> np.ndarray:
 
 
 def combine_super_records(records: pd.DataFrame, schema: Schema,
-                          hierarchies: Mapping[str, Taxonomy]) -> SuperRecords:
+                          hierarchies: Mapping[str, Taxonomy], *,
+                          report_ids: bool = True) -> SuperRecords:
     """Combine the records of each (period, CaseID) into one super record.
 
     :func:`super_records_of_rows` also tells which super record each record went into.
@@ -285,6 +286,9 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
             A ``version`` column, when present, orders a case's reports (latest last).
         schema: column roles.
         hierarchies: taxonomy per categorical QID (``schema.load_hierarchies()``).
+        report_ids: make the ``report_ids`` column (a tuple of report ids per case). A release
+            reads none of it, and at 450k cases its tuples and the report ids they keep alive
+            were 45 MiB held through the method's peak (issue 43).
 
     Returns:
         The super records, ordered by period then case id.
@@ -293,11 +297,12 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
         SchemaError: a schema column is missing, or a numeric QID is not numeric.
         HierarchyError: a categorical QID value is missing from its hierarchy.
     """
-    return super_records_of_rows(records, schema, hierarchies)[0]
+    return super_records_of_rows(records, schema, hierarchies, report_ids=report_ids)[0]
 
 
 def super_records_of_rows(records: pd.DataFrame, schema: Schema,
-                          hierarchies: Mapping[str, Taxonomy]) -> tuple[SuperRecords, np.ndarray]:
+                          hierarchies: Mapping[str, Taxonomy], *,
+                          report_ids: bool = True) -> tuple[SuperRecords, np.ndarray]:
     """:func:`combine_super_records`, and for each row of ``records`` (by position) the row of
     the super records' frame it went into: what the release's shuffle reads to order the
     cases by their first report without hashing their CaseIDs' texts again (issue 43)."""
@@ -332,17 +337,17 @@ def super_records_of_rows(records: pd.DataFrame, schema: Schema,
         case_col: cases[first_index],
         "n_reports": sizes.astype(np.int64),
     }
-    if schema.identifiers:
+    if schema.identifiers and report_ids:
         ids = records[schema.identifiers[0]].astype(str).to_numpy()
         # a case of one report (most): a 1-tuple made in C by zip, in the rows' own order
         # (made in the cases' order, each read a str scattered in memory: 0.25 -> 0.1 s at
         # 450k reports, issue 43), then put in the cases' order
-        report_ids = cells_at(np.fromiter(zip(ids.tolist()), dtype=object, count=len(ids)),
-                              first_index)
+        reports_of_case = cells_at(
+            np.fromiter(zip(ids.tolist()), dtype=object, count=len(ids)), first_index)
         for g in multi_groups.tolist():
-            report_ids[g] = tuple(cells_at(ids, np.arange(first_index[g], last_index[g] + 1))
-                                  .tolist())
-        out["report_ids"] = report_ids
+            reports_of_case[g] = tuple(
+                cells_at(ids, np.arange(first_index[g], last_index[g] + 1)).tolist())
+        out["report_ids"] = reports_of_case
     for name in schema.categorical_qids:
         out[name] = _lub_categorical(records[name], hierarchies[name], first_index, last_index,
                                      multi_groups, rows)

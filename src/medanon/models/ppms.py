@@ -361,16 +361,22 @@ def _check_release(rel: ReleaseView, links: _Links, *, k: int, theta: ThetaTable
     if rel.term_row.size:
         tnames = rel.term_names
         n_terms = len(tnames)
-        key = gcode[rel.term_row] * n_terms + rel.term_code
         # σ and σ of X per distinct (group, term) key, sorted by key, from one sort of the key
         # with X in its lowest bit: the runs of equal keys and their odd entries (np.unique's
-        # inverse and two bincounts cost six times as much, issue 43)
-        marked = np.sort(key * 2 + x[rel.term_row])
+        # inverse and two bincounts cost six times as much, issue 43). Made and sorted in
+        # place: an array per step was the peak of a 450k quarter's gate (issue 43)
+        marked = np.asarray(gcode, dtype=np.int64)[rel.term_row] * n_terms
+        marked += rel.term_code
+        marked *= 2
+        marked += x[rel.term_row]
+        marked.sort()
         starts = np.flatnonzero(np.r_[True, (marked[1:] >> 1) != (marked[:-1] >> 1)])
         keys = marked[starts] >> 1
         sigma = np.diff(np.r_[starts, len(marked)])
         sigma_x = np.add.reduceat(marked & 1, starts)
+        del marked, starts  # (a pair's arrays go before the key's are made: the gate's peak)
         kg, kt = keys // n_terms, keys % n_terms
+        del keys
         thresholds = np.array([theta.get(str(t)) for t in tnames], dtype=np.float64)[kt]
         denominator = kept[kg] + sigma_x
         confidence = sigma / denominator  # > 0: σ_s(g) > 0 implies σ_s(X) > 0 when kept is empty
