@@ -73,63 +73,54 @@ def test_a_release_with_its_cases_holds_its_rows_and_its_cases_rows_elsewhere(st
             assert linked.qids == whole.qids and linked.sensitive == whole.sensitive
 
 
-def test_evaluate_linked_equals_evaluate_series(store, tmp_path):
+def _linked_and_whole(store, tmp_path, periods, read) -> tuple[dict, dict]:
+    """evaluate_linked of ``periods`` with ``read(StoreSeries)`` as each release's reader, and
+    evaluate_series of the whole series, both with rules, background knowledge, the MD-attack
+    and two strata."""
     (tmp_path / "rules.csv").write_text("drug,condition,reaction\nAVANDIA,age > 18,Myocardial "
                                         "infarction\nZELNORM,,Cerebrovascular accident\n")
     (tmp_path / "bk.csv").write_text("term,attribute,value\nBreast cancer,sex,F\n")
     rules = read_rules(tmp_path / "rules.csv")
-    background = read_background(tmp_path / "bk.csv")
-    options = ScreeningOptions(strata=("age >= 65", "sex = M"))
+    common = dict(rules=rules, background=read_background(tmp_path / "bk.csv"), md=True,
+                  screening=ScreeningOptions(strata=("age >= 65", "sex = M")))
     with ReleaseStore.open(store, read_only=True) as db:
         whole = load_series(store=db)
-        columns = original_columns(rules, options)
+        columns = original_columns(rules, common["screening"])
         got = []
-        for read in ("linked", "whole"):
+        for linked in (True, False):
             frames, _ = store_originals(db, whole.periods, lazy=True, columns=columns)
             rows = PublishedOriginals(frames, db.schema, columns)
-            common = dict(rules=rules, background=background, md=True, screening=options)
-            if read == "linked":
-                got.append(evaluate_linked(whole.periods[1:], StoreSeries(db).release_with_cases,
-                                           frames, rows, hierarchies=whole.hierarchies,
-                                           **common))
+            if linked:
+                got.append(evaluate_linked(periods(whole), read(StoreSeries(db)), frames, rows,
+                                           hierarchies=whole.hierarchies, **common))
             else:
-                got.append(evaluate_series(whole, frames, rows, periods=whole.periods[1:],
+                got.append(evaluate_series(whole, frames, rows, periods=periods(whole),
                                            **common))
-    assert got[0] == got[1]
-    assert [e["period"] for e in got[0]["releases"]] == whole.periods[1:]
+    return got[0], got[1]
+
+
+def test_evaluate_linked_equals_evaluate_series(store, tmp_path):
+    linked, whole = _linked_and_whole(store, tmp_path, lambda series: series.periods[1:],
+                                      lambda reader: reader.release_with_cases)
+    assert linked == whole
+    with ReleaseStore.open(store, read_only=True) as db:
+        later = db.published_periods()[1:]
+    assert [e["period"] for e in linked["releases"]] == later
 
 
 def test_evaluate_on_the_series_verify_checked_equals_evaluate_series(store, tmp_path):
     """What ``medanon evaluate`` measures each release on (the linked series verify checked,
     with the other cases of its groups, read inside one reading_once: issue 43) gives the
     whole series' evaluation, background knowledge and MD-attack included."""
-    (tmp_path / "rules.csv").write_text("drug,condition,reaction\nAVANDIA,age > 18,Myocardial "
-                                        "infarction\nZELNORM,,Cerebrovascular accident\n")
-    (tmp_path / "bk.csv").write_text("term,attribute,value\nBreast cancer,sex,F\n")
-    rules = read_rules(tmp_path / "rules.csv")
-    background = read_background(tmp_path / "bk.csv")
-    options = ScreeningOptions(strata=("age >= 65", "sex = M"))
     with ReleaseStore.open(store, read_only=True) as db:
-        whole = load_series(store=db)
-        columns = original_columns(rules, options)
-        got = []
-        for read in ("verified", "whole"):
-            frames, _ = store_originals(db, whole.periods, lazy=True, columns=columns)
-            rows = PublishedOriginals(frames, db.schema, columns)
-            common = dict(rules=rules, background=background, md=True, screening=options)
-            if read == "verified":
-                reader = StoreSeries(db)
-                # the linked series holds rows of cases outside the release (their groups')
-                assert any(
-                    len(reader.linked_release(p).releases[q]) > len(rows_q)
-                    for p in whole.periods
-                    for q, rows_q in reader.release_with_cases(p).releases.items())
-                got.append(evaluate_linked(whole.periods, reader.verified_linked_release,
-                                           frames, rows, hierarchies=whole.hierarchies,
-                                           **common))
-            else:
-                got.append(evaluate_series(whole, frames, rows, **common))
-    assert got[0] == got[1]
+        reader = StoreSeries(db)
+        # the linked series holds rows of cases outside the release (their groups')
+        assert any(len(reader.linked_release(p).releases[q]) > len(rows_q)
+                   for p in db.published_periods()
+                   for q, rows_q in reader.release_with_cases(p).releases.items())
+    linked, whole = _linked_and_whole(store, tmp_path, lambda series: series.periods,
+                                      lambda reader: reader.verified_linked_release)
+    assert linked == whole
 
 
 def test_the_report_reads_a_release_at_a_time_and_finds_what_the_whole_series_gives(store):
