@@ -56,7 +56,6 @@ def object_array(values: Iterable[object]) -> np.ndarray:
     return raw.ravel()
 
 
-
 def factorize_texts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``pd.factorize(values)`` (a flat object array), without hashing texts that are in
     strictly increasing order: their codes are 0, 1, ... and their distinct values themselves
@@ -66,6 +65,7 @@ def factorize_texts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             and bool((values[1:] > values[:-1]).all())):
         return np.arange(len(values)), values
     return pd.factorize(values)
+
 
 def factorize_cells(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``pd.factorize(values)`` (a flat object array), hashing each shared object's value once.

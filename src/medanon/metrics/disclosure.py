@@ -570,25 +570,13 @@ def _ranked(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return distinct, rank.ravel()
 
 
-def _union_by_term_ranked(term: np.ndarray, lo_rank: np.ndarray, hi_rank: np.ndarray,
-                          lo_values: np.ndarray, hi_values: np.ndarray,
-                          ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_union_by_term` of the intervals [lo_values[lo_rank], hi_values[hi_rank]]: the
-    same segments (ranks order and compare as their values do), from ranks made once for many
-    calls instead of a sort of the floats in each (issue 43)."""
-    if not len(term):
-        return np.zeros(0), np.zeros(0)
-    term = term.astype(np.int64)
-    # by term, then lo (stable: ties keep their order, as the lexsort of _union_by_term)
-    order = np.argsort(term * len(lo_values) + lo_rank, kind="stable")
-    return _union_by_term_sorted(term[order], lo_rank[order], hi_rank[order], lo_values,
-                                 hi_values)
-
-
 def _union_by_term_sorted(term: np.ndarray, lo_rank: np.ndarray, hi_rank: np.ndarray,
                           lo_values: np.ndarray, hi_values: np.ndarray,
                           ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`_union_by_term_ranked` of intervals already ordered by term, then lower end.
+    """:func:`_union_by_term` of the intervals [lo_values[lo_rank], hi_values[hi_rank]],
+    already ordered by term, then lower end (by ranks, which order and compare as their
+    values do: made once per QID for every target key, :class:`_Sweep`, instead of a sort of
+    the floats per key; issue 43).
 
     The order of intervals with the same term and lower end does not change the segments
     (each interval non-empty): only the first of them can start a segment, and a segment's
