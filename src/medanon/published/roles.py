@@ -132,7 +132,10 @@ def _derived(cases: np.ndarray, dates: Iterable[str], label: str,
                 first_year = _first_release_years(cases, here, earlier, lifespan, positions)
             out[name] = first_year
         else:
-            out[name] = np.full(len(cases), str(here.year), dtype=object)
+            # one str object in every row (np.full would convert the text to a str per row:
+            # 450k copies of one year, which the gate then read one by one; issue 43)
+            out[name] = np.empty(len(cases), dtype=object)
+            out[name].fill(str(here.year))
     return out
 
 
