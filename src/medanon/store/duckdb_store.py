@@ -679,14 +679,15 @@ class ReleaseStore:
         # frame's text dtype would be converted again, cell by cell.
         selected = ", ".join(f"coalesce(r.{_quote(c)}, '') AS {_quote(c)}" for c in columns)
         with _registered(self._con, "linked_whole", periods):
+            # (the seed is written out where it is read, not a CTE: DuckDB keeps a copy of a
+            # CTE read twice, the CaseIDs of a 450k quarter's seed in a release)
             fetched = self._con.execute(f"""
-                WITH seed AS ({seed}),
-                hit AS (
+                WITH hit AS (
                   SELECT DISTINCT r.period, r."group" FROM release_rows r
-                  WHERE r.case_id IN (SELECT case_id FROM seed)),
+                  WHERE r.case_id IN ({seed})),
                 members AS (
                   SELECT r.case_id FROM release_rows r JOIN hit USING (period, "group")
-                  UNION SELECT case_id FROM seed
+                  UNION {seed}
                   UNION SELECT case_id FROM release_rows
                         WHERE period IN (SELECT period FROM linked_whole))
                 SELECT r.row_no AS {_ROW_NO}, {selected} FROM release_rows r
