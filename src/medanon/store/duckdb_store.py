@@ -655,29 +655,60 @@ class ReleaseStore:
         # the seed's repeats need not go: SQL's IN and UNION read a set (a pd.unique of a
         # quarter's 450k CaseIDs cost a seventh of a second, issue 43)
         seed = pd.DataFrame({"case_id": _texts_column(cases)})
+        with _registered(self._con, "linked_seed", seed):
+            return self._linked_rows("SELECT case_id FROM linked_seed", [], whole, share_cells)
+
+    def release_linked_rows(self, period: str) -> dict[str, pd.DataFrame]:
+        """:meth:`linked_rows` of the cases the release of ``period`` holds
+        (:meth:`release_cases`), those cases read in SQL, not fetched to be sent back (a
+        release's CaseIDs as Python tuples and back cost ``evaluate`` of 24 x 20k half a
+        second, issue 43)."""
+        self._require_published(period)
+        return self._linked_rows("SELECT case_id FROM release_rows WHERE period = $1",
+                                 [period], (), False)
+
+    def _linked_rows(self, seed: str, params: list, whole: Iterable[str],
+                     share_cells: bool) -> dict[str, pd.DataFrame]:
+        """:meth:`linked_rows` of the cases the query ``seed`` (with ``params``) selects."""
         periods = pd.DataFrame({"period": pd.Series(sorted(set(whole)), dtype=object)})
         columns = _release_columns(self.schema)
-        with _registered(self._con, "linked_seed", seed), \
-                _registered(self._con, "linked_whole", periods):
-            frame = self._con.execute("""
+        # A missing cell is read as "" (what the frames hold; pandas' isna over every cell
+        # cost more than the query's coalesce), and the rows come unsorted: sorting them with
+        # their text in the query cost a fifth of the read, where their order (period, then
+        # row_no) is an argsort of two arrays here (issue 43). As arrays, not a frame: the
+        # frame's text dtype would be converted again, cell by cell.
+        selected = ", ".join(f"coalesce(r.{_quote(c)}, '') AS {_quote(c)}" for c in columns)
+        with _registered(self._con, "linked_whole", periods):
+            # (the seed is written out where it is read, not a CTE: DuckDB keeps a copy of a
+            # CTE read twice, the CaseIDs of a 450k quarter's seed in a release)
+            fetched = self._con.execute(f"""
                 WITH hit AS (
                   SELECT DISTINCT r.period, r."group" FROM release_rows r
-                  WHERE r.case_id IN (SELECT case_id FROM linked_seed)),
+                  WHERE r.case_id IN ({seed})),
                 members AS (
                   SELECT r.case_id FROM release_rows r JOIN hit USING (period, "group")
-                  UNION SELECT case_id FROM linked_seed
+                  UNION {seed}
                   UNION SELECT case_id FROM release_rows
                         WHERE period IN (SELECT period FROM linked_whole))
-                SELECT r.* FROM release_rows r
-                WHERE r.case_id IN (SELECT case_id FROM members)
-                ORDER BY r.period, r.row_no""").df()
-        # (the CaseIDs, one a row, are not shared)
-        frame = _text_frame(frame, columns, [c for c in columns if c != "case_id"]
-                            if share_cells else [])
-        by_period = dict(iter(frame.groupby("period", sort=False))) if len(frame) else {}
+                SELECT r.row_no AS {_ROW_NO}, {selected} FROM release_rows r
+                WHERE r.case_id IN (SELECT case_id FROM members)""", params).fetchnumpy()
+        cells = {c: np.asarray(fetched.pop(c), dtype=object) for c in columns}
+        row_no = np.asarray(fetched.pop(_ROW_NO), dtype=np.int64)
+        del fetched
+        if share_cells:
+            # (the CaseIDs, one a row, are not shared)
+            for name in columns:
+                if name != "case_id":
+                    codes, distinct = pd.factorize(cells[name])
+                    cells[name] = np.asarray(distinct, dtype=object)[codes]
+        # each period's rows in row_no order (stable: as the query's ORDER BY period, row_no)
+        which, labels = pd.factorize(cells["period"])
+        order = np.lexsort((row_no, which))
+        bounds = np.searchsorted(which[order], np.arange(len(labels) + 1))
+        spans = {label: order[bounds[i]:bounds[i + 1]] for i, label in enumerate(labels.tolist())}
         empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-        return {label: (by_period[label][columns].reset_index(drop=True) if label in by_period
-                        else empty) for label in self.published_periods()}
+        return {label: (_object_frame({c: cells[c][spans[label]] for c in columns})
+                        if label in spans else empty) for label in self.published_periods()}
 
     def release_columns(self) -> list[str]:
         """The columns of every published release (:meth:`release_rows`), in order."""
@@ -1186,6 +1217,8 @@ _LIST_SEPARATOR = "\x1f"
 _SPLIT_CHUNK = 4096
 #: the alias under which a query of the records returns each row's rowid
 _ROW = "medanon_row_id"
+#: the alias under which a query of the published rows returns each row's ``row_no``
+_ROW_NO = "medanon_row_no"
 
 
 def _positions(rowids: np.ndarray, ordered: np.ndarray) -> np.ndarray:
@@ -1343,6 +1376,17 @@ def _text_frame(frame: pd.DataFrame, columns: list[str], shared: Iterable[str]) 
     for name in columns:
         text[name] = pd.Series(out[name], index=frame.index, dtype=object, copy=False)
     return text
+
+
+def _object_frame(columns: Mapping[str, np.ndarray]) -> pd.DataFrame:
+    """A frame of these object arrays (as many rows as each), one block per column: a reader
+    that keeps one column of a period's rows (the screening keeps a release's terms to the end
+    of ``evaluate``) keeps no other column alive with it (as :func:`_text_frame`'s frames)."""
+    first = next(iter(columns.values()), np.zeros(0, dtype=object))
+    frame = pd.DataFrame(index=pd.RangeIndex(len(first)))
+    for name, values in columns.items():
+        frame[name] = pd.Series(values, index=frame.index, dtype=object, copy=False)
+    return frame
 
 
 def _texts_column(values: Iterable[object]) -> pd.Series:
