@@ -198,6 +198,12 @@ def test_the_store_selects_the_rows_the_series_selects(tmp_path) -> None:
             assert all(len(rows[p]) == len(got.releases.get(p, ())) for p in rows)
             if 0 < size < len(everyone):
                 assert sum(map(len, rows.values())) < sum(map(len, series.releases.values()))
+        for label in series.periods:   # a release's own read: its cases selected in SQL
+            mine = store.release_linked_rows(label)
+            want = store.linked_rows(store.release_cases(label))
+            assert list(mine) == list(want)
+            for period in want:
+                pd.testing.assert_frame_equal(mine[period], want[period])
         assert verify_store(store) == verify_series(series)
         assert verify_store(store, ["2020Q3", "2020Q1"]) == verify_series(series, ["2020Q3", "2020Q1"])
 

@@ -1340,48 +1340,11 @@ def _texts_of_enums(con: duckdb.DuckDBPyConnection, frame: pd.DataFrame,
                                 dtype=dtype)
 
 
-def _text_frame(frame: pd.DataFrame, columns: list[str], shared: Iterable[str]) -> pd.DataFrame:
-    """``frame[columns]`` as object columns of str, a missing cell ``""``:
-    ``frame.astype(object).where(frame.notna(), "")`` of those columns, with the cells of each
-    column of ``shared`` that hold equal text holding one str object (:func:`_share_texts`).
-
-    A shared column's missing cells are found by its factorize (code -1), so neither the
-    whole frame's ``notna`` and ``where`` nor a second pass per column is made (issue 43).
-    """
-    shared = set(shared)
-    out: dict[str, np.ndarray] = {}
-    for name in columns:
-        values = frame[name].to_numpy(dtype=object)
-        if name in shared:
-            codes, distinct = pd.factorize(values)  # a missing cell: -1
-            texts = np.asarray(distinct, dtype=object)
-            if (codes < 0).any():
-                blanks = np.flatnonzero(texts == "")
-                blank = int(blanks[0]) if len(blanks) else len(texts)
-                if not len(blanks):
-                    texts = np.append(texts, np.array([""], dtype=object))
-                codes = np.where(codes < 0, blank, codes)
-            out[name] = texts[codes]
-        else:
-            missing = pd.isna(values)
-            if missing.any():
-                values = values.copy()
-                values[missing] = ""
-            out[name] = values
-    # one block per column, as the frame DuckDB gave, not one 2-D block of all columns: a
-    # reader that keeps one column of a period's rows (the screening keeps a release's terms
-    # to the end of ``evaluate``) would keep every column of them alive with it (24 x 20k:
-    # 740 -> 1,640 MiB); object columns, since arrays of str would be read as pandas' text dtype
-    text = pd.DataFrame(index=frame.index)
-    for name in columns:
-        text[name] = pd.Series(out[name], index=frame.index, dtype=object, copy=False)
-    return text
-
-
 def _object_frame(columns: Mapping[str, np.ndarray]) -> pd.DataFrame:
     """A frame of these object arrays (as many rows as each), one block per column: a reader
     that keeps one column of a period's rows (the screening keeps a release's terms to the end
-    of ``evaluate``) keeps no other column alive with it (as :func:`_text_frame`'s frames)."""
+    of ``evaluate``) keeps no other column alive with it: one 2-D block of every column did
+    (``evaluate`` of 24 x 20k peaked at 1,640 MiB instead of 740)."""
     first = next(iter(columns.values()), np.zeros(0, dtype=object))
     frame = pd.DataFrame(index=pd.RangeIndex(len(first)))
     for name, values in columns.items():
