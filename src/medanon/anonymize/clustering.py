@@ -81,7 +81,6 @@ import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from itertools import islice
 
 import numpy as np
 
@@ -1667,6 +1666,7 @@ class _GroupTable:
         self.dense = np.zeros((G, len(top)), dtype=np.int16 if narrow else np.int32)
         self.sparse: dict[int, dict[int, int]] = {}
         self._etas: dict[int, np.ndarray] = {}
+        self._anchor_list: list[bool] = data.anchor.tolist()
         # σ of every group from its members' terms at once (before the leftover phase a
         # group's σ counts exactly its members' terms: no term of theirs is suppressed yet)
         members = np.fromiter((r for g in groups for r in g.members), dtype=np.int64)
@@ -1690,8 +1690,11 @@ class _GroupTable:
                                             minlength=(hi - lo) * width).reshape(hi - lo, width)
         rare = col < 0
         keys, counts = np.unique(term[rare] * max(G, 1) + holder[rare], return_counts=True)
+        #: group -> the terms outside the dense table it holds (:meth:`_ClassGroups.first_free`)
+        self.rare_of: dict[int, list[int]] = {}
         for key, count in zip(keys.tolist(), counts.tolist()):
             self.sparse.setdefault(key // G, {})[key % G] = count
+            self.rare_of.setdefault(key % G, []).append(key // G)
 
     def etas(self, anchors: int) -> np.ndarray:
         """η_s of every term at ``anchors`` (:func:`etas_of`, the same elements), cached per
@@ -1865,6 +1868,23 @@ class _GroupTable:
             same_value: bool = False) -> None:
         """Place leftover r in group gi (``kept``, ``same_value``: see :meth:`_Group.add`)."""
         data, g = self.data, self.groups[gi]
+        if same_value and kept is None and data.alpha is None:
+            # :meth:`_Group.add` of a point of the group's own value, without α, spelled out:
+            # the same counts and σ (four in five leftovers of a 450k quarter 2 take this path,
+            # and the method's general case was half of the cost of placing them)
+            terms = data.terms(r)
+            held = self._anchor_list[r]
+            g.size += 1
+            g.anchors += held
+            sigma = g.sigma
+            for s in terms:
+                sigma[s] = sigma.get(s, 0) + 1
+            g.members.append(r)
+            self.size[gi] += 1.0
+            if held:
+                self.anchors[gi] += held
+            self._count_terms(gi, terms, g.size)
+            return
         g.add(data, r, remaining=True, kept=kept, same_value=same_value)
         if not same_value:
             # per attribute, the group's code (categorical) or bounds (numeric), as the arrays'
@@ -1882,16 +1902,23 @@ class _GroupTable:
         self.size[gi], self.anchors[gi] = g.size, g.anchors
         if data.alpha is not None:  # (without α the counters never move)
             self.ha[gi] = g.ha
-        if g.size >= _NARROW_SIGMA and self.dense.dtype == np.int16:
+        self._count_terms(gi, data.terms(r) if kept is None else kept[0], g.size)
+
+    def _count_terms(self, gi: int, terms: Sequence[int], size: int) -> None:
+        """Count ``terms`` in σ of group gi, now of ``size`` records."""
+        if size >= _NARROW_SIGMA and self.dense.dtype == np.int16:
             self.dense = self.dense.astype(np.int32)  # (once: see _NARROW_SIGMA)
         column, row = self._column_list, self.dense[gi]
-        for s in (data.terms(r) if kept is None else kept[0]):
+        for s in terms:
             col = column[s]
             if col >= 0:
                 row[col] += 1
             else:
                 held = self.sparse.setdefault(s, {})
-                held[gi] = held.get(gi, 0) + 1
+                count = held.get(gi, 0)
+                if not count:
+                    self.rare_of.setdefault(gi, []).append(s)
+                held[gi] = count + 1
 
 
 class _ClassGroups:
@@ -1941,6 +1968,14 @@ class _ClassGroups:
         self._rows: dict[int, dict[int, np.ndarray]] = {}
         self._position: dict[int, dict[int, int]] = {}
         self._kept_cells = 0
+        #: classes of more than CLASS_SCAN groups (:meth:`first_free`): the class's groups when
+        #: first asked (``_frozen``, positions that never move), each group's position there,
+        #: per term the bit mask of the positions whose group holds it (made when first read,
+        #: kept current by :meth:`added`), and the mask of the groups that left the class
+        self._frozen: dict[int, list[int]] = {}
+        self._frozen_at: dict[int, int] = {}
+        self._holders: dict[int, dict[int, int]] = {}
+        self._left: dict[int, int] = {}
 
     def has(self, c: int) -> bool:
         """Whether class c has a zero-loss group."""
@@ -1984,6 +2019,59 @@ class _ClassGroups:
             out[j] = rows[s]
         return out
 
+    def first_free(self, c: int, terms: Sequence[int]) -> int | None:
+        """The first group of ``ids(c)`` that holds none of ``terms`` (σ 0 for each), or None.
+
+        A class of at most :data:`CLASS_SCAN` groups is scanned (their σ dicts); a bigger one
+        answers from a bit mask per term of the groups holding it (a Python int over the
+        class's positions): the union of r's terms' masks and of the groups gone, and its
+        lowest clear bit. On the second 450k quarter two classes of 2,500 and 3,200 groups
+        held a thousand leftovers each whose first 64 groups all held one of their terms.
+        """
+        holders = self._holders.get(c)
+        if holders is None:
+            members = self._members[c]
+            if len(members) <= CLASS_SCAN:
+                groups = self.table.groups
+                for gi in members:
+                    # (a group's σ dict holds a term only once it counts it)
+                    if groups[gi].sigma.keys().isdisjoint(terms):
+                        return gi
+                return None
+            holders = self._holders[c] = self._holder_masks(c)
+        taken = self._left[c]
+        for s in terms:
+            taken |= holders.get(s, 0)
+        at = ((~taken) & (taken + 1)).bit_length() - 1  # the lowest clear bit
+        frozen = self._frozen[c]
+        return frozen[at] if at < len(frozen) else None
+
+    def _holder_masks(self, c: int) -> dict[int, int]:
+        """Freeze class c's groups (:meth:`first_free`) and make the mask of every term some
+        group of the class holds: the dense table's terms from one gather of the class's rows,
+        the others from the rare terms each group holds (:attr:`_GroupTable.rare_of`)."""
+        members = self._members[c]
+        self._frozen[c] = list(members)
+        self._left[c] = 0
+        for at, gi in enumerate(members):
+            self._frozen_at[gi] = at
+        table = self.table
+        held = table.dense[np.asarray(members, dtype=np.int64)] > 0
+        # bit i of a column's bytes (little-endian, both ways) is the class's i-th group
+        packed = np.ascontiguousarray(np.packbits(held, axis=0, bitorder="little").T)
+        masks = {term: int.from_bytes(packed[col].tobytes(), "little")
+                 for term, col in enumerate(table._column_list) if col >= 0}
+        spots: dict[int, list[int]] = {}
+        rare_of = table.rare_of
+        for at, gi in enumerate(members):
+            for s in rare_of.get(gi, ()):
+                spots.setdefault(s, []).append(at)
+        for s, ats in spots.items():
+            bits = np.zeros(len(members), dtype=bool)
+            bits[ats] = True
+            masks[s] = int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
+        return masks
+
     def single_anchor_count(self, c: int) -> int | None:
         """The anchor count of every group of the class when they all have the same one (the
         usual case), else None: :meth:`anchor_counts` without its arrays."""
@@ -2023,6 +2111,11 @@ class _ClassGroups:
                 row = rows.get(s)
                 if row is not None:
                     row[at] += 1
+        holders = self._holders.get(c)
+        if holders is not None:
+            bit = 1 << self._frozen_at[gi]
+            for s in terms:
+                holders[s] = holders.get(s, 0) | bit
         if not anchors:
             return
         self._counts.pop(c, None)
@@ -2040,6 +2133,8 @@ class _ClassGroups:
         """Group gi lost its zero loss: out of its class (whose cached counts go)."""
         c = self._class_of.pop(gi)
         self._members[c].remove(gi)
+        if c in self._holders:
+            self._left[c] |= 1 << self._frozen_at[gi]
         for cache in (self._ids, self._hist, self._counts, self._position):
             cache.pop(c, None)
         rows = self._rows.pop(c, None)
@@ -2239,23 +2334,26 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
     and when no such group can take r, the PR of every group is computed (their ΔIL is 0).
 
     With one anchor count (the usual case) and no α, that best free group is the first group
-    of the class holding none of r's terms: on the second 450k quarter it was among the first
-    few groups for almost every leftover (median 1, 99th percentile 77 of classes of up to
-    3,400 groups), so the first :data:`CLASS_SCAN` groups are looked at one by one (their σ
-    dicts) before σ of the whole class is gathered.
+    of the class holding none of r's terms (:meth:`_ClassGroups.first_free`: on the second
+    450k quarter it was among the first few groups for almost every leftover, median 1, 99th
+    percentile 77 of classes of up to 3,400 groups); when there is none (or PR >= 32), the
+    least (PR, group) over every group of the class (:func:`_least_risk_in_class`).
     """
     table = classes.table
     terms = data.terms(r)
-    if len(terms) <= 32 and data.alpha is None:
+    if data.alpha is None:
         count = classes.single_anchor_count(c)
         if count is not None:
-            pr = _floor_at(data, r, count)
-            if pr < 32:
-                groups = table.groups
-                for gi in islice(classes.members(c), CLASS_SCAN):
-                    # (a group's σ dict holds a term only once it counts it)
-                    if groups[gi].sigma.keys().isdisjoint(terms):
+            if len(terms) <= 32:
+                pr = _floor_at(data, r, count)
+                if pr == INF:  # (PR >= the floor: no group of the class can take r)
+                    return None
+                if pr < 32:
+                    gi = classes.first_free(c, terms)
+                    if gi is not None:
                         return (0.0, pr, gi)
+            return _least_risk_in_class(table, r, terms, count, classes.ids(c),
+                                        classes.sigma_rows(c, terms))
     distinct, inverse = classes.anchor_counts(c)
     same = classes.ids(c)
     sigma = classes.sigma_rows(c, terms)
@@ -2298,6 +2396,29 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
         return None
     k = ok[np.lexsort((same[at[ok]], risks[ok]))[0]]
     return (0.0, float(risks[k]), int(same[at[k]]))
+
+
+def _least_risk_in_class(table: _GroupTable, r: int, terms: list[int], count: int,
+                         same: np.ndarray, sigma: np.ndarray) -> tuple | None:
+    """The least key (0, PR, group) of r over groups ``same`` (ascending) of one QID class,
+    all of ``count`` anchors, with σ of r's terms in them (``sigma``: rows in r's term order,
+    columns the groups), without α: PR of every group as :meth:`_GroupTable.risks` computes it
+    (the same floats, its steps added in r's term order); the first least PR is the answer, as
+    ``same`` ascends (ΔIL is 0 for every group of the class)."""
+    if not terms:
+        return (0.0, 1.0, int(same[0])) if len(same) else None
+    e = table.etas(count + table._anchor_list[r])[np.asarray(terms, dtype=np.int64)]
+    held = sigma + 1
+    room = e[:, None] - held + 1  # >= 1 where the term fits (σ + 1 <= η)
+    step = held / np.maximum(room, 1)
+    pr = 1.0 + step[0]
+    for j in range(1, len(terms)):
+        pr += step[j]
+    pr[(room < 1).any(axis=0)] = INF
+    i = int(np.argmin(pr))
+    if pr[i] == INF:
+        return None
+    return (0.0, float(pr[i]), int(same[i]))
 
 
 def _pair_costs(space: QidSpace, j: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
