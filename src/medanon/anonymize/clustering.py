@@ -1866,27 +1866,23 @@ class _GroupTable:
 
     def add(self, gi: int, r: int, *, kept: tuple[list[int], bool] | None = None,
             same_value: bool = False) -> None:
-        """Place leftover r in group gi (``kept``, ``same_value``: see :meth:`_Group.add`)."""
+        """Place leftover r in group gi (``kept``, ``same_value``: see :meth:`_Group.add`).
+
+        :meth:`_Group.add` but for σ, which the table counts and the group's dict does not:
+        from the table's making on, σ is read from the table only (:func:`_place_leftovers`,
+        :func:`_fit_by_suppression_fast`), and a preformed group's dict, made when first read
+        (:class:`_ClassGroup`), is never made (the counts of every preformed group at once
+        and a dict of each: about 0.3 s and tens of MB of a 450k quarter 2)."""
         data, g = self.data, self.groups[gi]
-        if same_value and kept is None and data.alpha is None:
-            # :meth:`_Group.add` of a point of the group's own value, without α, spelled out:
-            # the same counts and σ (four in five leftovers of a 450k quarter 2 take this path,
-            # and the method's general case was half of the cost of placing them)
+        if kept is None:
             terms = data.terms(r)
-            held = self._anchor_list[r]
-            g.size += 1
-            g.anchors += held
-            sigma = g.sigma
-            for s in terms:
-                sigma[s] = sigma.get(s, 0) + 1
-            g.members.append(r)
-            self.size[gi] += 1.0
-            if held:
-                self.anchors[gi] += held
-            self._count_terms(gi, terms, g.size)
-            return
-        g.add(data, r, remaining=True, kept=kept, same_value=same_value)
+            with_alpha = data._alpha_columns  # (alpha, ha_class, ss) or None
+            ss = bool(with_alpha[2][r]) if with_alpha is not None else False
+        else:
+            terms, ss = kept
         if not same_value:
+            g.cat, g.lo, g.hi = g._merged(data, r)
+            g.loss = state_loss(data.space, g.cat, g.lo, g.hi)
             # per attribute, the group's code (categorical) or bounds (numeric), as the arrays'
             for j, code in enumerate(g.cat):
                 if code is None:
@@ -1899,10 +1895,18 @@ class _GroupTable:
                     assert codes is not None
                     codes[gi] = code
             self.loss[gi] = g.loss
-        self.size[gi], self.anchors[gi] = g.size, g.anchors
+        held = self._anchor_list[r]
+        g.size += 1
+        self.size[gi] += 1.0
+        if held:
+            g.anchors += 1
+            self.anchors[gi] += 1
         if data.alpha is not None:  # (without α the counters never move)
+            assert data.ha_class is not None  # given with alpha
+            g.ha = ha_update(g.ha, int(data.ha_class[r]), ss, True)
             self.ha[gi] = g.ha
-        self._count_terms(gi, data.terms(r) if kept is None else kept[0], g.size)
+        g.members.append(r)
+        self._count_terms(gi, terms, g.size)
 
     def _count_terms(self, gi: int, terms: Sequence[int], size: int) -> None:
         """Count ``terms`` in σ of group gi, now of ``size`` records."""
@@ -2032,11 +2036,17 @@ class _ClassGroups:
         if holders is None:
             members = self._members[c]
             if len(members) <= CLASS_SCAN:
-                groups = self.table.groups
+                # σ of r's terms, group by group, from the table (the groups' dicts are not
+                # kept: :meth:`_GroupTable.add`)
+                table = self.table
+                column, dense = table._column_list, table.dense
+                cols = [column[s] for s in terms if column[s] >= 0]
+                rare = [table.sparse.get(s, {}) for s in terms if column[s] < 0]
                 for gi in members:
-                    # (a group's σ dict holds a term only once it counts it)
-                    if groups[gi].sigma.keys().isdisjoint(terms):
-                        return gi
+                    row = dense[gi]
+                    if any(row[col] for col in cols) or any(held.get(gi) for held in rare):
+                        continue
+                    return gi
                 return None
             holders = self._holders[c] = self._holder_masks(c)
         taken = self._left[c]
@@ -3168,7 +3178,8 @@ def _fit_by_suppression(data: GroupingInput, groups: list[_Group], r: int
     return (gi, *_suppression_in(data, groups[gi], r))
 
 
-def _suppression_in(data: GroupingInput, g: _Group, r: int) -> tuple[list[int], list[int], bool]:
+def _suppression_in(data: GroupingInput, g: _Group, r: int, *, sigma: dict[int, int] | None = None
+                    ) -> tuple[list[int], list[int], bool]:
     """The terms of leftover r that must go for r to join group g, what it keeps, its ss flag.
 
     * θ: every term s with σ_s(g) + 1 > η_s must go, and no other term needs to (σ only falls);
@@ -3179,10 +3190,13 @@ def _suppression_in(data: GroupingInput, g: _Group, r: int) -> tuple[list[int], 
     Each term's fate is decided by its own σ in g, and the α step reads only the terms r
     keeps, so a suppressed term replaced by another that g suppresses too leaves what r
     contributes (kept terms, ss flag) and every published count as they were.
+
+    ``sigma``: σ in g of (at least) r's terms, when not g's own dict.
     """
     terms = data.terms(r)
     anchors = g.anchors + int(data.anchor[r])
-    dropped = {s for s in terms if g.sigma.get(s, 0) + 1 > eta(float(data.theta[s]), anchors)}
+    held = g.sigma if sigma is None else sigma
+    dropped = {s for s in terms if held.get(s, 0) + 1 > eta(float(data.theta[s]), anchors)}
     ss = False
     if data.alpha is not None:
         assert data.ha_class is not None  # given with alpha
@@ -3199,7 +3213,10 @@ def _fit_by_suppression_fast(data: GroupingInput, table: _GroupTable, r: int
     value = [[None if x is None else x[r] for x in arrays] for arrays in (data.cat, data.lo, data.hi)]
     score = table.delta_il(value, np.arange(len(table.groups)))
     gi = int(np.argmin(score))  # the first of equal scores: the smallest index
-    return (gi, *_suppression_in(data, table.groups[gi], r))
+    # (σ of r's terms from the table, which counts σ in the leftover phase: _GroupTable.add)
+    terms = data.terms(r)
+    counts = table.sigmas(terms, np.array([gi]))[0].tolist() if terms else []
+    return (gi, *_suppression_in(data, table.groups[gi], r, sigma=dict(zip(terms, counts))))
 
 
 def _ss_columns_of(data: GroupingInput, r: int) -> list[tuple[list[int], int]]:
