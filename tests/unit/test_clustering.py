@@ -301,6 +301,7 @@ def test_leftovers_found_by_windows_never_change_the_groups(monkeypatch, window,
     monkeypatch.setattr(clustering, "FREQUENT_TERMS", 4)
     monkeypatch.setattr(clustering, "DENSE_CELLS", 8)
     monkeypatch.setattr(clustering, "_PAIRS", 5)
+    monkeypatch.setattr(clustering, "_PAIR_TERMS", 2)
     calls = []
     batch = clustering._best_of_many
     monkeypatch.setattr(clustering, "_best_of_many",

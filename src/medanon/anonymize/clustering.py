@@ -1825,33 +1825,56 @@ class _GroupTable:
         """PR of leftover rr[i] in group gg[i] for every pair i at once, ∞ where the record
         breaks θ (α is not judged): the floats of :meth:`risks` (PR's steps added in the
         record's term order)."""
+        ptr = self.data.term_ptr
+        lengths = ptr[rr + 1] - ptr[rr]
+        ends = np.cumsum(lengths)
+        if not len(rr) or ends[-1] <= _PAIR_TERMS:
+            return self._pair_risks(rr, gg, lengths, ends)
+        # the pairs whose terms start in each span of _PAIR_TERMS (pair, term) elements at a
+        # time: arrays of about a hundred thousand elements
+        piece = (ends - lengths) // _PAIR_TERMS
+        cut = np.flatnonzero(np.r_[True, piece[1:] != piece[:-1], True]).tolist()
+        return np.concatenate([self._pair_risks(rr[a:b], gg[a:b], lengths[a:b],
+                                                ends[a:b] - (ends[a] - lengths[a]))
+                               for a, b in zip(cut[:-1], cut[1:])])
+
+    def _pair_risks(self, rr: np.ndarray, gg: np.ndarray, lengths: np.ndarray,
+                    ends: np.ndarray) -> np.ndarray:
+        """:meth:`pair_risks` of pairs whose records hold ``lengths`` terms (their running
+        total: ``ends``)."""
         data = self.data
         ptr = data.term_ptr
-        lengths = ptr[rr + 1] - ptr[rr]
         anchors = self.anchors[gg] + data.anchor[rr].astype(np.int64)
         pr = np.ones(len(rr))
-        bad = np.zeros(len(rr), dtype=bool)
-        start = ptr[rr]
-        for p in range(int(lengths.max()) if len(rr) else 0):
-            at = np.flatnonzero(lengths > p) if p else np.flatnonzero(lengths)
-            s = data.term_ids[start[at] + p]
-            col = self.column[s]
-            g = gg[at]
-            if col.min() >= 0:
-                sigma = self.dense[g, col].astype(np.int64)
-            else:
-                sigma = np.zeros(len(at), dtype=np.int64)
-                dense = col >= 0
-                sigma[dense] = self.dense[g[dense], col[dense]]
-                for i in np.flatnonzero(~dense).tolist():
-                    held = self.sparse.get(int(s[i]))
-                    if held:
-                        sigma[i] = held.get(int(g[i]), 0)
-            c = sigma + 1
-            room = etas_of(data.theta[s], anchors[at]) - c + 1
-            pr[at] += c / np.maximum(room, 1)
-            bad[at[room < 1]] = True
-        pr[bad] = INF
+        if not len(rr) or not ends[-1]:
+            return pr
+        # every (pair, term) at once, pair after pair and each pair's terms in r's order:
+        # element first[i] + p is pair i's p-th term
+        owner = np.repeat(np.arange(len(rr)), lengths)
+        first = ends - lengths
+        s = data.term_ids[np.repeat(ptr[rr] - first, lengths) + np.arange(len(owner))]
+        col = self.column[s]
+        g = gg[owner]
+        if col.min() >= 0:
+            sigma = self.dense[g, col].astype(np.int64)
+        else:
+            sigma = np.zeros(len(owner), dtype=np.int64)
+            dense = col >= 0
+            sigma[dense] = self.dense[g[dense], col[dense]]
+            sparse = self.sparse
+            rare = np.flatnonzero(~dense)
+            for i, term, group in zip(rare.tolist(), s[rare].tolist(), g[rare].tolist()):
+                held = sparse.get(term)
+                if held:
+                    sigma[i] = held.get(group, 0)
+        c = sigma + 1
+        room = etas_of(data.theta[s], anchors[owner]) - c + 1
+        step = c / np.maximum(room, 1)
+        # PR's steps added in each record's term order, as risks adds them: the same floats
+        for p in range(int(lengths.max())):
+            at = np.flatnonzero(lengths > p)
+            pr[at] += step[first[at] + p]
+        pr[owner[room < 1]] = INF
         return pr
 
     def alpha_ok(self, r: int, cand: np.ndarray) -> np.ndarray:
@@ -2602,8 +2625,10 @@ def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray
 #: of each whose PR is computed first (:func:`_best_of_many`).
 _WINDOW = 512
 _FIRST_PAIRS = 4
-#: (leftover, group) pairs a window evaluates at once, at most (about)
+#: (leftover, group) pairs a window evaluates at once, at most (about), and (pair, term)
+#: elements :meth:`_GroupTable.pair_risks` makes at once, at most (about)
 _PAIRS = 1 << 18
+_PAIR_TERMS = 1 << 17
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
 _BLOCK = 64
 _FIRST_BLOCKS = 4
