@@ -1861,18 +1861,19 @@ class _GroupTable:
             sigma = np.zeros(len(owner), dtype=np.int64)
             dense = col >= 0
             sigma[dense] = self.dense[g[dense], col[dense]]
-            sparse = self.sparse
+            sparse, nothing = self.sparse, {}
             rare = np.flatnonzero(~dense)
-            for i, term, group in zip(rare.tolist(), s[rare].tolist(), g[rare].tolist()):
-                held = sparse.get(term)
-                if held:
-                    sigma[i] = held.get(group, 0)
+            sigma[rare] = [sparse.get(term, nothing).get(group, 0)
+                           for term, group in zip(s[rare].tolist(), g[rare].tolist())]
         c = sigma + 1
         room = etas_of(data.theta[s], anchors[owner]) - c + 1
         step = c / np.maximum(room, 1)
         # PR's steps added in each record's term order, as risks adds them: the same floats
+        # (the pairs by falling length: those with a p-th term lead)
+        by_length = np.argsort(-lengths, kind="stable")
+        longer = np.cumsum(np.bincount(lengths)[::-1])[::-1]  # pairs of at least so many terms
         for p in range(int(lengths.max())):
-            at = np.flatnonzero(lengths > p)
+            at = by_length[:longer[p + 1]]
             pr[at] += step[first[at] + p]
         pr[owner[room < 1]] = INF
         return pr
@@ -2063,8 +2064,18 @@ class _ClassGroups:
                 # kept: :meth:`_GroupTable.add`)
                 table = self.table
                 column, dense = table._column_list, table.dense
-                cols = [column[s] for s in terms if column[s] >= 0]
-                rare = [table.sparse.get(s, {}) for s in terms if column[s] < 0]
+                cols = [column[s] for s in terms]
+                if min(cols, default=0) >= 0:  # (the usual case: every term in the dense table)
+                    for gi in members:
+                        row = dense[gi]
+                        for col in cols:
+                            if row[col]:
+                                break
+                        else:
+                            return gi
+                    return None
+                rare = [table.sparse.get(s, {}) for s, col in zip(terms, cols) if col < 0]
+                cols = [col for col in cols if col >= 0]
                 for gi in members:
                     row = dense[gi]
                     if any(row[col] for col in cols) or any(held.get(gi) for held in rare):
@@ -2112,7 +2123,10 @@ class _ClassGroups:
         if hist is None:
             self.anchor_counts(c)  # (makes the histogram again)
             hist = self._hist[c]
-        return next(iter(hist)) if len(hist) == 1 else None
+        if len(hist) == 1:
+            for count in hist:
+                return count
+        return None
 
     def anchor_counts(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         """The distinct anchor counts of the class's groups, and the index of each group's."""
@@ -2378,7 +2392,11 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
         count = classes.single_anchor_count(c)
         if count is not None:
             if len(terms) <= 32:
-                pr = _floor_at(data, r, count)
+                # _floor_at, with r's terms and anchor at hand
+                inv = data.inverse_etas(count + table._anchor_list[r])
+                pr = 1.0  # added in r's term order, as privacy_risk adds (∞ stays ∞)
+                for s in terms:
+                    pr += inv[s]
                 if pr == INF:  # (PR >= the floor: no group of the class can take r)
                     return None
                 if pr < 32:
@@ -2738,6 +2756,21 @@ def _block_minima(table: np.ndarray, members: np.ndarray, starts: np.ndarray) ->
     return out
 
 
+def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``keys`` (non-negative codes) and the index of each row's, as
+    ``np.unique(keys, axis=0, return_inverse=True)`` but, when the codes fit one int64, from
+    a 1-D unique of each row packed (a fraction of its cost: it sorts the rows as records)."""
+    spans = keys.max(axis=0) + 1 if len(keys) else np.ones(keys.shape[1], dtype=np.int64)
+    if len(keys) and keys.min() >= 0 and float(np.prod(spans.astype(float))) < 2.0 ** 62:
+        # row-major weights: the packed values sort as the rows do
+        weights = np.cumprod(np.r_[1, spans[:0:-1]])[::-1].astype(np.int64)
+        _, first, inverse = np.unique(keys.astype(np.int64) @ weights, return_index=True,
+                                      return_inverse=True)
+        return keys[first], inverse.ravel()
+    found_rows, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return found_rows, inverse.ravel()
+
+
 class _GroupBlocks(_Blocks):
     """The groups in blocks with bounds, so that a leftover's search can skip whole blocks.
 
@@ -2903,7 +2936,7 @@ class _GroupBlocks(_Blocks):
         if self.cat_j:
             # per distinct categorical value of the records, the cached row of Δcat
             keys = np.column_stack([data.cat[j][rs] for j in self.cat_j])  # type: ignore[index]
-            found, inverse = np.unique(keys, axis=0, return_inverse=True)
+            found, inverse = _unique_rows(keys)
             cat: list = [None] * len(self.space.attributes)
             parts = []
             for row in found.tolist():
