@@ -81,6 +81,7 @@ import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from itertools import chain
 
 import numpy as np
 
@@ -1669,8 +1670,10 @@ class _GroupTable:
         self._anchor_list: list[bool] = data.anchor.tolist()
         # σ of every group from its members' terms at once (before the leftover phase a
         # group's σ counts exactly its members' terms: no term of theirs is suppressed yet)
-        members = np.fromiter((r for g in groups for r in g.members), dtype=np.int64)
-        owner = np.repeat(np.arange(G), [g.size for g in groups])
+        sizes = [g.size for g in groups]
+        members = np.fromiter(chain.from_iterable(g.members for g in groups), dtype=np.int64,
+                              count=sum(sizes))
+        owner = np.repeat(np.arange(G), sizes)
         lengths = np.diff(data.term_ptr)[members]
         pos = (np.repeat(data.term_ptr[members] - np.cumsum(lengths) + lengths, lengths)
                + np.arange(int(lengths.sum())))
@@ -1690,11 +1693,17 @@ class _GroupTable:
                                             minlength=(hi - lo) * width).reshape(hi - lo, width)
         rare = col < 0
         keys, counts = np.unique(term[rare] * max(G, 1) + holder[rare], return_counts=True)
-        #: group -> the terms outside the dense table it holds (:meth:`_ClassGroups.first_free`)
-        self.rare_of: dict[int, list[int]] = {}
         for key, count in zip(keys.tolist(), counts.tolist()):
             self.sparse.setdefault(key // G, {})[key % G] = count
-            self.rare_of.setdefault(key % G, []).append(key // G)
+        #: group -> the terms outside the dense table it holds (:meth:`_ClassGroups.first_free`):
+        #: the pairs above by group, each group's terms sliced out of one list
+        owners, terms_of = keys % max(G, 1), keys // max(G, 1)
+        by_owner = np.argsort(owners, kind="stable")
+        owners, rare_terms = owners[by_owner], terms_of[by_owner].tolist()
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if len(owners) else owners
+        ends = np.r_[starts[1:], len(owners)].tolist()
+        self.rare_of: dict[int, list[int]] = {
+            g: rare_terms[a:b] for g, a, b in zip(owners[starts].tolist(), starts.tolist(), ends)}
 
     def etas(self, anchors: int) -> np.ndarray:
         """η_s of every term at ``anchors`` (:func:`etas_of`, the same elements), cached per
