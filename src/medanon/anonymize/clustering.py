@@ -1870,7 +1870,8 @@ class _GroupTable:
             sigma = np.zeros(len(owner), dtype=np.int64)
             dense = col >= 0
             sigma[dense] = self.dense[g[dense], col[dense]]
-            sparse, nothing = self.sparse, {}
+            sparse = self.sparse
+            nothing: dict[int, int] = {}
             rare = np.flatnonzero(~dense)
             sigma[rare] = [sparse.get(term, nothing).get(group, 0)
                            for term, group in zip(s[rare].tolist(), g[rare].tolist())]
