@@ -1667,7 +1667,6 @@ class _GroupTable:
         self.dense = np.zeros((G, len(top)), dtype=np.int16 if narrow else np.int32)
         self.sparse: dict[int, dict[int, int]] = {}
         self._etas: dict[int, np.ndarray] = {}
-        self._anchor_list: list[bool] = data.anchor.tolist()
         # σ of every group from its members' terms at once (before the leftover phase a
         # group's σ counts exactly its members' terms: no term of theirs is suppressed yet)
         sizes = [g.size for g in groups]
@@ -1693,6 +1692,10 @@ class _GroupTable:
                                             minlength=(hi - lo) * width).reshape(hi - lo, width)
         rare = col < 0
         keys, counts = np.unique(term[rare] * max(G, 1) + holder[rare], return_counts=True)
+        # (the per-term arrays go before the structures below are made: this is about the
+        # peak of a 450k quarter's grouping)
+        del members, owner, lengths, pos, term, holder, col, at, cells, where, rare
+        self._anchor_list: list[bool] = data.anchor.tolist()
         for key, count in zip(keys.tolist(), counts.tolist()):
             self.sparse.setdefault(key // G, {})[key % G] = count
         #: group -> the terms outside the dense table it holds (:meth:`_ClassGroups.first_free`):
@@ -2656,7 +2659,7 @@ _FIRST_PAIRS = 4
 #: (leftover, group) pairs a window evaluates at once, at most (about), and (pair, term)
 #: elements :meth:`_GroupTable.pair_risks` makes at once, at most (about)
 _PAIRS = 1 << 18
-_PAIR_TERMS = 1 << 17
+_PAIR_TERMS = 1 << 15
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
 _BLOCK = 64
 _FIRST_BLOCKS = 4
