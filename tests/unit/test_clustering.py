@@ -292,15 +292,19 @@ def test_leftovers_found_by_windows_never_change_the_groups(monkeypatch, window,
     them in order, evaluating again only the groups the window changed (or searching again
     when a leftover's best group changed): with tiny windows and blocks, few dense terms
     (the rest counted per term), exact classes beside wider leftovers, intervals and missing
-    values, a window's pairs evaluated a few at a time, and σ rows kept for classes of two
-    groups or more (until a small budget is spent), the groups are still the reference's."""
+    values, a window's pairs evaluated a few at a time (their PR two (pair, term) elements at
+    a time), σ rows kept for classes of two groups or more (until a small budget is spent),
+    and the first free group of a class found from bit masks (every class of more than 0 or
+    1 group), the groups are still the reference's."""
     monkeypatch.setattr(clustering, "CLASS_ROWS", 2)
+    monkeypatch.setattr(clustering, "CLASS_SCAN", seed % 2)
     monkeypatch.setattr(clustering, "KEPT_ROW_CELLS", 200 * (seed + 1))
     monkeypatch.setattr(clustering, "_WINDOW", window)
     monkeypatch.setattr(clustering, "_BLOCK", 3)
     monkeypatch.setattr(clustering, "FREQUENT_TERMS", 4)
     monkeypatch.setattr(clustering, "DENSE_CELLS", 8)
     monkeypatch.setattr(clustering, "_PAIRS", 5)
+    monkeypatch.setattr(clustering, "_PAIR_TERMS", 2)
     calls = []
     batch = clustering._best_of_many
     monkeypatch.setattr(clustering, "_best_of_many",

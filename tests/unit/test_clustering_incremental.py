@@ -82,3 +82,44 @@ def test_class_sigma_rows_read_rare_terms_from_the_sparse_counts(monkeypatch):
     monkeypatch.setattr(clustering, "FREQUENT_TERMS", 1)
     monkeypatch.setattr(clustering, "DENSE_CELLS", 1)
     test_class_sigma_rows_equal_a_rebuild_after_random_joins(0)
+
+
+@pytest.mark.parametrize("dense", [True, False])
+@pytest.mark.parametrize("seed", range(4))
+def test_first_free_group_of_a_class_equals_a_scan_after_random_joins(monkeypatch, seed, dense):
+    """The first group of a class holding none of a record's terms, as the bit masks of the
+    classes above CLASS_SCAN groups give it (made when a class is first asked, kept current
+    as records join and groups leave, the rare terms' from the groups' lists), equals a scan
+    of the class's groups on the table's σ; with one dense term, most masks are rare terms'."""
+    monkeypatch.setattr(clustering, "CLASS_SCAN", seed % 2)
+    if not dense:
+        monkeypatch.setattr(clustering, "FREQUENT_TERMS", 1)
+        monkeypatch.setattr(clustering, "DENSE_CELLS", 1)
+    data, class_of, groups, rest = _class_groups_case(seed)
+    table = _GroupTable(data, groups)
+    group_class = [int(class_of[g.members[0]]) for g in groups]
+    zero = np.flatnonzero(table.loss == 0.0).tolist()
+    classes = _ClassGroups(table, zero, [group_class[gi] for gi in zero])
+    rng = np.random.default_rng(seed)
+    all_terms = list(range(len(data.theta)))
+    asked = 0
+    for r in rng.permutation(rest).tolist():
+        c = int(class_of[r])
+        for cc in sorted(set(group_class)):
+            if not classes.has(cc):
+                continue
+            terms = sorted(set(rng.choice(all_terms, int(rng.integers(0, 4))).tolist()))
+            ids = classes.ids(cc)
+            held = table.sigmas(terms, ids) > 0 if terms else np.zeros((len(ids), 0), bool)
+            free = np.flatnonzero(~held.any(axis=1))
+            assert classes.first_free(cc, terms) == (int(ids[free[0]]) if len(free) else None)
+            asked += 1
+        own = [gi for gi in range(len(groups)) if group_class[gi] == c and classes.holds(gi)]
+        gi = int(rng.choice(own)) if own and rng.random() < 0.8 else int(rng.integers(len(groups)))
+        table.add(gi, r)
+        if classes.holds(gi):
+            if table.loss[gi] > 0.0:
+                classes.remove(gi)
+            else:
+                classes.added(gi, data.terms(r), int(data.anchor[r]))
+    assert asked and any(not classes.holds(gi) for gi in zero)

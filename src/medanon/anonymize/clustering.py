@@ -81,7 +81,7 @@ import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from itertools import islice
+from itertools import chain
 
 import numpy as np
 
@@ -1669,8 +1669,10 @@ class _GroupTable:
         self._etas: dict[int, np.ndarray] = {}
         # σ of every group from its members' terms at once (before the leftover phase a
         # group's σ counts exactly its members' terms: no term of theirs is suppressed yet)
-        members = np.fromiter((r for g in groups for r in g.members), dtype=np.int64)
-        owner = np.repeat(np.arange(G), [g.size for g in groups])
+        sizes = [g.size for g in groups]
+        members = np.fromiter(chain.from_iterable(g.members for g in groups), dtype=np.int64,
+                              count=sum(sizes))
+        owner = np.repeat(np.arange(G), sizes)
         lengths = np.diff(data.term_ptr)[members]
         pos = (np.repeat(data.term_ptr[members] - np.cumsum(lengths) + lengths, lengths)
                + np.arange(int(lengths.sum())))
@@ -1690,8 +1692,21 @@ class _GroupTable:
                                             minlength=(hi - lo) * width).reshape(hi - lo, width)
         rare = col < 0
         keys, counts = np.unique(term[rare] * max(G, 1) + holder[rare], return_counts=True)
+        # (the per-term arrays go before the structures below are made: this is about the
+        # peak of a 450k quarter's grouping)
+        del members, owner, lengths, pos, term, holder, col, at, cells, where, rare
+        self._anchor_list: list[bool] = data.anchor.tolist()
         for key, count in zip(keys.tolist(), counts.tolist()):
             self.sparse.setdefault(key // G, {})[key % G] = count
+        #: group -> the terms outside the dense table it holds (:meth:`_ClassGroups.first_free`):
+        #: the pairs above by group, each group's terms sliced out of one list
+        owners, terms_of = keys % max(G, 1), keys // max(G, 1)
+        by_owner = np.argsort(owners, kind="stable")
+        owners, rare_terms = owners[by_owner], terms_of[by_owner].tolist()
+        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if len(owners) else owners
+        ends = np.r_[starts[1:], len(owners)].tolist()
+        self.rare_of: dict[int, list[int]] = {
+            g: rare_terms[a:b] for g, a, b in zip(owners[starts].tolist(), starts.tolist(), ends)}
 
     def etas(self, anchors: int) -> np.ndarray:
         """η_s of every term at ``anchors`` (:func:`etas_of`, the same elements), cached per
@@ -1822,33 +1837,58 @@ class _GroupTable:
         """PR of leftover rr[i] in group gg[i] for every pair i at once, ∞ where the record
         breaks θ (α is not judged): the floats of :meth:`risks` (PR's steps added in the
         record's term order)."""
+        ptr = self.data.term_ptr
+        lengths = ptr[rr + 1] - ptr[rr]
+        ends = np.cumsum(lengths)
+        if not len(rr) or ends[-1] <= _PAIR_TERMS:
+            return self._pair_risks(rr, gg, lengths, ends)
+        # the pairs whose terms start in each span of _PAIR_TERMS (pair, term) elements at a
+        # time: arrays of about a hundred thousand elements
+        piece = (ends - lengths) // _PAIR_TERMS
+        cut = np.flatnonzero(np.r_[True, piece[1:] != piece[:-1], True]).tolist()
+        return np.concatenate([self._pair_risks(rr[a:b], gg[a:b], lengths[a:b],
+                                                ends[a:b] - (ends[a] - lengths[a]))
+                               for a, b in zip(cut[:-1], cut[1:])])
+
+    def _pair_risks(self, rr: np.ndarray, gg: np.ndarray, lengths: np.ndarray,
+                    ends: np.ndarray) -> np.ndarray:
+        """:meth:`pair_risks` of pairs whose records hold ``lengths`` terms (their running
+        total: ``ends``)."""
         data = self.data
         ptr = data.term_ptr
-        lengths = ptr[rr + 1] - ptr[rr]
         anchors = self.anchors[gg] + data.anchor[rr].astype(np.int64)
         pr = np.ones(len(rr))
-        bad = np.zeros(len(rr), dtype=bool)
-        start = ptr[rr]
-        for p in range(int(lengths.max()) if len(rr) else 0):
-            at = np.flatnonzero(lengths > p) if p else np.flatnonzero(lengths)
-            s = data.term_ids[start[at] + p]
-            col = self.column[s]
-            g = gg[at]
-            if col.min() >= 0:
-                sigma = self.dense[g, col].astype(np.int64)
-            else:
-                sigma = np.zeros(len(at), dtype=np.int64)
-                dense = col >= 0
-                sigma[dense] = self.dense[g[dense], col[dense]]
-                for i in np.flatnonzero(~dense).tolist():
-                    held = self.sparse.get(int(s[i]))
-                    if held:
-                        sigma[i] = held.get(int(g[i]), 0)
-            c = sigma + 1
-            room = etas_of(data.theta[s], anchors[at]) - c + 1
-            pr[at] += c / np.maximum(room, 1)
-            bad[at[room < 1]] = True
-        pr[bad] = INF
+        if not len(rr) or not ends[-1]:
+            return pr
+        # every (pair, term) at once, pair after pair and each pair's terms in r's order:
+        # element first[i] + p is pair i's p-th term
+        owner = np.repeat(np.arange(len(rr)), lengths)
+        first = ends - lengths
+        s = data.term_ids[np.repeat(ptr[rr] - first, lengths) + np.arange(len(owner))]
+        col = self.column[s]
+        g = gg[owner]
+        if col.min() >= 0:
+            sigma = self.dense[g, col].astype(np.int64)
+        else:
+            sigma = np.zeros(len(owner), dtype=np.int64)
+            dense = col >= 0
+            sigma[dense] = self.dense[g[dense], col[dense]]
+            sparse = self.sparse
+            nothing: dict[int, int] = {}
+            rare = np.flatnonzero(~dense)
+            sigma[rare] = [sparse.get(term, nothing).get(group, 0)
+                           for term, group in zip(s[rare].tolist(), g[rare].tolist())]
+        c = sigma + 1
+        room = etas_of(data.theta[s], anchors[owner]) - c + 1
+        step = c / np.maximum(room, 1)
+        # PR's steps added in each record's term order, as risks adds them: the same floats
+        # (the pairs by falling length: those with a p-th term lead)
+        by_length = np.argsort(-lengths, kind="stable")
+        longer = np.cumsum(np.bincount(lengths)[::-1])[::-1]  # pairs of at least so many terms
+        for p in range(int(lengths.max())):
+            at = by_length[:longer[p + 1]]
+            pr[at] += step[first[at] + p]
+        pr[owner[room < 1]] = INF
         return pr
 
     def alpha_ok(self, r: int, cand: np.ndarray) -> np.ndarray:
@@ -1863,10 +1903,23 @@ class _GroupTable:
 
     def add(self, gi: int, r: int, *, kept: tuple[list[int], bool] | None = None,
             same_value: bool = False) -> None:
-        """Place leftover r in group gi (``kept``, ``same_value``: see :meth:`_Group.add`)."""
+        """Place leftover r in group gi (``kept``, ``same_value``: see :meth:`_Group.add`).
+
+        :meth:`_Group.add` but for σ, which the table counts and the group's dict does not:
+        from the table's making on, σ is read from the table only (:func:`_place_leftovers`,
+        :func:`_fit_by_suppression_fast`), and a preformed group's dict, made when first read
+        (:class:`_ClassGroup`), is never made (the counts of every preformed group at once
+        and a dict of each: about 0.3 s and tens of MB of a 450k quarter 2)."""
         data, g = self.data, self.groups[gi]
-        g.add(data, r, remaining=True, kept=kept, same_value=same_value)
+        if kept is None:
+            terms = data.terms(r)
+            with_alpha = data._alpha_columns  # (alpha, ha_class, ss) or None
+            ss = bool(with_alpha[2][r]) if with_alpha is not None else False
+        else:
+            terms, ss = kept
         if not same_value:
+            g.cat, g.lo, g.hi = g._merged(data, r)
+            g.loss = state_loss(data.space, g.cat, g.lo, g.hi)
             # per attribute, the group's code (categorical) or bounds (numeric), as the arrays'
             for j, code in enumerate(g.cat):
                 if code is None:
@@ -1879,19 +1932,34 @@ class _GroupTable:
                     assert codes is not None
                     codes[gi] = code
             self.loss[gi] = g.loss
-        self.size[gi], self.anchors[gi] = g.size, g.anchors
+        held = self._anchor_list[r]
+        g.size += 1
+        self.size[gi] += 1.0
+        if held:
+            g.anchors += 1
+            self.anchors[gi] += 1
         if data.alpha is not None:  # (without α the counters never move)
+            assert data.ha_class is not None  # given with alpha
+            g.ha = ha_update(g.ha, int(data.ha_class[r]), ss, True)
             self.ha[gi] = g.ha
-        if g.size >= _NARROW_SIGMA and self.dense.dtype == np.int16:
+        g.members.append(r)
+        self._count_terms(gi, terms, g.size)
+
+    def _count_terms(self, gi: int, terms: Sequence[int], size: int) -> None:
+        """Count ``terms`` in σ of group gi, now of ``size`` records."""
+        if size >= _NARROW_SIGMA and self.dense.dtype == np.int16:
             self.dense = self.dense.astype(np.int32)  # (once: see _NARROW_SIGMA)
         column, row = self._column_list, self.dense[gi]
-        for s in (data.terms(r) if kept is None else kept[0]):
+        for s in terms:
             col = column[s]
             if col >= 0:
                 row[col] += 1
             else:
                 held = self.sparse.setdefault(s, {})
-                held[gi] = held.get(gi, 0) + 1
+                count = held.get(gi, 0)
+                if not count:
+                    self.rare_of.setdefault(gi, []).append(s)
+                held[gi] = count + 1
 
 
 class _ClassGroups:
@@ -1941,6 +2009,14 @@ class _ClassGroups:
         self._rows: dict[int, dict[int, np.ndarray]] = {}
         self._position: dict[int, dict[int, int]] = {}
         self._kept_cells = 0
+        #: classes of more than CLASS_SCAN groups (:meth:`first_free`): the class's groups when
+        #: first asked (``_frozen``, positions that never move), each group's position there,
+        #: per term the bit mask of the positions whose group holds it (made when first read,
+        #: kept current by :meth:`added`), and the mask of the groups that left the class
+        self._frozen: dict[int, list[int]] = {}
+        self._frozen_at: dict[int, int] = {}
+        self._holders: dict[int, dict[int, int]] = {}
+        self._left: dict[int, int] = {}
 
     def has(self, c: int) -> bool:
         """Whether class c has a zero-loss group."""
@@ -1984,6 +2060,75 @@ class _ClassGroups:
             out[j] = rows[s]
         return out
 
+    def first_free(self, c: int, terms: Sequence[int]) -> int | None:
+        """The first group of ``ids(c)`` that holds none of ``terms`` (σ 0 for each), or None.
+
+        A class of at most :data:`CLASS_SCAN` groups is scanned (their σ dicts); a bigger one
+        answers from a bit mask per term of the groups holding it (a Python int over the
+        class's positions): the union of r's terms' masks and of the groups gone, and its
+        lowest clear bit. On the second 450k quarter two classes of 2,500 and 3,200 groups
+        held a thousand leftovers each whose first 64 groups all held one of their terms.
+        """
+        holders = self._holders.get(c)
+        if holders is None:
+            members = self._members[c]
+            if len(members) <= CLASS_SCAN:
+                # σ of r's terms, group by group, from the table (the groups' dicts are not
+                # kept: :meth:`_GroupTable.add`)
+                table = self.table
+                column, dense = table._column_list, table.dense
+                cols = [column[s] for s in terms]
+                if min(cols, default=0) >= 0:  # (the usual case: every term in the dense table)
+                    for gi in members:
+                        row = dense[gi]
+                        for col in cols:
+                            if row[col]:
+                                break
+                        else:
+                            return gi
+                    return None
+                rare = [table.sparse.get(s, {}) for s, col in zip(terms, cols) if col < 0]
+                cols = [col for col in cols if col >= 0]
+                for gi in members:
+                    row = dense[gi]
+                    if any(row[col] for col in cols) or any(held.get(gi) for held in rare):
+                        continue
+                    return gi
+                return None
+            holders = self._holders[c] = self._holder_masks(c)
+        taken = self._left[c]
+        for s in terms:
+            taken |= holders.get(s, 0)
+        at = ((~taken) & (taken + 1)).bit_length() - 1  # the lowest clear bit
+        frozen = self._frozen[c]
+        return frozen[at] if at < len(frozen) else None
+
+    def _holder_masks(self, c: int) -> dict[int, int]:
+        """Freeze class c's groups (:meth:`first_free`) and make the mask of every term some
+        group of the class holds: the dense table's terms from one gather of the class's rows,
+        the others from the rare terms each group holds (:attr:`_GroupTable.rare_of`)."""
+        members = self._members[c]
+        self._frozen[c] = list(members)
+        self._left[c] = 0
+        for at, gi in enumerate(members):
+            self._frozen_at[gi] = at
+        table = self.table
+        held = table.dense[np.asarray(members, dtype=np.int64)] > 0
+        # bit i of a column's bytes (little-endian, both ways) is the class's i-th group
+        packed = np.ascontiguousarray(np.packbits(held, axis=0, bitorder="little").T)
+        masks = {term: int.from_bytes(packed[col].tobytes(), "little")
+                 for term, col in enumerate(table._column_list) if col >= 0}
+        spots: dict[int, list[int]] = {}
+        rare_of = table.rare_of
+        for at, gi in enumerate(members):
+            for s in rare_of.get(gi, ()):
+                spots.setdefault(s, []).append(at)
+        for s, ats in spots.items():
+            bits = np.zeros(len(members), dtype=bool)
+            bits[ats] = True
+            masks[s] = int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
+        return masks
+
     def single_anchor_count(self, c: int) -> int | None:
         """The anchor count of every group of the class when they all have the same one (the
         usual case), else None: :meth:`anchor_counts` without its arrays."""
@@ -1991,7 +2136,10 @@ class _ClassGroups:
         if hist is None:
             self.anchor_counts(c)  # (makes the histogram again)
             hist = self._hist[c]
-        return next(iter(hist)) if len(hist) == 1 else None
+        if len(hist) == 1:
+            for count in hist:
+                return count
+        return None
 
     def anchor_counts(self, c: int) -> tuple[np.ndarray, np.ndarray]:
         """The distinct anchor counts of the class's groups, and the index of each group's."""
@@ -2023,6 +2171,11 @@ class _ClassGroups:
                 row = rows.get(s)
                 if row is not None:
                     row[at] += 1
+        holders = self._holders.get(c)
+        if holders is not None:
+            bit = 1 << self._frozen_at[gi]
+            for s in terms:
+                holders[s] = holders.get(s, 0) | bit
         if not anchors:
             return
         self._counts.pop(c, None)
@@ -2040,6 +2193,8 @@ class _ClassGroups:
         """Group gi lost its zero loss: out of its class (whose cached counts go)."""
         c = self._class_of.pop(gi)
         self._members[c].remove(gi)
+        if c in self._holders:
+            self._left[c] |= 1 << self._frozen_at[gi]
         for cache in (self._ids, self._hist, self._counts, self._position):
             cache.pop(c, None)
         rows = self._rows.pop(c, None)
@@ -2239,23 +2394,30 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
     and when no such group can take r, the PR of every group is computed (their ΔIL is 0).
 
     With one anchor count (the usual case) and no α, that best free group is the first group
-    of the class holding none of r's terms: on the second 450k quarter it was among the first
-    few groups for almost every leftover (median 1, 99th percentile 77 of classes of up to
-    3,400 groups), so the first :data:`CLASS_SCAN` groups are looked at one by one (their σ
-    dicts) before σ of the whole class is gathered.
+    of the class holding none of r's terms (:meth:`_ClassGroups.first_free`: on the second
+    450k quarter it was among the first few groups for almost every leftover, median 1, 99th
+    percentile 77 of classes of up to 3,400 groups); when there is none (or PR >= 32), the
+    least (PR, group) over every group of the class (:func:`_least_risk_in_class`).
     """
     table = classes.table
     terms = data.terms(r)
-    if len(terms) <= 32 and data.alpha is None:
+    if data.alpha is None:
         count = classes.single_anchor_count(c)
         if count is not None:
-            pr = _floor_at(data, r, count)
-            if pr < 32:
-                groups = table.groups
-                for gi in islice(classes.members(c), CLASS_SCAN):
-                    # (a group's σ dict holds a term only once it counts it)
-                    if groups[gi].sigma.keys().isdisjoint(terms):
+            if len(terms) <= 32:
+                # _floor_at, with r's terms and anchor at hand
+                inv = data.inverse_etas(count + table._anchor_list[r])
+                pr = 1.0  # added in r's term order, as privacy_risk adds (∞ stays ∞)
+                for s in terms:
+                    pr += inv[s]
+                if pr == INF:  # (PR >= the floor: no group of the class can take r)
+                    return None
+                if pr < 32:
+                    gi = classes.first_free(c, terms)
+                    if gi is not None:
                         return (0.0, pr, gi)
+            return _least_risk_in_class(table, r, terms, count, classes.ids(c),
+                                        classes.sigma_rows(c, terms))
     distinct, inverse = classes.anchor_counts(c)
     same = classes.ids(c)
     sigma = classes.sigma_rows(c, terms)
@@ -2298,6 +2460,29 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
         return None
     k = ok[np.lexsort((same[at[ok]], risks[ok]))[0]]
     return (0.0, float(risks[k]), int(same[at[k]]))
+
+
+def _least_risk_in_class(table: _GroupTable, r: int, terms: list[int], count: int,
+                         same: np.ndarray, sigma: np.ndarray) -> tuple | None:
+    """The least key (0, PR, group) of r over groups ``same`` (ascending) of one QID class,
+    all of ``count`` anchors, with σ of r's terms in them (``sigma``: rows in r's term order,
+    columns the groups), without α: PR of every group as :meth:`_GroupTable.risks` computes it
+    (the same floats, its steps added in r's term order); the first least PR is the answer, as
+    ``same`` ascends (ΔIL is 0 for every group of the class)."""
+    if not terms:
+        return (0.0, 1.0, int(same[0])) if len(same) else None
+    e = table.etas(count + table._anchor_list[r])[np.asarray(terms, dtype=np.int64)]
+    held = sigma + 1
+    room = e[:, None] - held + 1  # >= 1 where the term fits (σ + 1 <= η)
+    step = held / np.maximum(room, 1)
+    pr = 1.0 + step[0]
+    for j in range(1, len(terms)):
+        pr += step[j]
+    pr[(room < 1).any(axis=0)] = INF
+    i = int(np.argmin(pr))
+    if pr[i] == INF:
+        return None
+    return (0.0, float(pr[i]), int(same[i]))
 
 
 def _pair_costs(space: QidSpace, j: int, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -2471,8 +2656,10 @@ def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray
 #: of each whose PR is computed first (:func:`_best_of_many`).
 _WINDOW = 512
 _FIRST_PAIRS = 4
-#: (leftover, group) pairs a window evaluates at once, at most (about)
+#: (leftover, group) pairs a window evaluates at once, at most (about), and (pair, term)
+#: elements :meth:`_GroupTable.pair_risks` makes at once, at most (about)
 _PAIRS = 1 << 18
+_PAIR_TERMS = 1 << 15
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
 _BLOCK = 64
 _FIRST_BLOCKS = 4
@@ -2580,6 +2767,21 @@ def _block_minima(table: np.ndarray, members: np.ndarray, starts: np.ndarray) ->
         first, end = int(starts[a]), int(starts[b]) if b < len(starts) else len(members)
         out[a:b] = np.minimum.reduceat(table[members[first:end]], starts[a:b] - first, axis=0)
     return out
+
+
+def _unique_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of ``keys`` (non-negative codes) and the index of each row's, as
+    ``np.unique(keys, axis=0, return_inverse=True)`` but, when the codes fit one int64, from
+    a 1-D unique of each row packed (a fraction of its cost: it sorts the rows as records)."""
+    spans = keys.max(axis=0) + 1 if len(keys) else np.ones(keys.shape[1], dtype=np.int64)
+    if len(keys) and keys.min() >= 0 and float(np.prod(spans.astype(float))) < 2.0 ** 62:
+        # row-major weights: the packed values sort as the rows do
+        weights = np.cumprod(np.r_[1, spans[:0:-1]])[::-1].astype(np.int64)
+        _, first, inverse = np.unique(keys.astype(np.int64) @ weights, return_index=True,
+                                      return_inverse=True)
+        return keys[first], inverse.ravel()
+    found_rows, inverse = np.unique(keys, axis=0, return_inverse=True)
+    return found_rows, inverse.ravel()
 
 
 class _GroupBlocks(_Blocks):
@@ -2747,7 +2949,7 @@ class _GroupBlocks(_Blocks):
         if self.cat_j:
             # per distinct categorical value of the records, the cached row of Δcat
             keys = np.column_stack([data.cat[j][rs] for j in self.cat_j])  # type: ignore[index]
-            found, inverse = np.unique(keys, axis=0, return_inverse=True)
+            found, inverse = _unique_rows(keys)
             cat: list = [None] * len(self.space.attributes)
             parts = []
             for row in found.tolist():
@@ -3047,7 +3249,8 @@ def _fit_by_suppression(data: GroupingInput, groups: list[_Group], r: int
     return (gi, *_suppression_in(data, groups[gi], r))
 
 
-def _suppression_in(data: GroupingInput, g: _Group, r: int) -> tuple[list[int], list[int], bool]:
+def _suppression_in(data: GroupingInput, g: _Group, r: int, *, sigma: dict[int, int] | None = None
+                    ) -> tuple[list[int], list[int], bool]:
     """The terms of leftover r that must go for r to join group g, what it keeps, its ss flag.
 
     * θ: every term s with σ_s(g) + 1 > η_s must go, and no other term needs to (σ only falls);
@@ -3058,10 +3261,13 @@ def _suppression_in(data: GroupingInput, g: _Group, r: int) -> tuple[list[int], 
     Each term's fate is decided by its own σ in g, and the α step reads only the terms r
     keeps, so a suppressed term replaced by another that g suppresses too leaves what r
     contributes (kept terms, ss flag) and every published count as they were.
+
+    ``sigma``: σ in g of (at least) r's terms, when not g's own dict.
     """
     terms = data.terms(r)
     anchors = g.anchors + int(data.anchor[r])
-    dropped = {s for s in terms if g.sigma.get(s, 0) + 1 > eta(float(data.theta[s]), anchors)}
+    held = g.sigma if sigma is None else sigma
+    dropped = {s for s in terms if held.get(s, 0) + 1 > eta(float(data.theta[s]), anchors)}
     ss = False
     if data.alpha is not None:
         assert data.ha_class is not None  # given with alpha
@@ -3078,7 +3284,10 @@ def _fit_by_suppression_fast(data: GroupingInput, table: _GroupTable, r: int
     value = [[None if x is None else x[r] for x in arrays] for arrays in (data.cat, data.lo, data.hi)]
     score = table.delta_il(value, np.arange(len(table.groups)))
     gi = int(np.argmin(score))  # the first of equal scores: the smallest index
-    return (gi, *_suppression_in(data, table.groups[gi], r))
+    # (σ of r's terms from the table, which counts σ in the leftover phase: _GroupTable.add)
+    terms = data.terms(r)
+    counts = table.sigmas(terms, np.array([gi]))[0].tolist() if terms else []
+    return (gi, *_suppression_in(data, table.groups[gi], r, sigma=dict(zip(terms, counts))))
 
 
 def _ss_columns_of(data: GroupingInput, r: int) -> list[tuple[list[int], int]]:
