@@ -1202,60 +1202,82 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     block_of = blocks.block_of.tolist()
     # A block's bound is ∞ while it holds no alive record (or only P0 ∞): kept current here.
     dead = blocks.dead
+    # What take and give_back read of a pool record, as Python values (a numpy scalar read
+    # costs several list reads, and a growth step takes one record): its cell, whether it
+    # seeds (before any failure), whether it is an anchor of finite P0, its seed position.
+    pool_ids = queue_list
+    pool_cells = cell_of[queue].tolist()
+    record_info = dict(zip(pool_ids, zip(
+        pool_cells, seedable[queue].tolist(), (data.anchor[queue] & finite[queue]).tolist(),
+        cells.seed_pos[queue].tolist())))
+    # the seed queues and each cell's queue heads as lists (cells.head stays current too:
+    # first_feasible reads it as an array), and the usable seeds left in all
+    seed_list = cells.seeds.tolist()
+    seed_head = cells.seed_head.tolist()
+    seed_end = cells.seed_start[1:].tolist()
+    head_at = cells.head.tolist()
+    block_alive = blocks.alive
+    seeds_left = int(blocks.seeds.sum())
 
     def take(r: int) -> None:
         """Remove r from the pool, keeping every cell's queue heads on usable records."""
-        nonlocal anchors_left
+        nonlocal anchors_left, seeds_left
         alive[r] = False
-        c = int(cell_of[r])
+        c, seeds, counts, at = record_info[r]
         alive_count[c] -= 1
-        usable = int(seedable[r] and not failed[r])
-        seed_count[c] -= usable
         b = block_of[c]
-        blocks.alive[b] -= 1
-        if not blocks.alive[b]:
+        block_alive[b] -= 1
+        if not block_alive[b]:
             dead[b] = True
-        blocks.seeds[b] -= usable
-        anchors_left -= int(data.anchor[r] and finite[r])
-        pos, end = int(cells.head[c]), queue_end_list[c]
+        if seeds and not failed[r]:
+            seed_count[c] -= 1
+            blocks.seeds[b] -= 1
+            seeds_left -= 1
+        anchors_left -= counts
+        pos, end = head_at[c], queue_end_list[c]
         while pos < end and not alive[queue_list[pos]]:
             pos += 1
+        head_at[c] = pos
         cells.head[c] = pos
         head_p0[c] = p0_list[queue_list[pos]] if pos < end else INF
-        if cells.seed_pos[r] == cells.seed_head[c]:
+        if at == seed_head[c]:
             advance_seed_head(c)
 
     def give_back(r: int) -> None:
-        nonlocal anchors_left
+        nonlocal anchors_left, seeds_left
         alive[r] = True
-        c = int(cell_of[r])
+        c, seeds, counts, at = record_info[r]
         alive_count[c] += 1
-        seed_count[c] += int(seedable[r] and not failed[r])
+        usable = seeds and not failed[r]
         b = block_of[c]
-        blocks.alive[b] += 1
+        block_alive[b] += 1
         dead[b] = not blocks.p0_finite[b]
-        blocks.seeds[b] += int(seedable[r] and not failed[r])
-        anchors_left += int(data.anchor[r] and finite[r])
-        cells.head[c] = min(cells.head[c], cells.pos_in_queue[r])
-        head_p0[c] = p0_list[queue_list[int(cells.head[c])]]
-        if seedable[r] and not failed[r] and cells.seed_pos[r] < cells.seed_head[c]:
-            cells.seed_head[c] = cells.seed_pos[r]
-            cells.head_rank[c] = rank[r]
+        if usable:
+            seed_count[c] += 1
+            blocks.seeds[b] += 1
+            seeds_left += 1
+        anchors_left += counts
+        pos = head_at[c] = min(head_at[c], int(cells.pos_in_queue[r]))
+        cells.head[c] = pos
+        head_p0[c] = p0_list[queue_list[pos]]
+        if usable and at < seed_head[c]:
+            seed_head[c] = at
+            cells.head_rank[c] = rank_list[r]
 
     def advance_seed_head(c: int) -> None:
         """Move cell c's seed head to its lowest-rank alive, not failed seed (∞ rank: none)."""
-        pos, end = cells.seed_head[c], cells.seed_start[c + 1]
-        while pos < end and not (alive[cells.seeds[pos]] and not failed[cells.seeds[pos]]):
+        pos, end = seed_head[c], seed_end[c]
+        while pos < end and not (alive[seed_list[pos]] and not failed[seed_list[pos]]):
             pos += 1
-        cells.seed_head[c] = pos
-        cells.head_rank[c] = rank[cells.seeds[pos]] if pos < end else INF
+        seed_head[c] = pos
+        cells.head_rank[c] = rank_list[seed_list[pos]] if pos < end else INF
 
     def first_seed() -> int | None:
         cand = np.flatnonzero(seedable & alive & ~failed)
         return int(cand[np.argmin(rank[cand])]) if len(cand) else None
 
     def farthest_seed(last: int) -> int | None:
-        if not blocks.seeds.any():
+        if not seeds_left:
             return None
         alone = _Group(data, last)  # the distance to a cell is the loss of {last} ∪ cell
         low, high = blocks.distance_bounds(alone)
@@ -1267,7 +1289,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         d = cells.loss_after(data.space, alone, live, present=blocks.present(near))
         tied = live[d == d.max()]
         c = int(tied[np.argmin(cells.head_rank[tied])])
-        return int(cells.seeds[cells.seed_head[c]])
+        return seed_list[seed_head[c]]
 
     def best_candidate(g: _Group, blocked: int) -> tuple | None:
         """Least (ΔIL·PR, PR, rank) key over the alive pool (best-first over blocks, then cells).
@@ -1350,6 +1372,57 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         masks[r] |= 1 << b
     bit_of = bit.tolist()
     growth_eta_list = growth_etas.tolist()
+
+    def growth_risk(g: _Group, r: int) -> float:
+        """PR(g, r) of a growing group: ``g.risk(..., growing=True)`` (001 Eq. 5, the same
+        float: privacy_risk's operations, on η as Python ints), without its α test, which
+        every probe passes first (``alpha_ok`` of r's (class, ss), from the same counters)."""
+        total = 1.0
+        sigma = g.sigma
+        for s in data.terms(r):
+            c = sigma.get(s, 0) + 1
+            e = growth_eta_list[s]
+            if c > e:
+                return INF
+            total += c / (e - c + 1)
+        return total
+
+    # each cell's value as Python numbers, for the group's hull with a record of it (grow)
+    space = data.space
+    cat_attrs = [j for j, codes in enumerate(cells.cat) if codes is not None]
+    num_attrs = [j for j, codes in enumerate(cells.cat) if codes is None]
+    cell_cat = [None if codes is None else codes.tolist() for codes in cells.cat]
+    # (floats, as _Group keeps its bounds, whatever the input arrays' dtype)
+    cell_lo = [None if x is None else x.astype(np.float64).tolist() for x in cells.lo]
+    cell_hi = [None if x is None else x.astype(np.float64).tolist() for x in cells.hi]
+
+    def grow(g: _Group, r: int) -> None:
+        """``g.add(data, r, remaining=False)`` for a pool record r: g's new value (LCAs and
+        hulls, then its loss) from r's cell's value as Python numbers, the same codes and
+        floats as :meth:`_Group.add` finds from r's own, and computed again only if it changes."""
+        c = record_info[r][0]
+        cat, lo, hi = g.cat, g.lo, g.hi
+        new_cat, new_lo, new_hi = cat, lo, hi
+        for j in cat_attrs:
+            code = cat[j]
+            assert code is not None
+            merged = space.lca(j, cell_cat[j][c], code)
+            if merged != code:
+                if new_cat is cat:
+                    new_cat = list(cat)
+                new_cat[j] = merged
+        for j in num_attrs:
+            low, high = lo[j], hi[j]
+            assert low is not None and high is not None
+            low, high = min(low, cell_lo[j][c]), max(high, cell_hi[j][c])
+            if low != lo[j] or high != hi[j]:
+                if new_lo is lo:
+                    new_lo, new_hi = list(lo), list(hi)
+                new_lo[j], new_hi[j] = low, high
+        if new_cat is not cat or new_lo is not lo:
+            g.cat, g.lo, g.hi = new_cat, new_lo, new_hi
+            g.loss = state_loss(space, new_cat, new_lo, new_hi)
+        g.add(data, r, remaining=False, same_value=True)
     # (ha_class and ss are given with alpha: GroupingInput)
     kind_np = ((data.ha_class * 2 + data.ss).astype(np.int64)
                if data.alpha is not None and data.ha_class is not None and data.ss is not None
@@ -1391,7 +1464,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 probes[0] += seen  # the cells of finite bound are all walked: none found
                 return None
             c = int(cand[at])
-            for pos in range(int(cells.head[c]), int(queue_end[c])):
+            for pos in range(head_at[c], queue_end_list[c]):
                 steps += 1
                 if steps > QUICK_WALK:
                     break
@@ -1403,7 +1476,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 seen += 1
                 if masks[r] & blocked or not alpha_ok[kind[r]]:
                     continue  # PR ∞ (g.risk would say so)
-                pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+                pr = growth_risk(g, r)
                 if pr < INF:
                     probes[0] += seen
                     return at, pos, pr
@@ -1429,7 +1502,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             if block:
                 hit &= (word[recs] & block) == 0
         for j in np.flatnonzero(hit).tolist():
-            pr = g.risk(data, int(recs[j]), growing=True, growth_etas=growth_etas)
+            pr = growth_risk(g, int(recs[j]))
             if pr < INF:
                 probes[0] += j + 1
                 return int(which[j]), int(positions[j]), pr
@@ -1459,7 +1532,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         d = float(dil[i])
         end = queue_end_list[c]
         seen = 0
-        pos = int(cells.head[c])
+        pos = head_at[c]
         quick_end = min(end, pos + QUICK_WALK)
         best = None
         # first_feasible's walk of its first cell (budget and QUICK_WALK: the full search)
@@ -1473,7 +1546,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             seen += 1
             if masks[r] & blocked or not alpha_ok[kind[r]]:
                 continue
-            pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+            pr = growth_risk(g, r)
             if pr < INF:
                 best = (d * pr, pr, rank_list[r], r)
                 break
@@ -1494,7 +1567,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             count += 1
             if masks[r] & blocked or not alpha_ok[kind[r]]:
                 continue
-            pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+            pr = growth_risk(g, r)
             if pr < INF:
                 key = (d * pr, pr, rank_list[r], r)
                 if key < best:
@@ -1558,7 +1631,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                     break
                 c = int(cand[i])
                 d = float(dil[i])
-                start = int(cells.head[c]) if resume is None else resume + 1
+                start = head_at[c] if resume is None else resume + 1
                 resume = None
                 for pos in range(start, int(queue_end[c])):
                     r = queue_list[pos]
@@ -1573,7 +1646,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                     probes[0] += 1
                     if masks[r] & blocked or not alpha_ok[kind[r]]:
                         continue  # PR ∞ (g.risk would say so)
-                    pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+                    pr = growth_risk(g, r)
                     if pr < INF:
                         key = (d * pr, pr, rank_list[r], r)
                         if best is None or key < best:
@@ -1601,7 +1674,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 ok = False
                 break
             r = best[3]
-            g.add(data, r, remaining=False)
+            grow(g, r)
             take(r)
             blocked = blocked_by(g, data.terms(r), blocked)
             last = r
@@ -1609,10 +1682,12 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             for r in g.members:
                 give_back(r)
             failed[seed] = True
-            seed_count[cell_of[seed]] -= 1
-            blocks.seeds[blocks.block_of[cell_of[seed]]] -= 1
-            if cells.seed_pos[seed] == cells.seed_head[cell_of[seed]]:
-                advance_seed_head(int(cell_of[seed]))
+            c, _, _, at = record_info[seed]
+            seed_count[c] -= 1
+            blocks.seeds[block_of[c]] -= 1
+            seeds_left -= 1
+            if at == seed_head[c]:
+                advance_seed_head(c)
             result.failed_seeds += 1
             seed = first_seed()
             continue
@@ -2884,13 +2959,15 @@ class _CellBlocks(_Blocks):
             self.hi_min = self._reduce(np.minimum, self.hi[self.j0], starts)
             self.hi_max = self._reduce(np.maximum, self.hi[self.j0], starts)
         # alive pool records and usable seeds per block (kept current by the grouping)
-        self.alive = np.bincount(self.block_of[alive_cells], minlength=len(starts))
+        alive = np.bincount(self.block_of[alive_cells], minlength=len(starts))
+        #: (a list: the grouping reads and writes it one block at a time)
+        self.alive: list[int] = alive.tolist()
         self.seeds = np.bincount(self.block_of[seed_cells], minlength=len(starts))
         # constant parts of the growth bounds
         self._p0_finite = self.p0_min < INF
         self.p0_finite: list[bool] = self._p0_finite.tolist()
         #: blocks without an alive record of finite P0 (bound ∞); kept current by the grouping
-        self.dead = ~((self.alive > 0) & self._p0_finite)
+        self.dead = ~((alive > 0) & self._p0_finite)
         self._p0_or_0 = np.where(self._p0_finite, self.p0_min, 0.0)  # no 0·∞ where masked
         self._touch = self.btag > 0
         self._not_missing_only = (self.btag != 2).astype(float)
