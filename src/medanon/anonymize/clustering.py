@@ -1218,6 +1218,16 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     head_at = cells.head.tolist()
     block_alive = blocks.alive
     seeds_left = int(blocks.seeds.sum())
+    # Each pool record's term ids, as lists cut from one list of them all: the growth reads
+    # them to probe a record and when it joins, and GroupingInput.terms slices them out of
+    # the input's list of every record's terms, whose int objects lie far apart (the slices'
+    # reference counts missed the cache on each read).
+    lengths = data.term_ptr[queue + 1] - data.term_ptr[queue]
+    firsts = np.cumsum(lengths) - lengths
+    pool_term_ids = data.term_ids[np.repeat(data.term_ptr[queue] - firsts, lengths)
+                                  + np.arange(int(lengths.sum()))].tolist()
+    pool_terms = dict(zip(pool_ids, (pool_term_ids[a:a + m] for a, m in
+                                     zip(firsts.tolist(), lengths.tolist()))))
 
     def take(r: int) -> None:
         """Remove r from the pool, keeping every cell's queue heads on usable records."""
@@ -1379,7 +1389,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         every probe passes first (``alpha_ok`` of r's (class, ss), from the same counters)."""
         total = 1.0
         sigma = g.sigma
-        for s in data.terms(r):
+        for s in pool_terms[r]:
             c = sigma.get(s, 0) + 1
             e = growth_eta_list[s]
             if c > e:
@@ -1422,7 +1432,15 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         if new_cat is not cat or new_lo is not lo:
             g.cat, g.lo, g.hi = new_cat, new_lo, new_hi
             g.loss = state_loss(space, new_cat, new_lo, new_hi)
-        g.add(data, r, remaining=False, same_value=True)
+        g.add(data, r, remaining=False, kept=own_terms(r), same_value=True)
+
+    # (the ss flags are given with alpha: GroupingInput)
+    ss_flags = data.ss if data.alpha is not None else None
+
+    def own_terms(r: int) -> tuple[list[int], bool]:
+        """``kept`` for _Group.add of a pool record with all its terms: what add reads of r
+        itself (its terms, its ss flag), the terms from pool_terms."""
+        return pool_terms[r], bool(ss_flags[r]) if ss_flags is not None else False
     # (ha_class and ss are given with alpha: GroupingInput)
     kind_np = ((data.ha_class * 2 + data.ss).astype(np.int64)
                if data.alpha is not None and data.ha_class is not None and data.ss is not None
@@ -1661,13 +1679,13 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         if anchors_left < data.k:
             break
         g = _Group(data, seed)
-        g.add(data, seed, remaining=False)
+        g.add(data, seed, remaining=False, kept=own_terms(seed))
         take(seed)
         last = seed
         ok = True
         # bits of the frequent terms g blocks (σ_s + 1 > η_s): σ only grows, so a bit once set
         # stays set, and only the terms of the record just added can set one
-        blocked = blocked_by(g, data.terms(seed), 0)
+        blocked = blocked_by(g, pool_terms[seed], 0)
         while g.anchors < data.k:
             best = best_candidate(g, blocked)
             if best is None:
@@ -1676,7 +1694,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             r = best[3]
             grow(g, r)
             take(r)
-            blocked = blocked_by(g, data.terms(r), blocked)
+            blocked = blocked_by(g, pool_terms[r], blocked)
             last = r
         if not ok:
             for r in g.members:
@@ -2986,6 +3004,8 @@ class _CellBlocks(_Blocks):
         #: the group value's part of the growth bounds per value, which a group keeps for
         #: several steps (four steps in ten read it again on a 450k quarter)
         self._spreads: dict[tuple, np.ndarray] = {}
+        #: categorical value -> the parts of distance_bounds that depend on it alone
+        self._distance_parts: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._values_kept = max(16, CACHED_FLOATS // max(len(starts), 1))
 
     def cells_of(self, blocks: list[int]) -> np.ndarray:
@@ -3051,7 +3071,39 @@ class _CellBlocks(_Blocks):
         return dcat if dw is None else dcat + dw  # (dcat + 0.0 is dcat: no term is -0.0)
 
     def distance_bounds(self, g: "_Group") -> tuple[np.ndarray, np.ndarray]:
-        """Per block, lower and upper bounds of L({r, c}) over its cells (g holds r alone)."""
+        """Per block, lower and upper bounds of L({r, c}) over its cells (g holds r alone).
+
+        Only their soundness matters: the farthest seed's search evaluates every cell of the
+        blocks whose upper bound reaches the largest lower bound, and so finds the same cells
+        at the largest distance whatever the bounds' floats. A point r of present values (the
+        usual seed) takes the short way: the numeric term of every block at once, its blocks
+        touching the missing values then set to 1, and a slack of 1e-9·(2 + the rest) cached
+        with the categorical part (the numeric term is at most 1).
+        """
+        j0 = self.j0
+        if j0 is not None and self.range > 0:
+            a, b, m = g.lo[j0], g.hi[j0], self.missing_at
+            assert a is not None and b is not None  # j0 is numeric: the group has its bounds
+            if m is None or b < m:
+                key = tuple([int(g.cat[j]) for j in self.cat_j])
+                parts = self._distance_parts.get(key)
+                if parts is None:
+                    merged, _ = self._lca_terms(g.cat)
+                    slack = 1e-9 * (2.0 + merged + self.other_numeric)
+                    parts = self._distance_parts[key] = (
+                        merged - slack, merged + self.other_numeric + slack)
+                width = self.range
+                lo_w = np.maximum(b, self.hi_min)
+                lo_w -= np.minimum(a, self.lo_max)
+                lo_w /= width
+                np.copyto(lo_w, 1.0, where=self._touch)
+                hi_w = np.maximum(b, self.hi_max)
+                hi_w -= np.minimum(a, self.lo_min)
+                hi_w /= width
+                np.copyto(hi_w, 1.0, where=self._touch)
+                lo_w += parts[0]
+                hi_w += parts[1]
+                return lo_w, hi_w
         merged, _ = self._lca_terms(g.cat)
         lo_w = np.zeros(len(self.btag))
         hi_w = np.zeros(len(self.btag))
