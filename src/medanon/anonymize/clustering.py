@@ -3004,6 +3004,11 @@ class _CellBlocks(_Blocks):
         #: the group value's part of the growth bounds per value, which a group keeps for
         #: several steps (four steps in ten read it again on a 450k quarter)
         self._spreads: dict[tuple, np.ndarray] = {}
+        #: the parts of _spread that depend on a group's categorical value alone, on the lower
+        #: and on the upper end of its first numeric QID alone (few distinct values each)
+        self._dcat: dict[tuple, np.ndarray] = {}
+        self._below: dict[float, np.ndarray] = {}
+        self._above: dict[float, np.ndarray] = {}
         #: categorical value -> the parts of distance_bounds that depend on it alone
         self._distance_parts: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._values_kept = max(16, CACHED_FLOATS // max(len(starts), 1))
@@ -3052,8 +3057,12 @@ class _CellBlocks(_Blocks):
     def _spread(self, g: "_Group") -> np.ndarray:
         """Per block, a lower bound of L(g ∪ {t}) − L(g) over its cells t: the categorical part
         exact, the first numeric term's growth bounded from the block's extreme bounds."""
-        merged, own = self._lca_terms(g.cat)
-        dcat = merged - own
+        cat = g.cat
+        key = tuple([cat[j] for j in self.cat_j])
+        dcat = self._dcat.get(key)
+        if dcat is None:
+            merged, own = self._lca_terms(cat)
+            dcat = self._dcat[key] = merged - own
         dw = None
         if self.j0 is not None:
             a, b, m = g.lo[self.j0], g.hi[self.j0], self.missing_at
@@ -3062,6 +3071,14 @@ class _CellBlocks(_Blocks):
             if g_tag == 0:
                 mixed = 1.0 - self.space.num_term_scalar(self.j0, a, b)
                 if self.range > 0:
+                    # max(0, max(a − lo_max, hi_min − b)/range) as max(max(0, (a − lo_max)/range),
+                    # (hi_min − b)/range): the same floats (division by range > 0 is monotone,
+                    # and no operand is -0.0), from one array per bound, cached (a group's
+                    # bounds take few distinct values)
+                    dw = np.maximum(self._growth_below(a), self._growth_above(b))
+                    np.copyto(dw, mixed, where=self._touch)
+                    dw += dcat  # (dcat + dw: the same float)
+                    return dw
                     grow = np.maximum(a - self.lo_max, self.hi_min - b) / self.range
                     dw = np.where(self._touch, mixed, np.maximum(0.0, grow))
                 else:
@@ -3069,6 +3086,24 @@ class _CellBlocks(_Blocks):
             elif g_tag == 2:
                 dw = self._not_missing_only
         return dcat if dw is None else dcat + dw  # (dcat + 0.0 is dcat: no term is -0.0)
+
+    def _growth_below(self, a: float) -> np.ndarray:
+        """max(0, (a − lo_max)/range) per block (cached per a)."""
+        part = self._below.get(a)
+        if part is None:
+            if len(self._below) >= self._values_kept:
+                self._below.clear()
+            part = self._below[a] = np.maximum(0.0, (a - self.lo_max) / self.range)
+        return part
+
+    def _growth_above(self, b: float) -> np.ndarray:
+        """(hi_min − b)/range per block (cached per b)."""
+        part = self._above.get(b)
+        if part is None:
+            if len(self._above) >= self._values_kept:
+                self._above.clear()
+            part = self._above[b] = (self.hi_min - b) / self.range
+        return part
 
     def distance_bounds(self, g: "_Group") -> tuple[np.ndarray, np.ndarray]:
         """Per block, lower and upper bounds of L({r, c}) over its cells (g holds r alone).
