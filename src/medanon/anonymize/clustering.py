@@ -1035,6 +1035,16 @@ class _Cells:
             his = self.hi[j]
             assert his is not None
             self.has_missing |= his >= attributes[j].missing_at
+        # With one numeric QID after the leading categorical ones (the usual space), its
+        # bounds per cell as the rows of one array: loss_after gathers both at once.
+        self._tail: int | None = None
+        if self._lead == len(attributes) - 1 and self._lead > 1:
+            j = self._lead
+            lo_j, hi_j = self.lo[j], self.hi[j]
+            assert lo_j is not None and hi_j is not None  # j is numeric
+            if attributes[j].value_range > 0:
+                self._tail = j
+                self._tail_bounds = np.stack([lo_j, hi_j])
 
     def loss_after(self, space: QidSpace, g: _Group, cells: np.ndarray, *,
                    present: bool = False) -> np.ndarray:
@@ -1055,6 +1065,19 @@ class _Cells:
                 total = self._lead_sum[key] = self._loss_terms(space, g, None, 0, lead)
         if total is None:
             return self._loss_terms(space, g, cells, 0, len(g.cat), None, present)
+        j = self._tail
+        if j is not None and present:
+            g_lo, g_hi, a = g.lo[j], g.hi[j], space.attributes[j]
+            assert g_lo is not None and g_hi is not None  # j is numeric
+            if a.missing_at is None or g_hi < a.missing_at:
+                # _loss_terms's present case in line: (max(hi, g_hi) − min(lo, g_lo))/range,
+                # then added to the leading terms (the same floats: addition commutes)
+                lo, hi = self._tail_bounds.take(cells, axis=1)
+                term = np.maximum(hi, g_hi)
+                term -= np.minimum(lo, g_lo)
+                term /= a.value_range
+                term += total[cells]
+                return term
         total = total[cells]
         if lead < len(g.cat):
             total = self._loss_terms(space, g, cells, lead, len(g.cat), total, present)
