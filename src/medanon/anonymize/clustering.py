@@ -1353,7 +1353,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 first.append(b)
                 values.append(v)
                 bounds[b] = INF
-            bounds[first] = values
+            for b, v in zip(first, values):
+                bounds[b] = v
             fifth = INF
             if len(values) > _FIRST_BLOCKS:
                 fifth = values.pop()
