@@ -1425,10 +1425,13 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     space = data.space
     cat_attrs = [j for j, codes in enumerate(cells.cat) if codes is not None]
     num_attrs = [j for j, codes in enumerate(cells.cat) if codes is None]
-    cell_cat = [None if codes is None else codes.tolist() for codes in cells.cat]
-    # (floats, as _Group keeps its bounds, whatever the input arrays' dtype)
-    cell_lo = [None if x is None else x.astype(np.float64).tolist() for x in cells.lo]
-    cell_hi = [None if x is None else x.astype(np.float64).tolist() for x in cells.hi]
+    # (per attribute; empty for the other kind. Floats, as _Group keeps its bounds, whatever
+    # the input arrays' dtype)
+    cell_cat: list[list[int]] = [[] if codes is None else codes.tolist() for codes in cells.cat]
+    cell_lo: list[list[float]] = [[] if x is None else x.astype(np.float64).tolist()
+                                  for x in cells.lo]
+    cell_hi: list[list[float]] = [[] if x is None else x.astype(np.float64).tolist()
+                                  for x in cells.hi]
 
     def grow(g: _Group, r: int) -> None:
         """``g.add(data, r, remaining=False)`` for a pool record r: g's new value (LCAs and
@@ -3144,7 +3147,7 @@ class _CellBlocks(_Blocks):
             a, b, m = g.lo[j0], g.hi[j0], self.missing_at
             assert a is not None and b is not None  # j0 is numeric: the group has its bounds
             if m is None or b < m:
-                key = tuple([int(g.cat[j]) for j in self.cat_j])
+                key = tuple([g.cat[j] for j in self.cat_j])
                 parts = self._distance_parts.get(key)
                 if parts is None:
                     merged, _ = self._lca_terms(g.cat)
