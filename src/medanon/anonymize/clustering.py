@@ -1213,7 +1213,9 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     queue, queue_end = cells.queue, cells.queue_start[1:]
     blocks = _CellBlocks(data.space, cells, p0, alive_cells=cell_of[alive],
                          seed_cells=cell_of[seedable])
-    queue_list, p0_list, rank_list = queue.tolist(), p0.tolist(), rank.tolist()
+    # What the walks over the queues read of each record, by queue position (the records of
+    # a cell lie side by side): its id, P0 and rank (then its term mask, class and terms).
+    queue_list, queued_p0, queued_rank = queue.tolist(), p0[queue].tolist(), rank[queue].tolist()
     queue_end_list = queue_end.tolist()
     # P0 of each cell's queue head (∞: none left), kept current by take and give_back: the
     # search's bound of a cell without reading the head through the queue
@@ -1227,36 +1229,36 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     dead = blocks.dead
     # What take and give_back read of a pool record, as Python values (a numpy scalar read
     # costs several list reads, and a growth step takes one record): its cell, whether it
-    # seeds (before any failure), whether it is an anchor of finite P0, its seed position.
-    pool_ids = queue_list
-    pool_cells = cell_of[queue].tolist()
-    record_info = dict(zip(pool_ids, zip(
-        pool_cells, seedable[queue].tolist(), (data.anchor[queue] & finite[queue]).tolist(),
-        cells.seed_pos[queue].tolist())))
-    # the seed queues and each cell's queue heads as lists (cells.head stays current too:
-    # first_feasible reads it as an array), and the usable seeds left in all
+    # seeds (before any failure), whether it is an anchor of finite P0, its seed position
+    # and its queue position.
+    record_info = dict(zip(queue_list, zip(
+        cell_of[queue].tolist(), seedable[queue].tolist(),
+        (data.anchor[queue] & finite[queue]).tolist(), cells.seed_pos[queue].tolist(),
+        range(len(queue_list)))))
+    # the seed queues (records and ranks) and each cell's queue heads as lists (cells.head
+    # stays current too: first_feasible reads it as an array), and the usable seeds left in all
     seed_list = cells.seeds.tolist()
+    seed_rank = rank[cells.seeds].tolist()
     seed_head = cells.seed_head.tolist()
     seed_end = cells.seed_start[1:].tolist()
     head_at = cells.head.tolist()
     block_alive = blocks.alive
     seeds_left = int(blocks.seeds.sum())
-    # Each pool record's term ids, as lists cut from one list of them all: the growth reads
-    # them to probe a record and when it joins, and GroupingInput.terms slices them out of
-    # the input's list of every record's terms, whose int objects lie far apart (the slices'
-    # reference counts missed the cache on each read).
+    # Each pool record's term ids by queue position, as lists cut from one list of them all:
+    # the growth reads them to probe a record and when it joins, and GroupingInput.terms
+    # slices them out of the input's list of every record's terms, whose int objects lie far
+    # apart (the slices' reference counts missed the cache on each read).
     lengths = data.term_ptr[queue + 1] - data.term_ptr[queue]
     firsts = np.cumsum(lengths) - lengths
-    pool_term_ids = data.term_ids[np.repeat(data.term_ptr[queue] - firsts, lengths)
-                                  + np.arange(int(lengths.sum()))].tolist()
-    pool_terms = dict(zip(pool_ids, (pool_term_ids[a:a + m] for a, m in
-                                     zip(firsts.tolist(), lengths.tolist()))))
+    queued_term_ids = data.term_ids[np.repeat(data.term_ptr[queue] - firsts, lengths)
+                                    + np.arange(int(lengths.sum()))].tolist()
+    queued_terms = [queued_term_ids[a:a + m] for a, m in zip(firsts.tolist(), lengths.tolist())]
 
     def take(r: int) -> None:
         """Remove r from the pool, keeping every cell's queue heads on usable records."""
         nonlocal anchors_left, seeds_left
         alive[r] = False
-        c, seeds, counts, at = record_info[r]
+        c, seeds, counts, at, _ = record_info[r]
         alive_count[c] -= 1
         b = block_of[c]
         block_alive[b] -= 1
@@ -1272,14 +1274,14 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             pos += 1
         head_at[c] = pos
         cells.head[c] = pos
-        head_p0[c] = p0_list[queue_list[pos]] if pos < end else INF
+        head_p0[c] = queued_p0[pos] if pos < end else INF
         if at == seed_head[c]:
             advance_seed_head(c)
 
     def give_back(r: int) -> None:
         nonlocal anchors_left, seeds_left
         alive[r] = True
-        c, seeds, counts, at = record_info[r]
+        c, seeds, counts, at, _ = record_info[r]
         alive_count[c] += 1
         usable = seeds and not failed[r]
         b = block_of[c]
@@ -1290,12 +1292,12 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             blocks.seeds[b] += 1
             seeds_left += 1
         anchors_left += counts
-        pos = head_at[c] = min(head_at[c], int(cells.pos_in_queue[r]))
+        pos = head_at[c] = min(head_at[c], record_info[r][4])
         cells.head[c] = pos
-        head_p0[c] = p0_list[queue_list[pos]]
+        head_p0[c] = queued_p0[pos]
         if usable and at < seed_head[c]:
             seed_head[c] = at
-            cells.head_rank[c] = rank_list[r]
+            cells.head_rank[c] = seed_rank[at]
 
     def advance_seed_head(c: int) -> None:
         """Move cell c's seed head to its lowest-rank alive, not failed seed (∞ rank: none)."""
@@ -1303,7 +1305,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         while pos < end and not (alive[seed_list[pos]] and not failed[seed_list[pos]]):
             pos += 1
         seed_head[c] = pos
-        cells.head_rank[c] = rank_list[seed_list[pos]] if pos < end else INF
+        cells.head_rank[c] = seed_rank[pos] if pos < end else INF
 
     def first_seed() -> int | None:
         cand = np.flatnonzero(seedable & alive & ~failed)
@@ -1401,19 +1403,21 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     # only the pool's records are probed: the others' masks are never read (0)
     in_mask = (term_bit >= 0) & pool[holder]
     holder, term_bit = holder[in_mask], term_bit[in_mask]
-    masks = [0] * n
-    for r, b in zip(holder.tolist(), term_bit.tolist()):
-        masks[r] |= 1 << b
+    # (by queue position, as the walks read them)
+    queued_mask = [0] * len(queue_list)
+    for at, b in zip(cells.pos_in_queue[holder].tolist(), term_bit.tolist()):
+        queued_mask[at] |= 1 << b
     bit_of = bit.tolist()
     growth_eta_list = growth_etas.tolist()
 
-    def growth_risk(g: _Group, r: int) -> float:
-        """PR(g, r) of a growing group: ``g.risk(..., growing=True)`` (001 Eq. 5, the same
-        float: privacy_risk's operations, on η as Python ints), without its α test, which
-        every probe passes first (``alpha_ok`` of r's (class, ss), from the same counters)."""
+    def growth_risk(g: _Group, terms: list[int]) -> float:
+        """PR(g, r) of a growing group for a record r of these terms: ``g.risk(...,
+        growing=True)`` (001 Eq. 5, the same float: privacy_risk's operations, on η as Python
+        ints), without its α test, which every probe passes first (``alpha_ok`` of r's
+        (class, ss), from the same counters)."""
         total = 1.0
         sigma = g.sigma
-        for s in pool_terms[r]:
+        for s in terms:
             c = sigma.get(s, 0) + 1
             e = growth_eta_list[s]
             if c > e:
@@ -1466,13 +1470,13 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
 
     def own_terms(r: int) -> tuple[list[int], bool]:
         """``kept`` for _Group.add of a pool record with all its terms: what add reads of r
-        itself (its terms, its ss flag), the terms from pool_terms."""
-        return pool_terms[r], bool(ss_flags[r]) if ss_flags is not None else False
+        itself (its terms, its ss flag), the terms from queued_terms."""
+        return queued_terms[record_info[r][4]], bool(ss_flags[r]) if ss_flags is not None else False
     # (ha_class and ss are given with alpha: GroupingInput)
     kind_np = ((data.ha_class * 2 + data.ss).astype(np.int64)
                if data.alpha is not None and data.ha_class is not None and data.ss is not None
                else np.zeros(n, dtype=np.int64))
-    kind = kind_np.tolist()
+    queued_kind = kind_np[queue].tolist()
     # the same masks as arrays of 64-bit words, for the walk to the first feasible record
     words = []
     for w in range((len(top) + 63) // 64):
@@ -1513,15 +1517,14 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 steps += 1
                 if steps > QUICK_WALK:
                     break
-                r = queue_list[pos]
-                if not alive[r]:
+                if not alive[queue_list[pos]]:
                     continue
-                if p0_list[r] == INF:
+                if queued_p0[pos] == INF:
                     break  # P0 ∞ ends a cell's walk: its queue's tail
                 seen += 1
-                if masks[r] & blocked or not alpha_ok[kind[r]]:
+                if queued_mask[pos] & blocked or not alpha_ok[queued_kind[pos]]:
                     continue  # PR ∞ (g.risk would say so)
-                pr = growth_risk(g, r)
+                pr = growth_risk(g, queued_terms[pos])
                 if pr < INF:
                     probes[0] += seen
                     return at, pos, pr
@@ -1547,7 +1550,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             if block:
                 hit &= (word[recs] & block) == 0
         for j in np.flatnonzero(hit).tolist():
-            pr = growth_risk(g, int(recs[j]))
+            pr = growth_risk(g, queued_terms[int(positions[j])])
             if pr < INF:
                 probes[0] += j + 1
                 return int(which[j]), int(positions[j]), pr
@@ -1582,39 +1585,41 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         best = None
         # first_feasible's walk of its first cell (budget and QUICK_WALK: the full search)
         while pos < quick_end:
-            r = queue_list[pos]
+            at = pos
             pos += 1
+            r = queue_list[at]
             if not alive[r]:
                 continue
-            if p0_list[r] == INF:
+            if queued_p0[at] == INF:
                 return None
             seen += 1
-            if masks[r] & blocked or not alpha_ok[kind[r]]:
+            if queued_mask[at] & blocked or not alpha_ok[queued_kind[at]]:
                 continue
-            pr = growth_risk(g, r)
+            pr = growth_risk(g, queued_terms[at])
             if pr < INF:
-                best = (d * pr, pr, rank_list[r], r)
+                best = (d * pr, pr, queued_rank[at], r)
                 break
         if best is None or least > best[0]:
             return None
         count = probes[0] + seen
         # search_cells's walk of the rest of that cell
         while pos < end:
-            r = queue_list[pos]
+            at = pos
             pos += 1
+            r = queue_list[at]
             if not alive[r]:
                 continue
-            rb = p0_list[r]
-            if rb == INF or (d * rb, rb, rank_list[r]) >= best[:3]:
+            rb = queued_p0[at]
+            if rb == INF or (d * rb, rb, queued_rank[at]) >= best[:3]:
                 break
             if count >= probe_budget:
                 return None
             count += 1
-            if masks[r] & blocked or not alpha_ok[kind[r]]:
+            if queued_mask[at] & blocked or not alpha_ok[queued_kind[at]]:
                 continue
-            pr = growth_risk(g, r)
+            pr = growth_risk(g, queued_terms[at])
             if pr < INF:
-                key = (d * pr, pr, rank_list[r], r)
+                key = (d * pr, pr, queued_rank[at], r)
                 if key < best:
                     best = key
         if second <= best[0]:
@@ -1666,8 +1671,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 at, resume, pr = found
                 i = walk[at]
                 d = float(dil[i])
-                r = queue_list[resume]
-                best = (d * pr, pr, rank_list[r], r)
+                best = (d * pr, pr, queued_rank[resume], queue_list[resume])
                 lb[order[:at]] = INF  # opened
                 walk = walk[at:]
             for i in walk:
@@ -1678,22 +1682,23 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 d = float(dil[i])
                 start = head_at[c] if resume is None else resume + 1
                 resume = None
-                for pos in range(start, int(queue_end[c])):
+                for pos in range(start, queue_end_list[c]):
                     r = queue_list[pos]
                     if not alive[r]:
                         continue
-                    rb = p0_list[r]
-                    if rb == INF or (best is not None and (d * rb, rb, rank_list[r]) >= best[:3]):
+                    rb = queued_p0[pos]
+                    if rb == INF or (best is not None
+                                     and (d * rb, rb, queued_rank[pos]) >= best[:3]):
                         break
                     if best is not None and probes[0] >= probe_budget:
                         result.budget_stops += 1
                         return best, True
                     probes[0] += 1
-                    if masks[r] & blocked or not alpha_ok[kind[r]]:
+                    if queued_mask[pos] & blocked or not alpha_ok[queued_kind[pos]]:
                         continue  # PR ∞ (g.risk would say so)
-                    pr = growth_risk(g, r)
+                    pr = growth_risk(g, queued_terms[pos])
                     if pr < INF:
-                        key = (d * pr, pr, rank_list[r], r)
+                        key = (d * pr, pr, queued_rank[pos], r)
                         if best is None or key < best:
                             best = key
                 lb[i] = INF  # opened
@@ -1712,7 +1717,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         ok = True
         # bits of the frequent terms g blocks (σ_s + 1 > η_s): σ only grows, so a bit once set
         # stays set, and only the terms of the record just added can set one
-        blocked = blocked_by(g, pool_terms[seed], 0)
+        blocked = blocked_by(g, queued_terms[record_info[seed][4]], 0)
         while g.anchors < data.k:
             best = best_candidate(g, blocked)
             if best is None:
@@ -1721,13 +1726,13 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             r = best[3]
             grow(g, r)
             take(r)
-            blocked = blocked_by(g, pool_terms[r], blocked)
+            blocked = blocked_by(g, queued_terms[record_info[r][4]], blocked)
             last = r
         if not ok:
             for r in g.members:
                 give_back(r)
             failed[seed] = True
-            c, _, _, at = record_info[seed]
+            c, _, _, at, _ = record_info[seed]
             seed_count[c] -= 1
             blocks.seeds[block_of[c]] -= 1
             seeds_left -= 1
