@@ -1206,8 +1206,12 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     alive = pool.copy()                    # in the pool and not in a group
     failed = np.zeros(n, dtype=bool)
     cell_of = cells.cell_of
+    # alive pool records and usable seeds per cell (lists: read and written one cell at a
+    # time), and whether a cell has any (arrays: what the searches gather for their cells)
     alive_count = np.bincount(cell_of[alive], minlength=cells.count)
     seed_count = np.bincount(cell_of[seedable], minlength=cells.count)
+    has_alive, has_seed = alive_count > 0, seed_count > 0
+    alive_left, seeds_in = alive_count.tolist(), seed_count.tolist()
     anchors_left = int((alive & data.anchor & finite).sum())
     result = GroupingResult(np.full(n, -1, dtype=np.int64), 0, preformed=len(groups))
     queue, queue_end = cells.queue, cells.queue_start[1:]
@@ -1259,13 +1263,17 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         nonlocal anchors_left, seeds_left
         alive[r] = False
         c, seeds, counts, at, _ = record_info[r]
-        alive_count[c] -= 1
+        alive_left[c] -= 1
+        if not alive_left[c]:
+            has_alive[c] = False
         b = block_of[c]
         block_alive[b] -= 1
         if not block_alive[b]:
             dead[b] = True
         if seeds and not failed[r]:
-            seed_count[c] -= 1
+            seeds_in[c] -= 1
+            if not seeds_in[c]:
+                has_seed[c] = False
             blocks.seeds[b] -= 1
             seeds_left -= 1
         anchors_left -= counts
@@ -1282,13 +1290,15 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         nonlocal anchors_left, seeds_left
         alive[r] = True
         c, seeds, counts, at, _ = record_info[r]
-        alive_count[c] += 1
+        alive_left[c] += 1
+        has_alive[c] = True
         usable = seeds and not failed[r]
         b = block_of[c]
         block_alive[b] += 1
         dead[b] = not blocks.p0_finite[b]
         if usable:
-            seed_count[c] += 1
+            seeds_in[c] += 1
+            has_seed[c] = True
             blocks.seeds[b] += 1
             seeds_left += 1
         anchors_left += counts
@@ -1320,7 +1330,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         # every block whose upper bound reaches the largest lower bound may hold the farthest
         near = np.flatnonzero(has & (high >= low[has].max())).tolist()
         live = blocks.cells_of(near)
-        live = live[seed_count[live] > 0]
+        live = live[has_seed[live]]
         d = cells.loss_after(data.space, alone, live, present=blocks.present(near))
         tied = live[d == d.max()]
         c = int(tied[np.argmin(cells.head_rank[tied])])
@@ -1365,7 +1375,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 opened = first
                 if opened:
                     cand = blocks.cells_of(opened)
-                    best, stopped = search_cells(g, cand[alive_count[cand] > 0], None, [0],
+                    best, stopped = search_cells(g, cand[has_alive[cand]], None, [0],
                                                  blocked, alpha_ok, blocks.present(opened))
                     if stopped or len(opened) < _FIRST_BLOCKS or fifth == INF or (
                             best is not None and fifth > best[0]):
@@ -1383,7 +1393,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             upto = min(limit, max(2 * done, _FIRST_BLOCKS))
             opened = order[done:upto].tolist()
             cand = blocks.cells_of(opened)
-            best, stopped = search_cells(g, cand[alive_count[cand] > 0], best, probes, blocked,
+            best, stopped = search_cells(g, cand[has_alive[cand]], best, probes, blocked,
                                          alpha_ok, blocks.present(opened))
             if stopped:
                 return best
@@ -1733,7 +1743,9 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 give_back(r)
             failed[seed] = True
             c, _, _, at, _ = record_info[seed]
-            seed_count[c] -= 1
+            seeds_in[c] -= 1
+            if not seeds_in[c]:
+                has_seed[c] = False
             blocks.seeds[block_of[c]] -= 1
             seeds_left -= 1
             if at == seed_head[c]:
