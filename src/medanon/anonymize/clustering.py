@@ -1254,8 +1254,9 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     # apart (the slices' reference counts missed the cache on each read).
     lengths = data.term_ptr[queue + 1] - data.term_ptr[queue]
     firsts = np.cumsum(lengths) - lengths
-    queued_term_ids = data.term_ids[np.repeat(data.term_ptr[queue] - firsts, lengths)
-                                    + np.arange(int(lengths.sum()))].tolist()
+    queued_ids = data.term_ids[np.repeat(data.term_ptr[queue] - firsts, lengths)
+                               + np.arange(int(lengths.sum()))]
+    queued_term_ids = queued_ids.tolist()
     queued_terms = [queued_term_ids[a:a + m] for a, m in zip(firsts.tolist(), lengths.tolist())]
 
     def take(r: int) -> None:
@@ -1408,14 +1409,14 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     top = top[freq[top] > 0]
     bit = np.full(len(data.theta), -1, dtype=np.int64)
     bit[top] = np.arange(len(top))
-    holder = np.repeat(np.arange(n), np.diff(data.term_ptr))
-    term_bit = bit[data.term_ids]
-    # only the pool's records are probed: the others' masks are never read (0)
-    in_mask = (term_bit >= 0) & pool[holder]
+    # Only the pool's records are probed: masks by queue position, from the pool's terms in
+    # queue order (holder: the queue position of each).
+    holder = np.repeat(np.arange(len(queue_list)), lengths)
+    term_bit = bit[queued_ids]
+    in_mask = term_bit >= 0
     holder, term_bit = holder[in_mask], term_bit[in_mask]
-    # (by queue position, as the walks read them)
     queued_mask = [0] * len(queue_list)
-    for at, b in zip(cells.pos_in_queue[holder].tolist(), term_bit.tolist()):
+    for at, b in zip(holder.tolist(), term_bit.tolist()):
         queued_mask[at] |= 1 << b
     bit_of = bit.tolist()
     growth_eta_list = growth_etas.tolist()
@@ -1488,10 +1489,10 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                else np.zeros(n, dtype=np.int64))
     queued_kind = kind_np[queue].tolist()
     # the same masks as arrays of 64-bit words, for the walk to the first feasible record
-    words = []
+    words = []  # (by queue position)
     for w in range((len(top) + 63) // 64):
         sel = term_bit // 64 == w
-        word = np.zeros(n, dtype=np.uint64)
+        word = np.zeros(len(queue_list), dtype=np.uint64)
         np.bitwise_or.at(word, holder[sel], np.left_shift(np.uint64(1),
                                                           (term_bit[sel] % 64).astype(np.uint64)))
         words.append(word)
@@ -1558,7 +1559,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         for w, word in enumerate(words):
             block = np.uint64((blocked >> (64 * w)) & 0xFFFFFFFFFFFFFFFF)
             if block:
-                hit &= (word[recs] & block) == 0
+                hit &= (word[positions] & block) == 0
         for j in np.flatnonzero(hit).tolist():
             pr = growth_risk(g, queued_terms[int(positions[j])])
             if pr < INF:
