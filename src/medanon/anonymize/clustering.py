@@ -1229,8 +1229,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     # With every pool record's P0 finite, ΔIL·P0 needs no mask against 0·∞.
     p0_finite = bool((p0[queue] < INF).all())
     block_of = blocks.block_of.tolist()
-    # A block's bound is ∞ while it holds no alive record (or only P0 ∞): kept current here.
-    dead = blocks.dead
+    # A block's bound is ∞ while it holds no alive record (or only P0 ∞): kept current here
+    # (blocks.mark).
     # What take and give_back read of a pool record, as Python values (a numpy scalar read
     # costs several list reads, and a growth step takes one record): its cell, whether it
     # seeds (before any failure), whether it is an anchor of finite P0, its seed position
@@ -1270,7 +1270,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         b = block_of[c]
         block_alive[b] -= 1
         if not block_alive[b]:
-            dead[b] = True
+            blocks.mark(b, True)
         if seeds and not failed[r]:
             seeds_in[c] -= 1
             if not seeds_in[c]:
@@ -1296,7 +1296,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         usable = seeds and not failed[r]
         b = block_of[c]
         block_alive[b] += 1
-        dead[b] = not blocks.p0_finite[b]
+        blocks.mark(b, not blocks.p0_finite[b])
         if usable:
             seeds_in[c] += 1
             has_seed[c] = True
@@ -3031,8 +3031,12 @@ class _CellBlocks(_Blocks):
         self.p0_finite: list[bool] = self._p0_finite.tolist()
         #: blocks without an alive record of finite P0 (bound ∞); kept current by the grouping
         self.dead = ~((alive > 0) & self._p0_finite)
+        #: the dead blocks' indices (None: to be found again), which growth_bounds sets to ∞
+        #: (a scatter costs less than a masked copy, and blocks die a few hundred times)
+        self._dead_at: np.ndarray | None = None
         self._p0_or_0 = np.where(self._p0_finite, self.p0_min, 0.0)  # no 0·∞ where masked
         self._touch = self.btag > 0
+        self._touch_at = np.flatnonzero(self._touch)
         self._not_missing_only = (self.btag != 2).astype(float)
         # constant parts of the distance bounds: the blocks apart from the missing values
         # and their extreme bounds, and 1 where a block touches them
@@ -3057,6 +3061,12 @@ class _CellBlocks(_Blocks):
         #: categorical value -> the parts of distance_bounds that depend on it alone
         self._distance_parts: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._values_kept = max(16, CACHED_FLOATS // max(len(starts), 1))
+
+    def mark(self, b: int, dead: bool) -> None:
+        """Set whether block b is dead (no alive record of finite P0: its bound ∞)."""
+        if bool(self.dead[b]) != dead:
+            self.dead[b] = dead
+            self._dead_at = None
 
     def cells_of(self, blocks: list[int]) -> np.ndarray:
         """The cells of ``blocks``, block after block (:meth:`_Blocks.items_of`)."""
@@ -3096,7 +3106,9 @@ class _CellBlocks(_Blocks):
         bound *= self._p0_or_0
         bound *= 1.0 - 1e-9
         bound -= 1e-12
-        np.copyto(bound, INF, where=self.dead)
+        if self._dead_at is None:
+            self._dead_at = np.flatnonzero(self.dead)
+        bound[self._dead_at] = INF
         return bound
 
     def _spread(self, g: "_Group") -> np.ndarray:
@@ -3121,7 +3133,7 @@ class _CellBlocks(_Blocks):
                     # and no operand is -0.0), from one array per bound, cached (a group's
                     # bounds take few distinct values)
                     dw = np.maximum(self._growth_below(a), self._growth_above(b))
-                    np.copyto(dw, mixed, where=self._touch)
+                    dw[self._touch_at] = mixed
                     dw += dcat  # (dcat + dw: the same float)
                     return dw
                     grow = np.maximum(a - self.lo_max, self.hi_min - b) / self.range
@@ -3176,11 +3188,11 @@ class _CellBlocks(_Blocks):
                 lo_w = np.maximum(b, self.hi_min)
                 lo_w -= np.minimum(a, self.lo_max)
                 lo_w /= width
-                np.copyto(lo_w, 1.0, where=self._touch)
+                lo_w[self._touch_at] = 1.0
                 hi_w = np.maximum(b, self.hi_max)
                 hi_w -= np.minimum(a, self.lo_min)
                 hi_w /= width
-                np.copyto(hi_w, 1.0, where=self._touch)
+                hi_w[self._touch_at] = 1.0
                 lo_w += parts[0]
                 hi_w += parts[1]
                 return lo_w, hi_w
