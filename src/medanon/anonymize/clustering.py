@@ -1035,6 +1035,16 @@ class _Cells:
             his = self.hi[j]
             assert his is not None
             self.has_missing |= his >= attributes[j].missing_at
+        # With one numeric QID after the leading categorical ones (the usual space), its
+        # bounds per cell as the rows of one array: loss_after gathers both at once.
+        self._tail: int | None = None
+        if self._lead == len(attributes) - 1 and self._lead > 1:
+            j = self._lead
+            lo_j, hi_j = self.lo[j], self.hi[j]
+            assert lo_j is not None and hi_j is not None  # j is numeric
+            if attributes[j].value_range > 0:
+                self._tail = j
+                self._tail_bounds = np.stack([lo_j, hi_j])
 
     def loss_after(self, space: QidSpace, g: _Group, cells: np.ndarray, *,
                    present: bool = False) -> np.ndarray:
@@ -1055,6 +1065,19 @@ class _Cells:
                 total = self._lead_sum[key] = self._loss_terms(space, g, None, 0, lead)
         if total is None:
             return self._loss_terms(space, g, cells, 0, len(g.cat), None, present)
+        j = self._tail
+        if j is not None and present:
+            g_lo, g_hi, a = g.lo[j], g.hi[j], space.attributes[j]
+            assert g_lo is not None and g_hi is not None  # j is numeric
+            if a.missing_at is None or g_hi < a.missing_at:
+                # _loss_terms's present case in line: (max(hi, g_hi) − min(lo, g_lo))/range,
+                # then added to the leading terms (the same floats: addition commutes)
+                lo, hi = self._tail_bounds.take(cells, axis=1)
+                term = np.maximum(hi, g_hi)
+                term -= np.minimum(lo, g_lo)
+                term /= a.value_range
+                term += total[cells]
+                return term
         total = total[cells]
         if lead < len(g.cat):
             total = self._loss_terms(space, g, cells, lead, len(g.cat), total, present)
@@ -1183,14 +1206,20 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     alive = pool.copy()                    # in the pool and not in a group
     failed = np.zeros(n, dtype=bool)
     cell_of = cells.cell_of
+    # alive pool records and usable seeds per cell (lists: read and written one cell at a
+    # time), and whether a cell has any (arrays: what the searches gather for their cells)
     alive_count = np.bincount(cell_of[alive], minlength=cells.count)
     seed_count = np.bincount(cell_of[seedable], minlength=cells.count)
+    has_alive, has_seed = alive_count > 0, seed_count > 0
+    alive_left, seeds_in = alive_count.tolist(), seed_count.tolist()
     anchors_left = int((alive & data.anchor & finite).sum())
     result = GroupingResult(np.full(n, -1, dtype=np.int64), 0, preformed=len(groups))
     queue, queue_end = cells.queue, cells.queue_start[1:]
     blocks = _CellBlocks(data.space, cells, p0, alive_cells=cell_of[alive],
                          seed_cells=cell_of[seedable])
-    queue_list, p0_list, rank_list = queue.tolist(), p0.tolist(), rank.tolist()
+    # What the walks over the queues read of each record, by queue position (the records of
+    # a cell lie side by side): its id, P0 and rank (then its term mask, class and terms).
+    queue_list, queued_p0, queued_rank = queue.tolist(), p0[queue].tolist(), rank[queue].tolist()
     queue_end_list = queue_end.tolist()
     # P0 of each cell's queue head (∞: none left), kept current by take and give_back: the
     # search's bound of a cell without reading the head through the queue
@@ -1200,62 +1229,101 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     # With every pool record's P0 finite, ΔIL·P0 needs no mask against 0·∞.
     p0_finite = bool((p0[queue] < INF).all())
     block_of = blocks.block_of.tolist()
-    # A block's bound is ∞ while it holds no alive record (or only P0 ∞): kept current here.
-    dead = blocks.dead
+    # A block's bound is ∞ while it holds no alive record (or only P0 ∞): kept current here
+    # (blocks.mark).
+    # What take and give_back read of a pool record, as Python values (a numpy scalar read
+    # costs several list reads, and a growth step takes one record): its cell, whether it
+    # seeds (before any failure), whether it is an anchor of finite P0, its seed position
+    # and its queue position.
+    record_info = dict(zip(queue_list, zip(
+        cell_of[queue].tolist(), seedable[queue].tolist(),
+        (data.anchor[queue] & finite[queue]).tolist(), cells.seed_pos[queue].tolist(),
+        range(len(queue_list)))))
+    # the seed queues (records and ranks) and each cell's queue heads as lists (cells.head
+    # stays current too: first_feasible reads it as an array), and the usable seeds left in all
+    seed_list = cells.seeds.tolist()
+    seed_rank = rank[cells.seeds].tolist()
+    seed_head = cells.seed_head.tolist()
+    seed_end = cells.seed_start[1:].tolist()
+    head_at = cells.head.tolist()
+    block_alive = blocks.alive
+    seeds_left = int(blocks.seeds.sum())
+    # Each pool record's term ids by queue position, as lists cut from one list of them all:
+    # the growth reads them to probe a record and when it joins, and GroupingInput.terms
+    # slices them out of the input's list of every record's terms, whose int objects lie far
+    # apart (the slices' reference counts missed the cache on each read).
+    lengths = data.term_ptr[queue + 1] - data.term_ptr[queue]
+    firsts = np.cumsum(lengths) - lengths
+    queued_ids = data.term_ids[np.repeat(data.term_ptr[queue] - firsts, lengths)
+                               + np.arange(int(lengths.sum()))]
+    queued_term_ids = queued_ids.tolist()
+    queued_terms = [queued_term_ids[a:a + m] for a, m in zip(firsts.tolist(), lengths.tolist())]
 
     def take(r: int) -> None:
         """Remove r from the pool, keeping every cell's queue heads on usable records."""
-        nonlocal anchors_left
+        nonlocal anchors_left, seeds_left
         alive[r] = False
-        c = int(cell_of[r])
-        alive_count[c] -= 1
-        usable = int(seedable[r] and not failed[r])
-        seed_count[c] -= usable
+        c, seeds, counts, at, _ = record_info[r]
+        alive_left[c] -= 1
+        if not alive_left[c]:
+            has_alive[c] = False
         b = block_of[c]
-        blocks.alive[b] -= 1
-        if not blocks.alive[b]:
-            dead[b] = True
-        blocks.seeds[b] -= usable
-        anchors_left -= int(data.anchor[r] and finite[r])
-        pos, end = int(cells.head[c]), queue_end_list[c]
+        block_alive[b] -= 1
+        if not block_alive[b]:
+            blocks.mark(b, True)
+        if seeds and not failed[r]:
+            seeds_in[c] -= 1
+            if not seeds_in[c]:
+                has_seed[c] = False
+            blocks.seeds[b] -= 1
+            seeds_left -= 1
+        anchors_left -= counts
+        pos, end = head_at[c], queue_end_list[c]
         while pos < end and not alive[queue_list[pos]]:
             pos += 1
+        head_at[c] = pos
         cells.head[c] = pos
-        head_p0[c] = p0_list[queue_list[pos]] if pos < end else INF
-        if cells.seed_pos[r] == cells.seed_head[c]:
+        head_p0[c] = queued_p0[pos] if pos < end else INF
+        if at == seed_head[c]:
             advance_seed_head(c)
 
     def give_back(r: int) -> None:
-        nonlocal anchors_left
+        nonlocal anchors_left, seeds_left
         alive[r] = True
-        c = int(cell_of[r])
-        alive_count[c] += 1
-        seed_count[c] += int(seedable[r] and not failed[r])
+        c, seeds, counts, at, _ = record_info[r]
+        alive_left[c] += 1
+        has_alive[c] = True
+        usable = seeds and not failed[r]
         b = block_of[c]
-        blocks.alive[b] += 1
-        dead[b] = not blocks.p0_finite[b]
-        blocks.seeds[b] += int(seedable[r] and not failed[r])
-        anchors_left += int(data.anchor[r] and finite[r])
-        cells.head[c] = min(cells.head[c], cells.pos_in_queue[r])
-        head_p0[c] = p0_list[queue_list[int(cells.head[c])]]
-        if seedable[r] and not failed[r] and cells.seed_pos[r] < cells.seed_head[c]:
-            cells.seed_head[c] = cells.seed_pos[r]
-            cells.head_rank[c] = rank[r]
+        block_alive[b] += 1
+        blocks.mark(b, not blocks.p0_finite[b])
+        if usable:
+            seeds_in[c] += 1
+            has_seed[c] = True
+            blocks.seeds[b] += 1
+            seeds_left += 1
+        anchors_left += counts
+        pos = head_at[c] = min(head_at[c], record_info[r][4])
+        cells.head[c] = pos
+        head_p0[c] = queued_p0[pos]
+        if usable and at < seed_head[c]:
+            seed_head[c] = at
+            cells.head_rank[c] = seed_rank[at]
 
     def advance_seed_head(c: int) -> None:
         """Move cell c's seed head to its lowest-rank alive, not failed seed (∞ rank: none)."""
-        pos, end = cells.seed_head[c], cells.seed_start[c + 1]
-        while pos < end and not (alive[cells.seeds[pos]] and not failed[cells.seeds[pos]]):
+        pos, end = seed_head[c], seed_end[c]
+        while pos < end and not (alive[seed_list[pos]] and not failed[seed_list[pos]]):
             pos += 1
-        cells.seed_head[c] = pos
-        cells.head_rank[c] = rank[cells.seeds[pos]] if pos < end else INF
+        seed_head[c] = pos
+        cells.head_rank[c] = seed_rank[pos] if pos < end else INF
 
     def first_seed() -> int | None:
         cand = np.flatnonzero(seedable & alive & ~failed)
         return int(cand[np.argmin(rank[cand])]) if len(cand) else None
 
     def farthest_seed(last: int) -> int | None:
-        if not blocks.seeds.any():
+        if not seeds_left:
             return None
         alone = _Group(data, last)  # the distance to a cell is the loss of {last} ∪ cell
         low, high = blocks.distance_bounds(alone)
@@ -1263,11 +1331,11 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         # every block whose upper bound reaches the largest lower bound may hold the farthest
         near = np.flatnonzero(has & (high >= low[has].max())).tolist()
         live = blocks.cells_of(near)
-        live = live[seed_count[live] > 0]
+        live = live[has_seed[live]]
         d = cells.loss_after(data.space, alone, live, present=blocks.present(near))
         tied = live[d == d.max()]
         c = int(tied[np.argmin(cells.head_rank[tied])])
-        return int(cells.seeds[cells.seed_head[c]])
+        return seed_list[seed_head[c]]
 
     def best_candidate(g: _Group, blocked: int) -> tuple | None:
         """Least (ΔIL·PR, PR, rank) key over the alive pool (best-first over blocks, then cells).
@@ -1284,16 +1352,31 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         if USUAL_STEP and len(bounds) > _FIRST_BLOCKS:
             # The usual step: the first blocks (the _FIRST_BLOCKS least bounds, ties by block,
             # as the stable sort below orders them) hold the best key, and the next bound is
-            # above it. Found with one partition; any other case is searched again the full way.
-            part = bounds.argpartition(_FIRST_BLOCKS)
-            first = part[:_FIRST_BLOCKS].tolist()
-            values = bounds[first].tolist()
-            fifth = float(bounds[part[_FIRST_BLOCKS]])
-            if max(values) < fifth or fifth == INF:  # the first blocks are known without ties
-                opened = [b for v, b in sorted(zip(values, first)) if v < INF]
+            # above it; any other case is searched again the full way. The _FIRST_BLOCKS + 1
+            # least finite bounds are found one argmin at a time (each set to ∞, then put
+            # back), in (bound, block) order: a fraction of an argpartition's cost on a few
+            # hundred blocks.
+            first: list[int] = []
+            values: list[float] = []
+            for _ in range(_FIRST_BLOCKS + 1):
+                b = int(bounds.argmin())
+                v = float(bounds[b])
+                if v == INF:
+                    break
+                first.append(b)
+                values.append(v)
+                bounds[b] = INF
+            for b, v in zip(first, values):
+                bounds[b] = v
+            fifth = INF
+            if len(values) > _FIRST_BLOCKS:
+                fifth = values.pop()
+                first.pop()
+            if fifth == INF or values[-1] < fifth:  # the first blocks are known without ties
+                opened = first
                 if opened:
                     cand = blocks.cells_of(opened)
-                    best, stopped = search_cells(g, cand[alive_count[cand] > 0], None, [0],
+                    best, stopped = search_cells(g, cand[has_alive[cand]], None, [0],
                                                  blocked, alpha_ok, blocks.present(opened))
                     if stopped or len(opened) < _FIRST_BLOCKS or fifth == INF or (
                             best is not None and fifth > best[0]):
@@ -1311,7 +1394,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             upto = min(limit, max(2 * done, _FIRST_BLOCKS))
             opened = order[done:upto].tolist()
             cand = blocks.cells_of(opened)
-            best, stopped = search_cells(g, cand[alive_count[cand] > 0], best, probes, blocked,
+            best, stopped = search_cells(g, cand[has_alive[cand]], best, probes, blocked,
                                          alpha_ok, blocks.present(opened))
             if stopped:
                 return best
@@ -1326,26 +1409,90 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     top = top[freq[top] > 0]
     bit = np.full(len(data.theta), -1, dtype=np.int64)
     bit[top] = np.arange(len(top))
-    holder = np.repeat(np.arange(n), np.diff(data.term_ptr))
-    term_bit = bit[data.term_ids]
-    # only the pool's records are probed: the others' masks are never read (0)
-    in_mask = (term_bit >= 0) & pool[holder]
+    # Only the pool's records are probed: masks by queue position, from the pool's terms in
+    # queue order (holder: the queue position of each).
+    holder = np.repeat(np.arange(len(queue_list)), lengths)
+    term_bit = bit[queued_ids]
+    in_mask = term_bit >= 0
     holder, term_bit = holder[in_mask], term_bit[in_mask]
-    masks = [0] * n
-    for r, b in zip(holder.tolist(), term_bit.tolist()):
-        masks[r] |= 1 << b
+    queued_mask = [0] * len(queue_list)
+    for at, b in zip(holder.tolist(), term_bit.tolist()):
+        queued_mask[at] |= 1 << b
     bit_of = bit.tolist()
     growth_eta_list = growth_etas.tolist()
+
+    def growth_risk(g: _Group, terms: list[int]) -> float:
+        """PR(g, r) of a growing group for a record r of these terms: ``g.risk(...,
+        growing=True)`` (001 Eq. 5, the same float: privacy_risk's operations, on η as Python
+        ints), without its α test, which every probe passes first (``alpha_ok`` of r's
+        (class, ss), from the same counters)."""
+        total = 1.0
+        sigma = g.sigma
+        for s in terms:
+            c = sigma.get(s, 0) + 1
+            e = growth_eta_list[s]
+            if c > e:
+                return INF
+            total += c / (e - c + 1)
+        return total
+
+    # each cell's value as Python numbers, for the group's hull with a record of it (grow)
+    space = data.space
+    cat_attrs = [j for j, codes in enumerate(cells.cat) if codes is not None]
+    num_attrs = [j for j, codes in enumerate(cells.cat) if codes is None]
+    # (per attribute; empty for the other kind. Floats, as _Group keeps its bounds, whatever
+    # the input arrays' dtype)
+    cell_cat: list[list[int]] = [[] if codes is None else codes.tolist() for codes in cells.cat]
+    cell_lo: list[list[float]] = [[] if x is None else x.astype(np.float64).tolist()
+                                  for x in cells.lo]
+    cell_hi: list[list[float]] = [[] if x is None else x.astype(np.float64).tolist()
+                                  for x in cells.hi]
+
+    def grow(g: _Group, r: int) -> None:
+        """``g.add(data, r, remaining=False)`` for a pool record r: g's new value (LCAs and
+        hulls, then its loss) from r's cell's value as Python numbers, the same codes and
+        floats as :meth:`_Group.add` finds from r's own, and computed again only if it changes."""
+        c = record_info[r][0]
+        cat, lo, hi = g.cat, g.lo, g.hi
+        new_cat, new_lo, new_hi = cat, lo, hi
+        for j in cat_attrs:
+            code = cat[j]
+            assert code is not None
+            merged = space.lca(j, cell_cat[j][c], code)
+            if merged != code:
+                if new_cat is cat:
+                    new_cat = list(cat)
+                new_cat[j] = merged
+        for j in num_attrs:
+            low, high = lo[j], hi[j]
+            assert low is not None and high is not None
+            low, high = min(low, cell_lo[j][c]), max(high, cell_hi[j][c])
+            if low != lo[j] or high != hi[j]:
+                if new_lo is lo:
+                    new_lo, new_hi = list(lo), list(hi)
+                new_lo[j], new_hi[j] = low, high
+        if new_cat is not cat or new_lo is not lo:
+            g.cat, g.lo, g.hi = new_cat, new_lo, new_hi
+            g.loss = state_loss(space, new_cat, new_lo, new_hi)
+        g.add(data, r, remaining=False, kept=own_terms(r), same_value=True)
+
+    # (the ss flags are given with alpha: GroupingInput)
+    ss_flags = data.ss if data.alpha is not None else None
+
+    def own_terms(r: int) -> tuple[list[int], bool]:
+        """``kept`` for _Group.add of a pool record with all its terms: what add reads of r
+        itself (its terms, its ss flag), the terms from queued_terms."""
+        return queued_terms[record_info[r][4]], bool(ss_flags[r]) if ss_flags is not None else False
     # (ha_class and ss are given with alpha: GroupingInput)
     kind_np = ((data.ha_class * 2 + data.ss).astype(np.int64)
                if data.alpha is not None and data.ha_class is not None and data.ss is not None
                else np.zeros(n, dtype=np.int64))
-    kind = kind_np.tolist()
+    queued_kind = kind_np[queue].tolist()
     # the same masks as arrays of 64-bit words, for the walk to the first feasible record
-    words = []
+    words = []  # (by queue position)
     for w in range((len(top) + 63) // 64):
         sel = term_bit // 64 == w
-        word = np.zeros(n, dtype=np.uint64)
+        word = np.zeros(len(queue_list), dtype=np.uint64)
         np.bitwise_or.at(word, holder[sel], np.left_shift(np.uint64(1),
                                                           (term_bit[sel] % 64).astype(np.uint64)))
         words.append(word)
@@ -1377,19 +1524,18 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 probes[0] += seen  # the cells of finite bound are all walked: none found
                 return None
             c = int(cand[at])
-            for pos in range(int(cells.head[c]), int(queue_end[c])):
+            for pos in range(head_at[c], queue_end_list[c]):
                 steps += 1
                 if steps > QUICK_WALK:
                     break
-                r = queue_list[pos]
-                if not alive[r]:
+                if not alive[queue_list[pos]]:
                     continue
-                if p0_list[r] == INF:
+                if queued_p0[pos] == INF:
                     break  # P0 ∞ ends a cell's walk: its queue's tail
                 seen += 1
-                if masks[r] & blocked or not alpha_ok[kind[r]]:
+                if queued_mask[pos] & blocked or not alpha_ok[queued_kind[pos]]:
                     continue  # PR ∞ (g.risk would say so)
-                pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+                pr = growth_risk(g, queued_terms[pos])
                 if pr < INF:
                     probes[0] += seen
                     return at, pos, pr
@@ -1413,9 +1559,9 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         for w, word in enumerate(words):
             block = np.uint64((blocked >> (64 * w)) & 0xFFFFFFFFFFFFFFFF)
             if block:
-                hit &= (word[recs] & block) == 0
+                hit &= (word[positions] & block) == 0
         for j in np.flatnonzero(hit).tolist():
-            pr = g.risk(data, int(recs[j]), growing=True, growth_etas=growth_etas)
+            pr = growth_risk(g, queued_terms[int(positions[j])])
             if pr < INF:
                 probes[0] += j + 1
                 return int(which[j]), int(positions[j]), pr
@@ -1437,7 +1583,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         if least == INF:
             return None
         lb[i] = INF
-        second = float(lb.min())
+        second = float(lb[lb.argmin()])  # (lb.min()'s value: no bound is NaN; argmin is cheaper)
         lb[i] = least
         if second == least:
             return None  # ties: the full search orders them
@@ -1445,44 +1591,46 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         d = float(dil[i])
         end = queue_end_list[c]
         seen = 0
-        pos = int(cells.head[c])
+        pos = head_at[c]
         quick_end = min(end, pos + QUICK_WALK)
         best = None
         # first_feasible's walk of its first cell (budget and QUICK_WALK: the full search)
         while pos < quick_end:
-            r = queue_list[pos]
+            at = pos
             pos += 1
+            r = queue_list[at]
             if not alive[r]:
                 continue
-            if p0_list[r] == INF:
+            if queued_p0[at] == INF:
                 return None
             seen += 1
-            if masks[r] & blocked or not alpha_ok[kind[r]]:
+            if queued_mask[at] & blocked or not alpha_ok[queued_kind[at]]:
                 continue
-            pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+            pr = growth_risk(g, queued_terms[at])
             if pr < INF:
-                best = (d * pr, pr, rank_list[r], r)
+                best = (d * pr, pr, queued_rank[at], r)
                 break
         if best is None or least > best[0]:
             return None
         count = probes[0] + seen
         # search_cells's walk of the rest of that cell
         while pos < end:
-            r = queue_list[pos]
+            at = pos
             pos += 1
+            r = queue_list[at]
             if not alive[r]:
                 continue
-            rb = p0_list[r]
-            if rb == INF or (d * rb, rb, rank_list[r]) >= best[:3]:
+            rb = queued_p0[at]
+            if rb == INF or (d * rb, rb, queued_rank[at]) >= best[:3]:
                 break
             if count >= probe_budget:
                 return None
             count += 1
-            if masks[r] & blocked or not alpha_ok[kind[r]]:
+            if queued_mask[at] & blocked or not alpha_ok[queued_kind[at]]:
                 continue
-            pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+            pr = growth_risk(g, queued_terms[at])
             if pr < INF:
-                key = (d * pr, pr, rank_list[r], r)
+                key = (d * pr, pr, queued_rank[at], r)
                 if key < best:
                     best = key
         if second <= best[0]:
@@ -1534,8 +1682,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 at, resume, pr = found
                 i = walk[at]
                 d = float(dil[i])
-                r = queue_list[resume]
-                best = (d * pr, pr, rank_list[r], r)
+                best = (d * pr, pr, queued_rank[resume], queue_list[resume])
                 lb[order[:at]] = INF  # opened
                 walk = walk[at:]
             for i in walk:
@@ -1544,24 +1691,25 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                     break
                 c = int(cand[i])
                 d = float(dil[i])
-                start = int(cells.head[c]) if resume is None else resume + 1
+                start = head_at[c] if resume is None else resume + 1
                 resume = None
-                for pos in range(start, int(queue_end[c])):
+                for pos in range(start, queue_end_list[c]):
                     r = queue_list[pos]
                     if not alive[r]:
                         continue
-                    rb = p0_list[r]
-                    if rb == INF or (best is not None and (d * rb, rb, rank_list[r]) >= best[:3]):
+                    rb = queued_p0[pos]
+                    if rb == INF or (best is not None
+                                     and (d * rb, rb, queued_rank[pos]) >= best[:3]):
                         break
                     if best is not None and probes[0] >= probe_budget:
                         result.budget_stops += 1
                         return best, True
                     probes[0] += 1
-                    if masks[r] & blocked or not alpha_ok[kind[r]]:
+                    if queued_mask[pos] & blocked or not alpha_ok[queued_kind[pos]]:
                         continue  # PR ∞ (g.risk would say so)
-                    pr = g.risk(data, r, growing=True, growth_etas=growth_etas)
+                    pr = growth_risk(g, queued_terms[pos])
                     if pr < INF:
-                        key = (d * pr, pr, rank_list[r], r)
+                        key = (d * pr, pr, queued_rank[pos], r)
                         if best is None or key < best:
                             best = key
                 lb[i] = INF  # opened
@@ -1574,31 +1722,35 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         if anchors_left < data.k:
             break
         g = _Group(data, seed)
-        g.add(data, seed, remaining=False)
+        g.add(data, seed, remaining=False, kept=own_terms(seed))
         take(seed)
         last = seed
         ok = True
         # bits of the frequent terms g blocks (σ_s + 1 > η_s): σ only grows, so a bit once set
         # stays set, and only the terms of the record just added can set one
-        blocked = blocked_by(g, data.terms(seed), 0)
+        blocked = blocked_by(g, queued_terms[record_info[seed][4]], 0)
         while g.anchors < data.k:
             best = best_candidate(g, blocked)
             if best is None:
                 ok = False
                 break
             r = best[3]
-            g.add(data, r, remaining=False)
+            grow(g, r)
             take(r)
-            blocked = blocked_by(g, data.terms(r), blocked)
+            blocked = blocked_by(g, queued_terms[record_info[r][4]], blocked)
             last = r
         if not ok:
             for r in g.members:
                 give_back(r)
             failed[seed] = True
-            seed_count[cell_of[seed]] -= 1
-            blocks.seeds[blocks.block_of[cell_of[seed]]] -= 1
-            if cells.seed_pos[seed] == cells.seed_head[cell_of[seed]]:
-                advance_seed_head(int(cell_of[seed]))
+            c, _, _, at, _ = record_info[seed]
+            seeds_in[c] -= 1
+            if not seeds_in[c]:
+                has_seed[c] = False
+            blocks.seeds[block_of[c]] -= 1
+            seeds_left -= 1
+            if at == seed_head[c]:
+                advance_seed_head(c)
             result.failed_seeds += 1
             seed = first_seed()
             continue
@@ -3072,15 +3224,21 @@ class _CellBlocks(_Blocks):
             self.hi_min = self._reduce(np.minimum, self.hi[self.j0], starts)
             self.hi_max = self._reduce(np.maximum, self.hi[self.j0], starts)
         # alive pool records and usable seeds per block (kept current by the grouping)
-        self.alive = np.bincount(self.block_of[alive_cells], minlength=len(starts))
+        alive = np.bincount(self.block_of[alive_cells], minlength=len(starts))
+        #: (a list: the grouping reads and writes it one block at a time)
+        self.alive: list[int] = alive.tolist()
         self.seeds = np.bincount(self.block_of[seed_cells], minlength=len(starts))
         # constant parts of the growth bounds
         self._p0_finite = self.p0_min < INF
         self.p0_finite: list[bool] = self._p0_finite.tolist()
         #: blocks without an alive record of finite P0 (bound ∞); kept current by the grouping
-        self.dead = ~((self.alive > 0) & self._p0_finite)
+        self.dead = ~((alive > 0) & self._p0_finite)
+        #: the dead blocks' indices (None: to be found again), which growth_bounds sets to ∞
+        #: (a scatter costs less than a masked copy, and blocks die a few hundred times)
+        self._dead_at: np.ndarray | None = None
         self._p0_or_0 = np.where(self._p0_finite, self.p0_min, 0.0)  # no 0·∞ where masked
         self._touch = self.btag > 0
+        self._touch_at = np.flatnonzero(self._touch)
         self._not_missing_only = (self.btag != 2).astype(float)
         # constant parts of the distance bounds: the blocks apart from the missing values
         # and their extreme bounds, and 1 where a block touches them
@@ -3097,7 +3255,20 @@ class _CellBlocks(_Blocks):
         #: the group value's part of the growth bounds per value, which a group keeps for
         #: several steps (four steps in ten read it again on a 450k quarter)
         self._spreads: dict[tuple, np.ndarray] = {}
+        #: the parts of _spread that depend on a group's categorical value alone, on the lower
+        #: and on the upper end of its first numeric QID alone (few distinct values each)
+        self._dcat: dict[tuple, np.ndarray] = {}
+        self._below: dict[float, np.ndarray] = {}
+        self._above: dict[float, np.ndarray] = {}
+        #: categorical value -> the parts of distance_bounds that depend on it alone
+        self._distance_parts: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._values_kept = max(16, CACHED_FLOATS // max(len(starts), 1))
+
+    def mark(self, b: int, dead: bool) -> None:
+        """Set whether block b is dead (no alive record of finite P0: its bound ∞)."""
+        if bool(self.dead[b]) != dead:
+            self.dead[b] = dead
+            self._dead_at = None
 
     def cells_of(self, blocks: list[int]) -> np.ndarray:
         """The cells of ``blocks``, block after block (:meth:`_Blocks.items_of`)."""
@@ -3137,14 +3308,20 @@ class _CellBlocks(_Blocks):
         bound *= self._p0_or_0
         bound *= 1.0 - 1e-9
         bound -= 1e-12
-        np.copyto(bound, INF, where=self.dead)
+        if self._dead_at is None:
+            self._dead_at = np.flatnonzero(self.dead)
+        bound[self._dead_at] = INF
         return bound
 
     def _spread(self, g: "_Group") -> np.ndarray:
         """Per block, a lower bound of L(g ∪ {t}) − L(g) over its cells t: the categorical part
         exact, the first numeric term's growth bounded from the block's extreme bounds."""
-        merged, own = self._lca_terms(g.cat)
-        dcat = merged - own
+        cat = g.cat
+        key = tuple([cat[j] for j in self.cat_j])
+        dcat = self._dcat.get(key)
+        if dcat is None:
+            merged, own = self._lca_terms(cat)
+            dcat = self._dcat[key] = merged - own
         dw = None
         if self.j0 is not None:
             a, b, m = g.lo[self.j0], g.hi[self.j0], self.missing_at
@@ -3153,6 +3330,14 @@ class _CellBlocks(_Blocks):
             if g_tag == 0:
                 mixed = 1.0 - self.space.num_term_scalar(self.j0, a, b)
                 if self.range > 0:
+                    # max(0, max(a − lo_max, hi_min − b)/range) as max(max(0, (a − lo_max)/range),
+                    # (hi_min − b)/range): the same floats (division by range > 0 is monotone,
+                    # and no operand is -0.0), from one array per bound, cached (a group's
+                    # bounds take few distinct values)
+                    dw = np.maximum(self._growth_below(a), self._growth_above(b))
+                    dw[self._touch_at] = mixed
+                    dw += dcat  # (dcat + dw: the same float)
+                    return dw
                     grow = np.maximum(a - self.lo_max, self.hi_min - b) / self.range
                     dw = np.where(self._touch, mixed, np.maximum(0.0, grow))
                 else:
@@ -3161,8 +3346,58 @@ class _CellBlocks(_Blocks):
                 dw = self._not_missing_only
         return dcat if dw is None else dcat + dw  # (dcat + 0.0 is dcat: no term is -0.0)
 
+    def _growth_below(self, a: float) -> np.ndarray:
+        """max(0, (a − lo_max)/range) per block (cached per a)."""
+        part = self._below.get(a)
+        if part is None:
+            if len(self._below) >= self._values_kept:
+                self._below.clear()
+            part = self._below[a] = np.maximum(0.0, (a - self.lo_max) / self.range)
+        return part
+
+    def _growth_above(self, b: float) -> np.ndarray:
+        """(hi_min − b)/range per block (cached per b)."""
+        part = self._above.get(b)
+        if part is None:
+            if len(self._above) >= self._values_kept:
+                self._above.clear()
+            part = self._above[b] = (self.hi_min - b) / self.range
+        return part
+
     def distance_bounds(self, g: "_Group") -> tuple[np.ndarray, np.ndarray]:
-        """Per block, lower and upper bounds of L({r, c}) over its cells (g holds r alone)."""
+        """Per block, lower and upper bounds of L({r, c}) over its cells (g holds r alone).
+
+        Only their soundness matters: the farthest seed's search evaluates every cell of the
+        blocks whose upper bound reaches the largest lower bound, and so finds the same cells
+        at the largest distance whatever the bounds' floats. A point r of present values (the
+        usual seed) takes the short way: the numeric term of every block at once, its blocks
+        touching the missing values then set to 1, and a slack of 1e-9·(2 + the rest) cached
+        with the categorical part (the numeric term is at most 1).
+        """
+        j0 = self.j0
+        if j0 is not None and self.range > 0:
+            a, b, m = g.lo[j0], g.hi[j0], self.missing_at
+            assert a is not None and b is not None  # j0 is numeric: the group has its bounds
+            if m is None or b < m:
+                key = tuple([g.cat[j] for j in self.cat_j])
+                parts = self._distance_parts.get(key)
+                if parts is None:
+                    merged, _ = self._lca_terms(g.cat)
+                    slack = 1e-9 * (2.0 + merged + self.other_numeric)
+                    parts = self._distance_parts[key] = (
+                        merged - slack, merged + self.other_numeric + slack)
+                width = self.range
+                lo_w = np.maximum(b, self.hi_min)
+                lo_w -= np.minimum(a, self.lo_max)
+                lo_w /= width
+                lo_w[self._touch_at] = 1.0
+                hi_w = np.maximum(b, self.hi_max)
+                hi_w -= np.minimum(a, self.lo_min)
+                hi_w /= width
+                hi_w[self._touch_at] = 1.0
+                lo_w += parts[0]
+                hi_w += parts[1]
+                return lo_w, hi_w
         merged, _ = self._lca_terms(g.cat)
         lo_w = np.zeros(len(self.btag))
         hi_w = np.zeros(len(self.btag))
