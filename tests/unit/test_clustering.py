@@ -87,6 +87,20 @@ def test_fast_grouping_finds_exactly_the_reference_groups(mode, seed):
     assert slow.n_groups == fast.n_groups > 0
 
 
+@pytest.mark.parametrize("mode", ["ms", "ppms++"])
+@pytest.mark.parametrize("seed", range(3))
+def test_signed_zeros_are_one_value(mode, seed):
+    # cells join equal values, -0.0 == 0.0; the growth step reads a cell's value, not the
+    # record's: both signs in one cell must not make the groups' bounds depend on the order
+    data = _random_input(40, seed, mode, k=2, theta=1.0, alpha=None)
+    weight = np.where(np.random.default_rng(seed).random(data.n) < 0.5, -0.0, 0.0)
+    data = dataclasses.replace(data, lo=(None, None, weight), hi=(None, None, weight.copy()))
+    assert not any(np.signbit(x).any() for x in (data.lo[2], data.hi[2]))
+    assert np.signbit(weight).any()   # the caller's arrays are left as they were
+    slow, fast = group_reference(data), group_records(data)
+    assert np.array_equal(slow.group_of, fast.group_of) and slow.n_groups == fast.n_groups > 0
+
+
 @pytest.mark.parametrize("mode", ["ms", "ppms", "ppms++", "ha"])
 @pytest.mark.parametrize("seed", range(6))
 def test_classes_first_fast_grouping_finds_exactly_the_reference_groups(mode, seed):

@@ -397,6 +397,15 @@ class GroupingInput:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_inverse_etas", {})
+        # -0.0 as 0.0: the grouping forms cells of equal values, where -0.0 == 0.0, and the
+        # growth step takes a record's bounds from its cell's (the first record's) value, not
+        # its own; with both signs in one cell, which zero a group's bound holds would depend
+        # on the records' order. Adding 0.0 changes no other float.
+        for name in ("lo", "hi"):
+            bounds = getattr(self, name)
+            if any(x is not None and bool((np.signbit(x) & (x == 0)).any()) for x in bounds):
+                object.__setattr__(self, name, tuple(None if x is None else x + 0.0
+                                                     for x in bounds))
         if self.alpha is None:
             object.__setattr__(self, "_alpha_columns", None)
         elif self.ha_class is None or self.ss is None:
@@ -817,8 +826,9 @@ class _ClassGroup(_Group):
 
     def __getattr__(self, name: str) -> dict[int, int]:
         # Called only for a slot not set yet: σ until it is first read, which puts it into the
-        # slot (read as any other group's from then on, at a slot's cost: the leftover
-        # placement reads σ of some groups hundreds of thousands of times).
+        # slot (read as any other group's from then on, at a slot's cost). The leftover
+        # placement reads σ from its _GroupTable, never from here: once that table is made,
+        # this dict (made or not) no longer counts the records the placement adds.
         if name != "sigma":
             raise AttributeError(name)
         self.sigma = sigma = self._counts.sigma(self._row)
