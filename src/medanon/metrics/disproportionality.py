@@ -612,17 +612,22 @@ class _Likelihood:
         self.total = float(self.weight.sum())
         # lgamma(α + n) − lgamma(α) and its derivative depend on n only: computed per distinct n
         self.distinct_n, self.n_index = np.unique(self.n, return_inverse=True)
+        # n is sorted: a per-n array is spread over the pairs by repeating each value over its
+        # run, the same copies as indexing it by n_index at half the cost (issue 43)
+        self._n_runs = np.bincount(self.n_index, minlength=self.distinct_n.size)
         self.constant = self.n * np.log(self.e) - gammaln(self.n + 1.0)
         self.min_count = min_count
         self.below = np.arange(min_count, dtype=np.float64)  # the truncated counts 0..n*-1
-        # most distinct pairs occur once: w·t is t there, so only the others are multiplied
-        self._heavy = np.flatnonzero(self.weight != 1.0)
-        self._heavy_weight = self.weight[self._heavy]
+        # a table of distinct pairs weighs each 1 and needs no product; otherwise every t is
+        # multiplied by its w (w·t is t to the bit where w = 1): one pass over the array is
+        # cheaper than picking the pairs of w != 1 and putting their products back (issue 43)
+        self._weighted = bool(np.any(self.weight != 1.0))
         self._memo: dict[tuple[float, float], tuple[Any, ...]] | None = None
 
     def _weighted_sum(self, t: np.ndarray) -> float:
         """Σ w·t, overwriting t with w·t (the same products, summed in the same order)."""
-        t[self._heavy] *= self._heavy_weight
+        if self._weighted:
+            t *= self.weight
         return float(np.sum(t))
 
     def _component(self, alpha: float, beta: float) -> tuple[np.ndarray, ...]:
@@ -631,15 +636,16 @@ class _Likelihood:
         log_be = np.log(be)
         rise = gammaln(alpha + self.distinct_n) - gammaln(alpha)
         d_rise = digamma(alpha + self.distinct_n) - digamma(alpha)
-        # log_f = rise[i] + α log β − (α + n) log(β + E) + constant
+        # log_f = rise[i] + α log β − (α + n) log(β + E) + constant; the first sum, the same
+        # for every pair of one n, is made per distinct n (the same additions)
         a_n = alpha + self.n
-        log_f = rise[self.n_index]
-        log_f += alpha * math.log(beta)
+        rise += alpha * math.log(beta)
+        log_f = np.repeat(rise, self._n_runs)
         log_f -= a_n * log_be
         log_f += self.constant
         # d_alpha = d_rise[i] + log β − log(β + E)
-        d_alpha = d_rise[self.n_index]
-        d_alpha += math.log(beta)
+        d_rise += math.log(beta)
+        d_alpha = np.repeat(d_rise, self._n_runs)
         d_alpha -= log_be
         # d_beta = α/β − (α + n)/(β + E)
         d_beta = np.divide(a_n, be, out=a_n)
@@ -721,7 +727,8 @@ class _Likelihood:
         log_f = np.logaddexp(joint1, lq + lf2)
         # weighted sums as multiply-and-add, not np.dot: OpenBLAS's threaded dot product is
         # many times slower on a loaded machine, and this is the fit's inner loop
-        value = self._weighted_sum(log_f.copy()) if gradient else self._weighted_sum(log_f)
+        # Σ w·log f; log f is read again below, so w·log f goes to a new array
+        value = float(np.sum(np.multiply(log_f, self.weight) if self._weighted else log_f))
         grad = np.zeros(5)
         if gradient:
             # q1 = exp(log p + lf1 − log f), the posterior weight of component 1 (Qn); q2 = 1 − q1
@@ -1588,7 +1595,8 @@ def _stratified_expected(strata: np.ndarray, eligible: np.ndarray, d_rows: np.nd
 
 def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np.ndarray,
                 r_rows: np.ndarray, r_codes: np.ndarray, reactions: np.ndarray,
-                strata: np.ndarray | None = None) -> pd.DataFrame:
+                strata: np.ndarray | None = None, *,
+                listed: np.ndarray | None = None) -> pd.DataFrame:
     """The :func:`pair_counts` table of reports already read into (report, term) codes.
 
     :func:`pair_counts` reads published rows into these arrays; the screening of a series
@@ -1604,6 +1612,10 @@ def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np
         r_rows, r_codes: The same for reactions, with ``r_rows`` in ascending order.
         reactions: ``reactions[code]`` is the reaction's name as shown.
         strata: Each report's stratum (int64 >= 0), or None: see :func:`pair_counts`.
+        listed: The number of these reports listing each pair, in a dense array indexed by
+            ``drug · max(len(reactions), 1) + reaction`` (what :func:`_pair_matrix` counts of
+            them): given, the pairs are not counted again. Counts add up over reports, so a
+            caller can make it from the counts of other sets of reports (issue 43).
     """
     # the screened database: reports with at least one drug and at least one reaction
     eligible = np.zeros(reports, dtype=bool)
@@ -1618,7 +1630,11 @@ def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np
     n_drug = np.bincount(d_codes, minlength=len(drugs))
     n_reaction = np.bincount(r_codes, minlength=len(reactions))
     width = max(len(reactions), 1)
-    pair, n = _pairs_listed(d_rows, d_codes, r_rows, r_codes, reports, len(drugs), width)
+    if listed is None:
+        pair, n = _pairs_listed(d_rows, d_codes, r_rows, r_codes, reports, len(drugs), width)
+    else:
+        pair = np.flatnonzero(listed)
+        n = listed[pair]
     drug, reaction = pair // width, pair % width
     nd, nr, n = n_drug[drug].astype(np.int64), n_reaction[reaction].astype(np.int64), n.astype(np.int64)
     out = pd.DataFrame({
@@ -1643,11 +1659,24 @@ _TRIPLES_AT_ONCE = 1 << 20
 _DENSE_CELLS = 1 << 22
 
 
+def _pair_matrix(d_rows: np.ndarray, d_codes: np.ndarray, r_rows: np.ndarray,
+                r_codes: np.ndarray, reports: int, drugs: int, reactions: int) -> np.ndarray | None:
+    """The number of reports listing each (drug, reaction), in a dense int64 array indexed by
+    ``drug · max(reactions, 1) + reaction`` (``count_pairs``'s ``listed``); the arguments are
+    :func:`count_pairs`'s (``drugs`` and ``reactions`` the sizes of the vocabularies). None
+    when the vocabularies are too large for a dense array (:data:`_DENSE_CELLS`)."""
+    width = max(reactions, 1)
+    if drugs * width > _DENSE_CELLS:
+        return None
+    return _pairs_listed(d_rows, d_codes, r_rows, r_codes, reports, drugs, width, matrix=True)[1]
+
+
 def _pairs_listed(d_rows: np.ndarray, d_codes: np.ndarray, r_rows: np.ndarray,
                   r_codes: np.ndarray, reports: int, drugs: int,
-                  width: int) -> tuple[np.ndarray, np.ndarray]:
+                  width: int, *, matrix: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Each pair code ``drug · width + reaction`` listed in some report, ascending, and the
-    number of reports listing it (``r_rows`` ascending)."""
+    number of reports listing it (``r_rows`` ascending); with ``matrix`` (a dense table only),
+    every code's count, listed or not, as the second array."""
     # every (report, drug, reaction): each drug entry repeated once per reaction of its report,
     # enumerated for a block of drug entries at a time
     per_row = np.bincount(r_rows, minlength=reports)
@@ -1674,6 +1703,8 @@ def _pairs_listed(d_rows: np.ndarray, d_codes: np.ndarray, r_rows: np.ndarray,
         else:
             found.append(np.unique(code, return_counts=True))
         lo = hi
+    if matrix:
+        return np.arange(counts.size), counts
     if dense:
         pair = np.flatnonzero(counts)
         return pair, counts[pair]

@@ -73,7 +73,7 @@ from ..errors import MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
 from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, SCREEN_COLUMNS, GpsPrior,
-                                 count_pairs, screen)
+                                 _pair_matrix, count_pairs, screen)
 from .signals import INSIDE, Condition, KnownCounts, SignalRule
 
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
@@ -107,6 +107,9 @@ _ANCHOR = "dedup"
 # the display spelling is the first one seen, which may differ between original and release
 _KEY = ["drug_key", "reaction_key"]
 _SEP = "|"
+#: The dedup scope's pair counts are kept (to count large strata from) when the vocabularies'
+#: drug × reaction table has at most this many cells (8 bytes a cell).
+_CACHED_CELLS = 1 << 20
 _OPPOSITE = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "=": "!=", "in": "!=", "!=": "="}
 
 
@@ -376,6 +379,7 @@ class _Reports:
         self.drug_entries = self.reaction_entries = (np.zeros(0, dtype=np.int64),) * 2
         self.latest: np.ndarray | None = None   # the dedup scope's reports (set by close)
         self._next = np.zeros(0, dtype=np.int64)  # each report's next of its case (close)
+        self._latest_listed: np.ndarray | None = None  # the dedup scope's pair counts (pairs)
 
     def classes_of(self, rows: pd.DataFrame) -> dict[str, Any]:
         """Each report's class in each condition (part of a :class:`_Read`)."""
@@ -453,8 +457,9 @@ class _Reports:
             chunks.append(chunk)
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int8)
 
-    def pairs(self, inside: slice | np.ndarray) -> pd.DataFrame:
-        """The pair table of the reports of a scope (a range of reports or a mask over them).
+    def pairs(self, inside: slice | np.ndarray, *, within_latest: bool = False) -> pd.DataFrame:
+        """The pair table of the reports of a scope (a range of reports or a mask over them;
+        ``within_latest``: a mask of some of the :attr:`latest` reports, the dedup scope's).
 
         Raises:
             SchemaError: no release of this side has a drug or the reaction column.
@@ -466,18 +471,62 @@ class _Reports:
                 raise SchemaError(f"The rows have no column {column!r} ({what} of pair_counts); "
                                   f"their columns: {shown}.")
         parts = []
+        # a range of reports is counted as reports 0 .. its length - 1: the arrays count_pairs
+        # makes per report are then the range's, not the whole series' (the same table)
+        count = inside.stop - inside.start if isinstance(inside, slice) else self.count
         for terms, (reports, spellings) in ((self.drugs, self.drug_entries),
                                             (self.reactions, self.reaction_entries)):
             if isinstance(inside, slice):
-                lo, hi = np.searchsorted(reports, [inside.start, inside.stop])
-                reports, spellings = reports[lo:hi], spellings[lo:hi]
+                # bounds of the entries' own type: other ones would make searchsorted convert
+                # the whole array first
+                lo, hi = np.searchsorted(reports, np.array([inside.start, inside.stop],
+                                                           dtype=reports.dtype))
+                reports, spellings = reports[lo:hi] - reports.dtype.type(inside.start), spellings[lo:hi]
             else:
                 keep = inside[reports]
                 reports, spellings = reports[keep], spellings[keep]
             codes = terms.code_of[spellings]
             parts.append((reports, codes, terms.names(spellings, codes)))
         (d_rows, d_codes, drugs), (r_rows, r_codes, reactions) = parts
-        return count_pairs(self.count, d_rows, d_codes, drugs, r_rows, r_codes, reactions)
+        listed = (self._listed_within_latest(inside)
+                  if within_latest and not isinstance(inside, slice) else None)
+        return count_pairs(count, d_rows, d_codes, drugs, r_rows, r_codes, reactions,
+                           listed=listed)
+
+    def _codes_of(self, inside: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``(drug rows, drug codes, reaction rows, reaction codes)`` of the reports of a mask."""
+        out: list[np.ndarray] = []
+        for terms, (reports, spellings) in ((self.drugs, self.drug_entries),
+                                            (self.reactions, self.reaction_entries)):
+            keep = inside[reports]
+            out += [reports[keep], terms.code_of[spellings[keep]]]
+        return tuple(out)
+
+    def _matrix(self, inside: np.ndarray) -> np.ndarray | None:
+        """How many reports of a mask list each pair (:func:`.disproportionality._pair_matrix`;
+        None for vocabularies too large to cache it)."""
+        drugs, reactions = max(self.drugs.terms, 1), max(self.reactions.terms, 1)
+        if drugs * reactions > _CACHED_CELLS:
+            return None
+        return _pair_matrix(*self._codes_of(inside), self.count, drugs, reactions)
+
+    def _listed_within_latest(self, inside: np.ndarray) -> np.ndarray | None:
+        """``count_pairs``'s ``listed`` for a mask of latest reports (a stratum), or None to
+        count its pairs as any scope's.
+
+        The pairs of the dedup scope are counted once and kept; a stratum holding more than
+        half of its reports is counted as the dedup scope's counts less those of the rest of
+        its reports, which are fewer (integer counts: exactly the stratum's own; issue 43)."""
+        latest = self.closed_latest()
+        reports, total = int(np.count_nonzero(inside)), int(np.count_nonzero(latest))
+        if reports < total and 2 * reports <= total:
+            return None
+        if self._latest_listed is None:
+            self._latest_listed = self._matrix(latest)
+        if self._latest_listed is None or reports == total:   # all of them: the dedup scope
+            return self._latest_listed
+        rest = self._matrix(latest & ~inside)
+        return None if rest is None else self._latest_listed - rest
 
 
 def _latest_of_case(cases: list[np.ndarray], count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -819,7 +868,9 @@ class _Scopes:
             inside = (classes == INSIDE) & latest
         reports = inside.stop - inside.start if isinstance(inside, slice) else int(inside.sum())
         # a scope of no report has no table (the columns are not even looked for)
-        table = self.side.pairs(inside) if reports else pd.DataFrame()
+        # the dedup scope and the strata are masks of the latest reports
+        table = (self.side.pairs(inside, within_latest=kind in ("dedup", "stratum"))
+                 if reports else pd.DataFrame())
         return table, reports, undecided
 
     def get(self, kind: str, scope: str, condition: Condition | None = None) -> _Screened:
