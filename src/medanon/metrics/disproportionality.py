@@ -1756,6 +1756,21 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
             and no prior is given, ``prior`` is not a GpsPrior, or ``fdr`` is not in (0, 1).
         SchemaError: a needed column is absent.
     """
+    columns, prior = screened_columns(table, prior=prior, min_count=min_count, seed=seed,
+                                      starts=starts, warm_start=warm_start, fdr=fdr, rr0=rr0)
+    out = table.copy()
+    for name, values in columns.items():
+        out[name] = values
+    return out, prior
+
+
+def screened_columns(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int = 1,
+                     seed: int = 0, starts: int = GPS_STARTS, warm_start: GpsPrior | None = None,
+                     fdr: float = FDR_LEVEL, rr0: float = 1.0
+                     ) -> tuple[dict[str, np.ndarray], GpsPrior]:
+    """The columns :func:`screen` adds to ``table`` (:data:`SCREEN_COLUMNS`, in that order) as
+    arrays, and the prior: what a caller that keeps only the statistics needs, without the
+    copy of the table (issue 43). Arguments and errors as :func:`screen`'s."""
     owner = "screen"
     fdr = _probability(fdr, owner, "fdr")
     if not isinstance(table, pd.DataFrame):
@@ -1772,7 +1787,7 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
         prior = fit_gps_prior(n, e, starts=starts, min_count=min_count, seed=seed,
                               warm_start=warm_start)
     prior = _prior(prior, owner)
-    out = table.copy()
+    out: dict[str, np.ndarray] = {}
     out["ebgm"] = ebgm(n, e, prior)
     out["eb05"] = eb_quantile(n, e, prior, MGPS_LOWER_QUANTILE)
     out["eb95"] = eb_quantile(n, e, prior, MGPS_UPPER_QUANTILE)
@@ -1781,28 +1796,29 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
     prr, ror, chi2, prr_signal = _prr_ror_chi2(a, b, c, d)
     out["prr"], out["ror"], out["chi2"] = prr, ror, chi2
     out["prr_corrected"] = _prr_haldane(a, b, c, d)
-    out["signal_mgps"] = out["eb05"].to_numpy() >= MGPS_EB05_THRESHOLD
-    out["signal_bcpnn"] = out["ic025"].to_numpy() > BCPNN_IC025_THRESHOLD
+    out["signal_mgps"] = out["eb05"] >= MGPS_EB05_THRESHOLD
+    out["signal_bcpnn"] = out["ic025"] > BCPNN_IC025_THRESHOLD
     out["signal_prr"] = prr_signal
     rr0 = _ratio(rr0, owner)
     out["p_h0_mgps"] = posterior_h0(n, e, prior, rr0)
-    out["fdr_mgps"], out["signal_mgps_fdr"] = bayesian_fdr(out["p_h0_mgps"].to_numpy(), fdr)
+    out["fdr_mgps"], out["signal_mgps_fdr"] = bayesian_fdr(out["p_h0_mgps"], fdr)
     out["p_prr"] = prr_p_value(a, b, c, d)
-    out["q_prr"] = benjamini_hochberg(out["p_prr"].to_numpy())
-    out["signal_prr_fdr"] = (out["q_prr"].to_numpy() <= fdr) & (a >= MIN_CASES)
+    out["q_prr"] = benjamini_hochberg(out["p_prr"])
+    out["signal_prr_fdr"] = (out["q_prr"] <= fdr) & (a >= MIN_CASES)
     out[LIMIT_FLIP_COLUMN] = _limit_flips(out, n, e, prior, fdr, rr0)
     return out, prior
 
 
-def _limit_flips(out: pd.DataFrame, n: np.ndarray, e: np.ndarray, prior: GpsPrior, fdr: float,
-                 rr0: float) -> np.ndarray:
+def _limit_flips(out: dict[str, np.ndarray], n: np.ndarray, e: np.ndarray, prior: GpsPrior,
+                 fdr: float, rr0: float) -> np.ndarray:
     """Choice 12: for a prior held at its bound (no finite maximum), which of each pair's
-    decisions differ under the limit the fit tends to: EB05 >= 2, EB95 < 2, the FDR list."""
-    flips = np.full(len(out), "", dtype=object)
-    if prior.limit is None or not len(out):
+    decisions differ under the limit the fit tends to: EB05 >= 2, EB95 < 2, the FDR list
+    (``out``: the columns screened so far)."""
+    flips = np.full(n.size, "", dtype=object)
+    if prior.limit is None or not n.size:
         return flips
-    held = (out["eb05"].to_numpy() >= MGPS_EB05_THRESHOLD,
-            out["eb95"].to_numpy() < MGPS_EB95_CLEAR, out["signal_mgps_fdr"].to_numpy(bool))
+    held = (out["eb05"] >= MGPS_EB05_THRESHOLD, out["eb95"] < MGPS_EB95_CLEAR,
+            out["signal_mgps_fdr"].astype(bool))
     scores = limit_scores(n, e, prior.limit, rr0=rr0)
     at_limit = (scores["eb05"] >= MGPS_EB05_THRESHOLD, scores["eb95"] < MGPS_EB95_CLEAR,
                 bayesian_fdr(scores["p_h0"], fdr)[1])

@@ -73,7 +73,7 @@ from ..errors import MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
 from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, SCREEN_COLUMNS, GpsPrior,
-                                 _pair_matrix, count_pairs, screen)
+                                 _pair_matrix, count_pairs, screened_columns)
 from .signals import INSIDE, Condition, KnownCounts, SignalRule
 
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
@@ -586,10 +586,13 @@ class _Screened:
         self.undecided = undecided
         self.prior: GpsPrior | None = None
         if len(table):
-            table = table[table["n"] >= options.min_count]
+            listed = table["n"].to_numpy() >= options.min_count
+            if not listed.all():   # the filter copies the table: only when it drops a pair
+                table = table[listed]
         if len(table):
-            table, self.prior = _screen(table, fit or _Fit(options.min_count), done or _Done())
-            table = table.assign(drug_key=_fold(table["drug"]),
+            values, self.prior = _screen(table, fit or _Fit(options.min_count), done or _Done())
+            # the statistics and the keys added in one copy of the table
+            table = table.assign(**values, drug_key=_fold(table["drug"]),
                                  reaction_key=_fold(table["reaction"]))
         self.table = table.set_index(_KEY) if len(table) else table
 
@@ -658,8 +661,10 @@ class _Fit:
                 None if warm is None else (warm.alpha1, warm.beta1, warm.alpha2, warm.beta2, warm.p))
 
 
-def _screen(table: pd.DataFrame, fit: _Fit, done: _Done) -> tuple[pd.DataFrame, GpsPrior]:
-    """:func:`.disproportionality.screen` of a pair table, computed once per distinct table.
+def _screen(table: pd.DataFrame, fit: _Fit, done: _Done
+            ) -> tuple[dict[str, np.ndarray], GpsPrior]:
+    """The columns :func:`.disproportionality.screen` adds to a pair table and its prior,
+    computed once per distinct table.
 
     Every statistic and the fitted prior depend only on the counts (n, e and the 2×2 table) and
     the fit's settings: a scope whose counts equal those of a scope already screened the same
@@ -673,8 +678,7 @@ def _screen(table: pd.DataFrame, fit: _Fit, done: _Done) -> tuple[pd.DataFrame, 
         # counts and the fit's settings alone (both in the key), so it is that prior again
         found = _screen_counts(table, fit, prior=done.prior(key))
         done.put(key, found)
-    values, prior = found
-    return table.assign(**values), prior
+    return found
 
 
 #: The columns of a pair table that its screening reads.
@@ -695,9 +699,8 @@ def _screen_counts(table: pd.DataFrame, fit: _Fit, prior: GpsPrior | None = None
     """The statistics :func:`.disproportionality.screen` adds to a pair table, and its prior
     (what a worker computes for ``result(mapper=...)``); ``prior``: the one ``fit`` gave on
     these counts before (not fitted again)."""
-    screened, prior = screen(table, prior=prior, min_count=fit.min_count, starts=fit.starts,
-                             warm_start=fit.warm_start)
-    return {c: screened[c].to_numpy() for c in SCREEN_COLUMNS}, prior
+    return screened_columns(table, prior=prior, min_count=fit.min_count, starts=fit.starts,
+                            warm_start=fit.warm_start)
 
 
 def _screen_item(item: tuple[pd.DataFrame, _Fit]) -> tuple[dict[str, np.ndarray], GpsPrior]:
@@ -706,9 +709,10 @@ def _screen_item(item: tuple[pd.DataFrame, _Fit]) -> tuple[dict[str, np.ndarray]
 
 
 def _fold(terms: pd.Series) -> pd.Series:
-    # each distinct name folded once: a table lists every pair, a name once per partner
+    # each distinct name folded once: a table lists every pair, a name once per partner (a
+    # few hundred names: a list is made faster than pandas' string methods run)
     codes, names = pd.factorize(terms, use_na_sentinel=False)
-    folded = pd.Series(names, dtype=object).astype(str).str.strip().str.casefold().to_numpy()
+    folded = np.array([str(name).strip().casefold() for name in names], dtype=object)
     return pd.Series(folded[codes], index=terms.index, dtype=object)
 
 
