@@ -315,6 +315,7 @@ __all__ = [
     "posterior_weight",
     "prr_p_value",
     "screen",
+    "screened_columns",
 ]
 
 #: Default level of the false-discovery-rate decisions (``signal_mgps_fdr``, ``signal_prr_fdr``).

@@ -72,7 +72,7 @@ from .._validation import check_int
 from ..errors import MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
-from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, SCREEN_COLUMNS, GpsPrior,
+from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, GpsPrior,
                                  _pair_matrix, count_pairs, screened_columns)
 from .signals import INSIDE, Condition, KnownCounts, SignalRule
 
