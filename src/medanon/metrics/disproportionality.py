@@ -1229,31 +1229,39 @@ def _mixture_quantile(q: float, w: np.ndarray, a1: np.ndarray, b1: np.ndarray, a
     active = ~single & (hi - lo > QUANTILE_TOLERANCE) & np.isfinite(lo) & np.isfinite(hi)
     u[~single & (hi - lo <= QUANTILE_TOLERANCE)] = lo[~single & (hi - lo <= QUANTILE_TOLERANCE)]
     idx = np.flatnonzero(active)
+    # the elements still iterating are kept in arrays of their own, shrunk as elements settle:
+    # each element's steps are those of iterating it alone (every operation is elementwise),
+    # without gathering and scattering every array from the whole ones at each step (issue 43)
+    ui, wi, vi = u[idx], w[idx], 1.0 - w[idx]
+    a1i, b1i, a2i, b2i = a1[idx], b1[idx], a2[idx], b2[idx]
+    lo_i, hi_i = lo[idx], hi[idx]
     # each element's log Γ(a) once, not once per iteration (the same values: issue 43)
-    lg1, lg2 = np.zeros(a1.shape), np.zeros(a2.shape)
-    lg1[idx], lg2[idx] = _per_distinct(gammaln, a1[idx]), _per_distinct(gammaln, a2[idx])
+    lg1, lg2 = _per_distinct(gammaln, a1i), _per_distinct(gammaln, a2i)
     for _ in range(_MAXITER_QUANTILE):
         if idx.size == 0:
             break
-        ui, wi = u[idx], w[idx]
-        a1i, b1i, a2i, b2i = a1[idx], b1[idx], a2[idx], b2[idx]
         x = np.exp(ui)
-        gap = wi * gammainc(a1i, b1i * x) + (1.0 - wi) * gammainc(a2i, b2i * x) - q
-        lo_i, hi_i = lo[idx], hi[idx]
+        b1x, b2x = b1i * x, b2i * x
+        gap = wi * gammainc(a1i, b1x) + vi * gammainc(a2i, b2x) - q
         lo_i = np.where(gap < 0, ui, lo_i)
         hi_i = np.where(gap > 0, ui, hi_i)
         # dF/du = x·pdf(x); each term exp(a log(bx) − bx − lgamma(a))
         with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-            slope = (wi * np.exp(a1i * np.log(b1i * x) - b1i * x - lg1[idx])
-                     + (1.0 - wi) * np.exp(a2i * np.log(b2i * x) - b2i * x - lg2[idx]))
+            slope = (wi * np.exp(a1i * np.log(b1x) - b1x - lg1)
+                     + vi * np.exp(a2i * np.log(b2x) - b2x - lg2))
             step = gap / slope
             new = ui - step
         outside = ~np.isfinite(new) | (new <= lo_i) | (new >= hi_i)
         new = np.where(outside, 0.5 * (lo_i + hi_i), new)
-        done = (gap == 0) | (np.abs(new - ui) <= QUANTILE_TOLERANCE) | (hi_i - lo_i <= QUANTILE_TOLERANCE)
-        u[idx] = np.where(gap == 0, ui, new)
-        lo[idx], hi[idx] = lo_i, hi_i
-        idx = idx[~done]
+        settled = gap == 0
+        done = settled | (np.abs(new - ui) <= QUANTILE_TOLERANCE) | (hi_i - lo_i <= QUANTILE_TOLERANCE)
+        ui = np.where(settled, ui, new)
+        u[idx[done]] = ui[done]
+        left = ~done
+        idx, ui, wi, vi, lo_i, hi_i = idx[left], ui[left], wi[left], vi[left], lo_i[left], hi_i[left]
+        a1i, b1i, a2i, b2i, lg1, lg2 = (a1i[left], b1i[left], a2i[left], b2i[left], lg1[left],
+                                        lg2[left])
+    u[idx] = ui      # those still iterating after the last step: where it left them
     return np.exp(u)
 
 
@@ -1276,13 +1284,20 @@ def eb_quantile(n: Any, e: Any, prior: GpsPrior, q: float) -> np.ndarray:
     n_arr, e_arr = _pair(n, e, owner)
     prior = _prior(prior, owner)
     q = _probability(q, owner)
-    nf = n_arr.astype(np.float64)
+    return _eb_quantiles(n_arr, e_arr, prior, (q,))[0]
+
+
+def _eb_quantiles(n: np.ndarray, e: np.ndarray, prior: GpsPrior,
+                  qs: Sequence[float]) -> list[np.ndarray]:
+    """:func:`eb_quantile` of checked arguments at each of ``qs`` (the distinct pairs and their
+    posterior weights found once for all of them)."""
+    nf = n.astype(np.float64)
     # each distinct (n, E) solved once: a pair table repeats them (E = n_drug·n_reaction/N, n
     # small), every step is elementwise, so the values are those of solving every pair (issue 43)
-    nf, e_arr, back = _distinct_pairs(nf, e_arr)
-    w = _qn(nf, e_arr, prior)
-    return _mixture_quantile(q, w, prior.alpha1 + nf, prior.beta1 + e_arr, prior.alpha2 + nf,
-                             prior.beta2 + e_arr)[back].reshape(n_arr.shape)
+    nf, e_d, back = _distinct_pairs(nf, e)
+    w = _qn(nf, e_d, prior)
+    a1, b1, a2, b2 = prior.alpha1 + nf, prior.beta1 + e_d, prior.alpha2 + nf, prior.beta2 + e_d
+    return [_mixture_quantile(q, w, a1, b1, a2, b2)[back].reshape(n.shape) for q in qs]
 
 
 def _distinct_pairs(n: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1790,8 +1805,8 @@ def screened_columns(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_
     prior = _prior(prior, owner)
     out: dict[str, np.ndarray] = {}
     out["ebgm"] = ebgm(n, e, prior)
-    out["eb05"] = eb_quantile(n, e, prior, MGPS_LOWER_QUANTILE)
-    out["eb95"] = eb_quantile(n, e, prior, MGPS_UPPER_QUANTILE)
+    out["eb05"], out["eb95"] = _eb_quantiles(n, e, prior,
+                                             (MGPS_LOWER_QUANTILE, MGPS_UPPER_QUANTILE))
     out["ic"] = information_component(n, e)
     out["ic025"] = ic_quantile(n, e, BCPNN_QUANTILE)
     prr, ror, chi2, prr_signal = _prr_ror_chi2(a, b, c, d)
