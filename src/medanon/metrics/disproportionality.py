@@ -1633,6 +1633,8 @@ def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np
             them): given, the pairs are not counted again. Counts add up over reports, so a
             caller can make it from the counts of other sets of reports (issue 43).
     """
+    # rows index arrays again and again below: as intp once, not converted by each indexing
+    d_rows, r_rows = d_rows.astype(np.intp, copy=False), r_rows.astype(np.intp, copy=False)
     # the screened database: reports with at least one drug and at least one reaction
     eligible = np.zeros(reports, dtype=bool)
     eligible[d_rows] = True
@@ -1640,8 +1642,11 @@ def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np
     has_reaction[r_rows] = True
     eligible &= has_reaction
     keep_d, keep_r = eligible[d_rows], eligible[r_rows]
-    d_rows, d_codes = d_rows[keep_d], d_codes[keep_d]
-    r_rows, r_codes = r_rows[keep_r], r_codes[keep_r]
+    # nearly every report lists both: the entries are copied only when some are dropped
+    if not keep_d.all():
+        d_rows, d_codes = d_rows[keep_d], d_codes[keep_d]
+    if not keep_r.all():
+        r_rows, r_codes = r_rows[keep_r], r_codes[keep_r]
     n_total = int(eligible.sum())
     n_drug = np.bincount(d_codes, minlength=len(drugs))
     n_reaction = np.bincount(r_codes, minlength=len(reactions))

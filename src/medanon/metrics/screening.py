@@ -335,7 +335,15 @@ class _Terms:
             return out
         small: type[np.signedinteger] = np.int32 if codes.size < 2**31 else np.int64
         first = np.full(out.size, codes.size, dtype=small)
-        np.minimum.at(first, codes, np.arange(codes.size, dtype=small))
+        # a vocabulary of a few hundred terms is all met in the first entries of a scope of
+        # millions: the first entries are searched, more of them while a term is still unmet
+        wanted = np.count_nonzero(np.bincount(codes, minlength=out.size))
+        end = 0
+        while end < codes.size:
+            start, end = end, min(codes.size, max(4 * end, 1 << 14))
+            np.minimum.at(first, codes[start:end], np.arange(start, end, dtype=small))
+            if np.count_nonzero(first < codes.size) == wanted:
+                break
         present = np.flatnonzero(first < codes.size)
         out[present] = self.shown[spellings[first[present]]]
         return out
@@ -470,7 +478,10 @@ class _Reports:
                 shown = ", ".join(repr(c) for c in list(self.columns)[:20])
                 raise SchemaError(f"The rows have no column {column!r} ({what} of pair_counts); "
                                   f"their columns: {shown}.")
-        parts = []
+        # a mask of latest reports is counted from the dedup scope's pair counts when that
+        # takes fewer reports (_counted_as)
+        how = self._counted_as(inside) if within_latest and not isinstance(inside, slice) else ""
+        parts, rest = [], []
         # a range of reports is counted as reports 0 .. its length - 1: the arrays count_pairs
         # makes per report are then the range's, not the whole series' (the same table)
         count = inside.stop - inside.start if isinstance(inside, slice) else self.count
@@ -481,17 +492,42 @@ class _Reports:
                 # the whole array first
                 lo, hi = np.searchsorted(reports, np.array([inside.start, inside.stop],
                                                            dtype=reports.dtype))
-                reports, spellings = reports[lo:hi] - reports.dtype.type(inside.start), spellings[lo:hi]
+                reports = reports[lo:hi] - reports.dtype.type(inside.start)
+                spellings = spellings[lo:hi]
             else:
                 keep = inside[reports]
+                if how == "rest":   # the entries of the latest reports outside the mask
+                    other = self.closed_latest()[reports] & ~keep
+                    rest += [reports[other], terms.code_of[spellings[other]]]
                 reports, spellings = reports[keep], spellings[keep]
             codes = terms.code_of[spellings]
             parts.append((reports, codes, terms.names(spellings, codes)))
         (d_rows, d_codes, drugs), (r_rows, r_codes, reactions) = parts
-        listed = (self._listed_within_latest(inside)
-                  if within_latest and not isinstance(inside, slice) else None)
+        listed = None
+        if how == "latest" and self._latest_listed is None:
+            self._latest_listed = self._matrix(d_rows, d_codes, r_rows, r_codes)
+        if how == "latest":
+            listed = self._latest_listed
+        elif how == "rest":
+            if self._latest_listed is None:   # the dedup scope is screened first: seldom met
+                self._latest_listed = self._matrix(*self._codes_of(self.closed_latest()))
+            listed = self._latest_listed - self._matrix(*rest)
         return count_pairs(count, d_rows, d_codes, drugs, r_rows, r_codes, reactions,
                            listed=listed)
+
+    def _counted_as(self, inside: np.ndarray) -> str:
+        """How the pairs of a mask of latest reports are counted: ``latest`` (the mask is the
+        dedup scope: its counts are kept for the others), ``rest`` (it holds more than half of
+        them: the dedup scope's counts less those of the other latest reports, which are fewer;
+        integer counts, exactly its own; issue 43) or ``""`` (counted as any scope's, as too
+        when the vocabularies are too large to keep a dense table of them)."""
+        if max(self.drugs.terms, 1) * max(self.reactions.terms, 1) > _CACHED_CELLS:
+            return ""
+        reports = int(np.count_nonzero(inside))
+        total = int(np.count_nonzero(self.closed_latest()))
+        if reports == total:
+            return "latest"
+        return "rest" if 2 * reports > total else ""
 
     def _codes_of(self, inside: np.ndarray) -> tuple[np.ndarray, ...]:
         """``(drug rows, drug codes, reaction rows, reaction codes)`` of the reports of a mask."""
@@ -502,31 +538,14 @@ class _Reports:
             out += [reports[keep], terms.code_of[spellings[keep]]]
         return tuple(out)
 
-    def _matrix(self, inside: np.ndarray) -> np.ndarray | None:
-        """How many reports of a mask list each pair (:func:`.disproportionality._pair_matrix`;
-        None for vocabularies too large to cache it)."""
-        drugs, reactions = max(self.drugs.terms, 1), max(self.reactions.terms, 1)
-        if drugs * reactions > _CACHED_CELLS:
-            return None
-        return _pair_matrix(*self._codes_of(inside), self.count, drugs, reactions)
-
-    def _listed_within_latest(self, inside: np.ndarray) -> np.ndarray | None:
-        """``count_pairs``'s ``listed`` for a mask of latest reports (a stratum), or None to
-        count its pairs as any scope's.
-
-        The pairs of the dedup scope are counted once and kept; a stratum holding more than
-        half of its reports is counted as the dedup scope's counts less those of the rest of
-        its reports, which are fewer (integer counts: exactly the stratum's own; issue 43)."""
-        latest = self.closed_latest()
-        reports, total = int(np.count_nonzero(inside)), int(np.count_nonzero(latest))
-        if reports < total and 2 * reports <= total:
-            return None
-        if self._latest_listed is None:
-            self._latest_listed = self._matrix(latest)
-        if self._latest_listed is None or reports == total:   # all of them: the dedup scope
-            return self._latest_listed
-        rest = self._matrix(latest & ~inside)
-        return None if rest is None else self._latest_listed - rest
+    def _matrix(self, d_rows: np.ndarray, d_codes: np.ndarray, r_rows: np.ndarray,
+                r_codes: np.ndarray) -> np.ndarray:
+        """How many of these entries' reports list each pair
+        (:func:`.disproportionality._pair_matrix`, within :data:`_CACHED_CELLS`)."""
+        out = _pair_matrix(d_rows, d_codes, r_rows, r_codes, self.count,
+                           max(self.drugs.terms, 1), max(self.reactions.terms, 1))
+        assert out is not None, "a table within _CACHED_CELLS is dense"
+        return out
 
 
 def _latest_of_case(cases: list[np.ndarray], count: int) -> tuple[np.ndarray, np.ndarray]:
