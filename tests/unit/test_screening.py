@@ -328,6 +328,19 @@ def test_each_scope_counts_the_pairs_of_its_reports_as_pair_counts_does(original
             want = pair_counts(stacked[rows].reset_index(drop=True),
                                drug_columns=options.drug_columns)
             pd.testing.assert_frame_equal(side.pairs(scope), want)
+            if not isinstance(scope, slice):
+                # rows without a case_id are all latest: a mask of them is counted from the
+                # dedup scope's counts when it holds more than half of them
+                pd.testing.assert_frame_equal(side.pairs(scope, within_latest=True), want)
+        assert side.latest.all()
+        if len(stacked):   # the dedup scope: counted, then its counts kept for the strata
+            want = pair_counts(stacked, drug_columns=options.drug_columns)
+            pd.testing.assert_frame_equal(side.pairs(side.latest, within_latest=True), want)
+        within = stacked["sex"].to_numpy() != "F"
+        if within.any():
+            want = pair_counts(stacked[within].reset_index(drop=True),
+                               drug_columns=options.drug_columns)
+            pd.testing.assert_frame_equal(side.pairs(within, within_latest=True), want)
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)

@@ -315,6 +315,7 @@ __all__ = [
     "posterior_weight",
     "prr_p_value",
     "screen",
+    "screened_columns",
 ]
 
 #: Default level of the false-discovery-rate decisions (``signal_mgps_fdr``, ``signal_prr_fdr``).
@@ -612,17 +613,22 @@ class _Likelihood:
         self.total = float(self.weight.sum())
         # lgamma(α + n) − lgamma(α) and its derivative depend on n only: computed per distinct n
         self.distinct_n, self.n_index = np.unique(self.n, return_inverse=True)
+        # n is sorted: a per-n array is spread over the pairs by repeating each value over its
+        # run, the same copies as indexing it by n_index at half the cost (issue 43)
+        self._n_runs = np.bincount(self.n_index, minlength=self.distinct_n.size)
         self.constant = self.n * np.log(self.e) - gammaln(self.n + 1.0)
         self.min_count = min_count
         self.below = np.arange(min_count, dtype=np.float64)  # the truncated counts 0..n*-1
-        # most distinct pairs occur once: w·t is t there, so only the others are multiplied
-        self._heavy = np.flatnonzero(self.weight != 1.0)
-        self._heavy_weight = self.weight[self._heavy]
+        # a table of distinct pairs weighs each 1 and needs no product; otherwise every t is
+        # multiplied by its w (w·t is t to the bit where w = 1): one pass over the array is
+        # cheaper than picking the pairs of w != 1 and putting their products back (issue 43)
+        self._weighted = bool(np.any(self.weight != 1.0))
         self._memo: dict[tuple[float, float], tuple[Any, ...]] | None = None
 
     def _weighted_sum(self, t: np.ndarray) -> float:
         """Σ w·t, overwriting t with w·t (the same products, summed in the same order)."""
-        t[self._heavy] *= self._heavy_weight
+        if self._weighted:
+            t *= self.weight
         return float(np.sum(t))
 
     def _component(self, alpha: float, beta: float) -> tuple[np.ndarray, ...]:
@@ -631,15 +637,16 @@ class _Likelihood:
         log_be = np.log(be)
         rise = gammaln(alpha + self.distinct_n) - gammaln(alpha)
         d_rise = digamma(alpha + self.distinct_n) - digamma(alpha)
-        # log_f = rise[i] + α log β − (α + n) log(β + E) + constant
+        # log_f = rise[i] + α log β − (α + n) log(β + E) + constant; the first sum, the same
+        # for every pair of one n, is made per distinct n (the same additions)
         a_n = alpha + self.n
-        log_f = rise[self.n_index]
-        log_f += alpha * math.log(beta)
+        rise += alpha * math.log(beta)
+        log_f = np.repeat(rise, self._n_runs)
         log_f -= a_n * log_be
         log_f += self.constant
         # d_alpha = d_rise[i] + log β − log(β + E)
-        d_alpha = d_rise[self.n_index]
-        d_alpha += math.log(beta)
+        d_rise += math.log(beta)
+        d_alpha = np.repeat(d_rise, self._n_runs)
         d_alpha -= log_be
         # d_beta = α/β − (α + n)/(β + E)
         d_beta = np.divide(a_n, be, out=a_n)
@@ -721,7 +728,8 @@ class _Likelihood:
         log_f = np.logaddexp(joint1, lq + lf2)
         # weighted sums as multiply-and-add, not np.dot: OpenBLAS's threaded dot product is
         # many times slower on a loaded machine, and this is the fit's inner loop
-        value = self._weighted_sum(log_f.copy()) if gradient else self._weighted_sum(log_f)
+        # Σ w·log f; log f is read again below, so w·log f goes to a new array
+        value = float(np.sum(np.multiply(log_f, self.weight) if self._weighted else log_f))
         grad = np.zeros(5)
         if gradient:
             # q1 = exp(log p + lf1 − log f), the posterior weight of component 1 (Qn); q2 = 1 − q1
@@ -1221,31 +1229,39 @@ def _mixture_quantile(q: float, w: np.ndarray, a1: np.ndarray, b1: np.ndarray, a
     active = ~single & (hi - lo > QUANTILE_TOLERANCE) & np.isfinite(lo) & np.isfinite(hi)
     u[~single & (hi - lo <= QUANTILE_TOLERANCE)] = lo[~single & (hi - lo <= QUANTILE_TOLERANCE)]
     idx = np.flatnonzero(active)
+    # the elements still iterating are kept in arrays of their own, shrunk as elements settle:
+    # each element's steps are those of iterating it alone (every operation is elementwise),
+    # without gathering and scattering every array from the whole ones at each step (issue 43)
+    ui, wi, vi = u[idx], w[idx], 1.0 - w[idx]
+    a1i, b1i, a2i, b2i = a1[idx], b1[idx], a2[idx], b2[idx]
+    lo_i, hi_i = lo[idx], hi[idx]
     # each element's log Γ(a) once, not once per iteration (the same values: issue 43)
-    lg1, lg2 = np.zeros(a1.shape), np.zeros(a2.shape)
-    lg1[idx], lg2[idx] = _per_distinct(gammaln, a1[idx]), _per_distinct(gammaln, a2[idx])
+    lg1, lg2 = _per_distinct(gammaln, a1i), _per_distinct(gammaln, a2i)
     for _ in range(_MAXITER_QUANTILE):
         if idx.size == 0:
             break
-        ui, wi = u[idx], w[idx]
-        a1i, b1i, a2i, b2i = a1[idx], b1[idx], a2[idx], b2[idx]
         x = np.exp(ui)
-        gap = wi * gammainc(a1i, b1i * x) + (1.0 - wi) * gammainc(a2i, b2i * x) - q
-        lo_i, hi_i = lo[idx], hi[idx]
+        b1x, b2x = b1i * x, b2i * x
+        gap = wi * gammainc(a1i, b1x) + vi * gammainc(a2i, b2x) - q
         lo_i = np.where(gap < 0, ui, lo_i)
         hi_i = np.where(gap > 0, ui, hi_i)
         # dF/du = x·pdf(x); each term exp(a log(bx) − bx − lgamma(a))
         with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-            slope = (wi * np.exp(a1i * np.log(b1i * x) - b1i * x - lg1[idx])
-                     + (1.0 - wi) * np.exp(a2i * np.log(b2i * x) - b2i * x - lg2[idx]))
+            slope = (wi * np.exp(a1i * np.log(b1x) - b1x - lg1)
+                     + vi * np.exp(a2i * np.log(b2x) - b2x - lg2))
             step = gap / slope
             new = ui - step
         outside = ~np.isfinite(new) | (new <= lo_i) | (new >= hi_i)
         new = np.where(outside, 0.5 * (lo_i + hi_i), new)
-        done = (gap == 0) | (np.abs(new - ui) <= QUANTILE_TOLERANCE) | (hi_i - lo_i <= QUANTILE_TOLERANCE)
-        u[idx] = np.where(gap == 0, ui, new)
-        lo[idx], hi[idx] = lo_i, hi_i
-        idx = idx[~done]
+        settled = gap == 0
+        done = settled | (np.abs(new - ui) <= QUANTILE_TOLERANCE) | (hi_i - lo_i <= QUANTILE_TOLERANCE)
+        ui = np.where(settled, ui, new)
+        u[idx[done]] = ui[done]
+        left = ~done
+        idx, ui, wi, vi, lo_i, hi_i = idx[left], ui[left], wi[left], vi[left], lo_i[left], hi_i[left]
+        a1i, b1i, a2i, b2i, lg1, lg2 = (a1i[left], b1i[left], a2i[left], b2i[left], lg1[left],
+                                        lg2[left])
+    u[idx] = ui      # those still iterating after the last step: where it left them
     return np.exp(u)
 
 
@@ -1268,13 +1284,20 @@ def eb_quantile(n: Any, e: Any, prior: GpsPrior, q: float) -> np.ndarray:
     n_arr, e_arr = _pair(n, e, owner)
     prior = _prior(prior, owner)
     q = _probability(q, owner)
-    nf = n_arr.astype(np.float64)
+    return _eb_quantiles(n_arr, e_arr, prior, (q,))[0]
+
+
+def _eb_quantiles(n: np.ndarray, e: np.ndarray, prior: GpsPrior,
+                  qs: Sequence[float]) -> list[np.ndarray]:
+    """:func:`eb_quantile` of checked arguments at each of ``qs`` (the distinct pairs and their
+    posterior weights found once for all of them)."""
+    nf = n.astype(np.float64)
     # each distinct (n, E) solved once: a pair table repeats them (E = n_drug·n_reaction/N, n
     # small), every step is elementwise, so the values are those of solving every pair (issue 43)
-    nf, e_arr, back = _distinct_pairs(nf, e_arr)
-    w = _qn(nf, e_arr, prior)
-    return _mixture_quantile(q, w, prior.alpha1 + nf, prior.beta1 + e_arr, prior.alpha2 + nf,
-                             prior.beta2 + e_arr)[back].reshape(n_arr.shape)
+    nf, e_d, back = _distinct_pairs(nf, e)
+    w = _qn(nf, e_d, prior)
+    a1, b1, a2, b2 = prior.alpha1 + nf, prior.beta1 + e_d, prior.alpha2 + nf, prior.beta2 + e_d
+    return [_mixture_quantile(q, w, a1, b1, a2, b2)[back].reshape(n.shape) for q in qs]
 
 
 def _distinct_pairs(n: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1588,7 +1611,8 @@ def _stratified_expected(strata: np.ndarray, eligible: np.ndarray, d_rows: np.nd
 
 def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np.ndarray,
                 r_rows: np.ndarray, r_codes: np.ndarray, reactions: np.ndarray,
-                strata: np.ndarray | None = None) -> pd.DataFrame:
+                strata: np.ndarray | None = None, *,
+                listed: np.ndarray | None = None) -> pd.DataFrame:
     """The :func:`pair_counts` table of reports already read into (report, term) codes.
 
     :func:`pair_counts` reads published rows into these arrays; the screening of a series
@@ -1604,7 +1628,13 @@ def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np
         r_rows, r_codes: The same for reactions, with ``r_rows`` in ascending order.
         reactions: ``reactions[code]`` is the reaction's name as shown.
         strata: Each report's stratum (int64 >= 0), or None: see :func:`pair_counts`.
+        listed: The number of these reports listing each pair, in a dense array indexed by
+            ``drug · max(len(reactions), 1) + reaction`` (what :func:`_pair_matrix` counts of
+            them): given, the pairs are not counted again. Counts add up over reports, so a
+            caller can make it from the counts of other sets of reports (issue 43).
     """
+    # rows index arrays again and again below: as intp once, not converted by each indexing
+    d_rows, r_rows = d_rows.astype(np.intp, copy=False), r_rows.astype(np.intp, copy=False)
     # the screened database: reports with at least one drug and at least one reaction
     eligible = np.zeros(reports, dtype=bool)
     eligible[d_rows] = True
@@ -1612,13 +1642,20 @@ def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np
     has_reaction[r_rows] = True
     eligible &= has_reaction
     keep_d, keep_r = eligible[d_rows], eligible[r_rows]
-    d_rows, d_codes = d_rows[keep_d], d_codes[keep_d]
-    r_rows, r_codes = r_rows[keep_r], r_codes[keep_r]
+    # nearly every report lists both: the entries are copied only when some are dropped
+    if not keep_d.all():
+        d_rows, d_codes = d_rows[keep_d], d_codes[keep_d]
+    if not keep_r.all():
+        r_rows, r_codes = r_rows[keep_r], r_codes[keep_r]
     n_total = int(eligible.sum())
     n_drug = np.bincount(d_codes, minlength=len(drugs))
     n_reaction = np.bincount(r_codes, minlength=len(reactions))
     width = max(len(reactions), 1)
-    pair, n = _pairs_listed(d_rows, d_codes, r_rows, r_codes, reports, len(drugs), width)
+    if listed is None:
+        pair, n = _pairs_listed(d_rows, d_codes, r_rows, r_codes, reports, len(drugs), width)
+    else:
+        pair = np.flatnonzero(listed)
+        n = listed[pair]
     drug, reaction = pair // width, pair % width
     nd, nr, n = n_drug[drug].astype(np.int64), n_reaction[reaction].astype(np.int64), n.astype(np.int64)
     out = pd.DataFrame({
@@ -1643,11 +1680,24 @@ _TRIPLES_AT_ONCE = 1 << 20
 _DENSE_CELLS = 1 << 22
 
 
+def _pair_matrix(d_rows: np.ndarray, d_codes: np.ndarray, r_rows: np.ndarray,
+                r_codes: np.ndarray, reports: int, drugs: int, reactions: int) -> np.ndarray | None:
+    """The number of reports listing each (drug, reaction), in a dense int64 array indexed by
+    ``drug · max(reactions, 1) + reaction`` (``count_pairs``'s ``listed``); the arguments are
+    :func:`count_pairs`'s (``drugs`` and ``reactions`` the sizes of the vocabularies). None
+    when the vocabularies are too large for a dense array (:data:`_DENSE_CELLS`)."""
+    width = max(reactions, 1)
+    if drugs * width > _DENSE_CELLS:
+        return None
+    return _pairs_listed(d_rows, d_codes, r_rows, r_codes, reports, drugs, width, matrix=True)[1]
+
+
 def _pairs_listed(d_rows: np.ndarray, d_codes: np.ndarray, r_rows: np.ndarray,
                   r_codes: np.ndarray, reports: int, drugs: int,
-                  width: int) -> tuple[np.ndarray, np.ndarray]:
+                  width: int, *, matrix: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Each pair code ``drug · width + reaction`` listed in some report, ascending, and the
-    number of reports listing it (``r_rows`` ascending)."""
+    number of reports listing it (``r_rows`` ascending); with ``matrix`` (a dense table only),
+    every code's count, listed or not, as the second array."""
     # every (report, drug, reaction): each drug entry repeated once per reaction of its report,
     # enumerated for a block of drug entries at a time
     per_row = np.bincount(r_rows, minlength=reports)
@@ -1674,6 +1724,8 @@ def _pairs_listed(d_rows: np.ndarray, d_codes: np.ndarray, r_rows: np.ndarray,
         else:
             found.append(np.unique(code, return_counts=True))
         lo = hi
+    if matrix:
+        return np.arange(counts.size), counts
     if dense:
         pair = np.flatnonzero(counts)
         return pair, counts[pair]
@@ -1725,6 +1777,21 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
             and no prior is given, ``prior`` is not a GpsPrior, or ``fdr`` is not in (0, 1).
         SchemaError: a needed column is absent.
     """
+    columns, prior = screened_columns(table, prior=prior, min_count=min_count, seed=seed,
+                                      starts=starts, warm_start=warm_start, fdr=fdr, rr0=rr0)
+    out = table.copy()
+    for name, values in columns.items():
+        out[name] = values
+    return out, prior
+
+
+def screened_columns(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int = 1,
+                     seed: int = 0, starts: int = GPS_STARTS, warm_start: GpsPrior | None = None,
+                     fdr: float = FDR_LEVEL, rr0: float = 1.0
+                     ) -> tuple[dict[str, np.ndarray], GpsPrior]:
+    """The columns :func:`screen` adds to ``table`` (:data:`SCREEN_COLUMNS`, in that order) as
+    arrays, and the prior: what a caller that keeps only the statistics needs, without the
+    copy of the table (issue 43). Arguments and errors as :func:`screen`'s."""
     owner = "screen"
     fdr = _probability(fdr, owner, "fdr")
     if not isinstance(table, pd.DataFrame):
@@ -1741,37 +1808,38 @@ def screen(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_count: int
         prior = fit_gps_prior(n, e, starts=starts, min_count=min_count, seed=seed,
                               warm_start=warm_start)
     prior = _prior(prior, owner)
-    out = table.copy()
+    out: dict[str, np.ndarray] = {}
     out["ebgm"] = ebgm(n, e, prior)
-    out["eb05"] = eb_quantile(n, e, prior, MGPS_LOWER_QUANTILE)
-    out["eb95"] = eb_quantile(n, e, prior, MGPS_UPPER_QUANTILE)
+    out["eb05"], out["eb95"] = _eb_quantiles(n, e, prior,
+                                             (MGPS_LOWER_QUANTILE, MGPS_UPPER_QUANTILE))
     out["ic"] = information_component(n, e)
     out["ic025"] = ic_quantile(n, e, BCPNN_QUANTILE)
     prr, ror, chi2, prr_signal = _prr_ror_chi2(a, b, c, d)
     out["prr"], out["ror"], out["chi2"] = prr, ror, chi2
     out["prr_corrected"] = _prr_haldane(a, b, c, d)
-    out["signal_mgps"] = out["eb05"].to_numpy() >= MGPS_EB05_THRESHOLD
-    out["signal_bcpnn"] = out["ic025"].to_numpy() > BCPNN_IC025_THRESHOLD
+    out["signal_mgps"] = out["eb05"] >= MGPS_EB05_THRESHOLD
+    out["signal_bcpnn"] = out["ic025"] > BCPNN_IC025_THRESHOLD
     out["signal_prr"] = prr_signal
     rr0 = _ratio(rr0, owner)
     out["p_h0_mgps"] = posterior_h0(n, e, prior, rr0)
-    out["fdr_mgps"], out["signal_mgps_fdr"] = bayesian_fdr(out["p_h0_mgps"].to_numpy(), fdr)
+    out["fdr_mgps"], out["signal_mgps_fdr"] = bayesian_fdr(out["p_h0_mgps"], fdr)
     out["p_prr"] = prr_p_value(a, b, c, d)
-    out["q_prr"] = benjamini_hochberg(out["p_prr"].to_numpy())
-    out["signal_prr_fdr"] = (out["q_prr"].to_numpy() <= fdr) & (a >= MIN_CASES)
+    out["q_prr"] = benjamini_hochberg(out["p_prr"])
+    out["signal_prr_fdr"] = (out["q_prr"] <= fdr) & (a >= MIN_CASES)
     out[LIMIT_FLIP_COLUMN] = _limit_flips(out, n, e, prior, fdr, rr0)
     return out, prior
 
 
-def _limit_flips(out: pd.DataFrame, n: np.ndarray, e: np.ndarray, prior: GpsPrior, fdr: float,
-                 rr0: float) -> np.ndarray:
+def _limit_flips(out: dict[str, np.ndarray], n: np.ndarray, e: np.ndarray, prior: GpsPrior,
+                 fdr: float, rr0: float) -> np.ndarray:
     """Choice 12: for a prior held at its bound (no finite maximum), which of each pair's
-    decisions differ under the limit the fit tends to: EB05 >= 2, EB95 < 2, the FDR list."""
-    flips = np.full(len(out), "", dtype=object)
-    if prior.limit is None or not len(out):
+    decisions differ under the limit the fit tends to: EB05 >= 2, EB95 < 2, the FDR list
+    (``out``: the columns screened so far)."""
+    flips = np.full(n.size, "", dtype=object)
+    if prior.limit is None or not n.size:
         return flips
-    held = (out["eb05"].to_numpy() >= MGPS_EB05_THRESHOLD,
-            out["eb95"].to_numpy() < MGPS_EB95_CLEAR, out["signal_mgps_fdr"].to_numpy(bool))
+    held = (out["eb05"] >= MGPS_EB05_THRESHOLD, out["eb95"] < MGPS_EB95_CLEAR,
+            out["signal_mgps_fdr"].astype(bool))
     scores = limit_scores(n, e, prior.limit, rr0=rr0)
     at_limit = (scores["eb05"] >= MGPS_EB05_THRESHOLD, scores["eb95"] < MGPS_EB95_CLEAR,
                 bayesian_fdr(scores["p_h0"], fdr)[1])

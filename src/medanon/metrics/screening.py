@@ -72,8 +72,8 @@ from .._validation import check_int
 from ..errors import MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
-from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, SCREEN_COLUMNS, GpsPrior,
-                                 count_pairs, screen)
+from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, GpsPrior,
+                                 _pair_matrix, count_pairs, screened_columns)
 from .signals import INSIDE, Condition, KnownCounts, SignalRule
 
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
@@ -107,6 +107,9 @@ _ANCHOR = "dedup"
 # the display spelling is the first one seen, which may differ between original and release
 _KEY = ["drug_key", "reaction_key"]
 _SEP = "|"
+#: The dedup scope's pair counts are kept (to count large strata from) when the vocabularies'
+#: drug × reaction table has at most this many cells (8 bytes a cell).
+_CACHED_CELLS = 1 << 20
 _OPPOSITE = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "=": "!=", "in": "!=", "!=": "="}
 
 
@@ -332,7 +335,15 @@ class _Terms:
             return out
         small: type[np.signedinteger] = np.int32 if codes.size < 2**31 else np.int64
         first = np.full(out.size, codes.size, dtype=small)
-        np.minimum.at(first, codes, np.arange(codes.size, dtype=small))
+        # a vocabulary of a few hundred terms is all met in the first entries of a scope of
+        # millions: the first entries are searched, more of them while a term is still unmet
+        wanted = np.count_nonzero(np.bincount(codes, minlength=out.size))
+        end = 0
+        while end < codes.size:
+            start, end = end, min(codes.size, max(4 * end, 1 << 14))
+            np.minimum.at(first, codes[start:end], np.arange(start, end, dtype=small))
+            if np.count_nonzero(first < codes.size) == wanted:
+                break
         present = np.flatnonzero(first < codes.size)
         out[present] = self.shown[spellings[first[present]]]
         return out
@@ -376,6 +387,7 @@ class _Reports:
         self.drug_entries = self.reaction_entries = (np.zeros(0, dtype=np.int64),) * 2
         self.latest: np.ndarray | None = None   # the dedup scope's reports (set by close)
         self._next = np.zeros(0, dtype=np.int64)  # each report's next of its case (close)
+        self._latest_listed: np.ndarray | None = None  # the dedup scope's pair counts (pairs)
 
     def classes_of(self, rows: pd.DataFrame) -> dict[str, Any]:
         """Each report's class in each condition (part of a :class:`_Read`)."""
@@ -453,8 +465,9 @@ class _Reports:
             chunks.append(chunk)
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int8)
 
-    def pairs(self, inside: slice | np.ndarray) -> pd.DataFrame:
-        """The pair table of the reports of a scope (a range of reports or a mask over them).
+    def pairs(self, inside: slice | np.ndarray, *, within_latest: bool = False) -> pd.DataFrame:
+        """The pair table of the reports of a scope (a range of reports or a mask over them;
+        ``within_latest``: a mask of some of the :attr:`latest` reports, the dedup scope's).
 
         Raises:
             SchemaError: no release of this side has a drug or the reaction column.
@@ -465,19 +478,74 @@ class _Reports:
                 shown = ", ".join(repr(c) for c in list(self.columns)[:20])
                 raise SchemaError(f"The rows have no column {column!r} ({what} of pair_counts); "
                                   f"their columns: {shown}.")
-        parts = []
+        # a mask of latest reports is counted from the dedup scope's pair counts when that
+        # takes fewer reports (_counted_as)
+        how = self._counted_as(inside) if within_latest and not isinstance(inside, slice) else ""
+        parts, rest = [], []
+        # a range of reports is counted as reports 0 .. its length - 1: the arrays count_pairs
+        # makes per report are then the range's, not the whole series' (the same table)
+        count = inside.stop - inside.start if isinstance(inside, slice) else self.count
         for terms, (reports, spellings) in ((self.drugs, self.drug_entries),
                                             (self.reactions, self.reaction_entries)):
             if isinstance(inside, slice):
-                lo, hi = np.searchsorted(reports, [inside.start, inside.stop])
-                reports, spellings = reports[lo:hi], spellings[lo:hi]
+                # bounds of the entries' own type: other ones would make searchsorted convert
+                # the whole array first
+                lo, hi = np.searchsorted(reports, np.array([inside.start, inside.stop],
+                                                           dtype=reports.dtype))
+                reports = reports[lo:hi] - reports.dtype.type(inside.start)
+                spellings = spellings[lo:hi]
             else:
                 keep = inside[reports]
+                if how == "rest":   # the entries of the latest reports outside the mask
+                    other = self.closed_latest()[reports] & ~keep
+                    rest += [reports[other], terms.code_of[spellings[other]]]
                 reports, spellings = reports[keep], spellings[keep]
             codes = terms.code_of[spellings]
             parts.append((reports, codes, terms.names(spellings, codes)))
         (d_rows, d_codes, drugs), (r_rows, r_codes, reactions) = parts
-        return count_pairs(self.count, d_rows, d_codes, drugs, r_rows, r_codes, reactions)
+        listed = None
+        if how == "latest" and self._latest_listed is None:
+            self._latest_listed = self._matrix(d_rows, d_codes, r_rows, r_codes)
+        if how == "latest":
+            listed = self._latest_listed
+        elif how == "rest":
+            if self._latest_listed is None:   # the dedup scope is screened first: seldom met
+                self._latest_listed = self._matrix(*self._codes_of(self.closed_latest()))
+            listed = self._latest_listed - self._matrix(*rest)
+        return count_pairs(count, d_rows, d_codes, drugs, r_rows, r_codes, reactions,
+                           listed=listed)
+
+    def _counted_as(self, inside: np.ndarray) -> str:
+        """How the pairs of a mask of latest reports are counted: ``latest`` (the mask is the
+        dedup scope: its counts are kept for the others), ``rest`` (it holds more than half of
+        them: the dedup scope's counts less those of the other latest reports, which are fewer;
+        integer counts, exactly its own; issue 43) or ``""`` (counted as any scope's, as too
+        when the vocabularies are too large to keep a dense table of them)."""
+        if max(self.drugs.terms, 1) * max(self.reactions.terms, 1) > _CACHED_CELLS:
+            return ""
+        reports = int(np.count_nonzero(inside))
+        total = int(np.count_nonzero(self.closed_latest()))
+        if reports == total:
+            return "latest"
+        return "rest" if 2 * reports > total else ""
+
+    def _codes_of(self, inside: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``(drug rows, drug codes, reaction rows, reaction codes)`` of the reports of a mask."""
+        out: list[np.ndarray] = []
+        for terms, (reports, spellings) in ((self.drugs, self.drug_entries),
+                                            (self.reactions, self.reaction_entries)):
+            keep = inside[reports]
+            out += [reports[keep], terms.code_of[spellings[keep]]]
+        return tuple(out)
+
+    def _matrix(self, d_rows: np.ndarray, d_codes: np.ndarray, r_rows: np.ndarray,
+                r_codes: np.ndarray) -> np.ndarray:
+        """How many of these entries' reports list each pair
+        (:func:`.disproportionality._pair_matrix`, within :data:`_CACHED_CELLS`)."""
+        out = _pair_matrix(d_rows, d_codes, r_rows, r_codes, self.count,
+                           max(self.drugs.terms, 1), max(self.reactions.terms, 1))
+        assert out is not None, "a table within _CACHED_CELLS is dense"
+        return out
 
 
 def _latest_of_case(cases: list[np.ndarray], count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -537,10 +605,13 @@ class _Screened:
         self.undecided = undecided
         self.prior: GpsPrior | None = None
         if len(table):
-            table = table[table["n"] >= options.min_count]
+            listed = table["n"].to_numpy() >= options.min_count
+            if not listed.all():   # the filter copies the table: only when it drops a pair
+                table = table[listed]
         if len(table):
-            table, self.prior = _screen(table, fit or _Fit(options.min_count), done or _Done())
-            table = table.assign(drug_key=_fold(table["drug"]),
+            values, self.prior = _screen(table, fit or _Fit(options.min_count), done or _Done())
+            # the statistics and the keys added in one copy of the table
+            table = table.assign(**values, drug_key=_fold(table["drug"]),
                                  reaction_key=_fold(table["reaction"]))
         self.table = table.set_index(_KEY) if len(table) else table
 
@@ -609,8 +680,10 @@ class _Fit:
                 None if warm is None else (warm.alpha1, warm.beta1, warm.alpha2, warm.beta2, warm.p))
 
 
-def _screen(table: pd.DataFrame, fit: _Fit, done: _Done) -> tuple[pd.DataFrame, GpsPrior]:
-    """:func:`.disproportionality.screen` of a pair table, computed once per distinct table.
+def _screen(table: pd.DataFrame, fit: _Fit, done: _Done
+            ) -> tuple[dict[str, np.ndarray], GpsPrior]:
+    """The columns :func:`.disproportionality.screen` adds to a pair table and its prior,
+    computed once per distinct table.
 
     Every statistic and the fitted prior depend only on the counts (n, e and the 2×2 table) and
     the fit's settings: a scope whose counts equal those of a scope already screened the same
@@ -624,8 +697,7 @@ def _screen(table: pd.DataFrame, fit: _Fit, done: _Done) -> tuple[pd.DataFrame, 
         # counts and the fit's settings alone (both in the key), so it is that prior again
         found = _screen_counts(table, fit, prior=done.prior(key))
         done.put(key, found)
-    values, prior = found
-    return table.assign(**values), prior
+    return found
 
 
 #: The columns of a pair table that its screening reads.
@@ -646,9 +718,8 @@ def _screen_counts(table: pd.DataFrame, fit: _Fit, prior: GpsPrior | None = None
     """The statistics :func:`.disproportionality.screen` adds to a pair table, and its prior
     (what a worker computes for ``result(mapper=...)``); ``prior``: the one ``fit`` gave on
     these counts before (not fitted again)."""
-    screened, prior = screen(table, prior=prior, min_count=fit.min_count, starts=fit.starts,
-                             warm_start=fit.warm_start)
-    return {c: screened[c].to_numpy() for c in SCREEN_COLUMNS}, prior
+    return screened_columns(table, prior=prior, min_count=fit.min_count, starts=fit.starts,
+                            warm_start=fit.warm_start)
 
 
 def _screen_item(item: tuple[pd.DataFrame, _Fit]) -> tuple[dict[str, np.ndarray], GpsPrior]:
@@ -657,9 +728,10 @@ def _screen_item(item: tuple[pd.DataFrame, _Fit]) -> tuple[dict[str, np.ndarray]
 
 
 def _fold(terms: pd.Series) -> pd.Series:
-    # each distinct name folded once: a table lists every pair, a name once per partner
+    # each distinct name folded once: a table lists every pair, a name once per partner (a
+    # few hundred names: a list is made faster than pandas' string methods run)
     codes, names = pd.factorize(terms, use_na_sentinel=False)
-    folded = pd.Series(names, dtype=object).astype(str).str.strip().str.casefold().to_numpy()
+    folded = np.array([str(name).strip().casefold() for name in names], dtype=object)
     return pd.Series(folded[codes], index=terms.index, dtype=object)
 
 
@@ -819,7 +891,9 @@ class _Scopes:
             inside = (classes == INSIDE) & latest
         reports = inside.stop - inside.start if isinstance(inside, slice) else int(inside.sum())
         # a scope of no report has no table (the columns are not even looked for)
-        table = self.side.pairs(inside) if reports else pd.DataFrame()
+        # the dedup scope and the strata are masks of the latest reports
+        table = (self.side.pairs(inside, within_latest=kind in ("dedup", "stratum"))
+                 if reports else pd.DataFrame())
         return table, reports, undecided
 
     def get(self, kind: str, scope: str, condition: Condition | None = None) -> _Screened:
