@@ -28,6 +28,21 @@ def _class_groups_case(seed: int):
     return data, class_of, groups, rest
 
 
+def _join_at_random(data, table: _GroupTable, classes: _ClassGroups, group_class: list[int],
+                    r: int, c: int, rng: np.random.Generator) -> None:
+    """Join record r (of QID class c) to a random group: mostly one of its own class that still
+    holds it (zero loss kept), sometimes any (the loss may turn > 0 and the group leave its
+    class), and update the class structures as the leftover placement does."""
+    own = [gi for gi in range(len(group_class)) if group_class[gi] == c and classes.holds(gi)]
+    gi = int(rng.choice(own)) if own and rng.random() < 0.8 else int(rng.integers(len(group_class)))
+    table.add(gi, r)
+    if classes.holds(gi):
+        if table.loss[gi] > 0.0:
+            classes.remove(gi)
+        else:
+            classes.added(gi, data.terms(r), int(data.anchor[r]))
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_class_sigma_rows_equal_a_rebuild_after_random_joins(seed):
     data, class_of, groups, rest = _class_groups_case(seed)
@@ -44,14 +59,7 @@ def test_class_sigma_rows_equal_a_rebuild_after_random_joins(seed):
         if classes.has(c):
             classes.sigma_rows(c, rng.choice(all_terms, 3).tolist())
             classes.anchor_counts(c)
-        own = [gi for gi in range(len(groups)) if group_class[gi] == c and classes.holds(gi)]
-        gi = int(rng.choice(own)) if own and rng.random() < 0.8 else int(rng.integers(len(groups)))
-        table.add(gi, r)
-        if classes.holds(gi):
-            if table.loss[gi] > 0.0:
-                classes.remove(gi)
-            else:
-                classes.added(gi, data.terms(r), int(data.anchor[r]))
+        _join_at_random(data, table, classes, group_class, r, c, rng)
         for c in sorted(set(group_class)):
             expected = [gi for gi in range(len(groups))
                         if group_class[gi] == c and table.loss[gi] == 0.0]
@@ -114,12 +122,5 @@ def test_first_free_group_of_a_class_equals_a_scan_after_random_joins(monkeypatc
             free = np.flatnonzero(~held.any(axis=1))
             assert classes.first_free(cc, terms) == (int(ids[free[0]]) if len(free) else None)
             asked += 1
-        own = [gi for gi in range(len(groups)) if group_class[gi] == c and classes.holds(gi)]
-        gi = int(rng.choice(own)) if own and rng.random() < 0.8 else int(rng.integers(len(groups)))
-        table.add(gi, r)
-        if classes.holds(gi):
-            if table.loss[gi] > 0.0:
-                classes.remove(gi)
-            else:
-                classes.added(gi, data.terms(r), int(data.anchor[r]))
+        _join_at_random(data, table, classes, group_class, r, c, rng)
     assert asked and any(not classes.holds(gi) for gi in zero)
