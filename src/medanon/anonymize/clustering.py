@@ -2225,9 +2225,9 @@ class _ClassGroups:
     def first_free(self, c: int, terms: Sequence[int]) -> int | None:
         """The first group of ``ids(c)`` that holds none of ``terms`` (σ 0 for each), or None.
 
-        A class of at most :data:`CLASS_SCAN` groups is scanned (their σ dicts); a bigger one
-        answers from a bit mask per term of the groups holding it (a Python int over the
-        class's positions): the union of r's terms' masks and of the groups gone, and its
+        A class of at most :data:`CLASS_SCAN` groups is scanned (their σ in the table); a
+        bigger one answers from a bit mask per term of the groups holding it (a Python int over
+        the class's positions): the union of r's terms' masks and of the groups gone, and its
         lowest clear bit. On the second 450k quarter two classes of 2,500 and 3,200 groups
         held a thousand leftovers each whose first 64 groups all held one of their terms.
         """
