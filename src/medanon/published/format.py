@@ -134,7 +134,7 @@ def format_multi(value: object) -> str:
     return MULTI_SEPARATOR.join(sorted({str(v) for v in value}))
 
 
-def _format_multi_many(cells: list) -> list[str]:
+def _format_multi_many(cells: list, *, all_tuples: bool = False) -> list[str]:
     """:func:`format_multi` of each cell; a tuple of str that is already sorted without
     repeats (what super records hold) is joined as it is.
 
@@ -143,10 +143,14 @@ def _format_multi_many(cells: list) -> list[str]:
     str per term, :func:`distinct_objects`), so each comparison is of two integers. Sorting
     and deduplicating each cell again was a twentieth of a release's CPU at 100k cases
     (issue 30); comparing the str objects themselves a third of what remained (issue 43).
+    ``all_tuples``: the caller knows that every cell's type is exactly ``tuple``.
     """
     n = len(cells)
-    is_tuple = np.equal(np.fromiter(map(type, cells), dtype=object, count=n),  # type: ignore[call-overload]  # exact types
-                        tuple)
+    if all_tuples:
+        is_tuple = np.ones(n, dtype=bool)
+    else:
+        is_tuple = np.equal(np.fromiter(map(type, cells), dtype=object, count=n),  # type: ignore[call-overload]  # exact types
+                            tuple)
     tuples = [c for c in cells if type(c) is tuple] if not is_tuple.all() else cells
     lengths = np.fromiter(map(len, tuples), dtype=np.int64, count=len(tuples))
     items = np.fromiter(itertools.chain.from_iterable(tuples), dtype=object,
@@ -169,6 +173,21 @@ def _format_multi_many(cells: list) -> list[str]:
             for c, ok in zip(cells, joinable.tolist())]
 
 
+def _multi_cell_array(cells: np.ndarray) -> np.ndarray:
+    """``map_cell_array(cells, format_multi, many=_format_multi_many)`` (a flat object array),
+    with one pass over the distinct objects' types when every cell holds a tuple (what super
+    records hold): the general path sorts the objects by kind, gathers and scatters them, and
+    :func:`_format_multi_many` reads their types again, a third of this step's cost for a
+    column of 220k distinct tuples at 450k cases (issue 43)."""
+    which, first = distinct_objects(cells)
+    batch = cells[first].tolist()
+    if not batch or set(map(type, batch)) != {tuple}:
+        return map_cell_array(cells, format_multi, many=_format_multi_many)
+    formatted = np.empty(len(batch), dtype=object)
+    formatted[:] = _format_multi_many(batch, all_tuples=True)
+    return formatted[which]
+
+
 def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
     """Format an algorithm's table as release rows (all strings, in the format's column order).
 
@@ -182,8 +201,7 @@ def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
         out[qid.name] = _column(_numeric_cell_array(table[qid.name]) if qid.kind == "numeric"
                                 else map_cell_array(cells, format_label))
     for name in schema.sensitive + schema.multi:
-        out[name] = _column(map_cell_array(table[name].to_numpy(dtype=object), format_multi,
-                                           many=_format_multi_many))
+        out[name] = _column(_multi_cell_array(table[name].to_numpy(dtype=object)))
     for name in schema.insensitive:
         out[name] = _column(map_cell_array(table[name].to_numpy(dtype=object), format_label))
     for name, granularity in schema.dates.items():
