@@ -243,7 +243,10 @@ def _checked_date_cells(records: pd.DataFrame, schema: Schema,
     for name in schema.categorical_qids:
         if name not in hierarchies:
             raise SchemaError(f"No hierarchy loaded for categorical QID {name!r}.")
-        present = records[name].dropna().unique()
+        # ``dropna().unique()``: the distinct non-missing values in order of first appearance,
+        # hashed once per shared str object (a fifth of the super-record step's check at
+        # 450k reports, issue 43)
+        present = factorize_cells(records[name].to_numpy(dtype=object))[1]
         hierarchies[name].check_values([str(v) for v in present], column=name)
     for name in schema.numeric_qids:
         column = records[name]
@@ -263,7 +266,7 @@ def date_cells(values: pd.Series, name: str) -> np.ndarray:
         SchemaError: a value that is not a FAERS date (``YYYYMMDD``, ``YYYYMM``, ``YYYY``), a
             date or a timestamp, naming the column.
     """
-    which, distinct = pd.factorize(values.to_numpy(dtype=object))
+    which, distinct = factorize_cells(values.to_numpy(dtype=object))
     converted = []
     for value in distinct:
         try:
