@@ -401,22 +401,11 @@ def stable_sort_order(records: pd.DataFrame, columns: list[str]) -> np.ndarray |
     n = len(records)
     if n < 2:
         return None
-    in_order = np.zeros(n - 1, dtype=bool)  # decided: the earlier row's key is smaller
-    tied = np.ones(n - 1, dtype=bool)       # equal on every key so far
-    for name in columns:
-        values = records[name].to_numpy()
-        if values.dtype == object:
-            if pd.api.types.infer_dtype(values, skipna=False) != "string":
-                break
-        elif values.dtype.kind not in "iu" and not (values.dtype.kind == "f"
-                                                    and not np.isnan(values).any()):
-            break
-        earlier, later = values[:-1], values[1:]
-        in_order |= tied & (earlier < later)
-        tied &= earlier == later
-    else:
-        if (in_order | tied).all():
-            return None
+    # the first rows are read first: rows out of order there (a period's pseudonymized
+    # CaseIDs) are out of order, and comparing every row's keys is spared (a fifth of this
+    # function at 450k reports, issue 43)
+    if _rows_in_order(records, columns, min(n, _SAMPLE)) and _rows_in_order(records, columns, n):
+        return None
     ranks = [_sort_ranks(records[name]) for name in columns]
     if all(r is not None for r in ranks):
         # lexsort's last key is the primary one; like sort_values(kind="stable"), it keeps
@@ -426,6 +415,27 @@ def stable_sort_order(records: pd.DataFrame, columns: list[str]) -> np.ndarray |
         return np.lexsort(varied[::-1]) if varied else np.arange(n)
     keys = records[columns].reset_index(drop=True)
     return keys.sort_values(columns, kind="stable").index.to_numpy()
+
+
+def _rows_in_order(records: pd.DataFrame, columns: list[str], stop: int) -> bool:
+    """Whether the first ``stop`` rows (two at least) count as sorted by ``columns``
+    (:func:`stable_sort_order`). When the first rows do not, no more rows do: a pair out of
+    order compares so among any rows, and a key column that is not read (not only text, or
+    numbers with one missing) is not read among more rows either."""
+    in_order = np.zeros(stop - 1, dtype=bool)  # decided: the earlier row's key is smaller
+    tied = np.ones(stop - 1, dtype=bool)       # equal on every key so far
+    for name in columns:
+        values = records[name].to_numpy()[:stop]
+        if values.dtype == object:
+            if pd.api.types.infer_dtype(values, skipna=False) != "string":
+                return False
+        elif values.dtype.kind not in "iu" and not (values.dtype.kind == "f"
+                                                    and not np.isnan(values).any()):
+            return False
+        earlier, later = values[:-1], values[1:]
+        in_order |= tied & (earlier < later)
+        tied &= earlier == later
+    return bool((in_order | tied).all())
 
 
 def _sort_ranks(column: pd.Series) -> np.ndarray | None:
