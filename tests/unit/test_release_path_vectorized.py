@@ -13,11 +13,11 @@ from hypothesis import strategies as hs
 from medanon.anonymize.common import TermSuppression, _SensitiveTerms
 from medanon.data.records import (_union_of_str_tuples, as_value_set, factorize_cells,
                                   factorize_texts,
-                                  first_appearances, map_cells)
+                                  first_appearances, map_cells, stable_sort_order)
 from medanon.errors import SchemaError
 from medanon.pipeline.publish import INPUT_DIGEST_VERSION, _canonical_order, input_digest
-from medanon.published.format import (_format_multi_many, format_multi, format_numeric,
-                                     format_numeric_cells)
+from medanon.published.format import (_format_multi_many, _multi_cell_array, format_multi,
+                                     format_numeric, format_numeric_cells)
 
 
 @settings(max_examples=200, deadline=None)
@@ -256,6 +256,38 @@ def test_multi_cells_format_as_format_multi_per_cell() -> None:
     assert map_cells(cells, format_multi, many=_format_multi_many) == [format_multi(c)
                                                                       for c in cells]
     assert _format_multi_many([]) == []
+
+
+@pytest.mark.parametrize("cells", [
+    [("a", "b"), ("b", "a"), ("a", "a"), (), ("x",), ("é", "z"), ("c", "b", "c")],
+    [("a", "b"), "a|b", None, ("a", 1)],
+    [],
+])
+def test_a_multi_column_formats_as_format_multi_per_cell(cells) -> None:
+    """The all-tuples path and the general one give what format_multi gives cell by cell,
+    with the tuple objects shared among cells as the store shares them."""
+    shared = cells + cells[::-1]
+    array = np.empty(len(shared), dtype=object)
+    array[:] = shared
+    assert _multi_cell_array(array).tolist() == [format_multi(c) for c in shared]
+
+
+@pytest.mark.parametrize("late", [False, True])
+def test_rows_out_of_order_after_the_first_rows_are_sorted(late) -> None:
+    """stable_sort_order reads the first rows first: rows in order there and out of order
+    further on are still sorted, rows in order everywhere are left as they are."""
+    n = 3000
+    records = pd.DataFrame({"period": ["2020Q1"] * n,
+                            "case_id": [f"{i:06d}" for i in range(n)],
+                            "version": np.zeros(n, dtype=np.int64)})
+    if late:
+        records.loc[n - 2, "case_id"], records.loc[n - 1, "case_id"] = f"{n - 1:06d}", f"{n - 2:06d}"
+    order = stable_sort_order(records, ["period", "case_id", "version"])
+    expected = records.sort_values(["period", "case_id", "version"], kind="stable").index
+    if late:
+        assert order is not None and order.tolist() == expected.tolist()
+    else:
+        assert order is None
 
 
 @pytest.mark.parametrize("odd", [(), ("",), ("a", ""), ("x\x1fy",), ("a\x1f", "b")])
