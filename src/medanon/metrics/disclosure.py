@@ -640,13 +640,16 @@ class _Sweep:
         self.n_by_lo, self.n_by_hi = n_records[self.by_lo], n_records[self.by_hi]
         self.w_by_lo, self.w_by_hi = n_terms[self.by_lo], n_terms[self.by_hi]
         (self.lo_values, lo_rank), (self.hi_values, hi_rank) = _ranked(lo), _ranked(hi)
-        term = term_code.astype(np.int64)
-        width = int(term.max(initial=0)) + 1
-        pair = np.unique(record_class[term_row] * width + term)  # sorted by class, then term
-        pair_class, term = pair // width, pair % width
-        order = np.argsort(term * len(self.lo_values) + lo_rank[pair_class], kind="stable")
-        self.pair_class = pair_class[order]
-        self.pair_term = term[order]
+        # the pairs by term, then lower end, then class, in one sort of integer keys (a class
+        # has one lower end: a class's pairs of one term are neighbours, and one is kept)
+        pair_class = record_class[term_row]
+        key = np.sort((term_code.astype(np.int64) * len(self.lo_values) + lo_rank[pair_class])
+                      * n_class + pair_class)
+        kept = np.ones(len(key), dtype=bool)
+        kept[1:] = key[1:] != key[:-1]
+        key = key[kept]
+        self.pair_class = key % n_class
+        self.pair_term = key // n_class // len(self.lo_values)
         self.pair_lo, self.pair_hi = lo_rank[self.pair_class], hi_rank[self.pair_class]
 
 
