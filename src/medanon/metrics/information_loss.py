@@ -337,9 +337,27 @@ def _original_bounds(column: pd.Series, name: str) -> tuple[np.ndarray, np.ndarr
     return lo, hi
 
 
+def _text_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize(_texts(column))``: each cell's code among the distinct texts (in order of
+    first appearance) and those texts. A column of str cells (release rows) is factorized once
+    and its distinct cells stripped, instead of factorized again as stripped texts (issue 43):
+    the first cell of each stripped text is the first of the distinct cells that strip to it,
+    so the codes and the order are the same."""
+    values = column.to_numpy(dtype=object)
+    if not set(map(type, values.tolist())) <= {str}:
+        return pd.factorize(_texts(column))
+    codes, uniques = pd.factorize(values)
+    listed = uniques.tolist()
+    joined = "\x00".join(listed)
+    if joined.split(maxsplit=1) != [joined]:  # white space to strip (as :func:`_texts` tells)
+        outer, distinct = pd.factorize(np.array([u.strip() for u in listed], dtype=object))
+        codes, uniques = outer[codes], distinct
+    return codes, pd.Index(np.asarray(uniques, dtype=object), dtype=_STR)
+
+
 def _published_bounds(column: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """L, U and the whole-domain mask of a published numeric QID (``*``/empty = whole domain)."""
-    codes, uniques = pd.factorize(_texts(column))
+    codes, uniques = _text_codes(column)
     lo_u = np.full(len(uniques), np.nan)
     hi_u = np.full(len(uniques), np.nan)
     whole_u = np.zeros(len(uniques), dtype=bool)
@@ -366,7 +384,7 @@ def _label_codes(column: pd.Series, tax: Taxonomy, name: str, param: str) -> np.
     An original label that names a node with a self leaf (a raw ``Adult``) is that leaf: the
     record value, not the generalization it would be in a release.
     """
-    codes, uniques = pd.factorize(_texts(column))
+    codes, uniques = _text_codes(column)
     if param == "original":
         uniques = pd.Index(tax.record_labels(uniques))
     root = tax.code_of[tax.root]
