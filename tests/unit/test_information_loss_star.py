@@ -15,7 +15,8 @@ import pytest
 
 from medanon.errors import SchemaError, ValidationError
 from medanon.hierarchies import Interval, mesh_age_tree, sex_tree
-from medanon.metrics.information_loss import StarLoss, information_loss_star
+from medanon.metrics.information_loss import (StarLoss, _text_codes, _texts,
+                                              information_loss_star)
 
 AGE = [("age", "categorical")]
 WEIGHT = [("weight", "numeric")]
@@ -469,3 +470,21 @@ def test_texts_strip_cells_with_white_space_at_either_end_and_keep_the_others():
         want = column.astype(str).str.strip()
         assert got.tolist() == want.tolist() and got.dtype == want.dtype
         assert got.name == "case_id"
+
+
+@pytest.mark.parametrize("cells", [
+    ["a", " a", "b ", "", " ", "b", "a", "c\t"],
+    ["[10-20]", "*", "[10-20]", "5"],
+    [],
+    ["x", None, " x", float("nan")],
+    [1, "1", " 1"],
+])
+def test_text_codes_are_the_factorized_texts(cells):
+    # _text_codes factorizes a str column once and strips its distinct cells (issue 43): the
+    # codes, the texts, their order and their dtype are those of factorizing _texts' column.
+    column = pd.Series(cells, dtype=object)
+    codes, texts = _text_codes(column)
+    want_codes, want_texts = pd.factorize(_texts(column))
+    assert codes.dtype == want_codes.dtype and codes.tolist() == want_codes.tolist()
+    assert type(texts) is type(want_texts) and texts.dtype == want_texts.dtype
+    assert texts.tolist() == want_texts.tolist()

@@ -12,6 +12,7 @@ given as intervals, and schemas with no or two numeric QIDs.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -172,3 +173,52 @@ def test_classes_with_unknown_values_are_numpy_unique_along_rows(seed):
     _, first, inverse = np.unique(table, axis=0, return_index=True, return_inverse=True)
     got_inverse, got_first = disclosure._classes(table)
     assert np.array_equal(got_first, first) and np.array_equal(got_inverse, inverse.ravel())
+
+
+@pytest.mark.parametrize("schema", sorted(SCHEMAS))
+@pytest.mark.parametrize("seed", range(4))
+def test_original_region_takes_the_rows_loc_picks(schema, seed):
+    # The targets' values are taken by position (issue 43): the same as the records reindexed
+    # by CaseID with .loc (given in the release's order, where positions are the identity),
+    # whatever the order of the records and their extra rows and columns; a repeated CaseID
+    # keeps .loc's rows (one per occurrence).
+    series, originals = random_series(seed, SCHEMAS[schema])
+    for label in series.periods:
+        cases = series.releases[label]["case_id"].astype(str).to_numpy()
+        records = originals[label].sample(frac=1.0, random_state=seed).assign(extra=1)
+        in_order = records.set_axis(pd.Index(records["case_id"].astype(str))).loc[cases]
+        region, known = disclosure._original_region(records, cases, series)
+        expected_region, expected_known = disclosure._original_region(
+            in_order.reset_index(drop=True), cases, series)
+        for got, expected in ((region.cat, expected_region.cat), (region.lo, expected_region.lo),
+                              (region.hi, expected_region.hi), (known, expected_known)):
+            assert got.keys() == expected.keys()
+            for name in got:
+                np.testing.assert_array_equal(got[name], expected[name])
+        repeated = pd.concat([records, records[records["case_id"].astype(str) == cases[0]]])
+        _, known = disclosure._original_region(repeated, cases, series)
+        assert all(len(v) == len(cases) + 1 for v in known.values())
+
+
+@pytest.mark.parametrize("schema", sorted(SCHEMAS))
+@pytest.mark.parametrize("seed", range(8))
+def test_index_equals_the_reference_when_groups_share_their_cells(schema, seed):
+    # As in a real release, each group's records publish the same cells: the index's sweeps
+    # count records of one bucket and interval together, and keep one of their pairs per term
+    # (issue 43). Each random group takes its first record's cells.
+    qids = SCHEMAS[schema]
+    series, originals = random_series(seed, qids, periods=3 + seed % 2)
+    names = [q.name for q in qids]
+    releases = {}
+    for label, rows in series.releases.items():
+        rows = rows.copy()
+        if names:
+            rows[names] = rows.groupby("group")[names].transform("first")
+        releases[label] = rows
+    shared = PublishedSeries(releases, dict(series.manifests), qids,
+                             ("indications", "reactions"), "random series, shared cells")
+    for label in shared.periods:
+        for md in (False, True):
+            fast = linkage_risk(shared, label, originals[label], md=md)
+            slow = _reference_linkage_risk(shared, label, originals[label], md=md)
+            assert fast == slow, (label, md)

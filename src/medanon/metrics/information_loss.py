@@ -120,14 +120,13 @@ def encode_distinct(tax: Taxonomy, labels: np.ndarray) -> np.ndarray:
     return tax.encode(distinct)[codes] if len(codes) else tax.encode([])
 
 
-def _bounds(texts: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds of published numeric cells (as :func:`_texts` reads them); NaN for an empty cell
-    (missing) and for ``*``."""
-    codes, uniques = pd.factorize(texts)
-    parsed = [_parsed(t) if t not in _WHOLE else (np.nan, np.nan) for t in uniques]
+def _bounds(texts: pd.Index) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of distinct published numeric cells (as :func:`_texts` reads them); NaN for an
+    empty cell (missing) and for ``*``."""
+    parsed = [_parsed(t) if t not in _WHOLE else (np.nan, np.nan) for t in texts]
     lo = np.array([p[0] for p in parsed], dtype=np.float64)
     hi = np.array([p[1] for p in parsed], dtype=np.float64)
-    return lo[codes], hi[codes]
+    return lo, hi
 
 
 def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, str]],
@@ -152,10 +151,14 @@ def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, st
     for name, kind in qids:
         # An empty cell publishes a missing value as missing: nothing was generalized, so it
         # costs 0; ``*`` is the root (categorical) or the whole range (numeric) and costs 1.
-        texts = _texts(rows[name])
-        empty = texts.eq("").to_numpy()
+        # each distinct cell read once: a release repeats a group's cells on its rows
+        at, texts = _text_codes(rows[name])
+        distinct = np.asarray(texts, dtype=object)
+        empty_u = distinct == ""
+        empty = empty_u[at]
         if kind == "numeric":
-            lo, hi = _bounds(texts)
+            lo_u, hi_u = _bounds(texts)
+            lo, hi = lo_u[at], hi_u[at]
             span_all = np.nanmax(hi) - np.nanmin(lo) if np.isfinite(hi).any() else 0.0
             if span_all > 0:
                 term = (hi - lo) / span_all
@@ -164,9 +167,8 @@ def normalized_information_loss(rows: pd.DataFrame, qids: Sequence[tuple[str, st
                 loss += np.where(np.isnan(hi) & ~empty, 1.0, 0.0)
         else:
             tax = hierarchies[name]
-            labels = texts.mask(empty, tax.root)
             if tax.height > 0:
-                codes = encode_distinct(tax, labels.to_numpy(dtype=object))
+                codes = encode_distinct(tax, np.where(empty_u, tax.root, distinct))[at]
                 loss += np.where(empty, 0.0,
                                  np.asarray(tax.subtree_height_array, dtype=float)[codes] / tax.height)
     per_group = pd.Series(loss / len(qids)).groupby(rows["group"].to_numpy()).first()
@@ -337,9 +339,27 @@ def _original_bounds(column: pd.Series, name: str) -> tuple[np.ndarray, np.ndarr
     return lo, hi
 
 
+def _text_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """``pd.factorize(_texts(column))``: each cell's code among the distinct texts (in order of
+    first appearance) and those texts. A column of str cells (release rows) is factorized once
+    and its distinct cells stripped, instead of factorized again as stripped texts (issue 43):
+    the first cell of each stripped text is the first of the distinct cells that strip to it,
+    so the codes and the order are the same."""
+    values = column.to_numpy(dtype=object)
+    if not set(map(type, values.tolist())) <= {str}:
+        return pd.factorize(_texts(column))
+    codes, uniques = pd.factorize(values)
+    listed = uniques.tolist()
+    joined = "\x00".join(listed)
+    if joined.split(maxsplit=1) != [joined]:  # white space to strip (as :func:`_texts` tells)
+        outer, distinct = pd.factorize(np.array([u.strip() for u in listed], dtype=object))
+        codes, uniques = outer[codes], distinct
+    return codes, pd.Index(np.asarray(uniques, dtype=object), dtype=_STR)
+
+
 def _published_bounds(column: pd.Series, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """L, U and the whole-domain mask of a published numeric QID (``*``/empty = whole domain)."""
-    codes, uniques = pd.factorize(_texts(column))
+    codes, uniques = _text_codes(column)
     lo_u = np.full(len(uniques), np.nan)
     hi_u = np.full(len(uniques), np.nan)
     whole_u = np.zeros(len(uniques), dtype=bool)
@@ -366,7 +386,7 @@ def _label_codes(column: pd.Series, tax: Taxonomy, name: str, param: str) -> np.
     An original label that names a node with a self leaf (a raw ``Adult``) is that leaf: the
     record value, not the generalization it would be in a release.
     """
-    codes, uniques = pd.factorize(_texts(column))
+    codes, uniques = _text_codes(column)
     if param == "original":
         uniques = pd.Index(tax.record_labels(uniques))
     root = tax.code_of[tax.root]
