@@ -643,14 +643,26 @@ class _Sweep:
         # the pairs by term, then lower end, then class, in one sort of integer keys (a class
         # has one lower end: a class's pairs of one term are neighbours, and one is kept)
         pair_class = record_class[term_row]
-        key = np.sort((term_code.astype(np.int64) * len(self.lo_values) + lo_rank[pair_class])
-                      * n_class + pair_class)
-        kept = np.ones(len(key), dtype=bool)
-        kept[1:] = key[1:] != key[:-1]
-        key = key[kept]
-        self.pair_class = key % n_class
-        self.pair_term = key // n_class // len(self.lo_values)
+        terms = int(term_code.max()) + 1 if len(term_code) else 0
+        if terms * len(self.lo_values) * n_class < _SWEEP_KEYS:
+            key = np.sort((term_code.astype(np.int64) * len(self.lo_values) + lo_rank[pair_class])
+                          * n_class + pair_class)
+            kept = np.ones(len(key), dtype=bool)
+            kept[1:] = key[1:] != key[:-1]
+            key = key[kept]
+            self.pair_class = key % n_class
+            self.pair_term = key // n_class // len(self.lo_values)
+        else:  # (keys beyond int64: the same order by a lexsort of the three)
+            order = np.lexsort((pair_class, lo_rank[pair_class], term_code))
+            pair_class, term = pair_class[order], term_code[order].astype(np.int64)
+            kept = np.ones(len(order), dtype=bool)
+            kept[1:] = (pair_class[1:] != pair_class[:-1]) | (term[1:] != term[:-1])
+            self.pair_class, self.pair_term = pair_class[kept], term[kept]
         self.pair_lo, self.pair_hi = lo_rank[self.pair_class], hi_rank[self.pair_class]
+
+
+#: the sweep's (term, lower end, class) pairs are sorted as one int64 key below this many keys
+_SWEEP_KEYS = 2**63
 
 
 def _known_covers(region: Region, tgt: Region, kn: Mapping[str, np.ndarray],
