@@ -1433,18 +1433,10 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
 
     def growth_risk(g: _Group, terms: list[int]) -> float:
         """PR(g, r) of a growing group for a record r of these terms: ``g.risk(...,
-        growing=True)`` (001 Eq. 5, the same float: privacy_risk's operations, on η as Python
-        ints), without its α test, which every probe passes first (``alpha_ok`` of r's
-        (class, ss), from the same counters)."""
-        total = 1.0
-        sigma = g.sigma
-        for s in terms:
-            c = sigma.get(s, 0) + 1
-            e = growth_eta_list[s]
-            if c > e:
-                return INF
-            total += c / (e - c + 1)
-        return total
+        growing=True)`` (001 Eq. 5) on η as Python ints (the same float), without its α test,
+        which every probe passes first (``alpha_ok`` of r's (class, ss), from the same
+        counters)."""
+        return privacy_risk(terms, g.sigma, growth_eta_list)
 
     # each cell's value as Python numbers, for the group's hull with a record of it (grow)
     space = data.space
