@@ -28,6 +28,17 @@ def _class_groups_case(seed: int):
     return data, class_of, groups, rest
 
 
+def _class_tables(seed: int):
+    """:func:`_class_groups_case` with the leftover phase's table of its groups, each group's
+    QID class, the zero-loss groups and their :class:`_ClassGroups`."""
+    data, class_of, groups, rest = _class_groups_case(seed)
+    table = _GroupTable(data, groups)
+    group_class = [int(class_of[g.members[0]]) for g in groups]
+    zero = np.flatnonzero(table.loss == 0.0).tolist()
+    classes = _ClassGroups(table, zero, [group_class[gi] for gi in zero])
+    return data, class_of, groups, rest, table, group_class, zero, classes
+
+
 def _join_at_random(data, table: _GroupTable, classes: _ClassGroups, group_class: list[int],
                     r: int, c: int, rng: np.random.Generator) -> None:
     """Join record r (of QID class c) to a random group: mostly one of its own class that still
@@ -45,11 +56,7 @@ def _join_at_random(data, table: _GroupTable, classes: _ClassGroups, group_class
 
 @pytest.mark.parametrize("seed", range(6))
 def test_class_sigma_rows_equal_a_rebuild_after_random_joins(seed):
-    data, class_of, groups, rest = _class_groups_case(seed)
-    table = _GroupTable(data, groups)
-    group_class = [int(class_of[g.members[0]]) for g in groups]
-    zero = np.flatnonzero(table.loss == 0.0).tolist()
-    classes = _ClassGroups(table, zero, [group_class[gi] for gi in zero])
+    data, class_of, groups, rest, table, group_class, zero, classes = _class_tables(seed)
     rng = np.random.default_rng(seed)
     all_terms = list(range(len(data.theta)))
     for r in rng.permutation(rest).tolist():
@@ -103,11 +110,7 @@ def test_first_free_group_of_a_class_equals_a_scan_after_random_joins(monkeypatc
     if not dense:
         monkeypatch.setattr(clustering, "FREQUENT_TERMS", 1)
         monkeypatch.setattr(clustering, "DENSE_CELLS", 1)
-    data, class_of, groups, rest = _class_groups_case(seed)
-    table = _GroupTable(data, groups)
-    group_class = [int(class_of[g.members[0]]) for g in groups]
-    zero = np.flatnonzero(table.loss == 0.0).tolist()
-    classes = _ClassGroups(table, zero, [group_class[gi] for gi in zero])
+    data, class_of, groups, rest, table, group_class, zero, classes = _class_tables(seed)
     rng = np.random.default_rng(seed)
     all_terms = list(range(len(data.theta)))
     asked = 0
