@@ -697,10 +697,10 @@ class ReleaseStore:
         del fetched
         if share_cells:
             # (the CaseIDs, one a row, are not shared)
+            # (no cell is missing: the query reads a missing one as "")
             for name in columns:
                 if name != "case_id":
-                    codes, distinct = pd.factorize(cells[name])
-                    cells[name] = np.asarray(distinct, dtype=object)[codes]
+                    cells[name] = _one_object_per_text(cells[name])
         # each period's rows in row_no order (stable: as the query's ORDER BY period, row_no)
         which, labels = pd.factorize(cells["period"])
         order = np.lexsort((row_no, which))
@@ -1281,10 +1281,16 @@ def _share_texts(frame: pd.DataFrame, columns: Iterable[str]) -> None:
             frame[name] = pd.Series(pd.Index(distinct).array.take(codes, allow_fill=True),
                                     index=frame.index, dtype=frame[name].dtype)
         elif frame[name].dtype == object and frame[name].notna().all():
-            codes, distinct = pd.factorize(frame[name].to_numpy(dtype=object))
             # (as an object Series: an array of str would be read as pandas' text dtype)
-            frame[name] = pd.Series(np.asarray(distinct, dtype=object)[codes], index=frame.index,
-                                    dtype=object)
+            frame[name] = pd.Series(_one_object_per_text(frame[name].to_numpy(dtype=object)),
+                                    index=frame.index, dtype=object)
+
+
+def _one_object_per_text(values: np.ndarray) -> np.ndarray:
+    """``values`` (an object array with no missing cell) with the cells that hold equal text
+    holding one object (:func:`_share_texts`)."""
+    codes, distinct = pd.factorize(values)
+    return np.asarray(distinct, dtype=object)[codes]
 
 
 #: the most distinct texts a records column is read as a DuckDB ENUM (:func:`_few_texts`)
