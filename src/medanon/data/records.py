@@ -684,7 +684,7 @@ def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, first_index: np.ndar
     values = np.empty(len(raw), dtype=object)
     try:
         # the store shares one str among a label's cells: hashed once per object
-        codes, distinct = factorize_cells(raw) if len(raw) else pd.factorize(raw)
+        codes, distinct = factorize_cells(raw)
     except TypeError:  # an unhashable cell: looked up one by one below
         codes, distinct = np.zeros(0, dtype=np.intp), np.array([None], dtype=object)
     label_na = None
