@@ -517,6 +517,15 @@ class _Group:
         ``same_value``: the caller knows that r's QID values leave the group's value (and so
         its loss) as they are (a point of the group's own exact QID class, all of whose records
         share their values): the LCAs and hulls are not computed again."""
+        sigma = self.sigma  # (read before r joins: a _ClassGroup counts its members when read)
+        for s in self._join(data, r, remaining=remaining, kept=kept, same_value=same_value):
+            sigma[s] = sigma.get(s, 0) + 1
+
+    def _join(self, data: GroupingInput, r: int, *, remaining: bool,
+              kept: tuple[list[int], bool] | None, same_value: bool) -> list[int]:
+        """:meth:`add` but for σ: the group's value and loss, size, anchors, α counters and
+        members take r; returns the terms r adds to σ (:class:`_GroupTable` counts them in its
+        own table)."""
         with_alpha = data._alpha_columns  # (alpha, ha_class, ss) or None
         if kept is None:
             terms = data.terms(r)
@@ -528,11 +537,10 @@ class _Group:
             self.loss = state_loss(data.space, self.cat, self.lo, self.hi)
         self.size += 1
         self.anchors += int(data.anchor[r])
-        for s in terms:
-            self.sigma[s] = self.sigma.get(s, 0) + 1
         if with_alpha is not None:
             self.ha = ha_update(self.ha, int(with_alpha[1][r]), ss, remaining)
         self.members.append(r)
+        return terms
 
     def loss_with(self, data: GroupingInput, r: int) -> float:
         """L(g ∪ {r})."""
@@ -2059,21 +2067,15 @@ class _GroupTable:
             same_value: bool = False) -> None:
         """Place leftover r in group gi (``kept``, ``same_value``: see :meth:`_Group.add`).
 
-        :meth:`_Group.add` but for σ, which the table counts and the group's dict does not:
-        from the table's making on, σ is read from the table only (:func:`_place_leftovers`,
-        :func:`_fit_by_suppression_fast`), and a preformed group's dict, made when first read
-        (:class:`_ClassGroup`), is never made (the counts of every preformed group at once
-        and a dict of each: about 0.3 s and tens of MB of a 450k quarter 2)."""
+        The group takes r as in :meth:`_Group.add` but for σ (:meth:`_Group._join`), which the
+        table counts and the group's dict does not: from the table's making on, σ is read from
+        the table only (:func:`_place_leftovers`, :func:`_fit_by_suppression_fast`), and a
+        preformed group's dict, made when first read (:class:`_ClassGroup`), is never made
+        (the counts of every preformed group at once and a dict of each: about 0.3 s and tens
+        of MB of a 450k quarter 2)."""
         data, g = self.data, self.groups[gi]
-        if kept is None:
-            terms = data.terms(r)
-            with_alpha = data._alpha_columns  # (alpha, ha_class, ss) or None
-            ss = bool(with_alpha[2][r]) if with_alpha is not None else False
-        else:
-            terms, ss = kept
+        terms = g._join(data, r, remaining=True, kept=kept, same_value=same_value)
         if not same_value:
-            g.cat, g.lo, g.hi = g._merged(data, r)
-            g.loss = state_loss(data.space, g.cat, g.lo, g.hi)
             # per attribute, the group's code (categorical) or bounds (numeric), as the arrays'
             for j, code in enumerate(g.cat):
                 if code is None:
@@ -2086,17 +2088,9 @@ class _GroupTable:
                     assert codes is not None
                     codes[gi] = code
             self.loss[gi] = g.loss
-        held = self._anchor_list[r]
-        g.size += 1
-        self.size[gi] += 1.0
-        if held:
-            g.anchors += 1
-            self.anchors[gi] += 1
+        self.size[gi], self.anchors[gi] = g.size, g.anchors
         if data.alpha is not None:  # (without α the counters never move)
-            assert data.ha_class is not None  # given with alpha
-            g.ha = ha_update(g.ha, int(data.ha_class[r]), ss, True)
             self.ha[gi] = g.ha
-        g.members.append(r)
         self._count_terms(gi, terms, g.size)
 
     def _count_terms(self, gi: int, terms: Sequence[int], size: int) -> None:
