@@ -82,6 +82,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import chain
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -1806,15 +1807,22 @@ class _GroupTable:
         self.data, self.groups = data, groups
         G = len(groups)
         nattr = len(space.attributes)
-        self.cat = [None if space.attributes[j].numeric else
-                    np.array([g.cat[j] for g in groups], dtype=np.int64) for j in range(nattr)]
-        self.lo = [np.array([g.lo[j] for g in groups]) if space.attributes[j].numeric else None
-                   for j in range(nattr)]
-        self.hi = [np.array([g.hi[j] for g in groups]) if space.attributes[j].numeric else None
-                   for j in range(nattr)]
-        self.size = np.array([g.size for g in groups], dtype=float)
-        self.loss = np.array([g.loss for g in groups])
-        self.anchors = np.array([g.anchors for g in groups], dtype=np.int64)
+        # (each attribute of the 80k groups of a 450k quarter read through attrgetter and
+        # itemgetter into np.fromiter: about half the cost of list comprehensions into np.array)
+        sizes = list(map(attrgetter("size"), groups))
+        numeric = [a.numeric for a in space.attributes]
+
+        def column(values: list, j: int, dtype: type) -> np.ndarray:
+            return np.fromiter(map(itemgetter(j), values), dtype=dtype, count=G)
+
+        cats, los, his = (list(map(attrgetter(name), groups)) for name in ("cat", "lo", "hi"))
+        self.cat = [None if numeric[j] else column(cats, j, np.int64) for j in range(nattr)]
+        self.lo = [column(los, j, float) if numeric[j] else None for j in range(nattr)]
+        self.hi = [column(his, j, float) if numeric[j] else None for j in range(nattr)]
+        del cats, los, his
+        self.size = np.array(sizes, dtype=float)
+        self.loss = np.fromiter(map(attrgetter("loss"), groups), dtype=float, count=G)
+        self.anchors = np.fromiter(map(attrgetter("anchors"), groups), dtype=np.int64, count=G)
         # (without α the counters never move and are never read: not gathered)
         self.ha = (np.array([g.ha for g in groups], dtype=np.int64).reshape(G, 8)
                    if data.alpha is not None else np.zeros((G, 8), dtype=np.int64))
@@ -1825,15 +1833,14 @@ class _GroupTable:
         self.column = np.full(len(data.theta), -1, dtype=np.int64)
         self.column[top] = np.arange(len(top))
         self._column_list: list[int] = self.column.tolist()
-        narrow = max((g.size for g in groups), default=0) < _NARROW_SIGMA
+        narrow = max(sizes, default=0) < _NARROW_SIGMA
         self.dense = np.zeros((G, len(top)), dtype=np.int16 if narrow else np.int32)
         self.sparse: dict[int, dict[int, int]] = {}
         self._etas: dict[int, np.ndarray] = {}
         # σ of every group from its members' terms at once (before the leftover phase a
         # group's σ counts exactly its members' terms: no term of theirs is suppressed yet)
-        sizes = [g.size for g in groups]
-        members = np.fromiter(chain.from_iterable(g.members for g in groups), dtype=np.int64,
-                              count=sum(sizes))
+        members = np.fromiter(chain.from_iterable(map(attrgetter("members"), groups)),
+                              dtype=np.int64, count=sum(sizes))
         owner = np.repeat(np.arange(G), sizes)
         lengths = np.diff(data.term_ptr)[members]
         pos = (np.repeat(data.term_ptr[members] - np.cumsum(lengths) + lengths, lengths)
@@ -2367,9 +2374,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         result.unplaced.extend(leftovers.tolist())
         _place_by_suppression(data, groups, result)  # (only lists the late records: no group)
         if G:
-            for gi, g in enumerate(groups):
-                result.group_of[g.members] = gi
-            result.n_groups = G
+            _number_groups(groups, result)
         return
     table = _GroupTable(data, groups)
     index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss, table)
@@ -2519,9 +2524,18 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             else:
                 classes.added(gi, data.terms(r), int(data.anchor[r]))
     _place_by_suppression(data, groups, result, table=table)
-    for gi, g in enumerate(groups):
-        result.group_of[g.members] = gi
-    result.n_groups = G
+    _number_groups(groups, result)
+
+
+def _number_groups(groups: list[_Group], result: GroupingResult) -> None:
+    """Each member's group number in ``result.group_of`` (group i's members get i), and the
+    number of groups: one assignment over every member at once (a record is in one group at
+    most), not one per group (80k groups of a 450k quarter 2: about 0.1 s)."""
+    sizes = list(map(len, map(attrgetter("members"), groups)))
+    members = np.fromiter(chain.from_iterable(map(attrgetter("members"), groups)),
+                          dtype=np.int64, count=sum(sizes))
+    result.group_of[members] = np.repeat(np.arange(len(groups), dtype=np.int64), sizes)
+    result.n_groups = len(groups)
 
 
 def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -> tuple | None:
