@@ -2775,12 +2775,11 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
         merge(rr[near], gg[near], dil[near])
     # (a row without a best after the first round opened every block that may hold a group
     # able to take it: no group left out can, and ``limit`` is ∞ there)
-    return {r: (None if best_g[i] < 0 else
-                (float(best_key[i]), float(best_pr[i]), int(best_g[i])),
-                None if second_g[i] < 0 else
-                (float(second_key[i]), float(second_pr[i]), int(second_g[i])),
-                float(limit[i]))
-            for i, r in enumerate(rs)}
+    # (read as lists first: the same Python floats and ints, without a numpy scalar per read)
+    return {r: (None if g1 < 0 else (k1, p1, g1), None if g2 < 0 else (k2, p2, g2), cap)
+            for r, k1, p1, g1, k2, p2, g2, cap in zip(
+                rs, best_key.tolist(), best_pr.tolist(), best_g.tolist(), second_key.tolist(),
+                second_pr.tolist(), second_g.tolist(), limit.tolist())}
 
 
 def _floor_at(data: GroupingInput, r: int, count: int) -> float:
