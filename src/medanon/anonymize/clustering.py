@@ -1873,6 +1873,9 @@ class _GroupTable:
             hi = min(lo + step, G)
             self.dense[lo:hi] = np.bincount(cells[a:b] - lo * width,
                                             minlength=(hi - lo) * width).reshape(hi - lo, width)
+        #: the dense table's cells one at a time, as Python ints (a memoryview: a cell read or
+        #: counted without a numpy scalar, half the cost of one; remade with the table)
+        self.cells = self.dense.data
         rare = col < 0
         keys, counts = np.unique(term[rare] * max(G, 1) + holder[rare], return_counts=True)
         # (the per-term arrays go before the structures below are made: this is about the
@@ -2118,11 +2121,12 @@ class _GroupTable:
         """Count ``terms`` in σ of group gi, now of ``size`` records."""
         if size >= _NARROW_SIGMA and self.dense.dtype == np.int16:
             self.dense = self.dense.astype(np.int32)  # (once: see _NARROW_SIGMA)
-        column, row = self._column_list, self.dense[gi]
+            self.cells = self.dense.data
+        column, cells = self._column_list, self.cells
         for s in terms:
             col = column[s]
             if col >= 0:
-                row[col] += 1
+                cells[gi, col] += 1
             else:
                 held = self.sparse.setdefault(s, {})
                 count = held.get(gi, 0)
@@ -2245,13 +2249,12 @@ class _ClassGroups:
                 # σ of r's terms, group by group, from the table (the groups' dicts are not
                 # kept: :meth:`_GroupTable.add`)
                 table = self.table
-                column, dense = table._column_list, table.dense
+                column, cells = table._column_list, table.cells
                 cols = [column[s] for s in terms]
                 if min(cols, default=0) >= 0:  # (the usual case: every term in the dense table)
                     for gi in members:
-                        row = dense[gi]
                         for col in cols:
-                            if row[col]:
+                            if cells[gi, col]:
                                 break
                         else:
                             return gi
@@ -2259,8 +2262,8 @@ class _ClassGroups:
                 rare = [table.sparse.get(s, {}) for s, col in zip(terms, cols) if col < 0]
                 cols = [col for col in cols if col >= 0]
                 for gi in members:
-                    row = dense[gi]
-                    if any(row[col] for col in cols) or any(held.get(gi) for held in rare):
+                    if (any(cells[gi, col] for col in cols)
+                            or any(held.get(gi) for held in rare)):
                         continue
                     return gi
                 return None
@@ -2425,7 +2428,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     # class, loses more once it holds r), so that search is the whole search (issue 30).
     point = _record_losses(data) == 0.0
     zero = np.flatnonzero(table.loss == 0.0).tolist()
-    classes = _ClassGroups(table, zero, [int(class_of[groups[gi].members[0]]) for gi in zero])
+    # (each zero-loss group's class read at its first member's, for all of them at once)
+    firsts = np.fromiter((groups[gi].members[0] for gi in zero), dtype=np.int64, count=len(zero))
+    classes = _ClassGroups(table, zero, class_of[firsts].tolist())
 
     # Leftovers are walked in windows of :data:`_WINDOW`. Each window's leftovers that will
     # search every group (not points of a class with zero-loss groups) have their best group
