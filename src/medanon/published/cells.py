@@ -323,18 +323,20 @@ def distinct_cells(column: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarr
     """``pd.factorize(cell_strings(column))``: the number of each cell's text among the
     distinct texts (in order of first appearance, int64) and those texts, each distinct cell
     object read once (:func:`_cell_objects`)."""
-    which, first, texts, by_text = _cell_objects(column)
+    which, first, texts, by_text = _cell_objects(column, first=False)
     if not len(which) or by_text:
         return which, texts
     code, distinct = pd.factorize(texts)
     return code.astype(np.int64)[which], np.asarray(distinct, dtype=object)
 
 
-#: cells sampled to tell whether a column shares its objects (:func:`_shares_objects`)
-_SAMPLE = 1024
+#: cells sampled to tell whether a column shares its objects (:func:`_shares_objects`): a
+#: fourth of what :func:`~medanon.data.records.factorize_cells` samples, as evaluate's checks
+#: sample some 1,800 columns (a thousand cells' ids cost them a tenth of a second, issue 43)
+_SAMPLE = 256
 
 
-def _cell_objects(column: pd.Series | np.ndarray,
+def _cell_objects(column: pd.Series | np.ndarray, *, first: bool = True,
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """The distinct objects of a column's cells: each cell's object number (in order of first
     appearance, int64), each object's first row, each object's text as :func:`cell_strings`
@@ -352,7 +354,8 @@ def _cell_objects(column: pd.Series | np.ndarray,
     third of verify's parse of 24 linked releases, issue 43): their cells are numbered by
     text at once (:func:`_shares_objects` tells the two apart). The numbers are the same
     either way when objects and texts correspond one to one, and every caller reads them only
-    as "cells that read alike".
+    as "cells that read alike". Without ``first``, the first rows of cells numbered by text
+    are not looked for (an empty array stands for them).
     """
     values = (column.to_numpy(dtype=object) if isinstance(column, pd.Series)
               else np.asarray(column, dtype=object))  # (no copy of an object or str column)
@@ -362,15 +365,16 @@ def _cell_objects(column: pd.Series | np.ndarray,
     if not _shares_objects(values):
         codes, distinct = pd.factorize(cell_strings(values))
         codes = codes.astype(np.int64)
-        return codes, first_appearances(codes), np.asarray(distinct, dtype=object), True
-    which, first = distinct_objects(values)
-    return which.astype(np.int64), first.astype(np.int64), cell_strings(values[first]), False
+        rows = first_appearances(codes) if first else np.zeros(0, dtype=np.int64)
+        return codes, rows, np.asarray(distinct, dtype=object), True
+    which, first_rows = distinct_objects(values)
+    return which.astype(np.int64), first_rows.astype(np.int64), cell_strings(values[first_rows]), False
 
 
 def _shares_objects(values: np.ndarray) -> bool:
     """Whether the cells of a large column are mostly repeats of the same objects: at most
-    nine tenths of a sample of :data:`_SAMPLE` cells are distinct objects (the rule
-    :func:`~medanon.data.records.factorize_cells` applies). A small column is read by text."""
+    nine tenths of a sample of :data:`_SAMPLE` cells are distinct objects (the rule of
+    :func:`~medanon.data.records.factorize_cells`). A small column is read by text."""
     if len(values) <= _SAMPLE:
         return False
     sample = values[::max(1, len(values) // _SAMPLE)].tolist()
