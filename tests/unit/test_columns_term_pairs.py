@@ -9,8 +9,8 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as hs
 
-from medanon.published.cells import (cell_strings, columns_term_pairs, distinct_cells, joined_terms,
-                                    term_pairs)
+from medanon.published.cells import (_SAMPLE, _shares_objects, cell_strings, columns_term_pairs,
+                                    distinct_cells, joined_terms, term_pairs)
 
 # terms that strip to the same text, blank and suppressed terms, separators at the ends
 _TERMS = hs.sampled_from(["a", " a", "a ", "b", "B", "c d", "", " ", "*", " * ", "é"])
@@ -82,3 +82,46 @@ def test_shared_and_copied_cell_objects_read_as_their_text(columns) -> None:
         assert codes.dtype == np.int64
         assert codes.tolist() == want_codes.tolist()
         assert texts.tolist() == list(want_texts)
+
+
+def _tiled(cells: list[str | None], rows: int, *, fresh: bool) -> list[str | None]:
+    """The cells repeated to ``rows`` rows: the same objects again (a store's shared cells,
+    read by object) or, with ``fresh``, a new object per row (rows read with a str per cell,
+    read by text)."""
+    out = [cells[i % len(cells)] for i in range(rows)]
+    return [None if c is None else ("." + c)[1:] for c in out] if fresh else out
+
+
+@settings(max_examples=100, deadline=None)
+@given(hs.integers(1, 2).flatmap(lambda width: hs.integers(1, 14).flatmap(
+    lambda n: hs.lists(hs.tuples(hs.lists(_CELL, min_size=n, max_size=n),
+                                 hs.lists(hs.booleans(), min_size=n, max_size=n)),
+                       min_size=width, max_size=width))), hs.booleans())
+def test_large_columns_read_alike_by_object_and_by_text(columns, fresh) -> None:
+    # a column above the sample size is numbered by object when its cells repeat objects and
+    # by text when nearly every cell is an object of its own: both read as the joined cells
+    rows = _SAMPLE + 7
+    frame = _frame([_tiled(_copies(cells, shared), rows, fresh=fresh)
+                    for cells, shared in columns])
+    names = list(frame.columns)
+    _assert_reads_as_joined_cells(frame, names)
+    for name in names:
+        codes, texts = distinct_cells(frame[name])
+        want_codes, want_texts = pd.factorize(cell_strings(frame[name]))
+        assert codes.dtype == np.int64
+        assert codes.tolist() == want_codes.tolist()
+        assert texts.tolist() == list(want_texts)
+
+
+def test_a_large_column_is_read_by_object_or_by_text_as_its_cells_repeat_objects() -> None:
+    # (texts of two characters or more: CPython shares one object for "" and for each single
+    # character, however it is made)
+    cells = ["a|b", "b |", "c d|a", "a|b"]
+    shared = _tiled(cells, _SAMPLE + 7, fresh=False)
+    fresh = _tiled(cells, _SAMPLE + 7, fresh=True)
+    assert _shares_objects(np.asarray(shared, dtype=object))
+    assert not _shares_objects(np.asarray(fresh, dtype=object))
+    assert not _shares_objects(np.asarray(shared[:_SAMPLE], dtype=object))  # small: by text
+    frame = _frame([shared, fresh])
+    _assert_reads_as_joined_cells(frame, ["c0", "c1"])
+    _assert_reads_as_joined_cells(frame, ["c1", "c0"])

@@ -323,30 +323,63 @@ def distinct_cells(column: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarr
     """``pd.factorize(cell_strings(column))``: the number of each cell's text among the
     distinct texts (in order of first appearance, int64) and those texts, each distinct cell
     object read once (:func:`_cell_objects`)."""
-    which, first, texts = _cell_objects(column)
-    if not len(which):
+    which, first, texts, by_text = _cell_objects(column, first=False)
+    if not len(which) or by_text:
         return which, texts
     code, distinct = pd.factorize(texts)
     return code.astype(np.int64)[which], np.asarray(distinct, dtype=object)
 
 
-def _cell_objects(column: pd.Series | np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+#: cells sampled to tell whether a column shares its objects (:func:`_shares_objects`): a
+#: fourth of what :func:`~medanon.data.records.factorize_cells` samples, as evaluate's checks
+#: sample some 1,800 columns (a thousand cells' ids cost them a tenth of a second, issue 43)
+_SAMPLE = 256
+
+
+def _cell_objects(column: pd.Series | np.ndarray, *, first: bool = True,
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, bool]:
     """The distinct objects of a column's cells: each cell's object number (in order of first
-    appearance, int64), each object's first row, and each object's text as
-    :func:`cell_strings` reads it.
+    appearance, int64), each object's first row, each object's text as :func:`cell_strings`
+    reads it, and whether those texts are distinct (the cells were numbered by text).
 
     A release repeats a group's cell on each of its ≥k rows, and the rows a store or a method
     hands over hold one str object for equal cells: objects are told apart by identity (an
     integer hash per cell, :func:`~medanon.data.records.distinct_objects`) and only the
     distinct ones are read as text (issue 43). Two objects may hold the same text: a reader
     that needs distinct texts factorizes these (:func:`distinct_cells`).
+
+    Rows read with a str object per cell (the linked rows ``evaluate`` and ``verify`` read
+    from a store: one object per cell even for the period) gain nothing from the numbering
+    of objects, which then cost as much as the factorize of the texts that follows it (a
+    third of verify's parse of 24 linked releases, issue 43): their cells are numbered by
+    text at once (:func:`_shares_objects` tells the two apart). The numbers are the same
+    either way when objects and texts correspond one to one, and every caller reads them only
+    as "cells that read alike". Without ``first``, the first rows of cells numbered by text
+    are not looked for (an empty array stands for them).
     """
     values = (column.to_numpy(dtype=object) if isinstance(column, pd.Series)
               else np.asarray(column, dtype=object))  # (no copy of an object or str column)
     if not len(values):
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.empty(0, dtype=object)
-    which, first = distinct_objects(values)
-    return which.astype(np.int64), first.astype(np.int64), cell_strings(values[first])
+        return (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64),
+                np.empty(0, dtype=object), True)
+    if not _shares_objects(values):
+        codes, distinct = pd.factorize(cell_strings(values))
+        codes = codes.astype(np.int64)
+        rows = first_appearances(codes) if first else np.zeros(0, dtype=np.int64)
+        return codes, rows, np.asarray(distinct, dtype=object), True
+    which, first_rows = distinct_objects(values)
+    return which.astype(np.int64), first_rows.astype(np.int64), cell_strings(values[first_rows]), False
+
+
+def _shares_objects(values: np.ndarray) -> bool:
+    """Whether the cells of a large column are mostly repeats of the same objects: at most
+    nine tenths of a sample of :data:`_SAMPLE` cells are distinct objects (the rule of
+    :func:`~medanon.data.records.factorize_cells`). A small column is read by text."""
+    if len(values) <= _SAMPLE:
+        return False
+    sample = values[::max(1, len(values) // _SAMPLE)].tolist()
+    # ids are those of the objects ``values`` holds, alive while it is
+    return 10 * len(set(map(id, sample))) <= 9 * len(sample)
 
 
 def columns_term_pairs(frame: pd.DataFrame, columns) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -369,7 +402,7 @@ def columns_term_pairs(frame: pd.DataFrame, columns) -> tuple[np.ndarray, np.nda
     for col in columns:
         # each distinct cell object split once (two objects of one text split alike; the
         # release path's rows share one object per text, so no hash of the texts here)
-        which, cell_row, cells = _cell_objects(frame[col])
+        which, cell_row, cells, _ = _cell_objects(frame[col])
         texts = cells.tolist()
         lengths = np.fromiter(map(str.count, texts, itertools.repeat(_SEP)), dtype=np.int64,
                               count=len(texts)) + 1
