@@ -8,11 +8,16 @@ blanks, whitespace and non-ASCII text kept; a missing list and an empty list bot
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from medanon.data.loaders.faers import read_faers
+from medanon.data.records import super_records_of_rows
 from medanon.data.schema import Schema
+from medanon.data.terms import TermCodes, codes_of
+from medanon.pipeline.publish import input_digest
 from medanon.store import ReleaseStore
 from medanon.store import duckdb_store
 from tests.conftest import FAERS_FIXTURES
@@ -49,7 +54,7 @@ def _plain_read(opened: ReleaseStore, label: str, columns: list[str]) -> dict[st
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data(), missing=st.booleans(),
        route=st.sampled_from(["codes", "joined", "long lists"]))
-def test_lists_read_back_as_stored(store, monkeypatch, data, missing, route) -> None:
+def test_lists_read_back_as_stored(store, data, missing, route) -> None:
     opened, label = store
     columns = ["reactions", "drugs", "outcomes"]
     rowids = [r[0] for r in opened._con.execute(
@@ -59,10 +64,15 @@ def test_lists_read_back_as_stored(store, monkeypatch, data, missing, route) -> 
         for column in columns:
             opened._con.execute(f"UPDATE records SET {column} = CAST(? AS VARCHAR[]) "
                                 f"WHERE rowid = ?", [data.draw(strategy), rowid])
-    if route == "joined":       # more terms than an ENUM is made of: the joined-text route
-        monkeypatch.setattr(duckdb_store, "_ENUM_TEXTS", 2)
-    elif route == "long lists":  # any list of 2 items or more read another way
-        monkeypatch.setattr(duckdb_store, "_VECTOR_ITEMS", 2)
+    with pytest.MonkeyPatch.context() as patch:   # (one example's route, not the next's)
+        if route == "joined":       # more terms than an ENUM is made of: the joined-text route
+            patch.setattr(duckdb_store, "_ENUM_TEXTS", 2)
+        elif route == "long lists":  # any list of 2 items or more read another way
+            patch.setattr(duckdb_store, "_VECTOR_ITEMS", 2)
+        _check_the_reads(opened, label, columns, route)
+
+
+def _check_the_reads(opened: ReleaseStore, label: str, columns: list[str], route: str) -> None:
     expected = _plain_read(opened, label, columns)
     has_missing = any(None in cell for cells in expected.values() for cell in cells)
     back = opened.records(label)
@@ -75,6 +85,21 @@ def test_lists_read_back_as_stored(store, monkeypatch, data, missing, route) -> 
             assert all(type(t) is str for c in got for t in c)
     if not has_missing:
         assert picked["drugs"].tolist() == expected["drugs"]
+    # the release's read: the same records, and codes that give the same super records and
+    # input digest as the tuples do (issue 43)
+    coded = opened.coded_records(label)
+    pd.testing.assert_frame_equal(coded.frame, back)
+    if route == "codes" and not has_missing:
+        assert set(coded.terms) == set(opened.schema.multi_valued)
+    hierarchies = opened.schema.load_hierarchies()
+    plain, plain_rows = super_records_of_rows(back, opened.schema, hierarchies, report_ids=False)
+    fast, fast_rows = super_records_of_rows(coded.frame, opened.schema, hierarchies,
+                                            report_ids=False, terms=coded.terms)
+    pd.testing.assert_frame_equal(fast.frame, plain.frame)
+    assert fast_rows.tolist() == plain_rows.tolist()
+    for column in opened.schema.multi_valued:
+        assert fast.frame[column].tolist() == plain.frame[column].tolist()
+    assert input_digest(coded.frame, terms=coded.terms) == input_digest(back)
 
 
 def test_a_period_of_empty_lists_reads_as_empty_tuples(store) -> None:
@@ -84,3 +109,16 @@ def test_a_period_of_empty_lists_reads_as_empty_tuples(store) -> None:
     back = opened.records(label)
     for column in ["reactions", "drugs", "outcomes"]:
         assert back[column].tolist() == [()] * len(back)
+
+
+def test_codes_that_do_not_hold_the_cells_are_not_read() -> None:
+    """codes_of gives a column's codes only while they hold its cells: rows dropped or put in
+    another order since the read (a case budget, a caller's own frame) are read as tuples."""
+    coded = TermCodes(["a", "b"], np.array([0, 1, 3, 3]), np.array([0, 0, 1], dtype=np.int32))
+    cells = coded.tuples()
+    assert cells.tolist() == [("a",), ("a", "b"), ()]
+    assert codes_of({"c": coded}, cells, "c") is coded
+    assert codes_of({"c": coded}, cells[::-1], "c") is None
+    assert codes_of({"c": coded}, cells[:2], "c") is None
+    assert codes_of({"c": coded}, cells, "d") is None
+    assert codes_of(None, cells, "c") is None

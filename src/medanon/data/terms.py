@@ -7,14 +7,16 @@ arrays, and its text is made once per distinct cell (:meth:`TermCodes.tuples`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
 from .records import first_appearances
 
-__all__ = ["TermCodes"]
+__all__ = ["CodedRecords", "TermCodes"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,12 @@ class TermCodes:
         return len(self.ptr) - 1
 
     def distinct_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_distinct_rows`, made once (the read, the super records and the input digest
+        all number the distinct cells)."""
+        return self._distinct_rows
+
+    @cached_property
+    def _distinct_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """Per row, the number of its cell among the distinct cells (equal codes, in order of
         first appearance from 0, as ``pd.factorize`` numbers values), and each distinct
         cell's first row.
@@ -89,6 +97,40 @@ class TermCodes:
         ends = np.cumsum(lengths).tolist()
         cells = [tuple(words[a:b]) for a, b in zip([0, *ends[:-1]], ends)]
         return np.fromiter(cells, dtype=object, count=len(cells))[which]
+
+
+@dataclass(frozen=True)
+class CodedRecords:
+    """A period's records as the store reads them, with the integer codes of their list cells.
+
+    What a release reads of the records (the super records' unions, the input digest) works on
+    the codes where it has them, on the tuples elsewhere; both give the same values.
+
+    Attributes:
+        frame: The records, exactly as ``ReleaseStore.records`` gives them (tuple cells).
+        terms: For some of the multi-valued columns (those read as codes), their cells as
+            codes, row for row of ``frame``: ``terms[c].tuples()`` equals ``frame[c]``.
+    """
+
+    frame: pd.DataFrame
+    terms: Mapping[str, TermCodes]
+
+
+def codes_of(terms: Mapping[str, TermCodes] | None, cells: np.ndarray,
+             name: str) -> TermCodes | None:
+    """``terms[name]`` when it holds the cells ``cells`` (an object array of a frame's column),
+    None otherwise: the same number of rows, and equal cells at a sample of rows. A frame whose
+    rows were dropped or reordered since it was read is not read through stale codes."""
+    coded = None if terms is None else terms.get(name)
+    if coded is None or len(coded) != len(cells):
+        return None
+    sample = np.unique(np.linspace(0, len(cells) - 1, num=min(len(cells), 64)).astype(np.int64))
+    words = coded.vocabulary
+    for row in sample.tolist():
+        a, b = int(coded.ptr[row]), int(coded.ptr[row + 1])
+        if cells[row] != tuple(words[c] for c in coded.codes[a:b].tolist()):
+            return None
+    return coded
 
 
 #: the weight of a term's place in a row's hash (odd, so its powers never reach 0 mod 2**64)

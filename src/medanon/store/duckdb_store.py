@@ -53,7 +53,7 @@ from ..periods import parse_period
 from ..data.loaders.faers import FaersIngest, FaersQuarter
 from ..data.records import date_cells, first_appearances, object_array
 from ..data.schema import Schema
-from ..data.terms import TermCodes
+from ..data.terms import CodedRecords, TermCodes
 from ..errors import (DiskFullError, SeriesEndedError, StoreError, StoreLockedError,
                       StorePermissionError, ValidationError)
 from . import DEFAULT_STORE  # noqa: F401  (re-exported; the package defines it, and loads this module lazily)
@@ -453,13 +453,24 @@ class ReleaseStore:
 
     def records(self, period: str) -> pd.DataFrame:
         """The private report-level records of one period (multi-valued cells as tuples)."""
+        return self._period_records(period, None)
+
+    def coded_records(self, period: str) -> CodedRecords:
+        """:meth:`records`, with the integer codes of the multi-valued columns read as codes
+        (:class:`~medanon.data.terms.CodedRecords`): what a release reads of the records
+        works on them (issue 43)."""
+        codes: dict[str, TermCodes] = {}
+        return CodedRecords(self._period_records(period, codes), codes)
+
+    def _period_records(self, period: str, codes: dict[str, TermCodes] | None) -> pd.DataFrame:
+        """:meth:`records`; ``codes`` (when given) gets the codes of the columns read as codes."""
         label = parse_period(period).label
         if label not in self.ingested_periods():
             raise StoreError(f"Period {label} is not ingested in {str(self.path)!r}; ingested: "
                              f"{', '.join(self.ingested_periods()) or 'none'}.")
         if not self._has_records_table():
             return pd.DataFrame(columns=self.schema.all_columns)
-        return self._read_records(label, list(self._records_table_types()))
+        return self._read_records(label, list(self._records_table_types()), codes)
 
     def record_columns(self, period: str, columns: Iterable[str]) -> pd.DataFrame:
         """:meth:`records` of one period with only ``columns`` (and the case id and period
@@ -481,9 +492,11 @@ class ReleaseStore:
         present = self._record_columns()
         return self._read_records(label, [c for c in wanted if c in present])
 
-    def _read_records(self, label: str, kept: list[str]) -> pd.DataFrame:
+    def _read_records(self, label: str, kept: list[str],
+                      codes: dict[str, TermCodes] | None = None) -> pd.DataFrame:
         """The records of period ``label`` with the columns ``kept`` (in that order), ordered by
-        case id, report id and version; multi-valued cells as tuples of text."""
+        case id, report id and version; multi-valued cells as tuples of text. ``codes``, when
+        given, gets the codes of each multi-valued column read as codes."""
         s = self.schema
         types = self._records_table_types()
         order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version") if c in types)
@@ -543,6 +556,8 @@ class ReleaseStore:
                      if enum is not None else None)
             if coded is not None:
                 frame[name] = coded.tuples()
+                if codes is not None:
+                    codes[name] = coded
                 continue
             column = _quote(name)
             joined = self._con.execute(
@@ -561,6 +576,8 @@ class ReleaseStore:
             cells = _split_lists(distinct.tolist(), counts[first_appearances(which)], terms)
             if cells is None:   # an item holds the separator
                 del frame
+                if codes is not None:   # (rows tied in the order may come in another order)
+                    codes.clear()
                 return self._read_records_cell_by_cell(kept, multi, where, order, label)
             frame[name] = cells[which]
         return frame[kept]
