@@ -20,6 +20,7 @@ import ctypes
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -28,6 +29,9 @@ from ..errors import SchemaError
 from ..hierarchies import Taxonomy
 from .dates import as_faers_date
 from .schema import Schema
+
+if TYPE_CHECKING:   # (terms imports this module)
+    from .terms import TermCodes
 
 
 def as_value_set(values: object) -> tuple[str, ...]:
@@ -305,10 +309,18 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
 
 def super_records_of_rows(records: pd.DataFrame, schema: Schema,
                           hierarchies: Mapping[str, Taxonomy], *,
-                          report_ids: bool = True) -> tuple[SuperRecords, np.ndarray]:
+                          report_ids: bool = True,
+                          terms: Mapping[str, TermCodes] | None = None
+                          ) -> tuple[SuperRecords, np.ndarray]:
     """:func:`combine_super_records`, and for each row of ``records`` (by position) the row of
     the super records' frame it went into: what the release's shuffle reads to order the
-    cases by their first report without hashing their CaseIDs' texts again (issue 43)."""
+    cases by their first report without hashing their CaseIDs' texts again (issue 43).
+
+    ``terms`` (``CodedRecords.terms`` of the store's read) are the codes of some multi-valued
+    columns, row for row of ``records``: their unions are made from the codes (the same
+    tuples); codes that do not hold a column's cells are not used."""
+    from .terms import codes_of
+
     dates = _checked_date_cells(records, schema, hierarchies)
     case_col, period_col = schema.case_id, schema.period
     order = [period_col, case_col] + (["version"] if "version" in records.columns else [])
@@ -364,7 +376,7 @@ def super_records_of_rows(records: pd.DataFrame, schema: Schema,
         out[name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
     for name in schema.multi_valued:
         raw = records[name].to_numpy(dtype=object)
-        merged = _union_cells(raw, group, first_index, rows)
+        merged = _union_cells(raw, group, first_index, rows, codes_of(terms, raw, name))
         if merged is None:  # cells of other kinds (text, lists, missing): one by one
             cells = map_cells(sorted_cells(raw), as_value_set)
             unions = [cells[i] for i in first_index]
@@ -595,9 +607,14 @@ def _union_of_str_tuples(cells: Sequence[object] | np.ndarray, group: np.ndarray
 
 
 def _union_cells(cells: Sequence[object] | np.ndarray, group: np.ndarray,
-                 first_index: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray | None:
+                 first_index: np.ndarray, rows: np.ndarray | None = None,
+                 terms: TermCodes | None = None) -> np.ndarray | None:
     """Per group, :func:`as_value_set` of the union of its rows' cells, when every cell is a
     tuple of str (what the store gives); None otherwise.
+
+    ``terms``, when given, are the cells' codes (they hold the same tuples, row for row): the
+    distinct cells and their terms are then read from the codes, not from the objects (issue
+    43).
 
     ``group`` and ``first_index`` number the rows ``cells[rows]`` (None: ``cells`` as they
     are): the cells are not put in that order, only their objects' numbers.
@@ -613,32 +630,30 @@ def _union_cells(cells: Sequence[object] | np.ndarray, group: np.ndarray,
     """
     array = (cells if isinstance(cells, np.ndarray) and cells.dtype == object
              else np.fromiter(cells, dtype=object, count=len(cells)))
-    which, first = distinct_objects(array)
-    objects = array[first]
-    if not set(map(type, objects.tolist())) <= {tuple}:
+    found = (_distinct_cells_of_codes(array, terms) if terms is not None
+             else _distinct_cells(array))
+    if found is None:
         return None
+    which, objects, lengths, terms_of_items, vocabulary = found
     m = len(objects)
-    lengths = np.fromiter(map(len, objects), dtype=np.int64, count=m)
-    items = np.fromiter(chain.from_iterable(objects), dtype=object, count=int(lengths.sum()))
-    # the terms by object (a str object per distinct term), their values looked at once each
-    item_of, item_first = distinct_objects(items)
-    terms = items[item_first].tolist()
-    if not set(map(type, terms)) <= {str}:
-        return None
     n_groups = len(first_index)
     if not n_groups:
         return np.empty(0, dtype=object)
-    stripped = [t.strip() for t in terms]
-    vocabulary = sorted(set(stripped) - {""})
-    code_of = {t: i for i, t in enumerate(vocabulary)}
-    codes = np.array([code_of.get(v, -1) for v in stripped], dtype=np.int64)[item_of]
-    unclean = np.array([t != v or not v for t, v in zip(terms, stripped)], dtype=bool)
+    # per term of each distinct cell: its code in the stripped vocabulary (-1: blank), and
+    # whether it is unclean (blank, or changed by stripping)
+    stripped = [t.strip() for t in vocabulary]
+    kept_terms = sorted(set(stripped) - {""})
+    code_of = {t: i for i, t in enumerate(kept_terms)}
+    codes = np.array([code_of.get(v, -1) for v in stripped], dtype=np.int64)[terms_of_items]
+    unclean = np.array([t != v or not v for t, v in zip(vocabulary, stripped)],
+                       dtype=bool)[terms_of_items]
+    vocabulary = kept_terms
     owner = np.repeat(np.arange(m, dtype=np.int64), lengths)  # the object of each term
     # which objects are normalized as they are: every term stripped and non-empty, each
     # greater than the one before it (code order is the order sorted() gives their texts,
     # which are the terms themselves when nothing was stripped)
     as_is = np.ones(m, dtype=bool)
-    as_is[owner[unclean[item_of]]] = False
+    as_is[owner[unclean]] = False
     step = owner[1:] == owner[:-1]
     as_is[owner[1:][step & (codes[1:] <= codes[:-1])]] = False
     single = np.bincount(group, minlength=n_groups) == 1
@@ -665,6 +680,40 @@ def _union_cells(cells: Sequence[object] | np.ndarray, group: np.ndarray,
         for g, a, b in zip(where.tolist(), bounds[0].tolist(), bounds[1].tolist()):
             merged[g] = tuple(words[a:b])
     return merged
+
+
+def _distinct_cells(array: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                   np.ndarray, list[str]] | None:
+    """The distinct cells of ``array`` for :func:`_union_cells`, by object: per cell the
+    number of its object, the distinct objects, each one's number of terms, per term of each
+    object (one after another) its number among the distinct terms, and those terms (a str
+    each). None unless every cell is a tuple of str."""
+    which, first = distinct_objects(array)
+    objects = array[first]
+    if not set(map(type, objects.tolist())) <= {tuple}:
+        return None
+    lengths = np.fromiter(map(len, objects), dtype=np.int64, count=len(objects))
+    items = np.fromiter(chain.from_iterable(objects), dtype=object, count=int(lengths.sum()))
+    # the terms by object (a str object per distinct term), their values looked at once each
+    item_of, item_first = distinct_objects(items)
+    terms = items[item_first].tolist()
+    if not set(map(type, terms)) <= {str}:
+        return None
+    return which, objects, lengths, item_of, terms
+
+
+def _distinct_cells_of_codes(array: np.ndarray, terms: TermCodes
+                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                        list[str]]:
+    """:func:`_distinct_cells` read from the cells' codes (``terms`` holds ``array``'s tuples,
+    row for row): the distinct cells are the distinct coded rows, their terms the codes."""
+    which, first = terms.distinct_rows()
+    lengths = np.diff(terms.ptr)[first]
+    starts = terms.ptr[:-1][first]
+    at = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(
+        int(lengths.sum()))
+    return which, array[first], lengths, np.asarray(terms.codes[at], dtype=np.int64), list(
+        terms.vocabulary)
 
 
 def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, first_index: np.ndarray,

@@ -36,6 +36,7 @@ from ..accounting import (Budget, Charge, PrivacyLoss, cases_over_budget, check_
 from ..anonymize.base import AnonymizationResult, Anonymizer
 from ..periods import parse_period
 from ..data.records import factorize_cells, stable_sort_order, super_records_of_rows
+from ..data.terms import CodedRecords, TermCodes, codes_of
 from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy, write_arx
@@ -163,7 +164,7 @@ INPUT_DIGEST_VERSION = "columns-v2"
 EARLIER_INPUT_DIGEST = "csv-v1"
 
 
-def input_digest(records: pd.DataFrame) -> str:
+def input_digest(records: pd.DataFrame, *, terms: Mapping[str, TermCodes] | None = None) -> str:
     """SHA-256 of a period's input records, independent of their row order (``columns-v2``).
 
     The records are put in a canonical order (by their first three columns: case, period,
@@ -175,6 +176,9 @@ def input_digest(records: pd.DataFrame) -> str:
 
     Operator-only (the store's ``release_private``): with every other record known, an adversary
     could test guesses about a target's values against it, so it is never published.
+
+    ``terms`` (``CodedRecords.terms`` of the store's read): codes of multi-valued columns, row for
+    row of ``records``; a column they hold is hashed from its codes, to the same bytes.
     """
     order = _canonical_order(records)
     digest = hashlib.sha256()
@@ -187,10 +191,45 @@ def input_digest(records: pd.DataFrame) -> str:
             _hash_part(digest, column.dtype.str)
             digest.update(np.ascontiguousarray(column.to_numpy()[order]).tobytes())
             continue
-        codes, distinct = factorize_cells(column.to_numpy(dtype=object)[order])
+        cells = column.to_numpy(dtype=object)
+        coded = codes_of(terms, cells, str(name))
+        if coded is not None:
+            _hash_coded_column(digest, coded, order)
+            continue
+        codes, distinct = factorize_cells(cells[order])
         _hash_values(digest, distinct.tolist())
         digest.update(codes.astype("<i8").tobytes())
     return digest.hexdigest()
+
+
+def _hash_coded_column(digest: hashlib._Hash, coded: TermCodes, order: np.ndarray) -> None:
+    """Feed a multi-valued column given as codes (rows in the records' order) to ``digest``:
+    the bytes :func:`input_digest` feeds for its tuples, without hashing a tuple or a term.
+
+    The distinct cells are the distinct coded rows, numbered in order of first appearance in
+    ``order`` (as ``pd.factorize`` numbers the tuples); they are hashed as :func:`_hash_values`
+    hashes tuples of text (``tuple``: their number, each one's size, then their terms' count,
+    lengths and joined text), or as no values at all when there are no rows."""
+    which, first = coded.distinct_rows()
+    codes, distinct = pd.factorize(which[order])
+    if not len(distinct):
+        _hash_values(digest, [])
+        return
+    rows = first[distinct]
+    lengths = np.diff(coded.ptr)[rows]
+    at = np.repeat(coded.ptr[:-1][rows] - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(
+        int(lengths.sum()))
+    terms = coded.codes[at]
+    _hash_part(digest, "tuple")
+    digest.update(len(rows).to_bytes(8, "little"))
+    digest.update(lengths.astype("<i8").tobytes())
+    digest.update(len(terms).to_bytes(8, "little"))
+    vocabulary = coded.vocabulary
+    sizes = np.fromiter(map(len, vocabulary), dtype="<i8", count=len(vocabulary))
+    digest.update(sizes[terms].tobytes())
+    words = np.array(vocabulary, dtype=object)[terms].tolist() if len(terms) else []
+    digest.update("".join(words).encode("utf-8", "surrogatepass"))
+    digest.update(codes.astype("<i8").tobytes())
 
 
 def _canonical_order(records: pd.DataFrame) -> np.ndarray:
@@ -519,7 +558,8 @@ def _first_row_order(frame: pd.DataFrame, schema: Schema,
 
 
 def prepare_release(schema: Schema, method: Anonymizer, label: str,
-                    records: pd.DataFrame | Callable[[], pd.DataFrame],
+                    records: (pd.DataFrame | CodedRecords
+                             | Callable[[], pd.DataFrame | CodedRecords]),
                     rng: Randomness, *, series: PublishedSeries,
                     hierarchies: Mapping[str, Taxonomy] | None = None,
                     ledger: pd.DataFrame | None = None, case_budget: Budget | None = None,
@@ -540,7 +580,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
         label: The period.
         records: The period's report-level records (private), or a function that reads them:
             then the release holds them only until its super records are made (a 450k-case
-            quarter's records are about a third of a release's peak memory).
+            quarter's records are about a third of a release's peak memory). Either may be
+            ``CodedRecords`` (``ReleaseStore.coded_records``): the records and the codes of
+            their list columns, which the super records and the input digest then read.
         rng: The run's randomness (:class:`~medanon.random.Randomness`), recorded in the manifest.
         series: The releases published so far (``published.series.empty_series`` for none),
             or what this period links to of them (:meth:`PublishedSeries.linked`): the method,
@@ -585,6 +627,12 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
         next_cases = frozenset()   # the series ends: no case goes on
     hierarchies = schema.load_hierarchies() if hierarchies is None else hierarchies
     records = records() if callable(records) else records
+    # the codes of the list columns, when the store read them as codes: the super records'
+    # unions and the input digest work on them (issue 43)
+    terms: Mapping[str, TermCodes] | None = None
+    if isinstance(records, CodedRecords):
+        terms = records.terms
+        records = records.frame
     real_records = records
     case_ids = CaseIds.real() if case_ids is None else case_ids
     if case_ids.mode == "pseudonym":   # everything below sees the published CaseIDs only
@@ -599,13 +647,14 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
         records, budget_entry = _apply_case_budget(schema, ledger, method, label, records,
                                                    case_budget, on_case_budget)
     # (no report ids: nothing of a release reads them)
-    supers, super_of_row = super_records_of_rows(records, schema, hierarchies, report_ids=False)
+    supers, super_of_row = super_records_of_rows(records, schema, hierarchies, report_ids=False,
+                                                 terms=terms)
     supers = _unordered(supers, records, schema, rng, super_of_row)
     del super_of_row
     # what is read of the records later, taken now so that they can be freed before the method
     # runs (unless the caller holds them)
-    n_reports, digest = len(records), input_digest(real_records)
-    del records, real_records
+    n_reports, digest = len(records), input_digest(real_records, terms=terms)
+    del records, real_records, terms
     previous = list(series.releases.values()) if method.periodic else []
     started = time.perf_counter()
     result = method.anonymize(supers, previous, rng=rng, next_cases=next_cases)
@@ -691,7 +740,8 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
                   ingest: Callable[[str], Mapping] | None = None,
                   final: bool = False, case_ids: CaseIds | None = None,
                   highest_earlier: str | None = None,
-                  period_case_ids: Callable[[str], Iterable[str]] | None = None
+                  period_case_ids: Callable[[str], Iterable[str]] | None = None,
+                  coded_records: Callable[[str], CodedRecords] | None = None
                   ) -> Iterator[PreparedRelease]:
     """The publish loop: :func:`prepare_release` for each period in time order, each against
     the series with every release before it (the one loop behind the store and the
@@ -740,6 +790,10 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
         period_case_ids: The real case ids of a period, when they are cheaper to get than its
             records (a store: one SQL query); the next period's are read with it (None: from
             ``records``).
+        coded_records: With ``period_case_ids``, what reads the period being prepared instead
+            of ``records``: its records with the codes of their list columns
+            (``ReleaseStore.coded_records``; the same records, read as codes where the store
+            can). None: ``records``.
 
     Raises:
         As :func:`prepare_release`, for the period being prepared.
@@ -756,12 +810,13 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
                 return
             next_cases = (set(map(str, period_case_ids(following))) if period_case_ids
                           is not None else set(records(following)[schema.case_id].astype(str)))
-        period_records: pd.DataFrame | Callable[[], pd.DataFrame]
+        period_records: pd.DataFrame | Callable[[], pd.DataFrame | CodedRecords]
         if period_case_ids is not None:
             # the records are read by prepare_release, which alone holds them and frees them
-            # once its super records are made
+            # once its super records are made (with their codes, when ``coded_records`` reads)
             cases = np.asarray(list(map(str, period_case_ids(label))), dtype=object)
-            period_records = functools.partial(records, label)
+            period_records = functools.partial(
+                coded_records if coded_records is not None else records, label)
         else:
             period_records = records(label)
             cases = period_records[schema.case_id].astype(str).unique()
@@ -922,7 +977,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         publish_despite_violations=acknowledged.violations, acknowledged=recorded,
         ingest=store.ingest_report, final=final, case_ids=chosen, highest_earlier=highest,
         period_case_ids=lambda period: (read_cases.pop(period) if period in read_cases
-                                        else store.ingested_case_ids([period])))
+                                        else store.ingested_case_ids([period])),
+        coded_records=store.coded_records)
     summaries = []
     # one transaction for all periods (a failure or Ctrl-C rolls every one back), unless asked
     with contextlib.nullcontext() if per_period_commit else store.batch():

@@ -53,6 +53,7 @@ from ..periods import parse_period
 from ..data.loaders.faers import FaersIngest, FaersQuarter
 from ..data.records import date_cells, first_appearances, object_array
 from ..data.schema import Schema
+from ..data.terms import CodedRecords, TermCodes
 from ..errors import (DiskFullError, SeriesEndedError, StoreError, StoreLockedError,
                       StorePermissionError, ValidationError)
 from . import DEFAULT_STORE  # noqa: F401  (re-exported; the package defines it, and loads this module lazily)
@@ -452,13 +453,24 @@ class ReleaseStore:
 
     def records(self, period: str) -> pd.DataFrame:
         """The private report-level records of one period (multi-valued cells as tuples)."""
+        return self._period_records(period, None)
+
+    def coded_records(self, period: str) -> CodedRecords:
+        """:meth:`records`, with the integer codes of the multi-valued columns read as codes
+        (:class:`~medanon.data.terms.CodedRecords`): what a release reads of the records
+        works on them (issue 43)."""
+        codes: dict[str, TermCodes] = {}
+        return CodedRecords(self._period_records(period, codes), codes)
+
+    def _period_records(self, period: str, codes: dict[str, TermCodes] | None) -> pd.DataFrame:
+        """:meth:`records`; ``codes`` (when given) gets the codes of the columns read as codes."""
         label = parse_period(period).label
         if label not in self.ingested_periods():
             raise StoreError(f"Period {label} is not ingested in {str(self.path)!r}; ingested: "
                              f"{', '.join(self.ingested_periods()) or 'none'}.")
         if not self._has_records_table():
             return pd.DataFrame(columns=self.schema.all_columns)
-        return self._read_records(label, list(self._records_table_types()))
+        return self._read_records(label, list(self._records_table_types()), codes)
 
     def record_columns(self, period: str, columns: Iterable[str]) -> pd.DataFrame:
         """:meth:`records` of one period with only ``columns`` (and the case id and period
@@ -480,9 +492,11 @@ class ReleaseStore:
         present = self._record_columns()
         return self._read_records(label, [c for c in wanted if c in present])
 
-    def _read_records(self, label: str, kept: list[str]) -> pd.DataFrame:
+    def _read_records(self, label: str, kept: list[str],
+                      codes: dict[str, TermCodes] | None = None) -> pd.DataFrame:
         """The records of period ``label`` with the columns ``kept`` (in that order), ordered by
-        case id, report id and version; multi-valued cells as tuples of text."""
+        case id, report id and version; multi-valued cells as tuples of text. ``codes``, when
+        given, gets the codes of each multi-valued column read as codes."""
         s = self.schema
         types = self._records_table_types()
         order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version") if c in types)
@@ -507,47 +521,121 @@ class ReleaseStore:
         frame = frame.take(_positions(frame.pop(_ROW).to_numpy(), ordered)).reset_index(drop=True)
         _texts_of_enums(self._con, frame, list(enums))
         _share_texts(frame, [c for c in shared if c not in enums])
-        # Lists come as one string per cell, split here: DuckDB hands a list cell to pandas as
-        # a numpy array, and making one per cell cost more than the rest of the read (issue 30).
-        # len() tells an empty list from a list holding one empty string. A list that does
-        # not come back from its joined items (a missing item, an item holding the separator)
+        # A list column whose terms are few (a quarter's reactions, drugs, outcomes: a few
+        # hundred terms in all) is read as integer codes: each item cast in SQL to an ENUM of
+        # the period's terms, the codes fetched as one integer array, each distinct cell made
+        # a tuple once (:class:`~medanon.data.terms.TermCodes`). No text is made per cell,
+        # joined, hashed or split (issue 43). A missing item (NULL: the vocabulary holds it)
         # sends the whole read cell by cell.
+        vocabulary = self._list_vocabulary(multi, where, label)
+        if any(t is None for t in vocabulary):
+            del frame
+            return self._read_records_cell_by_cell(kept, multi, where, order, label)
+        texts = [str(t) for t in vocabulary]
+        enum = (f"ENUM({', '.join(_literal(t) for t in texts)})" if len(texts) <= _ENUM_TEXTS
+                else None)
+        # Lists of more terms come as one string per cell, split here: DuckDB hands a list
+        # cell to pandas as a numpy array, and making one per cell cost more than the rest
+        # of the read (issue 30).
+        # len() tells an empty list from a list holding one empty string. A list that does
+        # not come back from its joined items (an item holding the separator) sends the
+        # whole read cell by cell.
         # Each distinct cell is split once and its items are shared by every cell holding
         # them: one tuple per cell and one str per item cost a 450k-case quarter more than a
         # gigabyte (issue 30). The joined texts are fetched one column at a time, so only one
         # column of them is alive at once: fetched together they were the peak of the read
         # (issue 43).
-        # A missing item is found here (list_count skips it); an item holding the separator
-        # when the joined texts are split (:func:`_split_lists`), not by joining each list a
-        # second time in the query (a fifth of the query's cost, issue 43). Every query scans
-        # the same rows in the same order, so their positions are found once.
+        # An item holding the separator is found when the joined texts are split
+        # (:func:`_split_lists`), not by joining each list a second time in the query (a
+        # fifth of the query's cost, issue 43). Every query scans the same rows in the same
+        # order, so their positions are found once.
         terms: dict[str, str] = {}
         scanned: tuple[np.ndarray, np.ndarray] | None = None
         for name in multi:
+            coded = (self._coded_lists(name, texts, enum, where, label, ordered)
+                     if enum is not None else None)
+            if coded is not None:
+                frame[name] = coded.tuples()
+                if codes is not None:
+                    codes[name] = coded
+                continue
             column = _quote(name)
             joined = self._con.execute(
                 f"SELECT rowid AS {_ROW}, array_to_string({column}, chr(31)) AS texts, "
-                f"len({column}) AS n, coalesce(list_count({column}) < len({column}), false) "
-                f"AS unsafe {where}", [label]).fetchnumpy()
-            if np.asarray(joined.pop("unsafe")).any():
-                del joined, frame
-                return self._read_records_cell_by_cell(kept, multi, where, order, label)
+                f"len({column}) AS n {where}", [label]).fetchnumpy()
             rowids = np.asarray(joined.pop(_ROW), dtype=np.int64)
             if scanned is None or not np.array_equal(scanned[0], rowids):
                 scanned = rowids, _positions(rowids, ordered)
             at = scanned[1]
             counts = np.asarray(joined["n"].filled(0) if np.ma.isMaskedArray(joined["n"])
                                 else joined["n"])[at]
-            texts = np.asarray(joined.pop("texts"), dtype=object)[at]
-            texts[counts <= 0] = None
-            which, distinct = pd.factorize(texts)  # an empty list: -1, the last cell below
-            del texts, joined
+            texts_of_cells = np.asarray(joined.pop("texts"), dtype=object)[at]
+            texts_of_cells[counts <= 0] = None
+            which, distinct = pd.factorize(texts_of_cells)  # an empty list: -1, the last cell
+            del texts_of_cells, joined
             cells = _split_lists(distinct.tolist(), counts[first_appearances(which)], terms)
             if cells is None:   # an item holds the separator
                 del frame
+                if codes is not None:   # (rows tied in the order may come in another order)
+                    codes.clear()
                 return self._read_records_cell_by_cell(kept, multi, where, order, label)
             frame[name] = cells[which]
         return frame[kept]
+
+    def _list_vocabulary(self, multi: list[str], where: str, label: str) -> list[str | None]:
+        """The distinct items of the list columns ``multi`` in the rows ``where`` picks (one
+        query), sorted as Python sorts text (code point order), a missing item (NULL) first."""
+        if not multi:
+            return []
+        items = " UNION ALL ".join(f"SELECT unnest({_quote(c)}) AS {_CODE} {where}" for c in multi)
+        found = self._con.execute(f"SELECT DISTINCT {_CODE} FROM ({items})",
+                                  [label] * len(multi)).fetchnumpy()[_CODE]
+        hidden = np.ma.getmaskarray(np.asanyarray(found))
+        terms = np.asarray(np.ma.getdata(np.asanyarray(found)), dtype=object).tolist()
+        present = [t for t, gone in zip(terms, hidden.tolist()) if t is not None and not gone]
+        return ([None] if len(present) < len(terms) else []) + sorted(present)
+
+    def _coded_lists(self, name: str, vocabulary: list[str], enum: str, where: str, label: str,
+                     ordered: np.ndarray) -> TermCodes | None:
+        """The list column ``name`` of the rows ``ordered`` (row ids, in that order) as codes
+        into ``vocabulary`` (every item of the column, no missing one; ``enum`` is the ENUM
+        type of those texts, in that order). None when the query's items do not come back in
+        the order the cells hold them (read it another way).
+
+        Raises:
+            StoreError: the records changed between this query and an earlier one.
+        """
+        if not vocabulary:   # no list holds an item: every cell is empty
+            return TermCodes(vocabulary, np.zeros(len(ordered) + 1, dtype=np.int64),
+                             np.zeros(0, dtype=np.int32))
+        got = self._con.execute(
+            f"SELECT {_ROW}, enum_code({_CODE}) AS {_CODE} FROM (SELECT rowid AS {_ROW}, "
+            f"unnest(CAST({_quote(name)} AS {enum}[])) AS {_CODE} {where})", [label]).fetchnumpy()
+        item_rows = np.asarray(got[_ROW], dtype=np.int64)
+        fetched = np.asanyarray(got[_CODE])
+        if bool(np.ma.getmaskarray(fetched).any()):   # a missing item, added since
+            raise StoreError("The store's records changed while they were read; read them again.")
+        codes = np.asarray(np.ma.getdata(fetched))
+        # The items come in the order of the scan and, within a list, in the list's order
+        # (DuckDB keeps a query's insertion order). It is checked: each row's items are
+        # contiguous and rows come in increasing row ids; a list shorter than the batch
+        # DuckDB moves (2048 items) cannot have its items moved past another row's unseen.
+        starts = np.flatnonzero(np.r_[True, item_rows[1:] != item_rows[:-1]]) if len(
+            item_rows) else np.zeros(0, dtype=np.int64)
+        run_rows = item_rows[starts]
+        run_lengths = np.diff(np.r_[starts, len(item_rows)])
+        if len(run_rows) and (bool((run_rows[1:] <= run_rows[:-1]).any())
+                              or int(run_lengths.max()) >= _VECTOR_ITEMS):
+            return None
+        lengths = np.zeros(len(ordered), dtype=np.int64)
+        begin = np.zeros(len(ordered), dtype=np.int64)
+        if len(run_rows):
+            place = _places(ordered, run_rows)   # where each listed row is in the order
+            lengths[place] = run_lengths
+            begin[place] = starts
+        ptr = np.r_[0, np.cumsum(lengths)]
+        gather = np.repeat(begin - ptr[:-1], lengths) + np.arange(ptr[-1])
+        return TermCodes(vocabulary, ptr, codes[gather])
 
     def _read_records_cell_by_cell(self, kept: list[str], multi: list[str], where: str,
                                    order: str, label: str) -> pd.DataFrame:
@@ -556,7 +644,8 @@ class ReleaseStore:
         frame = self._con.execute(f"SELECT {', '.join(_quote(c) for c in kept)} {where} "
                                   f"ORDER BY {order}", [label]).df()
         for name in multi:
-            frame[name] = [tuple(v) if v is not None else () for v in frame[name]]
+            # a missing list: None, or pandas' missing value (pandas 3), which is not iterable
+            frame[name] = [() if v is None or v is pd.NA else tuple(v) for v in frame[name]]
         return frame
 
     def ingested_case_ids(self, periods: Iterable[str] | None = None, *,
@@ -1217,6 +1306,11 @@ _LIST_SEPARATOR = "\x1f"
 _SPLIT_CHUNK = 4096
 #: the alias under which a query of the records returns each row's rowid
 _ROW = "medanon_row_id"
+#: the alias under which a query of the records returns an item's code (``_coded_lists``)
+_CODE = "medanon_code"
+#: the rows DuckDB moves in one batch (its vector size): a list of fewer items is never
+#: spread over batches that could come back out of order (``_coded_lists``)
+_VECTOR_ITEMS = 2048
 #: the alias under which a query of the published rows returns each row's ``row_no``
 _ROW_NO = "medanon_row_no"
 
@@ -1238,6 +1332,39 @@ def _positions(rowids: np.ndarray, ordered: np.ndarray) -> np.ndarray:
                                                      or (rowids[at] != ordered).any())):
         raise StoreError("The store's records changed while they were read; read them again.")
     return at
+
+
+def _places(ordered: np.ndarray, rowids: np.ndarray) -> np.ndarray:
+    """Where each of ``rowids`` (distinct, increasing) is in ``ordered`` (row ids).
+
+    The row ids of a period span about as many ids as it has rows (periods are ingested one
+    after another): each one's place is then read from a table indexed by row id, instead of
+    a binary search per id in a shuffled order (a cache miss per step).
+
+    Raises:
+        StoreError: one of ``rowids`` is not in ``ordered`` (a store changed between two
+            queries).
+    """
+    changed = StoreError("The store's records changed while they were read; read them again.")
+    if not len(rowids):
+        return np.zeros(0, dtype=np.int64)
+    if not len(ordered):
+        raise changed
+    low, high = int(ordered.min()), int(ordered.max())
+    if high - low < 4 * len(ordered) + _VECTOR_ITEMS:
+        if int(rowids[0]) < low or int(rowids[-1]) > high:
+            raise changed
+        table = np.full(high - low + 1, -1, dtype=np.int64)
+        table[ordered - low] = np.arange(len(ordered))
+        place = table[rowids - low]
+        if bool((place < 0).any()):
+            raise changed
+        return place
+    by_id = np.argsort(ordered, kind="stable")
+    at = np.minimum(np.searchsorted(ordered[by_id], rowids), len(ordered) - 1)
+    if bool((ordered[by_id[at]] != rowids).any()):
+        raise changed
+    return by_id[at]
 
 
 def _split_lists(texts: list[str], counts: np.ndarray,

@@ -1,0 +1,139 @@
+"""Multi-valued cells as integer codes into one vocabulary (issue 43).
+
+A period's multi-valued columns hold a few hundred distinct terms in millions of cells. Read as
+text, each cell is a string that is made, hashed and split again; coded, a column is two integer
+arrays, and its text is made once per distinct cell (:meth:`TermCodes.tuples`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import pandas as pd
+
+from .records import first_appearances
+
+__all__ = ["CodedRecords", "TermCodes"]
+
+
+@dataclass(frozen=True)
+class TermCodes:
+    """The multi-valued cells of one column, as integer codes into a vocabulary of terms.
+
+    Row ``i`` holds the terms ``vocabulary[codes[ptr[i]:ptr[i + 1]]]``, in the cell's own order
+    (repeats kept, nothing stripped or dropped): the cells a reader gets are exactly these tuples
+    (:meth:`tuples`).
+
+    Attributes:
+        vocabulary: The distinct terms, a ``str`` each. A reader that codes several columns
+            into one vocabulary shares one ``str`` per term among them.
+        ptr: ``int64``, one more than the rows: where each row's codes start and end.
+        codes: Integers, one per term of every row, row after row: positions in
+            ``vocabulary``.
+    """
+
+    vocabulary: list[str]
+    ptr: np.ndarray
+    codes: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ptr) - 1
+
+    def distinct_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_distinct_rows`, made once (the read, the super records and the input digest
+        all number the distinct cells)."""
+        return self._distinct_rows
+
+    @cached_property
+    def _distinct_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per row, the number of its cell among the distinct cells (equal codes, in order of
+        first appearance from 0, as ``pd.factorize`` numbers values), and each distinct
+        cell's first row.
+
+        Rows are hashed from their codes in one numpy pass (a polynomial in each term's place,
+        wrapping at 2**64), factorized as integers, and every row is then compared code by
+        code with the first row of its number: a collision of hashes is found, and the rows
+        are then numbered exactly from their codes' bytes.
+        """
+        n = len(self)
+        if not n:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
+        lengths = np.diff(self.ptr)
+        starts = self.ptr[:-1]
+        codes = np.asarray(self.codes, dtype=np.int64)
+        place = np.arange(len(codes), dtype=np.int64) - np.repeat(starts, lengths)
+        filled = lengths > 0
+        with np.errstate(over="ignore"):   # the hash wraps at 2**64 on purpose
+            row_hash = lengths.astype(np.uint64) * np.uint64(_LENGTH_WEIGHT)
+            if filled.any():
+                # (code + 1) * W**place: a code 0 still counts
+                weights = np.cumprod(np.full(int(lengths.max()), _PLACE_WEIGHT, dtype=np.uint64))
+                terms = (codes.astype(np.uint64) + np.uint64(1)) * weights[place]
+                row_hash[filled] += np.add.reduceat(terms, starts[filled])
+        which, _ = pd.factorize(row_hash)
+        first = first_appearances(which)
+        same = first[which]
+        if (bool((lengths[same] == lengths).all())
+                and bool((codes[np.repeat(starts[same], lengths) + place] == codes).all())):
+            return which, first
+        # two different rows hashed alike: number them by their codes' bytes
+        keyed = [codes[a:b].tobytes() for a, b in zip(starts.tolist(), self.ptr[1:].tolist())]
+        which, _ = pd.factorize(np.array(keyed, dtype=object))
+        return which, first_appearances(which)
+
+    def tuples(self) -> np.ndarray:
+        """Per row, the tuple of its terms (an object array); rows holding equal cells hold
+        one tuple, and each term is the vocabulary's own ``str``: a quarter's 450k reaction
+        cells are about 220k distinct tuples of a few hundred terms (issue 30)."""
+        which, first = self.distinct_rows()
+        lengths = np.diff(self.ptr)[first]
+        starts = self.ptr[:-1][first]
+        at = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(
+            int(lengths.sum()))
+        words = np.array(self.vocabulary, dtype=object)[self.codes[at]].tolist() if len(at) else []
+        ends = np.cumsum(lengths).tolist()
+        cells = [tuple(words[a:b]) for a, b in zip([0, *ends[:-1]], ends)]
+        return np.fromiter(cells, dtype=object, count=len(cells))[which]
+
+
+@dataclass(frozen=True)
+class CodedRecords:
+    """A period's records as the store reads them, with the integer codes of their list cells.
+
+    What a release reads of the records (the super records' unions, the input digest) works on
+    the codes where it has them, on the tuples elsewhere; both give the same values.
+
+    Attributes:
+        frame: The records, exactly as ``ReleaseStore.records`` gives them (tuple cells).
+        terms: For some of the multi-valued columns (those read as codes), their cells as
+            codes, row for row of ``frame``: ``terms[c].tuples()`` equals ``frame[c]``.
+    """
+
+    frame: pd.DataFrame
+    terms: Mapping[str, TermCodes]
+
+
+def codes_of(terms: Mapping[str, TermCodes] | None, cells: np.ndarray,
+             name: str) -> TermCodes | None:
+    """``terms[name]`` when it holds the cells ``cells`` (an object array of a frame's column),
+    None otherwise: the same number of rows, and equal cells at a sample of rows. A frame whose
+    rows were dropped or reordered since it was read is not read through stale codes."""
+    coded = None if terms is None else terms.get(name)
+    if coded is None or len(coded) != len(cells):
+        return None
+    sample = np.unique(np.linspace(0, len(cells) - 1, num=min(len(cells), 64)).astype(np.int64))
+    words = coded.vocabulary
+    for row in sample.tolist():
+        a, b = int(coded.ptr[row]), int(coded.ptr[row + 1])
+        if cells[row] != tuple(words[c] for c in coded.codes[a:b].tolist()):
+            return None
+    return coded
+
+
+#: the weight of a term's place in a row's hash (odd, so its powers never reach 0 mod 2**64)
+_PLACE_WEIGHT = 0x9E3779B97F4A7C15
+#: the weight of a row's length in its hash
+_LENGTH_WEIGHT = 0xC2B2AE3D27D4EB4F
