@@ -744,14 +744,14 @@ class ReleaseStore:
             # a row without a CaseID links to nothing: SQL's IN never matches a NULL
             "WHERE case_id IS NOT NULL").fetchnumpy()
         periods = self.published_periods()
-        group = fetched["group"]
-        missing_group = np.ma.getmaskarray(group)
+        groups = np.asarray(fetched["group"], dtype=object)
+        missing_group = np.ma.getmaskarray(np.ma.asarray(fetched["group"]))
+        groups[missing_group] = None   # (a NULL group shares a group with no one)
         return ReleaseLinks.of(periods, np.asarray(fetched["medanon_rowid"], dtype=np.int64),
                                pd.Index(periods).get_indexer(
-                                   np.asarray(fetched["period"], dtype=object)),
+                                   pd.Index(np.asarray(fetched["period"], dtype=object))),
                                pd.factorize(np.asarray(fetched["case_id"], dtype=object))[0],
-                               pd.factorize(np.where(missing_group, None,
-                                                     np.asarray(group, dtype=object)))[0])
+                               pd.factorize(groups)[0])
 
     def _linked_rows(self, seed: str, params: list, whole: Iterable[str],
                      share_cells: bool) -> dict[str, pd.DataFrame]:
