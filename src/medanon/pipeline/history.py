@@ -74,9 +74,14 @@ class StoreSeries:
         of :meth:`ReleaseStore.release_cases`, those cases read in SQL
         (:meth:`ReleaseStore.release_linked_rows`)."""
         self.refresh()
-        if self._links is None or self._links.periods != tuple(self.manifests):
-            self._links = self.store.release_links()
-        return self._kept(self.store.release_linked_rows(label, self._links), [label])
+        links = self._links
+        if links is None or links.periods != tuple(self.manifests):
+            links = self._links = self.store.release_links()
+        if label == links.periods[-1]:
+            # read in time order (evaluate, verify), nothing follows the last release: its
+            # codes go (evaluate screens the scopes next, at its peak memory)
+            self._links = None
+        return self._kept(self.store.release_linked_rows(label, links), [label])
 
     def _kept(self, rows: dict[str, pd.DataFrame], also: Sequence[str]) -> PublishedSeries:
         """The series of the releases :func:`kept_releases` keeps of ``rows``, with ``also``."""
