@@ -558,12 +558,24 @@ def _groups_vectorized(attacker: LikelihoodAttacker, label: str, view: ReleaseVi
         g_bounds = np.searchsorted(g[by_group], np.arange(n_groups + 1))
         pair_order = np.argsort(view.term_row, kind="stable")
         p_bounds = np.searchsorted(view.term_row[pair_order], np.arange(view.n + 1))
+    # each group's numbers as Python scalars, converted once per array, not once per group
+    # and field (a 24 x 20k evaluate builds 96k groups; issue 43): the same ints, floats and
+    # bools as int(), float() and bool() of each element
+    sizes, kept_list, tops, top_shares = (size.tolist(), kept_n.tolist(), top.tolist(),
+                                          top_share.tolist())
+    excluded_lists = {name: c.tolist() for name, c in excluded.items()}
+    dsg_list = dsg.tolist() if dsg is not None else None
+    dsg_hard_list = dsg_hard.tolist() if dsg_hard is not None else None
+    has_terms_list = has_terms.tolist()
+    ss_list = ss_share.tolist() if ss_share is not None else None
+    kept_share_list = kept_share.tolist() if kept_share is not None else None
+    group_labels, term_names = view.group_labels.tolist(), view.term_names.tolist()
     groups = []
     for code in range(n_groups):
-        remaining = int(kept_n[code])
+        remaining = kept_list[code]
         dig = (remaining < kk) if kk is not None else None
-        d, dh = ((None, None) if dsg is None or dsg_hard is None  # both are set with th
-                 else (bool(dsg[code]), bool(dsg_hard[code])))
+        d, dh = ((None, None) if dsg_list is None or dsg_hard_list is None  # both set with th
+                 else (dsg_list[code], dsg_hard_list[code]))
         max_post = share_post = None
         dig_post, dsg_post = dig, d
         if likelihood:
@@ -584,18 +596,18 @@ def _groups_vectorized(attacker: LikelihoodAttacker, label: str, view: ReleaseVi
             else:
                 max_post, share_post = 1.0, 1.0
                 dig_post = True if kk is not None else None
-                dsg_post = bool(has_terms[code]) if th is not None else None
+                dsg_post = has_terms_list[code] if th is not None else None
         share = ssg = None
-        if ss_share is not None:
-            assert kept_share is not None and al is not None  # set with ss_share; ss with al
-            share = float(ss_share[code])
-            ssg = max(share, float(kept_share[code])) > al + _TOL
-        t = int(top[code])
+        if ss_list is not None:
+            assert kept_share_list is not None and al is not None  # set with ss_share; ss with al
+            share = ss_list[code]
+            ssg = max(share, kept_share_list[code]) > al + _TOL
+        t = tops[code]
         groups.append(GroupAttack(
-            group=str(view.group_labels[code]), size=int(size[code]),
-            excluded={name: int(c[code]) for name, c in excluded.items()}, remaining=remaining,
-            top_term=str(view.term_names[t]) if t >= 0 else None,
-            top_confidence=float(top_share[code]) if t >= 0 else 0.0,
+            group=str(group_labels[code]), size=sizes[code],
+            excluded={name: c[code] for name, c in excluded_lists.items()}, remaining=remaining,
+            top_term=str(term_names[t]) if t >= 0 else None,
+            top_confidence=top_shares[code] if t >= 0 else 0.0,
             ss_share=share, dig=dig_post, dsg=dsg_post, ssg=ssg, dig_hard=dig, dsg_hard=dh,
             max_posterior=max_post, top_share_posterior=share_post))
     return groups

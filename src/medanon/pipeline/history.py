@@ -22,7 +22,7 @@ import pandas as pd
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy
 from ..published.series import PublishedSeries, kept_releases, qids_of_schema
-from ..store import ReleaseStore
+from ..store import ReleaseLinks, ReleaseStore
 from ..verify import SeriesVerdict, md_whole, verify_linked
 
 __all__ = ["LinkedHistory", "StoreSeries", "store_history", "verify_store"]
@@ -42,6 +42,8 @@ class StoreSeries:
         self.qids, self.sensitive = qids_of_schema(schema or store.schema, hierarchies)
         self.manifests: dict[str, dict] = {}
         self.source = f"Store {str(store.path)!r}"
+        # which rows each release links to, read once for every release read (issue 43)
+        self._links: ReleaseLinks | None = None
 
     def refresh(self) -> dict[str, dict]:
         if list(self.manifests) != self.store.published_periods():
@@ -72,7 +74,14 @@ class StoreSeries:
         of :meth:`ReleaseStore.release_cases`, those cases read in SQL
         (:meth:`ReleaseStore.release_linked_rows`)."""
         self.refresh()
-        return self._kept(self.store.release_linked_rows(label), [label])
+        links = self._links
+        if links is None or links.periods != tuple(self.manifests):
+            links = self._links = self.store.release_links()
+        if label == links.periods[-1]:
+            # read in time order (evaluate, verify), nothing follows the last release: its
+            # codes go (evaluate screens the scopes next, at its peak memory)
+            self._links = None
+        return self._kept(self.store.release_linked_rows(label, links), [label])
 
     def _kept(self, rows: dict[str, pd.DataFrame], also: Sequence[str]) -> PublishedSeries:
         """The series of the releases :func:`kept_releases` keeps of ``rows``, with ``also``."""

@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 DEFAULT_STORE = "medanon.duckdb"
 
 if TYPE_CHECKING:
-    from .duckdb_store import IngestSummary, ReleaseStore
+    from .duckdb_store import IngestSummary, ReleaseLinks, ReleaseStore
 
-__all__ = ["DEFAULT_STORE", "IngestSummary", "ReleaseStore"]
+__all__ = ["DEFAULT_STORE", "IngestSummary", "ReleaseLinks", "ReleaseStore"]
 
-_LAZY = {"IngestSummary", "ReleaseStore"}
+_LAZY = {"IngestSummary", "ReleaseLinks", "ReleaseStore"}
 
 
 def __getattr__(name: str) -> Any:

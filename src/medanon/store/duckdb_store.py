@@ -203,6 +203,68 @@ def _read_meta(con: duckdb.DuckDBPyConnection, path: Path) -> Schema:
     return Schema.from_mapping(tomllib.loads(rows["schema"])["schema"], source=str(path))
 
 
+@dataclass(frozen=True)
+class ReleaseLinks:
+    """Which published rows each release links to, on integer codes of every published row
+    (:meth:`ReleaseStore.release_links`): the selection of :meth:`ReleaseStore.linked_rows`
+    for the cases of one release, without their text.
+
+    A row is linked to release P when its case is one of P's, or is in a group (of any
+    release) that holds one of P's cases. Held by a reader of every release, as the releases
+    it reads are immutable: 20 bytes a published row (a 24 x 20k series: 9 MiB), less than the
+    hash tables of CaseID texts the query in SQL built for each release.
+
+    Attributes:
+        periods: The published periods the codes number, in time order.
+        rowids: Each row's position in the ``release_rows`` table (DuckDB's ``rowid``).
+        period_codes: Each row's period, as its position in ``periods``.
+        case_codes: Each row's CaseID, coded 0, 1, ... (every row has one).
+        group_codes: Each row's group within its period, coded 0, 1, ...; ``group_count`` for a
+            row without a group (it shares a group with no one).
+        case_count, group_count: How many CaseIDs and groups there are.
+    """
+
+    periods: tuple[str, ...]
+    rowids: np.ndarray
+    period_codes: np.ndarray
+    case_codes: np.ndarray
+    group_codes: np.ndarray
+    case_count: int
+    group_count: int
+
+    @classmethod
+    def of(cls, periods: Iterable[str], rowids: np.ndarray, period_codes: np.ndarray,
+           case_codes: np.ndarray, group_texts: np.ndarray) -> ReleaseLinks:
+        """The links of these rows: ``period_codes`` index ``periods``, ``case_codes`` are
+        0, 1, ... (none missing), ``group_texts`` codes each row's group label in any period
+        (-1 where it has none)."""
+        with_group = group_texts >= 0
+        # a group is a label within a period: (period, label) numbered densely
+        pairs = period_codes.astype(np.int64) * (int(group_texts.max(initial=-1)) + 1) + group_texts
+        codes, distinct = pd.factorize(pairs[with_group])
+        group_codes = np.full(len(rowids), len(distinct), dtype=np.int32)
+        group_codes[with_group] = codes
+        return cls(tuple(periods), rowids, period_codes.astype(np.int32),
+                   case_codes.astype(np.int32), group_codes,
+                   int(case_codes.max(initial=-1)) + 1, len(distinct))
+
+    def rows_linked_to(self, period: str) -> np.ndarray:
+        """The ``rowids`` of the rows release ``period`` links to (none for a period not
+        published when the links were read)."""
+        if period not in self.periods:
+            return self.rowids[:0]
+        own = self.period_codes == self.periods.index(period)
+        cases = np.zeros(self.case_count, dtype=bool)
+        cases[self.case_codes[own]] = True
+        # the groups holding one of its cases (the last slot: the rows without a group)
+        hit = np.zeros(self.group_count + 1, dtype=bool)
+        hit[self.group_codes[cases[self.case_codes]]] = True
+        hit[-1] = False
+        # every case of those groups, beside its own
+        cases[self.case_codes[hit[self.group_codes]]] = True
+        return self.rowids[cases[self.case_codes]]
+
+
 class ReleaseStore:
     """A release store file. Use :meth:`open` for an existing store, :meth:`create_or_open` to ingest.
 
@@ -747,30 +809,51 @@ class ReleaseStore:
         with _registered(self._con, "linked_seed", seed):
             return self._linked_rows("SELECT case_id FROM linked_seed", [], whole, share_cells)
 
-    def release_linked_rows(self, period: str) -> dict[str, pd.DataFrame]:
+    def release_linked_rows(self, period: str, links: ReleaseLinks | None = None
+                            ) -> dict[str, pd.DataFrame]:
         """:meth:`linked_rows` of the cases the release of ``period`` holds
-        (:meth:`release_cases`), those cases read in SQL, not fetched to be sent back (a
-        release's CaseIDs as Python tuples and back cost ``evaluate`` of 24 x 20k half a
-        second, issue 43)."""
+        (:meth:`release_cases`): the rows ``links`` (:meth:`release_links`, read now when None)
+        selects for it, fetched by their position in the table.
+
+        A reader of every release (``evaluate``, ``verify``) reads the links once: selecting the
+        rows in SQL joined the whole table's CaseIDs and groups as text, three times a release
+        (24 x 20k: 3.0 s of CPU, where the selection on integer codes costs 0.07 s, issue 43).
+        """
         self._require_published(period)
-        return self._linked_rows("SELECT case_id FROM release_rows WHERE period = $1",
-                                 [period], (), False)
+        links = links if links is not None else self.release_links()
+        wanted = pd.DataFrame({"wanted": links.rows_linked_to(period)})
+        with _registered(self._con, "linked_rowids", wanted):
+            return self._fetched_linked_rows(
+                "SELECT wanted FROM linked_rowids", "r.rowid", [], share_cells=False)
+
+    def release_links(self) -> ReleaseLinks:
+        """Which rows each published release links to (:class:`ReleaseLinks`), as of now."""
+        # Coded in SQL, only integers fetched: the texts of every published row fetched to be
+        # coded here (480k CaseIDs, groups and periods) raised verify's peak memory by 20 MB
+        # for the same CPU. A row without a CaseID links to nothing (SQL's IN never matches
+        # a NULL); a NULL group is no group (-1).
+        fetched = self._con.execute("""
+            SELECT r.rowid AS medanon_rowid,
+                   coalesce(p.position, -1) AS medanon_period,
+                   dense_rank() OVER (ORDER BY r.case_id) - 1 AS medanon_case,
+                   CASE WHEN r."group" IS NULL THEN -1
+                        ELSE dense_rank() OVER (ORDER BY r."group") - 1 END AS medanon_group
+            FROM release_rows r
+            LEFT JOIN (SELECT period, row_number() OVER (ORDER BY ordinal) - 1 AS position
+                       FROM releases) p USING (period)
+            WHERE r.case_id IS NOT NULL""").fetchnumpy()
+        return ReleaseLinks.of(self.published_periods(),
+                               *(np.asarray(fetched[f"medanon_{name}"], dtype=np.int64)
+                                 for name in ("rowid", "period", "case", "group")))
 
     def _linked_rows(self, seed: str, params: list, whole: Iterable[str],
                      share_cells: bool) -> dict[str, pd.DataFrame]:
         """:meth:`linked_rows` of the cases the query ``seed`` (with ``params``) selects."""
         periods = pd.DataFrame({"period": pd.Series(sorted(set(whole)), dtype=object)})
-        columns = _release_columns(self.schema)
-        # A missing cell is read as "" (what the frames hold; pandas' isna over every cell
-        # cost more than the query's coalesce), and the rows come unsorted: sorting them with
-        # their text in the query cost a fifth of the read, where their order (period, then
-        # row_no) is an argsort of two arrays here (issue 43). As arrays, not a frame: the
-        # frame's text dtype would be converted again, cell by cell.
-        selected = ", ".join(f"coalesce(r.{_quote(c)}, '') AS {_quote(c)}" for c in columns)
         with _registered(self._con, "linked_whole", periods):
             # (the seed is written out where it is read, not a CTE: DuckDB keeps a copy of a
             # CTE read twice, the CaseIDs of a 450k quarter's seed in a release)
-            fetched = self._con.execute(f"""
+            members = f"""
                 WITH hit AS (
                   SELECT DISTINCT r.period, r."group" FROM release_rows r
                   WHERE r.case_id IN ({seed})),
@@ -779,8 +862,24 @@ class ReleaseStore:
                   UNION {seed}
                   UNION SELECT case_id FROM release_rows
                         WHERE period IN (SELECT period FROM linked_whole))
-                SELECT r.row_no AS {_ROW_NO}, {selected} FROM release_rows r
-                WHERE r.case_id IN (SELECT case_id FROM members)""", params).fetchnumpy()
+                SELECT case_id FROM members"""
+            return self._fetched_linked_rows(members, "r.case_id", params,
+                                             share_cells=share_cells)
+
+    def _fetched_linked_rows(self, selection: str, key: str, params: list, *,
+                             share_cells: bool) -> dict[str, pd.DataFrame]:
+        """The published rows whose ``key`` is IN the query ``selection`` (with ``params``),
+        per published period as :meth:`linked_rows` gives them."""
+        columns = _release_columns(self.schema)
+        # A missing cell is read as "" (what the frames hold; pandas' isna over every cell
+        # cost more than the query's coalesce), and the rows come unsorted: sorting them with
+        # their text in the query cost a fifth of the read, where their order (period, then
+        # row_no) is an argsort of two arrays here (issue 43). As arrays, not a frame: the
+        # frame's text dtype would be converted again, cell by cell.
+        selected = ", ".join(f"coalesce(r.{_quote(c)}, '') AS {_quote(c)}" for c in columns)
+        fetched = self._con.execute(
+            f"SELECT r.row_no AS {_ROW_NO}, {selected} FROM release_rows r "
+            f"WHERE {key} IN ({selection})", params).fetchnumpy()
         cells = {c: np.asarray(fetched.pop(c), dtype=object) for c in columns}
         row_no = np.asarray(fetched.pop(_ROW_NO), dtype=np.int64)
         del fetched
@@ -1479,10 +1578,10 @@ def _object_frame(columns: Mapping[str, np.ndarray]) -> pd.DataFrame:
     of ``evaluate``) keeps no other column alive with it: one 2-D block of every column did
     (``evaluate`` of 24 x 20k peaked at 1,640 MiB instead of 740)."""
     first = next(iter(columns.values()), np.zeros(0, dtype=object))
-    frame = pd.DataFrame(index=pd.RangeIndex(len(first)))
-    for name, values in columns.items():
-        frame[name] = pd.Series(values, index=frame.index, dtype=object, copy=False)
-    return frame
+    # not copied, pandas keeps the arrays as given, one block each (as a column set one at a
+    # time, at a ninth of its cost: 0.5 s of a 24 x 20k evaluate's linked reads, issue 43)
+    return pd.DataFrame(dict(columns), index=pd.RangeIndex(len(first)), dtype=object,
+                        copy=False)
 
 
 def _texts_column(values: Iterable[object]) -> pd.Series:
