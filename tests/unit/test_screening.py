@@ -89,6 +89,27 @@ def test_perturbed_age_labels_manufacture_a_signal_in_the_opposite_stratum():
         assert whole["statistics"]["mgps"]["recall"] == whole["statistics"]["mgps"]["precision"] == 1.0
 
 
+def test_quantiles_solved_for_the_pairs_shown_are_those_of_solving_every_pair(monkeypatch):
+    """The screening solves EB05 and EB95 only for the pairs it lists or the rules read
+    (issue 43): its result is the one of solving them for every pair, to the last digit."""
+    from medanon.metrics import disproportionality, screening
+    original = _series(_rows(1500, 2))
+    perturbed = _series(_rows(1500, 2, flip=0.5))
+
+    def result() -> dict:
+        return screen_series(original, perturbed, hierarchies=HIER, periods=list(original),
+                             rules=[RULE], options=OPTIONS)
+    lean = result()
+    solved = disproportionality.screened_columns
+    monkeypatch.setattr(screening, "screened_columns",
+                        lambda *a, **k: solved(*a, **{**k, "quantiles": True}))
+    assert result() == lean
+    listed = [s for e in lean["scopes"] for side in ("spurious", "lost")
+              for s in e[side]["mgps"]]
+    assert listed and all("eb95" in s["release"] or "eb95" in s["original"] for s in listed)
+    assert "eb05" in lean["planted"][0]["own"]["release"]
+
+
 def test_generalized_cells_are_undecided_not_guessed():
     original = _series(_rows(400, 3))
     release = {p: r.assign(age=np.where(np.arange(len(r)) % 2 == 0, "*", r["age"]))

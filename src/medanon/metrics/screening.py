@@ -72,8 +72,9 @@ from .._validation import check_int
 from ..errors import MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
-from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, GpsPrior,
-                                 _pair_matrix, count_pairs, screened_columns)
+from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, MGPS_LOWER_QUANTILE,
+                                 MGPS_UPPER_QUANTILE, GpsPrior, _eb_quantiles, _pair_matrix,
+                                 count_pairs, screened_columns)
 from .signals import INSIDE, Condition, KnownCounts, SignalRule
 
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
@@ -633,11 +634,26 @@ class _Screened:
         found = _pair_row(self.table, key)
         if found is None:
             return {"n": 0, "signal": {s: False for s in STATISTICS}}
+        solved = self.quantiles([found])[0]
         out: dict[str, Any] = {"n": int(found["n"])}
         for columns in (v[2] for v in STATISTICS.values()):
-            out.update({c: _rounded(found[c]) for c in columns})
+            out.update({c: _rounded(solved[c] if c in solved else found[c]) for c in columns})
         out["signal"] = {s: bool(found[v[0]]) for s, v in STATISTICS.items()}
         return out
+
+    def quantiles(self, rows: Sequence[pd.Series]) -> list[dict[str, float]]:
+        """EB05 and EB95 of these rows of :attr:`table`: the screening solves them only for the
+        pairs it shows (``quantiles=False`` of :func:`.disproportionality.screened_columns`;
+        a pair's quantiles solved with any others are the values a solve of the whole table
+        gives it, elementwise). Empty dicts when the table has them already (a prior with a
+        limit) or no row is given."""
+        if not rows or "eb05" in self.table.columns:
+            return [{} for _ in rows]
+        assert self.prior is not None, "a table with rows has been screened"
+        n = np.array([row["n"] for row in rows], dtype=np.int64)
+        e = np.array([row["e"] for row in rows], dtype=np.float64)
+        eb05, eb95 = _eb_quantiles(n, e, self.prior, (MGPS_LOWER_QUANTILE, MGPS_UPPER_QUANTILE))
+        return [{"eb05": low, "eb95": high} for low, high in zip(eb05.tolist(), eb95.tolist())]
 
 
 class _Done:
@@ -718,8 +734,10 @@ def _screen_counts(table: pd.DataFrame, fit: _Fit, prior: GpsPrior | None = None
     """The statistics :func:`.disproportionality.screen` adds to a pair table, and its prior
     (what a worker computes for ``result(mapper=...)``); ``prior``: the one ``fit`` gave on
     these counts before (not fitted again)."""
+    # EB05 and EB95 are solved for the pairs shown only (_Screened.quantiles): the signal
+    # decisions need them for a few pairs, the bracket of the others decides (issue 43)
     return screened_columns(table, prior=prior, min_count=fit.min_count, starts=fit.starts,
-                            warm_start=fit.warm_start)
+                            warm_start=fit.warm_start, quantiles=False)
 
 
 def _screen_item(item: tuple[pd.DataFrame, _Fit]) -> tuple[dict[str, np.ndarray], GpsPrior]:
@@ -819,16 +837,20 @@ def _listed(pairs: pd.Index, shown: _Screened, other: _Screened, score: str,
     mine = shown.table.loc[pairs]
     order = np.argsort(-mine[score].to_numpy(float), kind="stable")[:limit]
     other_side = "original" if listed_side == "release" else "release"
-    out = []
-    for key, row in mine.iloc[order].iterrows():
-        there = _pair_row(other.table, key)
-        out.append({
-            "drug": row["drug"], "reaction": row["reaction"],
-            listed_side: {"n": int(row["n"]), **{c: _rounded(row[c]) for c in columns}},
-            other_side: ({"n": 0} if there is None
-                         else {"n": int(there["n"]), **{c: _rounded(there[c]) for c in columns}}),
-        })
-    return out
+    rows = [row for _key, row in mine.iloc[order].iterrows()]
+    theres = [_pair_row(other.table, key) for key in mine.index[order]]
+    # the quantiles of the pairs shown, solved together on each side
+    solved = iter(shown.quantiles(rows))
+    solved_there = iter(other.quantiles([t for t in theres if t is not None]))
+
+    def values(row: pd.Series, solved: dict[str, float]) -> dict[str, Any]:
+        return {"n": int(row["n"]),
+                **{c: _rounded(solved[c] if c in solved else row[c]) for c in columns}}
+
+    return [{"drug": row["drug"], "reaction": row["reaction"],
+             listed_side: values(row, next(solved)),
+             other_side: {"n": 0} if there is None else values(there, next(solved_there))}
+            for row, there in zip(rows, theres, strict=True)]
 
 
 def _scope_entry(kind: str, scope: str, original: _Screened, release: _Screened,
