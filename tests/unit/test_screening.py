@@ -364,6 +364,61 @@ def test_each_scope_counts_the_pairs_of_its_reports_as_pair_counts_does(original
             pd.testing.assert_frame_equal(side.pairs(within, within_latest=True), want)
 
 
+STRATA_ROWS = hs.lists(hs.tuples(hs.sampled_from(["1", "2", "3", "4", "5", "6"]), CELLS, CELLS,
+                                 hs.sampled_from(["F", "M", "*", ""]),
+                                 hs.sampled_from(["Adult", "Child", "Aged", "*", ""])),
+                       min_size=0, max_size=10)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(hs.lists(STRATA_ROWS, min_size=1, max_size=3))
+def test_each_stratum_counted_from_the_patterns_is_pair_counts_of_its_reports(frames):
+    """A side's strata are counted from the pair counts of its patterns (the latest reports
+    grouped by the strata they are in; issue 43): each stratum's table (counts, order, the
+    spelling shown) is pair_counts of its own latest rows, as counting its mask gives."""
+    columns = ["case_id", "drugs", "reactions", "sex", "age"]
+    periods = [f"2020Q{i + 1}" for i in range(len(frames))]
+    rows = {p: pd.DataFrame(f, columns=columns) for p, f in zip(periods, frames)}
+    options = ScreeningOptions(strata=("sex = F", "sex != M", "age <= 18", "age >= 65",
+                                       "age in [19-64]"))
+    screening = SeriesScreening(hierarchies=HIER, options=options,
+                                rules=[SignalRule("A", "B", "age > 18")])
+    for p in periods:
+        screening.add(p, rows[p], rows[p])
+    screening._close()
+    side = screening._sides["original"]
+    stacked = pd.concat([rows[p] for p in periods], ignore_index=True)
+    latest = side.closed_latest()
+    # the latest row of each case: the last one of it in the stacked periods
+    assert np.array_equal(latest, ~stacked["case_id"].duplicated(keep="last").to_numpy())
+    for condition in side.conditions.values():
+        inside = (side.classes(condition) == 1) & latest
+        if not inside.any():
+            continue
+        want = pair_counts(stacked[inside].reset_index(drop=True))
+        got = side.stratum_pairs(condition)
+        assert got is not None
+        pd.testing.assert_frame_equal(got, want)
+        pd.testing.assert_frame_equal(side.pairs(inside, within_latest=True), want)
+
+
+def test_strata_beyond_the_patterns_cells_are_counted_one_by_one(monkeypatch):
+    from medanon.metrics import screening as module
+    monkeypatch.setattr(module, "_PATTERN_CELLS", 1)
+    original = _series(_rows(300, 4))
+    screening = SeriesScreening(hierarchies=HIER, options=OPTIONS)
+    for label, frame in original.items():
+        screening.add(label, frame, frame)
+    screening._close()
+    side = screening._sides["original"]
+    assert side.stratum_pairs(OPTIONS.conditions[0]) is None
+    one_by_one = screen_series(original, original, hierarchies=HIER, periods=list(original),
+                                  options=OPTIONS)
+    monkeypatch.undo()
+    assert screen_series(original, original, hierarchies=HIER, periods=list(original),
+                         options=OPTIONS) == one_by_one
+
+
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(hs.lists(hs.tuples(hs.integers(0, 6), hs.floats(0.01, 50.0)), min_size=3, max_size=60),
        hs.booleans())

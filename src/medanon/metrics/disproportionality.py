@@ -1686,9 +1686,26 @@ def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np
     else:
         pair = np.flatnonzero(listed)
         n = listed[pair]
+    out = _pair_table(pair, n, n_drug, n_reaction, n_total, drugs, reactions)
+    if strata is not None:
+        drug, reaction = pair // width, pair % width
+        out.insert(list(out.columns).index("e") + 1, "e_crude", out["e"])
+        out["e"] = _stratified_expected(strata, eligible, d_rows, d_codes, len(drugs), r_rows,
+                                        r_codes, len(reactions), drug, reaction)
+    return out
+
+
+def _pair_table(pair: np.ndarray, n: np.ndarray, n_drug: np.ndarray, n_reaction: np.ndarray,
+                n_total: int, drugs: np.ndarray, reactions: np.ndarray) -> pd.DataFrame:
+    """:func:`count_pairs`'s table (crude E) of its counts: the pairs listed (codes
+    ``drug · max(len(reactions), 1) + reaction``, ascending) and how many reports list each,
+    the reports listing each drug and each reaction, and the screened reports (those listing
+    a drug and a reaction). A caller that has these counts otherwise (added up from parts of
+    the reports: :mod:`.screening`'s strata) gets the same table from them."""
+    width = max(len(reactions), 1)
     drug, reaction = pair // width, pair % width
     nd, nr, n = n_drug[drug].astype(np.int64), n_reaction[reaction].astype(np.int64), n.astype(np.int64)
-    out = pd.DataFrame({
+    return pd.DataFrame({
         "drug": pd.Series(drugs[drug], dtype=object),
         "reaction": pd.Series(reactions[reaction], dtype=object),
         "n": n, "n_drug": nd, "n_reaction": nr,
@@ -1696,11 +1713,6 @@ def count_pairs(reports: int, d_rows: np.ndarray, d_codes: np.ndarray, drugs: np
         "e": nd * nr / n_total if n_total else np.zeros(0),
         "a": n, "b": nd - n, "c": nr - n, "d": n_total - nd - nr + n,
     })
-    if strata is not None:
-        out.insert(list(out.columns).index("e") + 1, "e_crude", out["e"])
-        out["e"] = _stratified_expected(strata, eligible, d_rows, d_codes, len(drugs), r_rows,
-                                        r_codes, len(reactions), drug, reaction)
-    return out
 
 
 #: (report, drug, reaction) triples enumerated at a time by :func:`count_pairs`: a pooled scope

@@ -74,7 +74,7 @@ from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
 from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, MGPS_LOWER_QUANTILE,
                                  MGPS_UPPER_QUANTILE, GpsPrior, _eb_quantiles, _pair_matrix,
-                                 count_pairs, screened_columns)
+                                 _pair_table, count_pairs, screened_columns)
 from .signals import INSIDE, Condition, KnownCounts, SignalRule
 
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
@@ -111,6 +111,9 @@ _SEP = "|"
 #: The dedup scope's pair counts are kept (to count large strata from) when the vocabularies'
 #: drug × reaction table has at most this many cells (8 bytes a cell).
 _CACHED_CELLS = 1 << 20
+#: The strata of a side are counted from the pair counts of their patterns (:class:`_Patterns`)
+#: when those hold at most this many cells (patterns × drugs × reactions, 8 bytes a cell).
+_PATTERN_CELLS = 1 << 21
 _OPPOSITE = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "=": "!=", "in": "!=", "!=": "="}
 
 
@@ -389,6 +392,8 @@ class _Reports:
         self.latest: np.ndarray | None = None   # the dedup scope's reports (set by close)
         self._next = np.zeros(0, dtype=np.int64)  # each report's next of its case (close)
         self._latest_listed: np.ndarray | None = None  # the dedup scope's pair counts (pairs)
+        self._patterns: _Patterns | None = None   # the strata's counts (stratum_pairs)
+        self._patterns_made = False
 
     def classes_of(self, rows: pd.DataFrame) -> dict[str, Any]:
         """Each report's class in each condition (part of a :class:`_Read`)."""
@@ -473,12 +478,7 @@ class _Reports:
         Raises:
             SchemaError: no release of this side has a drug or the reaction column.
         """
-        wanted = [(c, "drug_columns") for c in self.options.drug_columns]
-        for column, what in [*wanted, (self.options.reaction_column, "reaction_column")]:
-            if column not in self.columns:
-                shown = ", ".join(repr(c) for c in list(self.columns)[:20])
-                raise SchemaError(f"The rows have no column {column!r} ({what} of pair_counts); "
-                                  f"their columns: {shown}.")
+        self._check_columns()
         # a mask of latest reports is counted from the dedup scope's pair counts when that
         # takes fewer reports (_counted_as)
         how = self._counted_as(inside) if within_latest and not isinstance(inside, slice) else ""
@@ -516,6 +516,30 @@ class _Reports:
         return count_pairs(count, d_rows, d_codes, drugs, r_rows, r_codes, reactions,
                            listed=listed)
 
+    def _check_columns(self) -> None:
+        wanted = [(c, "drug_columns") for c in self.options.drug_columns]
+        for column, what in [*wanted, (self.options.reaction_column, "reaction_column")]:
+            if column not in self.columns:
+                shown = ", ".join(repr(c) for c in list(self.columns)[:20])
+                raise SchemaError(f"The rows have no column {column!r} ({what} of pair_counts); "
+                                  f"their columns: {shown}.")
+
+    def stratum_pairs(self, condition: Condition) -> pd.DataFrame | None:
+        """The pair table of a stratum (the :attr:`latest` reports inside ``condition``) from
+        the counts of the side's patterns (:class:`_Patterns`); None when the patterns are
+        not counted (too many cells, or conditions), and :meth:`pairs` counts it.
+
+        Raises:
+            SchemaError: as :meth:`pairs`.
+        """
+        self._check_columns()
+        if not self._patterns_made:
+            self._patterns_made = True
+            self._patterns = _Patterns.of(self)
+        if self._patterns is None or condition.text not in self._patterns.bits:
+            return None
+        return self._patterns.table(condition.text)
+
     def _counted_as(self, inside: np.ndarray) -> str:
         """How the pairs of a mask of latest reports are counted: ``latest`` (the mask is the
         dedup scope: its counts are kept for the others), ``rest`` (it holds more than half of
@@ -547,6 +571,99 @@ class _Reports:
                            max(self.drugs.terms, 1), max(self.reactions.terms, 1))
         assert out is not None, "a table within _CACHED_CELLS is dense"
         return out
+
+
+class _Patterns:
+    """The pair counts of one side's :attr:`~_Reports.latest` reports grouped by *pattern*:
+    the set of strata a report is in (one bit per condition; issue 43).
+
+    Every stratum is a mask of the latest reports, and counts add up over reports: a
+    stratum's pair counts, its drug and reaction margins and its number of screened reports
+    (those listing a drug and a reaction) are the sums of its patterns' counts, and the
+    spelling it shows of a term (the term's first entry in its reports) is the first among its
+    patterns' first entries. Its table is then :func:`.disproportionality.count_pairs`'s of
+    its reports, integer sums and the same spellings, from one pass over the entries for all
+    the strata instead of one pass per stratum.
+    """
+
+    def __init__(self, bits: dict[str, int], patterns: np.ndarray, drugs: _Terms,
+                 reactions: _Terms, margins: dict[str, np.ndarray], firsts: dict[str, np.ndarray],
+                 spellings: dict[str, np.ndarray], screened: np.ndarray, listed: np.ndarray):
+        self.bits, self.patterns = bits, patterns
+        self.terms = {"drug": drugs, "reaction": reactions}
+        self.margins, self.firsts, self.spellings = margins, firsts, spellings
+        self.screened, self.listed = screened, listed
+
+    @classmethod
+    def of(cls, side: _Reports) -> _Patterns | None:
+        """The patterns of the conditions whose classes can be judged (a condition that cannot
+        raises its error when its stratum is screened, by :meth:`_Reports.classes`); None
+        when the counts would exceed :data:`_PATTERN_CELLS` or the conditions 62 bits."""
+        latest = side.closed_latest()
+        inside: dict[str, np.ndarray] = {}
+        for text, condition in side.conditions.items():
+            try:
+                inside[text] = side.classes(condition) == INSIDE
+            except MedanonError:
+                continue
+        if len(inside) > 62:
+            return None
+        key = np.zeros(side.count, dtype=np.int64)
+        for bit, mask in enumerate(inside.values()):
+            key |= mask.astype(np.int64) << bit
+        codes, patterns = pd.factorize(key[latest])
+        count = len(patterns)
+        sizes = {"drug": max(side.drugs.terms, 1), "reaction": max(side.reactions.terms, 1)}
+        if count * sizes["drug"] * sizes["reaction"] > _PATTERN_CELLS:
+            return None
+        pattern_of = np.full(side.count, -1, dtype=np.int64)
+        pattern_of[latest] = codes
+        listing = {name: np.zeros(side.count, dtype=bool) for name in sizes}
+        for name, (reports, _) in (("drug", side.drug_entries), ("reaction", side.reaction_entries)):
+            listing[name][reports] = True
+        eligible = listing["drug"] & listing["reaction"]
+        margins, firsts, spellings, scoped = {}, {}, {}, {}
+        for name, terms, (reports, spelled) in (("drug", side.drugs, side.drug_entries),
+                                                ("reaction", side.reactions,
+                                                 side.reaction_entries)):
+            size = sizes[name]
+            at = pattern_of[reports]
+            where = np.flatnonzero(at >= 0)    # the entries of latest reports, in their order
+            rows, codes_of = reports[where], terms.code_of[spelled[where]]
+            grouped = at[where] * size + codes_of
+            # each (pattern, term)'s first entry: its position among the side's entries
+            first = np.full(count * size, spelled.size, dtype=np.int64)
+            np.minimum.at(first, grouped, where)
+            firsts[name], spellings[name] = first.reshape(count, size), spelled
+            margins[name] = np.bincount(grouped[eligible[rows]],
+                                        minlength=count * size).reshape(count, size)
+            scoped[name] = (rows, grouped if name == "drug" else codes_of)
+        # (pattern, drug) as one drug code: each report has one pattern, so its pairs' codes
+        # are pattern · drugs · reactions + drug · reactions + reaction
+        (d_rows, d_grouped), (r_rows, r_codes) = scoped["drug"], scoped["reaction"]
+        listed = _pair_matrix(d_rows, d_grouped, r_rows, r_codes, side.count,
+                              count * sizes["drug"], sizes["reaction"])
+        assert listed is not None, "a table within _PATTERN_CELLS is dense"
+        screened = np.bincount(pattern_of[eligible & latest], minlength=count)
+        return cls({text: bit for bit, text in enumerate(inside)}, np.asarray(patterns),
+                   side.drugs, side.reactions, margins, firsts, spellings, screened,
+                   listed.reshape(count, -1))
+
+    def table(self, text: str) -> pd.DataFrame:
+        """The :func:`.disproportionality.count_pairs` table of the stratum of ``text``."""
+        members = (self.patterns >> self.bits[text]) & 1 == 1
+        names = {}
+        for name, terms in self.terms.items():
+            first = self.firsts[name][members].min(axis=0, initial=self.spellings[name].size)
+            present = np.flatnonzero(first < self.spellings[name].size)
+            out = np.full(max(terms.terms, 1), "", dtype=object)
+            out[present] = terms.shown[self.spellings[name][first[present]]]
+            names[name] = out
+        listed = self.listed[members].sum(axis=0)
+        pair = np.flatnonzero(listed)
+        return _pair_table(pair, listed[pair], self.margins["drug"][members].sum(axis=0),
+                           self.margins["reaction"][members].sum(axis=0),
+                           int(self.screened[members].sum()), names["drug"], names["reaction"])
 
 
 def _latest_of_case(cases: list[np.ndarray], count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -913,9 +1030,13 @@ class _Scopes:
             inside = (classes == INSIDE) & latest
         reports = inside.stop - inside.start if isinstance(inside, slice) else int(inside.sum())
         # a scope of no report has no table (the columns are not even looked for)
+        if not reports:
+            return pd.DataFrame(), reports, undecided
+        found = (self.side.stratum_pairs(condition)
+                 if kind == "stratum" and condition is not None else None)
         # the dedup scope and the strata are masks of the latest reports
-        table = (self.side.pairs(inside, within_latest=kind in ("dedup", "stratum"))
-                 if reports else pd.DataFrame())
+        table = (found if found is not None
+                 else self.side.pairs(inside, within_latest=kind in ("dedup", "stratum")))
         return table, reports, undecided
 
     def get(self, kind: str, scope: str, condition: Condition | None = None) -> _Screened:
