@@ -402,6 +402,27 @@ def test_each_stratum_counted_from_the_patterns_is_pair_counts_of_its_reports(fr
         pd.testing.assert_frame_equal(side.pairs(inside, within_latest=True), want)
 
 
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(hs.lists(hs.tuples(TERMS, TERMS), min_size=1, max_size=30))
+def test_key_index_is_the_index_set_index_makes_of_the_folded_names(names):
+    """A screened table is indexed by its folded names (issue 43: built from the distinct
+    names): the same MultiIndex, levels and codes, as set_index of the folded columns."""
+    from medanon.metrics.screening import _KEY, _key_index
+    table = pd.DataFrame(names, columns=["drug", "reaction"], dtype=object)
+    # the folded columns as the screening made them before (object Series)
+    folded = table.assign(**{key: pd.Series([str(t).strip().casefold() for t in table[name]],
+                                            dtype=object)
+                             for key, name in zip(_KEY, ("drug", "reaction"))})
+    want = folded.set_index(_KEY).index
+    got = _key_index(table["drug"], table["reaction"])
+    assert got.equals(want) and got.names == want.names
+    for a, b in zip(got.levels, want.levels, strict=True):
+        assert a.equals(b) and a.dtype == b.dtype
+    for a, b in zip(got.codes, want.codes, strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+
+
 def test_strata_beyond_the_patterns_cells_are_counted_one_by_one(monkeypatch):
     from medanon.metrics import screening as module
     monkeypatch.setattr(module, "_PATTERN_CELLS", 1)

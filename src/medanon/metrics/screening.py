@@ -728,10 +728,11 @@ class _Screened:
                 table = table[listed]
         if len(table):
             values, self.prior = _screen(table, fit or _Fit(options.min_count), done or _Done())
-            # the statistics and the keys added in one copy of the table
-            table = table.assign(**values, drug_key=_fold(table["drug"]),
-                                 reaction_key=_fold(table["reaction"]))
-        self.table = table.set_index(_KEY) if len(table) else table
+            # the statistics added in one copy of the table, indexed by the folded names (the
+            # index set_index makes of them, without making the key columns it drops)
+            table = table.assign(**values)
+            table.index = _key_index(table["drug"], table["reaction"])
+        self.table = table
 
     def limit_flips(self) -> int:
         """How many pairs' decisions differ under the limit of a prior held at its bound
@@ -862,12 +863,20 @@ def _screen_item(item: tuple[pd.DataFrame, _Fit]) -> tuple[dict[str, np.ndarray]
     return _screen_counts(*item)
 
 
-def _fold(terms: pd.Series) -> pd.Series:
-    # each distinct name folded once: a table lists every pair, a name once per partner (a
-    # few hundred names: a list is made faster than pandas' string methods run)
-    codes, names = pd.factorize(terms, use_na_sentinel=False)
-    folded = np.array([str(name).strip().casefold() for name in names], dtype=object)
-    return pd.Series(folded[codes], index=terms.index, dtype=object)
+def _key_index(drugs: pd.Series, reactions: pd.Series) -> pd.MultiIndex:
+    """The index of a screened table: each pair's folded drug and reaction (``_KEY``), the
+    MultiIndex ``set_index`` makes of those columns (each level the sorted distinct keys),
+    built from the few distinct names instead of factorizing the folded columns again."""
+    levels, codes = [], []
+    for terms in (drugs, reactions):
+        # each distinct name folded once: a table lists every pair, a name once per partner
+        # (a few hundred names: a list is made faster than pandas' string methods run)
+        name_of, names = pd.factorize(terms, use_na_sentinel=False)
+        folded = np.array([str(name).strip().casefold() for name in names], dtype=object)
+        level, key_of = np.unique(folded, return_inverse=True)
+        levels.append(pd.Index(level, dtype=object))
+        codes.append(key_of.reshape(-1)[name_of])
+    return pd.MultiIndex(levels=levels, codes=codes, names=_KEY, verify_integrity=False)
 
 
 def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, Any]:
