@@ -373,9 +373,17 @@ STRATA_ROWS = hs.lists(hs.tuples(hs.sampled_from(["1", "2", "3", "4", "5", "6"])
 @settings(max_examples=80, deadline=None, derandomize=True)
 @given(hs.lists(STRATA_ROWS, min_size=1, max_size=3))
 def test_each_stratum_counted_from_the_patterns_is_pair_counts_of_its_reports(frames):
-    """A side's strata are counted from the pair counts of its patterns (the latest reports
-    grouped by the strata they are in; issue 43): each stratum's table (counts, order, the
-    spelling shown) is pair_counts of its own latest rows, as counting its mask gives."""
+    """A side's dedup scope and strata are counted from the pair counts of its patterns (the
+    latest reports grouped by the strata they are in; issue 43), a range of reports at a time:
+    each table (counts, order, the spelling shown) is pair_counts of the scope's own latest
+    rows, as counting its mask gives."""
+    with pytest.MonkeyPatch.context() as patch:
+        from medanon.metrics import screening as module
+        patch.setattr(module, "_PATTERN_REPORTS_AT_ONCE", 4)   # several ranges of reports
+        _check_patterns(frames)
+
+
+def _check_patterns(frames: list) -> None:
     columns = ["case_id", "drugs", "reactions", "sex", "age"]
     periods = [f"2020Q{i + 1}" for i in range(len(frames))]
     rows = {p: pd.DataFrame(f, columns=columns) for p, f in zip(periods, frames)}
@@ -391,12 +399,12 @@ def test_each_stratum_counted_from_the_patterns_is_pair_counts_of_its_reports(fr
     latest = side.closed_latest()
     # the latest row of each case: the last one of it in the stacked periods
     assert np.array_equal(latest, ~stacked["case_id"].duplicated(keep="last").to_numpy())
-    for condition in side.conditions.values():
-        inside = (side.classes(condition) == 1) & latest
+    for condition in [None, *side.conditions.values()]:
+        inside = latest if condition is None else (side.classes(condition) == 1) & latest
         if not inside.any():
             continue
         want = pair_counts(stacked[inside].reset_index(drop=True))
-        got = side.stratum_pairs(condition)
+        got = side.latest_pairs(condition)
         assert got is not None
         pd.testing.assert_frame_equal(got, want)
         pd.testing.assert_frame_equal(side.pairs(inside, within_latest=True), want)
@@ -432,7 +440,7 @@ def test_strata_beyond_the_patterns_cells_are_counted_one_by_one(monkeypatch):
         screening.add(label, frame, frame)
     screening._close()
     side = screening._sides["original"]
-    assert side.stratum_pairs(OPTIONS.conditions[0]) is None
+    assert side.latest_pairs(OPTIONS.conditions[0]) is None and side.latest_pairs() is None
     one_by_one = screen_series(original, original, hierarchies=HIER, periods=list(original),
                                   options=OPTIONS)
     monkeypatch.undo()

@@ -114,6 +114,8 @@ _CACHED_CELLS = 1 << 20
 #: The strata of a side are counted from the pair counts of their patterns (:class:`_Patterns`)
 #: when those hold at most this many cells (patterns × drugs × reactions, 8 bytes a cell).
 _PATTERN_CELLS = 1 << 21
+#: Reports whose entries the patterns' pass takes at a time.
+_PATTERN_REPORTS_AT_ONCE = 1 << 16
 _OPPOSITE = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "=": "!=", "in": "!=", "!=": "="}
 
 
@@ -392,7 +394,7 @@ class _Reports:
         self.latest: np.ndarray | None = None   # the dedup scope's reports (set by close)
         self._next = np.zeros(0, dtype=np.int64)  # each report's next of its case (close)
         self._latest_listed: np.ndarray | None = None  # the dedup scope's pair counts (pairs)
-        self._patterns: _Patterns | None = None   # the strata's counts (stratum_pairs)
+        self._patterns: _Patterns | None = None   # dedup and strata counts (latest_pairs)
         self._patterns_made = False
 
     def classes_of(self, rows: pd.DataFrame) -> dict[str, Any]:
@@ -524,10 +526,11 @@ class _Reports:
                 raise SchemaError(f"The rows have no column {column!r} ({what} of pair_counts); "
                                   f"their columns: {shown}.")
 
-    def stratum_pairs(self, condition: Condition) -> pd.DataFrame | None:
-        """The pair table of a stratum (the :attr:`latest` reports inside ``condition``) from
-        the counts of the side's patterns (:class:`_Patterns`); None when the patterns are
-        not counted (too many cells, or conditions), and :meth:`pairs` counts it.
+    def latest_pairs(self, condition: Condition | None = None) -> pd.DataFrame | None:
+        """The pair table of the dedup scope (the :attr:`latest` reports), or of a stratum
+        (those inside ``condition``), from the counts of the side's patterns
+        (:class:`_Patterns`); None when the patterns are not counted (too many cells, or
+        conditions), and :meth:`pairs` counts it.
 
         Raises:
             SchemaError: as :meth:`pairs`.
@@ -536,9 +539,10 @@ class _Reports:
         if not self._patterns_made:
             self._patterns_made = True
             self._patterns = _Patterns.of(self)
-        if self._patterns is None or condition.text not in self._patterns.bits:
+        if self._patterns is None or (condition is not None
+                                      and condition.text not in self._patterns.bits):
             return None
-        return self._patterns.table(condition.text)
+        return self._patterns.table(None if condition is None else condition.text)
 
     def _counted_as(self, inside: np.ndarray) -> str:
         """How the pairs of a mask of latest reports are counted: ``latest`` (the mask is the
@@ -577,20 +581,21 @@ class _Patterns:
     """The pair counts of one side's :attr:`~_Reports.latest` reports grouped by *pattern*:
     the set of strata a report is in (one bit per condition; issue 43).
 
-    Every stratum is a mask of the latest reports, and counts add up over reports: a
-    stratum's pair counts, its drug and reaction margins and its number of screened reports
-    (those listing a drug and a reaction) are the sums of its patterns' counts, and the
-    spelling it shows of a term (the term's first entry in its reports) is the first among its
-    patterns' first entries. Its table is then :func:`.disproportionality.count_pairs`'s of
-    its reports, integer sums and the same spellings, from one pass over the entries for all
-    the strata instead of one pass per stratum.
+    The dedup scope is every latest report and every stratum a mask of them, and counts add
+    up over reports: a scope's pair counts, its drug and reaction margins and its number of
+    screened reports (those listing a drug and a reaction) are the sums of its patterns'
+    counts, and the spelling it shows of a term (the term's first entry in its reports) is the
+    first among its patterns' first entries. Its table is then
+    :func:`.disproportionality.count_pairs`'s of its reports, integer sums and the same
+    spellings, from one pass over the entries for all of them instead of one pass per scope;
+    the pass goes a range of reports at a time (:data:`_PATTERN_REPORTS_AT_ONCE`), so that
+    what it holds besides the counts is a range's worth.
     """
 
-    def __init__(self, bits: dict[str, int], patterns: np.ndarray, drugs: _Terms,
-                 reactions: _Terms, margins: dict[str, np.ndarray], firsts: dict[str, np.ndarray],
+    def __init__(self, bits: dict[str, int], patterns: np.ndarray, terms: dict[str, _Terms],
+                 margins: dict[str, np.ndarray], firsts: dict[str, np.ndarray],
                  spellings: dict[str, np.ndarray], screened: np.ndarray, listed: np.ndarray):
-        self.bits, self.patterns = bits, patterns
-        self.terms = {"drug": drugs, "reaction": reactions}
+        self.bits, self.patterns, self.terms = bits, patterns, terms
         self.margins, self.firsts, self.spellings = margins, firsts, spellings
         self.screened, self.listed = screened, listed
 
@@ -612,46 +617,65 @@ class _Patterns:
         for bit, mask in enumerate(inside.values()):
             key |= mask.astype(np.int64) << bit
         codes, patterns = pd.factorize(key[latest])
+        del key
         count = len(patterns)
-        sizes = {"drug": max(side.drugs.terms, 1), "reaction": max(side.reactions.terms, 1)}
+        terms = {"drug": side.drugs, "reaction": side.reactions}
+        entries = {"drug": side.drug_entries, "reaction": side.reaction_entries}
+        sizes = {name: max(t.terms, 1) for name, t in terms.items()}
         if count * sizes["drug"] * sizes["reaction"] > _PATTERN_CELLS:
             return None
-        pattern_of = np.full(side.count, -1, dtype=np.int64)
+        pattern_of = np.full(side.count, -1, dtype=np.int32)
         pattern_of[latest] = codes
-        listing = {name: np.zeros(side.count, dtype=bool) for name in sizes}
-        for name, (reports, _) in (("drug", side.drug_entries), ("reaction", side.reaction_entries)):
+        listing = {name: np.zeros(side.count, dtype=bool) for name in terms}
+        for name, (reports, _) in entries.items():
             listing[name][reports] = True
         eligible = listing["drug"] & listing["reaction"]
-        margins, firsts, spellings, scoped = {}, {}, {}, {}
-        for name, terms, (reports, spelled) in (("drug", side.drugs, side.drug_entries),
-                                                ("reaction", side.reactions,
-                                                 side.reaction_entries)):
-            size = sizes[name]
-            at = pattern_of[reports]
-            where = np.flatnonzero(at >= 0)    # the entries of latest reports, in their order
-            rows, codes_of = reports[where], terms.code_of[spelled[where]]
-            grouped = at[where] * size + codes_of
-            # each (pattern, term)'s first entry: its position among the side's entries
-            first = np.full(count * size, spelled.size, dtype=np.int64)
-            np.minimum.at(first, grouped, where)
-            firsts[name], spellings[name] = first.reshape(count, size), spelled
-            margins[name] = np.bincount(grouped[eligible[rows]],
-                                        minlength=count * size).reshape(count, size)
-            scoped[name] = (rows, grouped if name == "drug" else codes_of)
-        # (pattern, drug) as one drug code: each report has one pattern, so its pairs' codes
-        # are pattern · drugs · reactions + drug · reactions + reaction
-        (d_rows, d_grouped), (r_rows, r_codes) = scoped["drug"], scoped["reaction"]
-        listed = _pair_matrix(d_rows, d_grouped, r_rows, r_codes, side.count,
-                              count * sizes["drug"], sizes["reaction"])
-        assert listed is not None, "a table within _PATTERN_CELLS is dense"
+        del listing
+        margins = {name: np.zeros(count * size, dtype=np.int64) for name, size in sizes.items()}
+        # each (pattern, term)'s first entry: its position among the side's entries
+        firsts = {name: np.full(count * size, entries[name][1].size, dtype=np.int64)
+                  for name, size in sizes.items()}
+        listed = np.zeros(count * sizes["drug"] * sizes["reaction"], dtype=np.int64)
+        edges = np.append(np.arange(0, side.count, _PATTERN_REPORTS_AT_ONCE), side.count)
+        # each field's entries of each range of reports (the entries are in report order)
+        cuts = {name: np.searchsorted(reports, edges.astype(reports.dtype))
+                for name, (reports, _) in entries.items()}
+        for at in range(edges.size - 1):
+            lo, hi = int(edges[at]), int(edges[at + 1])
+            scoped = {}
+            for name, (reports, spelled) in entries.items():
+                start, stop = int(cuts[name][at]), int(cuts[name][at + 1])
+                rows = reports[start:stop]
+                pattern = pattern_of[rows]
+                where = np.flatnonzero(pattern >= 0)  # the entries of latest reports
+                rows = rows[where]
+                codes_of = terms[name].code_of[spelled[start:stop][where]]
+                grouped = pattern[where].astype(np.int64) * sizes[name] + codes_of
+                np.minimum.at(firsts[name], grouped, where + start)
+                margins[name] += np.bincount(grouped[eligible[rows]],
+                                             minlength=margins[name].size)
+                # the range's reports numbered from 0 (count_pairs' arrays are the range's)
+                scoped[name] = (rows - rows.dtype.type(lo),
+                                grouped if name == "drug" else codes_of)
+            # (pattern, drug) as one drug code: each report has one pattern, so its pairs'
+            # codes are pattern · drugs · reactions + drug · reactions + reaction
+            (d_rows, d_grouped), (r_rows, r_codes) = scoped["drug"], scoped["reaction"]
+            found = _pair_matrix(d_rows, d_grouped, r_rows, r_codes, hi - lo,
+                                 count * sizes["drug"], sizes["reaction"])
+            assert found is not None, "a table within _PATTERN_CELLS is dense"
+            listed += found
         screened = np.bincount(pattern_of[eligible & latest], minlength=count)
-        return cls({text: bit for bit, text in enumerate(inside)}, np.asarray(patterns),
-                   side.drugs, side.reactions, margins, firsts, spellings, screened,
+        return cls({text: bit for bit, text in enumerate(inside)}, np.asarray(patterns), terms,
+                   {name: m.reshape(count, -1) for name, m in margins.items()},
+                   {name: f.reshape(count, -1) for name, f in firsts.items()},
+                   {name: spelled for name, (_, spelled) in entries.items()}, screened,
                    listed.reshape(count, -1))
 
-    def table(self, text: str) -> pd.DataFrame:
-        """The :func:`.disproportionality.count_pairs` table of the stratum of ``text``."""
-        members = (self.patterns >> self.bits[text]) & 1 == 1
+    def table(self, text: str | None) -> pd.DataFrame:
+        """The :func:`.disproportionality.count_pairs` table of the stratum of ``text``, or of
+        the dedup scope (None: every pattern)."""
+        members = (np.ones(self.patterns.size, dtype=bool) if text is None
+                   else (self.patterns >> self.bits[text]) & 1 == 1)
         names = {}
         for name, terms in self.terms.items():
             first = self.firsts[name][members].min(axis=0, initial=self.spellings[name].size)
@@ -1041,8 +1065,8 @@ class _Scopes:
         # a scope of no report has no table (the columns are not even looked for)
         if not reports:
             return pd.DataFrame(), reports, undecided
-        found = (self.side.stratum_pairs(condition)
-                 if kind == "stratum" and condition is not None else None)
+        found = (self.side.latest_pairs(condition if kind == "stratum" else None)
+                 if kind in ("dedup", "stratum") else None)
         # the dedup scope and the strata are masks of the latest reports
         table = (found if found is not None
                  else self.side.pairs(inside, within_latest=kind in ("dedup", "stratum")))
