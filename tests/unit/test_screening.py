@@ -461,6 +461,8 @@ def test_spearman_statistic_is_scipy_spearmanr_bit_for_bit(pairs, tied):
     # constant: the screening reports no correlation and never computes one
     assume(np.ptp(x) > 0 and np.ptp(y) > 0)
     assert _spearman_statistic(x, y) == float(spearmanr(x, y).statistic)
+    # both sides alike (ranked once): still spearmanr's float
+    assert _spearman_statistic(x, x.copy()) == float(spearmanr(x, x).statistic)
 
 
 @settings(max_examples=80, deadline=None, derandomize=True)

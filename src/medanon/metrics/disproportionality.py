@@ -629,7 +629,7 @@ class _Likelihood:
         """Σ w·t, overwriting t with w·t (the same products, summed in the same order)."""
         if self._weighted:
             t *= self.weight
-        return float(np.sum(t))
+        return float(_add(t))
 
     def _component(self, alpha: float, beta: float) -> tuple[np.ndarray, ...]:
         """log f(n), d log f/dα, d log f/dβ for each distinct pair, and β + E."""
@@ -729,7 +729,7 @@ class _Likelihood:
         # weighted sums as multiply-and-add, not np.dot: OpenBLAS's threaded dot product is
         # many times slower on a loaded machine, and this is the fit's inner loop
         # Σ w·log f; log f is read again below, so w·log f goes to a new array
-        value = float(np.sum(np.multiply(log_f, self.weight) if self._weighted else log_f))
+        value = float(_add(np.multiply(log_f, self.weight) if self._weighted else log_f))
         grad = np.zeros(5)
         if gradient:
             # q1 = exp(log p + lf1 − log f), the posterior weight of component 1 (Qn); q2 = 1 − q1
@@ -754,11 +754,11 @@ class _Likelihood:
             value -= self._weighted_sum(np.log(tail, out=tail))
             if gradient:
                 s1 -= s2
-                grad -= [p * float(np.sum(np.multiply(ws, ds1a, out=ds1a))),
-                         p * float(np.sum(np.multiply(ws, ds1b, out=ds1b))),
-                         (1 - p) * float(np.sum(np.multiply(ws, ds2a, out=ds2a))),
-                         (1 - p) * float(np.sum(np.multiply(ws, ds2b, out=ds2b))),
-                         float(np.sum(np.multiply(ws, s1, out=s1)))]
+                grad -= [p * float(_add(np.multiply(ws, ds1a, out=ds1a))),
+                         p * float(_add(np.multiply(ws, ds1b, out=ds1b))),
+                         (1 - p) * float(_add(np.multiply(ws, ds2a, out=ds2a))),
+                         (1 - p) * float(_add(np.multiply(ws, ds2b, out=ds2b))),
+                         float(_add(np.multiply(ws, s1, out=s1)))]
         return value / self.total, grad / self.total
 
     def objective(self, x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -839,6 +839,15 @@ class _Likelihood:
                           * 0.5 * ((j - mu) ** 2 - j))
             score += float(np.sum(self.weight * (1.0 - w) * below / tail))
         return score
+
+
+def _add(values: np.ndarray) -> Any:
+    """``np.sum`` of a 1-d float array: the same reduction (``np.add.reduce`` over every axis,
+    which np.sum calls), without its wrapper; the fit's inner loop sums a dozen arrays per step."""
+    return _ADD_REDUCE(values, axis=None)
+
+
+_ADD_REDUCE = np.add.reduce
 
 
 def _to_x(theta: Sequence[float]) -> np.ndarray:

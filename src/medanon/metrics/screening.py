@@ -953,7 +953,9 @@ def _spearman_statistic(x: np.ndarray, y: np.ndarray) -> float:
     of each), bit for bit: the Pearson correlation (``np.corrcoef``, as SciPy computes it) of
     their average ranks. Average ranks are integers or halves, exact whatever computes them;
     importing ``scipy.stats`` for them took 0.7 s of every ``medanon evaluate`` (issue 43)."""
-    ranked = np.column_stack((_average_ranks(x), _average_ranks(y)))
+    ranks = _average_ranks(x)
+    # both sides' scores alike (a release that keeps a scope's counts): the same ranks
+    ranked = np.column_stack((ranks, ranks if np.array_equal(x, y) else _average_ranks(y)))
     return float(np.corrcoef(ranked, rowvar=False)[1, 0])
 
 
