@@ -891,7 +891,9 @@ def _key_index(drugs: pd.Series, reactions: pd.Series) -> pd.MultiIndex:
     """The index of a screened table: each pair's folded drug and reaction (``_KEY``), the
     MultiIndex ``set_index`` makes of those columns (each level the sorted distinct keys),
     built from the few distinct names instead of factorizing the folded columns again."""
-    levels, codes = [], []
+    # Index levels and arrays of codes (the stubs ask for sequences of labels and of ints)
+    levels: list[Any] = []
+    codes: list[Any] = []
     for terms in (drugs, reactions):
         # each distinct name folded once: a table lists every pair, a name once per partner
         # (a few hundred names: a list is made faster than pandas' string methods run)
