@@ -735,6 +735,46 @@ def test_screen_adds_every_statistic_and_flag():
     assert empty.empty and list(empty.columns) == list(out.columns)
 
 
+@pytest.mark.parametrize("prior", [DUMOUCHEL_FDA, GpsPrior(3.25, 0.40, 2.03, 1.91, 0.065),
+                                   GpsPrior(0.3, 0.1, 2.0, 2.5, 0.2), GpsPrior(50.0, 20.0, 1.0, 1.0, 0.5),
+                                   GpsPrior(0.5, 0.4, 3.0, 2.0, 0.0), GpsPrior(0.5, 0.4, 3.0, 2.0, 1.0)])
+def test_screen_without_quantiles_decides_eb05_as_the_solved_quantiles_do(prior):
+    """quantiles=False (issue 43) leaves EB05 and EB95 out and decides EB05 >= 2 from each
+    pair's bracket where it decides: every other column and every decision are those of the
+    whole solve, to the bit, and the pairs decided by their bracket are most of them."""
+    n, e = simulate(11, 3000, (0.3, 0.1, 2.0, 2.5, 0.2))
+    n = np.maximum(n, 1)
+    e = np.concatenate([e[:2900], np.full(100, e[0])])  # repeated (n, E) pairs too
+    table = pd.DataFrame({"n": n, "e": e, "a": n, "b": n + 3, "c": n * 2, "d": 5000})
+    full, _ = dp.screened_columns(table, prior=prior)
+    lean, _ = dp.screened_columns(table, prior=prior, quantiles=False)
+    assert list(lean) == [c for c in SCREEN_COLUMNS if c not in ("eb05", "eb95")]
+    for name, values in lean.items():
+        np.testing.assert_array_equal(values, full[name], err_msg=name)
+    decided = ~(np.maximum(*(special.gammaincinv(a + n, 0.05) / (b + e) for a, b in (
+        (prior.alpha1, prior.beta1), (prior.alpha2, prior.beta2)))) >= 2 * (1 - 1e-9))
+    assert decided.mean() > 0.5 and not full["signal_mgps"][decided].any()
+    # the quantiles of a few pairs solved together are theirs in the whole solve
+    few = np.random.default_rng(1).permutation(n.size)[:25]
+    eb05, eb95 = dp._eb_quantiles(n[few], e[few], prior, (0.05, 0.95))
+    np.testing.assert_array_equal(eb05, full["eb05"][few])
+    np.testing.assert_array_equal(eb95, full["eb95"][few])
+
+
+def test_screen_without_quantiles_solves_them_all_under_a_prior_with_a_limit():
+    """The limit's decisions (choice 12) compare every pair's EB05 and EB95: a prior with a
+    limit has them solved, as quantiles=True has."""
+    n, e = simulate(12, 500, (0.3, 0.1, 2.0, 2.5, 0.2))
+    n = np.maximum(n, 1)
+    table = pd.DataFrame({"n": n, "e": e, "a": n, "b": n + 3, "c": n * 2, "d": 5000})
+    prior = GpsPrior(0.3, 0.1, 100.0, 99.0, 0.2, limit=dp.LimitPrior(0.3, 0.1, 1.01, 0.2))
+    full, _ = dp.screened_columns(table, prior=prior)
+    lean, _ = dp.screened_columns(table, prior=prior, quantiles=False)
+    assert list(lean) == list(SCREEN_COLUMNS)
+    for name, values in lean.items():
+        np.testing.assert_array_equal(values, full[name], err_msg=name)
+
+
 def test_screen_on_counted_rows():
     rows = pd.DataFrame({"drugs": ["A|B", "A", "B|C", "A|C", "C"] * 20,
                          "reactions": ["X", "X|Y", "Y", "X", "Z"] * 20})

@@ -89,6 +89,27 @@ def test_perturbed_age_labels_manufacture_a_signal_in_the_opposite_stratum():
         assert whole["statistics"]["mgps"]["recall"] == whole["statistics"]["mgps"]["precision"] == 1.0
 
 
+def test_quantiles_solved_for_the_pairs_shown_are_those_of_solving_every_pair(monkeypatch):
+    """The screening solves EB05 and EB95 only for the pairs it lists or the rules read
+    (issue 43): its result is the one of solving them for every pair, to the last digit."""
+    from medanon.metrics import disproportionality, screening
+    original = _series(_rows(1500, 2))
+    perturbed = _series(_rows(1500, 2, flip=0.5))
+
+    def result() -> dict:
+        return screen_series(original, perturbed, hierarchies=HIER, periods=list(original),
+                             rules=[RULE], options=OPTIONS)
+    lean = result()
+    solved = disproportionality.screened_columns
+    monkeypatch.setattr(screening, "screened_columns",
+                        lambda *a, **k: solved(*a, **{**k, "quantiles": True}))
+    assert result() == lean
+    listed = [s for e in lean["scopes"] for side in ("spurious", "lost")
+              for s in e[side]["mgps"]]
+    assert listed and all("eb95" in s["release"] or "eb95" in s["original"] for s in listed)
+    assert "eb05" in lean["planted"][0]["own"]["release"]
+
+
 def test_generalized_cells_are_undecided_not_guessed():
     original = _series(_rows(400, 3))
     release = {p: r.assign(age=np.where(np.arange(len(r)) % 2 == 0, "*", r["age"]))
@@ -343,6 +364,90 @@ def test_each_scope_counts_the_pairs_of_its_reports_as_pair_counts_does(original
             pd.testing.assert_frame_equal(side.pairs(within, within_latest=True), want)
 
 
+STRATA_ROWS = hs.lists(hs.tuples(hs.sampled_from(["1", "2", "3", "4", "5", "6"]), CELLS, CELLS,
+                                 hs.sampled_from(["F", "M", "*", ""]),
+                                 hs.sampled_from(["Adult", "Child", "Aged", "*", ""])),
+                       min_size=0, max_size=10)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(hs.lists(STRATA_ROWS, min_size=1, max_size=3))
+def test_each_stratum_counted_from_the_patterns_is_pair_counts_of_its_reports(frames):
+    """A side's dedup scope and strata are counted from the pair counts of its patterns (the
+    latest reports grouped by the strata they are in; issue 43), a range of reports at a time:
+    each table (counts, order, the spelling shown) is pair_counts of the scope's own latest
+    rows, as counting its mask gives."""
+    with pytest.MonkeyPatch.context() as patch:
+        from medanon.metrics import screening as module
+        patch.setattr(module, "_PATTERN_REPORTS_AT_ONCE", 4)   # several ranges of reports
+        _check_patterns(frames)
+
+
+def _check_patterns(frames: list) -> None:
+    columns = ["case_id", "drugs", "reactions", "sex", "age"]
+    periods = [f"2020Q{i + 1}" for i in range(len(frames))]
+    rows = {p: pd.DataFrame(f, columns=columns) for p, f in zip(periods, frames)}
+    options = ScreeningOptions(strata=("sex = F", "sex != M", "age <= 18", "age >= 65",
+                                       "age in [19-64]"))
+    screening = SeriesScreening(hierarchies=HIER, options=options,
+                                rules=[SignalRule("A", "B", "age > 18")])
+    for p in periods:
+        screening.add(p, rows[p], rows[p])
+    screening._close()
+    side = screening._sides["original"]
+    stacked = pd.concat([rows[p] for p in periods], ignore_index=True)
+    latest = side.closed_latest()
+    # the latest row of each case: the last one of it in the stacked periods
+    assert np.array_equal(latest, ~stacked["case_id"].duplicated(keep="last").to_numpy())
+    for condition in [None, *side.conditions.values()]:
+        inside = latest if condition is None else (side.classes(condition) == 1) & latest
+        if not inside.any():
+            continue
+        want = pair_counts(stacked[inside].reset_index(drop=True))
+        got = side.latest_pairs(condition)
+        assert got is not None
+        pd.testing.assert_frame_equal(got, want)
+        pd.testing.assert_frame_equal(side.pairs(inside, within_latest=True), want)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(hs.lists(hs.tuples(TERMS, TERMS), min_size=1, max_size=30))
+def test_key_index_is_the_index_set_index_makes_of_the_folded_names(names):
+    """A screened table is indexed by its folded names (issue 43: built from the distinct
+    names): the same MultiIndex, levels and codes, as set_index of the folded columns."""
+    from medanon.metrics.screening import _KEY, _key_index
+    table = pd.DataFrame(names, columns=["drug", "reaction"], dtype=object)
+    # the folded columns as the screening made them before (object Series)
+    folded = table.assign(**{key: pd.Series([str(t).strip().casefold() for t in table[name]],
+                                            dtype=object)
+                             for key, name in zip(_KEY, ("drug", "reaction"))})
+    want = folded.set_index(_KEY).index
+    got = _key_index(table["drug"], table["reaction"])
+    assert got.equals(want) and got.names == want.names
+    for a, b in zip(got.levels, want.levels, strict=True):
+        assert a.equals(b) and a.dtype == b.dtype
+    for a, b in zip(got.codes, want.codes, strict=True):
+        np.testing.assert_array_equal(a, b)
+        assert a.dtype == b.dtype
+
+
+def test_strata_beyond_the_patterns_cells_are_counted_one_by_one(monkeypatch):
+    from medanon.metrics import screening as module
+    monkeypatch.setattr(module, "_PATTERN_CELLS", 1)
+    original = _series(_rows(300, 4))
+    screening = SeriesScreening(hierarchies=HIER, options=OPTIONS)
+    for label, frame in original.items():
+        screening.add(label, frame, frame)
+    screening._close()
+    side = screening._sides["original"]
+    assert side.latest_pairs(OPTIONS.conditions[0]) is None and side.latest_pairs() is None
+    one_by_one = screen_series(original, original, hierarchies=HIER, periods=list(original),
+                                  options=OPTIONS)
+    monkeypatch.undo()
+    assert screen_series(original, original, hierarchies=HIER, periods=list(original),
+                         options=OPTIONS) == one_by_one
+
+
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(hs.lists(hs.tuples(hs.integers(0, 6), hs.floats(0.01, 50.0)), min_size=3, max_size=60),
        hs.booleans())
@@ -356,6 +461,8 @@ def test_spearman_statistic_is_scipy_spearmanr_bit_for_bit(pairs, tied):
     # constant: the screening reports no correlation and never computes one
     assume(np.ptp(x) > 0 and np.ptp(y) > 0)
     assert _spearman_statistic(x, y) == float(spearmanr(x, y).statistic)
+    # both sides alike (ranked once): still spearmanr's float
+    assert _spearman_statistic(x, x.copy()) == float(spearmanr(x, x).statistic)
 
 
 @settings(max_examples=80, deadline=None, derandomize=True)

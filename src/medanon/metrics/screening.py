@@ -72,8 +72,9 @@ from .._validation import check_int
 from ..errors import MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
-from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, GpsPrior,
-                                 _pair_matrix, count_pairs, screened_columns)
+from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, MGPS_LOWER_QUANTILE,
+                                 MGPS_UPPER_QUANTILE, GpsPrior, _eb_quantiles, _pair_matrix,
+                                 _pair_table, count_pairs, screened_columns)
 from .signals import INSIDE, Condition, KnownCounts, SignalRule
 
 __all__ = ["DEFAULT_STRATA", "STATISTICS", "ScreeningOptions", "SeriesScreening",
@@ -110,6 +111,11 @@ _SEP = "|"
 #: The dedup scope's pair counts are kept (to count large strata from) when the vocabularies'
 #: drug × reaction table has at most this many cells (8 bytes a cell).
 _CACHED_CELLS = 1 << 20
+#: The strata of a side are counted from the pair counts of their patterns (:class:`_Patterns`)
+#: when those hold at most this many cells (patterns × drugs × reactions, 8 bytes a cell).
+_PATTERN_CELLS = 1 << 21
+#: Reports whose entries the patterns' pass takes at a time.
+_PATTERN_REPORTS_AT_ONCE = 1 << 16
 _OPPOSITE = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "=": "!=", "in": "!=", "!=": "="}
 
 
@@ -388,6 +394,8 @@ class _Reports:
         self.latest: np.ndarray | None = None   # the dedup scope's reports (set by close)
         self._next = np.zeros(0, dtype=np.int64)  # each report's next of its case (close)
         self._latest_listed: np.ndarray | None = None  # the dedup scope's pair counts (pairs)
+        self._patterns: _Patterns | None = None   # dedup and strata counts (latest_pairs)
+        self._patterns_made = False
 
     def classes_of(self, rows: pd.DataFrame) -> dict[str, Any]:
         """Each report's class in each condition (part of a :class:`_Read`)."""
@@ -472,12 +480,7 @@ class _Reports:
         Raises:
             SchemaError: no release of this side has a drug or the reaction column.
         """
-        wanted = [(c, "drug_columns") for c in self.options.drug_columns]
-        for column, what in [*wanted, (self.options.reaction_column, "reaction_column")]:
-            if column not in self.columns:
-                shown = ", ".join(repr(c) for c in list(self.columns)[:20])
-                raise SchemaError(f"The rows have no column {column!r} ({what} of pair_counts); "
-                                  f"their columns: {shown}.")
+        self._check_columns()
         # a mask of latest reports is counted from the dedup scope's pair counts when that
         # takes fewer reports (_counted_as)
         how = self._counted_as(inside) if within_latest and not isinstance(inside, slice) else ""
@@ -515,6 +518,32 @@ class _Reports:
         return count_pairs(count, d_rows, d_codes, drugs, r_rows, r_codes, reactions,
                            listed=listed)
 
+    def _check_columns(self) -> None:
+        wanted = [(c, "drug_columns") for c in self.options.drug_columns]
+        for column, what in [*wanted, (self.options.reaction_column, "reaction_column")]:
+            if column not in self.columns:
+                shown = ", ".join(repr(c) for c in list(self.columns)[:20])
+                raise SchemaError(f"The rows have no column {column!r} ({what} of pair_counts); "
+                                  f"their columns: {shown}.")
+
+    def latest_pairs(self, condition: Condition | None = None) -> pd.DataFrame | None:
+        """The pair table of the dedup scope (the :attr:`latest` reports), or of a stratum
+        (those inside ``condition``), from the counts of the side's patterns
+        (:class:`_Patterns`); None when the patterns are not counted (too many cells, or
+        conditions), and :meth:`pairs` counts it.
+
+        Raises:
+            SchemaError: as :meth:`pairs`.
+        """
+        self._check_columns()
+        if not self._patterns_made:
+            self._patterns_made = True
+            self._patterns = _Patterns.of(self)
+        if self._patterns is None or (condition is not None
+                                      and condition.text not in self._patterns.bits):
+            return None
+        return self._patterns.table(None if condition is None else condition.text)
+
     def _counted_as(self, inside: np.ndarray) -> str:
         """How the pairs of a mask of latest reports are counted: ``latest`` (the mask is the
         dedup scope: its counts are kept for the others), ``rest`` (it holds more than half of
@@ -546,6 +575,119 @@ class _Reports:
                            max(self.drugs.terms, 1), max(self.reactions.terms, 1))
         assert out is not None, "a table within _CACHED_CELLS is dense"
         return out
+
+
+class _Patterns:
+    """The pair counts of one side's :attr:`~_Reports.latest` reports grouped by *pattern*:
+    the set of strata a report is in (one bit per condition; issue 43).
+
+    The dedup scope is every latest report and every stratum a mask of them, and counts add
+    up over reports: a scope's pair counts, its drug and reaction margins and its number of
+    screened reports (those listing a drug and a reaction) are the sums of its patterns'
+    counts, and the spelling it shows of a term (the term's first entry in its reports) is the
+    first among its patterns' first entries. Its table is then
+    :func:`.disproportionality.count_pairs`'s of its reports, integer sums and the same
+    spellings, from one pass over the entries for all of them instead of one pass per scope;
+    the pass goes a range of reports at a time (:data:`_PATTERN_REPORTS_AT_ONCE`), so that
+    what it holds besides the counts is a range's worth.
+    """
+
+    def __init__(self, bits: dict[str, int], patterns: np.ndarray, terms: dict[str, _Terms],
+                 margins: dict[str, np.ndarray], firsts: dict[str, np.ndarray],
+                 spellings: dict[str, np.ndarray], screened: np.ndarray, listed: np.ndarray):
+        self.bits, self.patterns, self.terms = bits, patterns, terms
+        self.margins, self.firsts, self.spellings = margins, firsts, spellings
+        self.screened, self.listed = screened, listed
+
+    @classmethod
+    def of(cls, side: _Reports) -> _Patterns | None:
+        """The patterns of the conditions whose classes can be judged (a condition that cannot
+        raises its error when its stratum is screened, by :meth:`_Reports.classes`); None
+        when the counts would exceed :data:`_PATTERN_CELLS` or the conditions 62 bits."""
+        latest = side.closed_latest()
+        inside: dict[str, np.ndarray] = {}
+        for text, condition in side.conditions.items():
+            try:
+                inside[text] = side.classes(condition) == INSIDE
+            except MedanonError:
+                continue
+        if len(inside) > 62:
+            return None
+        key = np.zeros(side.count, dtype=np.int64)
+        for bit, mask in enumerate(inside.values()):
+            key |= mask.astype(np.int64) << bit
+        codes, patterns = pd.factorize(key[latest])
+        del key
+        count = len(patterns)
+        terms = {"drug": side.drugs, "reaction": side.reactions}
+        entries = {"drug": side.drug_entries, "reaction": side.reaction_entries}
+        sizes = {name: max(t.terms, 1) for name, t in terms.items()}
+        if count * sizes["drug"] * sizes["reaction"] > _PATTERN_CELLS:
+            return None
+        pattern_of = np.full(side.count, -1, dtype=np.int32)
+        pattern_of[latest] = codes
+        listing = {name: np.zeros(side.count, dtype=bool) for name in terms}
+        for name, (reports, _) in entries.items():
+            listing[name][reports] = True
+        eligible = listing["drug"] & listing["reaction"]
+        del listing
+        margins = {name: np.zeros(count * size, dtype=np.int64) for name, size in sizes.items()}
+        # each (pattern, term)'s first entry: its position among the side's entries
+        firsts = {name: np.full(count * size, entries[name][1].size, dtype=np.int64)
+                  for name, size in sizes.items()}
+        listed = np.zeros(count * sizes["drug"] * sizes["reaction"], dtype=np.int64)
+        edges = np.append(np.arange(0, side.count, _PATTERN_REPORTS_AT_ONCE), side.count)
+        # each field's entries of each range of reports (the entries are in report order)
+        cuts = {name: np.searchsorted(reports, edges.astype(reports.dtype))
+                for name, (reports, _) in entries.items()}
+        for at in range(edges.size - 1):
+            lo, hi = int(edges[at]), int(edges[at + 1])
+            scoped = {}
+            for name, (reports, spelled) in entries.items():
+                start, stop = int(cuts[name][at]), int(cuts[name][at + 1])
+                rows = reports[start:stop]
+                pattern = pattern_of[rows]
+                where = np.flatnonzero(pattern >= 0)  # the entries of latest reports
+                rows = rows[where]
+                codes_of = terms[name].code_of[spelled[start:stop][where]]
+                grouped = pattern[where].astype(np.int64) * sizes[name] + codes_of
+                np.minimum.at(firsts[name], grouped, where + start)
+                margins[name] += np.bincount(grouped[eligible[rows]],
+                                             minlength=margins[name].size)
+                # the range's reports numbered from 0 (count_pairs' arrays are the range's)
+                scoped[name] = (rows - rows.dtype.type(lo),
+                                grouped if name == "drug" else codes_of)
+            # (pattern, drug) as one drug code: each report has one pattern, so its pairs'
+            # codes are pattern · drugs · reactions + drug · reactions + reaction
+            (d_rows, d_grouped), (r_rows, r_codes) = scoped["drug"], scoped["reaction"]
+            found = _pair_matrix(d_rows, d_grouped, r_rows, r_codes, hi - lo,
+                                 count * sizes["drug"], sizes["reaction"])
+            assert found is not None, "a table within _PATTERN_CELLS is dense"
+            listed += found
+        screened = np.bincount(pattern_of[eligible & latest], minlength=count)
+        return cls({text: bit for bit, text in enumerate(inside)}, np.asarray(patterns), terms,
+                   {name: m.reshape(count, -1) for name, m in margins.items()},
+                   {name: f.reshape(count, -1) for name, f in firsts.items()},
+                   {name: spelled for name, (_, spelled) in entries.items()}, screened,
+                   listed.reshape(count, -1))
+
+    def table(self, text: str | None) -> pd.DataFrame:
+        """The :func:`.disproportionality.count_pairs` table of the stratum of ``text``, or of
+        the dedup scope (None: every pattern)."""
+        members = (np.ones(self.patterns.size, dtype=bool) if text is None
+                   else (self.patterns >> self.bits[text]) & 1 == 1)
+        names = {}
+        for name, terms in self.terms.items():
+            first = self.firsts[name][members].min(axis=0, initial=self.spellings[name].size)
+            present = np.flatnonzero(first < self.spellings[name].size)
+            out = np.full(max(terms.terms, 1), "", dtype=object)
+            out[present] = terms.shown[self.spellings[name][first[present]]]
+            names[name] = out
+        listed = self.listed[members].sum(axis=0)
+        pair = np.flatnonzero(listed)
+        return _pair_table(pair, listed[pair], self.margins["drug"][members].sum(axis=0),
+                           self.margins["reaction"][members].sum(axis=0),
+                           int(self.screened[members].sum()), names["drug"], names["reaction"])
 
 
 def _latest_of_case(cases: list[np.ndarray], count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -610,10 +752,11 @@ class _Screened:
                 table = table[listed]
         if len(table):
             values, self.prior = _screen(table, fit or _Fit(options.min_count), done or _Done())
-            # the statistics and the keys added in one copy of the table
-            table = table.assign(**values, drug_key=_fold(table["drug"]),
-                                 reaction_key=_fold(table["reaction"]))
-        self.table = table.set_index(_KEY) if len(table) else table
+            # the statistics added in one copy of the table, indexed by the folded names (the
+            # index set_index makes of them, without making the key columns it drops)
+            table = table.assign(**values)
+            table.index = _key_index(table["drug"], table["reaction"])
+        self.table = table
 
     def limit_flips(self) -> int:
         """How many pairs' decisions differ under the limit of a prior held at its bound
@@ -633,11 +776,26 @@ class _Screened:
         found = _pair_row(self.table, key)
         if found is None:
             return {"n": 0, "signal": {s: False for s in STATISTICS}}
+        solved = self.quantiles([found])[0]
         out: dict[str, Any] = {"n": int(found["n"])}
         for columns in (v[2] for v in STATISTICS.values()):
-            out.update({c: _rounded(found[c]) for c in columns})
+            out.update({c: _rounded(solved[c] if c in solved else found[c]) for c in columns})
         out["signal"] = {s: bool(found[v[0]]) for s, v in STATISTICS.items()}
         return out
+
+    def quantiles(self, rows: Sequence[pd.Series]) -> list[dict[str, float]]:
+        """EB05 and EB95 of these rows of :attr:`table`: the screening solves them only for the
+        pairs it shows (``quantiles=False`` of :func:`.disproportionality.screened_columns`;
+        a pair's quantiles solved with any others are the values a solve of the whole table
+        gives it, elementwise). Empty dicts when the table has them already (a prior with a
+        limit) or no row is given."""
+        if not rows or "eb05" in self.table.columns:
+            return [{} for _ in rows]
+        assert self.prior is not None, "a table with rows has been screened"
+        n = np.array([row["n"] for row in rows], dtype=np.int64)
+        e = np.array([row["e"] for row in rows], dtype=np.float64)
+        eb05, eb95 = _eb_quantiles(n, e, self.prior, (MGPS_LOWER_QUANTILE, MGPS_UPPER_QUANTILE))
+        return [{"eb05": low, "eb95": high} for low, high in zip(eb05.tolist(), eb95.tolist())]
 
 
 class _Done:
@@ -718,8 +876,10 @@ def _screen_counts(table: pd.DataFrame, fit: _Fit, prior: GpsPrior | None = None
     """The statistics :func:`.disproportionality.screen` adds to a pair table, and its prior
     (what a worker computes for ``result(mapper=...)``); ``prior``: the one ``fit`` gave on
     these counts before (not fitted again)."""
+    # EB05 and EB95 are solved for the pairs shown only (_Screened.quantiles): the signal
+    # decisions need them for a few pairs, the bracket of the others decides (issue 43)
     return screened_columns(table, prior=prior, min_count=fit.min_count, starts=fit.starts,
-                            warm_start=fit.warm_start)
+                            warm_start=fit.warm_start, quantiles=False)
 
 
 def _screen_item(item: tuple[pd.DataFrame, _Fit]) -> tuple[dict[str, np.ndarray], GpsPrior]:
@@ -727,12 +887,22 @@ def _screen_item(item: tuple[pd.DataFrame, _Fit]) -> tuple[dict[str, np.ndarray]
     return _screen_counts(*item)
 
 
-def _fold(terms: pd.Series) -> pd.Series:
-    # each distinct name folded once: a table lists every pair, a name once per partner (a
-    # few hundred names: a list is made faster than pandas' string methods run)
-    codes, names = pd.factorize(terms, use_na_sentinel=False)
-    folded = np.array([str(name).strip().casefold() for name in names], dtype=object)
-    return pd.Series(folded[codes], index=terms.index, dtype=object)
+def _key_index(drugs: pd.Series, reactions: pd.Series) -> pd.MultiIndex:
+    """The index of a screened table: each pair's folded drug and reaction (``_KEY``), the
+    MultiIndex ``set_index`` makes of those columns (each level the sorted distinct keys),
+    built from the few distinct names instead of factorizing the folded columns again."""
+    # Index levels and arrays of codes (the stubs ask for sequences of labels and of ints)
+    levels: list[Any] = []
+    codes: list[Any] = []
+    for terms in (drugs, reactions):
+        # each distinct name folded once: a table lists every pair, a name once per partner
+        # (a few hundred names: a list is made faster than pandas' string methods run)
+        name_of, names = pd.factorize(terms, use_na_sentinel=False)
+        folded = np.array([str(name).strip().casefold() for name in names], dtype=object)
+        level, key_of = np.unique(folded, return_inverse=True)
+        levels.append(pd.Index(level, dtype=object))
+        codes.append(key_of.reshape(-1)[name_of])
+    return pd.MultiIndex(levels=levels, codes=codes, names=_KEY, verify_integrity=False)
 
 
 def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, Any]:
@@ -785,7 +955,9 @@ def _spearman_statistic(x: np.ndarray, y: np.ndarray) -> float:
     of each), bit for bit: the Pearson correlation (``np.corrcoef``, as SciPy computes it) of
     their average ranks. Average ranks are integers or halves, exact whatever computes them;
     importing ``scipy.stats`` for them took 0.7 s of every ``medanon evaluate`` (issue 43)."""
-    ranked = np.column_stack((_average_ranks(x), _average_ranks(y)))
+    ranks = _average_ranks(x)
+    # both sides' scores alike (a release that keeps a scope's counts): the same ranks
+    ranked = np.column_stack((ranks, ranks if np.array_equal(x, y) else _average_ranks(y)))
     return float(np.corrcoef(ranked, rowvar=False)[1, 0])
 
 
@@ -819,16 +991,20 @@ def _listed(pairs: pd.Index, shown: _Screened, other: _Screened, score: str,
     mine = shown.table.loc[pairs]
     order = np.argsort(-mine[score].to_numpy(float), kind="stable")[:limit]
     other_side = "original" if listed_side == "release" else "release"
-    out = []
-    for key, row in mine.iloc[order].iterrows():
-        there = _pair_row(other.table, key)
-        out.append({
-            "drug": row["drug"], "reaction": row["reaction"],
-            listed_side: {"n": int(row["n"]), **{c: _rounded(row[c]) for c in columns}},
-            other_side: ({"n": 0} if there is None
-                         else {"n": int(there["n"]), **{c: _rounded(there[c]) for c in columns}}),
-        })
-    return out
+    rows = [row for _key, row in mine.iloc[order].iterrows()]
+    theres = [_pair_row(other.table, key) for key in mine.index[order]]
+    # the quantiles of the pairs shown, solved together on each side
+    solved = iter(shown.quantiles(rows))
+    solved_there = iter(other.quantiles([t for t in theres if t is not None]))
+
+    def values(row: pd.Series, solved: dict[str, float]) -> dict[str, Any]:
+        return {"n": int(row["n"]),
+                **{c: _rounded(solved[c] if c in solved else row[c]) for c in columns}}
+
+    return [{"drug": row["drug"], "reaction": row["reaction"],
+             listed_side: values(row, next(solved)),
+             other_side: {"n": 0} if there is None else values(there, next(solved_there))}
+            for row, there in zip(rows, theres, strict=True)]
 
 
 def _scope_entry(kind: str, scope: str, original: _Screened, release: _Screened,
@@ -891,9 +1067,13 @@ class _Scopes:
             inside = (classes == INSIDE) & latest
         reports = inside.stop - inside.start if isinstance(inside, slice) else int(inside.sum())
         # a scope of no report has no table (the columns are not even looked for)
+        if not reports:
+            return pd.DataFrame(), reports, undecided
+        found = (self.side.latest_pairs(condition if kind == "stratum" else None)
+                 if kind in ("dedup", "stratum") else None)
         # the dedup scope and the strata are masks of the latest reports
-        table = (self.side.pairs(inside, within_latest=kind in ("dedup", "stratum"))
-                 if reports else pd.DataFrame())
+        table = (found if found is not None
+                 else self.side.pairs(inside, within_latest=kind in ("dedup", "stratum")))
         return table, reports, undecided
 
     def get(self, kind: str, scope: str, condition: Condition | None = None) -> _Screened:
