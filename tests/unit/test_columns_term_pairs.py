@@ -32,6 +32,16 @@ def _assert_reads_as_joined_cells(frame: pd.DataFrame, names: list) -> None:
         assert g.tolist() == w.tolist()
 
 
+def _assert_distinct_cells_as_factorized(frame: pd.DataFrame, names: list[str]) -> None:
+    """``distinct_cells`` numbers each column's cells as ``pd.factorize`` numbers their texts."""
+    for name in names:
+        codes, texts = distinct_cells(frame[name])
+        want_codes, want_texts = pd.factorize(cell_strings(frame[name]))
+        assert codes.dtype == np.int64
+        assert codes.tolist() == want_codes.tolist()
+        assert texts.tolist() == list(want_texts)
+
+
 @settings(max_examples=300, deadline=None)
 @given(hs.integers(0, 3).flatmap(lambda width: hs.integers(0, 12).flatmap(
     lambda n: hs.lists(hs.lists(_CELL, min_size=n, max_size=n), min_size=width,
@@ -76,12 +86,7 @@ def test_shared_and_copied_cell_objects_read_as_their_text(columns) -> None:
     frame = _frame([_copies(cells, shared) for cells, shared in columns])
     names = list(frame.columns)
     _assert_reads_as_joined_cells(frame, names)
-    for name in names:
-        codes, texts = distinct_cells(frame[name])
-        want_codes, want_texts = pd.factorize(cell_strings(frame[name]))
-        assert codes.dtype == np.int64
-        assert codes.tolist() == want_codes.tolist()
-        assert texts.tolist() == list(want_texts)
+    _assert_distinct_cells_as_factorized(frame, names)
 
 
 def _tiled(cells: list[str | None], rows: int, *, fresh: bool) -> list[str | None]:
@@ -105,12 +110,7 @@ def test_large_columns_read_alike_by_object_and_by_text(columns, fresh) -> None:
                     for cells, shared in columns])
     names = list(frame.columns)
     _assert_reads_as_joined_cells(frame, names)
-    for name in names:
-        codes, texts = distinct_cells(frame[name])
-        want_codes, want_texts = pd.factorize(cell_strings(frame[name]))
-        assert codes.dtype == np.int64
-        assert codes.tolist() == want_codes.tolist()
-        assert texts.tolist() == list(want_texts)
+    _assert_distinct_cells_as_factorized(frame, names)
 
 
 def test_a_large_column_is_read_by_object_or_by_text_as_its_cells_repeat_objects() -> None:
