@@ -641,20 +641,24 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
             next_cases = set(case_ids.of(sorted(next_cases)))
         case_ids.forget()   # every CaseID this period publishes is mapped
     budget_entry = None
+    super_terms = terms   # the codes hold the super records' rows, unless cases go over budget
     if case_budget is not None:
         if ledger is None:
             ledger = pd.DataFrame(columns=["period", *LEDGER_COLUMNS])
-        records, budget_entry = _apply_case_budget(schema, ledger, method, label, records,
-                                                   case_budget, on_case_budget)
+        budgeted, budget_entry = _apply_case_budget(schema, ledger, method, label, records,
+                                                    case_budget, on_case_budget)
+        if budgeted is not records:
+            super_terms = None
+        records = budgeted
     # (no report ids: nothing of a release reads them)
     supers, super_of_row = super_records_of_rows(records, schema, hierarchies, report_ids=False,
-                                                 terms=terms)
+                                                 terms=super_terms)
     supers = _unordered(supers, records, schema, rng, super_of_row)
     del super_of_row
     # what is read of the records later, taken now so that they can be freed before the method
     # runs (unless the caller holds them)
     n_reports, digest = len(records), input_digest(real_records, terms=terms)
-    del records, real_records, terms
+    del records, real_records, terms, super_terms
     previous = list(series.releases.values()) if method.periodic else []
     started = time.perf_counter()
     result = method.anonymize(supers, previous, rng=rng, next_cases=next_cases)
