@@ -708,12 +708,8 @@ def _distinct_cells_of_codes(array: np.ndarray, terms: TermCodes
     """:func:`_distinct_cells` read from the cells' codes (``terms`` holds ``array``'s tuples,
     row for row): the distinct cells are the distinct coded rows, their terms the codes."""
     which, first = terms.distinct_rows()
-    lengths = np.diff(terms.ptr)[first]
-    starts = terms.ptr[:-1][first]
-    at = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(
-        int(lengths.sum()))
-    return which, array[first], lengths, np.asarray(terms.codes[at], dtype=np.int64), list(
-        terms.vocabulary)
+    lengths, codes = terms.items_of(first)
+    return which, array[first], lengths, np.asarray(codes, dtype=np.int64), list(terms.vocabulary)
 
 
 def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, first_index: np.ndarray,

@@ -84,16 +84,20 @@ class TermCodes:
         which, _ = pd.factorize(np.array(keyed, dtype=object))
         return which, first_appearances(which)
 
+    def items_of(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The terms of ``rows`` (row numbers): each one's number of terms, and their codes,
+        row after row in the order of ``rows``."""
+        lengths = np.diff(self.ptr)[rows]
+        at = np.repeat(self.ptr[:-1][rows] - np.r_[0, np.cumsum(lengths)[:-1]], lengths)
+        return lengths, self.codes[at + np.arange(len(at))]
+
     def tuples(self) -> np.ndarray:
         """Per row, the tuple of its terms (an object array); rows holding equal cells hold
         one tuple, and each term is the vocabulary's own ``str``: a quarter's 450k reaction
         cells are about 220k distinct tuples of a few hundred terms (issue 30)."""
         which, first = self.distinct_rows()
-        lengths = np.diff(self.ptr)[first]
-        starts = self.ptr[:-1][first]
-        at = np.repeat(starts - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(
-            int(lengths.sum()))
-        words = np.array(self.vocabulary, dtype=object)[self.codes[at]].tolist() if len(at) else []
+        lengths, codes = self.items_of(first)
+        words = np.array(self.vocabulary, dtype=object)[codes].tolist() if len(codes) else []
         ends = np.cumsum(lengths).tolist()
         cells = [tuple(words[a:b]) for a, b in zip([0, *ends[:-1]], ends)]
         return np.fromiter(cells, dtype=object, count=len(cells))[which]

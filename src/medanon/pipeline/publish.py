@@ -216,10 +216,7 @@ def _hash_coded_column(digest: hashlib._Hash, coded: TermCodes, order: np.ndarra
         _hash_values(digest, [])
         return
     rows = first[distinct]
-    lengths = np.diff(coded.ptr)[rows]
-    at = np.repeat(coded.ptr[:-1][rows] - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(
-        int(lengths.sum()))
-    terms = coded.codes[at]
+    lengths, terms = coded.items_of(rows)
     _hash_part(digest, "tuple")
     digest.update(len(rows).to_bytes(8, "little"))
     digest.update(lengths.astype("<i8").tobytes())
