@@ -783,13 +783,24 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
         frames += cumulative
     columns = [c for c in _OUT if c != "e_crude" or variables]
     extra = [f"first_signal_{r}" for r in SIGNAL_RULES] if cumulative else []
-    parts = [f.reindex(columns=[*columns, *extra]) for f in frames if len(f)]
-    result = (pd.concat(parts, ignore_index=True) if parts
-              else pd.DataFrame(columns=[*columns, *extra]))
-    result = _typed(result)
+    # the rows in scope order, then by period (as a stable sort of the rows by both): each
+    # scope's frame holds one scope and period, so the frames are sorted instead of the rows,
+    # and each is typed on its own and let go as it is, so that the table is not copied whole
+    # three more times (reindexed, typed, sorted; issue 43)
     order = {s: i for i, s in enumerate(SCOPES)}
-    result = result.sort_values(["scope", "period"], key=lambda s: s.map(order) if s.name == "scope"
-                                else s, kind="stable").reset_index(drop=True)
+    frames.sort(key=lambda f: (order[str(f["scope"].iloc[0])], str(f["period"].iloc[0]))
+                if len(f) else (-1, ""))
+    del cumulative, anchor_out, anchor_table, out, table
+    names = [*columns, *extra]
+    parts = []
+    while frames:
+        frame = frames.pop(0)
+        if len(frame):
+            parts.append(_typed(frame.reindex(columns=names)))
+        del frame
+    result = (pd.concat(parts, ignore_index=True) if parts
+              else _typed(pd.DataFrame(columns=names)))
+    del parts
     result.attrs["signals"] = {
         "source": source,
         "options": {"scopes": list(wanted), "stratify_by": list(variables),
