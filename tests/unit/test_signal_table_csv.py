@@ -39,6 +39,10 @@ def test_the_csv_is_pandas_to_csv(tmp_path_factory, rows: list[tuple]) -> None:
     _write_csv(frame, mine)
     frame.to_csv(theirs, index=False, lineterminator="\n")
     assert mine.read_bytes() == theirs.read_bytes()
+    # written a few rows at a time (a cell's text is its own): the same bytes
+    chunked = folder / "chunked.csv"
+    _write_csv(frame, chunked, chunk_rows=3)
+    assert chunked.read_bytes() == theirs.read_bytes()
 
 
 def test_an_unknown_dtype_is_left_to_pandas(tmp_path: Path) -> None:

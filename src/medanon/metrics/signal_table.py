@@ -783,13 +783,24 @@ def signal_table(releases: Mapping[str, pd.DataFrame], *,
         frames += cumulative
     columns = [c for c in _OUT if c != "e_crude" or variables]
     extra = [f"first_signal_{r}" for r in SIGNAL_RULES] if cumulative else []
-    parts = [f.reindex(columns=[*columns, *extra]) for f in frames if len(f)]
-    result = (pd.concat(parts, ignore_index=True) if parts
-              else pd.DataFrame(columns=[*columns, *extra]))
-    result = _typed(result)
+    # the rows in scope order, then by period (as a stable sort of the rows by both): each
+    # scope's frame holds one scope and period, so the frames are sorted instead of the rows,
+    # and each is typed on its own and let go as it is, so that the table is not copied whole
+    # three more times (reindexed, typed, sorted; issue 43)
     order = {s: i for i, s in enumerate(SCOPES)}
-    result = result.sort_values(["scope", "period"], key=lambda s: s.map(order) if s.name == "scope"
-                                else s, kind="stable").reset_index(drop=True)
+    frames.sort(key=lambda f: (order[str(f["scope"].iloc[0])], str(f["period"].iloc[0]))
+                if len(f) else (-1, ""))
+    del cumulative, anchor_out, anchor_table, out, table
+    names = [*columns, *extra]
+    parts = []
+    while frames:
+        frame = frames.pop(0)
+        if len(frame):
+            parts.append(_typed(frame.reindex(columns=names)))
+        del frame
+    result = (pd.concat(parts, ignore_index=True) if parts
+              else _typed(pd.DataFrame(columns=names)))
+    del parts
     result.attrs["signals"] = {
         "source": source,
         "options": {"scopes": list(wanted), "stratify_by": list(variables),
@@ -892,19 +903,42 @@ def _csv_cells(column: pd.Series) -> list[str] | None:
     return None
 
 
-def _write_csv(table: pd.DataFrame, path: Path) -> None:
+def _csv_formatted(column: pd.Series) -> bool:
+    """Whether :func:`_csv_cells` formats every cell of ``column`` (its dtype, and for text
+    that every cell is a str or missing), decided once for the whole column."""
+    if isinstance(column.dtype, pd.StringDtype):
+        texts = column.to_numpy(dtype=object, na_value="")
+        return all(type(t) is str for t in texts.tolist())
+    return _csv_cells(column.iloc[:0]) is not None
+
+
+#: rows formatted at a time by :func:`_write_csv`: the cells of every column are Python strs
+#: (about 60 bytes each), so the table's cells formatted at once took 2.3 GB of a 1.1-million
+#: row, 33-column table (every scope of 24 x 20k, issue 43); 65,536 rows take about 130 MB
+_CSV_CHUNK_ROWS = 65_536
+
+
+def _write_csv(table: pd.DataFrame, path: Path, chunk_rows: int = _CSV_CHUNK_ROWS) -> None:
     """``table.to_csv(path, index=False, lineterminator="\\n")``, the same bytes, written from
     the columns' cells joined row by row (pandas' csv writer took about 0.6 s CPU of a
-    23,000-pair table, issue 43); any other dtype is left to pandas."""
-    columns = [_csv_cells(table.iloc[:, i]) for i in range(table.shape[1])]
-    if not columns or any(c is None for c in columns) or table.columns.nlevels > 1:
+    23,000-pair table, issue 43), ``chunk_rows`` rows at a time (a cell's text depends on the
+    cell alone); any other dtype is left to pandas."""
+    if (not table.shape[1] or table.columns.nlevels > 1
+            or not all(_csv_formatted(table.iloc[:, i]) for i in range(table.shape[1]))):
         table.to_csv(path, index=False, lineterminator="\n")
         return
     with open(path, "w", encoding="utf-8", newline="") as handle:
         csv.writer(handle, lineterminator="\n").writerow(list(table.columns))
-        if len(table):
+        for start in range(0, len(table), chunk_rows):
+            chunk = table.iloc[start:start + chunk_rows]
+            columns: list[list[str]] = []
+            for i in range(chunk.shape[1]):
+                cells = _csv_cells(chunk.iloc[:, i])
+                assert cells is not None  # _csv_formatted held for the whole column
+                columns.append(cells)
             handle.write("\n".join(map(",".join, zip(*columns))))
             handle.write("\n")
+            del chunk, columns
 
 
 def write_signal_table(table: pd.DataFrame, out: str | Path) -> tuple[Path, Path]:
