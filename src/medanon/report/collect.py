@@ -25,8 +25,9 @@ import pandas as pd
 from ..accounting import dp_rows, format_epsilon, summarize_ledger
 from ..accounting.ledger import LedgerSummary
 from ..attacks.background import BackgroundKnowledge
-from ..data.records import combine_super_records
+from ..data.records import combine_super_records, super_records_of_rows
 from ..data.schema import Schema
+from ..data.terms import TermCodes
 from ..errors import InputFormatError, StoreError, ValidationError
 from ..hierarchies import Interval
 from ..metrics.evaluation import (PublishedOriginals, evaluate_linked, evaluation_steps,
@@ -642,16 +643,23 @@ class _OnePeriod:
             raise KeyError(period)
         if period != self.period:
             self.period = self.frame = self.rows = None  # drop the previous period first
-            records = (self.db.records(period) if self.columns is None else
-                       self.db.record_columns(period, self.schema.all_columns))
+            # the list columns' codes, as the store read them: the super records' unions are
+            # made from them rather than from the tuples' objects (issue 43)
+            terms: dict[str, TermCodes] = {}
+            if self.columns is None:
+                coded = self.db.coded_records(period)
+                records, terms = coded.frame, dict(coded.terms)
+            else:
+                records = self.db.record_columns(period, self.schema.all_columns, codes=terms)
             # the pseudonyms of the periods read before serve no other period but the few
             # cases it shares with them: held, each lookup rebuilt the hash table of every
             # CaseID read so far and grew the held arrays (24 x 20k: 1.3 s of 2.4 s), where
             # hashing a period's follow-ups again costs a tenth of that (issue 43)
             self.case_ids.forget()
-            self.frame = self.case_ids.records(
-                combine_super_records(records, self.schema, self.hierarchies).frame,
-                self.schema.case_id)
+            supers, _ = super_records_of_rows(records, self.schema, self.hierarchies,
+                                              terms=terms)
+            del records, terms
+            self.frame = self.case_ids.records(supers.frame, self.schema.case_id)
             self.period = period
         # the frame is read above whenever the period changes, and kept with it otherwise
         assert self.frame is not None

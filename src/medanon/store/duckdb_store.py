@@ -534,7 +534,8 @@ class ReleaseStore:
             return pd.DataFrame(columns=self.schema.all_columns)
         return self._read_records(label, list(self._records_table_types()), codes)
 
-    def record_columns(self, period: str, columns: Iterable[str]) -> pd.DataFrame:
+    def record_columns(self, period: str, columns: Iterable[str], *,
+                       codes: dict[str, TermCodes] | None = None) -> pd.DataFrame:
         """:meth:`records` of one period with only ``columns`` (and the case id and period
         columns, and ``version``), the rows in the same order.
 
@@ -542,6 +543,9 @@ class ReleaseStore:
         reactions) skips fetching and converting the others: each multi-valued cell costs a
         Python list and a tuple (issue 30). A column the records table lacks is left out (the
         caller's checks name it).
+
+        ``codes``, when given, gets the integer codes of the multi-valued columns read as codes
+        (as :meth:`coded_records` gives them; ``evaluate``'s super records union them).
         """
         label = parse_period(period).label
         if label not in self.ingested_periods():
@@ -552,7 +556,7 @@ class ReleaseStore:
         if not self._has_records_table():
             return pd.DataFrame(columns=[c for c in wanted if c != "version"])
         present = self._record_columns()
-        return self._read_records(label, [c for c in wanted if c in present])
+        return self._read_records(label, [c for c in wanted if c in present], codes)
 
     def _read_records(self, label: str, kept: list[str],
                       codes: dict[str, TermCodes] | None = None) -> pd.DataFrame:
