@@ -867,7 +867,7 @@ def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[s
         return new
     # the pseudonyms of ``labels`` already published: those of follow-ups, unless a new case
     # shares one (first the published ones, a tenth of a quarter, then which of them follow up)
-    published = pd.Index(mapped, dtype=object).isin(store.published_case_ids(mapped))
+    published = store.published_mask(mapped)
     if not published.any():
         return new
     shared = np.asarray(new, dtype=object)[published]

@@ -751,6 +751,25 @@ class ReleaseStore:
                 "SELECT DISTINCT case_id FROM release_rows "
                 "WHERE case_id IN (SELECT case_id FROM published_among) ORDER BY 1").fetchall()]
 
+    def published_mask(self, ids: Iterable[str]) -> np.ndarray:
+        """Whether each of ``ids`` is a published CaseID (of any release), in their order.
+
+        :meth:`published_case_ids` as a mask of ``ids``: the positions of the published ones
+        fetched as integers, where their texts, sorted and fetched as tuples, were then looked
+        up again in ``ids`` (a 450k quarter: 0.22 -> 0.11 s CPU, issue 43). Positions, as
+        DuckDB does not keep the order of a registered frame's rows through the join.
+        """
+        texts = _texts_column(ids)
+        wanted = pd.DataFrame({"case_id": texts,
+                               "position": np.arange(len(texts), dtype=np.int64)})
+        with _registered(self._con, "published_mask", wanted):
+            positions = self._con.execute(
+                "SELECT position FROM published_mask "
+                "WHERE case_id IN (SELECT case_id FROM release_rows)").fetchnumpy()["position"]
+        mask = np.zeros(len(texts), dtype=bool)
+        mask[np.asarray(positions, dtype=np.int64)] = True
+        return mask
+
     def release_rows(self, period: str, columns: Iterable[str] | None = None) -> pd.DataFrame:
         """The published rows of a period, as strings in the release format.
 
@@ -855,15 +874,20 @@ class ReleaseStore:
         """:meth:`linked_rows` of the cases the query ``seed`` (with ``params``) selects."""
         periods = pd.DataFrame({"period": pd.Series(sorted(set(whole)), dtype=object)})
         with _registered(self._con, "linked_whole", periods):
-            # (the seed is written out where it is read, not a CTE: DuckDB keeps a copy of a
-            # CTE read twice, the CaseIDs of a 450k quarter's seed in a release)
+            # The seed is read once, for its published rows (``own``): a seed CaseID never
+            # published selects no row, so the members need only the published ones. (Its
+            # 450k CaseIDs of a quarter, scanned from Python and hashed a second time for a
+            # UNION with the members, cost a third of the selection: 0.29 -> 0.18 s CPU,
+            # issue 43.) ``own`` is a CTE read twice, so DuckDB keeps a copy of it: the rows
+            # of the seed's published cases, not the seed.
             members = f"""
-                WITH hit AS (
-                  SELECT DISTINCT r.period, r."group" FROM release_rows r
+                WITH own AS (
+                  SELECT r.period, r."group", r.case_id FROM release_rows r
                   WHERE r.case_id IN ({seed})),
                 members AS (
-                  SELECT r.case_id FROM release_rows r JOIN hit USING (period, "group")
-                  UNION {seed}
+                  SELECT r.case_id FROM release_rows r
+                  JOIN (SELECT DISTINCT period, "group" FROM own) USING (period, "group")
+                  UNION SELECT case_id FROM own
                   UNION SELECT case_id FROM release_rows
                         WHERE period IN (SELECT period FROM linked_whole))
                 SELECT case_id FROM members"""
