@@ -206,6 +206,12 @@ def test_the_store_selects_the_rows_the_series_selects(tmp_path) -> None:
                 pd.testing.assert_frame_equal(mine[period], want[period])
         assert verify_store(store) == verify_series(series)
         assert verify_store(store, ["2020Q3", "2020Q1"]) == verify_series(series, ["2020Q3", "2020Q1"])
+        # the pseudonyms' check asks which CaseIDs are published: a mask in the order given
+        asked = [*rng.choice(everyone, 30, replace=False), "not-a-case", everyone[0], everyone[0]]
+        assert store.published_mask(asked).tolist() == [c in set(everyone) for c in asked]
+        assert (store.published_mask(asked).tolist()
+                == pd.Index(asked).isin(store.published_case_ids(asked)).tolist())
+        assert store.published_mask([]).tolist() == []
 
 
 def test_the_comparison_catches_a_gate_that_reads_too_little() -> None:
