@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..accounting import Charge, PrivacyLoss, losses_per_unit
 from ..data.records import SuperRecords
+from ..data.terms import TermCodes
 from ..random import Randomness
 
 
@@ -37,6 +38,11 @@ class AnonymizationResult:
             model accounts for (e.g. how many true values fell outside a public domain). The
             publish flow keeps them in the store beside the release and never writes them into
             the manifest or an export: one case's true value can flip them.
+        table_terms: For some multi-valued columns of ``table`` (the sensitive ones, where the
+            method coded them), their cells as integer codes, row for row of ``table``
+            (``table_terms[c]`` holds the terms of ``table[c]``); None when the method gives
+            none. The release's text is formatted from them and the gate reads the candidate's
+            terms from them (issue 43); the tuples in ``table`` stay what is published.
     """
 
     table: pd.DataFrame
@@ -47,6 +53,7 @@ class AnonymizationResult:
     details: dict[str, object] = field(default_factory=dict)
     privacy_charges: tuple[Charge, ...] = ()
     private_details: dict[str, object] = field(default_factory=dict)
+    table_terms: Mapping[str, TermCodes] | None = field(default=None, repr=False, compare=False)
 
     @property
     def privacy_losses(self) -> tuple[PrivacyLoss, ...]:

@@ -40,6 +40,7 @@ from ..accounting import Accountant
 from ..periods import parse_period
 from ..data.records import (SuperRecords, distinct_bounds, distinct_objects, distinct_sorted,
                             first_appearances)
+from ..data.terms import TermCodes, codes_of
 from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_protect, parse_theta
@@ -360,9 +361,17 @@ class ClusteringMethod(Anonymizer):
         anchor, pool = self.anchors_and_pool(new, md)
 
         # Sensitive values: terms pooled over the sensitive columns (001: S_r = INDI_PT ∪ PT).
-        per_column = {c: [v if type(v) is tuple else tuple(v) for v in frame[c].tolist()]
-                      for c in schema.sensitive}
+        per_column = {c: frame[c].tolist() for c in schema.sensitive}
+        tuples_only = all(set(map(type, cells)) <= {tuple} for cells in per_column.values())
+        if not tuples_only:
+            per_column = {c: [v if type(v) is tuple else tuple(v) for v in cells]
+                          for c, cells in per_column.items()}
         terms = _SensitiveTerms.of(per_column, n)
+        # the columns' codes, for the table's codes (:func:`_table_terms`): only when every
+        # cell is a tuple of str, so that a cell's codes stand for the cell as it is
+        # formatted (a str cell is published as it is, not as its characters)
+        column_codes = (terms.coded_columns()
+                        if tuples_only and set(map(type, terms.vocabulary)) <= {str} else None)
         record_terms = terms.record_terms()
         counts = terms.counts()
         all_terms = record_terms
@@ -470,6 +479,8 @@ class ClusteringMethod(Anonymizer):
         table_details = dict(table_details)
         private.update(table_details.pop(OPERATOR_ONLY, {}))
         table, actions = self._published_terms_only(table, actions, out, schema, private)
+        table_terms = _table_terms(column_codes, out, case_ids, result.group_of, suppression)
+        del column_codes
         details = {
             "theta_table": table.to_manifest(),
             "cases": n, "new_cases": int(new.sum()), "old_cases_covered": covered,
@@ -504,7 +515,7 @@ class ClusteringMethod(Anonymizer):
         return AnonymizationResult(table=out, n_groups=n_groups, suppressed=len(withheld),
                                    suppressed_terms=suppression.count(all_terms, result.group_of >= 0),
                                    details=details, privacy_charges=accountant.charges,
-                                   private_details=private), \
+                                   private_details=private, table_terms=table_terms), \
             carried or _Declared(resolved, raised_now, ss_min or None)
 
     def _published_terms_only(self, table: ThetaTable, actions: dict, out: pd.DataFrame,
@@ -939,6 +950,17 @@ class _SensitiveTerms:
         ptr[1:] = np.cumsum(np.bincount(owner, minlength=self.n))
         return ptr, position[code].astype(np.int64)
 
+    def coded_columns(self) -> dict[str, TermCodes]:
+        """Each column's cells as codes into the (sorted) vocabulary, in their order."""
+        out = {}
+        for c, owner in self.owner.items():
+            ptr = np.zeros(self.n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(owner, minlength=self.n), out=ptr[1:])
+            code = self.code[c]
+            out[c] = TermCodes(self.vocabulary, ptr,
+                               code.astype(np.int32) if len(self.vocabulary) < 2**31 else code)
+        return out
+
     def columns(self) -> dict[str, list[tuple]]:
         """Each column's cells as tuples (in their order, less any removed term)."""
         return {c: _tuples(self.vocabulary, self.owner[c], self.code[c], self.n)
@@ -1116,6 +1138,50 @@ def add_published_columns(table: pd.DataFrame, data: SuperRecords, placed: np.nd
         table[name] = pd.Series(cells, dtype=object, index=table.index)
     for name in schema.multi + schema.insensitive + schema.date_columns:
         table[name] = frame[name].to_numpy()[placed]
+
+
+def _table_terms(coded: Mapping[str, TermCodes] | None, table: pd.DataFrame,
+                 case_ids: np.ndarray, group_of: np.ndarray,
+                 suppressed: TermSuppression) -> dict[str, TermCodes] | None:
+    """The codes of the release table's sensitive cells (``AnonymizationResult.table_terms``),
+    from the codes of the super records' cells (``coded``, row for row of the super records):
+    the placed cases' rows, in the table's order, without their suppressed terms, as
+    :func:`add_published_columns` writes the table's tuples.
+
+    None when the table is not one row per placed case in their order (a method whose table
+    is built otherwise), or when a sample of its cells differs from its codes
+    (:func:`~medanon.data.terms.codes_of`): the release is then formatted and read from its
+    tuples, as before (issue 43).
+    """
+    if coded is None:
+        return None
+    placed = np.flatnonzero(group_of >= 0)
+    if (len(table) != len(placed) or "case_id" not in table.columns
+            or not np.array_equal(table["case_id"].to_numpy(dtype=object),
+                                  case_ids[placed])):
+        return None
+    found: dict[str, TermCodes] = {}
+    for name, codes in coded.items():
+        if name not in table.columns:
+            return None
+        taken = codes.take(placed)
+        if suppressed:
+            vocabulary = taken.vocabulary
+            wide = np.fromiter((t in suppressed.release_wide for t in vocabulary), dtype=bool,
+                               count=len(vocabulary))
+            dropped = wide[taken.codes]
+            for i in np.flatnonzero(np.isin(placed, list(suppressed.per_case))).tolist():
+                own = suppressed.of(int(placed[i]))
+                a, b = int(taken.ptr[i]), int(taken.ptr[i + 1])
+                dropped[a:b] |= np.fromiter((vocabulary[c] in own
+                                             for c in taken.codes[a:b].tolist()),
+                                            dtype=bool, count=b - a)
+            if dropped.any():
+                taken = taken.without(dropped)
+        if codes_of({name: taken}, table[name].to_numpy(dtype=object), name) is None:
+            return None
+        found[name] = taken
+    return found
 
 
 def _without_terms(cells: np.ndarray, placed: np.ndarray,
