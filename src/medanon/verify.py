@@ -36,7 +36,8 @@ from .models.names import HA_MODEL
 from .periods import parse_period
 from .models.base import ReleaseVerdict, SeriesVerdict, model_from_manifest
 from .published.format import MANIFEST_FILE, RELEASE_FILE, read_manifest
-from .published.cells import case_ids, case_positions, reading_once
+from .data.terms import TermCodes
+from .published.cells import candidate_term_pairs, case_ids, case_positions, reading_once
 from .published.links import longest_case_span
 from .published.series import PublishedSeries
 
@@ -247,7 +248,8 @@ class GateResult:
 
 
 def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *,
-         before: SeriesVerdict | None = None) -> GateResult:
+         before: SeriesVerdict | None = None,
+         candidate_terms: Mapping[str, TermCodes] | None = None) -> GateResult:
     """Check a candidate release before it is published.
 
     The candidate is checked together with the releases already published: against its own
@@ -266,6 +268,12 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
         period, rows, manifest: The candidate release.
         before: The verdict of :func:`verify_series` on ``published``, when already known;
             computed here otherwise.
+        candidate_terms: The codes the candidate's sensitive cells were formatted from
+            (``AnonymizationResult.table_terms``), row for row of ``rows``: its (row, term)
+            pairs are then read from them rather than split from the text, when the text reads
+            back as the codes (:func:`~medanon.published.cells.candidate_term_pairs`; the
+            pairs are the same, ``tests/unit/test_coded_term_pairs.py``). The rest of the
+            candidate, and every earlier release, is read from its text.
 
     Returns:
         A :class:`GateResult`; its ``verification`` is ``not-applicable`` when the candidate
@@ -285,6 +293,7 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
     # each release is parsed, and each probe of CaseIDs made, once for the whole gate: the
     # checks with the candidate and without it read the same rows (issue 43)
     with reading_once():
+        candidate_term_pairs(rows, published.sensitive, candidate_terms)
         return _gate(published, period, rows, manifest, model, before)
 
 

@@ -697,7 +697,8 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
     # the operator-only facts before the gate reads the manifest (issue 41; published.manifest_roles)
     manifest_facts = split_operator_facts(manifest)
     try:
-        checked = gate(series, label, rows, manifest, before=before)
+        checked = gate(series, label, rows, manifest, before=before,
+                       candidate_terms=result.table_terms)
         manifest["verification"], verdict = checked.verification, checked.verdict
     except PrivacyViolation as exc:
         if not publish_despite_violations:

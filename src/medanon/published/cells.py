@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -35,11 +35,13 @@ import numpy as np
 import pandas as pd
 
 from ..data.records import distinct_objects, first_appearances
+from ..data.terms import TermCodes
 from ..errors import HierarchyError, InputFormatError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 
 __all__ = ["QidInfo", "SUPPRESSED", "CaseIds", "case_ids", "case_positions", "categorical_codes",
-           "cell_strings", "columns_term_pairs", "distinct_cells", "joined_terms",
+           "candidate_term_pairs", "cell_strings", "coded_term_pairs", "columns_term_pairs",
+           "distinct_cells", "release_term_pairs", "joined_terms",
            "numeric_bounds", "read_once", "reading_once", "term_pairs"]
 
 SUPPRESSED = "*"
@@ -452,6 +454,110 @@ def columns_term_pairs(frame: pd.DataFrame, columns) -> tuple[np.ndarray, np.nda
         key = np.sort(np.concatenate(keys), kind="stable") if keys else np.zeros(0, np.int64)
         if len(key):
             key = key[np.r_[True, key[1:] != key[:-1]]]
+    return key // width, key % width, names
+
+
+def release_term_pairs(rows: pd.DataFrame, columns: Sequence[str]
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`columns_term_pairs` of ``rows``, once per rows inside :func:`reading_once`, or
+    the pairs :func:`candidate_term_pairs` read for them from their codes."""
+    columns = tuple(columns)
+    return read_once(("term_pairs", columns), (rows,),
+                     lambda: columns_term_pairs(rows, columns))
+
+
+def candidate_term_pairs(rows: pd.DataFrame, columns: Sequence[str],
+                         terms: Mapping[str, TermCodes] | None) -> bool:
+    """Inside :func:`reading_once`, make :func:`release_term_pairs` of ``rows`` read the
+    pairs from ``terms`` (the codes of ``rows``' ``columns``, row for row: the codes the text
+    was formatted from, ``AnonymizationResult.table_terms``) rather than split the text
+    (:func:`coded_term_pairs`: a third of the gate of a 450k-case quarter, issue 43).
+
+    Only when the codes are those of the text: each column coded, as many rows, and at a
+    sample of rows the cell is its codes' terms joined with ``|``; and when the text reads
+    back as the codes (:func:`coded_term_pairs`). Returns whether the codes are read;
+    otherwise (and outside :func:`reading_once`) the text is split as for any release.
+    """
+    columns = tuple(columns)
+    if terms is None or _MEMO.get() is None or any(c not in terms for c in columns):
+        return False
+    coded = [terms[c] for c in columns]
+    n = len(rows)
+    if any(len(c) != n for c in coded):
+        return False
+    sample = np.unique(np.linspace(0, n - 1, num=min(n, 64)).astype(np.int64)).tolist()
+    for name, c in zip(columns, coded):
+        cells = rows[name].to_numpy(dtype=object)
+        words = c.vocabulary
+        for row in sample:
+            a, b = int(c.ptr[row]), int(c.ptr[row + 1])
+            if cells[row] != _SEP.join(words[t] for t in c.codes[a:b].tolist()):
+                return False
+    pairs = coded_term_pairs(coded)
+    if pairs is None:
+        return False
+    read_once(("term_pairs", columns), (rows,), lambda: pairs)
+    return True
+
+
+def coded_term_pairs(columns: Sequence[TermCodes]
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`columns_term_pairs` of the rows whose multi-valued columns are ``columns``' rows
+    written as the release format writes them (each row's terms joined with ``|``), the same
+    arrays, read from the codes instead of split from the text (issue 43); None when that text
+    need not read back as the codes say, and the caller splits the text.
+
+    The text reads back as the codes exactly when every term of the vocabulary is read as
+    itself: it holds no ``|`` (a term holding one is read as two), it is its own
+    ``str.strip`` (the reader strips each term), and it is neither ``""`` nor ``*`` (the reader
+    drops both). The columns must share one vocabulary and have as many rows each.
+
+    The terms are numbered as :func:`columns_term_pairs` numbers them: ``""`` first, then each
+    term in order of its first reading position (row, column, place in the cell).
+    """
+    if not columns:
+        return None
+    vocabulary = columns[0].vocabulary
+    n = len(columns[0])
+    if any(len(c) != n or (c.vocabulary is not vocabulary and c.vocabulary != vocabulary)
+           for c in columns):
+        return None
+    if not all(type(t) is str and t and t != SUPPRESSED and _SEP not in t and t.strip() == t
+               for t in vocabulary):
+        return None
+    if n == 0:
+        return term_pairs(np.empty(0, dtype=object))
+    size = len(vocabulary)
+    places = max((int(np.diff(c.ptr).max(initial=0)) for c in columns), default=0) + 1
+    never = np.iinfo(np.int64).max
+    first_read = np.full(size, never, dtype=np.int64)
+    for j, c in enumerate(columns):
+        codes = np.asarray(c.codes, dtype=np.int64)
+        # each code's first item: items are in row order, then place order
+        first = np.full(size, len(codes), dtype=np.int64)
+        np.minimum.at(first, codes, np.arange(len(codes), dtype=np.int64))
+        present = np.flatnonzero(first < len(codes))
+        item = first[present]
+        row = np.searchsorted(c.ptr, item, side="right") - 1
+        key = (row * (len(columns) + 1) + j) * places + (item - c.ptr[row])
+        first_read[present] = np.minimum(first_read[present], key)
+    present = np.flatnonzero(first_read < never)
+    order = present[np.argsort(first_read[present], kind="stable")]
+    rank = np.zeros(size, dtype=np.int64)   # "" holds number 0
+    rank[order] = np.arange(1, len(order) + 1, dtype=np.int64)
+    names = np.empty(len(order) + 1, dtype=object)
+    names[0] = ""
+    names[1:] = [vocabulary[c] for c in order.tolist()]
+    width = len(names)
+    keys = []
+    for c in columns:
+        lengths = np.diff(c.ptr)
+        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        keys.append(rows * width + rank[c.codes])
+    # sorted by row already, unsorted only inside a row: timsort ("stable") takes the runs
+    key = np.sort(np.concatenate(keys), kind="stable")
+    if len(key):
+        key = key[np.r_[True, key[1:] != key[:-1]]]
     return key // width, key % width, names
 
 

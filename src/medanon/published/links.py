@@ -33,7 +33,7 @@ from ..errors import InputFormatError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from .case_ids import case_id_mode, order_excluded
 from .cells import (QidInfo, blank_distinct, case_ids, case_positions,
-                    categorical_codes_of_distinct, cell_strings, columns_term_pairs,
+                    categorical_codes_of_distinct, cell_strings, release_term_pairs,
                     distinct_cells, numeric_bounds_of_distinct, read_once)
 from .series import PublishedSeries
 
@@ -266,7 +266,7 @@ def _read_view(series: PublishedSeries, label: str) -> ReleaseView:
     # check of a release links the other releases' rows it reads and never reads their
     # terms, which were half of its parse (issue 43)
     return ReleaseView(label, parse_period(label).ordinal, rows, case, gcode, glabels,
-                       Region(cat, lo, hi), partial(columns_term_pairs, rows, series.sensitive),
+                       Region(cat, lo, hi), partial(release_term_pairs, rows, series.sensitive),
                        cases.index, qid_blank)
 
 
