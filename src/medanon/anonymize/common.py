@@ -1164,7 +1164,7 @@ def _table_terms(coded: Mapping[str, TermCodes] | None, table: pd.DataFrame,
     for name, codes in coded.items():
         if name not in table.columns:
             return None
-        taken = codes.take(placed)
+        taken = codes if len(placed) == len(codes) else codes.take(placed)
         if suppressed:
             vocabulary = taken.vocabulary
             wide = np.fromiter((t in suppressed.release_wide for t in vocabulary), dtype=bool,

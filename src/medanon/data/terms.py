@@ -123,10 +123,10 @@ class TermCodes:
     def without(self, dropped: np.ndarray) -> TermCodes:
         """The same rows without the items where ``dropped`` (a bool per item) is set."""
         keep = ~np.asarray(dropped, dtype=bool)
-        row = np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.ptr))
-        ptr = np.zeros(len(self) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(row[keep], minlength=len(self)), out=ptr[1:])
-        return TermCodes(self.vocabulary, ptr, self.codes[keep])
+        # items kept before each item; read at the rows' bounds, they are the new bounds
+        kept_before = np.zeros(len(keep) + 1, dtype=np.int64)
+        np.cumsum(keep, out=kept_before[1:])
+        return TermCodes(self.vocabulary, kept_before[self.ptr], self.codes[keep])
 
     def increasing(self) -> bool:
         """Whether each row's codes strictly increase: with a vocabulary sorted as ``sorted``
