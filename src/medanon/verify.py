@@ -268,8 +268,8 @@ def gate(published: PublishedSeries | None, period: str, rows, manifest: dict, *
         period, rows, manifest: The candidate release.
         before: The verdict of :func:`verify_series` on ``published``, when already known;
             computed here otherwise.
-        candidate_terms: The codes the candidate's sensitive cells were formatted from
-            (``AnonymizationResult.table_terms``), row for row of ``rows``: its (row, term)
+        candidate_terms: The codes of the table the candidate's sensitive cells were
+            formatted from (``AnonymizationResult.table_terms``), row for row of ``rows``: its (row, term)
             pairs are then read from them rather than split from the text, when the text reads
             back as the codes (:func:`~medanon.published.cells.candidate_term_pairs`; the
             pairs are the same, ``tests/unit/test_coded_term_pairs.py``). The rest of the

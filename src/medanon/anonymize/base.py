@@ -41,8 +41,9 @@ class AnonymizationResult:
         table_terms: For some multi-valued columns of ``table`` (the sensitive ones, where the
             method coded them), their cells as integer codes, row for row of ``table``
             (``table_terms[c]`` holds the terms of ``table[c]``); None when the method gives
-            none. The release's text is formatted from them and the gate reads the candidate's
-            terms from them (issue 43); the tuples in ``table`` stay what is published.
+            none. The gate reads the candidate's (row, term) pairs from them rather than split
+            the text formatted from ``table`` (issue 43); the tuples in ``table`` stay what
+            is published.
     """
 
     table: pd.DataFrame

@@ -1150,8 +1150,8 @@ def _table_terms(coded: Mapping[str, TermCodes] | None, table: pd.DataFrame,
 
     None when the table is not one row per placed case in their order (a method whose table
     is built otherwise), or when a sample of its cells differs from its codes
-    (:func:`~medanon.data.terms.codes_of`): the release is then formatted and read from its
-    tuples, as before (issue 43).
+    (:func:`~medanon.data.terms.codes_of`): the gate then splits the candidate's text, as
+    before (issue 43).
     """
     if coded is None:
         return None

@@ -138,50 +138,6 @@ class TermCodes:
         starts[self.ptr[:-1][np.diff(self.ptr) > 0]] = True   # a row's first item
         return bool(((codes[1:] > codes[:-1]) | starts[1:]).all())
 
-    def numbers_rows(self, which: np.ndarray, first: np.ndarray) -> bool:
-        """Whether ``which`` (per row, a number) and ``first`` (per number, a row holding it)
-        number rows only alike when their codes are equal: each row's codes equal those of
-        the first row of its number."""
-        lengths = np.diff(self.ptr)
-        same = np.asarray(first, dtype=np.int64)[which]
-        if not bool((lengths[same] == lengths).all()):
-            return False
-        place = np.arange(len(self.codes), dtype=np.int64) - np.repeat(self.ptr[:-1], lengths)
-        return bool((self.codes[np.repeat(self.ptr[:-1][same], lengths) + place]
-                     == self.codes).all())
-
-    def joined(self, separator: str,
-               numbered: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
-        """Per row, its terms joined by ``separator`` (an object array of str; rows holding
-        equal codes hold one str): each distinct row joined once, the rows of one length
-        together (their terms zipped in C, as :meth:`tuples` makes tuples).
-
-        ``numbered``: a numbering of the rows by the caller, ``(which, first)`` as
-        :meth:`distinct_rows` gives it (a table's cell objects, told apart by identity,
-        cost a third of hashing the codes): used when :meth:`numbers_rows` holds, rows of
-        equal codes may then be joined more than once."""
-        if numbered is not None and self.numbers_rows(*numbered):
-            which, first = numbered
-        else:
-            which, first = self.distinct_rows()
-        lengths = np.diff(self.ptr)[first]
-        starts = self.ptr[:-1][first]
-        words = np.array(self.vocabulary, dtype=object)
-        texts = np.empty(len(first), dtype=object)
-        for size in np.unique(lengths).tolist():
-            rows = np.flatnonzero(lengths == size)
-            if size == 0:
-                texts[rows] = ""
-                continue
-            terms = words[self.codes[starts[rows, None] + np.arange(size)]]
-            if size == 1:
-                texts[rows] = terms[:, 0]
-                continue
-            texts[rows] = np.fromiter(map(separator.join,
-                                          zip(*(terms[:, j].tolist() for j in range(size)))),
-                                      dtype=object, count=len(rows))
-        return texts[which]
-
 
 @dataclass(frozen=True)
 class CodedRecords:

@@ -671,7 +671,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
     # never more, for a nominal epsilon): else the ledger and the pre-check disagree.
     check_plan(method.planned_losses(schema), result.privacy_charges, units=len(super_cases),
                exact=method.claims_dp, owner=f"{method.name} on period {label}")
-    rows = to_published_rows(result.table, schema, terms=result.table_terms)
+    rows = to_published_rows(result.table, schema)
     if method.name != "none" and schema.dates:  # dates derived from the series (published.roles)
         earlier = {p: r for p, r in series.releases.items()
                    if parse_period(p).ordinal < parse_period(label).ordinal}
@@ -727,7 +727,7 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
                 "private_details": {**result.private_details, **ingest_private,
                                     "input_digest": INPUT_DIGEST_VERSION,
                                     MANIFEST_FACTS: manifest_facts}}
-    # the table's codes were read by the formatting and the gate: not held until the write
+    # the table's codes were read by the gate: not held until the write
     result = replace(result, table_terms=None)
     return PreparedRelease(label, rows, manifest, entries, operator, result, verdict, seconds)
 

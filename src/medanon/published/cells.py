@@ -469,21 +469,25 @@ def release_term_pairs(rows: pd.DataFrame, columns: Sequence[str]
 def candidate_term_pairs(rows: pd.DataFrame, columns: Sequence[str],
                          terms: Mapping[str, TermCodes] | None) -> bool:
     """Inside :func:`reading_once`, make :func:`release_term_pairs` of ``rows`` read the
-    pairs from ``terms`` (the codes of ``rows``' ``columns``, row for row: the codes the text
-    was formatted from, ``AnonymizationResult.table_terms``) rather than split the text
-    (:func:`coded_term_pairs`: a third of the gate of a 450k-case quarter, issue 43).
+    pairs from ``terms`` (the codes of ``rows``' ``columns``, row for row: the codes of the
+    table the text was formatted from, ``AnonymizationResult.table_terms``) rather than split
+    the text (:func:`coded_term_pairs`: a third of the gate of a 450k-case quarter, issue 43).
 
-    Only when the codes are those of the text: each column coded, as many rows, and at a
-    sample of rows the cell is its codes' terms joined with ``|``; and when the text reads
-    back as the codes (:func:`coded_term_pairs`). Returns whether the codes are read;
-    otherwise (and outside :func:`reading_once`) the text is split as for any release.
+    Only when the codes are those of the text: each column coded, as many rows, each row's
+    codes strictly increasing in a sorted vocabulary (the writer joins a cell's terms sorted
+    without repeats, ``format_multi``: such codes joined are that text), and at a sample of
+    rows the cell is its codes' terms joined with ``|``; and when the text reads back as the
+    codes (:func:`coded_term_pairs`). Returns whether the codes are read; otherwise (and
+    outside :func:`reading_once`) the text is split as for any release.
     """
     columns = tuple(columns)
     if terms is None or _MEMO.get() is None or any(c not in terms for c in columns):
         return False
     coded = [terms[c] for c in columns]
     n = len(rows)
-    if any(len(c) != n for c in coded):
+    if any(len(c) != n or not c.increasing() for c in coded):
+        return False
+    if any(list(c.vocabulary) != sorted(c.vocabulary) for c in coded):
         return False
     sample = np.unique(np.linspace(0, n - 1, num=min(n, 64)).astype(np.int64)).tolist()
     for name, c in zip(columns, coded):

@@ -25,7 +25,7 @@ import numbers
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +34,6 @@ import pandas as pd
 
 from ..data.dates import publish_dates
 from ..data.records import distinct_bounds, distinct_objects, map_cell_array
-from ..data.terms import TermCodes, codes_of
 from ..periods import parse_period
 from ..errors import InputFormatError, StoreError
 from ..hierarchies import Interval
@@ -189,37 +188,12 @@ def _multi_cell_array(cells: np.ndarray) -> np.ndarray:
     return formatted[which]
 
 
-def _coded_cell_array(terms: Mapping[str, TermCodes] | None, cells: np.ndarray,
-                      name: str) -> np.ndarray | None:
-    """:func:`_multi_cell_array` of ``cells`` read from their codes ``terms[name]``, or None
-    when there are none, they do not hold the cells (:func:`~medanon.data.terms.codes_of`), or
-    a row's codes do not strictly increase.
-
-    Codes into a vocabulary sorted as ``sorted`` sorts str that strictly increase in each
-    row are terms sorted without repeats, so :func:`format_multi` of the row's tuple is its
-    terms joined as they are: each distinct coded row is joined once, without ranking the
-    terms to prove their order (a third of the formatting of a 450k-case quarter, issue 43).
-    """
-    coded = codes_of(terms, cells, name)
-    if coded is None or not coded.increasing():
-        return None
-    if not set(map(type, coded.vocabulary)) <= {str}:
-        return None
-    # the cells' objects number the rows (a table holds one object per distinct cell)
-    return coded.joined(MULTI_SEPARATOR, distinct_objects(cells))
-
-
-def to_published_rows(table: pd.DataFrame, schema, *,
-                      terms: Mapping[str, TermCodes] | None = None) -> pd.DataFrame:
+def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
     """Format an algorithm's table as release rows (all strings, in the format's column order).
 
     Each column is made from an object array of its cells, each distinct cell object
     formatted once (:func:`map_cell_array`): a list per column, turned into an array by
     pandas, cost as much as formatting (issue 43).
-
-    ``terms`` (``AnonymizationResult.table_terms``): codes of some multi-valued columns, row
-    for row of ``table``. A column whose codes hold its cells (:func:`_coded_cell_array`) is
-    formatted from them; the others as above. The text is the same.
     """
     out = pd.DataFrame({c: table[c].astype(str).to_numpy() for c in FIXED_COLUMNS})
     for qid in schema.qids:
@@ -227,9 +201,7 @@ def to_published_rows(table: pd.DataFrame, schema, *,
         out[qid.name] = _column(_numeric_cell_array(table[qid.name]) if qid.kind == "numeric"
                                 else map_cell_array(cells, format_label))
     for name in schema.sensitive + schema.multi:
-        cells = table[name].to_numpy(dtype=object)
-        coded = _coded_cell_array(terms, cells, name)
-        out[name] = _column(_multi_cell_array(cells) if coded is None else coded)
+        out[name] = _column(_multi_cell_array(table[name].to_numpy(dtype=object)))
     for name in schema.insensitive:
         out[name] = _column(map_cell_array(table[name].to_numpy(dtype=object), format_label))
     for name, granularity in schema.dates.items():
