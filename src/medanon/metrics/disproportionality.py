@@ -1210,17 +1210,38 @@ def _standard_errors(model: _Likelihood, x: np.ndarray) -> tuple[float | None, .
 
 
 # -------------------------------------------------------------------------------- posterior
-def _log_nb(n: np.ndarray, e: np.ndarray, alpha: float, beta: float) -> np.ndarray:
-    """log f(n; α, β, E): the negative binomial marginal of one gamma component."""
-    return (gammaln(alpha + n) - gammaln(alpha) - gammaln(n + 1.0) + alpha * np.log(beta / (beta + e))
-            + n * np.log(e / (beta + e)))
+class _ByCount:
+    """A table's counts n (float64) with their distinct values: a function of α + n alone
+    (lgamma, digamma, a gamma quantile) is evaluated once per distinct count and spread over
+    the pairs, the same value each pair's own evaluation gives (α + n is the same float for
+    the same n). A screening's table has a few hundred distinct counts for 20,000 pairs, and
+    its statistics evaluate seven such functions (issue 43)."""
+
+    def __init__(self, n: np.ndarray):
+        self.n = n
+        self.distinct, self.inverse = np.unique(n, return_inverse=True)
+
+    def of(self, f: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """f(n) of each pair, for an elementwise f."""
+        return f(self.distinct)[self.inverse]
 
 
-def _qn(n: np.ndarray, e: np.ndarray, prior: GpsPrior) -> np.ndarray:
+def _log_nb(n: np.ndarray, e: np.ndarray, alpha: float, beta: float,
+            by: _ByCount | None = None) -> np.ndarray:
+    """log f(n; α, β, E): the negative binomial marginal of one gamma component (``by``: n's
+    distinct counts, for the terms of n alone)."""
+    if by is None:
+        rise = gammaln(alpha + n) - gammaln(alpha) - gammaln(n + 1.0)
+    else:
+        rise = by.of(lambda m: gammaln(alpha + m) - gammaln(alpha) - gammaln(m + 1.0))
+    return rise + alpha * np.log(beta / (beta + e)) + n * np.log(e / (beta + e))
+
+
+def _qn(n: np.ndarray, e: np.ndarray, prior: GpsPrior, by: _ByCount | None = None) -> np.ndarray:
     if prior.p in (0.0, 1.0):
         return np.full(n.shape, prior.p)
-    l1 = math.log(prior.p) + _log_nb(n, e, prior.alpha1, prior.beta1)
-    l2 = math.log1p(-prior.p) + _log_nb(n, e, prior.alpha2, prior.beta2)
+    l1 = math.log(prior.p) + _log_nb(n, e, prior.alpha1, prior.beta1, by)
+    l2 = math.log1p(-prior.p) + _log_nb(n, e, prior.alpha2, prior.beta2, by)
     return np.exp(l1 - np.logaddexp(l1, l2))
 
 
@@ -1243,9 +1264,20 @@ def ebgm(n: Any, e: Any, prior: GpsPrior) -> np.ndarray:
     n_arr, e_arr = _pair(n, e, "ebgm")
     prior = _prior(prior, "ebgm")
     nf = n_arr.astype(np.float64)
-    q = _qn(nf, e_arr, prior)
-    log1 = digamma(prior.alpha1 + nf) - np.log(prior.beta1 + e_arr)
-    log2 = digamma(prior.alpha2 + nf) - np.log(prior.beta2 + e_arr)
+    return _ebgm(nf, e_arr, prior, _qn(nf, e_arr, prior))
+
+
+def _ebgm(nf: np.ndarray, e: np.ndarray, prior: GpsPrior, q: np.ndarray,
+          by: _ByCount | None = None) -> np.ndarray:
+    """:func:`ebgm` of checked arguments, given the posterior weights ``q`` (:func:`_qn`)."""
+    if by is None:
+        d1, d2 = digamma(prior.alpha1 + nf), digamma(prior.alpha2 + nf)
+    else:
+        alpha1, alpha2 = prior.alpha1, prior.alpha2
+        d1 = by.of(lambda m: digamma(alpha1 + m))
+        d2 = by.of(lambda m: digamma(alpha2 + m))
+    log1 = d1 - np.log(prior.beta1 + e)
+    log2 = d2 - np.log(prior.beta2 + e)
     return np.exp(q * log1 + (1.0 - q) * log2)
 
 
@@ -1348,7 +1380,7 @@ _BRACKET_MARGIN = 1e-9
 
 
 def _eb_reaches(n: np.ndarray, e: np.ndarray, prior: GpsPrior, q: float,
-                threshold: float) -> np.ndarray:
+                threshold: float, by: _ByCount | None = None) -> np.ndarray:
     """Whether each pair's q-quantile (:func:`_eb_quantiles`) is at least ``threshold``,
     solving it only for the pairs whose bracket does not decide.
 
@@ -1360,9 +1392,9 @@ def _eb_reaches(n: np.ndarray, e: np.ndarray, prior: GpsPrior, q: float,
     by :func:`_eb_quantiles`, elementwise: its value, hence its decision, is the one a solve of
     the whole table gives it.
     """
-    nf = n.astype(np.float64)
-    x1 = _per_distinct(lambda a: gammaincinv(a, q), prior.alpha1 + nf) / (prior.beta1 + e)
-    x2 = _per_distinct(lambda a: gammaincinv(a, q), prior.alpha2 + nf) / (prior.beta2 + e)
+    by = _ByCount(n.astype(np.float64)) if by is None else by
+    x1 = by.of(lambda m: gammaincinv(prior.alpha1 + m, q)) / (prior.beta1 + e)
+    x2 = by.of(lambda m: gammaincinv(prior.alpha2 + m, q)) / (prior.beta2 + e)
     # a NaN bracket compares False: such a pair is solved
     solved = ~(np.maximum(x1, x2) < threshold * (1.0 - _BRACKET_MARGIN))
     out = np.zeros(n.shape, dtype=bool)
@@ -1462,8 +1494,12 @@ def ic_quantile(n: Any, e: Any, q: float) -> np.ndarray:
     """
     n_arr, e_arr = _pair(n, e, "ic_quantile")
     q = _probability(q, "ic_quantile")
-    # one inversion per distinct count (issue 43)
-    return np.log2(_per_distinct(lambda a: gammaincinv(a, q), n_arr + 0.5) / (e_arr + 0.5))
+    return _ic_quantile(e_arr, q, _ByCount(n_arr.astype(np.float64)))
+
+
+def _ic_quantile(e: np.ndarray, q: float, by: _ByCount) -> np.ndarray:
+    """:func:`ic_quantile` of checked arguments: one inversion per distinct count (issue 43)."""
+    return np.log2(by.of(lambda m: gammaincinv(m + 0.5, q)) / (e + 0.5))
 
 
 # ----------------------------------------------------------------------------- FDR decisions
@@ -1479,9 +1515,15 @@ def posterior_h0(n: Any, e: Any, prior: GpsPrior, rr0: float = 1.0) -> np.ndarra
     n_arr = np.asarray(n, dtype=np.float64)
     e_arr = np.asarray(e, dtype=np.float64)
     q = posterior_weight(n_arr, e_arr, prior)
+    return _posterior_h0(n_arr, e_arr, prior, rr0, q)
+
+
+def _posterior_h0(nf: np.ndarray, e: np.ndarray, prior: GpsPrior, rr0: float,
+                  q: np.ndarray) -> np.ndarray:
+    """:func:`posterior_h0` of checked arguments, given the posterior weights ``q``."""
     # the CDF at rr0 of Gamma(shape, rate) is the regularized lower incomplete gamma P(shape, rate·rr0)
-    return (q * gammainc(prior.alpha1 + n_arr, (prior.beta1 + e_arr) * rr0)
-            + (1.0 - q) * gammainc(prior.alpha2 + n_arr, (prior.beta2 + e_arr) * rr0))
+    return (q * gammainc(prior.alpha1 + nf, (prior.beta1 + e) * rr0)
+            + (1.0 - q) * gammainc(prior.alpha2 + nf, (prior.beta2 + e) * rr0))
 
 
 def bayesian_fdr(p_h0: Any, q: float) -> tuple[np.ndarray, np.ndarray]:
@@ -1897,15 +1939,20 @@ def screened_columns(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_
                               warm_start=warm_start)
     prior = _prior(prior, owner)
     out: dict[str, np.ndarray] = {}
-    out["ebgm"] = ebgm(n, e, prior)
+    # the counts' distinct values and the posterior weights Qn found once for every statistic
+    # that reads them (each the values its own function computes: issue 43)
+    nf = n.astype(np.float64)
+    by = _ByCount(nf)
+    weights = _qn(nf, e, prior, by)
+    out["ebgm"] = _ebgm(nf, e, prior, weights, by)
     if quantiles or prior.limit is not None:
         out["eb05"], out["eb95"] = _eb_quantiles(n, e, prior,
                                                  (MGPS_LOWER_QUANTILE, MGPS_UPPER_QUANTILE))
         signal_mgps = out["eb05"] >= MGPS_EB05_THRESHOLD
     else:
-        signal_mgps = _eb_reaches(n, e, prior, MGPS_LOWER_QUANTILE, MGPS_EB05_THRESHOLD)
+        signal_mgps = _eb_reaches(n, e, prior, MGPS_LOWER_QUANTILE, MGPS_EB05_THRESHOLD, by)
     out["ic"] = information_component(n, e)
-    out["ic025"] = ic_quantile(n, e, BCPNN_QUANTILE)
+    out["ic025"] = _ic_quantile(e, BCPNN_QUANTILE, by)
     prr, ror, chi2, prr_signal = _prr_ror_chi2(a, b, c, d)
     out["prr"], out["ror"], out["chi2"] = prr, ror, chi2
     out["prr_corrected"] = _prr_haldane(a, b, c, d)
@@ -1913,7 +1960,7 @@ def screened_columns(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_
     out["signal_bcpnn"] = out["ic025"] > BCPNN_IC025_THRESHOLD
     out["signal_prr"] = prr_signal
     rr0 = _ratio(rr0, owner)
-    out["p_h0_mgps"] = posterior_h0(n, e, prior, rr0)
+    out["p_h0_mgps"] = _posterior_h0(nf, e, prior, rr0, weights)
     out["fdr_mgps"], out["signal_mgps_fdr"] = bayesian_fdr(out["p_h0_mgps"], fdr)
     out["p_prr"] = prr_p_value(a, b, c, d)
     out["q_prr"] = benjamini_hochberg(out["p_prr"])
