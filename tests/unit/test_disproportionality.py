@@ -238,6 +238,45 @@ def test_fit_recovers_the_prior_it_was_simulated_from():
     assert truncated.loglik >= truncated_loglik(n, e, truth, 1)
 
 
+@pytest.mark.parametrize("largest", [50, 1 << 16, 1 << 20])
+@pytest.mark.parametrize("counts", [np.int64, np.float64])
+def test_distinct_points_are_those_of_a_lexsort(largest, counts):
+    """_distinct_points (E sorted, then n stably: a radix sort below 2^16) gives the distinct
+    (n, E) in the order and with the multiplicities of a lexsort by (n, E), for counts held as
+    ints or whole floats, below and above 2^16 (issue 43)."""
+    rng = np.random.default_rng(largest)
+    n = rng.integers(0, largest, 3000).astype(counts)
+    n[:500] = n[500:1000]          # pairs repeated exactly, and E values shared across counts
+    e = rng.choice(rng.gamma(0.5, 2.0, 800), 3000)
+    e[:500] = e[500:1000]
+    order = np.lexsort((e, n))
+    ns, es = n[order], e[order]
+    lead = np.ones(n.size, dtype=bool)
+    lead[1:] = (ns[1:] != ns[:-1]) | (es[1:] != es[:-1])
+    starts = np.flatnonzero(lead)
+    got_n, got_e, got_w = dp._distinct_points(n, e)
+    np.testing.assert_array_equal(got_n, ns[starts].astype(np.float64))
+    np.testing.assert_array_equal(got_e, es[starts])
+    np.testing.assert_array_equal(got_w, np.diff(np.append(starts, n.size)).astype(np.float64))
+
+
+def test_screened_columns_share_their_counts_pieces_to_the_bit():
+    """screened_columns finds Qn and the functions of α + n once per table (_ByCount): each
+    column is the one its own public function gives, to the bit (issue 43)."""
+    n, e = simulate(7, 3000, (0.3, 0.1, 2.0, 2.5, 0.1))
+    keep = n >= 1
+    n, e = n[keep], e[keep]
+    prior = GpsPrior(0.3, 0.1, 2.0, 2.5, 0.1)
+    a = n.copy()
+    table = pd.DataFrame({"n": n, "e": e, "a": a, "b": a + 5, "c": a + 7, "d": a + 1000})
+    columns, _ = dp.screened_columns(table, prior=prior, quantiles=False)
+    np.testing.assert_array_equal(columns["ebgm"], ebgm(n, e, prior))
+    np.testing.assert_array_equal(columns["ic025"], dp.ic_quantile(n, e, dp.BCPNN_QUANTILE))
+    np.testing.assert_array_equal(columns["p_h0_mgps"], dp.posterior_h0(n, e, prior))
+    eb05 = dp.eb_quantile(n, e, prior, dp.MGPS_LOWER_QUANTILE)
+    np.testing.assert_array_equal(columns["signal_mgps"], eb05 >= dp.MGPS_EB05_THRESHOLD)
+
+
 def test_a_squashed_fit_is_the_exact_fit_and_reports_the_exact_loglik(monkeypatch):
     """Above SQUASH_ABOVE distinct (n, E) the fit bins E (0.1% wide, within each n): the prior
     is the exact fit's to a fraction of a percent, its loglik is the exact likelihood at it,

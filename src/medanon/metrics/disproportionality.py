@@ -596,19 +596,16 @@ class _Likelihood:
     last bit (the optimizer's path, and so the fit, depend on them).
     """
 
-    def __init__(self, n: np.ndarray, e: np.ndarray, min_count: int, *, squash: bool = True):
-        order = np.lexsort((e, n))
-        n, e = n[order], e[order]
-        new = np.ones(n.size, dtype=bool)
-        new[1:] = (n[1:] != n[:-1]) | (e[1:] != e[:-1])
-        starts = np.flatnonzero(new)
-        self.weight = np.diff(np.append(starts, n.size)).astype(np.float64)
-        self.n = n[starts].astype(np.float64)
-        self.e = e[starts]
-        self.squashed = squash and starts.size > SQUASH_ABOVE
+    def __init__(self, n: np.ndarray, e: np.ndarray, min_count: int, *, squash: bool = True,
+                 points: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None):
+        # points: the distinct (n, E) and their multiplicities of another model of the same
+        # pairs (its :attr:`points`), not sorted out again (n and e are then not read)
+        self.points = _distinct_points(n, e) if points is None else points
+        self.n, self.e, self.weight = self.points
+        self.squashed = squash and self.n.size > SQUASH_ABOVE
         if self.squashed:  # choice 2: bins of E within each n, at their mean E
             cell = np.floor(np.log(self.e) / math.log1p(SQUASH_WIDTH))
-            new = np.ones(starts.size, dtype=bool)
+            new = np.ones(self.n.size, dtype=bool)
             new[1:] = (self.n[1:] != self.n[:-1]) | (cell[1:] != cell[:-1])
             bins = np.flatnonzero(new)
             mass = np.add.reduceat(self.weight * self.e, bins)
@@ -616,10 +613,13 @@ class _Likelihood:
             self.n, self.e = self.n[bins], mass / self.weight
         self.total = float(self.weight.sum())
         # lgamma(α + n) − lgamma(α) and its derivative depend on n only: computed per distinct n
-        self.distinct_n, self.n_index = np.unique(self.n, return_inverse=True)
-        # n is sorted: a per-n array is spread over the pairs by repeating each value over its
-        # run, the same copies as indexing it by n_index at half the cost (issue 43)
-        self._n_runs = np.bincount(self.n_index, minlength=self.distinct_n.size)
+        # (n is sorted: its distinct values start its runs)
+        first = np.flatnonzero(np.diff(self.n, prepend=-1.0))
+        self.distinct_n = self.n[first]
+        # a per-n array is spread over the pairs by repeating each value over its run, the
+        # same copies as indexing it by n_index at half the cost (issue 43)
+        self._n_runs = np.diff(first, append=self.n.size)
+        self.n_index = np.repeat(np.arange(first.size), self._n_runs)
         self.constant = self.n * np.log(self.e) - gammaln(self.n + 1.0)
         self.min_count = min_count
         self.below = np.arange(min_count, dtype=np.float64)  # the truncated counts 0..n*-1
@@ -689,20 +689,19 @@ class _Likelihood:
         return tail, d_alpha, d_beta
 
     def _parts(self, alpha: float, beta: float) -> tuple[Any, ...]:
-        """:meth:`_component` and (when truncated) :meth:`_tail` of one gamma component, arrays
-        the caller may overwrite. Under :meth:`remembering`, each (α, β) is computed once and
-        handed out as copies: the same values to the bit (the same inputs)."""
+        """:meth:`_component` and (when truncated) :meth:`_tail` of one gamma component, and
+        whether the caller may overwrite those arrays. Under :meth:`remembering`, each (α, β)
+        is computed once and its arrays are handed out to be read only (the caller writes its
+        results to new arrays: the same values to the bit, the same operations on the same
+        inputs); copying them for each caller cost more than computing them again (issue 43)."""
         memo = self._memo
         if memo is not None and (alpha, beta) in memo:
-            lf, da, db, be, tail = memo[(alpha, beta)]
-            return (lf.copy(), da.copy(), db.copy(), be,
-                    None if tail is None else tuple(t.copy() for t in tail))
+            return (*memo[(alpha, beta)], False)
         lf, da, db, be = self._component(alpha, beta)
         tail = self._tail(alpha, beta, be) if self.min_count > 0 else None
         if memo is not None:
-            memo[(alpha, beta)] = (lf.copy(), da.copy(), db.copy(), be,
-                                   None if tail is None else tuple(t.copy() for t in tail))
-        return lf, da, db, be, tail
+            memo[(alpha, beta)] = (lf, da, db, be, tail)
+        return lf, da, db, be, tail, memo is None
 
     @contextlib.contextmanager
     def remembering(self) -> Iterator[None]:
@@ -723,8 +722,8 @@ class _Likelihood:
                             gradient: bool = True) -> tuple[float, np.ndarray]:
         """Mean log-likelihood and its gradient in (α1, β1, α2, β2, p)."""
         a1, b1, a2, b2, p = theta
-        lf1, da1, db1, be1, tail1 = self._parts(a1, b1)
-        lf2, da2, db2, be2, tail2 = self._parts(a2, b2)
+        lf1, da1, db1, be1, tail1, own1 = self._parts(a1, b1)
+        lf2, da2, db2, be2, tail2, own2 = self._parts(a2, b2)
         with np.errstate(divide="ignore"):
             lp, lq = math.log(p) if p > 0 else -np.inf, math.log1p(-p) if p < 1 else -np.inf
         # log f = logaddexp(log p + lf1, log(1 − p) + lf2)
@@ -740,13 +739,15 @@ class _Likelihood:
             q1 = np.exp(np.subtract(joint1, log_f, out=joint1), out=joint1)
             q2 = 1.0 - q1
             # ∂/∂p: exp(lf1 − log f) − exp(lf2 − log f)
-            np.exp(np.subtract(lf1, log_f, out=lf1), out=lf1)
-            np.exp(np.subtract(lf2, log_f, out=lf2), out=lf2)
-            lf1 -= lf2
-            grad[:] = [self._weighted_sum(t) for t in (np.multiply(q1, da1, out=da1),
-                                                       np.multiply(q1, db1, out=db1),
-                                                       np.multiply(q2, da2, out=da2),
-                                                       np.multiply(q2, db2, out=db2), lf1)]
+            r1 = np.subtract(lf1, log_f, out=_into(lf1, own1))
+            np.exp(r1, out=r1)
+            r2 = np.subtract(lf2, log_f, out=_into(lf2, own2))
+            np.exp(r2, out=r2)
+            r1 -= r2
+            grad[:] = [self._weighted_sum(t) for t in (np.multiply(q1, da1, out=_into(da1, own1)),
+                                                       np.multiply(q1, db1, out=_into(db1, own1)),
+                                                       np.multiply(q2, da2, out=_into(da2, own2)),
+                                                       np.multiply(q2, db2, out=_into(db2, own2)), r1)]
         if self.min_count > 0:
             s1, ds1a, ds1b = tail1
             s2, ds2a, ds2b = tail2
@@ -757,12 +758,12 @@ class _Likelihood:
                 ws = np.divide(self.weight, tail)
             value -= self._weighted_sum(np.log(tail, out=tail))
             if gradient:
-                s1 -= s2
-                grad -= [p * float(_add(np.multiply(ws, ds1a, out=ds1a))),
-                         p * float(_add(np.multiply(ws, ds1b, out=ds1b))),
-                         (1 - p) * float(_add(np.multiply(ws, ds2a, out=ds2a))),
-                         (1 - p) * float(_add(np.multiply(ws, ds2b, out=ds2b))),
-                         float(_add(np.multiply(ws, s1, out=s1)))]
+                s12 = np.subtract(s1, s2, out=_into(s1, own1))
+                grad -= [p * float(_add(np.multiply(ws, ds1a, out=_into(ds1a, own1)))),
+                         p * float(_add(np.multiply(ws, ds1b, out=_into(ds1b, own1)))),
+                         (1 - p) * float(_add(np.multiply(ws, ds2a, out=_into(ds2a, own2)))),
+                         (1 - p) * float(_add(np.multiply(ws, ds2b, out=_into(ds2b, own2)))),
+                         float(_add(np.multiply(ws, s12, out=s12)))]
         return value / self.total, grad / self.total
 
     def objective(self, x: np.ndarray) -> tuple[float, np.ndarray]:
@@ -843,6 +844,31 @@ class _Likelihood:
                           * 0.5 * ((j - mu) ** 2 - j))
             score += float(np.sum(self.weight * (1.0 - w) * below / tail))
         return score
+
+
+def _into(array: np.ndarray, own: bool) -> np.ndarray | None:
+    """The ``out`` of a ufunc that may overwrite ``array`` when the caller owns it; else None
+    (a new array: a component's arrays remembered by :meth:`_Likelihood.remembering`)."""
+    return array if own else None
+
+
+def _distinct_points(n: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (n, E) pairs sorted by n then E (n as floats) and how often each occurs.
+
+    Pairs equal in both n and E are interchangeable, so any order of the pairs by (n, E) gives
+    these same arrays: E is sorted first (unstable, the fast sort), then n stably, by a radix
+    sort where n fits 16 bits (a fifth of the cost of a lexsort of 22,000 pairs; issue 43)."""
+    order = np.argsort(e)
+    by_e = n[order]
+    # n is whole and >= 0 (validated): below 2^16 it is exactly its uint16 (radix sort)
+    small = by_e.size == 0 or by_e.max() < 1 << 16
+    order = order[np.argsort(by_e.astype(np.uint16) if small else by_e, kind="stable")]
+    n, e = n[order], e[order]
+    new = np.ones(n.size, dtype=bool)
+    new[1:] = (n[1:] != n[:-1]) | (e[1:] != e[:-1])
+    starts = np.flatnonzero(new)
+    weight = np.diff(np.append(starts, n.size)).astype(np.float64)
+    return n[starts].astype(np.float64), e[starts], weight
 
 
 def _add(values: np.ndarray) -> Any:
@@ -1009,7 +1035,9 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 
                     second = _minimize(model.objective, _clipped(x0, bounds), bounds, maxiter)
                     if math.isfinite(second.fun) and second.fun < best.fun:
                         best = second
-    _, grad = model.objective(best.x)
+    # L-BFGS-B returns the gradient of the point it returns (on a failed line search it
+    # restores both): the objective's gradient at best.x to the bit, not computed again
+    grad = best.jac
     gradient = float(np.max(np.abs(_projected_gradient(best.x, grad, bounds))))
     # choice 4: a parameter at a bound is a boundary solution, not the maximum of the
     # likelihood (openEBGM counts it a failure too); named with its bound in the message
@@ -1045,7 +1073,7 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 
     # over the exact (n, E) when the fit ran on binned ones (choice 2)
     squashed = model.squashed
     if squashed:
-        model = _Likelihood(n_arr[keep], e_arr[keep], min_count, squash=False)
+        model = _Likelihood(n_arr, e_arr, min_count, squash=False, points=model.points)
     loglik = model.loglik(theta)
     if point_mass is not None:
         component, lam, supremum = point_mass
@@ -1182,17 +1210,38 @@ def _standard_errors(model: _Likelihood, x: np.ndarray) -> tuple[float | None, .
 
 
 # -------------------------------------------------------------------------------- posterior
-def _log_nb(n: np.ndarray, e: np.ndarray, alpha: float, beta: float) -> np.ndarray:
-    """log f(n; α, β, E): the negative binomial marginal of one gamma component."""
-    return (gammaln(alpha + n) - gammaln(alpha) - gammaln(n + 1.0) + alpha * np.log(beta / (beta + e))
-            + n * np.log(e / (beta + e)))
+class _ByCount:
+    """A table's counts n (float64) with their distinct values: a function of α + n alone
+    (lgamma, digamma, a gamma quantile) is evaluated once per distinct count and spread over
+    the pairs, the same value each pair's own evaluation gives (α + n is the same float for
+    the same n). A screening's table has a few hundred distinct counts for 20,000 pairs, and
+    its statistics evaluate seven such functions (issue 43)."""
+
+    def __init__(self, n: np.ndarray):
+        self.n = n
+        self.distinct, self.inverse = np.unique(n, return_inverse=True)
+
+    def of(self, f: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """f(n) of each pair, for an elementwise f."""
+        return f(self.distinct)[self.inverse]
 
 
-def _qn(n: np.ndarray, e: np.ndarray, prior: GpsPrior) -> np.ndarray:
+def _log_nb(n: np.ndarray, e: np.ndarray, alpha: float, beta: float,
+            by: _ByCount | None = None) -> np.ndarray:
+    """log f(n; α, β, E): the negative binomial marginal of one gamma component (``by``: n's
+    distinct counts, for the terms of n alone)."""
+    if by is None:
+        rise = gammaln(alpha + n) - gammaln(alpha) - gammaln(n + 1.0)
+    else:
+        rise = by.of(lambda m: gammaln(alpha + m) - gammaln(alpha) - gammaln(m + 1.0))
+    return rise + alpha * np.log(beta / (beta + e)) + n * np.log(e / (beta + e))
+
+
+def _qn(n: np.ndarray, e: np.ndarray, prior: GpsPrior, by: _ByCount | None = None) -> np.ndarray:
     if prior.p in (0.0, 1.0):
         return np.full(n.shape, prior.p)
-    l1 = math.log(prior.p) + _log_nb(n, e, prior.alpha1, prior.beta1)
-    l2 = math.log1p(-prior.p) + _log_nb(n, e, prior.alpha2, prior.beta2)
+    l1 = math.log(prior.p) + _log_nb(n, e, prior.alpha1, prior.beta1, by)
+    l2 = math.log1p(-prior.p) + _log_nb(n, e, prior.alpha2, prior.beta2, by)
     return np.exp(l1 - np.logaddexp(l1, l2))
 
 
@@ -1215,9 +1264,20 @@ def ebgm(n: Any, e: Any, prior: GpsPrior) -> np.ndarray:
     n_arr, e_arr = _pair(n, e, "ebgm")
     prior = _prior(prior, "ebgm")
     nf = n_arr.astype(np.float64)
-    q = _qn(nf, e_arr, prior)
-    log1 = digamma(prior.alpha1 + nf) - np.log(prior.beta1 + e_arr)
-    log2 = digamma(prior.alpha2 + nf) - np.log(prior.beta2 + e_arr)
+    return _ebgm(nf, e_arr, prior, _qn(nf, e_arr, prior))
+
+
+def _ebgm(nf: np.ndarray, e: np.ndarray, prior: GpsPrior, q: np.ndarray,
+          by: _ByCount | None = None) -> np.ndarray:
+    """:func:`ebgm` of checked arguments, given the posterior weights ``q`` (:func:`_qn`)."""
+    if by is None:
+        d1, d2 = digamma(prior.alpha1 + nf), digamma(prior.alpha2 + nf)
+    else:
+        alpha1, alpha2 = prior.alpha1, prior.alpha2
+        d1 = by.of(lambda m: digamma(alpha1 + m))
+        d2 = by.of(lambda m: digamma(alpha2 + m))
+    log1 = d1 - np.log(prior.beta1 + e)
+    log2 = d2 - np.log(prior.beta2 + e)
     return np.exp(q * log1 + (1.0 - q) * log2)
 
 
@@ -1320,7 +1380,7 @@ _BRACKET_MARGIN = 1e-9
 
 
 def _eb_reaches(n: np.ndarray, e: np.ndarray, prior: GpsPrior, q: float,
-                threshold: float) -> np.ndarray:
+                threshold: float, by: _ByCount | None = None) -> np.ndarray:
     """Whether each pair's q-quantile (:func:`_eb_quantiles`) is at least ``threshold``,
     solving it only for the pairs whose bracket does not decide.
 
@@ -1332,9 +1392,9 @@ def _eb_reaches(n: np.ndarray, e: np.ndarray, prior: GpsPrior, q: float,
     by :func:`_eb_quantiles`, elementwise: its value, hence its decision, is the one a solve of
     the whole table gives it.
     """
-    nf = n.astype(np.float64)
-    x1 = _per_distinct(lambda a: gammaincinv(a, q), prior.alpha1 + nf) / (prior.beta1 + e)
-    x2 = _per_distinct(lambda a: gammaincinv(a, q), prior.alpha2 + nf) / (prior.beta2 + e)
+    by = _ByCount(n.astype(np.float64)) if by is None else by
+    x1 = by.of(lambda m: gammaincinv(prior.alpha1 + m, q)) / (prior.beta1 + e)
+    x2 = by.of(lambda m: gammaincinv(prior.alpha2 + m, q)) / (prior.beta2 + e)
     # a NaN bracket compares False: such a pair is solved
     solved = ~(np.maximum(x1, x2) < threshold * (1.0 - _BRACKET_MARGIN))
     out = np.zeros(n.shape, dtype=bool)
@@ -1434,8 +1494,12 @@ def ic_quantile(n: Any, e: Any, q: float) -> np.ndarray:
     """
     n_arr, e_arr = _pair(n, e, "ic_quantile")
     q = _probability(q, "ic_quantile")
-    # one inversion per distinct count (issue 43)
-    return np.log2(_per_distinct(lambda a: gammaincinv(a, q), n_arr + 0.5) / (e_arr + 0.5))
+    return _ic_quantile(e_arr, q, _ByCount(n_arr.astype(np.float64)))
+
+
+def _ic_quantile(e: np.ndarray, q: float, by: _ByCount) -> np.ndarray:
+    """:func:`ic_quantile` of checked arguments: one inversion per distinct count (issue 43)."""
+    return np.log2(by.of(lambda m: gammaincinv(m + 0.5, q)) / (e + 0.5))
 
 
 # ----------------------------------------------------------------------------- FDR decisions
@@ -1451,9 +1515,15 @@ def posterior_h0(n: Any, e: Any, prior: GpsPrior, rr0: float = 1.0) -> np.ndarra
     n_arr = np.asarray(n, dtype=np.float64)
     e_arr = np.asarray(e, dtype=np.float64)
     q = posterior_weight(n_arr, e_arr, prior)
+    return _posterior_h0(n_arr, e_arr, prior, rr0, q)
+
+
+def _posterior_h0(nf: np.ndarray, e: np.ndarray, prior: GpsPrior, rr0: float,
+                  q: np.ndarray) -> np.ndarray:
+    """:func:`posterior_h0` of checked arguments, given the posterior weights ``q``."""
     # the CDF at rr0 of Gamma(shape, rate) is the regularized lower incomplete gamma P(shape, rate·rr0)
-    return (q * gammainc(prior.alpha1 + n_arr, (prior.beta1 + e_arr) * rr0)
-            + (1.0 - q) * gammainc(prior.alpha2 + n_arr, (prior.beta2 + e_arr) * rr0))
+    return (q * gammainc(prior.alpha1 + nf, (prior.beta1 + e) * rr0)
+            + (1.0 - q) * gammainc(prior.alpha2 + nf, (prior.beta2 + e) * rr0))
 
 
 def bayesian_fdr(p_h0: Any, q: float) -> tuple[np.ndarray, np.ndarray]:
@@ -1869,15 +1939,20 @@ def screened_columns(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_
                               warm_start=warm_start)
     prior = _prior(prior, owner)
     out: dict[str, np.ndarray] = {}
-    out["ebgm"] = ebgm(n, e, prior)
+    # the counts' distinct values and the posterior weights Qn found once for every statistic
+    # that reads them (each the values its own function computes: issue 43)
+    nf = n.astype(np.float64)
+    by = _ByCount(nf)
+    weights = _qn(nf, e, prior, by)
+    out["ebgm"] = _ebgm(nf, e, prior, weights, by)
     if quantiles or prior.limit is not None:
         out["eb05"], out["eb95"] = _eb_quantiles(n, e, prior,
                                                  (MGPS_LOWER_QUANTILE, MGPS_UPPER_QUANTILE))
         signal_mgps = out["eb05"] >= MGPS_EB05_THRESHOLD
     else:
-        signal_mgps = _eb_reaches(n, e, prior, MGPS_LOWER_QUANTILE, MGPS_EB05_THRESHOLD)
+        signal_mgps = _eb_reaches(n, e, prior, MGPS_LOWER_QUANTILE, MGPS_EB05_THRESHOLD, by)
     out["ic"] = information_component(n, e)
-    out["ic025"] = ic_quantile(n, e, BCPNN_QUANTILE)
+    out["ic025"] = _ic_quantile(e, BCPNN_QUANTILE, by)
     prr, ror, chi2, prr_signal = _prr_ror_chi2(a, b, c, d)
     out["prr"], out["ror"], out["chi2"] = prr, ror, chi2
     out["prr_corrected"] = _prr_haldane(a, b, c, d)
@@ -1885,7 +1960,7 @@ def screened_columns(table: pd.DataFrame, *, prior: GpsPrior | None = None, min_
     out["signal_bcpnn"] = out["ic025"] > BCPNN_IC025_THRESHOLD
     out["signal_prr"] = prr_signal
     rr0 = _ratio(rr0, owner)
-    out["p_h0_mgps"] = posterior_h0(n, e, prior, rr0)
+    out["p_h0_mgps"] = _posterior_h0(nf, e, prior, rr0, weights)
     out["fdr_mgps"], out["signal_mgps_fdr"] = bayesian_fdr(out["p_h0_mgps"], fdr)
     out["p_prr"] = prr_p_value(a, b, c, d)
     out["q_prr"] = benjamini_hochberg(out["p_prr"])
