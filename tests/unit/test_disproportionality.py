@@ -224,6 +224,22 @@ def test_likelihood_gradient_matches_finite_differences(min_count):
         truncated_loglik(n, e, dp._from_x(x), min_count), rel=1e-10)
 
 
+@pytest.mark.parametrize("maxiter, limit", [(2, 5.0), (500, 5.0), (500, 100.0)])
+def test_the_optimizers_returned_gradient_is_the_objectives_at_the_returned_point(maxiter, limit):
+    """fit_gps_prior reports the projected gradient from L-BFGS-B's returned ``jac`` rather
+    than calling the objective again (issue 43): that is the objective's gradient at the
+    returned x to the bit, for a run stopped early, a converged one and one held at a bound,
+    whatever scipy the range installs."""
+    n, e = simulate(6, 3000, (0.3, 0.1, 2.0, 2.5, 0.1))
+    model = dp._Likelihood(n[n >= 1], e[n >= 1], 1)
+    bounds = dp._x_bounds(limit)
+    for theta in (dp.DUMOUCHEL_START, (0.5, 0.5, 3.0, 3.0, 0.5)):
+        x0 = dp._clipped(dp._to_x(theta), bounds)
+        result = dp._minimize(model.objective, x0, bounds, maxiter)
+        value, grad = model.objective(result.x)
+        assert np.array_equal(result.jac, grad) and result.fun == value
+
+
 def test_fit_recovers_the_prior_it_was_simulated_from():
     truth = (0.3, 0.1, 2.0, 2.5, 0.1)
     n, e = simulate(0, 20000, truth)
