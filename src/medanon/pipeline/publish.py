@@ -940,7 +940,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
                                    final=final)
     recorded = checks.run_checks(
         method, labels, published=store.manifests(),
-        vocabulary=store.sensitive_vocabulary(), longest_span=store.longest_case_span(),
+        # read only by a check that needs them (scans of every ingested record)
+        vocabulary=store.sensitive_vocabulary, longest_span=store.longest_case_span,
         reports={r["period"]: int(r["n_reports"]) for r in store.periods().to_dict("records")},
         acknowledged=acknowledged, schema=store.schema, final=final)
     if pin is not None and pin.get("history") and pin["history"][-1].get("changes"):
