@@ -666,8 +666,6 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
     real_records = records
     case_ids = CaseIds.real() if case_ids is None else case_ids
     pseudonymous = case_ids.mode == "pseudonym"   # then the release sees published CaseIDs only
-    if pseudonymous and next_cases is not None:
-        next_cases = set(case_ids.of(sorted(next_cases)))
     budget_entry = None
     # Without a case budget (which reads the ledger's published CaseIDs per record), the
     # super records are made from the real CaseIDs and then given their published ones: the
@@ -692,6 +690,10 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
         supers = _unordered(supers, records, schema, rng, super_of_row)
         del super_of_row, super_terms
     if pseudonymous:
+        # (after the period's own CaseIDs, which are then looked up in the order the release's
+        # check hashed them)
+        if next_cases is not None:
+            next_cases = set(case_ids.of(sorted(next_cases)))
         case_ids.forget()   # every CaseID this period publishes is mapped
     # what is read of the records later, taken now so that they can be freed before the method
     # runs (unless the caller holds them)
