@@ -128,6 +128,29 @@ def test_a_shared_pseudonym_is_refused_naming_the_two_case_ids(monkeypatch) -> N
         case_ids.checked(["56", "34", "12"], where="here")
 
 
+def test_distinct_of_maps_distinct_case_ids_and_declines_two_published_as_one(
+        monkeypatch) -> None:
+    """``CaseIds.distinct_of`` is ``of`` for CaseIDs that publish as distinct pseudonyms, and
+    None (no error) when two strip to one text or their pseudonyms clash."""
+    import medanon.pipeline.case_ids as module
+
+    case_ids = CaseIds("pseudonym", bytes(32))
+    ids = ["7", "3", "12"]
+    assert case_ids.distinct_of(ids).tolist() == CaseIds("pseudonym", bytes(32)).of(ids).tolist()
+    assert case_ids.distinct_of([]).tolist() == []
+    assert case_ids.distinct_of(["3", " 3"]) is None   # one stripped text
+    assert case_ids.distinct_of(["3", "3"]) is None
+
+    def clashing(key: bytes, texts: list[str]) -> np.ndarray:
+        return np.asarray([10 ** 15 + (1 if t in ("12", "34") else int(t)) for t in texts],
+                          dtype=np.int64)
+
+    monkeypatch.setattr(module, "_pseudonym_values", clashing)
+    clash = CaseIds("pseudonym", bytes(32))
+    assert clash.distinct_of(["12", "56"]).tolist() == [str(10 ** 15 + 1), str(10 ** 15 + 56)]
+    assert clash.distinct_of(["56", "34", "12"]) is None
+
+
 def test_the_precomputed_hmac_is_hmac_sha256() -> None:
     """The pseudonyms' HMAC (padded key blocks hashed once) gives hmac.digest's bytes for keys
     shorter than, equal to and longer than SHA-256's 64-byte block, and any message."""

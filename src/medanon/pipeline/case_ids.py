@@ -291,6 +291,25 @@ class CaseIds:
             check_injective(raw, known.shown[at], where=where)
         return known.shown[at] if len(at) else np.zeros(0, dtype=object)
 
+    def distinct_of(self, ids: Iterable[object]) -> np.ndarray | None:
+        """:meth:`of` the CaseIDs ``ids`` (pseudonymous), or None when two of them would be
+        published as one: they strip to the same text, or their pseudonyms clash. Then
+        grouping rows by ``ids`` groups them as by their published CaseIDs (what a release
+        that groups the real CaseIDs and maps them afterwards relies on; no error is raised
+        here, :meth:`checked` names a clash)."""
+        assert self.mode == "pseudonym" and self.key is not None
+        known = self._known
+        at = known.positions(self.key, object_array(ids))
+        if not len(at):
+            return np.zeros(0, dtype=object)
+        # two ids at one position strip to one text; two positions of one value clash
+        if int(np.bincount(at, minlength=len(known)).max()) > 1:
+            return None
+        values = np.sort(known.values[at])
+        if bool((values[1:] == values[:-1]).any()):
+            return None
+        return known.shown[at]
+
     def forget(self) -> None:
         """Drop the pseudonyms computed so far (a later call hashes its CaseIDs again): a
         period's CaseIDs are mapped before its method runs, and what is held of them (the real
