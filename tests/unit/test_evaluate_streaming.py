@@ -144,3 +144,33 @@ def test_the_report_reads_a_release_at_a_time_and_finds_what_the_whole_series_gi
     assert report.card.verdicts == {p: "passed" for p in whole.periods}
     for period in whole.periods:
         assert report.profiles[period] == generalization_profile(whole, period)
+
+
+def test_evaluate_reading_only_the_columns_it_needs_equals_reading_every_column(store,
+                                                                               tmp_path):
+    """What ``medanon evaluate`` reads of the originals (the QIDs, and of the other columns
+    only :func:`original_columns`: the rules' and the screening's drug, reaction and condition
+    columns, formatted by :class:`PublishedOriginals`) gives the evaluation, to the byte of
+    its JSON, that the originals with every column give (rules with a condition, background
+    knowledge, the MD-attack, strata on two QIDs)."""
+    import json
+
+    (tmp_path / "rules.csv").write_text("drug,condition,reaction\nAVANDIA,age > 18,Myocardial "
+                                        "infarction\nZELNORM,sex = F,Cerebrovascular accident\n")
+    (tmp_path / "bk.csv").write_text("term,attribute,value\nBreast cancer,sex,F\n")
+    rules = read_rules(tmp_path / "rules.csv")
+    common = dict(rules=rules, background=read_background(tmp_path / "bk.csv"), md=True,
+                  screening=ScreeningOptions(strata=("age >= 65", "sex = M")))
+    with ReleaseStore.open(store, read_only=True) as db:
+        whole = load_series(store=db)
+        every_frame, every_row = store_originals(db, whole.periods)
+        columns = original_columns(rules, common["screening"])
+        # the read leaves columns out: the comparison is not of two equal reads
+        assert set(columns) < set(db.schema.all_columns)
+        frames, _ = store_originals(db, whole.periods, lazy=True, columns=columns)
+        some = evaluate_series(whole, frames, PublishedOriginals(frames, db.schema, columns),
+                               **common)
+        every = evaluate_series(whole, every_frame, every_row, **common)
+    assert some == every
+    assert json.dumps(some, sort_keys=True) == json.dumps(every, sort_keys=True)
+    assert some["releases"] and all(e["signals"] for e in some["releases"])
