@@ -336,3 +336,25 @@ def test_a_new_case_id_with_a_published_pseudonym_is_refused_naming_both(tmp_pat
     publish_periods(store, method, ["2020Q2"], randomness(2), acknowledged=Acknowledgements(seeded=True))
     assert store.published_periods() == ["2020Q1", "2020Q2"]
     store.close()
+
+
+def test_the_ingested_case_ids_are_the_distinct_ones_sorted(tmp_path) -> None:
+    """``ingested_case_ids`` reads the sorted ids and keeps each run of equal ones once (no
+    DISTINCT, issue 43): the same list as ``SELECT DISTINCT ... ORDER BY 1``, with a case on
+    several rows (a follow-up in two periods), a missing id (str(None), sorted last as SQL
+    sorts NULLs) and an ``among``."""
+    from medanon.store.duckdb_store import _runs_once
+
+    records = random_series(3, periods=2)
+    store = _store_series(tmp_path, records)
+    for periods in (["2020Q1"], ["2020Q1", "2020Q2"], None):
+        chosen = [records[p] for p in (periods or records)]
+        cases = pd.concat(chosen)["case_id"].astype(str)
+        assert cases.duplicated().any() == (periods != ["2020Q1"])   # follow-ups
+        assert store.ingested_case_ids(periods) == sorted(set(cases))
+        among = [*sorted(set(cases))[::2], "nope"]
+        assert store.ingested_case_ids(periods, among=among) == sorted(set(cases) & set(among))
+    cells = np.array(["a", "a", "b", "c", "c", "c", None, None], dtype=object)
+    assert _runs_once(cells).tolist() == ["a", "b", "c", None]
+    assert _runs_once(np.array(["a"], dtype=object)).tolist() == ["a"]
+    assert _runs_once(np.array([], dtype=object)).tolist() == []

@@ -48,7 +48,8 @@ from ..verify import SeriesVerdict, gate, md_whole
 from ..published.case_ids import case_id_role, case_ids_entry, highest_case_id
 from ..published.format import to_published_rows
 from ..published.manifest_roles import MANIFEST_FACTS, operator_view, split_operator_facts
-from ..published.roles import check_roles, column_roles, derive_dates
+from ..published.cells import reading_once
+from ..published.roles import check_roles, column_roles, derive_release_dates
 from . import checks
 from .checks import NOTHING_ACKNOWLEDGED, Acknowledgements
 from .case_ids import CaseIds, check_injective, mode_of, resolve
@@ -715,53 +716,57 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
     check_plan(method.planned_losses(schema), result.privacy_charges, units=len(super_cases),
                exact=method.claims_dp, owner=f"{method.name} on period {label}")
     rows = to_published_rows(result.table, schema)
-    if method.name != "none" and schema.dates:  # dates derived from the series (published.roles)
-        earlier = {p: r for p, r in series.releases.items()
-                   if parse_period(p).ordinal < parse_period(label).ordinal}
-        for name, values in derive_dates(rows["case_id"].to_numpy(), schema.dates, label, earlier,
-                                         getattr(method, "lifespan", None)).items():
-            rows[name] = values
-    manifest = build_manifest(schema, hierarchies, method, label, rng, result=result, rows=rows,
-                              n_reports=n_reports, final=final)
-    if case_ids.mode == "real":   # what the rule reads: the given value and the series' rows
-        here = parse_period(label).ordinal
-        highest_earlier = highest_case_id([
-            *([highest_earlier] if highest_earlier is not None else []),
-            *(c for p, r in series.releases.items()
-              if parse_period(p).ordinal < here and len(r) for c in r["case_id"].astype(str))])
-    manifest["case_ids"] = case_ids_entry(case_ids.mode, highest_earlier)
-    manifest["columns"]["roles"]["case_id"] = case_id_role(case_ids.mode)
-    if budget_entry is not None:
-        manifest["privacy_spent"]["case_budget"] = budget_entry
-        manifest["counts"]["suppressed"] += budget_entry.get("withheld_cases", 0)
-    manifest["ingest"], ingest_private = ingest_entry(
-        ingest_report, dp=manifest["privacy_spent"].get("epsilon") is not None)
-    # Every leaf without a public role (input and withheld counts, term counts, ...) moves to
-    # the operator-only facts before the gate reads the manifest (issue 41; published.manifest_roles)
-    manifest_facts = split_operator_facts(manifest)
-    try:
-        checked = gate(series, label, rows, manifest, before=before,
-                       candidate_terms=result.table_terms)
-        manifest["verification"], verdict = checked.verification, checked.verdict
-    except PrivacyViolation as exc:
-        if not publish_despite_violations:
-            if case_ids.mode == "real":
-                error = PrivacyViolation(
-                    f"{exc} This series publishes real CaseIDs (--case-ids real): FAERS numbers "
-                    f"cases in order of receipt, so a case first published in {label} whose "
-                    f"CaseID is below one published earlier was received before {label}, and "
-                    f"the gate excludes it from the L-attack's candidates as the adversary "
-                    f"would (the method groups without that knowledge). Publish with "
-                    f"--case-ids pseudonym (the default, in a new store) to publish linkage "
-                    f"only.")
-                error.verification, error.verdict = exc.verification, exc.verdict
-                raise error from None
-            raise
-        # the gate's refusal carries its manifest entry and what it found (verify.gate)
-        entry, found = exc.verification, exc.verdict
-        assert entry is not None and isinstance(found, SeriesVerdict)
-        manifest["verification"] = {**entry, "published_despite_violations": True}
-        verdict = found
+    # the candidate's CaseIDs are read and hashed, and probed with each earlier release's,
+    # once for its dates and the gate, which makes the same probes (published.cells.reading_once;
+    # rows gains its date columns only, not read before; issue 43)
+    with reading_once():
+        if method.name != "none" and schema.dates:  # dates derived from the series (published.roles)
+            earlier = {p: r for p, r in series.releases.items()
+                       if parse_period(p).ordinal < parse_period(label).ordinal}
+            for name, values in derive_release_dates(rows, schema.dates, label, earlier,
+                                                     getattr(method, "lifespan", None)).items():
+                rows[name] = values
+        manifest = build_manifest(schema, hierarchies, method, label, rng, result=result, rows=rows,
+                                  n_reports=n_reports, final=final)
+        if case_ids.mode == "real":   # what the rule reads: the given value and the series' rows
+            here = parse_period(label).ordinal
+            highest_earlier = highest_case_id([
+                *([highest_earlier] if highest_earlier is not None else []),
+                *(c for p, r in series.releases.items()
+                  if parse_period(p).ordinal < here and len(r) for c in r["case_id"].astype(str))])
+        manifest["case_ids"] = case_ids_entry(case_ids.mode, highest_earlier)
+        manifest["columns"]["roles"]["case_id"] = case_id_role(case_ids.mode)
+        if budget_entry is not None:
+            manifest["privacy_spent"]["case_budget"] = budget_entry
+            manifest["counts"]["suppressed"] += budget_entry.get("withheld_cases", 0)
+        manifest["ingest"], ingest_private = ingest_entry(
+            ingest_report, dp=manifest["privacy_spent"].get("epsilon") is not None)
+        # Every leaf without a public role (input and withheld counts, term counts, ...) moves to
+        # the operator-only facts before the gate reads the manifest (issue 41; published.manifest_roles)
+        manifest_facts = split_operator_facts(manifest)
+        try:
+            checked = gate(series, label, rows, manifest, before=before,
+                           candidate_terms=result.table_terms)
+            manifest["verification"], verdict = checked.verification, checked.verdict
+        except PrivacyViolation as exc:
+            if not publish_despite_violations:
+                if case_ids.mode == "real":
+                    error = PrivacyViolation(
+                        f"{exc} This series publishes real CaseIDs (--case-ids real): FAERS numbers "
+                        f"cases in order of receipt, so a case first published in {label} whose "
+                        f"CaseID is below one published earlier was received before {label}, and "
+                        f"the gate excludes it from the L-attack's candidates as the adversary "
+                        f"would (the method groups without that knowledge). Publish with "
+                        f"--case-ids pseudonym (the default, in a new store) to publish linkage "
+                        f"only.")
+                    error.verification, error.verdict = exc.verification, exc.verdict
+                    raise error from None
+                raise
+            # the gate's refusal carries its manifest entry and what it found (verify.gate)
+            entry, found = exc.verification, exc.verdict
+            assert entry is not None and isinstance(found, SeriesVerdict)
+            manifest["verification"] = {**entry, "published_despite_violations": True}
+            verdict = found
     # Every case a mechanism read is charged, also one the method could not place (strict: its
     # privatized values steered the grouping of the others).
     entries = ledger_entries(super_cases, result.privacy_charges,

@@ -732,15 +732,17 @@ class ReleaseStore:
         clause = f" WHERE {' AND '.join(where)}" if where else ""
         with _registered(self._con, "case_ids_periods", chosen), \
                 _registered(self._con, "case_ids_among", wanted):
-            # fetched as one array of str, not a tuple per row (450k a quarter, issue 43)
+            # fetched as one array of str, not a tuple per row (450k a quarter, issue 43);
+            # sorted, then each run of equal ids kept once: DISTINCT hashed every id besides
+            # the sort (0.23 -> 0.13 s of a 450k quarter's, issue 43)
             ids = self._con.execute(
-                f"SELECT DISTINCT CAST({column} AS VARCHAR) AS {_ROW} FROM records{clause} "
+                f"SELECT CAST({column} AS VARCHAR) AS {_ROW} FROM records{clause} "
                 f"ORDER BY 1").fetchnumpy()[_ROW]
         if np.ma.isMaskedArray(ids) and ids.mask.any():   # a missing CaseID, as str(None)
             cells = np.array(ids.data, dtype=object)
             cells[np.ma.getmaskarray(ids)] = None
-            return [str(c) for c in cells.tolist()]
-        return np.asarray(ids, dtype=object).tolist()
+            return [str(c) for c in _runs_once(cells).tolist()]
+        return _runs_once(np.asarray(ids, dtype=object)).tolist()
 
     def published_case_ids(self, among: Iterable[str]) -> list[str]:
         """The published CaseIDs (of any release) that are in ``among`` (distinct, sorted)."""
@@ -1432,6 +1434,17 @@ _LIST_SEPARATOR = "\x1f"
 #: how many distinct list texts :func:`_split_lists` splits at once
 _SPLIT_CHUNK = 4096
 #: the alias under which a query of the records returns each row's rowid
+def _runs_once(cells: np.ndarray) -> np.ndarray:
+    """The first cell of each run of equal cells (an object array sorted as SQL's ORDER BY
+    sorts, NULLs as None together at one end): ``SELECT DISTINCT ... ORDER BY 1``'s cells."""
+    if len(cells) < 2:
+        return cells
+    first = np.empty(len(cells), dtype=bool)
+    first[0] = True
+    np.not_equal(cells[1:], cells[:-1], out=first[1:])
+    return cells if first.all() else cells[first]
+
+
 _ROW = "medanon_row_id"
 #: the alias under which a query of the records returns an item's code (``_coded_lists``)
 _CODE = "medanon_code"
