@@ -1434,6 +1434,16 @@ _LIST_SEPARATOR = "\x1f"
 #: how many distinct list texts :func:`_split_lists` splits at once
 _SPLIT_CHUNK = 4096
 #: the alias under which a query of the records returns each row's rowid
+_ROW = "medanon_row_id"
+#: the alias under which a query of the records returns an item's code (``_coded_lists``)
+_CODE = "medanon_code"
+#: the rows DuckDB moves in one batch (its vector size): a list of fewer items is never
+#: spread over batches that could come back out of order (``_coded_lists``)
+_VECTOR_ITEMS = 2048
+#: the alias under which a query of the published rows returns each row's ``row_no``
+_ROW_NO = "medanon_row_no"
+
+
 def _runs_once(cells: np.ndarray) -> np.ndarray:
     """The first cell of each run of equal cells (an object array sorted as SQL's ORDER BY
     sorts, NULLs as None together at one end): ``SELECT DISTINCT ... ORDER BY 1``'s cells."""
@@ -1443,16 +1453,6 @@ def _runs_once(cells: np.ndarray) -> np.ndarray:
     first[0] = True
     np.not_equal(cells[1:], cells[:-1], out=first[1:])
     return cells if first.all() else cells[first]
-
-
-_ROW = "medanon_row_id"
-#: the alias under which a query of the records returns an item's code (``_coded_lists``)
-_CODE = "medanon_code"
-#: the rows DuckDB moves in one batch (its vector size): a list of fewer items is never
-#: spread over batches that could come back out of order (``_coded_lists``)
-_VECTOR_ITEMS = 2048
-#: the alias under which a query of the published rows returns each row's ``row_no``
-_ROW_NO = "medanon_row_no"
 
 
 def _positions(rowids: np.ndarray, ordered: np.ndarray) -> np.ndarray:
