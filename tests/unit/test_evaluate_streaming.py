@@ -73,16 +73,25 @@ def test_a_release_with_its_cases_holds_its_rows_and_its_cases_rows_elsewhere(st
             assert linked.qids == whole.qids and linked.sensitive == whole.sensitive
 
 
-def _linked_and_whole(store, tmp_path, periods, read) -> tuple[dict, dict]:
-    """evaluate_linked of ``periods`` with ``read(StoreSeries)`` as each release's reader, and
-    evaluate_series of the whole series, both with rules, background knowledge, the MD-attack
-    and two strata."""
-    (tmp_path / "rules.csv").write_text("drug,condition,reaction\nAVANDIA,age > 18,Myocardial "
-                                        "infarction\nZELNORM,,Cerebrovascular accident\n")
+def _evaluation_options(tmp_path, zelnorm_condition: str = "") -> tuple[list, dict]:
+    """Two signal rules (AVANDIA's with a condition on age, ZELNORM's with
+    ``zelnorm_condition``), and evaluate's options with them: background knowledge, the
+    MD-attack and two strata."""
+    (tmp_path / "rules.csv").write_text(
+        "drug,condition,reaction\nAVANDIA,age > 18,Myocardial infarction\n"
+        f"ZELNORM,{zelnorm_condition},Cerebrovascular accident\n")
     (tmp_path / "bk.csv").write_text("term,attribute,value\nBreast cancer,sex,F\n")
     rules = read_rules(tmp_path / "rules.csv")
     common = dict(rules=rules, background=read_background(tmp_path / "bk.csv"), md=True,
                   screening=ScreeningOptions(strata=("age >= 65", "sex = M")))
+    return rules, common
+
+
+def _linked_and_whole(store, tmp_path, periods, read) -> tuple[dict, dict]:
+    """evaluate_linked of ``periods`` with ``read(StoreSeries)`` as each release's reader, and
+    evaluate_series of the whole series, both with rules, background knowledge, the MD-attack
+    and two strata."""
+    rules, common = _evaluation_options(tmp_path)
     with ReleaseStore.open(store, read_only=True) as db:
         whole = load_series(store=db)
         columns = original_columns(rules, common["screening"])
@@ -155,12 +164,7 @@ def test_evaluate_reading_only_the_columns_it_needs_equals_reading_every_column(
     knowledge, the MD-attack, strata on two QIDs)."""
     import json
 
-    (tmp_path / "rules.csv").write_text("drug,condition,reaction\nAVANDIA,age > 18,Myocardial "
-                                        "infarction\nZELNORM,sex = F,Cerebrovascular accident\n")
-    (tmp_path / "bk.csv").write_text("term,attribute,value\nBreast cancer,sex,F\n")
-    rules = read_rules(tmp_path / "rules.csv")
-    common = dict(rules=rules, background=read_background(tmp_path / "bk.csv"), md=True,
-                  screening=ScreeningOptions(strata=("age >= 65", "sex = M")))
+    rules, common = _evaluation_options(tmp_path, zelnorm_condition="sex = F")
     with ReleaseStore.open(store, read_only=True) as db:
         whole = load_series(store=db)
         every_frame, every_row = store_originals(db, whole.periods)
