@@ -646,6 +646,7 @@ def _union_cells(cells: Sequence[object] | np.ndarray | None, group: np.ndarray,
     The other groups' unions are built from (group, term) pairs, terms coded once (sorted
     vocabulary, so code order is string order), deduplicated and sorted in one numpy pass.
     """
+    found: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]] | None
     if terms is not None:
         found = _distinct_cells_of_codes(terms)
     else:

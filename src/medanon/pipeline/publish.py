@@ -247,9 +247,10 @@ def _hash_coded_column(digest: hashlib._Hash, coded: TermCodes, order: np.ndarra
 
 def _canonical_order(records: pd.DataFrame, keys: list | None = None) -> np.ndarray:
     """The row order :func:`input_digest` hashes in: a stable sort by ``keys``, the first
-    three columns (case, period, report; None: ``records``' own), missing values last, as ``DataFrame.sort_values``
-    orders them (:func:`~medanon.data.records.stable_sort_order`, the super records' sort:
-    text keyed or ranked per distinct value, anything else sorted by pandas)."""
+    three columns (case, period, report; None: ``records``' own), missing values last, as
+    ``DataFrame.sort_values`` orders them (:func:`~medanon.data.records.stable_sort_order`,
+    the super records' sort: text keyed or ranked per distinct value, anything else sorted
+    by pandas)."""
     order = stable_sort_order(records, list(records.columns[:3]) if keys is None else keys)
     return np.arange(len(records)) if order is None else order
 
