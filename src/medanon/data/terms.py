@@ -156,9 +156,10 @@ class CodedRecords:
     """A period's records as the store reads them, with the integer codes of their list cells.
 
     What a release reads of the records (the super records' unions, the input digest) works on
-    the codes: a list column the store read as codes is not made a column of tuples unless a
-    reader asks for :attr:`frame` (a 450k-case quarter's eight list columns: 3.6M cells put
-    in place one by one, issue 43).
+    the codes: a list column the store read as codes is made a column of tuples only when a
+    reader asks for :attr:`frame`. A release reads the tuples of the distinct cells only
+    (:meth:`TermCodes.distinct_tuples`, the super records' cells of one report), never a
+    tuple per row (issue 43).
 
     Attributes:
         base: The records, as ``ReleaseStore.records`` gives them, without the list columns
@@ -185,11 +186,6 @@ class CodedRecords:
         for name, cells in made.items():
             frame[name] = cells
         return frame[list(self.columns)]
-
-    def coded(self, name: str) -> TermCodes | None:
-        """The codes of the column ``name`` when the base lacks it (its cells are those
-        codes); None for a column of :attr:`base`."""
-        return None if name in self.base.columns else self.terms[name]
 
 
 def codes_of(terms: Mapping[str, TermCodes] | None, cells: np.ndarray,

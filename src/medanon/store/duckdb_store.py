@@ -592,7 +592,10 @@ class ReleaseStore:
                  for c in kept if c not in multi]
         frame = self._con.execute(f"SELECT rowid AS {_ROW}, {', '.join(plain)} {where}",
                                   [label]).df()
-        frame = frame.take(_positions(frame.pop(_ROW).to_numpy(), ordered)).reset_index(drop=True)
+        at = _positions(frame.pop(_ROW).to_numpy(), ordered)
+        # (rows ingested in that order are scanned in it: the frame is then not copied)
+        if len(at) and not (at[0] == 0 and bool((np.diff(at) == 1).all())):
+            frame = frame.take(at).reset_index(drop=True)
         _texts_of_enums(self._con, frame, list(enums))
         _share_texts(frame, [c for c in shared if c not in enums])
         # A list column whose terms are few (a quarter's reactions, drugs, outcomes: a few
