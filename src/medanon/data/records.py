@@ -31,7 +31,7 @@ from .dates import as_faers_date
 from .schema import Schema
 
 if TYPE_CHECKING:   # (terms imports this module)
-    from .terms import TermCodes
+    from .terms import CodedRecords, TermCodes
 
 
 def as_value_set(values: object) -> tuple[str, ...]:
@@ -240,10 +240,13 @@ def check_record_values(records: pd.DataFrame, schema: Schema,
 
 
 def _checked_date_cells(records: pd.DataFrame, schema: Schema,
-                        hierarchies: Mapping[str, Taxonomy]) -> dict[str, np.ndarray]:
+                        hierarchies: Mapping[str, Taxonomy], *,
+                        columns_checked: bool = False) -> dict[str, np.ndarray]:
     """:func:`check_record_values`, returning each date column's :func:`date_cells` (in the
-    records' row order), which the check computes anyway."""
-    schema.check_columns(records, what="the records")
+    records' row order), which the check computes anyway. ``columns_checked``: the caller
+    checked that the records have the schema's columns."""
+    if not columns_checked:
+        schema.check_columns(records, what="the records")
     for name in schema.categorical_qids:
         if name not in hierarchies:
             raise SchemaError(f"No hierarchy loaded for categorical QID {name!r}.")
@@ -307,7 +310,7 @@ def combine_super_records(records: pd.DataFrame, schema: Schema,
     return super_records_of_rows(records, schema, hierarchies, report_ids=report_ids)[0]
 
 
-def super_records_of_rows(records: pd.DataFrame, schema: Schema,
+def super_records_of_rows(records: pd.DataFrame | CodedRecords, schema: Schema,
                           hierarchies: Mapping[str, Taxonomy], *,
                           report_ids: bool = True,
                           terms: Mapping[str, TermCodes] | None = None
@@ -318,10 +321,20 @@ def super_records_of_rows(records: pd.DataFrame, schema: Schema,
 
     ``terms`` (``CodedRecords.terms`` of the store's read) are the codes of some multi-valued
     columns, row for row of ``records``: their unions are made from the codes (the same
-    tuples); codes that do not hold a column's cells are not used."""
-    from .terms import codes_of
+    tuples); codes that do not hold a column's cells are not used. ``records`` may be the
+    store's ``CodedRecords`` itself: the list columns its base lacks are read from their codes
+    alone (their rows' tuples are never made)."""
+    from .terms import CodedRecords, codes_of
 
-    dates = _checked_date_cells(records, schema, hierarchies)
+    coded_columns: Mapping[str, TermCodes] = {}
+    if isinstance(records, CodedRecords):
+        coded_columns = {name: records.terms[name] for name in records.columns
+                         if name not in records.base.columns}
+        schema.check_columns(pd.DataFrame(columns=list(records.columns)), what="the records")
+        terms, records = records.terms, records.base
+    else:
+        schema.check_columns(records, what="the records")
+    dates = _checked_date_cells(records, schema, hierarchies, columns_checked=True)
     case_col, period_col = schema.case_id, schema.period
     order = [period_col, case_col] + (["version"] if "version" in records.columns else [])
     # Only the columns read below are put in that order, not the whole frame (a copy of every
@@ -375,6 +388,11 @@ def super_records_of_rows(records: pd.DataFrame, schema: Schema,
         np.fmax.at(hi, group[finite], values[finite])
         out[name] = pd.arrays.IntervalArray.from_arrays(lo, hi, closed="both")
     for name in schema.multi_valued:
+        if name in coded_columns:   # (no cells, only their codes)
+            merged = _union_cells(None, group, first_index, rows, coded_columns[name])
+            assert merged is not None   # (codes are always read)
+            out[name] = merged
+            continue
         raw = records[name].to_numpy(dtype=object)
         merged = _union_cells(raw, group, first_index, rows, codes_of(terms, raw, name))
         if merged is None:  # cells of other kinds (text, lists, missing): one by one
@@ -606,7 +624,7 @@ def _union_of_str_tuples(cells: Sequence[object] | np.ndarray, group: np.ndarray
     return None if merged is None else merged.tolist()
 
 
-def _union_cells(cells: Sequence[object] | np.ndarray, group: np.ndarray,
+def _union_cells(cells: Sequence[object] | np.ndarray | None, group: np.ndarray,
                  first_index: np.ndarray, rows: np.ndarray | None = None,
                  terms: TermCodes | None = None) -> np.ndarray | None:
     """Per group, :func:`as_value_set` of the union of its rows' cells, when every cell is a
@@ -614,7 +632,7 @@ def _union_cells(cells: Sequence[object] | np.ndarray, group: np.ndarray,
 
     ``terms``, when given, are the cells' codes (they hold the same tuples, row for row): the
     distinct cells and their terms are then read from the codes, not from the objects (issue
-    43).
+    43); ``cells`` may then be None (the tuples never made).
 
     ``group`` and ``first_index`` number the rows ``cells[rows]`` (None: ``cells`` as they
     are): the cells are not put in that order, only their objects' numbers.
@@ -628,10 +646,14 @@ def _union_cells(cells: Sequence[object] | np.ndarray, group: np.ndarray,
     The other groups' unions are built from (group, term) pairs, terms coded once (sorted
     vocabulary, so code order is string order), deduplicated and sorted in one numpy pass.
     """
-    array = (cells if isinstance(cells, np.ndarray) and cells.dtype == object
-             else np.fromiter(cells, dtype=object, count=len(cells)))
-    found = (_distinct_cells_of_codes(array, terms) if terms is not None
-             else _distinct_cells(array))
+    found: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[str]] | None
+    if terms is not None:
+        found = _distinct_cells_of_codes(terms)
+    else:
+        assert cells is not None
+        array = (cells if isinstance(cells, np.ndarray) and cells.dtype == object
+                 else np.fromiter(cells, dtype=object, count=len(cells)))
+        found = _distinct_cells(array)
     if found is None:
         return None
     which, objects, lengths, terms_of_items, vocabulary = found
@@ -702,14 +724,16 @@ def _distinct_cells(array: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return which, objects, lengths, item_of, terms
 
 
-def _distinct_cells_of_codes(array: np.ndarray, terms: TermCodes
+def _distinct_cells_of_codes(terms: TermCodes
                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                         list[str]]:
-    """:func:`_distinct_cells` read from the cells' codes (``terms`` holds ``array``'s tuples,
-    row for row): the distinct cells are the distinct coded rows, their terms the codes."""
+    """:func:`_distinct_cells` read from the cells' codes: the distinct cells are the
+    distinct coded rows (their tuples made once, ``TermCodes.distinct_tuples``; the rows'
+    tuples, when made, are the same objects), their terms the codes."""
     which, first = terms.distinct_rows()
     lengths, codes = terms.items_of(first)
-    return which, array[first], lengths, np.asarray(codes, dtype=np.int64), list(terms.vocabulary)
+    return (which, terms.distinct_tuples(), lengths, np.asarray(codes, dtype=np.int64),
+            list(terms.vocabulary))
 
 
 def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, first_index: np.ndarray,

@@ -93,9 +93,21 @@ class TermCodes:
 
     def tuples(self) -> np.ndarray:
         """Per row, the tuple of its terms (an object array); rows holding equal cells hold
-        one tuple, and each term is the vocabulary's own ``str``: a quarter's 450k reaction
-        cells are about 220k distinct tuples of a few hundred terms (issue 30)."""
-        which, first = self.distinct_rows()
+        one tuple (:meth:`distinct_tuples`), and each term is the vocabulary's own ``str``: a
+        quarter's 450k reaction cells are about 220k distinct tuples of a few hundred terms
+        (issue 30)."""
+        which, _ = self.distinct_rows()
+        return self.distinct_tuples()[which]
+
+    def distinct_tuples(self) -> np.ndarray:
+        """The tuple of each distinct cell (numbered as :meth:`distinct_rows` numbers them),
+        made once: the rows' tuples (:meth:`tuples`) and the super records' unions of one row
+        (``data.records``) are these objects."""
+        return self._distinct_tuples
+
+    @cached_property
+    def _distinct_tuples(self) -> np.ndarray:
+        _, first = self.distinct_rows()
         lengths = np.diff(self.ptr)[first]
         starts = self.ptr[:-1][first]
         words = np.array(self.vocabulary, dtype=object)
@@ -111,7 +123,7 @@ class TermCodes:
             cells[rows] = np.fromiter(zip(*(terms[:, j].tolist() for j in range(size)))
                                       if size else iter([()] * len(rows)),
                                       dtype=object, count=len(rows))
-        return cells[which]
+        return cells
 
     def take(self, rows: np.ndarray) -> TermCodes:
         """The rows ``rows`` (row numbers, in that order), into the same vocabulary."""
@@ -144,16 +156,36 @@ class CodedRecords:
     """A period's records as the store reads them, with the integer codes of their list cells.
 
     What a release reads of the records (the super records' unions, the input digest) works on
-    the codes where it has them, on the tuples elsewhere; both give the same values.
+    the codes: a list column the store read as codes is made a column of tuples only when a
+    reader asks for :attr:`frame`. A release reads the tuples of the distinct cells only
+    (:meth:`TermCodes.distinct_tuples`, the super records' cells of one report), never a
+    tuple per row (issue 43).
 
     Attributes:
-        frame: The records, exactly as ``ReleaseStore.records`` gives them (tuple cells).
+        base: The records, as ``ReleaseStore.records`` gives them, without the list columns
+            that ``terms`` holds and it lacks.
         terms: For some of the multi-valued columns (those read as codes), their cells as
-            codes, row for row of ``frame``: ``terms[c].tuples()`` equals ``frame[c]``.
+            codes, row for row of ``base``: ``terms[c].tuples()`` is the column ``c`` of
+            :attr:`frame`.
+        columns: Every column of the records, in their order.
     """
 
-    frame: pd.DataFrame
+    base: pd.DataFrame
     terms: Mapping[str, TermCodes]
+    columns: tuple[str, ...]
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        """The records exactly as ``ReleaseStore.records`` gives them (tuple cells), made
+        once."""
+        made = {name: self.terms[name].tuples() for name in self.columns
+                if name not in self.base.columns}
+        if not made:
+            return self.base
+        frame = self.base.copy(deep=False)   # the base's columns are shared, not copied
+        for name, cells in made.items():
+            frame[name] = cells
+        return frame[list(self.columns)]
 
 
 def codes_of(terms: Mapping[str, TermCodes] | None, cells: np.ndarray,

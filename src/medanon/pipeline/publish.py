@@ -165,7 +165,8 @@ INPUT_DIGEST_VERSION = "columns-v2"
 EARLIER_INPUT_DIGEST = "csv-v1"
 
 
-def input_digest(records: pd.DataFrame, *, terms: Mapping[str, TermCodes] | None = None) -> str:
+def input_digest(records: pd.DataFrame | CodedRecords, *,
+                 terms: Mapping[str, TermCodes] | None = None) -> str:
     """SHA-256 of a period's input records, independent of their row order (``columns-v2``).
 
     The records are put in a canonical order (by their first three columns: case, period,
@@ -179,14 +180,28 @@ def input_digest(records: pd.DataFrame, *, terms: Mapping[str, TermCodes] | None
     could test guesses about a target's values against it, so it is never published.
 
     ``terms`` (``CodedRecords.terms`` of the store's read): codes of multi-valued columns, row for
-    row of ``records``; a column they hold is hashed from its codes, to the same bytes.
+    row of ``records``; a column they hold is hashed from its codes, to the same bytes. The
+    store's ``CodedRecords`` itself may be given: the columns its base lacks are hashed from
+    their codes alone.
     """
-    order = _canonical_order(records)
+    names: list = list(records.columns)
+    coded_columns: Mapping[str, TermCodes] = {}
+    if isinstance(records, CodedRecords):
+        coded_columns = {name: records.terms[name] for name in records.columns
+                         if name not in records.base.columns}
+        terms = records.terms
+        # (the rows are ordered by the first three columns: a list column there is made)
+        records = records.frame if set(names[:3]) & set(coded_columns) else records.base
+        coded_columns = {n: c for n, c in coded_columns.items() if n not in records.columns}
+    order = _canonical_order(records, names[:3])
     digest = hashlib.sha256()
     _hash_part(digest, INPUT_DIGEST_VERSION)
     digest.update(len(records).to_bytes(8, "little"))
-    for name in records.columns:
+    for name in names:
         _hash_part(digest, str(name))
+        if name in coded_columns:   # (no cells, only their codes)
+            _hash_coded_column(digest, coded_columns[name], order)
+            continue
         column = records[name]
         if column.dtype.kind in "biuf" and isinstance(column.dtype, np.dtype):
             _hash_part(digest, column.dtype.str)
@@ -230,12 +245,13 @@ def _hash_coded_column(digest: hashlib._Hash, coded: TermCodes, order: np.ndarra
     digest.update(codes.astype("<i8").tobytes())
 
 
-def _canonical_order(records: pd.DataFrame) -> np.ndarray:
-    """The row order :func:`input_digest` hashes in: a stable sort by the first three columns
-    (case, period, report), missing values last, as ``DataFrame.sort_values`` orders them
-    (:func:`~medanon.data.records.stable_sort_order`, the super records' sort: text keyed
-    or ranked per distinct value, anything else sorted by pandas)."""
-    order = stable_sort_order(records, list(records.columns[:3]))
+def _canonical_order(records: pd.DataFrame, keys: list | None = None) -> np.ndarray:
+    """The row order :func:`input_digest` hashes in: a stable sort by ``keys``, the first
+    three columns (case, period, report; None: ``records``' own), missing values last, as
+    ``DataFrame.sort_values`` orders them (:func:`~medanon.data.records.stable_sort_order`,
+    the super records' sort: text keyed or ranked per distinct value, anything else sorted
+    by pandas)."""
+    order = stable_sort_order(records, list(records.columns[:3]) if keys is None else keys)
     return np.arange(len(records)) if order is None else order
 
 
@@ -534,7 +550,7 @@ def _unordered(supers, records: pd.DataFrame, schema: Schema, rng: Randomness,
     return replace(supers, frame=frame.iloc[order].reset_index(drop=True))
 
 
-def _pseudonymous_super_records(records: pd.DataFrame, schema: Schema,
+def _pseudonymous_super_records(records: pd.DataFrame | CodedRecords, schema: Schema,
                                 hierarchies: Mapping[str, Taxonomy], rng: Randomness,
                                 case_ids: CaseIds, terms: Mapping[str, TermCodes] | None):
     """The super records of ``records`` (real CaseIDs) as :func:`super_records_of_rows` then
@@ -563,7 +579,9 @@ def _pseudonymous_super_records(records: pd.DataFrame, schema: Schema,
         return None
     frame = frame.copy(deep=False)   # the other columns are shared, not copied
     frame[schema.case_id] = published
-    return _unordered(replace(supers, frame=frame), records, schema, rng, canonical=canonical)
+    # (the records are not read with the canonical order given)
+    base = records.base if isinstance(records, CodedRecords) else records
+    return _unordered(replace(supers, frame=frame), base, schema, rng, canonical=canonical)
 
 
 def _first_row_order(frame: pd.DataFrame, schema: Schema,
@@ -661,9 +679,13 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
     # the codes of the list columns, when the store read them as codes: the super records'
     # unions and the input digest work on them (issue 43)
     terms: Mapping[str, TermCodes] | None = None
+    coded: CodedRecords | None = None
     if isinstance(records, CodedRecords):
-        terms = records.terms
-        records = records.frame
+        # The list columns the store read as codes are made tuples only where a step reads
+        # them as a frame's cells (a case budget, CaseIDs published as read by a pseudonym
+        # clash): the super records and the input digest read the codes (issue 43).
+        coded, terms = records, records.terms
+        records = coded.base
     real_records = records
     case_ids = CaseIds.real() if case_ids is None else case_ids
     pseudonymous = case_ids.mode == "pseudonym"   # then the release sees published CaseIDs only
@@ -671,9 +693,12 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
     # Without a case budget (which reads the ledger's published CaseIDs per record), the
     # super records are made from the real CaseIDs and then given their published ones: the
     # same super records in the same order (_pseudonymous_super_records)
-    supers = (_pseudonymous_super_records(records, schema, hierarchies, rng, case_ids, terms)
+    supers = (_pseudonymous_super_records(records if coded is None else coded, schema,
+                                          hierarchies, rng, case_ids, terms)
               if pseudonymous and case_budget is None else None)
     if supers is None:
+        if coded is not None and (pseudonymous or case_budget is not None):
+            records = coded.frame   # (the tuples, for the steps below that map the rows)
         if pseudonymous:   # everything below sees the published CaseIDs only
             records = case_ids.records(records, schema.case_id)
         super_terms = terms   # the codes hold the super records' rows, unless cases go over budget
@@ -686,8 +711,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
                 super_terms = None
             records = budgeted
         # (no report ids: nothing of a release reads them)
-        supers, super_of_row = super_records_of_rows(records, schema, hierarchies,
-                                                     report_ids=False, terms=super_terms)
+        supers, super_of_row = super_records_of_rows(
+            coded if coded is not None and records is coded.base else records, schema,
+            hierarchies, report_ids=False, terms=super_terms)
         supers = _unordered(supers, records, schema, rng, super_of_row)
         del super_of_row, super_terms
     if pseudonymous:
@@ -698,8 +724,9 @@ def prepare_release(schema: Schema, method: Anonymizer, label: str,
         case_ids.forget()   # every CaseID this period publishes is mapped
     # what is read of the records later, taken now so that they can be freed before the method
     # runs (unless the caller holds them)
-    n_reports, digest = len(records), input_digest(real_records, terms=terms)
-    del records, real_records, terms
+    n_reports = len(records)
+    digest = input_digest(real_records if coded is None else coded, terms=terms)
+    del records, real_records, terms, coded
     previous = list(series.releases.values()) if method.periodic else []
     started = time.perf_counter()
     result = method.anonymize(supers, previous, rng=rng, next_cases=next_cases)

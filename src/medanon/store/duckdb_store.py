@@ -520,19 +520,25 @@ class ReleaseStore:
     def coded_records(self, period: str) -> CodedRecords:
         """:meth:`records`, with the integer codes of the multi-valued columns read as codes
         (:class:`~medanon.data.terms.CodedRecords`): what a release reads of the records
-        works on them (issue 43)."""
+        works on them, and their tuples are made only for a reader that asks (issue 43)."""
         codes: dict[str, TermCodes] = {}
-        return CodedRecords(self._period_records(period, codes), codes)
+        base = self._period_records(period, codes, tuples=False)
+        columns = (list(self._records_table_types()) if self._has_records_table()
+                   else list(base.columns))
+        return CodedRecords(base, codes, tuple(columns))
 
-    def _period_records(self, period: str, codes: dict[str, TermCodes] | None) -> pd.DataFrame:
-        """:meth:`records`; ``codes`` (when given) gets the codes of the columns read as codes."""
+    def _period_records(self, period: str, codes: dict[str, TermCodes] | None, *,
+                        tuples: bool = True) -> pd.DataFrame:
+        """:meth:`records`; ``codes`` (when given) gets the codes of the columns read as codes,
+        which are left out of the frame unless ``tuples``."""
         label = parse_period(period).label
         if label not in self.ingested_periods():
             raise StoreError(f"Period {label} is not ingested in {str(self.path)!r}; ingested: "
                              f"{', '.join(self.ingested_periods()) or 'none'}.")
         if not self._has_records_table():
             return pd.DataFrame(columns=self.schema.all_columns)
-        return self._read_records(label, list(self._records_table_types()), codes)
+        return self._read_records(label, list(self._records_table_types()), codes,
+                                  tuples=tuples)
 
     def record_columns(self, period: str, columns: Iterable[str], *,
                        codes: dict[str, TermCodes] | None = None) -> pd.DataFrame:
@@ -559,10 +565,12 @@ class ReleaseStore:
         return self._read_records(label, [c for c in wanted if c in present], codes)
 
     def _read_records(self, label: str, kept: list[str],
-                      codes: dict[str, TermCodes] | None = None) -> pd.DataFrame:
+                      codes: dict[str, TermCodes] | None = None, *,
+                      tuples: bool = True) -> pd.DataFrame:
         """The records of period ``label`` with the columns ``kept`` (in that order), ordered by
         case id, report id and version; multi-valued cells as tuples of text. ``codes``, when
-        given, gets the codes of each multi-valued column read as codes."""
+        given, gets the codes of each multi-valued column read as codes; without ``tuples``,
+        such a column is left out of the frame (``CodedRecords.base``)."""
         s = self.schema
         types = self._records_table_types()
         order = ", ".join(_quote(c) for c in (s.case_id, *s.identifiers[:1], "version") if c in types)
@@ -584,7 +592,10 @@ class ReleaseStore:
                  for c in kept if c not in multi]
         frame = self._con.execute(f"SELECT rowid AS {_ROW}, {', '.join(plain)} {where}",
                                   [label]).df()
-        frame = frame.take(_positions(frame.pop(_ROW).to_numpy(), ordered)).reset_index(drop=True)
+        at = _positions(frame.pop(_ROW).to_numpy(), ordered)
+        # (rows ingested in that order are scanned in it: the frame is then not copied)
+        if len(at) and not (at[0] == 0 and bool((np.diff(at) == 1).all())):
+            frame = frame.take(at).reset_index(drop=True)
         _texts_of_enums(self._con, frame, list(enums))
         _share_texts(frame, [c for c in shared if c not in enums])
         # A list column whose terms are few (a quarter's reactions, drugs, outcomes: a few
@@ -621,9 +632,10 @@ class ReleaseStore:
             coded = (self._coded_lists(name, texts, enum, where, label, ordered)
                      if enum is not None else None)
             if coded is not None:
-                frame[name] = coded.tuples()
                 if codes is not None:
                     codes[name] = coded
+                if tuples or codes is None:
+                    frame[name] = coded.tuples()
                 continue
             column = _quote(name)
             joined = self._con.execute(
@@ -646,7 +658,7 @@ class ReleaseStore:
                     codes.clear()
                 return self._read_records_cell_by_cell(kept, multi, where, order, label)
             frame[name] = cells[which]
-        return frame[kept]
+        return frame[[c for c in kept if c in frame.columns]]
 
     def _list_vocabulary(self, multi: list[str], where: str, label: str) -> list[str | None]:
         """The distinct items of the list columns ``multi`` in the rows ``where`` picks (one
