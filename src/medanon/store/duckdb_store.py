@@ -425,6 +425,32 @@ class ReleaseStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @contextmanager
+    def one_thread(self) -> Iterator[None]:
+        """DuckDB runs this connection's queries on the calling thread alone inside the block
+        (``threads = 1``), and as many threads as before after it.
+
+        For a caller whose own (Python) work is the bulk of its run, as a release is: its
+        queries (records read, pseudonym check, linked history, the write) are a fifth of it,
+        and DuckDB's second thread on a 2-core machine did little of them in parallel for
+        what it cost: its pandas scans take turns with the main thread for the GIL, and a
+        parallel hash join, aggregate or append adds its partitioning and combining. A 450k
+        q2 release's DuckDB parts alone: 4.5-5.0 -> 3.9-4.1 s CPU (issue 43). A database
+        opened elsewhere in the process shares DuckDB's setting only when it is this one.
+        """
+        previous = self._con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+        if int(previous) == 1:
+            yield
+            return
+        _run(self._con, "SET threads = 1")
+        try:
+            yield
+        finally:
+            try:
+                _run(self._con, f"SET threads = {int(previous)}")
+            except duckdb.ConnectionException:   # closed inside the block: nothing to restore
+                pass
+
     # -- reading ---------------------------------------------------------------------------
     @contextmanager
     def _write(self) -> Iterator[None]:
