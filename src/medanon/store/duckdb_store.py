@@ -432,24 +432,32 @@ class ReleaseStore:
 
         For a caller whose own (Python) work is the bulk of its run, as a release is: its
         queries (records read, pseudonym check, linked history, the write) are a fifth of it,
-        and DuckDB's second thread on a 2-core machine did little of them in parallel for
-        what it cost: its pandas scans take turns with the main thread for the GIL, and a
-        parallel hash join, aggregate or append adds its partitioning and combining. A 450k
-        q2 release's DuckDB parts alone: 4.5-5.0 -> 3.9-4.1 s CPU (issue 43). A database
-        opened elsewhere in the process shares DuckDB's setting only when it is this one.
+        and a second DuckDB thread on a 2-core machine added more CPU than it took off the
+        main thread: not by spinning (none in a perf profile) but by the work of parallel plans
+        (partitioned hash joins and aggregates, a parallel append writing its own row groups).
+        A 450k q2 release's DuckDB-heavy store calls alone: about 5.1 -> 4.5 s CPU (issue 43).
+        The setting is the database instance's: another connection to the same file in this
+        process (DuckDB shares one instance per file) runs on one thread meanwhile.
         """
         previous = self._con.execute("SELECT current_setting('threads')").fetchall()[0][0]
         if int(previous) == 1:
             yield
             return
         _run(self._con, "SET threads = 1")
+        failed = False
         try:
             yield
+        except BaseException:
+            failed = True
+            raise
         finally:
             try:
                 _run(self._con, f"SET threads = {int(previous)}")
-            except duckdb.ConnectionException:   # closed inside the block: nothing to restore
-                pass
+            except duckdb.Error:
+                # e.g. a connection closed by the failure on its way: the restore's own error
+                # must not hide that failure
+                if not failed:
+                    raise
 
     # -- reading ---------------------------------------------------------------------------
     @contextmanager
