@@ -414,3 +414,35 @@ def test_a_streamed_ingest_inside_a_batch_joins_its_transaction(tmp_path) -> Non
                 raise RuntimeError("a later step fails")
     assert _content(path) == before
     assert not [p for p in tmp_path.iterdir() if ".ingest-" in p.name]
+
+
+def _threads(store) -> int:
+    return int(store._con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+
+
+def test_a_release_runs_duckdb_on_one_thread_and_gives_the_threads_back(tmp_path, monkeypatch) -> None:
+    path = tmp_path / "s.duckdb"
+    _ingest(path)
+    seen = []
+    with ReleaseStore.open(path) as store:
+        store._con.execute("SET threads = 3")
+        real_publish = ReleaseStore.publish
+
+        def publish(self, *args, **kwargs):
+            seen.append(_threads(self))
+            return real_publish(self, *args, **kwargs)
+
+        monkeypatch.setattr(ReleaseStore, "publish", publish)
+        publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness(7),
+                        acknowledged=Acknowledgements(unprotected=True, gap=True, seeded=True))
+        assert seen == [1] and _threads(store) == 3
+        # a refused release gives them back too
+        with pytest.raises(StoreError):
+            publish_periods(store, DropIdentifiers(), ["2011Q2"], randomness(7),
+                            acknowledged=Acknowledgements(unprotected=True, gap=True, seeded=True))
+        assert _threads(store) == 3
+        with store.one_thread():   # nested: the inner block leaves the one thread as it was
+            with store.one_thread():
+                assert _threads(store) == 1
+            assert _threads(store) == 1
+        assert _threads(store) == 3

@@ -1010,84 +1010,88 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
     check_choice(on_case_budget, name="on_case_budget", owner="publish_periods",
                  choices=ON_CASE_BUDGET)
     _check_case_budget(method, store.schema, case_budget)
-    labels = plan_periods(store, periods)
-    # before the wait for the next period: an ended series says so, not "ingest the next one"
-    checks.check_final(method, labels, store.manifests(), store.ingested_periods(), final=final)
-    if method.needs_next_period:
-        labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name,
-                                   final=final)
-    recorded = checks.run_checks(
-        method, labels, published=store.manifests(),
-        # read only by a check that needs them (scans of every ingested record)
-        vocabulary=store.sensitive_vocabulary, longest_span=store.longest_case_span,
-        reports={r["period"]: int(r["n_reports"]) for r in store.periods().to_dict("records")},
-        acknowledged=acknowledged, schema=store.schema, final=final)
-    if pin is not None and pin.get("history") and pin["history"][-1].get("changes"):
-        recorded = [*recorded, "change_policy"]
-    published_mode = mode_of(store.manifests())
-    mode = case_ids or published_mode or "pseudonym"
-    if published_mode is not None and mode != published_mode:
-        raise StoreError(f"The series in {str(store.path)!r} publishes {published_mode} CaseIDs; "
-                         f"a release with {mode} CaseIDs would not link to it (and would pair "
-                         f"the two forms of each CaseID). A series keeps one form: start a new "
-                         f"store to change it.")
-    chosen, new_key = resolve(mode, rng, store.case_key())
-    highest = None
-    # a period's real CaseIDs already read (by the pseudonyms' check), handed to the loop once
-    read_cases: dict[str, list[str]] = {}
-    if chosen.mode == "pseudonym":
-        checked = _check_pseudonyms(store, chosen, labels)
-        if len(labels) == 1:
-            read_cases[labels[0]] = checked
-        # the loop pops its period's list and lets it go before the method runs: held here
-        # too, a 450k quarter's real CaseIDs (28 MiB) lasted through the method's peak
-        del checked
-    else:
-        highest = highest_case_id(c for p in store.published_periods()
-                                  for c in store.release_cases(p))
-    # the schema's hierarchies, loaded once for this release: the method, the gate and the
-    # series views read the same ones
-    hierarchies = store.schema.load_hierarchies()
-    steps = release_steps(
-        store.schema, method, labels, store.records, rng,
-        series=empty_series(store.schema, hierarchies),
-        linked=store_history(store, hierarchies), hierarchies=hierarchies,
-        available=store.ingested_periods(),
-        ledger=store.ledger, case_budget=case_budget, on_case_budget=on_case_budget,
-        publish_despite_violations=acknowledged.violations, acknowledged=recorded,
-        ingest=store.ingest_report, final=final, case_ids=chosen, highest_earlier=highest,
-        period_case_ids=lambda period: (read_cases.pop(period) if period in read_cases
-                                        else store.ingested_case_ids([period])),
-        coded_records=store.coded_records)
-    summaries = []
-    # one transaction for all periods (a failure or Ctrl-C rolls every one back), unless asked
-    with contextlib.nullcontext() if per_period_commit else store.batch():
-        for prepared in steps:
-            store.publish(prepared)
-            if new_key is not None:   # operator-only, with the first release that uses it
-                store.keep_case_key(new_key)
-                new_key = None
-            if pin is not None:   # with the release it governs (its batch, or its own write)
-                store.pin_policy(pin)
-                pin = None
-            result = prepared.result
-            table = theta_table_of(prepared.manifest)
-            # the operator's summary (never published): counts.suppressed also holds the cases
-            # a case budget withheld
-            facts = prepared.operator_manifest
-            summaries.append(PublishedSummary(
-                prepared.period, len(prepared.rows), result.n_groups,
-                facts["counts"]["suppressed"], method.name,
-                prepared.manifest["verification"]["verdict"],
-                facts["counts"].get("suppressed_terms", 0),
-                unbounded_terms=table.unbounded_terms if table is not None else (),
-                default_unbounded=table is not None and table.default_unbounded,
-                # the operator is warned also of a raise the manifest does not name (a term
-                # that only withheld cases hold, issue 41)
-                caps_raised={**caps_raised(prepared.manifest), **{
-                    t: e for t, e in (prepared.operator.get("private_details") or {}).get(
-                        "raised_theta_unpublished", {}).items() if "cap" in e}},
-                raised_theta=_raised_theta(prepared)))
-            if progress:
-                progress(prepared.period)
-    return summaries
+    # DuckDB on this thread alone for the whole release (ReleaseStore.one_thread): its
+    # queries are a fifth of a release, and a second thread cost more CPU than it saved
+    # (a 450k q2: about 0.5 s of CPU, issue 43)
+    with store.one_thread():
+        labels = plan_periods(store, periods)
+        # before the wait for the next period: an ended series says so, not "ingest the next one"
+        checks.check_final(method, labels, store.manifests(), store.ingested_periods(), final=final)
+        if method.needs_next_period:
+            labels = _with_next_period(store, labels, explicit=bool(periods), method=method.name,
+                                       final=final)
+        recorded = checks.run_checks(
+            method, labels, published=store.manifests(),
+            # read only by a check that needs them (scans of every ingested record)
+            vocabulary=store.sensitive_vocabulary, longest_span=store.longest_case_span,
+            reports={r["period"]: int(r["n_reports"]) for r in store.periods().to_dict("records")},
+            acknowledged=acknowledged, schema=store.schema, final=final)
+        if pin is not None and pin.get("history") and pin["history"][-1].get("changes"):
+            recorded = [*recorded, "change_policy"]
+        published_mode = mode_of(store.manifests())
+        mode = case_ids or published_mode or "pseudonym"
+        if published_mode is not None and mode != published_mode:
+            raise StoreError(f"The series in {str(store.path)!r} publishes {published_mode} CaseIDs; "
+                             f"a release with {mode} CaseIDs would not link to it (and would pair "
+                             f"the two forms of each CaseID). A series keeps one form: start a new "
+                             f"store to change it.")
+        chosen, new_key = resolve(mode, rng, store.case_key())
+        highest = None
+        # a period's real CaseIDs already read (by the pseudonyms' check), handed to the loop once
+        read_cases: dict[str, list[str]] = {}
+        if chosen.mode == "pseudonym":
+            checked = _check_pseudonyms(store, chosen, labels)
+            if len(labels) == 1:
+                read_cases[labels[0]] = checked
+            # the loop pops its period's list and lets it go before the method runs: held here
+            # too, a 450k quarter's real CaseIDs (28 MiB) lasted through the method's peak
+            del checked
+        else:
+            highest = highest_case_id(c for p in store.published_periods()
+                                      for c in store.release_cases(p))
+        # the schema's hierarchies, loaded once for this release: the method, the gate and the
+        # series views read the same ones
+        hierarchies = store.schema.load_hierarchies()
+        steps = release_steps(
+            store.schema, method, labels, store.records, rng,
+            series=empty_series(store.schema, hierarchies),
+            linked=store_history(store, hierarchies), hierarchies=hierarchies,
+            available=store.ingested_periods(),
+            ledger=store.ledger, case_budget=case_budget, on_case_budget=on_case_budget,
+            publish_despite_violations=acknowledged.violations, acknowledged=recorded,
+            ingest=store.ingest_report, final=final, case_ids=chosen, highest_earlier=highest,
+            period_case_ids=lambda period: (read_cases.pop(period) if period in read_cases
+                                            else store.ingested_case_ids([period])),
+            coded_records=store.coded_records)
+        summaries = []
+        # one transaction for all periods (a failure or Ctrl-C rolls every one back), unless asked
+        with contextlib.nullcontext() if per_period_commit else store.batch():
+            for prepared in steps:
+                store.publish(prepared)
+                if new_key is not None:   # operator-only, with the first release that uses it
+                    store.keep_case_key(new_key)
+                    new_key = None
+                if pin is not None:   # with the release it governs (its batch, or its own write)
+                    store.pin_policy(pin)
+                    pin = None
+                result = prepared.result
+                table = theta_table_of(prepared.manifest)
+                # the operator's summary (never published): counts.suppressed also holds the cases
+                # a case budget withheld
+                facts = prepared.operator_manifest
+                summaries.append(PublishedSummary(
+                    prepared.period, len(prepared.rows), result.n_groups,
+                    facts["counts"]["suppressed"], method.name,
+                    prepared.manifest["verification"]["verdict"],
+                    facts["counts"].get("suppressed_terms", 0),
+                    unbounded_terms=table.unbounded_terms if table is not None else (),
+                    default_unbounded=table is not None and table.default_unbounded,
+                    # the operator is warned also of a raise the manifest does not name (a term
+                    # that only withheld cases hold, issue 41)
+                    caps_raised={**caps_raised(prepared.manifest), **{
+                        t: e for t, e in (prepared.operator.get("private_details") or {}).get(
+                            "raised_theta_unpublished", {}).items() if "cap" in e}},
+                    raised_theta=_raised_theta(prepared)))
+                if progress:
+                    progress(prepared.period)
+        return summaries

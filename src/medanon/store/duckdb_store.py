@@ -425,6 +425,40 @@ class ReleaseStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @contextmanager
+    def one_thread(self) -> Iterator[None]:
+        """DuckDB runs this connection's queries on the calling thread alone inside the block
+        (``threads = 1``), and as many threads as before after it.
+
+        For a caller whose own (Python) work is the bulk of its run, as a release is: its
+        queries (records read, pseudonym check, linked history, the write) are a fifth of it,
+        and a second DuckDB thread on a 2-core machine added more CPU than it took off the
+        main thread: not by spinning (none in a perf profile) but by the work of parallel plans
+        (partitioned hash joins and aggregates, a parallel append writing its own row groups).
+        A 450k q2 release's DuckDB-heavy store calls alone: about 5.1 -> 4.5 s CPU (issue 43).
+        The setting is the database instance's: another connection to the same file in this
+        process (DuckDB shares one instance per file) runs on one thread meanwhile.
+        """
+        previous = self._con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+        if int(previous) == 1:
+            yield
+            return
+        _run(self._con, "SET threads = 1")
+        failed = False
+        try:
+            yield
+        except BaseException:
+            failed = True
+            raise
+        finally:
+            try:
+                _run(self._con, f"SET threads = {int(previous)}")
+            except duckdb.Error:
+                # e.g. a connection closed by the failure on its way: the restore's own error
+                # must not hide that failure
+                if not failed:
+                    raise
+
     # -- reading ---------------------------------------------------------------------------
     @contextmanager
     def _write(self) -> Iterator[None]:
