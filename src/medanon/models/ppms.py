@@ -365,22 +365,34 @@ def _check_release(rel: ReleaseView, links: _Links, *, k: int, theta: ThetaTable
         # with X in its lowest bit: the runs of equal keys and their odd entries (np.unique's
         # inverse and two bincounts cost six times as much, issue 43). Made and sorted in
         # place: an array per step was the peak of a 450k quarter's gate (issue 43)
-        marked = np.asarray(gcode, dtype=np.int64)[rel.term_row] * n_terms
-        marked += rel.term_code
+        # int32 keys when they fit (a 450k quarter's do: 81k groups x 251 terms x 2): half
+        # the bytes sorted and scanned, and the scans were most of the θ check (issue 43)
+        fits = 2 * n_groups * n_terms < np.iinfo(np.int32).max
+        key_type = np.int32 if fits else np.int64
+        marked = np.asarray(gcode, dtype=key_type)[rel.term_row]
+        marked *= n_terms
+        marked += rel.term_code.astype(key_type, copy=False)
         marked *= 2
         marked += x[rel.term_row]
         marked.sort()
-        starts = np.flatnonzero(np.r_[True, (marked[1:] >> 1) != (marked[:-1] >> 1)])
-        keys = marked[starts] >> 1
-        sigma = np.diff(np.r_[starts, len(marked)])
-        sigma_x = np.add.reduceat(marked & 1, starts)
-        del marked, starts  # (a pair's arrays go before the key's are made: the gate's peak)
-        kg, kt = keys // n_terms, keys % n_terms
+        excluded = marked & 1
+        marked >>= 1  # the (group, term) key of each pair, sorted
+        is_start = np.empty(len(marked), dtype=bool)
+        is_start[:1] = True
+        np.not_equal(marked[1:], marked[:-1], out=is_start[1:])
+        starts = np.flatnonzero(is_start)
+        del is_start
+        keys = marked[starts]
+        sigma = np.diff(starts, append=len(marked))
+        sigma_x = np.add.reduceat(excluded, starts) if len(starts) else excluded[:0]
+        del marked, excluded, starts  # (a pair's arrays go before the key's are made: the gate's peak)
+        kg, kt = np.divmod(keys, n_terms)
         del keys
         thresholds = np.array([theta.get(str(t)) for t in tnames], dtype=np.float64)[kt]
-        denominator = kept[kg] + sigma_x
+        kept_kg = kept[kg]
+        denominator = kept_kg + sigma_x
         confidence = sigma / denominator  # > 0: σ_s(g) > 0 implies σ_s(X) > 0 when kept is empty
-        bad = (confidence > thresholds + _TOL) | (kept[kg] == 0)
+        bad = (confidence > thresholds + _TOL) | (kept_kg == 0)
         dsg[kg[bad]] = True
         found = np.flatnonzero(bad)
         order = sorted(found.tolist(), key=lambda i: (kg[i], str(tnames[kt[i]])))
