@@ -1370,6 +1370,76 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         c = int(tied[np.argmin(cells.head_rank[tied])])
         return seed_list[seed_head[c]]
 
+    # What the usual step of a group's last step knew, for its next step (usual_again): (the
+    # group, its value's three lists, the _KEPT_BLOCKS least bounds' blocks in (bound, block)
+    # order and their spreads, the next least bound (∞: none), the first blocks, the alive
+    # cells of those searched and their L(g ∪ {t}), whether none holds a missing value).
+    usual_kept: list[tuple | None] = [None]
+    block_p0 = blocks.p0_bound
+
+    def usual_again(g: _Group, blocked: int, alpha_ok: list[bool]
+                    ) -> tuple[bool, tuple | None, tuple | None]:
+        """The usual step of :func:`best_candidate` for a group whose value did not change since
+        its last step, without computing every block's bound: (decided, best key, memo).
+
+        With the same value every block's spread is the same and the size is one more, so no
+        bound fell (growth_bounds's operations are monotone in the size, the spread being >= 0,
+        and a block only dies while a group grows): every block but the kept ones is still at
+        least the kept floor. The kept blocks' bounds are computed again here with growth_bounds's
+        operations on Python floats (the same floats); those below the floor are the least
+        bounds of all, in (bound, block) order. When they tell the first blocks and settle the
+        step as the usual step would (the fifth bound exact, or at least the floor), the step
+        is decided here; the cells searched are last time's that are still alive (when the
+        first blocks are the same), with their losses (the same value: the same floats).
+        Otherwise the memo (first blocks, cells, losses, search result) saves the usual step
+        the same search."""
+        kept = usual_kept[0]
+        usual_kept[0] = None
+        if kept is None or kept[0] is not g or kept[1] is not g.cat or kept[2] is not g.lo \
+                or kept[3] is not g.hi:
+            return False, None, None
+        _, _, _, _, least, spreads, floor, opened, cand, after, present = kept
+        size, loss, dead = g.size + 1.0, g.loss, blocks.dead
+        keyed = []
+        for b, spread in zip(least, spreads):
+            if dead[b]:
+                continue  # (its bound is ∞ now)
+            bound = spread * size
+            bound += loss
+            bound *= block_p0[b]
+            bound *= 1.0 - 1e-9
+            bound -= 1e-12
+            if bound < floor:
+                keyed.append((bound, b, spread))
+        keyed.sort()
+        if len(keyed) > _FIRST_BLOCKS:
+            fifth = keyed[_FIRST_BLOCKS][0]
+        elif len(keyed) == _FIRST_BLOCKS or floor == INF:
+            fifth = floor  # (a lower bound of the fifth; the fifth itself when ∞)
+        else:
+            return False, None, None
+        if not keyed:
+            return True, None, None  # no block of finite bound
+        first = keyed[:_FIRST_BLOCKS]
+        if not first[-1][0] < fifth:
+            return False, None, None  # ties: the full search orders them
+        now = [b for _, b, _ in first]
+        if now == opened:
+            still = has_alive[cand]
+            cand, after = cand[still], after[still]
+        else:
+            cand = blocks.cells_of(now)
+            cand = cand[has_alive[cand]]
+            present = blocks.present(now)
+            after = cells.loss_after(data.space, g, cand, present=present)
+        best, stopped = search_cells(g, cand, None, [0], blocked, alpha_ok, present, after)
+        if stopped or len(now) < _FIRST_BLOCKS or fifth == INF or (
+                best is not None and fifth > best[0]):
+            usual_kept[0] = (g, g.cat, g.lo, g.hi, [b for _, b, _ in keyed],
+                             [spread for _, _, spread in keyed], floor, now, cand, after, present)
+            return True, best, None
+        return False, None, (now, cand, after, best, stopped)
+
     def best_candidate(g: _Group, blocked: int) -> tuple | None:
         """Least (ΔIL·PR, PR, rank) key over the alive pool (best-first over blocks, then cells).
 
@@ -1381,6 +1451,11 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         alpha_ok = ([ha_ok(ha_update(g.ha, cls, bool(flag), False), data.alpha)
                      for cls in range(4) for flag in (0, 1)]
                     if data.alpha is not None else [True])
+        memo = None
+        if USUAL_STEP and usual_kept[0] is not None:
+            decided, best, memo = usual_again(g, blocked, alpha_ok)
+            if decided:
+                return best
         bounds = blocks.growth_bounds(g)
         if USUAL_STEP and len(bounds) > _FIRST_BLOCKS:
             # The usual step: the first blocks (the _FIRST_BLOCKS least bounds, ties by block,
@@ -1391,7 +1466,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             # hundred blocks.
             first: list[int] = []
             values: list[float] = []
-            for _ in range(_FIRST_BLOCKS + 1):
+            # (and the next ones, up to _KEPT_BLOCKS + 1, for the group's next step)
+            for _ in range(_KEPT_BLOCKS + 1):
                 b = int(bounds.argmin())
                 v = float(bounds[b])
                 if v == INF:
@@ -1401,16 +1477,26 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 bounds[b] = INF
             for b, v in zip(first, values):
                 bounds[b] = v
-            fifth = INF
-            if len(values) > _FIRST_BLOCKS:
-                fifth = values.pop()
-                first.pop()
+            floor = values[_KEPT_BLOCKS] if len(values) > _KEPT_BLOCKS else INF
+            least = first[:_KEPT_BLOCKS]
+            fifth = values[_FIRST_BLOCKS] if len(values) > _FIRST_BLOCKS else INF
+            del first[_FIRST_BLOCKS:], values[_FIRST_BLOCKS:]
             if fifth == INF or values[-1] < fifth:  # the first blocks are known without ties
                 opened = first
                 if opened:
-                    cand = blocks.cells_of(opened)
-                    best, stopped = search_cells(g, cand[has_alive[cand]], None, [0],
-                                                 blocked, alpha_ok, blocks.present(opened))
+                    present = blocks.present(opened)
+                    if memo is not None and memo[0] == opened:
+                        cand, after, best, stopped = memo[1:]
+                    else:
+                        cand = blocks.cells_of(opened)
+                        cand = cand[has_alive[cand]]
+                        after = cells.loss_after(data.space, g, cand, present=present)
+                        best, stopped = search_cells(g, cand, None, [0], blocked, alpha_ok,
+                                                     present, after)
+                    spread = blocks.last_spread
+                    usual_kept[0] = (g, g.cat, g.lo, g.hi, least,
+                                     [float(spread[b]) for b in least], floor, opened, cand,
+                                     after, present)
                     if stopped or len(opened) < _FIRST_BLOCKS or fifth == INF or (
                             best is not None and fifth > best[0]):
                         return best
@@ -1664,20 +1750,22 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         return best
 
     def search_cells(g: _Group, cand: np.ndarray, best: tuple | None, probes: list[int],
-                     blocked: int, alpha_ok: list[bool], present: bool
-                     ) -> tuple[tuple | None, bool]:
+                     blocked: int, alpha_ok: list[bool], present: bool,
+                     after: np.ndarray | None = None) -> tuple[tuple | None, bool]:
         """The least key over the alive records of cells ``cand`` and ``best``; True when the
         probe budget stopped the search. ``present``: no cell of ``cand`` holds a missing value
         (:meth:`_Cells.loss_after`).
 
         A cell's records share ΔIL and are queued by (P0, rank), so ΔIL·P0 of the queue head
         bounds every key of the cell; cells are opened in bound order and each is streamed
-        until its bound passes the best exact key found so far.
+        until its bound passes the best exact key found so far. ``after``: L(g ∪ {t}) for a
+        record t of each cell of ``cand``, when the caller has it.
         """
         if not len(cand):
             return best, False
         # ΔIL = |g|·(L' − L) + L' (delta_il's operations, in place)
-        after = cells.loss_after(data.space, g, cand, present=present)
+        if after is None:
+            after = cells.loss_after(data.space, g, cand, present=present)
         dil = after - g.loss
         dil *= g.size
         dil += after
@@ -2843,6 +2931,8 @@ _PAIR_TERMS = 1 << 15
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
 _BLOCK = 64
 _FIRST_BLOCKS = 4
+#: least bounds a growth step keeps for the group's next step (best_candidate's usual_again)
+_KEPT_BLOCKS = 6
 #: upper ends of the width classes of :class:`_GroupBlocks` (a numeric term, 0 to 1).
 _WIDTH_CLASSES = np.array([0.0, 1 / 1024, 1 / 256, 1 / 64, 1 / 16, 1 / 4])
 
@@ -3265,6 +3355,10 @@ class _CellBlocks(_Blocks):
         #: (a scatter costs less than a masked copy, and blocks die a few hundred times)
         self._dead_at: np.ndarray | None = None
         self._p0_or_0 = np.where(self._p0_finite, self.p0_min, 0.0)  # no 0·∞ where masked
+        #: (the same, as Python floats: a growth step's bound of one block, best_candidate)
+        self.p0_bound: list[float] = self._p0_or_0.tolist()
+        #: the spread of the value growth_bounds read last (_spread: not to be changed)
+        self.last_spread = np.zeros(0)
         self._touch = self.btag > 0
         self._touch_at = np.flatnonzero(self._touch)
         self._not_missing_only = (self.btag != 2).astype(float)
@@ -3330,7 +3424,9 @@ class _CellBlocks(_Blocks):
             if len(self._spreads) >= self._values_kept:
                 self._spreads.clear()
             spread = self._spreads[key] = self._spread(g)
-        # ((|g| + 1)·spread + L(g))·P0, then the slack: never above the key
+        self.last_spread = spread
+        # ((|g| + 1)·spread + L(g))·P0, then the slack: never above the key (best_candidate's
+        # usual step again makes one block's with these operations on Python floats)
         bound = spread * (g.size + 1.0)
         bound += g.loss
         bound *= self._p0_or_0
