@@ -446,13 +446,19 @@ class GroupingInput:
     def base_risk(self) -> np.ndarray:
         """P0(t): PR of t against an empty growing group (a lower bound of PR(g, t) in growth)."""
         etas = self.growth_etas()
-        lengths = np.diff(self.term_ptr)
+        ptr = self.term_ptr
         total = np.ones(self.n)
-        for j in range(int(lengths.max()) if len(lengths) else 0):
-            rows = np.flatnonzero(lengths > j)
-            e = etas[self.term_ids[self.term_ptr[rows] + j]]
+        # 1 + Σ 1/η_s, each record's terms added in its term order (np.add.at adds one
+        # element after the other, in index order: the floats of a loop over the terms), for
+        # a slice of records at a time (the per-term arrays of all records were 50 MB at 450k)
+        step = 1 << 16
+        for first in range(0, self.n, step):
+            last = min(first + step, self.n)
+            e = etas[self.term_ids[ptr[first]:ptr[last]]]
             with np.errstate(divide="ignore"):
-                total[rows] += np.where(e >= 1, 1.0 / np.maximum(e, 1), INF)
+                inverse = np.where(e >= 1, 1.0 / np.maximum(e, 1), INF)
+            np.add.at(total, np.repeat(np.arange(first, last), np.diff(ptr[first:last + 1])),
+                      inverse)
         return total
 
 
@@ -664,9 +670,16 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     eligible = data.pool & data.anchor & (p0 < INF)
     if data.alpha is not None:
         eligible &= _alpha_seeds(data) if alpha_seed is None else alpha_seed
-    holder = np.repeat(np.arange(n), np.diff(data.term_ptr))
     is_bounded = growth_etas[data.term_ids] < UNBOUNDED
-    bounded = np.bincount(holder, weights=is_bounded, minlength=n) > 0
+    # only bounded terms can stop a record from joining a group: the others are not tracked
+    # (each record's bounded terms, in its term order, as a CSR: b_ptr from the count of
+    # bounded terms before each record's first)
+    b_ids = data.term_ids[is_bounded]
+    bounded_before = np.zeros(len(is_bounded) + 1, dtype=np.int64)
+    np.cumsum(is_bounded, out=bounded_before[1:])
+    b_ptr = bounded_before[data.term_ptr]
+    del bounded_before
+    bounded = b_ptr[1:] > b_ptr[:-1]
     if data.alpha is not None:
         assert data.ss is not None  # given with alpha
         bounded |= data.ss.astype(bool)
@@ -683,10 +696,6 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         members = members[np.lexsort((data.rank[members], ~bounded[members], class_of[members]))]
     sizes = np.bincount(class_of[members], minlength=int(class_of.max()) + 1)
     starts = np.r_[0, np.cumsum(sizes)]
-    # only bounded terms can stop a record from joining a group: the others are not tracked
-    # (each record's bounded terms, in its term order, as a CSR)
-    b_ids = data.term_ids[is_bounded]
-    b_ptr = np.r_[0, np.cumsum(np.bincount(holder[is_bounded], minlength=n))]
     # Almost every bounded record fits the first open group (the first-fit below): then a
     # class's groups are its first ⌊members/k⌋·k records (bounded first, then the others, each
     # in rank order) cut into runs of k, as the first fit fills them. That is the case exactly
@@ -722,7 +731,18 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     keep = ~exact[run_class]
     parts, part_class = [runs[keep]], [run_class[keep]]
     eta_list = growth_etas.tolist()
-    bounded_ids, bounded_ptr = b_ids.tolist(), b_ptr.tolist()
+
+    def bounded_terms(walk: np.ndarray) -> list[list[int]]:
+        """The bounded term ids of each record of ``walk``, as lists (made for the records
+        walked alone: a list of every record's was 20 ms of a 450k quarter, to walk 15k)."""
+        before = b_ptr[walk]
+        lengths = b_ptr[walk + 1] - before
+        ends = np.cumsum(lengths)
+        count = int(ends[-1]) if len(ends) else 0
+        ids = b_ids[np.repeat(before - ends + lengths, lengths) + np.arange(count)].tolist()
+        ends_list = ends.tolist()
+        return [ids[a:b] for a, b in zip([0] + ends_list[:-1], ends_list)]
+
     alpha = data.alpha
     for c in np.flatnonzero(exact).tolist():
         formed: list[list[int]] = []   # the class's groups' members, k each
@@ -734,8 +754,8 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         ha = [[0, 0, 0, 0, k, k, k, k] for _ in range(m)]
         hard = int(bounded[rows].sum())
         open_slots = list(range(done, m))  # slots not yet full, in slot order
-        for r in rows[done * k:hard].tolist():
-            terms = bounded_ids[bounded_ptr[r]:bounded_ptr[r + 1]]
+        walk = rows[done * k:hard]
+        for r, terms in zip(walk.tolist(), bounded_terms(walk)):
             if alpha is not None:  # r's α class and ss flag, read once for every slot
                 assert data.ha_class is not None and data.ss is not None  # given with alpha
                 r_class, r_ss = int(data.ha_class[r]), bool(data.ss[r])
