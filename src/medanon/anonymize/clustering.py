@@ -1378,16 +1378,26 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     def farthest_seed(last: int) -> int | None:
         if not seeds_left:
             return None
-        alone = _Group(data, last)  # the distance to a cell is the loss of {last} ∪ cell
+        # the distance to a cell is the loss of {last} ∪ cell: last's value (its cell's, as
+        # Python numbers: what _Group(data, last) would hold) is all the bounds and losses read
+        alone = _Group.__new__(_Group)
+        c = record_info[last][0]
+        alone.cat = [codes[c] if codes else None for codes in cell_cat]
+        alone.lo = [x[c] if x else None for x in cell_lo]
+        alone.hi = [x[c] if x else None for x in cell_hi]
         low, high = blocks.distance_bounds(alone)
         has = blocks.seeds > 0
         # every block whose upper bound reaches the largest lower bound may hold the farthest
-        near = np.flatnonzero(has & (high >= low[has].max())).tolist()
+        near = np.flatnonzero(has & (high >= np.max(low, where=has, initial=-INF))).tolist()
         live = blocks.cells_of(near)
         live = live[has_seed[live]]
         d = cells.loss_after(data.space, alone, live, present=blocks.present(near))
-        tied = live[d == d.max()]
-        c = int(tied[np.argmin(cells.head_rank[tied])])
+        tied = np.flatnonzero(d == d.max())
+        if len(tied) == 1:
+            c = int(live[tied[0]])
+        else:  # the lowest-rank seed head of the equally far cells
+            tied = live[tied]
+            c = int(tied[np.argmin(cells.head_rank[tied])])
         return seed_list[seed_head[c]]
 
     # What the usual step of a group's last step knew, for its next step (usual_again): (the
