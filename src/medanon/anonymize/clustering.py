@@ -98,6 +98,8 @@ PROBE_BUDGET = 32
 USUAL_STEP = True
 #: queue positions a growth step walks one by one before it walks the rest with arrays.
 QUICK_WALK = 48
+#: least block bounds a growth step keeps for the group's next step (usual_again)
+_KEPT_BLOCKS = 6
 #: the most frequent terms get a bit in each record's term mask (growth search prefilter).
 MASK_TERMS = 256
 #: floats the growth's caches of per-cell or per-block arrays may hold each (16 MB): the
@@ -2978,8 +2980,6 @@ _PAIR_TERMS = 1 << 15
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
 _BLOCK = 64
 _FIRST_BLOCKS = 4
-#: least bounds a growth step keeps for the group's next step (best_candidate's usual_again)
-_KEPT_BLOCKS = 6
 #: upper ends of the width classes of :class:`_GroupBlocks` (a numeric term, 0 to 1).
 _WIDTH_CLASSES = np.array([0.0, 1 / 1024, 1 / 256, 1 / 64, 1 / 16, 1 / 4])
 
