@@ -275,11 +275,15 @@ def test_term_masks_of_only_some_terms_never_change_the_groups(monkeypatch, mode
     assert slow.unplaced == fast.unplaced
 
 
+@pytest.mark.parametrize("block", [64, 2])
 @pytest.mark.parametrize("mode", ["ms", "ppms", "ppms++", "ha"])
-def test_the_usual_step_shortcuts_find_what_the_full_search_finds(monkeypatch, mode):
+def test_the_usual_step_shortcuts_find_what_the_full_search_finds(monkeypatch, mode, block):
     """The growth step's shortcuts (clustering.USUAL_STEP) give the full search's groups, its
     budget stops included: with a small probe budget the groups depend on the order in which
-    the search probes, and the few values make ties between bounds common."""
+    the search probes, and the few values make ties between bounds common. Blocks of two
+    cells give these small inputs the many blocks of a large one, where a step whose group
+    kept its value takes its last step's least bounds again (usual_again)."""
+    monkeypatch.setattr(clustering, "_BLOCK", block)
     stops = 0
     for seed in range(8):
         data = _random_input(120 + 30 * seed, seed, mode, k=2 + seed % 4,

@@ -98,6 +98,8 @@ PROBE_BUDGET = 32
 USUAL_STEP = True
 #: queue positions a growth step walks one by one before it walks the rest with arrays.
 QUICK_WALK = 48
+#: least block bounds a growth step keeps for the group's next step (usual_again)
+_KEPT_BLOCKS = 6
 #: the most frequent terms get a bit in each record's term mask (growth search prefilter).
 MASK_TERMS = 256
 #: floats the growth's caches of per-cell or per-block arrays may hold each (16 MB): the
@@ -446,13 +448,19 @@ class GroupingInput:
     def base_risk(self) -> np.ndarray:
         """P0(t): PR of t against an empty growing group (a lower bound of PR(g, t) in growth)."""
         etas = self.growth_etas()
-        lengths = np.diff(self.term_ptr)
+        ptr = self.term_ptr
         total = np.ones(self.n)
-        for j in range(int(lengths.max()) if len(lengths) else 0):
-            rows = np.flatnonzero(lengths > j)
-            e = etas[self.term_ids[self.term_ptr[rows] + j]]
+        # 1 + Σ 1/η_s, each record's terms added in its term order (np.add.at adds one
+        # element after the other, in index order: the floats of a loop over the terms), for
+        # a slice of records at a time (the per-term arrays of all records were 50 MB at 450k)
+        step = 1 << 16
+        for first in range(0, self.n, step):
+            last = min(first + step, self.n)
+            e = etas[self.term_ids[ptr[first]:ptr[last]]]
             with np.errstate(divide="ignore"):
-                total[rows] += np.where(e >= 1, 1.0 / np.maximum(e, 1), INF)
+                inverse = np.where(e >= 1, 1.0 / np.maximum(e, 1), INF)
+            np.add.at(total, np.repeat(np.arange(first, last), np.diff(ptr[first:last + 1])),
+                      inverse)
         return total
 
 
@@ -619,13 +627,30 @@ def qid_classes(data: GroupingInput) -> tuple[np.ndarray, np.ndarray]:
     A class is what :class:`_Cells` calls a cell; a group inside one class loses nothing.
     """
     cols: list[np.ndarray] = []
+    # Fewer columns, the same order and classes (each key pass of the lexsort costs alike):
+    # consecutive categorical codes packed into one (non-negative codes: the packed values
+    # sort as the rows of codes do), and a numeric QID's upper bounds left out where every
+    # record's equal its lower (points: rows equal in the one are equal in the other).
+    span = 0  # what the last column may still be multiplied by (0: not a packed code column)
     # per attribute, its codes (categorical) or its bounds (numeric), the others None
     for codes, los, his in zip(data.cat, data.lo, data.hi):
         if codes is None:
             assert los is not None and his is not None
-            cols += [los, his]
-        else:
+            cols.append(los)
+            if not np.array_equal(los, his):
+                cols.append(his)
+            span = 0
+            continue
+        top = int(codes.max()) + 1 if len(codes) else 1
+        if not len(codes) or int(codes.min()) < 0:
             cols.append(codes)
+            span = 0
+        elif span and span * top < 1 << 62:
+            cols[-1] = cols[-1] * top + codes
+            span *= top
+        else:
+            cols.append(codes.astype(np.int64))
+            span = top
     n = data.n
     if not cols or not n:
         return np.zeros(n, dtype=np.int64), np.zeros(min(n, 1), dtype=np.int64)
@@ -664,9 +689,16 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     eligible = data.pool & data.anchor & (p0 < INF)
     if data.alpha is not None:
         eligible &= _alpha_seeds(data) if alpha_seed is None else alpha_seed
-    holder = np.repeat(np.arange(n), np.diff(data.term_ptr))
     is_bounded = growth_etas[data.term_ids] < UNBOUNDED
-    bounded = np.bincount(holder, weights=is_bounded, minlength=n) > 0
+    # only bounded terms can stop a record from joining a group: the others are not tracked
+    # (each record's bounded terms, in its term order, as a CSR: b_ptr from the count of
+    # bounded terms before each record's first)
+    b_ids = data.term_ids[is_bounded]
+    bounded_before = np.zeros(len(is_bounded) + 1, dtype=np.int64)
+    np.cumsum(is_bounded, out=bounded_before[1:])
+    b_ptr = bounded_before[data.term_ptr]
+    del bounded_before
+    bounded = b_ptr[1:] > b_ptr[:-1]
     if data.alpha is not None:
         assert data.ss is not None  # given with alpha
         bounded |= data.ss.astype(bool)
@@ -683,10 +715,6 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         members = members[np.lexsort((data.rank[members], ~bounded[members], class_of[members]))]
     sizes = np.bincount(class_of[members], minlength=int(class_of.max()) + 1)
     starts = np.r_[0, np.cumsum(sizes)]
-    # only bounded terms can stop a record from joining a group: the others are not tracked
-    # (each record's bounded terms, in its term order, as a CSR)
-    b_ids = data.term_ids[is_bounded]
-    b_ptr = np.r_[0, np.cumsum(np.bincount(holder[is_bounded], minlength=n))]
     # Almost every bounded record fits the first open group (the first-fit below): then a
     # class's groups are its first ⌊members/k⌋·k records (bounded first, then the others, each
     # in rank order) cut into runs of k, as the first fit fills them. That is the case exactly
@@ -722,7 +750,18 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
     keep = ~exact[run_class]
     parts, part_class = [runs[keep]], [run_class[keep]]
     eta_list = growth_etas.tolist()
-    bounded_ids, bounded_ptr = b_ids.tolist(), b_ptr.tolist()
+
+    def bounded_terms(walk: np.ndarray) -> list[list[int]]:
+        """The bounded term ids of each record of ``walk``, as lists (made for the records
+        walked alone: a list of every record's was 20 ms of a 450k quarter, to walk 15k)."""
+        before = b_ptr[walk]
+        lengths = b_ptr[walk + 1] - before
+        ends = np.cumsum(lengths)
+        count = int(ends[-1]) if len(ends) else 0
+        ids = b_ids[np.repeat(before - ends + lengths, lengths) + np.arange(count)].tolist()
+        ends_list = ends.tolist()
+        return [ids[a:b] for a, b in zip([0] + ends_list[:-1], ends_list)]
+
     alpha = data.alpha
     for c in np.flatnonzero(exact).tolist():
         formed: list[list[int]] = []   # the class's groups' members, k each
@@ -734,8 +773,8 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         ha = [[0, 0, 0, 0, k, k, k, k] for _ in range(m)]
         hard = int(bounded[rows].sum())
         open_slots = list(range(done, m))  # slots not yet full, in slot order
-        for r in rows[done * k:hard].tolist():
-            terms = bounded_ids[bounded_ptr[r]:bounded_ptr[r + 1]]
+        walk = rows[done * k:hard]
+        for r, terms in zip(walk.tolist(), bounded_terms(walk)):
             if alpha is not None:  # r's α class and ss flag, read once for every slot
                 assert data.ha_class is not None and data.ss is not None  # given with alpha
                 r_class, r_ss = int(data.ha_class[r]), bool(data.ss[r])
@@ -1358,17 +1397,97 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     def farthest_seed(last: int) -> int | None:
         if not seeds_left:
             return None
-        alone = _Group(data, last)  # the distance to a cell is the loss of {last} ∪ cell
+        # the distance to a cell is the loss of {last} ∪ cell: last's value (its cell's, as
+        # Python numbers: what _Group(data, last) would hold) is all the bounds and losses read
+        alone = _Group.__new__(_Group)
+        c = record_info[last][0]
+        alone.cat = [codes[c] if codes else None for codes in cell_cat]
+        alone.lo = [x[c] if x else None for x in cell_lo]
+        alone.hi = [x[c] if x else None for x in cell_hi]
         low, high = blocks.distance_bounds(alone)
         has = blocks.seeds > 0
         # every block whose upper bound reaches the largest lower bound may hold the farthest
-        near = np.flatnonzero(has & (high >= low[has].max())).tolist()
+        near = np.flatnonzero(has & (high >= np.max(low, where=has, initial=-INF))).tolist()
         live = blocks.cells_of(near)
         live = live[has_seed[live]]
         d = cells.loss_after(data.space, alone, live, present=blocks.present(near))
-        tied = live[d == d.max()]
-        c = int(tied[np.argmin(cells.head_rank[tied])])
+        tied = np.flatnonzero(d == d.max())
+        if len(tied) == 1:
+            c = int(live[tied[0]])
+        else:  # the lowest-rank seed head of the equally far cells
+            tied = live[tied]
+            c = int(tied[np.argmin(cells.head_rank[tied])])
         return seed_list[seed_head[c]]
+
+    # What the usual step of a group's last step knew, for its next step (usual_again): (the
+    # group, its value's three lists, the _KEPT_BLOCKS least bounds' blocks in (bound, block)
+    # order and their spreads, the next least bound (∞: none), the first blocks, the alive
+    # cells of those searched and their L(g ∪ {t}), whether none holds a missing value).
+    usual_kept: list[tuple | None] = [None]
+    block_p0 = blocks.p0_bound
+
+    def usual_again(g: _Group, blocked: int, alpha_ok: list[bool]
+                    ) -> tuple[bool, tuple | None, tuple | None]:
+        """The usual step of :func:`best_candidate` for a group whose value did not change since
+        its last step, without computing every block's bound: (decided, best key, memo).
+
+        With the same value every block's spread is the same and the size is one more, so no
+        bound fell (growth_bounds's operations are monotone in the size, the spread being >= 0,
+        and a block only dies while a group grows): every block but the kept ones is still at
+        least the kept floor. The kept blocks' bounds are computed again here with growth_bounds's
+        operations on Python floats (the same floats); those below the floor are the least
+        bounds of all, in (bound, block) order. When they tell the first blocks and settle the
+        step as the usual step would (the fifth bound exact, or at least the floor), the step
+        is decided here; the cells searched are last time's that are still alive (when the
+        first blocks are the same), with their losses (the same value: the same floats).
+        Otherwise the memo (first blocks, cells, losses, search result) saves the usual step
+        the same search."""
+        kept = usual_kept[0]
+        usual_kept[0] = None
+        if kept is None or kept[0] is not g or kept[1] is not g.cat or kept[2] is not g.lo \
+                or kept[3] is not g.hi:
+            return False, None, None
+        _, _, _, _, least, spreads, floor, opened, cand, after, present = kept
+        size, loss, dead = g.size + 1.0, g.loss, blocks.dead
+        keyed = []
+        for b, spread in zip(least, spreads):
+            if dead[b]:
+                continue  # (its bound is ∞ now)
+            bound = spread * size
+            bound += loss
+            bound *= block_p0[b]
+            bound *= 1.0 - 1e-9
+            bound -= 1e-12
+            if bound < floor:
+                keyed.append((bound, b, spread))
+        keyed.sort()
+        if len(keyed) > _FIRST_BLOCKS:
+            fifth = keyed[_FIRST_BLOCKS][0]
+        elif len(keyed) == _FIRST_BLOCKS or floor == INF:
+            fifth = floor  # (a lower bound of the fifth; the fifth itself when ∞)
+        else:
+            return False, None, None
+        if not keyed:
+            return True, None, None  # no block of finite bound
+        first = keyed[:_FIRST_BLOCKS]
+        if not first[-1][0] < fifth:
+            return False, None, None  # ties: the full search orders them
+        now = [b for _, b, _ in first]
+        if now == opened:
+            still = has_alive[cand]
+            cand, after = cand[still], after[still]
+        else:
+            cand = blocks.cells_of(now)
+            cand = cand[has_alive[cand]]
+            present = blocks.present(now)
+            after = cells.loss_after(data.space, g, cand, present=present)
+        best, stopped = search_cells(g, cand, None, [0], blocked, alpha_ok, present, after)
+        if stopped or len(now) < _FIRST_BLOCKS or fifth == INF or (
+                best is not None and fifth > best[0]):
+            usual_kept[0] = (g, g.cat, g.lo, g.hi, [b for _, b, _ in keyed],
+                             [spread for _, _, spread in keyed], floor, now, cand, after, present)
+            return True, best, None
+        return False, None, (now, cand, after, best, stopped)
 
     def best_candidate(g: _Group, blocked: int) -> tuple | None:
         """Least (ΔIL·PR, PR, rank) key over the alive pool (best-first over blocks, then cells).
@@ -1381,6 +1500,11 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         alpha_ok = ([ha_ok(ha_update(g.ha, cls, bool(flag), False), data.alpha)
                      for cls in range(4) for flag in (0, 1)]
                     if data.alpha is not None else [True])
+        memo = None
+        if USUAL_STEP and usual_kept[0] is not None:
+            decided, best, memo = usual_again(g, blocked, alpha_ok)
+            if decided:
+                return best
         bounds = blocks.growth_bounds(g)
         if USUAL_STEP and len(bounds) > _FIRST_BLOCKS:
             # The usual step: the first blocks (the _FIRST_BLOCKS least bounds, ties by block,
@@ -1391,7 +1515,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             # hundred blocks.
             first: list[int] = []
             values: list[float] = []
-            for _ in range(_FIRST_BLOCKS + 1):
+            # (and the next ones, up to _KEPT_BLOCKS + 1, for the group's next step)
+            for _ in range(_KEPT_BLOCKS + 1):
                 b = int(bounds.argmin())
                 v = float(bounds[b])
                 if v == INF:
@@ -1401,16 +1526,26 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
                 bounds[b] = INF
             for b, v in zip(first, values):
                 bounds[b] = v
-            fifth = INF
-            if len(values) > _FIRST_BLOCKS:
-                fifth = values.pop()
-                first.pop()
+            floor = values[_KEPT_BLOCKS] if len(values) > _KEPT_BLOCKS else INF
+            least = first[:_KEPT_BLOCKS]
+            fifth = values[_FIRST_BLOCKS] if len(values) > _FIRST_BLOCKS else INF
+            del first[_FIRST_BLOCKS:], values[_FIRST_BLOCKS:]
             if fifth == INF or values[-1] < fifth:  # the first blocks are known without ties
                 opened = first
                 if opened:
-                    cand = blocks.cells_of(opened)
-                    best, stopped = search_cells(g, cand[has_alive[cand]], None, [0],
-                                                 blocked, alpha_ok, blocks.present(opened))
+                    present = blocks.present(opened)
+                    if memo is not None and memo[0] == opened:
+                        cand, after, best, stopped = memo[1:]
+                    else:
+                        cand = blocks.cells_of(opened)
+                        cand = cand[has_alive[cand]]
+                        after = cells.loss_after(data.space, g, cand, present=present)
+                        best, stopped = search_cells(g, cand, None, [0], blocked, alpha_ok,
+                                                     present, after)
+                    spread = blocks.last_spread
+                    usual_kept[0] = (g, g.cat, g.lo, g.hi, least,
+                                     [float(spread[b]) for b in least], floor, opened, cand,
+                                     after, present)
                     if stopped or len(opened) < _FIRST_BLOCKS or fifth == INF or (
                             best is not None and fifth > best[0]):
                         return best
@@ -1664,20 +1799,22 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         return best
 
     def search_cells(g: _Group, cand: np.ndarray, best: tuple | None, probes: list[int],
-                     blocked: int, alpha_ok: list[bool], present: bool
-                     ) -> tuple[tuple | None, bool]:
+                     blocked: int, alpha_ok: list[bool], present: bool,
+                     after: np.ndarray | None = None) -> tuple[tuple | None, bool]:
         """The least key over the alive records of cells ``cand`` and ``best``; True when the
         probe budget stopped the search. ``present``: no cell of ``cand`` holds a missing value
         (:meth:`_Cells.loss_after`).
 
         A cell's records share ΔIL and are queued by (P0, rank), so ΔIL·P0 of the queue head
         bounds every key of the cell; cells are opened in bound order and each is streamed
-        until its bound passes the best exact key found so far.
+        until its bound passes the best exact key found so far. ``after``: L(g ∪ {t}) for a
+        record t of each cell of ``cand``, when the caller has it.
         """
         if not len(cand):
             return best, False
         # ΔIL = |g|·(L' − L) + L' (delta_il's operations, in place)
-        after = cells.loss_after(data.space, g, cand, present=present)
+        if after is None:
+            after = cells.loss_after(data.space, g, cand, present=present)
         dil = after - g.loss
         dil *= g.size
         dil += after
@@ -3265,6 +3402,10 @@ class _CellBlocks(_Blocks):
         #: (a scatter costs less than a masked copy, and blocks die a few hundred times)
         self._dead_at: np.ndarray | None = None
         self._p0_or_0 = np.where(self._p0_finite, self.p0_min, 0.0)  # no 0·∞ where masked
+        #: (the same, as Python floats: a growth step's bound of one block, best_candidate)
+        self.p0_bound: list[float] = self._p0_or_0.tolist()
+        #: the spread of the value growth_bounds read last (_spread: not to be changed)
+        self.last_spread = np.zeros(0)
         self._touch = self.btag > 0
         self._touch_at = np.flatnonzero(self._touch)
         self._not_missing_only = (self.btag != 2).astype(float)
@@ -3330,7 +3471,9 @@ class _CellBlocks(_Blocks):
             if len(self._spreads) >= self._values_kept:
                 self._spreads.clear()
             spread = self._spreads[key] = self._spread(g)
-        # ((|g| + 1)·spread + L(g))·P0, then the slack: never above the key
+        self.last_spread = spread
+        # ((|g| + 1)·spread + L(g))·P0, then the slack: never above the key (best_candidate's
+        # usual step again makes one block's with these operations on Python floats)
         bound = spread * (g.size + 1.0)
         bound += g.loss
         bound *= self._p0_or_0
