@@ -10,7 +10,7 @@ from medanon.attacks import read_background
 from medanon.data.synth.faers import write_faers_series
 from medanon.errors import StoreError, ValidationError
 from medanon.metrics.evaluation import (PublishedOriginals, evaluate_linked, evaluate_series,
-                                        original_columns)
+                                        evaluated_columns, original_columns)
 from medanon.metrics.screening import ScreeningOptions
 from medanon.metrics.signals import read_rules
 from medanon.pipeline.history import StoreSeries
@@ -129,6 +129,28 @@ def test_evaluate_on_the_series_verify_checked_equals_evaluate_series(store, tmp
                    for q, rows_q in reader.release_with_cases(p).releases.items())
     linked, whole = _linked_and_whole(store, tmp_path, lambda series: series.periods,
                                       lambda reader: reader.verified_linked_release)
+    assert linked == whole
+
+
+def test_evaluate_on_the_columns_it_reads_equals_evaluate_series(store, tmp_path):
+    """``medanon evaluate`` fetches only :func:`evaluated_columns` of the linked rows (issue
+    43): the clear columns no rule and no screening reads are left out, and the evaluation
+    (verify's refusal, background knowledge, the MD-attack, the rules' conditions and the
+    strata included) is the whole series'."""
+    rules, common = _evaluation_options(tmp_path)
+    with ReleaseStore.open(store, read_only=True) as db:
+        schema = db.schema
+        columns = evaluated_columns(schema, rules, common["screening"])
+        left_out = [c for c in db.release_columns() if c not in columns]
+        assert columns == [c for c in db.release_columns() if c in columns]
+        assert set(left_out) == set(schema.multi) - {"drugs"} and left_out
+        assert set(evaluated_columns(schema)) == set(db.release_columns()) - set(schema.multi)
+        label = db.published_periods()[-1]
+        rows = StoreSeries(db).linked_release(label, columns).releases
+        assert all(list(frame.columns) == columns for frame in rows.values())
+    linked, whole = _linked_and_whole(
+        store, tmp_path, lambda series: series.periods,
+        lambda reader: lambda label: reader.verified_linked_release(label, columns))
     assert linked == whole
 
 

@@ -834,8 +834,8 @@ class ReleaseStore:
         with _registered(self._con, "linked_seed", seed):
             return self._linked_rows("SELECT case_id FROM linked_seed", [], whole, share_cells)
 
-    def release_linked_rows(self, period: str, links: ReleaseLinks | None = None
-                            ) -> dict[str, pd.DataFrame]:
+    def release_linked_rows(self, period: str, links: ReleaseLinks | None = None,
+                            columns: Iterable[str] | None = None) -> dict[str, pd.DataFrame]:
         """:meth:`linked_rows` of the cases the release of ``period`` holds
         (:meth:`release_cases`): the rows ``links`` (:meth:`release_links`, read now when None)
         selects for it, fetched by their position in the table.
@@ -843,13 +843,18 @@ class ReleaseStore:
         A reader of every release (``evaluate``, ``verify``) reads the links once: selecting the
         rows in SQL joined the whole table's CaseIDs and groups as text, three times a release
         (24 x 20k: 3.0 s of CPU, where the selection on integer codes costs 0.07 s, issue 43).
+
+        ``columns``: only these of :meth:`release_columns`, in that order (a name it does not
+        list is left out), as :meth:`release_rows`; None: every column. Each cell fetched is a
+        Python str made by DuckDB: ``evaluate`` leaves out the columns it never reads.
         """
         self._require_published(period)
         links = links if links is not None else self.release_links()
         wanted = pd.DataFrame({"wanted": links.rows_linked_to(period)})
         with _registered(self._con, "linked_rowids", wanted):
             return self._fetched_linked_rows(
-                "SELECT wanted FROM linked_rowids", "r.rowid", [], share_cells=False)
+                "SELECT wanted FROM linked_rowids", "r.rowid", [], share_cells=False,
+                columns=columns)
 
     def release_links(self) -> ReleaseLinks:
         """Which rows each published release links to (:class:`ReleaseLinks`), as of now."""
@@ -897,26 +902,34 @@ class ReleaseStore:
                                              share_cells=share_cells)
 
     def _fetched_linked_rows(self, selection: str, key: str, params: list, *,
-                             share_cells: bool) -> dict[str, pd.DataFrame]:
+                             share_cells: bool, columns: Iterable[str] | None = None
+                             ) -> dict[str, pd.DataFrame]:
         """The published rows whose ``key`` is IN the query ``selection`` (with ``params``),
-        per published period as :meth:`linked_rows` gives them."""
-        columns = _release_columns(self.schema)
+        per published period as :meth:`linked_rows` gives them (only ``columns``: see
+        :meth:`release_linked_rows`)."""
+        names = _release_columns(self.schema)
+        if columns is not None:
+            kept = set(columns)
+            names = [c for c in names if c in kept]
+        # the rows are split by period whether or not the frames hold it
+        fetched_columns = names if "period" in names else ["period", *names]
         # A missing cell is read as "" (what the frames hold; pandas' isna over every cell
         # cost more than the query's coalesce), and the rows come unsorted: sorting them with
         # their text in the query cost a fifth of the read, where their order (period, then
         # row_no) is an argsort of two arrays here (issue 43). As arrays, not a frame: the
         # frame's text dtype would be converted again, cell by cell.
-        selected = ", ".join(f"coalesce(r.{_quote(c)}, '') AS {_quote(c)}" for c in columns)
+        selected = ", ".join(f"coalesce(r.{_quote(c)}, '') AS {_quote(c)}"
+                             for c in fetched_columns)
         fetched = self._con.execute(
             f"SELECT r.row_no AS {_ROW_NO}, {selected} FROM release_rows r "
             f"WHERE {key} IN ({selection})", params).fetchnumpy()
-        cells = {c: np.asarray(fetched.pop(c), dtype=object) for c in columns}
+        cells = {c: np.asarray(fetched.pop(c), dtype=object) for c in fetched_columns}
         row_no = np.asarray(fetched.pop(_ROW_NO), dtype=np.int64)
         del fetched
         if share_cells:
             # (the CaseIDs, one a row, are not shared)
             # (no cell is missing: the query reads a missing one as "")
-            for name in columns:
+            for name in names:
                 if name != "case_id":
                     cells[name] = _one_object_per_text(cells[name])
         # each period's rows in row_no order (stable: as the query's ORDER BY period, row_no)
@@ -924,8 +937,8 @@ class ReleaseStore:
         order = np.lexsort((row_no, which))
         bounds = np.searchsorted(which[order], np.arange(len(labels) + 1))
         spans = {label: order[bounds[i]:bounds[i + 1]] for i, label in enumerate(labels.tolist())}
-        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-        return {label: (_object_frame({c: cells[c][spans[label]] for c in columns})
+        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in names})
+        return {label: (_object_frame({c: cells[c][spans[label]] for c in names})
                         if label in spans else empty) for label in self.published_periods()}
 
     def release_columns(self) -> list[str]:
