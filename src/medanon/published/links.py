@@ -373,7 +373,24 @@ def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
         lifespan: Link only releases at most this many periods apart (None: all).
         views: A cache of parsed releases by label, shared between calls on the same series:
             missing ones are parsed here and added to it.
+
+    Inside :func:`~medanon.published.cells.reading_once`, the links of the same release of
+    the same rows (a series of frames held in memory) are made once: ``evaluate`` links each
+    release for verify's check, for the attacks and for the linkage risk (issue 43). The
+    :class:`Links` returned are then shared: their readers do not change them.
     """
+    if not isinstance(series.releases, dict):
+        # (rows read on demand are new frames at each read: nothing to tell apart by identity)
+        return _link(series, label, lifespan, views)
+    return read_once(("link", label, lifespan, tuple(series.releases)),
+                     (*series.releases.values(), series.qids, series.sensitive,
+                      series.manifests.get(label)),
+                     lambda: _link(series, label, lifespan, views))
+
+
+def _link(series: PublishedSeries, label: str, lifespan: int | None,
+          views: dict[str, ReleaseView] | None) -> Links:
+    """:func:`link`, made."""
     views = views if views is not None else {}
 
     def view(p: str) -> ReleaseView:
