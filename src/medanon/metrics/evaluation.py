@@ -48,7 +48,7 @@ from .screening import ScreeningOptions, SeriesScreening, _period_count, screeni
 from .signals import KnownCounts, SignalRule, compare_signals
 
 __all__ = ["PublishedOriginals", "evaluate_linked", "evaluate_release", "evaluate_series",
-           "evaluated_columns", "evaluation_steps", "original_columns"]
+           "evaluated_columns", "evaluation_steps", "original_columns", "own_columns"]
 
 
 def evaluate_series(series: PublishedSeries, originals: Mapping[str, pd.DataFrame],
@@ -290,6 +290,16 @@ def evaluated_columns(schema: Schema, rules: Sequence[SignalRule] = (),
     """
     unread = (set(schema.multi) | set(schema.insensitive)) - set(original_columns(rules, screening))
     return [c for c in ("period", "case_id", "group", *schema.published) if c not in unread]
+
+
+def own_columns(schema: Schema, rules: Sequence[SignalRule] = (),
+                screening: ScreeningOptions | None = None) -> list[str]:
+    """Of :func:`evaluated_columns`, the clear ones: read only in the rows of the release
+    measured (by the signals and the screening, :func:`_evaluate`), never in the rows it
+    links to, which verify's checks and the attacks read (issue 43: the drugs of the linked
+    rows of 24 x 20k were 0.25 s of CPU)."""
+    clear = set(schema.multi) | set(schema.insensitive)
+    return [c for c in evaluated_columns(schema, rules, screening) if c in clear]
 
 
 class PublishedOriginals(Mapping):
