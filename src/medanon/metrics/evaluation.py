@@ -41,6 +41,7 @@ from ..errors import ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import reading_once
 from ..published.format import original_as_published
+from ..published.links import sharing_links
 from ..published.series import PublishedSeries
 from .disclosure import linkage_risk
 from .information_loss import information_loss_star, normalized_information_loss
@@ -166,7 +167,8 @@ def _evaluate(releases: Iterable[tuple[str, Callable[[], PublishedSeries],
         # what reading the release's series parsed (its rows, its CaseIDs' probes: verify's
         # check of it) serves every measure of it, and goes before the next release is read
         # (issue 43: the attacks parsed again the releases verify had just parsed)
-        with reading_once():
+        # (and each release is linked once, for verify's check, the attacks and the risk)
+        with reading_once(), sharing_links():
             series = series_of()
             # the screening reads the period first: the signal counts of the rules take the
             # terms and classes it read of the same rows instead of reading them again
