@@ -10,7 +10,7 @@ from medanon.attacks import read_background
 from medanon.data.synth.faers import write_faers_series
 from medanon.errors import StoreError, ValidationError
 from medanon.metrics.evaluation import (PublishedOriginals, evaluate_linked, evaluate_series,
-                                        original_columns)
+                                        evaluated_columns, original_columns, own_columns)
 from medanon.metrics.screening import ScreeningOptions
 from medanon.metrics.signals import read_rules
 from medanon.pipeline.history import StoreSeries
@@ -130,6 +130,39 @@ def test_evaluate_on_the_series_verify_checked_equals_evaluate_series(store, tmp
     linked, whole = _linked_and_whole(store, tmp_path, lambda series: series.periods,
                                       lambda reader: reader.verified_linked_release)
     assert linked == whole
+
+
+def test_evaluate_on_the_columns_it_reads_equals_evaluate_series(store, tmp_path):
+    """``medanon evaluate`` fetches only :func:`evaluated_columns` of the linked rows, the
+    clear ones (:func:`own_columns`) only in the release measured (issue 43): the clear
+    columns no rule and no screening reads are left out, and the evaluation (verify's
+    refusal, background knowledge, the MD-attack, the rules' conditions and the strata
+    included) is the whole series'."""
+    rules, common = _evaluation_options(tmp_path)
+    with ReleaseStore.open(store, read_only=True) as db:
+        schema = db.schema
+        columns = evaluated_columns(schema, rules, common["screening"])
+        own = own_columns(schema, rules, common["screening"])
+        left_out = [c for c in db.release_columns() if c not in columns]
+        assert columns == [c for c in db.release_columns() if c in columns]
+        assert set(left_out) == set(schema.multi) - {"drugs"} and left_out
+        assert own == ["drugs"]
+        assert set(evaluated_columns(schema)) == set(db.release_columns()) - set(schema.multi)
+        assert own_columns(schema) == []
+        whole = load_series(store=db)
+        for label in db.published_periods():
+            rows = StoreSeries(db).linked_release(label, columns, own).releases
+            for period, frame in rows.items():
+                held = columns if period == label else [c for c in columns if c not in own]
+                assert list(frame.columns) == held
+                cases = set(frame["case_id"])
+                expected = whole.releases[period]
+                expected = expected[expected["case_id"].isin(cases)][held]
+                pd.testing.assert_frame_equal(frame, expected.reset_index(drop=True))
+    linked, whole_evaluation = _linked_and_whole(
+        store, tmp_path, lambda series: series.periods,
+        lambda reader: lambda label: reader.verified_linked_release(label, columns, own))
+    assert linked == whole_evaluation
 
 
 def test_the_report_reads_a_release_at_a_time_and_finds_what_the_whole_series_gives(store):

@@ -989,15 +989,22 @@ def evaluate(*, store: Path, rules: Path | None, background: Path | None, md: bo
             return
         # one period's original records at a time, read while the store is open; as published
         # strings, only the columns the evaluation reads
-        from ..metrics.evaluation import PublishedOriginals, original_columns
+        from ..metrics.evaluation import (PublishedOriginals, evaluated_columns,
+                                          original_columns, own_columns)
 
         columns = original_columns(signal_rules, options)
         frames, _ = store_originals(db, labels, lazy=True, columns=columns)
         rows = PublishedOriginals(frames, db.schema, columns)
         # verify's refusal checked on each release as it is read for the evaluation (one read
-        # of the store per release, not two; issue 43): nothing is printed before the last
+        # of the store per release, not two; issue 43): nothing is printed before the last.
+        # Only the columns the checks and the measures read are fetched, and the clear ones
+        # only in the release measured.
+        linked_of = functools.partial(
+            reader.verified_linked_release,
+            columns=evaluated_columns(db.schema, signal_rules, options),
+            own_columns=own_columns(db.schema, signal_rules, options))
         with progress_bar("evaluating", steps) as step:
-            result = evaluate_linked(labels, reader.verified_linked_release, frames, rows,
+            result = evaluate_linked(labels, linked_of, frames, rows,
                                      hierarchies=skeleton.hierarchies, rules=signal_rules,
                                      background=knowledge, md=md, screening=options,
                                      progress=step)

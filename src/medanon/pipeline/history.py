@@ -15,7 +15,7 @@ of a new period nor the verification of a series needs the whole history in memo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -66,13 +66,15 @@ class StoreSeries:
         return self._kept(self.store.linked_rows(cases, whole=whole, share_cells=share_cells),
                           [*whole, *also])
 
-    def linked_release(self, label: str) -> PublishedSeries:
+    def linked_release(self, label: str, columns: Iterable[str] | None = None,
+                       own_columns: Iterable[str] = ()) -> PublishedSeries:
         """What release ``label`` links to: every row of it and its cases' rows elsewhere
         (the series :func:`medanon.verify.verify_linked` and
         :func:`medanon.attacks.worst_case.attack_linked` read for that release), and the release
         itself even when it holds no case (an empty release is checked as such): :meth:`linked`
         of :meth:`ReleaseStore.release_cases`, those cases read in SQL
-        (:meth:`ReleaseStore.release_linked_rows`)."""
+        (:meth:`ReleaseStore.release_linked_rows`), only ``columns`` of them (None: every
+        column), ``own_columns`` only in the release's own rows."""
         self.refresh()
         links = self._links
         if links is None or links.periods != tuple(self.manifests):
@@ -81,7 +83,8 @@ class StoreSeries:
             # read in time order (evaluate, verify), nothing follows the last release: its
             # codes go (evaluate screens the scopes next, at its peak memory)
             self._links = None
-        return self._kept(self.store.release_linked_rows(label, links), [label])
+        return self._kept(self.store.release_linked_rows(label, links, columns, own_columns),
+                          [label])
 
     def _kept(self, rows: dict[str, pd.DataFrame], also: Sequence[str]) -> PublishedSeries:
         """The series of the releases :func:`kept_releases` keeps of ``rows``, with ``also``."""
@@ -103,7 +106,8 @@ class StoreSeries:
         return PublishedSeries({p: rows[p] for p in keep}, {p: self.manifests[p] for p in keep},
                                self.qids, self.sensitive, self.source)
 
-    def verified_linked_release(self, label: str) -> PublishedSeries:
+    def verified_linked_release(self, label: str, columns: Iterable[str] | None = None,
+                                own_columns: Iterable[str] = ()) -> PublishedSeries:
         """:meth:`linked_release` of a release that verify's checks accept, the very series
         they checked: what ``medanon evaluate`` measures, after verify's refusal (issue 41),
         in one read of the store.
@@ -118,10 +122,15 @@ class StoreSeries:
         (:func:`medanon.metrics.evaluation.evaluate_linked`), the releases verify parsed are
         not parsed again (issue 43).
 
+        ``columns``: only these columns of the rows (None: every column); they must hold every
+        column verify's checks read, which every column but the ``clear`` ones does
+        (:func:`medanon.metrics.evaluation.evaluated_columns`). ``own_columns``: of those, the
+        ones only the release's own rows hold (clear ones, which no check reads).
+
         Raises:
             InputFormatError: verify refuses the release (:func:`medanon.verify.verify_series`).
         """
-        series = self.linked_release(label)
+        series = self.linked_release(label, columns, own_columns)
         # verify's verdict of the release (refusing as verify_series refuses), without the
         # series' observed case span, which nothing here reads (a pass over every CaseID of
         # the linked series, per release: issue 43)

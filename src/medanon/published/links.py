@@ -21,7 +21,9 @@ life span x: releases more than x periods apart are not linked).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 
@@ -38,7 +40,7 @@ from .cells import (QidInfo, blank_distinct, case_ids, case_positions,
 from .series import PublishedSeries
 
 __all__ = ["Region", "ReleaseView", "Links", "group_conflicts", "read_view", "link", "lca_depth",
-           "longest_case_span"]
+           "longest_case_span", "sharing_links"]
 
 EMPTY = -1
 
@@ -373,7 +375,48 @@ def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
         lifespan: Link only releases at most this many periods apart (None: all).
         views: A cache of parsed releases by label, shared between calls on the same series:
             missing ones are parsed here and added to it.
+
+    Inside :func:`sharing_links`, the links of the same release of the same rows (a series
+    of frames held in memory) are made once: ``evaluate`` links each release for verify's
+    check, for the attacks and for the linkage risk (issue 43). The :class:`Links` returned
+    are then shared: their readers do not change them.
     """
+    shared = _SHARED_LINKS.get()
+    if shared is None or not isinstance(series.releases, dict):
+        # (rows read on demand are new frames at each read: nothing to tell apart by identity)
+        return _link(series, label, lifespan, views)
+    objects = (*series.releases.values(), series.qids, series.sensitive,
+               series.manifests.get(label))
+    key = (label, lifespan, tuple(series.releases), *map(id, objects))
+    if key not in shared:
+        # the objects are held with the links, so that their ids stay theirs
+        shared[key] = (objects, _link(series, label, lifespan, views))
+    return shared[key][1]
+
+
+#: the links :func:`link` made inside :func:`sharing_links` (None outside it)
+_SHARED_LINKS: ContextVar[dict | None] = ContextVar("medanon_shared_links", default=None)
+
+
+@contextmanager
+def sharing_links() -> Iterator[None]:
+    """Inside it, :func:`link` of the same release of the same rows is made once, and held to
+    the end: for a reader that measures one release several ways (``evaluate``: verify's
+    check, the attacks, the linkage risk; issue 43). Not for the gate, which links releases
+    of 450k rows and would hold their links through its peak. Nested, it is the outer one."""
+    if _SHARED_LINKS.get() is not None:
+        yield
+        return
+    token = _SHARED_LINKS.set({})
+    try:
+        yield
+    finally:
+        _SHARED_LINKS.reset(token)
+
+
+def _link(series: PublishedSeries, label: str, lifespan: int | None,
+          views: dict[str, ReleaseView] | None) -> Links:
+    """:func:`link`, made."""
     views = views if views is not None else {}
 
     def view(p: str) -> ReleaseView:

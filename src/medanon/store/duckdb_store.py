@@ -880,8 +880,9 @@ class ReleaseStore:
         with _registered(self._con, "linked_seed", seed):
             return self._linked_rows("SELECT case_id FROM linked_seed", [], whole, share_cells)
 
-    def release_linked_rows(self, period: str, links: ReleaseLinks | None = None
-                            ) -> dict[str, pd.DataFrame]:
+    def release_linked_rows(self, period: str, links: ReleaseLinks | None = None,
+                            columns: Iterable[str] | None = None,
+                            own_columns: Iterable[str] = ()) -> dict[str, pd.DataFrame]:
         """:meth:`linked_rows` of the cases the release of ``period`` holds
         (:meth:`release_cases`): the rows ``links`` (:meth:`release_links`, read now when None)
         selects for it, fetched by their position in the table.
@@ -889,13 +890,21 @@ class ReleaseStore:
         A reader of every release (``evaluate``, ``verify``) reads the links once: selecting the
         rows in SQL joined the whole table's CaseIDs and groups as text, three times a release
         (24 x 20k: 3.0 s of CPU, where the selection on integer codes costs 0.07 s, issue 43).
+
+        ``columns``: only these of :meth:`release_columns`, in that order (a name it does not
+        list is left out), as :meth:`release_rows`; None: every column. Each cell fetched is a
+        Python str made by DuckDB: ``evaluate`` leaves out the columns it never reads.
+        ``own_columns``: of those, the ones fetched for the rows of ``period`` only (the frames
+        of the other releases lack them): ``evaluate``'s drugs, which only the signals and the
+        screening of the release itself read.
         """
         self._require_published(period)
         links = links if links is not None else self.release_links()
         wanted = pd.DataFrame({"wanted": links.rows_linked_to(period)})
         with _registered(self._con, "linked_rowids", wanted):
             return self._fetched_linked_rows(
-                "SELECT wanted FROM linked_rowids", "r.rowid", [], share_cells=False)
+                "SELECT wanted FROM linked_rowids", "r.rowid", [], share_cells=False,
+                columns=columns, own=(period, tuple(own_columns)))
 
     def release_links(self) -> ReleaseLinks:
         """Which rows each published release links to (:class:`ReleaseLinks`), as of now."""
@@ -943,36 +952,65 @@ class ReleaseStore:
                                              share_cells=share_cells)
 
     def _fetched_linked_rows(self, selection: str, key: str, params: list, *,
-                             share_cells: bool) -> dict[str, pd.DataFrame]:
+                             share_cells: bool, columns: Iterable[str] | None = None,
+                             own: tuple[str, tuple[str, ...]] | None = None
+                             ) -> dict[str, pd.DataFrame]:
         """The published rows whose ``key`` is IN the query ``selection`` (with ``params``),
-        per published period as :meth:`linked_rows` gives them."""
-        columns = _release_columns(self.schema)
+        per published period as :meth:`linked_rows` gives them (only ``columns``, and
+        ``own``'s columns for the rows of its period only: see :meth:`release_linked_rows`)."""
+        names = _release_columns(self.schema)
+        if columns is not None:
+            kept = set(columns)
+            names = [c for c in names if c in kept]
+        periods = self.published_periods()
+        # (the period's position: a period not published has no rows here)
+        mine = periods.index(own[0]) if own is not None and own[0] in periods else -1
+        own_names = set(own[1]) & set(names) - {"period"} if own is not None else set()
         # A missing cell is read as "" (what the frames hold; pandas' isna over every cell
         # cost more than the query's coalesce), and the rows come unsorted: sorting them with
         # their text in the query cost a fifth of the read, where their order (period, then
         # row_no) is an argsort of two arrays here (issue 43). As arrays, not a frame: the
         # frame's text dtype would be converted again, cell by cell.
-        selected = ", ".join(f"coalesce(r.{_quote(c)}, '') AS {_quote(c)}" for c in columns)
+        # The period comes as its release's position (the rows of no published release are
+        # not returned), its label one str for all its rows: a str made per row, and hashed
+        # to split the rows, cost 0.15 s of evaluate's 24 x 20k linked reads (issue 43).
+        selected = "".join(
+            f", CASE WHEN p.position = {mine} THEN coalesce(r.{_quote(c)}, '') END AS {_quote(c)}"
+            if c in own_names else f", coalesce(r.{_quote(c)}, '') AS {_quote(c)}"
+            for c in names if c != "period")
         fetched = self._con.execute(
-            f"SELECT r.row_no AS {_ROW_NO}, {selected} FROM release_rows r "
+            f"SELECT r.row_no AS {_ROW_NO}, p.position AS {_POSITION}{selected} "
+            f"FROM release_rows r JOIN (SELECT period, row_number() OVER (ORDER BY ordinal) - 1 "
+            f"AS position FROM releases) p USING (period) "
             f"WHERE {key} IN ({selection})", params).fetchnumpy()
-        cells = {c: np.asarray(fetched.pop(c), dtype=object) for c in columns}
+        which = np.asarray(fetched.pop(_POSITION), dtype=np.int64)
         row_no = np.asarray(fetched.pop(_ROW_NO), dtype=np.int64)
+        cells = {c: np.asarray(fetched.pop(c), dtype=object) for c in names if c != "period"}
         del fetched
+        if "period" in names:
+            cells["period"] = np.array(periods, dtype=object)[which]
         if share_cells:
-            # (the CaseIDs, one a row, are not shared)
+            # (the CaseIDs, one a row, are not shared; the periods are)
             # (no cell is missing: the query reads a missing one as "")
-            for name in columns:
-                if name != "case_id":
+            for name in names:
+                if name not in ("case_id", "period"):
                     cells[name] = _one_object_per_text(cells[name])
         # each period's rows in row_no order (stable: as the query's ORDER BY period, row_no)
-        which, labels = pd.factorize(cells["period"])
         order = np.lexsort((row_no, which))
-        bounds = np.searchsorted(which[order], np.arange(len(labels) + 1))
-        spans = {label: order[bounds[i]:bounds[i + 1]] for i, label in enumerate(labels.tolist())}
-        empty = pd.DataFrame({c: pd.Series(dtype=object) for c in columns})
-        return {label: (_object_frame({c: cells[c][spans[label]] for c in columns})
-                        if label in spans else empty) for label in self.published_periods()}
+        bounds = np.searchsorted(which[order], np.arange(len(periods) + 1))
+        empty: dict[bool, pd.DataFrame] = {}   # one frame of each kind for the periods without rows
+        out = {}
+        for i, label in enumerate(periods):
+            held = [c for c in names if i == mine or c not in own_names]
+            if bounds[i + 1] > bounds[i]:
+                out[label] = _object_frame({c: cells[c][order[bounds[i]:bounds[i + 1]]]
+                                            for c in held})
+            else:
+                own_release = i == mine
+                if own_release not in empty:
+                    empty[own_release] = pd.DataFrame({c: pd.Series(dtype=object) for c in held})
+                out[label] = empty[own_release]
+        return out
 
     def release_columns(self) -> list[str]:
         """The columns of every published release (:meth:`release_rows`), in order."""
@@ -1488,6 +1526,9 @@ _CODE = "medanon_code"
 _VECTOR_ITEMS = 2048
 #: the alias under which a query of the published rows returns each row's ``row_no``
 _ROW_NO = "medanon_row_no"
+#: the alias under which a query of the published rows returns its release's position
+#: (``_fetched_linked_rows``)
+_POSITION = "medanon_position"
 
 
 def _runs_once(cells: np.ndarray) -> np.ndarray:
