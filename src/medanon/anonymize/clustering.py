@@ -2435,6 +2435,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         return
     table = _GroupTable(data, groups)
     index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss, table)
+    # (each record's terms and anchor read from lists: no numpy scalar, no call per read)
+    term_list, term_ptr = data._term_id_list, data._term_ptr_list
+    anchor_list = table._anchor_list
 
     def evaluate(r: int, value: list, cand: np.ndarray, best: tuple | None) -> tuple | None:
         """Best key over groups ``cand`` and ``best``: PR computed exactly for every group at
@@ -2446,12 +2449,17 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         if best is not None:
             # PR >= r's terms alone at the most anchors of ``cand``: a group whose ΔIL times
             # that floor exceeds the best key cannot beat it (nor tie), and its PR is not needed
-            floor = _floor_at(data, r, int(table.anchors[cand].max()))
+            # (_floor_at, with r's anchor and terms read from lists)
+            inv = data.inverse_etas(int(table.anchors[cand].max()) + anchor_list[r])
+            floor = 1.0  # added in r's term order, as privacy_risk adds (∞ stays ∞)
+            for s in term_list[term_ptr[r]:term_ptr[r + 1]]:
+                floor += inv[s]
             if floor == INF:  # (no group of cand can take r)
                 return best
             near = dil * floor <= best[0]
-            if not near.all():
-                if not near.any():
+            kept = int(np.count_nonzero(near))
+            if kept < len(near):
+                if not kept:
                     return best
                 cand, dil = cand[near], dil[near]
         pr = table.risks(r, cand)
@@ -2494,9 +2502,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     batched = data.alpha is None
     point_list = point.tolist()
     class_list = class_of.tolist()
-    anchor_list = data.anchor.tolist()
     walk = leftovers.tolist()
-    term_list, term_ptr = data._term_id_list, data._term_ptr_list
     # (:meth:`_ClassGroups.has` without a call: a class's list of zero-loss groups, empty or
     # None when it has none)
     class_members = classes._members.get
@@ -2511,15 +2517,15 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             window = [q for q in walk[i:i + _WINDOW]
                       if not (point_list[q] and class_members(class_list[q]))]
             ahead = _best_of_many(table, index, window) if window else {}
-        best = None
         c = class_list[r]
         if point_list[r] and class_members(c):
             terms = term_list[term_ptr[r]:term_ptr[r + 1]]
             best = _best_in_class(data, r, classes, c, terms)
             if best is not None:
-                # r joins a zero-loss group of its class, which keeps its value (and stays
-                # in the class): only anchors (and σ) move (the general steps below, with r's
-                # terms at hand and no value to merge)
+                # a point joining a zero-loss group of its own class leaves the group's value
+                # as it is (and the group stays in the class): only anchors (and σ) move; the
+                # group is evaluated again by the window's next leftovers only if its anchors
+                # moved (see above)
                 gi = best[2]
                 anchors = anchor_list[r]
                 if batched:
@@ -2536,10 +2542,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                     index.joined(gi)
                 classes.added(gi, terms, anchors)
                 continue
-        # a point joining a zero-loss group of its own class leaves the group's value as it is
-        same_value = best is not None
+        best = None
         # (best, second best, limit) found when the window opened
-        found = ahead.get(r) if best is None else None
+        found = ahead.get(r)
         known = None if found is None else found[0]
         if found is not None and (known is None or known[2] not in slot):
             best = known
@@ -2547,7 +2552,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                 value = [[None if x is None else x[r] for x in arrays]
                          for arrays in (data.cat, data.lo, data.hi)]
                 best = evaluate(r, value, np.array(moved, dtype=np.int64), best)
-        elif best is None or best[0] > 0.0:
+        else:
             value = [[None if x is None else x[r] for x in arrays]
                      for arrays in (data.cat, data.lo, data.hi)]
             search = True
@@ -2584,23 +2589,10 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             result.unplaced.append(r)
             continue
         gi = best[2]
-        if batched:
-            unmoved = same_value and not anchor_list[r]
-            at = slot.get(gi)
-            if at is None:
-                slot[gi] = -1 if unmoved else len(moved)
-                if not unmoved:
-                    moved.append(gi)
-            elif at < 0 and not unmoved:
-                slot[gi] = len(moved)
-                moved.append(gi)
-        table.add(gi, r, same_value=same_value)
-        if same_value:
-            # gi is a zero-loss group of r's class and stays one: only anchors (and σ) move
-            if anchor_list[r]:
-                index.joined(gi)
-            classes.added(gi, data.terms(r), anchor_list[r])
-            continue
+        if batched and slot.get(gi, -1) < 0:  # (the group's value may have moved)
+            slot[gi] = len(moved)
+            moved.append(gi)
+        table.add(gi, r)
         index.changed(gi)
         if classes.holds(gi):
             if table.loss[gi] > 0.0:
