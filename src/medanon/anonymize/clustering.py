@@ -1960,7 +1960,18 @@ class _GroupTable:
             if a.numeric:
                 glo, ghi = self.lo[j], self.hi[j]
                 assert glo is not None and ghi is not None
-                term = space.num_term(j, np.minimum(glo[cand], lo[j]), np.maximum(ghi[cand], hi[j]))
+                m = a.missing_at
+                if m is not None and lo[j] < m and hi[j] < m:
+                    # r's value is present, so is the low end of every merged interval: of
+                    # num_term's missing-value cases only "the group holds the missing value"
+                    # (cost 1) is left (its floats, with two operations fewer)
+                    high = ghi[cand]
+                    span = np.maximum(high, hi[j]) - np.minimum(glo[cand], lo[j])
+                    width = a.value_range
+                    term = np.where(high >= m, 1.0, span / width if width > 0 else span * 0.0)
+                else:
+                    term = space.num_term(j, np.minimum(glo[cand], lo[j]),
+                                          np.maximum(ghi[cand], hi[j]))
             else:
                 codes = self.cat[j]
                 assert codes is not None
@@ -2474,7 +2485,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     # A leftover whose own value loses nothing joins, at key 0, any zero-loss group of its QID
     # class that can take it: no other group has ΔIL 0 (a wider group, or one of another
     # class, loses more once it holds r), so that search is the whole search (issue 30).
-    point = _record_losses(data) == 0.0
+    # (of the leftovers only: the walk reads no other record's)
+    point = np.zeros(data.n, dtype=bool)
+    point[leftovers] = _record_losses(data, leftovers) == 0.0
     zero = np.flatnonzero(table.loss == 0.0).tolist()
     # (each zero-loss group's class read at its first member's, for all of them at once)
     firsts = np.fromiter((groups[gi].members[0] for gi in zero), dtype=np.int64, count=len(zero))
@@ -2832,7 +2845,10 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
         ld = table.pair_dil(rows[lr], lg)
         rr, gg = np.concatenate([rr, lr]), np.concatenate([gg, lg])
         dil, low = np.concatenate([dil, ld]), np.concatenate([low, ld])
-    o = np.lexsort((low, rr))
+    # (np.lexsort((low, rr)) as two stable sorts, the rows' as 16-bit integers: a radix sort)
+    o = np.argsort(low, kind="stable")
+    o = o[np.argsort(rr[o].astype(np.int16 if L <= np.iinfo(np.int16).max else np.int64),
+                     kind="stable")]
     starts = np.searchsorted(rr[o], np.arange(L))
     lead = np.zeros(len(rr), dtype=bool)
     lead[o[np.arange(len(rr)) - starts[rr[o]] < _FIRST_PAIRS]] = True
