@@ -2838,6 +2838,11 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
     rr, gg, bb = groups_of(row_of[keep], block[keep])
     dil = table.pair_dil(rows[rr], gg)
     low = dil * floors[rr, bb]
+    # each pair's column in a (row × pair) table of the lows: its place among its row's
+    # pairs (``rr`` ascends), the loose groups after the blocks' in each row
+    held = np.bincount(rr, minlength=L)
+    col = np.arange(len(rr)) - (np.cumsum(held) - held)[rr]
+    width = int(held.max()) if L else 0
     loose = index.loose()
     if len(loose):
         lr = np.repeat(np.arange(L), len(loose))
@@ -2845,13 +2850,23 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
         ld = table.pair_dil(rows[lr], lg)
         rr, gg = np.concatenate([rr, lr]), np.concatenate([gg, lg])
         dil, low = np.concatenate([dil, ld]), np.concatenate([low, ld])
-    # (np.lexsort((low, rr)) as two stable sorts, the rows' as 16-bit integers: a radix sort)
-    o = np.argsort(low, kind="stable")
-    o = o[np.argsort(rr[o].astype(np.int16 if L <= np.iinfo(np.int16).max else np.int64),
-                     kind="stable")]
-    starts = np.searchsorted(rr[o], np.arange(L))
+        col = np.concatenate([col, held[lr] + np.tile(np.arange(len(loose)), L)])
+        width += len(loose)
+    # the _FIRST_PAIRS first pairs of each row in np.lexsort((low, rr))'s order (least low,
+    # then first): they all have a low at most the row's _FIRST_PAIRS-th least (from a
+    # partition of the table, padded with ∞), so only the pairs at or below it are sorted
+    if width > _FIRST_PAIRS:
+        lows = np.full((L, width), INF)
+        lows[rr, col] = low
+        kth = np.partition(lows, _FIRST_PAIRS - 1, axis=1)[:, _FIRST_PAIRS - 1]
+        near = np.flatnonzero(low <= kth[rr])
+    else:
+        near = np.arange(len(rr))
+    o = near[np.lexsort((low[near], rr[near]))]
+    ro = rr[o]
+    starts = np.searchsorted(ro, np.arange(L))
     lead = np.zeros(len(rr), dtype=bool)
-    lead[o[np.arange(len(rr)) - starts[rr[o]] < _FIRST_PAIRS]] = True
+    lead[o[np.arange(len(o)) - starts[ro] < _FIRST_PAIRS]] = True
     merge(rr[lead], gg[lead], dil[lead])
     limit = np.where(best_g >= 0, best_key, INF)
     rest = ~lead & (low <= limit[rr])
