@@ -2000,13 +2000,18 @@ class _GroupTable:
         col = self.column[term]
         # the counts of each cell, as np.add.at would add them but faster: a bincount of the
         # cells of a slice of groups at a time (``holder`` ascends), so that its int64 counts
-        # take a few MB beside the table
+        # take half a MB beside the table (slices of 8 MB counts cost twice as much: a
+        # fresh 8 MB array is mapped and faulted in each time)
         width = self.dense.shape[1]
         at = np.flatnonzero(col >= 0)
-        cells, where = holder[at] * width + col[at], holder[at]
-        step = max(1, (1 << 20) // max(width, 1))
-        for lo in range(0, G, step):
-            a, b = np.searchsorted(where, [lo, lo + step])
+        # (the cells before their groups, each array made after the last temporary went, so
+        # that it takes that temporary's memory: no third array of the pairs at once)
+        cells = holder[at] * width
+        cells += col[at]
+        where = holder[at]
+        step = max(1, (1 << 16) // max(width, 1))
+        edges = np.searchsorted(where, np.arange(0, G + step, step)).tolist()
+        for lo, a, b in zip(range(0, G, step), edges, edges[1:]):
             hi = min(lo + step, G)
             self.dense[lo:hi] = np.bincount(cells[a:b] - lo * width,
                                             minlength=(hi - lo) * width).reshape(hi - lo, width)
@@ -2019,17 +2024,41 @@ class _GroupTable:
         # peak of a 450k quarter's grouping)
         del members, owner, lengths, pos, term, holder, col, at, cells, where, rare
         self._anchor_list: list[bool] = data.anchor.tolist()
-        for key, count in zip(keys.tolist(), counts.tolist()):
-            self.sparse.setdefault(key // G, {})[key % G] = count
-        #: group -> the terms outside the dense table it holds (:meth:`_ClassGroups.first_free`):
-        #: the pairs above by group, each group's terms sliced out of one list
+        # (the keys ascend: each term's {group: count} from one slice of them, its groups in
+        # ascending order)
+        by_term = keys // max(G, 1)
+        cut = np.flatnonzero(np.r_[True, by_term[1:] != by_term[:-1], True]).tolist() \
+            if len(keys) else []
+        holders, held_counts = (keys % max(G, 1)).tolist(), counts.tolist()
+        for term_id, a, b in zip(by_term[cut[:-1]].tolist(), cut[:-1], cut[1:]):
+            self.sparse[term_id] = dict(zip(holders[a:b], held_counts[a:b]))
+        #: the terms outside the dense table each group holds (:meth:`rare_terms_of`): the
+        #: pairs above by group (``_rare_owners`` ascending), and per group the terms it took
+        #: since (:meth:`_count_terms`); a dict of lists made for every group up front cost
+        #: 40 ms of a 450k quarter 2, and only the groups of a few big classes are asked
         owners, terms_of = keys % max(G, 1), keys // max(G, 1)
         by_owner = np.argsort(owners, kind="stable")
-        owners, rare_terms = owners[by_owner], terms_of[by_owner].tolist()
-        starts = np.flatnonzero(np.r_[True, owners[1:] != owners[:-1]]) if len(owners) else owners
-        ends = np.r_[starts[1:], len(owners)].tolist()
-        self.rare_of: dict[int, list[int]] = {
-            g: rare_terms[a:b] for g, a, b in zip(owners[starts].tolist(), starts.tolist(), ends)}
+        self._rare_owners, self._rare_terms = owners[by_owner], terms_of[by_owner]
+        self.rare_added: dict[int, list[int]] = {}
+
+    def rare_terms_of(self, gis: Sequence[int]) -> tuple[list[int], list[int]]:
+        """The terms outside the dense table held by groups ``gis``, and the position in
+        ``gis`` of the group holding each (a term held by a group once per group at most)."""
+        at = np.asarray(gis, dtype=np.int64)
+        starts = np.searchsorted(self._rare_owners, at, side="left")
+        lengths = np.searchsorted(self._rare_owners, at, side="right") - starts
+        pos = (np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+               + np.arange(int(lengths.sum())))
+        terms = self._rare_terms[pos].tolist()
+        where = np.repeat(np.arange(len(gis)), lengths).tolist()
+        added = self.rare_added
+        if added:
+            for i, gi in enumerate(gis):
+                more = added.get(gi)
+                if more:
+                    terms.extend(more)
+                    where.extend([i] * len(more))
+        return terms, where
 
     def etas(self, anchors: int) -> np.ndarray:
         """η_s of every term at ``anchors`` (:func:`etas_of`, the same elements), cached per
@@ -2070,7 +2099,18 @@ class _GroupTable:
             if a.numeric:
                 glo, ghi = self.lo[j], self.hi[j]
                 assert glo is not None and ghi is not None
-                term = space.num_term(j, np.minimum(glo[cand], lo[j]), np.maximum(ghi[cand], hi[j]))
+                m = a.missing_at
+                if m is not None and lo[j] < m and hi[j] < m:
+                    # r's value is present, so is the low end of every merged interval: of
+                    # num_term's missing-value cases only "the group holds the missing value"
+                    # (cost 1) is left (its floats, with two operations fewer)
+                    high = ghi[cand]
+                    span = np.maximum(high, hi[j]) - np.minimum(glo[cand], lo[j])
+                    width = a.value_range
+                    term = np.where(high >= m, 1.0, span / width if width > 0 else span * 0.0)
+                else:
+                    term = space.num_term(j, np.minimum(glo[cand], lo[j]),
+                                          np.maximum(ghi[cand], hi[j]))
             else:
                 codes = self.cat[j]
                 assert codes is not None
@@ -2225,7 +2265,7 @@ class _GroupTable:
         return np.all(after[:, :4] <= data.alpha * after[:, 4:] + _EPS, axis=1)
 
     def add(self, gi: int, r: int, *, kept: tuple[list[int], bool] | None = None,
-            same_value: bool = False) -> None:
+            same_value: bool = False, terms: list[int] | None = None) -> None:
         """Place leftover r in group gi (``kept``, ``same_value``: see :meth:`_Group.add`).
 
         The group takes r as in :meth:`_Group.add` but for σ (:meth:`_Group._join`), which the
@@ -2233,8 +2273,23 @@ class _GroupTable:
         the table only (:func:`_place_leftovers`, :func:`_fit_by_suppression_fast`), and a
         preformed group's dict, made when first read (:class:`_ClassGroup`), is never made
         (the counts of every preformed group at once and a dict of each: about 0.3 s and tens
-        of MB of a 450k quarter 2)."""
+        of MB of a 450k quarter 2).
+
+        ``terms``: r's term ids when the caller has them (:meth:`GroupingInput.terms`)."""
         data, g = self.data, self.groups[gi]
+        if same_value and kept is None and data._alpha_columns is None:
+            # :meth:`_Group._join` of a record that leaves the value (and the loss) as they
+            # are, without α: size, anchors and members (the leftover placement's most
+            # common step: points joining a zero-loss group of their class)
+            anchors = self._anchor_list[r]
+            g.size += 1
+            g.members.append(r)
+            self.size[gi] = g.size
+            if anchors:
+                g.anchors += 1
+                self.anchors[gi] = g.anchors
+            self._count_terms(gi, data.terms(r) if terms is None else terms, g.size)
+            return
         terms = g._join(data, r, remaining=True, kept=kept, same_value=same_value)
         if not same_value:
             # per attribute, the group's code (categorical) or bounds (numeric), as the arrays'
@@ -2268,7 +2323,7 @@ class _GroupTable:
                 held = self.sparse.setdefault(s, {})
                 count = held.get(gi, 0)
                 if not count:
-                    self.rare_of.setdefault(gi, []).append(s)
+                    self.rare_added.setdefault(gi, []).append(s)
                 held[gi] = count + 1
 
 
@@ -2415,7 +2470,7 @@ class _ClassGroups:
     def _holder_masks(self, c: int) -> dict[int, int]:
         """Freeze class c's groups (:meth:`first_free`) and make the mask of every term some
         group of the class holds: the dense table's terms from one gather of the class's rows,
-        the others from the rare terms each group holds (:attr:`_GroupTable.rare_of`)."""
+        the others from the rare terms each group holds (:meth:`_GroupTable.rare_terms_of`)."""
         members = self._members[c]
         self._frozen[c] = list(members)
         self._left[c] = 0
@@ -2428,10 +2483,8 @@ class _ClassGroups:
         masks = {term: int.from_bytes(packed[col].tobytes(), "little")
                  for term, col in enumerate(table._column_list) if col >= 0}
         spots: dict[int, list[int]] = {}
-        rare_of = table.rare_of
-        for at, gi in enumerate(members):
-            for s in rare_of.get(gi, ()):
-                spots.setdefault(s, []).append(at)
+        for s, at in zip(*table.rare_terms_of(members)):
+            spots.setdefault(s, []).append(at)
         for s, ats in spots.items():
             bits = np.zeros(len(members), dtype=bool)
             bits[ats] = True
@@ -2532,6 +2585,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         return
     table = _GroupTable(data, groups)
     index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss, table)
+    # (each record's terms and anchor read from lists: no numpy scalar, no call per read)
+    term_list, term_ptr = data._term_id_list, data._term_ptr_list
+    anchor_list = table._anchor_list
 
     def evaluate(r: int, value: list, cand: np.ndarray, best: tuple | None) -> tuple | None:
         """Best key over groups ``cand`` and ``best``: PR computed exactly for every group at
@@ -2543,12 +2599,17 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         if best is not None:
             # PR >= r's terms alone at the most anchors of ``cand``: a group whose ΔIL times
             # that floor exceeds the best key cannot beat it (nor tie), and its PR is not needed
-            floor = _floor_at(data, r, int(table.anchors[cand].max()))
+            # (_floor_at, with r's anchor and terms read from lists)
+            inv = data.inverse_etas(int(table.anchors[cand].max()) + anchor_list[r])
+            floor = 1.0  # added in r's term order, as privacy_risk adds (∞ stays ∞)
+            for s in term_list[term_ptr[r]:term_ptr[r + 1]]:
+                floor += inv[s]
             if floor == INF:  # (no group of cand can take r)
                 return best
             near = dil * floor <= best[0]
-            if not near.all():
-                if not near.any():
+            kept = int(np.count_nonzero(near))
+            if kept < len(near):
+                if not kept:
                     return best
                 cand, dil = cand[near], dil[near]
         pr = table.risks(r, cand)
@@ -2563,7 +2624,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     # A leftover whose own value loses nothing joins, at key 0, any zero-loss group of its QID
     # class that can take it: no other group has ΔIL 0 (a wider group, or one of another
     # class, loses more once it holds r), so that search is the whole search (issue 30).
-    point = _record_losses(data) == 0.0
+    # (of the leftovers only: the walk reads no other record's)
+    point = np.zeros(data.n, dtype=bool)
+    point[leftovers] = _record_losses(data, leftovers) == 0.0
     zero = np.flatnonzero(table.loss == 0.0).tolist()
     # (each zero-loss group's class read at its first member's, for all of them at once)
     firsts = np.fromiter((groups[gi].members[0] for gi in zero), dtype=np.int64, count=len(zero))
@@ -2591,8 +2654,10 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     batched = data.alpha is None
     point_list = point.tolist()
     class_list = class_of.tolist()
-    anchor_list = data.anchor.tolist()
     walk = leftovers.tolist()
+    # (:meth:`_ClassGroups.has` without a call: a class's list of zero-loss groups, empty or
+    # None when it has none)
+    class_members = classes._members.get
     ahead: dict[int, tuple[tuple | None, tuple | None, float]] = {}
     # the groups the window changed (each once, in a slot), and those whose value or anchors
     # moved (to be evaluated again)
@@ -2602,16 +2667,36 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         if batched and i % _WINDOW == 0:
             slot, moved = {}, []
             window = [q for q in walk[i:i + _WINDOW]
-                      if not (point_list[q] and classes.has(class_list[q]))]
+                      if not (point_list[q] and class_members(class_list[q]))]
             ahead = _best_of_many(table, index, window) if window else {}
-        best = None
         c = class_list[r]
-        if point_list[r] and classes.has(c):
-            best = _best_in_class(data, r, classes, c)
-        # a point joining a zero-loss group of its own class leaves the group's value as it is
-        same_value = best is not None
+        if point_list[r] and class_members(c):
+            terms = term_list[term_ptr[r]:term_ptr[r + 1]]
+            best = _best_in_class(data, r, classes, c, terms)
+            if best is not None:
+                # a point joining a zero-loss group of its own class leaves the group's value
+                # as it is (and the group stays in the class): only anchors (and σ) move; the
+                # group is evaluated again by the window's next leftovers only if its anchors
+                # moved (see above)
+                gi = best[2]
+                anchors = anchor_list[r]
+                if batched:
+                    at = slot.get(gi)
+                    if at is None:
+                        slot[gi] = len(moved) if anchors else -1
+                        if anchors:
+                            moved.append(gi)
+                    elif at < 0 and anchors:
+                        slot[gi] = len(moved)
+                        moved.append(gi)
+                table.add(gi, r, same_value=True, terms=terms)
+                if anchors:
+                    index.joined(gi)
+                classes.added(gi, terms, anchors)
+                continue
+        best = None
         # (best, second best, limit) found when the window opened
-        found = ahead.get(r) if best is None else None
+        found = ahead.get(r)
         known = None if found is None else found[0]
         if found is not None and (known is None or known[2] not in slot):
             best = known
@@ -2619,7 +2704,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                 value = [[None if x is None else x[r] for x in arrays]
                          for arrays in (data.cat, data.lo, data.hi)]
                 best = evaluate(r, value, np.array(moved, dtype=np.int64), best)
-        elif best is None or best[0] > 0.0:
+        else:
             value = [[None if x is None else x[r] for x in arrays]
                      for arrays in (data.cat, data.lo, data.hi)]
             search = True
@@ -2656,23 +2741,10 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             result.unplaced.append(r)
             continue
         gi = best[2]
-        if batched:
-            unmoved = same_value and not anchor_list[r]
-            at = slot.get(gi)
-            if at is None:
-                slot[gi] = -1 if unmoved else len(moved)
-                if not unmoved:
-                    moved.append(gi)
-            elif at < 0 and not unmoved:
-                slot[gi] = len(moved)
-                moved.append(gi)
-        table.add(gi, r, same_value=same_value)
-        if same_value:
-            # gi is a zero-loss group of r's class and stays one: only anchors (and σ) move
-            if anchor_list[r]:
-                index.joined(gi)
-            classes.added(gi, data.terms(r), anchor_list[r])
-            continue
+        if batched and slot.get(gi, -1) < 0:  # (the group's value may have moved)
+            slot[gi] = len(moved)
+            moved.append(gi)
+        table.add(gi, r)
         index.changed(gi)
         if classes.holds(gi):
             if table.loss[gi] > 0.0:
@@ -2694,7 +2766,8 @@ def _number_groups(groups: list[_Group], result: GroupingResult) -> None:
     result.n_groups = len(groups)
 
 
-def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -> tuple | None:
+def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int,
+                   terms: list[int] | None = None) -> tuple | None:
     """The least key (0, PR, group) over the zero-loss groups of r's QID class c (ascending:
     ``classes.ids(c)``), where a class can hold thousands of groups (e.g. cases lacking age
     and weight).
@@ -2718,13 +2791,19 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int) -
     least (PR, group) over every group of the class (:func:`_least_risk_in_class`).
     """
     table = classes.table
-    terms = data.terms(r)
+    if terms is None:
+        terms = data.terms(r)
     if data.alpha is None:
-        count = classes.single_anchor_count(c)
+        hist = classes._hist.get(c)
+        if hist is not None and len(hist) == 1:  # (single_anchor_count without its calls)
+            count: int | None = next(iter(hist))
+        else:
+            count = classes.single_anchor_count(c)
         if count is not None:
             if len(terms) <= 32:
                 # _floor_at, with r's terms and anchor at hand
-                inv = data.inverse_etas(count + table._anchor_list[r])
+                anchors = count + table._anchor_list[r]
+                inv = data._inverse_etas.get(anchors) or data.inverse_etas(anchors)
                 pr = 1.0  # added in r's term order, as privacy_risk adds (∞ stays ∞)
                 for s in terms:
                     pr += inv[s]
@@ -2898,6 +2977,7 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
     rr, gg, bb = groups_of(row_of[keep], block[keep])
     dil = table.pair_dil(rows[rr], gg)
     low = dil * floors[rr, bb]
+    n_blocks = len(rr)
     loose = index.loose()
     if len(loose):
         lr = np.repeat(np.arange(L), len(loose))
@@ -2905,10 +2985,38 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
         ld = table.pair_dil(rows[lr], lg)
         rr, gg = np.concatenate([rr, lr]), np.concatenate([gg, lg])
         dil, low = np.concatenate([dil, ld]), np.concatenate([low, ld])
-    o = np.lexsort((low, rr))
-    starts = np.searchsorted(rr[o], np.arange(L))
+    # the _FIRST_PAIRS first pairs of each row in np.lexsort((low, rr))'s order (least low,
+    # then first) all have a low at most the row's _FIRST_PAIRS-th least: that low from the
+    # _FIRST_PAIRS least of the row's blocks' pairs (a table of them by row, ``rr`` ascending
+    # there, padded with ∞) and of its loose groups' (``ld`` by row), so that only the pairs
+    # at or below it are sorted (a sort of every pair was ~3% of the placement)
+    K = _FIRST_PAIRS
+    least = []
+    held = np.bincount(rr[:n_blocks], minlength=L)
+    width = int(held.max())
+    if width:
+        lows = np.full((L, width), INF)
+        at = rr[:n_blocks]
+        lows[at, np.arange(n_blocks) - (np.cumsum(held) - held)[at]] = low[:n_blocks]
+        if width > K:
+            lows.partition(K - 1, axis=1)
+        least.append(lows[:, :K])
+    if len(loose):
+        by_row = ld.reshape(L, len(loose))  # (``ld`` is not read again: sorted in place)
+        if len(loose) > K:
+            by_row.partition(K - 1, axis=1)
+        least.append(by_row[:, :K])
+    joined = np.concatenate(least, axis=1) if least else np.empty((L, 0))
+    if joined.shape[1] > K:
+        kth = np.partition(joined, K - 1, axis=1)[:, K - 1]
+        near = np.flatnonzero(low <= kth[rr])
+    else:
+        near = np.arange(len(rr))
+    o = near[np.lexsort((low[near], rr[near]))]
+    ro = rr[o]
+    starts = np.searchsorted(ro, np.arange(L))
     lead = np.zeros(len(rr), dtype=bool)
-    lead[o[np.arange(len(rr)) - starts[rr[o]] < _FIRST_PAIRS]] = True
+    lead[o[np.arange(len(o)) - starts[ro] < _FIRST_PAIRS]] = True
     merge(rr[lead], gg[lead], dil[lead])
     limit = np.where(best_g >= 0, best_key, INF)
     rest = ~lead & (low <= limit[rr])
