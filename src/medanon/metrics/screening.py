@@ -746,17 +746,31 @@ class _Screened:
         self.reports = reports
         self.undecided = undecided
         self.prior: GpsPrior | None = None
+        fit = fit or _Fit(options.min_count)
+        self.fit_key = fit.key()
+        table = _screened_rows(table, options.min_count)
         if len(table):
-            listed = table["n"].to_numpy() >= options.min_count
-            if not listed.all():   # the filter copies the table: only when it drops a pair
-                table = table[listed]
-        if len(table):
-            values, self.prior = _screen(table, fit or _Fit(options.min_count), done or _Done())
+            values, self.prior = _screen(table, fit, done or _Done())
             # the statistics added in one copy of the table, indexed by the folded names (the
             # index set_index makes of them, without making the key columns it drops)
             table = table.assign(**values)
             table.index = _key_index(table["drug"], table["reaction"])
         self.table = table
+
+    def screens(self, table: pd.DataFrame, reports: int, undecided: int, fit: _Fit) -> bool:
+        """Whether this is the screening of ``table`` (a scope's pair table), these reports
+        and this fit: the same counts, names and settings give every number alike, so the
+        other side of a scope whose table equals this one's takes this screening as its own
+        (a release that publishes the drugs and reactions as reported: issue 43)."""
+        if (reports, undecided) != (self.reports, self.undecided) or fit.key() != self.fit_key:
+            return False
+        mine = self.table
+        table = _screened_rows(table, fit.min_count)
+        if not len(table) or len(table) != len(mine):
+            return False
+        columns = list(table.columns)
+        return (list(mine.columns[:len(columns)]) == columns
+                and all(np.array_equal(table[c].to_numpy(), mine[c].to_numpy()) for c in columns))
 
     def limit_flips(self) -> int:
         """How many pairs' decisions differ under the limit of a prior held at its bound
@@ -796,6 +810,15 @@ class _Screened:
         e = np.array([row["e"] for row in rows], dtype=np.float64)
         eb05, eb95 = _eb_quantiles(n, e, self.prior, (MGPS_LOWER_QUANTILE, MGPS_UPPER_QUANTILE))
         return [{"eb05": low, "eb95": high} for low, high in zip(eb05.tolist(), eb95.tolist())]
+
+
+def _screened_rows(table: pd.DataFrame, min_count: int) -> pd.DataFrame:
+    """The rows of a pair table that are screened: the pairs reported ``min_count`` times."""
+    if len(table):
+        listed = table["n"].to_numpy() >= min_count
+        if not listed.all():   # the filter copies the table: only when it drops a pair
+            table = table[listed]
+    return table
 
 
 class _Done:
@@ -906,6 +929,8 @@ def _key_index(drugs: pd.Series, reactions: pd.Series) -> pd.MultiIndex:
 
 
 def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, Any]:
+    if original is release:
+        return _compare_alike(original)
     stats: dict[str, Any] = {}
     spurious: dict[str, list] = {}
     lost: dict[str, list] = {}
@@ -930,6 +955,26 @@ def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, 
     return {"statistics": stats, "spurious": spurious, "lost": lost}
 
 
+def _compare_alike(screened: _Screened) -> dict[str, Any]:
+    """:func:`_compare` of a screening with itself (both sides' tables alike, :meth:`_Scopes.
+    get`): every signal common, none spurious or lost, and each score ranked against itself
+    (the pairs both sides report are the table's, in its order, as :func:`_matched` joins
+    them)."""
+    table = screened.table
+    ranked = {}
+    for score in dict.fromkeys(v[1] for v in STATISTICS.values()):
+        values = table[score].to_numpy(float) if len(table) else None
+        ranked[score] = _spearman_of(values, values)
+    stats: dict[str, Any] = {}
+    for name, (_flag, score, _columns) in STATISTICS.items():
+        signals = len(screened.signals(name))
+        share = round(signals / signals, 6) if signals else None
+        stats[name] = {"signals_original": signals, "signals_release": signals,
+                       "common": signals, "recall": share, "precision": share, **ranked[score]}
+    return {"statistics": stats, "spurious": {name: [] for name in STATISTICS},
+            "lost": {name: [] for name in STATISTICS}}
+
+
 def _matched(t_o: pd.DataFrame, t_r: pd.DataFrame, scores: list[str]) -> pd.DataFrame | None:
     """The ``scores`` of the pairs both sides report (columns suffixed ``_o`` and ``_r``; the
     rows, and their order, depend on the indexes alone, not on the columns taken); None when
@@ -941,8 +986,15 @@ def _matched(t_o: pd.DataFrame, t_r: pd.DataFrame, scores: list[str]) -> pd.Data
 
 def _spearman(both: pd.DataFrame | None, score: str) -> dict[str, Any]:
     if both is None:
+        return _spearman_of(None, None)
+    return _spearman_of(both[f"{score}_o"].to_numpy(float), both[f"{score}_r"].to_numpy(float))
+
+
+def _spearman_of(x: np.ndarray | None, y: np.ndarray | None) -> dict[str, Any]:
+    """:func:`_spearman` of the two sides' scores of the pairs both report (None: a side
+    has no pair)."""
+    if x is None or y is None:
         return {"spearman": None, "pairs_compared": 0}
-    x, y = both[f"{score}_o"].to_numpy(float), both[f"{score}_r"].to_numpy(float)
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
@@ -1076,12 +1128,18 @@ class _Scopes:
                  else self.side.pairs(inside, within_latest=kind in ("dedup", "stratum")))
         return table, reports, undecided
 
-    def get(self, kind: str, scope: str, condition: Condition | None = None) -> _Screened:
+    def get(self, kind: str, scope: str, condition: Condition | None = None, *,
+            like: _Screened | None = None) -> _Screened:
+        """A scope's screening; ``like``: the other side's, taken as this one's when it
+        :meth:`~_Screened.screens` the same table (the same object: :func:`_compare` then
+        knows the sides alike)."""
         key = (kind, scope)
         if key not in self._cache:
             table, reports, undecided = self.table(kind, scope, condition)
-            screened = _Screened(table, reports, self.options, undecided=undecided,
-                                 done=self.done, fit=self.fit(kind))
+            fit = self.fit(kind)
+            screened = (like if like is not None and like.screens(table, reports, undecided, fit)
+                        else _Screened(table, reports, self.options, undecided=undecided,
+                                       done=self.done, fit=fit))
             self._cache[key] = screened
             if kind == "dedup":
                 self._anchor, self._anchor_fitted = screened.prior, True
@@ -1137,8 +1195,9 @@ def _planted(rules: Sequence[SignalRule], original: _Scopes, release: _Scopes
                 continue
             text = cond.text if cond is not None else "dedup"
             kind = "stratum" if cond is not None else "dedup"
-            o = original.get(kind, text, cond).pair(rule.drug, rule.reaction)
-            r = release.get(kind, text, cond).pair(rule.drug, rule.reaction)
+            screened = original.get(kind, text, cond)
+            o = screened.pair(rule.drug, rule.reaction)
+            r = release.get(kind, text, cond, like=screened).pair(rule.drug, rule.reaction)
             sides[where] = {"scope": text, "original": o, "release": r}
             for s in STATISTICS:
                 if where == "own" and o["signal"][s]:
@@ -1323,7 +1382,8 @@ class SeriesScreening:
                 progress(step)
 
         def entry(kind: str, scope: str, condition: Condition | None = None) -> dict[str, Any]:
-            sides = (original.get(kind, scope, condition), release.get(kind, scope, condition))
+            mine = original.get(kind, scope, condition)
+            sides = (mine, release.get(kind, scope, condition, like=mine))
             if kind == "cumulative":
                 at = labels.index(scope)
                 for name, (first_o, first_r) in firsts.items():
