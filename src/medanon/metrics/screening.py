@@ -807,11 +807,14 @@ class _Screened:
         a pair's quantiles solved with any others are the values a solve of the whole table
         gives it, elementwise). Empty dicts when the table has them already (a prior with a
         limit) or no row is given."""
-        if not rows or "eb05" in self.table.columns:
-            return [{} for _ in rows]
+        return self.quantiles_of(np.array([row["n"] for row in rows], dtype=np.int64),
+                                 np.array([row["e"] for row in rows], dtype=np.float64))
+
+    def quantiles_of(self, n: np.ndarray, e: np.ndarray) -> list[dict[str, float]]:
+        """:meth:`quantiles` of rows given by their counts ``n`` and expected counts ``e``."""
+        if not n.size or "eb05" in self.table.columns:
+            return [{} for _ in range(n.size)]
         assert self.prior is not None, "a table with rows has been screened"
-        n = np.array([row["n"] for row in rows], dtype=np.int64)
-        e = np.array([row["e"] for row in rows], dtype=np.float64)
         eb05, eb95 = _eb_quantiles(n, e, self.prior, (MGPS_LOWER_QUANTILE, MGPS_UPPER_QUANTILE))
         return [{"eb05": low, "eb95": high} for low, high in zip(eb05.tolist(), eb95.tolist())]
 
@@ -1050,23 +1053,34 @@ def _listed(pairs: pd.Index, shown: _Screened, other: _Screened, score: str,
             columns: tuple[str, ...], limit: int, *, listed_side: str = "release") -> list[dict]:
     if not len(pairs) or limit == 0:
         return []
-    mine = shown.table.loc[pairs]
-    order = np.argsort(-mine[score].to_numpy(float), kind="stable")[:limit]
+    # the pairs found by their positions in each table and their values read from its columns
+    # (the values a row of the table holds: no row is made, issue 43)
+    table = shown.table
+    at = table.index.get_indexer(pairs)
+    order = np.argsort(-table[score].to_numpy(float)[at], kind="stable")[:limit]
+    mine = at[order]
+    there = (other.table.index.get_indexer(table.index[mine]) if len(other.table)
+             else np.full(mine.size, -1, dtype=np.intp))
+    found = there[there >= 0]
     other_side = "original" if listed_side == "release" else "release"
-    rows = [row for _key, row in mine.iloc[order].iterrows()]
-    theres = [_pair_row(other.table, key) for key in mine.index[order]]
-    # the quantiles of the pairs shown, solved together on each side
-    solved = iter(shown.quantiles(rows))
-    solved_there = iter(other.quantiles([t for t in theres if t is not None]))
+    read = ("n", "e", *columns)
 
-    def values(row: pd.Series, solved: dict[str, float]) -> dict[str, Any]:
-        return {"n": int(row["n"]),
-                **{c: _rounded(solved[c] if c in solved else row[c]) for c in columns}}
+    def values_of(screened: _Screened, rows: np.ndarray) -> list[dict[str, Any]]:
+        # the quantiles of the pairs shown, solved together on each side
+        got = {c: screened.table[c].to_numpy()[rows] for c in read
+               if c in screened.table.columns}   # EB05, EB95: solved below when absent
+        solved = screened.quantiles_of(got["n"].astype(np.int64), got["e"].astype(np.float64))
+        return [{"n": int(got["n"][i]),
+                 **{c: _rounded(done[c] if c in done else got[c][i]) for c in columns}}
+                for i, done in enumerate(solved)]
 
-    return [{"drug": row["drug"], "reaction": row["reaction"],
-             listed_side: values(row, next(solved)),
-             other_side: {"n": 0} if there is None else values(there, next(solved_there))}
-            for row, there in zip(rows, theres, strict=True)]
+    listed = values_of(shown, mine)
+    theirs = iter(values_of(other, found))
+    drugs, reactions = table["drug"].to_numpy()[mine], table["reaction"].to_numpy()[mine]
+    return [{"drug": drug, "reaction": reaction, listed_side: values,
+             other_side: {"n": 0} if where < 0 else next(theirs)}
+            for drug, reaction, values, where in zip(drugs, reactions, listed, there,
+                                                     strict=True)]
 
 
 def _scope_entry(kind: str, scope: str, original: _Screened, release: _Screened,
