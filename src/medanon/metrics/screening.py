@@ -274,6 +274,11 @@ class _Terms:
         time), faster for cells that seldom repeat (a release's drug and reaction sets)."""
         if not repeated:
             return self._split(np.asarray(cells, dtype=object))
+        return self.read_cells(cells)[:2]
+
+    def read_cells(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`read`'s ``(reports, spellings)`` and each report's cell as a code (equal codes:
+        equal cells, hence equal entries)."""
         # each distinct cell is split once (reports repeat cells: both sides of a period, the
         # same few drugs): spellings still come in their order of first appearance in the rows
         cell_of, distinct = pd.factorize(cells)
@@ -284,7 +289,7 @@ class _Terms:
         reports = np.repeat(np.arange(len(cells), dtype=np.int64), reps)
         at = np.repeat(start[cell_of] - (np.cumsum(reps) - reps), reps)
         at += np.arange(at.size, dtype=np.int64)
-        return reports, spellings[at]
+        return reports, spellings[at], cell_of
 
     def _split(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`read` of cells taken one by one: ``(cell, spelling)`` entries."""
@@ -369,6 +374,9 @@ class _Read:
     entries: dict[str, tuple[np.ndarray, np.ndarray, list[str]]]
     classes: dict[str, Any]
     cases: np.ndarray | None = None   # each report's case_id (None: the rows have none)
+    # the release's reports list the original's drug and reaction cells, report for report up
+    # to their order (what makes the period's tables alike: SeriesScreening.alike)
+    alike: bool = False
 
 
 class _Failed:
@@ -692,6 +700,19 @@ class _Patterns:
         return _pair_table(pair, listed[pair], self.margins["drug"][members].sum(axis=0),
                            self.margins["reaction"][members].sum(axis=0),
                            int(self.screened[members].sum()), names["drug"], names["reaction"])
+
+
+def _same_reports(originals: int, releases: int, drugs: tuple[np.ndarray, int],
+                  reactions: tuple[np.ndarray, int]) -> bool:
+    """Whether the release rows (after the ``originals`` original rows) list the same (drug
+    cell, reaction cell) pairs as the original rows, each as many times: ``drugs`` and
+    ``reactions`` are each row's cell codes (:meth:`_Terms.read_cells`) and their number."""
+    if originals != releases:
+        return False
+    (drug_of, _), (reaction_of, reaction_cells) = drugs, reactions
+    # codes from -1 (a missing cell) up
+    pair = (drug_of.astype(np.int64) + 1) * (reaction_cells + 1) + (reaction_of + 1)
+    return bool(np.array_equal(np.sort(pair[:originals]), np.sort(pair[originals:])))
 
 
 def _latest_of_case(cases: list[np.ndarray], count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1153,17 +1174,22 @@ class _Scopes:
         return table, reports, undecided
 
     def get(self, kind: str, scope: str, condition: Condition | None = None, *,
-            like: _Screened | None = None) -> _Screened:
+            like: _Screened | None = None, alike: bool = False) -> _Screened:
         """A scope's screening; ``like``: the other side's, taken as this one's when it
         :meth:`~_Screened.screens` the same table (the same object: :func:`_compare` then
-        knows the sides alike)."""
+        knows the sides alike), or with ``alike`` (the table is known to be the same,
+        :meth:`SeriesScreening.alike`) when it is fitted alike, without counting the table."""
         key = (kind, scope)
         if key not in self._cache:
-            table, reports, undecided = self.table(kind, scope, condition)
-            fit = self.fit(kind)
-            screened = (like if like is not None and like.screens(table, reports, undecided, fit)
-                        else _Screened(table, reports, self.options, undecided=undecided,
-                                       done=self.done, fit=fit))
+            if alike and like is not None and self.fit(kind).key() == like.fit_key:
+                screened = like
+            else:
+                table, reports, undecided = self.table(kind, scope, condition)
+                fit = self.fit(kind)
+                screened = (like if like is not None
+                            and like.screens(table, reports, undecided, fit)
+                            else _Screened(table, reports, self.options, undecided=undecided,
+                                           done=self.done, fit=fit))
             self._cache[key] = screened
             if kind == "dedup":
                 self._anchor, self._anchor_fitted = screened.prior, True
@@ -1265,6 +1291,7 @@ class SeriesScreening:
         self._sides = {side: _Reports(self.options, drugs, reactions, list(conditions.values()),
                                       hierarchies) for side in ("original", "release")}
         self._terms = (drugs, reactions)
+        self._alike: set[str] = set()   # the periods SeriesScreening.alike may take as alike
 
     def add(self, label: str, original_rows: pd.DataFrame, release_rows: pd.DataFrame) -> None:
         """Read one period: its original records as published strings
@@ -1281,20 +1308,25 @@ class SeriesScreening:
         added before, so a worker can read a period for :meth:`take`."""
         sides = (original_rows, release_rows)
         entries: tuple[dict, dict] = ({}, {})
+        cell_of: dict[str, tuple[np.ndarray, int]] = {}
         for name, columns, upper in (("drug", self.options.drug_columns, True),
                                      ("reaction", (self.options.reaction_column,), False)):
             # both sides in one vocabulary of their own, the original's rows first: a release
             # that keeps a period's cells has each of them split once
             cells = [_cells(rows, columns) for rows in sides]
             terms = _Terms(upper=upper)
-            reports, spellings = terms.read(np.concatenate(cells))
+            reports, spellings, codes = terms.read_cells(np.concatenate(cells))
+            cell_of[name] = (codes, int(codes.max(initial=-1)) + 1)
             cut = int(np.searchsorted(reports, len(cells[0])))
             entries[0][name] = (reports[:cut], spellings[:cut], terms.spellings)
             entries[1][name] = (reports[cut:] - len(cells[0]), spellings[cut:], terms.spellings)
+        alike = _same_reports(len(original_rows), len(release_rows), cell_of["drug"],
+                              cell_of["reaction"])
         original, release = (
             _Read(len(rows), tuple(rows.columns), entry, side.classes_of(rows),
                   # compared only with the same side's ids: no need to make text
-                  rows["case_id"].to_numpy(dtype=object) if "case_id" in rows.columns else None)
+                  rows["case_id"].to_numpy(dtype=object) if "case_id" in rows.columns else None,
+                  alike)
             for rows, entry, side in zip(sides, entries, (self._sides["original"],
                                                          self._sides["release"])))
         return original, release
@@ -1334,6 +1366,16 @@ class SeriesScreening:
         self._sides["original"].take(label, read[0])
         self._sides["release"].take(label, read[1])
         self.labels.append(label)
+        if read[1].alike:
+            self._alike.add(label)
+
+    def alike(self, label: str) -> bool:
+        """Whether the period's release table is the original's without counting it: its
+        reports list the original's drug and reaction cells (:func:`_same_reports`: the same
+        entries, report for report up to their order, hence the same counts), and every term
+        of the series has one spelling (the name a table shows of a term, its first spelling
+        in the scope's order, is then that one whatever the order). Once closed."""
+        return label in self._alike and all(len(t.spellings) == t.terms for t in self._terms)
 
     def _close(self) -> None:
         """Code the terms of every report read (after the last :meth:`add`)."""
@@ -1407,7 +1449,8 @@ class SeriesScreening:
 
         def entry(kind: str, scope: str, condition: Condition | None = None) -> dict[str, Any]:
             mine = original.get(kind, scope, condition)
-            sides = (mine, release.get(kind, scope, condition, like=mine))
+            sides = (mine, release.get(kind, scope, condition, like=mine,
+                                       alike=kind == "quarter" and self.alike(scope)))
             if kind == "cumulative":
                 at = labels.index(scope)
                 for name, (first_o, first_r) in firsts.items():
