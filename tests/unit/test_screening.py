@@ -13,6 +13,7 @@ from medanon.errors import ValidationError
 from medanon.hierarchies.builtin import mesh_age_tree, sex_tree
 from medanon.metrics.disproportionality import GpsPrior, fit_gps_prior, pair_counts
 from medanon.metrics.screening import (ScreeningOptions, SeriesScreening, _latest_of_case,
+                                       _Screened,
                                        _spearman_statistic, opposite_condition, screen_series,
                                        screening_for)
 from medanon.metrics.signals import Condition, SignalRule
@@ -511,3 +512,44 @@ def test_classes_of_judges_each_distinct_cell_as_classify_judges_the_column(bad)
             assert type(got[text].error) is type(exc) and str(got[text].error) == str(exc)
         else:
             assert got[text].dtype == want.dtype and np.array_equal(got[text], want)
+
+
+def _shuffled(frames: dict[str, pd.DataFrame], seed: int) -> dict[str, pd.DataFrame]:
+    rng = np.random.default_rng(seed)
+    return {p: r.iloc[rng.permutation(len(r))].reset_index(drop=True) for p, r in frames.items()}
+
+
+def _releases_against(original: dict[str, pd.DataFrame]) -> list[dict[str, pd.DataFrame]]:
+    """Releases that keep every cell (rows reordered), perturb the ages, suppress a drug in one
+    period, respell the terms, or drop a row."""
+    first = next(iter(original))
+    suppressed = {p: r.assign(drugs=r["drugs"].replace("LIPITOR", "*")) if p == first else r
+                  for p, r in original.items()}
+    return [_shuffled(original, 1),
+            _shuffled({p: r.assign(age=np.where(np.arange(len(r)) % 3 == 0, "Child", r["age"]))
+                       for p, r in original.items()}, 2),
+            suppressed,
+            {p: r.assign(drugs=r["drugs"].str.lower()) for p, r in original.items()},
+            {p: r.iloc[1:].reset_index(drop=True) for p, r in original.items()}]
+
+
+@pytest.mark.parametrize("which", range(5))
+def test_sides_taken_alike_give_the_result_of_screening_and_comparing_each(which, monkeypatch):
+    """A scope whose release table equals the original's takes the original's screening, and a
+    period whose release lists the original's cells takes it without counting its table: the
+    result is that of screening each side and comparing them."""
+    original = _series(_rows(900, 7), parts=3)
+    release = _releases_against(original)[which]
+    options = ScreeningOptions(strata=("age <= 18", "age > 18", "sex = F"), pooled=True,
+                               cumulative=True)
+
+    def run() -> dict:
+        return screen_series(original, release, hierarchies=HIER, periods=list(original),
+                             rules=[RULE], options=options)
+
+    taken = run()
+    monkeypatch.setattr(SeriesScreening, "alike", lambda self, label: False)
+    monkeypatch.setattr(_Screened, "screens", lambda self, *args: False)
+    assert run() == taken
+    if which == 0:   # every scope alike
+        assert all(not any(e["spurious"].values()) for e in taken["scopes"])

@@ -116,6 +116,10 @@ _CACHED_CELLS = 1 << 20
 _PATTERN_CELLS = 1 << 21
 #: Reports whose entries the patterns' pass takes at a time.
 _PATTERN_REPORTS_AT_ONCE = 1 << 16
+#: At most this many pairs, a score's Spearman correlation with itself is 1.0 once rounded to
+#: 6 digits without computing it (the rounding error of the computed one grows with the pairs:
+#: n · 2⁻⁵³ is far below 5e-7 here).
+_ALIKE_PAIRS = 1 << 24
 _OPPOSITE = {">": "<=", "<=": ">", "<": ">=", ">=": "<", "=": "!=", "in": "!=", "!=": "="}
 
 
@@ -270,6 +274,11 @@ class _Terms:
         time), faster for cells that seldom repeat (a release's drug and reaction sets)."""
         if not repeated:
             return self._split(np.asarray(cells, dtype=object))
+        return self.read_cells(cells)[:2]
+
+    def read_cells(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`read`'s ``(reports, spellings)`` and each report's cell as a code (equal codes:
+        equal cells, hence equal entries)."""
         # each distinct cell is split once (reports repeat cells: both sides of a period, the
         # same few drugs): spellings still come in their order of first appearance in the rows
         cell_of, distinct = pd.factorize(cells)
@@ -280,7 +289,7 @@ class _Terms:
         reports = np.repeat(np.arange(len(cells), dtype=np.int64), reps)
         at = np.repeat(start[cell_of] - (np.cumsum(reps) - reps), reps)
         at += np.arange(at.size, dtype=np.int64)
-        return reports, spellings[at]
+        return reports, spellings[at], cell_of
 
     def _split(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`read` of cells taken one by one: ``(cell, spelling)`` entries."""
@@ -365,6 +374,9 @@ class _Read:
     entries: dict[str, tuple[np.ndarray, np.ndarray, list[str]]]
     classes: dict[str, Any]
     cases: np.ndarray | None = None   # each report's case_id (None: the rows have none)
+    # the release's reports list the original's drug and reaction cells, report for report up
+    # to their order (what makes the period's tables alike: SeriesScreening.alike)
+    alike: bool = False
 
 
 class _Failed:
@@ -690,6 +702,19 @@ class _Patterns:
                            int(self.screened[members].sum()), names["drug"], names["reaction"])
 
 
+def _same_reports(originals: int, releases: int, drugs: tuple[np.ndarray, int],
+                  reactions: tuple[np.ndarray, int]) -> bool:
+    """Whether the release rows (after the ``originals`` original rows) list the same (drug
+    cell, reaction cell) pairs as the original rows, each as many times: ``drugs`` and
+    ``reactions`` are each row's cell codes (:meth:`_Terms.read_cells`) and their number."""
+    if originals != releases:
+        return False
+    (drug_of, _), (reaction_of, reaction_cells) = drugs, reactions
+    # codes from -1 (a missing cell) up
+    pair = (drug_of.astype(np.int64) + 1) * (reaction_cells + 1) + (reaction_of + 1)
+    return bool(np.array_equal(np.sort(pair[:originals]), np.sort(pair[originals:])))
+
+
 def _latest_of_case(cases: list[np.ndarray], count: int) -> tuple[np.ndarray, np.ndarray]:
     """The reports that are their case's latest, and each report's next report of the same
     case (``count`` when none). Periods are added oldest first, so the last report of a case
@@ -746,17 +771,31 @@ class _Screened:
         self.reports = reports
         self.undecided = undecided
         self.prior: GpsPrior | None = None
+        fit = fit or _Fit(options.min_count)
+        self.fit_key = fit.key()
+        table = _screened_rows(table, options.min_count)
         if len(table):
-            listed = table["n"].to_numpy() >= options.min_count
-            if not listed.all():   # the filter copies the table: only when it drops a pair
-                table = table[listed]
-        if len(table):
-            values, self.prior = _screen(table, fit or _Fit(options.min_count), done or _Done())
+            values, self.prior = _screen(table, fit, done or _Done())
             # the statistics added in one copy of the table, indexed by the folded names (the
             # index set_index makes of them, without making the key columns it drops)
             table = table.assign(**values)
             table.index = _key_index(table["drug"], table["reaction"])
         self.table = table
+
+    def screens(self, table: pd.DataFrame, reports: int, undecided: int, fit: _Fit) -> bool:
+        """Whether this is the screening of ``table`` (a scope's pair table), these reports
+        and this fit: the same counts, names and settings give every number alike, so the
+        other side of a scope whose table equals this one's takes this screening as its own
+        (a release that publishes the drugs and reactions as reported: issue 43)."""
+        if (reports, undecided) != (self.reports, self.undecided) or fit.key() != self.fit_key:
+            return False
+        mine = self.table
+        table = _screened_rows(table, fit.min_count)
+        if not len(table) or len(table) != len(mine):
+            return False
+        columns = list(table.columns)
+        return (list(mine.columns[:len(columns)]) == columns
+                and all(np.array_equal(table[c].to_numpy(), mine[c].to_numpy()) for c in columns))
 
     def limit_flips(self) -> int:
         """How many pairs' decisions differ under the limit of a prior held at its bound
@@ -789,13 +828,25 @@ class _Screened:
         a pair's quantiles solved with any others are the values a solve of the whole table
         gives it, elementwise). Empty dicts when the table has them already (a prior with a
         limit) or no row is given."""
-        if not rows or "eb05" in self.table.columns:
-            return [{} for _ in rows]
+        return self.quantiles_of(np.array([row["n"] for row in rows], dtype=np.int64),
+                                 np.array([row["e"] for row in rows], dtype=np.float64))
+
+    def quantiles_of(self, n: np.ndarray, e: np.ndarray) -> list[dict[str, float]]:
+        """:meth:`quantiles` of rows given by their counts ``n`` and expected counts ``e``."""
+        if not n.size or "eb05" in self.table.columns:
+            return [{} for _ in range(n.size)]
         assert self.prior is not None, "a table with rows has been screened"
-        n = np.array([row["n"] for row in rows], dtype=np.int64)
-        e = np.array([row["e"] for row in rows], dtype=np.float64)
         eb05, eb95 = _eb_quantiles(n, e, self.prior, (MGPS_LOWER_QUANTILE, MGPS_UPPER_QUANTILE))
         return [{"eb05": low, "eb95": high} for low, high in zip(eb05.tolist(), eb95.tolist())]
+
+
+def _screened_rows(table: pd.DataFrame, min_count: int) -> pd.DataFrame:
+    """The rows of a pair table that are screened: the pairs reported ``min_count`` times."""
+    if len(table):
+        listed = table["n"].to_numpy() >= min_count
+        if not listed.all():   # the filter copies the table: only when it drops a pair
+            table = table[listed]
+    return table
 
 
 class _Done:
@@ -906,6 +957,8 @@ def _key_index(drugs: pd.Series, reactions: pd.Series) -> pd.MultiIndex:
 
 
 def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, Any]:
+    if original is release:
+        return _compare_alike(original)
     stats: dict[str, Any] = {}
     spurious: dict[str, list] = {}
     lost: dict[str, list] = {}
@@ -930,6 +983,26 @@ def _compare(original: _Screened, release: _Screened, listed: int) -> dict[str, 
     return {"statistics": stats, "spurious": spurious, "lost": lost}
 
 
+def _compare_alike(screened: _Screened) -> dict[str, Any]:
+    """:func:`_compare` of a screening with itself (both sides' tables alike, :meth:`_Scopes.
+    get`): every signal common, none spurious or lost, and each score ranked against itself
+    (the pairs both sides report are the table's, in its order, as :func:`_matched` joins
+    them)."""
+    table = screened.table
+    ranked = {}
+    for score in dict.fromkeys(v[1] for v in STATISTICS.values()):
+        values = table[score].to_numpy(float) if len(table) else None
+        ranked[score] = _spearman_of(values, values, alike=True)
+    stats: dict[str, Any] = {}
+    for name, (_flag, score, _columns) in STATISTICS.items():
+        signals = len(screened.signals(name))
+        share = round(signals / signals, 6) if signals else None
+        stats[name] = {"signals_original": signals, "signals_release": signals,
+                       "common": signals, "recall": share, "precision": share, **ranked[score]}
+    return {"statistics": stats, "spurious": {name: [] for name in STATISTICS},
+            "lost": {name: [] for name in STATISTICS}}
+
+
 def _matched(t_o: pd.DataFrame, t_r: pd.DataFrame, scores: list[str]) -> pd.DataFrame | None:
     """The ``scores`` of the pairs both sides report (columns suffixed ``_o`` and ``_r``; the
     rows, and their order, depend on the indexes alone, not on the columns taken); None when
@@ -941,12 +1014,25 @@ def _matched(t_o: pd.DataFrame, t_r: pd.DataFrame, scores: list[str]) -> pd.Data
 
 def _spearman(both: pd.DataFrame | None, score: str) -> dict[str, Any]:
     if both is None:
+        return _spearman_of(None, None)
+    return _spearman_of(both[f"{score}_o"].to_numpy(float), both[f"{score}_r"].to_numpy(float))
+
+
+def _spearman_of(x: np.ndarray | None, y: np.ndarray | None, *,
+                 alike: bool = False) -> dict[str, Any]:
+    """:func:`_spearman` of the two sides' scores of the pairs both report (None: a side
+    has no pair); ``alike``: y is x."""
+    if x is None or y is None:
         return {"spearman": None, "pairs_compared": 0}
-    x, y = both[f"{score}_o"].to_numpy(float), both[f"{score}_r"].to_numpy(float)
     ok = np.isfinite(x) & np.isfinite(y)
     x, y = x[ok], y[ok]
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return {"spearman": None, "pairs_compared": int(len(x))}
+    if alike and len(x) <= _ALIKE_PAIRS:
+        # the correlation of a ranking with itself is 1; the Pearson correlation of the same
+        # ranks computes it within a few ulps per pair (<< 5e-7 at this size), which the
+        # 6-digit rounding takes to 1.0: the sort and the sums are not needed for it
+        return {"spearman": 1.0, "pairs_compared": int(len(x))}
     return {"spearman": round(float(_spearman_statistic(x, y)), 6), "pairs_compared": int(len(x))}
 
 
@@ -988,23 +1074,34 @@ def _listed(pairs: pd.Index, shown: _Screened, other: _Screened, score: str,
             columns: tuple[str, ...], limit: int, *, listed_side: str = "release") -> list[dict]:
     if not len(pairs) or limit == 0:
         return []
-    mine = shown.table.loc[pairs]
-    order = np.argsort(-mine[score].to_numpy(float), kind="stable")[:limit]
+    # the pairs found by their positions in each table and their values read from its columns
+    # (the values a row of the table holds: no row is made, issue 43)
+    table = shown.table
+    at = table.index.get_indexer(pairs)
+    order = np.argsort(-table[score].to_numpy(float)[at], kind="stable")[:limit]
+    mine = at[order]
+    there = (other.table.index.get_indexer(table.index[mine]) if len(other.table)
+             else np.full(mine.size, -1, dtype=np.intp))
+    found = there[there >= 0]
     other_side = "original" if listed_side == "release" else "release"
-    rows = [row for _key, row in mine.iloc[order].iterrows()]
-    theres = [_pair_row(other.table, key) for key in mine.index[order]]
-    # the quantiles of the pairs shown, solved together on each side
-    solved = iter(shown.quantiles(rows))
-    solved_there = iter(other.quantiles([t for t in theres if t is not None]))
+    read = ("n", "e", *columns)
 
-    def values(row: pd.Series, solved: dict[str, float]) -> dict[str, Any]:
-        return {"n": int(row["n"]),
-                **{c: _rounded(solved[c] if c in solved else row[c]) for c in columns}}
+    def values_of(screened: _Screened, rows: np.ndarray) -> list[dict[str, Any]]:
+        # the quantiles of the pairs shown, solved together on each side
+        got = {c: screened.table[c].to_numpy()[rows] for c in read
+               if c in screened.table.columns}   # EB05, EB95: solved below when absent
+        solved = screened.quantiles_of(got["n"].astype(np.int64), got["e"].astype(np.float64))
+        return [{"n": int(got["n"][i]),
+                 **{c: _rounded(done[c] if c in done else got[c][i]) for c in columns}}
+                for i, done in enumerate(solved)]
 
-    return [{"drug": row["drug"], "reaction": row["reaction"],
-             listed_side: values(row, next(solved)),
-             other_side: {"n": 0} if there is None else values(there, next(solved_there))}
-            for row, there in zip(rows, theres, strict=True)]
+    listed = values_of(shown, mine)
+    theirs = iter(values_of(other, found))
+    drugs, reactions = table["drug"].to_numpy()[mine], table["reaction"].to_numpy()[mine]
+    return [{"drug": drug, "reaction": reaction, listed_side: values,
+             other_side: {"n": 0} if where < 0 else next(theirs)}
+            for drug, reaction, values, where in zip(drugs, reactions, listed, there,
+                                                     strict=True)]
 
 
 def _scope_entry(kind: str, scope: str, original: _Screened, release: _Screened,
@@ -1076,12 +1173,23 @@ class _Scopes:
                  else self.side.pairs(inside, within_latest=kind in ("dedup", "stratum")))
         return table, reports, undecided
 
-    def get(self, kind: str, scope: str, condition: Condition | None = None) -> _Screened:
+    def get(self, kind: str, scope: str, condition: Condition | None = None, *,
+            like: _Screened | None = None, alike: bool = False) -> _Screened:
+        """A scope's screening; ``like``: the other side's, taken as this one's when it
+        :meth:`~_Screened.screens` the same table (the same object: :func:`_compare` then
+        knows the sides alike), or with ``alike`` (the table is known to be the same,
+        :meth:`SeriesScreening.alike`) when it is fitted alike, without counting the table."""
         key = (kind, scope)
         if key not in self._cache:
-            table, reports, undecided = self.table(kind, scope, condition)
-            screened = _Screened(table, reports, self.options, undecided=undecided,
-                                 done=self.done, fit=self.fit(kind))
+            if alike and like is not None and self.fit(kind).key() == like.fit_key:
+                screened = like
+            else:
+                table, reports, undecided = self.table(kind, scope, condition)
+                fit = self.fit(kind)
+                screened = (like if like is not None
+                            and like.screens(table, reports, undecided, fit)
+                            else _Screened(table, reports, self.options, undecided=undecided,
+                                           done=self.done, fit=fit))
             self._cache[key] = screened
             if kind == "dedup":
                 self._anchor, self._anchor_fitted = screened.prior, True
@@ -1137,8 +1245,9 @@ def _planted(rules: Sequence[SignalRule], original: _Scopes, release: _Scopes
                 continue
             text = cond.text if cond is not None else "dedup"
             kind = "stratum" if cond is not None else "dedup"
-            o = original.get(kind, text, cond).pair(rule.drug, rule.reaction)
-            r = release.get(kind, text, cond).pair(rule.drug, rule.reaction)
+            screened = original.get(kind, text, cond)
+            o = screened.pair(rule.drug, rule.reaction)
+            r = release.get(kind, text, cond, like=screened).pair(rule.drug, rule.reaction)
             sides[where] = {"scope": text, "original": o, "release": r}
             for s in STATISTICS:
                 if where == "own" and o["signal"][s]:
@@ -1182,6 +1291,7 @@ class SeriesScreening:
         self._sides = {side: _Reports(self.options, drugs, reactions, list(conditions.values()),
                                       hierarchies) for side in ("original", "release")}
         self._terms = (drugs, reactions)
+        self._alike: set[str] = set()   # the periods SeriesScreening.alike may take as alike
 
     def add(self, label: str, original_rows: pd.DataFrame, release_rows: pd.DataFrame) -> None:
         """Read one period: its original records as published strings
@@ -1198,20 +1308,25 @@ class SeriesScreening:
         added before, so a worker can read a period for :meth:`take`."""
         sides = (original_rows, release_rows)
         entries: tuple[dict, dict] = ({}, {})
+        cell_of: dict[str, tuple[np.ndarray, int]] = {}
         for name, columns, upper in (("drug", self.options.drug_columns, True),
                                      ("reaction", (self.options.reaction_column,), False)):
             # both sides in one vocabulary of their own, the original's rows first: a release
             # that keeps a period's cells has each of them split once
             cells = [_cells(rows, columns) for rows in sides]
             terms = _Terms(upper=upper)
-            reports, spellings = terms.read(np.concatenate(cells))
+            reports, spellings, codes = terms.read_cells(np.concatenate(cells))
+            cell_of[name] = (codes, int(codes.max(initial=-1)) + 1)
             cut = int(np.searchsorted(reports, len(cells[0])))
             entries[0][name] = (reports[:cut], spellings[:cut], terms.spellings)
             entries[1][name] = (reports[cut:] - len(cells[0]), spellings[cut:], terms.spellings)
+        alike = _same_reports(len(original_rows), len(release_rows), cell_of["drug"],
+                              cell_of["reaction"])
         original, release = (
             _Read(len(rows), tuple(rows.columns), entry, side.classes_of(rows),
                   # compared only with the same side's ids: no need to make text
-                  rows["case_id"].to_numpy(dtype=object) if "case_id" in rows.columns else None)
+                  rows["case_id"].to_numpy(dtype=object) if "case_id" in rows.columns else None,
+                  alike)
             for rows, entry, side in zip(sides, entries, (self._sides["original"],
                                                          self._sides["release"])))
         return original, release
@@ -1251,6 +1366,16 @@ class SeriesScreening:
         self._sides["original"].take(label, read[0])
         self._sides["release"].take(label, read[1])
         self.labels.append(label)
+        if read[1].alike:
+            self._alike.add(label)
+
+    def alike(self, label: str) -> bool:
+        """Whether the period's release table is the original's without counting it: its
+        reports list the original's drug and reaction cells (:func:`_same_reports`: the same
+        entries, report for report up to their order, hence the same counts), and every term
+        of the series has one spelling (the name a table shows of a term, its first spelling
+        in the scope's order, is then that one whatever the order). Once closed."""
+        return label in self._alike and all(len(t.spellings) == t.terms for t in self._terms)
 
     def _close(self) -> None:
         """Code the terms of every report read (after the last :meth:`add`)."""
@@ -1323,7 +1448,9 @@ class SeriesScreening:
                 progress(step)
 
         def entry(kind: str, scope: str, condition: Condition | None = None) -> dict[str, Any]:
-            sides = (original.get(kind, scope, condition), release.get(kind, scope, condition))
+            mine = original.get(kind, scope, condition)
+            sides = (mine, release.get(kind, scope, condition, like=mine,
+                                       alike=kind == "quarter" and self.alike(scope)))
             if kind == "cumulative":
                 at = labels.index(scope)
                 for name, (first_o, first_r) in firsts.items():
