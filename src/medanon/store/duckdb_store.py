@@ -279,9 +279,10 @@ class ReleaseStore:
         self._batch = False  # inside batch(): writes join its transaction
         self.schema = schema
         # Read-only, the store cannot change while it is open (DuckDB's reader lock keeps every
-        # writer out): what its tables are, and which periods are ingested, are asked once.
-        # Each was a catalog query of 1-2 ms per period read (evaluate reads 24 periods'
-        # originals and releases, issue 43).
+        # writer out, in this process and in others): its records table's columns and which
+        # periods are ingested and published are asked once (:meth:`_fact`). Each was a query
+        # of 1-2 ms per period read, and evaluate reads 24 periods' originals and releases
+        # (issue 43).
         self._facts: dict[str, object] | None = {} if read_only else None
 
     # -- opening ---------------------------------------------------------------------------
@@ -543,7 +544,9 @@ class ReleaseStore:
 
     def published_periods(self) -> list[str]:
         """Every published period, in time order."""
-        return [r[0] for r in self._con.execute("SELECT period FROM releases ORDER BY ordinal").fetchall()]
+        return list(self._fact("published_periods", lambda: tuple(
+            r[0] for r in self._con.execute(
+                "SELECT period FROM releases ORDER BY ordinal").fetchall())))
 
     def ingest_report(self, period: str) -> dict:
         """The ingest report of a period (operator only: it counts private records).
