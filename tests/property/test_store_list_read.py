@@ -85,6 +85,10 @@ def _check_the_reads(opened: ReleaseStore, label: str, columns: list[str], route
             assert all(type(t) is str for c in got for t in c)
     if not has_missing:
         assert picked["drugs"].tolist() == expected["drugs"]
+    # evaluate's read of the same columns as codes: the same frame once its tuples are made
+    picked_codes = opened.coded_record_columns(label, ["drugs"])
+    pd.testing.assert_frame_equal(picked_codes.frame, picked)
+    assert "drugs" in picked_codes.base.columns or "drugs" in picked_codes.terms
     # the release's read: the same records, and codes that give the same super records and
     # input digest as the tuples do (issue 43)
     coded = opened.coded_records(label)

@@ -27,7 +27,6 @@ from ..accounting.ledger import LedgerSummary
 from ..attacks.background import BackgroundKnowledge
 from ..data.records import combine_super_records, super_records_of_rows
 from ..data.schema import Schema
-from ..data.terms import TermCodes
 from ..errors import InputFormatError, StoreError, ValidationError
 from ..hierarchies import Interval
 from ..metrics.evaluation import (PublishedOriginals, evaluate_linked, evaluation_steps,
@@ -643,22 +642,17 @@ class _OnePeriod:
             raise KeyError(period)
         if period != self.period:
             self.period = self.frame = self.rows = None  # drop the previous period first
-            # the list columns' codes, as the store read them: the super records' unions are
-            # made from them rather than from the tuples' objects (issue 43)
-            terms: dict[str, TermCodes] = {}
-            if self.columns is None:
-                coded = self.db.coded_records(period)
-                records, terms = coded.frame, dict(coded.terms)
-            else:
-                records = self.db.record_columns(period, self.schema.all_columns, codes=terms)
+            # the list columns as codes, as the store read them: the super records' unions are
+            # made from the codes, and no row's tuple is made (issue 43)
+            records = (self.db.coded_records(period) if self.columns is None
+                       else self.db.coded_record_columns(period, self.schema.all_columns))
             # the pseudonyms of the periods read before serve no other period but the few
             # cases it shares with them: held, each lookup rebuilt the hash table of every
             # CaseID read so far and grew the held arrays (24 x 20k: 1.3 s of 2.4 s), where
             # hashing a period's follow-ups again costs a tenth of that (issue 43)
             self.case_ids.forget()
-            supers, _ = super_records_of_rows(records, self.schema, self.hierarchies,
-                                              terms=terms)
-            del records, terms
+            supers, _ = super_records_of_rows(records, self.schema, self.hierarchies)
+            del records
             self.frame = self.case_ids.records(supers.frame, self.schema.case_id)
             self.period = period
         # the frame is read above whenever the period changes, and kept with it otherwise

@@ -42,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -271,11 +272,18 @@ class ReleaseStore:
     The store is a context manager; it closes its connection on exit.
     """
 
-    def __init__(self, path: Path, connection: duckdb.DuckDBPyConnection, schema: Schema):
+    def __init__(self, path: Path, connection: duckdb.DuckDBPyConnection, schema: Schema, *,
+                 read_only: bool = False):
         self.path = path
         self._con = connection
         self._batch = False  # inside batch(): writes join its transaction
         self.schema = schema
+        # Read-only, the store cannot change while it is open (DuckDB's reader lock keeps every
+        # writer out, in this process and in others): its records table's columns and which
+        # periods are ingested and published are asked once (:meth:`_fact`). Each was a query
+        # of 1-2 ms per period read, and evaluate reads 24 periods' originals and releases
+        # (issue 43).
+        self._facts: dict[str, object] | None = {} if read_only else None
 
     # -- opening ---------------------------------------------------------------------------
     @staticmethod
@@ -333,7 +341,7 @@ class ReleaseStore:
         except BaseException:
             con.close()
             raise
-        return cls(path, con, schema)
+        return cls(path, con, schema, read_only=read_only)
 
     @classmethod
     def _upgrade_for_reading(cls, path: Path) -> None:
@@ -530,11 +538,15 @@ class ReleaseStore:
 
     def ingested_periods(self) -> list[str]:
         """Every ingested period, in time order."""
-        return [r[0] for r in self._con.execute("SELECT period FROM periods ORDER BY ordinal").fetchall()]
+        return list(self._fact("ingested_periods", lambda: tuple(
+            r[0] for r in self._con.execute(
+                "SELECT period FROM periods ORDER BY ordinal").fetchall())))
 
     def published_periods(self) -> list[str]:
         """Every published period, in time order."""
-        return [r[0] for r in self._con.execute("SELECT period FROM releases ORDER BY ordinal").fetchall()]
+        return list(self._fact("published_periods", lambda: tuple(
+            r[0] for r in self._con.execute(
+                "SELECT period FROM releases ORDER BY ordinal").fetchall())))
 
     def ingest_report(self, period: str) -> dict:
         """The ingest report of a period (operator only: it counts private records).
@@ -587,6 +599,30 @@ class ReleaseStore:
         ``codes``, when given, gets the integer codes of the multi-valued columns read as codes
         (as :meth:`coded_records` gives them; ``evaluate``'s super records union them).
         """
+        label, kept, table = self._columns_kept(period, columns)
+        if not table:
+            return pd.DataFrame(columns=kept)
+        return self._read_records(label, kept, codes)
+
+    def coded_record_columns(self, period: str, columns: Iterable[str]) -> CodedRecords:
+        """:meth:`record_columns`, with the integer codes of the multi-valued columns read as
+        codes and their rows' tuples never made (:class:`~medanon.data.terms.CodedRecords`,
+        as :meth:`coded_records` gives them): ``evaluate``'s super records union the codes
+        (issue 43)."""
+        label, kept, table = self._columns_kept(period, columns)
+        if not table:
+            return CodedRecords(pd.DataFrame(columns=kept), {}, tuple(kept))
+        codes: dict[str, TermCodes] = {}
+        base = self._read_records(label, kept, codes, tuples=False)
+        return CodedRecords(base, codes, tuple(kept))
+
+    def _columns_kept(self, period: str, columns: Iterable[str]) -> tuple[str, list[str], bool]:
+        """The label of ``period``, the columns :meth:`record_columns` reads of it, and whether
+        the store has a records table (without one, the columns of the empty frame it gives).
+
+        Raises:
+            StoreError: the period is not ingested.
+        """
         label = parse_period(period).label
         if label not in self.ingested_periods():
             raise StoreError(f"Period {label} is not ingested in {str(self.path)!r}; ingested: "
@@ -594,9 +630,9 @@ class ReleaseStore:
         s = self.schema
         wanted = list(dict.fromkeys([s.case_id, s.period, *columns, "version"]))
         if not self._has_records_table():
-            return pd.DataFrame(columns=[c for c in wanted if c != "version"])
+            return label, [c for c in wanted if c != "version"], False
         present = self._record_columns()
-        return self._read_records(label, [c for c in wanted if c in present], codes)
+        return label, [c for c in wanted if c in present], True
 
     def _read_records(self, label: str, kept: list[str],
                       codes: dict[str, TermCodes] | None = None, *,
@@ -1079,14 +1115,19 @@ class ReleaseStore:
 
     # (the store's own tables: an ingest attaches a staging database with a records table too)
     def _record_columns(self) -> list[str]:
-        return [r[0] for r in self._con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'records' "
-            "AND table_catalog = current_database() ORDER BY ordinal_position").fetchall()]
+        return list(self._records_table_types())
 
     def _has_records_table(self) -> bool:
-        return _the_row(self._con, "SELECT count(*) FROM information_schema.tables "
-                                   "WHERE table_name = 'records' "
-                                   "AND table_catalog = current_database()")[0] > 0
+        # (a table has at least one column)
+        return bool(self._records_table_types())
+
+    def _fact(self, name: str, ask: Callable[[], Any]) -> Any:
+        """``ask()``, asked once while the store is open read-only (``self._facts``)."""
+        if self._facts is None:
+            return ask()
+        if name not in self._facts:
+            self._facts[name] = ask()
+        return self._facts[name]
 
     def _require_published(self, period: str) -> None:
         if period not in self.published_periods():
@@ -1256,11 +1297,11 @@ class ReleaseStore:
         return _the_row(self._con, "SELECT current_setting('access_mode')")[0] == "read_only"
 
     def _records_table_types(self) -> dict[str, str]:
-        """The column types of the store's records table."""
-        return dict(self._con.execute(
+        """The column types of the store's records table (none without one)."""
+        return dict(self._fact("records_table_types", lambda: tuple(self._con.execute(
             "SELECT column_name, data_type FROM information_schema.columns "
             "WHERE table_name = 'records' AND table_catalog = current_database() "
-            "ORDER BY ordinal_position").fetchall())
+            "ORDER BY ordinal_position").fetchall())))
 
     def _create_records(self, types: dict[str, str]) -> None:
         _run(self._con, "CREATE TABLE records(" + ", ".join(
