@@ -100,6 +100,18 @@ def test_the_vectorized_pseudonyms_are_the_defined_ones(batches, key, sort) -> N
     assert len(set(cache.texts.tolist())) == len(cache)   # each CaseID held once
 
 
+@pytest.mark.parametrize("chunk", [1, 3, 4, 5, 1 << 15])
+def test_the_pseudonyms_are_the_defined_ones_across_hashing_chunks(monkeypatch, chunk) -> None:
+    """The digests hashed a chunk at a time land in their CaseIDs' rows: chunks of one, of a
+    divisor of the count, of neither, and the one chunk of a short list."""
+    from medanon.pipeline import case_ids as module
+    monkeypatch.setattr(module, "_MAC_CHUNK", chunk)
+    key = bytes(range(1, 33))
+    ids = [str(10 ** 9 + 7919 * i) for i in range(12)] + ["é", "漢字"]
+    assert pseudonyms(key, ids).tolist() == [_defined_pseudonym(key, c) for c in ids]
+    assert pseudonyms(key, []).tolist() == []
+
+
 def test_the_digest_reduction_is_exact_at_its_bounds() -> None:
     """The uint64 reduction modulo 9 * 10^15 equals Python's integers on the digests that
     stress its overflow bound (every byte 255), on zero, and on random ones."""
