@@ -452,20 +452,8 @@ class ReleaseStore:
             yield
             return
         _run(self._con, "SET threads = 1")
-        failed = False
-        try:
+        with _undone_after(lambda: _run(self._con, f"SET threads = {int(previous)}")):
             yield
-        except BaseException:
-            failed = True
-            raise
-        finally:
-            try:
-                _run(self._con, f"SET threads = {int(previous)}")
-            except duckdb.Error:
-                # e.g. a connection closed by the failure on its way: the restore's own error
-                # must not hide that failure
-                if not failed:
-                    raise
 
     # -- reading ---------------------------------------------------------------------------
     @contextmanager
@@ -1919,10 +1907,18 @@ def refuse_empty(sizes: dict[str, int], *, source: str, allow_empty: bool) -> No
 
 @contextmanager
 def _registered(con: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame) -> Iterator[None]:
-    """``frame`` visible to SQL as ``name`` inside the block. A failed statement aborts the
-    transaction, and DuckDB then refuses the unregister too: that second error must not hide
-    the first, so it is dropped while an exception is on its way."""
+    """``frame`` visible to SQL as ``name`` inside the block."""
     con.register(name, frame)
+    with _undone_after(lambda: con.unregister(name)):
+        yield
+
+
+@contextmanager
+def _undone_after(undo: Callable[[], object]) -> Iterator[None]:
+    """Runs ``undo`` after the block, however it ends. A failed statement aborts the
+    transaction (or the failure closed the connection), and DuckDB then refuses the undo too:
+    that second error must not hide the first, so it is dropped while an exception is on its
+    way."""
     failed = False
     try:
         yield
@@ -1931,7 +1927,7 @@ def _registered(con: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame) 
         raise
     finally:
         try:
-            con.unregister(name)
+            undo()
         except duckdb.Error:
             if not failed:
                 raise
