@@ -1087,6 +1087,8 @@ def _listed(pairs: pd.Index, shown: _Screened, other: _Screened, score: str,
     read = ("n", "e", *columns)
 
     def values_of(screened: _Screened, rows: np.ndarray) -> list[dict[str, Any]]:
+        if not rows.size:   # (a side with no pair may have a table without columns)
+            return []
         # the quantiles of the pairs shown, solved together on each side
         got = {c: screened.table[c].to_numpy()[rows] for c in read
                if c in screened.table.columns}   # EB05, EB95: solved below when absent
