@@ -553,3 +553,18 @@ def test_sides_taken_alike_give_the_result_of_screening_and_comparing_each(which
     assert run() == taken
     if which == 0:   # every scope alike
         assert all(not any(e["spurious"].values()) for e in taken["scopes"])
+
+
+def test_a_scope_the_release_leaves_empty_lists_the_originals_signals_as_lost():
+    # every release row is published as a child: the adults' stratum of the release holds no
+    # report, so its table has no pair (and no columns), and the original's planted signal
+    # there is listed as lost, with no count on the release's side
+    original = _series(_rows(600, 1))
+    release = {p: r.assign(age="Child") for p, r in original.items()}
+    result = screen_series(original, release, hierarchies=HIER, periods=list(original),
+                           rules=[RULE], options=OPTIONS)
+    adults = next(e for e in result["scopes"] if e["scope"] == "age > 18")
+    lost = adults["lost"]["mgps"]
+    assert adults["statistics"]["mgps"]["signals_release"] == 0
+    assert ("AVANDIA", "Myocardial infarction") in {(p["drug"], p["reaction"]) for p in lost}
+    assert all(p["release"] == {"n": 0} and p["original"]["n"] >= 1 for p in lost)
