@@ -83,6 +83,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from itertools import chain
 from operator import attrgetter, itemgetter
+from typing import overload
 
 import numpy as np
 
@@ -1453,11 +1454,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         for b, spread in zip(least, spreads):
             if dead[b]:
                 continue  # (its bound is ∞ now)
-            bound = spread * size
-            bound += loss
-            bound *= block_p0[b]
-            bound *= 1.0 - 1e-9
-            bound -= 1e-12
+            bound = _growth_bound(spread, size, loss, block_p0[b])
             if bound < floor:
                 keyed.append((bound, b, spread))
         keyed.sort()
@@ -3474,6 +3471,23 @@ class _GroupBlocks(_Blocks):
                                         self.space.num_term_scalar(self.j0, lo, hi))
 
 
+@overload
+def _growth_bound(spread: float, size: float, loss: float, p0: float) -> float: ...
+@overload
+def _growth_bound(spread: np.ndarray, size: float, loss: float, p0: np.ndarray) -> np.ndarray: ...
+def _growth_bound(spread, size, loss, p0):
+    """((|g| + 1)·spread + L(g))·P0, then the slack, so never above the key: per block on
+    arrays (:meth:`_CellBlocks.growth_bounds`) and for one block on Python floats
+    (best_candidate's ``usual_again``). One sequence of operations serves both, so the two
+    give the same float for a block (issue 43)."""
+    bound = spread * size
+    bound += loss
+    bound *= p0
+    bound *= 1.0 - 1e-9
+    bound -= 1e-12
+    return bound
+
+
 class _CellBlocks(_Blocks):
     """The cells in blocks with bounds, for the growth step and the farthest seed.
 
@@ -3580,13 +3594,7 @@ class _CellBlocks(_Blocks):
                 self._spreads.clear()
             spread = self._spreads[key] = self._spread(g)
         self.last_spread = spread
-        # ((|g| + 1)·spread + L(g))·P0, then the slack: never above the key (best_candidate's
-        # usual step again makes one block's with these operations on Python floats)
-        bound = spread * (g.size + 1.0)
-        bound += g.loss
-        bound *= self._p0_or_0
-        bound *= 1.0 - 1e-9
-        bound -= 1e-12
+        bound = _growth_bound(spread, g.size + 1.0, g.loss, self._p0_or_0)
         if self._dead_at is None:
             self._dead_at = np.flatnonzero(self.dead)
         bound[self._dead_at] = INF
