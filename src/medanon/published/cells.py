@@ -125,26 +125,42 @@ def reading_once() -> Iterator[None]:
     issue 43). Rows are told apart by identity, so they must not change inside it (the gate's
     do not). Nested, it is the outer one.
     """
-    if _MEMO.get() is not None:
+    with memo_scope(_MEMO):
         yield
-        return
-    token = _MEMO.set({})
-    try:
-        yield
-    finally:
-        _MEMO.reset(token)
 
 
 def read_once(key: tuple, objects: tuple, compute: Callable[[], _T]) -> _T:
     """``compute()``, computed once for the same ``key`` and the same ``objects`` (by identity,
     held until the end) inside :func:`reading_once`; outside it, computed each time."""
-    memo = _MEMO.get()
-    if memo is None:
+    return memoized(_MEMO, key, objects, compute)
+
+
+@contextmanager
+def memo_scope(memo: ContextVar[dict | None]) -> Iterator[None]:
+    """Inside it, ``memo`` holds what :func:`memoized` computes with it, dropped at its end
+    (:func:`reading_once`, ``links.sharing_links``). Nested, it is the outer one."""
+    if memo.get() is not None:
+        yield
+        return
+    token = memo.set({})
+    try:
+        yield
+    finally:
+        memo.reset(token)
+
+
+def memoized(memo: ContextVar[dict | None], key: tuple, objects: tuple,
+             compute: Callable[[], _T]) -> _T:
+    """``compute()``, computed once for the same ``key`` and the same ``objects`` (by identity,
+    held with the value so that their ids stay theirs) inside :func:`memo_scope` of ``memo``;
+    outside it, computed each time."""
+    held = memo.get()
+    if held is None:
         return compute()
     full = (*key, *map(id, objects))
-    if full not in memo:
-        memo[full] = (objects, compute())
-    return memo[full][1]
+    if full not in held:
+        held[full] = (objects, compute())
+    return held[full][1]
 
 
 def _kept(key: tuple, objects: tuple):

@@ -36,7 +36,8 @@ from ..hierarchies import Taxonomy
 from .case_ids import case_id_mode, order_excluded
 from .cells import (QidInfo, blank_distinct, case_ids, case_positions,
                     categorical_codes_of_distinct, cell_strings, release_term_pairs,
-                    distinct_cells, numeric_bounds_of_distinct, read_once)
+                    distinct_cells, memo_scope, memoized, numeric_bounds_of_distinct,
+                    read_once)
 from .series import PublishedSeries
 
 __all__ = ["Region", "ReleaseView", "Links", "group_conflicts", "read_view", "link", "lca_depth",
@@ -381,17 +382,13 @@ def link(series: PublishedSeries, label: str, *, lifespan: int | None = None,
     check, for the attacks and for the linkage risk (issue 43). The :class:`Links` returned
     are then shared: their readers do not change them.
     """
-    shared = _SHARED_LINKS.get()
-    if shared is None or not isinstance(series.releases, dict):
+    if not isinstance(series.releases, dict):
         # (rows read on demand are new frames at each read: nothing to tell apart by identity)
         return _link(series, label, lifespan, views)
     objects = (*series.releases.values(), series.qids, series.sensitive,
                series.manifests.get(label))
-    key = (label, lifespan, tuple(series.releases), *map(id, objects))
-    if key not in shared:
-        # the objects are held with the links, so that their ids stay theirs
-        shared[key] = (objects, _link(series, label, lifespan, views))
-    return shared[key][1]
+    return memoized(_SHARED_LINKS, (label, lifespan, tuple(series.releases)), objects,
+                    lambda: _link(series, label, lifespan, views))
 
 
 #: the links :func:`link` made inside :func:`sharing_links` (None outside it)
@@ -404,14 +401,8 @@ def sharing_links() -> Iterator[None]:
     the end: for a reader that measures one release several ways (``evaluate``: verify's
     check, the attacks, the linkage risk; issue 43). Not for the gate, which links releases
     of 450k rows and would hold their links through its peak. Nested, it is the outer one."""
-    if _SHARED_LINKS.get() is not None:
+    with memo_scope(_SHARED_LINKS):
         yield
-        return
-    token = _SHARED_LINKS.set({})
-    try:
-        yield
-    finally:
-        _SHARED_LINKS.reset(token)
 
 
 def _link(series: PublishedSeries, label: str, lifespan: int | None,
