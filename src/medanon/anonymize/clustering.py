@@ -1146,8 +1146,8 @@ class _Cells:
                 # _loss_terms's present case in line: (max(hi, g_hi) − min(lo, g_lo))/range,
                 # then added to the leading terms (the same floats: addition commutes)
                 lo, hi = self._tail_bounds.take(cells, axis=1)
-                term = np.maximum(hi, g_hi)
-                term -= np.minimum(lo, g_lo)
+                term = np.maximum(hi, g_hi, out=hi)  # (rows of the new array take gives)
+                term -= np.minimum(lo, g_lo, out=lo)
                 term /= a.value_range
                 term += total[cells]
                 return term
@@ -1320,7 +1320,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     seed_end = cells.seed_start[1:].tolist()
     head_at = cells.head.tolist()
     block_alive = blocks.alive
-    seeds_left = int(blocks.seeds.sum())
+    seeds_left = sum(blocks.seeds)
+    block_seeds, seedless = blocks.seeds, blocks.seedless
     # Each pool record's term ids by queue position, as lists cut from one list of them all:
     # the growth reads them to probe a record and when it joins, and GroupingInput.terms
     # slices them out of the input's list of every record's terms, whose int objects lie far
@@ -1348,7 +1349,9 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             seeds_in[c] -= 1
             if not seeds_in[c]:
                 has_seed[c] = False
-            blocks.seeds[b] -= 1
+            block_seeds[b] -= 1
+            if not block_seeds[b]:
+                seedless[b] = -INF
             seeds_left -= 1
         anchors_left -= counts
         pos, end = head_at[c], queue_end_list[c]
@@ -1373,7 +1376,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         if usable:
             seeds_in[c] += 1
             has_seed[c] = True
-            blocks.seeds[b] += 1
+            block_seeds[b] += 1
+            seedless[b] = 0.0
             seeds_left += 1
         anchors_left += counts
         pos = head_at[c] = min(head_at[c], record_info[r][4])
@@ -1406,9 +1410,11 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         alone.lo = [x[c] if x else None for x in cell_lo]
         alone.hi = [x[c] if x else None for x in cell_hi]
         low, high = blocks.distance_bounds(alone)
-        has = blocks.seeds > 0
-        # every block whose upper bound reaches the largest lower bound may hold the farthest
-        near = np.flatnonzero(has & (high >= np.max(low, where=has, initial=-INF))).tolist()
+        # every block with a seed whose upper bound reaches the largest lower bound of those
+        # blocks may hold the farthest (a seedless block's bounds −∞: out of both)
+        low += seedless
+        high += seedless
+        near = np.flatnonzero(high >= low.max()).tolist()
         live = blocks.cells_of(near)
         live = live[has_seed[live]]
         d = cells.loss_after(data.space, alone, live, present=blocks.present(near))
@@ -1609,7 +1615,8 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         """``g.add(data, r, remaining=False)`` for a pool record r: g's new value (LCAs and
         hulls, then its loss) from r's cell's value as Python numbers, the same codes and
         floats as :meth:`_Group.add` finds from r's own, and computed again only if it changes."""
-        c = record_info[r][0]
+        info = record_info[r]
+        c = info[0]
         cat, lo, hi = g.cat, g.lo, g.hi
         new_cat, new_lo, new_hi = cat, lo, hi
         for j in cat_attrs:
@@ -1631,15 +1638,44 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         if new_cat is not cat or new_lo is not lo:
             g.cat, g.lo, g.hi = new_cat, new_lo, new_hi
             g.loss = state_loss(space, new_cat, new_lo, new_hi)
-        g.add(data, r, remaining=False, kept=own_terms(r), same_value=True)
+        join(g, r, info[4])
 
-    # (the ss flags are given with alpha: GroupingInput)
-    ss_flags = data.ss if data.alpha is not None else None
+    # What _Group.add reads of a pool record, by queue position: whether it is an anchor, and
+    # with α its class and ss flag (given with alpha: GroupingInput)
+    queued_anchor = data.anchor[queue].astype(np.int64).tolist()
+    queued_alpha = (list(zip(data.ha_class[queue].astype(np.int64).tolist(),
+                             data.ss[queue].astype(bool).tolist()))
+                    if data.alpha is not None and data.ha_class is not None
+                    and data.ss is not None else None)
 
-    def own_terms(r: int) -> tuple[list[int], bool]:
-        """``kept`` for _Group.add of a pool record with all its terms: what add reads of r
-        itself (its terms, its ss flag), the terms from queued_terms."""
-        return queued_terms[record_info[r][4]], bool(ss_flags[r]) if ss_flags is not None else False
+    def join(g: _Group, r: int, pos: int) -> None:
+        """``g.add(data, r, remaining=False, kept=(r's terms, r's ss flag), same_value=True)``
+        for the pool record r at queue position ``pos``, in line (two calls less a step): the
+        same σ, size, anchors, α counters and members, from lists by queue position."""
+        sigma = g.sigma
+        for s in queued_terms[pos]:
+            sigma[s] = sigma.get(s, 0) + 1
+        g.size += 1
+        g.anchors += queued_anchor[pos]
+        if queued_alpha is not None:
+            cls, ss = queued_alpha[pos]
+            g.ha = ha_update(g.ha, cls, ss, False)
+        g.members.append(r)
+
+    def seed_group(seed: int) -> _Group:
+        """``_Group(data, seed)`` with seed added (:func:`join`): its value from its cell's as
+        Python numbers (the same codes and floats as the record's own: a cell's records hold
+        equal values, and GroupingInput holds no −0.0), its loss by :func:`state_loss`."""
+        c, _, _, _, pos = record_info[seed]
+        g = _Group.__new__(_Group)
+        g.cat = [codes[c] if codes else None for codes in cell_cat]
+        g.lo = [x[c] if x else None for x in cell_lo]
+        g.hi = [x[c] if x else None for x in cell_hi]
+        g.size, g.anchors, g.sigma, g.members = 0, 0, {}, []
+        g.loss = state_loss(space, g.cat, g.lo, g.hi)
+        g.ha = [0, 0, 0, 0, data.k, data.k, data.k, data.k]
+        join(g, seed, pos)
+        return g
     # (ha_class and ss are given with alpha: GroupingInput)
     kind_np = ((data.ha_class * 2 + data.ss).astype(np.int64)
                if data.alpha is not None and data.ha_class is not None and data.ss is not None
@@ -1880,8 +1916,7 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
     while seed is not None:
         if anchors_left < data.k:
             break
-        g = _Group(data, seed)
-        g.add(data, seed, remaining=False, kept=own_terms(seed))
+        g = seed_group(seed)
         take(seed)
         last = seed
         ok = True
@@ -1906,7 +1941,10 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             seeds_in[c] -= 1
             if not seeds_in[c]:
                 has_seed[c] = False
-            blocks.seeds[block_of[c]] -= 1
+            b = block_of[c]
+            block_seeds[b] -= 1
+            if not block_seeds[b]:
+                seedless[b] = -INF
             seeds_left -= 1
             if at == seed_head[c]:
                 advance_seed_head(c)
@@ -3085,6 +3123,11 @@ _PAIR_TERMS = 1 << 15
 #: groups per block of :class:`_GroupBlocks`, and blocks opened first for a leftover.
 _BLOCK = 64
 _FIRST_BLOCKS = 4
+#: what a growth bound subtracts last (_growth_bound)
+_GROWTH_SLACK = 1e-12
+#: group values whose spread _CellBlocks keeps (a value met again is almost always met at the
+#: group's next step: on a 450k quarter 2, 16 kept find every repeat but one of 2,330)
+_SPREADS_KEPT = 16
 #: upper ends of the width classes of :class:`_GroupBlocks` (a numeric term, 0 to 1).
 _WIDTH_CLASSES = np.array([0.0, 1 / 1024, 1 / 256, 1 / 64, 1 / 16, 1 / 4])
 
@@ -3474,17 +3517,20 @@ class _GroupBlocks(_Blocks):
 @overload
 def _growth_bound(spread: float, size: float, loss: float, p0: float) -> float: ...
 @overload
-def _growth_bound(spread: np.ndarray, size: float, loss: float, p0: np.ndarray) -> np.ndarray: ...
-def _growth_bound(spread, size, loss, p0):
+def _growth_bound(spread: np.ndarray, size: float, loss: float, p0: np.ndarray,
+                  slack: np.ndarray) -> np.ndarray: ...
+def _growth_bound(spread, size, loss, p0, slack=_GROWTH_SLACK):
     """((|g| + 1)·spread + L(g))·P0, then the slack, so never above the key: per block on
     arrays (:meth:`_CellBlocks.growth_bounds`) and for one block on Python floats
     (best_candidate's ``usual_again``). One sequence of operations serves both, so the two
-    give the same float for a block (issue 43)."""
+    give the same float for a block (issue 43). ``slack``: :data:`_GROWTH_SLACK`, or per block
+    −∞ where the bound is to be ∞ (x − (−∞) is ∞ for every finite x; x − 1e-12 is the same
+    float whether 1e-12 is a scalar or an array's element)."""
     bound = spread * size
     bound += loss
     bound *= p0
     bound *= 1.0 - 1e-9
-    bound -= 1e-12
+    bound -= slack
     return bound
 
 
@@ -3514,15 +3560,20 @@ class _CellBlocks(_Blocks):
         alive = np.bincount(self.block_of[alive_cells], minlength=len(starts))
         #: (a list: the grouping reads and writes it one block at a time)
         self.alive: list[int] = alive.tolist()
-        self.seeds = np.bincount(self.block_of[seed_cells], minlength=len(starts))
+        seeds = np.bincount(self.block_of[seed_cells], minlength=len(starts))
+        #: (a list, as ``alive``)
+        self.seeds: list[int] = seeds.tolist()
+        #: per block 0.0 while it holds a usable seed, else −∞ (kept current by the grouping):
+        #: added to the farthest seed's distance bounds, it leaves the seedless blocks out
+        self.seedless = np.where(seeds > 0, 0.0, -INF)
         # constant parts of the growth bounds
         self._p0_finite = self.p0_min < INF
         self.p0_finite: list[bool] = self._p0_finite.tolist()
         #: blocks without an alive record of finite P0 (bound ∞); kept current by the grouping
         self.dead = ~((alive > 0) & self._p0_finite)
-        #: the dead blocks' indices (None: to be found again), which growth_bounds sets to ∞
-        #: (a scatter costs less than a masked copy, and blocks die a few hundred times)
-        self._dead_at: np.ndarray | None = None
+        #: per block the growth bound's last term (_growth_bound): its slack, or −∞ where the
+        #: block is dead, so that its bound comes out ∞ with no scatter (kept current by mark)
+        self._slack = np.where(self.dead, -INF, _GROWTH_SLACK)
         self._p0_or_0 = np.where(self._p0_finite, self.p0_min, 0.0)  # no 0·∞ where masked
         #: (the same, as Python floats: a growth step's bound of one block, best_candidate)
         self.p0_bound: list[float] = self._p0_or_0.tolist()
@@ -3543,8 +3594,8 @@ class _CellBlocks(_Blocks):
         self._present: list[bool] = (
             ~np.logical_or.reduceat(cells.has_missing[self.members], starts)
             if len(starts) else np.zeros(0, dtype=bool)).tolist()
-        #: the group value's part of the growth bounds per value, which a group keeps for
-        #: several steps (four steps in ten read it again on a 450k quarter)
+        #: the group value's part of the growth bounds for the last values met (a group keeps
+        #: its value for some steps: one bound in eight reads a spread again, 450k quarter 2)
         self._spreads: dict[tuple, np.ndarray] = {}
         #: the parts of _spread that depend on a group's categorical value alone, on the lower
         #: and on the upper end of its first numeric QID alone (few distinct values each)
@@ -3559,7 +3610,7 @@ class _CellBlocks(_Blocks):
         """Set whether block b is dead (no alive record of finite P0: its bound ∞)."""
         if bool(self.dead[b]) != dead:
             self.dead[b] = dead
-            self._dead_at = None
+            self._slack[b] = -INF if dead else _GROWTH_SLACK
 
     def cells_of(self, blocks: list[int]) -> np.ndarray:
         """The cells of ``blocks``, block after block (:meth:`_Blocks.items_of`)."""
@@ -3571,7 +3622,10 @@ class _CellBlocks(_Blocks):
     def present(self, blocks: list[int]) -> bool:
         """Whether no cell of ``blocks`` holds a missing value."""
         flags = self._present
-        return all(flags[b] for b in blocks)
+        for b in blocks:  # (a loop: all() over a generator costs more for a few blocks)
+            if not flags[b]:
+                return False
+        return True
 
     def _value_key(self, g: "_Group") -> tuple:
         """What of g's value the bounds read: its categorical codes, its first numeric bounds."""
@@ -3590,15 +3644,11 @@ class _CellBlocks(_Blocks):
         key = self._value_key(g)
         spread = self._spreads.get(key)
         if spread is None:
-            if len(self._spreads) >= self._values_kept:
+            if len(self._spreads) >= _SPREADS_KEPT:
                 self._spreads.clear()
             spread = self._spreads[key] = self._spread(g)
         self.last_spread = spread
-        bound = _growth_bound(spread, g.size + 1.0, g.loss, self._p0_or_0)
-        if self._dead_at is None:
-            self._dead_at = np.flatnonzero(self.dead)
-        bound[self._dead_at] = INF
-        return bound
+        return _growth_bound(spread, g.size + 1.0, g.loss, self._p0_or_0, self._slack)
 
     def _spread(self, g: "_Group") -> np.ndarray:
         """Per block, a lower bound of L(g ∪ {t}) − L(g) over its cells t: the categorical part
