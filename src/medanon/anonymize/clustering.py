@@ -1076,8 +1076,6 @@ class _Cells:
         self.queue = pool[order]
         self.queue_start = np.searchsorted(self.cell_of[self.queue], np.arange(self.count + 1))
         self.head = self.queue_start[:-1].copy()
-        self.pos_in_queue = np.full(data.n, -1, dtype=np.int64)
-        self.pos_in_queue[self.queue] = np.arange(len(self.queue))
         # Seed queue: seedable records by rank within each cell.
         seeds = np.flatnonzero(seedable)
         order = np.lexsort((data.rank[seeds], self.cell_of[seeds]))
@@ -1118,6 +1116,11 @@ class _Cells:
             if attributes[j].value_range > 0:
                 self._tail = j
                 self._tail_bounds = np.stack([lo_j, hi_j])
+
+    def release(self) -> None:
+        """Empty the caches (the grouping no longer reads this)."""
+        self._cat_cost.clear()
+        self._lead_sum.clear()
 
     def loss_after(self, space: QidSpace, g: _Group, cells: np.ndarray, *,
                    present: bool = False) -> np.ndarray:
@@ -1953,6 +1956,21 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
             continue
         groups.append(g)
         seed = farthest_seed(last)
+    # The greedy's own lists and caches (per pool record, cell and block) are not read again:
+    # emptied before the leftover placement, whose tables are the grouping's peak (28 MiB of
+    # a 450k quarter 2's).
+    record_info.clear()
+    queued_terms.clear()
+    queued_term_ids.clear()
+    queued_mask.clear()
+    queue_list.clear()
+    queued_p0.clear()
+    queued_rank.clear()
+    queued_kind.clear()
+    queued_anchor.clear()
+    usual_kept.clear()
+    cells.release()
+    blocks.release()
     # the preformed groups' records are the pool's records outside the greedy's pool (one
     # mask, not a loop over 10^5 groups); the grown groups' records are added one group each
     grouped = data.pool & ~pool
@@ -3605,6 +3623,12 @@ class _CellBlocks(_Blocks):
         #: categorical value -> the parts of distance_bounds that depend on it alone
         self._distance_parts: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._values_kept = max(16, CACHED_FLOATS // max(len(starts), 1))
+
+    def release(self) -> None:
+        """Empty the caches of values' parts (the grouping no longer reads them)."""
+        for cache in (self._spreads, self._dcat, self._below, self._above, self._distance_parts,
+                      self._cat_parts):
+            cache.clear()
 
     def mark(self, b: int, dead: bool) -> None:
         """Set whether block b is dead (no alive record of finite P0: its bound ∞)."""
