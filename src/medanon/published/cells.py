@@ -41,7 +41,7 @@ from ..hierarchies import Interval, Taxonomy
 
 __all__ = ["QidInfo", "SUPPRESSED", "CaseIds", "case_ids", "case_positions", "categorical_codes",
            "candidate_term_pairs", "cell_strings", "coded_term_pairs", "columns_term_pairs",
-           "distinct_cells", "release_term_pairs", "joined_terms",
+           "distinct_cells", "release_term_pairs", "interval_bounds", "joined_terms",
            "numeric_bounds", "read_once", "reading_once", "term_pairs"]
 
 SUPPRESSED = "*"
@@ -290,17 +290,19 @@ def numeric_bounds_of_distinct(uniques, *, where: str) -> tuple[np.ndarray, np.n
             lo[i], hi[i] = -np.inf, np.inf
             continue
         try:
-            lo[i], hi[i] = _interval_bounds(v)
+            lo[i], hi[i] = interval_bounds(v)
         except ValidationError as exc:
             raise InputFormatError(f"{where}: {exc}") from None
     return lo, hi
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _interval_bounds(text: str) -> tuple[float, float]:
-    """:meth:`Interval.parse`'s bounds of a cell, each text parsed once per process: the
-    checks and attacks parse every release a series links to once per release they measure,
-    the same few texts each time (issue 43). A failed parse is not kept."""
+def interval_bounds(text: str) -> tuple[float, float]:
+    """:meth:`Interval.parse`'s bounds of a cell (stripped, neither empty nor ``*``), each
+    text parsed once per process: the checks and attacks parse every release a series links
+    to once per release they measure, the same few texts each time, and NIL and IL* parse the
+    release measured again (``medanon.metrics.information_loss``, issue 43). A failed parse
+    (it raises) is not kept."""
     found = Interval.parse(text)
     return found.lo, found.hi
 
