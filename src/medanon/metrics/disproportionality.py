@@ -265,6 +265,7 @@ References:
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import numbers
 from collections.abc import Callable, Iterator, Sequence
@@ -275,7 +276,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
 from scipy.special import betainc, digamma, expit, gammainc, gammaincinv, gammaln, ndtr
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from .._validation import check_int
 from ..errors import SchemaError, ValidationError
@@ -639,18 +640,20 @@ class _Likelihood:
         """log f(n), d log f/dα, d log f/dβ for each distinct pair, and β + E."""
         be = beta + self.e
         log_be = np.log(be)
-        rise = gammaln(alpha + self.distinct_n) - gammaln(alpha)
-        d_rise = digamma(alpha + self.distinct_n) - digamma(alpha)
+        shifted = alpha + self.distinct_n
+        rise = gammaln(shifted) - gammaln(alpha)
+        d_rise = digamma(shifted) - digamma(alpha)
         # log_f = rise[i] + α log β − (α + n) log(β + E) + constant; the first sum, the same
         # for every pair of one n, is made per distinct n (the same additions)
         a_n = alpha + self.n
         rise += alpha * math.log(beta)
-        log_f = np.repeat(rise, self._n_runs)
+        # the method, not np.repeat: its dispatch wrapper cost more than the copy (issue 43)
+        log_f = rise.repeat(self._n_runs)
         log_f -= a_n * log_be
         log_f += self.constant
         # d_alpha = d_rise[i] + log β − log(β + E)
         d_rise += math.log(beta)
-        d_alpha = np.repeat(d_rise, self._n_runs)
+        d_alpha = d_rise.repeat(self._n_runs)
         d_alpha -= log_be
         # d_beta = α/β − (α + n)/(β + E)
         d_beta = np.divide(a_n, be, out=a_n)
@@ -991,7 +994,7 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 
     bounds = _x_bounds(first)
     # L-BFGS-B calls BLAS on 5-vectors: with OpenBLAS's thread pool those calls cost more in
     # synchronisation than in arithmetic (8x slower fits measured on a busy 2-core machine)
-    with threadpool_limits(limits=1, user_api="blas"):
+    with _blas_controller().limit(limits=1, user_api="blas"):
         results = [_minimize(model.objective, _clipped(_to_x(theta), bounds), bounds, maxiter)
                    for theta in thetas]
         finite = [r for r in results if np.all(np.isfinite(r.x)) and math.isfinite(r.fun)]
@@ -1087,6 +1090,15 @@ def fit_gps_prior(n: Any, e: Any, *, starts: int = GPS_STARTS, min_count: int = 
     return GpsPrior(*theta, loglik=loglik, converged=converged, starts=starts, agreeing=agreeing,
                     message=message, param_limit=first if point_mass is not None else limit,
                     standard_errors=dict(zip(_NAMES, errors, strict=True)), limit=limit_prior)
+
+
+@functools.cache
+def _blas_controller() -> ThreadpoolController:
+    """The BLAS libraries whose threads a fit limits, found once: ``threadpool_limits`` walks
+    every shared library the process has loaded at each call (1-3 ms with DuckDB, pandas and
+    scipy loaded; an ``evaluate`` makes 39 fits). The libraries are numpy's and scipy's,
+    loaded by this module's imports, before the first fit makes the controller (issue 43)."""
+    return ThreadpoolController()
 
 
 def _clipped(x: np.ndarray, bounds: list[tuple[float, float]]) -> np.ndarray:
