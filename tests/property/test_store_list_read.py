@@ -142,17 +142,22 @@ def test_codes_that_do_not_hold_the_cells_are_not_read() -> None:
     assert codes_of(None, cells, "c") is None
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
-@given(st.lists(st.lists(st.integers(0, 3), max_size=4), max_size=12), st.booleans())
-def test_distinct_rows_are_the_distinct_code_lists(rows: list[list[int]], collide: bool) -> None:
-    """TermCodes numbers rows as pd.factorize numbers their tuples, also when every row hashes
-    alike (the exact numbering by the codes' bytes)."""
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.lists(st.integers(0, 3), max_size=4), max_size=12), st.booleans(),
+       st.sampled_from([63, 6, 1]))
+def test_distinct_rows_are_the_distinct_code_lists(rows: list[list[int]], collide: bool,
+                                                   packed_bits: int) -> None:
+    """TermCodes numbers rows as pd.factorize numbers their tuples: rows keyed by their packed
+    codes, longer rows by their hashes (``packed_bits`` 6 packs two terms of the four-term
+    vocabulary's 3 bits, 1 packs one), also when every longer row hashes alike (the exact
+    numbering by the codes' bytes)."""
     from medanon.data import terms as terms_module
 
     ptr = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)
     codes = np.array([c for r in rows for c in r], dtype=np.int32)
     expected, _ = pd.factorize(np.array([tuple(r) for r in rows] + [None], dtype=object)[:-1])
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(terms_module, "_PACKED_BITS", packed_bits)
         if collide:
             patch.setattr(terms_module, "_PLACE_WEIGHT", 0)
             patch.setattr(terms_module, "_LENGTH_WEIGHT", 0)
