@@ -148,9 +148,9 @@ def test_codes_that_do_not_hold_the_cells_are_not_read() -> None:
 def test_distinct_rows_are_the_distinct_code_lists(rows: list[list[int]], collide: bool,
                                                    packed_bits: int) -> None:
     """TermCodes numbers rows as pd.factorize numbers their tuples: rows keyed by their packed
-    codes, longer rows by their hashes (``packed_bits`` 6 packs two terms of the four-term
-    vocabulary's 3 bits, 1 packs one), also when every longer row hashes alike (the exact
-    numbering by the codes' bytes)."""
+    codes, longer rows by their hashes (``packed_bits`` 6 packs two terms of 3 bits, the
+    codes up to 3, or more of fewer bits; 1 packs one), also when every longer row hashes
+    alike (the exact numbering by the codes' bytes)."""
     from medanon.data import terms as terms_module
 
     ptr = np.r_[0, np.cumsum([len(r) for r in rows])].astype(np.int64)

@@ -67,7 +67,8 @@ class TermCodes:
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp)
         lengths = np.diff(self.ptr)
         starts = self.ptr[:-1]
-        bits = max(len(self.vocabulary), 1).bit_length()   # code + 1 <= len(vocabulary)
+        # the bits of the largest code + 1 (read from the codes, not assumed of the vocabulary)
+        bits = (int(self.codes.max()) + 1 if len(self.codes) else 1).bit_length()
         fits = _packed_terms(bits)
         key = np.zeros(n, dtype=np.uint64)
         shift = np.uint64(bits)
