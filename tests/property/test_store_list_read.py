@@ -142,10 +142,14 @@ def test_codes_that_do_not_hold_the_cells_are_not_read() -> None:
     assert codes_of(None, cells, "c") is None
 
 
-@settings(max_examples=40, deadline=None, derandomize=True)
-@given(st.lists(st.lists(st.integers(0, 3), max_size=4), max_size=12), st.booleans())
-def test_distinct_rows_are_the_distinct_code_lists(rows: list[list[int]], collide: bool) -> None:
-    """TermCodes numbers rows as pd.factorize numbers their tuples, also when every row hashes
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.lists(st.lists(st.integers(0, 3), max_size=4), max_size=12), st.booleans(),
+       st.sampled_from([63, 6, 1]))
+def test_distinct_rows_are_the_distinct_code_lists(rows: list[list[int]], collide: bool,
+                                                   packed_bits: int) -> None:
+    """TermCodes numbers rows as pd.factorize numbers their tuples: rows keyed by their packed
+    codes, longer rows by their hashes (``packed_bits`` 6 packs two terms of 3 bits, the
+    codes up to 3, or more of fewer bits; 1 packs one), also when every longer row hashes
     alike (the exact numbering by the codes' bytes)."""
     from medanon.data import terms as terms_module
 
@@ -153,6 +157,7 @@ def test_distinct_rows_are_the_distinct_code_lists(rows: list[list[int]], collid
     codes = np.array([c for r in rows for c in r], dtype=np.int32)
     expected, _ = pd.factorize(np.array([tuple(r) for r in rows] + [None], dtype=object)[:-1])
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(terms_module, "_PACKED_BITS", packed_bits)
         if collide:
             patch.setattr(terms_module, "_PLACE_WEIGHT", 0)
             patch.setattr(terms_module, "_LENGTH_WEIGHT", 0)
@@ -160,3 +165,27 @@ def test_distinct_rows_are_the_distinct_code_lists(rows: list[list[int]], collid
         which, first = coded.distinct_rows()
         assert which.tolist() == expected.tolist()
         assert coded.tuples().tolist() == [tuple("wxyz"[c] for c in r) for r in rows]
+
+
+@pytest.mark.parametrize("order", ["scan", "reversed", "shuffled"])
+def test_coded_lists_in_any_order_of_the_rows(tmp_path, order) -> None:
+    """The list codes read in the scan's order (the items taken as fetched) and in any other
+    order of the rows (the items gathered) are the same rows' codes (issue 43)."""
+    quarter = read_faers(FAERS_FIXTURES, keep_missing=False).quarters[0]
+    with ReleaseStore.create_or_open(tmp_path / "s.duckdb", Schema.default()) as opened:
+        opened.ingest([quarter])
+        label = quarter.period.label
+        where = f"FROM records WHERE {opened.schema.period} = ?"
+        rowids = np.array([r[0] for r in opened._con.execute(
+            f"SELECT rowid {where} ORDER BY rowid", [label]).fetchall()], dtype=np.int64)
+        chosen = {"scan": rowids, "reversed": rowids[::-1].copy(),
+                  "shuffled": np.random.default_rng(7).permutation(rowids)}[order]
+        for column in ["reactions", "drugs", "outcomes"]:
+            vocabulary = opened._list_vocabulary([column], where, label)
+            texts = [str(t) for t in vocabulary]
+            enum = f"ENUM({', '.join(duckdb_store._literal(t) for t in texts)})"
+            coded = opened._coded_lists(column, texts, enum, where, label, chosen)
+            assert coded is not None
+            lists = dict(opened._con.execute(f"SELECT rowid, {column} {where}",
+                                             [label]).fetchall())
+            assert coded.tuples().tolist() == [tuple(lists[r] or ()) for r in chosen.tolist()]

@@ -14,6 +14,7 @@ from medanon.anonymize.common import TermSuppression, _SensitiveTerms
 from medanon.data.records import (_union_of_str_tuples, as_value_set, factorize_cells,
                                   factorize_texts,
                                   first_appearances, map_cells, stable_sort_order)
+from medanon.data.terms import CodedRecords, TermCodes
 from medanon.errors import SchemaError
 from medanon.pipeline.publish import INPUT_DIGEST_VERSION, _canonical_order, input_digest
 from medanon.published.format import (_format_multi_many, _multi_cell_array, format_multi,
@@ -208,6 +209,30 @@ def test_input_digest_ignores_the_row_order(rows, random) -> None:
     order = list(range(len(records)))
     random.shuffle(order)
     assert input_digest(records.iloc[order]) == input_digest(records)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(_ROWS, hs.randoms(use_true_random=False))
+def test_input_digest_of_coded_lists_in_any_row_order(rows, random) -> None:
+    """A list column hashed from its codes gives the digest of its tuples, with the rows in
+    the canonical order (the codes' own numbering is hashed as it is) or in any other order
+    (numbered again in the canonical order); as a frame's column or as CodedRecords' codes."""
+    records = _frame([(case, note, cell or ()) for case, note, cell in rows])
+    expected = input_digest(records)
+    cells = records["reactions"].tolist()
+    vocabulary = sorted({t for cell in cells for t in cell})
+    code = {t: i for i, t in enumerate(vocabulary)}
+    ptr = np.r_[0, np.cumsum([len(c) for c in cells])].astype(np.int64)
+    coded = TermCodes(vocabulary, ptr,
+                      np.array([code[t] for c in cells for t in c], dtype=np.int32))
+    shuffled = list(range(len(records)))
+    random.shuffle(shuffled)
+    for order in (_canonical_order(records), np.array(shuffled, dtype=np.int64)):
+        frame = records.iloc[order].reset_index(drop=True)
+        terms = {"reactions": coded.take(order)}
+        assert input_digest(frame, terms=terms) == expected
+        read = CodedRecords(frame.drop(columns="reactions"), terms, tuple(frame.columns))
+        assert input_digest(read) == expected
 
 
 @settings(max_examples=80, deadline=None, derandomize=True)

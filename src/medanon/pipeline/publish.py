@@ -193,7 +193,16 @@ def input_digest(records: pd.DataFrame | CodedRecords, *,
         # (the rows are ordered by the first three columns: a list column there is made)
         records = records.frame if set(names[:3]) & set(coded_columns) else records.base
         coded_columns = {n: c for n, c in coded_columns.items() if n not in records.columns}
-    order = _canonical_order(records, names[:3])
+    order: np.ndarray | None = _canonical_order(records, names[:3])
+    if order is not None and _is_identity(order):
+        # the rows are in the canonical order already (as the store reads a period's
+        # records): nothing is gathered, and the coded columns' rows are numbered as they
+        # come (issue 43)
+        order = None
+
+    def in_order(values: np.ndarray) -> np.ndarray:
+        return values if order is None else values[order]
+
     digest = hashlib.sha256()
     _hash_part(digest, INPUT_DIGEST_VERSION)
     digest.update(len(records).to_bytes(8, "little"))
@@ -205,33 +214,40 @@ def input_digest(records: pd.DataFrame | CodedRecords, *,
         column = records[name]
         if column.dtype.kind in "biuf" and isinstance(column.dtype, np.dtype):
             _hash_part(digest, column.dtype.str)
-            digest.update(np.ascontiguousarray(column.to_numpy()[order]).tobytes())
+            digest.update(np.ascontiguousarray(in_order(column.to_numpy())).tobytes())
             continue
         cells = column.to_numpy(dtype=object)
         coded = codes_of(terms, cells, str(name))
         if coded is not None:
             _hash_coded_column(digest, coded, order)
             continue
-        codes, distinct = factorize_cells(cells[order])
+        codes, distinct = factorize_cells(in_order(cells))
         _hash_values(digest, distinct.tolist())
         digest.update(codes.astype("<i8").tobytes())
     return digest.hexdigest()
 
 
-def _hash_coded_column(digest: hashlib._Hash, coded: TermCodes, order: np.ndarray) -> None:
+def _hash_coded_column(digest: hashlib._Hash, coded: TermCodes,
+                       order: np.ndarray | None) -> None:
     """Feed a multi-valued column given as codes (rows in the records' order) to ``digest``:
     the bytes :func:`input_digest` feeds for its tuples, without hashing a tuple or a term.
 
     The distinct cells are the distinct coded rows, numbered in order of first appearance in
-    ``order`` (as ``pd.factorize`` numbers the tuples); they are hashed as :func:`_hash_values`
-    hashes tuples of text (``tuple``: their number, each one's size, then their terms' count,
-    lengths and joined text), or as no values at all when there are no rows."""
+    ``order`` (None: the rows' own order; as ``pd.factorize`` numbers the tuples); they are
+    hashed as :func:`_hash_values` hashes tuples of text (``tuple``: their number, each one's
+    size, then their terms' count, lengths and joined text), or as no values at all when there
+    are no rows."""
     which, first = coded.distinct_rows()
-    codes, distinct = pd.factorize(which[order])
-    if not len(distinct):
+    if order is None:
+        # ``which`` numbers the rows in order of first appearance already: the factorize
+        # would give it back, and each number's first row (issue 43)
+        codes, rows = which, first
+    else:
+        codes, distinct = pd.factorize(which[order])
+        rows = first[distinct]
+    if not len(rows):
         _hash_values(digest, [])
         return
-    rows = first[distinct]
     lengths, terms = coded.items_of(rows)
     _hash_part(digest, "tuple")
     digest.update(len(rows).to_bytes(8, "little"))
@@ -243,6 +259,11 @@ def _hash_coded_column(digest: hashlib._Hash, coded: TermCodes, order: np.ndarra
     words = np.array(vocabulary, dtype=object)[terms].tolist() if len(terms) else []
     digest.update("".join(words).encode("utf-8", "surrogatepass"))
     digest.update(codes.astype("<i8").tobytes())
+
+
+def _is_identity(order: np.ndarray) -> bool:
+    """Whether ``order`` is 0, 1, 2, ... (the rows' own order)."""
+    return not len(order) or (int(order[0]) == 0 and bool((np.diff(order) == 1).all()))
 
 
 def _canonical_order(records: pd.DataFrame, keys: list | None = None) -> np.ndarray:

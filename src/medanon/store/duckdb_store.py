@@ -765,12 +765,19 @@ class ReleaseStore:
                               or int(run_lengths.max()) >= _VECTOR_ITEMS):
             return None
         lengths = np.zeros(len(ordered), dtype=np.int64)
-        begin = np.zeros(len(ordered), dtype=np.int64)
-        if len(run_rows):
-            place = _places(ordered, run_rows)   # where each listed row is in the order
-            lengths[place] = run_lengths
-            begin[place] = starts
+        # where each listed row is in the order
+        place = _places(ordered, run_rows) if len(run_rows) else np.zeros(0, dtype=np.int64)
+        lengths[place] = run_lengths
         ptr = np.r_[0, np.cumsum(lengths)]
+        if len(ordered) < 2 or bool((ordered[1:] > ordered[:-1]).all()):
+            # The order is the scan's (records ingested in it, as a store writes them): the
+            # listed rows' places then increase too, so each row's items start where the
+            # rows before it in the order end, and the items are already in the order's
+            # place (the gather below would be 0, 1, 2, ...; 1.5M items of a quarter's
+            # reactions: issue 43).
+            return TermCodes(vocabulary, ptr, codes)
+        begin = np.zeros(len(ordered), dtype=np.int64)
+        begin[place] = starts
         gather = np.repeat(begin - ptr[:-1], lengths) + np.arange(ptr[-1])
         return TermCodes(vocabulary, ptr, codes[gather])
 
