@@ -36,8 +36,8 @@ import tempfile
 from pathlib import Path
 
 # benchmarks/ is no package: run as a script, this file's folder is sys.path[0]
-from bench_faers_scale import (Measure, format_table, machine, medanon_info, release_flags,
-                               run_stage, write_rules)
+from bench_faers_scale import (Measure, bytecode_note, format_table, machine, medanon_info,
+                               release_flags, run_stage, write_rules)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -51,6 +51,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--baseline-src", type=Path,
                         help="run every command on this src folder too and compare outputs")
     parser.add_argument("--workdir", type=Path, help="work folder (default: a temporary one)")
+    parser.add_argument("--cold-bytecode", action="store_true",
+                        help="do not compile medanon's bytecode (both sides) before timing")
     return parser.parse_args(argv)
 
 
@@ -113,6 +115,9 @@ def main(argv: list[str] | None = None) -> int:
         built = build_store(work, args, logs)
         store = work / "s.duckdb"
     rules = write_rules(work / "rules.toml", info["rules"])
+    notes = [bytecode_note(info["path"], args.cold_bytecode)]
+    if args.baseline_src is not None and not args.cold_bytecode:
+        notes.append(bytecode_note(args.baseline_src / "medanon", False) + " (baseline)")
     measures, compared = [], []
     for side, src in (("new", None), ("base", args.baseline_src)):
         if side == "base" and src is None:
@@ -131,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                     compared.append((path.name, filecmp.cmp(mine, path, shallow=False)))
     print(f"medanon {info['version']} ({info['path']}); store {store}")
     print(f"machine: {machine()}")
+    print("\n".join(notes))
     print(format_table(built + measures))
     for name, same in compared:
         print(f"{name}: {'identical' if same else 'DIFFERENT'} to the baseline's")

@@ -233,6 +233,32 @@ def medanon_info() -> dict:
     return json.loads(done.stdout)
 
 
+def precompile(package: Path | str) -> float:
+    """Compile ``package``'s modules to bytecode beside their source (``__pycache__``, as Python
+    itself would on a first import); the CPU seconds it took.
+
+    An installed medanon has its bytecode (pip compiles a wheel's modules when it installs
+    them), and so has a checkout after its first run, unless ``PYTHONDONTWRITEBYTECODE`` is set,
+    as on this project's machines. Then every child compiled the modules it imports (about
+    0.2 s of a release's CPU, issue 43), a cost no user pays twice. ``compileall`` writes
+    whatever that variable says; a source newer than its bytecode is compiled again, so a
+    stale file is never read."""
+    started = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True,
+                   stdout=subprocess.DEVNULL)
+    ended = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (ended.ru_utime + ended.ru_stime) - (started.ru_utime + started.ru_stime)
+
+
+def bytecode_note(package: Path | str, cold: bool) -> str:
+    """Compile ``package`` unless ``cold``; the line that says which the figures are."""
+    if cold:
+        return ("bytecode: not compiled beforehand (--cold-bytecode): with "
+                "PYTHONDONTWRITEBYTECODE set, each command compiles the modules it imports")
+    return (f"bytecode: medanon's compiled before timing, as an installed package has it "
+            f"({precompile(package):.2f} s CPU, not counted; --cold-bytecode to count it)")
+
+
 def write_rules(path: Path, rules: list[list[str]]) -> Path:
     """Signal rules (drug, reaction, condition) as a TOML file, for evaluate and report."""
     path.write_text("".join(
@@ -401,7 +427,7 @@ def describe_machine(host: dict) -> str:
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every whole-pipeline benchmark takes: the release's k, HA's alpha and
-    PPMS-DP's epsilon, the seed, the work folder and the output."""
+    PPMS-DP's epsilon, the seed, the work folder, the output and the bytecode's state."""
     parser.add_argument("--k", type=int, default=5)
     parser.add_argument("--alpha", type=float, default=0.5, help="HA's alpha")
     parser.add_argument("--epsilon", default="1", help="PPMS-DP's epsilon per perturbed QID")
@@ -410,6 +436,8 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="folder to work in: new or empty (default: a temporary folder)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder at the end")
     parser.add_argument("--json", action="store_true", help="also print the figures as JSON")
+    parser.add_argument("--cold-bytecode", action="store_true",
+                        help="do not compile medanon's bytecode before timing (see precompile)")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -460,6 +488,7 @@ def run_in_work(args, prefix: str, what: str,
     host = machine()
     print(f"medanon {info['version']} ({info['path']}), Python {host['python']}; {what}, "
           f"seed {args.seed}; work folder {work}", file=sys.stderr)
+    print(bytecode_note(info["path"], args.cold_bytecode), file=sys.stderr)
     failed: StageFailed | None = None
     try:
         run(work, info["rules"])
