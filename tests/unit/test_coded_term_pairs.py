@@ -189,3 +189,14 @@ def test_the_table_codes_hold_the_table_cells(seed: int, method: str,
         assert len(coded) == len(cells)
         assert [tuple(coded.vocabulary[c] for c in coded.codes[a:b].tolist())
                 for a, b in zip(coded.ptr[:-1].tolist(), coded.ptr[1:].tolist())] == cells
+
+
+def test_key_type_is_int32_only_while_every_key_below_the_bound_fits():
+    from medanon.data.terms import key_type
+    top = int(np.iinfo(np.int32).max)
+    assert key_type(0) is np.int32 and key_type(top - 1) is np.int32
+    # a bound of 2^31 - 1 admits the key 2^31 - 2 only, but the bound itself is what is asked
+    assert key_type(top) is np.int64 and key_type(2 * top) is np.int64
+    # the keys below a bound that passed survive the cast unchanged
+    keys = np.array([0, top - 2], dtype=np.int64)
+    assert (keys.astype(key_type(top - 1)) == keys).all()

@@ -40,7 +40,7 @@ from ..accounting import Accountant
 from ..periods import parse_period
 from ..data.records import (SuperRecords, distinct_bounds, distinct_objects, distinct_sorted,
                             first_appearances)
-from ..data.terms import TermCodes, codes_of
+from ..data.terms import TermCodes, codes_of, key_type
 from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_protect, parse_theta
@@ -574,11 +574,9 @@ class ClusteringMethod(Anonymizer):
         if keep.any():
             # σ of each (group, term) pair: the pairs as one integer each, sorted, counted in
             # runs (a pandas value_counts of the pairs cost ten times as much, issue 43)
-            # (int32 pairs when they fit, as a 450k quarter's do: half the bytes sorted)
             width = max(len(data.theta), 1)
-            key_type = np.int32 if (int(group_of.max()) + 1) * width < np.iinfo(np.int32).max \
-                else np.int64
-            pairs: np.ndarray = group_of[owner[keep]].astype(key_type)
+            pairs: np.ndarray = group_of[owner[keep]].astype(
+                key_type((int(group_of.max()) + 1) * width))
             pairs *= width
             pairs += data.term_ids[keep]
             pairs.sort()

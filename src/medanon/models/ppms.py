@@ -88,6 +88,7 @@ from ..hierarchies import Taxonomy
 from ..published.case_ids import CASE_ID_MODES, case_ids_entry
 from ..published.cells import QidInfo, cell_strings, term_pairs
 from ..published.links import ReleaseView, group_conflicts, link, read_view, row_periods
+from ..data.terms import key_type
 from ..published.series import PublishedSeries
 from .theta import ThetaTable
 
@@ -365,13 +366,11 @@ def _check_release(rel: ReleaseView, links: _Links, *, k: int, theta: ThetaTable
         # with X in its lowest bit: the runs of equal keys and their odd entries (np.unique's
         # inverse and two bincounts cost six times as much, issue 43). Made and sorted in
         # place: an array per step was the peak of a 450k quarter's gate (issue 43)
-        # int32 keys when they fit (a 450k quarter's do: 81k groups x 251 terms x 2): half
-        # the bytes sorted and scanned, and the scans were most of the θ check (issue 43)
-        fits = 2 * n_groups * n_terms < np.iinfo(np.int32).max
-        key_type = np.int32 if fits else np.int64
-        marked = np.asarray(gcode, dtype=key_type)[rel.term_row]
+        # (int32 when they fit, as a 450k quarter's do: the scans were most of the θ check)
+        pair_type = key_type(2 * n_groups * n_terms)
+        marked = np.asarray(gcode, dtype=pair_type)[rel.term_row]
         marked *= n_terms
-        marked += rel.term_code.astype(key_type, copy=False)
+        marked += rel.term_code.astype(pair_type, copy=False)
         marked *= 2
         marked += x[rel.term_row]
         marked.sort()

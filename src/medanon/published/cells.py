@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.records import distinct_objects, first_appearances
-from ..data.terms import TermCodes
+from ..data.terms import TermCodes, key_type
 from ..errors import HierarchyError, InputFormatError, ValidationError
 from ..hierarchies import Interval, Taxonomy
 
@@ -572,14 +572,13 @@ def coded_term_pairs(columns: Sequence[TermCodes]
     names[0] = ""
     names[1:] = [vocabulary[c] for c in order.tolist()]
     width = len(names)
-    # int32 keys when they fit (a 450k quarter's do): equal integers sort alike whatever the
-    # algorithm, and numpy's default sort of int32 took a third of the stable sort of int64
-    # that this was (issue 43)
-    key_type = np.int32 if n * width < np.iinfo(np.int32).max else np.int64
-    ranks = rank.astype(key_type)
+    # (int32 when they fit: numpy's default sort of them took a third of the stable sort of
+    # int64 that this was)
+    row_type = key_type(n * width)
+    ranks = rank.astype(row_type)
     keys = []
     for c in columns:
-        rows: np.ndarray = np.repeat(np.arange(n, dtype=key_type), np.diff(c.ptr))
+        rows: np.ndarray = np.repeat(np.arange(n, dtype=row_type), np.diff(c.ptr))
         rows *= width
         rows += ranks[c.codes]
         keys.append(rows)
