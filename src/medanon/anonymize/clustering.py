@@ -1985,6 +1985,10 @@ class _GroupTable:
         self.dense = np.zeros((G, len(top)), dtype=np.int16 if narrow else np.int32)
         self.sparse: dict[int, dict[int, int]] = {}
         self._etas: dict[int, np.ndarray] = {}
+        #: :meth:`etas` as lists (:meth:`few_risks`), and the groups' anchor counts read as
+        #: Python ints (a memoryview over ``anchors``: it stays current)
+        self._eta_lists: dict[int, list[int]] = {}
+        self._anchors_view = self.anchors.data
         # σ of every group from its members' terms at once (before the leftover phase a
         # group's σ counts exactly its members' terms: no term of theirs is suppressed yet)
         members = np.fromiter(chain.from_iterable(map(attrgetter("members"), groups)),
@@ -2145,6 +2149,35 @@ class _GroupTable:
         for j in np.flatnonzero(~dense).tolist():
             c[:, j] = self._sparse_sigma(terms[j], cand)
         return c
+
+    def few_risks(self, terms: Sequence[int], own: int, cand: list[int]) -> list[float]:
+        """:meth:`risks` without α for a few groups ``cand`` and a record of ``terms`` and
+        anchor ``own``, as Python floats: the same operations on the same numbers (σ + 1 and
+        η − σ are exact integers, each step one correctly rounded division, added to 1.0 in
+        r's term order), so the same floats, without the dozen numpy calls per group set."""
+        column, cells, anchors = self._column_list, self.cells, self._anchors_view
+        sparse, eta_lists = self.sparse, self._eta_lists
+        out = []
+        for gi in cand:
+            count = anchors[gi] + own
+            e = eta_lists.get(count)
+            if e is None:
+                e = eta_lists[count] = self.etas(count).tolist()
+            pr = 1.0
+            for s in terms:
+                col = column[s]
+                if col >= 0:
+                    c = cells[gi, col] + 1
+                else:
+                    held = sparse.get(s)
+                    c = (held.get(gi, 0) if held else 0) + 1
+                room = e[s] - c + 1
+                if room < 1:  # (σ + 1 > η: r breaks θ there)
+                    pr = INF
+                    break
+                pr += c / room
+            out.append(pr)
+        return out
 
     def risks(self, r: int, cand: np.ndarray, sigma: np.ndarray | None = None) -> np.ndarray:
         """PR(g, r) of :meth:`_Group.risk` (leftover phase: η from anchors with r) for groups
@@ -2582,14 +2615,12 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         return
     table = _GroupTable(data, groups)
     index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss, table)
-    # (each record's terms and anchor read from lists: no numpy scalar, no call per read)
-    term_list, term_ptr = data._term_id_list, data._term_ptr_list
-    anchor_list = table._anchor_list
-
-    def evaluate(r: int, value: list, cand: np.ndarray, best: tuple | None) -> tuple | None:
+    def evaluate(r: int, terms: list[int], own: int, value: list, cand: np.ndarray,
+                 best: tuple | None) -> tuple | None:
         """Best key over groups ``cand`` and ``best``: PR computed exactly for every group at
         once, as :meth:`_Group.risk` computes it (the terms summed in the same order, so the
-        floats agree), so that no group is probed one by one."""
+        floats agree), so that no group is probed one by one. ``terms``, ``own``: r's terms
+        and anchor (0 or 1)."""
         if not len(cand):
             return best
         dil = table.delta_il(value, cand)
@@ -2597,9 +2628,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             # PR >= r's terms alone at the most anchors of ``cand``: a group whose ΔIL times
             # that floor exceeds the best key cannot beat it (nor tie), and its PR is not needed
             # (_floor_at, with r's anchor and terms read from lists)
-            inv = data.inverse_etas(int(table.anchors[cand].max()) + anchor_list[r])
+            inv = data.inverse_etas(int(_most(table.anchors[cand])) + own)
             floor = 1.0  # added in r's term order, as privacy_risk adds (∞ stays ∞)
-            for s in term_list[term_ptr[r]:term_ptr[r + 1]]:
+            for s in terms:
                 floor += inv[s]
             if floor == INF:  # (no group of cand can take r)
                 return best
@@ -2609,6 +2640,20 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                 if not kept:
                     return best
                 cand, dil = cand[near], dil[near]
+        if len(cand) <= _FEW_GROUPS and data.alpha is None:
+            # a few groups (most calls: the ΔIL floor above leaves a median of two): their
+            # keys as Python floats, the same operations (:meth:`_GroupTable.few_risks`), and
+            # the least (key, PR, group) as the lexsort below takes it
+            found_few = None
+            for d, p, gi in zip(dil.tolist(), table.few_risks(terms, own, cand.tolist()),
+                                cand.tolist()):
+                if p < INF:
+                    k = (d * p, p, gi)
+                    if found_few is None or k < found_few:
+                        found_few = k
+            if found_few is None:
+                return best
+            return found_few if best is None or found_few < best else best
         pr = table.risks(r, cand)
         at = np.flatnonzero(pr < INF)
         if not len(at):
@@ -2649,9 +2694,22 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     # itself is evaluated again whatever changed it). (Not with α: the batched keys do not
     # count HA's counters.)
     batched = data.alpha is None
-    point_list = point.tolist()
-    class_list = class_of.tolist()
     walk = leftovers.tolist()
+    # each leftover's point flag, class, anchor, terms and value in walk order, gathered at
+    # once: the walk reads them one after the other, not at 45k scattered records (the rank
+    # order is no record order: each read from a list of every record missed the caches)
+    walk_point = point[leftovers].tolist()
+    walk_class = class_of[leftovers].tolist()
+    walk_anchor = data.anchor[leftovers].tolist()
+    lengths = data.term_ptr[leftovers + 1] - data.term_ptr[leftovers]
+    walk_ptr = np.r_[0, np.cumsum(lengths)]
+    walk_terms = data.term_ids[np.repeat(data.term_ptr[leftovers] - walk_ptr[:-1], lengths)
+                               + np.arange(int(walk_ptr[-1]))].tolist()
+    term_at = walk_ptr.tolist()
+    # (Python floats and ints: the same values as the arrays' scalars, in every operation)
+    walk_value = [[None if x is None else x[leftovers].tolist() for x in arrays]
+                  for arrays in (data.cat, data.lo, data.hi)]
+    del lengths, walk_ptr
     # (:meth:`_ClassGroups.has` without a call: a class's list of zero-loss groups, empty or
     # None when it has none)
     class_members = classes._members.get
@@ -2663,20 +2721,21 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     for i, r in enumerate(walk):
         if batched and i % _WINDOW == 0:
             slot, moved = {}, []
-            window = [q for q in walk[i:i + _WINDOW]
-                      if not (point_list[q] and class_members(class_list[q]))]
+            window = [q for q, is_point, cq in zip(walk[i:i + _WINDOW], walk_point[i:i + _WINDOW],
+                                                   walk_class[i:i + _WINDOW])
+                      if not (is_point and class_members(cq))]
             ahead = _best_of_many(table, index, window) if window else {}
-        c = class_list[r]
-        if point_list[r] and class_members(c):
-            terms = term_list[term_ptr[r]:term_ptr[r + 1]]
-            best = _best_in_class(data, r, classes, c, terms)
+        c = walk_class[i]
+        terms = walk_terms[term_at[i]:term_at[i + 1]]
+        anchors = walk_anchor[i]
+        if walk_point[i] and class_members(c):
+            best = _best_in_class(data, r, classes, c, terms, anchors)
             if best is not None:
                 # a point joining a zero-loss group of its own class leaves the group's value
                 # as it is (and the group stays in the class): only anchors (and σ) move; the
                 # group is evaluated again by the window's next leftovers only if its anchors
                 # moved (see above)
                 gi = best[2]
-                anchors = anchor_list[r]
                 if batched:
                     at = slot.get(gi)
                     if at is None:
@@ -2698,12 +2757,10 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         if found is not None and (known is None or known[2] not in slot):
             best = known
             if moved:
-                value = [[None if x is None else x[r] for x in arrays]
-                         for arrays in (data.cat, data.lo, data.hi)]
-                best = evaluate(r, value, np.array(moved, dtype=np.int64), best)
+                value = [[None if x is None else x[i] for x in arrays] for arrays in walk_value]
+                best = evaluate(r, terms, anchors, value, np.array(moved, dtype=np.int64), best)
         else:
-            value = [[None if x is None else x[r] for x in arrays]
-                     for arrays in (data.cat, data.lo, data.hi)]
+            value = [[None if x is None else x[i] for x in arrays] for arrays in walk_value]
             search = True
             if found is not None and known is not None:
                 # its best group changed in the window: that group and the groups whose
@@ -2714,11 +2771,11 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                 second = found[1]
                 kept = second is None or second[2] not in slot
                 cand = moved if slot[known[2]] >= 0 else [known[2], *moved]
-                best = evaluate(r, value, np.array(cand, dtype=np.int64),
+                best = evaluate(r, terms, anchors, value, np.array(cand, dtype=np.int64),
                                 second if kept else None)
                 search = not (kept and best is not None and best[0] <= found[2])
             if search:
-                best = evaluate(r, value, index.loose(), best)
+                best = evaluate(r, terms, anchors, value, index.loose(), best)
                 bounds = index.lower_bounds(value, r)
                 order = np.argsort(bounds, kind="stable")
                 sorted_bounds = bounds[order]
@@ -2732,7 +2789,8 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                     if limit <= done:
                         break
                     upto = min(limit, max(2 * done, _FIRST_BLOCKS))
-                    best = evaluate(r, value, index.members_of(order[done:upto]), best)
+                    best = evaluate(r, terms, anchors, value, index.members_of(order[done:upto]),
+                                    best)
                     done = upto
         if best is None:
             result.unplaced.append(r)
@@ -2747,7 +2805,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             if table.loss[gi] > 0.0:
                 classes.remove(gi)
             else:
-                classes.added(gi, data.terms(r), int(data.anchor[r]))
+                classes.added(gi, terms, anchors)
     _place_by_suppression(data, groups, result, table=table)
     _number_groups(groups, result)
 
@@ -2764,7 +2822,7 @@ def _number_groups(groups: list[_Group], result: GroupingResult) -> None:
 
 
 def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int,
-                   terms: list[int] | None = None) -> tuple | None:
+                   terms: list[int] | None = None, own: int | None = None) -> tuple | None:
     """The least key (0, PR, group) over the zero-loss groups of r's QID class c (ascending:
     ``classes.ids(c)``), where a class can hold thousands of groups (e.g. cases lacking age
     and weight).
@@ -2799,7 +2857,7 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int,
         if count is not None:
             if len(terms) <= 32:
                 # _floor_at, with r's terms and anchor at hand
-                anchors = count + table._anchor_list[r]
+                anchors = count + (table._anchor_list[r] if own is None else own)
                 inv = data._inverse_etas.get(anchors) or data.inverse_etas(anchors)
                 pr = 1.0  # added in r's term order, as privacy_risk adds (∞ stays ∞)
                 for s in terms:
@@ -3077,6 +3135,10 @@ def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray
 #: leftovers whose best groups are found together (:func:`_place_leftovers`), and the groups
 #: of each whose PR is computed first (:func:`_best_of_many`).
 _WINDOW = 512
+#: groups whose PR a leftover's evaluation computes with Python floats (:meth:`_GroupTable.few_risks`)
+_FEW_GROUPS = 8
+#: the most of an array, without ndarray.max's Python wrapper
+_most = np.maximum.reduce
 _FIRST_PAIRS = 4
 #: (leftover, group) pairs a window evaluates at once, at most (about), and (pair, term)
 #: elements :meth:`_GroupTable.pair_risks` makes at once, at most (about)
