@@ -2406,11 +2406,14 @@ class _ClassGroups:
         self._kept_cells = 0
         #: classes of more than CLASS_SCAN groups (:meth:`first_free`): the class's groups when
         #: first asked (``_frozen``, positions that never move), each group's position there,
-        #: per term the bit mask of the positions whose group holds it (made when first read,
-        #: kept current by :meth:`added`), and the mask of the groups that left the class
+        #: per term the bit mask of the positions whose group holds it (kept current by
+        #: :meth:`added`; a dense table term's made when first read, from the class's bits of
+        #: the table as frozen, ``_packed``: a class's leftovers ask for a few of its terms),
+        #: and the mask of the groups that left the class
         self._frozen: dict[int, list[int]] = {}
         self._frozen_at: dict[int, int] = {}
         self._holders: dict[int, dict[int, int]] = {}
+        self._packed: dict[int, np.ndarray] = {}
         self._left: dict[int, int] = {}
 
     def has(self, c: int) -> bool:
@@ -2492,15 +2495,18 @@ class _ClassGroups:
             holders = self._holders[c] = self._holder_masks(c)
         taken = self._left[c]
         for s in terms:
-            taken |= holders.get(s, 0)
+            mask = holders.get(s)
+            taken |= self._mask(c, s) if mask is None else mask
         at = ((~taken) & (taken + 1)).bit_length() - 1  # the lowest clear bit
         frozen = self._frozen[c]
         return frozen[at] if at < len(frozen) else None
 
     def _holder_masks(self, c: int) -> dict[int, int]:
-        """Freeze class c's groups (:meth:`first_free`) and make the mask of every term some
-        group of the class holds: the dense table's terms from one gather of the class's rows,
-        the others from the rare terms each group holds (:meth:`_GroupTable.rare_terms_of`)."""
+        """Freeze class c's groups (:meth:`first_free`), keep the bits of the dense table's
+        terms over them from one gather of the class's rows (a term's mask is made from them
+        when first read: :meth:`_mask`), and make the mask of every other term some group of
+        the class holds, from the rare terms each group holds
+        (:meth:`_GroupTable.rare_terms_of`), all at once."""
         members = self._members[c]
         self._frozen[c] = list(members)
         self._left[c] = 0
@@ -2509,17 +2515,27 @@ class _ClassGroups:
         table = self.table
         held = table.dense[np.asarray(members, dtype=np.int64)] > 0
         # bit i of a column's bytes (little-endian, both ways) is the class's i-th group
-        packed = np.ascontiguousarray(np.packbits(held, axis=0, bitorder="little").T)
-        masks = {term: int.from_bytes(packed[col].tobytes(), "little")
-                 for term, col in enumerate(table._column_list) if col >= 0}
-        spots: dict[int, list[int]] = {}
-        for s, at in zip(*table.rare_terms_of(members)):
-            spots.setdefault(s, []).append(at)
-        for s, ats in spots.items():
-            bits = np.zeros(len(members), dtype=bool)
-            bits[ats] = True
-            masks[s] = int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
+        self._packed[c] = np.ascontiguousarray(np.packbits(held, axis=0, bitorder="little").T)
+        masks: dict[int, int] = {}
+        terms, where = table.rare_terms_of(members)
+        if terms:
+            # a row of bits per rare term (its groups' positions), packed as the columns above
+            found, row = np.unique(np.asarray(terms, dtype=np.int64), return_inverse=True)
+            bits = np.zeros((len(found), len(members)), dtype=bool)
+            bits[row.ravel(), np.asarray(where, dtype=np.int64)] = True
+            packed = np.packbits(bits, axis=1, bitorder="little")
+            for s, line in zip(found.tolist(), packed):
+                masks[s] = int.from_bytes(line.tobytes(), "little")
         return masks
+
+    def _mask(self, c: int, s: int) -> int:
+        """The mask of term s over frozen class c (:meth:`first_free`) not made yet: a dense
+        table term's from the class's packed bits, kept; 0 for another term (no group of the
+        class held it when frozen)."""
+        col = self.table._column_list[s]
+        mask = int.from_bytes(self._packed[c][col].tobytes(), "little") if col >= 0 else 0
+        self._holders[c][s] = mask
+        return mask
 
     def single_anchor_count(self, c: int) -> int | None:
         """The anchor count of every group of the class when they all have the same one (the
@@ -2567,7 +2583,8 @@ class _ClassGroups:
         if holders is not None:
             bit = 1 << self._frozen_at[gi]
             for s in terms:
-                holders[s] = holders.get(s, 0) | bit
+                mask = holders.get(s)
+                holders[s] = (self._mask(c, s) if mask is None else mask) | bit
         if not anchors:
             return
         self._counts.pop(c, None)
