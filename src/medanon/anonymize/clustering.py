@@ -2821,7 +2821,11 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             if search:
                 best = evaluate(r, terms, anchors, value, index.loose(), best)
                 bounds = index.lower_bounds(value, r)
-                order = np.argsort(bounds, kind="stable")
+                # only the blocks the walk below may open, sorted: those whose bound is at
+                # most the best key (below ∞ with no best yet), which only falls (the same
+                # order as a stable sort of every block, cut where the walk stops)
+                order = np.flatnonzero(bounds < INF if best is None else bounds <= best[0])
+                order = order[np.argsort(bounds[order], kind="stable")]
                 sorted_bounds = bounds[order]
                 done = 0
                 while done < len(order):
