@@ -2041,6 +2041,10 @@ class _GroupTable:
         self.dense = np.zeros((G, len(top)), dtype=np.int16 if narrow else np.int32)
         self.sparse: dict[int, dict[int, int]] = {}
         self._etas: dict[int, np.ndarray] = {}
+        #: :meth:`etas` as lists (:meth:`few_risks`), and the groups' anchor counts read as
+        #: Python ints (a memoryview over ``anchors``: it stays current)
+        self._eta_lists: dict[int, list[int]] = {}
+        self._anchors_view = self.anchors.data
         # σ of every group from its members' terms at once (before the leftover phase a
         # group's σ counts exactly its members' terms: no term of theirs is suppressed yet)
         members = np.fromiter(chain.from_iterable(map(attrgetter("members"), groups)),
@@ -2049,33 +2053,37 @@ class _GroupTable:
         lengths = np.diff(data.term_ptr)[members]
         pos = (np.repeat(data.term_ptr[members] - np.cumsum(lengths) + lengths, lengths)
                + np.arange(int(lengths.sum())))
-        term, holder = data.term_ids[pos], np.repeat(owner, lengths)
-        col = self.column[term]
+        term = data.term_ids[pos]
+        del pos
+        holder = np.repeat(owner, lengths)
         # the counts of each cell, as np.add.at would add them but faster: a bincount of the
         # cells of a slice of groups at a time (``holder`` ascends), so that its int64 counts
         # take half a MB beside the table (slices of 8 MB counts cost twice as much: a
-        # fresh 8 MB array is mapped and faulted in each time)
+        # fresh 8 MB array is mapped and faulted in each time). A rare term counts in a
+        # column past the table's, dropped: the pairs' cells without first selecting the
+        # dense ones (three passes over the 2M pairs of a 450k quarter fewer)
         width = self.dense.shape[1]
-        at = np.flatnonzero(col >= 0)
-        # (the cells before their groups, each array made after the last temporary went, so
-        # that it takes that temporary's memory: no third array of the pairs at once)
-        cells = holder[at] * width
-        cells += col[at]
-        where = holder[at]
+        past = width + 1
+        col = np.where(self.column >= 0, self.column, width)[term]
+        rare = np.flatnonzero(col == width)
+        cells = holder * past
+        cells += col
+        del col
         step = max(1, (1 << 16) // max(width, 1))
-        edges = np.searchsorted(where, np.arange(0, G + step, step)).tolist()
+        edges = np.searchsorted(holder, np.arange(0, G + step, step)).tolist()
         for lo, a, b in zip(range(0, G, step), edges, edges[1:]):
             hi = min(lo + step, G)
-            self.dense[lo:hi] = np.bincount(cells[a:b] - lo * width,
-                                            minlength=(hi - lo) * width).reshape(hi - lo, width)
+            self.dense[lo:hi] = np.bincount(cells[a:b] - lo * past,
+                                            minlength=(hi - lo) * past
+                                            ).reshape(hi - lo, past)[:, :width]
         #: the dense table's cells one at a time, as Python ints (a memoryview: a cell read or
         #: counted without a numpy scalar, half the cost of one; remade with the table)
         self.cells = self.dense.data
-        rare = col < 0
+        del cells
         keys, counts = np.unique(term[rare] * max(G, 1) + holder[rare], return_counts=True)
         # (the per-term arrays go before the structures below are made: this is about the
         # peak of a 450k quarter's grouping)
-        del members, owner, lengths, pos, term, holder, col, at, cells, where, rare
+        del members, owner, lengths, term, holder, rare
         self._anchor_list: list[bool] = data.anchor.tolist()
         # (the keys ascend: each term's {group: count} from one slice of them, its groups in
         # ascending order)
@@ -2202,6 +2210,35 @@ class _GroupTable:
             c[:, j] = self._sparse_sigma(terms[j], cand)
         return c
 
+    def few_risks(self, terms: Sequence[int], own: int, cand: list[int]) -> list[float]:
+        """:meth:`risks` without α for a few groups ``cand`` and a record of ``terms`` and
+        anchor ``own``, as Python floats: the same operations on the same numbers (σ + 1 and
+        η − σ are exact integers, each step one correctly rounded division, added to 1.0 in
+        r's term order), so the same floats, without the dozen numpy calls per group set."""
+        column, cells, anchors = self._column_list, self.cells, self._anchors_view
+        sparse, eta_lists = self.sparse, self._eta_lists
+        out = []
+        for gi in cand:
+            count = anchors[gi] + own
+            e = eta_lists.get(count)
+            if e is None:
+                e = eta_lists[count] = self.etas(count).tolist()
+            pr = 1.0
+            for s in terms:
+                col = column[s]
+                if col >= 0:
+                    c = cells[gi, col] + 1
+                else:
+                    held = sparse.get(s)
+                    c = (held.get(gi, 0) if held else 0) + 1
+                room = e[s] - c + 1
+                if room < 1:  # (σ + 1 > η: r breaks θ there)
+                    pr = INF
+                    break
+                pr += c / room
+            out.append(pr)
+        return out
+
     def risks(self, r: int, cand: np.ndarray, sigma: np.ndarray | None = None) -> np.ndarray:
         """PR(g, r) of :meth:`_Group.risk` (leftover phase: η from anchors with r) for groups
         ``cand`` at once; ∞ where r would break θ or α. ``sigma``: their :meth:`sigmas` of
@@ -2283,19 +2320,30 @@ class _GroupTable:
         s = data.term_ids[np.repeat(ptr[rr] - first, lengths) + np.arange(len(owner))]
         col = self.column[s]
         g = gg[owner]
-        if col.min() >= 0:
-            sigma = self.dense[g, col].astype(np.int64)
-        else:
-            sigma = np.zeros(len(owner), dtype=np.int64)
+        # the cells' flat positions, one take (cheaper than a two-index gather); a rare
+        # term's reads column 0, replaced below
+        flat = g * self.dense.shape[1]
+        flat += np.maximum(col, 0)
+        sigma = self.dense.ravel().take(flat).astype(np.int64)
+        del flat
+        if _least(col) < 0:
             dense = col >= 0
-            sigma[dense] = self.dense[g[dense], col[dense]]
             sparse = self.sparse
             nothing: dict[int, int] = {}
             rare = np.flatnonzero(~dense)
             sigma[rare] = [sparse.get(term, nothing).get(group, 0)
                            for term, group in zip(s[rare].tolist(), g[rare].tolist())]
         c = sigma + 1
-        room = etas_of(data.theta[s], anchors[owner]) - c + 1
+        low, high = int(_least(anchors)), int(_most(anchors))
+        if high - low < 8:
+            # few anchor counts (one on a 450k quarter 2): η of each pair's term from the
+            # cached rows of η (:meth:`etas`: etas_of's elements) instead of etas_of's five
+            # passes over every (pair, term)
+            e = (self.etas(low)[s] if high == low else
+                 np.stack([self.etas(a) for a in range(low, high + 1)])[(anchors - low)[owner], s])
+        else:
+            e = etas_of(data.theta[s], anchors[owner])
+        room = e - sigma  # (η − (σ + 1) + 1: the same integers)
         step = c / np.maximum(room, 1)
         # PR's steps added in each record's term order, as risks adds them: the same floats
         # (the pairs by falling length: those with a p-th term lead)
@@ -2429,11 +2477,14 @@ class _ClassGroups:
         self._kept_cells = 0
         #: classes of more than CLASS_SCAN groups (:meth:`first_free`): the class's groups when
         #: first asked (``_frozen``, positions that never move), each group's position there,
-        #: per term the bit mask of the positions whose group holds it (made when first read,
-        #: kept current by :meth:`added`), and the mask of the groups that left the class
+        #: per term the bit mask of the positions whose group holds it (kept current by
+        #: :meth:`added`; a dense table term's made when first read, from the class's bits of
+        #: the table as frozen, ``_packed``: a class's leftovers ask for a few of its terms),
+        #: and the mask of the groups that left the class
         self._frozen: dict[int, list[int]] = {}
         self._frozen_at: dict[int, int] = {}
         self._holders: dict[int, dict[int, int]] = {}
+        self._packed: dict[int, np.ndarray] = {}
         self._left: dict[int, int] = {}
 
     def has(self, c: int) -> bool:
@@ -2515,15 +2566,18 @@ class _ClassGroups:
             holders = self._holders[c] = self._holder_masks(c)
         taken = self._left[c]
         for s in terms:
-            taken |= holders.get(s, 0)
+            mask = holders.get(s)
+            taken |= self._mask(c, s) if mask is None else mask
         at = ((~taken) & (taken + 1)).bit_length() - 1  # the lowest clear bit
         frozen = self._frozen[c]
         return frozen[at] if at < len(frozen) else None
 
     def _holder_masks(self, c: int) -> dict[int, int]:
-        """Freeze class c's groups (:meth:`first_free`) and make the mask of every term some
-        group of the class holds: the dense table's terms from one gather of the class's rows,
-        the others from the rare terms each group holds (:meth:`_GroupTable.rare_terms_of`)."""
+        """Freeze class c's groups (:meth:`first_free`), keep the bits of the dense table's
+        terms over them from one gather of the class's rows (a term's mask is made from them
+        when first read: :meth:`_mask`), and make the mask of every other term some group of
+        the class holds, from the rare terms each group holds
+        (:meth:`_GroupTable.rare_terms_of`), all at once."""
         members = self._members[c]
         self._frozen[c] = list(members)
         self._left[c] = 0
@@ -2532,17 +2586,27 @@ class _ClassGroups:
         table = self.table
         held = table.dense[np.asarray(members, dtype=np.int64)] > 0
         # bit i of a column's bytes (little-endian, both ways) is the class's i-th group
-        packed = np.ascontiguousarray(np.packbits(held, axis=0, bitorder="little").T)
-        masks = {term: int.from_bytes(packed[col].tobytes(), "little")
-                 for term, col in enumerate(table._column_list) if col >= 0}
-        spots: dict[int, list[int]] = {}
-        for s, at in zip(*table.rare_terms_of(members)):
-            spots.setdefault(s, []).append(at)
-        for s, ats in spots.items():
-            bits = np.zeros(len(members), dtype=bool)
-            bits[ats] = True
-            masks[s] = int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
+        self._packed[c] = np.ascontiguousarray(np.packbits(held, axis=0, bitorder="little").T)
+        masks: dict[int, int] = {}
+        terms, where = table.rare_terms_of(members)
+        if terms:
+            # a row of bits per rare term (its groups' positions), packed as the columns above
+            found, row = np.unique(np.asarray(terms, dtype=np.int64), return_inverse=True)
+            bits = np.zeros((len(found), len(members)), dtype=bool)
+            bits[row.ravel(), np.asarray(where, dtype=np.int64)] = True
+            packed = np.packbits(bits, axis=1, bitorder="little")
+            for s, line in zip(found.tolist(), packed):
+                masks[s] = int.from_bytes(line.tobytes(), "little")
         return masks
+
+    def _mask(self, c: int, s: int) -> int:
+        """The mask of term s over frozen class c (:meth:`first_free`) not made yet: a dense
+        table term's from the class's packed bits, kept; 0 for another term (no group of the
+        class held it when frozen)."""
+        col = self.table._column_list[s]
+        mask = int.from_bytes(self._packed[c][col].tobytes(), "little") if col >= 0 else 0
+        self._holders[c][s] = mask
+        return mask
 
     def single_anchor_count(self, c: int) -> int | None:
         """The anchor count of every group of the class when they all have the same one (the
@@ -2590,7 +2654,8 @@ class _ClassGroups:
         if holders is not None:
             bit = 1 << self._frozen_at[gi]
             for s in terms:
-                holders[s] = holders.get(s, 0) | bit
+                mask = holders.get(s)
+                holders[s] = (self._mask(c, s) if mask is None else mask) | bit
         if not anchors:
             return
         self._counts.pop(c, None)
@@ -2638,24 +2703,45 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         return
     table = _GroupTable(data, groups)
     index = _GroupBlocks(space, table.cat, table.lo, table.hi, table.size, table.loss, table)
-    # (each record's terms and anchor read from lists: no numpy scalar, no call per read)
-    term_list, term_ptr = data._term_id_list, data._term_ptr_list
-    anchor_list = table._anchor_list
 
-    def evaluate(r: int, value: list, cand: np.ndarray, best: tuple | None) -> tuple | None:
+    def least_of_few(terms: list[int], own: int, cand: np.ndarray, dil: np.ndarray,
+                     best: tuple | None) -> tuple | None:
+        """The least of ``best`` and the keys (ΔIL·PR, PR, group) of a few groups ``cand``
+        (ΔIL ``dil``) without α, as Python floats: the same operations as :meth:`risks`
+        (:meth:`_GroupTable.few_risks`), and the least as :func:`evaluate`'s lexsort takes
+        it."""
+        for d, p, gi in zip(dil.tolist(), table.few_risks(terms, own, cand.tolist()),
+                            cand.tolist()):
+            if p < INF:
+                key = (d * p, p, gi)
+                if best is None or key < best:
+                    best = key
+        return best
+
+    def evaluate(r: int, terms: list[int], own: int, value: list, cand: np.ndarray,
+                 best: tuple | None) -> tuple | None:
         """Best key over groups ``cand`` and ``best``: PR computed exactly for every group at
         once, as :meth:`_Group.risk` computes it (the terms summed in the same order, so the
-        floats agree), so that no group is probed one by one."""
+        floats agree), so that no group is probed one by one. ``terms``, ``own``: r's terms
+        and anchor (0 or 1)."""
         if not len(cand):
             return best
         dil = table.delta_il(value, cand)
+        if best is None and len(cand) > _FEW_GROUPS and data.alpha is None:
+            # no best yet (a leftover's first evaluation, of its loose or moved groups: some
+            # sixty groups each, most of the PR computed here on the 450k q2): the groups of
+            # least ΔIL give one to start from, so that the floor below leaves most others
+            # out before their PR (exact: the best is a group's key, and the answer is the
+            # least key over both)
+            head = np.argpartition(dil, _FEW_GROUPS - 1)[:_FEW_GROUPS]
+            best = least_of_few(terms, own, cand[head], dil[head], None)
         if best is not None:
             # PR >= r's terms alone at the most anchors of ``cand``: a group whose ΔIL times
             # that floor exceeds the best key cannot beat it (nor tie), and its PR is not needed
             # (_floor_at, with r's anchor and terms read from lists)
-            inv = data.inverse_etas(int(table.anchors[cand].max()) + anchor_list[r])
+            inv = data.inverse_etas(int(_most(table.anchors[cand])) + own)
             floor = 1.0  # added in r's term order, as privacy_risk adds (∞ stays ∞)
-            for s in term_list[term_ptr[r]:term_ptr[r + 1]]:
+            for s in terms:
                 floor += inv[s]
             if floor == INF:  # (no group of cand can take r)
                 return best
@@ -2665,6 +2751,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                 if not kept:
                     return best
                 cand, dil = cand[near], dil[near]
+        if len(cand) <= _FEW_GROUPS and data.alpha is None:
+            # (most calls: the ΔIL floor above leaves a median of two groups)
+            return least_of_few(terms, own, cand, dil, best)
         pr = table.risks(r, cand)
         at = np.flatnonzero(pr < INF)
         if not len(at):
@@ -2705,9 +2794,22 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     # itself is evaluated again whatever changed it). (Not with α: the batched keys do not
     # count HA's counters.)
     batched = data.alpha is None
-    point_list = point.tolist()
-    class_list = class_of.tolist()
     walk = leftovers.tolist()
+    # each leftover's point flag, class, anchor, terms and value in walk order, gathered at
+    # once: the walk reads them one after the other, not at 45k scattered records (the rank
+    # order is no record order: each read from a list of every record missed the caches)
+    walk_point = point[leftovers].tolist()
+    walk_class = class_of[leftovers].tolist()
+    walk_anchor = data.anchor[leftovers].tolist()
+    lengths = data.term_ptr[leftovers + 1] - data.term_ptr[leftovers]
+    walk_ptr = np.r_[0, np.cumsum(lengths)]
+    walk_terms = data.term_ids[np.repeat(data.term_ptr[leftovers] - walk_ptr[:-1], lengths)
+                               + np.arange(int(walk_ptr[-1]))].tolist()
+    term_at = walk_ptr.tolist()
+    # (Python floats and ints: the same values as the arrays' scalars, in every operation)
+    walk_value = [[None if x is None else x[leftovers].tolist() for x in arrays]
+                  for arrays in (data.cat, data.lo, data.hi)]
+    del lengths, walk_ptr
     # (:meth:`_ClassGroups.has` without a call: a class's list of zero-loss groups, empty or
     # None when it has none)
     class_members = classes._members.get
@@ -2719,20 +2821,21 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     for i, r in enumerate(walk):
         if batched and i % _WINDOW == 0:
             slot, moved = {}, []
-            window = [q for q in walk[i:i + _WINDOW]
-                      if not (point_list[q] and class_members(class_list[q]))]
+            window = [q for q, is_point, cq in zip(walk[i:i + _WINDOW], walk_point[i:i + _WINDOW],
+                                                   walk_class[i:i + _WINDOW])
+                      if not (is_point and class_members(cq))]
             ahead = _best_of_many(table, index, window) if window else {}
-        c = class_list[r]
-        if point_list[r] and class_members(c):
-            terms = term_list[term_ptr[r]:term_ptr[r + 1]]
-            best = _best_in_class(data, r, classes, c, terms)
+        c = walk_class[i]
+        terms = walk_terms[term_at[i]:term_at[i + 1]]
+        anchors = walk_anchor[i]
+        if walk_point[i] and class_members(c):
+            best = _best_in_class(data, r, classes, c, terms, anchors)
             if best is not None:
                 # a point joining a zero-loss group of its own class leaves the group's value
                 # as it is (and the group stays in the class): only anchors (and σ) move; the
                 # group is evaluated again by the window's next leftovers only if its anchors
                 # moved (see above)
                 gi = best[2]
-                anchors = anchor_list[r]
                 if batched:
                     at = slot.get(gi)
                     if at is None:
@@ -2754,12 +2857,10 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
         if found is not None and (known is None or known[2] not in slot):
             best = known
             if moved:
-                value = [[None if x is None else x[r] for x in arrays]
-                         for arrays in (data.cat, data.lo, data.hi)]
-                best = evaluate(r, value, np.array(moved, dtype=np.int64), best)
+                value = [[None if x is None else x[i] for x in arrays] for arrays in walk_value]
+                best = evaluate(r, terms, anchors, value, np.array(moved, dtype=np.int64), best)
         else:
-            value = [[None if x is None else x[r] for x in arrays]
-                     for arrays in (data.cat, data.lo, data.hi)]
+            value = [[None if x is None else x[i] for x in arrays] for arrays in walk_value]
             search = True
             if found is not None and known is not None:
                 # its best group changed in the window: that group and the groups whose
@@ -2770,13 +2871,17 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                 second = found[1]
                 kept = second is None or second[2] not in slot
                 cand = moved if slot[known[2]] >= 0 else [known[2], *moved]
-                best = evaluate(r, value, np.array(cand, dtype=np.int64),
+                best = evaluate(r, terms, anchors, value, np.array(cand, dtype=np.int64),
                                 second if kept else None)
                 search = not (kept and best is not None and best[0] <= found[2])
             if search:
-                best = evaluate(r, value, index.loose(), best)
+                best = evaluate(r, terms, anchors, value, index.loose(), best)
                 bounds = index.lower_bounds(value, r)
-                order = np.argsort(bounds, kind="stable")
+                # only the blocks the walk below may open, sorted: those whose bound is at
+                # most the best key (below ∞ with no best yet), which only falls (the same
+                # order as a stable sort of every block, cut where the walk stops)
+                order = np.flatnonzero(bounds < INF if best is None else bounds <= best[0])
+                order = order[np.argsort(bounds[order], kind="stable")]
                 sorted_bounds = bounds[order]
                 done = 0
                 while done < len(order):
@@ -2788,7 +2893,8 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
                     if limit <= done:
                         break
                     upto = min(limit, max(2 * done, _FIRST_BLOCKS))
-                    best = evaluate(r, value, index.members_of(order[done:upto]), best)
+                    best = evaluate(r, terms, anchors, value, index.members_of(order[done:upto]),
+                                    best)
                     done = upto
         if best is None:
             result.unplaced.append(r)
@@ -2803,7 +2909,7 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
             if table.loss[gi] > 0.0:
                 classes.remove(gi)
             else:
-                classes.added(gi, data.terms(r), int(data.anchor[r]))
+                classes.added(gi, terms, anchors)
     _place_by_suppression(data, groups, result, table=table)
     _number_groups(groups, result)
 
@@ -2820,7 +2926,7 @@ def _number_groups(groups: list[_Group], result: GroupingResult) -> None:
 
 
 def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int,
-                   terms: list[int] | None = None) -> tuple | None:
+                   terms: list[int] | None = None, own: int | None = None) -> tuple | None:
     """The least key (0, PR, group) over the zero-loss groups of r's QID class c (ascending:
     ``classes.ids(c)``), where a class can hold thousands of groups (e.g. cases lacking age
     and weight).
@@ -2855,7 +2961,7 @@ def _best_in_class(data: GroupingInput, r: int, classes: _ClassGroups, c: int,
         if count is not None:
             if len(terms) <= 32:
                 # _floor_at, with r's terms and anchor at hand
-                anchors = count + table._anchor_list[r]
+                anchors = count + (table._anchor_list[r] if own is None else own)
                 inv = data._inverse_etas.get(anchors) or data.inverse_etas(anchors)
                 pr = 1.0  # added in r's term order, as privacy_risk adds (∞ stays ∞)
                 for s in terms:
@@ -3133,6 +3239,11 @@ def _risk_floors(data: GroupingInput, r: int, anchors: np.ndarray) -> np.ndarray
 #: leftovers whose best groups are found together (:func:`_place_leftovers`), and the groups
 #: of each whose PR is computed first (:func:`_best_of_many`).
 _WINDOW = 512
+#: groups whose PR a leftover's evaluation computes with Python floats (:meth:`_GroupTable.few_risks`)
+_FEW_GROUPS = 8
+#: the most of an array, without ndarray.max's Python wrapper
+_most = np.maximum.reduce
+_least = np.minimum.reduce
 _FIRST_PAIRS = 4
 #: (leftover, group) pairs a window evaluates at once, at most (about), and (pair, term)
 #: elements :meth:`_GroupTable.pair_risks` makes at once, at most (about)
