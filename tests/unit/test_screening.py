@@ -568,3 +568,57 @@ def test_a_scope_the_release_leaves_empty_lists_the_originals_signals_as_lost():
     assert adults["statistics"]["mgps"]["signals_release"] == 0
     assert ("AVANDIA", "Myocardial infarction") in {(p["drug"], p["reaction"]) for p in lost}
     assert all(p["release"] == {"n": 0} and p["original"]["n"] >= 1 for p in lost)
+
+
+def _reads_equal(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_reads_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_reads_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and a.shape == b.shape and bool((a == b).all())
+    return bool(a == b)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_read_of_the_original_terms_equals_splitting_their_cells(seed):
+    """SeriesScreening.read given the terms the original cells were formatted from
+    (original_as_published's CellTerms) reads what splitting the cells reads: the same
+    entries, spellings in the same order, and the same cells' codes; a column whose terms
+    hold the separator, or whose tuples are not joined as they are, records no terms."""
+    from medanon.data.schema import Schema
+    from medanon.published.format import original_as_published
+
+    rng = np.random.default_rng(seed)
+    pool = ["Nausea", "NAUSEA", " Headache ", "Rash", "rash", "Death", "", "Tendon rupture"]
+    drug_pool = ["AVANDIA", "Warfarin", "WARFARIN", "ACTOS", "zelnorm"]
+    if seed % 3 == 1:
+        drug_pool.append("A|B")  # a term holding the separator: no terms recorded
+    def cells(terms, n):
+        shared = [tuple(sorted(set(rng.choice(terms, size=rng.integers(0, 4)).tolist())))
+                  for _ in range(max(1, n // 3))]
+        if seed % 3 == 2:
+            shared.append(("b", "a"))  # not sorted: formatted otherwise, no terms recorded
+        return [shared[i] for i in rng.integers(0, len(shared), size=n)]
+    n = int(rng.integers(1, 60))
+    supers = pd.DataFrame({
+        "period": "2020Q1", "case_id": [f"c{i}" for i in range(n)],
+        "sex": rng.choice(["F", "M"], size=n),
+        "reactions": cells(pool, n), "drugs": cells(drug_pool, n)})
+    papers = Schema.papers()
+    schema = papers.model_copy(update={
+        "qids": tuple(q for q in papers.qids if q.name == "sex"),
+        "sensitive": ("reactions",), "multi": ("drugs",)})
+    terms: dict = {}
+    original = original_as_published(supers, schema, terms)
+    if seed % 3 == 0:
+        assert set(terms) == {"reactions", "drugs"}
+    release = original.sample(frac=1.0, random_state=seed).reset_index(drop=True)
+    release["reactions"] = [c if rng.random() < 0.7 else "Vomiting|nausea"
+                            for c in release["reactions"]]
+    release["drugs"] = [str(c) for c in release["drugs"]]  # other str objects, same text
+    options = ScreeningOptions(strata=())
+    screening = SeriesScreening(hierarchies=HIER, options=options)
+    split = screening.read(original, release)
+    taken = screening.read(original, release, terms)
+    assert _reads_equal([s.__dict__ for s in split], [t.__dict__ for t in taken])

@@ -40,7 +40,7 @@ from ..data.schema import Schema
 from ..errors import ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import reading_once
-from ..published.format import original_as_published
+from ..published.format import CellTerms, original_as_published
 from ..published.links import sharing_links
 from ..published.series import PublishedSeries
 from .disclosure import linkage_risk
@@ -172,7 +172,10 @@ def _evaluate(releases: Iterable[tuple[str, Callable[[], PublishedSeries],
             series = series_of()
             # the screening reads the period first: the signal counts of the rules take the
             # terms and classes it read of the same rows instead of reading them again
-            read = (screener.read(original_rows[label], series.releases[label])
+            # (with the terms the original's cells were formatted from, when known)
+            read = (screener.read(original_rows[label], series.releases[label],
+                                  original_rows.cell_terms(label)
+                                  if isinstance(original_rows, PublishedOriginals) else None)
                     if screener is not None else None)
             # the published strings are made only if something reads them
             out.append(evaluate_release(series, label, originals[label],
@@ -333,13 +336,23 @@ class PublishedOriginals(Mapping):
         })
         self._label: str | None = None
         self._rows: pd.DataFrame | None = None
+        self._terms: dict[str, CellTerms] = {}
 
     def __getitem__(self, label: str) -> pd.DataFrame:
         if label != self._label or self._rows is None:
             self._label = self._rows = None  # drop the previous period first
-            self._rows = original_as_published(self._originals[label], self._schema)
+            self._terms = {}
+            self._rows = original_as_published(self._originals[label], self._schema,
+                                               self._terms)
             self._label = label
         return self._rows
+
+    def cell_terms(self, label: str) -> Mapping[str, CellTerms]:
+        """The terms the multi-valued cells of ``self[label]`` were joined from
+        (:class:`~medanon.published.format.CellTerms`): what the screening reads of the
+        original side instead of splitting them again."""
+        self[label]
+        return self._terms
 
     def __iter__(self):
         return iter(self._originals)

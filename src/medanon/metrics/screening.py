@@ -72,6 +72,7 @@ from .._validation import check_int
 from ..errors import MedanonError, SchemaError, ValidationError
 from ..hierarchies import Taxonomy
 from ..published.cells import SUPPRESSED, cell_strings
+from ..published.format import CellTerms
 from .disproportionality import (FDR_LEVEL, GPS_STARTS, LIMIT_FLIP_COLUMN, MGPS_LOWER_QUANTILE,
                                  MGPS_UPPER_QUANTILE, GpsPrior, _eb_quantiles, _pair_matrix,
                                  _pair_table, count_pairs, screened_columns)
@@ -276,13 +277,36 @@ class _Terms:
             return self._split(np.asarray(cells, dtype=object))
         return self.read_cells(cells)[:2]
 
-    def read_cells(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def read_cells(self, cells: np.ndarray, known: CellTerms | None = None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """:meth:`read`'s ``(reports, spellings)`` and each report's cell as a code (equal codes:
-        equal cells, hence equal entries)."""
+        equal cells, hence equal entries).
+
+        ``known``: the terms the first ``len(known.which)`` cells were joined from
+        (:class:`~medanon.published.format.CellTerms`), taken instead of splitting those cells
+        again: the same pieces, in the same order."""
         # each distinct cell is split once (reports repeat cells: both sides of a period, the
         # same few drugs): spellings still come in their order of first appearance in the rows
         cell_of, distinct = pd.factorize(cells)
-        owner, spellings = self._split(np.asarray(distinct, dtype=object))
+        distinct = np.asarray(distinct, dtype=object)
+        if known is None:
+            owner, flat = self._pieces(distinct)
+        else:
+            # the distinct cells are numbered in order of first appearance: those met in the
+            # known rows come first, each the joined terms of its first row's cell object
+            head = cell_of[:len(known.which)]
+            covered = int(head.max(initial=-1)) + 1
+            first_row = np.unique(head, return_index=True)[1]
+            objects = known.which[first_row]
+            lengths = known.lengths[objects]
+            starts = (np.cumsum(known.lengths) - known.lengths)[objects]
+            at = np.repeat(starts - (np.cumsum(lengths) - lengths), lengths)
+            at += np.arange(at.size, dtype=np.int64)
+            rest_owner, rest_flat = self._pieces(distinct[covered:])
+            owner = np.concatenate([np.repeat(np.arange(covered, dtype=np.int64), lengths),
+                                    rest_owner + covered])
+            flat = np.concatenate([known.terms[at], rest_flat])
+        owner, spellings = self._entries(owner, flat)
         per_cell = np.bincount(owner, minlength=len(distinct))
         start = np.cumsum(per_cell) - per_cell
         reps = per_cell[cell_of]
@@ -293,6 +317,11 @@ class _Terms:
 
     def _split(self, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`read` of cells taken one by one: ``(cell, spelling)`` entries."""
+        return self._entries(*self._pieces(cells))
+
+    @staticmethod
+    def _pieces(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(cell, piece)``: the cells split at the separator, one after another."""
         # one join and one split of all the cells, each cell's length read from its count of
         # separators: a split per cell made a list per cell (issue 43)
         texts = cells.tolist()
@@ -301,6 +330,10 @@ class _Terms:
         owner = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
         flat = np.fromiter(_SEP.join(texts).split(_SEP) if texts else [], dtype=object,
                            count=int(lengths.sum()))
+        return owner, flat
+
+    def _entries(self, owner: np.ndarray, flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ``(cell, spelling)`` entries of the pieces ``flat`` of the cells ``owner``."""
         codes, texts = pd.factorize(flat)
         ids = np.fromiter((self._spelling(str(t)) for t in texts), dtype=np.int64,
                           count=len(texts))
@@ -1305,9 +1338,14 @@ class SeriesScreening:
         """
         self.take(label, self.read(original_rows, release_rows))
 
-    def read(self, original_rows: pd.DataFrame, release_rows: pd.DataFrame) -> tuple[_Read, _Read]:
+    def read(self, original_rows: pd.DataFrame, release_rows: pd.DataFrame,
+             original_terms: Mapping[str, CellTerms] | None = None) -> tuple[_Read, _Read]:
         """The part of :meth:`add` that reads one period's rows: independent of the periods
-        added before, so a worker can read a period for :meth:`take`."""
+        added before, so a worker can read a period for :meth:`take`.
+
+        ``original_terms``: the terms ``original_rows``' multi-valued columns were joined from
+        (:func:`~medanon.published.format.original_as_published`'s ``terms``): the screening
+        reads them rather than split the cells again (the same entries; issue 43)."""
         sides = (original_rows, release_rows)
         entries: tuple[dict, dict] = ({}, {})
         cell_of: dict[str, tuple[np.ndarray, int]] = {}
@@ -1317,7 +1355,12 @@ class SeriesScreening:
             # that keeps a period's cells has each of them split once
             cells = [_cells(rows, columns) for rows in sides]
             terms = _Terms(upper=upper)
-            reports, spellings, codes = terms.read_cells(np.concatenate(cells))
+            # a column's own terms when the cell is that column's alone
+            known = (original_terms.get(columns[0])
+                     if original_terms is not None and len(columns) == 1 else None)
+            if known is not None and len(known.which) != len(cells[0]):
+                known = None
+            reports, spellings, codes = terms.read_cells(np.concatenate(cells), known)
             cell_of[name] = (codes, int(codes.max(initial=-1)) + 1)
             cut = int(np.searchsorted(reports, len(cells[0])))
             entries[0][name] = (reports[:cut], spellings[:cut], terms.spellings)

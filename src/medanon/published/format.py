@@ -152,7 +152,26 @@ def format_multi(value: object) -> str:
     return MULTI_SEPARATOR.join(sorted({str(v) for v in value}))
 
 
-def _format_multi_many(cells: list, *, all_tuples: bool = False) -> list[str]:
+@dataclass(frozen=True)
+class CellTerms:
+    """The terms of a formatted multi-valued column, as its cells split at
+    :data:`MULTI_SEPARATOR` read them: row ``r``'s cell is the terms
+    ``terms[start:start + lengths[which[r]]]`` (``start`` the sum of the lengths before)
+    joined, and no term holds the separator, so splitting the cell gives back exactly those
+    terms (an empty tuple's cell ``""`` gives one empty piece, which readers of terms skip).
+
+    A reader of the published strings that would split them again (the screening of the
+    original side, :class:`medanon.metrics.screening.SeriesScreening`) takes the terms the
+    cells were joined from instead (issue 43).
+    """
+
+    which: np.ndarray     # each row's distinct cell object (intp)
+    lengths: np.ndarray   # the number of terms of each distinct cell object (int64)
+    terms: np.ndarray     # their terms, cell after cell (object: the store's shared str)
+
+
+def _format_multi_many(cells: list, *, all_tuples: bool = False,
+                       split: list[tuple[np.ndarray, np.ndarray]] | None = None) -> list[str]:
     """:func:`format_multi` of each cell; a tuple of str that is already sorted without
     repeats (what super records hold) is joined as it is.
 
@@ -161,7 +180,9 @@ def _format_multi_many(cells: list, *, all_tuples: bool = False) -> list[str]:
     str per term, :func:`distinct_objects`), so each comparison is of two integers. Sorting
     and deduplicating each cell again was a twentieth of a release's CPU at 100k cases
     (issue 30); comparing the str objects themselves a third of what remained (issue 43).
-    ``all_tuples``: the caller knows that every cell's type is exactly ``tuple``.
+    ``all_tuples``: the caller knows that every cell's type is exactly ``tuple``. ``split``:
+    when every cell is such a tuple joined as it is and no term holds the separator, the
+    cells' ``(lengths, terms)`` (:class:`CellTerms`) are appended to it.
     """
     n = len(cells)
     if all_tuples:
@@ -186,32 +207,43 @@ def _format_multi_many(cells: list, *, all_tuples: bool = False) -> list[str]:
         joinable = is_tuple.copy()
         joinable[owner[1:][same & (ranks[1:] <= ranks[:-1])]] = False
     if joinable.all():
+        if split is not None and not any(MULTI_SEPARATOR in t for t in terms):
+            split.append((lengths, items))
         return list(map(MULTI_SEPARATOR.join, cells))
     return [MULTI_SEPARATOR.join(c) if ok else format_multi(c)
             for c, ok in zip(cells, joinable.tolist())]
 
 
-def _multi_cell_array(cells: np.ndarray) -> np.ndarray:
+def _multi_cell_array(cells: np.ndarray, terms: dict[str, CellTerms] | None = None,
+                      name: str = "") -> np.ndarray:
     """``map_cell_array(cells, format_multi, many=_format_multi_many)`` (a flat object array),
     with one pass over the distinct objects' types when every cell holds a tuple (what super
     records hold): the general path sorts the objects by kind, gathers and scatters them, and
     :func:`_format_multi_many` reads their types again, a third of this step's cost for a
-    column of 220k distinct tuples at 450k cases (issue 43)."""
+    column of 220k distinct tuples at 450k cases (issue 43). With ``terms``, the column's
+    :class:`CellTerms` are put there under ``name`` when its cells are such tuples joined as
+    they are."""
     which, first = distinct_objects(cells)
     batch = cells[first].tolist()
     if not batch or set(map(type, batch)) != {tuple}:
         return map_cell_array(cells, format_multi, many=_format_multi_many)
     formatted = np.empty(len(batch), dtype=object)
-    formatted[:] = _format_multi_many(batch, all_tuples=True)
+    split: list[tuple[np.ndarray, np.ndarray]] | None = [] if terms is not None else None
+    formatted[:] = _format_multi_many(batch, all_tuples=True, split=split)
+    if terms is not None and split:
+        terms[name] = CellTerms(which, *split[0])
     return formatted[which]
 
 
-def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
+def to_published_rows(table: pd.DataFrame, schema,
+                      terms: dict[str, CellTerms] | None = None) -> pd.DataFrame:
     """Format an algorithm's table as release rows (all strings, in the format's column order).
 
     Each column is made from an object array of its cells, each distinct cell object
     formatted once (:func:`map_cell_array`): a list per column, turned into an array by
-    pandas, cost as much as formatting (issue 43).
+    pandas, cost as much as formatting (issue 43). ``terms`` (when given) receives the
+    :class:`CellTerms` of the multi-valued columns whose cells are joined from their terms
+    as they are.
     """
     out = pd.DataFrame({c: table[c].astype(str).to_numpy() for c in FIXED_COLUMNS})
     for qid in schema.qids:
@@ -219,7 +251,7 @@ def to_published_rows(table: pd.DataFrame, schema) -> pd.DataFrame:
         out[qid.name] = _column(_numeric_cell_array(table[qid.name]) if qid.kind == "numeric"
                                 else map_cell_array(cells, format_label))
     for name in schema.sensitive + schema.multi:
-        out[name] = _column(_multi_cell_array(table[name].to_numpy(dtype=object)))
+        out[name] = _column(_multi_cell_array(table[name].to_numpy(dtype=object), terms, name))
     for name in schema.insensitive:
         out[name] = _column(map_cell_array(table[name].to_numpy(dtype=object), format_label))
     for name, granularity in schema.dates.items():
@@ -241,10 +273,11 @@ def _column(cells: np.ndarray) -> pd.Series | list:
     return pd.Series(cells, dtype=pd.Series(np.array(["x"], dtype=object)).dtype, copy=False)
 
 
-def original_as_published(supers: pd.DataFrame, schema) -> pd.DataFrame:
+def original_as_published(supers: pd.DataFrame, schema,
+                          terms: dict[str, CellTerms] | None = None) -> pd.DataFrame:
     """Original super records in the release format, each case its own group: what the signal
-    metrics count on the original side."""
-    return to_published_rows(supers.assign(group=supers[schema.case_id]), schema)
+    metrics count on the original side (``terms``: as for :func:`to_published_rows`)."""
+    return to_published_rows(supers.assign(group=supers[schema.case_id]), schema, terms)
 
 
 @dataclass(frozen=True)
