@@ -164,9 +164,9 @@ def release_read_columns(schema: Schema) -> list[str]:
     CaseIDs and dates, and the gate's checks read their periods, CaseIDs, groups, QIDs,
     sensitive terms and dates (as ``evaluate`` reads verify's, which leaves the same columns
     out: :func:`medanon.metrics.evaluation.evaluated_columns`). Each cell of the linked rows
-    is a str DuckDB makes, and a 450k quarter 2 links to 184k earlier rows: the drugs per
-    role and the outcomes, 6 of the 16 columns of FAERS, cost some 0.4 s to fetch and share
-    (issue 43).
+    is a str DuckDB makes, and a 450k quarter 2 links to 184k earlier rows: the drugs (all and
+    per role) and the outcomes, 6 of the 16 columns of FAERS, cost 0.3-0.45 s of CPU to fetch
+    and share, and 45-60 MiB of the release's peak (issue 43).
     """
     clear = set(schema.multi) | set(schema.insensitive)
     return [c for c in ("period", "case_id", "group", *schema.published) if c not in clear]
@@ -175,8 +175,9 @@ def release_read_columns(schema: Schema) -> list[str]:
 def store_history(store: ReleaseStore, hierarchies: Mapping[str, Taxonomy] | None = None
                   ) -> LinkedHistory:
     """What a period links to, read from ``store`` (:meth:`ReleaseStore.linked_rows`): only
-    the linked rows, with every published manifest (read through the store schema's
-    ``hierarchies``, when the caller holds them)."""
+    the linked rows, only the columns a release reads of them (:func:`release_read_columns`),
+    with every published manifest (read through the store schema's ``hierarchies``, when the
+    caller holds them)."""
     series = StoreSeries(store, hierarchies=hierarchies)
     columns = release_read_columns(store.schema)
 
