@@ -2330,14 +2330,32 @@ class _GroupTable:
             pr[~self.alpha_ok(r, cand)] = INF
         return pr
 
-    def pair_dil(self, rr: np.ndarray, gg: np.ndarray) -> np.ndarray:
+    def lead_codes(self, rs: np.ndarray) -> np.ndarray | None:
+        """Records ``rs``'s combined codes of the leading categorical attributes (``lead_code``
+        of a group: see __init__), None without such a table."""
+        code = None
+        for codes_j, stride in zip(self.data.cat, self._lead_stride):
+            assert codes_j is not None
+            part = codes_j[rs].astype(np.int64) * stride
+            code = part if code is None else code + part
+        return code
+
+    def pair_dil(self, rr: np.ndarray, gg: np.ndarray, lead: np.ndarray | None = None
+                 ) -> np.ndarray:
         """ΔIL of leftover rr[i] in group gg[i] for every pair i at once: the floats of
         :meth:`delta_il` (the same operations element by element, the loss terms added in
-        attribute order)."""
+        attribute order). ``lead``: the records' :meth:`lead_codes` per pair, when known."""
         data = self.data
         space = data.space
         after: np.ndarray | None = None
+        if self._lead:  # (the leading categorical terms' sum, one lookup: see __init__)
+            assert self._lead_cost is not None and self.lead_code is not None
+            if lead is None:
+                lead = self.lead_codes(rr)
+            after = self._lead_cost[lead, self.lead_code[gg]]
         for j, a in enumerate(space.attributes):
+            if j < self._lead:
+                continue
             if a.numeric:
                 los, his, glo, ghi = data.lo[j], data.hi[j], self.lo[j], self.hi[j]
                 assert los is not None and his is not None and glo is not None and ghi is not None
@@ -3156,6 +3174,8 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
     """
     rows = np.asarray(rs, dtype=np.int64)
     L = len(rows)
+    # each row's combined leading categorical code, read per pair from these L (None: no table)
+    row_lead = table.lead_codes(rows)
     bounds, floors = index.lower_bounds_many(rows)
     B = bounds.shape[1]
     first = min(_FIRST_BLOCKS, B)
@@ -3215,14 +3235,14 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
     block = part.ravel()
     keep = bounds[row_of, block] < INF
     rr, gg, bb = groups_of(row_of[keep], block[keep])
-    dil = table.pair_dil(rows[rr], gg)
+    dil = table.pair_dil(rows[rr], gg, None if row_lead is None else row_lead[rr])
     low = dil * floors[rr, bb]
     n_blocks = len(rr)
     loose = index.loose()
     if len(loose):
         lr = np.repeat(np.arange(L), len(loose))
         lg = np.tile(loose, L)
-        ld = table.pair_dil(rows[lr], lg)
+        ld = table.pair_dil(rows[lr], lg, None if row_lead is None else row_lead[lr])
         rr, gg = np.concatenate([rr, lr]), np.concatenate([gg, lg])
         dil, low = np.concatenate([dil, ld]), np.concatenate([low, ld])
     # the _FIRST_PAIRS first pairs of each row in np.lexsort((low, rr))'s order (least low,
@@ -3273,7 +3293,7 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
            else [])
     for a, b in zip(cut[:-1], cut[1:]):
         rr, gg, bb = groups_of(row2[a:b], block2[a:b])
-        dil = table.pair_dil(rows[rr], gg)
+        dil = table.pair_dil(rows[rr], gg, None if row_lead is None else row_lead[rr])
         # PR >= r's floor at the block's most anchors: ΔIL times it bounds the key
         near = dil * floors[rr, bb] <= limit[rr]
         merge(rr[near], gg[near], dil[near])
