@@ -60,6 +60,12 @@ def object_array(values: Iterable[object]) -> np.ndarray:
     return raw.ravel()
 
 
+def is_identity(order: np.ndarray) -> bool:
+    """Whether ``order`` (positions) is 0, 1, 2, ...: a take by it would give the rows back as
+    they are, so a caller can skip the copy."""
+    return not len(order) or (int(order[0]) == 0 and bool((np.diff(order) == 1).all()))
+
+
 def factorize_texts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``pd.factorize(values)`` (a flat object array), without hashing texts that are in
     strictly increasing order: their codes are 0, 1, ... and their distinct values themselves

@@ -35,7 +35,8 @@ from ..accounting import (Budget, Charge, PrivacyLoss, cases_over_budget, check_
                           format_epsilon, unit_counts)
 from ..anonymize.base import AnonymizationResult, Anonymizer
 from ..periods import parse_period
-from ..data.records import factorize_cells, stable_sort_order, super_records_of_rows
+from ..data.records import (factorize_cells, is_identity, stable_sort_order,
+                             super_records_of_rows)
 from ..data.terms import CodedRecords, TermCodes, codes_of
 from ..errors import BudgetExceeded, PrivacyViolation, StoreError, ValidationError
 from ..data.schema import Schema
@@ -194,7 +195,7 @@ def input_digest(records: pd.DataFrame | CodedRecords, *,
         records = records.frame if set(names[:3]) & set(coded_columns) else records.base
         coded_columns = {n: c for n, c in coded_columns.items() if n not in records.columns}
     order: np.ndarray | None = _canonical_order(records, names[:3])
-    if order is not None and _is_identity(order):
+    if order is not None and is_identity(order):
         # the rows are in the canonical order already (as the store reads a period's
         # records): nothing is gathered, and the coded columns' rows are numbered as they
         # come (issue 43)
@@ -259,11 +260,6 @@ def _hash_coded_column(digest: hashlib._Hash, coded: TermCodes,
     words = np.array(vocabulary, dtype=object)[terms].tolist() if len(terms) else []
     digest.update("".join(words).encode("utf-8", "surrogatepass"))
     digest.update(codes.astype("<i8").tobytes())
-
-
-def _is_identity(order: np.ndarray) -> bool:
-    """Whether ``order`` is 0, 1, 2, ... (the rows' own order)."""
-    return not len(order) or (int(order[0]) == 0 and bool((np.diff(order) == 1).all()))
 
 
 def _canonical_order(records: pd.DataFrame, keys: list | None = None) -> np.ndarray:

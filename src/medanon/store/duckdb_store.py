@@ -53,7 +53,7 @@ from .. import __version__
 from .._memory import give_back_freed_memory
 from ..periods import parse_period
 from ..data.loaders.faers import FaersIngest, FaersQuarter
-from ..data.records import date_cells, first_appearances, object_array
+from ..data.records import date_cells, first_appearances, is_identity, object_array
 from ..data.schema import Schema
 from ..data.terms import CodedRecords, TermCodes
 from ..errors import (DiskFullError, SeriesEndedError, StoreError, StoreLockedError,
@@ -653,7 +653,7 @@ class ReleaseStore:
                                   [label]).df()
         at = _positions(frame.pop(_ROW).to_numpy(), ordered)
         # (rows ingested in that order are scanned in it: the frame is then not copied)
-        if len(at) and not (at[0] == 0 and bool((np.diff(at) == 1).all())):
+        if not is_identity(at):
             frame = frame.take(at).reset_index(drop=True)
         _texts_of_enums(self._con, frame, list(enums))
         _share_texts(frame, [c for c in shared if c not in enums])
