@@ -42,6 +42,7 @@ from ..hierarchies import Taxonomy
 from ..published.cells import reading_once
 from ..published.format import CellTerms, original_as_published
 from ..published.links import sharing_links
+from ..published.roles import checked_columns
 from ..published.series import PublishedSeries
 from .disclosure import linkage_risk
 from .information_loss import information_loss_star, normalized_information_loss
@@ -293,8 +294,7 @@ def evaluated_columns(schema: Schema, rules: Sequence[SignalRule] = (),
     linked rows is a str DuckDB makes (24 x 20k: 17.7M of them, issue 43), so the others
     are not fetched: the drug roles and the outcomes, 5 of the 16 columns of FAERS.
     """
-    unread = (set(schema.multi) | set(schema.insensitive)) - set(original_columns(rules, screening))
-    return [c for c in ("period", "case_id", "group", *schema.published) if c not in unread]
+    return checked_columns(schema, also=original_columns(rules, screening))
 
 
 def own_columns(schema: Schema, rules: Sequence[SignalRule] = (),

@@ -21,11 +21,12 @@ import pandas as pd
 
 from ..data.schema import Schema
 from ..hierarchies import Taxonomy
+from ..published.roles import checked_columns
 from ..published.series import PublishedSeries, kept_releases, qids_of_schema
 from ..store import ReleaseLinks, ReleaseStore
 from ..verify import SeriesVerdict, md_whole, verify_linked
 
-__all__ = ["LinkedHistory", "StoreSeries", "release_read_columns", "store_history", "verify_store"]
+__all__ = ["LinkedHistory", "StoreSeries", "store_history", "verify_store"]
 
 #: what a period links to in the releases published so far: (its case ids, its label) ->
 #: the restricted series (:meth:`PublishedSeries.linked`).
@@ -155,31 +156,23 @@ class StoreSeries:
                              observed_span=self.store.published_case_span())
 
 
-def release_read_columns(schema: Schema) -> list[str]:
-    """The columns of the earlier releases a release reads, in the release's order: every
-    column but the ``clear`` ones (``multi`` and ``insensitive``: :mod:`medanon.published.roles`).
-
-    A clear column is published as reported and covered by no model: the method reads the
-    CaseIDs and QIDs of the releases before (QID-covering), the dates are derived from their
-    CaseIDs and dates, and the gate's checks read their periods, CaseIDs, groups, QIDs,
-    sensitive terms and dates (as ``evaluate`` reads verify's, which leaves the same columns
-    out: :func:`medanon.metrics.evaluation.evaluated_columns`). Each cell of the linked rows
-    is a str DuckDB makes, and a 450k quarter 2 links to 184k earlier rows: the drugs (all and
-    per role) and the outcomes, 6 of the 16 columns of FAERS, cost 0.3-0.45 s of CPU to fetch
-    and share, and 45-60 MiB of the release's peak (issue 43).
-    """
-    clear = set(schema.multi) | set(schema.insensitive)
-    return [c for c in ("period", "case_id", "group", *schema.published) if c not in clear]
-
-
 def store_history(store: ReleaseStore, hierarchies: Mapping[str, Taxonomy] | None = None
                   ) -> LinkedHistory:
     """What a period links to, read from ``store`` (:meth:`ReleaseStore.linked_rows`): only
-    the linked rows, only the columns a release reads of them (:func:`release_read_columns`),
-    with every published manifest (read through the store schema's ``hierarchies``, when the
-    caller holds them)."""
+    the linked rows, only the columns a release reads of them
+    (:func:`~medanon.published.roles.checked_columns`), with every published manifest (read
+    through the store schema's ``hierarchies``, when the caller holds them).
+
+    The clear columns are left out: the method reads the CaseIDs and QIDs of the releases
+    before (QID-covering), the dates are derived from their CaseIDs and dates, and the gate's
+    checks read their periods, CaseIDs, groups, QIDs, sensitive terms and dates. A 450k
+    quarter 2 links to 184k earlier rows, a str per cell: the drugs (all and per role) and the
+    outcomes, 6 of FAERS' 16 columns, cost 0.3-0.45 s of CPU to fetch and share, and 45-60 MiB
+    of the release's peak (issue 43). A check that reads a clear column of earlier releases
+    must be given it here.
+    """
     series = StoreSeries(store, hierarchies=hierarchies)
-    columns = release_read_columns(store.schema)
+    columns = checked_columns(store.schema)
 
     def linked(cases: Collection[str], label: str) -> PublishedSeries:
         # held through the method's run: repeated cells shared (memory, issue 43)

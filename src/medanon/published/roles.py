@@ -33,6 +33,7 @@ anchor, and no group could form.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -42,8 +43,11 @@ from ..periods import Period, parse_period
 from .cells import CaseIds, case_positions, distinct_cells, read_once
 from .cells import case_ids as read_case_ids
 
-__all__ = ["FIRST_RECEIPT_DATES", "ROLES", "check_roles", "column_roles", "date_mismatches",
-           "derive_dates", "derive_release_dates", "refuse_unknown_role"]
+if TYPE_CHECKING:
+    from ..data.schema import Schema
+
+__all__ = ["FIRST_RECEIPT_DATES", "ROLES", "check_roles", "checked_columns", "column_roles",
+           "date_mismatches", "derive_dates", "derive_release_dates", "refuse_unknown_role"]
 
 ROLES = ("covered", "adversary-knowledge", "derived", "clear")
 #: date columns that hold the first receipt of a case (FAERS ``init_fda_dt``)
@@ -88,6 +92,17 @@ def column_roles(columns: Mapping, *, perturbed: Iterable[str] = (), protected: 
         else:
             out[name] = {"role": "derived", "holds": "year of the release's period"}
     return out
+
+
+def checked_columns(schema: Schema, also: Iterable[str] = ()) -> list[str]:
+    """The published columns a release's readers need of it, in the release's order: every
+    column but the ``multi`` and ``insensitive`` ones, which are ``clear`` whatever the method
+    (:func:`column_roles`: no model covers them, so no method, derived date, check or attack
+    reads them), except those of ``also`` (clear columns a reader reads besides: the signal
+    rules and the screening of ``evaluate``). Readers of the store fetch only these (a clear
+    column of FAERS is a str per row; issue 43)."""
+    unread = (set(schema.multi) | set(schema.insensitive)) - set(also)
+    return [c for c in ("period", "case_id", "group", *schema.published) if c not in unread]
 
 
 def check_roles(header: Sequence[str], roles: Mapping[str, object], *, where: str) -> None:
