@@ -1204,7 +1204,9 @@ class ReleaseStore:
                 and not self._read_only()):
             return self._ingest_staged(given, existing, deleted, published, latest,
                                        allow_empty)
-        with self._write():
+        # DuckDB on this thread alone (one_thread), as for a release: a 450k quarter's insert
+        # and commit took ~0.25 s less CPU of about 2 s than with a second DuckDB thread
+        with self.one_thread(), self._write():
             sizes: dict[str, int] = {}
             source = ""
             # each one checked as it is read (map keeps no reference to a quarter it gave)

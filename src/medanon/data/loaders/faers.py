@@ -964,8 +964,10 @@ def _mesh_age(years: np.ndarray, age_grp: pd.Series) -> np.ndarray:
     labels = np.asarray(age_to_mesh(years), dtype=object)
     gap = np.flatnonzero(pd.isna(labels))
     if len(gap):
-        codes = age_grp.to_numpy(dtype=object)[gap]
-        labels[gap] = [mesh_leaf_of_faers_age_group(c) for c in codes]
+        # a handful of distinct codes: each looked up once
+        which, codes = pd.factorize(age_grp.to_numpy(dtype=object)[gap])
+        leaves = np.array([mesh_leaf_of_faers_age_group(c) for c in codes] + [None], dtype=object)
+        labels[gap] = leaves[which]
     return _none_for_missing(labels)
 
 
