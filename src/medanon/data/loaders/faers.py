@@ -1276,14 +1276,14 @@ def _read_quarter(tag: str, files: dict[str, list[_Member]], source: str, *,
         # order a case's reports, and a case version's, are neighbours: the one kept of each
         # is the last, the one its next neighbour does not share the key with.
         case = _ranks(records["case_id"])
-        version = _ranks(records["version"])
+        version_rank = _ranks(records["version"])
         order = np.lexsort((_ranks(records["report_id"]),
                             _ranks(pd.to_numeric(records["report_id"], errors="coerce")),
-                            _ranks(records["fda_dt"]), version, case))
+                            _ranks(records["fda_dt"]), version_rank, case))
         records = records.iloc[order]
-        case, version = case[order], version[order]
+        case, version_rank = case[order], version_rank[order]
         tie = np.zeros(len(case), dtype=bool)
-        tie[:-1] = (case[1:] == case[:-1]) & (version[1:] == version[:-1])
+        tie[:-1] = (case[1:] == case[:-1]) & (version_rank[1:] == version_rank[:-1])
         report.same_version_reports = int(tie.sum())
         records, case = records.loc[~tie], case[~tie]
         latest = np.ones(len(case), dtype=bool)
