@@ -292,6 +292,47 @@ def test_term_sets_match_the_sorted_distinct_values_of_the_whole_file_reader() -
             assert got == (want, split, embedded), raw
 
 
+def _demo_ordered_table(rng: random.Random, demo: list[str]) -> bytes:
+    """A DRUG table written report by report in DEMO's order (as FDA writes it), with now and
+    then a report left out, an id with spaces, one in no DEMO row, or one out of order."""
+    lines = ["primaryid$caseid$drugname$prod_ai$"]
+    for report in demo:
+        if rng.random() < 0.15:
+            continue
+        if rng.random() < 0.05:
+            report = rng.choice([f" {report}", "999", rng.choice(demo)])
+        for _ in range(rng.randint(1, 3)):
+            lines.append(f"{report}$1${rng.choice(['ASPIRIN', ' Z', '', 'VIT B'])}$X$")
+    return ("\r\n".join(lines) + "\r\n").encode("latin-1")
+
+
+def test_term_sets_placed_in_demo_order_match_the_lookup_of_every_id() -> None:
+    # _DemoOrder places a chunk whose reports are a stretch of DEMO's without hashing its ids;
+    # any other chunk is looked up: the sets and the orphan count are the same either way
+    rng = random.Random(23)
+    mapping = {"report_id": "primaryid", "drugname": "drugname"}
+    for _ in range(60):
+        demo = [str(100 + i) for i in range(rng.randint(1, 30))]
+        raw = (_demo_ordered_table(rng, demo) if rng.random() < 0.8
+               else _random_terms_table(rng)[0])
+        known_of_row, known_ids = pd.factorize(np.array(demo, dtype=object))
+        known = pd.Index(known_ids)
+        kept = pd.Index(rng.sample(demo, rng.randint(0, len(demo))), dtype=str)
+        kept_at = kept.get_indexer(known)
+        order = faers._DemoOrder(np.asarray(known_ids, dtype=object), kept_at)
+        for chunk in (16, 64, 1 << 20):
+            got = {}
+            for given in (None, order):
+                report = IngestReport("2020Q1", "faers-2014", "x")
+                with pytest.MonkeyPatch.context() as patch:
+                    patch.setattr(faers, "_CHUNK_BYTES", chunk)
+                    sets = _term_sets(_member(raw, "DRUG", "DRUG.txt"), "DRUG", mapping,
+                                      "drugname", kept, report=report, known=known,
+                                      demo_order=given)
+                got[given is None] = (sets, report.orphan_rows)
+            assert got[True] == got[False], raw
+
+
 def _random_role_table(rng: random.Random) -> tuple[bytes, list[str]]:
     ids = [str(100 + i) for i in range(12)]
     words = ["ASPIRIN", " ASPIRIN", "aspirin", "Ibuprofène", "", " ", "VIT B", "\x1f"]
