@@ -331,6 +331,9 @@ def test_term_sets_placed_in_demo_order_match_the_lookup_of_every_id() -> None:
                                       demo_order=given)
                 got[given is None] = (sets, report.orphan_rows)
             assert got[True] == got[False], raw
+        # every row of no DEMO report is counted (rows, not runs of one id)
+        ids = [line.split("$")[0].strip() for line in raw.decode("latin-1").splitlines()[1:]]
+        assert got[True][1] == {"DRUG": sum(1 for i in ids if i not in set(demo))}, raw
 
 
 def _random_role_table(rng: random.Random) -> tuple[bytes, list[str]]:
