@@ -825,8 +825,18 @@ def preform_classes(data: GroupingInput, class_of: np.ndarray | None = None, *,
         at = np.repeat(b_ptr[recs] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
         V = len(data.theta)
         pairs = np.repeat(np.repeat(np.arange(len(runs)), k), lengths) * V + b_ids[at]
-        keys, counts = np.unique(pairs, return_counts=True)
-        over = keys[counts > growth_etas[keys % V]] // V
+        # a (run, term) pair held more than η times is one whose value, sorted, recurs η
+        # places on (η >= 1: bounded terms only): found without np.unique's counts (its
+        # boundaries, concatenations and differences over 1.5M pairs of a 450k quarter); a
+        # pair held c > η times is found c − η times, each run as often (``over`` ascends
+        # still: the first of each class's runs below is the same)
+        pairs.sort()
+        step = growth_etas[pairs % V]
+        ahead = np.arange(len(pairs)) + step
+        inside = np.flatnonzero(ahead < len(pairs))
+        recur = inside[pairs[ahead[inside]] == pairs[inside]]
+        over = pairs[recur] // V
+        del step, ahead, inside, recur
         exact[run_class[over]] = True
         # (over ascends: the first of each class's runs that break η)
         broken, first = np.unique(run_class[over], return_index=True)
@@ -1500,11 +1510,13 @@ def _group_records_once(data: GroupingInput, *, probe_budget: int | None = None)
         # blocks may hold the farthest (a seedless block's bounds −∞: out of both)
         low += seedless
         high += seedless
-        near = np.flatnonzero(high >= low.max()).tolist()
+        # (ndarray.nonzero of 1-D masks: flatnonzero's ravel and nonzero wrappers cost a few
+        # µs a call, and a 450k quarter 2 seeds 6.6k groups here)
+        near = (high >= low.max()).nonzero()[0].tolist()
         live = blocks.cells_of(near)
         live = live[has_seed[live]]
         d = cells.loss_after(data.space, alone, live, present=blocks.present(near))
-        tied = np.flatnonzero(d == d.max())
+        tied = (d == d.max()).nonzero()[0]
         if len(tied) == 1:
             c = int(live[tied[0]])
         else:  # the lowest-rank seed head of the equally far cells
@@ -2640,7 +2652,7 @@ class _ClassGroups:
         self._frozen: dict[int, list[int]] = {}
         self._frozen_at: dict[int, int] = {}
         self._holders: dict[int, dict[int, int]] = {}
-        self._packed: dict[int, np.ndarray] = {}
+        self._packed: dict[int, tuple[bytes, int]] = {}
         self._left: dict[int, int] = {}
 
     def has(self, c: int) -> bool:
@@ -2737,12 +2749,15 @@ class _ClassGroups:
         members = self._members[c]
         self._frozen[c] = list(members)
         self._left[c] = 0
-        for at, gi in enumerate(members):
-            self._frozen_at[gi] = at
+        self._frozen_at.update(zip(members, range(len(members))))
         table = self.table
         held = table.dense[np.asarray(members, dtype=np.int64)] > 0
-        # bit i of a column's bytes (little-endian, both ways) is the class's i-th group
-        self._packed[c] = np.ascontiguousarray(np.packbits(held, axis=0, bitorder="little").T)
+        # bit i of a column's bytes (little-endian, both ways) is the class's i-th group; the
+        # columns one after the other in one bytes object, each as many bytes long (a mask is
+        # made from a slice of it: no numpy row view and copy for each of the 25k masks of a
+        # 450k quarter 2)
+        packed = np.ascontiguousarray(np.packbits(held, axis=0, bitorder="little").T)
+        self._packed[c] = (packed.tobytes(), packed.shape[1])
         masks: dict[int, int] = {}
         terms, where = table.rare_terms_of(members)
         if terms:
@@ -2760,7 +2775,11 @@ class _ClassGroups:
         table term's from the class's packed bits, kept; 0 for another term (no group of the
         class held it when frozen)."""
         col = self.table._column_list[s]
-        mask = int.from_bytes(self._packed[c][col].tobytes(), "little") if col >= 0 else 0
+        if col >= 0:
+            packed, width = self._packed[c]
+            mask = int.from_bytes(packed[col * width:(col + 1) * width], "little")
+        else:
+            mask = 0
         self._holders[c][s] = mask
         return mask
 
@@ -2927,7 +2946,9 @@ def _place_leftovers(data: GroupingInput, groups: list[_Group], result: Grouping
     point[leftovers] = _record_losses(data, leftovers) == 0.0
     zero = np.flatnonzero(table.loss == 0.0).tolist()
     # (each zero-loss group's class read at its first member's, for all of them at once)
-    firsts = np.fromiter((groups[gi].members[0] for gi in zero), dtype=np.int64, count=len(zero))
+    firsts = np.fromiter(map(itemgetter(0), map(attrgetter("members"),
+                                                 map(groups.__getitem__, zero))),
+                         dtype=np.int64, count=len(zero))
     classes = _ClassGroups(table, zero, class_of[firsts].tolist())
 
     # Leftovers are walked in windows of :data:`_WINDOW`. Each window's leftovers that will
@@ -3366,7 +3387,7 @@ def _best_of_many(table: _GroupTable, index: "_GroupBlocks", rs: list[int]
 def _least_per_row(rr: np.ndarray, key: np.ndarray, pr: np.ndarray, gg: np.ndarray,
                    rows: int) -> np.ndarray:
     """The position of each row's first element in ``np.lexsort((gg, pr, key, rr))``'s order
-    (rows ``rr`` below ``rows``; the keys finite, never NaN), for the rows present, ascending.
+    (rows ``rr`` below ``rows``; the keys never NaN), for the rows present (in no set order).
 
     Each row's least key comes from one ``np.minimum.at``; only the elements at it (one a row,
     but for ties) are sorted, by row, key, PR, group and position, as the lexsort orders
@@ -3375,7 +3396,7 @@ def _least_per_row(rr: np.ndarray, key: np.ndarray, pr: np.ndarray, gg: np.ndarr
     least = np.full(rows, INF)
     np.minimum.at(least, rr, key)
     tied = np.flatnonzero(key == least[rr])
-    if len(tied) > 1:
+    if len(tied) > 1 and int(np.bincount(rr[tied]).max()) > 1:  # (ties: rare)
         tied = tied[np.lexsort((gg[tied], pr[tied], key[tied], rr[tied]))]
         ro = rr[tied]
         tied = tied[np.r_[True, ro[1:] != ro[:-1]]]
