@@ -279,6 +279,17 @@ def delta_il(size, loss_before, loss_after):
     return size * (loss_after - loss_before) + loss_after
 
 
+def _delta_il_arrays(size: np.ndarray, loss_before: np.ndarray, loss_after: np.ndarray
+                     ) -> np.ndarray:
+    """:func:`delta_il` of arrays in one new array (``loss_after`` is not changed): the same
+    operations, (L' − L)·|g| being |g|·(L' − L), without two temporary arrays (the leftover
+    placement calls it 12k times on a 450k quarter 2)."""
+    out = loss_after - loss_before
+    out *= size
+    out += loss_after
+    return out
+
+
 #: η of a term whose θ is 1: certainty is allowed, so the count is not bounded.
 UNBOUNDED = 1 << 40
 
@@ -2297,10 +2308,16 @@ class _GroupTable:
                     # r's value is present, so is the low end of every merged interval: of
                     # num_term's missing-value cases only "the group holds the missing value"
                     # (cost 1) is left (its floats, with two operations fewer)
+                    # (in place on the one new array: the same operations, fewer arrays)
                     high = ghi[cand]
-                    span = np.maximum(high, hi[j]) - np.minimum(glo[cand], lo[j])
+                    span = np.maximum(high, hi[j])
+                    span -= np.minimum(glo[cand], lo[j])
                     width = a.value_range
-                    term = np.where(high >= m, 1.0, span / width if width > 0 else span * 0.0)
+                    if width > 0:
+                        span /= width
+                    else:
+                        span *= 0.0
+                    term = np.where(high >= m, 1.0, span)
                 else:
                     term = space.num_term(j, np.minimum(glo[cand], lo[j]),
                                           np.maximum(ghi[cand], hi[j]))
@@ -2311,7 +2328,7 @@ class _GroupTable:
             after = term if after is None else after + term
         if after is None:
             after = np.zeros(len(cand))
-        return delta_il(self.size[cand], self.loss[cand], after)
+        return _delta_il_arrays(self.size[cand], self.loss[cand], after)
 
     def _sparse_sigma(self, term: int, cand: np.ndarray) -> np.ndarray:
         """σ_term of groups ``cand`` for a term outside the dense table, reading whichever is
@@ -2434,7 +2451,7 @@ class _GroupTable:
             after = term if after is None else after + term
         if after is None:
             after = np.zeros(len(rr))
-        return delta_il(self.size[gg], self.loss[gg], after)
+        return _delta_il_arrays(self.size[gg], self.loss[gg], after)
 
     def pair_risks(self, rr: np.ndarray, gg: np.ndarray) -> np.ndarray:
         """PR of leftover rr[i] in group gg[i] for every pair i at once, ∞ where the record
