@@ -1165,9 +1165,9 @@ def case_columns(data: SuperRecords, placed: np.ndarray, group_labels: np.ndarra
 
 def _placed_cells(cells: np.ndarray, placed: np.ndarray) -> np.ndarray:
     """``cells[placed]``, without the gather when every case is placed (``placed`` is 0, 1, 2,
-    ...: a period without withheld cases, the usual one): the cells are then the column's own
-    array, which nothing writes into (a gather of each of a 450k table's ten object columns
-    cost a fifth of building it, issue 43)."""
+    ...: a period without withheld cases, the usual one): the column's own array, which the
+    table's frame and columns copy as they copied the gathered one (a gather of each of a 450k
+    table's ten object columns cost a fifth of building it, issue 43)."""
     return cells if len(placed) == len(cells) and is_identity(placed) else cells[placed]
 
 
