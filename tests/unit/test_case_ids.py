@@ -350,6 +350,43 @@ def test_a_new_case_id_with_a_published_pseudonym_is_refused_naming_both(tmp_pat
     store.close()
 
 
+def test_the_history_is_linked_from_the_published_case_ids_alone(tmp_path) -> None:
+    """The pseudonym check hands the release which of its CaseIDs are published (issue 43): the
+    linked history read from those alone is the one read from every CaseID of the period (a
+    CaseID never published selects no row); the mask marks exactly the published pseudonyms."""
+    from medanon.pipeline.checks import Acknowledgements
+    from medanon.pipeline.history import store_history
+    from medanon.pipeline.methods import periodic_method
+    from medanon.pipeline.publish import _check_pseudonyms, _linked_of_published, publish_periods
+    from medanon.pipeline.case_ids import resolve
+
+    records = random_series(3, periods=3)
+    store = _store_series(tmp_path, records)
+    method = periodic_method("ppms++", k=3, theta=0.5, on_infeasible="raise-theta",
+                             max_withheld=1.0)
+    publish_periods(store, method, ["2020Q1", "2020Q2"], randomness(2),
+                    acknowledged=Acknowledgements(seeded=True))
+    chosen, _ = resolve("pseudonym", randomness(2), store.case_key())
+    new, published = _check_pseudonyms(store, chosen, ["2020Q3"])
+    assert published is not None and 0 < published.sum() < len(new)
+    cases = chosen.of(new)
+    shown = set(store.published_case_ids(cases))
+    assert published.tolist() == [c in shown for c in cases]
+    history = store_history(store, store.schema.load_hierarchies())
+    whole = history(cases, "2020Q3")
+    narrowed = _linked_of_published(history, {"2020Q3": published})(cases, "2020Q3")
+    assert list(whole.releases) == list(narrowed.releases) == ["2020Q1", "2020Q2"]
+    assert sum(map(len, whole.releases.values())) > 0
+    for period, rows in whole.releases.items():
+        pd.testing.assert_frame_equal(rows, narrowed.releases[period])
+    # nothing published yet: no mask, the seed given whole
+    (tmp_path / "fresh").mkdir()
+    fresh = _store_series(tmp_path / "fresh", records)
+    assert _check_pseudonyms(fresh, chosen, ["2020Q1"])[1] is None
+    fresh.close()
+    store.close()
+
+
 def test_the_ingested_case_ids_are_the_distinct_ones_sorted(tmp_path) -> None:
     """``ingested_case_ids`` reads the sorted ids and keeps each run of equal ones once (no
     DISTINCT, issue 43): the same list as ``SELECT DISTINCT ... ORDER BY 1``, with a case on

@@ -937,7 +937,8 @@ def release_steps(schema: Schema, method: Anonymizer, periods: Iterable[str],
         yield replace(prepared, series=series if linked is None else None)
 
 
-def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[str]) -> list[str]:
+def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds,
+                      labels: Sequence[str]) -> tuple[list[str], np.ndarray | None]:
     """Refuse a release whose CaseIDs would share a pseudonym with another CaseID of the series.
 
     Every release checked that the real CaseIDs of the periods it released and of those
@@ -949,7 +950,9 @@ def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[s
 
     Returns:
         The real CaseIDs of ``labels`` (:meth:`ReleaseStore.ingested_case_ids`), which a
-        single-period release then publishes without reading them again.
+        single-period release then publishes without reading them again, and which of them
+        have a published pseudonym (a mask in their order; None when nothing is published):
+        only those select rows of the history (:func:`_linked_of_published`).
 
     Raises:
         StoreError: naming the two CaseIDs (:func:`check_injective`).
@@ -959,16 +962,16 @@ def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[s
     mapped = case_ids.checked(new, where=where)
     released = store.published_periods()
     if not released or not new:
-        return new
+        return new, None
     # the pseudonyms of ``labels`` already published: those of follow-ups, unless a new case
     # shares one (first the published ones, a tenth of a quarter, then which of them follow up)
     published = store.published_mask(mapped)
     if not published.any():
-        return new
+        return new, published
     shared = np.asarray(new, dtype=object)[published]
     followed = store.ingested_case_ids(released, among=shared)
     if pd.Index(shared, dtype=object).isin(followed).all():
-        return new
+        return new, published
     fresh = ~pd.Index(new, dtype=object).isin(followed) & published
     # a new CaseID takes the pseudonym of a released case (about n^2 / 1.8e16): name the two
     every = [*store.ingested_case_ids(released), *np.asarray(new, dtype=object)[fresh].tolist()]
@@ -976,6 +979,27 @@ def _check_pseudonyms(store: ReleaseStore, case_ids: CaseIds, labels: Sequence[s
     raise StoreError(f"{where}: a new CaseID of {', '.join(labels)} has the keyed pseudonym of "
                      f"a published case. Nothing was published; start the series in a new "
                      f"store (a new key), or publish with --case-ids real.")
+
+
+def _linked_of_published(linked: LinkedHistory,
+                         published: dict[str, np.ndarray]) -> LinkedHistory:
+    """``linked``, given for a period in ``published`` only the CaseIDs its mask there marks
+    (:func:`_check_pseudonyms`: those with a published pseudonym; the mask is in the order the
+    check read the CaseIDs, which is the order the release hands them over), once.
+
+    A CaseID never published selects no row of the history (:meth:`ReleaseStore.linked_rows`:
+    the rows of the seed's cases, of their groups' other cases, and of whole periods), so the
+    linked rows are the same; the store then hashes a quarter's follow-ups (45k of a 450k
+    quarter 2) instead of all its CaseIDs, which the check has just looked up (issue 43). A
+    seed of another length (not the CaseIDs the check read) is given whole.
+    """
+    def of(cases: Collection[str], label: str) -> PublishedSeries:
+        mask = published.pop(label, None)
+        if mask is not None and len(mask) == len(cases):
+            cases = np.asarray(cases, dtype=object)[mask]
+        return linked(cases, label)
+
+    return of
 
 
 def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[str], rng: Randomness,
@@ -1056,13 +1080,17 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         highest = None
         # a period's real CaseIDs already read (by the pseudonyms' check), handed to the loop once
         read_cases: dict[str, list[str]] = {}
+        # which of a period's CaseIDs (in read_cases' order) have a published pseudonym
+        published_seed: dict[str, np.ndarray] = {}
         if chosen.mode == "pseudonym":
-            checked = _check_pseudonyms(store, chosen, labels)
+            checked, published = _check_pseudonyms(store, chosen, labels)
             if len(labels) == 1:
                 read_cases[labels[0]] = checked
+                if published is not None:
+                    published_seed[labels[0]] = published
             # the loop pops its period's list and lets it go before the method runs: held here
             # too, a 450k quarter's real CaseIDs (28 MiB) lasted through the method's peak
-            del checked
+            del checked, published
         else:
             highest = highest_case_id(c for p in store.published_periods()
                                       for c in store.release_cases(p))
@@ -1072,7 +1100,8 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         steps = release_steps(
             store.schema, method, labels, store.records, rng,
             series=empty_series(store.schema, hierarchies),
-            linked=store_history(store, hierarchies), hierarchies=hierarchies,
+            linked=_linked_of_published(store_history(store, hierarchies), published_seed),
+            hierarchies=hierarchies,
             available=store.ingested_periods(),
             ledger=store.ledger, case_budget=case_budget, on_case_budget=on_case_budget,
             publish_despite_violations=acknowledged.violations, acknowledged=recorded,
