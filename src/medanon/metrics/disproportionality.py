@@ -600,10 +600,11 @@ class _Slot:
 
 class _Work:
     """The objective's work arrays, written again at every call: an objective call made about
-    30 arrays of the table's size, and so many short-lived ones of 120-180 kB made the
-    allocator hand memory back to the system and fault it in again (0.9 s of system time in
-    an ``evaluate``'s 39 fits, 870k page faults); written into these, the operations and so
-    their values are the same (issue 43)."""
+    30 arrays of the table's size, and so many short-lived ones of 120-180 kB can make the
+    allocator hand memory back to the system and fault it in again (the 39 fits of an
+    ``evaluate`` run alone in a fresh process: 1.0-1.2 s of system time in 870k page faults;
+    inside ``evaluate``, whose heap had room for them, few); written into these, the
+    operations and so their values are the same (issue 43)."""
 
     def __init__(self, size: int):
         self.slots = (_Slot(size), _Slot(size))
