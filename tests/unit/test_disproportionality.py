@@ -1012,3 +1012,20 @@ def test_the_fit_held_at_the_bound_is_no_worse_than_the_limit_carried_to_it(monk
     (model, c, lam, y, bound), = captured
     at_bound = model.loglik(dp._from_x(dp._at_the_bound(c, lam, y, bound)))
     assert fit.loglik >= at_bound - dp.AGREEMENT_TOLERANCE
+
+
+def test_objective_returns_to_a_point_with_the_result_it_computed():
+    """Issue 43: the objective keeps its last points' results for L-BFGS-B's returns to a point:
+    a point met again gives what a fresh model computes there, to the bit, and the gradient
+    handed out is the caller's own (changing it changes nothing kept)."""
+    n, e = simulate(6, 500, (0.3, 0.1, 2.0, 2.5, 0.1))
+    model = dp._Likelihood(n[n >= 1], e[n >= 1], 1)
+    rng = np.random.default_rng(5)
+    points = [np.concatenate([rng.uniform(-3, 4, 4), rng.uniform(-4, 4, 1)]) for _ in range(12)]
+    first = [model.objective(x) for x in points]
+    first[-1][1][:] = 0.0   # the caller's array
+    for x in (points[-1], points[-3], points[2], points[-1]):
+        value, grad = model.objective(x)
+        want_value, want_grad = dp._Likelihood(n[n >= 1], e[n >= 1], 1).objective(x)
+        assert value == want_value
+        assert np.array_equal(grad, want_grad)

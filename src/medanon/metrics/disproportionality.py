@@ -587,6 +587,44 @@ class LimitPrior:
                 "loglik": self.loglik if math.isfinite(self.loglik) else None}
 
 
+_RECENT_POINTS = 8  # the objective's results kept for L-BFGS-B's returns to a point
+
+
+class _Slot:
+    """The arrays one gamma component of :class:`_Likelihood` writes its parts into."""
+
+    def __init__(self, size: int):
+        self.d_beta, self.tail, self.tail_d_alpha, self.tail_d_beta = (
+            np.empty(size) for _ in range(4))
+
+
+class _Work:
+    """The objective's work arrays, written again at every call: an objective call made about
+    30 arrays of the table's size, and so many short-lived ones of 120-180 kB can make the
+    allocator hand memory back to the system and fault it in again (the 39 fits of an
+    ``evaluate`` run alone in a fresh process: 1.0-1.2 s of system time in 870k page faults;
+    inside ``evaluate``, whose heap had room for them, few); written into these, the
+    operations and so their values are the same (issue 43)."""
+
+    def __init__(self, size: int):
+        self.slots = (_Slot(size), _Slot(size))
+        # fewer arrays, fewer cache misses: an array is reused once its values are read
+        self.be, self.log_be, self.scratch, self.joint1, self.log_f, self.q2 = (
+            np.empty(size) for _ in range(6))
+        self.zero = self.log_be  # log(β + E) is read within the component, P0 within the tail
+        self.mixed = self.joint1  # the tail's mixture once Qn is read
+        self.ws = self.q2  # w / tail once 1 − Qn is read
+        self._size = size
+        self._spares: list[np.ndarray] = []
+
+    def spare(self, i: int) -> np.ndarray:
+        """Work array i of the six the objective writes into in place of remembered ones (made
+        when first asked: only the standard errors remember)."""
+        if not self._spares:
+            self._spares = [np.empty(self._size) for _ in range(6)]
+        return self._spares[i]
+
+
 class _Likelihood:
     """The (truncated) marginal log-likelihood over distinct (n, E) pairs and its gradient, in
     the coordinates x = (log α1, log β1, log α2, log β2, logit p).
@@ -629,6 +667,8 @@ class _Likelihood:
         # cheaper than picking the pairs of w != 1 and putting their products back (issue 43)
         self._weighted = bool(np.any(self.weight != 1.0))
         self._memo: dict[tuple[float, float], tuple[Any, ...]] | None = None
+        self._work_arrays: _Work | None = None
+        self._recent: dict[bytes, tuple[float, np.ndarray]] = {}  # see objective
 
     def _weighted_sum(self, t: np.ndarray) -> float:
         """Σ w·t, overwriting t with w·t (the same products, summed in the same order)."""
@@ -636,20 +676,30 @@ class _Likelihood:
             t *= self.weight
         return float(_add(t))
 
-    def _component(self, alpha: float, beta: float) -> tuple[np.ndarray, ...]:
-        """log f(n), d log f/dα, d log f/dβ for each distinct pair, and β + E."""
-        be = beta + self.e
-        log_be = np.log(be)
+    def _work(self) -> _Work:
+        """The objective's work arrays, made at the first call (issue 43)."""
+        if self._work_arrays is None:
+            self._work_arrays = _Work(self.n.size)
+        return self._work_arrays
+
+    def _component(self, alpha: float, beta: float,
+                   into: _Slot | None = None) -> tuple[np.ndarray, ...]:
+        """log f(n), d log f/dα, d log f/dβ for each distinct pair, and β + E (d log f/dβ in
+        ``into``'s array and β + E in a work array, read by :meth:`_tail` only; all new arrays
+        without ``into``)."""
+        work = self._work()
+        be = np.add(beta, self.e, out=None if into is None else work.be)
+        log_be = np.log(be, out=work.log_be)
         shifted = alpha + self.distinct_n
         rise = gammaln(shifted) - gammaln(alpha)
         d_rise = digamma(shifted) - digamma(alpha)
         # log_f = rise[i] + α log β − (α + n) log(β + E) + constant; the first sum, the same
         # for every pair of one n, is made per distinct n (the same additions)
-        a_n = alpha + self.n
+        a_n = np.add(alpha, self.n, out=None if into is None else into.d_beta)
         rise += alpha * math.log(beta)
         # the method, not np.repeat: its dispatch wrapper cost more than the copy (issue 43)
         log_f = rise.repeat(self._n_runs)
-        log_f -= a_n * log_be
+        log_f -= np.multiply(a_n, log_be, out=work.scratch)
         log_f += self.constant
         # d_alpha = d_rise[i] + log β − log(β + E)
         d_rise += math.log(beta)
@@ -660,25 +710,29 @@ class _Likelihood:
         np.subtract(alpha / beta, d_beta, out=d_beta)
         return log_f, d_alpha, d_beta, be
 
-    def _tail(self, alpha: float, beta: float,
-              be: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _tail(self, alpha: float, beta: float, be: np.ndarray,
+              into: _Slot | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """S = P(N >= n*), dS/dα, dS/dβ for each distinct pair (n* = min_count >= 1), given
-        ``be`` = β + E."""
+        ``be`` = β + E (in ``into``'s arrays; new ones without it)."""
         e = self.e
-        ratio = np.log1p(e / beta)  # log((β + E) / β)
         if self.min_count == 1:
+            work = self._work()
+            # log((β + E) / β)
+            ratio = np.log1p(np.divide(e, beta, out=work.scratch),
+                             out=None if into is None else into.tail_d_alpha)
             # P(N = 0) = (β/(β+E))^α; 1 − that through expm1, exact for tiny E
-            exponent = ratio * -alpha
-            zero = np.exp(exponent)
+            exponent = np.multiply(ratio, -alpha, out=None if into is None else into.tail)
+            zero = np.exp(exponent, out=work.zero)
             tail = np.expm1(exponent, out=exponent)
             np.negative(tail, out=tail)
             # dS/dβ = −P0 · α · E / (β (β + E)); (−P0)·α is P0·(−α) to the bit
-            d_beta = zero * -alpha
+            d_beta = np.multiply(zero, -alpha, out=None if into is None else into.tail_d_beta)
             d_beta *= e
-            d_beta /= beta * be
+            d_beta /= np.multiply(beta, be, out=work.scratch)
             # dS/dα = log((β + E)/β) · P0
             d_alpha = np.multiply(ratio, zero, out=ratio)
             return tail, d_alpha, d_beta
+        ratio = np.log1p(e / beta)
         tail = betainc(float(self.min_count), alpha, e / (beta + e))
         d_alpha = np.zeros_like(e)
         d_beta = np.zeros_like(e)
@@ -691,20 +745,23 @@ class _Likelihood:
             d_beta -= f * (alpha / beta - (alpha + j) / (beta + e))
         return tail, d_alpha, d_beta
 
-    def _parts(self, alpha: float, beta: float) -> tuple[Any, ...]:
-        """:meth:`_component` and (when truncated) :meth:`_tail` of one gamma component, and
-        whether the caller may overwrite those arrays. Under :meth:`remembering`, each (α, β)
-        is computed once and its arrays are handed out to be read only (the caller writes its
-        results to new arrays: the same values to the bit, the same operations on the same
-        inputs); copying them for each caller cost more than computing them again (issue 43)."""
+    def _parts(self, alpha: float, beta: float, slot: int) -> tuple[Any, ...]:
+        """:meth:`_component` and (when truncated) :meth:`_tail` of one gamma component (its
+        arrays the work arrays of ``slot``, 0 or 1), and whether the caller may overwrite those
+        arrays. Under :meth:`remembering`, each (α, β) is computed once into arrays of its own
+        and handed out to be read only (the caller writes its results to work arrays: the same
+        values to the bit, the same operations on the same inputs); copying them for each
+        caller cost more than computing them again (issue 43)."""
         memo = self._memo
         if memo is not None and (alpha, beta) in memo:
             return (*memo[(alpha, beta)], False)
-        lf, da, db, be = self._component(alpha, beta)
-        tail = self._tail(alpha, beta, be) if self.min_count > 0 else None
+        # remembered arrays are arrays of their own
+        into = self._work().slots[slot] if memo is None else _Slot(self.n.size)
+        lf, da, db, be = self._component(alpha, beta, into)
+        tail = self._tail(alpha, beta, be, into) if self.min_count > 0 else None
         if memo is not None:
-            memo[(alpha, beta)] = (lf, da, db, be, tail)
-        return lf, da, db, be, tail, memo is None
+            memo[(alpha, beta)] = (lf, da, db, tail)
+        return lf, da, db, tail, memo is None
 
     @contextlib.contextmanager
     def remembering(self) -> Iterator[None]:
@@ -725,59 +782,73 @@ class _Likelihood:
                             gradient: bool = True) -> tuple[float, np.ndarray]:
         """Mean log-likelihood and its gradient in (α1, β1, α2, β2, p)."""
         a1, b1, a2, b2, p = theta
-        lf1, da1, db1, be1, tail1, own1 = self._parts(a1, b1)
-        lf2, da2, db2, be2, tail2, own2 = self._parts(a2, b2)
-        with np.errstate(divide="ignore"):
-            lp, lq = math.log(p) if p > 0 else -np.inf, math.log1p(-p) if p < 1 else -np.inf
+        lf1, da1, db1, tail1, own1 = self._parts(a1, b1, 0)
+        lf2, da2, db2, tail2, own2 = self._parts(a2, b2, 1)
+        work = self._work()
+        # math's logs, guarded: no numpy error state to set at every call
+        lp, lq = math.log(p) if p > 0 else -math.inf, math.log1p(-p) if p < 1 else -math.inf
         # log f = logaddexp(log p + lf1, log(1 − p) + lf2)
-        joint1 = lp + lf1
-        log_f = np.logaddexp(joint1, lq + lf2)
+        joint1 = np.add(lp, lf1, out=work.joint1)
+        log_f = np.logaddexp(joint1, np.add(lq, lf2, out=work.scratch), out=work.log_f)
         # weighted sums as multiply-and-add, not np.dot: OpenBLAS's threaded dot product is
         # many times slower on a loaded machine, and this is the fit's inner loop
-        # Σ w·log f; log f is read again below, so w·log f goes to a new array
-        value = float(_add(np.multiply(log_f, self.weight) if self._weighted else log_f))
+        # Σ w·log f; log f is read again below, so w·log f goes to another array
+        value = float(_add(np.multiply(log_f, self.weight, out=work.scratch)
+                           if self._weighted else log_f))
         grad = np.zeros(5)
         if gradient:
             # q1 = exp(log p + lf1 − log f), the posterior weight of component 1 (Qn); q2 = 1 − q1
             q1 = np.exp(np.subtract(joint1, log_f, out=joint1), out=joint1)
-            q2 = 1.0 - q1
+            q2 = np.subtract(1.0, q1, out=work.q2)
             # ∂/∂p: exp(lf1 − log f) − exp(lf2 − log f)
-            r1 = np.subtract(lf1, log_f, out=_into(lf1, own1))
+            r1 = np.subtract(lf1, log_f, out=_into(lf1, own1, work, 0))
             np.exp(r1, out=r1)
-            r2 = np.subtract(lf2, log_f, out=_into(lf2, own2))
+            r2 = np.subtract(lf2, log_f, out=_into(lf2, own2, work, 1))
             np.exp(r2, out=r2)
             r1 -= r2
-            grad[:] = [self._weighted_sum(t) for t in (np.multiply(q1, da1, out=_into(da1, own1)),
-                                                       np.multiply(q1, db1, out=_into(db1, own1)),
-                                                       np.multiply(q2, da2, out=_into(da2, own2)),
-                                                       np.multiply(q2, db2, out=_into(db2, own2)), r1)]
+            grad[:] = [self._weighted_sum(t) for t in (
+                np.multiply(q1, da1, out=_into(da1, own1, work, 2)),
+                np.multiply(q1, db1, out=_into(db1, own1, work, 3)),
+                np.multiply(q2, da2, out=_into(da2, own2, work, 4)),
+                np.multiply(q2, db2, out=_into(db2, own2, work, 5)), r1)]
         if self.min_count > 0:
             s1, ds1a, ds1b = tail1
             s2, ds2a, ds2b = tail2
             # tail = p·s1 + (1 − p)·s2
-            tail = p * s1
-            tail += (1.0 - p) * s2
+            tail = np.multiply(p, s1, out=work.mixed)
+            tail += np.multiply(1.0 - p, s2, out=work.scratch)
             if gradient:
-                ws = np.divide(self.weight, tail)
+                ws = np.divide(self.weight, tail, out=work.ws)
             value -= self._weighted_sum(np.log(tail, out=tail))
             if gradient:
-                s12 = np.subtract(s1, s2, out=_into(s1, own1))
-                grad -= [p * float(_add(np.multiply(ws, ds1a, out=_into(ds1a, own1)))),
-                         p * float(_add(np.multiply(ws, ds1b, out=_into(ds1b, own1)))),
-                         (1 - p) * float(_add(np.multiply(ws, ds2a, out=_into(ds2a, own2)))),
-                         (1 - p) * float(_add(np.multiply(ws, ds2b, out=_into(ds2b, own2)))),
+                s12 = np.subtract(s1, s2, out=_into(s1, own1, work, 0))
+                grad -= [p * float(_add(np.multiply(ws, ds1a, out=_into(ds1a, own1, work, 2)))),
+                         p * float(_add(np.multiply(ws, ds1b, out=_into(ds1b, own1, work, 3)))),
+                         (1 - p) * float(_add(np.multiply(ws, ds2a, out=_into(ds2a, own2, work, 4)))),
+                         (1 - p) * float(_add(np.multiply(ws, ds2b, out=_into(ds2b, own2, work, 5)))),
                          float(_add(np.multiply(ws, s12, out=s12)))]
         return value / self.total, grad / self.total
 
     def objective(self, x: np.ndarray) -> tuple[float, np.ndarray]:
-        """Mean negative log-likelihood and its gradient in the transformed coordinates."""
+        """Mean negative log-likelihood and its gradient in the transformed coordinates.
+
+        The last few points' results are kept: L-BFGS-B comes back to a point it evaluated two
+        or three calls before (its line search returning to the last iterate; about 5 % of an
+        ``evaluate``'s calls), and the objective is a function of x alone, so the kept result
+        is the one computing it again gives, to the bit (issue 43)."""
+        key = x.tobytes()
+        kept = self._recent.get(key)
+        if kept is not None:
+            return kept[0], kept[1].copy()
         a1, b1, a2, b2 = np.exp(x[:4])
         p = float(expit(x[4]))
         value, grad = self._value_and_gradient((a1, b1, a2, b2, p))
         chain = np.array([a1, b1, a2, b2, p * (1.0 - p)])
-        if not math.isfinite(value):
-            return math.inf, np.zeros(5)
-        return -value, -grad * chain
+        result = (math.inf, np.zeros(5)) if not math.isfinite(value) else (-value, -grad * chain)
+        if len(self._recent) >= _RECENT_POINTS:
+            del self._recent[next(iter(self._recent))]  # the oldest
+        self._recent[key] = (result[0], result[1].copy())
+        return result
 
     # ------------------------------------------------------ the point-mass limit (choice 3a)
     def _poisson_tail(self, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -849,10 +920,11 @@ class _Likelihood:
         return score
 
 
-def _into(array: np.ndarray, own: bool) -> np.ndarray | None:
-    """The ``out`` of a ufunc that may overwrite ``array`` when the caller owns it; else None
-    (a new array: a component's arrays remembered by :meth:`_Likelihood.remembering`)."""
-    return array if own else None
+def _into(array: np.ndarray, own: bool, work: _Work, spare: int) -> np.ndarray:
+    """The ``out`` of a ufunc that may overwrite ``array`` when the caller owns it; else the
+    work array ``spare`` (a component's arrays remembered by :meth:`_Likelihood.remembering`
+    are read only): the same values either way."""
+    return array if own else work.spare(spare)
 
 
 def _distinct_points(n: np.ndarray, e: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
