@@ -603,14 +603,32 @@ def _groups_vectorized(attacker: LikelihoodAttacker, label: str, view: ReleaseVi
             share = ss_list[code]
             ssg = max(share, kept_share_list[code]) > al + _TOL
         t = tops[code]
-        groups.append(GroupAttack(
-            group=str(group_labels[code]), size=sizes[code],
-            excluded={name: c[code] for name, c in excluded_lists.items()}, remaining=remaining,
-            top_term=str(term_names[t]) if t >= 0 else None,
-            top_confidence=top_shares[code] if t >= 0 else 0.0,
-            ss_share=share, dig=dig_post, dsg=dsg_post, ssg=ssg, dig_hard=dig, dsg_hard=dh,
-            max_posterior=max_post, top_share_posterior=share_post))
+        groups.append(_group_attack({
+            "group": str(group_labels[code]), "size": sizes[code],
+            "excluded": {name: c[code] for name, c in excluded_lists.items()},
+            "remaining": remaining, "top_term": str(term_names[t]) if t >= 0 else None,
+            "top_confidence": top_shares[code] if t >= 0 else 0.0,
+            "ss_share": share, "dig": dig_post, "dsg": dsg_post, "ssg": ssg, "dig_hard": dig,
+            "dsg_hard": dh, "max_posterior": max_post, "top_share_posterior": share_post}))
     return groups
+
+
+#: the fields of a GroupAttack, each of which :func:`_group_attack` must be given
+_GROUP_FIELDS = frozenset(f.name for f in dataclasses.fields(GroupAttack))
+
+
+def _group_attack(fields: dict[str, object]) -> GroupAttack:
+    """``GroupAttack(**fields)``, ``fields`` naming every field: the frozen dataclass's
+    ``__init__`` sets each of its 14 fields through ``object.__setattr__``, which for the
+    groups of every release (24 x 20k: 86k groups) was a quarter of a second of ``evaluate``;
+    the instance's dict is filled at once here, which makes an equal object (issue 43). The
+    class has no ``__post_init__`` and no slots (the module asserts it)."""
+    made = object.__new__(GroupAttack)
+    made.__dict__.update(fields)
+    return made
+
+
+assert not hasattr(GroupAttack, "__post_init__") and not hasattr(GroupAttack, "__slots__")
 
 
 def _ratio(groups: list[GroupAttack], flag: str) -> float | None:

@@ -299,12 +299,16 @@ def evaluated_columns(schema: Schema, rules: Sequence[SignalRule] = (),
 
 def own_columns(schema: Schema, rules: Sequence[SignalRule] = (),
                 screening: ScreeningOptions | None = None) -> list[str]:
-    """Of :func:`evaluated_columns`, the clear ones: read only in the rows of the release
-    measured (by the signals and the screening, :func:`_evaluate`), never in the rows it
-    links to, which verify's checks and the attacks read (issue 43: the drugs of the linked
-    rows of 24 x 20k were 0.25 s of CPU)."""
-    clear = set(schema.multi) | set(schema.insensitive)
-    return [c for c in evaluated_columns(schema, rules, screening) if c in clear]
+    """Of :func:`evaluated_columns`, those read only in the rows of the release measured, never
+    in the rows it links to: the clear ones, which only the signals and the screening of that
+    release read (:func:`_evaluate`; issue 43: the drugs of the linked rows of 24 x 20k were
+    0.25 s of CPU), and the sensitive ones. Verify's checks, the attacks and the measures of a
+    release read the terms of that release alone; of the releases it links to they read the
+    CaseIDs, groups and QID regions (:func:`medanon.published.links.link`), and a view's terms
+    are parsed, their columns asked for, only when read (24 x 20k: the linked rows' sensitive
+    cells were a third of a second of CPU, issue 43)."""
+    own = set(schema.multi) | set(schema.insensitive) | set(schema.sensitive)
+    return [c for c in evaluated_columns(schema, rules, screening) if c in own]
 
 
 class PublishedOriginals(Mapping):
