@@ -133,9 +133,9 @@ def test_evaluate_on_the_series_verify_checked_equals_evaluate_series(store, tmp
 
 
 def test_evaluate_on_the_columns_it_reads_equals_evaluate_series(store, tmp_path):
-    """``medanon evaluate`` fetches only :func:`evaluated_columns` of the linked rows, the
-    clear and sensitive ones (:func:`own_columns`) only in the release measured (issue 43):
-    the clear columns no rule and no screening reads are left out, and the evaluation (verify's
+    """``medanon evaluate`` fetches only :func:`evaluated_columns` of the linked rows, all but
+    the links and regions (:func:`own_columns`) only in the release measured (issue 43): the
+    clear columns no rule and no screening reads are left out, and the evaluation (verify's
     refusal, background knowledge, the MD-attack, the rules' conditions and the strata
     included) is the whole series'."""
     rules, common = _evaluation_options(tmp_path)
@@ -146,13 +146,14 @@ def test_evaluate_on_the_columns_it_reads_equals_evaluate_series(store, tmp_path
         left_out = [c for c in db.release_columns() if c not in columns]
         assert columns == [c for c in db.release_columns() if c in columns]
         assert set(left_out) == set(schema.multi) - {"drugs"} and left_out
-        # the drugs (a clear column the screening reads) and the sensitive columns, which
-        # only the release measured is read for
-        assert own == [c for c in columns if c == "drugs" or c in schema.sensitive]
-        assert set(schema.sensitive) < set(own)
+        # all but the links and regions: the drugs (a clear column the screening reads), the
+        # sensitive and the date columns, which only the release measured is read for
+        linking = ["period", "case_id", "group", *(q.name for q in schema.qids)]
+        assert own == [c for c in columns if c not in linking]
+        assert set(schema.sensitive) | set(schema.dates) | {"drugs"} == set(own)
         assert set(evaluated_columns(schema)) == set(db.release_columns()) - set(schema.multi)
         assert own_columns(schema) == [c for c in evaluated_columns(schema)
-                                       if c in schema.sensitive]
+                                       if c not in linking]
         whole = load_series(store=db)
         for label in db.published_periods():
             rows = StoreSeries(db).linked_release(label, columns, own).releases
