@@ -528,9 +528,15 @@ def _groups_vectorized(attacker: LikelihoodAttacker, label: str, view: ReleaseVi
 
     b_group, b_term, b_count = per_pair(basis[view.term_row])
     share = b_count / basis_n[b_group]
-    # the top term: the largest count, the smallest code among equals
-    order = np.lexsort((b_term, -b_count, b_group))
-    first = order[np.flatnonzero(np.diff(np.concatenate([[-1], b_group[order]])))]
+    # the top term: the largest count, the smallest code among equals. The pairs come sorted
+    # by group, then term: each group's first pair at its largest count is its top (what a
+    # lexsort by group, count descending and term picked first, at a fifth of its cost)
+    starts = np.flatnonzero(np.diff(b_group, prepend=-1))
+    runs = np.diff(np.append(starts, len(b_group)))
+    at_most = b_count == np.repeat(np.maximum.reduceat(b_count, starts), runs) if len(
+        starts) else np.zeros(0, dtype=bool)
+    tops_at = np.flatnonzero(at_most)
+    first = tops_at[np.flatnonzero(np.diff(b_group[tops_at], prepend=-1))]
     top = np.full(n_groups, -1)
     top_share = np.zeros(n_groups)
     top[b_group[first]], top_share[b_group[first]] = b_term[first], share[first]
@@ -563,7 +569,12 @@ def _groups_vectorized(attacker: LikelihoodAttacker, label: str, view: ReleaseVi
     # bools as int(), float() and bool() of each element
     sizes, kept_list, tops, top_shares = (size.tolist(), kept_n.tolist(), top.tolist(),
                                           top_share.tolist())
-    excluded_lists = {name: c.tolist() for name, c in excluded.items()}
+    # each group's excluded counts as a dict made in C (a comprehension per group was a
+    # function call per group)
+    names = list(excluded)
+    excluded_of = ([dict(zip(names, counts))
+                    for counts in zip(*(c.tolist() for c in excluded.values()))]
+                   if names else [{} for _ in range(n_groups)])
     dsg_list = dsg.tolist() if dsg is not None else None
     dsg_hard_list = dsg_hard.tolist() if dsg_hard is not None else None
     has_terms_list = has_terms.tolist()
@@ -605,7 +616,7 @@ def _groups_vectorized(attacker: LikelihoodAttacker, label: str, view: ReleaseVi
         t = tops[code]
         groups.append(_group_attack({
             "group": str(group_labels[code]), "size": sizes[code],
-            "excluded": {name: c[code] for name, c in excluded_lists.items()},
+            "excluded": excluded_of[code],
             "remaining": remaining, "top_term": str(term_names[t]) if t >= 0 else None,
             "top_confidence": top_shares[code] if t >= 0 else 0.0,
             "ss_share": share, "dig": dig_post, "dsg": dsg_post, "ssg": ssg, "dig_hard": dig,
