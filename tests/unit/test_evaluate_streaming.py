@@ -118,15 +118,23 @@ def test_evaluate_linked_equals_evaluate_series(store, tmp_path):
 
 
 def test_evaluate_on_the_series_verify_checked_equals_evaluate_series(store, tmp_path):
-    """What ``medanon evaluate`` measures each release on (the linked series verify checked,
-    with the other cases of its groups, read inside one reading_once: issue 43) gives the
+    """What ``medanon evaluate`` measures each release on (the series verify checked: the
+    release and its cases' rows elsewhere, read inside one reading_once: issue 43) gives the
     whole series' evaluation, background knowledge and MD-attack included."""
     with ReleaseStore.open(store, read_only=True) as db:
         reader = StoreSeries(db)
-        # the linked series holds rows of cases outside the release (their groups')
+        # the linked series holds rows of cases outside the release (their groups'); the
+        # series evaluate checks and measures does not: it is release_with_cases' rows
         assert any(len(reader.linked_release(p).releases[q]) > len(rows_q)
                    for p in db.published_periods()
                    for q, rows_q in reader.release_with_cases(p).releases.items())
+        for p in db.published_periods():
+            checked = reader.verified_linked_release(p).releases
+            cases = reader.release_with_cases(p).releases
+            assert list(checked) == list(cases)
+            for q, rows_q in cases.items():
+                pd.testing.assert_frame_equal(checked[q].reset_index(drop=True),
+                                              rows_q.reset_index(drop=True), check_dtype=False)
     linked, whole = _linked_and_whole(store, tmp_path, lambda series: series.periods,
                                       lambda reader: reader.verified_linked_release)
     assert linked == whole
