@@ -30,7 +30,7 @@ from medanon.models.names import PPMS_MODEL
 from medanon.pipeline.history import StoreSeries, verify_store
 from medanon.pipeline.publish import publish_periods
 from medanon.pipeline.checks import Acknowledgements
-from medanon.published.series import PublishedSeries, load_series
+from medanon.published.series import PublishedSeries, kept_releases, load_series
 from medanon.random import randomness
 from medanon.store import ReleaseStore
 from medanon.verify import gate, md_whole, observed_case_span, verify_linked, verify_series
@@ -85,6 +85,21 @@ def assert_incremental_equals_full(series: PublishedSeries) -> int:
         return series.linked(series.releases[label]["case_id"])
 
     assert verify_linked(labels, linked_of, observed_span=observed_case_span(series)) == \
+        verify_series(series)
+
+    # and so does each release checked on its cases' rows alone, without the other cases of
+    # their groups (what medanon evaluate checks and measures: StoreSeries.
+    # verified_linked_release, issue 43)
+    def cases_of(label):
+        ids = set(series.releases[label]["case_id"].astype(str))
+        rows = {p: r[r["case_id"].astype(str).isin(ids).to_numpy()].reset_index(drop=True)
+                for p, r in series.releases.items()}
+        keep = kept_releases(series.periods, [p for p, r in rows.items() if len(r)])
+        return PublishedSeries({p: rows[p] for p in keep},
+                               {p: series.manifests[p] for p in keep if p in series.manifests},
+                               series.qids, series.sensitive, series.source)
+
+    assert verify_linked(labels, cases_of, observed_span=observed_case_span(series)) == \
         verify_series(series)
     # and so does the streamed worst-case attack (medanon attack --store)
     assert attack_linked(labels, linked_of) == attack_series(series)

@@ -118,24 +118,32 @@ def test_evaluate_linked_equals_evaluate_series(store, tmp_path):
 
 
 def test_evaluate_on_the_series_verify_checked_equals_evaluate_series(store, tmp_path):
-    """What ``medanon evaluate`` measures each release on (the linked series verify checked,
-    with the other cases of its groups, read inside one reading_once: issue 43) gives the
+    """What ``medanon evaluate`` measures each release on (the series verify checked: the
+    release and its cases' rows elsewhere, read inside one reading_once: issue 43) gives the
     whole series' evaluation, background knowledge and MD-attack included."""
     with ReleaseStore.open(store, read_only=True) as db:
         reader = StoreSeries(db)
-        # the linked series holds rows of cases outside the release (their groups')
+        # the linked series holds rows of cases outside the release (their groups'); the
+        # series evaluate checks and measures does not: it is release_with_cases' rows
         assert any(len(reader.linked_release(p).releases[q]) > len(rows_q)
                    for p in db.published_periods()
                    for q, rows_q in reader.release_with_cases(p).releases.items())
+        for p in db.published_periods():
+            checked = reader.verified_linked_release(p).releases
+            cases = reader.release_with_cases(p).releases
+            assert list(checked) == list(cases)
+            for q, rows_q in cases.items():
+                pd.testing.assert_frame_equal(checked[q].reset_index(drop=True),
+                                              rows_q.reset_index(drop=True), check_dtype=False)
     linked, whole = _linked_and_whole(store, tmp_path, lambda series: series.periods,
                                       lambda reader: reader.verified_linked_release)
     assert linked == whole
 
 
 def test_evaluate_on_the_columns_it_reads_equals_evaluate_series(store, tmp_path):
-    """``medanon evaluate`` fetches only :func:`evaluated_columns` of the linked rows, the
-    clear ones (:func:`own_columns`) only in the release measured (issue 43): the clear
-    columns no rule and no screening reads are left out, and the evaluation (verify's
+    """``medanon evaluate`` fetches only :func:`evaluated_columns` of the linked rows, all but
+    the links and regions (:func:`own_columns`) only in the release measured (issue 43): the
+    clear columns no rule and no screening reads are left out, and the evaluation (verify's
     refusal, background knowledge, the MD-attack, the rules' conditions and the strata
     included) is the whole series'."""
     rules, common = _evaluation_options(tmp_path)
@@ -146,9 +154,14 @@ def test_evaluate_on_the_columns_it_reads_equals_evaluate_series(store, tmp_path
         left_out = [c for c in db.release_columns() if c not in columns]
         assert columns == [c for c in db.release_columns() if c in columns]
         assert set(left_out) == set(schema.multi) - {"drugs"} and left_out
-        assert own == ["drugs"]
+        # all but the links and regions: the drugs (a clear column the screening reads), the
+        # sensitive and the date columns, which only the release measured is read for
+        linking = ["period", "case_id", "group", *(q.name for q in schema.qids)]
+        assert own == [c for c in columns if c not in linking]
+        assert set(schema.sensitive) | set(schema.dates) | {"drugs"} == set(own)
         assert set(evaluated_columns(schema)) == set(db.release_columns()) - set(schema.multi)
-        assert own_columns(schema) == []
+        assert own_columns(schema) == [c for c in evaluated_columns(schema)
+                                       if c not in linking]
         whole = load_series(store=db)
         for label in db.published_periods():
             rows = StoreSeries(db).linked_release(label, columns, own).releases

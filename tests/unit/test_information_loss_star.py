@@ -481,10 +481,16 @@ def test_texts_strip_cells_with_white_space_at_either_end_and_keep_the_others():
 ])
 def test_text_codes_are_the_factorized_texts(cells):
     # _text_codes factorizes a str column once and strips its distinct cells (issue 43): the
-    # codes, the texts, their order and their dtype are those of factorizing _texts' column.
-    column = pd.Series(cells, dtype=object)
-    codes, texts = _text_codes(column)
-    want_codes, want_texts = pd.factorize(_texts(column))
-    assert codes.dtype == want_codes.dtype and codes.tolist() == want_codes.tolist()
-    assert type(texts) is type(want_texts) and texts.dtype == want_texts.dtype
-    assert texts.tolist() == want_texts.tolist()
+    # codes, the texts, their order and their dtype are those of factorizing _texts' column,
+    # for an object column and for a string one (the super records' labels, with missing
+    # cells read as "")
+    columns = [pd.Series(cells, dtype=object)]
+    if all(c is None or isinstance(c, str) or c != c for c in cells):
+        columns.append(pd.Series(cells, dtype=pd.Series([], dtype=object).astype(str).dtype))
+        assert isinstance(columns[-1].dtype, pd.StringDtype)
+    for column in columns:
+        codes, texts = _text_codes(column)
+        want_codes, want_texts = pd.factorize(_texts(column))
+        assert codes.dtype == want_codes.dtype and codes.tolist() == want_codes.tolist()
+        assert type(texts) is type(want_texts) and texts.dtype == want_texts.dtype
+        assert texts.tolist() == want_texts.tolist()

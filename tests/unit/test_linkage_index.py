@@ -230,3 +230,33 @@ def test_index_sorts_its_pairs_alike_when_their_keys_pass_int64(monkeypatch):
     for seed in range(3):
         test_index_equals_the_reference_when_groups_share_their_cells("two-numeric", seed)
         test_index_equals_the_reference_when_groups_share_their_cells("faers", seed)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_linked_releases_need_no_sensitive_columns(seed):
+    """A release read only to be linked to never has its terms read: the measures of a release
+    are the same when the other releases' rows lack the sensitive columns (what ``evaluate``
+    fetches, issue 43), and a view whose terms are read without them is refused, naming the
+    column."""
+    from medanon.attacks.worst_case import attack_series
+    from medanon.errors import SchemaError
+    from medanon.published.cells import reading_once
+    from medanon.published.links import read_view
+
+    series, originals = random_series(seed, SCHEMAS["faers"], periods=3)
+    for label in series.periods:
+        bare = PublishedSeries(
+            {p: rows if p == label else rows.drop(columns=list(series.sensitive))
+             for p, rows in series.releases.items()},
+            series.manifests, series.qids, series.sensitive, series.source)
+        for md in (False, True):
+            assert (linkage_risk(bare, label, originals[label], md=md)
+                    == linkage_risk(series, label, originals[label], md=md))
+            assert (attack_series(bare, periods=[label], md=md)
+                    == attack_series(series, periods=[label], md=md))
+        other = next(p for p in series.periods if p != label)
+        with reading_once():
+            view = read_view(bare, other)   # its links, groups and regions read
+            assert view.n == len(series.releases[other])
+            with pytest.raises(SchemaError, match="lacks column"):
+                _ = view.term_row

@@ -44,3 +44,16 @@ def test_a_release_without_rows_or_not_published_links_nothing() -> None:
     links = _links()
     assert links.rows_linked_to("P3").tolist() == []
     assert links.rows_linked_to("P9").tolist() == []
+
+
+def test_without_groups_only_the_rows_of_its_cases() -> None:
+    # what evaluate checks and measures a release on (StoreSeries.verified_linked_release):
+    # its cases' rows in every release, not the other cases of their groups
+    links = _links()
+    for period in ("P0", "P1", "P2"):
+        own = {c for p, c, _ in ROWS if p == period}
+        assert links.rows_linked_to(period, groups=False).tolist() == [
+            100 + i for i, (_, c, _) in enumerate(ROWS) if c in own], period
+    assert links.rows_linked_to("P1", groups=False).tolist() == [100, 102, 104, 105, 106, 107]
+    assert links.rows_linked_to("P3", groups=False).tolist() == []
+    assert links.rows_linked_to("P9", groups=False).tolist() == []

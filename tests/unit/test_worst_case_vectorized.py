@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from medanon.attacks.worst_case import _reference_attack_series, attack_series
+from medanon.attacks.worst_case import (_GROUP_FIELDS, GroupAttack, _reference_attack_series,
+                                        attack_series)
 from medanon.models.names import PPMS_DP_MODEL
 from medanon.models.theta import ThetaTable
 
@@ -42,6 +43,20 @@ def test_vectorized_groups_equal_the_loop(schema, seed):
             fast = attack_series(series, md=md, **options)
             slow = _reference_attack_series(series, md=md, **options)
             assert fast == slow, (md, options)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_vectorized_groups_are_what_the_dataclass_makes(seed):
+    # the vectorized groups are made without GroupAttack.__init__: each holds every field,
+    # and making it through __init__ from its fields gives an equal object of the same dict
+    series, _ = random_series(seed, SCHEMAS["faers"], periods=3)
+    for options in ({}, {"k": 3, "theta": THETA, "alpha": 0.4}):
+        for release in attack_series(series, md=True, **options).releases:
+            assert release.groups
+            for group in release.groups:
+                assert set(vars(group)) == _GROUP_FIELDS
+                again = GroupAttack(**vars(group))
+                assert again == group and vars(again) == vars(group)
 
 
 @pytest.mark.parametrize("seed", range(10))

@@ -341,8 +341,14 @@ def _text_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
     first appearance) and those texts. A column of str cells (release rows) is factorized once
     and its distinct cells stripped, instead of factorized again as stripped texts (issue 43):
     the first cell of each stripped text is the first of the distinct cells that strip to it,
-    so the codes and the order are the same."""
-    values = column.to_numpy(dtype=object)
+    so the codes and the order are the same.
+
+    A string column (the original super records' labels) is read with its missing cells as
+    ``""``, what :func:`_texts` makes of them, so it too takes that path: its missing cells
+    sent it through :func:`_texts`' conversions and a second factorize (a fifth of IL* in
+    ``evaluate``, issue 43)."""
+    values = (column.to_numpy(dtype=object, na_value="")
+              if isinstance(column.dtype, pd.StringDtype) else column.to_numpy(dtype=object))
     if not set(map(type, values.tolist())) <= {str}:
         return pd.factorize(_texts(column))
     codes, uniques = pd.factorize(values)
@@ -535,13 +541,18 @@ def information_loss_star(original: Any, rows: pd.DataFrame,
     # Join on case_id: every release case must be an original case; the rest are withheld.
     orig_ids = _texts(original[case_col])
     row_ids = _texts(rows[_CASE])
-    for param, ids in (("original", orig_ids), ("rows", row_ids)):
+    # each side's ids hashed once: the Index that tells they are distinct keeps its hash
+    # table, which the join probes (a duplicated() per side hashed them again, issue 43)
+    orig_index = pd.Index(orig_ids)
+    for param, ids, index in (("original", orig_ids, orig_index),
+                              ("rows", row_ids, pd.Index(row_ids))):
+        if index.is_unique:
+            continue
         dup = ids[ids.duplicated()].unique().tolist()
-        if dup:
-            raise ValidationError(
-                f"The '{param}' parameter of {_OWNER} must hold each case_id once; got repeated "
-                f"case_id(s) {_show(dup)}.")
-    pos = pd.Index(orig_ids).get_indexer(row_ids)
+        raise ValidationError(
+            f"The '{param}' parameter of {_OWNER} must hold each case_id once; got repeated "
+            f"case_id(s) {_show(dup)}.")
+    pos = orig_index.get_indexer(row_ids)
     if (pos < 0).any():
         unknown = row_ids[pos < 0].tolist()
         raise ValidationError(

@@ -69,14 +69,16 @@ class StoreSeries:
                                                  columns=columns), [*whole, *also])
 
     def linked_release(self, label: str, columns: Iterable[str] | None = None,
-                       own_columns: Iterable[str] = ()) -> PublishedSeries:
+                       own_columns: Iterable[str] = (), *,
+                       groups: bool = True) -> PublishedSeries:
         """What release ``label`` links to: every row of it and its cases' rows elsewhere
         (the series :func:`medanon.verify.verify_linked` and
         :func:`medanon.attacks.worst_case.attack_linked` read for that release), and the release
         itself even when it holds no case (an empty release is checked as such): :meth:`linked`
         of :meth:`ReleaseStore.release_cases`, those cases read in SQL
         (:meth:`ReleaseStore.release_linked_rows`), only ``columns`` of them (None: every
-        column), ``own_columns`` only in the release's own rows."""
+        column), ``own_columns`` only in the release's own rows; without ``groups``, the rows
+        of its cases alone (:meth:`release_with_cases`' selection)."""
         self.refresh()
         links = self._links
         if links is None or links.periods != tuple(self.manifests):
@@ -85,8 +87,8 @@ class StoreSeries:
             # read in time order (evaluate, verify), nothing follows the last release: its
             # codes go (evaluate screens the scopes next, at its peak memory)
             self._links = None
-        return self._kept(self.store.release_linked_rows(label, links, columns, own_columns),
-                          [label])
+        return self._kept(self.store.release_linked_rows(label, links, columns, own_columns,
+                                                         groups=groups), [label])
 
     def _kept(self, rows: dict[str, pd.DataFrame], also: Sequence[str]) -> PublishedSeries:
         """The series of the releases :func:`kept_releases` keeps of ``rows``, with ``also``."""
@@ -110,29 +112,33 @@ class StoreSeries:
 
     def verified_linked_release(self, label: str, columns: Iterable[str] | None = None,
                                 own_columns: Iterable[str] = ()) -> PublishedSeries:
-        """:meth:`linked_release` of a release that verify's checks accept, the very series
-        they checked: what ``medanon evaluate`` measures, after verify's refusal (issue 41),
-        in one read of the store.
+        """The release ``label`` and its cases' rows in the other releases (:meth:`linked_release`
+        without the other cases of their groups: :meth:`release_with_cases`' rows), once
+        verify's checks accept the release, the very series they checked: what ``medanon
+        evaluate`` measures, after verify's refusal (issue 41), in one read of the store.
 
-        The measures of a release read its rows and its cases' rows elsewhere
-        (:meth:`release_with_cases`); the rows of the other cases of their groups, which the
-        linked rows add, link to none of its records (a case of the release is in
-        ``release_with_cases`` wherever it is), and the releases kept are the same (a group
-        holding one of its cases is in a release holding that case), so the measures are the
-        same on either series (``tests/unit/test_evaluate_streaming.py``). Measured on the
-        series checked, inside the caller's :func:`~medanon.published.cells.reading_once`
+        A release's verdict depends on its own rows and on its cases' rows in the other
+        releases, nothing else (:func:`medanon.verify.verify_linked`: the property tests of
+        ``tests/property/test_incremental_gate.py`` hold it to :func:`~medanon.verify.
+        verify_series` on this selection). The other cases of its groups, which
+        :meth:`linked_release` adds for the gate (a candidate changes the verdicts of the
+        earlier groups its cases are in), link to none of its records; they were half the
+        rows of a 24 x 20k evaluate's linked reads, each fetched as text and parsed (issue 43).
+        The measures read the same rows (:meth:`release_with_cases`,
+        ``tests/unit/test_evaluate_streaming.py``). Measured on the series checked, inside the
+        caller's :func:`~medanon.published.cells.reading_once`
         (:func:`medanon.metrics.evaluation.evaluate_linked`), the releases verify parsed are
         not parsed again (issue 43).
 
         ``columns``: only these columns of the rows (None: every column); they must hold every
         column verify's checks read, which every column but the ``clear`` ones does
         (:func:`medanon.metrics.evaluation.evaluated_columns`). ``own_columns``: of those, the
-        ones only the release's own rows hold (clear ones, which no check reads).
+        ones only the release's own rows hold (:func:`medanon.metrics.evaluation.own_columns`).
 
         Raises:
             InputFormatError: verify refuses the release (:func:`medanon.verify.verify_series`).
         """
-        series = self.linked_release(label, columns, own_columns)
+        series = self.linked_release(label, columns, own_columns, groups=False)
         # verify's verdict of the release (refusing as verify_series refuses), without the
         # series' observed case span, which nothing here reads (a pass over every CaseID of
         # the linked series, per release: issue 43)

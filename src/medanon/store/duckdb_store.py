@@ -250,14 +250,18 @@ class ReleaseLinks:
                    case_codes.astype(np.int32), group_codes,
                    int(case_codes.max(initial=-1)) + 1, len(distinct))
 
-    def rows_linked_to(self, period: str) -> np.ndarray:
+    def rows_linked_to(self, period: str, *, groups: bool = True) -> np.ndarray:
         """The ``rowids`` of the rows release ``period`` links to (none for a period not
-        published when the links were read)."""
+        published when the links were read). Without ``groups``, only the rows of its cases
+        (:meth:`ReleaseStore.release_case_rows`' selection): what the checks and measures of
+        that release alone read."""
         if period not in self.periods:
             return self.rowids[:0]
         own = self.period_codes == self.periods.index(period)
         cases = np.zeros(self.case_count, dtype=bool)
         cases[self.case_codes[own]] = True
+        if not groups:
+            return self.rowids[cases[self.case_codes]]
         # the groups holding one of its cases (the last slot: the rows without a group)
         hit = np.zeros(self.group_count + 1, dtype=bool)
         hit[self.group_codes[cases[self.case_codes]]] = True
@@ -919,7 +923,8 @@ class ReleaseStore:
 
     def release_linked_rows(self, period: str, links: ReleaseLinks | None = None,
                             columns: Iterable[str] | None = None,
-                            own_columns: Iterable[str] = ()) -> dict[str, pd.DataFrame]:
+                            own_columns: Iterable[str] = (), *,
+                            groups: bool = True) -> dict[str, pd.DataFrame]:
         """:meth:`linked_rows` of the cases the release of ``period`` holds
         (:meth:`release_cases`): the rows ``links`` (:meth:`release_links`, read now when None)
         selects for it, fetched by their position in the table.
@@ -933,11 +938,13 @@ class ReleaseStore:
         Python str made by DuckDB: ``evaluate`` leaves out the columns it never reads.
         ``own_columns``: of those, the ones fetched for the rows of ``period`` only (the frames
         of the other releases lack them): ``evaluate``'s drugs, which only the signals and the
-        screening of the release itself read.
+        screening of the release itself read. Without ``groups``, only the rows of the
+        release's cases, not those of the other cases of their groups
+        (:meth:`ReleaseLinks.rows_linked_to`).
         """
         self._require_published(period)
         links = links if links is not None else self.release_links()
-        wanted = pd.DataFrame({"wanted": links.rows_linked_to(period)})
+        wanted = pd.DataFrame({"wanted": links.rows_linked_to(period, groups=groups)})
         with _registered(self._con, "linked_rowids", wanted):
             return self._fetched_linked_rows(
                 "SELECT wanted FROM linked_rowids", "r.rowid", [], share_cells=False,
