@@ -37,7 +37,7 @@ import pandas as pd
 from ..data.records import distinct_objects, first_appearances
 from ..data.terms import TermCodes, key_type
 from ..errors import HierarchyError, InputFormatError, ValidationError
-from ..hierarchies import Interval, Taxonomy
+from ..hierarchies import Taxonomy, interval_bounds_of
 
 __all__ = ["QidInfo", "SUPPRESSED", "CaseIds", "case_ids", "case_positions", "categorical_codes",
            "candidate_term_pairs", "cell_strings", "coded_term_pairs", "columns_term_pairs",
@@ -303,8 +303,7 @@ def interval_bounds(text: str) -> tuple[float, float]:
     to once per release they measure, the same few texts each time, and NIL and IL* parse the
     release measured again (``medanon.metrics.information_loss``, issue 43). A failed parse
     (it raises) is not kept."""
-    found = Interval.parse(text)
-    return found.lo, found.hi
+    return interval_bounds_of(text)
 
 
 def term_pairs(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
