@@ -38,11 +38,11 @@ import pandas as pd
 from .._validation import check_choice, check_fraction, check_int
 from ..accounting import Accountant
 from ..periods import parse_period
-from ..data.records import (SuperRecords, distinct_bounds, distinct_objects, distinct_sorted,
-                            first_appearances, is_identity)
+from ..data.records import (SuperRecords, distinct_bounds, distinct_objects, first_appearances,
+                            is_identity)
 from ..data.terms import TermCodes, codes_of, key_type
 from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
-from ..hierarchies import Interval, Taxonomy, interval_bounds_of
+from ..hierarchies import Taxonomy, interval_bounds_of
 from ..models.theta import ThetaSpec, ThetaTable, UniformTheta, parse_protect, parse_theta
 from ..models.theta import protect as with_caps
 from ..published.cells import SUPPRESSED
