@@ -717,7 +717,9 @@ def _cover_old_cases(space: QidSpace, values: dict, case_ids: np.ndarray, period
     if cases.is_unique:
         # each earlier row's case among this period's, found with one hash table: the
         # isin, then the lookup of the rows kept, each built one of 450k CaseIDs (issue 43)
-        at = cases.get_indexer(prev["case_id"].to_numpy())
+        # (the column itself, a str column already: its object array would be checked and
+        # made a str Index again, a quarter of the probe's cost)
+        at = cases.get_indexer(prev["case_id"])
         prev = prev[at >= 0].assign(_row=at[at >= 0])
     else:
         prev = prev[prev["case_id"].isin(set(case_ids))]
