@@ -580,19 +580,28 @@ class ClusteringMethod(Anonymizer):
         if anchors.min() < k:
             raise InternalError(f"{self.name}: a group has {anchors.min():.0f} anchors < k.")
         lengths = np.diff(data.term_ptr)
-        owner = np.repeat(np.arange(data.n), lengths)
-        keep = placed[owner]
-        for r, dropped in (suppressed or {}).items():
-            at = np.arange(data.term_ptr[r], data.term_ptr[r + 1])
-            keep[at[np.isin(data.term_ids[at], dropped)]] = False
-        if keep.any():
-            # σ of each (group, term) pair: the pairs as one integer each, sorted, counted in
-            # runs (a pandas value_counts of the pairs cost ten times as much, issue 43)
-            width = max(len(data.theta), 1)
-            pairs: np.ndarray = group_of[owner[keep]].astype(
-                key_type((int(group_of.max()) + 1) * width))
+        width = max(len(data.theta), 1)
+        pair_type = key_type((int(group_of.max()) + 1) * width)
+        pairs: np.ndarray
+        if not suppressed and bool(placed.all()):
+            # every case placed, none with a suppressed term (a quarter's usual run): every
+            # pair counts, and each case's group is repeated for its terms without the pairs'
+            # owners and masks (issue 43)
+            pairs = np.repeat(group_of.astype(pair_type), lengths)
+            pairs *= width
+            pairs += data.term_ids
+        else:
+            owner = np.repeat(np.arange(data.n), lengths)
+            keep = placed[owner]
+            for r, dropped in (suppressed or {}).items():
+                at = np.arange(data.term_ptr[r], data.term_ptr[r + 1])
+                keep[at[np.isin(data.term_ids[at], dropped)]] = False
+            pairs = group_of[owner[keep]].astype(pair_type)
             pairs *= width
             pairs += data.term_ids[keep]
+        if len(pairs):
+            # σ of each (group, term) pair: the pairs as one integer each, sorted, counted in
+            # runs (a pandas value_counts of the pairs cost ten times as much, issue 43)
             pairs.sort()
             starts = np.flatnonzero(np.r_[True, pairs[1:] != pairs[:-1]])
             sigma = np.diff(starts, append=len(pairs))
