@@ -12,7 +12,8 @@ from .arx import read_arx, write_arx
 from .builtin import BUILTIN_HIERARCHIES, MAX_AGE_YEARS, age_to_mesh, mesh_age_tree, sex_tree
 from .icd9 import (SENSITIVE_PRESETS, CodeTree, SensitiveRule, icd9_category, icd9_tree,
                    normalize_icd9, read_sensitive_file, sensitive_preset)
-from .intervals import MAX_INTERVAL_BINS, Interval, format_number, interval_hierarchy
+from .intervals import (MAX_INTERVAL_BINS, Interval, format_number, interval_bounds_of,
+                        interval_hierarchy)
 from .taxonomy import SELF_LEAF_SUFFIX, Taxonomy, self_leaf_label
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "age_to_mesh",
     "format_number",
     "icd9_category",
+    "interval_bounds_of",
     "icd9_tree",
     "interval_hierarchy",
     "mesh_age_tree",

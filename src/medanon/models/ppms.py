@@ -382,9 +382,24 @@ def _check_release(rel: ReleaseView, links: _Links, *, k: int, theta: ThetaTable
         starts = np.flatnonzero(is_start)
         del is_start
         keys = marked[starts]
-        sigma = np.diff(starts, append=len(marked))
-        sigma_x = np.add.reduceat(excluded, starts) if len(starts) else excluded[:0]
-        del marked, excluded, starts  # (a pair's arrays go before the key's are made: the gate's peak)
+        # (each array goes once read: a pair's arrays before the key's are made, the gate's peak)
+        del marked
+        ends = np.empty_like(starts)
+        ends[:-1] = starts[1:]
+        ends[-1:] = len(excluded)
+        sigma = ends - starts
+        del starts
+        # σ of X per key from the running count of X, made in place (no array more than the
+        # pairs'), read at each run's end: a reduceat over a million short runs cost more
+        # (issue 43)
+        if len(excluded) >= np.iinfo(excluded.dtype).max:
+            excluded = excluded.astype(np.int64)   # (a count that int32 would not hold)
+        np.cumsum(excluded, out=excluded)
+        ends -= 1   # (each run's last pair)
+        last = excluded[ends]
+        del excluded, ends
+        sigma_x = np.diff(last, prepend=0)
+        del last
         kg, kt = np.divmod(keys, n_terms)
         del keys
         thresholds = np.array([theta.get(str(t)) for t in tnames], dtype=np.float64)[kt]

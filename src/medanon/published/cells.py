@@ -37,7 +37,7 @@ import pandas as pd
 from ..data.records import distinct_objects, first_appearances
 from ..data.terms import TermCodes, key_type
 from ..errors import HierarchyError, InputFormatError, ValidationError
-from ..hierarchies import Interval, Taxonomy
+from ..hierarchies import Taxonomy, interval_bounds_of
 
 __all__ = ["QidInfo", "SUPPRESSED", "CaseIds", "case_ids", "case_positions", "categorical_codes",
            "candidate_term_pairs", "cell_strings", "coded_term_pairs", "columns_term_pairs",
@@ -190,6 +190,11 @@ def case_ids(rows: pd.DataFrame) -> CaseIds:
     """The CaseIDs of ``rows`` (a ``case_id`` column), once per rows inside :func:`reading_once`."""
     def read() -> CaseIds:
         column = rows["case_id"]
+        if isinstance(column.dtype, pd.StringDtype) and not column.isna().any():
+            # a string column holds a str or its missing value in each cell: none missing, all
+            # are text, without a scan of 450k cells' types; and the column is a str Index as
+            # it is, not checked again cell by cell (the candidate's CaseIDs, issue 43)
+            return CaseIds(column.to_numpy(dtype=object).copy(), pd.Index(column), True)
         cells = column.to_numpy(dtype=object)  # (no copy of an object or str column)
         plain = set(map(type, cells.tolist())) <= {str}
         texts = cells.copy() if plain else cell_strings(column)
@@ -303,8 +308,7 @@ def interval_bounds(text: str) -> tuple[float, float]:
     to once per release they measure, the same few texts each time, and NIL and IL* parse the
     release measured again (``medanon.metrics.information_loss``, issue 43). A failed parse
     (it raises) is not kept."""
-    found = Interval.parse(text)
-    return found.lo, found.hi
+    return interval_bounds_of(text)
 
 
 def term_pairs(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -220,8 +220,9 @@ def _first_release_years(cases: np.ndarray, here: Period, earlier: Mapping[str, 
         else:
             hit = index.isin(theirs)
         year[hit] = np.minimum(year[hit], period.year)
-    # each distinct year formatted once (a str per row cost a fifth of a second per 450k)
-    distinct, inverse = np.unique(year, return_inverse=True)
+    # each distinct year formatted once (a str per row cost a fifth of a second per 450k),
+    # the few years hashed rather than sorted (np.unique's sort of 450k years, issue 43)
+    inverse, distinct = pd.factorize(year)
     return np.array([str(y) for y in distinct.tolist()] or [""], dtype=object)[inverse]
 
 
