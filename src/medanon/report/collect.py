@@ -993,8 +993,8 @@ def different_data(a: SeriesReport, b: SeriesReport) -> str | None:
     every period's input digest (the store's operator-only ``input_sha256``, which hashes the
     period's input records) is equal; where a store has no digest for a period (an older
     store), or the two digests hash different things (their versions differ: ``csv-v1``
-    against ``columns-v2``), its ingested reports and cases must be equal in number instead. Only such series
-    can be compared: a risk or a recall measured on other cases, or over other periods, says
+    against ``columns-v3``), its ingested reports and cases must be equal in number instead.
+    Only such series can be compared: a risk or a recall measured on other cases, or over other periods, says
     nothing about which publication is better.
     """
     if a.periods != b.periods:
