@@ -247,10 +247,14 @@ def check_record_values(records: pd.DataFrame, schema: Schema,
 
 def _checked_date_cells(records: pd.DataFrame, schema: Schema,
                         hierarchies: Mapping[str, Taxonomy], *,
-                        columns_checked: bool = False) -> dict[str, np.ndarray]:
+                        columns_checked: bool = False,
+                        factorized: dict[str, tuple[np.ndarray, np.ndarray]] | None = None
+                        ) -> dict[str, np.ndarray]:
     """:func:`check_record_values`, returning each date column's :func:`date_cells` (in the
     records' row order), which the check computes anyway. ``columns_checked``: the caller
-    checked that the records have the schema's columns."""
+    checked that the records have the schema's columns. ``factorized``, when given, gets each
+    categorical QID's :func:`factorize_cells` (rows in the records' order), which the check
+    makes: the super records' least upper bounds read it rather than hash the cells again."""
     if not columns_checked:
         schema.check_columns(records, what="the records")
     for name in schema.categorical_qids:
@@ -259,8 +263,10 @@ def _checked_date_cells(records: pd.DataFrame, schema: Schema,
         # ``dropna().unique()``: the distinct non-missing values in order of first appearance,
         # hashed once per shared str object (a fifth of the super-record step's check at
         # 450k reports, issue 43)
-        present = factorize_cells(records[name].to_numpy(dtype=object))[1]
-        hierarchies[name].check_values([str(v) for v in present], column=name)
+        found = factorize_cells(records[name].to_numpy(dtype=object))
+        hierarchies[name].check_values([str(v) for v in found[1]], column=name)
+        if factorized is not None:
+            factorized[name] = found
     for name in schema.numeric_qids:
         column = records[name]
         if not pd.api.types.is_numeric_dtype(column):
@@ -340,7 +346,9 @@ def super_records_of_rows(records: pd.DataFrame | CodedRecords, schema: Schema,
         terms, records = records.terms, records.base
     else:
         schema.check_columns(records, what="the records")
-    dates = _checked_date_cells(records, schema, hierarchies, columns_checked=True)
+    labels: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    dates = _checked_date_cells(records, schema, hierarchies, columns_checked=True,
+                                factorized=labels)
     case_col, period_col = schema.case_id, schema.period
     order = [period_col, case_col] + (["version"] if "version" in records.columns else [])
     # Only the columns read below are put in that order, not the whole frame (a copy of every
@@ -384,7 +392,7 @@ def super_records_of_rows(records: pd.DataFrame | CodedRecords, schema: Schema,
         out["report_ids"] = reports_of_case
     for name in schema.categorical_qids:
         out[name] = _lub_categorical(records[name], hierarchies[name], first_index, last_index,
-                                     multi_groups, rows)
+                                     multi_groups, rows, labels.get(name))
     for name in schema.numeric_qids:
         values = sorted_cells(pd.to_numeric(records[name], errors="coerce").to_numpy(dtype=float))
         lo = np.full(n_groups, np.nan)
@@ -744,10 +752,13 @@ def _distinct_cells_of_codes(terms: TermCodes
 
 def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, first_index: np.ndarray,
                      last_index: np.ndarray, multi_groups: np.ndarray,
-                     rows: np.ndarray | None = None) -> np.ndarray:
+                     rows: np.ndarray | None = None,
+                     factorized: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Least upper bound (LCA) of each group's labels; missing labels are ignored.
 
     ``rows``: the order of the column's cells that the group bounds index (None: as they are).
+    ``factorized``: the column's :func:`factorize_cells`, when known (its rows in the
+    column's own order).
 
     A raw label that names an internal node with a self leaf (an ``Adult`` written by data or a
     store from before the MeSH age tree had self leaves) is the record value of that leaf, so it
@@ -757,11 +768,16 @@ def _lub_categorical(column: pd.Series, taxonomy: Taxonomy, first_index: np.ndar
     if rows is not None:
         raw = raw[rows]
     values = np.empty(len(raw), dtype=object)
-    try:
-        # the store shares one str among a label's cells: hashed once per object
-        codes, distinct = factorize_cells(raw)
-    except TypeError:  # an unhashable cell: looked up one by one below
-        codes, distinct = np.zeros(0, dtype=np.intp), np.array([None], dtype=object)
+    if factorized is not None:   # (the numbers of the distinct labels do not matter below)
+        codes, distinct = factorized
+        if rows is not None:
+            codes = codes[rows]
+    else:
+        try:
+            # the store shares one str among a label's cells: hashed once per object
+            codes, distinct = factorize_cells(raw)
+        except TypeError:  # an unhashable cell: looked up one by one below
+            codes, distinct = np.zeros(0, dtype=np.intp), np.array([None], dtype=object)
     label_na = None
     if all(type(v) is str for v in distinct.tolist()):
         # each distinct label looked up once; a missing cell (-1: None, NaN, NA) is None,
