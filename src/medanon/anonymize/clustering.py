@@ -646,8 +646,12 @@ def lexsort_runs(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]
     one row) lexicographically, first column first, and where in that order a new distinct row
     starts (``change[i]``: row ``order[i]`` differs from the one before it)."""
     packed = _packed_runs(columns)
-    if packed is not None:
-        return packed
+    return packed if packed is not None else _lexsorted_runs(columns)
+
+
+def _lexsorted_runs(columns: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`lexsort_runs` by ``np.lexsort`` (any columns: the packed sort's fallback, and
+    the reference its test holds it to)."""
     order = np.lexsort(columns[::-1])
     change = np.zeros(len(order), dtype=bool)
     change[0] = True
