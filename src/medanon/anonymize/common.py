@@ -38,8 +38,8 @@ import pandas as pd
 from .._validation import check_choice, check_fraction, check_int
 from ..accounting import Accountant
 from ..periods import parse_period
-from ..data.records import (SuperRecords, distinct_bounds, distinct_objects, first_appearances,
-                            is_identity)
+from ..data.records import (SuperRecords, distinct_bounds, distinct_objects, distinct_sorted,
+                            first_appearances, is_identity)
 from ..data.terms import TermCodes, codes_of, key_type
 from ..errors import HierarchyError, InfeasibleError, InternalError, ValidationError
 from ..hierarchies import Taxonomy, interval_bounds_of
@@ -957,10 +957,7 @@ class _SensitiveTerms:
             key *= width
             key += self.code[c].astype(pair_type, copy=False)
             keys.append(key)
-        pairs = np.concatenate(keys)
-        pairs.sort(kind="stable")
-        if len(pairs) > 1:
-            pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]]
+        pairs = distinct_sorted(np.concatenate(keys), kind="stable")
         owner_of, code_of = np.divmod(pairs, width)
         return owner_of.astype(np.int64, copy=False), code_of.astype(np.int64, copy=False)
 
