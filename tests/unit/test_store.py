@@ -446,3 +446,51 @@ def test_a_release_runs_duckdb_on_one_thread_and_gives_the_threads_back(tmp_path
                 assert _threads(store) == 1
             assert _threads(store) == 1
         assert _threads(store) == 3
+
+
+def _cached_table_bytes(store) -> int:
+    return int(store._con.execute("SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() "
+                                  "WHERE tag = 'BASE_TABLE'").fetchall()[0][0])
+
+
+def _memory_limit(store) -> str:
+    return store._con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
+
+
+def test_dropping_cached_blocks_evicts_the_table_blocks_and_keeps_the_memory_limit(
+        tmp_path, monkeypatch) -> None:
+    import medanon.store.duckdb_store as duckdb_store
+
+    path = tmp_path / "s.duckdb"
+    _ingest(path)
+    monkeypatch.setattr(duckdb_store, "_WORTH_DROPPING", 0)   # (a fixture store caches little)
+    with ReleaseStore.open(path) as store:
+        default = _memory_limit(store)
+        for period in store.ingested_periods():
+            store.coded_records(period)
+        cached = _cached_table_bytes(store)
+        assert cached > 0
+        store.drop_cached_blocks()
+        assert _cached_table_bytes(store) < cached
+        assert _memory_limit(store) == default          # the default, exactly (not its rounded text)
+        store._con.execute("SET memory_limit = '300MiB'")
+        store.coded_records(store.ingested_periods()[0])
+        store.drop_cached_blocks()
+        assert _memory_limit(store) == "300.0 MiB"      # a limit set before stays set
+
+
+def test_a_release_that_drops_cached_blocks_publishes_the_same_rows(tmp_path, monkeypatch) -> None:
+    """Every period of one batch (the earlier ones' rows uncommitted while the later ones read
+    the store) is published the same whether DuckDB's cached blocks are dropped or kept."""
+    import medanon.store.duckdb_store as duckdb_store
+
+    contents = []
+    for worth in (2**62, 0):   # (never dropped; dropped at each read)
+        monkeypatch.setattr(duckdb_store, "_WORTH_DROPPING", worth)
+        path = tmp_path / f"s{worth}.duckdb"
+        _ingest(path)
+        with ReleaseStore.open(path) as store:
+            publish_periods(store, DropIdentifiers(), [], randomness(7),
+                            acknowledged=Acknowledgements(unprotected=True, gap=True, seeded=True))
+        contents.append(_content(path))
+    assert len(contents[0][1]) == 3 and contents[0][1] == contents[1][1]

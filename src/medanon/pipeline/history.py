@@ -182,8 +182,12 @@ def store_history(store: ReleaseStore, hierarchies: Mapping[str, Taxonomy] | Non
 
     def linked(cases: Collection[str], label: str) -> PublishedSeries:
         # held through the method's run: repeated cells shared (memory, issue 43)
-        return series.linked(cases, md_whole(label, series.refresh()), share_cells=True,
+        rows = series.linked(cases, md_whole(label, series.refresh()), share_cells=True,
                              columns=columns)
+        # the blocks the query read of every earlier release are not read again by this
+        # release: left cached, they grew its peak with the series (issue 43)
+        store.drop_cached_blocks()
+        return rows
 
     return linked
 

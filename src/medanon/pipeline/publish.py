@@ -1124,6 +1124,14 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
         # the schema's hierarchies, loaded once for this release: the method, the gate and the
         # series views read the same ones
         hierarchies = store.schema.load_hierarchies()
+
+        def read_coded(period: str) -> CodedRecords:
+            coded = store.coded_records(period)
+            # nothing else of the records is read: their blocks go from DuckDB's cache before
+            # the method's peak (as the linked history's do, store_history)
+            store.drop_cached_blocks()
+            return coded
+
         steps = release_steps(
             store.schema, method, labels, store.records, rng,
             series=empty_series(store.schema, hierarchies),
@@ -1135,7 +1143,7 @@ def publish_periods(store: ReleaseStore, method: Anonymizer, periods: Sequence[s
             ingest=store.ingest_report, final=final, case_ids=chosen, highest_earlier=highest,
             period_case_ids=lambda period: (read_cases.pop(period) if period in read_cases
                                             else store.ingested_case_ids([period])),
-            coded_records=store.coded_records)
+            coded_records=read_coded)
         summaries = []
         # one transaction for all periods (a failure or Ctrl-C rolls every one back), unless asked
         with contextlib.nullcontext() if per_period_commit else store.batch():

@@ -460,6 +460,47 @@ class ReleaseStore:
         with _undone_after(lambda: _run(self._con, f"SET threads = {int(previous)}")):
             yield
 
+    def drop_cached_blocks(self) -> None:
+        """Let DuckDB drop the blocks of the store's tables that its reads left in its buffer
+        pool (they are read again from the file when needed).
+
+        DuckDB keeps a block it has read until its memory limit (by default most of the
+        machine's memory) makes room for another: a release's linked history, a few rows of
+        each earlier release found by their CaseIDs, loads blocks of every release published,
+        so what stays cached grows with the series (a 450k quarter: 25 MiB at quarter 2, 155
+        MiB at quarter 8), and it stayed through the method, the gate and the write, on top of
+        their peaks (issue 43). Lowering the limit to what the other buffers use (such as a
+        batch's uncommitted rows) makes DuckDB evict the table blocks at once; the limit is
+        then what it was.
+
+        The limit is set on a second connection to the same database (DuckDB shares the buffer
+        pool and the setting): when DuckDB cannot evict enough it refuses the setting (after
+        evicting what it could), and a statement refused on the store's own connection would
+        abort the transaction of a :meth:`batch`.
+        """
+        usage = self._con.execute(
+            "SELECT tag, memory_usage_bytes FROM duckdb_memory()").fetchall()
+        cached = sum(int(b) for tag, b in usage if tag == "BASE_TABLE")
+        if cached < _WORTH_DROPPING or cached == 0:
+            return
+        others = sum(int(b) for tag, b in usage if tag != "BASE_TABLE")
+        # (at most half the threshold of them stays: what a next read may find)
+        target = others + _WORTH_DROPPING // 2
+        setting = self._con.cursor()
+        try:
+            previous = _the_row(setting, "SELECT current_setting('memory_limit')")[0]
+            try:
+                _run(setting, f"SET memory_limit = '{target}B'")
+            except duckdb.OutOfMemoryException:
+                pass   # (what it could not evict stays; the limit was not changed)
+            # RESET gives the default exactly; a limit set before is set again from its text
+            # (DuckDB prints it rounded, so only when it was not the default)
+            _run(setting, "RESET memory_limit")
+            if _the_row(setting, "SELECT current_setting('memory_limit')")[0] != previous:
+                _run(setting, f"SET memory_limit = '{previous}'")
+        finally:
+            setting.close()
+
     # -- reading ---------------------------------------------------------------------------
     @contextmanager
     def _write(self) -> Iterator[None]:
@@ -1572,6 +1613,9 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+#: below this, the table blocks a read left cached are not worth dropping
+#: (:meth:`ReleaseStore.drop_cached_blocks`)
+_WORTH_DROPPING = 32 * 2**20
 #: records written per INSERT: bounds the Python lists built for the multi-valued columns
 _INSERT_ROWS = 100_000
 #: joins the items of a list cell when the records are read (``ReleaseStore.records``): the
