@@ -149,6 +149,12 @@ class StoreSeries:
         """:func:`medanon.verify.verify_series` over the store's series, one release at a time:
         memory bounded by one release and what it links to.
 
+        Each release is read with its cases' rows in the other releases, as ``evaluate``
+        checks it (:meth:`verified_linked_release`: a release's verdict depends on nothing
+        else), and only the columns the checks read (:func:`~medanon.published.roles.
+        checked_columns`). With the other cases of their groups and every column, an 8 x 450k
+        series was read as 0.77-1.09 M rows a release, 31 s of CPU and 2.9 GB (issue 43).
+
         Args:
             periods: The releases to check (default: all).
 
@@ -158,7 +164,9 @@ class StoreSeries:
         """
         skeleton = self.skeleton()
         labels = [skeleton.label(p) for p in periods] if periods else skeleton.periods
-        return verify_linked(labels, self.linked_release,
+        columns = checked_columns(self.store.schema)
+        return verify_linked(labels, lambda label: self.linked_release(label, columns,
+                                                                      groups=False),
                              observed_span=self.store.published_case_span())
 
 
