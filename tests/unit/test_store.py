@@ -457,40 +457,45 @@ def _memory_limit(store) -> str:
     return store._con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]
 
 
-def test_dropping_cached_blocks_evicts_the_table_blocks_and_keeps_the_memory_limit(
-        tmp_path, monkeypatch) -> None:
-    import medanon.store.duckdb_store as duckdb_store
-
+def test_dropping_cached_blocks_evicts_the_table_blocks_and_keeps_the_memory_limit(tmp_path) -> None:
     path = tmp_path / "s.duckdb"
     _ingest(path)
-    monkeypatch.setattr(duckdb_store, "_WORTH_DROPPING", 0)   # (a fixture store caches little)
     with ReleaseStore.open(path) as store:
         default = _memory_limit(store)
         for period in store.ingested_periods():
             store.coded_records(period)
         cached = _cached_table_bytes(store)
         assert cached > 0
-        store.drop_cached_blocks()
+        store.drop_cached_blocks()                      # (a fixture store caches under 32 MiB)
+        store.drop_cached_blocks(above=cached)
+        assert _cached_table_bytes(store) == cached
+        store.drop_cached_blocks(above=0)
         assert _cached_table_bytes(store) < cached
         assert _memory_limit(store) == default          # the default, exactly (not its rounded text)
         store._con.execute("SET memory_limit = '300MiB'")
         store.coded_records(store.ingested_periods()[0])
-        store.drop_cached_blocks()
+        store.drop_cached_blocks(above=0)
         assert _memory_limit(store) == "300.0 MiB"      # a limit set before stays set
 
 
 def test_a_release_that_drops_cached_blocks_publishes_the_same_rows(tmp_path, monkeypatch) -> None:
     """Every period of one batch (the earlier ones' rows uncommitted while the later ones read
-    the store) is published the same whether DuckDB's cached blocks are dropped or kept."""
+    the store) is published the same whether DuckDB's cached blocks are dropped or kept, and
+    verify, which drops them as it reads release after release, says the same."""
+    import medanon.pipeline.history as history
     import medanon.store.duckdb_store as duckdb_store
 
-    contents = []
+    contents, verdicts = [], []
     for worth in (2**62, 0):   # (never dropped; dropped at each read)
         monkeypatch.setattr(duckdb_store, "_WORTH_DROPPING", worth)
+        monkeypatch.setattr(history, "_READ_CACHE", worth)
         path = tmp_path / f"s{worth}.duckdb"
         _ingest(path)
         with ReleaseStore.open(path) as store:
             publish_periods(store, DropIdentifiers(), [], randomness(7),
                             acknowledged=Acknowledgements(unprotected=True, gap=True, seeded=True))
         contents.append(_content(path))
+        with ReleaseStore.open(path, read_only=True) as store:
+            verdicts.append(history.verify_store(store))
     assert len(contents[0][1]) == 3 and contents[0][1] == contents[1][1]
+    assert len(verdicts[0].releases) == 3 and verdicts[0] == verdicts[1]

@@ -460,9 +460,10 @@ class ReleaseStore:
         with _undone_after(lambda: _run(self._con, f"SET threads = {int(previous)}")):
             yield
 
-    def drop_cached_blocks(self) -> None:
+    def drop_cached_blocks(self, *, above: int | None = None) -> None:
         """Let DuckDB drop the blocks of the store's tables that its reads left in its buffer
-        pool (they are read again from the file when needed).
+        pool (they are read again from the file when needed), when they take more than
+        ``above`` bytes (None: 32 MiB); at most half of that stays.
 
         DuckDB keeps a block it has read until its memory limit (by default most of the
         machine's memory) makes room for another: a release's linked history, a few rows of
@@ -480,12 +481,13 @@ class ReleaseStore:
         """
         usage = self._con.execute(
             "SELECT tag, memory_usage_bytes FROM duckdb_memory()").fetchall()
+        above = _WORTH_DROPPING if above is None else above
         cached = sum(int(b) for tag, b in usage if tag == "BASE_TABLE")
-        if cached < _WORTH_DROPPING or cached == 0:
+        if cached <= above:
             return
         others = sum(int(b) for tag, b in usage if tag != "BASE_TABLE")
-        # (at most half the threshold of them stays: what a next read may find)
-        target = others + _WORTH_DROPPING // 2
+        # (half the threshold of them may stay: what a next read may find)
+        target = others + above // 2
         setting = self._con.cursor()
         try:
             previous = _the_row(setting, "SELECT current_setting('memory_limit')")[0]
