@@ -924,8 +924,11 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
         return
     if reader is not None:
         labels = [series.label(period)] if period else series.periods
-        result = attack_linked(labels, reader.linked_release, lifespan=lifespan, k=k,
-                               alpha=alpha, ss_rule=rule, background=knowledge, md=md)
+        # each release with its cases' rows elsewhere, the columns the attacks read
+        also = list(rule) if isinstance(rule, Mapping) else []
+        result = attack_linked(labels, lambda label: reader.checked_release(label, also),
+                               lifespan=lifespan, k=k, alpha=alpha, ss_rule=rule,
+                               background=knowledge, md=md)
     else:
         result = attack_series(series, periods=[period] if period else None, lifespan=lifespan,
                                k=k, alpha=alpha, ss_rule=rule, background=knowledge, md=md)

@@ -153,11 +153,8 @@ class StoreSeries:
         """:func:`medanon.verify.verify_series` over the store's series, one release at a time:
         memory bounded by one release and what it links to.
 
-        Each release is read with its cases' rows in the other releases, as ``evaluate``
-        checks it (:meth:`verified_linked_release`: a release's verdict depends on nothing
-        else), and only the columns the checks read (:func:`~medanon.published.roles.
-        checked_columns`). With the other cases of their groups and every column, an 8 x 450k
-        series was read as 0.77-1.09 M rows a release, 31 s of CPU and 2.9 GB (issue 43).
+        Each release is read as :meth:`checked_release` reads it (as ``evaluate`` checks it,
+        :meth:`verified_linked_release`).
 
         Args:
             periods: The releases to check (default: all).
@@ -168,10 +165,24 @@ class StoreSeries:
         """
         skeleton = self.skeleton()
         labels = [skeleton.label(p) for p in periods] if periods else skeleton.periods
-        columns = checked_columns(self.store.schema)
-        return verify_linked(labels, lambda label: self.linked_release(label, columns,
-                                                                      groups=False),
+        return verify_linked(labels, self.checked_release,
                              observed_span=self.store.published_case_span())
+
+    def checked_release(self, label: str, also: Iterable[str] = ()) -> PublishedSeries:
+        """What the checks of release ``label`` and the attacks on it read (:meth:`verify`,
+        ``medanon attack --store`` through :func:`medanon.attacks.worst_case.attack_linked`):
+        the release and its cases' rows in the other releases (:meth:`linked_release` without
+        the other cases of their groups), only the columns they read
+        (:func:`~medanon.published.roles.checked_columns`) and the clear columns of ``also``
+        (those an ss rule names).
+
+        A release's verdict, and every attack on its groups, depend on those rows alone: the
+        property tests of ``tests/property/test_incremental_gate.py`` hold both, on this
+        selection, to a run over the whole series. An 8 x 450k series read with the other
+        cases of the groups and every column: 0.77-1.09 M rows a release, and 31 s of CPU and
+        2.9 GB for ``verify``, 55 s and 2.3 GB for ``attack`` (issue 43).
+        """
+        return self.linked_release(label, checked_columns(self.store.schema, also), groups=False)
 
 
 #: the most of the store's blocks DuckDB keeps cached while a reader of every release reads
