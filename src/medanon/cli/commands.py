@@ -15,7 +15,7 @@ from rich.table import Table
 
 from .. import vocabulary as V
 from .._validation import check_choice, check_int
-from ..errors import InputFormatError, PrivacyViolation, StoreError, ValidationError
+from ..errors import InputFormatError, PrivacyViolation, ValidationError
 from ..periods import parse_period
 from . import console as ui
 from .console import print_json, progress_bar
@@ -545,17 +545,14 @@ def ledger(*, store: Path, case_budget: str | None, as_json: bool) -> None:
 
 # -- export ---------------------------------------------------------------------------------------
 def export(*, store: Path, out: Path, fmt: str) -> None:
-    from ..pipeline.export import EXPORT_FORMATS, export_releases
+    from ..pipeline.export import EXPORT_FORMATS, export_store
     from ..store import ReleaseStore
 
     with ui.errors_as_flags():
         check_choice(fmt, name="format", owner="export", choices=EXPORT_FORMATS)
     with ReleaseStore.open(store, read_only=True) as db:
-        periods = db.published_periods()
-        if not periods:
-            raise StoreError(f"Nothing is published in {str(store)!r} yet: run 'medanon release' first.")
-        releases = {p: (db.release_rows(p), db.manifest(p)) for p in periods}
-    exported = export_releases(releases, out, fmt)
+        exported = export_store(db, out, fmt)
+    periods = [folder.name for folder in exported.folders]
     print(f"exported {len(exported.folders)} release(s) as {fmt} to {out}: {', '.join(periods)}")
     if exported.replaced_dollars:
         ui.err.print(f"note: {exported.replaced_dollars} value(s) contained '$' or a line break, "

@@ -8,17 +8,20 @@ FAERS columns cannot carry (:mod:`medanon.published.faers_layout`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .._validation import check_choice
+from ..errors import StoreError
 from ..published.faers_layout import case_versions, write_faers_release
 from ..published.format import write_manifest, write_release, write_series_atomically
+from ..store import ReleaseStore
 
-__all__ = ["EXPORT_FORMATS", "Exported", "export_releases"]
+__all__ = ["EXPORT_FORMATS", "Exported", "StoredReleases", "export_releases", "export_store"]
 
 #: ``csv``: the release format of ``design.md`` (``PERIOD/release.csv`` + ``manifest.json``);
 #: ``parquet``: the same rows as ``release.parquet``; ``faers``: FAERS ASCII files per period
@@ -41,6 +44,54 @@ class Exported:
     replaced_dollars: int = 0
 
 
+class StoredReleases(Mapping[str, tuple[pd.DataFrame, dict]]):
+    """The published releases of an open store (period -> published rows and manifest), each
+    read from the store when asked for and not kept: :func:`export_releases` holds one release
+    at a time (an 8 x 450k series read whole first: 4.1 GB, issue 43)."""
+
+    def __init__(self, store: ReleaseStore):
+        self.store = store
+        self.periods = store.published_periods()
+
+    def __getitem__(self, period: str) -> tuple[pd.DataFrame, dict]:
+        if period not in self.periods:
+            raise KeyError(period)
+        rows = self.store.release_rows(period)
+        # (its blocks are not read again: a series read release after release would leave the
+        # whole store cached, ReleaseStore.drop_cached_blocks)
+        self.store.drop_cached_blocks()
+        return rows, self.store.manifest(period)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.periods)
+
+    def __len__(self) -> int:
+        return len(self.periods)
+
+    def case_ids(self, period: str) -> np.ndarray:
+        """The CaseIDs of a release in its row order, read without its other columns."""
+        return np.asarray(self.store.release_cases(period), dtype=object)
+
+
+def export_store(store: ReleaseStore, out: str | Path, fmt: str = "csv") -> Exported:
+    """:func:`export_releases` of every release published in ``store``, read one at a time.
+
+    Raises:
+        StoreError: nothing is published yet; as :func:`export_releases`.
+    """
+    releases = StoredReleases(store)
+    if not releases.periods:
+        raise StoreError(f"Nothing is published in {str(store.path)!r} yet: run 'medanon "
+                         f"release' first.")
+    return export_releases(releases, out, fmt)
+
+
+def _case_ids(releases: Mapping[str, tuple[pd.DataFrame, dict]], period: str) -> np.ndarray:
+    if isinstance(releases, StoredReleases):
+        return releases.case_ids(period)
+    return releases[period][0]["case_id"].astype(str).to_numpy()
+
+
 def _write_parquet(rows: pd.DataFrame, target: Path) -> None:
     import duckdb  # the store's engine writes Parquet without another dependency
 
@@ -55,7 +106,8 @@ def _write_parquet(rows: pd.DataFrame, target: Path) -> None:
 
 def export_releases(releases: Mapping[str, tuple[pd.DataFrame, dict]], out: str | Path,
                     fmt: str = "csv") -> Exported:
-    """Write ``releases`` (period -> published rows and manifest) into the new folder ``out``.
+    """Write ``releases`` (period -> published rows and manifest) into the new folder ``out``,
+    reading each release once (a :class:`StoredReleases` is read one release at a time).
 
     Raises:
         ValidationError: an unknown ``fmt``.
@@ -67,8 +119,8 @@ def export_releases(releases: Mapping[str, tuple[pd.DataFrame, dict]], out: str 
     check_choice(fmt, name="fmt", owner="export_releases", choices=EXPORT_FORMATS)
     replaced = 0
     # caseversion counts a case's releases over the whole exported series, so it is known first
-    versions = (case_versions({p: rows["case_id"].astype(str).to_numpy()
-                               for p, (rows, _) in releases.items()}) if fmt == "faers" else {})
+    versions = (case_versions({p: _case_ids(releases, p) for p in releases})
+                if fmt == "faers" else {})
 
     def writer(folder: Path, period: str) -> None:
         nonlocal replaced
