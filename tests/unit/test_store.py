@@ -499,3 +499,46 @@ def test_a_release_that_drops_cached_blocks_publishes_the_same_rows(tmp_path, mo
             verdicts.append(history.verify_store(store))
     assert len(contents[0][1]) == 3 and contents[0][1] == contents[1][1]
     assert len(verdicts[0].releases) == 3 and verdicts[0] == verdicts[1]
+
+
+def _files(folder):
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet", "faers"])
+def test_an_export_of_the_store_reads_each_release_once_and_writes_what_the_whole_series_gives(
+        tmp_path, monkeypatch, fmt) -> None:
+    from medanon.pipeline.export import export_releases, export_store
+
+    path = tmp_path / "s.duckdb"
+    _ingest(path)
+    with ReleaseStore.open(path) as store:
+        publish_periods(store, DropIdentifiers(), [], randomness(7),
+                        acknowledged=Acknowledgements(unprotected=True, gap=True, seeded=True))
+    with ReleaseStore.open(path, read_only=True) as store:
+        whole = {p: (store.release_rows(p), store.manifest(p)) for p in store.published_periods()}
+        export_releases(whole, tmp_path / "whole", fmt)
+        read = []
+        real_rows = ReleaseStore.release_rows
+
+        def release_rows(self, period, *args, **kwargs):
+            read.append(period)
+            return real_rows(self, period, *args, **kwargs)
+
+        monkeypatch.setattr(ReleaseStore, "release_rows", release_rows)
+        exported = export_store(store, tmp_path / "streamed", fmt)
+    assert read == list(whole) and len(read) == 3      # each release once, in time order
+    assert [f.name for f in exported.folders] == list(whole)
+    assert _files(tmp_path / "streamed") == _files(tmp_path / "whole")
+
+
+def test_an_export_of_a_store_with_nothing_published_is_refused(tmp_path) -> None:
+    from medanon.pipeline.export import export_store
+
+    path = tmp_path / "s.duckdb"
+    _ingest(path)
+    with ReleaseStore.open(path, read_only=True) as store, \
+            pytest.raises(StoreError, match="Nothing is published"):
+        export_store(store, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
