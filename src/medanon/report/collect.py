@@ -15,6 +15,7 @@ drift from what ``medanon verify`` checks.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +30,8 @@ from ..data.records import combine_super_records, super_records_of_rows
 from ..data.schema import Schema
 from ..errors import InputFormatError, StoreError, ValidationError
 from ..hierarchies import Interval
-from ..metrics.evaluation import (PublishedOriginals, evaluate_linked, evaluation_steps,
-                                  original_columns)
+from ..metrics.evaluation import (PublishedOriginals, evaluate_linked, evaluated_columns,
+                                  evaluation_steps, original_columns, own_columns)
 from ..metrics.screening import screening_for
 from ..metrics.signals import SignalRule
 from ..models.base import PrivacyModel, SeriesVerdict, model_from_manifest
@@ -740,7 +741,12 @@ def collect_series_report(store: str | Path, *, rules: Sequence[SignalRule] = ()
         options = screening_for(set(db.release_columns()))
         columns = original_columns(list(rules), options)
         originals, _ = store_originals(db, series.periods, lazy=True, columns=columns)
-        evaluation = evaluate_linked(series.periods, reader.release_with_cases, originals,
+        # each release with its cases' rows elsewhere, only the columns the measures read
+        # (as medanon evaluate reads it; verify's refusal is the report's to show, below)
+        linked_of = functools.partial(
+            reader.linked_release, columns=evaluated_columns(db.schema, list(rules), options),
+            own_columns=own_columns(db.schema, list(rules), options), groups=False)
+        evaluation = evaluate_linked(series.periods, linked_of, originals,
                                      PublishedOriginals(originals, db.schema, columns),
                                      hierarchies=series.hierarchies, rules=list(rules),
                                      background=background, md=md, screening=options,
@@ -792,8 +798,10 @@ def report_steps(stores: Sequence[str | Path], *, rules: Sequence[SignalRule] = 
 
 
 def _one_release(db: ReleaseStore, series: PublishedSeries, period: str) -> PublishedSeries:
-    """Release ``period`` alone (its rows and manifest), read through ``series``' QIDs."""
-    return PublishedSeries({period: db.release_rows(period)}, {period: series.manifests[period]},
+    """Release ``period`` alone (its rows, of them only the QIDs, and its manifest), read
+    through ``series``' QIDs: what :func:`generalization_profile` reads."""
+    rows = db.release_rows(period, columns=[q.name for q in series.qids])
+    return PublishedSeries({period: rows}, {period: series.manifests[period]},
                            series.qids, series.sensitive, series.source)
 
 
