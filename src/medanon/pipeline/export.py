@@ -69,8 +69,10 @@ class StoredReleases(Mapping[str, tuple[pd.DataFrame, dict]]):
         return len(self.periods)
 
     def case_ids(self, period: str) -> np.ndarray:
-        """The CaseIDs of a release in its row order, read without its other columns."""
-        return np.asarray(self.store.release_cases(period), dtype=object)
+        """The CaseIDs of a release in its row order, read without its other columns (a
+        missing one as "", as :meth:`ReleaseStore.release_rows` reads it)."""
+        return np.asarray(["" if c is None else c for c in self.store.release_cases(period)],
+                          dtype=object)
 
 
 def export_store(store: ReleaseStore, out: str | Path, fmt: str = "csv") -> Exported:
