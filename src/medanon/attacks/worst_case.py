@@ -61,8 +61,8 @@ import numpy as np
 from ..errors import ValidationError
 from ..models.names import HA_MODEL
 from ..models.theta import ThetaTable
-from ..published.cells import QidInfo
-from ..published.links import Region, ReleaseView, covers, link, whole_domain
+from ..published.cells import QidInfo, reading_once
+from ..published.links import Region, ReleaseView, covers, link, sharing_links, whole_domain
 from ..published.series import PublishedSeries
 from .background import BackgroundKnowledge
 from .likelihood import HARD, LikelihoodAttacker, TargetValues, posterior
@@ -296,6 +296,10 @@ def attack_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedSer
     """:func:`attack_series` one release at a time, in memory bounded by one release and what it
     links to (issue 30).
 
+    Each release's series is read, and attacked, inside one
+    :func:`~medanon.published.cells.reading_once` (as :func:`medanon.metrics.evaluation.
+    evaluate_linked` measures it).
+
     The attacks on a group read its rows and its cases' rows in the other releases, nothing
     else: ``linked_of(label)`` returns a series holding at least those (e.g.
     :meth:`PublishedSeries.linked` of the release's cases), and the result is
@@ -314,7 +318,11 @@ def attack_linked(labels: Sequence[str], linked_of: Callable[[str], PublishedSer
                                   f"it cannot be given.")
     out: list[ReleaseAttack] = []
     for label in labels:
-        out.extend(attack_series(linked_of(label), periods=[label], **options).releases)
+        # what reading the release's series parsed and linked (verify's check of it, when
+        # ``linked_of`` makes one: StoreSeries.verified_linked_release) serves its attacks,
+        # and goes before the next release is read (issue 43)
+        with reading_once(), sharing_links():
+            out.extend(attack_series(linked_of(label), periods=[label], **options).releases)
     return SeriesAttack(tuple(out))
 
 

@@ -878,6 +878,7 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
     from ..attacks import attack_target, read_background
     from ..attacks.ss import parse_ss_rule
     from ..attacks.worst_case import attack_linked, attack_series
+    from ..published.roles import checked_columns
 
     knowledge = read_background(background) if background else None
     if knowledge is not None:
@@ -888,8 +889,10 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
         raise ValidationError("--first-appearance and --discontinued describe a --target; without "
                               "one the worst case over all targets is reported.")
     rule = parse_ss_rule(ss_rule) if ss_rule else None
-    # the flags first, then verify's checks (they read every release asked for)
-    _refuse_what_verify_refuses(series, reader, [series.label(period)] if period else None)
+    # the flags first, then verify's checks (they read every release asked for; of a store,
+    # each release as it is read for its attacks, below: one read of it, not two)
+    if target is not None or reader is None:
+        _refuse_what_verify_refuses(series, reader, [series.label(period)] if period else None)
     if target is not None:
         assert period is not None  # a --target without --period was refused above
         out = attack_target(series, period, target, first_appearance=first_appearance,
@@ -921,9 +924,12 @@ def _attack(series, reader, *, period: str | None, target: str | None, first_app
         return
     if reader is not None:
         labels = [series.label(period)] if period else series.periods
-        # each release with its cases' rows elsewhere, the columns the attacks read
-        also = list(rule) if isinstance(rule, Mapping) else []
-        result = attack_linked(labels, lambda label: reader.checked_release(label, also),
+        # each release with its cases' rows elsewhere and the columns the attacks read, once
+        # verify's checks accept it (nothing is printed before the last release is attacked)
+        columns = checked_columns(reader.store.schema,
+                                  also=list(rule) if isinstance(rule, Mapping) else [])
+        result = attack_linked(labels, functools.partial(reader.verified_linked_release,
+                                                         columns=columns),
                                lifespan=lifespan, k=k, alpha=alpha, ss_rule=rule,
                                background=knowledge, md=md)
     else:

@@ -119,7 +119,8 @@ class StoreSeries:
         """The release ``label`` and its cases' rows in the other releases (:meth:`linked_release`
         without the other cases of their groups: :meth:`release_with_cases`' rows), once
         verify's checks accept the release, the very series they checked: what ``medanon
-        evaluate`` measures, after verify's refusal (issue 41), in one read of the store.
+        evaluate`` measures and ``medanon attack --store`` attacks, after verify's refusal
+        (issue 41), in one read of the store.
 
         A release's verdict depends on its own rows and on its cases' rows in the other
         releases, nothing else (:func:`medanon.verify.verify_linked`: the property tests of
