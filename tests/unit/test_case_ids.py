@@ -367,18 +367,30 @@ def test_the_history_is_linked_from_the_published_case_ids_alone(tmp_path) -> No
     publish_periods(store, method, ["2020Q1", "2020Q2"], randomness(2),
                     acknowledged=Acknowledgements(seeded=True))
     chosen, _ = resolve("pseudonym", randomness(2), store.case_key())
-    new, published = _check_pseudonyms(store, chosen, ["2020Q3"])
-    assert published is not None and 0 < published.sum() < len(new)
+    new, seed = _check_pseudonyms(store, chosen, ["2020Q3"])
+    assert seed is not None and 0 < seed.mask.sum() < len(new)
     cases = chosen.of(new)
+    assert list(seed.pseudonyms) == list(cases)
     shown = set(store.published_case_ids(cases))
-    assert published.tolist() == [c in shown for c in cases]
+    assert seed.mask.tolist() == [c in shown for c in cases]
     history = store_history(store, store.schema.load_hierarchies())
     whole = history(cases, "2020Q3")
-    narrowed = _linked_of_published(history, {"2020Q3": published})(cases, "2020Q3")
+    seeds = []
+
+    def recorded(given, label):
+        seeds.append(list(given))
+        return history(given, label)
+
+    narrowed = _linked_of_published(recorded, {"2020Q3": seed})(cases, "2020Q3")
+    assert seeds[-1] == [c for c, m in zip(cases, seed.mask) if m]   # the published ones only
     assert list(whole.releases) == list(narrowed.releases) == ["2020Q1", "2020Q2"]
     assert sum(map(len, whole.releases.values())) > 0
     for period, rows in whole.releases.items():
         pd.testing.assert_frame_equal(rows, narrowed.releases[period])
+    # the CaseIDs in another order than the mask was made for: given whole, not masked
+    reordered = list(cases)[::-1]
+    _linked_of_published(recorded, {"2020Q3": seed})(reordered, "2020Q3")
+    assert seeds[-1] == reordered
     # nothing published yet: no mask, the seed given whole
     (tmp_path / "fresh").mkdir()
     fresh = _store_series(tmp_path / "fresh", records)
