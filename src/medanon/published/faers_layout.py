@@ -399,9 +399,12 @@ def _terms(cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     # quarter's drug and reaction cells were split row by row, 5.5 s of its 16 s export,
     # issue 43); then every row takes its cell's terms
     codes, distinct = pd.factorize(np.asarray(cells, dtype=object), use_na_sentinel=False)
-    listed = []
+    listed: list[list[str]] = []
     for cell in distinct.tolist():
-        kept = dict.fromkeys(term.strip() for term in str(cell).split("|"))
+        if not isinstance(cell, str):   # (a missing cell holds no term)
+            listed.append([])
+            continue
+        kept = dict.fromkeys(term.strip() for term in cell.split("|"))
         kept.pop("", None)
         kept.pop(SUPPRESSED, None)
         listed.append(list(kept))
