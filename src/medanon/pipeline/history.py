@@ -169,13 +169,13 @@ class StoreSeries:
         return verify_linked(labels, self.checked_release,
                              observed_span=self.store.published_case_span())
 
-    def checked_release(self, label: str, also: Iterable[str] = ()) -> PublishedSeries:
-        """What the checks of release ``label`` and the attacks on it read (:meth:`verify`,
-        ``medanon attack --store`` through :func:`medanon.attacks.worst_case.attack_linked`):
-        the release and its cases' rows in the other releases (:meth:`linked_release` without
-        the other cases of their groups), only the columns they read
-        (:func:`~medanon.published.roles.checked_columns`) and the clear columns of ``also``
-        (those an ss rule names).
+    def checked_release(self, label: str) -> PublishedSeries:
+        """What the checks of release ``label`` read (:meth:`verify`): the release and its
+        cases' rows in the other releases (:meth:`linked_release` without the other cases of
+        their groups), only the columns the checks read
+        (:func:`~medanon.published.roles.checked_columns`). ``medanon attack --store`` reads
+        the same rows and columns, with any clear column its ss rule names, through
+        :meth:`verified_linked_release`.
 
         A release's verdict, and every attack on its groups, depend on those rows alone: the
         property tests of ``tests/property/test_incremental_gate.py`` hold both, on this
@@ -183,7 +183,7 @@ class StoreSeries:
         cases of the groups and every column: 0.77-1.09 M rows a release, and 31 s of CPU and
         2.9 GB for ``verify``, 55 s and 2.3 GB for ``attack`` (issue 43).
         """
-        return self.linked_release(label, checked_columns(self.store.schema, also), groups=False)
+        return self.linked_release(label, checked_columns(self.store.schema), groups=False)
 
 
 #: the most of the store's blocks DuckDB keeps cached while a reader of every release reads
